@@ -1,0 +1,130 @@
+//! The library clock: `CLOCK_MONOTONIC` in nanoseconds, shared by every process on the host.
+//!
+//! A precise read costs ~23 ns here, `CLOCK_MONOTONIC_COARSE` ~3 ns with a resolution of one
+//! scheduler tick (4 ms here). [`CoarseNow`] turns a coarse read into bounds on the precise
+//! time, so an algorithm can decide without the precise read when every instant within the
+//! bounds gives the same outcome and the same new state (see `Limiter::try_acquire`).
+
+use crate::sync::{Ordering, ProcessAtomicU64};
+
+/// Nanoseconds on `CLOCK_MONOTONIC`: the timeline every `now_ns` in this crate is on.
+///
+/// ```
+/// let a = rate::now_ns();
+/// let b = rate::now_ns();
+/// assert!(b >= a);
+/// ```
+pub fn now_ns() -> u64 {
+    read(libc::CLOCK_MONOTONIC)
+}
+
+fn read(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    if rc != 0 {
+        // Monotonic clocks cannot fail on Linux; if one ever did, time 0 only makes
+        // decisions stricter (an earlier `now` never admits more, DESIGN §2).
+        return 0;
+    }
+    timespec_ns(&ts)
+}
+
+fn timespec_ns(ts: &libc::timespec) -> u64 {
+    // tv_sec and tv_nsec are non-negative for CLOCK_MONOTONIC; saturate rather than wrap.
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+/// How far the precise clock may run ahead of the coarse one: `UNKNOWN` before the first
+/// use, `DISTRUSTED` once the coarse clock proved unusable, else the slack in ns.
+static COARSE_SLACK_NS: ProcessAtomicU64 = ProcessAtomicU64::new(UNKNOWN);
+const UNKNOWN: u64 = 0;
+const DISTRUSTED: u64 = u64::MAX;
+/// A coarse clock coarser than this saves too little to be worth the bookkeeping.
+const MAX_RESOLUTION_NS: u64 = 20_000_000;
+
+/// Bounds on the precise time, from one coarse read: `earliest ≤ now ≤ latest`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CoarseNow {
+    /// The coarse reading; `CLOCK_MONOTONIC` at this instant is at least this.
+    pub(crate) earliest: u64,
+    /// The coarse reading plus the slack; `CLOCK_MONOTONIC` at this instant is at most this.
+    pub(crate) latest: u64,
+}
+
+impl CoarseNow {
+    /// Reads the coarse clock, or returns `None` when it cannot be trusted on this host.
+    ///
+    /// The coarse clock is the precise clock as of the last tick, so the precise time is at
+    /// least the coarse one and at most one tick later. We allow two ticks (interrupt
+    /// latency), and [`CoarseNow::precise`] checks that assumption on every precise read
+    /// that follows a coarse one, turning the shortcut off for good if it is ever wrong.
+    pub(crate) fn read() -> Option<Self> {
+        let slack = match COARSE_SLACK_NS.load(Ordering::Relaxed) {
+            UNKNOWN => calibrate(),
+            slack => slack,
+        };
+        if slack == DISTRUSTED {
+            return None;
+        }
+        let earliest = read(libc::CLOCK_MONOTONIC_COARSE);
+        Some(Self {
+            earliest,
+            latest: earliest.saturating_add(slack),
+        })
+    }
+
+    /// Reads the precise clock after this coarse read, checking the bounds held.
+    pub(crate) fn precise(self) -> u64 {
+        let now = now_ns();
+        if now > self.latest {
+            // The slack assumption failed (a tickless CPU, a stalled timekeeper) or this
+            // thread was descheduled between the reads. Either way, stop trusting the
+            // coarse clock: only speed is lost. Relaxed: a flag that is only ever set.
+            COARSE_SLACK_NS.store(DISTRUSTED, Ordering::Relaxed);
+        }
+        now
+    }
+}
+
+/// Finds the coarse clock's slack once per process. Racing first calls compute the same
+/// value, so a Relaxed store is enough.
+fn calibrate() -> u64 {
+    let mut res = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `res` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) };
+    let resolution = timespec_ns(&res);
+    let slack = if rc != 0 || resolution == 0 || resolution > MAX_RESOLUTION_NS {
+        DISTRUSTED
+    } else {
+        2 * resolution
+    };
+    COARSE_SLACK_NS.store(slack, Ordering::Relaxed);
+    slack
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coarse_bounds_contain_the_precise_time() {
+        for _ in 0..1000 {
+            if let Some(coarse) = CoarseNow::read() {
+                let now = now_ns();
+                assert!(
+                    coarse.earliest <= now,
+                    "coarse clock ran ahead of the precise one"
+                );
+            }
+        }
+    }
+}

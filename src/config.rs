@@ -1,0 +1,75 @@
+//! What a limiter is asked to enforce: at most `limit` units per `period_ns`.
+
+/// The limiting algorithm. The numbers are the C constants `RATE_GCRA` … `RATE_SLIDING_LOG`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum Algorithm {
+    /// Generic cell rate algorithm: a leaky bucket as a meter (the token bucket is the same
+    /// algorithm). Smooth: one unit every `period_ns / limit`, bursts up to `burst`.
+    Gcra = 0,
+    /// At most `limit` units in each window `[k·period, (k+1)·period)`.
+    FixedWindow = 1,
+    /// The previous window's count, weighted by its overlap with the sliding period, plus
+    /// the current window's count, at most `limit`.
+    SlidingWindow = 2,
+    /// Exact: at most `limit` units admitted in any period `(t − period, t]`.
+    SlidingLog = 3,
+}
+
+/// A limiter's configuration. Plain data; it is validated when a limiter is built from it.
+///
+/// ```
+/// use rate::{Config, Limiter};
+/// // 100 requests a minute, in bursts of up to 10.
+/// let config = Config::gcra(100, 60_000_000_000).with_burst(10);
+/// let limiter = Limiter::new(&config).unwrap();
+/// assert!(limiter.acquire_at(1, 0).unwrap().allowed);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Config {
+    /// Which algorithm enforces the limit.
+    pub algorithm: Algorithm,
+    /// L ≥ 1: units admitted per period.
+    pub limit: u64,
+    /// P ≥ 1: the period, in nanoseconds.
+    pub period_ns: u64,
+    /// GCRA only: the most units admitted at once; 0 means `limit`.
+    pub burst: u64,
+}
+
+impl Config {
+    /// A configuration for `algorithm` with no explicit burst.
+    pub const fn new(algorithm: Algorithm, limit: u64, period_ns: u64) -> Self {
+        Self {
+            algorithm,
+            limit,
+            period_ns,
+            burst: 0,
+        }
+    }
+
+    /// GCRA: `limit` units per `period_ns`, burst `limit`.
+    pub const fn gcra(limit: u64, period_ns: u64) -> Self {
+        Self::new(Algorithm::Gcra, limit, period_ns)
+    }
+
+    /// Fixed window: at most `limit` units per window of `period_ns`.
+    pub const fn fixed_window(limit: u64, period_ns: u64) -> Self {
+        Self::new(Algorithm::FixedWindow, limit, period_ns)
+    }
+
+    /// Sliding window counter: at most `limit` units per weighted sliding `period_ns`.
+    pub const fn sliding_window(limit: u64, period_ns: u64) -> Self {
+        Self::new(Algorithm::SlidingWindow, limit, period_ns)
+    }
+
+    /// Sliding window log: at most `limit` units in any `period_ns`, exactly.
+    pub const fn sliding_log(limit: u64, period_ns: u64) -> Self {
+        Self::new(Algorithm::SlidingLog, limit, period_ns)
+    }
+
+    /// The same configuration with GCRA burst `burst` (0 means `limit`).
+    pub const fn with_burst(self, burst: u64) -> Self {
+        Self { burst, ..self }
+    }
+}

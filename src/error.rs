@@ -1,0 +1,78 @@
+//! Typed errors of the Rust API. The C layer maps each to a fixed `RATE_E_*` number.
+
+use std::fmt;
+
+/// Why a [`Config`](crate::Config) was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `limit` is 0; at least one unit per period is required.
+    ZeroLimit,
+    /// `period_ns` is 0.
+    ZeroPeriod,
+    /// GCRA: `period_ns / limit` is 0, i.e. more than one unit per nanosecond.
+    RateTooHigh,
+    /// GCRA: `burst × emission interval` does not fit in 64 bits of nanoseconds.
+    ToleranceTooLarge,
+    /// Window algorithms: `limit` and `period_ns` do not fit the packed state word (see the
+    /// algorithm's docs for the exact bound).
+    LimitTooLarge,
+    /// Keyed limiters: `capacity` is 0 or the table cannot be allocated.
+    Capacity,
+}
+
+impl ConfigError {
+    fn message(self) -> &'static str {
+        match self {
+            Self::ZeroLimit => "limit must be at least 1",
+            Self::ZeroPeriod => "period_ns must be at least 1",
+            Self::RateTooHigh => {
+                "period_ns / limit must be at least 1 ns (at most one unit per ns)"
+            }
+            Self::ToleranceTooLarge => "burst x (period_ns / limit) must fit in 64 bits",
+            Self::LimitTooLarge => "limit is too large for this algorithm's packed state",
+            Self::Capacity => "capacity must be at least 1 and the table must fit in memory",
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+/// Every way an operation can fail. A denial is not an error: it is a
+/// [`Decision`](crate::Decision) with `allowed == false`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration is invalid.
+    InvalidConfig(ConfigError),
+    /// `n` exceeds the most this limiter can ever admit at once (its `limit`), so no
+    /// amount of waiting would admit it.
+    InsufficientCapacity,
+    /// A keyed table is full of live keys and cannot take a new one.
+    TableFull,
+    /// The operation does not exist for this algorithm (reserve on a window limiter).
+    Unsupported,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
+            Self::InsufficientCapacity => f.write_str("cost exceeds the limiter's capacity"),
+            Self::TableFull => f.write_str("keyed table is full of live keys"),
+            Self::Unsupported => f.write_str("operation not supported by this algorithm"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<ConfigError> for Error {
+    fn from(why: ConfigError) -> Self {
+        Self::InvalidConfig(why)
+    }
+}

@@ -1,0 +1,167 @@
+//! `rate_limiter_*`: one limiter, shared by any number of threads.
+
+use super::{
+    boundary, rate_config, rate_decision, report, status_of, RATE_E_INVALID_CONFIG, RATE_E_NULL,
+    RATE_LIMITED, RATE_OK,
+};
+use crate::Limiter;
+
+/// An opaque rate limiter. Safe to use from many threads at once; `rate_limiter_free`
+/// must not race with any other call on the same handle.
+pub struct rate_limiter {
+    limiter: Limiter,
+}
+
+/// Creates a limiter from `config`, full (at capacity) at any time.
+///
+/// Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
+/// release with `rate_limiter_free`; on error `*out` is left untouched.
+///
+/// NULL: `config` or `out` NULL is RATE_E_NULL.
+///
+/// Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (unknown algorithm, limit or
+/// period 0, more than one unit per ns, or a product that does not fit 64 bits).
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_new(
+    config: *const rate_config,
+    out: *mut *mut rate_limiter,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a valid config; `as_ref` checks NULL.
+        let Some(config) = (unsafe { config.as_ref() }) else {
+            return RATE_E_NULL;
+        };
+        if out.is_null() {
+            return RATE_E_NULL;
+        }
+        let Some(config) = config.to_config() else {
+            return RATE_E_INVALID_CONFIG;
+        };
+        match Limiter::new(&config) {
+            Ok(limiter) => {
+                // SAFETY: `out` is non-NULL and the caller promised it is writable.
+                unsafe { *out = Box::into_raw(Box::new(rate_limiter { limiter })) };
+                RATE_OK
+            }
+            Err(error) => status_of(error),
+        }
+    })
+}
+
+/// Frees a limiter made by `rate_limiter_new`.
+///
+/// Ownership: takes back the handle; it must not be used afterwards.
+///
+/// Thread-safety: must not race with any other call on the same handle.
+///
+/// NULL: a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_free(limiter: *mut rate_limiter) {
+    boundary(|| {
+        if !limiter.is_null() {
+            // SAFETY: non-NULL handles come from `Box::into_raw` in `rate_limiter_new`, and
+            // the caller gives this one back exactly once.
+            drop(unsafe { Box::from_raw(limiter) });
+        }
+    })
+}
+
+/// Borrows the limiter behind a handle.
+///
+/// # Safety
+/// `limiter` is NULL or a live handle from `rate_limiter_new`.
+unsafe fn limiter_ref<'a>(limiter: *const rate_limiter) -> Option<&'a Limiter> {
+    // SAFETY: per this function's contract; `as_ref` checks NULL.
+    unsafe { limiter.as_ref() }.map(|handle| &handle.limiter)
+}
+
+/// Acquires `n` units now (CLOCK_MONOTONIC, see `rate_now_ns`). `n == 0` is a query:
+/// admitted, changes nothing, reports the current state.
+///
+/// When `out` is NULL only the outcome is needed, and librate decides on the ~3 ns coarse
+/// clock whenever its bounds settle the outcome exactly, reading the precise clock
+/// otherwise: pass NULL on hot paths that do not use the decision's fields.
+///
+/// Thread-safety: safe to call concurrently on one handle.
+///
+/// NULL: `limiter` NULL is RATE_E_NULL; `out` may be NULL.
+///
+/// Returns RATE_OK (admitted), RATE_LIMITED (denied), RATE_E_NULL, or
+/// RATE_E_INSUFFICIENT_CAPACITY (`n` > limit; `out` untouched).
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_acquire(
+    limiter: *mut rate_limiter,
+    n: u64,
+    out: *mut rate_decision,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let Some(limiter) = (unsafe { limiter_ref(limiter) }) else {
+            return RATE_E_NULL;
+        };
+        if out.is_null() {
+            return match limiter.try_acquire(n) {
+                Ok(true) => RATE_OK,
+                Ok(false) => RATE_LIMITED,
+                Err(error) => status_of(error),
+            };
+        }
+        // SAFETY: `out` is non-NULL and the caller promised it is writable.
+        unsafe { report(limiter.acquire(n), out) }
+    })
+}
+
+/// Acquires `n` units at `now_ns` (nanoseconds on the caller's timeline; use one timeline
+/// per limiter). An earlier `now_ns` than one already seen never admits more than the
+/// latest time seen would.
+///
+/// Thread-safety: safe to call concurrently on one handle.
+///
+/// NULL: `limiter` NULL is RATE_E_NULL; `out` may be NULL.
+///
+/// Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, or RATE_E_INSUFFICIENT_CAPACITY.
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_acquire_at(
+    limiter: *mut rate_limiter,
+    n: u64,
+    now_ns: u64,
+    out: *mut rate_decision,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let Some(limiter) = (unsafe { limiter_ref(limiter) }) else {
+            return RATE_E_NULL;
+        };
+        // SAFETY: the caller passes NULL or a writable decision.
+        unsafe { report(limiter.acquire_at(n, now_ns), out) }
+    })
+}
+
+/// Reserves `n` units at `now_ns`: the leaky bucket as a queue (traffic shaper). Admitted
+/// iff the caller would wait at most `max_wait_ns` before acting; `out->wait_ns` says how
+/// long. With `max_wait_ns == 0` it is exactly `rate_limiter_acquire_at`. A denied
+/// reserve's `retry_after_ns` is for the same reserve with the same `max_wait_ns`.
+///
+/// Thread-safety: safe to call concurrently on one handle.
+///
+/// NULL: `limiter` NULL is RATE_E_NULL; `out` may be NULL.
+///
+/// Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY (`n` > burst),
+/// or RATE_E_UNSUPPORTED (window algorithms have no reserve).
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_reserve_at(
+    limiter: *mut rate_limiter,
+    n: u64,
+    now_ns: u64,
+    max_wait_ns: u64,
+    out: *mut rate_decision,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let Some(limiter) = (unsafe { limiter_ref(limiter) }) else {
+            return RATE_E_NULL;
+        };
+        // SAFETY: the caller passes NULL or a writable decision.
+        unsafe { report(limiter.reserve_at(n, now_ns, max_wait_ns), out) }
+    })
+}

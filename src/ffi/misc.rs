@@ -1,0 +1,35 @@
+//! Process-wide functions: the clock, status strings, the version.
+
+use super::*;
+use std::ffi::{c_char, CStr};
+
+/// Nanoseconds on CLOCK_MONOTONIC: the timeline of `rate_*_acquire`, shared by every
+/// process on the host. Pass it (or your own timeline) as `now_ns` to the `_at` functions.
+#[no_mangle]
+pub extern "C" fn rate_now_ns() -> u64 {
+    crate::now_ns()
+}
+
+/// A static, NUL-terminated English description of a status code; never NULL, never to be
+/// freed. Unknown codes give "unknown status".
+#[no_mangle]
+pub extern "C" fn rate_status_str(status: i32) -> *const c_char {
+    let text: &'static CStr = match status {
+        RATE_OK => c"ok: admitted",
+        RATE_LIMITED => c"limited: denied by the rate limit",
+        RATE_E_NULL => c"a required pointer was NULL",
+        RATE_E_INVALID_CONFIG => c"invalid configuration",
+        RATE_E_INSUFFICIENT_CAPACITY => c"cost exceeds the limiter's capacity",
+        RATE_E_TABLE_FULL => c"keyed table is full of live keys",
+        RATE_E_UNSUPPORTED => c"operation not supported by this algorithm",
+        RATE_E_INTERNAL => c"internal error in librate",
+        _ => c"unknown status",
+    };
+    text.as_ptr()
+}
+
+/// librate's version, "MAJOR.MINOR.PATCH" as in Cargo.toml: static, never NULL.
+#[no_mangle]
+pub extern "C" fn rate_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}

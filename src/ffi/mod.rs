@@ -1,0 +1,98 @@
+//! The C ABI (DESIGN §6). `include/rate.h` is generated from this directory by cbindgen.
+//!
+//! Every export runs its body through [`boundary`], so a panic becomes a status code
+//! instead of unwinding into C, and checks every pointer before touching it.
+
+#![allow(non_camel_case_types)] // C names are part of the contract (DESIGN §6).
+
+mod limiter;
+mod misc;
+#[cfg(feature = "testing")]
+mod testing;
+mod types;
+
+pub use limiter::*;
+pub use misc::*;
+#[cfg(feature = "testing")]
+pub use testing::*;
+pub use types::*;
+
+use crate::{Decision, Error};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Admitted, or the call succeeded.
+pub const RATE_OK: i32 = 0;
+/// Denied by the limit; `out`, if given, says when to retry.
+pub const RATE_LIMITED: i32 = 1;
+/// A required pointer (handle, config, out-handle, or key with a non-zero length) was NULL.
+// Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
+pub const RATE_E_NULL: i32 = 0 - 1;
+/// The configuration is invalid (zero limit or period, unknown algorithm, overflow…).
+// Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
+pub const RATE_E_INVALID_CONFIG: i32 = 0 - 2;
+/// The cost `n` exceeds the limiter's `limit`: no amount of waiting admits it.
+// Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
+pub const RATE_E_INSUFFICIENT_CAPACITY: i32 = 0 - 3;
+/// A keyed table is full of live keys; nothing was admitted.
+// Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
+pub const RATE_E_TABLE_FULL: i32 = 0 - 4;
+/// The operation does not exist for this algorithm (reserve on a window limiter).
+// Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
+pub const RATE_E_UNSUPPORTED: i32 = 0 - 5;
+/// A bug inside librate (a caught panic); the limiter's state is unchanged or consistent.
+// Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
+pub const RATE_E_INTERNAL: i32 = 0 - 6;
+
+/// What an export returns when its body panicked.
+pub(crate) trait PanicFallback {
+    fn on_panic() -> Self;
+}
+
+impl PanicFallback for i32 {
+    fn on_panic() -> Self {
+        RATE_E_INTERNAL
+    }
+}
+
+impl PanicFallback for () {
+    fn on_panic() -> Self {}
+}
+
+/// Runs an export's body, turning a panic into the return type's fallback. The panic
+/// message still goes to the host's panic hook; librate installs none of its own.
+pub(crate) fn boundary<R: PanicFallback>(body: impl FnOnce() -> R) -> R {
+    // AssertUnwindSafe: after a panic the caller only sees the fallback status; the
+    // limiter's state is atomics that are always in a valid state between instructions.
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| R::on_panic())
+}
+
+/// The status code for an error of the Rust API.
+pub(crate) fn status_of(error: Error) -> i32 {
+    match error {
+        Error::InvalidConfig(_) => RATE_E_INVALID_CONFIG,
+        Error::InsufficientCapacity => RATE_E_INSUFFICIENT_CAPACITY,
+        Error::TableFull => RATE_E_TABLE_FULL,
+        Error::Unsupported => RATE_E_UNSUPPORTED,
+    }
+}
+
+/// Reports a decision: writes it to `out` unless `out` is NULL, and returns `RATE_OK` or
+/// `RATE_LIMITED`; an error is returned as its status and leaves `out` untouched.
+///
+/// # Safety
+/// `out` is NULL or points to a writable `rate_decision`, as the export's caller promised.
+pub(crate) unsafe fn report(result: Result<Decision, Error>, out: *mut rate_decision) -> i32 {
+    let decision = match result {
+        Ok(decision) => decision,
+        Err(error) => return status_of(error),
+    };
+    // SAFETY: the caller guarantees `out` is NULL or valid for writes; `as_mut` checks NULL.
+    if let Some(out) = unsafe { out.as_mut() } {
+        *out = rate_decision::from(decision);
+    }
+    if decision.allowed {
+        RATE_OK
+    } else {
+        RATE_LIMITED
+    }
+}

@@ -1,0 +1,81 @@
+//! The plain-data structs of the C ABI.
+
+use crate::{Algorithm, Config, Decision};
+
+/// Algorithm: GCRA (leaky bucket as a meter; token bucket). Takes `burst`.
+pub const RATE_GCRA: u32 = 0;
+/// Algorithm: fixed window counter.
+pub const RATE_FIXED_WINDOW: u32 = 1;
+/// Algorithm: sliding window counter (previous window weighted by overlap).
+pub const RATE_SLIDING_WINDOW: u32 = 2;
+/// Algorithm: sliding window log (exact rolling count).
+pub const RATE_SLIDING_LOG: u32 = 3;
+
+/// What a limiter enforces: at most `limit` units per `period_ns`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct rate_config {
+    /// `RATE_GCRA`, `RATE_FIXED_WINDOW`, `RATE_SLIDING_WINDOW` or `RATE_SLIDING_LOG`;
+    /// anything else is `RATE_E_INVALID_CONFIG`.
+    pub algorithm: u32,
+    /// L >= 1: units admitted per period.
+    pub limit: u64,
+    /// P >= 1: the period in nanoseconds.
+    pub period_ns: u64,
+    /// GCRA only: the most units admitted at once; 0 means `limit`. Ignored by the
+    /// window algorithms.
+    pub burst: u64,
+}
+
+impl rate_config {
+    /// The Rust configuration, or `None` for an unknown algorithm number. The number is
+    /// checked before it becomes an enum: an out-of-range discriminant would be UB.
+    pub(crate) fn to_config(self) -> Option<Config> {
+        let algorithm = match self.algorithm {
+            RATE_GCRA => Algorithm::Gcra,
+            RATE_FIXED_WINDOW => Algorithm::FixedWindow,
+            RATE_SLIDING_WINDOW => Algorithm::SlidingWindow,
+            RATE_SLIDING_LOG => Algorithm::SlidingLog,
+            _ => return None,
+        };
+        Some(Config {
+            algorithm,
+            limit: self.limit,
+            period_ns: self.period_ns,
+            burst: self.burst,
+        })
+    }
+}
+
+/// The outcome of an acquire, reserve or query. Durations are nanoseconds from the
+/// decision's `now` and saturate at UINT64_MAX ("never").
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct rate_decision {
+    /// 1 admitted, 0 denied.
+    pub allowed: u8,
+    /// Most units this limiter can ever admit at once (GCRA: burst; windows: limit).
+    pub limit: u64,
+    /// Units that could be admitted at `now` right after this decision.
+    pub remaining: u64,
+    /// 0 when admitted; else the smallest d such that the same request at now + d, with no
+    /// other traffic, would be admitted (for a reserve: with the same max_wait_ns).
+    pub retry_after_ns: u64,
+    /// The smallest d such that at now + d, with no other traffic, remaining == limit.
+    pub reset_after_ns: u64,
+    /// Reserve only: how long an admitted caller must wait before acting; else 0.
+    pub wait_ns: u64,
+}
+
+impl From<Decision> for rate_decision {
+    fn from(d: Decision) -> Self {
+        Self {
+            allowed: u8::from(d.allowed),
+            limit: d.limit,
+            remaining: d.remaining,
+            retry_after_ns: d.retry_after_ns,
+            reset_after_ns: d.reset_after_ns,
+            wait_ns: d.wait_ns,
+        }
+    }
+}

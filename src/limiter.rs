@@ -1,0 +1,116 @@
+//! A single limiter: a [`Policy`] over its own padded block of state words.
+
+use crate::policy::Policy;
+use crate::sync::AtomicU64;
+use crate::{clock, Config, Decision, Error};
+
+/// Words of padding on each side of the state, so no other allocation shares its cache
+/// lines: 128 bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (the same
+/// figure as crossbeam-utils' `CachePadded`). loom models each word, so it gets none.
+const PAD_WORDS: usize = if cfg!(loom) { 0 } else { 16 };
+
+/// One rate limiter: at most `limit` units per `period_ns`, by the configured algorithm.
+///
+/// A `Limiter` is `Send + Sync`: share it between threads by reference or `Arc`; every
+/// operation is lock-free. Times are `u64` nanoseconds on `CLOCK_MONOTONIC`
+/// ([`now_ns`](crate::now_ns)); the `_at` forms take the time from the caller.
+///
+/// ```
+/// use rate::{Config, Limiter};
+/// const SECOND: u64 = 1_000_000_000;
+/// // One request per second, bursts of 2.
+/// let limiter = Limiter::new(&Config::gcra(1, SECOND).with_burst(2)).unwrap();
+/// assert!(limiter.acquire_at(1, 0).unwrap().allowed);
+/// assert!(limiter.acquire_at(1, 0).unwrap().allowed);
+/// let denied = limiter.acquire_at(1, 0).unwrap();
+/// assert!(!denied.allowed);
+/// assert_eq!(denied.retry_after_ns, SECOND);
+/// assert!(limiter.acquire_at(1, SECOND).unwrap().allowed);
+/// ```
+#[derive(Debug)]
+pub struct Limiter {
+    policy: Policy,
+    config: Config,
+    words: Box<[AtomicU64]>,
+}
+
+impl Limiter {
+    /// Builds a limiter, full at any time, or says why `config` is invalid.
+    pub fn new(config: &Config) -> Result<Self, Error> {
+        let policy = Policy::new(config)?;
+        let words = (0..policy.state_words() + 2 * PAD_WORDS)
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        Ok(Self {
+            policy,
+            config: *config,
+            words,
+        })
+    }
+
+    /// The configuration this limiter was built from.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn state(&self) -> &[AtomicU64] {
+        &self.words[PAD_WORDS..PAD_WORDS + self.policy.state_words()]
+    }
+
+    /// Acquires `n` units now. `n == 0` only reports the current state.
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`.
+    pub fn acquire(&self, n: u64) -> Result<Decision, Error> {
+        self.acquire_at(n, clock::now_ns())
+    }
+
+    /// Acquires `n` units at `now_ns`. An earlier `now_ns` than one already seen never
+    /// admits more than the latest time would.
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`.
+    pub fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Decision, Error> {
+        self.policy.acquire(self.state(), now_ns, n)
+    }
+
+    /// Acquires `n` units now and says only whether they were admitted: the fastest path.
+    /// It decides on the 3 ns coarse clock whenever the coarse clock's bounds settle the
+    /// outcome, and reads the precise clock only when they do not; the outcome is always
+    /// the one [`acquire`](Self::acquire) would give at the same instant.
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
+    pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
+        self.policy.try_acquire(self.state(), n)
+    }
+
+    /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
+    /// have to wait at most `max_wait_ns` before acting, and says how long in `wait_ns`.
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if `n` exceeds the burst; [`Error::Unsupported`]
+    /// for the window algorithms.
+    pub fn reserve(&self, n: u64, max_wait_ns: u64) -> Result<Decision, Error> {
+        self.reserve_at(n, clock::now_ns(), max_wait_ns)
+    }
+
+    /// [`reserve`](Self::reserve) at `now_ns`. With `max_wait_ns == 0` it is exactly
+    /// [`acquire_at`](Self::acquire_at).
+    ///
+    /// ```
+    /// use rate::{Config, Limiter};
+    /// const MS: u64 = 1_000_000;
+    /// // 10 per second, no burst beyond 1: a unit every 100 ms.
+    /// let shaper = Limiter::new(&Config::gcra(10, 1000 * MS).with_burst(1)).unwrap();
+    /// assert_eq!(shaper.reserve_at(1, 0, 500 * MS).unwrap().wait_ns, 0);
+    /// assert_eq!(shaper.reserve_at(1, 0, 500 * MS).unwrap().wait_ns, 100 * MS);
+    /// assert_eq!(shaper.reserve_at(1, 0, 500 * MS).unwrap().wait_ns, 200 * MS);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub fn reserve_at(&self, n: u64, now_ns: u64, max_wait_ns: u64) -> Result<Decision, Error> {
+        self.policy.reserve(self.state(), now_ns, n, max_wait_ns)
+    }
+}

@@ -1,0 +1,13 @@
+//! Atomics for the limiter: `std` normally, `loom` under `RUSTFLAGS="--cfg loom"`.
+//!
+//! This is the only file that names an atomic type, so loom sees every access to limiter
+//! state. `ProcessAtomicU64` is the exception that proves the rule: it backs process-wide
+//! statics (the clock's calibration, the keyed table's seed source) that live outside any
+//! model (loom cannot model time) and must be constructible in a `static`.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+
+pub(crate) use std::sync::atomic::AtomicU64 as ProcessAtomicU64;
