@@ -54,6 +54,17 @@ impl Gcra {
     /// `max_wait` (0 for a plain acquire). `n == 0` is a query and never writes.
     pub(crate) fn decide(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Outcome {
         debug_assert!(n <= self.burst, "callers reject n > burst first");
+        if n == 0 {
+            // A query: admitted, changes nothing, even when a reserve has queued the
+            // bucket past its tolerance.
+            return (
+                Decision {
+                    allowed: true,
+                    ..self.report(tat, now)
+                },
+                None,
+            );
+        }
         // n ≤ B, so n·T ≤ B·T = τ, which fits in u64.
         let cost = n * self.emission_interval;
         let start = tat.max(now);
@@ -68,15 +79,18 @@ impl Gcra {
                     wait_ns,
                     ..self.report(new_tat, now)
                 };
-                (decision, (n > 0).then_some(new_tat))
+                (decision, Some(new_tat))
             }
             None => {
-                // Denied, so tat > now. At now + d the same request is admitted iff
-                // tat + n·T − (now + d) ≤ τ + max_wait, provided tat + n·T fits in u64.
-                let retry_after_ns = match tat.checked_add(cost) {
+                // At now + d the same request is admitted iff
+                // max(tat, now + d) + n·T − (now + d) ≤ τ + max_wait and the new TAT fits.
+                let retry_after_ns = match start.checked_add(cost) {
+                    // Denied with a storable TAT means tat > now: the smallest d solves
+                    // tat + n·T − (now + d) = τ + max_wait.
                     Some(due) => (due - now)
                         .saturating_sub(self.tolerance)
                         .saturating_sub(max_wait),
+                    // max(tat, now + d) + n·T only grows with d: never storable.
                     None => u64::MAX,
                 };
                 let decision = Decision {
@@ -93,12 +107,21 @@ impl Gcra {
     fn report(&self, tat: u64, now: u64) -> Decision {
         // `debt` is how far the bucket is drained: the TAT's lead over now.
         let debt = tat.saturating_sub(now);
+        let mut remaining = self.tolerance.saturating_sub(debt) / self.emission_interval;
+        let mut reset_after_ns = debt;
+        let start = tat.max(now);
+        if start.checked_add(self.tolerance).is_none() {
+            // The end of the timeline: a TAT past u64::MAX cannot be stored, so only the
+            // units that fit can be admitted, and the bucket can never be full again.
+            remaining = remaining.min((u64::MAX - start) / self.emission_interval);
+            reset_after_ns = u64::MAX;
+        }
         Decision {
             allowed: false,
             limit: self.burst,
-            remaining: self.tolerance.saturating_sub(debt) / self.emission_interval,
+            remaining,
             retry_after_ns: 0,
-            reset_after_ns: debt,
+            reset_after_ns,
             wait_ns: 0,
         }
     }
