@@ -148,6 +148,9 @@ extern "C" {
  *
  * Returns RATE_OK (admitted), RATE_LIMITED (denied), RATE_E_NULL, or
  * RATE_E_INSUFFICIENT_CAPACITY (`n` > limit; `out` untouched).
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_decision`.
  */
 int32_t rate_limiter_acquire(struct rate_limiter *limiter, uint64_t n, struct rate_decision *out);
 
@@ -161,6 +164,9 @@ int32_t rate_limiter_acquire(struct rate_limiter *limiter, uint64_t n, struct ra
  * NULL: `limiter` NULL is RATE_E_NULL; `out` may be NULL.
  *
  * Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, or RATE_E_INSUFFICIENT_CAPACITY.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_decision`.
  */
 int32_t rate_limiter_acquire_at(struct rate_limiter *limiter,
                                 uint64_t n,
@@ -175,6 +181,9 @@ int32_t rate_limiter_acquire_at(struct rate_limiter *limiter,
  * Thread-safety: must not race with any other call on the same handle.
  *
  * NULL: a no-op.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle from `rate_limiter_new`, not used again afterwards.
  */
 void rate_limiter_free(struct rate_limiter *limiter);
 
@@ -188,6 +197,10 @@ void rate_limiter_free(struct rate_limiter *limiter);
  *
  * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (unknown algorithm, limit or
  * period 0, more than one unit per ns, or a product that does not fit 64 bits).
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `rate_config`; `out` is NULL or points to a
+ * writable `rate_limiter *`.
  */
 int32_t rate_limiter_new(const struct rate_config *config, struct rate_limiter **out);
 
@@ -203,6 +216,9 @@ int32_t rate_limiter_new(const struct rate_config *config, struct rate_limiter *
  *
  * Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY (`n` > burst),
  * or RATE_E_UNSUPPORTED (window algorithms have no reserve).
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_decision`.
  */
 int32_t rate_limiter_reserve_at(struct rate_limiter *limiter,
                                 uint64_t n,
