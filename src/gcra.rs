@@ -50,6 +50,16 @@ impl Gcra {
         self.burst
     }
 
+    /// The new TAT if `1 ≤ n ≤ burst` units at `now` are admitted with at most `max_wait`
+    /// of waiting: the admission rule alone, without the decision's report.
+    pub(crate) fn admit(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Option<u64> {
+        // n ≤ B, so n·T ≤ B·T = τ, which fits in u64.
+        let cost = n * self.emission_interval;
+        tat.max(now)
+            .checked_add(cost)
+            .filter(|&new_tat| new_tat - now <= self.tolerance.saturating_add(max_wait))
+    }
+
     /// Decides `n ≤ burst` units at `now` against the stored `tat`, waiting at most
     /// `max_wait` (0 for a plain acquire). `n == 0` is a query and never writes.
     pub(crate) fn decide(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Outcome {
@@ -65,13 +75,7 @@ impl Gcra {
                 None,
             );
         }
-        // n ≤ B, so n·T ≤ B·T = τ, which fits in u64.
-        let cost = n * self.emission_interval;
-        let start = tat.max(now);
-        let admitted_tat = start
-            .checked_add(cost)
-            .filter(|&new_tat| new_tat - now <= self.tolerance.saturating_add(max_wait));
-        match admitted_tat {
+        match self.admit(tat, now, n, max_wait) {
             Some(new_tat) => {
                 let wait_ns = (new_tat - now).saturating_sub(self.tolerance);
                 let decision = Decision {
@@ -84,7 +88,7 @@ impl Gcra {
             None => {
                 // At now + d the same request is admitted iff
                 // max(tat, now + d) + n·T − (now + d) ≤ τ + max_wait and the new TAT fits.
-                let retry_after_ns = match start.checked_add(cost) {
+                let retry_after_ns = match tat.max(now).checked_add(n * self.emission_interval) {
                     // Denied with a storable TAT means tat > now: the smallest d solves
                     // tat + n·T − (now + d) = τ + max_wait.
                     Some(due) => (due - now)

@@ -90,7 +90,7 @@ impl Policy {
             return Ok(true);
         }
         let Some(coarse) = CoarseNow::read() else {
-            return Ok(self.acquire(state, crate::clock::now_ns(), n)?.allowed);
+            return Ok(self.admit(state, crate::clock::now_ns(), n));
         };
         let settled = match self {
             Self::Gcra(gcra) => decide_and_swap(&state[0], |tat| {
@@ -103,7 +103,18 @@ impl Policy {
         };
         match settled {
             Some(allowed) => Ok(allowed),
-            None => Ok(self.acquire(state, coarse.precise(), n)?.allowed),
+            None => Ok(self.admit(state, coarse.precise(), n)),
+        }
+    }
+
+    /// Acquires `1 ≤ n ≤ limit` units at `now_ns`, reporting only whether they were
+    /// admitted (no decision fields to compute).
+    fn admit(&self, state: &[AtomicU64], now_ns: u64, n: u64) -> bool {
+        match self {
+            Self::Gcra(gcra) => decide_and_swap(&state[0], |tat| {
+                let new_tat = gcra.admit(tat, now_ns, n, 0);
+                (new_tat.is_some(), new_tat)
+            }),
         }
     }
 
