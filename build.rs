@@ -55,7 +55,9 @@ fn main() {
 /// makes the proper versioned file and links for an installation.
 fn link_soname_in_profile_dir() {
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
-    let Some(profile_dir) = out_dir.ancestors().nth(3) else { return };
+    let Some(profile_dir) = out_dir.ancestors().nth(3) else {
+        return;
+    };
     let link = profile_dir.join(SONAME);
     if fs::symlink_metadata(&link).is_err() {
         // Best effort: without the link only in-tree `-lrate` programs fail to start.
