@@ -11,13 +11,35 @@ use crate::sync::{AtomicU64, Ordering};
 /// each comparing against the latest value in it. `tests/loom_*.rs` check this.
 pub(crate) fn decide_and_swap<R>(
     word: &AtomicU64,
+    decide: impl FnMut(u64) -> (R, Option<u64>),
+) -> R {
+    swap_loop(word, Ordering::Relaxed, Ordering::Relaxed, decide)
+}
+
+/// [`decide_and_swap`] for a word that publishes other memory: every value `decide` sees
+/// is read with `Acquire` and every swap is `Release`. So `decide` may read other words
+/// that were written before the swap that installed the value it sees, and whatever
+/// `decide` writes before returning a new value is visible to every thread that later
+/// reads that value (or any later one: all writes to the word are read-modify-writes, so
+/// they extend the release sequence).
+pub(crate) fn decide_and_publish<R>(
+    word: &AtomicU64,
+    decide: impl FnMut(u64) -> (R, Option<u64>),
+) -> R {
+    swap_loop(word, Ordering::Acquire, Ordering::Release, decide)
+}
+
+fn swap_loop<R>(
+    word: &AtomicU64,
+    read: Ordering,
+    swap: Ordering,
     mut decide: impl FnMut(u64) -> (R, Option<u64>),
 ) -> R {
-    let mut current = word.load(Ordering::Relaxed);
+    let mut current = word.load(read);
     loop {
         let (result, next) = decide(current);
         let Some(next) = next else { return result };
-        match word.compare_exchange_weak(current, next, Ordering::Relaxed, Ordering::Relaxed) {
+        match word.compare_exchange_weak(current, next, swap, read) {
             Ok(_) => return result,
             Err(actual) => current = actual,
         }
