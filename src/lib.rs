@@ -21,10 +21,14 @@ mod config;
 mod decision;
 mod error;
 pub mod ffi;
+mod fixed_window;
 mod gcra;
 mod limiter;
 mod policy;
+mod sliding_log;
+mod sliding_window;
 mod sync;
+mod window;
 
 pub use clock::now_ns;
 pub use config::{Algorithm, Config};
