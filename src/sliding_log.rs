@@ -43,6 +43,11 @@
 //!   needed entry is at least P older than the request, i.e. if its writer has been in
 //!   flight (between reading its clock and writing its slot) for a whole period while
 //!   others admitted after it. With no concurrent writer every decision is exact.
+//! - A request is evaluated at the latest time *announced*: an admission raises `latest`
+//!   before it claims, so a request racing it may be moved forward to that time even if
+//!   the other's claim then fails and is retried (it is a time already seen). The log
+//!   stays exact for the times it records; only which of two racing requests gets the
+//!   last unit depends on the race.
 //! - A denial or a query reads several words; it loads head again at the end and starts
 //!   over if any unit was admitted meanwhile, so its fields describe one state of the log.
 //!   An admission's fields are read just after its claim; units admitted concurrently
