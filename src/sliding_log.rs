@@ -138,6 +138,9 @@ impl SlidingLog {
     }
 
     /// Acquires `n ≤ L` units at `now` (`n == 0` queries and never writes).
+    // Not inlined into `Policy::acquire`: its size would cost the other algorithms'
+    // paths there a larger stack frame and their own inlining.
+    #[inline(never)]
     pub(crate) fn acquire(&self, state: &[AtomicU64], now: u64, n: u64) -> Decision {
         loop {
             let ring = Ring::load(self, state, now);

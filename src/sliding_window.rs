@@ -104,8 +104,15 @@ impl SlidingWindow {
     }
 
     /// Acquires `n ≤ L` units at `now` (`n == 0` queries and never writes).
+    // Not inlined into `Policy::acquire`: its size would cost the other algorithms'
+    // paths there a larger stack frame and their own inlining.
+    #[inline(never)]
     pub(crate) fn acquire(&self, state: &[AtomicU64], now: u64, n: u64) -> Decision {
-        self.swap(state, now, n, |view| self.decide(&view, now, n))
+        let (allowed, view) = self.swap(state, now, n, |view| {
+            let allowed = n == 0 || self.fits(view, view.cur + n);
+            (allowed, allowed)
+        });
+        self.decide(&view, now, n, allowed)
     }
 
     /// Decides a plain acquire of `n ≥ 1` for every instant in `[earliest, latest]` at
@@ -120,12 +127,12 @@ impl SlidingWindow {
         latest: u64,
         n: u64,
     ) -> Option<bool> {
-        self.swap(state, earliest, n, |first| {
+        let (settled, _) = self.swap(state, earliest, n, |first| {
             let (index, elapsed) = self.windows.locate(first.index, latest);
-            let last = View { elapsed, ..first };
+            let last = View { elapsed, ..*first };
             let settled = if index != first.index {
                 None
-            } else if self.fits(&first, first.cur + n) {
+            } else if self.fits(first, first.cur + n) {
                 Some(true)
             } else if !self.fits(&last, last.cur + n) {
                 Some(false)
@@ -133,7 +140,8 @@ impl SlidingWindow {
                 None
             };
             (settled, settled == Some(true))
-        })
+        });
+        settled
     }
 
     /// Fresh (DESIGN §5): nothing counted in the window of `now` nor in the one before.
@@ -147,23 +155,25 @@ impl SlidingWindow {
 
     /// The read-decide-swap loop. `decide` maps the view at `now` to a result and whether
     /// it admits `n` units there; an admission of `n ≥ 1` swaps the current word,
-    /// recording the closed window first when it rolls over.
-    fn swap<R>(
+    /// recording the closed window first when it rolls over. Returns the result and the
+    /// view it was decided on. (The decision's fields are computed by the caller, outside
+    /// the loop: a `Decision` carried through it costs more than the decision itself.)
+    fn swap<R: Copy>(
         &self,
         state: &[AtomicU64],
         now: u64,
         n: u64,
-        decide: impl Fn(View) -> (R, bool),
-    ) -> R {
+        decide: impl Fn(&View) -> (R, bool),
+    ) -> (R, View) {
         loop {
             let step = decide_and_publish(&state[CURRENT], |current| {
                 let Some(view) = self.view(state, current, now) else {
                     // A stale current word: load it again.
                     return (None, None);
                 };
-                let (result, allowed) = decide(view);
+                let (result, allowed) = decide(&view);
                 if !allowed || n == 0 {
-                    return (Some(result), None);
+                    return (Some((result, view)), None);
                 }
                 let stored = self.windows.unpack(current);
                 if stored.index + 1 == view.index && stored.count > 0 {
@@ -175,10 +185,10 @@ impl SlidingWindow {
                     index: view.index,
                     count: view.cur + n,
                 });
-                (Some(result), Some(next))
+                (Some((result, view)), Some(next))
             });
-            if let Some(result) = step {
-                return result;
+            if let Some(decided) = step {
+                return decided;
             }
         }
     }
@@ -234,14 +244,13 @@ impl SlidingWindow {
         self.windows.period_ns()
     }
 
-    /// Decides `n` units on `view` at `now`: the decision and whether it admits. A query
-    /// (`n == 0`) is admitted even when the view is over its limit (time went backwards
-    /// into the start of the latest window).
-    fn decide(&self, view: &View, now: u64, n: u64) -> (Decision, bool) {
-        let allowed = n == 0 || self.fits(view, view.cur + n);
+    /// The decision for `n` units on `view` at `now`, admitted or not. (A query,
+    /// `n == 0`, is admitted even when the view is over its limit: time went backwards
+    /// into the start of the latest window.)
+    fn decide(&self, view: &View, now: u64, n: u64, allowed: bool) -> Decision {
         let cur = if allowed { view.cur + n } else { view.cur };
         let after = View { cur, ..*view };
-        let decision = Decision {
+        Decision {
             allowed,
             limit: self.limit(),
             remaining: self.remaining(&after),
@@ -252,18 +261,18 @@ impl SlidingWindow {
             },
             reset_after_ns: self.reset_after(&after, now),
             wait_ns: 0,
-        };
-        (decision, allowed)
+        }
     }
 
     /// `L − cur − ⌈prev·(P − e)/P⌉`, at least 0: the largest m with `fits(cur + m)`.
     fn remaining(&self, view: &View) -> u64 {
-        let period = u128::from(self.period());
-        let weight = weighted(view.prev, self.period() - view.elapsed).div_ceil(period);
-        // weight ≤ prev ≤ L, so it fits u64.
-        self.limit()
-            .saturating_sub(view.cur)
-            .saturating_sub(weight as u64)
+        let weight = scale(
+            view.prev,
+            self.period() - view.elapsed,
+            self.period(),
+            Round::Up,
+        );
+        self.limit().saturating_sub(view.cur).saturating_sub(weight)
     }
 
     /// The first instant a denied request of `n` on `view` would be admitted (module docs).
@@ -286,9 +295,12 @@ impl SlidingWindow {
         if prev == 0 {
             return 0;
         }
-        let covered = weighted(room, self.period()) / u128::from(prev);
-        // min(covered, P) ≤ P fits u64.
-        self.period() - covered.min(u128::from(self.period())) as u64
+        // ⌊room·P / prev⌋ ≥ P once room ≥ prev: the whole window fits.
+        if room >= prev {
+            return 0;
+        }
+        // room < prev, so ⌊room·P / prev⌋ < P.
+        self.period() - scale(room, self.period(), prev, Round::Down)
     }
 
     /// The first instant both counts are 0 (module docs).
@@ -305,6 +317,24 @@ impl SlidingWindow {
 /// `count · ns` in u128: both factors are below 2⁶⁴, so it cannot overflow.
 fn weighted(count: u64, ns: u64) -> u128 {
     u128::from(count) * u128::from(ns)
+}
+
+enum Round {
+    Down,
+    Up,
+}
+
+/// `count·ns / divisor`, rounded, for `count·ns / divisor < 2⁶⁴`. In u64 when the product
+/// fits (the common case): a u128 division is a library call several times slower.
+fn scale(count: u64, ns: u64, divisor: u64, round: Round) -> u64 {
+    let quotient = match (count.checked_mul(ns), round) {
+        (Some(product), Round::Down) => return product / divisor,
+        (Some(product), Round::Up) => return product.div_ceil(divisor),
+        (None, Round::Down) => weighted(count, ns) / u128::from(divisor),
+        (None, Round::Up) => weighted(count, ns).div_ceil(u128::from(divisor)),
+    };
+    // Below 2⁶⁴ by the caller's bound.
+    quotient as u64
 }
 
 /// Which closed-window record window `index` uses.

@@ -87,11 +87,15 @@ impl Windows {
     /// of window `latest_index` (time going backwards is clamped forward, DESIGN §2).
     /// Returns the window and the time elapsed in it.
     pub(crate) fn locate(&self, latest_index: u64, now: u64) -> (u64, u64) {
-        let index = now / self.period_ns;
-        if index >= latest_index {
-            (index, now - index * self.period_ns)
-        } else {
-            (latest_index, 0)
+        // latest_index ≤ ⌊(2⁶⁴−1)/P⌋, so its start fits u64. Most requests fall in the
+        // stored window, and then no division is needed.
+        match now.checked_sub(latest_index * self.period_ns) {
+            None => (latest_index, 0),
+            Some(elapsed) if elapsed < self.period_ns => (latest_index, elapsed),
+            Some(_) => {
+                let index = now / self.period_ns;
+                (index, now - index * self.period_ns)
+            }
         }
     }
 
