@@ -149,11 +149,21 @@ impl Model for SlidingModel {
     fn record(&mut self, t: u64, n: u64) {
         self.0.record(t, n);
     }
+    /// The largest m ≤ L that fits (fitting is monotone in m), by bisection.
     fn remaining(&self, t: u64) -> u64 {
-        (0..=self.0.limit)
-            .rev()
-            .find(|&m| self.fits_extra(t, m))
-            .unwrap_or(0)
+        let (mut fits, mut too_many) = (0, self.0.limit + 1);
+        if !self.fits_extra(t, 0) {
+            return 0;
+        }
+        while too_many - fits > 1 {
+            let middle = fits + (too_many - fits) / 2;
+            if self.fits_extra(t, middle) {
+                fits = middle;
+            } else {
+                too_many = middle;
+            }
+        }
+        fits
     }
     fn limit(&self) -> u64 {
         self.0.limit
@@ -261,26 +271,36 @@ fn replay(config: &Config, history: &[(u64, u64)]) -> Limiter {
     limiter
 }
 
+/// Checks that `d` is the smallest delay after `t` at which `holds`: not at `t + d − 1`,
+/// and at `t + d`, except that `d == u64::MAX` also means "never" (it is a real delay only
+/// from `t == 0`), so it needs only the first check, at the end of the timeline. The
+/// denial is checked first: `holds` may change the state when it is true.
+fn assert_first(t: u64, d: u64, mut holds: impl FnMut(u64) -> bool, what: &str) {
+    if d == 0 {
+        assert!(holds(t), "{what}: 0 at {t}");
+        return;
+    }
+    let just_before = match t.checked_add(d) {
+        Some(at) => at - 1,
+        None => u64::MAX,
+    };
+    assert!(!holds(just_before), "{what}: before {t} + {d}");
+    if d != u64::MAX {
+        assert!(holds(t + d), "{what}: at {t} + {d}");
+    }
+}
+
 /// Checks the limiter's `retry_after_ns` and `reset_after_ns` by their definitions on a
 /// copy of its state: at `t + d − 1` still denied / not full, at `t + d` admitted / full.
 fn check_by_definition(config: &Config, history: &[(u64, u64)], t: u64, n: u64, d: &Decision) {
     if !d.allowed {
         let copy = replay(config, history);
-        match t.checked_add(d.retry_after_ns) {
-            Some(at) => {
-                assert!(!copy.acquire_at(n, at - 1).unwrap().allowed, "retry − 1");
-                assert!(copy.acquire_at(n, at).unwrap().allowed, "retry");
-            }
-            None => assert!(!copy.acquire_at(n, u64::MAX).unwrap().allowed, "never"),
-        }
+        let admits = |at| copy.acquire_at(n, at).unwrap().allowed;
+        assert_first(t, d.retry_after_ns, admits, "retry_after");
     }
     let copy = replay(config, history);
     let full = |at| copy.acquire_at(0, at).unwrap().remaining == config.limit;
-    match (d.reset_after_ns, t.checked_add(d.reset_after_ns)) {
-        (0, _) => assert!(full(t), "reset 0"),
-        (_, Some(at)) => assert!(!full(at - 1) && full(at), "reset"),
-        (_, None) => assert!(!full(u64::MAX), "reset never"),
-    }
+    assert_first(t, d.reset_after_ns, full, "reset_after");
 }
 
 /// What a random run exercised, so a test can insist every kind of case came up.
@@ -306,8 +326,8 @@ fn run_random<M: Model>(
     let (limit, period) = (config.limit, config.period_ns);
     let mut t = match rng.up_to(3) {
         0 => 0,
-        1 => rng.up_to(10 * period),
-        2 => u64::MAX - rng.up_to(4 * period),
+        1 => rng.up_to(period.saturating_mul(10)),
+        2 => u64::MAX - rng.up_to(period.saturating_mul(4)),
         _ => rng.next(),
     };
     let mut history = Vec::new();
@@ -315,11 +335,11 @@ fn run_random<M: Model>(
         t = match rng.up_to(9) {
             0 | 1 => {
                 seen.backwards += 1;
-                t.saturating_sub(rng.up_to(2 * period))
+                t.saturating_sub(rng.up_to(period.saturating_mul(2)))
             }
             2 => t,
             3..=6 => t.saturating_add(rng.up_to(period / 2 + 1)),
-            _ => t.saturating_add(rng.up_to(3 * period)),
+            _ => t.saturating_add(rng.up_to(period.saturating_mul(3))),
         };
         let n = match rng.up_to(9) {
             0 => 0,
@@ -361,11 +381,26 @@ fn random_config(rng: &mut SplitMix64, algorithm: Algorithm) -> Config {
     Config::new(algorithm, limit, period)
 }
 
+/// Large configs whose products overflow u64 (L up to 2⁴⁰, P up to 2⁶²): only a few
+/// windows fit the timeline, so the end of it ("never") comes up often.
+fn large_config(rng: &mut SplitMix64, algorithm: Algorithm) -> Config {
+    let limit = 1 + rng.up_to(1 << 40);
+    Config::new(algorithm, limit, 4 * limit + rng.up_to(1 << 62))
+}
+
 fn random_runs<M: Model>(algorithm: Algorithm, model: impl Fn(u64, u64) -> M) {
+    random_runs_of(algorithm, random_config, &model);
+}
+
+fn random_runs_of<M: Model>(
+    algorithm: Algorithm,
+    config_of: fn(&mut SplitMix64, Algorithm) -> Config,
+    model: impl Fn(u64, u64) -> M,
+) {
     let mut seen = Seen::default();
     for seed in 0..120 {
         let mut rng = SplitMix64(seed);
-        let config = random_config(&mut rng, algorithm);
+        let config = config_of(&mut rng, algorithm);
         let model = model(config.limit, config.period_ns);
         run_random(config, model, &mut rng, 60, &mut seen);
     }
@@ -388,6 +423,12 @@ fn fixed_window_matches_its_model() {
 #[test]
 fn sliding_window_matches_its_model() {
     random_runs(Algorithm::SlidingWindow, SlidingModel::new);
+}
+
+#[test]
+fn window_algorithms_match_their_models_with_large_numbers() {
+    random_runs_of(Algorithm::FixedWindow, large_config, FixedModel::new);
+    random_runs_of(Algorithm::SlidingWindow, large_config, SlidingModel::new);
 }
 
 #[test]
