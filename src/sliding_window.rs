@@ -149,7 +149,7 @@ impl SlidingWindow {
         // Acquire: pairs with the Release swap that installed this value, so the closed
         // record it needs is visible. A snapshot: the reclaimer's own CAS revalidates it.
         let current = state[CURRENT].load(Ordering::Acquire);
-        self.view(state, current, now)
+        self.view(state, current, now, false)
             .is_some_and(|view| view.prev == 0 && view.cur == 0)
     }
 
@@ -165,10 +165,13 @@ impl SlidingWindow {
         n: u64,
         decide: impl Fn(&View) -> (R, bool),
     ) -> (R, View) {
+        // The current word last found stale: see `view`.
+        let mut stale = None;
         loop {
             let step = decide_and_publish(&state[CURRENT], |current| {
-                let Some(view) = self.view(state, current, now) else {
+                let Some(view) = self.view(state, current, now, stale == Some(current)) else {
                     // A stale current word: load it again.
+                    stale = Some(current);
                     return (None, None);
                 };
                 let (result, allowed) = decide(&view);
@@ -195,11 +198,21 @@ impl SlidingWindow {
 
     /// The view of a request at `now` given the current word, or `None` if the record it
     /// needs has already been reused for a later window (the current word moved on).
-    fn view(&self, state: &[AtomicU64], current: u64, now: u64) -> Option<View> {
+    ///
+    /// With `reloaded`, the current word was found stale before and loaded again with the
+    /// same value, so the record's later window did not come from a roll-over of this
+    /// state (the words were reset under an old writer still in flight). Rather than loop
+    /// forever, the view then takes the previous window as full, the strictest reading.
+    fn view(&self, state: &[AtomicU64], current: u64, now: u64, reloaded: bool) -> Option<View> {
         let stored = self.windows.unpack(current);
         let (index, elapsed) = self.windows.locate(stored.index, now);
         let (prev, cur) = if index == stored.index {
-            (self.closed_count(state, index)?, stored.count)
+            let prev = match self.closed_count(state, index) {
+                Some(prev) => prev,
+                None if reloaded => self.limit(),
+                None => return None,
+            };
+            (prev, stored.count)
         } else if index == stored.index + 1 {
             (stored.count, 0)
         } else {
@@ -340,4 +353,30 @@ fn scale(count: u64, ns: u64, divisor: u64, round: Round) -> u64 {
 /// Which closed-window record window `index` uses.
 fn parity(index: u64) -> usize {
     (index % 2) as usize
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_from_a_later_window_under_an_unmoved_current_word_does_not_hang() {
+        // L = 4 per 100 ns. Current word: window 2 with 1 unit; the record of window 1's
+        // parity claims window 3, which this state never reached (words reset under a
+        // late writer). Decisions fall back to a full previous window instead of looping.
+        let sliding = SlidingWindow::new(4, 100).unwrap();
+        let state: Vec<AtomicU64> = [
+            sliding.windows.pack(Counted { index: 2, count: 1 }),
+            0,
+            sliding.windows.pack(Counted { index: 3, count: 2 }),
+        ]
+        .into_iter()
+        .map(AtomicU64::new)
+        .collect();
+        // At 250: 4·(100 − 50)/100 = 2 weigh, plus 1 counted: 1 left.
+        assert_eq!(sliding.acquire(&state, 250, 0).remaining, 1);
+        assert!(sliding.acquire(&state, 250, 1).allowed);
+        assert!(!sliding.acquire(&state, 250, 1).allowed);
+        assert!(!sliding.is_fresh(&state, 250));
+    }
 }
