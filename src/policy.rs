@@ -64,6 +64,10 @@ impl Policy {
     }
 
     /// Acquires `n` units at `now_ns` (`n == 0` queries).
+    // Inlined into its callers (the limiter, the keyed table), as it was when GCRA was
+    // the only arm: measured, the extra call level cost GCRA's acquire ~15%. The window
+    // algorithms' big bodies stay out of line (`#[inline(never)]` there).
+    #[inline(always)]
     pub(crate) fn acquire(
         &self,
         state: &[AtomicU64],
