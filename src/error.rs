@@ -14,8 +14,9 @@ pub enum ConfigError {
     RateTooHigh,
     /// GCRA: `burst × emission interval` does not fit in 64 bits of nanoseconds.
     ToleranceTooLarge,
-    /// Window algorithms: `limit` and `period_ns` do not fit the packed state word (see the
-    /// algorithm's docs for the exact bound).
+    /// Window algorithms: `limit` is too large for `period_ns` (their state could
+    /// overflow on the u64 timeline), or above the sliding log's cap of 2²⁰. The exact
+    /// bounds are on each [`Algorithm`](crate::Algorithm) variant.
     LimitTooLarge,
     /// Keyed limiters: `capacity` is 0 or the table cannot be allocated.
     Capacity,
@@ -30,7 +31,9 @@ impl ConfigError {
                 "period_ns / limit must be at least 1 ns (at most one unit per ns)"
             }
             Self::ToleranceTooLarge => "burst x (period_ns / limit) must fit in 64 bits",
-            Self::LimitTooLarge => "limit is too large for this algorithm's packed state",
+            Self::LimitTooLarge => {
+                "limit is too large for this algorithm (for its period, or above the log's cap)"
+            }
             Self::Capacity => "capacity must be at least 1 and the table must fit in memory",
         }
     }

@@ -11,3 +11,13 @@ pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
 pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) use std::sync::atomic::AtomicU64 as ProcessAtomicU64;
+
+/// One pause in a bounded wait for another thread's write: a CPU spin hint normally, a
+/// yield under loom so the model checker lets the writer run (an unbounded spin would
+/// never end there, and loom requires every wait loop to yield).
+pub(crate) fn spin_wait() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::hint::spin_loop();
+}

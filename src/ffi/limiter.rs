@@ -20,7 +20,8 @@ pub struct rate_limiter {
 /// NULL: `config` or `out` NULL is RATE_E_NULL.
 ///
 /// Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (unknown algorithm, limit or
-/// period 0, more than one unit per ns, or a product that does not fit 64 bits).
+/// period 0, more than one unit per ns, a product that does not fit 64 bits, or a
+/// window algorithm's bound: see `rate_config`).
 ///
 /// # Safety
 /// `config` is NULL or points to a readable `rate_config`; `out` is NULL or points to a
@@ -160,7 +161,8 @@ pub unsafe extern "C" fn rate_limiter_acquire_at(
 /// NULL: `limiter` NULL is RATE_E_NULL; `out` may be NULL.
 ///
 /// Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY (`n` > burst),
-/// or RATE_E_UNSUPPORTED (window algorithms have no reserve).
+/// or RATE_E_UNSUPPORTED (window algorithms have no reserve, whatever `n`; `out`
+/// untouched).
 ///
 /// # Safety
 /// `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_decision`.
