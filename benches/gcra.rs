@@ -33,7 +33,8 @@ use rate::ffi::{
 };
 use rate::{Algorithm, Config, Limiter};
 
-const SECOND: u64 = 1_000_000_000;
+const MS: u64 = 1_000_000;
+const SECOND: u64 = 1_000 * MS;
 const HOUR: u64 = 3_600 * SECOND;
 /// The time `acquire_at` is asked about in the frozen-time benches.
 const FROZEN_NS: u64 = 1_000 * SECOND;
@@ -53,7 +54,33 @@ fn allowing() -> Vec<Subject> {
         // call. Admission is certain, but the new TAT is now + T, which only the precise
         // clock can give: `try_acquire` pays the coarse and the precise read.
         Subject::new("gcra_idle", Config::gcra(1_000_000_000, SECOND), 0, true),
+        fixed_window(),
+        sliding_window(),
+        // 2¹⁹ per ms (the largest L under the log's bound L < P), so a run's ≤ 10⁸ calls a
+        // second (≥ 10 ns each) never fill the ring within a period: 8 MiB of timestamps.
+        Subject::new("sliding_log", Config::sliding_log(1 << 19, MS), 0, true),
     ]
+}
+
+/// Window of 2⁶² ns (146 years) holding up to 2⁴⁰ units: one window for the whole run,
+/// far more room than its ≤ 4·10⁹ calls, and both coarse bounds always in the same window.
+fn fixed_window() -> Subject {
+    Subject::new(
+        "fixed_window",
+        Config::fixed_window(1 << 40, 1 << 62),
+        0,
+        true,
+    )
+}
+
+/// As [`fixed_window`]: the previous window is empty, so the weighted test is the count.
+fn sliding_window() -> Subject {
+    Subject::new(
+        "sliding_window",
+        Config::sliding_window(1 << 40, 1 << 62),
+        0,
+        true,
+    )
 }
 
 /// Busy bucket: T = 100 ns, longer than the ~10 ns between calls, so each admit pushes the
@@ -73,18 +100,25 @@ fn busy_gcra() -> Subject {
 /// Denying: drained by taking the whole burst first. One unit per hour refills long after
 /// the run ends.
 fn denying() -> Vec<Subject> {
-    vec![Subject::new(
-        "gcra_drained",
-        Config::gcra(1, HOUR),
-        1,
-        false,
-    )]
+    vec![
+        Subject::new("gcra_drained", Config::gcra(1, HOUR), 1, false),
+        Subject::new("fixed_window_full", Config::fixed_window(1, HOUR), 1, false),
+        Subject::new(
+            "sliding_window_full",
+            Config::sliding_window(1, HOUR),
+            1,
+            false,
+        ),
+        Subject::new("sliding_log_full", Config::sliding_log(1, HOUR), 1, false),
+    ]
 }
 
 /// Admitting at the frozen time [`FROZEN_NS`]: with time standing still every admit adds
 /// T = 1 ns of lead, and τ = (u32::MAX) ns ≈ 4.29 s covers the ≤ 4·10⁹ calls of a run.
+/// The sliding log has no frozen-time variant: with time standing still its ring (at most
+/// 2²⁰ entries) fills long before a run ends.
 fn allowing_frozen() -> Vec<Subject> {
-    vec![frozen_gcra()]
+    vec![frozen_gcra(), fixed_window(), sliding_window()]
 }
 
 fn frozen_gcra() -> Subject {
