@@ -14,7 +14,12 @@ const PERIOD: u64 = SECOND;
 
 /// The algorithms compared side by side, each at [`LIMIT`] per [`PERIOD`]: one line each.
 fn algorithms() -> Vec<(&'static str, Config)> {
-    vec![("gcra", Config::gcra(LIMIT, PERIOD))]
+    vec![
+        ("gcra", Config::gcra(LIMIT, PERIOD)),
+        ("fixed window", Config::fixed_window(LIMIT, PERIOD)),
+        ("sliding window", Config::sliding_window(LIMIT, PERIOD)),
+        ("sliding log", Config::sliding_log(LIMIT, PERIOD)),
+    ]
 }
 
 fn main() -> Result<(), Error> {
