@@ -1,0 +1,68 @@
+"""Test helpers: units, a virtual clock, a loopback HTTP client, tiny apps."""
+
+from __future__ import annotations
+
+import http.client
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+MS = 1_000_000
+SECOND = 1_000_000_000
+
+
+@dataclass
+class VirtualClock:
+    """A clock that only moves when told to, or when code under test sleeps on it."""
+
+    now: int = 10**15
+    slept: list[float] = field(default_factory=list)
+
+    def __call__(self) -> int:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += round(seconds * SECOND)
+
+    async def async_sleep(self, seconds: float) -> None:
+        self.sleep(seconds)
+
+
+@dataclass
+class Response:
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+
+
+def get(port: int, path: str = "/", *, source: str = "127.0.0.1", headers: dict[str, str] | None = None) -> Response:
+    """One GET over a fresh loopback connection from ``source`` (any 127.x address)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+    try:
+        connection.request("GET", path, headers=headers or {})
+        reply = connection.getresponse()
+        return Response(reply.status, reply.headers, reply.read())
+    finally:
+        connection.close()
+
+
+def hello_wsgi(calls: list[str]) -> Callable[..., list[bytes]]:
+    """A WSGI app that records each call and answers 200 "hello"."""
+
+    def app(environ: dict, start_response: Callable) -> list[bytes]:  # type: ignore[type-arg]
+        calls.append(environ["PATH_INFO"])
+        start_response("200 OK", [("Content-Type", "text/plain"), ("X-App", "yes")])
+        return [b"hello"]
+
+    return app
+
+
+def hello_asgi(calls: list[str]) -> Callable[..., object]:
+    """An ASGI app that records each call and answers 200 "hello"."""
+
+    async def app(scope: dict, receive: Callable, send: Callable) -> None:  # type: ignore[type-arg]
+        calls.append(scope["path"])
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain"), (b"x-app", b"yes")]})
+        await send({"type": "http.response.body", "body": b"hello"})
+
+    return app
