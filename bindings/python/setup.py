@@ -14,8 +14,8 @@ ctypes, so it works with any CPython 3 of that platform.
 from __future__ import annotations
 
 import os
-import shutil
 import runpy
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -27,6 +27,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 # The package cannot be imported here (that loads the library), so read the one file.
 LIBRARY_NAME = runpy.run_path(str(HERE / "librate" / "_libname.py"))["LIBRARY_NAME"]
+
 
 def _target_dir() -> Path:
     configured = os.environ.get("CARGO_TARGET_DIR")

@@ -13,6 +13,7 @@ import math
 import numbers
 import operator
 from datetime import timedelta
+from typing import cast
 
 U64_MAX = 2**64 - 1
 NS_PER_SECOND = 1_000_000_000
@@ -40,18 +41,16 @@ def duration_ns(value: object, name: str, *, saturate: bool = False) -> int:
     2**64-1 ns (infinity included) it is a ``ValueError``, or 2**64-1 ("forever") when
     ``saturate``."""
     if isinstance(value, timedelta):
-        ns = (
-            (value.days * 86_400 + value.seconds) * NS_PER_SECOND
-            + value.microseconds * 1_000
-        )
+        ns = (value.days * 86_400 + value.seconds) * NS_PER_SECOND + value.microseconds * 1_000
     elif isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(
-            f"{name} must be seconds (int or float) or a timedelta, "
-            f"not {type(value).__name__}"
+            f"{name} must be seconds (int or float) or a timedelta, not {type(value).__name__}"
         )
     elif isinstance(value, numbers.Integral):
         ns = int(value) * NS_PER_SECOND
     else:
+        # float, Fraction or another Real: kept as is, so a Fraction scales exactly.
+        value = cast(float, value)
         if math.isnan(value):
             raise ValueError(f"{name} must not be NaN")
         scaled = value * NS_PER_SECOND

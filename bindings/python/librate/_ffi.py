@@ -115,7 +115,6 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
 }
 
 
-
 class Library:
     """The loaded library. Each attribute named in ``SIGNATURES`` is the C function,
     declared on first access and cached on the instance (so later accesses are plain

@@ -143,9 +143,7 @@ class Config:
         return self.limit if self.burst is None else self.burst
 
     def to_c(self) -> rate_config:
-        return rate_config(
-            ALGORITHMS[self.algorithm], self.limit, self.period_ns, self.burst or 0
-        )
+        return rate_config(ALGORITHMS[self.algorithm], self.limit, self.period_ns, self.burst or 0)
 
 
 def _config(algorithm: object, limit: object, period: object, burst: object) -> Config:
@@ -180,7 +178,8 @@ class _Base:
         status = self._c.new(byref(self._config.to_c()), *extra, byref(out))
         if status != RATE_OK:
             raise error_for(status, f"{status_text(status)}: {self._config}")
-        self._handle = handle_class(out.value)
+        # RATE_OK always writes a non-NULL handle (DESIGN §6).
+        self._handle = handle_class(out.value or 0)
 
     @property
     def config(self) -> Config:
@@ -205,9 +204,7 @@ class _Base:
         self.close()
 
     def __reduce__(self) -> Any:
-        raise TypeError(
-            f"{type(self).__name__} cannot be pickled or copied: it owns native state"
-        )
+        raise TypeError(f"{type(self).__name__} cannot be pickled or copied: it owns native state")
 
     def __repr__(self) -> str:
         state = " closed" if self.closed else ""
@@ -263,7 +260,9 @@ class _Base:
                 return decision
             yield max(decision.retry_after_ns, 1)
 
-    def _waiter(self, target: tuple[Any, ...], n: object, timeout: object) -> _waiting.Plan[Decision]:
+    def _waiter(
+        self, target: tuple[Any, ...], n: object, timeout: object
+    ) -> _waiting.Plan[Decision]:
         timeout_ns = None if timeout is None else duration_ns(timeout, "timeout", saturate=True)
         return self._plan(target, u64(n, "n"), timeout_ns)
 
@@ -299,7 +298,7 @@ class _Base:
             else:
                 admitted(self._acquire(target, cost, None))
 
-        return functools.partial(decorate, admit=admit, admit_async=admit_async)  # type: ignore[return-value]
+        return functools.partial(decorate, admit=admit, admit_async=admit_async)
 
 
 _Self = TypeVar("_Self", bound=_Base)
@@ -355,9 +354,7 @@ class Limiter(_Base):
         decision; at ``now_ns`` if given, else now."""
         return self._acquire((), n, now_ns)
 
-    def reserve(
-        self, n: int = 1, *, max_wait: Duration, now_ns: int | None = None
-    ) -> Decision:
+    def reserve(self, n: int = 1, *, max_wait: Duration, now_ns: int | None = None) -> Decision:
         """Reserves ``n`` units (GCRA only: the leaky bucket as a queue). Admitted if the
         caller would have to wait at most ``max_wait`` (seconds, timedelta or
         ``math.inf``) before acting; ``decision.wait`` says how long. Window algorithms
@@ -445,9 +442,7 @@ class KeyedLimiter(_Base):
         """``Limiter.wait`` for ``key``."""
         return _waiting.block(self._waiter(_key_target(key), n, timeout))
 
-    async def wait_async(
-        self, key: Key, n: int = 1, timeout: Duration | None = None
-    ) -> Decision:
+    async def wait_async(self, key: Key, n: int = 1, timeout: Duration | None = None) -> Decision:
         """``Limiter.wait_async`` for ``key``."""
         return await _waiting.pause(self._waiter(_key_target(key), n, timeout))
 

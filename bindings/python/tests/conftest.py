@@ -9,9 +9,10 @@ from collections.abc import Callable, Iterator
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
-from helpers import VirtualClock
+from helpers import VirtualClock, hello_asgi, hello_wsgi
 
 from librate import _ffi, _waiting
+from librate.middleware import ASGIRateLimit, WSGIRateLimit
 
 
 @pytest.fixture
@@ -76,3 +77,20 @@ def asgi_server() -> Iterator[Callable[[object], int]]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+Serve = Callable[..., int]
+
+
+@pytest.fixture(params=["wsgi", "asgi"])
+def serve(request: pytest.FixtureRequest) -> Serve:
+    """serve(limiter, calls, **options) -> port of the wrapped hello app."""
+    if request.param == "wsgi":
+        server = request.getfixturevalue("wsgi_server")
+        return lambda limiter, calls, **options: server(
+            WSGIRateLimit(hello_wsgi(calls), limiter, **options)
+        )
+    server = request.getfixturevalue("asgi_server")
+    return lambda limiter, calls, **options: server(
+        ASGIRateLimit(hello_asgi(calls), limiter, **options)
+    )

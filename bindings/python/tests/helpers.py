@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -35,9 +36,13 @@ class Response:
     body: bytes
 
 
-def get(port: int, path: str = "/", *, source: str = "127.0.0.1", headers: dict[str, str] | None = None) -> Response:
+def get(
+    port: int, path: str = "/", *, source: str = "127.0.0.1", headers: dict[str, str] | None = None
+) -> Response:
     """One GET over a fresh loopback connection from ``source`` (any 127.x address)."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+    connection = http.client.HTTPConnection(
+        "127.0.0.1", port, timeout=10, source_address=(source, 0)
+    )
     try:
         connection.request("GET", path, headers=headers or {})
         reply = connection.getresponse()
@@ -62,7 +67,35 @@ def hello_asgi(calls: list[str]) -> Callable[..., object]:
 
     async def app(scope: dict, receive: Callable, send: Callable) -> None:  # type: ignore[type-arg]
         calls.append(scope["path"])
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain"), (b"x-app", b"yes")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/plain"), (b"x-app", b"yes")],
+            }
+        )
         await send({"type": "http.response.body", "body": b"hello"})
 
     return app
+
+
+THREADS = 4
+ATTEMPTS = 400  # per thread, well over the limit in total
+
+
+def hammer(attempt: Callable[[], bool]) -> list[int]:
+    """Runs ``attempt`` ATTEMPTS times in each of THREADS threads started together;
+    returns how many each admitted."""
+    start = threading.Barrier(THREADS)
+    admitted = [0] * THREADS
+
+    def run(index: int) -> None:
+        start.wait()
+        admitted[index] = sum(attempt() for _ in range(ATTEMPTS))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return admitted

@@ -62,7 +62,9 @@ class SlidingWindow:
     def admits(self, t: int, n: int) -> bool:
         k, e = divmod(t, self.period)
         previous, current = self.counts.get(k - 1, 0), self.counts.get(k, 0)
-        return previous * (self.period - e) + (current + n) * self.period <= self.limit * self.period
+        return (
+            previous * (self.period - e) + (current + n) * self.period <= self.limit * self.period
+        )
 
     def commit(self, t: int, n: int) -> None:
         k = t // self.period

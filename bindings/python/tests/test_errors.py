@@ -57,8 +57,14 @@ def test_unknown_status_is_still_an_error() -> None:
 
 def test_status_constants_are_the_contract() -> None:
     assert (_ffi.RATE_OK, _ffi.RATE_LIMITED) == (0, 1)
-    assert [_ffi.RATE_E_NULL, _ffi.RATE_E_INVALID_CONFIG, _ffi.RATE_E_INSUFFICIENT_CAPACITY,
-            _ffi.RATE_E_TABLE_FULL, _ffi.RATE_E_UNSUPPORTED, _ffi.RATE_E_INTERNAL] == [-1, -2, -3, -4, -5, -6]
+    assert [
+        _ffi.RATE_E_NULL,
+        _ffi.RATE_E_INVALID_CONFIG,
+        _ffi.RATE_E_INSUFFICIENT_CAPACITY,
+        _ffi.RATE_E_TABLE_FULL,
+        _ffi.RATE_E_UNSUPPORTED,
+        _ffi.RATE_E_INTERNAL,
+    ] == [-1, -2, -3, -4, -5, -6]
 
 
 @pytest.mark.parametrize(
@@ -72,7 +78,10 @@ def test_status_constants_are_the_contract() -> None:
         ({"period": timedelta(0)}, librate.InvalidConfig),
         ({"period": 1e-10}, librate.InvalidConfig),  # rounds to 0 ns
         ({"limit": 10, "period": 9e-9}, librate.InvalidConfig),  # > 1 unit per ns
-        ({"limit": 1, "period": 18_446_744_073, "burst": 2}, librate.InvalidConfig),  # B*T overflows
+        (
+            {"limit": 1, "period": 18_446_744_073, "burst": 2},
+            librate.InvalidConfig,
+        ),  # B*T overflows
         ({"period": -1}, ValueError),
         ({"period": timedelta(microseconds=-1)}, ValueError),
         ({"period": math.nan}, ValueError),
@@ -135,7 +144,13 @@ def test_bad_now(value: Any, error: type[Exception]) -> None:
 
 @pytest.mark.parametrize(
     ("value", "error"),
-    [(-1, ValueError), (math.nan, ValueError), (None, TypeError), ("1", TypeError), (True, TypeError)],
+    [
+        (-1, ValueError),
+        (math.nan, ValueError),
+        (None, TypeError),
+        ("1", TypeError),
+        (True, TypeError),
+    ],
 )
 def test_bad_durations(value: Any, error: type[Exception]) -> None:
     limiter = librate.Limiter(limit=5, period=1)
@@ -203,7 +218,9 @@ def test_cannot_copy_or_pickle() -> None:
 def test_missing_symbol_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(_ffi.SIGNATURES, "rate_from_the_future", (None, ()))
     library = _ffi.Library(_ffi.lib._cdll, _ffi.lib.path)
-    with pytest.raises(librate.LibraryError, match="has no function rate_from_the_future") as raised:
+    with pytest.raises(
+        librate.LibraryError, match="has no function rate_from_the_future"
+    ) as raised:
         library.rate_from_the_future  # noqa: B018
     assert str(_ffi.lib.path) in str(raised.value)
     with pytest.raises(AttributeError):

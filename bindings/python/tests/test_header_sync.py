@@ -87,7 +87,7 @@ def test_every_header_function_is_declared(name: str) -> None:
 @pytest.mark.parametrize("struct", [_ffi.rate_config, _ffi.rate_decision])
 def test_structs_match(struct: Any) -> None:
     name = struct.__name__
-    body = re.search(r"typedef struct %s \{(.*?)\} %s;" % (name, name), header_text(), re.DOTALL)
+    body = re.search(rf"typedef struct {name} \{{(.*?)\}} {name};", header_text(), re.DOTALL)
     assert body, f"struct {name} not in rate.h"
     fields = [spelled(f).rsplit(" ", 1) for f in body.group(1).split(";") if f.strip()]
     assert [(field_name, C_TYPES[ctype]) for ctype, field_name in fields] == list(struct._fields_)

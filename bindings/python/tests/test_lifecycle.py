@@ -15,6 +15,7 @@ from librate import _limiter
 @pytest.fixture
 def frees(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     """Records each address passed to rate_limiter_free (and still frees it)."""
+    gc.collect()  # free other tests' leftovers first: only this test's frees are counted
     freed: list[int] = []
     real = _limiter._LimiterHandle._free
 

@@ -97,7 +97,10 @@ def test_matches_reference_model(limit: int, burst: int | None) -> None:
 def test_period_forms() -> None:
     assert Limiter(limit=1, period=2).config.period_ns == 2 * SECOND
     assert Limiter(limit=1, period=0.1).config.period_ns == 100 * MS
-    assert Limiter(limit=1, period=timedelta(minutes=1, microseconds=5)).config.period_ns == 60 * SECOND + 5000
+    assert (
+        Limiter(limit=1, period=timedelta(minutes=1, microseconds=5)).config.period_ns
+        == 60 * SECOND + 5000
+    )
     config = Limiter(algorithm="gcra", limit=5, period=1.5, burst=2).config
     assert config == librate.Config("gcra", 5, 1500 * MS, 2)
     assert (config.period, config.capacity) == (1.5, 2)

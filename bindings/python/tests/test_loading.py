@@ -30,14 +30,18 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_librate_path_to_a_file() -> None:
-    loaded = run_python("import librate; print(librate.library_path())", LIBRATE_PATH=str(_ffi.lib.path))
+    loaded = run_python(
+        "import librate; print(librate.library_path())", LIBRATE_PATH=str(_ffi.lib.path)
+    )
     assert loaded.returncode == 0, loaded.stderr
     assert loaded.stdout.strip() == str(_ffi.lib.path)
 
 
 def test_librate_path_to_a_directory() -> None:
     directory = _ffi.lib.path.parent
-    loaded = run_python("import librate; print(librate.library_path())", LIBRATE_PATH=str(directory))
+    loaded = run_python(
+        "import librate; print(librate.library_path())", LIBRATE_PATH=str(directory)
+    )
     assert loaded.returncode == 0, loaded.stderr
     assert loaded.stdout.strip() == str(directory / _ffi.LIBRARY_NAME)
 

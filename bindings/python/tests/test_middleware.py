@@ -7,23 +7,12 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
+from conftest import Serve
 from helpers import MS, SECOND, VirtualClock, get, hello_asgi, hello_wsgi
 
 import librate
 from librate.middleware import ASGIRateLimit, WSGIRateLimit
 from librate.middleware._headers import policy_header, ratelimit_header, sf_string
-
-Serve = Callable[..., int]
-
-
-@pytest.fixture(params=["wsgi", "asgi"])
-def serve(request: pytest.FixtureRequest) -> Serve:
-    """serve(limiter, calls, **options) -> port of the wrapped hello app."""
-    if request.param == "wsgi":
-        server = request.getfixturevalue("wsgi_server")
-        return lambda limiter, calls, **options: server(WSGIRateLimit(hello_wsgi(calls), limiter, **options))
-    server = request.getfixturevalue("asgi_server")
-    return lambda limiter, calls, **options: server(ASGIRateLimit(hello_asgi(calls), limiter, **options))
 
 
 def test_seed_scenario_over_http(serve: Serve) -> None:

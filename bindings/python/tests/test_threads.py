@@ -4,32 +4,10 @@ must still never admit more than the limit."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
-from helpers import SECOND
+from helpers import SECOND, THREADS, hammer
 
 import librate
-
-THREADS = 4
-ATTEMPTS = 400  # per thread, well over the limit in total
-
-
-def hammer(attempt: Callable[[], bool]) -> list[int]:
-    """Runs ``attempt`` ATTEMPTS times in each of THREADS threads started together;
-    returns how many each admitted."""
-    start = threading.Barrier(THREADS)
-    admitted = [0] * THREADS
-
-    def run(index: int) -> None:
-        start.wait()
-        admitted[index] = sum(attempt() for _ in range(ATTEMPTS))
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return admitted
 
 
 def test_four_threads_at_a_frozen_time_admit_exactly_the_limit() -> None:

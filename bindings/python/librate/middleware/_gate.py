@@ -92,7 +92,6 @@ class Gate(Generic[Request]):
         return Verdict(TOO_MANY_REQUESTS, [("Retry-After", retry_after(decision)), *headers])
 
 
-
 class RateLimitMiddleware(Generic[App, Request]):
     """The constructor both middlewares share.
 

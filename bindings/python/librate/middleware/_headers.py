@@ -63,7 +63,4 @@ def retry_after(decision: Decision) -> str:
 def ratelimit_header(name: str, decision: Decision) -> str:
     """The ``RateLimit`` value for one decision."""
     window_ns = decision.reset_after_ns if decision.allowed else decision.retry_after_ns
-    return (
-        f"{name};r={_sf_integer(decision.remaining)}"
-        f";t={_sf_integer(seconds_up(window_ns))}"
-    )
+    return f"{name};r={_sf_integer(decision.remaining)};t={_sf_integer(seconds_up(window_ns))}"
