@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import http.client
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 MS = 1_000_000
 SECOND = 1_000_000_000
@@ -99,3 +101,18 @@ def hammer(attempt: Callable[[], bool]) -> list[int]:
     for thread in threads:
         thread.join()
     return admitted
+
+
+def count_frees(monkeypatch: Any, handle_class: Any) -> list[int]:
+    """Records each address ``handle_class`` frees (and still frees it). Collects other
+    tests' garbage first, so only frees from here on are counted."""
+    gc.collect()
+    freed: list[int] = []
+    real = handle_class._free
+
+    def counting_free(handle: int) -> None:
+        freed.append(int(handle))
+        real(handle)
+
+    monkeypatch.setattr(handle_class, "_free", staticmethod(counting_free))
+    return freed

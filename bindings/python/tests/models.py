@@ -9,7 +9,10 @@ as §3 defines them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import random
+from collections.abc import Callable
+from dataclasses import astuple, dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -112,3 +115,28 @@ def decide(model: Model, t: int, n: int, horizon: int) -> Expected:
         model.commit(t, n)
     reset = next(d for d in range(horizon + 1) if remaining(model, t + d) == model.capacity)
     return Expected(allowed, model.capacity, remaining(model, t), retry, reset)
+
+
+def replay(
+    acquire: Callable[[bytes, int, int], Any],
+    models: dict[bytes, Model],
+    *,
+    seed: str,
+    gaps: tuple[int, ...],
+    horizon: int,
+    steps: int = 300,
+) -> None:
+    """Sends the same pseudo-random requests (key, cost, non-decreasing time) to
+    ``acquire(key, n, now_ns)`` and to each key's model, and checks every decision."""
+    rng = random.Random(seed)
+    t = 0
+    for _ in range(steps):
+        t += rng.choice(gaps)
+        key = rng.choice(sorted(models))
+        model = models[key]
+        n = rng.choice([0, 1, 1, 1, min(2, model.capacity), model.capacity])
+        expected = decide(model, t, n, horizon)
+        got = acquire(key, n, t)
+        observed = (got.allowed, got.limit, got.remaining, got.retry_after_ns, got.reset_after_ns)
+        assert observed == astuple(expected), f"t={t} key={key!r} n={n}"
+        assert got.wait_ns == 0

@@ -9,16 +9,14 @@ from __future__ import annotations
 import asyncio
 import gc
 import math
-import random
 import re
 import threading
-from collections.abc import Iterator
 from fractions import Fraction
 
 import pytest
 from conftest import Serve
-from helpers import MS, SECOND, THREADS, VirtualClock, get, hammer
-from models import FixedWindow, Gcra, SlidingLog, SlidingWindow, decide
+from helpers import MS, SECOND, THREADS, VirtualClock, count_frees, get, hammer
+from models import FixedWindow, Gcra, SlidingLog, SlidingWindow, replay
 from test_errors import BAD_INTS
 from test_header_sync import header_functions
 
@@ -89,21 +87,13 @@ def test_matches_reference_model_per_key(algorithm: str, model: type, burst: int
     limiter = KeyedLimiter(
         algorithm=algorithm, limit=limit, period=Fraction(period, SECOND), burst=burst, capacity=16
     )
-    rng = random.Random(algorithm + str(burst))
-    t = 0
-    for _ in range(300):
-        t += rng.choice([0, 0, 1, 9, 40, 120])
-        key = rng.choice(list(models))
-        n = rng.choice([0, 1, 1, 2, models[key].capacity])
-        expected = decide(models[key], t, n, horizon=4 * period)
-        got = limiter.acquire(key, n, now_ns=t)
-        assert (got.allowed, got.limit, got.remaining, got.retry_after_ns, got.reset_after_ns) == (
-            expected.allowed,
-            expected.limit,
-            expected.remaining,
-            expected.retry_after_ns,
-            expected.reset_after_ns,
-        ), f"t={t} key={key!r} n={n}"
+    replay(
+        lambda key, n, t: limiter.acquire(key, n, now_ns=t),
+        models,
+        seed=algorithm + str(burst),
+        gaps=(0, 0, 1, 9, 40, 120),
+        horizon=4 * period,
+    )
 
 
 def test_table_full_and_reclaim() -> None:
@@ -239,17 +229,8 @@ def test_four_threads_one_key_and_many() -> None:
 
 
 @pytest.fixture
-def keyed_frees(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    gc.collect()
-    freed: list[int] = []
-    real = _limiter._KeyedHandle._free
-
-    def counting_free(handle: int) -> None:
-        freed.append(int(handle))
-        real(handle)
-
-    monkeypatch.setattr(_limiter._KeyedHandle, "_free", staticmethod(counting_free))
-    yield freed
+def keyed_frees(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    return count_frees(monkeypatch, _limiter._KeyedHandle)
 
 
 def test_freed_exactly_once(keyed_frees: list[int]) -> None:

@@ -4,27 +4,18 @@ the finalizer, and never while a call on it is in flight."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 
 import pytest
+from helpers import count_frees
 
 import librate
 from librate import _limiter
 
 
 @pytest.fixture
-def frees(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """Records each address passed to rate_limiter_free (and still frees it)."""
-    gc.collect()  # free other tests' leftovers first: only this test's frees are counted
-    freed: list[int] = []
-    real = _limiter._LimiterHandle._free
-
-    def counting_free(handle: int) -> None:
-        freed.append(int(handle))
-        real(handle)
-
-    monkeypatch.setattr(_limiter._LimiterHandle, "_free", staticmethod(counting_free))
-    yield freed
+def frees(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Addresses passed to the free function, in order."""
+    return count_frees(monkeypatch, _limiter._LimiterHandle)
 
 
 def address(limiter: librate.Limiter) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import random
 import re
 from datetime import timedelta
 from fractions import Fraction
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import MS, SECOND
-from models import Gcra, decide
+from models import Gcra, replay
 
 import librate
 from librate import Decision, Limiter
@@ -77,21 +76,13 @@ def test_matches_reference_model(limit: int, burst: int | None) -> None:
     period = 100
     model = Gcra(limit, period, burst or 0)
     limiter = Limiter(limit=limit, period=Fraction(period, SECOND), burst=burst)
-    rng = random.Random(limit * 31 + (burst or 0))
-    t = 0
-    for _ in range(300):
-        t += rng.choice([0, 0, 1, 5, 13, 40])
-        n = rng.choice([0, 1, 1, 1, min(2, model.capacity), model.capacity])
-        expected = decide(model, t, n, horizon=4 * period)
-        got = limiter.acquire(n, now_ns=t)
-        assert (got.allowed, got.limit, got.remaining, got.retry_after_ns, got.reset_after_ns) == (
-            expected.allowed,
-            expected.limit,
-            expected.remaining,
-            expected.retry_after_ns,
-            expected.reset_after_ns,
-        ), f"t={t} n={n}"
-        assert got.wait_ns == 0
+    replay(
+        lambda key, n, t: limiter.acquire(n, now_ns=t),
+        {b"": model},
+        seed=f"gcra{limit}{burst}",
+        gaps=(0, 0, 1, 5, 13, 40),
+        horizon=4 * period,
+    )
 
 
 def test_period_forms() -> None:

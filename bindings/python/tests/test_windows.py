@@ -3,13 +3,12 @@ Python API, against DESIGN §3-4: scenarios by hand and a brute-force reference 
 
 from __future__ import annotations
 
-import random
 from datetime import timedelta
 from fractions import Fraction
 
 import pytest
 from helpers import MS, SECOND, VirtualClock, hammer
-from models import FixedWindow, SlidingLog, SlidingWindow, decide
+from models import FixedWindow, SlidingLog, SlidingWindow, replay
 
 import librate
 from librate import Decision
@@ -59,21 +58,13 @@ def test_matches_reference_model(algorithm: str, limit: int) -> None:
     period = 100  # ns, so the oracle can search every nanosecond
     model = MODELS[algorithm](limit, period)
     limiter = librate.Limiter(algorithm=algorithm, limit=limit, period=Fraction(period, SECOND))
-    rng = random.Random(f"{algorithm}{limit}")
-    t = 0
-    for _ in range(300):
-        t += rng.choice([0, 0, 1, 7, 30, 60, 150])
-        n = rng.choice([0, 1, 1, 1, min(2, limit), limit])
-        expected = decide(model, t, n, horizon=3 * period)
-        got = limiter.acquire(n, now_ns=t)
-        assert got == Decision(
-            expected.allowed,
-            expected.limit,
-            expected.remaining,
-            expected.retry_after_ns,
-            expected.reset_after_ns,
-            0,
-        ), f"t={t} n={n}"
+    replay(
+        lambda key, n, t: limiter.acquire(n, now_ns=t),
+        {b"": model},
+        seed=f"{algorithm}{limit}",
+        gaps=(0, 0, 1, 7, 30, 60, 150),
+        horizon=3 * period,
+    )
 
 
 @pytest.mark.parametrize("algorithm", WINDOWS)
