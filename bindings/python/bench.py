@@ -291,7 +291,8 @@ def report(table: list[Row], overhead: float) -> str:
         fastest = min(peers, key=lambda r: r.ns) if peers else None
         summary = f"- {keys}: librate try_acquire = {mine / floors[keys]:.2f}× the bare ctypes call"
         if fastest is not None:
-            summary += f"; {(fastest.ns - overhead) / mine:.1f}× faster than the fastest peer ({fastest.name})"
+            speedup = (fastest.ns - overhead) / mine
+            summary += f"; {speedup:.1f}× faster than the fastest peer ({fastest.name})"
         lines.append(summary + ".")
     return "\n".join(lines)
 
