@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
-from helpers import VirtualClock, hello_asgi, hello_wsgi
+import uvicorn
 
+from helpers import VirtualClock, hello_asgi, hello_wsgi
 from librate import _ffi, _waiting
 from librate.middleware import ASGIRateLimit, WSGIRateLimit
 
@@ -53,7 +54,6 @@ def wsgi_server() -> Iterator[Callable[[object], int]]:
 @pytest.fixture
 def asgi_server() -> Iterator[Callable[[object], int]]:
     """Serves an ASGI app with uvicorn on 127.0.0.1; returns its port."""
-    uvicorn = pytest.importorskip("uvicorn")
     servers = []
 
     def serve(app: object) -> int:

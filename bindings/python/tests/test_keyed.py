@@ -14,14 +14,14 @@ import threading
 from fractions import Fraction
 
 import pytest
+
+import librate
 from conftest import Serve
 from helpers import MS, SECOND, THREADS, VirtualClock, count_frees, get, hammer
+from librate import Decision, KeyedLimiter, _ffi, _limiter
 from models import FixedWindow, Gcra, SlidingLog, SlidingWindow, replay
 from test_errors import BAD_INTS
 from test_header_sync import header_functions
-
-import librate
-from librate import Decision, KeyedLimiter, _ffi, _limiter
 
 HOUR = 3600
 BAD_KEYS = [1, None, 1.5, bytearray(b"k"), memoryview(b"k"), ["k"]]

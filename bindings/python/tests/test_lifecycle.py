@@ -6,9 +6,9 @@ from __future__ import annotations
 import gc
 
 import pytest
-from helpers import count_frees
 
 import librate
+from helpers import count_frees
 from librate import _limiter
 
 

@@ -9,11 +9,11 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from helpers import MS, SECOND
-from models import Gcra, replay
 
 import librate
+from helpers import MS, SECOND
 from librate import Decision, Limiter
+from models import Gcra, replay
 
 
 def test_seed_bob_and_alice_one_per_two_seconds() -> None:

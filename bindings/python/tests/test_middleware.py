@@ -7,10 +7,10 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
-from conftest import Serve
-from helpers import MS, SECOND, VirtualClock, get, hello_asgi, hello_wsgi
 
 import librate
+from conftest import Serve
+from helpers import MS, SECOND, VirtualClock, get, hello_asgi, hello_wsgi
 from librate.middleware import ASGIRateLimit, WSGIRateLimit
 from librate.middleware._headers import policy_header, ratelimit_header, sf_string
 

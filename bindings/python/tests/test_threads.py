@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from helpers import SECOND, THREADS, hammer
-
 import librate
+from helpers import SECOND, THREADS, hammer
 
 
 def test_four_threads_at_a_frozen_time_admit_exactly_the_limit() -> None:

@@ -7,9 +7,9 @@ import inspect
 import math
 
 import pytest
-from helpers import MS, SECOND, VirtualClock
 
 import librate
+from helpers import MS, SECOND, VirtualClock
 
 
 def test_wait_admits_at_once_when_free(clock: VirtualClock) -> None:

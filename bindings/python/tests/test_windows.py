@@ -7,11 +7,11 @@ from datetime import timedelta
 from fractions import Fraction
 
 import pytest
-from helpers import MS, SECOND, VirtualClock, hammer
-from models import FixedWindow, SlidingLog, SlidingWindow, replay
 
 import librate
+from helpers import MS, SECOND, VirtualClock, hammer
 from librate import Decision
+from models import FixedWindow, SlidingLog, SlidingWindow, replay
 
 WINDOWS = ["fixed_window", "sliding_window", "sliding_log"]
 
