@@ -162,7 +162,8 @@ def pyrate_loop() -> Loop:
             self.buckets: dict[str, InMemoryBucket] = {}
 
         def wrap_item(self, name: str, weight: int = 1) -> RateItem:
-            return RateItem(name, time.time_ns() // 1_000_000, weight=weight)
+            # The buckets' own clock (MonotonicClock): monotonic milliseconds.
+            return RateItem(name, time.monotonic_ns() // 1_000_000, weight=weight)
 
         def get(self, item: RateItem) -> InMemoryBucket:
             bucket = self.buckets.get(item.name)
