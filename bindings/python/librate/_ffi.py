@@ -79,9 +79,8 @@ class rate_decision(Structure):  # noqa: N801 - the C name
     ]
 
 
-# Opaque handles (`rate_limiter *`, `rate_keyed *`) travel as `c_void_p`: passing a Python
-# int for a `c_void_p` argument is the cheapest conversion ctypes has (a typed POINTER
-# costs ~30% more per call, measured), and only this package ever makes or passes them.
+# Opaque handles (`rate_limiter *`, `rate_keyed *`) travel as `c_void_p`: a typed POINTER
+# costs ~30% more per call (measured), and only this package ever makes or passes them.
 HANDLE = c_void_p
 # `const uint8_t *key` is declared `c_char_p`: the same pointer at the ABI level, and
 # ctypes then passes a `bytes` object's own buffer with no copy. The length travels
@@ -141,6 +140,23 @@ class Library:
         function.restype = restype
         function.argtypes = argtypes
         setattr(self, name, function)
+        return function
+
+    def unchecked(self, name: str) -> Any:
+        """A second function object for ``name``, with the declared ``restype`` but no
+        ``argtypes``, for the hottest path only.
+
+        With ``argtypes``, ctypes calls ``from_param`` on every argument of every call
+        (measured here: about a third of a 3-argument call). Without them it passes
+        ctypes instances as they are, so the caller must pass each argument as an
+        instance of its declared type (``c_void_p``, ``c_uint64``, ``c_size_t``), or
+        ``bytes`` for a key pointer, or None for a NULL pointer: never a plain int,
+        which ctypes would pass as a 32-bit C int.
+        """
+        restype, _ = SIGNATURES[name]
+        getattr(self, name)  # the declared twin: raises LibraryError if the symbol is missing
+        function = self._cdll[name]  # item access makes a new function object each time
+        function.restype = restype
         return function
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from ctypes import byref, c_void_p
+from ctypes import byref, c_size_t, c_uint64, c_void_p
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -42,33 +42,33 @@ ALGORITHMS = {
 #: A key: ``str`` (sent as UTF-8) or ``bytes``.
 Key = str | bytes
 
-# The default cost. The fast paths test `n is _ONE` first: a call that leaves `n` out
-# passes this very object, which is known valid, and skips the range check.
+# The default cost, and the same as the ctypes value the fast paths pass: a call that
+# leaves `n` out passes this very object (`n is _ONE`), known valid, so it needs neither
+# a range check nor a conversion.
 _ONE = 1
-# What a closed limiter passes as its handle: NULL, which the C library answers with
-# RATE_E_NULL, so the fast paths need no "is it closed?" test of their own.
-_CLOSED = 0
+_C_ONE = c_uint64(1)
 
 
-class _Handle(int):
-    """Owns one C handle (an address) and frees it exactly once, when the last reference
-    to it goes away.
+class _Handle(c_void_p):
+    """Owns one C handle and frees it exactly once, when the last reference to it goes.
 
     A limiter holds one reference, and each C call in flight holds another (ctypes keeps
     its arguments alive until the call returns). So ``close()`` racing with a call in
     another thread only drops the limiter's reference: the memory is freed when that call
     returns, never under it. In the usual case (no call in flight) ``close()`` frees at
-    once. Being an ``int`` makes passing it to C the cheapest conversion ctypes has.
+    once. A handle that was never filled in (a failed constructor) is NULL and frees
+    nothing.
     """
 
     __slots__ = ()
 
     @staticmethod
-    def _free(handle: int) -> None:
+    def _free(handle: c_void_p) -> None:
         raise NotImplementedError
 
     def __del__(self) -> None:
-        type(self)._free(self)
+        if self:  # non-NULL
+            type(self)._free(self)
 
 
 class _LimiterHandle(_Handle):
@@ -80,9 +80,14 @@ class _KeyedHandle(_Handle):
     __slots__ = ()
 
     @staticmethod
-    def _free(handle: int, _lib: Any = lib) -> None:
+    def _free(handle: c_void_p, _lib: Any = lib) -> None:
         # Bound as a default so it still works during interpreter shutdown.
         _lib.rate_keyed_free(handle)
+
+
+# What a closed limiter passes as its handle: NULL, which the C library answers with
+# RATE_E_NULL, so the fast paths need no "is it closed?" test of their own.
+_CLOSED = c_void_p()
 
 
 class _CFunctions(NamedTuple):
@@ -92,6 +97,8 @@ class _CFunctions(NamedTuple):
     acquire: Any
     acquire_at: Any
     reserve_at: Any
+    #: ``acquire`` unchecked (see ``Library.unchecked``), for ``try_acquire``.
+    fast: Any
 
 
 _LIMITER_C = _CFunctions(
@@ -99,9 +106,10 @@ _LIMITER_C = _CFunctions(
     lib.rate_limiter_acquire,
     lib.rate_limiter_acquire_at,
     lib.rate_limiter_reserve_at,
+    lib.unchecked("rate_limiter_acquire"),
 )
 # The hot path's function, bound once: a global load is the cheapest lookup.
-_limiter_acquire = _LIMITER_C.acquire
+_limiter_try = _LIMITER_C.fast
 
 
 @functools.cache
@@ -113,6 +121,7 @@ def _keyed_c() -> _CFunctions:
         lib.rate_keyed_acquire,
         lib.rate_keyed_acquire_at,
         lib.rate_keyed_reserve_at,
+        lib.unchecked("rate_keyed_acquire"),
     )
 
 
@@ -169,17 +178,16 @@ class _Base:
 
     __slots__ = ("_handle", "_config", "_c", "__weakref__")
 
-    _handle: int
+    _handle: c_void_p
     _config: Config
     _c: _CFunctions
 
     def _open(self, handle_class: type[_Handle], *extra: int) -> None:
-        out = c_void_p()
-        status = self._c.new(byref(self._config.to_c()), *extra, byref(out))
+        handle = handle_class()
+        status = self._c.new(byref(self._config.to_c()), *extra, byref(handle))
         if status != RATE_OK:
             raise error_for(status, f"{status_text(status)}: {self._config}")
-        # RATE_OK always writes a non-NULL handle (DESIGN §6).
-        self._handle = handle_class(out.value or 0)
+        self._handle = handle
 
     @property
     def config(self) -> Config:
@@ -189,7 +197,7 @@ class _Base:
     @property
     def closed(self) -> bool:
         """Whether ``close()`` was called."""
-        return self._handle == _CLOSED
+        return self._handle is _CLOSED
 
     def close(self) -> None:
         """Releases the native limiter. Idempotent; later calls raise ``ClosedError``.
@@ -339,9 +347,8 @@ class Limiter(_Base):
         path (the C library decides on its coarse clock when that settles the outcome).
 
         Raises ``InsufficientCapacity`` if ``n`` exceeds ``config.capacity``."""
-        if n is not _ONE and (n.__class__ is not int or not 0 <= n <= U64_MAX):
-            n = u64(n, "n")
-        status = _limiter_acquire(self._handle, n, None)
+        units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
+        status = _limiter_try(self._handle, units, None)
         # Literals, not RATE_OK/RATE_LIMITED: a constant is cheaper than a global load.
         if status == 0:
             return True
@@ -410,16 +417,15 @@ class KeyedLimiter(_Base):
         self._config = _config(algorithm, limit, period, burst)
         checked_capacity = u64(capacity, "capacity")
         self._c = _keyed_c()
-        self._fast = self._c.acquire
+        self._fast = self._c.fast
         self._open(_KeyedHandle, checked_capacity)
 
     def try_acquire(self, key: Key, n: int = _ONE) -> bool:
         """``Limiter.try_acquire`` for ``key``."""
         if key.__class__ is not bytes:
             key = key_bytes(key)
-        if n is not _ONE and (n.__class__ is not int or not 0 <= n <= U64_MAX):
-            n = u64(n, "n")
-        status = self._fast(self._handle, key, len(key), n, None)
+        units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
+        status = self._fast(self._handle, key, c_size_t(len(key)), units, None)
         # The same tail as Limiter.try_acquire, written out on purpose: a shared helper
         # would add a Python call (~20% of a ctypes call) to the hottest path.
         if status == 0:

@@ -110,8 +110,8 @@ def count_frees(monkeypatch: Any, handle_class: Any) -> list[int]:
     freed: list[int] = []
     real = handle_class._free
 
-    def counting_free(handle: int) -> None:
-        freed.append(int(handle))
+    def counting_free(handle: Any) -> None:
+        freed.append(handle.value)
         real(handle)
 
     monkeypatch.setattr(handle_class, "_free", staticmethod(counting_free))

@@ -223,5 +223,15 @@ def test_missing_symbol_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> Non
     ) as raised:
         library.rate_from_the_future  # noqa: B018
     assert str(_ffi.lib.path) in str(raised.value)
+    with pytest.raises(librate.LibraryError, match="rate_from_the_future"):
+        library.unchecked("rate_from_the_future")
     with pytest.raises(AttributeError):
         library.not_a_rate_function  # noqa: B018
+
+
+def test_unchecked_twin() -> None:
+    # The fast path's function: the declared restype, no argtypes, a separate object.
+    twin = _ffi.lib.unchecked("rate_limiter_acquire")
+    assert twin is not _ffi.lib.rate_limiter_acquire
+    assert twin.restype is _ffi.SIGNATURES["rate_limiter_acquire"][0] and twin.argtypes is None
+    assert _ffi.lib.rate_limiter_acquire.argtypes is not None

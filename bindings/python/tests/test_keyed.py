@@ -235,13 +235,13 @@ def keyed_frees(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def test_freed_exactly_once(keyed_frees: list[int]) -> None:
     with keyed() as limiter:
-        handle = int(limiter._handle)
+        handle = limiter._handle.value
     assert keyed_frees == [handle]
     limiter.close()
     with pytest.raises(librate.ClosedError, match="KeyedLimiter is closed"):
         limiter.try_acquire("k")
     other = keyed()
-    handle = int(other._handle)
+    handle = other._handle.value
     del other
     gc.collect()
     assert keyed_frees[-1] == handle and len(keyed_frees) == 2

@@ -19,7 +19,7 @@ def frees(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def address(limiter: librate.Limiter) -> int:
-    return int(limiter._handle)
+    return limiter._handle.value
 
 
 def test_close_frees_once(frees: list[int]) -> None:
