@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from ctypes import c_void_p
+from ctypes import c_uint64, c_void_p
 from dataclasses import dataclass, field
 
 import librate
@@ -71,6 +71,24 @@ def bare_direct() -> Loop:
         admitted = 0
         for _key in items:
             admitted += acquire(address, 1, None) == 0
+        return admitted
+
+    return loop
+
+
+def bare_unchecked() -> Loop:
+    """For reference: the same call with no argtypes and ready-made ctypes arguments, the
+    cheapest a ctypes call gets (what try_acquire uses inside)."""
+    acquire = _ffi.lib.unchecked("rate_limiter_acquire")
+    handle = c_void_p()
+    config = _ffi.rate_config(_ffi.RATE_GCRA, LIMIT, PERIOD * 10**9, 0)
+    assert _ffi.lib.rate_limiter_new(config, handle) == 0
+    one = c_uint64(1)
+
+    def loop(items: list[bytes]) -> int:
+        admitted = 0
+        for _key in items:
+            admitted += acquire(handle, one, None) == 0
         return admitted
 
     return loop
@@ -206,6 +224,7 @@ def rows() -> list[Row]:
     ]
     table = [
         available("bare ctypes call (floor)", one, bare_direct),
+        available("bare ctypes call, unchecked", one, bare_unchecked),
         available("librate try_acquire, gcra", one, lambda: librate_direct("gcra")),
         *(
             available(f"librate try_acquire, {w}", one, lambda w=w: librate_direct(w))
