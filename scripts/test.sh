@@ -19,3 +19,8 @@ RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
 
 step "C: every C test under valgrind memcheck and ASan/UBSan"
 scripts/c-tests.sh
+
+step "Python: install the package into .venv (it bundles librate.so) and run pytest"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q --upgrade './bindings/python[test]'
+.venv/bin/python -m pytest -q bindings/python/tests
