@@ -125,17 +125,6 @@ var benchKeys = sync.OnceValue(func() []string {
 	return keys
 })
 
-// keyIndex is a xorshift stream over [0, keys): a random-looking key order that costs
-// a few instructions and no memory.
-type keyIndex struct{ state uint64 }
-
-func (x *keyIndex) next(keys int) int {
-	x.state ^= x.state << 13
-	x.state ^= x.state >> 7
-	x.state ^= x.state << 17
-	return int(x.state % uint64(keys))
-}
-
 // BenchmarkKeyed: Allow on random keys among 1,000 or 1,000,000, one goroutine and
 // GOMAXPROCS goroutines. Every key is inserted before timing starts.
 func BenchmarkKeyed(b *testing.B) {
@@ -147,9 +136,9 @@ func BenchmarkKeyed(b *testing.B) {
 				allow(key)
 			}
 			b.Run(strconv.Itoa(keys)+"/"+c.name, func(b *testing.B) {
-				x := keyIndex{state: 0x9e3779b97f4a7c15}
+				x := xorshift(0x9e3779b97f4a7c15)
 				for b.Loop() {
-					if !allow(names[x.next(keys)]) {
+					if !allow(names[x.next(uint64(keys))]) {
 						b.Fatal("denied on the admitting path")
 					}
 				}
@@ -157,9 +146,9 @@ func BenchmarkKeyed(b *testing.B) {
 			b.Run(strconv.Itoa(keys)+"/"+c.name+"/parallel", func(b *testing.B) {
 				var seed atomic.Uint64
 				b.RunParallel(func(pb *testing.PB) {
-					x := keyIndex{state: 0x9e3779b97f4a7c15 + seed.Add(0x632be59bd9b4e019)}
+					x := xorshift(0x9e3779b97f4a7c15 + seed.Add(0x632be59bd9b4e019))
 					for pb.Next() {
-						if !allow(names[x.next(keys)]) {
+						if !allow(names[x.next(uint64(keys))]) {
 							b.Error("denied on the admitting path")
 							return
 						}

@@ -78,42 +78,27 @@ func TestKeyedStringAndBytesKeys(t *testing.T) {
 func TestKeyedMatchesReferenceModel(t *testing.T) {
 	k := mustKeyed(t, librate.Config{Algorithm: librate.GCRA, Limit: 4, Period: 1000, Burst: 3}, 64)
 	models := map[string]*gcraModel{}
-	rng := uint64(0x2545f4914f6cdd1d)
-	next := func(bound uint64) uint64 {
-		rng ^= rng << 13
-		rng ^= rng >> 7
-		rng ^= rng << 17
-		return rng % bound
-	}
-	now := uint64(0)
-	for i := range 3000 {
-		now += next(100)
-		key := "key-" + strconv.Itoa(int(next(5)))
-		n := next(4)
+	modelRun(t, 0x2545f4914f6cdd1d, 3000, 100, 500, func(rng *xorshift, now uint64) (librate.Decision, librate.Decision, string, error) {
+		key := "key-" + strconv.FormatUint(rng.next(5), 10)
+		n := rng.next(4)
 		model, ok := models[key]
 		if !ok {
 			model = &gcraModel{interval: 250, burst: 3}
 			models[key] = model
 		}
-		var got librate.Decision
-		var err error
-		maxWait := uint64(0)
-		switch next(3) {
+		switch rng.next(3) {
 		case 0:
-			maxWait = next(600)
-			got, err = k.ReserveAtBytes([]byte(key), int(n), time.Duration(now), time.Duration(maxWait))
+			maxWait := rng.next(600)
+			got, err := k.ReserveAtBytes([]byte(key), int(n), time.Duration(now), time.Duration(maxWait))
+			return got, model.decide(now, n, maxWait), fmt.Sprintf("ReserveAtBytes %s n=%d maxWait=%d", key, n, maxWait), err
 		case 1:
-			got, err = k.AcquireAtBytes([]byte(key), int(n), time.Duration(now))
+			got, err := k.AcquireAtBytes([]byte(key), int(n), time.Duration(now))
+			return got, model.decide(now, n, 0), fmt.Sprintf("AcquireAtBytes %s n=%d", key, n), err
 		default:
-			got, err = k.AcquireAt(key, int(n), time.Duration(now))
+			got, err := k.AcquireAt(key, int(n), time.Duration(now))
+			return got, model.decide(now, n, 0), fmt.Sprintf("AcquireAt %s n=%d", key, n), err
 		}
-		if err != nil {
-			t.Fatalf("op %d: %v", i, err)
-		}
-		if want := model.decide(now, n, maxWait); got != want {
-			t.Fatalf("op %d (%s, n=%d, now=%d, maxWait=%d):\n got %+v\nwant %+v", i, key, n, now, maxWait, got, want)
-		}
-	}
+	})
 }
 
 // Eight goroutines on two keys at a frozen time: exactly each key's burst is admitted.

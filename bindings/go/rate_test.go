@@ -3,6 +3,7 @@ package librate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"regexp"
@@ -16,15 +17,21 @@ import (
 
 const ms = time.Millisecond
 
-// mustGCRA builds a GCRA limiter or fails the test.
-func mustGCRA(t testing.TB, limit uint64, period time.Duration, burst uint64) *librate.Limiter {
+// mustNew builds a limiter, closed when the test ends, or fails the test.
+func mustNew(t testing.TB, config librate.Config) *librate.Limiter {
 	t.Helper()
-	l, err := librate.NewGCRA(limit, period, burst)
+	l, err := librate.New(config)
 	if err != nil {
-		t.Fatalf("NewGCRA(%d, %v, %d): %v", limit, period, burst, err)
+		t.Fatalf("New(%+v): %v", config, err)
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
+}
+
+// mustGCRA is mustNew for a GCRA limiter.
+func mustGCRA(t testing.TB, limit uint64, period time.Duration, burst uint64) *librate.Limiter {
+	t.Helper()
+	return mustNew(t, librate.Config{Algorithm: librate.GCRA, Limit: limit, Period: period, Burst: burst})
 }
 
 // step is one call at a frozen time and the decision it must produce.
@@ -157,39 +164,35 @@ func (m *gcraModel) decide(now, n, maxWait uint64) librate.Decision {
 	return d
 }
 
-// Every field of every decision matches the reference model over a pseudo-random run
-// of acquires, reserves and queries at non-decreasing times. L=4 per 1000 ns, burst 3:
-// T = 250 ns, small enough for the model's brute force.
-func TestGCRAMatchesReferenceModel(t *testing.T) {
-	l := mustGCRA(t, 4, 1000, 3)
-	model := gcraModel{interval: 250, burst: 3}
-	rng := uint64(0x9e3779b97f4a7c15)
-	next := func(bound uint64) uint64 { // xorshift64
-		rng ^= rng << 13
-		rng ^= rng >> 7
-		rng ^= rng << 17
-		return rng % bound
-	}
-	now := uint64(0)
+// xorshift is Marsaglia's xorshift64: a reproducible pseudo-random stream for test
+// runs and benchmark key orders. Seed it non-zero.
+type xorshift uint64
+
+// next is a pseudo-random number in [0, bound).
+func (x *xorshift) next(bound uint64) uint64 {
+	*x ^= *x << 13
+	*x ^= *x >> 7
+	*x ^= *x << 17
+	return uint64(*x) % bound
+}
+
+// modelRun drives a pseudo-random run against a reference model. Each op makes one
+// call at time now (advanced by up to maxStep each op) and returns librate's result,
+// the model's decision and a description; the run stops at the first difference and
+// must see at least minEach admissions and denials, so both paths are tested.
+func modelRun(t *testing.T, seed xorshift, ops int, maxStep uint64, minEach int,
+	op func(rng *xorshift, now uint64) (got, want librate.Decision, what string, err error)) {
+	t.Helper()
+	rng, now := seed, uint64(0)
 	admitted, denied := 0, 0
-	for i := range 3000 {
-		now += next(200)
-		n := next(4) // 0..3: queries included
-		maxWait := uint64(0)
-		var got librate.Decision
-		var err error
-		if next(3) == 0 {
-			maxWait = next(600)
-			got, err = l.ReserveAt(int(n), time.Duration(now), time.Duration(maxWait))
-		} else {
-			got, err = l.AcquireAt(int(n), time.Duration(now))
-		}
+	for i := range ops {
+		now += rng.next(maxStep)
+		got, want, what, err := op(&rng, now)
 		if err != nil {
-			t.Fatalf("op %d: %v", i, err)
+			t.Fatalf("op %d (%s, now=%d): %v", i, what, now, err)
 		}
-		want := model.decide(now, n, maxWait)
 		if got != want {
-			t.Fatalf("op %d (n=%d, now=%d, maxWait=%d):\n got %+v\nwant %+v", i, n, now, maxWait, got, want)
+			t.Fatalf("op %d (%s, now=%d):\n got %+v\nwant %+v", i, what, now, got, want)
 		}
 		if got.Allowed {
 			admitted++
@@ -197,9 +200,27 @@ func TestGCRAMatchesReferenceModel(t *testing.T) {
 			denied++
 		}
 	}
-	if admitted < 500 || denied < 500 {
+	if admitted < minEach || denied < minEach {
 		t.Fatalf("run too one-sided to test both paths: %d admitted, %d denied", admitted, denied)
 	}
+}
+
+// Every field of every decision matches the reference model over a pseudo-random run
+// of acquires, reserves and queries at non-decreasing times. L=4 per 1000 ns, burst 3:
+// T = 250 ns, small enough for the model's brute force.
+func TestGCRAMatchesReferenceModel(t *testing.T) {
+	l := mustGCRA(t, 4, 1000, 3)
+	model := gcraModel{interval: 250, burst: 3}
+	modelRun(t, 0x9e3779b97f4a7c15, 3000, 200, 500, func(rng *xorshift, now uint64) (librate.Decision, librate.Decision, string, error) {
+		n := rng.next(4) // 0..3: queries included
+		if rng.next(3) == 0 {
+			maxWait := rng.next(600)
+			got, err := l.ReserveAt(int(n), time.Duration(now), time.Duration(maxWait))
+			return got, model.decide(now, n, maxWait), fmt.Sprintf("ReserveAt n=%d maxWait=%d", n, maxWait), err
+		}
+		got, err := l.AcquireAt(int(n), time.Duration(now))
+		return got, model.decide(now, n, 0), fmt.Sprintf("AcquireAt n=%d", n), err
+	})
 }
 
 // A time earlier than one already seen admits no more than the latest time would.

@@ -5,6 +5,7 @@ package librate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -83,40 +84,13 @@ func TestWindowsMatchReferenceModel(t *testing.T) {
 	for _, algorithm := range windowAlgorithms {
 		t.Run(algorithm.String(), func(t *testing.T) {
 			// Burst is ignored by the window algorithms: Limit stays 4.
-			l, err := librate.New(librate.Config{Algorithm: algorithm, Limit: 4, Period: 1000, Burst: 99})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
+			l := mustNew(t, librate.Config{Algorithm: algorithm, Limit: 4, Period: 1000, Burst: 99})
 			model := newWindowModel(algorithm, 4, 1000)
-			rng := uint64(0x853c49e6748fea9b)
-			next := func(bound uint64) uint64 {
-				rng ^= rng << 13
-				rng ^= rng >> 7
-				rng ^= rng << 17
-				return rng % bound
-			}
-			now := uint64(0)
-			admitted, denied := 0, 0
-			for i := range 2000 {
-				now += next(150)
-				n := next(5)
+			modelRun(t, 0x853c49e6748fea9b, 2000, 150, 300, func(rng *xorshift, now uint64) (librate.Decision, librate.Decision, string, error) {
+				n := rng.next(5)
 				got, err := l.AcquireAt(int(n), time.Duration(now))
-				if err != nil {
-					t.Fatalf("op %d: %v", i, err)
-				}
-				if want := model.decide(now, n); got != want {
-					t.Fatalf("op %d (n=%d, now=%d):\n got %+v\nwant %+v", i, n, now, got, want)
-				}
-				if got.Allowed {
-					admitted++
-				} else {
-					denied++
-				}
-			}
-			if admitted < 300 || denied < 300 {
-				t.Fatalf("run too one-sided: %d admitted, %d denied", admitted, denied)
-			}
+				return got, model.decide(now, n), fmt.Sprintf("AcquireAt n=%d", n), err
+			})
 		})
 	}
 }
@@ -127,11 +101,7 @@ func TestWindowsMatchReferenceModel(t *testing.T) {
 // only when the previous window is empty and the current one too: at 3 s (window 2
 // still carries window 1's unit), a reset after 1.75 s.
 func TestSlidingWindowByHand(t *testing.T) {
-	l, err := librate.NewSlidingWindow(4, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := mustNew(t, librate.Config{Algorithm: librate.SlidingWindow, Limit: 4, Period: time.Second})
 	checkSteps(t, func(at time.Duration) (librate.Decision, error) { return l.AcquireAt(4, at) }, []step{
 		{"four at 0", 0, librate.Decision{Allowed: true, Limit: 4, ResetAfter: 2 * time.Second}},
 	})
@@ -143,11 +113,7 @@ func TestSlidingWindowByHand(t *testing.T) {
 
 // Fixed window by hand: L=3 per second; windows end on whole seconds.
 func TestFixedWindowByHand(t *testing.T) {
-	l, err := librate.NewFixedWindow(3, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l := mustNew(t, librate.Config{Algorithm: librate.FixedWindow, Limit: 3, Period: time.Second})
 	checkSteps(t, func(at time.Duration) (librate.Decision, error) { return l.AcquireAt(1, at) }, []step{
 		{"1st", 100 * ms, librate.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 900 * ms}},
 		{"2nd", 200 * ms, librate.Decision{Allowed: true, Limit: 3, Remaining: 1, ResetAfter: 800 * ms}},
