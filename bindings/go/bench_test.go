@@ -12,66 +12,87 @@ import (
 	librate "librate/bindings/go"
 )
 
-// The benchmarks pit librate against golang.org/x/time/rate in the same run, on a rate
-// high enough that every call is admitted (the path that writes): 10⁹ per second with
-// a burst of 10⁹, for both.
-var benchConfig = librate.Config{Algorithm: librate.GCRA, Limit: 1e9, Period: time.Second, Burst: 1e9}
+// The benchmarks pit librate against golang.org/x/time/rate in the same run, each
+// limiter in one of three states that make every call in a run come out the same:
+//
+//   - busy: a unit per microsecond, burst 10⁹. Every call is admitted and pushes the
+//     limiter further ahead of the clock, as under load near the limit. librate
+//     decides on the coarse clock here.
+//   - idle: a unit per nanosecond, burst 10⁹. Every call is admitted with the bucket
+//     full; librate must read the precise clock.
+//   - deny: one per hour, burst 1, after the first call: every call is denied (the
+//     path that matters when a client floods).
+var benchStates = []struct {
+	name    string
+	config  librate.Config
+	xrate   func() *rate.Limiter
+	allowed bool
+}{
+	{"busy", librate.Config{Limit: 1e6, Period: time.Second, Burst: 1e9},
+		func() *rate.Limiter { return rate.NewLimiter(1e6, 1e9) }, true},
+	{"idle", librate.Config{Limit: 1e9, Period: time.Second, Burst: 1e9},
+		func() *rate.Limiter { return rate.NewLimiter(1e9, 1e9) }, true},
+	{"deny", librate.Config{Limit: 1, Period: time.Hour, Burst: 1},
+		func() *rate.Limiter { return rate.NewLimiter(rate.Every(time.Hour), 1) }, false},
+}
 
-func newXRate() *rate.Limiter { return rate.NewLimiter(rate.Limit(1e9), 1e9) }
-
-// allowContenders are the direct limiters compared, as their Allow.
-func allowContenders(b *testing.B) []struct {
+// allowContenders are the limiters compared in one state, as their Allow, with the
+// first call (which a deny state admits) made.
+func allowContenders(b *testing.B, config librate.Config, xrate func() *rate.Limiter) []struct {
 	name  string
 	allow func() bool
 } {
-	l := mustGCRA(b, benchConfig.Limit, benchConfig.Period, benchConfig.Burst)
+	librateAllow, xrateAllow := mustNew(b, config).Allow, xrate().Allow
+	librateAllow()
+	xrateAllow()
 	return []struct {
 		name  string
 		allow func() bool
-	}{{"librate", l.Allow}, {"xrate", newXRate().Allow}}
+	}{{"librate", librateAllow}, {"xrate", xrateAllow}}
 }
 
 // BenchmarkAllow: one goroutine calling Allow.
 func BenchmarkAllow(b *testing.B) {
-	for _, c := range allowContenders(b) {
-		b.Run(c.name, func(b *testing.B) {
-			denied := 0
-			for b.Loop() {
-				if !c.allow() {
-					denied++
+	for _, state := range benchStates {
+		for _, c := range allowContenders(b, state.config, state.xrate) {
+			b.Run(state.name+"/"+c.name, func(b *testing.B) {
+				for b.Loop() {
+					if c.allow() != state.allowed {
+						b.Fatalf("allowed = %v in state %s", !state.allowed, state.name)
+					}
 				}
-			}
-			if denied > 0 {
-				b.Fatalf("%d denials on the admitting path", denied)
-			}
-		})
+			})
+		}
 	}
 }
 
 // BenchmarkAllowParallel: GOMAXPROCS goroutines calling Allow on one limiter.
 func BenchmarkAllowParallel(b *testing.B) {
-	for _, c := range allowContenders(b) {
-		b.Run(c.name, func(b *testing.B) {
-			var denied atomic.Int64
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if !c.allow() {
-						denied.Add(1)
+	for _, state := range benchStates {
+		for _, c := range allowContenders(b, state.config, state.xrate) {
+			b.Run(state.name+"/"+c.name, func(b *testing.B) {
+				var wrong atomic.Int64
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if c.allow() != state.allowed {
+							wrong.Add(1)
+						}
 					}
+				})
+				if wrong.Load() > 0 {
+					b.Fatalf("%d calls came out allowed = %v in state %s", wrong.Load(), !state.allowed, state.name)
 				}
 			})
-			if denied.Load() > 0 {
-				b.Fatalf("%d denials on the admitting path", denied.Load())
-			}
-		})
+		}
 	}
 }
 
-// BenchmarkAcquire: one goroutine asking for the full decision (the precise clock and
-// one more struct crossing the boundary), against x/time/rate's Reserve, which also
-// returns a decision.
+// BenchmarkAcquire: one goroutine asking for the full decision (always the precise
+// clock, and a struct filled across the boundary) of a busy limiter, against
+// x/time/rate's Reserve, which also returns one.
 func BenchmarkAcquire(b *testing.B) {
-	l := mustGCRA(b, benchConfig.Limit, benchConfig.Period, benchConfig.Burst)
+	busy := benchStates[0]
+	l := mustNew(b, busy.config)
 	b.Run("librate", func(b *testing.B) {
 		for b.Loop() {
 			if d, err := l.Acquire(1); err != nil || !d.Allowed {
@@ -79,7 +100,7 @@ func BenchmarkAcquire(b *testing.B) {
 			}
 		}
 	})
-	x := newXRate()
+	x := busy.xrate()
 	b.Run("xrate", func(b *testing.B) {
 		for b.Loop() {
 			if r := x.Reserve(); !r.OK() || r.Delay() != 0 {
@@ -88,6 +109,13 @@ func BenchmarkAcquire(b *testing.B) {
 		}
 	})
 }
+
+// The keyed benchmarks keep every key busy: a unit a second per key with a burst of
+// 10⁹, so every call is admitted and every key stays live (its TAT ahead of the
+// clock): a table full of live keys, its worst case.
+var keyedBenchConfig = librate.Config{Limit: 1, Period: time.Second, Burst: 1e9}
+
+func newKeyedXRate() *rate.Limiter { return rate.NewLimiter(1, 1e9) }
 
 // A keyed contender builds a limiter for the given number of keys and returns its
 // Allow for one key.
@@ -107,7 +135,7 @@ var keyedContenders = []keyedContender{{
 			mu.Lock()
 			l, ok := limiters[key]
 			if !ok {
-				l = newXRate()
+				l = newKeyedXRate()
 				limiters[key] = l
 			}
 			mu.Unlock()
@@ -155,6 +183,18 @@ func BenchmarkKeyed(b *testing.B) {
 					}
 				})
 			})
+		}
+	}
+}
+
+// BenchmarkCgoFloor: the cost of one cgo crossing with no work behind it (Allow on a
+// nil Limiter: librate checks the NULL handle and returns), the floor under every
+// librate call from Go.
+func BenchmarkCgoFloor(b *testing.B) {
+	var closed *librate.Limiter
+	for b.Loop() {
+		if closed.Allow() {
+			b.Fatal("a nil limiter admitted")
 		}
 	}
 }

@@ -316,7 +316,7 @@ func init() {
 	keyedContenders = append(keyedContenders, keyedContender{
 		name: "librate",
 		new: func(b *testing.B, keys int) func(key string) bool {
-			k := mustKeyed(b, benchConfig, keys)
+			k := mustKeyed(b, keyedBenchConfig, keys)
 			return k.Allow
 		},
 	})
