@@ -143,8 +143,8 @@ func TestKeyedTableFull(t *testing.T) {
 	if _, err := k.AcquireAtBytes([]byte("another new key"), 1, 0); !errors.Is(err, librate.ErrTableFull) {
 		t.Fatalf("new []byte key in a full table: %v", err)
 	}
-	if k.Allow("yet another") {
-		t.Fatal("Allow admitted a new key in a full table")
+	if _, err := k.AcquireAt("yet another", 1, 0); !errors.Is(err, librate.ErrTableFull) {
+		t.Fatalf("new string key in a full table: %v", err)
 	}
 	// A known key still works: its second unit.
 	if d, err := k.AcquireAt("live-0", 1, 0); err != nil || !d.Allowed {

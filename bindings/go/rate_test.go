@@ -179,10 +179,12 @@ func (x *xorshift) next(bound uint64) uint64 {
 // modelRun drives a pseudo-random run against a reference model. Each op makes one
 // call at time now (advanced by up to maxStep each op) and returns librate's result,
 // the model's decision and a description; the run stops at the first difference and
-// must see at least minEach admissions and denials, so both paths are tested.
+// must see at least minEach admissions and denials, so both paths are tested. With
+// -short (as in the -tags debug run, where every call collects garbage) it does a tenth.
 func modelRun(t *testing.T, seed xorshift, ops int, maxStep uint64, minEach int,
 	op func(rng *xorshift, now uint64) (got, want librate.Decision, what string, err error)) {
 	t.Helper()
+	ops, minEach = shortened(ops), shortened(minEach)
 	rng, now := seed, uint64(0)
 	admitted, denied := 0, 0
 	for i := range ops {
@@ -236,6 +238,14 @@ func TestEarlierTimeAdmitsNoMore(t *testing.T) {
 	}
 }
 
+// shortened is n, or n/10 under -short.
+func shortened(n int) int {
+	if testing.Short() {
+		return n / 10
+	}
+	return n
+}
+
 // parallel runs body on n goroutines at once and waits for them all.
 func parallel(n int, body func()) {
 	var wg sync.WaitGroup
@@ -249,9 +259,10 @@ func parallel(n int, body func()) {
 	wg.Wait()
 }
 
-// countAdmitted makes attempts calls of try on each of 8 goroutines and counts the
-// admissions.
+// countAdmitted makes attempts calls of try on each of 8 goroutines (a tenth with
+// -short) and counts the admissions.
 func countAdmitted(attempts int, try func() bool) int64 {
+	attempts = shortened(attempts)
 	var admitted atomic.Int64
 	parallel(8, func() {
 		for range attempts {
@@ -392,32 +403,40 @@ func TestClosedAndNilLimiter(t *testing.T) {
 	}
 }
 
-// The extremes of every duration are accepted and come back exact or saturated at
-// Never. M = 2⁶³−1 ns is the longest Duration.
+// The extremes of every duration are accepted and come back exact, or saturated at
+// Never. M = 2⁶³−1 ns is the longest Duration. (No TAT here comes near 2⁶⁴, where
+// librate may deny as past the end of time.)
 func TestHugeDurations(t *testing.T) {
 	const M = librate.Never
-	// L=1 per M, burst 1: T = τ = M.
-	l := mustGCRA(t, 1, M, 1)
-	// At M the TAT becomes 2M (2⁶⁴−2, still a u64): a reset after exactly M.
-	d, err := l.AcquireAt(1, M)
-	if want := (librate.Decision{Allowed: true, Limit: 1, ResetAfter: M}); err != nil || d != want {
-		t.Fatalf("AcquireAt(1, M): %+v, %v; want %+v", d, err, want)
+	type call func() (librate.Decision, error)
+	check := func(what string, c call, want librate.Decision) {
+		t.Helper()
+		if got, err := c(); err != nil || got != want {
+			t.Fatalf("%s: %+v, %v; want %+v", what, got, err, want)
+		}
 	}
-	// Another unit would need a TAT of 3M, past 2⁶⁴: never, saturated.
-	d, err = l.AcquireAt(1, M)
-	if want := (librate.Decision{Limit: 1, RetryAfter: librate.Never, ResetAfter: M}); err != nil || d != want {
-		t.Fatalf("AcquireAt(1, M) again: %+v, %v; want %+v", d, err, want)
-	}
+	// The latest now: a fresh limiter is full, as at any time.
+	l := mustGCRA(t, 1, time.Second, 1)
+	check("AcquireAt(1, M)", func() (librate.Decision, error) { return l.AcquireAt(1, M) },
+		librate.Decision{Allowed: true, Limit: 1, ResetAfter: time.Second})
 
-	shaper := mustGCRA(t, 1, M, 1)
-	if d, err := shaper.ReserveAt(1, 0, M); err != nil || !d.Allowed || d.Wait != 0 {
-		t.Fatalf("first ReserveAt(1, 0, M): %+v, %v", d, err)
-	}
-	// The second unit is due at 2M: wait M (exact), full again after 2M (saturated).
-	d, err = shaper.ReserveAt(1, 0, M)
-	if want := (librate.Decision{Allowed: true, Limit: 1, ResetAfter: librate.Never, Wait: M}); err != nil || d != want {
-		t.Fatalf("second ReserveAt(1, 0, M): %+v, %v; want %+v", d, err, want)
-	}
+	// The longest period: 1 per M, burst 1, so T = τ = M. The second unit is due at 2M,
+	// a wait of M: the most a Duration holds.
+	long := mustGCRA(t, 1, M, 1)
+	check("first unit", func() (librate.Decision, error) { return long.AcquireAt(1, 0) },
+		librate.Decision{Allowed: true, Limit: 1, ResetAfter: M})
+	check("second unit", func() (librate.Decision, error) { return long.AcquireAt(1, 0) },
+		librate.Decision{Limit: 1, RetryAfter: M, ResetAfter: M})
+
+	// 2 per M, burst 1: T = τ = 2⁶²−1. Three reserves at 0 that accept waiting M: the
+	// third waits 2T = M − 1 (exact) and the bucket is full again only at 3T > M
+	// (saturated).
+	shaper := mustGCRA(t, 2, M, 1)
+	reserve := func() (librate.Decision, error) { return shaper.ReserveAt(1, 0, M) }
+	T := M / 2
+	check("first reserve", reserve, librate.Decision{Allowed: true, Limit: 1, ResetAfter: T})
+	check("second reserve", reserve, librate.Decision{Allowed: true, Limit: 1, ResetAfter: 2 * T, Wait: T})
+	check("third reserve", reserve, librate.Decision{Allowed: true, Limit: 1, ResetAfter: librate.Never, Wait: 2 * T})
 }
 
 func TestWaitReturnsAtOnceWhenAdmitted(t *testing.T) {
