@@ -54,21 +54,31 @@ import (
 	"time"
 )
 
-// Algorithm selects how a limiter counts (DESIGN.md §4).
+// Algorithm selects how a limiter counts (DESIGN.md §4). The values are rate.h's
+// RATE_GCRA … RATE_SLIDING_LOG.
 type Algorithm uint32
 
 const (
 	// GCRA is the generic cell rate algorithm: a token bucket of Burst units refilled
 	// at Limit per Period, kept as one timestamp. The only algorithm with Reserve.
-	GCRA Algorithm = C.RATE_GCRA
+	GCRA Algorithm = 0
 	// FixedWindow counts units in windows [k·Period, (k+1)·Period).
-	FixedWindow Algorithm = C.RATE_FIXED_WINDOW
+	FixedWindow Algorithm = 1
 	// SlidingWindow weights the previous window's count by its overlap with the
 	// sliding period.
-	SlidingWindow Algorithm = C.RATE_SLIDING_WINDOW
+	SlidingWindow Algorithm = 2
 	// SlidingLog keeps the timestamps of the last Limit admitted units: an exact
 	// rolling count.
-	SlidingLog Algorithm = C.RATE_SLIDING_LOG
+	SlidingLog Algorithm = 3
+)
+
+// The constants above match rate.h: each array length is 0 only if they are equal, and
+// any other length fails to compile.
+var (
+	_ [0]struct{} = [GCRA - C.RATE_GCRA]struct{}{}
+	_ [0]struct{} = [FixedWindow - C.RATE_FIXED_WINDOW]struct{}{}
+	_ [0]struct{} = [SlidingWindow - C.RATE_SLIDING_WINDOW]struct{}{}
+	_ [0]struct{} = [SlidingLog - C.RATE_SLIDING_LOG]struct{}{}
 )
 
 // String names the algorithm.
