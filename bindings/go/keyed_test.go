@@ -315,9 +315,8 @@ func ExampleKeyed() {
 func init() {
 	keyedContenders = append(keyedContenders, keyedContender{
 		name: "librate",
-		new: func(b *testing.B, keys int) func(key string) bool {
-			k := mustKeyed(b, keyedBenchConfig, keys)
-			return k.Allow
+		new: func(b *testing.B, keys int) func(key []byte) bool {
+			return mustKeyed(b, keyedBenchConfig, keys).AllowBytes
 		},
 	})
 }
