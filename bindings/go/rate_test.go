@@ -358,6 +358,7 @@ func TestErrors(t *testing.T) {
 		{"ReserveAt(1, -1, 0)", func() error { _, err := l.ReserveAt(1, -1, 0); return err }, librate.ErrInvalidArgument},
 		{"ReserveAt(1, 0, -1)", func() error { _, err := l.ReserveAt(1, 0, -1); return err }, librate.ErrInvalidArgument},
 		{"Wait(-1)", func() error { return l.Wait(ctx, -1) }, librate.ErrInvalidArgument},
+		{"Wait(nil ctx)", func() error { return l.Wait(nilContext(), 1) }, librate.ErrInvalidArgument},
 	}
 	for _, c := range calls {
 		if err := c.call(); !errors.Is(err, c.want) {
@@ -369,6 +370,10 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("after errors: %+v, %v; want the full burst of 2", d, err)
 	}
 }
+
+// nilContext is a nil context.Context, which Wait must survive (callers are not
+// supposed to pass one, but no input may crash the program).
+func nilContext() context.Context { return nil }
 
 // Every method of a closed or nil Limiter returns ErrNull (Allow false); Close is
 // idempotent.

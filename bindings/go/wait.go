@@ -18,6 +18,9 @@ func wait(
 	if n < 0 {
 		return negative("n", int64(n))
 	}
+	if ctx == nil {
+		return fmt.Errorf("librate: Wait with a nil context: %w", ErrInvalidArgument)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
