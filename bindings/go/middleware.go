@@ -97,10 +97,13 @@ func NewMiddleware(limiter RequestLimiter, options MiddlewareOptions) (*Middlewa
 }
 
 // Wrap returns next behind the limit. A nil next means http.DefaultServeMux, as for
-// http.Server.
+// http.Server; a nil Middleware (from a failed NewMiddleware) fails closed.
 func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	if next == nil {
 		next = http.DefaultServeMux
+	}
+	if m == nil {
+		return http.HandlerFunc(unavailable)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		decision, err := m.limiter.AcquireAt(m.key(r), 1, m.now())
@@ -108,7 +111,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			if m.failOpen {
 				next.ServeHTTP(w, r)
 			} else {
-				http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
+				unavailable(w, r)
 			}
 			return
 		}
@@ -124,6 +127,11 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		header.Set("Retry-After", strconv.FormatUint(retry, 10))
 		http.Error(w, "too many requests", http.StatusTooManyRequests)
 	})
+}
+
+// unavailable answers when the limiter cannot decide and the middleware fails closed.
+func unavailable(w http.ResponseWriter, _ *http.Request) {
+	http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
 }
 
 // item is one RateLimit list member: the policy with its remaining quota r and

@@ -184,6 +184,11 @@ func TestMiddlewareFailure(t *testing.T) {
 			t.Errorf("FailOpen=%v: %+v, want %+v", failOpen, got, want)
 		}
 	}
+	// A nil Middleware (an unchecked NewMiddleware error) fails closed too.
+	var none *librate.Middleware
+	if got := serve(none.Wrap(okHandler), "192.0.2.1:1", nil); got != (response{status: http.StatusServiceUnavailable}) {
+		t.Errorf("nil Middleware: %+v, want 503", got)
+	}
 }
 
 func TestNewMiddlewareErrors(t *testing.T) {
