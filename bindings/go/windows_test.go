@@ -18,7 +18,7 @@ type windowModel struct {
 	algorithm     librate.Algorithm
 	limit, period uint64
 	counts        map[uint64]uint64 // units admitted per window index k = ⌊t/P⌋
-	log           []uint64          // one timestamp per admitted unit
+	log           []uint64          // one timestamp per admitted unit, the last L
 }
 
 func newWindowModel(algorithm librate.Algorithm, limit, period uint64) *windowModel {
@@ -52,6 +52,11 @@ func (m *windowModel) take(t, n uint64) {
 	m.counts[t/m.period] += n
 	for range n {
 		m.log = append(m.log, t)
+	}
+	// Only the last L timestamps can be live (never more than L are), as in librate's
+	// ring; dropping older ones keeps each count short.
+	if over := len(m.log) - int(m.limit); over > 0 {
+		m.log = m.log[over:]
 	}
 }
 
