@@ -146,17 +146,19 @@ func firstAfter(now uint64, ok func(at uint64) bool) time.Duration {
 }
 
 func (m *gcraModel) decide(now, n, maxWait uint64) librate.Decision {
-	newTAT, ok := m.admits(now, n, maxWait)
 	d := librate.Decision{Limit: m.burst}
-	if ok {
+	switch newTAT, ok := m.admits(now, n, maxWait); {
+	case n == 0:
+		// A query (DESIGN.md §3): admitted and changes nothing, even when reserves have
+		// queued the bucket past its tolerance; it waits for nothing.
+		d.Allowed = true
+	case ok:
 		d.Allowed = true
 		if wait := newTAT - now; wait > m.burst*m.interval {
 			d.Wait = time.Duration(wait - m.burst*m.interval)
 		}
-		if n > 0 { // a query changes nothing
-			m.tat = newTAT
-		}
-	} else {
+		m.tat = newTAT
+	default:
 		d.RetryAfter = firstAfter(now, func(at uint64) bool { _, ok := m.admits(at, n, maxWait); return ok })
 	}
 	d.Remaining = m.remaining(now)
