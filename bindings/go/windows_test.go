@@ -1,5 +1,3 @@
-//go:build librate_windows
-
 package librate_test
 
 import (
