@@ -133,7 +133,7 @@ type Limiter struct {
 }
 
 // New creates a Limiter, full at any time. The error is ErrInvalidConfig for a config
-// librate rejects (and ErrUnsupported for an algorithm this build of librate lacks).
+// librate rejects.
 func New(config Config) (*Limiter, error) {
 	cConfig, err := config.toC()
 	if err != nil {
