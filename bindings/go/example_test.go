@@ -1,0 +1,130 @@
+package librate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	librate "librate/bindings/go"
+)
+
+// One request per second with bursts of two, on a caller's clock: A and B pass at
+// once, C must wait a second, D a second later passes.
+func ExampleNewGCRA() {
+	limiter, err := librate.NewGCRA(1, time.Second, 2)
+	if err != nil {
+		panic(err)
+	}
+	defer limiter.Close()
+	for _, request := range []struct {
+		name string
+		at   time.Duration
+	}{{"A", 0}, {"B", 0}, {"C", 0}, {"D", time.Second}} {
+		d, _ := limiter.AcquireAt(1, request.at)
+		fmt.Printf("%s at %v: allowed=%v remaining=%d retry after %v\n",
+			request.name, request.at, d.Allowed, d.Remaining, d.RetryAfter)
+	}
+	// Output:
+	// A at 0s: allowed=true remaining=1 retry after 0s
+	// B at 0s: allowed=true remaining=0 retry after 0s
+	// C at 0s: allowed=false remaining=0 retry after 1s
+	// D at 1s: allowed=true remaining=0 retry after 0s
+}
+
+// Allow on librate's clock is the fast path for "may I?".
+func ExampleLimiter_Allow() {
+	limiter, err := librate.NewGCRA(100, time.Second, 0)
+	if err != nil {
+		panic(err)
+	}
+	defer limiter.Close()
+	if limiter.Allow() {
+		fmt.Println("handle the request")
+	}
+	// Output: handle the request
+}
+
+// Reserve as a traffic shaper: ten units a second, no bursts, each caller told how
+// long to wait before acting.
+func ExampleLimiter_ReserveAt() {
+	shaper, err := librate.NewGCRA(10, time.Second, 1)
+	if err != nil {
+		panic(err)
+	}
+	defer shaper.Close()
+	for range 3 {
+		d, _ := shaper.ReserveAt(1, 0, time.Second)
+		fmt.Println("wait", d.Wait)
+	}
+	// Output:
+	// wait 0s
+	// wait 100ms
+	// wait 200ms
+}
+
+// Wait blocks until admitted, and gives up at once when the deadline is too near.
+func ExampleLimiter_Wait() {
+	limiter, err := librate.NewGCRA(1, time.Hour, 1)
+	if err != nil {
+		panic(err)
+	}
+	defer limiter.Close()
+	fmt.Println(limiter.Wait(context.Background(), 1))
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = limiter.Wait(ctx, 1) // the next unit is an hour away
+	fmt.Println(errors.Is(err, context.DeadlineExceeded))
+	// Output:
+	// <nil>
+	// true
+}
+
+// Errors are values of Error, matched with errors.Is.
+func ExampleError() {
+	_, err := librate.NewGCRA(0, time.Second, 0)
+	fmt.Println(errors.Is(err, librate.ErrInvalidConfig))
+
+	limiter, _ := librate.NewGCRA(5, time.Second, 0)
+	defer limiter.Close()
+	_, err = limiter.Acquire(6)
+	var e librate.Error
+	fmt.Println(errors.As(err, &e), e.Code)
+	// Output:
+	// true
+	// true -3
+}
+
+// Middleware in front of a handler; a fake clock keeps the output fixed.
+func ExampleMiddleware() {
+	limiter, err := librate.NewGCRA(2, time.Minute, 0)
+	if err != nil {
+		panic(err)
+	}
+	defer limiter.Close()
+	m, err := librate.NewMiddleware(librate.Shared(limiter), librate.MiddlewareOptions{
+		Now: func() time.Duration { return 0 },
+	})
+	if err != nil {
+		panic(err)
+	}
+	handler := m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "hello")
+	}))
+	var rec *httptest.ResponseRecorder
+	for range 3 {
+		rec = httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		fmt.Printf("%d RateLimit: %s Retry-After: %q\n",
+			rec.Code, rec.Header().Get("RateLimit"), rec.Header().Get("Retry-After"))
+	}
+	fmt.Println("RateLimit-Policy:", rec.Header().Get("RateLimit-Policy"))
+	// Output:
+	// 200 RateLimit: "default";r=1;t=30 Retry-After: ""
+	// 200 RateLimit: "default";r=0;t=60 Retry-After: ""
+	// 429 RateLimit: "default";r=0;t=30 Retry-After: "30"
+	// RateLimit-Policy: "default";q=2;w=60
+}

@@ -1,0 +1,34 @@
+package librate_test
+
+import (
+	"testing"
+	"time"
+
+	librate "librate/bindings/go"
+)
+
+// Limiters made and dropped without Close while other goroutines do the same. Under
+// `GOGC=1 go test -tags debug` every C call first runs a full collection, so a handle
+// freed too early (a missing runtime.KeepAlive) would show up as a crash or a wrong
+// decision here; without the tag it is a quick smoke test.
+func TestGCStress(t *testing.T) {
+	const goroutines, rounds = 4, 100
+	admitted := librate.Decision{Allowed: true, Limit: 1, ResetAfter: time.Hour}
+	denied := librate.Decision{Limit: 1, RetryAfter: time.Hour, ResetAfter: time.Hour}
+	parallel(goroutines, func() {
+		for range rounds {
+			l, err := librate.NewGCRA(1, time.Hour, 1)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			first, err1 := l.AcquireAt(1, 0)
+			second, err2 := l.AcquireAt(1, 0)
+			if err1 != nil || err2 != nil || first != admitted || second != denied {
+				t.Errorf("got %+v %v, %+v %v; want %+v, %+v", first, err1, second, err2, admitted, denied)
+				return
+			}
+			// l is dropped here, unclosed: only the cleanup frees it.
+		}
+	})
+}

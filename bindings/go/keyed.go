@@ -1,0 +1,267 @@
+//go:build librate_keyed
+
+package librate
+
+/*
+#include "rate.h"
+
+// librate_go_keyed_reserve reserves on librate's clock in a single cgo crossing.
+static int32_t librate_go_keyed_reserve(rate_keyed *keyed, const uint8_t *key, size_t key_len,
+                                        uint64_t n, uint64_t max_wait_ns, rate_decision *out) {
+	return rate_keyed_reserve_at(keyed, key, key_len, n, rate_now_ns(), max_wait_ns, out);
+}
+
+// As in rate.go: librate keeps no pointer past a call (keys included) and never calls
+// back into Go, so keys and decisions on the Go stack stay there.
+#cgo noescape rate_keyed_new
+#cgo nocallback rate_keyed_new
+#cgo noescape rate_keyed_free
+#cgo nocallback rate_keyed_free
+#cgo noescape rate_keyed_acquire
+#cgo nocallback rate_keyed_acquire
+#cgo noescape rate_keyed_acquire_at
+#cgo nocallback rate_keyed_acquire_at
+#cgo noescape rate_keyed_reserve_at
+#cgo nocallback rate_keyed_reserve_at
+#cgo noescape librate_go_keyed_reserve
+#cgo nocallback librate_go_keyed_reserve
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+	"unsafe"
+)
+
+// Keyed enforces one Config per key, for any number of keys up to a fixed capacity,
+// in one table allocated up front. A key is any byte string, the empty one included; a
+// string key and a []byte key with the same bytes are the same key. Keys are told
+// apart in full or by a seeded fingerprint of 64 bits or more (DESIGN.md §5), so keys
+// an attacker chooses cannot be made to collide. A key whose state equals a fresh one is reclaimed silently; once the table
+// is full of live keys, a new key gets ErrTableFull.
+//
+// Methods are safe for concurrent use and take string keys without copying them. A nil
+// or closed Keyed answers every call with ErrNull (and Allow with false).
+type Keyed struct {
+	ptr      *C.rate_keyed
+	config   Config
+	capacity int
+	cleanup  runtime.Cleanup
+}
+
+// NewKeyed creates a keyed limiter that holds at least capacity live keys. The error
+// is ErrInvalidConfig for a config librate rejects, a capacity of 0 or less, or a table
+// that cannot be allocated.
+func NewKeyed(config Config, capacity int) (*Keyed, error) {
+	cConfig, err := config.toC()
+	if err != nil {
+		return nil, err
+	}
+	if capacity <= 0 {
+		return nil, fmt.Errorf("librate: capacity %d is not positive: %w", capacity, ErrInvalidConfig)
+	}
+	var ptr *C.rate_keyed
+	if status := C.rate_keyed_new(&cConfig, C.uint64_t(capacity), &ptr); status != C.RATE_OK {
+		return nil, statusError(status)
+	}
+	k := &Keyed{ptr: ptr, config: config, capacity: capacity}
+	// As for Limiter: the cleanup holds the C pointer, never k.
+	k.cleanup = runtime.AddCleanup(k, freeKeyed, ptr)
+	return k, nil
+}
+
+func freeKeyed(ptr *C.rate_keyed) {
+	C.rate_keyed_free(ptr)
+	noteFreed()
+}
+
+// Config returns the per-key configuration.
+func (k *Keyed) Config() Config {
+	if k == nil {
+		return Config{}
+	}
+	return k.config
+}
+
+// Capacity returns the number of live keys the table was sized for.
+func (k *Keyed) Capacity() int {
+	if k == nil {
+		return 0
+	}
+	return k.capacity
+}
+
+// handle is the C handle for one call (NULL when nil or closed; librate answers
+// RATE_E_NULL). Every caller follows its C call with runtime.KeepAlive(k).
+func (k *Keyed) handle() *C.rate_keyed {
+	if k == nil {
+		return nil
+	}
+	ptr := k.ptr
+	maybeGC() // as in Limiter.handle
+	return ptr
+}
+
+// A key as C sees it: a pointer and a length.
+type cKey struct {
+	ptr *C.uint8_t
+	len C.size_t
+}
+
+// stringKey passes a string's bytes to C without copying. librate reads them only
+// during the call and keeps no pointer (DESIGN.md §6), and bytes hold no Go pointers,
+// so this follows cgo's pointer-passing rules. An empty key is passed as NULL, which
+// librate accepts with length 0.
+func stringKey(key string) cKey {
+	if len(key) == 0 {
+		return cKey{}
+	}
+	return cKey{(*C.uint8_t)(unsafe.Pointer(unsafe.StringData(key))), C.size_t(len(key))}
+}
+
+// bytesKey is stringKey for a []byte key.
+func bytesKey(key []byte) cKey {
+	if len(key) == 0 {
+		return cKey{}
+	}
+	return cKey{(*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(key))), C.size_t(len(key))}
+}
+
+func (k *Keyed) allowN(key cKey, n int) bool {
+	if n < 0 {
+		return false
+	}
+	status := C.rate_keyed_acquire(k.handle(), key.ptr, key.len, C.uint64_t(n), nil)
+	runtime.KeepAlive(k)
+	return status == C.RATE_OK
+}
+
+func (k *Keyed) acquire(key cKey, n int) (Decision, error) {
+	if n < 0 {
+		return Decision{}, negative("n", int64(n))
+	}
+	var out C.rate_decision
+	status := C.rate_keyed_acquire(k.handle(), key.ptr, key.len, C.uint64_t(n), &out)
+	runtime.KeepAlive(k)
+	return result(status, &out)
+}
+
+func (k *Keyed) acquireAt(key cKey, n int, now time.Duration) (Decision, error) {
+	if n < 0 || now < 0 {
+		return Decision{}, negativeArgument(n, now, 0)
+	}
+	var out C.rate_decision
+	status := C.rate_keyed_acquire_at(k.handle(), key.ptr, key.len, C.uint64_t(n), C.uint64_t(now), &out)
+	runtime.KeepAlive(k)
+	return result(status, &out)
+}
+
+func (k *Keyed) reserve(key cKey, n int, maxWait time.Duration) (Decision, error) {
+	if n < 0 || maxWait < 0 {
+		return Decision{}, negativeArgument(n, 0, maxWait)
+	}
+	var out C.rate_decision
+	status := C.librate_go_keyed_reserve(k.handle(), key.ptr, key.len, C.uint64_t(n), C.uint64_t(maxWait), &out)
+	runtime.KeepAlive(k)
+	return result(status, &out)
+}
+
+func (k *Keyed) reserveAt(key cKey, n int, now, maxWait time.Duration) (Decision, error) {
+	if n < 0 || now < 0 || maxWait < 0 {
+		return Decision{}, negativeArgument(n, now, maxWait)
+	}
+	var out C.rate_decision
+	status := C.rate_keyed_reserve_at(k.handle(), key.ptr, key.len, C.uint64_t(n), C.uint64_t(now), C.uint64_t(maxWait), &out)
+	runtime.KeepAlive(k)
+	return result(status, &out)
+}
+
+func (k *Keyed) wait(ctx context.Context, key cKey, n int) error {
+	reserve := func(n int, maxWait time.Duration) (Decision, error) { return k.reserve(key, n, maxWait) }
+	if k.Config().Algorithm != GCRA {
+		reserve = nil
+	}
+	return wait(ctx, n, reserve, func(n int) (Decision, error) { return k.acquire(key, n) })
+}
+
+// Allow reports whether one unit is admitted now for key. It is AllowN(key, 1).
+func (k *Keyed) Allow(key string) bool { return k.allowN(stringKey(key), 1) }
+
+// AllowN reports whether n units are admitted now for key, on librate's fastest path.
+// It returns false for a negative n, an n above the limit, a full table, and a nil or
+// closed Keyed; use Acquire to tell those apart from a denial.
+func (k *Keyed) AllowN(key string, n int) bool { return k.allowN(stringKey(key), n) }
+
+// Acquire takes n units now for key if its limit allows, as Limiter.Acquire; a new key
+// in a table full of live keys gets ErrTableFull. n == 0 is a query and never inserts
+// the key.
+func (k *Keyed) Acquire(key string, n int) (Decision, error) {
+	return k.acquire(stringKey(key), n)
+}
+
+// AcquireAt is Acquire at time now on the caller's timeline (one timeline per Keyed).
+func (k *Keyed) AcquireAt(key string, n int, now time.Duration) (Decision, error) {
+	return k.acquireAt(stringKey(key), n, now)
+}
+
+// Reserve is Limiter.Reserve for key (GCRA only; windows return ErrUnsupported).
+func (k *Keyed) Reserve(key string, n int, maxWait time.Duration) (Decision, error) {
+	return k.reserve(stringKey(key), n, maxWait)
+}
+
+// ReserveAt is Reserve at time now on the caller's timeline.
+func (k *Keyed) ReserveAt(key string, n int, now, maxWait time.Duration) (Decision, error) {
+	return k.reserveAt(stringKey(key), n, now, maxWait)
+}
+
+// Wait is Limiter.Wait for key.
+func (k *Keyed) Wait(ctx context.Context, key string, n int) error {
+	return k.wait(ctx, stringKey(key), n)
+}
+
+// AllowBytes is Allow with a []byte key.
+func (k *Keyed) AllowBytes(key []byte) bool { return k.allowN(bytesKey(key), 1) }
+
+// AllowNBytes is AllowN with a []byte key.
+func (k *Keyed) AllowNBytes(key []byte, n int) bool { return k.allowN(bytesKey(key), n) }
+
+// AcquireBytes is Acquire with a []byte key.
+func (k *Keyed) AcquireBytes(key []byte, n int) (Decision, error) {
+	return k.acquire(bytesKey(key), n)
+}
+
+// AcquireAtBytes is AcquireAt with a []byte key.
+func (k *Keyed) AcquireAtBytes(key []byte, n int, now time.Duration) (Decision, error) {
+	return k.acquireAt(bytesKey(key), n, now)
+}
+
+// ReserveBytes is Reserve with a []byte key.
+func (k *Keyed) ReserveBytes(key []byte, n int, maxWait time.Duration) (Decision, error) {
+	return k.reserve(bytesKey(key), n, maxWait)
+}
+
+// ReserveAtBytes is ReserveAt with a []byte key.
+func (k *Keyed) ReserveAtBytes(key []byte, n int, now, maxWait time.Duration) (Decision, error) {
+	return k.reserveAt(bytesKey(key), n, now, maxWait)
+}
+
+// WaitBytes is Wait with a []byte key. The key must not change until WaitBytes returns.
+func (k *Keyed) WaitBytes(ctx context.Context, key []byte, n int) error {
+	return k.wait(ctx, bytesKey(key), n)
+}
+
+// Close frees the table. It is idempotent and always returns nil; afterwards every
+// call returns ErrNull. It must not run concurrently with other calls on k. A Keyed
+// dropped without Close is freed when the garbage collector finds it unreachable.
+func (k *Keyed) Close() error {
+	if k == nil || k.ptr == nil {
+		return nil
+	}
+	k.cleanup.Stop()
+	C.rate_keyed_free(k.ptr)
+	k.ptr = nil
+	return nil
+}

@@ -1,0 +1,318 @@
+// Package librate binds librate, a lock-free rate-limiter core written in Rust, through
+// its C ABI (include/rate.h). A Limiter enforces one limit; a Keyed limiter enforces one
+// limit per key (user, IP address, API key) in a fixed-size table; Middleware puts either
+// in front of a net/http handler.
+//
+// Every Limiter and Keyed method is safe to call from many goroutines at once; the state
+// is atomics inside librate, with no lock on any path. Close must not run concurrently
+// with other calls on the same handle.
+//
+// Times on the "At" methods are offsets on a caller-chosen timeline (nanoseconds since
+// its origin); the methods without "At" use librate's clock, CLOCK_MONOTONIC, whose
+// reading Now returns. A fresh limiter is full at any time, 0 included. Use one timeline
+// per limiter.
+//
+// The package links librate.a statically by default; build with -tags librate_dynamic
+// to link librate.so instead (see README.md).
+package librate
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include
+#include "rate.h"
+
+// librate_go_reserve reserves on librate's clock in a single cgo crossing.
+static int32_t librate_go_reserve(rate_limiter *limiter, uint64_t n, uint64_t max_wait_ns,
+                                  rate_decision *out) {
+	return rate_limiter_reserve_at(limiter, n, rate_now_ns(), max_wait_ns, out);
+}
+
+// librate never calls back into Go and keeps no pointer it is given past the call, so
+// the Go arguments (a config, a decision, a handle slot on the stack) need not escape.
+#cgo noescape rate_limiter_new
+#cgo nocallback rate_limiter_new
+#cgo noescape rate_limiter_free
+#cgo nocallback rate_limiter_free
+#cgo noescape rate_limiter_acquire
+#cgo nocallback rate_limiter_acquire
+#cgo noescape rate_limiter_acquire_at
+#cgo nocallback rate_limiter_acquire_at
+#cgo noescape rate_limiter_reserve_at
+#cgo nocallback rate_limiter_reserve_at
+#cgo noescape librate_go_reserve
+#cgo nocallback librate_go_reserve
+#cgo noescape rate_now_ns
+#cgo nocallback rate_now_ns
+#cgo noescape rate_version
+#cgo nocallback rate_version
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// Algorithm selects how a limiter counts (DESIGN.md §4). The values are rate.h's
+// RATE_GCRA … RATE_SLIDING_LOG.
+type Algorithm uint32
+
+const (
+	// GCRA is the generic cell rate algorithm: a token bucket of Burst units refilled
+	// at Limit per Period, kept as one timestamp. The only algorithm with Reserve.
+	GCRA Algorithm = 0
+	// FixedWindow counts units in windows [k·Period, (k+1)·Period).
+	FixedWindow Algorithm = 1
+	// SlidingWindow weights the previous window's count by its overlap with the
+	// sliding period.
+	SlidingWindow Algorithm = 2
+	// SlidingLog keeps the timestamps of the last Limit admitted units: an exact
+	// rolling count.
+	SlidingLog Algorithm = 3
+)
+
+// The constants above match rate.h: each array length is 0 only if they are equal, and
+// any other length fails to compile.
+var (
+	_ [0]struct{} = [GCRA - C.RATE_GCRA]struct{}{}
+	_ [0]struct{} = [FixedWindow - C.RATE_FIXED_WINDOW]struct{}{}
+	_ [0]struct{} = [SlidingWindow - C.RATE_SLIDING_WINDOW]struct{}{}
+	_ [0]struct{} = [SlidingLog - C.RATE_SLIDING_LOG]struct{}{}
+)
+
+// String names the algorithm.
+func (a Algorithm) String() string {
+	switch a {
+	case GCRA:
+		return "GCRA"
+	case FixedWindow:
+		return "FixedWindow"
+	case SlidingWindow:
+		return "SlidingWindow"
+	case SlidingLog:
+		return "SlidingLog"
+	default:
+		return fmt.Sprintf("Algorithm(%d)", uint32(a))
+	}
+}
+
+// Config is what a limiter enforces: at most Limit units per Period.
+type Config struct {
+	Algorithm Algorithm
+	// Limit is L ≥ 1, the units admitted per Period.
+	Limit uint64
+	// Period is P > 0.
+	Period time.Duration
+	// Burst is, for GCRA only, the most units admitted at once; 0 means Limit. The
+	// window algorithms ignore it.
+	Burst uint64
+}
+
+// toC checks what only Go can get wrong (a negative Period would wrap to a huge
+// unsigned one) and converts; librate validates the rest.
+func (c Config) toC() (C.rate_config, error) {
+	if c.Period <= 0 {
+		return C.rate_config{}, fmt.Errorf("librate: period %v is not positive: %w", c.Period, ErrInvalidConfig)
+	}
+	return C.rate_config{
+		algorithm: C.uint32_t(c.Algorithm),
+		limit:     C.uint64_t(c.Limit),
+		period_ns: C.uint64_t(c.Period),
+		burst:     C.uint64_t(c.Burst),
+	}, nil
+}
+
+// Limiter enforces one Config. Its methods are safe for concurrent use and never
+// block, except Wait. A nil or closed Limiter answers every call with ErrNull (and
+// Allow with false).
+type Limiter struct {
+	ptr     *C.rate_limiter
+	config  Config
+	cleanup runtime.Cleanup
+}
+
+// New creates a Limiter, full at any time. The error is ErrInvalidConfig for a config
+// librate rejects.
+func New(config Config) (*Limiter, error) {
+	cConfig, err := config.toC()
+	if err != nil {
+		return nil, err
+	}
+	var ptr *C.rate_limiter
+	if status := C.rate_limiter_new(&cConfig, &ptr); status != C.RATE_OK {
+		return nil, statusError(status)
+	}
+	l := &Limiter{ptr: ptr, config: config}
+	// The backstop for a Limiter dropped without Close. The cleanup holds the C
+	// pointer, not l, so it cannot keep l alive.
+	l.cleanup = runtime.AddCleanup(l, freeLimiter, ptr)
+	return l, nil
+}
+
+func freeLimiter(ptr *C.rate_limiter) {
+	C.rate_limiter_free(ptr)
+	noteFreed()
+}
+
+// NewGCRA creates a GCRA limiter: limit units per period, at most burst at once (0
+// means limit).
+func NewGCRA(limit uint64, period time.Duration, burst uint64) (*Limiter, error) {
+	return New(Config{Algorithm: GCRA, Limit: limit, Period: period, Burst: burst})
+}
+
+// NewFixedWindow creates a fixed-window limiter: limit units per window of period.
+func NewFixedWindow(limit uint64, period time.Duration) (*Limiter, error) {
+	return New(Config{Algorithm: FixedWindow, Limit: limit, Period: period})
+}
+
+// NewSlidingWindow creates a sliding-window-counter limiter: limit units per period.
+func NewSlidingWindow(limit uint64, period time.Duration) (*Limiter, error) {
+	return New(Config{Algorithm: SlidingWindow, Limit: limit, Period: period})
+}
+
+// NewSlidingLog creates a sliding-log limiter: limit units in any period.
+func NewSlidingLog(limit uint64, period time.Duration) (*Limiter, error) {
+	return New(Config{Algorithm: SlidingLog, Limit: limit, Period: period})
+}
+
+// Config returns the configuration the limiter was created with.
+func (l *Limiter) Config() Config {
+	if l == nil {
+		return Config{}
+	}
+	return l.config
+}
+
+// handle is the C handle for one call: NULL when l is nil or closed, which librate
+// answers with RATE_E_NULL. Every caller follows its C call with runtime.KeepAlive(l),
+// so the cleanup cannot free the handle mid-call.
+func (l *Limiter) handle() *C.rate_limiter {
+	if l == nil {
+		return nil
+	}
+	ptr := l.ptr
+	// Under -tags debug: collect now, when l is no longer needed to read the handle,
+	// so a caller missing its KeepAlive has l freed before its C call.
+	maybeGC()
+	return ptr
+}
+
+// Allow reports whether one unit is admitted now. It is AllowN(1).
+func (l *Limiter) Allow() bool {
+	return l.AllowN(1)
+}
+
+// AllowN reports whether n units are admitted now: librate's fastest path, which
+// decides on the coarse clock whenever that settles the outcome exactly. It returns
+// false for a negative n, an n above the limit, and a nil or closed Limiter; use
+// Acquire to tell those apart from a denial.
+func (l *Limiter) AllowN(n int) bool {
+	if n < 0 {
+		return false
+	}
+	status := C.rate_limiter_acquire(l.handle(), C.uint64_t(n), nil)
+	runtime.KeepAlive(l)
+	return status == C.RATE_OK
+}
+
+// Acquire takes n units now if the limit allows, and reports the decision. n == 0 is
+// a query: admitted, changes nothing. A denial is a Decision with Allowed false and a
+// nil error; errors are ErrInsufficientCapacity (n above Limit), ErrInvalidArgument (n
+// negative) and ErrNull (nil or closed).
+func (l *Limiter) Acquire(n int) (Decision, error) {
+	if n < 0 {
+		return Decision{}, negative("n", int64(n))
+	}
+	var out C.rate_decision
+	status := C.rate_limiter_acquire(l.handle(), C.uint64_t(n), &out)
+	runtime.KeepAlive(l)
+	return result(status, &out)
+}
+
+// AcquireAt is Acquire at time now on the caller's timeline. A now earlier than one
+// already seen never admits more than the latest time seen would.
+func (l *Limiter) AcquireAt(n int, now time.Duration) (Decision, error) {
+	if n < 0 || now < 0 {
+		return Decision{}, negativeArgument(n, now, 0)
+	}
+	var out C.rate_decision
+	status := C.rate_limiter_acquire_at(l.handle(), C.uint64_t(n), C.uint64_t(now), &out)
+	runtime.KeepAlive(l)
+	return result(status, &out)
+}
+
+// Reserve takes n units now if the caller would have to wait at most maxWait before
+// acting on them (the leaky bucket as a queue, a traffic shaper); Decision.Wait says how
+// long. With maxWait 0 it is Acquire. GCRA only: the window algorithms return
+// ErrUnsupported. A denied reserve's RetryAfter is for the same reserve, same maxWait.
+func (l *Limiter) Reserve(n int, maxWait time.Duration) (Decision, error) {
+	if n < 0 || maxWait < 0 {
+		return Decision{}, negativeArgument(n, 0, maxWait)
+	}
+	var out C.rate_decision
+	status := C.librate_go_reserve(l.handle(), C.uint64_t(n), C.uint64_t(maxWait), &out)
+	runtime.KeepAlive(l)
+	return result(status, &out)
+}
+
+// ReserveAt is Reserve at time now on the caller's timeline.
+func (l *Limiter) ReserveAt(n int, now, maxWait time.Duration) (Decision, error) {
+	if n < 0 || now < 0 || maxWait < 0 {
+		return Decision{}, negativeArgument(n, now, maxWait)
+	}
+	var out C.rate_decision
+	status := C.rate_limiter_reserve_at(l.handle(), C.uint64_t(n), C.uint64_t(now), C.uint64_t(maxWait), &out)
+	runtime.KeepAlive(l)
+	return result(status, &out)
+}
+
+// Wait blocks until n units are admitted, ctx is done, or it is clear that admission
+// would come after ctx's deadline; in that last case it returns at once with an error
+// wrapping context.DeadlineExceeded, having taken nothing. A GCRA limiter reserves the
+// units first and then sleeps out Decision.Wait, so waiters are served in order; if ctx
+// ends during that sleep the reserved units stay spent (librate has no refund). The
+// window algorithms retry after each RetryAfter instead.
+func (l *Limiter) Wait(ctx context.Context, n int) error {
+	reserve := l.Reserve
+	if l.Config().Algorithm != GCRA {
+		reserve = nil
+	}
+	return wait(ctx, n, reserve, l.Acquire)
+}
+
+// Close frees the limiter. It is idempotent and always returns nil; afterwards every
+// call returns ErrNull. It must not run concurrently with other calls on l. A Limiter
+// dropped without Close is freed when the garbage collector finds it unreachable.
+func (l *Limiter) Close() error {
+	if l == nil || l.ptr == nil {
+		return nil
+	}
+	l.cleanup.Stop()
+	C.rate_limiter_free(l.ptr)
+	l.ptr = nil
+	return nil
+}
+
+// Now reads librate's clock (CLOCK_MONOTONIC) as an offset from its origin: the
+// timeline the methods without "At" use, to pass to the "At" methods.
+func Now() time.Duration {
+	return time.Duration(C.rate_now_ns())
+}
+
+// Version is the linked librate's version, "MAJOR.MINOR.PATCH".
+func Version() string {
+	return C.GoString(C.rate_version())
+}
+
+// negativeArgument names the first negative one of a count, a time and a duration.
+func negativeArgument(n int, now, maxWait time.Duration) error {
+	switch {
+	case n < 0:
+		return negative("n", int64(n))
+	case now < 0:
+		return negative("now (ns)", int64(now))
+	default:
+		return negative("maxWait (ns)", int64(maxWait))
+	}
+}

@@ -1,0 +1,137 @@
+package librate
+
+/*
+#include "rate.h"
+#cgo noescape rate_status_str
+#cgo nocallback rate_status_str
+*/
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Never is the Duration librate reports for "not within any representable time": C's
+// UINT64_MAX nanoseconds, saturated to the largest time.Duration (about 292 years).
+const Never = time.Duration(math.MaxInt64)
+
+// Decision is the outcome of an acquire, a reserve or a query (DESIGN.md §3). Durations
+// count from the decision's "now" and saturate at Never.
+type Decision struct {
+	// Allowed reports whether the units were admitted.
+	Allowed bool
+	// Limit is the most units this limiter can ever admit at once (GCRA: the burst;
+	// windows: the limit).
+	Limit uint64
+	// Remaining is how many units could be admitted right after this decision.
+	Remaining uint64
+	// RetryAfter is 0 when admitted; otherwise the shortest wait after which the same
+	// request, with no other traffic, would be admitted.
+	RetryAfter time.Duration
+	// ResetAfter is the shortest wait after which, with no other traffic, Remaining
+	// would equal Limit.
+	ResetAfter time.Duration
+	// Wait is, for an admitted reserve, how long the caller must wait before acting;
+	// otherwise 0.
+	Wait time.Duration
+}
+
+// decisionOf converts a decision written by C.
+func decisionOf(out *C.rate_decision) Decision {
+	return Decision{
+		Allowed:    out.allowed != 0,
+		Limit:      uint64(out.limit),
+		Remaining:  uint64(out.remaining),
+		RetryAfter: durationOf(out.retry_after_ns),
+		ResetAfter: durationOf(out.reset_after_ns),
+		Wait:       durationOf(out.wait_ns),
+	}
+}
+
+// durationOf converts C nanoseconds, saturating at Never.
+func durationOf(ns C.uint64_t) time.Duration {
+	if ns > math.MaxInt64 {
+		return Never
+	}
+	return time.Duration(ns)
+}
+
+// result turns a C status and the decision it wrote into the Go result: RATE_OK and
+// RATE_LIMITED carry a decision, anything else is an error (and C left `out` untouched).
+func result(status C.int32_t, out *C.rate_decision) (Decision, error) {
+	if status != C.RATE_OK && status != C.RATE_LIMITED {
+		return Decision{}, statusError(status)
+	}
+	return decisionOf(out), nil
+}
+
+// Error is a librate status code. Compare with errors.Is against the Err* values; the
+// codes are librate's stable C status numbers (rate.h), so they can be logged and
+// matched by number.
+type Error struct {
+	Code int32
+}
+
+// codeInvalidArgument is the one Go-side code: a negative count, time or duration that
+// never reaches C (whose parameters are unsigned). It lies outside the C codes' range.
+const codeInvalidArgument int32 = -1000
+
+// Error describes the code: librate's own text for C codes.
+func (e Error) Error() string {
+	if e.Code == codeInvalidArgument {
+		return "librate: invalid argument: negative count, time or duration"
+	}
+	return fmt.Sprintf("librate: %s (status %d)", C.GoString(C.rate_status_str(C.int32_t(e.Code))), e.Code)
+}
+
+// The errors librate returns, for errors.Is. They are boxed once here, so returning one
+// does not allocate.
+var (
+	// ErrNull: the handle is nil or closed (RATE_E_NULL).
+	ErrNull error = Error{Code: C.RATE_E_NULL}
+	// ErrInvalidConfig: zero or negative limit, period or capacity, an unknown
+	// algorithm, more than one unit per nanosecond, or a product that overflows
+	// (RATE_E_INVALID_CONFIG).
+	ErrInvalidConfig error = Error{Code: C.RATE_E_INVALID_CONFIG}
+	// ErrInsufficientCapacity: the cost exceeds the limiter's Limit, so no amount of
+	// waiting admits it; this is an error, not a denial (RATE_E_INSUFFICIENT_CAPACITY).
+	ErrInsufficientCapacity error = Error{Code: C.RATE_E_INSUFFICIENT_CAPACITY}
+	// ErrTableFull: a Keyed table is full of live keys and the key is new; nothing was
+	// admitted. Fail open or closed as suits the caller (RATE_E_TABLE_FULL).
+	ErrTableFull error = Error{Code: C.RATE_E_TABLE_FULL}
+	// ErrUnsupported: the operation does not exist for this algorithm, such as Reserve
+	// on a window limiter (RATE_E_UNSUPPORTED).
+	ErrUnsupported error = Error{Code: C.RATE_E_UNSUPPORTED}
+	// ErrInternal: a bug inside librate, caught at the C boundary (RATE_E_INTERNAL).
+	ErrInternal error = Error{Code: C.RATE_E_INTERNAL}
+	// ErrInvalidArgument: a negative count, time or duration, rejected before calling
+	// C. Its code, -1000, is the binding's own.
+	ErrInvalidArgument error = Error{Code: codeInvalidArgument}
+)
+
+// statusError maps a C status to its error value, by number.
+func statusError(status C.int32_t) error {
+	switch status {
+	case C.RATE_E_NULL:
+		return ErrNull
+	case C.RATE_E_INVALID_CONFIG:
+		return ErrInvalidConfig
+	case C.RATE_E_INSUFFICIENT_CAPACITY:
+		return ErrInsufficientCapacity
+	case C.RATE_E_TABLE_FULL:
+		return ErrTableFull
+	case C.RATE_E_UNSUPPORTED:
+		return ErrUnsupported
+	case C.RATE_E_INTERNAL:
+		return ErrInternal
+	default:
+		return Error{Code: int32(status)}
+	}
+}
+
+// negative reports a negative argument, naming it.
+func negative(what string, value int64) error {
+	return fmt.Errorf("librate: %s is %d: %w", what, value, ErrInvalidArgument)
+}
