@@ -24,3 +24,10 @@ step "Python: install the package into .venv (it bundles librate.so) and run pyt
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --upgrade './bindings/python[test]'
 .venv/bin/python -m pytest -q bindings/python/tests
+
+step "Go: vet, race tests, GC stress with a GC before every C call, dynamic link"
+(cd bindings/go \
+  && go vet ./... \
+  && go test -race -count=1 ./... \
+  && GOGC=1 GODEBUG=cgocheck=1 go test -short -count=1 -tags debug ./... \
+  && go test -count=1 -tags librate_dynamic ./...)
