@@ -5,7 +5,12 @@
 //! With emission interval T = ⌊P / L⌋ and tolerance τ = B·T, a request of n units at t is
 //! admitted iff `max(TAT, t) + n·T − t ≤ τ (+ max_wait for a reserve)`, and then
 //! `TAT := max(TAT, t) + n·T`. A fresh cell has TAT = 0, which is full at any `t`.
+//!
+//! The TAT never exceeds [`MAX_STATE`] = 2^64 − 3 ns (year 2554 of `CLOCK_MONOTONIC`): the
+//! two values above it mark keyed-table slots (see `cell.rs`), so a request whose new TAT
+//! would pass it is denied, as if those last two nanoseconds were beyond the end of time.
 
+use crate::cell::MAX_STATE;
 use crate::{ConfigError, Decision};
 
 /// A validated GCRA configuration.
@@ -57,9 +62,10 @@ impl Gcra {
         // n ≤ B, so n·T ≤ B·T = τ, which fits in u64.
         let cost = n * self.emission_interval;
         let start = tat.max(now);
-        let admitted_tat = start
-            .checked_add(cost)
-            .filter(|&new_tat| new_tat - now <= self.tolerance.saturating_add(max_wait));
+        let admitted_tat = start.checked_add(cost).filter(|&new_tat| {
+            (n == 0 || new_tat <= MAX_STATE)
+                && new_tat - now <= self.tolerance.saturating_add(max_wait)
+        });
         match admitted_tat {
             Some(new_tat) => {
                 let wait_ns = (new_tat - now).saturating_sub(self.tolerance);
@@ -71,9 +77,11 @@ impl Gcra {
                 (decision, (n > 0).then_some(new_tat))
             }
             None => {
-                // Denied, so tat > now. At now + d the same request is admitted iff
-                // tat + n·T − (now + d) ≤ τ + max_wait, provided tat + n·T fits in u64.
-                let retry_after_ns = match tat.checked_add(cost) {
+                // Denied. max(tat, t) + n·T never shrinks as t grows, so if it passes
+                // MAX_STATE now it always will: never. Otherwise the tolerance denied it,
+                // so tat > now (a TAT at or behind now admits any n ≤ B) and start == tat:
+                // at now + d the request is admitted iff tat + n·T − (now + d) ≤ τ + max_wait.
+                let retry_after_ns = match start.checked_add(cost).filter(|&due| due <= MAX_STATE) {
                     Some(due) => (due - now)
                         .saturating_sub(self.tolerance)
                         .saturating_sub(max_wait),
@@ -122,7 +130,11 @@ impl Gcra {
         }
         // While now ≤ tat the new TAT is tat + n·T whatever now is exactly.
         if latest <= tat && u128::from(earliest) >= due {
-            return tat.checked_add(cost).map(Some);
+            // Past MAX_STATE every instant denies; leave that to the precise path.
+            return tat
+                .checked_add(cost)
+                .filter(|&new_tat| new_tat <= MAX_STATE)
+                .map(Some);
         }
         None
     }
@@ -143,6 +155,28 @@ mod tests {
             Gcra::new(1, u64::MAX, 2).unwrap_err(),
             ConfigError::ToleranceTooLarge
         );
+    }
+
+    #[test]
+    fn the_tat_never_passes_max_state() {
+        // T = 10, τ = 10.
+        let gcra = Gcra::new(1, 10, 0).unwrap();
+        let (last, new_tat) = gcra.decide(0, MAX_STATE - 10, 1, 0);
+        assert!(last.allowed);
+        assert_eq!(new_tat, Some(MAX_STATE));
+        let (past, new_tat) = gcra.decide(0, MAX_STATE - 9, 1, 0);
+        assert!(!past.allowed);
+        assert_eq!((new_tat, past.retry_after_ns), (None, u64::MAX));
+        // Even a reserve willing to wait forever cannot reach the slot markers.
+        let (reserve, new_tat) = gcra.decide(MAX_STATE, MAX_STATE, 1, u64::MAX);
+        assert!(!reserve.allowed);
+        assert_eq!((new_tat, reserve.retry_after_ns), (None, u64::MAX));
+        // A query is always admitted and never writes.
+        let (query, new_tat) = gcra.decide(0, u64::MAX, 0, 0);
+        assert!(query.allowed);
+        assert_eq!(new_tat, None);
+        // The coarse-clock shortcut leaves the capped case to the precise path.
+        assert_eq!(gcra.settle(MAX_STATE, MAX_STATE, MAX_STATE, 1), None);
     }
 
     #[test]

@@ -1,12 +1,18 @@
 //! One enum over the algorithms: it validates a [`Config`] and runs the chosen algorithm on
 //! a slice of state words, so the direct limiter and the keyed table share every line of
-//! decision code and differ only in where the words live.
+//! decision code and differ only in where the words live and who else may repurpose them
+//! (the [`Tenancy`]: nobody for a limiter, another key for a keyed slot).
 
-use crate::cell::decide_and_swap;
+use crate::cell::{decide_and_swap, is_marker, Tenancy};
 use crate::clock::CoarseNow;
 use crate::gcra::Gcra;
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Algorithm, Config, Decision, Error};
+
+/// The result of an operation on state words that may be repurposed mid-operation: the
+/// outer error is the request's fault; the inner one says the words stopped being the
+/// caller's state before anything was written (look the key up again).
+pub(crate) type Attempt<R, T> = Result<Result<R, <T as Tenancy>::Evicted>, Error>;
 
 /// A validated algorithm with its parameters.
 #[derive(Clone, Copy, Debug)]
@@ -26,7 +32,8 @@ impl Policy {
         }
     }
 
-    /// How many `AtomicU64` words of state one limiter of this policy needs.
+    /// How many `AtomicU64` words of state one limiter of this policy needs. A fresh state
+    /// is all zeros.
     pub(crate) fn state_words(&self) -> usize {
         match self {
             Self::Gcra(_) => 1,
@@ -40,7 +47,8 @@ impl Policy {
         }
     }
 
-    fn check_cost(&self, n: u64) -> Result<(), Error> {
+    /// `Err(InsufficientCapacity)` if `n` can never be admitted.
+    pub(crate) fn check_cost(&self, n: u64) -> Result<(), Error> {
         if n > self.limit() {
             Err(Error::InsufficientCapacity)
         } else {
@@ -49,15 +57,16 @@ impl Policy {
     }
 
     /// Acquires `n` units at `now_ns` (`n == 0` queries).
-    pub(crate) fn acquire(
+    pub(crate) fn acquire<T: Tenancy>(
         &self,
         state: &[AtomicU64],
+        tenancy: &T,
         now_ns: u64,
         n: u64,
-    ) -> Result<Decision, Error> {
+    ) -> Attempt<Decision, T> {
         self.check_cost(n)?;
         match self {
-            Self::Gcra(gcra) => Ok(decide_and_swap(&state[0], |tat| {
+            Self::Gcra(gcra) => Ok(decide_and_swap(&state[0], tenancy, |tat| {
                 gcra.decide(tat, now_ns, n, 0)
             })),
         }
@@ -65,16 +74,17 @@ impl Policy {
 
     /// Reserves `n` units at `now_ns`, admitting if the caller would wait at most
     /// `max_wait_ns`; GCRA only.
-    pub(crate) fn reserve(
+    pub(crate) fn reserve<T: Tenancy>(
         &self,
         state: &[AtomicU64],
+        tenancy: &T,
         now_ns: u64,
         n: u64,
         max_wait_ns: u64,
-    ) -> Result<Decision, Error> {
+    ) -> Attempt<Decision, T> {
         self.check_cost(n)?;
         match self {
-            Self::Gcra(gcra) => Ok(decide_and_swap(&state[0], |tat| {
+            Self::Gcra(gcra) => Ok(decide_and_swap(&state[0], tenancy, |tat| {
                 gcra.decide(tat, now_ns, n, max_wait_ns)
             })),
         }
@@ -84,16 +94,21 @@ impl Policy {
     /// coarse clock when its bounds settle the outcome and the new state, and reads the
     /// precise clock only when they do not; either way the result is the one a precise
     /// read at the same instant would give.
-    pub(crate) fn try_acquire(&self, state: &[AtomicU64], n: u64) -> Result<bool, Error> {
+    pub(crate) fn try_acquire<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        n: u64,
+    ) -> Attempt<bool, T> {
         self.check_cost(n)?;
         if n == 0 {
-            return Ok(true);
+            return Ok(Ok(true));
         }
         let Some(coarse) = CoarseNow::read() else {
-            return Ok(self.acquire(state, crate::clock::now_ns(), n)?.allowed);
+            return self.acquire_allowed(state, tenancy, crate::clock::now_ns(), n);
         };
         let settled = match self {
-            Self::Gcra(gcra) => decide_and_swap(&state[0], |tat| {
+            Self::Gcra(gcra) => decide_and_swap(&state[0], tenancy, |tat| {
                 match gcra.settle(tat, coarse.earliest, coarse.latest, n) {
                     Some(Some(new_tat)) => (Some(true), Some(new_tat)),
                     Some(None) => (Some(false), None),
@@ -102,18 +117,33 @@ impl Policy {
             }),
         };
         match settled {
-            Some(allowed) => Ok(allowed),
-            None => Ok(self.acquire(state, coarse.precise(), n)?.allowed),
+            Ok(Some(allowed)) => Ok(Ok(allowed)),
+            Ok(None) => self.acquire_allowed(state, tenancy, coarse.precise(), n),
+            Err(evicted) => Ok(Err(evicted)),
         }
     }
 
+    fn acquire_allowed<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+    ) -> Attempt<bool, T> {
+        Ok(self
+            .acquire(state, tenancy, now_ns, n)?
+            .map(|decision| decision.allowed))
+    }
+
     /// Whether `state` is indistinguishable from a fresh limiter's at `now_ns` (DESIGN §5),
-    /// so its slot may be reclaimed.
-    #[allow(dead_code)] // used by the keyed table
+    /// so its keyed slot may be reclaimed. A slot marker is never fresh.
     pub(crate) fn is_fresh(&self, state: &[AtomicU64], now_ns: u64) -> bool {
-        match self {
-            // Relaxed: a snapshot; the reclaimer's own CAS revalidates it.
-            Self::Gcra(_) => state[0].load(Ordering::Relaxed) <= now_ns,
-        }
+        // Relaxed: a snapshot; the reclaimer's CAS on the first word revalidates it (the
+        // first word only grows, so an unchanged first word means an unchanged state).
+        let first = state[0].load(Ordering::Relaxed);
+        !is_marker(first)
+            && match self {
+                Self::Gcra(_) => first <= now_ns,
+            }
     }
 }
