@@ -29,21 +29,27 @@
 //!   from home at which any key was ever installed. A slot matches when its fingerprint is
 //!   the key's and its first word is a state; one that is `INSTALLING` under the key's
 //!   fingerprint may be handed back to the key, so the lookup waits for it to settle.
-//! - **Update.** Load the first word (Acquire, pairing with the Release store that
-//!   installed the slot's key), re-read the fingerprint, decide, CAS the first word. The
-//!   fingerprint is re-read after every load, so a value is decided on only if it belongs
-//!   to this key's tenancy of the slot; since the first word only grows, a CAS that
-//!   succeeds lands in that same tenancy. A CAS that meets a marker or another key's
-//!   fingerprint writes nothing and the lookup starts over.
+//! - **Update.** Read the first word (Acquire, pairing with the Release store that
+//!   installed the slot's key), then the fingerprint (Acquire, pairing with the Release
+//!   store of a later tenant's fingerprint, which follows that tenant's claim), then the
+//!   first word again: equal reads and the key's fingerprint make a consistent snapshot,
+//!   as in a seqlock. Decide on it; CAS the first word if the decision changes it. Denials
+//!   and queries never write, so the snapshot alone makes them exact; a CAS that succeeds
+//!   lands in the same tenancy, because the first word only grows. A marker, another
+//!   fingerprint or a changed word means: look the key up again.
 //! - **Reclaim.** A slot is *claimable* if it is `VACANT` or its state is fresh at the
-//!   claimer's `now`. An insert claims the first claimable slot from home (searching the
-//!   whole table, so up to `2 × capacity` live keys fit and `TableFull` means the table is
-//!   full of live keys) by CASing the first word from the value it judged to
-//!   `INSTALLING`. An updater of the old key holding that value now fails its CAS: nothing
-//!   it decided is lost, and since the old key was fresh, finding it absent afterwards is
-//!   the same as finding it fresh (DESIGN §5). The installed state is the new key's state
-//!   after its first admission, which is greater than the fresh value it replaced (GCRA:
-//!   fresh TAT ≤ now < new TAT), so a stale CAS can never succeed on it.
+//!   claimer's `now`. An insert claims the first claimable slot from home by CASing its
+//!   first word from the value it judged to `INSTALLING`, searching the whole table, so
+//!   up to `2 × capacity` live keys fit. An updater of the old key holding that value now
+//!   fails its CAS: nothing it decided is lost, and since the old key was fresh, finding
+//!   it absent afterwards is the same as finding it fresh (DESIGN §5). The installed state
+//!   is the new key's state after its first admission, greater than the fresh value it
+//!   replaced (GCRA: fresh TAT ≤ now < new TAT), so no stale CAS can succeed on it.
+//! - **Full.** With no slot claimable, an insert that saw a slot in flight waits for it
+//!   and looks again. Only when every slot held a live key of another key does it report
+//!   `TableFull`, after one more look over its probe range behind an RMW on
+//!   `max_distance` (see below), so that an insert of the same key that completed before
+//!   that RMW, into a slot the scan had already passed, is found instead.
 //! - **No duplicates.** Two inserts of one key may claim different slots (their clocks
 //!   disagree on what is fresh, or one passed a slot before the other claimed it). So after
 //!   claiming, an insert does `fetch_max(max_distance, its distance)` with AcqRel: all such
@@ -60,9 +66,10 @@
 //!   so the slot is as it was and an updater of its old key may carry on. Nothing ever
 //!   relies on a `VACANT` slot ending a probe, so restoring `VACANT` makes no hole.
 //!
-//! Lookups and updates of existing keys never wait (an update of a key only waits while a
-//! reclaim of its own fresh slot is in flight). An insert may wait for a concurrent insert
-//! in its probe range to finish its few steps. `tests/loom_keyed.rs` model-checks the races.
+//! Operations on keys in the table never wait, except on a key whose own slot another
+//! thread is reclaiming (its state was fresh at that thread's clock). An insert may wait
+//! for an insert in flight in its probe range to finish its few steps.
+//! `tests/loom_keyed.rs` model-checks the races.
 
 use crate::cell::{is_marker, owned, Owned, Tenancy, INSTALLING, VACANT};
 use crate::policy::{Attempt, Policy};
@@ -134,6 +141,14 @@ enum Install {
     Full,
 }
 
+/// What stands in the way of an insert (see `KeyedLimiter::rival`).
+enum Rival {
+    /// A slot holds the key.
+    Holds,
+    /// This slot is in flight, and may be installing the key.
+    InFlight(usize),
+}
+
 /// A request for one key.
 #[derive(Clone, Copy)]
 struct Request {
@@ -165,19 +180,29 @@ struct Evicted;
 /// and the slot's fingerprint is the key's.
 struct Tenant<'a> {
     fingerprint: &'a AtomicU64,
+    first_word: &'a AtomicU64,
     expected: u64,
 }
 
 impl Tenancy for Tenant<'_> {
     type Evicted = Evicted;
     /// Acquire: pairs with the Release store that installed the slot's current key, so the
-    /// fingerprint read in `check` is that key's (or a later tenant's, whose install CASed
-    /// this value away, so a CAS expecting it fails).
+    /// fingerprint read in `check` is that key's, or a later tenant's.
     const LOAD: Ordering = Ordering::Acquire;
 
+    /// Accepts `first_word` only as part of a consistent snapshot with the fingerprint,
+    /// like a seqlock reader: the fingerprint is read between two reads of the first word.
+    /// A later tenant's fingerprint is stored (Release) after its claim CASed the first
+    /// word away from every value of earlier tenancies, so reading it (Acquire) means the
+    /// second read cannot return `first_word` again; equal reads mean the fingerprint is
+    /// that of `first_word`'s tenancy. A denial or query decides on this snapshot without
+    /// writing, so it must be exact.
     fn check(&self, first_word: u64) -> Result<(), Evicted> {
-        // Relaxed: ordered after the Acquire load of `first_word`, which is all it needs.
-        if is_marker(first_word) || self.fingerprint.load(Ordering::Relaxed) != self.expected {
+        if is_marker(first_word)
+            || self.fingerprint.load(Ordering::Acquire) != self.expected
+            // Relaxed: ordered after the Acquire load above, which is all it needs.
+            || self.first_word.load(Ordering::Relaxed) != first_word
+        {
             Err(Evicted)
         } else {
             Ok(())
@@ -305,6 +330,7 @@ impl<S> KeyedLimiter<S> {
     fn tenant(&self, slot: usize, fingerprint: u64) -> Tenant<'_> {
         Tenant {
             fingerprint: self.fingerprint_word(slot),
+            first_word: self.first_word(slot),
             expected: fingerprint,
         }
     }
@@ -434,17 +460,34 @@ impl<S> KeyedLimiter<S> {
     }
 
     /// Claims the first claimable slot from `home` (`VACANT`, or fresh at `now_ns`) by
-    /// CASing its first word to `INSTALLING`; returns the slot, its distance and the value
-    /// it replaced, or `None` if no slot in the table is claimable.
-    fn claim(&self, home: usize, now_ns: u64) -> Option<(usize, usize, u64)> {
+    /// CASing its first word to `INSTALLING`, and returns the slot, its distance and the
+    /// value it replaced. Else `Retry` if the key itself turned up or a slot was in flight
+    /// (after waiting for it: it may free up, or be the key), and `Full` if every slot held
+    /// a live key.
+    fn claim(
+        &self,
+        fingerprint: u64,
+        home: usize,
+        now_ns: u64,
+    ) -> Result<(usize, usize, u64), Install> {
+        let mut in_flight = None;
         for distance in 0..self.slot_count {
             let slot = self.probe(home, distance);
-            // Acquire: pairs with the store that installed this value, so `is_fresh` reads
-            // the rest of the same state.
+            // Acquire: pairs with the store that installed this value, so `is_fresh` and
+            // the fingerprint read below see the rest of the same state.
             let mut first = self.first_word(slot).load(Ordering::Acquire);
-            while first == VACANT
-                || (!is_marker(first) && self.policy.is_fresh(self.state(slot), now_ns))
-            {
+            loop {
+                if first == INSTALLING {
+                    in_flight.get_or_insert(slot);
+                    break;
+                }
+                if first != VACANT && !self.policy.is_fresh(self.state(slot), now_ns) {
+                    // Relaxed: ordered after the Acquire load of `first`.
+                    if self.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint {
+                        return Err(Install::Retry);
+                    }
+                    break;
+                }
                 // Acquire on success: so a back-out's Release store of `first` passes on
                 // the slot's fingerprint and state words to whoever reads it next.
                 // A failure re-examines the new value.
@@ -454,12 +497,73 @@ impl<S> KeyedLimiter<S> {
                     Ordering::Acquire,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => return Some((slot, distance, first)),
+                    Ok(_) => return Ok((slot, distance, first)),
                     Err(actual) => first = actual,
                 }
             }
         }
+        match in_flight {
+            Some(slot) => {
+                self.settled(slot);
+                Err(Install::Retry)
+            }
+            None => Err(Install::Full),
+        }
+    }
+
+    /// Looks over the key's probe range, after this thread's AcqRel RMW on `max_distance`,
+    /// for a rival to an insert of the key: a slot holding the key, or a slot in flight
+    /// (which may be installing it). A slot in flight above `claimed` (this insert's own
+    /// slot, skipped) is waited for and looked at again: the insert there backs out or
+    /// completes. Any other rival is returned; the caller backs out of its claim, if it has
+    /// one, then waits for a slot in flight, and starts over.
+    fn rival(
+        &self,
+        fingerprint: u64,
+        home: usize,
+        bound: u64,
+        claimed: Option<usize>,
+    ) -> Option<Rival> {
+        for distance in self.distances(bound) {
+            let slot = self.probe(home, distance);
+            if Some(slot) == claimed {
+                continue;
+            }
+            // Acquire: pairs with the store that installed the slot's key (fingerprint
+            // below); a claim ordered before ours is visible through `max_distance`.
+            let mut first = self.first_word(slot).load(Ordering::Acquire);
+            if first == INSTALLING {
+                if !claimed.is_some_and(|claimed| slot > claimed) {
+                    return Some(Rival::InFlight(slot));
+                }
+                first = self.settled(slot);
+            }
+            // Relaxed: ordered after the Acquire load of `first`.
+            if !is_marker(first)
+                && self.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint
+            {
+                return Some(Rival::Holds);
+            }
+        }
         None
+    }
+
+    /// Confirms a claim scan that found every slot live: `Full` unless the key itself was
+    /// installed meanwhile, or is being installed, by an insert whose claim this thread
+    /// can see. The RMW (which changes nothing) orders this check among the inserts' own,
+    /// so any insert of the key that completed before it is seen.
+    fn confirm_full(&self, fingerprint: u64, home: usize, known_bound: &mut u64) -> Install {
+        // AcqRel: as in `install`.
+        *known_bound = self.max_distance.fetch_max(0, Ordering::AcqRel);
+        match self.rival(fingerprint, home, *known_bound, None) {
+            None => Install::Full,
+            Some(rival) => {
+                if let Rival::InFlight(slot) = rival {
+                    self.settled(slot);
+                }
+                Install::Retry
+            }
+        }
     }
 
     /// Inserts the key with `fingerprint` whose first request left `fresh` as its state,
@@ -473,8 +577,10 @@ impl<S> KeyedLimiter<S> {
         fresh: &[AtomicU64],
         known_bound: &mut u64,
     ) -> Install {
-        let Some((claimed, distance, replaced)) = self.claim(home, now_ns) else {
-            return Install::Full;
+        let (claimed, distance, replaced) = match self.claim(fingerprint, home, now_ns) {
+            Ok(claimed) => claimed,
+            Err(Install::Full) => return self.confirm_full(fingerprint, home, known_bound),
+            Err(outcome) => return outcome,
         };
         // AcqRel: every insert does this RMW after claiming and before checking, so of
         // two inserts the later one acquires the earlier one's claim (see module docs).
@@ -483,33 +589,13 @@ impl<S> KeyedLimiter<S> {
             .fetch_max(distance as u64, Ordering::AcqRel)
             .max(distance as u64);
         *known_bound = bound;
-        let back_out = || {
+        if let Some(rival) = self.rival(fingerprint, home, bound, Some(claimed)) {
             // Release: passes on the slot's untouched fingerprint and state (see `claim`).
             self.first_word(claimed).store(replaced, Ordering::Release);
-        };
-        for distance in self.distances(bound) {
-            let slot = self.probe(home, distance);
-            if slot == claimed {
-                continue;
+            if let Rival::InFlight(slot) = rival {
+                self.settled(slot);
             }
-            // Acquire: pairs with the store that installed the slot's key (fingerprint
-            // below); a claim made before ours is visible through `max_distance`.
-            let mut first = self.first_word(slot).load(Ordering::Acquire);
-            if first == INSTALLING {
-                if slot < claimed {
-                    back_out();
-                    self.settled(slot);
-                    return Install::Retry;
-                }
-                first = self.settled(slot);
-            }
-            // Relaxed: ordered after the Acquire load of `first`.
-            if !is_marker(first)
-                && self.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint
-            {
-                back_out();
-                return Install::Retry;
-            }
+            return Install::Retry;
         }
         // The slot is ours alone: write the state, then the fingerprint, then publish.
         let state = self.state(claimed);
@@ -517,10 +603,9 @@ impl<S> KeyedLimiter<S> {
             // Relaxed: published by the Release store of the first word below.
             word.store(value.load(Ordering::Relaxed), Ordering::Relaxed);
         }
-        // Relaxed: published by the Release store below; nobody trusts a fingerprint
-        // without first loading a state value (Acquire) that follows it.
+        // Release: orders this slot's claim before the new fingerprint, for `Tenant::check`.
         self.fingerprint_word(claimed)
-            .store(fingerprint, Ordering::Relaxed);
+            .store(fingerprint, Ordering::Release);
         // Release: publishes the fingerprint and state words to every Acquire load of this
         // value or of a later CAS on it.
         state[0].store(fresh[0].load(Ordering::Relaxed), Ordering::Release);
@@ -621,6 +706,24 @@ impl<S: BuildHasher> KeyedLimiter<S> {
                 max_wait_ns: Some(max_wait_ns),
             },
         )
+    }
+}
+
+impl<S: BuildHasher> KeyedLimiter<S> {
+    /// How many slots hold a state under `key`'s fingerprint: the model checks' proof that
+    /// a key never has two. Exists only under `cfg(loom)`, which is not public API.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn slots_holding(&self, key: &[u8]) -> usize {
+        let fingerprint = self.fingerprint(key);
+        (0..self.slot_count)
+            .filter(|&slot| {
+                // Acquire: pairs with the install's Release store, for the fingerprint.
+                let first = self.first_word(slot).load(Ordering::Acquire);
+                !is_marker(first)
+                    && self.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint
+            })
+            .count()
     }
 }
 

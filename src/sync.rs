@@ -25,6 +25,7 @@ pub(crate) struct Backoff {
 impl Backoff {
     /// Spins up to 2^SPIN_LIMIT hints per wait before yielding (the same figure as
     /// crossbeam-utils' `Backoff`).
+    #[cfg(not(loom))]
     const SPIN_LIMIT: u32 = 6;
 
     pub(crate) fn snooze(&mut self) {
