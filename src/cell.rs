@@ -21,6 +21,7 @@ pub(crate) const INSTALLING: u64 = u64::MAX - 1;
 pub(crate) const MAX_STATE: u64 = u64::MAX - 2;
 
 /// Whether `word` is one of the keyed table's slot markers rather than a state.
+#[inline]
 pub(crate) fn is_marker(word: u64) -> bool {
     word > MAX_STATE
 }
@@ -50,6 +51,7 @@ impl Tenancy for Owned {
 }
 
 /// The value of an operation on an [`Owned`] state, which can never be evicted.
+#[inline]
 pub(crate) fn owned<R>(result: Result<R, Infallible>) -> R {
     match result {
         Ok(value) => value,
@@ -66,6 +68,7 @@ pub(crate) fn owned<R>(result: Result<R, Infallible>) -> R {
 /// total order, each comparing against the latest value, and a CAS continues the release
 /// sequence of whatever store it follows, so it publishes nothing of its own. Loads use
 /// `T::LOAD` (see [`Tenancy`]). `tests/loom_*.rs` check this.
+#[inline]
 pub(crate) fn decide_and_swap<T: Tenancy, R>(
     word: &AtomicU64,
     tenancy: &T,

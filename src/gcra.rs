@@ -51,12 +51,14 @@ impl Gcra {
     }
 
     /// B: the decision's `limit`, and the largest `n` that can ever be admitted.
+    #[inline]
     pub(crate) fn burst(&self) -> u64 {
         self.burst
     }
 
     /// Decides `n ≤ burst` units at `now` against the stored `tat`, waiting at most
     /// `max_wait` (0 for a plain acquire). `n == 0` is a query and never writes.
+    #[inline]
     pub(crate) fn decide(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Outcome {
         debug_assert!(n <= self.burst, "callers reject n > burst first");
         // n ≤ B, so n·T ≤ B·T = τ, which fits in u64.
@@ -98,6 +100,7 @@ impl Gcra {
 
     /// The fields that follow from the TAT after a decision: `allowed`, `retry_after_ns`
     /// and `wait_ns` are left at their "denied, no wait" defaults.
+    #[inline]
     fn report(&self, tat: u64, now: u64) -> Decision {
         // `debt` is how far the bucket is drained: the TAT's lead over now.
         let debt = tat.saturating_sub(now);
@@ -115,6 +118,7 @@ impl Gcra {
     /// `[earliest, latest]` at once: `Some(None)` if all of them deny, `Some(Some(tat'))`
     /// if all of them admit and store the same `tat'`, `None` if the outcome depends on
     /// where in the interval `now` lies.
+    #[inline]
     pub(crate) fn settle(
         &self,
         tat: u64,

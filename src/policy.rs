@@ -34,6 +34,7 @@ impl Policy {
 
     /// How many `AtomicU64` words of state one limiter of this policy needs. A fresh state
     /// is all zeros.
+    #[inline]
     pub(crate) fn state_words(&self) -> usize {
         match self {
             Self::Gcra(_) => 1,
@@ -41,6 +42,7 @@ impl Policy {
     }
 
     /// The decision's `limit`: the largest cost that can ever be admitted.
+    #[inline]
     pub(crate) fn limit(&self) -> u64 {
         match self {
             Self::Gcra(gcra) => gcra.burst(),
@@ -48,6 +50,7 @@ impl Policy {
     }
 
     /// `Err(InsufficientCapacity)` if `n` can never be admitted.
+    #[inline]
     pub(crate) fn check_cost(&self, n: u64) -> Result<(), Error> {
         if n > self.limit() {
             Err(Error::InsufficientCapacity)
@@ -57,6 +60,7 @@ impl Policy {
     }
 
     /// Acquires `n` units at `now_ns` (`n == 0` queries).
+    #[inline]
     pub(crate) fn acquire<T: Tenancy>(
         &self,
         state: &[AtomicU64],
@@ -74,6 +78,7 @@ impl Policy {
 
     /// Reserves `n` units at `now_ns`, admitting if the caller would wait at most
     /// `max_wait_ns`; GCRA only.
+    #[inline]
     pub(crate) fn reserve<T: Tenancy>(
         &self,
         state: &[AtomicU64],
@@ -94,6 +99,7 @@ impl Policy {
     /// coarse clock when its bounds settle the outcome and the new state, and reads the
     /// precise clock only when they do not; either way the result is the one a precise
     /// read at the same instant would give.
+    #[inline]
     pub(crate) fn try_acquire<T: Tenancy>(
         &self,
         state: &[AtomicU64],
@@ -123,6 +129,7 @@ impl Policy {
         }
     }
 
+    #[inline]
     fn acquire_allowed<T: Tenancy>(
         &self,
         state: &[AtomicU64],
@@ -137,6 +144,7 @@ impl Policy {
 
     /// Whether `state` is indistinguishable from a fresh limiter's at `now_ns` (DESIGN §5),
     /// so its keyed slot may be reclaimed. A slot marker is never fresh.
+    #[inline]
     pub(crate) fn is_fresh(&self, state: &[AtomicU64], now_ns: u64) -> bool {
         // Relaxed: a snapshot; the reclaimer's CAS on the first word revalidates it (the
         // first word only grows, so an unchanged first word means an unchanged state).
