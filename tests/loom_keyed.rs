@@ -81,6 +81,17 @@ fn assert_single_state(table: &Table, key: u64, tat: u64, now: u64) {
     assert_eq!(denied.retry_after_ns, tat - now, "key {key}");
 }
 
+/// B's request at 0, racing one at T, is admitted only if it comes first (TAT T; B at T
+/// then admits too, TAT 2T); after B at T (TAT 2T) it is denied until 2T. Both orders are
+/// valid histories; B fresh twice is not.
+fn assert_b_at_0_took_its_turn(early: &Decision) {
+    if early.allowed {
+        assert_eq!(early.reset_after_ns, T, "B at 0 went first");
+    } else {
+        assert_eq!(early.retry_after_ns, 2 * T, "B at T went first");
+    }
+}
+
 #[test]
 fn two_inserts_of_one_new_key_make_one_state() {
     loom::model(|| {
@@ -103,15 +114,8 @@ fn two_inserts_whose_clocks_disagree_on_a_free_slot_make_one_state() {
         let table = table();
         assert!(acquire(&table, A, 0).unwrap().allowed);
         let (late, early) = race(&table, |t| acquire(t, B, T), |t| acquire(t, B, 0));
-        let (late, early) = (late.unwrap(), early.unwrap());
-        // Either order is a valid history: B at T first (then B at 0 is denied), or B at
-        // 0 first (TAT T, then B at T is admitted with TAT 2T). Never both fresh.
-        assert!(late.allowed);
-        if early.allowed {
-            assert_eq!(early.reset_after_ns, T, "B at 0 went first");
-        } else {
-            assert_eq!(early.retry_after_ns, 2 * T, "B at T went first");
-        }
+        assert!(late.unwrap().allowed);
+        assert_b_at_0_took_its_turn(&early.unwrap());
         assert_single_state(&table, B, 2 * T, T);
     });
 }
@@ -177,11 +181,7 @@ fn two_inserts_and_an_update_of_the_key_they_may_evict() {
         let (late_b, a) = race(&table, |t| acquire(t, B, T), |t| acquire(t, A, T));
         let early_b = early_b.join().unwrap().unwrap();
         assert!(late_b.unwrap().allowed && a.unwrap().allowed);
-        if early_b.allowed {
-            assert_eq!(early_b.reset_after_ns, T, "B at 0 went first");
-        } else {
-            assert_eq!(early_b.retry_after_ns, 2 * T, "B at T went first");
-        }
+        assert_b_at_0_took_its_turn(&early_b);
         assert_single_state(&table, A, 2 * T, T);
         assert_single_state(&table, B, 2 * T, T);
     });
