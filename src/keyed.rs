@@ -137,7 +137,7 @@ enum Install {
     Done,
     /// Another thread holds or is installing the key, or claimed a slot first: look again.
     Retry,
-    /// Every slot holds a live key or an insert in flight.
+    /// Every slot held a live key of another key.
     Full,
 }
 

@@ -109,10 +109,20 @@ fn windows_have_no_reserve() {
         Config::sliding_log(4, SECOND),
     ] {
         let table = KeyedLimiter::new(&config, 2).unwrap();
-        assert_eq!(table.reserve_at(b"new", 1, 0, SECOND), Err(Error::Unsupported));
+        assert_eq!(
+            table.reserve_at(b"new", 1, 0, SECOND),
+            Err(Error::Unsupported)
+        );
         assert!(table.acquire_at(b"old", 1, 0).unwrap().allowed);
-        assert_eq!(table.reserve_at(b"old", 1, 0, SECOND), Err(Error::Unsupported));
-        assert_eq!(table.live_keys_at(0), 1, "{config:?}: reserve inserted nothing");
+        assert_eq!(
+            table.reserve_at(b"old", 1, 0, SECOND),
+            Err(Error::Unsupported)
+        );
+        assert_eq!(
+            table.live_keys_at(0),
+            1,
+            "{config:?}: reserve inserted nothing"
+        );
     }
 }
 
