@@ -16,6 +16,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CI");
     if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}");
+        link_soname_in_profile_dir();
     }
 
     let crate_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
@@ -44,5 +45,22 @@ fn main() {
             fs::write(&committed, &fresh).expect("include/ is writable");
             println!("cargo:warning=include/rate.h regenerated; commit it");
         }
+    }
+}
+
+/// A program linked with `-lrate` records the soname, not the file name, so an in-tree build
+/// needs `librate.so.0` beside the `librate.so` cargo is about to write. OUT_DIR is
+/// `<target>/<profile>/build/librate-<hash>/out`, so the profile directory is three levels
+/// up. The link is relative and may dangle until the library is linked. `scripts/install.sh`
+/// makes the proper versioned file and links for an installation.
+fn link_soname_in_profile_dir() {
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
+    let Some(profile_dir) = out_dir.ancestors().nth(3) else {
+        return;
+    };
+    let link = profile_dir.join(SONAME);
+    if fs::symlink_metadata(&link).is_err() {
+        // Best effort: without the link only in-tree `-lrate` programs fail to start.
+        let _ = std::os::unix::fs::symlink("librate.so", &link);
     }
 }

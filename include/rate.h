@@ -115,6 +115,16 @@ typedef struct rate_decision {
 
 /**
  * What a limiter enforces: at most `limit` units per `period_ns`.
+ *
+ * Bounds beyond `limit >= 1` and `period_ns >= 1` (else RATE_E_INVALID_CONFIG):
+ * - RATE_GCRA: `period_ns / limit >= 1` and `burst * (period_ns / limit)` fits 64 bits.
+ * - RATE_FIXED_WINDOW, RATE_SLIDING_WINDOW: `floor((2^64-1) / period_ns) *
+ *   2^bits(limit) + limit <= 2^64 - 3`, where bits(limit) is the bit length of `limit`;
+ *   always met when `limit <= period_ns / 4`. State: 8 and 24 bytes.
+ * - RATE_SLIDING_LOG: `limit <= 2^20` and `limit * (floor((2^64-1) / period_ns) + 1)
+ *   <= 2^64 - 3` (about `limit < period_ns`). State: 16 + 16 * limit bytes.
+ *
+ * Each `rate_limiter` also takes 256 bytes of cache-line padding.
  */
 typedef struct rate_config {
   /**
@@ -271,6 +281,9 @@ int32_t rate_keyed_reserve_at(struct rate_keyed *keyed,
  *
  * Returns RATE_OK (admitted), RATE_LIMITED (denied), RATE_E_NULL, or
  * RATE_E_INSUFFICIENT_CAPACITY (`n` > limit; `out` untouched).
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_decision`.
  */
 int32_t rate_limiter_acquire(struct rate_limiter *limiter, uint64_t n, struct rate_decision *out);
 
@@ -284,6 +297,9 @@ int32_t rate_limiter_acquire(struct rate_limiter *limiter, uint64_t n, struct ra
  * NULL: `limiter` NULL is RATE_E_NULL; `out` may be NULL.
  *
  * Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, or RATE_E_INSUFFICIENT_CAPACITY.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_decision`.
  */
 int32_t rate_limiter_acquire_at(struct rate_limiter *limiter,
                                 uint64_t n,
@@ -298,6 +314,9 @@ int32_t rate_limiter_acquire_at(struct rate_limiter *limiter,
  * Thread-safety: must not race with any other call on the same handle.
  *
  * NULL: a no-op.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle from `rate_limiter_new`, not used again afterwards.
  */
 void rate_limiter_free(struct rate_limiter *limiter);
 
@@ -310,7 +329,12 @@ void rate_limiter_free(struct rate_limiter *limiter);
  * NULL: `config` or `out` NULL is RATE_E_NULL.
  *
  * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (unknown algorithm, limit or
- * period 0, more than one unit per ns, or a product that does not fit 64 bits).
+ * period 0, more than one unit per ns, a product that does not fit 64 bits, or a
+ * window algorithm's bound: see `rate_config`).
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `rate_config`; `out` is NULL or points to a
+ * writable `rate_limiter *`.
  */
 int32_t rate_limiter_new(const struct rate_config *config, struct rate_limiter **out);
 
@@ -325,7 +349,11 @@ int32_t rate_limiter_new(const struct rate_config *config, struct rate_limiter *
  * NULL: `limiter` NULL is RATE_E_NULL; `out` may be NULL.
  *
  * Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY (`n` > burst),
- * or RATE_E_UNSUPPORTED (window algorithms have no reserve).
+ * or RATE_E_UNSUPPORTED (window algorithms have no reserve, whatever `n`; `out`
+ * untouched).
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_decision`.
  */
 int32_t rate_limiter_reserve_at(struct rate_limiter *limiter,
                                 uint64_t n,

@@ -72,9 +72,70 @@ pub(crate) fn owned<R>(result: Result<R, Infallible>) -> R {
 pub(crate) fn decide_and_swap<T: Tenancy, R>(
     word: &AtomicU64,
     tenancy: &T,
+    decide: impl FnMut(u64) -> (R, Option<u64>),
+) -> Result<R, T::Evicted> {
+    swap_loop::<Private, T, R>(word, tenancy, decide)
+}
+
+/// [`decide_and_swap`] for a word that publishes other memory: every value `decide` sees
+/// is read with `Acquire` and every swap is `Release`. So `decide` may read other words
+/// that were written before the swap that installed the value it sees, and whatever
+/// `decide` writes before returning a new value is visible to every thread that later
+/// reads that value (or any later one: all writes to the word are read-modify-writes, so
+/// they extend the release sequence). `decide` runs only on values `tenancy` accepted, so
+/// whatever it writes to other words is written only while the state is the caller's.
+#[inline]
+pub(crate) fn decide_and_publish<T: Tenancy, R>(
+    word: &AtomicU64,
+    tenancy: &T,
+    decide: impl FnMut(u64) -> (R, Option<u64>),
+) -> Result<R, T::Evicted> {
+    swap_loop::<Publishing, T, R>(word, tenancy, decide)
+}
+
+/// The orderings of one use of [`swap_loop`], as constants: passed as values into a
+/// loop the compiler does not inline, the atomic operations would become calls that pick
+/// the ordering at run time.
+trait Orderings {
+    /// Loads, including the value a failed swap returns, as far as the word's own
+    /// algorithm needs (the tenancy may need more: see [`swap_loop`]).
+    const READ: Ordering;
+    /// A successful swap.
+    const SWAP: Ordering;
+}
+
+/// The word publishes nothing else.
+struct Private;
+impl Orderings for Private {
+    const READ: Ordering = Ordering::Relaxed;
+    const SWAP: Ordering = Ordering::Relaxed;
+}
+
+/// The word publishes writes made before its swap.
+struct Publishing;
+impl Orderings for Publishing {
+    const READ: Ordering = Ordering::Acquire;
+    const SWAP: Ordering = Ordering::Release;
+}
+
+/// The stronger of two load orderings (`Relaxed` or `Acquire`).
+const fn stronger_load(a: Ordering, b: Ordering) -> Ordering {
+    match a {
+        Ordering::Relaxed => b,
+        _ => a,
+    }
+}
+
+/// The loop behind [`decide_and_swap`] and [`decide_and_publish`]. Loads use the stronger
+/// of what the word's algorithm (`O::READ`) and its tenancy (`T::LOAD`) need.
+#[inline]
+fn swap_loop<O: Orderings, T: Tenancy, R>(
+    word: &AtomicU64,
+    tenancy: &T,
     mut decide: impl FnMut(u64) -> (R, Option<u64>),
 ) -> Result<R, T::Evicted> {
-    let mut current = word.load(T::LOAD);
+    let read = const { stronger_load(O::READ, T::LOAD) };
+    let mut current = word.load(read);
     loop {
         tenancy.check(current)?;
         let (result, next) = decide(current);
@@ -82,7 +143,7 @@ pub(crate) fn decide_and_swap<T: Tenancy, R>(
             return Ok(result);
         };
         debug_assert!(next > current && next <= MAX_STATE, "state words only grow");
-        match word.compare_exchange_weak(current, next, Ordering::Relaxed, T::LOAD) {
+        match word.compare_exchange_weak(current, next, O::SWAP, read) {
             Ok(_) => return Ok(result),
             Err(actual) => current = actual,
         }

@@ -88,10 +88,16 @@ impl CoarseNow {
     pub(crate) fn precise(self) -> u64 {
         let now = now_ns();
         if now > self.latest {
-            // The slack assumption failed (a tickless CPU, a stalled timekeeper) or this
-            // thread was descheduled between the reads. Either way, stop trusting the
-            // coarse clock: only speed is lost. Relaxed: a flag that is only ever set.
-            COARSE_SLACK_NS.store(DISTRUSTED, Ordering::Relaxed);
+            // Either this thread was descheduled between the two reads, or the coarse
+            // clock lags by more than the slack. A second coarse read tells them apart:
+            // the precise time at that read is at least `now`, so if even this fresher
+            // coarse reading is more than the slack behind `now`, the lag is proven.
+            let recheck = read(libc::CLOCK_MONOTONIC_COARSE);
+            if now > recheck.saturating_add(self.latest - self.earliest) {
+                // Stop trusting the coarse clock for good: only speed is lost. Relaxed: a
+                // flag that is only ever set.
+                COARSE_SLACK_NS.store(DISTRUSTED, Ordering::Relaxed);
+            }
         }
         now
     }

@@ -7,12 +7,18 @@ pub enum Algorithm {
     /// Generic cell rate algorithm: a leaky bucket as a meter (the token bucket is the same
     /// algorithm). Smooth: one unit every `period_ns / limit`, bursts up to `burst`.
     Gcra = 0,
-    /// At most `limit` units in each window `[k·period, (k+1)·period)`.
+    /// At most `limit` units in each window `[k·period, (k+1)·period)`. A hard cap per
+    /// calendar window, but up to 2·`limit` can pass within one period across an edge.
+    /// State: 8 bytes. Bound: `⌊(2⁶⁴−1)/period⌋ · 2^bits(limit) + limit ≤ 2⁶⁴ − 3`
+    /// (always met when `limit ≤ period / 4`).
     FixedWindow = 1,
     /// The previous window's count, weighted by its overlap with the sliding period, plus
-    /// the current window's count, at most `limit`.
+    /// the current window's count, at most `limit`: a smooth estimate with no edge burst.
+    /// State: 24 bytes. Bound: as [`FixedWindow`](Self::FixedWindow).
     SlidingWindow = 2,
-    /// Exact: at most `limit` units admitted in any period `(t − period, t]`.
+    /// Exact: at most `limit` units admitted in any period `(t − period, t]`, from a ring
+    /// of the last `limit` admitted timestamps. State: `16 + 16·limit` bytes. Bounds:
+    /// `limit ≤ 2²⁰` and `limit · (⌊(2⁶⁴−1)/period⌋ + 1) ≤ 2⁶⁴ − 3` (about `limit < period`).
     SlidingLog = 3,
 }
 
@@ -33,7 +39,8 @@ pub struct Config {
     pub limit: u64,
     /// P ≥ 1: the period, in nanoseconds.
     pub period_ns: u64,
-    /// GCRA only: the most units admitted at once; 0 means `limit`.
+    /// GCRA only: the most units admitted at once; 0 means `limit`. The window
+    /// algorithms ignore it.
     pub burst: u64,
 }
 

@@ -40,8 +40,11 @@ impl Gcra {
             return Err(ConfigError::RateTooHigh);
         }
         let burst = if burst == 0 { limit } else { burst };
+        // τ ≤ MAX_STATE, so a fresh bucket is full at t = 0: its B units fit below the
+        // largest storable TAT.
         let tolerance = burst
             .checked_mul(emission_interval)
+            .filter(|&tolerance| tolerance <= MAX_STATE)
             .ok_or(ConfigError::ToleranceTooLarge)?;
         Ok(Self {
             emission_interval,
@@ -56,19 +59,41 @@ impl Gcra {
         self.burst
     }
 
+    /// The new TAT if `1 ≤ n ≤ burst` units at `now` are admitted with at most `max_wait`
+    /// of waiting: the admission rule alone, without the decision's report.
+    pub(crate) fn admit(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Option<u64> {
+        self.next_tat(tat, now, n)
+            .filter(|&new_tat| new_tat - now <= self.tolerance.saturating_add(max_wait))
+    }
+
+    /// `max(tat, now) + n·T` for `n ≤ burst`, the TAT an admission would store, if it is
+    /// storable: at most [`MAX_STATE`].
+    #[inline]
+    fn next_tat(&self, tat: u64, now: u64, n: u64) -> Option<u64> {
+        // n ≤ B, so n·T ≤ B·T = τ, which fits in u64.
+        let cost = n * self.emission_interval;
+        tat.max(now)
+            .checked_add(cost)
+            .filter(|&new_tat| new_tat <= MAX_STATE)
+    }
+
     /// Decides `n ≤ burst` units at `now` against the stored `tat`, waiting at most
     /// `max_wait` (0 for a plain acquire). `n == 0` is a query and never writes.
     #[inline]
     pub(crate) fn decide(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Outcome {
         debug_assert!(n <= self.burst, "callers reject n > burst first");
-        // n ≤ B, so n·T ≤ B·T = τ, which fits in u64.
-        let cost = n * self.emission_interval;
-        let start = tat.max(now);
-        let admitted_tat = start.checked_add(cost).filter(|&new_tat| {
-            (n == 0 || new_tat <= MAX_STATE)
-                && new_tat - now <= self.tolerance.saturating_add(max_wait)
-        });
-        match admitted_tat {
+        if n == 0 {
+            // A query: admitted, changes nothing, even when a reserve has queued the
+            // bucket past its tolerance.
+            return (
+                Decision {
+                    allowed: true,
+                    ..self.report(tat, now)
+                },
+                None,
+            );
+        }
+        match self.admit(tat, now, n, max_wait) {
             Some(new_tat) => {
                 let wait_ns = (new_tat - now).saturating_sub(self.tolerance);
                 let decision = Decision {
@@ -76,17 +101,19 @@ impl Gcra {
                     wait_ns,
                     ..self.report(new_tat, now)
                 };
-                (decision, (n > 0).then_some(new_tat))
+                (decision, Some(new_tat))
             }
             None => {
-                // Denied. max(tat, t) + n·T never shrinks as t grows, so if it passes
-                // MAX_STATE now it always will: never. Otherwise the tolerance denied it,
-                // so tat > now (a TAT at or behind now admits any n ≤ B) and start == tat:
-                // at now + d the request is admitted iff tat + n·T − (now + d) ≤ τ + max_wait.
-                let retry_after_ns = match start.checked_add(cost).filter(|&due| due <= MAX_STATE) {
+                // At now + d the same request is admitted iff
+                // max(tat, now + d) + n·T − (now + d) ≤ τ + max_wait and the new TAT is
+                // at most MAX_STATE.
+                let retry_after_ns = match self.next_tat(tat, now, n) {
+                    // Denied with a storable TAT means tat > now: the smallest d solves
+                    // tat + n·T − (now + d) = τ + max_wait.
                     Some(due) => (due - now)
                         .saturating_sub(self.tolerance)
                         .saturating_sub(max_wait),
+                    // max(tat, now + d) + n·T only grows with d: never storable.
                     None => u64::MAX,
                 };
                 let decision = Decision {
@@ -104,12 +131,21 @@ impl Gcra {
     fn report(&self, tat: u64, now: u64) -> Decision {
         // `debt` is how far the bucket is drained: the TAT's lead over now.
         let debt = tat.saturating_sub(now);
+        let mut remaining = self.tolerance.saturating_sub(debt) / self.emission_interval;
+        let mut reset_after_ns = debt;
+        let start = tat.max(now);
+        if start.saturating_add(self.tolerance) > MAX_STATE {
+            // The end of the timeline: a TAT past MAX_STATE cannot be stored, so only the
+            // units that fit can be admitted, and the bucket can never be full again.
+            remaining = remaining.min(MAX_STATE.saturating_sub(start) / self.emission_interval);
+            reset_after_ns = u64::MAX;
+        }
         Decision {
             allowed: false,
             limit: self.burst,
-            remaining: self.tolerance.saturating_sub(debt) / self.emission_interval,
+            remaining,
             retry_after_ns: 0,
-            reset_after_ns: debt,
+            reset_after_ns,
             wait_ns: 0,
         }
     }
@@ -135,10 +171,7 @@ impl Gcra {
         // While now ≤ tat the new TAT is tat + n·T whatever now is exactly.
         if latest <= tat && u128::from(earliest) >= due {
             // Past MAX_STATE every instant denies; leave that to the precise path.
-            return tat
-                .checked_add(cost)
-                .filter(|&new_tat| new_tat <= MAX_STATE)
-                .map(Some);
+            return self.next_tat(tat, latest, n).map(Some);
         }
         None
     }

@@ -12,7 +12,8 @@ pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) use std::sync::atomic::AtomicU64 as ProcessAtomicU64;
 
-/// Waits politely for another thread to finish a short step (a keyed insert in flight).
+/// Waits politely, without bound, for another thread to finish a short step (a keyed
+/// insert in flight). (For a wait that gives up after a few checks, see [`spin_wait`].)
 ///
 /// Spins with exponentially more `spin_loop` hints, then yields the CPU to the scheduler,
 /// so a waiter whose peer was preempted does not burn its time slice. Under loom every
@@ -44,4 +45,14 @@ impl Backoff {
             std::thread::yield_now();
         }
     }
+}
+
+/// One pause in a bounded wait for another thread's write: a CPU spin hint normally, a
+/// yield under loom so the model checker lets the writer run (an unbounded spin would
+/// never end there, and loom requires every wait loop to yield).
+pub(crate) fn spin_wait() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::hint::spin_loop();
 }

@@ -20,7 +20,12 @@ pub struct rate_limiter {
 /// NULL: `config` or `out` NULL is RATE_E_NULL.
 ///
 /// Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (unknown algorithm, limit or
-/// period 0, more than one unit per ns, or a product that does not fit 64 bits).
+/// period 0, more than one unit per ns, a product that does not fit 64 bits, or a
+/// window algorithm's bound: see `rate_config`).
+///
+/// # Safety
+/// `config` is NULL or points to a readable `rate_config`; `out` is NULL or points to a
+/// writable `rate_limiter *`.
 #[no_mangle]
 pub unsafe extern "C" fn rate_limiter_new(
     config: *const rate_config,
@@ -43,6 +48,9 @@ pub unsafe extern "C" fn rate_limiter_new(
 /// Thread-safety: must not race with any other call on the same handle.
 ///
 /// NULL: a no-op.
+///
+/// # Safety
+/// `limiter` is NULL or a live handle from `rate_limiter_new`, not used again afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn rate_limiter_free(limiter: *mut rate_limiter) {
     boundary(|| {
@@ -76,6 +84,9 @@ unsafe fn limiter_ref<'a>(limiter: *const rate_limiter) -> Option<&'a Limiter> {
 ///
 /// Returns RATE_OK (admitted), RATE_LIMITED (denied), RATE_E_NULL, or
 /// RATE_E_INSUFFICIENT_CAPACITY (`n` > limit; `out` untouched).
+///
+/// # Safety
+/// `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_decision`.
 #[no_mangle]
 pub unsafe extern "C" fn rate_limiter_acquire(
     limiter: *mut rate_limiter,
@@ -108,6 +119,9 @@ pub unsafe extern "C" fn rate_limiter_acquire(
 /// NULL: `limiter` NULL is RATE_E_NULL; `out` may be NULL.
 ///
 /// Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, or RATE_E_INSUFFICIENT_CAPACITY.
+///
+/// # Safety
+/// `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_decision`.
 #[no_mangle]
 pub unsafe extern "C" fn rate_limiter_acquire_at(
     limiter: *mut rate_limiter,
@@ -135,7 +149,11 @@ pub unsafe extern "C" fn rate_limiter_acquire_at(
 /// NULL: `limiter` NULL is RATE_E_NULL; `out` may be NULL.
 ///
 /// Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY (`n` > burst),
-/// or RATE_E_UNSUPPORTED (window algorithms have no reserve).
+/// or RATE_E_UNSUPPORTED (window algorithms have no reserve, whatever `n`; `out`
+/// untouched).
+///
+/// # Safety
+/// `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_decision`.
 #[no_mangle]
 pub unsafe extern "C" fn rate_limiter_reserve_at(
     limiter: *mut rate_limiter,

@@ -1,0 +1,193 @@
+"""Loads librate's shared library and declares the C contract (DESIGN §6) for ctypes.
+
+Every ``rate_*`` function of ``include/rate.h`` has its ``restype`` and ``argtypes`` in
+``SIGNATURES`` (tests/test_header_sync.py fails if one is missing or differs). Without
+them ctypes would assume ``int`` and truncate 64-bit values and pointers.
+
+A function is looked up and declared the first time it is used, so a library that lacks
+one (built from an older librate) still imports, and using that function raises a
+``LibraryError`` naming the library file and the symbol.
+
+Where the library comes from (first match wins; ``$LIBRATE_PATH`` is an override, so when
+it is set it is the only path tried):
+
+1. ``$LIBRATE_PATH``: the library file, or a directory holding it;
+2. the copy installed inside this package (``pip install`` puts it there);
+3. ``target/release/`` of the librate checkout this package sits in (in-tree runs).
+
+If none loads, the ``LibraryError`` names every path tried and why it failed.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import (
+    POINTER,
+    Structure,
+    c_char_p,
+    c_int32,
+    c_size_t,
+    c_uint8,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+from typing import Any
+
+from ._errors import LibraryError
+from ._libname import LIBRARY_NAME
+
+# Status codes and algorithm numbers (DESIGN §6); never renumbered.
+RATE_OK = 0
+RATE_LIMITED = 1
+RATE_E_NULL = -1
+RATE_E_INVALID_CONFIG = -2
+RATE_E_INSUFFICIENT_CAPACITY = -3
+RATE_E_TABLE_FULL = -4
+RATE_E_UNSUPPORTED = -5
+RATE_E_INTERNAL = -6
+
+RATE_GCRA = 0
+RATE_FIXED_WINDOW = 1
+RATE_SLIDING_WINDOW = 2
+RATE_SLIDING_LOG = 3
+
+
+class rate_config(Structure):  # noqa: N801 - the C name
+    """``struct rate_config``: what a limiter enforces."""
+
+    _fields_ = [
+        ("algorithm", c_uint32),
+        ("limit", c_uint64),
+        ("period_ns", c_uint64),
+        ("burst", c_uint64),
+    ]
+
+
+class rate_decision(Structure):  # noqa: N801 - the C name
+    """``struct rate_decision``: the outcome of an acquire, reserve or query."""
+
+    _fields_ = [
+        ("allowed", c_uint8),
+        ("limit", c_uint64),
+        ("remaining", c_uint64),
+        ("retry_after_ns", c_uint64),
+        ("reset_after_ns", c_uint64),
+        ("wait_ns", c_uint64),
+    ]
+
+
+# Opaque handles (`rate_limiter *`, `rate_keyed *`) travel as `c_void_p`: a typed POINTER
+# costs ~30% more per call (measured), and only this package ever makes or passes them.
+HANDLE = c_void_p
+# `const uint8_t *key` is declared `c_char_p`: the same pointer at the ABI level, and
+# ctypes then passes a `bytes` object's own buffer with no copy. The length travels
+# separately, so keys may hold NUL bytes.
+KEY = c_char_p
+DECISION = POINTER(rate_decision)
+
+SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
+    "rate_limiter_new": (c_int32, (POINTER(rate_config), POINTER(HANDLE))),
+    "rate_limiter_free": (None, (HANDLE,)),
+    "rate_limiter_acquire": (c_int32, (HANDLE, c_uint64, DECISION)),
+    "rate_limiter_acquire_at": (c_int32, (HANDLE, c_uint64, c_uint64, DECISION)),
+    "rate_limiter_reserve_at": (
+        c_int32,
+        (HANDLE, c_uint64, c_uint64, c_uint64, DECISION),
+    ),
+    "rate_keyed_new": (c_int32, (POINTER(rate_config), c_uint64, POINTER(HANDLE))),
+    "rate_keyed_free": (None, (HANDLE,)),
+    "rate_keyed_acquire": (c_int32, (HANDLE, KEY, c_size_t, c_uint64, DECISION)),
+    "rate_keyed_acquire_at": (
+        c_int32,
+        (HANDLE, KEY, c_size_t, c_uint64, c_uint64, DECISION),
+    ),
+    "rate_keyed_reserve_at": (
+        c_int32,
+        (HANDLE, KEY, c_size_t, c_uint64, c_uint64, c_uint64, DECISION),
+    ),
+    "rate_now_ns": (c_uint64, ()),
+    "rate_status_str": (c_char_p, (c_int32,)),
+    "rate_version": (c_char_p, ()),
+}
+
+
+class Library:
+    """The loaded library. Each attribute named in ``SIGNATURES`` is the C function,
+    declared on first access and cached on the instance (so later accesses are plain
+    attribute loads)."""
+
+    def __init__(self, cdll: ctypes.CDLL, path: Path) -> None:
+        self._cdll = cdll
+        self.path = path
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for names not yet cached in the instance dict.
+        try:
+            restype, argtypes = SIGNATURES[name]
+        except KeyError:
+            raise AttributeError(name) from None
+        try:
+            function = getattr(self._cdll, name)
+        except AttributeError:
+            raise LibraryError(
+                f"{self.path} has no function {name}: the library is older than these "
+                "bindings; rebuild it (cargo build --release) or point LIBRATE_PATH at a "
+                "current copy"
+            ) from None
+        function.restype = restype
+        function.argtypes = argtypes
+        setattr(self, name, function)
+        return function
+
+    def unchecked(self, name: str) -> Any:
+        """A second function object for ``name``, with the declared ``restype`` but no
+        ``argtypes``, for the hottest path only.
+
+        With ``argtypes``, ctypes calls ``from_param`` on every argument of every call
+        (measured here: about a third of a 3-argument call). Without them it passes
+        ctypes instances as they are, so the caller must pass each argument as an
+        instance of its declared type (``c_void_p``, ``c_uint64``, ``c_size_t``), or
+        ``bytes`` for a key pointer, or None for a NULL pointer: never a plain int,
+        which ctypes would pass as a 32-bit C int.
+        """
+        restype, _ = SIGNATURES[name]
+        getattr(self, name)  # the declared twin: raises LibraryError if the symbol is missing
+        function = self._cdll[name]  # item access makes a new function object each time
+        function.restype = restype
+        return function
+
+
+def candidates() -> list[tuple[str, Path]]:
+    """Where to look for the library, in order, each with where the path came from."""
+    override = os.environ.get("LIBRATE_PATH")
+    if override:
+        path = Path(override)
+        return [("$LIBRATE_PATH", path / LIBRARY_NAME if path.is_dir() else path)]
+    package = Path(__file__).resolve().parent
+    found = [("inside the package", package / LIBRARY_NAME)]
+    checkout = package.parent.parent.parent  # bindings/python/librate -> repo root
+    if (checkout / "Cargo.toml").is_file() and (checkout / "include" / "rate.h").is_file():
+        found.append(("in-tree build", checkout / "target" / "release" / LIBRARY_NAME))
+    return found
+
+
+def load() -> Library:
+    """Loads the first candidate that works, or raises naming every path tried."""
+    tried = []
+    for origin, path in candidates():
+        try:
+            return Library(ctypes.CDLL(str(path)), path)
+        except OSError as error:
+            tried.append(f"{path} ({origin}): {error}")
+    raise LibraryError(
+        "could not load librate; tried:\n  "
+        + "\n  ".join(tried)
+        + "\nReinstall the package (pip install ./bindings/python builds the library), "
+        "run `cargo build --release` in the checkout, or set LIBRATE_PATH."
+    )
+
+
+lib = load()

@@ -1,0 +1,477 @@
+"""``Limiter`` and ``KeyedLimiter``: Python objects over the C handles.
+
+Both share one base class; they differ only in the C functions they call and in the
+``(key, key_len)`` arguments a keyed call puts before ``n`` (the "target").
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from ctypes import byref, c_size_t, c_uint64, c_void_p
+from dataclasses import dataclass
+from typing import Any, NamedTuple, TypeVar
+
+from . import _waiting
+from ._convert import U64_MAX, Duration, duration_ns, key_bytes, u64
+from ._decision import Decision, seconds
+from ._decorator import decorate
+from ._errors import LibrateError, RateLimited, error_for
+from ._ffi import (
+    RATE_FIXED_WINDOW,
+    RATE_GCRA,
+    RATE_LIMITED,
+    RATE_OK,
+    RATE_SLIDING_LOG,
+    RATE_SLIDING_WINDOW,
+    lib,
+    rate_config,
+    rate_decision,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: The algorithm names the constructors accept, and their C numbers.
+ALGORITHMS = {
+    "gcra": RATE_GCRA,
+    "fixed_window": RATE_FIXED_WINDOW,
+    "sliding_window": RATE_SLIDING_WINDOW,
+    "sliding_log": RATE_SLIDING_LOG,
+}
+
+#: A key: ``str`` (sent as UTF-8) or ``bytes``.
+Key = str | bytes
+
+# The default cost, and the same as the ctypes value the fast paths pass: a call that
+# leaves `n` out passes this very object (`n is _ONE`), known valid, so it needs neither
+# a range check nor a conversion.
+_ONE = 1
+_C_ONE = c_uint64(1)
+
+
+class _Handle(c_void_p):
+    """Owns one C handle and frees it exactly once, when the last reference to it goes.
+
+    A limiter holds one reference, and each C call in flight holds another (ctypes keeps
+    its arguments alive until the call returns). So ``close()`` racing with a call in
+    another thread only drops the limiter's reference: the memory is freed when that call
+    returns, never under it. In the usual case (no call in flight) ``close()`` frees at
+    once. A handle that was never filled in (a failed constructor) is NULL and frees
+    nothing.
+    """
+
+    __slots__ = ()
+
+    @staticmethod
+    def _free(handle: c_void_p) -> None:
+        raise NotImplementedError
+
+    def __del__(self) -> None:
+        if self:  # non-NULL
+            type(self)._free(self)
+
+
+class _LimiterHandle(_Handle):
+    __slots__ = ()
+    _free = staticmethod(lib.rate_limiter_free)
+
+
+class _KeyedHandle(_Handle):
+    __slots__ = ()
+
+    @staticmethod
+    def _free(handle: c_void_p, _lib: Any = lib) -> None:
+        # Bound as a default so it still works during interpreter shutdown.
+        _lib.rate_keyed_free(handle)
+
+
+# What a closed limiter passes as its handle: NULL, which the C library answers with
+# RATE_E_NULL, so the fast paths need no "is it closed?" test of their own.
+_CLOSED = c_void_p()
+
+
+class _CFunctions(NamedTuple):
+    """The C functions of one kind of limiter."""
+
+    new: Any
+    acquire: Any
+    acquire_at: Any
+    reserve_at: Any
+    #: ``acquire`` unchecked (see ``Library.unchecked``), for ``try_acquire``.
+    fast: Any
+
+
+_LIMITER_C = _CFunctions(
+    lib.rate_limiter_new,
+    lib.rate_limiter_acquire,
+    lib.rate_limiter_acquire_at,
+    lib.rate_limiter_reserve_at,
+    lib.unchecked("rate_limiter_acquire"),
+)
+# The hot path's function, bound once: a global load is the cheapest lookup.
+_limiter_try = _LIMITER_C.fast
+
+
+@functools.cache
+def _keyed_c() -> _CFunctions:
+    # Looked up at the first KeyedLimiter, not at import: a library without the keyed
+    # table still serves Limiter, and KeyedLimiter() then says which symbol is missing.
+    return _CFunctions(
+        lib.rate_keyed_new,
+        lib.rate_keyed_acquire,
+        lib.rate_keyed_acquire_at,
+        lib.rate_keyed_reserve_at,
+        lib.unchecked("rate_keyed_acquire"),
+    )
+
+
+def status_text(status: int) -> str:
+    """librate's description of a status code."""
+    return str(lib.rate_status_str(status).decode())
+
+
+@dataclass(frozen=True)
+class Config:
+    """What a limiter enforces: at most ``limit`` units per ``period_ns``, by
+    ``algorithm``; GCRA admits bursts of up to ``burst`` (None: ``limit``)."""
+
+    algorithm: str
+    limit: int
+    period_ns: int
+    burst: int | None = None
+
+    @property
+    def period(self) -> float:
+        """``period_ns`` in seconds."""
+        return seconds(self.period_ns)
+
+    @property
+    def capacity(self) -> int:
+        """The most units admitted at once: the largest ``n`` that is not an
+        ``InsufficientCapacity`` error (GCRA: burst; windows: limit)."""
+        return self.limit if self.burst is None else self.burst
+
+    def to_c(self) -> rate_config:
+        return rate_config(ALGORITHMS[self.algorithm], self.limit, self.period_ns, self.burst or 0)
+
+
+def _config(algorithm: object, limit: object, period: object, burst: object) -> Config:
+    """Checks the constructor arguments. Their values (limit 0, period 0, too high a
+    rate, overflow) are left for the C library to judge, so there is one rule book."""
+    if not isinstance(algorithm, str):
+        raise TypeError(f"algorithm must be a str, not {type(algorithm).__name__}")
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {algorithm!r}")
+    checked_burst = None
+    if burst is not None:
+        if algorithm != "gcra":
+            raise ValueError(f"burst applies to gcra only, not {algorithm}")
+        checked_burst = u64(burst, "burst")
+        if checked_burst == 0:
+            raise ValueError("burst must be at least 1 (None means limit)")
+    return Config(algorithm, u64(limit, "limit"), duration_ns(period, "period"), checked_burst)
+
+
+class _Base:
+    """What ``Limiter`` and ``KeyedLimiter`` share. ``target`` arguments are what a C call
+    takes between the handle and ``n``: ``()`` direct, ``(key, len(key))`` keyed."""
+
+    __slots__ = ("_handle", "_config", "_c", "__weakref__")
+
+    _handle: c_void_p
+    _config: Config
+    _c: _CFunctions
+
+    def _open(self, handle_class: type[_Handle], *extra: int) -> None:
+        handle = handle_class()
+        status = self._c.new(byref(self._config.to_c()), *extra, byref(handle))
+        if status != RATE_OK:
+            raise error_for(status, f"{status_text(status)}: {self._config}")
+        self._handle = handle
+
+    @property
+    def config(self) -> Config:
+        """The configuration this limiter enforces."""
+        return self._config
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+        return self._handle is _CLOSED
+
+    def close(self) -> None:
+        """Releases the native limiter. Idempotent; later calls raise ``ClosedError``.
+        Safe while other threads are inside a call: the memory is freed when the last
+        of those calls returns."""
+        self._handle = _CLOSED
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        raise TypeError(f"{type(self).__name__} cannot be pickled or copied: it owns native state")
+
+    def __repr__(self) -> str:
+        state = " closed" if self.closed else ""
+        return f"<{type(self).__name__}{state} {self._config}>"
+
+    def _fail(self, status: int, n: int) -> LibrateError:
+        if self.closed:
+            return error_for(status, f"{type(self).__name__} is closed")
+        return error_for(status, f"{status_text(status)} (n={n}, {self._config})")
+
+    def _decide(self, function: Any, target: tuple[Any, ...], n: int, *after: int) -> Decision:
+        out = rate_decision()
+        status = function(self._handle, *target, n, *after, out)
+        if status == RATE_OK or status == RATE_LIMITED:
+            return Decision.from_c(out)
+        raise self._fail(status, n)
+
+    def _acquire(self, target: tuple[Any, ...], n: object, now_ns: object) -> Decision:
+        n = u64(n, "n")
+        if now_ns is None:
+            return self._decide(self._c.acquire, target, n)
+        return self._decide(self._c.acquire_at, target, n, u64(now_ns, "now_ns"))
+
+    def _reserve(
+        self, target: tuple[Any, ...], n: object, max_wait: object, now_ns: object
+    ) -> Decision:
+        n = u64(n, "n")
+        max_wait_ns = duration_ns(max_wait, "max_wait", saturate=True)
+        now = lib.rate_now_ns() if now_ns is None else u64(now_ns, "now_ns")
+        return self._decide(self._c.reserve_at, target, n, now, max_wait_ns)
+
+    def _plan(
+        self, target: tuple[Any, ...], n: int, timeout_ns: int | None
+    ) -> _waiting.Plan[Decision]:
+        """Waits for ``n`` units: yields sleeps (ns), returns the final decision, which is
+        a denial only if ``timeout_ns`` runs out first. ``n`` is already checked."""
+        deadline = None if timeout_ns is None else lib.rate_now_ns() + timeout_ns
+        while True:
+            now = lib.rate_now_ns()
+            if self._config.algorithm == "gcra":
+                # Book a place in the queue (GCRA reserve): fair under contention, and a
+                # denial means even waiting until the deadline could not admit.
+                max_wait = U64_MAX if deadline is None else min(max(deadline - now, 0), U64_MAX)
+                decision = self._decide(self._c.reserve_at, target, n, now, max_wait)
+                if decision.wait_ns:
+                    yield decision.wait_ns
+                return decision
+            # Windows have no reserve: retry when a retry could first succeed.
+            decision = self._decide(self._c.acquire_at, target, n, now)
+            if decision.allowed:
+                return decision
+            if deadline is not None and now + decision.retry_after_ns > deadline:
+                return decision
+            yield max(decision.retry_after_ns, 1)
+
+    def _waiter(
+        self, target: tuple[Any, ...], n: object, timeout: object
+    ) -> _waiting.Plan[Decision]:
+        timeout_ns = None if timeout is None else duration_ns(timeout, "timeout", saturate=True)
+        return self._plan(target, u64(n, "n"), timeout_ns)
+
+    def _decorator(
+        self,
+        target_of: Callable[[tuple[Any, ...], dict[str, Any]], tuple[Any, ...]],
+        n: object,
+        wait: object,
+        timeout: object,
+    ) -> Callable[[F], F]:
+        if callable(n):
+            raise TypeError("write @limiter.limit() with parentheses")
+        cost = u64(n, "n")
+        if not isinstance(wait, bool):
+            raise TypeError(f"wait must be a bool, not {type(wait).__name__}")
+        timeout_ns = None if timeout is None else duration_ns(timeout, "timeout", saturate=True)
+
+        def admitted(decision: Decision) -> None:
+            if not decision.allowed:
+                raise RateLimited(decision)
+
+        def admit(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            target = target_of(args, kwargs)
+            if wait:
+                admitted(_waiting.block(self._plan(target, cost, timeout_ns)))
+            else:
+                admitted(self._acquire(target, cost, None))
+
+        async def admit_async(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            target = target_of(args, kwargs)
+            if wait:
+                admitted(await _waiting.pause(self._plan(target, cost, timeout_ns)))
+            else:
+                admitted(self._acquire(target, cost, None))
+
+        return functools.partial(decorate, admit=admit, admit_async=admit_async)
+
+
+_Self = TypeVar("_Self", bound=_Base)
+
+
+def _no_target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[()]:
+    return ()
+
+
+class Limiter(_Base):
+    """One rate limiter: at most ``limit`` units per ``period`` (seconds or timedelta).
+
+    ``algorithm`` is ``"gcra"`` (default; bursts of up to ``burst``, None meaning
+    ``limit``), ``"fixed_window"``, ``"sliding_window"`` or ``"sliding_log"``.
+
+    Thread-safety: share one limiter between any number of threads; every call is one
+    lock-free C call, made with the GIL released. Times are nanoseconds on
+    CLOCK_MONOTONIC (``librate.now_ns()``); ``now_ns=`` arguments take your own timeline.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        algorithm: str = "gcra",
+        limit: int,
+        period: Duration,
+        burst: int | None = None,
+    ) -> None:
+        self._handle = _CLOSED
+        self._config = _config(algorithm, limit, period, burst)
+        self._c = _LIMITER_C
+        self._open(_LimiterHandle)
+
+    def try_acquire(self, n: int = _ONE) -> bool:
+        """Acquires ``n`` units now and says only whether they were admitted: the fast
+        path (the C library decides on its coarse clock when that settles the outcome).
+
+        Raises ``InsufficientCapacity`` if ``n`` exceeds ``config.capacity``."""
+        units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
+        status = _limiter_try(self._handle, units, None)
+        # Literals, not RATE_OK/RATE_LIMITED: a constant is cheaper than a global load.
+        if status == 0:
+            return True
+        if status == 1:
+            return False
+        raise self._fail(status, n)
+
+    def acquire(self, n: int = 1, *, now_ns: int | None = None) -> Decision:
+        """Acquires ``n`` units (``n == 0`` only reports the state) and returns the full
+        decision; at ``now_ns`` if given, else now."""
+        return self._acquire((), n, now_ns)
+
+    def reserve(self, n: int = 1, *, max_wait: Duration, now_ns: int | None = None) -> Decision:
+        """Reserves ``n`` units (GCRA only: the leaky bucket as a queue). Admitted if the
+        caller would have to wait at most ``max_wait`` (seconds, timedelta or
+        ``math.inf``) before acting; ``decision.wait`` says how long. Window algorithms
+        raise ``Unsupported``."""
+        return self._reserve((), n, max_wait, now_ns)
+
+    def wait(self, n: int = 1, timeout: Duration | None = None) -> Decision:
+        """Blocks until ``n`` units are admitted and returns the decision; with a
+        ``timeout`` (seconds or timedelta), returns the denial instead once it is clear
+        that the wait would exceed it (without sleeping in vain)."""
+        return _waiting.block(self._waiter((), n, timeout))
+
+    async def wait_async(self, n: int = 1, timeout: Duration | None = None) -> Decision:
+        """``wait()`` for asyncio: sleeps the task, not the thread."""
+        return await _waiting.pause(self._waiter((), n, timeout))
+
+    def limit(
+        self, n: int = 1, *, wait: bool = False, timeout: Duration | None = None
+    ) -> Callable[[F], F]:
+        """Decorator: each call of the function (sync or async) first acquires ``n``
+        units. Denied calls raise ``RateLimited``; with ``wait=True`` they wait instead
+        (up to ``timeout``, then raise ``RateLimited``)."""
+        return self._decorator(_no_target, n, wait, timeout)
+
+
+def _key_target(key: object) -> tuple[bytes, int]:
+    data = key_bytes(key)
+    return (data, len(data))
+
+
+class KeyedLimiter(_Base):
+    """Independent limits per key (user id, IP, API key: ``str`` or ``bytes``, the empty
+    key included), in one table of fixed ``capacity`` allocated once.
+
+    Holding up to ``capacity`` live keys never fails; a key whose state is back to fresh
+    may be reclaimed. When the table is full of live keys, a new key raises ``TableFull``
+    and the caller chooses to fail open or closed. Same arguments, algorithms and
+    thread-safety as ``Limiter``; every method takes the key first.
+    """
+
+    __slots__ = ("_fast",)
+
+    def __init__(
+        self,
+        *,
+        algorithm: str = "gcra",
+        limit: int,
+        period: Duration,
+        burst: int | None = None,
+        capacity: int,
+    ) -> None:
+        self._handle = _CLOSED
+        self._config = _config(algorithm, limit, period, burst)
+        checked_capacity = u64(capacity, "capacity")
+        self._c = _keyed_c()
+        self._fast = self._c.fast
+        self._open(_KeyedHandle, checked_capacity)
+
+    def try_acquire(self, key: Key, n: int = _ONE) -> bool:
+        """``Limiter.try_acquire`` for ``key``."""
+        if key.__class__ is not bytes:
+            key = key_bytes(key)
+        units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
+        status = self._fast(self._handle, key, c_size_t(len(key)), units, None)
+        # The same tail as Limiter.try_acquire, written out on purpose: a shared helper
+        # would add a Python call (~20% of a ctypes call) to the hottest path.
+        if status == 0:
+            return True
+        if status == 1:
+            return False
+        raise self._fail(status, n)
+
+    def acquire(self, key: Key, n: int = 1, *, now_ns: int | None = None) -> Decision:
+        """``Limiter.acquire`` for ``key``. A query (``n == 0``) never inserts the key."""
+        return self._acquire(_key_target(key), n, now_ns)
+
+    def reserve(
+        self, key: Key, n: int = 1, *, max_wait: Duration, now_ns: int | None = None
+    ) -> Decision:
+        """``Limiter.reserve`` for ``key``."""
+        return self._reserve(_key_target(key), n, max_wait, now_ns)
+
+    def wait(self, key: Key, n: int = 1, timeout: Duration | None = None) -> Decision:
+        """``Limiter.wait`` for ``key``."""
+        return _waiting.block(self._waiter(_key_target(key), n, timeout))
+
+    async def wait_async(self, key: Key, n: int = 1, timeout: Duration | None = None) -> Decision:
+        """``Limiter.wait_async`` for ``key``."""
+        return await _waiting.pause(self._waiter(_key_target(key), n, timeout))
+
+    def limit(
+        self,
+        key: Key | Callable[..., Key],
+        n: int = 1,
+        *,
+        wait: bool = False,
+        timeout: Duration | None = None,
+    ) -> Callable[[F], F]:
+        """``Limiter.limit`` for a key: a fixed ``str``/``bytes``, or a function called
+        with the decorated function's arguments that returns the key."""
+        if callable(key):
+            key_of = key
+
+            def target_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+                return _key_target(key_of(*args, **kwargs))
+
+        else:
+            fixed = _key_target(key)
+
+            def target_of(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+                return fixed
+
+        return self._decorator(target_of, n, wait, timeout)

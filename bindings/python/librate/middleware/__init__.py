@@ -1,0 +1,8 @@
+"""WSGI and ASGI middleware: per-client rate limits with 429, ``Retry-After`` and the
+IETF ``RateLimit`` / ``RateLimit-Policy`` headers (see ``_headers`` for the format)."""
+
+from ._gate import RateLimitMiddleware
+from .asgi import ASGIRateLimit
+from .wsgi import WSGIRateLimit
+
+__all__ = ["ASGIRateLimit", "RateLimitMiddleware", "WSGIRateLimit"]

@@ -1,0 +1,102 @@
+"""librate/_ffi.py against include/rate.h: every rate_* function of the header is declared
+with the same types, and the structs and constants agree. (The header is generated from
+the Rust source by cbindgen and checked for drift there; this closes the loop to Python.)
+"""
+
+from __future__ import annotations
+
+import re
+from ctypes import POINTER, c_char_p, c_int32, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from librate import _ffi
+
+HEADER = Path(__file__).resolve().parents[3] / "include" / "rate.h"
+
+# C spelling (tokens joined by single spaces) -> the ctypes type _ffi must use.
+C_TYPES: dict[str, Any] = {
+    "void": None,
+    "int32_t": c_int32,
+    "uint8_t": c_uint8,
+    "uint32_t": c_uint32,
+    "uint64_t": c_uint64,
+    "size_t": c_size_t,
+    "const char *": c_char_p,
+    # Same pointer at the ABI level; c_char_p passes a bytes object without a copy.
+    "const uint8_t *": c_char_p,
+    # Opaque handles travel as c_void_p (see _ffi.HANDLE).
+    "struct rate_limiter *": c_void_p,
+    "const struct rate_limiter *": c_void_p,
+    "struct rate_keyed *": c_void_p,
+    "const struct rate_keyed *": c_void_p,
+    "struct rate_limiter * *": POINTER(c_void_p),
+    "struct rate_keyed * *": POINTER(c_void_p),
+    "const struct rate_config *": POINTER(_ffi.rate_config),
+    "struct rate_decision *": POINTER(_ffi.rate_decision),
+}
+
+
+def header_text() -> str:
+    """The header without comments."""
+    text = HEADER.read_text()
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.DOTALL)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def spelled(declaration: str) -> str:
+    return " ".join(declaration.replace("*", " * ").split())
+
+
+def header_functions() -> dict[str, tuple[str, list[str]]]:
+    """name -> (return type, [parameter types]) for every rate_* prototype."""
+    functions = {}
+    code = re.sub(r"^\s*#.*$", " ", header_text(), flags=re.MULTILINE)  # no preprocessor
+    for match in re.finditer(r"([\w\s\*]+?)\b(rate_\w+)\s*\(([^)]*)\)\s*;", code):
+        returns, name, parameters = match.groups()
+        types = []
+        for parameter in filter(None, (p.strip() for p in parameters.split(","))):
+            if parameter == "void":
+                continue
+            types.append(spelled(re.sub(r"\w+$", "", parameter)))  # drop the name
+        functions[name] = (spelled(returns), types)
+    return functions
+
+
+def test_header_is_parsed() -> None:
+    # Guards the parser itself: the functions DESIGN §6 fixed for the direct limiter.
+    functions = header_functions()
+    assert functions["rate_limiter_reserve_at"] == (
+        "int32_t",
+        ["struct rate_limiter *", "uint64_t", "uint64_t", "uint64_t", "struct rate_decision *"],
+    )
+    assert functions["rate_version"] == ("const char *", [])
+
+
+@pytest.mark.parametrize("name", sorted(header_functions()))
+def test_every_header_function_is_declared(name: str) -> None:
+    returns, parameters = header_functions()[name]
+    assert name in _ffi.SIGNATURES, f"{name} is in rate.h but missing from librate/_ffi.py"
+    restype, argtypes = _ffi.SIGNATURES[name]
+    assert restype is C_TYPES[returns], f"{name} returns {returns}"
+    assert list(argtypes) == [C_TYPES[p] for p in parameters], f"{name}({', '.join(parameters)})"
+
+
+@pytest.mark.parametrize("struct", [_ffi.rate_config, _ffi.rate_decision])
+def test_structs_match(struct: Any) -> None:
+    name = struct.__name__
+    body = re.search(rf"typedef struct {name} \{{(.*?)\}} {name};", header_text(), re.DOTALL)
+    assert body, f"struct {name} not in rate.h"
+    fields = [spelled(f).rsplit(" ", 1) for f in body.group(1).split(";") if f.strip()]
+    assert [(field_name, C_TYPES[ctype]) for ctype, field_name in fields] == list(struct._fields_)
+
+
+def test_constants_match() -> None:
+    defines = re.findall(r"#define (RATE_\w+) \(?(?:0 - )?(\d+)\)?", header_text())
+    negative = set(re.findall(r"#define (RATE_\w+) \(0 - ", header_text()))
+    assert len(defines) >= 12
+    for name, digits in defines:
+        value = -int(digits) if name in negative else int(digits)
+        assert getattr(_ffi, name) == value, name

@@ -1,0 +1,116 @@
+"""WSGI (wsgiref) and ASGI (uvicorn) middleware with one Limiter for all requests, through
+real HTTP requests on 127.0.0.1, on a virtual clock."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+import librate
+from conftest import Serve
+from helpers import MS, SECOND, VirtualClock, get, hello_asgi, hello_wsgi
+from librate.middleware import ASGIRateLimit, WSGIRateLimit
+from librate.middleware._headers import policy_header, ratelimit_header, sf_string
+
+
+def test_seed_scenario_over_http(serve: Serve) -> None:
+    # L=1 per 2 s: admitted at 0, denied at 999 ms (Retry-After: ceil(1.001 s) = 2),
+    # admitted at 2001 ms.
+    clock = VirtualClock(now=0)
+    calls: list[str] = []
+    port = serve(librate.Limiter(limit=1, period=2), calls, clock=clock)
+
+    first = get(port, "/a")
+    assert (first.status, first.body, first.headers["X-App"]) == (200, b"hello", "yes")
+    assert first.headers["RateLimit-Policy"] == '"default";q=1;w=2'
+    assert first.headers["RateLimit"] == '"default";r=0;t=2'  # full again in 2 s
+    assert "Retry-After" not in first.headers
+
+    clock.now = 999 * MS
+    denied = get(port, "/b")
+    assert denied.status == 429
+    assert denied.body == b"429 Too Many Requests\n"
+    assert denied.headers["Retry-After"] == "2"
+    assert denied.headers["RateLimit"] == '"default";r=0;t=2'
+    assert denied.headers["RateLimit-Policy"] == '"default";q=1;w=2'
+    assert denied.headers["Content-Type"] == "text/plain; charset=utf-8"
+
+    clock.now = 2001 * MS
+    assert get(port, "/c").status == 200
+    assert calls == ["/a", "/c"]  # the denied request never reached the app
+
+
+def test_retry_after_rounds_up(serve: Serve) -> None:
+    clock = VirtualClock(now=0)
+    port = serve(librate.Limiter(limit=1, period=10), [], clock=clock)
+    assert get(port).status == 200
+    clock.now = 8 * SECOND + 1
+    denied = get(port)
+    # 2 s - 1 ns to go: still "2", never a Retry-After that is too early.
+    assert (denied.status, denied.headers["Retry-After"]) == (429, "2")
+    clock.now = 8 * SECOND
+    assert get(port).headers["Retry-After"] == "2"
+
+
+def test_cost_burst_and_policy_name(serve: Serve) -> None:
+    clock = VirtualClock(now=0)
+    limiter = librate.Limiter(limit=2, period=1, burst=6)
+    port = serve(limiter, [], clock=clock, cost=3, policy="api")
+    first = get(port)
+    assert first.headers["RateLimit-Policy"] == '"api";q=2;w=1;librate-burst=6'
+    assert first.headers["RateLimit"] == '"api";r=3;t=2'  # 3 of 6 left; T = 0.5 s
+    assert get(port).headers["RateLimit"] == '"api";r=0;t=3'
+    denied = get(port)
+    assert (denied.status, denied.headers["Retry-After"]) == (429, "2")  # 3 units = 1.5 s
+
+
+def test_real_clock(serve: Serve) -> None:
+    port = serve(librate.Limiter(limit=1, period=3600), [])
+    assert get(port).status == 200
+    denied = get(port)
+    assert denied.status == 429
+    assert 1 <= int(denied.headers["Retry-After"]) <= 3600
+
+
+def test_policy_header_forms() -> None:
+    sub_second = librate.Limiter(limit=5, period=0.5).config
+    assert policy_header('"p"', sub_second) == '"p";q=5'  # no sub-second windows in the draft
+    # sf-integers have at most 15 digits: larger values are clamped.
+    huge = librate.Config("gcra", 2**60, 3 * SECOND)
+    assert policy_header('"p"', huge) == '"p";q=999999999999999;w=3'
+    assert sf_string('a "quoted" \\ name') == '"a \\"quoted\\" \\\\ name"'
+    with pytest.raises(ValueError):
+        sf_string("caf\u00e9")
+    never = librate.Decision(False, 1, 0, 2**64 - 1, 2**64 - 1)
+    assert ratelimit_header('"p"', never) == '"p";r=0;t=18446744074'
+    plenty = librate.Decision(True, 2**64 - 1, 2**64 - 1, 0, 0)
+    assert ratelimit_header('"p"', plenty) == '"p";r=999999999999999;t=0'
+
+
+def test_middleware_arguments() -> None:
+    limiter = librate.Limiter(limit=2, period=1)
+    app = hello_wsgi([])
+    with pytest.raises(TypeError, match="KeyedLimiter"):
+        WSGIRateLimit(app, limiter, key=lambda environ: "x")
+    with pytest.raises(ValueError, match="capacity"):
+        WSGIRateLimit(app, limiter, cost=3)
+    with pytest.raises(ValueError, match="printable ASCII"):
+        ASGIRateLimit(hello_asgi([]), limiter, policy="\n")
+    with pytest.raises(TypeError):
+        WSGIRateLimit(app, object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        WSGIRateLimit(app, limiter, cost=1.0)  # type: ignore[arg-type]
+
+
+def test_asgi_passes_other_scopes_through(asgi_server: Callable[[object], int]) -> None:
+    seen: list[str] = []
+
+    async def app(scope: dict, receive: Callable, send: Callable) -> None:  # type: ignore[type-arg]
+        seen.append(scope["type"])
+
+    middleware = ASGIRateLimit(app, librate.Limiter(limit=1, period=3600))
+    for kind in ("lifespan", "websocket", "websocket"):
+        asyncio.run(middleware({"type": kind}, None, None))  # type: ignore[arg-type]
+    assert seen == ["lifespan", "websocket", "websocket"]

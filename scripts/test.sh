@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs every test in every language: Rust (unit, integration, doc, the C tests driven by
+# cargo), the loom models, the C tests under valgrind and sanitizers, Python and Go.
+# Usage: scripts/test.sh            (from anywhere in the repository)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "Rust: build the release library the bindings link"
+cargo build --release
+
+step "Rust: unit, integration, doc and C tests (tests/c_api.rs drives the C compiler)"
+cargo test --features testing
+
+step "Rust: loom models"
+RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+    cargo test --release $(for t in tests/loom_*.rs; do printf -- '--test %s ' "$(basename "$t" .rs)"; done)
+
+step "C: every C test under valgrind memcheck and ASan/UBSan"
+scripts/c-tests.sh
+
+step "Python: install the package into .venv (it bundles librate.so) and run pytest"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/pip install -q --upgrade './bindings/python[test]'
+.venv/bin/python -m pytest -q bindings/python/tests

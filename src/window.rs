@@ -1,0 +1,168 @@
+//! The timeline cut into windows `[k·P, (k+1)·P)`, and the packed word `(k, count)` that
+//! the fixed window and the sliding window counter store.
+//!
+//! # The packed word
+//! `word = (k << count_bits) | count` with `count_bits = bits(L)`, so any count `0..=L`
+//! fits below the index. A config is accepted only if the largest word it can produce,
+//! the last window of the `u64` timeline with a full count,
+//! `⌊(2⁶⁴−1)/P⌋ · 2^bits(L) + L`, is at most [`MAX_STATE`] = 2⁶⁴ − 3. Then:
+//! - the index never wraps, for any `now_ns` a caller can pass (`k ≤ ⌊(2⁶⁴−1)/P⌋`);
+//! - the word never holds `u64::MAX` or `u64::MAX − 1`, which the keyed table reserves;
+//! - the word is monotone over a limiter's life: a write either moves to a later window
+//!   or adds to the count of the same one, so comparing words compares (window, count)
+//!   lexicographically, and a compare-and-swap can never be fooled by an old value
+//!   coming back (no ABA).
+//!
+//! Every config with `L ≤ P/4` (at most one unit per 4 ns) is accepted; near one unit per
+//! nanosecond the bound bites (`L = P` is rejected for every `P`), as GCRA's does at
+//! exactly one unit per ns. Beyond it: [`ConfigError::LimitTooLarge`].
+//!
+//! The zero word is window 0 with nothing counted: a fresh limiter, full at any time.
+
+use crate::cell::MAX_STATE;
+use crate::ConfigError;
+
+/// A validated window configuration: L units per window of P ns, and the word's packing.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Windows {
+    limit: u64,
+    period_ns: u64,
+    count_bits: u32,
+}
+
+/// One window's count, as packed in a word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Counted {
+    /// k: the window `[k·P, (k+1)·P)`.
+    pub(crate) index: u64,
+    /// Units admitted in it.
+    pub(crate) count: u64,
+}
+
+impl Windows {
+    pub(crate) fn new(limit: u64, period_ns: u64) -> Result<Self, ConfigError> {
+        if limit == 0 {
+            return Err(ConfigError::ZeroLimit);
+        }
+        if period_ns == 0 {
+            return Err(ConfigError::ZeroPeriod);
+        }
+        let count_bits = u64::BITS - limit.leading_zeros();
+        let last_index = u64::MAX / period_ns;
+        let largest_word = (u128::from(last_index) << count_bits) + u128::from(limit);
+        if largest_word > u128::from(MAX_STATE) {
+            return Err(ConfigError::LimitTooLarge);
+        }
+        Ok(Self {
+            limit,
+            period_ns,
+            count_bits,
+        })
+    }
+
+    /// L: units per window.
+    pub(crate) fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// P: the window length in ns.
+    pub(crate) fn period_ns(&self) -> u64 {
+        self.period_ns
+    }
+
+    pub(crate) fn pack(&self, counted: Counted) -> u64 {
+        debug_assert!(counted.count <= self.limit);
+        (counted.index << self.count_bits) | counted.count
+    }
+
+    pub(crate) fn unpack(&self, word: u64) -> Counted {
+        Counted {
+            index: word >> self.count_bits,
+            count: word & ((1 << self.count_bits) - 1),
+        }
+    }
+
+    /// Where a request at `now` is evaluated, given that the state has seen window
+    /// `latest_index`: at `now` itself, or, if `now` lies in an older window, at the start
+    /// of window `latest_index` (time going backwards is clamped forward, DESIGN §2).
+    /// Returns the window and the time elapsed in it.
+    pub(crate) fn locate(&self, latest_index: u64, now: u64) -> (u64, u64) {
+        // latest_index ≤ ⌊(2⁶⁴−1)/P⌋, so its start fits u64. Most requests fall in the
+        // stored window, and then no division is needed.
+        match now.checked_sub(latest_index * self.period_ns) {
+            None => (latest_index, 0),
+            Some(elapsed) if elapsed < self.period_ns => (latest_index, elapsed),
+            Some(_) => {
+                let index = now / self.period_ns;
+                (index, now - index * self.period_ns)
+            }
+        }
+    }
+
+    /// The start of window `index + windows_later` in ns, in u128: past the last window
+    /// of the u64 timeline it does not fit u64.
+    pub(crate) fn start(&self, index: u64, windows_later: u64) -> u128 {
+        (u128::from(index) + u128::from(windows_later)) * u128::from(self.period_ns)
+    }
+}
+
+/// Nanoseconds from `now` until the instant `at` (≥ `now`), or `u64::MAX` ("never") if
+/// `at` lies past the end of the u64 timeline, where no `now + d` can reach it.
+pub(crate) fn until(at: u128, now: u64) -> u64 {
+    match u64::try_from(at) {
+        Ok(at) => at - now,
+        Err(_) => u64::MAX,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_zero_and_words_that_could_reach_the_reserved_values() {
+        assert_eq!(Windows::new(0, 10).unwrap_err(), ConfigError::ZeroLimit);
+        assert_eq!(Windows::new(1, 0).unwrap_err(), ConfigError::ZeroPeriod);
+        // P = 1: window indexes use all 64 bits, leaving none for the count.
+        assert_eq!(Windows::new(1, 1).unwrap_err(), ConfigError::LimitTooLarge);
+        // L = 1, P = 2: the last word would be (2⁶³−1)·2 + 1 = u64::MAX.
+        assert_eq!(Windows::new(1, 2).unwrap_err(), ConfigError::LimitTooLarge);
+        // L = 1, P = 3: last index 0x5555…55, word 0xAAAA…AB < u64::MAX − 1.
+        assert!(Windows::new(1, 3).is_ok());
+        // L = P is always rejected; L = P/4 always accepted.
+        assert!(Windows::new(1_000_000_000, 1_000_000_000).is_err());
+        assert!(Windows::new(250_000_000, 1_000_000_000).is_ok());
+        // One window covers the whole timeline: L may use 63 bits, up to 2⁶³ − 3.
+        assert!(Windows::new((1 << 63) - 3, u64::MAX).is_ok());
+        assert!(Windows::new((1 << 63) - 2, u64::MAX).is_err());
+    }
+
+    #[test]
+    fn the_last_word_of_an_accepted_config_is_below_the_reserved_values() {
+        for (limit, period) in [(1, 3), (5, 40), (1000, 4000), ((1 << 63) - 3, u64::MAX)] {
+            let windows = Windows::new(limit, period).unwrap();
+            let last = windows.pack(Counted {
+                index: u64::MAX / period,
+                count: limit,
+            });
+            assert!(last <= u64::MAX - 2, "{limit}/{period}: {last:#x}");
+            let back = windows.unpack(last);
+            assert_eq!((back.index, back.count), (u64::MAX / period, limit));
+        }
+    }
+
+    #[test]
+    fn locate_clamps_an_older_window_to_the_start_of_the_latest() {
+        let windows = Windows::new(2, 60).unwrap();
+        assert_eq!(windows.locate(0, 75), (1, 15));
+        assert_eq!(windows.locate(1, 75), (1, 15));
+        assert_eq!(windows.locate(3, 75), (3, 0));
+        assert_eq!(
+            windows.start(u64::MAX / 60, 1),
+            u128::from(u64::MAX / 60 + 1) * 60
+        );
+        assert_eq!(until(u128::from(u64::MAX) + 5, 7), u64::MAX);
+        assert_eq!(until(u128::from(u64::MAX), 7), u64::MAX - 7);
+        assert_eq!(until(100, 40), 60);
+    }
+}

@@ -1,0 +1,59 @@
+//! Helpers shared by the integration tests.
+
+#![allow(dead_code, unreachable_pub)] // each test crate uses a different subset
+
+/// SplitMix64: a tiny deterministic PRNG, so every property test is reproducible from its
+/// seed without a dependency.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..bound` (bound > 0); the slight modulo bias is irrelevant here.
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.next_u64() % bound
+    }
+
+    /// Uniform in `low..=high`.
+    pub fn range(&mut self, low: u64, high: u64) -> u64 {
+        low + self.below(high - low + 1)
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+pub const MS: u64 = 1_000_000;
+pub const SECOND: u64 = 1_000_000_000;
+
+/// The smallest `d` in `0..=bound` for which `holds(d)` is true, given that `holds` is
+/// monotone there (false … false true … true); `u64::MAX` ("never") if it never holds.
+pub fn smallest(bound: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
+    if !holds(bound) {
+        return u64::MAX;
+    }
+    let (mut low, mut high) = (0u64, bound); // holds(high) is true
+    if holds(low) {
+        return 0;
+    }
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if holds(mid) {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    high
+}

@@ -1,0 +1,376 @@
+//! The C ABI called from Rust: bad pointers, bad numbers and forced panics come back as
+//! status codes (DESIGN §6, STYLE §3), and errors leave `out` untouched.
+//!
+//! Notation as in DESIGN §4: L limit, P period, B burst, T = ⌊P/L⌋, τ = B·T.
+
+use rate::ffi::*;
+use std::ffi::CStr;
+use std::ptr;
+
+const SECOND: u64 = 1_000_000_000;
+
+/// A decision no call produces, to show that a failed call did not write.
+const SENTINEL: rate_decision = rate_decision {
+    allowed: 0xA5,
+    limit: 0xA5A5_A5A5_A5A5_A5A5,
+    remaining: 0xA5A5_A5A5_A5A5_A5A5,
+    retry_after_ns: 0xA5A5_A5A5_A5A5_A5A5,
+    reset_after_ns: 0xA5A5_A5A5_A5A5_A5A5,
+    wait_ns: 0xA5A5_A5A5_A5A5_A5A5,
+};
+
+fn gcra(limit: u64, period_ns: u64, burst: u64) -> rate_config {
+    rate_config {
+        algorithm: RATE_GCRA,
+        limit,
+        period_ns,
+        burst,
+    }
+}
+
+/// `rate_limiter_new`'s status and what it left in `*out` (which starts NULL).
+fn new_limiter(config: &rate_config) -> (i32, *mut rate_limiter) {
+    let mut limiter = ptr::null_mut();
+    // SAFETY: both pointers come from live references.
+    let status = unsafe { rate_limiter_new(config, &mut limiter) };
+    (status, limiter)
+}
+
+/// An owned handle, freed on drop.
+struct Handle(*mut rate_limiter);
+
+impl Handle {
+    fn new(config: rate_config) -> Self {
+        let (status, limiter) = new_limiter(&config);
+        assert_eq!(status, RATE_OK, "{config:?}");
+        assert!(!limiter.is_null());
+        Self(limiter)
+    }
+
+    /// `rate_limiter_acquire_at` into a fresh copy of `SENTINEL`.
+    fn acquire_at(&self, n: u64, now_ns: u64) -> (i32, rate_decision) {
+        let mut out = SENTINEL;
+        // SAFETY: a live handle and a live decision.
+        let status = unsafe { rate_limiter_acquire_at(self.0, n, now_ns, &mut out) };
+        (status, out)
+    }
+
+    /// `rate_limiter_reserve_at` into a fresh copy of `SENTINEL`.
+    fn reserve_at(&self, n: u64, now_ns: u64, max_wait_ns: u64) -> (i32, rate_decision) {
+        let mut out = SENTINEL;
+        // SAFETY: a live handle and a live decision.
+        let status = unsafe { rate_limiter_reserve_at(self.0, n, now_ns, max_wait_ns, &mut out) };
+        (status, out)
+    }
+
+    /// `rate_limiter_acquire` (the library clock) into a fresh copy of `SENTINEL`.
+    fn acquire(&self, n: u64) -> (i32, rate_decision) {
+        let mut out = SENTINEL;
+        // SAFETY: a live handle and a live decision.
+        let status = unsafe { rate_limiter_acquire(self.0, n, &mut out) };
+        (status, out)
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from rate_limiter_new and is freed once, here.
+        unsafe { rate_limiter_free(self.0) };
+    }
+}
+
+fn decision(
+    allowed: u8,
+    limit: u64,
+    remaining: u64,
+    retry_after_ns: u64,
+    reset_after_ns: u64,
+    wait_ns: u64,
+) -> rate_decision {
+    rate_decision {
+        allowed,
+        limit,
+        remaining,
+        retry_after_ns,
+        reset_after_ns,
+        wait_ns,
+    }
+}
+
+fn status_text(status: i32) -> &'static str {
+    let text = rate_status_str(status);
+    assert!(!text.is_null(), "rate_status_str({status}) is NULL");
+    // SAFETY: rate_status_str returns a static NUL-terminated string (checked non-NULL).
+    unsafe { CStr::from_ptr(text) }
+        .to_str()
+        .expect("status strings are UTF-8")
+}
+
+#[test]
+fn status_codes_keep_their_contract_numbers() {
+    // DESIGN §6: the numbers are ABI.
+    assert_eq!(
+        [
+            RATE_OK,
+            RATE_LIMITED,
+            RATE_E_NULL,
+            RATE_E_INVALID_CONFIG,
+            RATE_E_INSUFFICIENT_CAPACITY,
+            RATE_E_TABLE_FULL,
+            RATE_E_UNSUPPORTED,
+            RATE_E_INTERNAL,
+        ],
+        [0, 1, -1, -2, -3, -4, -5, -6]
+    );
+    assert_eq!(
+        [
+            RATE_GCRA,
+            RATE_FIXED_WINDOW,
+            RATE_SLIDING_WINDOW,
+            RATE_SLIDING_LOG
+        ],
+        [0, 1, 2, 3]
+    );
+}
+
+#[test]
+fn status_strings_are_distinct_and_static() {
+    let known: Vec<&str> = (-6..=1).map(status_text).collect();
+    for (i, text) in known.iter().enumerate() {
+        assert!(!text.is_empty());
+        assert_ne!(*text, "unknown status");
+        assert!(
+            !known[..i].contains(text),
+            "{text:?} describes two codes: {known:?}"
+        );
+    }
+    for unknown in [2, 3, -7, 100, i32::MAX, i32::MIN] {
+        assert_eq!(status_text(unknown), "unknown status");
+    }
+    // Static: the same address every time.
+    assert_eq!(rate_status_str(RATE_E_NULL), rate_status_str(RATE_E_NULL));
+}
+
+#[test]
+fn version_is_the_cargo_version() {
+    let version = rate_version();
+    assert!(!version.is_null());
+    // SAFETY: rate_version returns a static NUL-terminated string (checked non-NULL).
+    let version = unsafe { CStr::from_ptr(version) };
+    assert_eq!(version.to_str(), Ok(env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn now_ns_is_the_library_clock() {
+    let before = rate::now_ns();
+    let now = rate_now_ns();
+    let after = rate::now_ns();
+    assert!(before <= now && now <= after);
+}
+
+#[test]
+fn new_rejects_null_pointers() {
+    let config = gcra(1, SECOND, 0);
+    let mut limiter = ptr::null_mut();
+    // SAFETY: NULL is what is being tested; the other pointer is live.
+    unsafe {
+        assert_eq!(rate_limiter_new(ptr::null(), &mut limiter), RATE_E_NULL);
+        assert!(limiter.is_null());
+        assert_eq!(rate_limiter_new(&config, ptr::null_mut()), RATE_E_NULL);
+        assert_eq!(rate_limiter_new(ptr::null(), ptr::null_mut()), RATE_E_NULL);
+    }
+}
+
+#[test]
+fn unknown_algorithms_are_invalid_and_leave_out_alone() {
+    for algorithm in [4, 5, 1000, u32::MAX] {
+        let config = rate_config {
+            algorithm,
+            ..gcra(1, SECOND, 0)
+        };
+        let mut sentinel = 0u8;
+        let mut limiter: *mut rate_limiter = ptr::addr_of_mut!(sentinel).cast();
+        let before = limiter;
+        // SAFETY: both pointers come from live places; `limiter` must not be written.
+        let status = unsafe { rate_limiter_new(&config, &mut limiter) };
+        assert_eq!(status, RATE_E_INVALID_CONFIG, "algorithm {algorithm}");
+        assert_eq!(limiter, before, "algorithm {algorithm}: *out was written");
+    }
+}
+
+#[test]
+fn invalid_numbers_are_invalid_config() {
+    for config in [
+        gcra(0, SECOND, 0),        // L = 0
+        gcra(1, 0, 0),             // P = 0
+        gcra(10, 9, 0),            // T = ⌊9/10⌋ = 0
+        gcra(1, u64::MAX, 2),      // B·T = 2·(2^64 − 1)
+        gcra(1, 1 << 32, 1 << 32), // B·T = 2^64
+    ] {
+        let (status, limiter) = new_limiter(&config);
+        assert_eq!(status, RATE_E_INVALID_CONFIG, "{config:?}");
+        assert!(limiter.is_null());
+    }
+}
+
+#[test]
+fn free_null_is_a_no_op() {
+    // SAFETY: NULL is documented as a no-op.
+    unsafe {
+        rate_limiter_free(ptr::null_mut());
+        rate_limiter_free(ptr::null_mut());
+    }
+}
+
+#[test]
+fn null_handle_is_e_null_and_leaves_out_alone() {
+    let mut out = SENTINEL;
+    // SAFETY: NULL handles are what is being tested; `out` is live or NULL.
+    unsafe {
+        assert_eq!(
+            rate_limiter_acquire(ptr::null_mut(), 1, &mut out),
+            RATE_E_NULL
+        );
+        assert_eq!(
+            rate_limiter_acquire_at(ptr::null_mut(), 1, 0, &mut out),
+            RATE_E_NULL
+        );
+        assert_eq!(
+            rate_limiter_reserve_at(ptr::null_mut(), 1, 0, SECOND, &mut out),
+            RATE_E_NULL
+        );
+        assert_eq!(
+            rate_limiter_acquire(ptr::null_mut(), 1, ptr::null_mut()),
+            RATE_E_NULL
+        );
+        assert_eq!(
+            rate_limiter_acquire_at(ptr::null_mut(), 0, 0, ptr::null_mut()),
+            RATE_E_NULL
+        );
+        assert_eq!(
+            rate_limiter_reserve_at(ptr::null_mut(), 1, 0, 0, ptr::null_mut()),
+            RATE_E_NULL
+        );
+    }
+    assert_eq!(out, SENTINEL);
+}
+
+#[test]
+fn null_out_is_allowed() {
+    // L=1, P=1 s, B=1: T = τ = 1 s.
+    let limiter = Handle::new(gcra(1, SECOND, 1));
+    // SAFETY: a live handle; `out` NULL is documented as allowed.
+    unsafe {
+        // 0 + 1 − 0 ≤ 1: admitted, TAT = 1 s; then 1 + 1 − 0 = 2 > 1: denied.
+        assert_eq!(
+            rate_limiter_acquire_at(limiter.0, 1, 0, ptr::null_mut()),
+            RATE_OK
+        );
+        assert_eq!(
+            rate_limiter_acquire_at(limiter.0, 1, 0, ptr::null_mut()),
+            RATE_LIMITED
+        );
+        // Reserve, W = 1 s: 2 ≤ 2 admitted (TAT = 2 s), then 3 > 2 denied.
+        assert_eq!(
+            rate_limiter_reserve_at(limiter.0, 1, 0, SECOND, ptr::null_mut()),
+            RATE_OK
+        );
+        assert_eq!(
+            rate_limiter_reserve_at(limiter.0, 1, 0, SECOND, ptr::null_mut()),
+            RATE_LIMITED
+        );
+    }
+    // TAT = 2 s at 0: retry 2 + 1 − 0 − 1 = 2 s, debt 2 s.
+    assert_eq!(
+        limiter.acquire_at(1, 0),
+        (RATE_LIMITED, decision(0, 1, 0, 2 * SECOND, 2 * SECOND, 0))
+    );
+    // The library clock, out NULL: a fresh limiter admits B = 1, then denies for an hour.
+    let hourly = Handle::new(gcra(1, 3600 * SECOND, 1));
+    // SAFETY: a live handle; `out` NULL is allowed.
+    unsafe {
+        assert_eq!(rate_limiter_acquire(hourly.0, 1, ptr::null_mut()), RATE_OK);
+        assert_eq!(
+            rate_limiter_acquire(hourly.0, 1, ptr::null_mut()),
+            RATE_LIMITED
+        );
+        assert_eq!(rate_limiter_acquire(hourly.0, 0, ptr::null_mut()), RATE_OK);
+    }
+}
+
+#[test]
+fn n_zero_is_an_admitted_query_that_changes_nothing() {
+    // L=2, P=1 s, B=0 → 2: T = 500 ms, τ = 1 s.
+    let limiter = Handle::new(gcra(2, SECOND, 0));
+    let ms = SECOND / 1000;
+    assert_eq!(
+        limiter.acquire_at(0, 0),
+        (RATE_OK, decision(1, 2, 2, 0, 0, 0))
+    );
+    // n=1 at 0: 500 ≤ 1000, TAT = 500 ms; remaining ⌊(1000 − 500)/500⌋ = 1.
+    assert_eq!(
+        limiter.acquire_at(1, 0),
+        (RATE_OK, decision(1, 2, 1, 0, 500 * ms, 0))
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            limiter.acquire_at(0, 0),
+            (RATE_OK, decision(1, 2, 1, 0, 500 * ms, 0))
+        );
+        assert_eq!(
+            limiter.reserve_at(0, 0, SECOND),
+            (RATE_OK, decision(1, 2, 1, 0, 500 * ms, 0))
+        );
+    }
+    // Still one unit left: 500 + 500 − 0 = 1000 ≤ 1000, TAT = 1 s.
+    assert_eq!(
+        limiter.acquire_at(1, 0),
+        (RATE_OK, decision(1, 2, 0, 0, SECOND, 0))
+    );
+    // On the library clock a fresh limiter is full whatever the time.
+    let fresh = Handle::new(gcra(2, SECOND, 0));
+    assert_eq!(fresh.acquire(0), (RATE_OK, decision(1, 2, 2, 0, 0, 0)));
+}
+
+#[test]
+fn n_above_burst_is_insufficient_capacity_and_leaves_out_alone() {
+    // L=5, P=1 s, B=2: the most ever admitted at once is B, so 3 ≤ L still fails.
+    let limiter = Handle::new(gcra(5, SECOND, 2));
+    for n in [3, 4, u64::MAX] {
+        assert_eq!(
+            limiter.acquire_at(n, 0),
+            (RATE_E_INSUFFICIENT_CAPACITY, SENTINEL)
+        );
+        assert_eq!(
+            limiter.reserve_at(n, 0, u64::MAX),
+            (RATE_E_INSUFFICIENT_CAPACITY, SENTINEL)
+        );
+        assert_eq!(limiter.acquire(n), (RATE_E_INSUFFICIENT_CAPACITY, SENTINEL));
+        // SAFETY: a live handle; `out` NULL is allowed.
+        unsafe {
+            assert_eq!(
+                rate_limiter_acquire(limiter.0, n, ptr::null_mut()),
+                RATE_E_INSUFFICIENT_CAPACITY
+            );
+        }
+    }
+    // Nothing was taken: n = B at 0: T = 200 ms, 0 + 400 − 0 ≤ 400, TAT = 400 ms.
+    assert_eq!(
+        limiter.acquire_at(2, 0),
+        (RATE_OK, decision(1, 2, 0, 0, 400_000_000, 0))
+    );
+}
+
+#[cfg(feature = "testing")]
+#[test]
+fn a_panic_inside_the_library_is_rate_e_internal() {
+    // The library installs no panic hook, so the default one prints the message: expected.
+    assert_eq!(rate_testing_panic(), RATE_E_INTERNAL);
+    // The boundary holds every time, and the library works afterwards.
+    assert_eq!(rate_testing_panic(), RATE_E_INTERNAL);
+    let limiter = Handle::new(gcra(1, SECOND, 1));
+    assert_eq!(
+        limiter.acquire_at(1, 0),
+        (RATE_OK, decision(1, 1, 0, 0, SECOND, 0))
+    );
+}

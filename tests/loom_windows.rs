@@ -1,0 +1,147 @@
+//! loom models of the window algorithms: every interleaving (up to the preemption bound)
+//! of 2–3 threads on one limiter.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom
+//! cargo test --release --test loom_windows`
+
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::thread;
+use rate::{Config, Decision, Limiter};
+
+/// Runs one acquire per `(n, now)` on its own thread, all at once; returns the decisions
+/// in the same order.
+fn race(limiter: &Arc<Limiter>, requests: &[(u64, u64)]) -> Vec<Decision> {
+    let threads: Vec<_> = requests
+        .iter()
+        .map(|&(n, now)| {
+            let limiter = Arc::clone(limiter);
+            thread::spawn(move || limiter.acquire_at(n, now).unwrap())
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+fn admitted(decisions: &[Decision]) -> usize {
+    decisions.iter().filter(|d| d.allowed).count()
+}
+
+fn remaining(limiter: &Limiter, now: u64) -> u64 {
+    limiter.acquire_at(0, now).unwrap().remaining
+}
+
+#[test]
+fn three_threads_never_admit_more_than_the_limit() {
+    for config in [
+        Config::fixed_window(2, 10),
+        Config::sliding_window(2, 10),
+        Config::sliding_log(2, 10),
+    ] {
+        loom::model(move || {
+            let limiter = Arc::new(Limiter::new(&config).unwrap());
+            let decisions = race(&limiter, &[(1, 5), (1, 5), (1, 5)]);
+            assert_eq!(admitted(&decisions), 2, "{config:?}");
+            assert_eq!(remaining(&limiter, 5), 0, "{config:?}");
+        });
+    }
+}
+
+#[test]
+fn fixed_window_roll_over_racing_an_increment_loses_no_count() {
+    loom::model(|| {
+        // L = 2 per 10 ns; one unit already in window 0.
+        let limiter = Arc::new(Limiter::new(&Config::fixed_window(2, 10)).unwrap());
+        assert!(limiter.acquire_at(1, 5).unwrap().allowed);
+        // One increment in window 0 against two requests in window 1.
+        let decisions = race(&limiter, &[(1, 8), (1, 15), (1, 15)]);
+        // An admitted request says which window it counted in: reset_after is the time to
+        // the end of that window (10 for window 0, 20 for window 1).
+        let in_window = |end: u64| {
+            decisions
+                .iter()
+                .zip([8, 15, 15])
+                .filter(|(d, t)| d.allowed && t + d.reset_after_ns == end)
+                .count() as u64
+        };
+        let (in_first, in_second) = (in_window(10), in_window(20));
+        assert_eq!(in_first + in_second, admitted(&decisions) as u64);
+        assert!(in_first <= 1 && in_second <= 2);
+        // Window 1 holds exactly the units counted in it; none lost, none doubled.
+        assert_eq!(remaining(&limiter, 15), 2 - in_second);
+        // Both requests in window 1 are admitted unless the late window-0 request was
+        // moved into window 1 (it then took a unit there).
+        assert_eq!(in_second, 2);
+    });
+}
+
+#[test]
+fn sliding_window_roll_over_keeps_the_previous_count() {
+    loom::model(|| {
+        // L = 2 per 10 ns; window 0 full.
+        let limiter = Arc::new(Limiter::new(&Config::sliding_window(2, 10)).unwrap());
+        assert!(limiter.acquire_at(2, 5).unwrap().allowed);
+        // At 15 the 2 from window 0 weigh 2·5/10 = 1: one of the two fits. The request at
+        // 9 (window 0, or window 1's start once it rolled over) never fits.
+        let decisions = race(&limiter, &[(1, 15), (1, 15), (1, 9)]);
+        assert_eq!(admitted(&decisions), 1);
+        assert!(!decisions[2].allowed);
+        // The roll-over recorded window 0's 2: they still weigh ⌈2·1/10⌉ = 1 at 19.
+        assert_eq!(remaining(&limiter, 19), 0);
+        // In window 2 the previous count is window 1's 1.
+        assert_eq!(remaining(&limiter, 20), 1);
+        assert_eq!(remaining(&limiter, 30), 2);
+    });
+}
+
+#[test]
+fn sliding_log_never_claims_a_slot_twice() {
+    loom::model(|| {
+        // L = 2 per 10 ns; the ring is full of entries at 0, which expire at 10.
+        let limiter = Arc::new(Limiter::new(&Config::sliding_log(2, 10)).unwrap());
+        assert!(limiter.acquire_at(2, 0).unwrap().allowed);
+        // Two units at 10 and 11: both fit, and each must land in its own slot. (Three
+        // threads here take loom minutes instead of a second, for no new interleaving of a
+        // claim: the frozen-time test above already races three claimers.)
+        let decisions = race(&limiter, &[(1, 10), (1, 11)]);
+        assert_eq!(admitted(&decisions), 2);
+        // Each admission logged its unit at now + reset_after − P. Both entries must be in
+        // the ring: it is full until the first expires and empty once both have.
+        let mut logged: Vec<u64> = decisions
+            .iter()
+            .zip([10, 11])
+            .filter(|(d, _)| d.allowed)
+            .map(|(d, t)| t + d.reset_after_ns - 10)
+            .collect();
+        logged.sort_unstable();
+        assert_eq!(remaining(&limiter, logged[0] + 9), 0);
+        assert_eq!(
+            remaining(&limiter, logged[1] + 9),
+            u64::from(logged[0] < logged[1])
+        );
+        assert_eq!(remaining(&limiter, logged[1] + 10), 2);
+    });
+}
+
+#[test]
+fn sliding_log_reader_of_a_pending_slot_never_over_admits() {
+    loom::model(|| {
+        // L = 1 per 10 ns: every request needs the newest entry, often still pending, and
+        // the slot still holds the entry at 0 until the new one is written.
+        let limiter = Arc::new(Limiter::new(&Config::sliding_log(1, 10)).unwrap());
+        assert!(limiter.acquire_at(1, 0).unwrap().allowed);
+        let decisions = race(&limiter, &[(1, 10), (1, 15)]);
+        // Only one fits in any 10 ns; trusting the stale 0 would admit both.
+        assert_eq!(admitted(&decisions), 1);
+        // The one admitted logged its unit at now + reset_after − P.
+        let (d, t) = decisions
+            .iter()
+            .zip([10, 15])
+            .find(|(d, _)| d.allowed)
+            .unwrap();
+        let logged = t + d.reset_after_ns - 10;
+        assert!(logged == 10 || logged == 15, "{logged}");
+        assert_eq!(remaining(&limiter, logged + 9), 0);
+        assert_eq!(remaining(&limiter, logged + 10), 1);
+    });
+}
