@@ -42,9 +42,34 @@
 //!   first word from the value it judged to `INSTALLING`, searching the whole table, so
 //!   up to `2 × capacity` live keys fit. An updater of the old key holding that value now
 //!   fails its CAS: nothing it decided is lost, and since the old key was fresh, finding
-//!   it absent afterwards is the same as finding it fresh (DESIGN §5). The installed state
-//!   is the new key's state after its first admission, greater than the fresh value it
-//!   replaced (GCRA: fresh TAT ≤ now < new TAT), so no stale CAS can succeed on it.
+//!   it absent afterwards is the same as finding it fresh (DESIGN §5). The new key's first
+//!   request is then decided again on a copy of the replaced state itself (fresh, so it
+//!   decides as a zeroed state would: GCRA's old TAT ≤ now, the windows' counts are in
+//!   windows before the previous one, the log's entries have all expired), and the copy's
+//!   changed words are installed. So the first word keeps growing across tenancies (GCRA:
+//!   old TAT ≤ now < new TAT; windows: a later window; log: head continues from the old
+//!   head) and no stale CAS of the old key can succeed on any later value.
+//! - **Writers of the old key in flight.** Every write an algorithm makes (a CAS of the
+//!   first word, a sliding-window record, the log's `latest` CAS, head CAS and ring slots)
+//!   follows a tenancy check of the first word, but a writer can stall between its check
+//!   and its write, across a reclaim. What it can still write is harmless to the new key:
+//!   - its CASes of the first word or of the log's `latest` fail, both words having grown
+//!     past every value it can expect;
+//!   - a sliding-window record it raises holds the old current word, whose window is at
+//!     least two before the reclaimer's `now`, hence before the new key's first window's
+//!     previous one: readers take such a record as 0, and `fetch_max` lets the new key's
+//!     own roll-overs overwrite it;
+//!   - log ring writes come only after its head CAS succeeded, before the claim; its
+//!     timestamp is at most the `latest` the reclaimer saw expire (at most `now − P`) and
+//!     its tag at most the old head, both below what the new key writes to that ring slot,
+//!     so `fetch_max` leaves the new key's entries as they are. (Until the new key writes
+//!     that slot, an old entry is an expired position below the new key's first.)
+//!   Whatever the writers' clocks, nothing they write can admit more for the new key. One
+//!   case can make it stricter, the same one a plain log has: a log writer stalled after
+//!   its head CAS leaves its ring slot pending, and a reader of the new key that needs
+//!   that (expired, old) position waits a moment and then bounds its timestamp from
+//!   above, which may deny. The words a stalled writer can still reach are all raised
+//!   with `fetch_max`, which can only make readers stricter, never more lenient.
 //! - **Full.** With no slot claimable, an insert that saw a slot in flight waits for it
 //!   and looks again. Only when every slot held a live key of another key does it report
 //!   `TableFull`, after one more look over its probe range behind an RMW on
@@ -133,8 +158,9 @@ pub struct KeyedLimiter<S = RandomState> {
 
 /// What one insert attempt did.
 enum Install {
-    /// The key's state is now in the table.
-    Done,
+    /// The key's state is now in the table, after this decision (or the request changed
+    /// nothing and needs no slot).
+    Done(Decision),
     /// Another thread holds or is installing the key, or claimed a slot first: look again.
     Retry,
     /// Every slot held a live key of another key.
@@ -442,20 +468,17 @@ impl<S> KeyedLimiter<S> {
             if let Some(decision) = existing {
                 return Ok(decision);
             }
-            let (decision, inserted) = self.with_fresh_state(|fresh| -> Result<_, Error> {
+            let inserted = self.with_fresh_state(|fresh| -> Result<_, Error> {
                 let decision = owned(request.apply(&self.policy, fresh, &Owned)?);
                 // Relaxed: a private state. A fresh state is all zeros, and any change
                 // grows the first word, so zero means nothing to store (a query, a denial).
                 if fresh[0].load(Ordering::Relaxed) == 0 {
-                    return Ok((decision, Install::Done));
+                    return Ok(Install::Done(decision));
                 }
-                Ok((
-                    decision,
-                    self.install(fingerprint, home, request.now_ns, fresh, &mut known_bound),
-                ))
+                self.install(fingerprint, home, request, &mut known_bound)
             })?;
             match inserted {
-                Install::Done => return Ok(decision),
+                Install::Done(decision) => return Ok(decision),
                 Install::Retry => continue,
                 Install::Full => return Err(Error::TableFull),
             }
@@ -582,21 +605,20 @@ impl<S> KeyedLimiter<S> {
         }
     }
 
-    /// Inserts the key with `fingerprint` whose first request left `fresh` as its state,
-    /// reclaiming a fresh slot at `now_ns` if need be. `known_bound` learns how far keys
-    /// may lie from home, for the lookup that follows a `Retry`.
+    /// Inserts the key with `fingerprint` for `request`, which changes a fresh state,
+    /// reclaiming a slot fresh at the request's time if need be. `known_bound` learns how
+    /// far keys may lie from home, for the lookup that follows a `Retry`.
     fn install(
         &self,
         fingerprint: u64,
         home: usize,
-        now_ns: u64,
-        fresh: &[AtomicU64],
+        request: Request,
         known_bound: &mut u64,
-    ) -> Install {
-        let (claimed, distance, replaced) = match self.claim(fingerprint, home, now_ns) {
+    ) -> Result<Install, Error> {
+        let (claimed, distance, replaced) = match self.claim(fingerprint, home, request.now_ns) {
             Ok(claimed) => claimed,
-            Err(Install::Full) => return self.confirm_full(fingerprint, home, known_bound),
-            Err(outcome) => return outcome,
+            Err(Install::Full) => return Ok(self.confirm_full(fingerprint, home, known_bound)),
+            Err(outcome) => return Ok(outcome),
         };
         // AcqRel: every insert does this RMW after claiming and before checking, so of
         // two inserts the later one acquires the earlier one's claim (see module docs).
@@ -606,26 +628,65 @@ impl<S> KeyedLimiter<S> {
             .max(distance as u64);
         *known_bound = bound;
         if let Some(rival) = self.rival(fingerprint, home, bound, Some(claimed)) {
-            // Release: passes on the slot's untouched fingerprint and state (see `claim`).
-            self.first_word(claimed).store(replaced, Ordering::Release);
+            self.back_out(claimed, replaced);
             if let Rival::InFlight(slot) = rival {
                 self.settled(slot);
             }
-            return Install::Retry;
+            return Ok(Install::Retry);
         }
-        // The slot is ours alone: write the state, then the fingerprint, then publish.
+        // The slot is ours alone. The request is decided again on the state it replaces
+        // (fresh, so the decision is the one a fresh state gives), so that the first word
+        // keeps growing across tenancies and the old key's in-flight writers find nothing
+        // they can complete (module docs, "Reclaim").
         let state = self.state(claimed);
-        for (word, value) in state.iter().zip(fresh).skip(1) {
-            // Relaxed: published by the Release store of the first word below.
-            word.store(value.load(Ordering::Relaxed), Ordering::Relaxed);
-        }
-        // Release: orders this slot's claim before the new fingerprint, for `Tenant::check`.
-        self.fingerprint_word(claimed)
-            .store(fingerprint, Ordering::Release);
-        // Release: publishes the fingerprint and state words to every Acquire load of this
-        // value or of a later CAS on it.
-        state[0].store(fresh[0].load(Ordering::Relaxed), Ordering::Release);
-        Install::Done
+        self.with_fresh_state(|next| {
+            if replaced != VACANT {
+                next[0].store(replaced, Ordering::Relaxed);
+                for (copy, word) in next.iter().zip(state).skip(1) {
+                    // Relaxed: ordered after the claim's Acquire CAS; a private copy.
+                    copy.store(word.load(Ordering::Relaxed), Ordering::Relaxed);
+                }
+            }
+            // The request's errors were ruled out on the fresh state already; if one came,
+            // the slot is given back before it is reported.
+            let decision = match request.apply(&self.policy, next, &Owned) {
+                Ok(decided) => owned(decided),
+                Err(error) => {
+                    self.back_out(claimed, replaced);
+                    return Err(error);
+                }
+            };
+            // Relaxed: a private state.
+            let first = next[0].load(Ordering::Relaxed);
+            if first == replaced || first == 0 {
+                // The replaced words decided otherwise (only stricter: see "Reclaim"), and
+                // a state that did not change must not be installed over itself.
+                self.back_out(claimed, replaced);
+                return Ok(Install::Done(decision));
+            }
+            for (word, value) in state.iter().zip(next).skip(1) {
+                // Relaxed: published by the Release store of the first word below.
+                let value = value.load(Ordering::Relaxed);
+                if word.load(Ordering::Relaxed) != value {
+                    word.store(value, Ordering::Relaxed);
+                }
+            }
+            // Release: orders this slot's claim before the new fingerprint, for
+            // `Tenant::check`.
+            self.fingerprint_word(claimed)
+                .store(fingerprint, Ordering::Release);
+            // Release: publishes the fingerprint and state words to every Acquire load of
+            // this value or of a later CAS on it.
+            state[0].store(first, Ordering::Release);
+            Ok(Install::Done(decision))
+        })
+    }
+
+    /// Gives a claimed slot back as it was: the first word it replaced, fingerprint and
+    /// state untouched, so an updater of its old key may carry on.
+    fn back_out(&self, claimed: usize, replaced: u64) {
+        // Release: passes on the slot's untouched fingerprint and state (see `claim`).
+        self.first_word(claimed).store(replaced, Ordering::Release);
     }
 }
 
