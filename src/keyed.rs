@@ -854,3 +854,44 @@ fn slot_stride(state_words: usize) -> usize {
         words
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    /// The first word of a reclaimed slot grows past the value it replaced, for every
+    /// algorithm (the log's head continues from the old key's), so no CAS an old key's
+    /// writer still has in flight can succeed on the new key's state.
+    #[test]
+    fn reclaim_keeps_the_first_word_growing() {
+        for config in [
+            Config::gcra(1, SECOND),
+            Config::fixed_window(1, SECOND),
+            Config::sliding_window(1, SECOND),
+            Config::sliding_log(1, SECOND),
+        ] {
+            // Capacity 1: two slots, both taken at 0.
+            let table = KeyedLimiter::new(&config, 1).unwrap();
+            for key in [b"x", b"y"] {
+                assert!(table.acquire_at(key, 1, 0).unwrap().allowed, "{config:?}");
+            }
+            let words = || -> Vec<u64> {
+                (0..table.slot_count)
+                    .map(|slot| table.first_word(slot).load(Ordering::Relaxed))
+                    .collect()
+            };
+            let before = words();
+            assert!(before.iter().all(|&word| !is_marker(word)), "{config:?}");
+            // At 2 s both are fresh; z takes one slot.
+            assert!(table.acquire_at(b"z", 1, 2 * SECOND).unwrap().allowed);
+            let after = words();
+            let changed: Vec<_> = (0..table.slot_count)
+                .filter(|&slot| after[slot] != before[slot])
+                .collect();
+            assert_eq!(changed.len(), 1, "{config:?}: {before:?} {after:?}");
+            assert!(after[changed[0]] > before[changed[0]], "{config:?}");
+        }
+    }
+}

@@ -1,8 +1,4 @@
 //! The keyed table with the window algorithms (DESIGN §4–§5), on a virtual clock.
-//!
-//! Ignored until `Policy` runs the window algorithms (issue 3); at merge, check them with
-//! `cargo test --test keyed_windows -- --include-ignored`, then delete the `ignore`
-//! attributes (one `sed -i '/#\[ignore/d' tests/keyed_windows.rs`).
 
 use rate::{Config, Error, KeyedLimiter};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +15,6 @@ fn one(table: &KeyedLimiter, key: &str, now_ms: u64) -> (bool, u64) {
 }
 
 #[test]
-#[ignore = "enable at merge: needs the window algorithms in Policy (issue 3)"]
 fn fixed_window_per_key() {
     // Two per window of 1 s: windows [0, 1 s), [1 s, 2 s), …
     let table = KeyedLimiter::new(&Config::fixed_window(2, SECOND), 4).unwrap();
@@ -34,7 +29,6 @@ fn fixed_window_per_key() {
 }
 
 #[test]
-#[ignore = "enable at merge: needs the window algorithms in Policy (issue 3)"]
 fn sliding_window_per_key() {
     // Two per sliding second: prev·(P − e) + (cur + n)·P ≤ L·P.
     let table = KeyedLimiter::new(&Config::sliding_window(2, SECOND), 4).unwrap();
@@ -47,7 +41,6 @@ fn sliding_window_per_key() {
 }
 
 #[test]
-#[ignore = "enable at merge: needs the window algorithms in Policy (issue 3)"]
 fn sliding_log_per_key() {
     // Exactly two in any second (t − 1 s, t].
     let table = KeyedLimiter::new(&Config::sliding_log(2, SECOND), 4).unwrap();
@@ -61,7 +54,6 @@ fn sliding_log_per_key() {
 }
 
 #[test]
-#[ignore = "enable at merge: needs the window algorithms in Policy (issue 3)"]
 fn multi_word_states_are_installed_whole() {
     // A log of three: its state spans many words; each key's must arrive intact.
     let table = KeyedLimiter::new(&Config::sliding_log(3, SECOND), 2).unwrap();
@@ -77,7 +69,6 @@ fn multi_word_states_are_installed_whole() {
 }
 
 #[test]
-#[ignore = "enable at merge: needs the window algorithms in Policy (issue 3)"]
 fn full_tables_reclaim_fresh_window_states() {
     for config in [
         Config::fixed_window(1, SECOND),
@@ -101,7 +92,6 @@ fn full_tables_reclaim_fresh_window_states() {
 }
 
 #[test]
-#[ignore = "enable at merge: needs the window algorithms in Policy (issue 3)"]
 fn windows_have_no_reserve() {
     for config in [
         Config::fixed_window(4, SECOND),
@@ -127,7 +117,6 @@ fn windows_have_no_reserve() {
 }
 
 #[test]
-#[ignore = "enable at merge: needs the window algorithms in Policy (issue 3)"]
 fn four_threads_admit_exactly_the_limit_per_key() {
     for (config, limit) in [
         (Config::fixed_window(200, 1000 * SECOND), 200),
