@@ -64,6 +64,7 @@
 //!     its tag at most the old head, both below what the new key writes to that ring slot,
 //!     so `fetch_max` leaves the new key's entries as they are. (Until the new key writes
 //!     that slot, an old entry is an expired position below the new key's first.)
+//!
 //!   Whatever the writers' clocks, nothing they write can admit more for the new key. One
 //!   case can make it stricter, the same one a plain log has: a log writer stalled after
 //!   its head CAS leaves its ring slot pending, and a reader of the new key that needs
