@@ -69,6 +69,13 @@
 #define RATE_SLIDING_LOG 3
 
 /**
+ * An opaque table of limiters, one per key, all under one configuration. Safe to use
+ * from many threads at once; `rate_keyed_free` must not race with any other call on the
+ * same handle.
+ */
+typedef struct rate_keyed rate_keyed;
+
+/**
  * An opaque rate limiter. Safe to use from many threads at once; `rate_limiter_free`
  * must not race with any other call on the same handle.
  */
@@ -143,6 +150,122 @@ typedef struct rate_config {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Acquires `n` units for the key of `key_len` bytes at `key`, now (CLOCK_MONOTONIC, see
+ * `rate_now_ns`). Keys are arbitrary bytes: the empty key and keys containing NUL bytes
+ * are keys like any other. `n == 0` is a query: admitted, changes nothing, never adds
+ * the key, reports its current state (a fresh one for a key not in the table).
+ *
+ * When `out` is NULL only the outcome is needed, and for a key already in the table
+ * librate decides on the ~3 ns coarse clock whenever its bounds settle the outcome
+ * exactly: pass NULL on hot paths that do not use the decision's fields.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `keyed` NULL, or `key` NULL with `key_len > 0`, is RATE_E_NULL; `key` may be NULL
+ * when `key_len == 0` (the empty key); `out` may be NULL.
+ *
+ * Returns RATE_OK (admitted), RATE_LIMITED (denied), RATE_E_NULL,
+ * RATE_E_INSUFFICIENT_CAPACITY (`n` > limit), or RATE_E_TABLE_FULL (a new key and every
+ * slot holds a live key: nothing was admitted; fail open or closed as you choose). On an
+ * error `out` is untouched.
+ *
+ * # Safety
+ * `keyed` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes;
+ * `out` is NULL or writable.
+ */
+int32_t rate_keyed_acquire(struct rate_keyed *keyed,
+                           const uint8_t *key,
+                           size_t key_len,
+                           uint64_t n,
+                           struct rate_decision *out);
+
+/**
+ * Acquires `n` units for the key at `now_ns` (nanoseconds on the caller's timeline; use
+ * one timeline per table). Keys are independent; an earlier `now_ns` than one already
+ * seen never admits more than the latest time seen would.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: as `rate_keyed_acquire`.
+ *
+ * Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY, or
+ * RATE_E_TABLE_FULL, as `rate_keyed_acquire`.
+ *
+ * # Safety
+ * As `rate_keyed_acquire`.
+ */
+int32_t rate_keyed_acquire_at(struct rate_keyed *keyed,
+                              const uint8_t *key,
+                              size_t key_len,
+                              uint64_t n,
+                              uint64_t now_ns,
+                              struct rate_decision *out);
+
+/**
+ * Frees a keyed limiter made by `rate_keyed_new`.
+ *
+ * Ownership: takes back the handle; it must not be used afterwards.
+ *
+ * Thread-safety: must not race with any other call on the same handle.
+ *
+ * NULL: a no-op.
+ *
+ * # Safety
+ * `keyed` is NULL or a handle from `rate_keyed_new` not yet freed.
+ */
+void rate_keyed_free(struct rate_keyed *keyed);
+
+/**
+ * Creates a keyed limiter for `capacity` keys under `config`; a key not yet seen
+ * behaves as a new limiter (full).
+ *
+ * The table is allocated once, now: 32 bytes per key of `capacity` for GCRA, and never
+ * grows. It always holds `capacity` keys whose state is not fresh, and up to twice that
+ * many; a key whose state is fresh again may be dropped at any time to make room, which
+ * changes no decision. Keys are hashed with a secret random seed per table.
+ *
+ * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
+ * release with `rate_keyed_free`; on error `*out` is left untouched.
+ *
+ * NULL: `config` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (an invalid `config` as for
+ * `rate_limiter_new`, a `capacity` of 0, or one whose table cannot be allocated), or
+ * RATE_E_UNSUPPORTED (an algorithm this build cannot run per key).
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `rate_config`; `out` is NULL or writable.
+ */
+int32_t rate_keyed_new(const struct rate_config *config,
+                       uint64_t capacity,
+                       struct rate_keyed **out);
+
+/**
+ * Reserves `n` units for the key at `now_ns`: the leaky bucket as a queue (traffic
+ * shaper), per key. Admitted iff the caller would wait at most `max_wait_ns` before
+ * acting; `out->wait_ns` says how long. With `max_wait_ns == 0` it is exactly
+ * `rate_keyed_acquire_at`. A denied reserve's `retry_after_ns` is for the same reserve
+ * with the same `max_wait_ns`.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: as `rate_keyed_acquire`.
+ *
+ * Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY (`n` >
+ * burst), RATE_E_TABLE_FULL, or RATE_E_UNSUPPORTED (window algorithms have no reserve).
+ *
+ * # Safety
+ * As `rate_keyed_acquire`.
+ */
+int32_t rate_keyed_reserve_at(struct rate_keyed *keyed,
+                              const uint8_t *key,
+                              size_t key_len,
+                              uint64_t n,
+                              uint64_t now_ns,
+                              uint64_t max_wait_ns,
+                              struct rate_decision *out);
 
 /**
  * Acquires `n` units now (CLOCK_MONOTONIC, see `rate_now_ns`). `n == 0` is a query:

@@ -1,19 +1,80 @@
-//! The one read-decide-swap loop every single-word state goes through.
+//! The one read-decide-swap loop every single-word state goes through, and the rules a
+//! state word follows so that a keyed table can move slots between keys under it.
+//!
+//! A keyed table (see `keyed.rs`) reuses the slot of a key whose state is fresh for another
+//! key. To do that safely it needs three promises from every algorithm, stated here once:
+//! 1. The first state word never holds [`VACANT`] or [`INSTALLING`]: every value an
+//!    algorithm stores is at most [`MAX_STATE`]. The table marks its slots with the two.
+//! 2. The first state word strictly increases with every change an algorithm makes, so a
+//!    value it held once never comes back (no ABA for a CAS that expects it).
+//! 3. Every decision is committed by a compare-and-swap of the first word that re-checks
+//!    the slot's tenancy ([`Tenancy::check`]) on each value it is about to decide on.
 
 use crate::sync::{AtomicU64, Ordering};
+use std::convert::Infallible;
+
+/// First-word marker of a keyed slot that holds no key.
+pub(crate) const VACANT: u64 = u64::MAX;
+/// First-word marker of a keyed slot that one thread has claimed to install a key into.
+pub(crate) const INSTALLING: u64 = u64::MAX - 1;
+/// The largest value an algorithm ever stores in its first state word.
+pub(crate) const MAX_STATE: u64 = u64::MAX - 2;
+
+/// Whether `word` is one of the keyed table's slot markers rather than a state.
+#[inline]
+pub(crate) fn is_marker(word: u64) -> bool {
+    word > MAX_STATE
+}
+
+/// Who else may repurpose a state, and so how the swap loop must read it.
+pub(crate) trait Tenancy {
+    /// Why the state turned out to belong to someone else.
+    type Evicted;
+    /// The ordering of the loop's loads of the first word (including failed CASes).
+    const LOAD: Ordering;
+    /// Called on every first-word value before deciding on it: `Err` if that value is not
+    /// (or no longer) this caller's state. Nothing is written after an `Err`.
+    fn check(&self, first_word: u64) -> Result<(), Self::Evicted>;
+}
+
+/// A state nobody else can repurpose: a limiter's own words, or a private scratch state.
+pub(crate) struct Owned;
+
+impl Tenancy for Owned {
+    type Evicted = Infallible;
+    /// Relaxed: the word is the whole state of its limiter and publishes no other memory.
+    const LOAD: Ordering = Ordering::Relaxed;
+
+    fn check(&self, _first_word: u64) -> Result<(), Infallible> {
+        Ok(())
+    }
+}
+
+/// The value of an operation on an [`Owned`] state, which can never be evicted.
+#[inline]
+pub(crate) fn owned<R>(result: Result<R, Infallible>) -> R {
+    match result {
+        Ok(value) => value,
+        Err(never) => match never {},
+    }
+}
 
 /// Runs `decide` on the word's current value and, if it returns a new value, installs it
 /// by compare-and-swap, deciding again on whatever value beat it. A decision without a new
-/// value (a denial, a query) never writes.
+/// value (a denial, a query) never writes. Every value is first shown to `tenancy`, and
+/// the loop stops without writing when the word is no longer the caller's.
 ///
-/// Orderings are `Relaxed`: the word is the whole state of its limiter and publishes no
-/// other memory, and per-location coherence already gives all its CASes one total order,
-/// each comparing against the latest value in it. `tests/loom_*.rs` check this.
-pub(crate) fn decide_and_swap<R>(
+/// The successful CAS is `Relaxed`: per-location coherence gives all CASes of the word one
+/// total order, each comparing against the latest value, and a CAS continues the release
+/// sequence of whatever store it follows, so it publishes nothing of its own. Loads use
+/// `T::LOAD` (see [`Tenancy`]). `tests/loom_*.rs` check this.
+#[inline]
+pub(crate) fn decide_and_swap<T: Tenancy, R>(
     word: &AtomicU64,
+    tenancy: &T,
     decide: impl FnMut(u64) -> (R, Option<u64>),
-) -> R {
-    swap_loop::<Private, R>(word, decide)
+) -> Result<R, T::Evicted> {
+    swap_loop::<Private, T, R>(word, tenancy, decide)
 }
 
 /// [`decide_and_swap`] for a word that publishes other memory: every value `decide` sees
@@ -21,19 +82,23 @@ pub(crate) fn decide_and_swap<R>(
 /// that were written before the swap that installed the value it sees, and whatever
 /// `decide` writes before returning a new value is visible to every thread that later
 /// reads that value (or any later one: all writes to the word are read-modify-writes, so
-/// they extend the release sequence).
-pub(crate) fn decide_and_publish<R>(
+/// they extend the release sequence). `decide` runs only on values `tenancy` accepted, so
+/// whatever it writes to other words is written only while the state is the caller's.
+#[inline]
+pub(crate) fn decide_and_publish<T: Tenancy, R>(
     word: &AtomicU64,
+    tenancy: &T,
     decide: impl FnMut(u64) -> (R, Option<u64>),
-) -> R {
-    swap_loop::<Publishing, R>(word, decide)
+) -> Result<R, T::Evicted> {
+    swap_loop::<Publishing, T, R>(word, tenancy, decide)
 }
 
 /// The orderings of one use of [`swap_loop`], as constants: passed as values into a
 /// loop the compiler does not inline, the atomic operations would become calls that pick
 /// the ordering at run time.
 trait Orderings {
-    /// Loads, including the value a failed swap returns.
+    /// Loads, including the value a failed swap returns, as far as the word's own
+    /// algorithm needs (the tenancy may need more: see [`swap_loop`]).
     const READ: Ordering;
     /// A successful swap.
     const SWAP: Ordering;
@@ -53,16 +118,33 @@ impl Orderings for Publishing {
     const SWAP: Ordering = Ordering::Release;
 }
 
-fn swap_loop<O: Orderings, R>(
+/// The stronger of two load orderings (`Relaxed` or `Acquire`).
+const fn stronger_load(a: Ordering, b: Ordering) -> Ordering {
+    match a {
+        Ordering::Relaxed => b,
+        _ => a,
+    }
+}
+
+/// The loop behind [`decide_and_swap`] and [`decide_and_publish`]. Loads use the stronger
+/// of what the word's algorithm (`O::READ`) and its tenancy (`T::LOAD`) need.
+#[inline]
+fn swap_loop<O: Orderings, T: Tenancy, R>(
     word: &AtomicU64,
+    tenancy: &T,
     mut decide: impl FnMut(u64) -> (R, Option<u64>),
-) -> R {
-    let mut current = word.load(O::READ);
+) -> Result<R, T::Evicted> {
+    let read = const { stronger_load(O::READ, T::LOAD) };
+    let mut current = word.load(read);
     loop {
+        tenancy.check(current)?;
         let (result, next) = decide(current);
-        let Some(next) = next else { return result };
-        match word.compare_exchange_weak(current, next, O::SWAP, O::READ) {
-            Ok(_) => return result,
+        let Some(next) = next else {
+            return Ok(result);
+        };
+        debug_assert!(next > current && next <= MAX_STATE, "state words only grow");
+        match word.compare_exchange_weak(current, next, O::SWAP, read) {
+            Ok(_) => return Ok(result),
             Err(actual) => current = actual,
         }
     }

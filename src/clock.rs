@@ -14,10 +14,12 @@ use crate::sync::{Ordering, ProcessAtomicU64};
 /// let b = rate::now_ns();
 /// assert!(b >= a);
 /// ```
+#[inline]
 pub fn now_ns() -> u64 {
     read(libc::CLOCK_MONOTONIC)
 }
 
+#[inline]
 fn read(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -33,6 +35,7 @@ fn read(clock: libc::clockid_t) -> u64 {
     timespec_ns(&ts)
 }
 
+#[inline]
 fn timespec_ns(ts: &libc::timespec) -> u64 {
     // tv_sec and tv_nsec are non-negative for CLOCK_MONOTONIC; saturate rather than wrap.
     (ts.tv_sec as u64)
@@ -64,6 +67,7 @@ impl CoarseNow {
     /// least the coarse one and at most one tick later. We allow two ticks (interrupt
     /// latency), and [`CoarseNow::precise`] checks that assumption on every precise read
     /// that follows a coarse one, turning the shortcut off for good if it is ever wrong.
+    #[inline]
     pub(crate) fn read() -> Option<Self> {
         let slack = match COARSE_SLACK_NS.load(Ordering::Relaxed) {
             UNKNOWN => calibrate(),
@@ -80,6 +84,7 @@ impl CoarseNow {
     }
 
     /// Reads the precise clock after this coarse read, checking the bounds held.
+    #[inline]
     pub(crate) fn precise(self) -> u64 {
         let now = now_ns();
         if now > self.latest {

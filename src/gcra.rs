@@ -5,7 +5,12 @@
 //! With emission interval T = ⌊P / L⌋ and tolerance τ = B·T, a request of n units at t is
 //! admitted iff `max(TAT, t) + n·T − t ≤ τ (+ max_wait for a reserve)`, and then
 //! `TAT := max(TAT, t) + n·T`. A fresh cell has TAT = 0, which is full at any `t`.
+//!
+//! The TAT never exceeds [`MAX_STATE`] = 2^64 − 3 ns (year 2554 of `CLOCK_MONOTONIC`): the
+//! two values above it mark keyed-table slots (see `cell.rs`), so a request whose new TAT
+//! would pass it is denied, as if those last two nanoseconds were beyond the end of time.
 
+use crate::cell::MAX_STATE;
 use crate::{ConfigError, Decision};
 
 /// A validated GCRA configuration.
@@ -35,8 +40,11 @@ impl Gcra {
             return Err(ConfigError::RateTooHigh);
         }
         let burst = if burst == 0 { limit } else { burst };
+        // τ ≤ MAX_STATE, so a fresh bucket is full at t = 0: its B units fit below the
+        // largest storable TAT.
         let tolerance = burst
             .checked_mul(emission_interval)
+            .filter(|&tolerance| tolerance <= MAX_STATE)
             .ok_or(ConfigError::ToleranceTooLarge)?;
         Ok(Self {
             emission_interval,
@@ -46,6 +54,7 @@ impl Gcra {
     }
 
     /// B: the decision's `limit`, and the largest `n` that can ever be admitted.
+    #[inline]
     pub(crate) fn burst(&self) -> u64 {
         self.burst
     }
@@ -53,15 +62,24 @@ impl Gcra {
     /// The new TAT if `1 ≤ n ≤ burst` units at `now` are admitted with at most `max_wait`
     /// of waiting: the admission rule alone, without the decision's report.
     pub(crate) fn admit(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Option<u64> {
+        self.next_tat(tat, now, n)
+            .filter(|&new_tat| new_tat - now <= self.tolerance.saturating_add(max_wait))
+    }
+
+    /// `max(tat, now) + n·T` for `n ≤ burst`, the TAT an admission would store, if it is
+    /// storable: at most [`MAX_STATE`].
+    #[inline]
+    fn next_tat(&self, tat: u64, now: u64, n: u64) -> Option<u64> {
         // n ≤ B, so n·T ≤ B·T = τ, which fits in u64.
         let cost = n * self.emission_interval;
         tat.max(now)
             .checked_add(cost)
-            .filter(|&new_tat| new_tat - now <= self.tolerance.saturating_add(max_wait))
+            .filter(|&new_tat| new_tat <= MAX_STATE)
     }
 
     /// Decides `n ≤ burst` units at `now` against the stored `tat`, waiting at most
     /// `max_wait` (0 for a plain acquire). `n == 0` is a query and never writes.
+    #[inline]
     pub(crate) fn decide(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Outcome {
         debug_assert!(n <= self.burst, "callers reject n > burst first");
         if n == 0 {
@@ -87,8 +105,9 @@ impl Gcra {
             }
             None => {
                 // At now + d the same request is admitted iff
-                // max(tat, now + d) + n·T − (now + d) ≤ τ + max_wait and the new TAT fits.
-                let retry_after_ns = match tat.max(now).checked_add(n * self.emission_interval) {
+                // max(tat, now + d) + n·T − (now + d) ≤ τ + max_wait and the new TAT is
+                // at most MAX_STATE.
+                let retry_after_ns = match self.next_tat(tat, now, n) {
                     // Denied with a storable TAT means tat > now: the smallest d solves
                     // tat + n·T − (now + d) = τ + max_wait.
                     Some(due) => (due - now)
@@ -108,16 +127,17 @@ impl Gcra {
 
     /// The fields that follow from the TAT after a decision: `allowed`, `retry_after_ns`
     /// and `wait_ns` are left at their "denied, no wait" defaults.
+    #[inline]
     fn report(&self, tat: u64, now: u64) -> Decision {
         // `debt` is how far the bucket is drained: the TAT's lead over now.
         let debt = tat.saturating_sub(now);
         let mut remaining = self.tolerance.saturating_sub(debt) / self.emission_interval;
         let mut reset_after_ns = debt;
         let start = tat.max(now);
-        if start.checked_add(self.tolerance).is_none() {
-            // The end of the timeline: a TAT past u64::MAX cannot be stored, so only the
+        if start.saturating_add(self.tolerance) > MAX_STATE {
+            // The end of the timeline: a TAT past MAX_STATE cannot be stored, so only the
             // units that fit can be admitted, and the bucket can never be full again.
-            remaining = remaining.min((u64::MAX - start) / self.emission_interval);
+            remaining = remaining.min(MAX_STATE.saturating_sub(start) / self.emission_interval);
             reset_after_ns = u64::MAX;
         }
         Decision {
@@ -134,6 +154,7 @@ impl Gcra {
     /// `[earliest, latest]` at once: `Some(None)` if all of them deny, `Some(Some(tat'))`
     /// if all of them admit and store the same `tat'`, `None` if the outcome depends on
     /// where in the interval `now` lies.
+    #[inline]
     pub(crate) fn settle(
         &self,
         tat: u64,
@@ -149,7 +170,8 @@ impl Gcra {
         }
         // While now ≤ tat the new TAT is tat + n·T whatever now is exactly.
         if latest <= tat && u128::from(earliest) >= due {
-            return tat.checked_add(cost).map(Some);
+            // Past MAX_STATE every instant denies; leave that to the precise path.
+            return self.next_tat(tat, latest, n).map(Some);
         }
         None
     }
@@ -170,6 +192,28 @@ mod tests {
             Gcra::new(1, u64::MAX, 2).unwrap_err(),
             ConfigError::ToleranceTooLarge
         );
+    }
+
+    #[test]
+    fn the_tat_never_passes_max_state() {
+        // T = 10, τ = 10.
+        let gcra = Gcra::new(1, 10, 0).unwrap();
+        let (last, new_tat) = gcra.decide(0, MAX_STATE - 10, 1, 0);
+        assert!(last.allowed);
+        assert_eq!(new_tat, Some(MAX_STATE));
+        let (past, new_tat) = gcra.decide(0, MAX_STATE - 9, 1, 0);
+        assert!(!past.allowed);
+        assert_eq!((new_tat, past.retry_after_ns), (None, u64::MAX));
+        // Even a reserve willing to wait forever cannot reach the slot markers.
+        let (reserve, new_tat) = gcra.decide(MAX_STATE, MAX_STATE, 1, u64::MAX);
+        assert!(!reserve.allowed);
+        assert_eq!((new_tat, reserve.retry_after_ns), (None, u64::MAX));
+        // A query is always admitted and never writes.
+        let (query, new_tat) = gcra.decide(0, u64::MAX, 0, 0);
+        assert!(query.allowed);
+        assert_eq!(new_tat, None);
+        // The coarse-clock shortcut leaves the capped case to the precise path.
+        assert_eq!(gcra.settle(MAX_STATE, MAX_STATE, MAX_STATE, 1), None);
     }
 
     #[test]

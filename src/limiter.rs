@@ -1,5 +1,6 @@
 //! A single limiter: a [`Policy`] over its own padded block of state words.
 
+use crate::cell::{owned, Owned};
 use crate::policy::Policy;
 use crate::sync::AtomicU64;
 use crate::{clock, Config, Decision, Error};
@@ -71,7 +72,12 @@ impl Limiter {
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`.
     pub fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Decision, Error> {
-        self.policy.acquire(self.state(), now_ns, n)
+        Ok(owned(self.policy.acquire(
+            self.state(),
+            &Owned,
+            now_ns,
+            n,
+        )?))
     }
 
     /// Acquires `n` units now and says only whether they were admitted: the fastest path.
@@ -82,7 +88,7 @@ impl Limiter {
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
-        self.policy.try_acquire(self.state(), n)
+        Ok(owned(self.policy.try_acquire(self.state(), &Owned, n)?))
     }
 
     /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
@@ -111,6 +117,12 @@ impl Limiter {
     /// # Errors
     /// As [`reserve`](Self::reserve).
     pub fn reserve_at(&self, n: u64, now_ns: u64, max_wait_ns: u64) -> Result<Decision, Error> {
-        self.policy.reserve(self.state(), now_ns, n, max_wait_ns)
+        Ok(owned(self.policy.reserve(
+            self.state(),
+            &Owned,
+            now_ns,
+            n,
+            max_wait_ns,
+        )?))
     }
 }

@@ -1,8 +1,10 @@
 //! One enum over the algorithms: it validates a [`Config`] and runs the chosen algorithm on
 //! a slice of state words, so the direct limiter and the keyed table share every line of
-//! decision code and differ only in where the words live.
+//! decision code and differ only in where the words live and who else may repurpose them
+//! (the [`Tenancy`]: nobody for a limiter, another key for a keyed slot). Every write any
+//! algorithm makes to its state goes through a tenancy check of the first word first.
 
-use crate::cell::decide_and_swap;
+use crate::cell::{decide_and_swap, is_marker, Tenancy};
 use crate::clock::CoarseNow;
 use crate::fixed_window::FixedWindow;
 use crate::gcra::Gcra;
@@ -11,10 +13,10 @@ use crate::sliding_window::SlidingWindow;
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Algorithm, Config, Decision, Error};
 
-/// The largest value the first state word of a window algorithm ever holds (fixed
-/// window, sliding window counter, sliding log): their configs are bounded so that it is
-/// never `u64::MAX` or `u64::MAX − 1`, which the keyed table uses as slot-status sentinels.
-pub(crate) const FIRST_WORD_MAX: u64 = u64::MAX - 2;
+/// The result of an operation on state words that may be repurposed mid-operation: the
+/// outer error is the request's fault; the inner one says the words stopped being the
+/// caller's state before anything was written (look the key up again).
+pub(crate) type Attempt<R, T> = Result<Result<R, <T as Tenancy>::Evicted>, Error>;
 
 /// A validated algorithm with its parameters.
 #[derive(Clone, Copy, Debug)]
@@ -36,7 +38,9 @@ impl Policy {
         })
     }
 
-    /// How many `AtomicU64` words of state one limiter of this policy needs.
+    /// How many `AtomicU64` words of state one limiter of this policy needs. A fresh state
+    /// is all zeros.
+    #[inline]
     pub(crate) fn state_words(&self) -> usize {
         match self {
             Self::Gcra(_) | Self::FixedWindow(_) => 1,
@@ -46,6 +50,7 @@ impl Policy {
     }
 
     /// The decision's `limit`: the largest cost that can ever be admitted.
+    #[inline]
     pub(crate) fn limit(&self) -> u64 {
         match self {
             Self::Gcra(gcra) => gcra.burst(),
@@ -55,7 +60,9 @@ impl Policy {
         }
     }
 
-    fn check_cost(&self, n: u64) -> Result<(), Error> {
+    /// `Err(InsufficientCapacity)` if `n` can never be admitted.
+    #[inline]
+    pub(crate) fn check_cost(&self, n: u64) -> Result<(), Error> {
         if n > self.limit() {
             Err(Error::InsufficientCapacity)
         } else {
@@ -68,38 +75,43 @@ impl Policy {
     // the only arm: measured, the extra call level cost GCRA's acquire ~15%. The window
     // algorithms' big bodies stay out of line (`#[inline(never)]` there).
     #[inline(always)]
-    pub(crate) fn acquire(
+    pub(crate) fn acquire<T: Tenancy>(
         &self,
         state: &[AtomicU64],
+        tenancy: &T,
         now_ns: u64,
         n: u64,
-    ) -> Result<Decision, Error> {
+    ) -> Attempt<Decision, T> {
         self.check_cost(n)?;
         Ok(match self {
-            Self::Gcra(gcra) => decide_and_swap(&state[0], |tat| gcra.decide(tat, now_ns, n, 0)),
-            Self::FixedWindow(fixed) => {
-                decide_and_swap(&state[0], |word| fixed.decide(word, now_ns, n))
+            Self::Gcra(gcra) => {
+                decide_and_swap(&state[0], tenancy, |tat| gcra.decide(tat, now_ns, n, 0))
             }
-            Self::SlidingWindow(sliding) => sliding.acquire(state, now_ns, n),
-            Self::SlidingLog(log) => log.acquire(state, now_ns, n),
+            Self::FixedWindow(fixed) => {
+                decide_and_swap(&state[0], tenancy, |word| fixed.decide(word, now_ns, n))
+            }
+            Self::SlidingWindow(sliding) => sliding.acquire(state, tenancy, now_ns, n),
+            Self::SlidingLog(log) => log.acquire(state, tenancy, now_ns, n),
         })
     }
 
     /// Reserves `n` units at `now_ns`, admitting if the caller would wait at most
     /// `max_wait_ns`. GCRA only: the window algorithms have no queue to wait in, so they
     /// return `Unsupported` whatever `n` is.
-    pub(crate) fn reserve(
+    #[inline]
+    pub(crate) fn reserve<T: Tenancy>(
         &self,
         state: &[AtomicU64],
+        tenancy: &T,
         now_ns: u64,
         n: u64,
         max_wait_ns: u64,
-    ) -> Result<Decision, Error> {
+    ) -> Attempt<Decision, T> {
         let Self::Gcra(gcra) = self else {
             return Err(Error::Unsupported);
         };
         self.check_cost(n)?;
-        Ok(decide_and_swap(&state[0], |tat| {
+        Ok(decide_and_swap(&state[0], tenancy, |tat| {
             gcra.decide(tat, now_ns, n, max_wait_ns)
         }))
     }
@@ -108,65 +120,99 @@ impl Policy {
     /// coarse clock when its bounds settle the outcome and the new state, and reads the
     /// precise clock only when they do not; either way the result is the one a precise
     /// read at the same instant would give.
-    pub(crate) fn try_acquire(&self, state: &[AtomicU64], n: u64) -> Result<bool, Error> {
+    #[inline]
+    pub(crate) fn try_acquire<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        n: u64,
+    ) -> Attempt<bool, T> {
         self.check_cost(n)?;
         if n == 0 {
-            return Ok(true);
+            return Ok(Ok(true));
         }
         let Some(coarse) = CoarseNow::read() else {
-            return Ok(self.admit(state, crate::clock::now_ns(), n));
+            return Ok(self.admit(state, tenancy, crate::clock::now_ns(), n));
         };
-        match self.settle(state, coarse.earliest, coarse.latest, n) {
-            Some(allowed) => Ok(allowed),
-            None => Ok(self.admit(state, coarse.precise(), n)),
-        }
+        Ok(
+            match self.settle(state, tenancy, coarse.earliest, coarse.latest, n) {
+                Ok(Some(allowed)) => Ok(allowed),
+                Ok(None) => self.admit(state, tenancy, coarse.precise(), n),
+                Err(evicted) => Err(evicted),
+            },
+        )
     }
 
     /// Acquires `1 ≤ n ≤ limit` units at `now_ns`, reporting only whether they were
     /// admitted. GCRA skips the decision's report (a division); the windows' reports are
     /// by-products of deciding, so they decide in full.
-    fn admit(&self, state: &[AtomicU64], now_ns: u64, n: u64) -> bool {
+    #[inline]
+    fn admit<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
         match self {
-            Self::Gcra(gcra) => decide_and_swap(&state[0], |tat| {
+            Self::Gcra(gcra) => decide_and_swap(&state[0], tenancy, |tat| {
                 let new_tat = gcra.admit(tat, now_ns, n, 0);
                 (new_tat.is_some(), new_tat)
             }),
-            _ => matches!(self.acquire(state, now_ns, n), Ok(decision) if decision.allowed),
+            _ => match self.acquire(state, tenancy, now_ns, n) {
+                Ok(decided) => decided.map(|decision| decision.allowed),
+                // n ≤ limit: acquire's only error is InsufficientCapacity.
+                Err(_) => Ok(false),
+            },
         }
     }
 
     /// Acquires `1 ≤ n ≤ limit` units for every instant in `[earliest, latest]` at once:
     /// `Some(allowed)` if every instant gives that outcome and the same new state (which
     /// is then stored), `None` (nothing written) if they do not.
-    fn settle(&self, state: &[AtomicU64], earliest: u64, latest: u64, n: u64) -> Option<bool> {
+    #[inline]
+    fn settle<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        earliest: u64,
+        latest: u64,
+        n: u64,
+    ) -> Result<Option<bool>, T::Evicted> {
         match self {
-            Self::Gcra(gcra) => decide_and_swap(&state[0], |tat| {
+            Self::Gcra(gcra) => decide_and_swap(&state[0], tenancy, |tat| {
                 swap_settled(gcra.settle(tat, earliest, latest, n))
             }),
-            Self::FixedWindow(fixed) => decide_and_swap(&state[0], |word| {
+            Self::FixedWindow(fixed) => decide_and_swap(&state[0], tenancy, |word| {
                 swap_settled(fixed.settle(word, earliest, latest, n))
             }),
-            Self::SlidingWindow(sliding) => sliding.settle(state, earliest, latest, n),
-            Self::SlidingLog(log) => log.settle(state, earliest, latest, n),
+            Self::SlidingWindow(sliding) => sliding.settle(state, tenancy, earliest, latest, n),
+            Self::SlidingLog(log) => log.settle(state, tenancy, earliest, latest, n),
         }
     }
 
     /// Whether `state` is indistinguishable from a fresh limiter's at `now_ns` (DESIGN §5),
-    /// so its slot may be reclaimed.
-    #[allow(dead_code)] // used by the keyed table
+    /// so its keyed slot may be reclaimed. A slot marker is never fresh.
+    #[inline]
     pub(crate) fn is_fresh(&self, state: &[AtomicU64], now_ns: u64) -> bool {
-        match self {
-            // Relaxed: a snapshot; the reclaimer's own CAS revalidates it.
-            Self::Gcra(_) => state[0].load(Ordering::Relaxed) <= now_ns,
-            Self::FixedWindow(fixed) => fixed.is_fresh(state[0].load(Ordering::Relaxed), now_ns),
-            Self::SlidingWindow(sliding) => sliding.is_fresh(state, now_ns),
-            Self::SlidingLog(log) => log.is_fresh(state, now_ns),
-        }
+        // Acquire: pairs with the Release swap or store that installed this value, so the
+        // other words it publishes (window records, the log's `latest`) are read at least
+        // as new as it. A snapshot: the reclaimer's CAS on the first word revalidates it
+        // (the first word only grows, so an unchanged first word means an unchanged state).
+        let first = state[0].load(Ordering::Acquire);
+        !is_marker(first)
+            && match self {
+                Self::Gcra(_) => first <= now_ns,
+                Self::FixedWindow(fixed) => fixed.is_fresh(first, now_ns),
+                Self::SlidingWindow(sliding) => sliding.is_fresh(state, first, now_ns),
+                Self::SlidingLog(log) => log.is_fresh(state, first, now_ns),
+            }
     }
 }
 
 /// A single-word settle result (`Some(Some(new))` admit and store, `Some(None)` deny,
 /// `None` undecided) as a [`decide_and_swap`] step.
+#[inline]
 fn swap_settled(settled: Option<Option<u64>>) -> (Option<bool>, Option<u64>) {
     match settled {
         Some(Some(next)) => (Some(true), Some(next)),
@@ -178,6 +224,7 @@ fn swap_settled(settled: Option<Option<u64>>) -> (Option<bool>, Option<u64>) {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::cell::{owned, Owned};
 
     /// For every algorithm, from several states: whenever `settle` decides an interval,
     /// acquiring at each instant in it gives the same outcome and the same new state.
@@ -203,7 +250,7 @@ mod tests {
                     .map(|_| AtomicU64::new(0))
                     .collect();
                 for &(t, n) in history {
-                    policy.acquire(&state, t, n).unwrap();
+                    policy.acquire(&state, &Owned, t, n).unwrap().unwrap();
                 }
                 state
             };
@@ -217,7 +264,9 @@ mod tests {
                         for n in 1..=3 {
                             let latest = earliest + width;
                             let state = prepared(history);
-                            let Some(settled) = policy.settle(&state, earliest, latest, n) else {
+                            let Some(settled) =
+                                owned(policy.settle(&state, &Owned, earliest, latest, n))
+                            else {
                                 continue;
                             };
                             if settled {
@@ -228,7 +277,8 @@ mod tests {
                             let after = words(&state);
                             for t in earliest..=latest {
                                 let state = prepared(history);
-                                let precise = policy.acquire(&state, t, n).unwrap();
+                                let precise =
+                                    policy.acquire(&state, &Owned, t, n).unwrap().unwrap();
                                 assert_eq!(precise.allowed, settled, "{config:?} {t}");
                                 assert_eq!(words(&state), after, "{config:?} {t}");
                             }
@@ -259,7 +309,13 @@ mod tests {
                 .map(|_| AtomicU64::new(0))
                 .collect();
             assert!(policy.is_fresh(&state, 0) && policy.is_fresh(&state, 150));
-            assert!(policy.acquire(&state, 150, 1).unwrap().allowed);
+            assert!(
+                policy
+                    .acquire(&state, &Owned, 150, 1)
+                    .unwrap()
+                    .unwrap()
+                    .allowed
+            );
             for &now in live {
                 assert!(!policy.is_fresh(&state, now), "{config:?} live at {now}");
             }

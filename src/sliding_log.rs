@@ -83,7 +83,8 @@
 //! assert!(limiter.acquire_at(1, 84 * SECOND).unwrap().allowed);
 //! ```
 
-use crate::policy::FIRST_WORD_MAX;
+use crate::cell::Tenancy;
+use crate::cell::MAX_STATE;
 use crate::sync::{spin_wait, AtomicU64, Ordering};
 use crate::window::until;
 use crate::{ConfigError, Decision};
@@ -120,7 +121,7 @@ impl SlidingLog {
             return Err(ConfigError::ZeroPeriod);
         }
         let most_positions = u128::from(limit) * (u128::from(u64::MAX / period_ns) + 1);
-        if limit > Self::MAX_LIMIT || most_positions > u128::from(FIRST_WORD_MAX) {
+        if limit > Self::MAX_LIMIT || most_positions > u128::from(MAX_STATE) {
             return Err(ConfigError::LimitTooLarge);
         }
         Ok(Self { limit, period_ns })
@@ -141,17 +142,23 @@ impl SlidingLog {
     // Not inlined into `Policy::acquire`: its size would cost the other algorithms'
     // paths there a larger stack frame and their own inlining.
     #[inline(never)]
-    pub(crate) fn acquire(&self, state: &[AtomicU64], now: u64, n: u64) -> Decision {
+    pub(crate) fn acquire<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted> {
         loop {
-            let ring = Ring::load(self, state, now);
+            let ring = Ring::load(self, state, tenancy, now)?;
             let admission = if n == 0 {
                 Admission::Query
             } else {
                 ring.admission(n)
             };
             let decision = match admission {
-                Admission::Admit => match ring.admit(now, n) {
-                    Some(decision) => return decision,
+                Admission::Admit => match ring.admit(now, n)? {
+                    Some(decision) => return Ok(decision),
                     None => continue,
                 },
                 Admission::Deny { oldest_kept, ts } => {
@@ -186,7 +193,7 @@ impl SlidingLog {
                 }
             };
             if ring.unchanged() {
-                return decision;
+                return Ok(decision);
             }
         }
     }
@@ -195,31 +202,34 @@ impl SlidingLog {
     /// once. Admission only gets easier with time, so a denial at `latest` is a denial at
     /// every instant; an admission logs the instant itself, so it is settled only when
     /// every instant in the bounds is moved forward to the same logged time.
-    pub(crate) fn settle(
+    pub(crate) fn settle<T: Tenancy>(
         &self,
         state: &[AtomicU64],
+        tenancy: &T,
         earliest: u64,
         latest: u64,
         n: u64,
-    ) -> Option<bool> {
-        let ring = Ring::load(self, state, latest);
+    ) -> Result<Option<bool>, T::Evicted> {
+        let ring = Ring::load(self, state, tenancy, latest)?;
         if let Admission::Deny { .. } = ring.admission(n) {
-            return ring.unchanged().then_some(false);
+            return Ok(ring.unchanged().then_some(false));
         }
         if latest <= ring.latest {
             // Every instant in the bounds is evaluated at `ring.latest` or later-read
             // `latest`, which is the same for all of them: decide at any one.
-            return Some(self.acquire(state, earliest, n).allowed);
+            return Ok(Some(self.acquire(state, tenancy, earliest, n)?.allowed));
         }
-        None
+        Ok(None)
     }
 
     /// Fresh (DESIGN §5): every entry has expired at `now`. Reads only `latest`, an upper
     /// bound on every timestamp logged, so it may say "not fresh" of a state that is.
-    pub(crate) fn is_fresh(&self, state: &[AtomicU64], now: u64) -> bool {
-        // Relaxed: a snapshot; the reclaimer's own CAS revalidates it.
+    /// `head` is the head word, loaded with Acquire (pairing with the Release swap of
+    /// every claim below it, so `latest` is at least each of their timestamps). A
+    /// snapshot: the reclaimer's own CAS on head revalidates it.
+    pub(crate) fn is_fresh(&self, state: &[AtomicU64], head: u64, now: u64) -> bool {
+        // Relaxed: ordered after the caller's Acquire load of head.
         let latest = state[LATEST].load(Ordering::Relaxed);
-        let head = state[HEAD].load(Ordering::Relaxed);
         head == 0 || u128::from(latest) + u128::from(self.period_ns) <= u128::from(now)
     }
 
@@ -230,10 +240,12 @@ impl SlidingLog {
     }
 }
 
-/// One read of the log: head, latest, and the time `at` a request is evaluated at.
-struct Ring<'a> {
+/// One read of the log: head, latest, and the time `at` a request is evaluated at, by a
+/// caller whose claim on the state is `tenancy`.
+struct Ring<'a, T> {
     log: &'a SlidingLog,
     state: &'a [AtomicU64],
+    tenancy: &'a T,
     head: u64,
     latest: u64,
     at: u64,
@@ -250,19 +262,28 @@ enum Admission {
     Query,
 }
 
-impl<'a> Ring<'a> {
-    fn load(log: &'a SlidingLog, state: &'a [AtomicU64], now: u64) -> Self {
+impl<'a, T: Tenancy> Ring<'a, T> {
+    /// Reads the log, if head (the first word) shows it is still the caller's state.
+    fn load(
+        log: &'a SlidingLog,
+        state: &'a [AtomicU64],
+        tenancy: &'a T,
+        now: u64,
+    ) -> Result<Self, T::Evicted> {
         // Acquire: pairs with the Release head swap of every claim below this head, so
-        // `latest` below is at least each of their timestamps.
+        // `latest` below is at least each of their timestamps. (Also at least the
+        // tenancy's `T::LOAD`, which is never stronger than Acquire.)
         let head = state[HEAD].load(Ordering::Acquire);
+        tenancy.check(head)?;
         let latest = state[LATEST].load(Ordering::Relaxed);
-        Self {
+        Ok(Self {
             log,
             state,
+            tenancy,
             head,
             latest,
             at: now.max(latest),
-        }
+        })
     }
 
     /// Whether n more units fit at `at`: the newest position that must be gone,
@@ -288,23 +309,32 @@ impl<'a> Ring<'a> {
         }
     }
 
-    /// Claims `[head, head + n)` and logs them at `at`; `None` if another admission
-    /// came first (the caller reads the log again).
-    fn admit(&self, now: u64, n: u64) -> Option<Decision> {
+    /// Claims `[head, head + n)` and logs them at `at`; `Ok(None)` if another admission
+    /// came first (the caller reads the log again). Each CAS is preceded by a tenancy
+    /// check of head, so nothing is written once the state is no longer the caller's.
+    fn admit(&self, now: u64, n: u64) -> Result<Option<Decision>, T::Evicted> {
         let state = self.state;
         if self.at > self.latest {
+            self.tenancy.check(self.head)?;
             // Relaxed: the Release head swap below publishes it. A CAS from the value
             // read, not a fetch_max: if it moved, `at` may be stale, so start over.
-            state[LATEST]
+            if state[LATEST]
                 .compare_exchange(self.latest, self.at, Ordering::Relaxed, Ordering::Relaxed)
-                .ok()?;
+                .is_err()
+            {
+                return Ok(None);
+            }
         }
+        self.tenancy.check(self.head)?;
         // Release: publishes `latest` (above) to readers that see this head. The head
         // cannot overflow: see "Reserved values and bounds".
         let new_head = self.head + n;
-        state[HEAD]
+        if state[HEAD]
             .compare_exchange(self.head, new_head, Ordering::Release, Ordering::Relaxed)
-            .ok()?;
+            .is_err()
+        {
+            return Ok(None);
+        }
         for position in self.head..new_head {
             let slot = self.log.slot(position);
             // Release: a reader that sees this timestamp also sees the claim above when
@@ -315,14 +345,14 @@ impl<'a> Ring<'a> {
         let limit = self.log.limit;
         // Our own units are live (P ≥ 1); search the older positions still kept.
         let first_live = self.first_live(new_head.saturating_sub(limit), self.head);
-        Some(Decision {
+        Ok(Some(Decision {
             allowed: true,
             limit,
             remaining: limit - (new_head - first_live),
             retry_after_ns: 0,
             reset_after_ns: self.expiry(self.at, now),
             wait_ns: 0,
-        })
+        }))
     }
 
     /// `remaining` and `reset_after_ns` of a log left as it is, given a position

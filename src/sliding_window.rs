@@ -64,7 +64,7 @@
 //! assert!(limiter.acquire_at(3, at).unwrap().allowed);
 //! ```
 
-use crate::cell::decide_and_publish;
+use crate::cell::{decide_and_publish, Tenancy};
 use crate::sync::{AtomicU64, Ordering};
 use crate::window::{until, Counted, Windows};
 use crate::{ConfigError, Decision};
@@ -107,12 +107,18 @@ impl SlidingWindow {
     // Not inlined into `Policy::acquire`: its size would cost the other algorithms'
     // paths there a larger stack frame and their own inlining.
     #[inline(never)]
-    pub(crate) fn acquire(&self, state: &[AtomicU64], now: u64, n: u64) -> Decision {
-        let (allowed, view) = self.swap(state, now, n, |view| {
+    pub(crate) fn acquire<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted> {
+        let (allowed, view) = self.swap(state, tenancy, now, n, |view| {
             let allowed = n == 0 || self.fits(view, view.cur + n);
             (allowed, allowed)
-        });
-        self.decide(&view, now, n, allowed)
+        })?;
+        Ok(self.decide(&view, now, n, allowed))
     }
 
     /// Decides a plain acquire of `n ≥ 1` for every instant in `[earliest, latest]` at
@@ -120,14 +126,15 @@ impl SlidingWindow {
     /// depends only on the window, so when both bounds fall in the same window an
     /// admission at `earliest` or a denial at `latest` settles every instant between.
     /// `None` when the bounds do not settle it.
-    pub(crate) fn settle(
+    pub(crate) fn settle<T: Tenancy>(
         &self,
         state: &[AtomicU64],
+        tenancy: &T,
         earliest: u64,
         latest: u64,
         n: u64,
-    ) -> Option<bool> {
-        let (settled, _) = self.swap(state, earliest, n, |first| {
+    ) -> Result<Option<bool>, T::Evicted> {
+        let (settled, _) = self.swap(state, tenancy, earliest, n, |first| {
             let (index, elapsed) = self.windows.locate(first.index, latest);
             let last = View { elapsed, ..*first };
             let settled = if index != first.index {
@@ -140,15 +147,15 @@ impl SlidingWindow {
                 None
             };
             (settled, settled == Some(true))
-        });
-        settled
+        })?;
+        Ok(settled)
     }
 
     /// Fresh (DESIGN §5): nothing counted in the window of `now` nor in the one before.
-    pub(crate) fn is_fresh(&self, state: &[AtomicU64], now: u64) -> bool {
-        // Acquire: pairs with the Release swap that installed this value, so the closed
-        // record it needs is visible. A snapshot: the reclaimer's own CAS revalidates it.
-        let current = state[CURRENT].load(Ordering::Acquire);
+    /// `current` is the current word, loaded with Acquire (pairing with the Release swap
+    /// that installed it, so the closed record it needs is visible). A snapshot: the
+    /// reclaimer's own CAS revalidates it.
+    pub(crate) fn is_fresh(&self, state: &[AtomicU64], current: u64, now: u64) -> bool {
         self.view(state, current, now, false)
             .is_some_and(|view| view.prev == 0 && view.cur == 0)
     }
@@ -158,17 +165,21 @@ impl SlidingWindow {
     /// recording the closed window first when it rolls over. Returns the result and the
     /// view it was decided on. (The decision's fields are computed by the caller, outside
     /// the loop: a `Decision` carried through it costs more than the decision itself.)
-    fn swap<R: Copy>(
+    ///
+    /// Every value of the current word is shown to `tenancy` before anything is decided
+    /// or written on it, the record of a roll-over included (`cell::decide_and_publish`).
+    fn swap<T: Tenancy, R: Copy>(
         &self,
         state: &[AtomicU64],
+        tenancy: &T,
         now: u64,
         n: u64,
         decide: impl Fn(&View) -> (R, bool),
-    ) -> (R, View) {
+    ) -> Result<(R, View), T::Evicted> {
         // The current word last found stale: see `view`.
         let mut stale = None;
         loop {
-            let step = decide_and_publish(&state[CURRENT], |current| {
+            let step = decide_and_publish(&state[CURRENT], tenancy, |current| {
                 let Some(view) = self.view(state, current, now, stale == Some(current)) else {
                     // A stale current word: load it again.
                     stale = Some(current);
@@ -189,9 +200,9 @@ impl SlidingWindow {
                     count: view.cur + n,
                 });
                 (Some((result, view)), Some(next))
-            });
+            })?;
             if let Some(decided) = step {
-                return decided;
+                return Ok(decided);
             }
         }
     }
@@ -358,6 +369,7 @@ fn parity(index: u64) -> usize {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::cell::{owned, Owned};
 
     #[test]
     fn a_record_from_a_later_window_under_an_unmoved_current_word_does_not_hang() {
@@ -374,9 +386,11 @@ mod tests {
         .map(AtomicU64::new)
         .collect();
         // At 250: 4·(100 − 50)/100 = 2 weigh, plus 1 counted: 1 left.
-        assert_eq!(sliding.acquire(&state, 250, 0).remaining, 1);
-        assert!(sliding.acquire(&state, 250, 1).allowed);
-        assert!(!sliding.acquire(&state, 250, 1).allowed);
-        assert!(!sliding.is_fresh(&state, 250));
+        let acquire = |n| owned(sliding.acquire(&state, &Owned, 250, n));
+        assert_eq!(acquire(0).remaining, 1);
+        assert!(acquire(1).allowed);
+        assert!(!acquire(1).allowed);
+        let current = state[CURRENT].load(Ordering::Relaxed);
+        assert!(!sliding.is_fresh(&state, current, 250));
     }
 }

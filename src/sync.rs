@@ -12,6 +12,41 @@ pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
 
 pub(crate) use std::sync::atomic::AtomicU64 as ProcessAtomicU64;
 
+/// Waits politely, without bound, for another thread to finish a short step (a keyed
+/// insert in flight). (For a wait that gives up after a few checks, see [`spin_wait`].)
+///
+/// Spins with exponentially more `spin_loop` hints, then yields the CPU to the scheduler,
+/// so a waiter whose peer was preempted does not burn its time slice. Under loom every
+/// wait is a `yield_now`, which tells loom to run another thread first.
+#[derive(Debug, Default)]
+pub(crate) struct Backoff {
+    step: u32,
+}
+
+impl Backoff {
+    /// Spins up to 2^SPIN_LIMIT hints per wait before yielding (the same figure as
+    /// crossbeam-utils' `Backoff`).
+    #[cfg(not(loom))]
+    const SPIN_LIMIT: u32 = 6;
+
+    pub(crate) fn snooze(&mut self) {
+        #[cfg(loom)]
+        {
+            self.step = self.step.saturating_add(1);
+            loom::thread::yield_now();
+        }
+        #[cfg(not(loom))]
+        if self.step <= Self::SPIN_LIMIT {
+            for _ in 0..1u32 << self.step {
+                std::hint::spin_loop();
+            }
+            self.step += 1;
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// One pause in a bounded wait for another thread's write: a CPU spin hint normally, a
 /// yield under loom so the model checker lets the writer run (an unbounded spin would
 /// never end there, and loom requires every wait loop to yield).

@@ -5,7 +5,7 @@
 //! `word = (k << count_bits) | count` with `count_bits = bits(L)`, so any count `0..=L`
 //! fits below the index. A config is accepted only if the largest word it can produce,
 //! the last window of the `u64` timeline with a full count,
-//! `⌊(2⁶⁴−1)/P⌋ · 2^bits(L) + L`, is at most [`FIRST_WORD_MAX`] = 2⁶⁴ − 3. Then:
+//! `⌊(2⁶⁴−1)/P⌋ · 2^bits(L) + L`, is at most [`MAX_STATE`] = 2⁶⁴ − 3. Then:
 //! - the index never wraps, for any `now_ns` a caller can pass (`k ≤ ⌊(2⁶⁴−1)/P⌋`);
 //! - the word never holds `u64::MAX` or `u64::MAX − 1`, which the keyed table reserves;
 //! - the word is monotone over a limiter's life: a write either moves to a later window
@@ -19,7 +19,7 @@
 //!
 //! The zero word is window 0 with nothing counted: a fresh limiter, full at any time.
 
-use crate::policy::FIRST_WORD_MAX;
+use crate::cell::MAX_STATE;
 use crate::ConfigError;
 
 /// A validated window configuration: L units per window of P ns, and the word's packing.
@@ -50,7 +50,7 @@ impl Windows {
         let count_bits = u64::BITS - limit.leading_zeros();
         let last_index = u64::MAX / period_ns;
         let largest_word = (u128::from(last_index) << count_bits) + u128::from(limit);
-        if largest_word > u128::from(FIRST_WORD_MAX) {
+        if largest_word > u128::from(MAX_STATE) {
             return Err(ConfigError::LimitTooLarge);
         }
         Ok(Self {

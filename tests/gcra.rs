@@ -7,6 +7,10 @@ mod common;
 use common::{smallest, Rng, MS, SECOND};
 use rate::{Config, ConfigError, Decision, Error, Limiter};
 
+/// The largest TAT a state stores, 2⁶⁴ − 3: the two values above it mark keyed-table
+/// slots, so the timeline of a TAT ends there (src/gcra.rs).
+const END: u64 = u64::MAX - 2;
+
 fn gcra(limit: u64, period_ns: u64, burst: u64) -> Limiter {
     Limiter::new(&Config::gcra(limit, period_ns).with_burst(burst)).unwrap()
 }
@@ -96,6 +100,12 @@ fn errors_are_typed() {
         invalid(Config::gcra(1, u64::MAX).with_burst(2)),
         Error::InvalidConfig(ConfigError::ToleranceTooLarge)
     );
+    // τ = B·T must be at most END (a fresh bucket's B units must fit below it).
+    assert_eq!(
+        invalid(Config::gcra(1, END + 1).with_burst(1)),
+        Error::InvalidConfig(ConfigError::ToleranceTooLarge)
+    );
+    assert!(Limiter::new(&Config::gcra(1, END).with_burst(1)).is_ok());
     let limiter = gcra(3, SECOND, 5);
     assert_eq!(limiter.acquire_at(6, 0), Err(Error::InsufficientCapacity));
     assert_eq!(
@@ -124,26 +134,27 @@ fn time_going_backwards_never_admits_more() {
 
 #[test]
 fn extreme_values_saturate_instead_of_wrapping() {
-    let limiter = gcra(1, u64::MAX, 1); // T = u64::MAX, τ = u64::MAX
+    let limiter = gcra(1, END, 1); // T = τ = END
     assert!(limiter.acquire_at(1, 0).unwrap().allowed);
     let denied = limiter.acquire_at(1, 1).unwrap();
-    // TAT = u64::MAX; another unit would need TAT + T > u64::MAX: never.
+    // TAT = END; another unit would need TAT + T > END: never.
     assert_eq!((denied.allowed, denied.retry_after_ns), (false, u64::MAX));
-    // Full again at t = u64::MAX would need room for a TAT of u64::MAX + τ: never.
+    // Full again at t ≥ END would need room for a TAT of t + τ > END: never.
     assert_eq!(denied.reset_after_ns, u64::MAX);
-    // The end of the timeline: L=5 per 10 ns (T = 2), so at t = u64::MAX − 5 only the
-    // ⌊5 / 2⌋ = 2 units whose TAT still fits in u64 can be admitted.
+    // The end of the timeline: L=5 per 10 ns (T = 2), so at t = END − 5 only the
+    // ⌊5 / 2⌋ = 2 units whose TAT is still at most END can be admitted.
     let late = gcra(5, 10, 0);
-    let query = late.acquire_at(0, u64::MAX - 5).unwrap();
+    let query = late.acquire_at(0, END - 5).unwrap();
     assert_eq!(
         (query.allowed, query.remaining, query.reset_after_ns),
         (true, 2, u64::MAX)
     );
     assert_eq!(
-        late.acquire_at(3, u64::MAX - 5).unwrap().retry_after_ns,
+        late.acquire_at(3, END - 5).unwrap().retry_after_ns,
         u64::MAX
     );
-    assert!(late.acquire_at(2, u64::MAX - 5).unwrap().allowed);
+    assert!(late.acquire_at(2, END - 5).unwrap().allowed);
+    assert!(!late.acquire_at(1, END).unwrap().allowed);
     assert!(!late.acquire_at(1, u64::MAX).unwrap().allowed);
 }
 
@@ -176,10 +187,10 @@ impl Model {
         (new_tat - t <= self.burst * self.emission_interval + max_wait).then_some(new_tat)
     }
 
-    /// The whole rule: also, the new TAT must be storable in u64.
+    /// The whole rule: also, the new TAT must be storable, at most END.
     fn admits(&self, t: u128, n: u128, max_wait: u128) -> Option<u128> {
         self.admits_unbounded(t, n, max_wait)
-            .filter(|&new_tat| new_tat <= u128::from(u64::MAX))
+            .filter(|&new_tat| new_tat <= u128::from(END))
     }
 
     fn remaining(&self, t: u128) -> u128 {

@@ -1,8 +1,8 @@
 //! `rate_limiter_*`: one limiter, shared by any number of threads.
 
 use super::{
-    boundary, rate_config, rate_decision, report, status_of, RATE_E_INVALID_CONFIG, RATE_E_NULL,
-    RATE_LIMITED, RATE_OK,
+    boundary, construct, rate_config, rate_decision, report, status_of, RATE_E_NULL, RATE_LIMITED,
+    RATE_OK,
 };
 use crate::Limiter;
 
@@ -32,23 +32,11 @@ pub unsafe extern "C" fn rate_limiter_new(
     out: *mut *mut rate_limiter,
 ) -> i32 {
     boundary(|| {
-        // SAFETY: the caller passes NULL or a valid config; `as_ref` checks NULL.
-        let Some(config) = (unsafe { config.as_ref() }) else {
-            return RATE_E_NULL;
-        };
-        if out.is_null() {
-            return RATE_E_NULL;
-        }
-        let Some(config) = config.to_config() else {
-            return RATE_E_INVALID_CONFIG;
-        };
-        match Limiter::new(&config) {
-            Ok(limiter) => {
-                // SAFETY: `out` is non-NULL and the caller promised it is writable.
-                unsafe { *out = Box::into_raw(Box::new(rate_limiter { limiter })) };
-                RATE_OK
-            }
-            Err(error) => status_of(error),
+        // SAFETY: passed on from this function's contract.
+        unsafe {
+            construct(config, out, |config| {
+                Limiter::new(config).map(|limiter| rate_limiter { limiter })
+            })
         }
     })
 }

@@ -5,19 +5,21 @@
 
 #![allow(non_camel_case_types)] // C names are part of the contract (DESIGN §6).
 
+mod keyed;
 mod limiter;
 mod misc;
 #[cfg(feature = "testing")]
 mod testing;
 mod types;
 
+pub use keyed::*;
 pub use limiter::*;
 pub use misc::*;
 #[cfg(feature = "testing")]
 pub use testing::*;
 pub use types::*;
 
-use crate::{Decision, Error};
+use crate::{Config, Decision, Error};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Admitted, or the call succeeded.
@@ -73,6 +75,37 @@ pub(crate) fn status_of(error: Error) -> i32 {
         Error::InsufficientCapacity => RATE_E_INSUFFICIENT_CAPACITY,
         Error::TableFull => RATE_E_TABLE_FULL,
         Error::Unsupported => RATE_E_UNSUPPORTED,
+    }
+}
+
+/// Builds a handle from a C configuration and gives it to the caller through `out`: the
+/// body of every `rate_*_new`. On any error `*out` is left untouched.
+///
+/// # Safety
+/// `config` is NULL or points to a readable `rate_config`; `out` is NULL or points to a
+/// writable handle pointer, as the export's caller promised.
+pub(crate) unsafe fn construct<T>(
+    config: *const rate_config,
+    out: *mut *mut T,
+    build: impl FnOnce(&Config) -> Result<T, Error>,
+) -> i32 {
+    // SAFETY: per this function's contract; `as_ref` checks NULL.
+    let Some(config) = (unsafe { config.as_ref() }) else {
+        return RATE_E_NULL;
+    };
+    if out.is_null() {
+        return RATE_E_NULL;
+    }
+    let Some(config) = config.to_config() else {
+        return RATE_E_INVALID_CONFIG;
+    };
+    match build(&config) {
+        Ok(handle) => {
+            // SAFETY: `out` is non-NULL and the caller promised it is writable.
+            unsafe { *out = Box::into_raw(Box::new(handle)) };
+            RATE_OK
+        }
+        Err(error) => status_of(error),
     }
 }
 

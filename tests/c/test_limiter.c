@@ -30,6 +30,9 @@
 #endif
 
 #define MAX UINT64_MAX
+/* END = 2^64-3: the largest TAT a state stores (the two values above it mark keyed-table
+ * slots), so the TAT timeline ends there and tau = B*T must be at most END. */
+#define END (MAX - 2)
 #define HOUR (UINT64_C(3600) * SECOND)
 
 /* A GCRA limiter, or NULL if rate_limiter_new failed (the caller CHECKs it). */
@@ -138,6 +141,9 @@ static int test_new_rejects_invalid_configs(void) {
         {RATE_GCRA, 2, MAX, 3},             /* T = 2^63-1, B*T = 3*2^63-3 > 2^64-1 */
         {RATE_GCRA, 1, UINT64_C(1) << 32, UINT64_C(1) << 32}, /* B*T = 2^64 */
         {RATE_GCRA, 1, SECOND, MAX},        /* B*T = (2^64-1)*10^9 */
+        {RATE_GCRA, 1, END + 1, 1},         /* B*T = 2^64-2 > END */
+        {RATE_GCRA, MAX, MAX, 0},           /* T = 1, B*T = 2^64-1 > END */
+        {RATE_GCRA, 2, MAX, 0},             /* T = 2^63-1, B*T = 2^64-2 > END */
     };
     size_t i;
     for (i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
@@ -164,11 +170,11 @@ static int test_new_accepts_configs_at_the_edge(void) {
         {{RATE_GCRA, 5, SECOND, 0}, 5},                           /* B = 0 means L */
         {{RATE_GCRA, 5, SECOND, 2}, 2},                           /* B < L */
         {{RATE_GCRA, 1, SECOND, 7}, 7},                           /* B > L */
-        {{RATE_GCRA, 2, MAX, 0}, 2},            /* T = 2^63-1, B*T = 2^64-2 */
+        {{RATE_GCRA, 2, END, 0}, 2},            /* T = 2^63-2, B*T = 2^64-4 */
         {{RATE_GCRA, 1, UINT64_C(1) << 32, (UINT64_C(1) << 32) - 1},
          (UINT64_C(1) << 32) - 1},              /* B*T = 2^64 - 2^32 */
-        {{RATE_GCRA, MAX, MAX, 0}, MAX},        /* T = 1, B*T = 2^64-1 */
-        {{RATE_GCRA, 1, MAX, 1}, 1},            /* T = 2^64-1 = B*T */
+        {{RATE_GCRA, END, END, 0}, END},        /* T = 1, B*T = END */
+        {{RATE_GCRA, 1, END, 1}, 1},            /* T = END = B*T */
     };
     size_t i;
     for (i = 0; i < sizeof edges / sizeof edges[0]; i++) {
@@ -493,9 +499,9 @@ static int test_time_going_backwards(void) {
     return run_gcra_steps(1, SECOND, 2, STEPS(steps));
 }
 
-/* M = 2^64-1. The TAT is one u64 (§4), so an admission whose new TAT would pass M cannot
- * be recorded; recording M instead would understate the TAT and admit more than §4
- * allows. Such a request is never admitted on the timeline, so its retry_after is
+/* M = 2^64-1, END = M-2. The TAT is one u64 (§4) of at most END, so an admission whose
+ * new TAT would pass END cannot be recorded; recording END instead would understate the
+ * TAT and admit more than §4 allows. Such a request is never admitted on the timeline, so its retry_after is
  * "never" (M, §3 saturation); remaining counts only units whose TAT fits, and a bucket
  * that can never again be full reports reset_after M. */
 static int test_end_of_the_timeline(void) {
@@ -506,32 +512,32 @@ static int test_end_of_the_timeline(void) {
         RESERVE(1, MAX, MAX, RATE_LIMITED, 0, 1, 0, MAX, MAX, 0),
         ACQUIRE_NO_OUT(1, MAX, RATE_LIMITED),
     };
-    /* Same config, fresh at t = M - 1000: TAT = M fits, admitted; another unit would
-     * need M + 1000, so remaining 0 and the bucket is never full again (reset M). */
+    /* Same config, fresh at t = END - 1000: TAT = END fits, admitted; another unit would
+     * need END + 1000, so remaining 0 and the bucket is never full again (reset M). */
     static const struct step one_before[] = {
-        ACQUIRE(1, MAX - 1000, RATE_OK, 1, 1, 0, 0, MAX, 0),
-        ACQUIRE(1, MAX - 1000, RATE_LIMITED, 0, 1, 0, MAX, MAX, 0),
+        ACQUIRE(1, END - 1000, RATE_OK, 1, 1, 0, 0, MAX, 0),
+        ACQUIRE(1, END - 1000, RATE_LIMITED, 0, 1, 0, MAX, MAX, 0),
         ACQUIRE(1, MAX, RATE_LIMITED, 0, 1, 0, MAX, MAX, 0),
     };
-    /* L=1, P=1000, B=2: T = 1000, tau = 2000; fresh at t = M - 2000, where exactly B
-     * units fit: TAT M - 2000 + 2*1000 = M. */
+    /* L=1, P=1000, B=2: T = 1000, tau = 2000; fresh at t = END - 2000, where exactly B
+     * units fit: TAT END - 2000 + 2*1000 = END. */
     static const struct step two_before[] = {
-        ACQUIRE(0, MAX - 2000, RATE_OK, 1, 2, 2, 0, 0, 0),
-        /* n=1: TAT = M - 1000; one more fits (TAT M); full again would need
-         * t >= M - 1000 and t + 2000 <= M: never. */
-        ACQUIRE(1, MAX - 2000, RATE_OK, 1, 2, 1, 0, MAX, 0),
-        /* n=2 would need TAT M + 1000: never. */
-        ACQUIRE(2, MAX - 2000, RATE_LIMITED, 0, 2, 1, MAX, MAX, 0),
-        ACQUIRE(1, MAX - 2000, RATE_OK, 1, 2, 0, 0, MAX, 0),
+        ACQUIRE(0, END - 2000, RATE_OK, 1, 2, 2, 0, 0, 0),
+        /* n=1: TAT = END - 1000; one more fits (TAT END); full again would need
+         * t >= END - 1000 and t + 2000 <= END: never. */
+        ACQUIRE(1, END - 2000, RATE_OK, 1, 2, 1, 0, MAX, 0),
+        /* n=2 would need TAT END + 1000: never. */
+        ACQUIRE(2, END - 2000, RATE_LIMITED, 0, 2, 1, MAX, MAX, 0),
+        ACQUIRE(1, END - 2000, RATE_OK, 1, 2, 0, 0, MAX, 0),
     };
-    /* Reserve with W = M, fresh at t = M - 3000, L=1, P=1000, B=1 (T = tau = 1000):
-     * TATs M-2000, M-1000, M with waits 0, 1000, 2000. reset: full at t = TAT needs
-     * TAT + 1000 <= M, true for the first two (reset 1000, 2000), never for the third. */
+    /* Reserve with W = M, fresh at t = END - 3000, L=1, P=1000, B=1 (T = tau = 1000):
+     * TATs END-2000, END-1000, END with waits 0, 1000, 2000. reset: full at t = TAT needs
+     * TAT + 1000 <= END, true for the first two (reset 1000, 2000), never for the third. */
     static const struct step queued_to_the_end[] = {
-        RESERVE(1, MAX - 3000, MAX, RATE_OK, 1, 1, 0, 0, 1000, 0),
-        RESERVE(1, MAX - 3000, MAX, RATE_OK, 1, 1, 0, 0, 2000, 1000),
-        RESERVE(1, MAX - 3000, MAX, RATE_OK, 1, 1, 0, 0, MAX, 2000),
-        RESERVE(1, MAX - 3000, MAX, RATE_LIMITED, 0, 1, 0, MAX, MAX, 0),
+        RESERVE(1, END - 3000, MAX, RATE_OK, 1, 1, 0, 0, 1000, 0),
+        RESERVE(1, END - 3000, MAX, RATE_OK, 1, 1, 0, 0, 2000, 1000),
+        RESERVE(1, END - 3000, MAX, RATE_OK, 1, 1, 0, 0, MAX, 2000),
+        RESERVE(1, END - 3000, MAX, RATE_LIMITED, 0, 1, 0, MAX, MAX, 0),
     };
     return run_gcra_steps(1, 1000, 1, STEPS(at_the_end)) ||
            run_gcra_steps(1, 1000, 1, STEPS(one_before)) ||
@@ -540,23 +546,24 @@ static int test_end_of_the_timeline(void) {
 }
 
 static int test_huge_configs_and_waits(void) {
-    /* L=1, P=M, B=1: T = tau = M. At 0: 0 + M - 0 = M <= M, TAT = M; debt M. A second
-     * unit needs TAT 2M: never. At t = M: debt 0 but a unit needs TAT 2M: remaining 0. */
+    /* L=1, P=END, B=1: T = tau = END. At 0: 0 + END - 0 = END <= END, TAT = END; debt END.
+     * A second unit needs TAT 2*END: never. At t = M: debt 0 but a unit needs TAT M + END:
+     * remaining 0. */
     static const struct step longest_period[] = {
         ACQUIRE(1, 0, RATE_OK, 1, 1, 0, 0, MAX, 0),
         ACQUIRE(1, 0, RATE_LIMITED, 0, 1, 0, MAX, MAX, 0),
         ACQUIRE(0, MAX, RATE_OK, 1, 1, 0, 0, MAX, 0),
     };
-    /* L=M, P=M, B=0 -> M: T = 1, tau = M. n = M at 0: 0 + M - 0 = M <= M, TAT = M. */
+    /* L=END, P=END, B=0 -> END: T = 1, tau = END. n = END at 0: TAT = END. */
     static const struct step largest_burst[] = {
-        ACQUIRE(MAX, 0, RATE_OK, 1, MAX, 0, 0, MAX, 0),
-        ACQUIRE(1, 0, RATE_LIMITED, 0, MAX, 0, MAX, MAX, 0),
+        ACQUIRE(END, 0, RATE_OK, 1, END, 0, 0, MAX, 0),
+        ACQUIRE(1, 0, RATE_LIMITED, 0, END, 0, MAX, MAX, 0),
     };
-    /* Same, fresh at t = 1: only M - 1 units fit (TAT 1 + m <= M), so n = M is never
-     * admitted and the bucket never shows M remaining. */
+    /* Same, fresh at t = 1: only END - 1 units fit (TAT 1 + m <= END), so n = END is never
+     * admitted and the bucket never shows END remaining. */
     static const struct step largest_burst_at_1[] = {
-        ACQUIRE(MAX, 1, RATE_LIMITED, 0, MAX, MAX - 1, MAX, MAX, 0),
-        ACQUIRE(MAX - 1, 1, RATE_OK, 1, MAX, 0, 0, MAX, 0),
+        ACQUIRE(END, 1, RATE_LIMITED, 0, END, END - 1, MAX, MAX, 0),
+        ACQUIRE(END - 1, 1, RATE_OK, 1, END, 0, 0, MAX, 0),
     };
     /* W = M from t = 0, L=1, P=1000, B=1 (T = tau = 1000): nothing is too far ahead.
      * k-th reserve: TAT 1000k, wait 1000(k-1). A plain acquire then: TAT 3000,
@@ -567,9 +574,9 @@ static int test_huge_configs_and_waits(void) {
         RESERVE(1, 0, MAX, RATE_OK, 1, 1, 0, 0, 3000, 2000),
         ACQUIRE(1, 0, RATE_LIMITED, 0, 1, 0, 3000, 3000, 0),
     };
-    return run_gcra_steps(1, MAX, 1, STEPS(longest_period)) ||
-           run_gcra_steps(MAX, MAX, 0, STEPS(largest_burst)) ||
-           run_gcra_steps(MAX, MAX, 0, STEPS(largest_burst_at_1)) ||
+    return run_gcra_steps(1, END, 1, STEPS(longest_period)) ||
+           run_gcra_steps(END, END, 0, STEPS(largest_burst)) ||
+           run_gcra_steps(END, END, 0, STEPS(largest_burst_at_1)) ||
            run_gcra_steps(1, 1000, 1, STEPS(longest_wait));
 }
 

@@ -1,0 +1,219 @@
+//! `rate_keyed_*`: a limiter per key (user id, IP, API key…) in one bounded table.
+
+use super::{
+    boundary, construct, rate_config, rate_decision, report, status_of, RATE_E_NULL, RATE_LIMITED,
+    RATE_OK,
+};
+use crate::KeyedLimiter;
+
+/// An opaque table of limiters, one per key, all under one configuration. Safe to use
+/// from many threads at once; `rate_keyed_free` must not race with any other call on the
+/// same handle.
+pub struct rate_keyed {
+    table: KeyedLimiter,
+}
+
+/// Creates a keyed limiter for `capacity` keys under `config`; a key not yet seen
+/// behaves as a new limiter (full).
+///
+/// The table is allocated once, now: 32 bytes per key of `capacity` for GCRA, and never
+/// grows. It always holds `capacity` keys whose state is not fresh, and up to twice that
+/// many; a key whose state is fresh again may be dropped at any time to make room, which
+/// changes no decision. Keys are hashed with a secret random seed per table.
+///
+/// Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
+/// release with `rate_keyed_free`; on error `*out` is left untouched.
+///
+/// NULL: `config` or `out` NULL is RATE_E_NULL.
+///
+/// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (an invalid `config` as for
+/// `rate_limiter_new`, a `capacity` of 0, or one whose table cannot be allocated), or
+/// RATE_E_UNSUPPORTED (an algorithm this build cannot run per key).
+///
+/// # Safety
+/// `config` is NULL or points to a readable `rate_config`; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_new(
+    config: *const rate_config,
+    capacity: u64,
+    out: *mut *mut rate_keyed,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: passed on from this function's contract.
+        unsafe {
+            construct(config, out, |config| {
+                KeyedLimiter::new(config, capacity).map(|table| rate_keyed { table })
+            })
+        }
+    })
+}
+
+/// Frees a keyed limiter made by `rate_keyed_new`.
+///
+/// Ownership: takes back the handle; it must not be used afterwards.
+///
+/// Thread-safety: must not race with any other call on the same handle.
+///
+/// NULL: a no-op.
+///
+/// # Safety
+/// `keyed` is NULL or a handle from `rate_keyed_new` not yet freed.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_free(keyed: *mut rate_keyed) {
+    boundary(|| {
+        if !keyed.is_null() {
+            // SAFETY: non-NULL handles come from `Box::into_raw` in `rate_keyed_new`, and
+            // the caller gives this one back exactly once.
+            drop(unsafe { Box::from_raw(keyed) });
+        }
+    })
+}
+
+/// The bytes of a key: `key_len` bytes at `key`; NULL with `key_len == 0` is the empty
+/// key. `None` for NULL with a non-zero length.
+///
+/// # Safety
+/// `key` is NULL or points to `key_len` readable bytes that outlive `'a`.
+unsafe fn key_bytes<'a>(key: *const u8, key_len: usize) -> Option<&'a [u8]> {
+    if key_len == 0 {
+        Some(&[])
+    } else if key.is_null() {
+        None
+    } else {
+        // SAFETY: non-NULL, and the caller promised `key_len` readable bytes.
+        Some(unsafe { std::slice::from_raw_parts(key, key_len) })
+    }
+}
+
+/// Runs an export's body on the table and key behind its pointers, inside the boundary:
+/// RATE_E_NULL if the handle is NULL, or the key is NULL with a non-zero length.
+///
+/// # Safety
+/// `keyed` is NULL or a live handle from `rate_keyed_new`; `key` is NULL or points to
+/// `key_len` readable bytes for the duration of the call.
+unsafe fn with_key(
+    keyed: *const rate_keyed,
+    key: *const u8,
+    key_len: usize,
+    body: impl FnOnce(&KeyedLimiter, &[u8]) -> i32,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: per this function's contract; `as_ref` checks NULL.
+        let Some(keyed) = (unsafe { keyed.as_ref() }) else {
+            return RATE_E_NULL;
+        };
+        // SAFETY: per this function's contract.
+        let Some(key) = (unsafe { key_bytes(key, key_len) }) else {
+            return RATE_E_NULL;
+        };
+        body(&keyed.table, key)
+    })
+}
+
+/// Acquires `n` units for the key of `key_len` bytes at `key`, now (CLOCK_MONOTONIC, see
+/// `rate_now_ns`). Keys are arbitrary bytes: the empty key and keys containing NUL bytes
+/// are keys like any other. `n == 0` is a query: admitted, changes nothing, never adds
+/// the key, reports its current state (a fresh one for a key not in the table).
+///
+/// When `out` is NULL only the outcome is needed, and for a key already in the table
+/// librate decides on the ~3 ns coarse clock whenever its bounds settle the outcome
+/// exactly: pass NULL on hot paths that do not use the decision's fields.
+///
+/// Thread-safety: safe to call concurrently on one handle.
+///
+/// NULL: `keyed` NULL, or `key` NULL with `key_len > 0`, is RATE_E_NULL; `key` may be NULL
+/// when `key_len == 0` (the empty key); `out` may be NULL.
+///
+/// Returns RATE_OK (admitted), RATE_LIMITED (denied), RATE_E_NULL,
+/// RATE_E_INSUFFICIENT_CAPACITY (`n` > limit), or RATE_E_TABLE_FULL (a new key and every
+/// slot holds a live key: nothing was admitted; fail open or closed as you choose). On an
+/// error `out` is untouched.
+///
+/// # Safety
+/// `keyed` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes;
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_acquire(
+    keyed: *mut rate_keyed,
+    key: *const u8,
+    key_len: usize,
+    n: u64,
+    out: *mut rate_decision,
+) -> i32 {
+    let body = |table: &KeyedLimiter, key: &[u8]| {
+        if out.is_null() {
+            return match table.try_acquire(key, n) {
+                Ok(true) => RATE_OK,
+                Ok(false) => RATE_LIMITED,
+                Err(error) => status_of(error),
+            };
+        }
+        // SAFETY: `out` is non-NULL and the caller promised it is writable.
+        unsafe { report(table.acquire(key, n), out) }
+    };
+    // SAFETY: passed on from this function's contract.
+    unsafe { with_key(keyed, key, key_len, body) }
+}
+
+/// Acquires `n` units for the key at `now_ns` (nanoseconds on the caller's timeline; use
+/// one timeline per table). Keys are independent; an earlier `now_ns` than one already
+/// seen never admits more than the latest time seen would.
+///
+/// Thread-safety: safe to call concurrently on one handle.
+///
+/// NULL: as `rate_keyed_acquire`.
+///
+/// Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY, or
+/// RATE_E_TABLE_FULL, as `rate_keyed_acquire`.
+///
+/// # Safety
+/// As `rate_keyed_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_acquire_at(
+    keyed: *mut rate_keyed,
+    key: *const u8,
+    key_len: usize,
+    n: u64,
+    now_ns: u64,
+    out: *mut rate_decision,
+) -> i32 {
+    let body = |table: &KeyedLimiter, key: &[u8]| {
+        // SAFETY: the caller passes NULL or a writable decision.
+        unsafe { report(table.acquire_at(key, n, now_ns), out) }
+    };
+    // SAFETY: passed on from this function's contract.
+    unsafe { with_key(keyed, key, key_len, body) }
+}
+
+/// Reserves `n` units for the key at `now_ns`: the leaky bucket as a queue (traffic
+/// shaper), per key. Admitted iff the caller would wait at most `max_wait_ns` before
+/// acting; `out->wait_ns` says how long. With `max_wait_ns == 0` it is exactly
+/// `rate_keyed_acquire_at`. A denied reserve's `retry_after_ns` is for the same reserve
+/// with the same `max_wait_ns`.
+///
+/// Thread-safety: safe to call concurrently on one handle.
+///
+/// NULL: as `rate_keyed_acquire`.
+///
+/// Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY (`n` >
+/// burst), RATE_E_TABLE_FULL, or RATE_E_UNSUPPORTED (window algorithms have no reserve).
+///
+/// # Safety
+/// As `rate_keyed_acquire`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_reserve_at(
+    keyed: *mut rate_keyed,
+    key: *const u8,
+    key_len: usize,
+    n: u64,
+    now_ns: u64,
+    max_wait_ns: u64,
+    out: *mut rate_decision,
+) -> i32 {
+    let body = |table: &KeyedLimiter, key: &[u8]| {
+        // SAFETY: the caller passes NULL or a writable decision.
+        unsafe { report(table.reserve_at(key, n, now_ns, max_wait_ns), out) }
+    };
+    // SAFETY: passed on from this function's contract.
+    unsafe { with_key(keyed, key, key_len, body) }
+}

@@ -1,0 +1,898 @@
+//! Keyed limiters: one bounded, lock-free table of per-key state for every algorithm
+//! (DESIGN §5).
+//!
+//! # Layout
+//! One allocation, made at creation and never resized: `2 × capacity` slots (load ≤ ½ at
+//! `capacity` keys; a non-power-of-two count indexed by fast range, `⌊hash · slots / 2⁶⁴⌋`),
+//! each `[fingerprint, state word 0, …]` of plain `u64`s with no pointers, so the array
+//! could live in memory shared between processes. A slot's stride is rounded up to a power
+//! of two words when that is at most a 64-byte line, and the array starts on a line, so a
+//! small slot never straddles two lines. GCRA: 16-byte slots, **32 bytes per key** of
+//! capacity. A lookup of an existing key reads the key's home line, compares fingerprints,
+//! and CASes the state there.
+//!
+//! Keys are arbitrary bytes (the empty key and keys with NUL bytes included), hashed with
+//! SipHash-1-3 under a random 128-bit key drawn per table (`std`'s `RandomState`), so keys
+//! chosen by an attacker cannot be made to collide. The 64-bit hash is the fingerprint:
+//! two keys share a state only if their 64-bit hashes are equal; among 1,000,000 keys the
+//! chance that any two do is about n²/2⁶⁵ ≈ 2.7 × 10⁻⁸.
+//!
+//! # Slot states
+//! The first state word doubles as the slot's status: `VACANT` (no key), `INSTALLING` (one
+//! thread owns the slot while it installs a key), or a state (the slot holds the key whose
+//! fingerprint is in word 0). Algorithms never store those two values and only ever grow
+//! the first word (see `cell.rs`). The fingerprint word changes only while its slot is
+//! `INSTALLING`, and only its owner changes it.
+//!
+//! # Protocol
+//! - **Lookup.** Probe from the key's home slot up to `max_distance`, the largest distance
+//!   from home at which any key was ever installed. A slot matches when its fingerprint is
+//!   the key's and its first word is a state; one that is `INSTALLING` under the key's
+//!   fingerprint may be handed back to the key, so the lookup waits for it to settle.
+//! - **Update.** Read the first word (Acquire, pairing with the Release store that
+//!   installed the slot's key), then the fingerprint (Acquire, pairing with the Release
+//!   store of a later tenant's fingerprint, which follows that tenant's claim), then the
+//!   first word again: equal reads and the key's fingerprint make a consistent snapshot,
+//!   as in a seqlock. Decide on it; CAS the first word if the decision changes it. Denials
+//!   and queries never write, so the snapshot alone makes them exact; a CAS that succeeds
+//!   lands in the same tenancy, because the first word only grows. A marker, another
+//!   fingerprint or a changed word means: look the key up again.
+//! - **Reclaim.** A slot is *claimable* if it is `VACANT` or its state is fresh at the
+//!   claimer's `now`. An insert claims the first claimable slot from home by CASing its
+//!   first word from the value it judged to `INSTALLING`, searching the whole table, so
+//!   up to `2 × capacity` live keys fit. An updater of the old key holding that value now
+//!   fails its CAS: nothing it decided is lost, and since the old key was fresh, finding
+//!   it absent afterwards is the same as finding it fresh (DESIGN §5). The new key's first
+//!   request is then decided again on a copy of the replaced state itself (fresh, so it
+//!   decides as a zeroed state would: GCRA's old TAT ≤ now, the windows' counts are in
+//!   windows before the previous one, the log's entries have all expired), and the copy's
+//!   changed words are installed. So the first word keeps growing across tenancies (GCRA:
+//!   old TAT ≤ now < new TAT; windows: a later window; log: head continues from the old
+//!   head) and no stale CAS of the old key can succeed on any later value.
+//! - **Writers of the old key in flight.** Every write an algorithm makes (a CAS of the
+//!   first word, a sliding-window record, the log's `latest` CAS, head CAS and ring slots)
+//!   follows a tenancy check of the first word, but a writer can stall between its check
+//!   and its write, across a reclaim. What it can still write is harmless to the new key:
+//!   - its CASes of the first word or of the log's `latest` fail, both words having grown
+//!     past every value it can expect;
+//!   - a sliding-window record it raises holds the old current word, whose window is at
+//!     least two before the reclaimer's `now`, hence before the new key's first window's
+//!     previous one: readers take such a record as 0, and `fetch_max` lets the new key's
+//!     own roll-overs overwrite it;
+//!   - log ring writes come only after its head CAS succeeded, before the claim; its
+//!     timestamp is at most the `latest` the reclaimer saw expire (at most `now − P`) and
+//!     its tag at most the old head, both below what the new key writes to that ring slot,
+//!     so `fetch_max` leaves the new key's entries as they are. (Until the new key writes
+//!     that slot, an old entry is an expired position below the new key's first.)
+//!
+//!   Whatever the writers' clocks, nothing they write can admit more for the new key. One
+//!   case can make it stricter, the same one a plain log has: a log writer stalled after
+//!   its head CAS leaves its ring slot pending, and a reader of the new key that needs
+//!   that (expired, old) position waits a moment and then bounds its timestamp from
+//!   above, which may deny. The words a stalled writer can still reach are all raised
+//!   with `fetch_max`, which can only make readers stricter, never more lenient.
+//! - **Full.** With no slot claimable, an insert that saw a slot in flight waits for it
+//!   and looks again. Only when every slot held a live key of another key does it report
+//!   `TableFull`, after one more look over its probe range behind an RMW on
+//!   `max_distance` (see below), so that an insert of the same key that completed before
+//!   that RMW, into a slot the scan had already passed, is found instead.
+//! - **No duplicates.** Two inserts of one key may claim different slots (their clocks
+//!   disagree on what is fresh, or one passed a slot before the other claimed it). So after
+//!   claiming, an insert does `fetch_max(max_distance, its distance)` with AcqRel: all such
+//!   RMWs are totally ordered, and each acquires every claim made before an earlier one.
+//!   Of two inserts of a key, the later one therefore sees the earlier one's claim when it
+//!   then scans the key's probe range. The scan resolves every other slot: a complete slot
+//!   of the key means back out and use it; an `INSTALLING` slot (whose key cannot be known
+//!   yet) at a lower index means back out, wait for it, and start over; one at a higher
+//!   index means wait for it and look again. An insert waits only for slots of higher
+//!   index, so waits form no cycle, and of two claims of one key at most one completes.
+//!   Completing writes the other state words and the fingerprint, then the first word
+//!   (Release).
+//! - **Backing out** stores back the exact value the claim replaced, fingerprint untouched,
+//!   so the slot is as it was and an updater of its old key may carry on. Nothing ever
+//!   relies on a `VACANT` slot ending a probe, so restoring `VACANT` makes no hole.
+//!
+//! Operations on keys in the table never wait, except on a key whose own slot another
+//! thread is reclaiming (its state was fresh at that thread's clock). An insert may wait
+//! for an insert in flight in its probe range to finish its few steps.
+//! `tests/loom_keyed.rs` model-checks the races.
+
+use crate::cell::{is_marker, owned, Owned, Tenancy, INSTALLING, VACANT};
+use crate::policy::{Attempt, Policy};
+use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::{clock, Config, ConfigError, Decision, Error};
+use crossbeam_utils::CachePadded;
+use std::collections::hash_map::RandomState;
+use std::fmt;
+use std::hash::{BuildHasher, Hasher};
+
+/// Slots per key of capacity: a load factor of at most ½ keeps probes short.
+const SLOTS_PER_KEY: u64 = 2;
+/// A cache line on x86-64 and most AArch64 parts.
+const LINE_BYTES: usize = 64;
+/// Words in a cache line; slots of up to this many words never straddle one.
+const LINE_WORDS: usize = LINE_BYTES / std::mem::size_of::<u64>();
+/// Word 0 of a slot is the fingerprint; the state follows.
+const STATE_OFFSET: usize = 1;
+/// States of at most this many words are decided on the stack when a key is new.
+const INLINE_STATE_WORDS: usize = 4;
+
+/// A rate limiter per key: each key (arbitrary bytes) gets its own state under one
+/// [`Config`], in a table of fixed capacity allocated once.
+///
+/// Up to `capacity` keys whose state is not fresh always fit, and up to
+/// [`max_keys`](Self::max_keys) (`2 × capacity`) do; a key whose state is fresh (it would
+/// admit as much as a new key) may be dropped at any time to make room, which changes no
+/// decision. When every slot holds a live key, a request for a new key returns
+/// [`Error::TableFull`] and admits nothing; the caller chooses to fail open or closed.
+///
+/// `KeyedLimiter` is `Send + Sync` and lock-free for existing keys; see the module docs
+/// of `keyed.rs` for the protocol. Memory: [`bytes_per_key`](Self::bytes_per_key) (32 for
+/// GCRA) per key of capacity, allocated up front.
+///
+/// ```
+/// use rate::{Config, KeyedLimiter};
+/// const MS: u64 = 1_000_000;
+/// // One request per 2 s per user.
+/// let users = KeyedLimiter::new(&Config::gcra(1, 2000 * MS), 1000).unwrap();
+/// assert!(users.acquire_at(b"bob", 1, 0).unwrap().allowed);
+/// let denied = users.acquire_at(b"bob", 1, 999 * MS).unwrap();
+/// assert!(!denied.allowed);
+/// assert_eq!(denied.retry_after_ns, 1001 * MS);
+/// assert!(users.acquire_at(b"alice", 1, 999 * MS).unwrap().allowed);
+/// ```
+pub struct KeyedLimiter<S = RandomState> {
+    policy: Policy,
+    config: Config,
+    capacity: u64,
+    slot_count: usize,
+    /// Words per slot: the fingerprint, the state, padding up to a power of two.
+    stride: usize,
+    /// Index in `words` of slot 0's first word (the first one on a cache line).
+    base: usize,
+    words: Box<[AtomicU64]>,
+    /// The largest distance from its home at which a key was ever installed: lookups probe
+    /// no further. Only grows. Padded: inserts write it, every miss reads it.
+    max_distance: CachePadded<AtomicU64>,
+    hasher: S,
+}
+
+/// What one insert attempt did.
+enum Install {
+    /// The key's state is now in the table, after this decision (or the request changed
+    /// nothing and needs no slot).
+    Done(Decision),
+    /// Another thread holds or is installing the key, or claimed a slot first: look again.
+    Retry,
+    /// Every slot held a live key of another key.
+    Full,
+}
+
+/// What stands in the way of an insert (see `KeyedLimiter::rival`).
+enum Rival {
+    /// A slot holds the key.
+    Holds,
+    /// This slot is in flight, and may be installing the key.
+    InFlight(usize),
+}
+
+/// A request for one key.
+#[derive(Clone, Copy)]
+struct Request {
+    now_ns: u64,
+    n: u64,
+    /// `Some` for a reserve (GCRA's traffic shaper), `None` for a plain acquire.
+    max_wait_ns: Option<u64>,
+}
+
+impl Request {
+    #[inline]
+    fn apply<T: Tenancy>(
+        &self,
+        policy: &Policy,
+        state: &[AtomicU64],
+        tenancy: &T,
+    ) -> Attempt<Decision, T> {
+        match self.max_wait_ns {
+            None => policy.acquire(state, tenancy, self.now_ns, self.n),
+            Some(max_wait_ns) => policy.reserve(state, tenancy, self.now_ns, self.n, max_wait_ns),
+        }
+    }
+}
+
+/// The state in a slot turned out not to be (or to be no longer) the caller's key's.
+#[derive(Debug)]
+struct Evicted;
+
+/// A key's claim on a slot: its state is the key's while the slot's first word is a state
+/// and the slot's fingerprint is the key's.
+struct Tenant<'a> {
+    fingerprint: &'a AtomicU64,
+    first_word: &'a AtomicU64,
+    expected: u64,
+}
+
+impl Tenancy for Tenant<'_> {
+    type Evicted = Evicted;
+    /// Acquire: pairs with the Release store that installed the slot's current key, so the
+    /// fingerprint read in `check` is that key's, or a later tenant's.
+    const LOAD: Ordering = Ordering::Acquire;
+
+    /// Accepts `first_word` only as part of a consistent snapshot with the fingerprint,
+    /// like a seqlock reader: the fingerprint is read between two reads of the first word.
+    /// A later tenant's fingerprint is stored (Release) after its claim CASed the first
+    /// word away from every value of earlier tenancies, so reading it (Acquire) means the
+    /// second read cannot return `first_word` again; equal reads mean the fingerprint is
+    /// that of `first_word`'s tenancy. A denial or query decides on this snapshot without
+    /// writing, so it must be exact.
+    #[inline]
+    fn check(&self, first_word: u64) -> Result<(), Evicted> {
+        if is_marker(first_word)
+            || self.fingerprint.load(Ordering::Acquire) != self.expected
+            // Relaxed: ordered after the Acquire load above, which is all it needs.
+            || self.first_word.load(Ordering::Relaxed) != first_word
+        {
+            Err(Evicted)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl KeyedLimiter<RandomState> {
+    /// Builds a table for `capacity` keys under `config`, with a fresh random hash key.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `config` is invalid, or with [`ConfigError::Capacity`]
+    /// if `capacity` is 0 or its table cannot be allocated; [`Error::Unsupported`] for an
+    /// algorithm this build cannot run.
+    pub fn new(config: &Config, capacity: u64) -> Result<Self, Error> {
+        Self::with_hasher(config, capacity, RandomState::new())
+    }
+}
+
+impl<S> KeyedLimiter<S> {
+    /// Builds a table that hashes keys with `hasher`. Use a hasher with a secret random
+    /// key unless the keys are trusted: keys that collide share probe chains.
+    ///
+    /// # Errors
+    /// As [`new`](KeyedLimiter::new).
+    pub fn with_hasher(config: &Config, capacity: u64, hasher: S) -> Result<Self, Error> {
+        let policy = Policy::new(config)?;
+        let stride = slot_stride(policy.state_words());
+        let too_big = Error::InvalidConfig(ConfigError::Capacity);
+        if capacity == 0 {
+            return Err(too_big);
+        }
+        let slot_count = capacity
+            .checked_mul(SLOTS_PER_KEY)
+            .and_then(|slots| usize::try_from(slots).ok())
+            .ok_or(too_big)?;
+        // One line of slack lets the slots start on a line boundary.
+        let len = slot_count
+            .checked_mul(stride)
+            .and_then(|words| words.checked_add(LINE_WORDS))
+            .ok_or(too_big)?;
+        let mut words: Vec<AtomicU64> = Vec::new();
+        // Fails (never aborts) when the bytes overflow isize or the allocator says no.
+        words.try_reserve_exact(len).map_err(|_| too_big)?;
+        advise_huge_pages(
+            words.as_ptr().cast(),
+            len * std::mem::size_of::<AtomicU64>(),
+        );
+        let base = match words.as_ptr().align_offset(LINE_BYTES) {
+            offset if offset < LINE_WORDS => offset,
+            _ => 0, // loom's atomics are not plain words; alignment is moot there.
+        };
+        words.extend((0..len).map(|index| {
+            let in_slot = index.wrapping_sub(base) % stride;
+            AtomicU64::new(if index >= base && in_slot == STATE_OFFSET {
+                VACANT
+            } else {
+                0
+            })
+        }));
+        Ok(Self {
+            policy,
+            config: *config,
+            capacity,
+            slot_count,
+            stride,
+            base,
+            words: words.into_boxed_slice(),
+            max_distance: CachePadded::new(AtomicU64::new(0)),
+            hasher,
+        })
+    }
+
+    /// The configuration every key's state follows.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The capacity this table was built for: this many live keys always fit.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// The most keys the table can hold at once (its slot count, `2 × capacity`).
+    pub fn max_keys(&self) -> u64 {
+        self.slot_count as u64
+    }
+
+    /// Table memory per key of capacity, in bytes: 32 for GCRA (two 16-byte slots).
+    pub fn bytes_per_key(&self) -> usize {
+        SLOTS_PER_KEY as usize * self.stride * std::mem::size_of::<u64>()
+    }
+
+    /// The table's whole allocation, in bytes: `bytes_per_key() × capacity()` plus at most
+    /// one cache line of alignment slack.
+    pub fn table_bytes(&self) -> usize {
+        self.words.len() * std::mem::size_of::<u64>()
+    }
+
+    /// How many keys hold a state that is not fresh at `now_ns`: a snapshot taken by
+    /// reading every slot (O(slots); for tests and metrics, not hot paths).
+    pub fn live_keys_at(&self, now_ns: u64) -> u64 {
+        (0..self.slot_count)
+            .filter(|&slot| {
+                // Relaxed: a snapshot with no ordering promise; is_fresh says no to markers.
+                let first = self.state(slot)[0].load(Ordering::Relaxed);
+                !is_marker(first) && !self.policy.is_fresh(self.state(slot), now_ns)
+            })
+            .count() as u64
+    }
+
+    #[inline]
+    fn slot(&self, slot: usize) -> &[AtomicU64] {
+        let start = self.base + slot * self.stride;
+        &self.words[start..start + self.stride]
+    }
+
+    #[inline]
+    fn fingerprint_word(&self, slot: usize) -> &AtomicU64 {
+        &self.slot(slot)[0]
+    }
+
+    #[inline]
+    fn state(&self, slot: usize) -> &[AtomicU64] {
+        &self.slot(slot)[STATE_OFFSET..STATE_OFFSET + self.policy.state_words()]
+    }
+
+    #[inline]
+    fn first_word(&self, slot: usize) -> &AtomicU64 {
+        &self.slot(slot)[STATE_OFFSET]
+    }
+
+    #[inline]
+    fn tenant(&self, slot: usize, fingerprint: u64) -> Tenant<'_> {
+        Tenant {
+            fingerprint: self.fingerprint_word(slot),
+            first_word: self.first_word(slot),
+            expected: fingerprint,
+        }
+    }
+
+    /// The key's home slot: fast range, `⌊fingerprint · slots / 2⁶⁴⌋`.
+    #[inline]
+    fn home(&self, fingerprint: u64) -> usize {
+        ((u128::from(fingerprint) * self.slot_count as u128) >> 64) as usize
+    }
+
+    /// The slot `distance` steps past `home`, wrapping around the table.
+    #[inline]
+    fn probe(&self, home: usize, distance: usize) -> usize {
+        let slot = home + distance;
+        if slot >= self.slot_count {
+            slot - self.slot_count
+        } else {
+            slot
+        }
+    }
+
+    /// Distances to probe for a key: from 0 to `bound`, at most once around the table.
+    #[inline]
+    fn distances(&self, bound: u64) -> std::ops::RangeInclusive<usize> {
+        0..=usize::try_from(bound).map_or(self.slot_count - 1, |b| b.min(self.slot_count - 1))
+    }
+
+    /// Waits until `slot` is not `INSTALLING`, and returns its first word then (Acquire:
+    /// pairs with the store that settled it, so the slot's fingerprint may be read next).
+    fn settled(&self, slot: usize) -> u64 {
+        let mut backoff = Backoff::default();
+        loop {
+            let first = self.first_word(slot).load(Ordering::Acquire);
+            if first != INSTALLING {
+                return first;
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// The slot holding the key with `fingerprint`, probing `bound` slots past `home`.
+    #[inline]
+    fn find(&self, fingerprint: u64, home: usize, bound: u64) -> Option<usize> {
+        for distance in self.distances(bound) {
+            let slot = self.probe(home, distance);
+            // Relaxed: a filter; the update re-checks the fingerprint after its Acquire load.
+            if self.fingerprint_word(slot).load(Ordering::Relaxed) != fingerprint {
+                continue;
+            }
+            // Acquire: pairs with the Release store that installed the slot's key.
+            let mut first = self.first_word(slot).load(Ordering::Acquire);
+            if first == INSTALLING {
+                // A reclaim of this key's own (fresh) slot is in flight: it may back out.
+                first = self.settled(slot);
+                if self.fingerprint_word(slot).load(Ordering::Relaxed) != fingerprint {
+                    continue;
+                }
+            }
+            if first != VACANT {
+                return Some(slot);
+            }
+        }
+        None
+    }
+
+    /// Runs `op` on the key's state if the key is in the table, looking the key up again
+    /// whenever its slot is repurposed under it; `None` if the key is absent.
+    #[inline]
+    fn on_existing<R>(
+        &self,
+        fingerprint: u64,
+        home: usize,
+        known_bound: u64,
+        op: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<Result<R, Evicted>, Error>,
+    ) -> Result<Option<R>, Error> {
+        loop {
+            // Relaxed: a stale bound only makes a present key look absent, and the insert
+            // that follows then finds it through its AcqRel fetch_max.
+            let bound = known_bound.max(self.max_distance.load(Ordering::Relaxed));
+            let Some(slot) = self.find(fingerprint, home, bound) else {
+                return Ok(None);
+            };
+            if let Ok(result) = op(self.state(slot), &self.tenant(slot, fingerprint))? {
+                return Ok(Some(result));
+            }
+        }
+    }
+
+    /// Decides `request` for the key with `fingerprint`, inserting the key if the request
+    /// changes its fresh state.
+    fn run(&self, fingerprint: u64, request: Request) -> Result<Decision, Error> {
+        let home = self.home(fingerprint);
+        let mut known_bound = 0;
+        loop {
+            let existing = self.on_existing(fingerprint, home, known_bound, |state, tenant| {
+                request.apply(&self.policy, state, tenant)
+            })?;
+            if let Some(decision) = existing {
+                return Ok(decision);
+            }
+            let inserted = self.with_fresh_state(|fresh| -> Result<_, Error> {
+                let decision = owned(request.apply(&self.policy, fresh, &Owned)?);
+                // Relaxed: a private state. A fresh state is all zeros, and any change
+                // grows the first word, so zero means nothing to store (a query, a denial).
+                if fresh[0].load(Ordering::Relaxed) == 0 {
+                    return Ok(Install::Done(decision));
+                }
+                self.install(fingerprint, home, request, &mut known_bound)
+            })?;
+            match inserted {
+                Install::Done(decision) => return Ok(decision),
+                Install::Retry => continue,
+                Install::Full => return Err(Error::TableFull),
+            }
+        }
+    }
+
+    /// Calls `f` with a private fresh state (all zeros) of this policy's size.
+    fn with_fresh_state<R>(&self, f: impl FnOnce(&[AtomicU64]) -> R) -> R {
+        let words = self.policy.state_words();
+        if words <= INLINE_STATE_WORDS {
+            let inline: [AtomicU64; INLINE_STATE_WORDS] =
+                std::array::from_fn(|_| AtomicU64::new(0));
+            f(&inline[..words])
+        } else {
+            let heap: Vec<AtomicU64> = (0..words).map(|_| AtomicU64::new(0)).collect();
+            f(&heap)
+        }
+    }
+
+    /// Claims the first claimable slot from `home` (`VACANT`, or fresh at `now_ns`) by
+    /// CASing its first word to `INSTALLING`, and returns the slot, its distance and the
+    /// value it replaced. Else `Retry` if the key itself turned up or a slot was in flight
+    /// (after waiting for it: it may free up, or be the key), and `Full` if every slot held
+    /// a live key.
+    fn claim(
+        &self,
+        fingerprint: u64,
+        home: usize,
+        now_ns: u64,
+    ) -> Result<(usize, usize, u64), Install> {
+        let mut in_flight = None;
+        for distance in 0..self.slot_count {
+            let slot = self.probe(home, distance);
+            // Acquire: pairs with the store that installed this value, so `is_fresh` and
+            // the fingerprint read below see the rest of the same state.
+            let mut first = self.first_word(slot).load(Ordering::Acquire);
+            loop {
+                if first == INSTALLING {
+                    in_flight.get_or_insert(slot);
+                    break;
+                }
+                if first != VACANT && !self.policy.is_fresh(self.state(slot), now_ns) {
+                    // Relaxed: ordered after the Acquire load of `first`.
+                    if self.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint {
+                        return Err(Install::Retry);
+                    }
+                    break;
+                }
+                // Acquire on success: so a back-out's Release store of `first` passes on
+                // the slot's fingerprint and state words to whoever reads it next.
+                // A failure re-examines the new value.
+                match self.first_word(slot).compare_exchange(
+                    first,
+                    INSTALLING,
+                    Ordering::Acquire,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return Ok((slot, distance, first)),
+                    Err(actual) => first = actual,
+                }
+            }
+        }
+        match in_flight {
+            Some(slot) => {
+                self.settled(slot);
+                Err(Install::Retry)
+            }
+            None => Err(Install::Full),
+        }
+    }
+
+    /// Looks over the key's probe range, after this thread's AcqRel RMW on `max_distance`,
+    /// for a rival to an insert of the key: a slot holding the key, or a slot in flight
+    /// (which may be installing it). A slot in flight above `claimed` (this insert's own
+    /// slot, skipped) is waited for and looked at again: the insert there backs out or
+    /// completes. Any other rival is returned; the caller backs out of its claim, if it has
+    /// one, then waits for a slot in flight, and starts over.
+    fn rival(
+        &self,
+        fingerprint: u64,
+        home: usize,
+        bound: u64,
+        claimed: Option<usize>,
+    ) -> Option<Rival> {
+        for distance in self.distances(bound) {
+            let slot = self.probe(home, distance);
+            if Some(slot) == claimed {
+                continue;
+            }
+            // Acquire: pairs with the store that installed the slot's key (fingerprint
+            // below); a claim ordered before ours is visible through `max_distance`.
+            let mut first = self.first_word(slot).load(Ordering::Acquire);
+            if first == INSTALLING {
+                if !claimed.is_some_and(|claimed| slot > claimed) {
+                    return Some(Rival::InFlight(slot));
+                }
+                first = self.settled(slot);
+            }
+            // Relaxed: ordered after the Acquire load of `first`.
+            if !is_marker(first)
+                && self.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint
+            {
+                return Some(Rival::Holds);
+            }
+        }
+        None
+    }
+
+    /// Confirms a claim scan that found every slot live: `Full` unless the key itself was
+    /// installed meanwhile, or is being installed, by an insert whose claim this thread
+    /// can see. The RMW (which changes nothing) orders this check among the inserts' own,
+    /// so any insert of the key that completed before it is seen.
+    fn confirm_full(&self, fingerprint: u64, home: usize, known_bound: &mut u64) -> Install {
+        // AcqRel: as in `install`.
+        *known_bound = self.max_distance.fetch_max(0, Ordering::AcqRel);
+        match self.rival(fingerprint, home, *known_bound, None) {
+            None => Install::Full,
+            Some(rival) => {
+                if let Rival::InFlight(slot) = rival {
+                    self.settled(slot);
+                }
+                Install::Retry
+            }
+        }
+    }
+
+    /// Inserts the key with `fingerprint` for `request`, which changes a fresh state,
+    /// reclaiming a slot fresh at the request's time if need be. `known_bound` learns how
+    /// far keys may lie from home, for the lookup that follows a `Retry`.
+    fn install(
+        &self,
+        fingerprint: u64,
+        home: usize,
+        request: Request,
+        known_bound: &mut u64,
+    ) -> Result<Install, Error> {
+        let (claimed, distance, replaced) = match self.claim(fingerprint, home, request.now_ns) {
+            Ok(claimed) => claimed,
+            Err(Install::Full) => return Ok(self.confirm_full(fingerprint, home, known_bound)),
+            Err(outcome) => return Ok(outcome),
+        };
+        // AcqRel: every insert does this RMW after claiming and before checking, so of
+        // two inserts the later one acquires the earlier one's claim (see module docs).
+        let bound = self
+            .max_distance
+            .fetch_max(distance as u64, Ordering::AcqRel)
+            .max(distance as u64);
+        *known_bound = bound;
+        if let Some(rival) = self.rival(fingerprint, home, bound, Some(claimed)) {
+            self.back_out(claimed, replaced);
+            if let Rival::InFlight(slot) = rival {
+                self.settled(slot);
+            }
+            return Ok(Install::Retry);
+        }
+        // The slot is ours alone. The request is decided again on the state it replaces
+        // (fresh, so the decision is the one a fresh state gives), so that the first word
+        // keeps growing across tenancies and the old key's in-flight writers find nothing
+        // they can complete (module docs, "Reclaim").
+        let state = self.state(claimed);
+        self.with_fresh_state(|next| {
+            if replaced != VACANT {
+                next[0].store(replaced, Ordering::Relaxed);
+                for (copy, word) in next.iter().zip(state).skip(1) {
+                    // Relaxed: ordered after the claim's Acquire CAS; a private copy.
+                    copy.store(word.load(Ordering::Relaxed), Ordering::Relaxed);
+                }
+            }
+            // The request's errors were ruled out on the fresh state already; if one came,
+            // the slot is given back before it is reported.
+            let decision = match request.apply(&self.policy, next, &Owned) {
+                Ok(decided) => owned(decided),
+                Err(error) => {
+                    self.back_out(claimed, replaced);
+                    return Err(error);
+                }
+            };
+            // Relaxed: a private state.
+            let first = next[0].load(Ordering::Relaxed);
+            if first == replaced || first == 0 {
+                // The replaced words decided otherwise (only stricter: see "Reclaim"), and
+                // a state that did not change must not be installed over itself.
+                self.back_out(claimed, replaced);
+                return Ok(Install::Done(decision));
+            }
+            for (word, value) in state.iter().zip(next).skip(1) {
+                // Relaxed: published by the Release store of the first word below.
+                let value = value.load(Ordering::Relaxed);
+                if word.load(Ordering::Relaxed) != value {
+                    word.store(value, Ordering::Relaxed);
+                }
+            }
+            // Release: orders this slot's claim before the new fingerprint, for
+            // `Tenant::check`.
+            self.fingerprint_word(claimed)
+                .store(fingerprint, Ordering::Release);
+            // Release: publishes the fingerprint and state words to every Acquire load of
+            // this value or of a later CAS on it.
+            state[0].store(first, Ordering::Release);
+            Ok(Install::Done(decision))
+        })
+    }
+
+    /// Gives a claimed slot back as it was: the first word it replaced, fingerprint and
+    /// state untouched, so an updater of its old key may carry on.
+    fn back_out(&self, claimed: usize, replaced: u64) {
+        // Release: passes on the slot's untouched fingerprint and state (see `claim`).
+        self.first_word(claimed).store(replaced, Ordering::Release);
+    }
+}
+
+impl<S: BuildHasher> KeyedLimiter<S> {
+    /// The key's 64-bit fingerprint: its hash under this table's hasher.
+    #[inline]
+    fn fingerprint(&self, key: &[u8]) -> u64 {
+        let mut hasher = self.hasher.build_hasher();
+        hasher.write(key);
+        hasher.finish()
+    }
+
+    /// Acquires `n` units for `key` now (`CLOCK_MONOTONIC`). `n == 0` only reports the key's
+    /// state, and never inserts it.
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`;
+    /// [`Error::TableFull`] if `key` is new and every slot holds a live key (nothing is
+    /// admitted).
+    pub fn acquire(&self, key: &[u8], n: u64) -> Result<Decision, Error> {
+        self.acquire_at(key, n, clock::now_ns())
+    }
+
+    /// Acquires `n` units for `key` at `now_ns`. Keys are independent; an earlier `now_ns`
+    /// than one already seen never admits more than the latest time would.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub fn acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<Decision, Error> {
+        self.policy.check_cost(n)?;
+        self.run(
+            self.fingerprint(key),
+            Request {
+                now_ns,
+                n,
+                max_wait_ns: None,
+            },
+        )
+    }
+
+    /// Acquires `n` units for `key` now and says only whether they were admitted: the
+    /// fastest path. For a key already in the table it decides on the coarse clock
+    /// whenever that settles the outcome, as [`Limiter::try_acquire`](crate::Limiter::try_acquire)
+    /// does; the outcome is always the one [`acquire`](Self::acquire) would give.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, Error> {
+        self.policy.check_cost(n)?;
+        let fingerprint = self.fingerprint(key);
+        let home = self.home(fingerprint);
+        let existing = self.on_existing(fingerprint, home, 0, |state, tenant| {
+            self.policy.try_acquire(state, tenant, n)
+        })?;
+        match existing {
+            Some(allowed) => Ok(allowed),
+            None => {
+                let request = Request {
+                    now_ns: clock::now_ns(),
+                    n,
+                    max_wait_ns: None,
+                };
+                Ok(self.run(fingerprint, request)?.allowed)
+            }
+        }
+    }
+
+    /// Reserves `n` units for `key` now: GCRA's leaky bucket as a queue. Admits if the
+    /// caller would wait at most `max_wait_ns` before acting; `wait_ns` says how long.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire), and [`Error::Unsupported`] for the window algorithms.
+    pub fn reserve(&self, key: &[u8], n: u64, max_wait_ns: u64) -> Result<Decision, Error> {
+        self.reserve_at(key, n, clock::now_ns(), max_wait_ns)
+    }
+
+    /// [`reserve`](Self::reserve) at `now_ns`. With `max_wait_ns == 0` it is exactly
+    /// [`acquire_at`](Self::acquire_at).
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub fn reserve_at(
+        &self,
+        key: &[u8],
+        n: u64,
+        now_ns: u64,
+        max_wait_ns: u64,
+    ) -> Result<Decision, Error> {
+        self.policy.check_cost(n)?;
+        self.run(
+            self.fingerprint(key),
+            Request {
+                now_ns,
+                n,
+                max_wait_ns: Some(max_wait_ns),
+            },
+        )
+    }
+}
+
+impl<S: BuildHasher> KeyedLimiter<S> {
+    /// How many slots hold a state under `key`'s fingerprint: the model checks' proof that
+    /// a key never has two. Exists only under `cfg(loom)`, which is not public API.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn slots_holding(&self, key: &[u8]) -> usize {
+        let fingerprint = self.fingerprint(key);
+        (0..self.slot_count)
+            .filter(|&slot| {
+                // Acquire: pairs with the install's Release store, for the fingerprint.
+                let first = self.first_word(slot).load(Ordering::Acquire);
+                !is_marker(first)
+                    && self.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint
+            })
+            .count()
+    }
+}
+
+impl<S> fmt::Debug for KeyedLimiter<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedLimiter")
+            .field("config", &self.config)
+            .field("capacity", &self.capacity)
+            .field("max_keys", &self.slot_count)
+            .field("bytes_per_key", &self.bytes_per_key())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Asks Linux to back the table with transparent huge pages (2 MiB) before it is first
+/// touched: a lookup at a random key then costs one cache miss without a TLB miss on top
+/// (a million GCRA keys span 8,192 small pages, far more than the TLB holds). Advice
+/// only: it changes no behaviour, and a kernel that declines is ignored.
+fn advise_huge_pages(start: *const u8, bytes: usize) {
+    const HUGE_PAGE: usize = 2 << 20;
+    #[cfg(all(target_os = "linux", not(loom)))]
+    {
+        // Only whole huge pages inside the allocation can be huge.
+        let first = start.align_offset(HUGE_PAGE);
+        if first < bytes && bytes - first >= HUGE_PAGE {
+            let length = (bytes - first) / HUGE_PAGE * HUGE_PAGE;
+            // SAFETY: the range lies inside an allocation this table owns and nobody has
+            // touched yet; MADV_HUGEPAGE only changes how the kernel backs it, never its
+            // contents, and its failure is harmless.
+            unsafe {
+                libc::madvise(
+                    start.add(first) as *mut libc::c_void,
+                    length,
+                    libc::MADV_HUGEPAGE,
+                )
+            };
+        }
+    }
+    #[cfg(not(all(target_os = "linux", not(loom))))]
+    let _ = (start, bytes, HUGE_PAGE);
+}
+
+/// Words per slot for a state of `state_words`: the fingerprint plus the state, rounded up
+/// to a power of two while that fits in a cache line, so no such slot straddles two lines.
+fn slot_stride(state_words: usize) -> usize {
+    let words = STATE_OFFSET + state_words;
+    if words <= LINE_WORDS {
+        words.next_power_of_two()
+    } else {
+        words
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    /// The first word of a reclaimed slot grows past the value it replaced, for every
+    /// algorithm (the log's head continues from the old key's), so no CAS an old key's
+    /// writer still has in flight can succeed on the new key's state.
+    #[test]
+    fn reclaim_keeps_the_first_word_growing() {
+        for config in [
+            Config::gcra(1, SECOND),
+            Config::fixed_window(1, SECOND),
+            Config::sliding_window(1, SECOND),
+            Config::sliding_log(1, SECOND),
+        ] {
+            // Capacity 1: two slots, both taken at 0.
+            let table = KeyedLimiter::new(&config, 1).unwrap();
+            for key in [b"x", b"y"] {
+                assert!(table.acquire_at(key, 1, 0).unwrap().allowed, "{config:?}");
+            }
+            let words = || -> Vec<u64> {
+                (0..table.slot_count)
+                    .map(|slot| table.first_word(slot).load(Ordering::Relaxed))
+                    .collect()
+            };
+            let before = words();
+            assert!(before.iter().all(|&word| !is_marker(word)), "{config:?}");
+            // At 2 s both are fresh; z takes one slot.
+            assert!(table.acquire_at(b"z", 1, 2 * SECOND).unwrap().allowed);
+            let after = words();
+            let changed: Vec<_> = (0..table.slot_count)
+                .filter(|&slot| after[slot] != before[slot])
+                .collect();
+            assert_eq!(changed.len(), 1, "{config:?}: {before:?} {after:?}");
+            assert!(after[changed[0]] > before[changed[0]], "{config:?}");
+        }
+    }
+}

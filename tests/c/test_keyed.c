@@ -1,0 +1,240 @@
+/* The keyed limiter's C ABI: the seed scenario, keys as bytes, queries, a full table,
+ * reserve, and every error. Plain C99; each case returns 0 on success. Build and run:
+ *   cargo build --release
+ *   cc -std=c99 -Wall -Wextra -Wpedantic -Werror -Iinclude tests/c/test_keyed.c \
+ *      -Ltarget/release -lrate -Wl,-rpath,$PWD/target/release -o target/test_keyed
+ *   target/test_keyed
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rate.h"
+
+#define MS UINT64_C(1000000)
+#define SECOND (1000 * MS)
+
+#define CHECK(cond)                                                          \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, \
+              __func__, #cond);                                              \
+      return 1;                                                              \
+    }                                                                        \
+  } while (0)
+
+/* Runs a check that may fail after a table was made, freeing the table either way. */
+#define CHECK_FREE(table, cond)                                              \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, \
+              __func__, #cond);                                              \
+      rate_keyed_free(table);                                                \
+      return 1;                                                              \
+    }                                                                        \
+  } while (0)
+
+static rate_config gcra(uint64_t limit, uint64_t period_ns, uint64_t burst) {
+  rate_config config;
+  config.algorithm = RATE_GCRA;
+  config.limit = limit;
+  config.period_ns = period_ns;
+  config.burst = burst;
+  return config;
+}
+
+static rate_keyed *make(uint64_t limit, uint64_t period_ns, uint64_t burst,
+                        uint64_t capacity) {
+  rate_config config = gcra(limit, period_ns, burst);
+  rate_keyed *table = NULL;
+  if (rate_keyed_new(&config, capacity, &table) != RATE_OK) {
+    return NULL;
+  }
+  return table;
+}
+
+static int32_t acquire_str(rate_keyed *table, const char *key, uint64_t n,
+                           uint64_t now_ns, rate_decision *out) {
+  return rate_keyed_acquire_at(table, (const uint8_t *)key, strlen(key), n,
+                               now_ns, out);
+}
+
+static int test_bob_and_alice(void) {
+  /* One request per 2 s, bursts of 1. */
+  rate_keyed *users = make(1, 2 * SECOND, 1, 16);
+  rate_decision d;
+  CHECK(users != NULL);
+  CHECK_FREE(users, acquire_str(users, "bob", 1, 0, &d) == RATE_OK);
+  CHECK_FREE(users, d.allowed == 1 && d.limit == 1 && d.remaining == 0);
+  CHECK_FREE(users, d.reset_after_ns == 2 * SECOND && d.retry_after_ns == 0);
+  CHECK_FREE(users, acquire_str(users, "bob", 1, 999 * MS, &d) == RATE_LIMITED);
+  CHECK_FREE(users, d.allowed == 0 && d.retry_after_ns == 1001 * MS);
+  CHECK_FREE(users, acquire_str(users, "alice", 1, 999 * MS, &d) == RATE_OK);
+  CHECK_FREE(users, acquire_str(users, "bob", 1, 1000 * MS, &d) == RATE_LIMITED);
+  CHECK_FREE(users, d.retry_after_ns == 1000 * MS);
+  CHECK_FREE(users, acquire_str(users, "bob", 1, 2001 * MS, &d) == RATE_OK);
+  /* Alice's own bucket: admitted at 999 ms, so denied until 2999 ms. */
+  CHECK_FREE(users, acquire_str(users, "alice", 1, 2001 * MS, &d) == RATE_LIMITED);
+  CHECK_FREE(users, d.retry_after_ns == 998 * MS);
+  rate_keyed_free(users);
+  return 0;
+}
+
+static int test_keys_are_bytes(void) {
+  static const uint8_t nul[] = {0};
+  static const uint8_t a_nul_b[] = {'a', 0, 'b'};
+  rate_keyed *table = make(1, SECOND, 1, 8);
+  CHECK(table != NULL);
+  /* NULL with length 0 is the empty key; so is any pointer with length 0. */
+  CHECK_FREE(table, rate_keyed_acquire_at(table, NULL, 0, 1, 0, NULL) == RATE_OK);
+  CHECK_FREE(table, rate_keyed_acquire_at(table, nul, 0, 1, 0, NULL) == RATE_LIMITED);
+  /* A lone NUL byte, and "a\0b" (not "a"), are keys of their own. */
+  CHECK_FREE(table, rate_keyed_acquire_at(table, nul, 1, 1, 0, NULL) == RATE_OK);
+  CHECK_FREE(table, rate_keyed_acquire_at(table, a_nul_b, 3, 1, 0, NULL) == RATE_OK);
+  CHECK_FREE(table, rate_keyed_acquire_at(table, a_nul_b, 1, 1, 0, NULL) == RATE_OK);
+  CHECK_FREE(table, rate_keyed_acquire_at(table, a_nul_b, 3, 1, 0, NULL) == RATE_LIMITED);
+  CHECK_FREE(table, rate_keyed_acquire_at(table, nul, 1, 1, 0, NULL) == RATE_LIMITED);
+  rate_keyed_free(table);
+  return 0;
+}
+
+static int test_query_never_inserts(void) {
+  /* Capacity 1: two slots, both filled with live keys. */
+  rate_keyed *table = make(4, 4 * SECOND, 0, 1);
+  rate_decision d;
+  CHECK(table != NULL);
+  CHECK_FREE(table, acquire_str(table, "a", 3, 0, NULL) == RATE_OK);
+  CHECK_FREE(table, acquire_str(table, "b", 1, 0, NULL) == RATE_OK);
+  CHECK_FREE(table, acquire_str(table, "nobody", 0, 0, &d) == RATE_OK);
+  CHECK_FREE(table, d.allowed == 1 && d.limit == 4 && d.remaining == 4);
+  CHECK_FREE(table, d.reset_after_ns == 0);
+  CHECK_FREE(table, acquire_str(table, "a", 0, 0, &d) == RATE_OK);
+  CHECK_FREE(table, d.remaining == 1 && d.reset_after_ns == 3 * SECOND);
+  CHECK_FREE(table, acquire_str(table, "c", 1, 0, NULL) == RATE_E_TABLE_FULL);
+  rate_keyed_free(table);
+  return 0;
+}
+
+static int test_full_table_until_keys_expire(void) {
+  /* Capacity 2: four slots. One per second, burst 1. */
+  rate_keyed *table = make(1, SECOND, 1, 2);
+  rate_decision d;
+  uint8_t key;
+  CHECK(table != NULL);
+  for (key = 0; key < 4; key++) {
+    CHECK_FREE(table, rate_keyed_acquire_at(table, &key, 1, 1, 0, NULL) == RATE_OK);
+  }
+  memset(&d, 0xAB, sizeof d);
+  CHECK_FREE(table, acquire_str(table, "late", 1, SECOND - 1, &d) == RATE_E_TABLE_FULL);
+  CHECK_FREE(table, d.allowed == 0xAB); /* out untouched on error */
+  CHECK_FREE(table, rate_keyed_reserve_at(table, (const uint8_t *)"late", 4, 1,
+                                          SECOND - 1, SECOND, NULL) == RATE_E_TABLE_FULL);
+  for (key = 0; key < 4; key++) {
+    CHECK_FREE(table, rate_keyed_acquire_at(table, &key, 1, 1, SECOND - 1, NULL) ==
+                          RATE_LIMITED);
+  }
+  /* At 1 s the old keys are fresh again: their slots may be reused. */
+  CHECK_FREE(table, acquire_str(table, "late", 1, SECOND, NULL) == RATE_OK);
+  CHECK_FREE(table, acquire_str(table, "late", 1, SECOND, NULL) == RATE_LIMITED);
+  rate_keyed_free(table);
+  return 0;
+}
+
+static int test_reserve_shapes_per_key(void) {
+  /* Ten per second, burst 1: a unit every 100 ms. */
+  rate_keyed *table = make(10, SECOND, 1, 4);
+  const uint8_t *key = (const uint8_t *)"k";
+  rate_decision d;
+  CHECK(table != NULL);
+  CHECK_FREE(table, rate_keyed_reserve_at(table, key, 1, 1, 0, 250 * MS, &d) == RATE_OK);
+  CHECK_FREE(table, d.wait_ns == 0);
+  CHECK_FREE(table, rate_keyed_reserve_at(table, key, 1, 1, 0, 250 * MS, &d) == RATE_OK);
+  CHECK_FREE(table, d.wait_ns == 100 * MS);
+  CHECK_FREE(table, rate_keyed_reserve_at(table, key, 1, 1, 0, 250 * MS, &d) == RATE_OK);
+  CHECK_FREE(table, d.wait_ns == 200 * MS);
+  CHECK_FREE(table,
+             rate_keyed_reserve_at(table, key, 1, 1, 0, 250 * MS, &d) == RATE_LIMITED);
+  CHECK_FREE(table, d.retry_after_ns == 50 * MS);
+  rate_keyed_free(table);
+  return 0;
+}
+
+static int test_library_clock(void) {
+  /* One per hour: the second request in a test run is always denied. */
+  rate_keyed *table = make(1, 3600 * SECOND, 1, 4);
+  const uint8_t *key = (const uint8_t *)"key";
+  rate_decision d;
+  CHECK(table != NULL);
+  CHECK_FREE(table, rate_keyed_acquire(table, key, 3, 1, NULL) == RATE_OK);
+  CHECK_FREE(table, rate_keyed_acquire(table, key, 3, 1, NULL) == RATE_LIMITED);
+  CHECK_FREE(table, rate_keyed_acquire(table, key, 3, 1, &d) == RATE_LIMITED);
+  CHECK_FREE(table, d.allowed == 0 && d.retry_after_ns > 3599 * SECOND);
+  CHECK_FREE(table, rate_keyed_acquire(table, key, 2, 1, &d) == RATE_OK);
+  rate_keyed_free(table);
+  return 0;
+}
+
+static int test_bad_input(void) {
+  rate_config config = gcra(1, SECOND, 1);
+  rate_config unknown = gcra(1, SECOND, 1);
+  rate_keyed *sentinel = (rate_keyed *)&config;
+  rate_keyed *out = sentinel;
+  rate_keyed *table = make(2, SECOND, 2, 4);
+  rate_decision d;
+  CHECK(table != NULL);
+  unknown.algorithm = 99;
+  CHECK_FREE(table, rate_keyed_new(NULL, 4, &out) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_new(&config, 4, NULL) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_new(&config, 0, &out) == RATE_E_INVALID_CONFIG);
+  CHECK_FREE(table, rate_keyed_new(&config, UINT64_MAX, &out) == RATE_E_INVALID_CONFIG);
+  /* Too big to address (an allocation that is merely too big for the machine is also
+   * RATE_E_INVALID_CONFIG, but ASan aborts on those unless allocator_may_return_null=1;
+   * tests/keyed.rs covers them). */
+  CHECK_FREE(table, rate_keyed_new(&config, UINT64_C(1) << 62, &out) ==
+                        RATE_E_INVALID_CONFIG);
+  CHECK_FREE(table, rate_keyed_new(&unknown, 4, &out) == RATE_E_INVALID_CONFIG);
+  CHECK_FREE(table, out == sentinel); /* untouched on every error */
+
+  memset(&d, 0xAB, sizeof d);
+  CHECK_FREE(table, rate_keyed_acquire_at(table, NULL, 3, 1, 0, &d) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire(table, NULL, 1, 1, &d) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_reserve_at(table, NULL, 1, 1, 0, 0, &d) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire_at(NULL, (const uint8_t *)"k", 1, 1, 0, &d) ==
+                        RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire(NULL, NULL, 0, 1, NULL) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_reserve_at(NULL, NULL, 0, 1, 0, 0, NULL) == RATE_E_NULL);
+  CHECK_FREE(table, acquire_str(table, "k", 3, 0, &d) == RATE_E_INSUFFICIENT_CAPACITY);
+  CHECK_FREE(table, rate_keyed_reserve_at(table, (const uint8_t *)"k", 1, 3, 0,
+                                          UINT64_MAX, &d) == RATE_E_INSUFFICIENT_CAPACITY);
+  CHECK_FREE(table, d.allowed == 0xAB); /* untouched on every error */
+  CHECK_FREE(table, strcmp(rate_status_str(RATE_E_TABLE_FULL),
+                           "keyed table is full of live keys") == 0);
+  rate_keyed_free(NULL);
+  rate_keyed_free(table);
+  return 0;
+}
+
+int main(void) {
+  struct {
+    const char *name;
+    int (*run)(void);
+  } tests[] = {
+      {"bob_and_alice", test_bob_and_alice},
+      {"keys_are_bytes", test_keys_are_bytes},
+      {"query_never_inserts", test_query_never_inserts},
+      {"full_table_until_keys_expire", test_full_table_until_keys_expire},
+      {"reserve_shapes_per_key", test_reserve_shapes_per_key},
+      {"library_clock", test_library_clock},
+      {"bad_input", test_bad_input},
+  };
+  size_t count = sizeof tests / sizeof tests[0];
+  size_t i;
+  int failed = 0;
+  for (i = 0; i < count; i++) {
+    int status = tests[i].run();
+    printf("test %s ... %s\n", tests[i].name, status == 0 ? "ok" : "FAILED");
+    failed += status != 0;
+  }
+  printf("%d passed, %d failed\n", (int)count - failed, failed);
+  return failed != 0;
+}

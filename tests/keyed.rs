@@ -1,0 +1,392 @@
+//! The keyed limiter's Rust API on a virtual clock: the seed scenario, the table's bounds,
+//! reclaim, queries, errors, threads, and a sequential reference model.
+
+use rate::{Config, ConfigError, Error, KeyedLimiter};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::thread;
+
+const MS: u64 = 1_000_000;
+const SECOND: u64 = 1_000 * MS;
+
+/// The seed's limiter: one request per 2 s, bursts of 1.
+fn seed_config() -> Config {
+    Config::gcra(1, 2 * SECOND).with_burst(1)
+}
+
+#[test]
+fn bob_and_alice() {
+    let users = KeyedLimiter::new(&seed_config(), 2).unwrap();
+    let bob = users.acquire_at(b"bob", 1, 0).unwrap();
+    assert!(bob.allowed);
+    assert_eq!((bob.remaining, bob.reset_after_ns), (0, 2 * SECOND));
+
+    let early = users.acquire_at(b"bob", 1, 999 * MS).unwrap();
+    assert!(!early.allowed);
+    assert_eq!(early.retry_after_ns, 1001 * MS);
+    assert_eq!(early.reset_after_ns, 1001 * MS);
+
+    // Alice is independent of Bob: her first request is admitted at any time.
+    let alice = users.acquire_at(b"alice", 1, 999 * MS).unwrap();
+    assert!(alice.allowed);
+    assert_eq!(alice.reset_after_ns, 2 * SECOND);
+
+    let still = users.acquire_at(b"bob", 1, 1000 * MS).unwrap();
+    assert!(!still.allowed);
+    assert_eq!(still.retry_after_ns, 1000 * MS);
+    assert!(users.acquire_at(b"bob", 1, 2001 * MS).unwrap().allowed);
+    // Alice's own bucket: denied until 2999 ms, whatever Bob did.
+    let alice_again = users.acquire_at(b"alice", 1, 2001 * MS).unwrap();
+    assert!(!alice_again.allowed);
+    assert_eq!(alice_again.retry_after_ns, 998 * MS);
+}
+
+#[test]
+fn empty_and_nul_keys_are_distinct_keys() {
+    let keys: [&[u8]; 6] = [b"", b"\0", b"\0\0", b"a\0b", b"a", b"a\0"];
+    let table = KeyedLimiter::new(&seed_config(), keys.len() as u64).unwrap();
+    for key in keys {
+        assert!(table.acquire_at(key, 1, 0).unwrap().allowed, "{key:?}");
+    }
+    for key in keys {
+        assert!(!table.acquire_at(key, 1, 0).unwrap().allowed, "{key:?}");
+    }
+    assert_eq!(table.live_keys_at(0), keys.len() as u64);
+}
+
+#[test]
+fn a_query_reports_without_inserting() {
+    // Capacity 1: two slots. Fill both with live keys; queries still answer.
+    let table = KeyedLimiter::new(&Config::gcra(4, 4 * SECOND), 1).unwrap();
+    assert!(table.acquire_at(b"a", 3, 0).unwrap().allowed);
+    assert!(table.acquire_at(b"b", 1, 0).unwrap().allowed);
+    let absent = table.acquire_at(b"nobody", 0, 0).unwrap();
+    assert!(absent.allowed);
+    assert_eq!(
+        (absent.limit, absent.remaining, absent.reset_after_ns),
+        (4, 4, 0)
+    );
+    let present = table.acquire_at(b"a", 0, 0).unwrap();
+    assert!(present.allowed);
+    assert_eq!((present.remaining, present.reset_after_ns), (1, 3 * SECOND));
+    assert_eq!(table.live_keys_at(0), 2);
+    // The queries took no slot: a new key still finds the table full.
+    assert_eq!(table.acquire_at(b"c", 1, 0), Err(Error::TableFull));
+
+    // And queries of many absent keys leave an empty table empty.
+    let empty = KeyedLimiter::new(&Config::gcra(4, 4 * SECOND), 1).unwrap();
+    for key in 0u64..100 {
+        assert!(empty.acquire_at(&key.to_le_bytes(), 0, 0).unwrap().allowed);
+    }
+    assert_eq!(empty.live_keys_at(0), 0);
+    assert!(empty.acquire_at(b"x", 1, 0).unwrap().allowed);
+    assert!(empty.acquire_at(b"y", 1, 0).unwrap().allowed);
+}
+
+#[test]
+fn a_cost_beyond_the_limit_is_an_error_not_a_denial() {
+    let table = KeyedLimiter::new(&Config::gcra(4, SECOND).with_burst(2), 4).unwrap();
+    assert_eq!(
+        table.acquire_at(b"new", 3, 0),
+        Err(Error::InsufficientCapacity)
+    );
+    assert_eq!(
+        table.reserve_at(b"new", 3, 0, u64::MAX),
+        Err(Error::InsufficientCapacity)
+    );
+    assert_eq!(
+        table.try_acquire(b"new", 3),
+        Err(Error::InsufficientCapacity)
+    );
+    assert_eq!(table.live_keys_at(0), 0, "nothing was inserted");
+    assert!(table.acquire_at(b"new", 2, 0).unwrap().allowed);
+    assert_eq!(
+        table.acquire_at(b"new", 3, 0),
+        Err(Error::InsufficientCapacity)
+    );
+}
+
+#[test]
+fn a_full_table_refuses_new_keys_until_old_ones_expire() {
+    let table = KeyedLimiter::new(&Config::gcra(1, SECOND), 2).unwrap();
+    assert_eq!((table.capacity(), table.max_keys()), (2, 4));
+    for key in 0u64..4 {
+        assert!(table.acquire_at(&key.to_le_bytes(), 1, 0).unwrap().allowed);
+    }
+    for now in [0, SECOND / 2, SECOND - 1] {
+        assert_eq!(
+            table.acquire_at(b"late", 1, now),
+            Err(Error::TableFull),
+            "at {now}"
+        );
+        assert_eq!(
+            table.reserve_at(b"late", 1, now, SECOND),
+            Err(Error::TableFull)
+        );
+    }
+    // TableFull admitted nothing: the key is still absent, the others still live.
+    let late = table.acquire_at(b"late", 0, 0).unwrap();
+    assert_eq!((late.remaining, late.reset_after_ns), (1, 0));
+    assert_eq!(table.live_keys_at(SECOND - 1), 4);
+    for key in 0u64..4 {
+        assert!(
+            !table
+                .acquire_at(&key.to_le_bytes(), 1, SECOND - 1)
+                .unwrap()
+                .allowed
+        );
+    }
+    // At 1 s every old key is fresh again, so their slots may be reused.
+    assert!(table.acquire_at(b"late", 1, SECOND).unwrap().allowed);
+    assert!(!table.acquire_at(b"late", 1, SECOND).unwrap().allowed);
+}
+
+#[test]
+fn capacity_live_keys_always_fit_among_stale_ones() {
+    // Capacity 8, 16 slots. Every period a new batch of 8 keys arrives; the previous
+    // batches are fresh by then, so each batch fits however the slots were used before.
+    let config = Config::gcra(1, SECOND);
+    let table = KeyedLimiter::new(&config, 8).unwrap();
+    for batch in 0u64..200 {
+        let now = batch * SECOND;
+        for key in batch * 8..batch * 8 + 8 {
+            assert!(
+                table
+                    .acquire_at(&key.to_le_bytes(), 1, now)
+                    .unwrap()
+                    .allowed
+            );
+        }
+        // No live key was lost to make room: each of this batch is still limited.
+        for key in batch * 8..batch * 8 + 8 {
+            assert!(
+                !table
+                    .acquire_at(&key.to_le_bytes(), 1, now)
+                    .unwrap()
+                    .allowed
+            );
+        }
+        assert_eq!(table.live_keys_at(now), 8);
+    }
+}
+
+#[test]
+fn bad_capacities_are_invalid_configs() {
+    let config = seed_config();
+    let invalid = Error::InvalidConfig(ConfigError::Capacity);
+    for capacity in [0, u64::MAX, u64::MAX / 2, 1 << 62, 1 << 50] {
+        assert_eq!(
+            KeyedLimiter::new(&config, capacity).unwrap_err(),
+            invalid,
+            "{capacity}"
+        );
+    }
+    assert_eq!(
+        KeyedLimiter::new(&Config::gcra(0, SECOND), 4).unwrap_err(),
+        Error::InvalidConfig(ConfigError::ZeroLimit)
+    );
+}
+
+#[test]
+fn gcra_keys_cost_32_bytes_each() {
+    let table = KeyedLimiter::new(&seed_config(), 1000).unwrap();
+    assert_eq!(table.bytes_per_key(), 32);
+    assert!(table.table_bytes() >= 32 * 1000 && table.table_bytes() <= 32 * 1000 + 64);
+}
+
+#[test]
+fn reserve_shapes_each_key_independently() {
+    // 10 per second, burst 1: one unit every 100 ms.
+    let shaper = KeyedLimiter::new(&Config::gcra(10, SECOND).with_burst(1), 4).unwrap();
+    for (expected_wait, key) in [(0, "a"), (100, "a"), (0, "b"), (200, "a"), (100, "b")] {
+        let decision = shaper.reserve_at(key.as_bytes(), 1, 0, 250 * MS).unwrap();
+        assert!(decision.allowed);
+        assert_eq!(decision.wait_ns, expected_wait * MS, "{key}");
+    }
+    let denied = shaper.reserve_at(b"a", 1, 0, 250 * MS).unwrap();
+    assert!(!denied.allowed);
+    // a's TAT is 300 ms: the same reserve fits once 400 − d − 100 ≤ 250.
+    assert_eq!(denied.retry_after_ns, 50 * MS);
+    // With no wait allowed, reserve is acquire.
+    assert_eq!(
+        shaper.reserve_at(b"c", 1, 0, 0).unwrap(),
+        shaper.acquire_at(b"d", 1, 0).unwrap()
+    );
+}
+
+#[test]
+fn try_acquire_and_acquire_use_the_library_clock() {
+    // One per hour: the second request in a test run is always denied.
+    let table = KeyedLimiter::new(&Config::gcra(1, 3600 * SECOND), 4).unwrap();
+    assert!(table.try_acquire(b"k", 1).unwrap());
+    assert!(!table.try_acquire(b"k", 1).unwrap());
+    assert!(!table.acquire(b"k", 1).unwrap().allowed);
+    assert!(table.try_acquire(b"k", 0).unwrap());
+    assert!(table.acquire(b"j", 1).unwrap().allowed);
+    assert!(!table.try_acquire(b"j", 1).unwrap());
+    let reserved = table.reserve(b"r", 1, 0).unwrap();
+    assert!(reserved.allowed);
+    assert!(!table.reserve(b"r", 1, 0).unwrap().allowed);
+}
+
+#[test]
+fn a_million_keys_at_capacity_a_million_none_lost() {
+    const KEYS: u64 = 1_000_000;
+    let table = KeyedLimiter::new(&seed_config(), KEYS).unwrap();
+    for key in 0..KEYS {
+        assert!(table.acquire_at(&key.to_le_bytes(), 1, 0).unwrap().allowed);
+    }
+    for key in 0..KEYS {
+        let again = table.acquire_at(&key.to_le_bytes(), 1, 0).unwrap();
+        assert!(!again.allowed, "key {key} was lost");
+    }
+    assert_eq!(table.live_keys_at(0), KEYS);
+}
+
+/// Runs `threads` threads that each call `body(thread index)` after a common start.
+fn race(threads: usize, body: impl Fn(usize) + Sync) {
+    let start = Barrier::new(threads);
+    thread::scope(|scope| {
+        for index in 0..threads {
+            let (start, body) = (&start, &body);
+            scope.spawn(move || {
+                start.wait();
+                body(index);
+            });
+        }
+    });
+}
+
+#[test]
+fn four_threads_on_one_key_admit_exactly_the_burst() {
+    let table = KeyedLimiter::new(&Config::gcra(1000, 1000 * SECOND), 16).unwrap();
+    let admitted = AtomicU64::new(0);
+    race(4, |_| {
+        for _ in 0..600 {
+            if table.acquire_at(b"shared", 1, 5 * SECOND).unwrap().allowed {
+                admitted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    assert_eq!(admitted.into_inner(), 1000);
+}
+
+#[test]
+fn four_threads_on_distinct_keys_admit_exactly_each_burst() {
+    let table = KeyedLimiter::new(&Config::gcra(10, SECOND), 400).unwrap();
+    let admitted: Vec<AtomicU64> = (0..4).map(|_| AtomicU64::new(0)).collect();
+    race(4, |thread| {
+        for _round in 0..15 {
+            for key in 0..100u64 {
+                let key = (thread as u64) << 32 | key;
+                if table.acquire_at(&key.to_le_bytes(), 1, 0).unwrap().allowed {
+                    admitted[thread].fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    });
+    // 100 keys a thread, a burst of 10 each, all at one instant.
+    for count in admitted {
+        assert_eq!(count.into_inner(), 1000);
+    }
+    assert_eq!(table.live_keys_at(0), 400);
+}
+
+#[test]
+fn four_threads_inserting_the_same_new_keys_admit_each_once() {
+    // Burst 1: however the inserts race, each key's state is one state.
+    let table = KeyedLimiter::new(&Config::gcra(1, SECOND), 1000).unwrap();
+    let admitted = AtomicU64::new(0);
+    race(4, |thread| {
+        for key in 0..1000u64 {
+            // Each thread walks the keys from a different start to vary the races.
+            let key = (key + thread as u64 * 250) % 1000;
+            if table.acquire_at(&key.to_le_bytes(), 1, 0).unwrap().allowed {
+                admitted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    assert_eq!(admitted.into_inner(), 1000);
+    assert_eq!(table.live_keys_at(0), 1000);
+}
+
+/// A tiny deterministic generator (64-bit LCG, Knuth's MMIX constants) for the model test.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, bound: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % bound
+    }
+}
+
+/// GCRA per DESIGN §4, one TAT per key, as obviously as possible.
+struct Model {
+    emission_interval: u64,
+    tolerance: u64,
+    slots: u64,
+    tats: HashMap<u64, u64>,
+}
+
+impl Model {
+    /// `Err(())` for TableFull, else whether `n` units are admitted.
+    fn acquire(&mut self, key: u64, n: u64, now: u64) -> Result<(bool, u64), ()> {
+        let tat = self.tats.get(&key).copied().unwrap_or(0);
+        let live = |tat: u64| tat > now;
+        if !live(tat) {
+            let others_live = self.tats.values().filter(|&&tat| live(tat)).count() as u64;
+            if others_live == self.slots {
+                return Err(());
+            }
+        }
+        let start = tat.max(now);
+        let due = start + n * self.emission_interval;
+        if due - now <= self.tolerance {
+            self.tats.insert(key, due);
+            Ok((true, 0))
+        } else {
+            Ok((false, due - now - self.tolerance))
+        }
+    }
+}
+
+#[test]
+fn matches_a_sequential_model_through_churn_and_full_tables() {
+    // L=3 per 300 ns (T=100), B=3, capacity 4 → 8 slots, 14 keys, time moving forward.
+    let table = KeyedLimiter::new(&Config::gcra(3, 300), 4).unwrap();
+    let mut model = Model {
+        emission_interval: 100,
+        tolerance: 300,
+        slots: table.max_keys(),
+        tats: HashMap::new(),
+    };
+    let mut random = Lcg(42);
+    let (mut now, mut fulls, mut denials) = (0, 0, 0);
+    for step in 0..20_000 {
+        now += random.below(40);
+        let key = random.below(14);
+        let n = 1 + random.below(3);
+        let expected = model.acquire(key, n, now);
+        let actual = table.acquire_at(&key.to_le_bytes(), n, now);
+        match (expected, actual) {
+            (Err(()), Err(Error::TableFull)) => fulls += 1,
+            (Ok((allowed, retry)), Ok(decision)) => {
+                assert_eq!(
+                    (allowed, retry),
+                    (decision.allowed, decision.retry_after_ns),
+                    "step {step}"
+                );
+                denials += u64::from(!allowed);
+            }
+            (expected, actual) => panic!("step {step}: model {expected:?}, table {actual:?}"),
+        }
+    }
+    assert!(
+        fulls > 100 && denials > 1000,
+        "{fulls} full, {denials} denied"
+    );
+}

@@ -1,0 +1,151 @@
+//! The keyed table with the window algorithms (DESIGN §4–§5), on a virtual clock.
+
+use rate::{Config, Error, KeyedLimiter};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::thread;
+
+const MS: u64 = 1_000_000;
+const SECOND: u64 = 1_000 * MS;
+
+/// Acquires one unit for `key` at `now_ms`: (allowed, retry_after_ns).
+fn one(table: &KeyedLimiter, key: &str, now_ms: u64) -> (bool, u64) {
+    let decision = table.acquire_at(key.as_bytes(), 1, now_ms * MS).unwrap();
+    (decision.allowed, decision.retry_after_ns)
+}
+
+#[test]
+fn fixed_window_per_key() {
+    // Two per window of 1 s: windows [0, 1 s), [1 s, 2 s), …
+    let table = KeyedLimiter::new(&Config::fixed_window(2, SECOND), 4).unwrap();
+    assert_eq!(one(&table, "a", 0), (true, 0));
+    assert_eq!(one(&table, "a", 500), (true, 0));
+    // The window is spent; the next one starts at 1 s.
+    assert_eq!(one(&table, "a", 900), (false, 100 * MS));
+    assert_eq!(one(&table, "b", 900), (true, 0));
+    assert_eq!(one(&table, "a", 1000), (true, 0));
+    let query = table.acquire_at(b"a", 0, 1000 * MS).unwrap();
+    assert_eq!((query.limit, query.remaining), (2, 1));
+}
+
+#[test]
+fn sliding_window_per_key() {
+    // Two per sliding second: prev·(P − e) + (cur + n)·P ≤ L·P.
+    let table = KeyedLimiter::new(&Config::sliding_window(2, SECOND), 4).unwrap();
+    assert_eq!(one(&table, "a", 0), (true, 0));
+    assert_eq!(one(&table, "a", 500), (true, 0));
+    // At 1.25 s: 2·750 ms + 1·1 s > 2 s; it fits once 2·(1 s − e) ≤ 1 s, at e = 500 ms.
+    assert_eq!(one(&table, "a", 1250), (false, 250 * MS));
+    assert_eq!(one(&table, "b", 1250), (true, 0));
+    assert_eq!(one(&table, "a", 1500), (true, 0));
+}
+
+#[test]
+fn sliding_log_per_key() {
+    // Exactly two in any second (t − 1 s, t].
+    let table = KeyedLimiter::new(&Config::sliding_log(2, SECOND), 4).unwrap();
+    assert_eq!(one(&table, "a", 0), (true, 0));
+    assert_eq!(one(&table, "a", 500), (true, 0));
+    // The entry at 0 leaves the log at 1 s.
+    assert_eq!(one(&table, "a", 900), (false, 100 * MS));
+    assert_eq!(one(&table, "b", 900), (true, 0));
+    assert_eq!(one(&table, "a", 1000), (true, 0));
+    assert_eq!(one(&table, "a", 1000), (false, 500 * MS));
+}
+
+#[test]
+fn multi_word_states_are_installed_whole() {
+    // A log of three: its state spans many words; each key's must arrive intact.
+    let table = KeyedLimiter::new(&Config::sliding_log(3, SECOND), 2).unwrap();
+    for key in ["a", "b", "c", "d"] {
+        for at in 0..3 {
+            assert_eq!(one(&table, key, at), (true, 0), "{key} at {at} ms");
+        }
+        assert_eq!(one(&table, key, 3), (false, 997 * MS), "{key}");
+    }
+    for key in ["a", "b", "c", "d"] {
+        assert_eq!(one(&table, key, 4), (false, 996 * MS), "{key}");
+    }
+}
+
+#[test]
+fn full_tables_reclaim_fresh_window_states() {
+    for config in [
+        Config::fixed_window(1, SECOND),
+        Config::sliding_window(1, SECOND),
+        Config::sliding_log(1, SECOND),
+    ] {
+        // Capacity 1: two slots.
+        let table = KeyedLimiter::new(&config, 1).unwrap();
+        assert_eq!(one(&table, "x", 0), (true, 0), "{config:?}");
+        assert_eq!(one(&table, "y", 0), (true, 0), "{config:?}");
+        assert_eq!(
+            table.acquire_at(b"z", 1, 500 * MS),
+            Err(Error::TableFull),
+            "{config:?}"
+        );
+        // At 2 s nothing is counted in the current or the previous window, and the
+        // log's entries have expired: x and y are fresh, so z may take a slot.
+        assert_eq!(one(&table, "z", 2000), (true, 0), "{config:?}");
+        assert!(!one(&table, "z", 2000).0, "{config:?}");
+    }
+}
+
+#[test]
+fn windows_have_no_reserve() {
+    for config in [
+        Config::fixed_window(4, SECOND),
+        Config::sliding_window(4, SECOND),
+        Config::sliding_log(4, SECOND),
+    ] {
+        let table = KeyedLimiter::new(&config, 2).unwrap();
+        assert_eq!(
+            table.reserve_at(b"new", 1, 0, SECOND),
+            Err(Error::Unsupported)
+        );
+        assert!(table.acquire_at(b"old", 1, 0).unwrap().allowed);
+        assert_eq!(
+            table.reserve_at(b"old", 1, 0, SECOND),
+            Err(Error::Unsupported)
+        );
+        assert_eq!(
+            table.live_keys_at(0),
+            1,
+            "{config:?}: reserve inserted nothing"
+        );
+    }
+}
+
+#[test]
+fn four_threads_admit_exactly_the_limit_per_key() {
+    for (config, limit) in [
+        (Config::fixed_window(200, 1000 * SECOND), 200),
+        (Config::sliding_window(200, 1000 * SECOND), 200),
+        (Config::sliding_log(64, 1000 * SECOND), 64),
+    ] {
+        let table = KeyedLimiter::new(&config, 16).unwrap();
+        let (shared, own) = (AtomicU64::new(0), AtomicU64::new(0));
+        let start = Barrier::new(4);
+        thread::scope(|scope| {
+            for thread in 0..4u64 {
+                let (table, shared, own, start) = (&table, &shared, &own, &start);
+                scope.spawn(move || {
+                    start.wait();
+                    let mine = thread.to_le_bytes();
+                    for _ in 0..limit {
+                        if table.acquire_at(b"shared", 1, SECOND).unwrap().allowed {
+                            shared.fetch_add(1, Ordering::Relaxed);
+                        }
+                        for _ in 0..2 {
+                            if table.acquire_at(&mine, 1, SECOND).unwrap().allowed {
+                                own.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(shared.into_inner(), limit, "{config:?}");
+        assert_eq!(own.into_inner(), 4 * limit, "{config:?}");
+    }
+}

@@ -1,0 +1,188 @@
+//! loom model checks of the keyed table's races (see the protocol in `src/keyed.rs`).
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo
+//! test --release --test loom_keyed`
+//!
+//! Tables are tiny (capacity 1: two slots) and keys are their own hashes, so each model
+//! places keys exactly where the race needs them: a key's home slot is the top bit of its
+//! hash. Time is frozen; GCRA with L = 1 per T, burst 1, so every key admits one request
+//! per T and its TAT after one admission at `now` is `now + T`.
+//!
+//! Inserts wait (spinning with `yield_now`) for inserts in flight that may be of their
+//! key. With three threads and a bound of three preemptions, loom also explores schedules
+//! no OS produces: two waiting threads handed the CPU back and forth forever while the
+//! thread they wait for, preempted one step before publishing, never runs again. Those
+//! trip loom's branch limit in the three-thread model; run it with the bound of two.
+
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::thread;
+use rate::{Config, Decision, Error, KeyedLimiter};
+use std::hash::{BuildHasher, Hasher};
+
+const T: u64 = 1_000;
+
+/// A hasher under which an 8-byte key is its own little-endian hash.
+#[derive(Clone, Copy, Default)]
+struct KeyIsHash;
+
+struct KeyHasher(u64);
+
+impl BuildHasher for KeyIsHash {
+    type Hasher = KeyHasher;
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher(0)
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = u64::from_le_bytes(bytes.try_into().expect("8-byte test keys"));
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Keys at home in slot 0 (top bit clear) and slot 1 (top bit set).
+const A: u64 = 1;
+const B: u64 = 2;
+const C: u64 = 1 << 63 | 3;
+
+type Table = KeyedLimiter<KeyIsHash>;
+
+fn table() -> Arc<Table> {
+    Arc::new(KeyedLimiter::with_hasher(&Config::gcra(1, T), 1, KeyIsHash).unwrap())
+}
+
+fn acquire(table: &Table, key: u64, now: u64) -> Result<Decision, Error> {
+    table.acquire_at(&key.to_le_bytes(), 1, now)
+}
+
+/// Runs `first` and `second` on two threads against `table` and returns their results.
+fn race<R: Send + 'static>(
+    table: &Arc<Table>,
+    first: impl FnOnce(&Table) -> R + Send + 'static,
+    second: impl FnOnce(&Table) -> R + Send + 'static,
+) -> (R, R) {
+    let other = Arc::clone(table);
+    let handle = thread::spawn(move || first(&other));
+    let result = second(table);
+    (handle.join().unwrap(), result)
+}
+
+/// The key's state is one slot whose TAT is `tat`: a request at `now < tat` is denied
+/// with retry_after `tat − now` (burst 1, so τ = T and the retry is tat + T − now − T).
+fn assert_single_state(table: &Table, key: u64, tat: u64, now: u64) {
+    assert_eq!(table.slots_holding(&key.to_le_bytes()), 1, "key {key}");
+    let denied = acquire(table, key, now).unwrap();
+    assert!(!denied.allowed, "key {key}");
+    assert_eq!(denied.retry_after_ns, tat - now, "key {key}");
+}
+
+/// B's request at 0, racing one at T, is admitted only if it comes first (TAT T; B at T
+/// then admits too, TAT 2T); after B at T (TAT 2T) it is denied until 2T. Both orders are
+/// valid histories; B fresh twice is not.
+fn assert_b_at_0_took_its_turn(early: &Decision) {
+    if early.allowed {
+        assert_eq!(early.reset_after_ns, T, "B at 0 went first");
+    } else {
+        assert_eq!(early.retry_after_ns, 2 * T, "B at T went first");
+    }
+}
+
+#[test]
+fn two_inserts_of_one_new_key_make_one_state() {
+    loom::model(|| {
+        let table = table();
+        let (first, second) = race(&table, |t| acquire(t, B, 0), |t| acquire(t, B, 0));
+        let admitted = [first, second]
+            .iter()
+            .filter(|result| result.unwrap().allowed)
+            .count();
+        assert_eq!(admitted, 1, "burst 1 at one instant");
+        assert_single_state(&table, B, T, 0);
+    });
+}
+
+#[test]
+fn two_inserts_whose_clocks_disagree_on_a_free_slot_make_one_state() {
+    // Slot 0 holds A with TAT T: fresh at T, live at 0. B's home is slot 0, so the insert
+    // at T may reclaim slot 0 while the one at 0 takes slot 1.
+    loom::model(|| {
+        let table = table();
+        assert!(acquire(&table, A, 0).unwrap().allowed);
+        let (late, early) = race(&table, |t| acquire(t, B, T), |t| acquire(t, B, 0));
+        assert!(late.unwrap().allowed);
+        assert_b_at_0_took_its_turn(&early.unwrap());
+        assert_single_state(&table, B, 2 * T, T);
+    });
+}
+
+#[test]
+fn an_insert_racing_a_reclaim_never_loses_a_live_key() {
+    // Slot 0: A with TAT T (fresh at T). Slot 1: C, live until 10T. B (home 0) can only
+    // have slot 0, and only while A is fresh; A's own request at T makes it live.
+    loom::model(|| {
+        let table = table();
+        assert!(acquire(&table, A, 0).unwrap().allowed);
+        assert!(
+            table
+                .acquire_at(&C.to_le_bytes(), 1, 9 * T)
+                .unwrap()
+                .allowed
+        );
+        let (b, a) = race(&table, |t| acquire(t, B, T), |t| acquire(t, A, T));
+        match (a, b) {
+            (Ok(a), Err(Error::TableFull)) => {
+                assert!(a.allowed);
+                assert_single_state(&table, A, 2 * T, T);
+                assert_eq!(table.slots_holding(&B.to_le_bytes()), 0);
+            }
+            (Err(Error::TableFull), Ok(b)) => {
+                assert!(b.allowed);
+                assert_single_state(&table, B, 2 * T, T);
+                assert_eq!(table.slots_holding(&A.to_le_bytes()), 0);
+            }
+            other => panic!("one key gets the last slot, the other TableFull: {other:?}"),
+        }
+        assert_single_state(&table, C, 10 * T, T);
+    });
+}
+
+#[test]
+fn an_update_never_lands_in_a_reclaimed_slot() {
+    // Slot 0: A with TAT T (fresh at T); slot 1 vacant. B (home 0) reclaims slot 0 while
+    // A's own request at T is in flight there: A must end up in slot 1 or keep slot 0,
+    // and each key's state must be exactly its own one admission.
+    loom::model(|| {
+        let table = table();
+        assert!(acquire(&table, A, 0).unwrap().allowed);
+        let (b, a) = race(&table, |t| acquire(t, B, T), |t| acquire(t, A, T));
+        assert!(b.unwrap().allowed && a.unwrap().allowed);
+        assert_single_state(&table, A, 2 * T, T);
+        assert_single_state(&table, B, 2 * T, T);
+    });
+}
+
+#[test]
+fn two_inserts_and_an_update_of_the_key_they_may_evict() {
+    // Slot 0: A with TAT T (fresh at T, live at 0); slot 1 vacant. B at T may reclaim
+    // slot 0 while A's request at T is updating it and B at 0 takes slot 1. Every order
+    // of the three admits A and B at T; B at 0 only if it comes before B at T.
+    loom::model(|| {
+        let table = table();
+        assert!(acquire(&table, A, 0).unwrap().allowed);
+        let early_b = {
+            let table = Arc::clone(&table);
+            thread::spawn(move || acquire(&table, B, 0))
+        };
+        let (late_b, a) = race(&table, |t| acquire(t, B, T), |t| acquire(t, A, T));
+        let early_b = early_b.join().unwrap().unwrap();
+        assert!(late_b.unwrap().allowed && a.unwrap().allowed);
+        assert_b_at_0_took_its_turn(&early_b);
+        assert_single_state(&table, A, 2 * T, T);
+        assert_single_state(&table, B, 2 * T, T);
+    });
+}
