@@ -1,5 +1,3 @@
-//go:build librate_keyed
-
 package librate
 
 /*
