@@ -99,19 +99,21 @@ def test_matches_reference_model_per_key(algorithm: str, model: type, burst: int
 def test_table_full_and_reclaim() -> None:
     capacity = 16
     limiter = keyed(period=HOUR, capacity=capacity)  # each key stays live for an hour
+    # Fill at the library clock's now, so try_acquire (which reads that clock) sees live keys.
+    start = librate.now_ns()
     for i in range(capacity):
-        assert limiter.acquire(f"key{i}", now_ns=0).allowed  # up to capacity never fails
+        assert limiter.acquire(f"key{i}", now_ns=start).allowed  # up to capacity never fails
     with pytest.raises(librate.TableFull):
         # "Somewhat more" than capacity may fit, never unboundedly more.
         for i in range(capacity, 64 * capacity):
-            limiter.acquire(f"key{i}", now_ns=0)
+            limiter.acquire(f"key{i}", now_ns=start)
     with pytest.raises(librate.TableFull):
         limiter.try_acquire("yet another")
-    assert not limiter.acquire("key0", now_ns=0).allowed  # known keys still decide
-    assert limiter.acquire("not inserted", 0, now_ns=0).allowed  # a query never inserts
+    assert not limiter.acquire("key0", now_ns=start).allowed  # known keys still decide
+    assert limiter.acquire("not inserted", 0, now_ns=start).allowed  # a query never inserts
     # Two hours on, every key is back to fresh and may be reclaimed: new keys fit again.
     for i in range(capacity):
-        assert limiter.acquire(f"later{i}", now_ns=2 * HOUR * SECOND).allowed
+        assert limiter.acquire(f"later{i}", now_ns=start + 2 * HOUR * SECOND).allowed
 
 
 @pytest.mark.parametrize(
