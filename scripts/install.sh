@@ -15,11 +15,12 @@
 # to date, so an already built library is installed as it is.
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
 prefix=${1:-/usr/local}
 [[ $prefix == /* ]] || { echo "install.sh: PREFIX must be an absolute path, not '$prefix'" >&2; exit 2; }
 prefix=${prefix%/}
 root=${DESTDIR:-}
+[[ -z $root || $root == /* ]] || root="$PWD/$root"   # relative to where it was run from
+cd "$(dirname "$0")/.."
 cargo=${CARGO:-cargo}
 release_dir=${CARGO_TARGET_DIR:-target}/release
 
