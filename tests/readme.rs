@@ -1,20 +1,31 @@
-//! The README's C snippet is the example the C tests compile and run, character for
-//! character, so the README can never show code that does not build.
+//! The README's C and C++ snippets are the quickstart examples the C and C++ tests compile
+//! and run (tests/c_api.rs, tests/cpp_api.rs), character for character, so the README can
+//! never show code that does not build.
 
-#[test]
-fn readme_c_snippet_is_the_compiled_quickstart() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let quickstart = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/examples/c/quickstart.c"
-    ))
-    .unwrap();
-    let start = readme.find("```c\n").expect("README has a C snippet") + "```c\n".len();
+/// Asserts that the README's first fenced block in `language` is exactly `example`.
+fn assert_snippet_is(language: &str, example: &str) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
+    let source = std::fs::read_to_string(format!("{root}/{example}")).unwrap();
+    let fence = format!("```{language}\n");
+    let start = readme
+        .find(&fence)
+        .unwrap_or_else(|| panic!("README has no {language} snippet"))
+        + fence.len();
     let end = start + readme[start..].find("```").expect("the snippet is closed");
     assert_eq!(
         &readme[start..end],
-        quickstart,
-        "README's C snippet differs from examples/c/quickstart.c"
+        source,
+        "README's {language} snippet differs from {example}"
     );
+}
+
+#[test]
+fn readme_c_snippet_is_the_compiled_quickstart() {
+    assert_snippet_is("c", "examples/c/quickstart.c");
+}
+
+#[test]
+fn readme_cpp_snippet_is_the_compiled_quickstart() {
+    assert_snippet_is("cpp", "examples/cpp/quickstart.cpp");
 }

@@ -1,0 +1,390 @@
+/* rate.hpp: a header-only C++17 wrapper over librate's C API (rate.h).
+ *
+ *   rate::Limiter        one limit, shared by every caller       (rate_limiter_*)
+ *   rate::KeyedLimiter   one limit per key: user, IP, API key…   (rate_keyed_*)
+ *
+ * Both are RAII handles: move-only, freed by their destructor. A moved-from or
+ * default-constructed handle is empty, and every call on it returns Status::null.
+ * Both are safe to use from many threads at once; destroying or assigning one must not
+ * race with any other call on it.
+ *
+ * No exceptions are needed: a call returns a rate::Result<T>, which holds a Status and,
+ * unless the status is an error, a value (a Decision, or the new handle of create()).
+ * When the code is compiled with exceptions, Result::value() throws rate::Error on an error
+ * and the limiters also have throwing constructors; without them (-fno-exceptions, or
+ * RATE_HPP_NO_EXCEPTIONS defined), value() on an error calls std::abort(), like
+ * std::optional does there. Check ok() first and it never happens.
+ *
+ * Time: rate::Clock is the library's clock (CLOCK_MONOTONIC, the same one as
+ * std::chrono::steady_clock on Linux). The `_at` calls take a Clock::time_point for callers
+ * with their own timeline; a time point or duration before zero counts as zero. Decision
+ * durations are std::chrono::nanoseconds; rate::never (nanoseconds::max(), 292 years)
+ * stands for anything at least that long, as UINT64_MAX does in C.
+ *
+ * The semantics of every field and status are those of rate.h (DESIGN.md §3–§6).
+ */
+#ifndef RATE_HPP
+#define RATE_HPP
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+#include "rate.h"
+
+#if !defined(RATE_HPP_NO_EXCEPTIONS) && \
+    (defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
+#define RATE_HPP_EXCEPTIONS 1
+#include <stdexcept>
+#include <string>
+#else
+#define RATE_HPP_EXCEPTIONS 0
+#endif
+
+namespace rate {
+
+/// The status of a call: RATE_OK, RATE_LIMITED or a RATE_E_* error, by the same numbers.
+enum class Status : std::int32_t {
+    ok = RATE_OK,                                       ///< admitted, or the call succeeded
+    limited = RATE_LIMITED,                             ///< denied by the limit
+    null = RATE_E_NULL,                                 ///< an empty (moved-from) handle
+    invalid_config = RATE_E_INVALID_CONFIG,             ///< zero limit or period, overflow…
+    insufficient_capacity = RATE_E_INSUFFICIENT_CAPACITY, ///< n > limit: never admitted
+    table_full = RATE_E_TABLE_FULL,                     ///< keyed table full of live keys
+    unsupported = RATE_E_UNSUPPORTED,                   ///< reserve on a window algorithm
+    internal = RATE_E_INTERNAL,                         ///< a bug inside librate
+};
+
+/// True for the RATE_E_* codes: the call did nothing and returned no decision.
+constexpr bool is_error(Status status) noexcept {
+    return static_cast<std::int32_t>(status) < 0;
+}
+
+/// librate's English description of a status (rate_status_str): static, never empty.
+inline std::string_view to_string(Status status) noexcept {
+    return rate_status_str(static_cast<std::int32_t>(status));
+}
+
+/// librate's version, "MAJOR.MINOR.PATCH" (rate_version).
+inline std::string_view version() noexcept {
+    return rate_version();
+}
+
+/// Stands for a duration too long for nanoseconds: "never", in practice.
+inline constexpr std::chrono::nanoseconds never = std::chrono::nanoseconds::max();
+
+namespace detail {
+
+/// A duration or time since zero as the C API's u64 nanoseconds; negative counts as 0.
+constexpr std::uint64_t to_ns(std::chrono::nanoseconds duration) noexcept {
+    return duration.count() < 0 ? 0 : static_cast<std::uint64_t>(duration.count());
+}
+
+/// The C API's u64 nanoseconds as a duration, saturating at rate::never.
+constexpr std::chrono::nanoseconds from_ns(std::uint64_t ns) noexcept {
+    constexpr auto max = static_cast<std::uint64_t>(never.count());
+    return ns >= max ? never : std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
+}
+
+} // namespace detail
+
+/// The library's clock: nanoseconds on CLOCK_MONOTONIC (rate_now_ns), shared by every
+/// process on the host. The plain acquire calls read it themselves.
+struct Clock {
+    using rep = std::int64_t;
+    using period = std::nano;
+    using duration = std::chrono::nanoseconds;
+    using time_point = std::chrono::time_point<Clock>;
+    static constexpr bool is_steady = true;
+
+    static time_point now() noexcept { return time_point(detail::from_ns(rate_now_ns())); }
+};
+
+/// Which algorithm a limiter runs (RATE_GCRA, ...).
+enum class Algorithm : std::uint32_t {
+    gcra = RATE_GCRA,                     ///< leaky bucket as a meter; token bucket
+    fixed_window = RATE_FIXED_WINDOW,     ///< counter per window [kP, (k+1)P)
+    sliding_window = RATE_SLIDING_WINDOW, ///< previous window weighted by overlap
+    sliding_log = RATE_SLIDING_LOG,       ///< exact rolling count of the last `limit`
+};
+
+/// At most `limit` units per `period`; GCRA also takes `burst` (0 means `limit`). Invalid
+/// values (a zero or negative period, a zero limit…) are reported by create() as
+/// Status::invalid_config.
+struct Config {
+    Algorithm algorithm = Algorithm::gcra;
+    std::uint64_t limit = 0;
+    std::chrono::nanoseconds period{0};
+    std::uint64_t burst = 0;
+
+    static constexpr Config gcra(std::uint64_t limit, std::chrono::nanoseconds period,
+                                 std::uint64_t burst = 0) noexcept {
+        return {Algorithm::gcra, limit, period, burst};
+    }
+    static constexpr Config fixed_window(std::uint64_t limit,
+                                         std::chrono::nanoseconds period) noexcept {
+        return {Algorithm::fixed_window, limit, period, 0};
+    }
+    static constexpr Config sliding_window(std::uint64_t limit,
+                                           std::chrono::nanoseconds period) noexcept {
+        return {Algorithm::sliding_window, limit, period, 0};
+    }
+    static constexpr Config sliding_log(std::uint64_t limit,
+                                        std::chrono::nanoseconds period) noexcept {
+        return {Algorithm::sliding_log, limit, period, 0};
+    }
+
+    /// The C form. A negative period becomes 0, which the library rejects.
+    constexpr rate_config to_c() const noexcept {
+        return {static_cast<std::uint32_t>(algorithm), limit, detail::to_ns(period), burst};
+    }
+};
+
+/// The outcome of an acquire or reserve (rate_decision), with durations as chrono types.
+struct Decision {
+    bool allowed = false;                    ///< admitted or denied
+    std::uint64_t limit = 0;                 ///< most units ever admitted at once
+    std::uint64_t remaining = 0;             ///< units admissible now, after this decision
+    std::chrono::nanoseconds retry_after{0}; ///< 0 when admitted; else when to retry
+    std::chrono::nanoseconds reset_after{0}; ///< until remaining == limit
+    std::chrono::nanoseconds wait{0};        ///< reserve: how long to wait before acting
+
+    static constexpr Decision from_c(const rate_decision& d) noexcept {
+        return {d.allowed != 0,
+                d.limit,
+                d.remaining,
+                detail::from_ns(d.retry_after_ns),
+                detail::from_ns(d.reset_after_ns),
+                detail::from_ns(d.wait_ns)};
+    }
+};
+
+#if RATE_HPP_EXCEPTIONS
+/// Thrown by Result::value() on an error status, and by the throwing constructors.
+class Error : public std::runtime_error {
+  public:
+    explicit Error(Status status)
+        : std::runtime_error("librate: " + std::string(to_string(status))), status_(status) {}
+    Status status() const noexcept { return status_; }
+
+  private:
+    Status status_;
+};
+#endif
+
+namespace detail {
+
+[[noreturn]] inline void bad_access(Status status) {
+#if RATE_HPP_EXCEPTIONS
+    throw Error(status);
+#else
+    (void)status;
+    std::abort();
+#endif
+}
+
+} // namespace detail
+
+/// A status and, unless the status is an error, a value. `ok()` is true for Status::ok and
+/// Status::limited alike: a denial is a decision, not an error (look at `->allowed`).
+template <class T> class [[nodiscard]] Result {
+  public:
+    Result(Status status, T value) noexcept : status_(status), value_(std::move(value)) {}
+
+    Status status() const noexcept { return status_; }
+    bool ok() const noexcept { return !is_error(status_); }
+    explicit operator bool() const noexcept { return ok(); }
+
+    /// The value; on an error throws rate::Error (or aborts without exceptions).
+    T& value() & {
+        check();
+        return value_;
+    }
+    const T& value() const& {
+        check();
+        return value_;
+    }
+    T&& value() && {
+        check();
+        return std::move(value_);
+    }
+    T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
+    T&& operator*() && { return std::move(*this).value(); }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+
+    /// The value, or `fallback` on an error.
+    T value_or(T fallback) const& { return ok() ? value_ : fallback; }
+    T value_or(T fallback) && { return ok() ? std::move(value_) : std::move(fallback); }
+
+  private:
+    void check() const {
+        if (!ok())
+            detail::bad_access(status_);
+    }
+
+    Status status_;
+    T value_;
+};
+
+namespace detail {
+
+/// A move-only owner of a C handle, freed with `Free` (which accepts NULL): the base of
+/// rate::Limiter and rate::KeyedLimiter.
+template <class T, void (*Free)(T*)> class Handle {
+  public:
+    Handle() noexcept = default;
+    Handle(Handle&& other) noexcept : raw_(std::exchange(other.raw_, nullptr)) {}
+    Handle& operator=(Handle&& other) noexcept {
+        if (this != &other)
+            Free(std::exchange(raw_, std::exchange(other.raw_, nullptr)));
+        return *this;
+    }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    ~Handle() { Free(raw_); }
+
+    /// The C handle, still owned by this object (NULL when empty).
+    T* native_handle() const noexcept { return raw_; }
+    /// False for an empty (default-constructed or moved-from) handle.
+    explicit operator bool() const noexcept { return raw_ != nullptr; }
+
+  protected:
+    explicit Handle(T* raw) noexcept : raw_(raw) {}
+
+  private:
+    T* raw_ = nullptr;
+};
+
+/// Calls a C function whose last argument is `rate_decision *out` and wraps its answer.
+template <class Fn, class... Args> Result<Decision> decide(Fn fn, Args... args) noexcept {
+    rate_decision out{};
+    const auto status = static_cast<Status>(fn(args..., &out));
+    return {status, is_error(status) ? Decision{} : Decision::from_c(out)};
+}
+
+/// Creates a handle with a C constructor `fn(args..., T **out)`.
+template <class Owner, class T, class Fn, class... Args>
+Result<Owner> create(Fn fn, Args... args) noexcept {
+    T* raw = nullptr;
+    const auto status = static_cast<Status>(fn(args..., &raw));
+    return {status, Owner(is_error(status) ? nullptr : raw)};
+}
+
+inline std::uint64_t to_ns(Clock::time_point now) noexcept {
+    return to_ns(now.time_since_epoch());
+}
+
+inline const std::uint8_t* bytes(std::string_view key) noexcept {
+    return reinterpret_cast<const std::uint8_t*>(key.data());
+}
+
+} // namespace detail
+
+/// One rate limit shared by all its callers (rate_limiter_*).
+class Limiter : public detail::Handle<rate_limiter, rate_limiter_free> {
+  public:
+    /// An empty handle; every call on it returns Status::null.
+    Limiter() noexcept = default;
+
+    /// A new limiter, full at any time; Status::invalid_config for a bad `config`.
+    static Result<Limiter> create(const Config& config) noexcept {
+        const rate_config c = config.to_c();
+        return detail::create<Limiter, rate_limiter>(rate_limiter_new, &c);
+    }
+#if RATE_HPP_EXCEPTIONS
+    /// Like create(), throwing rate::Error on a bad config.
+    explicit Limiter(const Config& config) : Limiter(create(config).value()) {}
+#endif
+
+    /// Acquires `n` units now; the decision says whether they were admitted.
+    Result<Decision> acquire(std::uint64_t n = 1) noexcept {
+        return detail::decide(rate_limiter_acquire, native_handle(), n);
+    }
+    /// Acquires `n` units now, returning only the outcome: Status::ok or Status::limited
+    /// (or an error). Cheaper than acquire(): librate may decide on its coarse clock.
+    [[nodiscard]] Status try_acquire(std::uint64_t n = 1) noexcept {
+        return static_cast<Status>(rate_limiter_acquire(native_handle(), n, nullptr));
+    }
+    /// Acquires `n` units at `now` on the caller's timeline.
+    Result<Decision> acquire_at(std::uint64_t n, Clock::time_point now) noexcept {
+        return detail::decide(rate_limiter_acquire_at, native_handle(), n, detail::to_ns(now));
+    }
+    /// Reserves `n` units now, admitted iff the caller would wait at most `max_wait`
+    /// (decision.wait says how long). GCRA only; windows give Status::unsupported.
+    Result<Decision> reserve(std::uint64_t n, std::chrono::nanoseconds max_wait) noexcept {
+        return reserve_at(n, Clock::now(), max_wait);
+    }
+    /// reserve() at `now` on the caller's timeline.
+    Result<Decision> reserve_at(std::uint64_t n, Clock::time_point now,
+                                std::chrono::nanoseconds max_wait) noexcept {
+        return detail::decide(rate_limiter_reserve_at, native_handle(), n, detail::to_ns(now),
+                              detail::to_ns(max_wait));
+    }
+
+  private:
+    template <class Owner, class T, class Fn, class... Args>
+    friend Result<Owner> detail::create(Fn, Args...) noexcept;
+    using Handle::Handle; // adopts a raw handle: for create() only
+};
+
+/// One rate limit per key, in a table of fixed capacity (rate_keyed_*). Keys are arbitrary
+/// bytes (the empty key too): a user name, or the raw bytes of an IP address.
+class KeyedLimiter : public detail::Handle<rate_keyed, rate_keyed_free> {
+  public:
+    /// An empty handle; every call on it returns Status::null.
+    KeyedLimiter() noexcept = default;
+
+    /// A new table holding at least `capacity` live keys; Status::invalid_config for a bad
+    /// `config` or a zero capacity.
+    static Result<KeyedLimiter> create(const Config& config, std::uint64_t capacity) noexcept {
+        const rate_config c = config.to_c();
+        return detail::create<KeyedLimiter, rate_keyed>(rate_keyed_new, &c, capacity);
+    }
+#if RATE_HPP_EXCEPTIONS
+    /// Like create(), throwing rate::Error on a bad config or capacity.
+    KeyedLimiter(const Config& config, std::uint64_t capacity)
+        : KeyedLimiter(create(config, capacity).value()) {}
+#endif
+
+    /// Acquires `n` units for `key` now. Status::table_full when the table is full of
+    /// live keys and `key` is new: the caller chooses to fail open or closed.
+    Result<Decision> acquire(std::string_view key, std::uint64_t n = 1) noexcept {
+        return detail::decide(rate_keyed_acquire, native_handle(), detail::bytes(key), key.size(), n);
+    }
+    /// acquire() returning only the outcome (or an error).
+    [[nodiscard]] Status try_acquire(std::string_view key, std::uint64_t n = 1) noexcept {
+        return static_cast<Status>(
+            rate_keyed_acquire(native_handle(), detail::bytes(key), key.size(), n, nullptr));
+    }
+    /// Acquires `n` units for `key` at `now` on the caller's timeline.
+    Result<Decision> acquire_at(std::string_view key, std::uint64_t n,
+                                Clock::time_point now) noexcept {
+        return detail::decide(rate_keyed_acquire_at, native_handle(), detail::bytes(key), key.size(), n,
+                              detail::to_ns(now));
+    }
+    /// Reserves `n` units for `key` now, waiting at most `max_wait` (GCRA only).
+    Result<Decision> reserve(std::string_view key, std::uint64_t n,
+                             std::chrono::nanoseconds max_wait) noexcept {
+        return reserve_at(key, n, Clock::now(), max_wait);
+    }
+    /// reserve() at `now` on the caller's timeline.
+    Result<Decision> reserve_at(std::string_view key, std::uint64_t n, Clock::time_point now,
+                                std::chrono::nanoseconds max_wait) noexcept {
+        return detail::decide(rate_keyed_reserve_at, native_handle(), detail::bytes(key), key.size(), n,
+                              detail::to_ns(now), detail::to_ns(max_wait));
+    }
+
+  private:
+    template <class Owner, class T, class Fn, class... Args>
+    friend Result<Owner> detail::create(Fn, Args...) noexcept;
+    using Handle::Handle; // adopts a raw handle: for create() only
+};
+
+} // namespace rate
+
+#endif /* RATE_HPP */

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Installs librate for C and C++ programs:
+#   PREFIX/include/rate.h, rate.hpp       the C header and the header-only C++17 wrapper
+#   PREFIX/lib/librate.so.VERSION         the shared library (VERSION from Cargo.toml)
+#   PREFIX/lib/librate.so.MAJOR           -> librate.so.VERSION (the soname, what programs load)
+#   PREFIX/lib/librate.so                 -> librate.so.MAJOR   (what -lrate finds at link time)
+#   PREFIX/lib/librate.a                  the static library
+#   PREFIX/lib/pkgconfig/rate.pc          for `pkg-config --cflags --libs rate`
+#
+# Usage: scripts/install.sh [PREFIX]       (PREFIX defaults to /usr/local)
+# Env:   DESTDIR   staging root: files go to $DESTDIR$PREFIX, rate.pc still says PREFIX
+#        CARGO     the cargo to build with (default cargo); CARGO_TARGET_DIR as for cargo
+#
+# It runs `cargo build --release` first, which does nothing when the release library is up
+# to date, so an already built library is installed as it is.
+set -euo pipefail
+
+prefix=${1:-/usr/local}
+[[ $prefix == /* ]] || { echo "install.sh: PREFIX must be an absolute path, not '$prefix'" >&2; exit 2; }
+prefix=${prefix%/}
+root=${DESTDIR:-}
+[[ -z $root || $root == /* ]] || root="$PWD/$root"   # relative to where it was run from
+cd "$(dirname "$0")/.."
+cargo=${CARGO:-cargo}
+release_dir=${CARGO_TARGET_DIR:-target}/release
+
+fail() { printf 'install.sh: %s\n' "$*" >&2; exit 1; }
+
+"$cargo" build --release --lib
+
+# The system libraries Rust's standard library needs when librate.a is linked into a C
+# program, as rustc itself reports them (cargo replays the note when nothing changed).
+native_libs=$("$cargo" rustc --release --lib --crate-type staticlib --color never \
+                  -- --print native-static-libs 2>&1) || { printf '%s\n' "$native_libs" >&2; fail "cargo rustc failed"; }
+native_libs=$(sed -n 's/^note: native-static-libs: //p' <<<"$native_libs" | tail -n 1)
+[[ -n $native_libs ]] || fail "rustc did not print its native-static-libs"
+
+version=$("$cargo" pkgid)
+version=${version##*[#@]}   # path+file:///…#librate@0.1.0 or file:///…#0.1.0
+[[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || fail "cannot read the version from '$("$cargo" pkgid)'"
+major=${version%%.*}
+
+shared="$release_dir/librate.so"
+static="$release_dir/librate.a"
+[[ -f $shared && -f $static ]] || fail "cargo built no $shared and $static"
+# build.rs sets the soname; install.sh names the links after it, and refuses a library whose
+# soname does not carry Cargo.toml's major version.
+soname=$(readelf -d "$shared" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[[ $soname == "librate.so.$major" ]] || fail "$shared has soname '$soname', expected librate.so.$major"
+
+includedir="$root$prefix/include"
+libdir="$root$prefix/lib"
+install -d "$includedir" "$libdir/pkgconfig"
+install -m 644 include/rate.h include/rate.hpp "$includedir/"
+install -m 755 "$shared" "$libdir/librate.so.$version"
+install -m 644 "$static" "$libdir/librate.a"
+ln -sfn "librate.so.$version" "$libdir/$soname"
+ln -sfn "$soname" "$libdir/librate.so"
+
+# Libs.private is what `pkg-config --static` adds. It starts with -Wl,-Bdynamic so that
+#   cc app.c $(pkg-config --cflags rate) -Wl,-Bstatic $(pkg-config --static --libs rate)
+# takes librate.a (ld prefers librate.so otherwise) and still links the system libraries,
+# which have no static form (libgcc_s), as shared ones.
+cat > "$libdir/pkgconfig/rate.pc" <<EOF
+prefix=$prefix
+exec_prefix=\${prefix}
+libdir=\${exec_prefix}/lib
+includedir=\${prefix}/include
+
+Name: rate
+Description: Lock-free rate limiters (GCRA, fixed and sliding windows, keyed) with a C ABI
+Version: $version
+Libs: -L\${libdir} -lrate
+Libs.private: -Wl,-Bdynamic $native_libs
+Cflags: -I\${includedir}
+EOF
+
+echo "installed librate $version under $root$prefix (soname $soname)"
+if [[ -z $root ]]; then
+    echo "programs load $soname from $prefix/lib: run ldconfig if that directory is in" \
+         "/etc/ld.so.conf, else link with -Wl,-rpath,$prefix/lib or set LD_LIBRARY_PATH"
+fi
