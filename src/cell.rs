@@ -128,7 +128,7 @@ const fn stronger_load(a: Ordering, b: Ordering) -> Ordering {
 
 /// The loop behind [`decide_and_swap`] and [`decide_and_publish`]. Loads use the stronger
 /// of what the word's algorithm (`O::READ`) and its tenancy (`T::LOAD`) need.
-#[inline]
+#[inline(always)]
 fn swap_loop<O: Orderings, T: Tenancy, R>(
     word: &AtomicU64,
     tenancy: &T,

@@ -79,7 +79,7 @@ impl Gcra {
 
     /// Decides `n ≤ burst` units at `now` against the stored `tat`, waiting at most
     /// `max_wait` (0 for a plain acquire). `n == 0` is a query and never writes.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn decide(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Outcome {
         debug_assert!(n <= self.burst, "callers reject n > burst first");
         if n == 0 {
@@ -127,7 +127,7 @@ impl Gcra {
 
     /// The fields that follow from the TAT after a decision: `allowed`, `retry_after_ns`
     /// and `wait_ns` are left at their "denied, no wait" defaults.
-    #[inline]
+    #[inline(always)]
     fn report(&self, tat: u64, now: u64) -> Decision {
         // `debt` is how far the bucket is drained: the TAT's lead over now.
         let debt = tat.saturating_sub(now);
