@@ -62,6 +62,7 @@ impl Limiter {
     ///
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`.
+    #[inline]
     pub fn acquire(&self, n: u64) -> Result<Decision, Error> {
         self.acquire_at(n, clock::now_ns())
     }
@@ -71,6 +72,7 @@ impl Limiter {
     ///
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`.
+    #[inline]
     pub fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Decision, Error> {
         Ok(owned(self.policy.acquire(
             self.state(),
@@ -87,6 +89,7 @@ impl Limiter {
     ///
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
+    #[inline]
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
         Ok(owned(self.policy.try_acquire(self.state(), &Owned, n)?))
     }
@@ -116,6 +119,7 @@ impl Limiter {
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve).
+    #[inline]
     pub fn reserve_at(&self, n: u64, now_ns: u64, max_wait_ns: u64) -> Result<Decision, Error> {
         Ok(owned(self.policy.reserve(
             self.state(),

@@ -62,6 +62,7 @@ impl PanicFallback for () {
 
 /// Runs an export's body, turning a panic into the return type's fallback. The panic
 /// message still goes to the host's panic hook; librate installs none of its own.
+#[inline(always)]
 pub(crate) fn boundary<R: PanicFallback>(body: impl FnOnce() -> R) -> R {
     // AssertUnwindSafe: after a panic the caller only sees the fallback status; the
     // limiter's state is atomics that are always in a valid state between instructions.
