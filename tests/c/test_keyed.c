@@ -5,23 +5,7 @@
  *      -Ltarget/release -lrate -Wl,-rpath,$PWD/target/release -o target/test_keyed
  *   target/test_keyed
  */
-#include <stdint.h>
-#include <stdio.h>
-#include <string.h>
-
-#include "rate.h"
-
-#define MS UINT64_C(1000000)
-#define SECOND (1000 * MS)
-
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, \
-              __func__, #cond);                                              \
-      return 1;                                                              \
-    }                                                                        \
-  } while (0)
+#include "check.h"
 
 /* Runs a check that may fail after a table was made, freeing the table either way. */
 #define CHECK_FREE(table, cond)                                              \
@@ -215,26 +199,14 @@ static int test_bad_input(void) {
 }
 
 int main(void) {
-  struct {
-    const char *name;
-    int (*run)(void);
-  } tests[] = {
-      {"bob_and_alice", test_bob_and_alice},
-      {"keys_are_bytes", test_keys_are_bytes},
-      {"query_never_inserts", test_query_never_inserts},
-      {"full_table_until_keys_expire", test_full_table_until_keys_expire},
-      {"reserve_shapes_per_key", test_reserve_shapes_per_key},
-      {"library_clock", test_library_clock},
-      {"bad_input", test_bad_input},
-  };
-  size_t count = sizeof tests / sizeof tests[0];
-  size_t i;
-  int failed = 0;
-  for (i = 0; i < count; i++) {
-    int status = tests[i].run();
-    printf("test %s ... %s\n", tests[i].name, status == 0 ? "ok" : "FAILED");
-    failed += status != 0;
-  }
-  printf("%d passed, %d failed\n", (int)count - failed, failed);
-  return failed != 0;
+    static const struct test_case cases[] = {
+        TEST_CASE(test_bob_and_alice),
+        TEST_CASE(test_keys_are_bytes),
+        TEST_CASE(test_query_never_inserts),
+        TEST_CASE(test_full_table_until_keys_expire),
+        TEST_CASE(test_reserve_shapes_per_key),
+        TEST_CASE(test_library_clock),
+        TEST_CASE(test_bad_input),
+    };
+    return run_tests("test_keyed", cases, sizeof cases / sizeof cases[0]);
 }

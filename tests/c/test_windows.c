@@ -2,23 +2,9 @@
  * sliding log. Plain C99; every case returns 0 on success. Expected values follow from
  * DESIGN.md section 4 and are worked out in the comments. */
 
-#include "rate.h"
+#include "check.h"
 
-#include <stdint.h>
-#include <stdio.h>
-#include <string.h>
-
-#define SECOND UINT64_C(1000000000)
 #define MINUTE (60 * SECOND)
-
-#define CHECK(cond)                                                              \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
-            fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, \
-                    __func__, #cond);                                            \
-            return 1;                                                            \
-        }                                                                        \
-    } while (0)
 
 static const uint32_t WINDOW_ALGORITHMS[] = {RATE_FIXED_WINDOW, RATE_SLIDING_WINDOW,
                                              RATE_SLIDING_LOG};
@@ -235,26 +221,15 @@ static int test_burst_is_ignored(void) {
 }
 
 int main(void) {
-    struct {
-        const char *name;
-        int (*run)(void);
-    } tests[] = {
-        {"fixed_window_seed", test_fixed_window_seed},
-        {"sliding_window_seed", test_sliding_window_seed},
-        {"sliding_log_seed", test_sliding_log_seed},
-        {"reserve_is_unsupported", test_reserve_is_unsupported},
-        {"costs", test_costs},
-        {"invalid_configs", test_invalid_configs},
-        {"acquire_now_without_out", test_acquire_now_without_out},
-        {"burst_is_ignored", test_burst_is_ignored},
+    static const struct test_case cases[] = {
+        TEST_CASE(test_fixed_window_seed),
+        TEST_CASE(test_sliding_window_seed),
+        TEST_CASE(test_sliding_log_seed),
+        TEST_CASE(test_reserve_is_unsupported),
+        TEST_CASE(test_costs),
+        TEST_CASE(test_invalid_configs),
+        TEST_CASE(test_acquire_now_without_out),
+        TEST_CASE(test_burst_is_ignored),
     };
-    size_t i, failed = 0, count = sizeof tests / sizeof tests[0];
-    for (i = 0; i < count; i++) {
-        if (tests[i].run() != 0) {
-            fprintf(stderr, "FAIL %s\n", tests[i].name);
-            failed++;
-        }
-    }
-    printf("test_windows: %u of %u passed\n", (unsigned)(count - failed), (unsigned)count);
-    return failed != 0;
+    return run_tests("test_windows", cases, sizeof cases / sizeof cases[0]);
 }
