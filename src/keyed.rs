@@ -460,15 +460,32 @@ impl<S> KeyedLimiter<S> {
     /// Decides `request` for the key with `fingerprint`, inserting the key if the request
     /// changes its fresh state.
     fn run(&self, fingerprint: u64, request: Request) -> Result<Decision, Error> {
-        let home = self.home(fingerprint);
+        self.run_from(fingerprint, self.home(fingerprint), request, false)
+    }
+
+    /// [`run`](Self::run) for a caller that may have just looked the key up and not found
+    /// it (`just_missed`): the first lookup is skipped. That changes nothing, because the
+    /// insert copes with the key appearing meanwhile (it returns `Retry`, and the loop
+    /// looks again), exactly as it does for the gap after this loop's own lookup.
+    fn run_from(
+        &self,
+        fingerprint: u64,
+        home: usize,
+        request: Request,
+        mut just_missed: bool,
+    ) -> Result<Decision, Error> {
         let mut known_bound = 0;
         loop {
-            let existing = self.on_existing(fingerprint, home, known_bound, |state, tenant| {
-                request.apply(&self.policy, state, tenant)
-            })?;
-            if let Some(decision) = existing {
-                return Ok(decision);
+            if !just_missed {
+                let existing =
+                    self.on_existing(fingerprint, home, known_bound, |state, tenant| {
+                        request.apply(&self.policy, state, tenant)
+                    })?;
+                if let Some(decision) = existing {
+                    return Ok(decision);
+                }
             }
+            just_missed = false;
             let inserted = self.with_fresh_state(|fresh| -> Result<_, Error> {
                 let decision = owned(request.apply(&self.policy, fresh, &Owned)?);
                 // Relaxed: a private state. A fresh state is all zeros, and any change
@@ -750,7 +767,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
                     n,
                     max_wait_ns: None,
                 };
-                Ok(self.run(fingerprint, request)?.allowed)
+                Ok(self.run_from(fingerprint, home, request, true)?.allowed)
             }
         }
     }
