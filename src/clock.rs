@@ -16,8 +16,45 @@ use crate::sync::{Ordering, ProcessAtomicU64};
 /// ```
 #[inline]
 pub fn now_ns() -> u64 {
-    read(libc::CLOCK_MONOTONIC)
+    let now = read(libc::CLOCK_MONOTONIC);
+    publish(now);
+    now
 }
+
+/// A time `CLOCK_MONOTONIC` has certainly reached: a reading some thread of this process
+/// took earlier (0 before the first). Readings are published at most every
+/// [`PUBLISH_STEP_NS`], so this lags the clock by a little more than that, and costs one
+/// load of a line that is almost never written.
+///
+/// It lets a caller tell from its state alone that the coarse clock could not settle a
+/// decision (an idle GCRA bucket's new TAT depends on the exact time), and skip reading it.
+#[inline]
+pub(crate) fn passed_ns() -> u64 {
+    // Relaxed: any value read was a clock reading taken before it was stored, so the
+    // clock, being monotonic and system-wide, has reached it; nothing else is published.
+    PASSED_NS.load(Ordering::Relaxed)
+}
+
+/// Publishes `reading` for [`passed_ns`] if it is a step past the last one published.
+#[inline]
+fn publish(reading: u64) {
+    // Relaxed: see `passed_ns`. The plain load keeps the line shared between the rare
+    // writes; fetch_max keeps racing writers from moving it backwards.
+    if reading
+        > PASSED_NS
+            .load(Ordering::Relaxed)
+            .saturating_add(PUBLISH_STEP_NS)
+    {
+        PASSED_NS.fetch_max(reading, Ordering::Relaxed);
+    }
+}
+
+/// See [`passed_ns`].
+static PASSED_NS: ProcessAtomicU64 = ProcessAtomicU64::new(0);
+/// How far the clock runs before a reading is published again: rare enough that the
+/// word's cache line stays shared by every core, fine enough for `passed_ns` to call a
+/// bucket idle within about a millisecond of its TAT.
+const PUBLISH_STEP_NS: u64 = 1_000_000;
 
 #[inline]
 fn read(clock: libc::clockid_t) -> u64 {
@@ -77,6 +114,7 @@ impl CoarseNow {
             return None;
         }
         let earliest = read(libc::CLOCK_MONOTONIC_COARSE);
+        publish(earliest);
         Some(Self {
             earliest,
             latest: earliest.saturating_add(slack),
@@ -125,6 +163,22 @@ fn calibrate() -> u64 {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passed_is_a_published_reading_the_clock_has_reached() {
+        let first = now_ns();
+        let passed = passed_ns();
+        // The first reading (≥ 1 ms after boot) was a step past the initial 0, and every
+        // reading published since was taken before the one that follows.
+        assert!(passed > 0 && passed <= now_ns());
+        // A reading a step past the published one replaces it (or another thread
+        // published one at most a step older), and what is published never runs ahead.
+        std::thread::sleep(std::time::Duration::from_nanos(2 * PUBLISH_STEP_NS));
+        let later = now_ns();
+        let published = passed_ns();
+        assert!(published + PUBLISH_STEP_NS >= later && published > first);
+        assert!(published <= now_ns());
+    }
 
     #[test]
     fn coarse_bounds_contain_the_precise_time() {

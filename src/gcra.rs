@@ -11,6 +11,7 @@
 //! would pass it is denied, as if those last two nanoseconds were beyond the end of time.
 
 use crate::cell::MAX_STATE;
+use crate::divisor::Divisor;
 use crate::{ConfigError, Decision};
 
 /// A validated GCRA configuration.
@@ -22,6 +23,8 @@ pub(crate) struct Gcra {
     burst: u64,
     /// τ = B·T: how far the TAT may run ahead of `now`.
     tolerance: u64,
+    /// T again, prepared to turn nanoseconds of room into whole units without a `div`.
+    units_in: Divisor,
 }
 
 /// How a decision changes the stored TAT.
@@ -50,6 +53,7 @@ impl Gcra {
             emission_interval,
             burst,
             tolerance,
+            units_in: Divisor::new(emission_interval),
         })
     }
 
@@ -131,13 +135,13 @@ impl Gcra {
     fn report(&self, tat: u64, now: u64) -> Decision {
         // `debt` is how far the bucket is drained: the TAT's lead over now.
         let debt = tat.saturating_sub(now);
-        let mut remaining = self.tolerance.saturating_sub(debt) / self.emission_interval;
+        let mut remaining = self.units_in.divide(self.tolerance.saturating_sub(debt));
         let mut reset_after_ns = debt;
         let start = tat.max(now);
         if start.saturating_add(self.tolerance) > MAX_STATE {
             // The end of the timeline: a TAT past MAX_STATE cannot be stored, so only the
             // units that fit can be admitted, and the bucket can never be full again.
-            remaining = remaining.min(MAX_STATE.saturating_sub(start) / self.emission_interval);
+            remaining = remaining.min(self.units_in.divide(MAX_STATE.saturating_sub(start)));
             reset_after_ns = u64::MAX;
         }
         Decision {

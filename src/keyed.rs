@@ -98,7 +98,7 @@
 //! `tests/loom_keyed.rs` model-checks the races.
 
 use crate::cell::{is_marker, owned, Owned, Tenancy, INSTALLING, VACANT};
-use crate::policy::{Attempt, Policy};
+use crate::policy::Policy;
 use crate::sync::{AtomicU64, Backoff, Ordering};
 use crate::{clock, Config, ConfigError, Decision, Error};
 use crossbeam_utils::CachePadded;
@@ -114,6 +114,11 @@ const LINE_BYTES: usize = 64;
 const LINE_WORDS: usize = LINE_BYTES / std::mem::size_of::<u64>();
 /// Word 0 of a slot is the fingerprint; the state follows.
 const STATE_OFFSET: usize = 1;
+/// How far from home an insert looks for a `VACANT` slot before it reclaims a fresh one,
+/// at least: keys sharing a home would otherwise take the home slot from each other in
+/// turn, each insert evicting the other key (see `claim`). Lookups of absent keys probe
+/// this far once an insert has used it.
+const VACANT_REACH: u64 = 7;
 /// States of at most this many words are decided on the stack when a key is new.
 const INLINE_STATE_WORDS: usize = 4;
 
@@ -176,13 +181,13 @@ enum Rival {
     InFlight(usize),
 }
 
-/// A request for one key.
+/// A request for one key, already [checked](Policy::check) against the policy.
 #[derive(Clone, Copy)]
 struct Request {
     now_ns: u64,
     n: u64,
-    /// `Some` for a reserve (GCRA's traffic shaper), `None` for a plain acquire.
-    max_wait_ns: Option<u64>,
+    /// How long a reserve (GCRA's traffic shaper) may wait; 0 for a plain acquire.
+    max_wait_ns: u64,
 }
 
 impl Request {
@@ -192,11 +197,8 @@ impl Request {
         policy: &Policy,
         state: &[AtomicU64],
         tenancy: &T,
-    ) -> Attempt<Decision, T> {
-        match self.max_wait_ns {
-            None => policy.acquire(state, tenancy, self.now_ns, self.n),
-            Some(max_wait_ns) => policy.reserve(state, tenancy, self.now_ns, self.n, max_wait_ns),
-        }
+    ) -> Result<Decision, T::Evicted> {
+        policy.acquire(state, tenancy, self.now_ns, self.n, self.max_wait_ns)
     }
 }
 
@@ -442,17 +444,15 @@ impl<S> KeyedLimiter<S> {
         fingerprint: u64,
         home: usize,
         known_bound: u64,
-        op: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<Result<R, Evicted>, Error>,
-    ) -> Result<Option<R>, Error> {
+        op: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+    ) -> Option<R> {
         loop {
             // Relaxed: a stale bound only makes a present key look absent, and the insert
             // that follows then finds it through its AcqRel fetch_max.
             let bound = known_bound.max(self.max_distance.load(Ordering::Relaxed));
-            let Some(slot) = self.find(fingerprint, home, bound) else {
-                return Ok(None);
-            };
-            if let Ok(result) = op(self.state(slot), &self.tenant(slot, fingerprint))? {
-                return Ok(Some(result));
+            let slot = self.find(fingerprint, home, bound)?;
+            if let Ok(result) = op(self.state(slot), &self.tenant(slot, fingerprint)) {
+                return Some(result);
             }
         }
     }
@@ -477,24 +477,23 @@ impl<S> KeyedLimiter<S> {
         let mut known_bound = 0;
         loop {
             if !just_missed {
-                let existing =
-                    self.on_existing(fingerprint, home, known_bound, |state, tenant| {
-                        request.apply(&self.policy, state, tenant)
-                    })?;
+                let existing = self.on_existing(fingerprint, home, known_bound, |state, tenant| {
+                    request.apply(&self.policy, state, tenant)
+                });
                 if let Some(decision) = existing {
                     return Ok(decision);
                 }
             }
             just_missed = false;
-            let inserted = self.with_fresh_state(|fresh| -> Result<_, Error> {
-                let decision = owned(request.apply(&self.policy, fresh, &Owned)?);
+            let inserted = self.with_fresh_state(|fresh| {
+                let decision = owned(request.apply(&self.policy, fresh, &Owned));
                 // Relaxed: a private state. A fresh state is all zeros, and any change
                 // grows the first word, so zero means nothing to store (a query, a denial).
                 if fresh[0].load(Ordering::Relaxed) == 0 {
-                    return Ok(Install::Done(decision));
+                    return Install::Done(decision);
                 }
                 self.install(fingerprint, home, request, &mut known_bound)
-            })?;
+            });
             match inserted {
                 Install::Done(decision) => return Ok(decision),
                 Install::Retry => continue,
@@ -516,17 +515,37 @@ impl<S> KeyedLimiter<S> {
         }
     }
 
-    /// Claims the first claimable slot from `home` (`VACANT`, or fresh at `now_ns`) by
-    /// CASing its first word to `INSTALLING`, and returns the slot, its distance and the
-    /// value it replaced. Else `Retry` if the key itself turned up or a slot was in flight
+    /// Claims a slot for a new key by CASing its first word to `INSTALLING`, and returns
+    /// the slot, its distance and the value it replaced: a `VACANT` slot within the lookup
+    /// bound or [`VACANT_REACH`] if there is one, else the first claimable slot from `home` (`VACANT`, or
+    /// fresh at `now_ns`). Else `Retry` if the key itself turned up or a slot was in flight
     /// (after waiting for it: it may free up, or be the key), and `Full` if every slot held
     /// a live key.
+    ///
+    /// Either choice is correct (the caller's rival check does not depend on it), but
+    /// reclaiming a fresh slot evicts its key, whose next request must then be inserted
+    /// again and may evict another: with keys that go fresh between requests, preferring
+    /// fresh slots nearer home would keep the table churning while vacant slots sit unused.
     fn claim(
         &self,
         fingerprint: u64,
         home: usize,
         now_ns: u64,
     ) -> Result<(usize, usize, u64), Install> {
+        // Relaxed: any bound is correct here; this pass only prefers some slots to others.
+        let bound = self.max_distance.load(Ordering::Relaxed);
+        for distance in self.distances(bound.max(VACANT_REACH)) {
+            let slot = self.probe(home, distance);
+            // Relaxed: a filter; the CAS is the claim. Acquire on success, as below.
+            if self.first_word(slot).load(Ordering::Relaxed) == VACANT
+                && self
+                    .first_word(slot)
+                    .compare_exchange(VACANT, INSTALLING, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return Ok((slot, distance, VACANT));
+            }
+        }
         let mut in_flight = None;
         for distance in 0..self.slot_count {
             let slot = self.probe(home, distance);
@@ -632,11 +651,11 @@ impl<S> KeyedLimiter<S> {
         home: usize,
         request: Request,
         known_bound: &mut u64,
-    ) -> Result<Install, Error> {
+    ) -> Install {
         let (claimed, distance, replaced) = match self.claim(fingerprint, home, request.now_ns) {
             Ok(claimed) => claimed,
-            Err(Install::Full) => return Ok(self.confirm_full(fingerprint, home, known_bound)),
-            Err(outcome) => return Ok(outcome),
+            Err(Install::Full) => return self.confirm_full(fingerprint, home, known_bound),
+            Err(outcome) => return outcome,
         };
         // AcqRel: every insert does this RMW after claiming and before checking, so of
         // two inserts the later one acquires the earlier one's claim (see module docs).
@@ -650,7 +669,7 @@ impl<S> KeyedLimiter<S> {
             if let Rival::InFlight(slot) = rival {
                 self.settled(slot);
             }
-            return Ok(Install::Retry);
+            return Install::Retry;
         }
         // The slot is ours alone. The request is decided again on the state it replaces
         // (fresh, so the decision is the one a fresh state gives), so that the first word
@@ -665,22 +684,14 @@ impl<S> KeyedLimiter<S> {
                     copy.store(word.load(Ordering::Relaxed), Ordering::Relaxed);
                 }
             }
-            // The request's errors were ruled out on the fresh state already; if one came,
-            // the slot is given back before it is reported.
-            let decision = match request.apply(&self.policy, next, &Owned) {
-                Ok(decided) => owned(decided),
-                Err(error) => {
-                    self.back_out(claimed, replaced);
-                    return Err(error);
-                }
-            };
+            let decision = owned(request.apply(&self.policy, next, &Owned));
             // Relaxed: a private state.
             let first = next[0].load(Ordering::Relaxed);
             if first == replaced || first == 0 {
                 // The replaced words decided otherwise (only stricter: see "Reclaim"), and
                 // a state that did not change must not be installed over itself.
                 self.back_out(claimed, replaced);
-                return Ok(Install::Done(decision));
+                return Install::Done(decision);
             }
             for (word, value) in state.iter().zip(next).skip(1) {
                 // Relaxed: published by the Release store of the first word below.
@@ -696,7 +707,7 @@ impl<S> KeyedLimiter<S> {
             // Release: publishes the fingerprint and state words to every Acquire load of
             // this value or of a later CAS on it.
             state[0].store(first, Ordering::Release);
-            Ok(Install::Done(decision))
+            Install::Done(decision)
         })
     }
 
@@ -734,15 +745,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<Decision, Error> {
-        self.policy.check_cost(n)?;
-        self.run(
-            self.fingerprint(key),
-            Request {
-                now_ns,
-                n,
-                max_wait_ns: None,
-            },
-        )
+        let request = self.request(now_ns, n, None)?;
+        self.run(self.fingerprint(key), request)
     }
 
     /// Acquires `n` units for `key` now and says only whether they were admitted: the
@@ -753,20 +757,16 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, Error> {
-        self.policy.check_cost(n)?;
+        self.policy.check(n, None)?;
         let fingerprint = self.fingerprint(key);
         let home = self.home(fingerprint);
         let existing = self.on_existing(fingerprint, home, 0, |state, tenant| {
             self.policy.try_acquire(state, tenant, n)
-        })?;
+        });
         match existing {
             Some(allowed) => Ok(allowed),
             None => {
-                let request = Request {
-                    now_ns: clock::now_ns(),
-                    n,
-                    max_wait_ns: None,
-                };
+                let request = self.request(clock::now_ns(), n, None)?;
                 Ok(self.run_from(fingerprint, home, request, true)?.allowed)
             }
         }
@@ -793,15 +793,19 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         now_ns: u64,
         max_wait_ns: u64,
     ) -> Result<Decision, Error> {
-        self.policy.check_cost(n)?;
-        self.run(
-            self.fingerprint(key),
-            Request {
-                now_ns,
-                n,
-                max_wait_ns: Some(max_wait_ns),
-            },
-        )
+        let request = self.request(now_ns, n, Some(max_wait_ns))?;
+        self.run(self.fingerprint(key), request)
+    }
+
+    /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`, checked.
+    #[inline]
+    fn request(&self, now_ns: u64, n: u64, max_wait_ns: Option<u64>) -> Result<Request, Error> {
+        self.policy.check(n, max_wait_ns)?;
+        Ok(Request {
+            now_ns,
+            n,
+            max_wait_ns: max_wait_ns.unwrap_or(0),
+        })
     }
 }
 
@@ -911,5 +915,52 @@ mod tests {
             assert_eq!(changed.len(), 1, "{config:?}: {before:?} {after:?}");
             assert!(after[changed[0]] > before[changed[0]], "{config:?}");
         }
+    }
+
+    /// Hashes an 8-byte key to itself, so a test picks each key's home slot.
+    #[derive(Clone, Default)]
+    struct Transparent(u64);
+
+    impl Hasher for Transparent {
+        fn write(&mut self, bytes: &[u8]) {
+            let mut word = [0; 8];
+            word[..bytes.len().min(8)].copy_from_slice(&bytes[..bytes.len().min(8)]);
+            self.0 = u64::from_le_bytes(word);
+        }
+        fn finish(&self) -> u64 {
+            self.0
+        }
+    }
+
+    impl BuildHasher for Transparent {
+        type Hasher = Self;
+        fn build_hasher(&self) -> Self {
+            Self::default()
+        }
+    }
+
+    /// Keys that share a home slot and go fresh between requests do not take the home slot
+    /// from each other while a vacant slot is within reach: each keeps its slot, and a
+    /// request finds its key where it left it instead of inserting it again.
+    #[test]
+    fn a_new_key_takes_a_vacant_slot_before_evicting_a_fresh_key() {
+        // Capacity 4: 8 slots. Fingerprints 1, 2 and 3 all have home slot 0.
+        let table = KeyedLimiter::with_hasher(&Config::gcra(1, 10), 4, Transparent(0)).unwrap();
+        let keys = [1u64, 2, 3].map(u64::to_le_bytes);
+        for round in 0..4u64 {
+            for (index, key) in keys.iter().enumerate() {
+                // T = 10: every key is fresh again by its next request.
+                let now = 100 * round + 20 * index as u64;
+                assert!(table.acquire_at(key, 1, now).unwrap().allowed);
+            }
+        }
+        let slots: Vec<u64> = (0..3)
+            .map(|slot| table.fingerprint_word(slot).load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(
+            slots,
+            [1, 2, 3],
+            "each key kept the slot it was first given"
+        );
     }
 }

@@ -40,6 +40,7 @@ mod cell;
 mod clock;
 mod config;
 mod decision;
+mod divisor;
 mod error;
 pub mod ffi;
 mod fixed_window;

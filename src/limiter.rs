@@ -74,12 +74,7 @@ impl Limiter {
     /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`.
     #[inline]
     pub fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Decision, Error> {
-        Ok(owned(self.policy.acquire(
-            self.state(),
-            &Owned,
-            now_ns,
-            n,
-        )?))
+        self.decide(n, now_ns, None)
     }
 
     /// Acquires `n` units now and says only whether they were admitted: the fastest path.
@@ -91,7 +86,8 @@ impl Limiter {
     /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
     #[inline]
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
-        Ok(owned(self.policy.try_acquire(self.state(), &Owned, n)?))
+        self.policy.check(n, None)?;
+        Ok(owned(self.policy.try_acquire(self.state(), &Owned, n)))
     }
 
     /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
@@ -121,12 +117,20 @@ impl Limiter {
     /// As [`reserve`](Self::reserve).
     #[inline]
     pub fn reserve_at(&self, n: u64, now_ns: u64, max_wait_ns: u64) -> Result<Decision, Error> {
-        Ok(owned(self.policy.reserve(
+        self.decide(n, now_ns, Some(max_wait_ns))
+    }
+
+    /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
+    #[inline(always)]
+    fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
+        self.policy.check(n, max_wait_ns)?;
+        let max_wait_ns = max_wait_ns.unwrap_or(0);
+        Ok(owned(self.policy.acquire(
             self.state(),
             &Owned,
             now_ns,
             n,
             max_wait_ns,
-        )?))
+        )))
     }
 }

@@ -5,18 +5,13 @@
 //! algorithm makes to its state goes through a tenancy check of the first word first.
 
 use crate::cell::{decide_and_swap, is_marker, Tenancy};
-use crate::clock::CoarseNow;
+use crate::clock::{self, CoarseNow};
 use crate::fixed_window::FixedWindow;
 use crate::gcra::Gcra;
 use crate::sliding_log::SlidingLog;
 use crate::sliding_window::SlidingWindow;
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Algorithm, Config, Decision, Error};
-
-/// The result of an operation on state words that may be repurposed mid-operation: the
-/// outer error is the request's fault; the inner one says the words stopped being the
-/// caller's state before anything was written (look the key up again).
-pub(crate) type Attempt<R, T> = Result<Result<R, <T as Tenancy>::Evicted>, Error>;
 
 /// A validated algorithm with its parameters.
 #[derive(Clone, Copy, Debug)]
@@ -60,17 +55,26 @@ impl Policy {
         }
     }
 
-    /// `Err(InsufficientCapacity)` if `n` can never be admitted.
+    /// Checks a request before it is run: `Err(Unsupported)` for a reserve (`max_wait_ns`
+    /// given) on an algorithm without a queue, `Err(InsufficientCapacity)` if `n` can never
+    /// be admitted. [`acquire`](Self::acquire), [`reserve`](Self::reserve) and
+    /// [`try_acquire`](Self::try_acquire) run only requests that passed, so once the state
+    /// is touched nothing can fail but the tenancy.
     #[inline]
-    pub(crate) fn check_cost(&self, n: u64) -> Result<(), Error> {
-        if n > self.limit() {
+    pub(crate) fn check(&self, n: u64, max_wait_ns: Option<u64>) -> Result<(), Error> {
+        if max_wait_ns.is_some() && !matches!(self, Self::Gcra(_)) {
+            // The window algorithms have no queue to wait in, whatever `n` is.
+            Err(Error::Unsupported)
+        } else if n > self.limit() {
             Err(Error::InsufficientCapacity)
         } else {
             Ok(())
         }
     }
 
-    /// Acquires `n` units at `now_ns` (`n == 0` queries).
+    /// Acquires `n` units at `now_ns` (`n == 0` queries), as a reserve willing to wait
+    /// `max_wait_ns` (0: a plain acquire). The request passed [`check`](Self::check), so
+    /// only GCRA ever sees a non-zero `max_wait_ns`.
     // Inlined into its callers (the limiter, the keyed table), as it was when GCRA was
     // the only arm: measured, the extra call level cost GCRA's acquire ~15%. The window
     // algorithms' big bodies stay out of line (`#[inline(never)]` there).
@@ -81,39 +85,21 @@ impl Policy {
         tenancy: &T,
         now_ns: u64,
         n: u64,
-    ) -> Attempt<Decision, T> {
-        self.check_cost(n)?;
-        Ok(match self {
-            Self::Gcra(gcra) => {
-                decide_and_swap(&state[0], tenancy, |tat| gcra.decide(tat, now_ns, n, 0))
-            }
+        max_wait_ns: u64,
+    ) -> Result<Decision, T::Evicted> {
+        debug_assert!(self
+            .check(n, Some(max_wait_ns).filter(|&wait| wait > 0))
+            .is_ok());
+        match self {
+            Self::Gcra(gcra) => decide_and_swap(&state[0], tenancy, |tat| {
+                gcra.decide(tat, now_ns, n, max_wait_ns)
+            }),
             Self::FixedWindow(fixed) => {
                 decide_and_swap(&state[0], tenancy, |word| fixed.decide(word, now_ns, n))
             }
             Self::SlidingWindow(sliding) => sliding.acquire(state, tenancy, now_ns, n),
             Self::SlidingLog(log) => log.acquire(state, tenancy, now_ns, n),
-        })
-    }
-
-    /// Reserves `n` units at `now_ns`, admitting if the caller would wait at most
-    /// `max_wait_ns`. GCRA only: the window algorithms have no queue to wait in, so they
-    /// return `Unsupported` whatever `n` is.
-    #[inline]
-    pub(crate) fn reserve<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now_ns: u64,
-        n: u64,
-        max_wait_ns: u64,
-    ) -> Attempt<Decision, T> {
-        let Self::Gcra(gcra) = self else {
-            return Err(Error::Unsupported);
-        };
-        self.check_cost(n)?;
-        Ok(decide_and_swap(&state[0], tenancy, |tat| {
-            gcra.decide(tat, now_ns, n, max_wait_ns)
-        }))
+        }
     }
 
     /// Acquires `n` units now, reporting only whether they were admitted. Decides on the
@@ -126,21 +112,24 @@ impl Policy {
         state: &[AtomicU64],
         tenancy: &T,
         n: u64,
-    ) -> Attempt<bool, T> {
-        self.check_cost(n)?;
+    ) -> Result<bool, T::Evicted> {
+        debug_assert!(self.check(n, None).is_ok());
         if n == 0 {
-            return Ok(Ok(true));
+            return Ok(true);
+        }
+        // Relaxed: a peek that only picks the clock; the decision reads the word again.
+        if matches!(self, Self::Gcra(_)) && state[0].load(Ordering::Relaxed) <= clock::passed_ns() {
+            // An idle bucket (TAT ≤ now) admits, and its new TAT, now + n·T, depends on the
+            // exact time: no coarse bounds could settle that, so go straight to the clock.
+            return self.admit(state, tenancy, clock::now_ns(), n);
         }
         let Some(coarse) = CoarseNow::read() else {
-            return Ok(self.admit(state, tenancy, crate::clock::now_ns(), n));
+            return self.admit(state, tenancy, clock::now_ns(), n);
         };
-        Ok(
-            match self.settle(state, tenancy, coarse.earliest, coarse.latest, n) {
-                Ok(Some(allowed)) => Ok(allowed),
-                Ok(None) => self.admit(state, tenancy, coarse.precise(), n),
-                Err(evicted) => Err(evicted),
-            },
-        )
+        match self.settle(state, tenancy, coarse.earliest, coarse.latest, n)? {
+            Some(allowed) => Ok(allowed),
+            None => self.admit(state, tenancy, coarse.precise(), n),
+        }
     }
 
     /// Acquires `1 ≤ n ≤ limit` units at `now_ns`, reporting only whether they were
@@ -159,11 +148,9 @@ impl Policy {
                 let new_tat = gcra.admit(tat, now_ns, n, 0);
                 (new_tat.is_some(), new_tat)
             }),
-            _ => match self.acquire(state, tenancy, now_ns, n) {
-                Ok(decided) => decided.map(|decision| decision.allowed),
-                // n ≤ limit: acquire's only error is InsufficientCapacity.
-                Err(_) => Ok(false),
-            },
+            _ => self
+                .acquire(state, tenancy, now_ns, n, 0)
+                .map(|decision| decision.allowed),
         }
     }
 
@@ -250,7 +237,7 @@ mod tests {
                     .map(|_| AtomicU64::new(0))
                     .collect();
                 for &(t, n) in history {
-                    policy.acquire(&state, &Owned, t, n).unwrap().unwrap();
+                    owned(policy.acquire(&state, &Owned, t, n, 0));
                 }
                 state
             };
@@ -277,8 +264,7 @@ mod tests {
                             let after = words(&state);
                             for t in earliest..=latest {
                                 let state = prepared(history);
-                                let precise =
-                                    policy.acquire(&state, &Owned, t, n).unwrap().unwrap();
+                                let precise = owned(policy.acquire(&state, &Owned, t, n, 0));
                                 assert_eq!(precise.allowed, settled, "{config:?} {t}");
                                 assert_eq!(words(&state), after, "{config:?} {t}");
                             }
@@ -309,13 +295,7 @@ mod tests {
                 .map(|_| AtomicU64::new(0))
                 .collect();
             assert!(policy.is_fresh(&state, 0) && policy.is_fresh(&state, 150));
-            assert!(
-                policy
-                    .acquire(&state, &Owned, 150, 1)
-                    .unwrap()
-                    .unwrap()
-                    .allowed
-            );
+            assert!(policy.acquire(&state, &Owned, 150, 1, 0).unwrap().allowed);
             for &now in live {
                 assert!(!policy.is_fresh(&state, now), "{config:?} live at {now}");
             }
