@@ -3,19 +3,29 @@
 //!
 //! Keys are `u64`s (governor's keys; librate hashes their 8 little-endian bytes), visited
 //! in a precomputed random order, all inserted before timing, so every timed call is a
-//! lookup of an existing key with a limit generous enough to admit. `…_no_clock` rows
-//! read the time once, outside the loop, to show the table's own cost. Run briefly:
-//! `cargo bench --bench keyed -- --warm-up-time 1 --measurement-time 3`
+//! lookup of an existing key. Two kinds of traffic:
+//!
+//! - **idle keys**: a billion per second with a matching burst, so each key's bucket has
+//!   refilled by its next request and every call admits. Admitting into an idle bucket
+//!   stores a TAT that depends on the exact time, so librate must read the precise clock.
+//! - **drained keys**: one per hour, burst 1, each key's unit taken before timing, so every
+//!   call denies (a client over its limit). librate settles these on the coarse clock.
+//!
+//! `…_no_clock` rows read the time once, outside the loop, to show the table's own cost.
+//! Run briefly: `cargo bench --bench keyed -- --warm-up-time 1 --measurement-time 3`
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
+use governor::clock::DefaultClock;
+use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 use rate::{Config, KeyedLimiter};
 use std::hint::black_box;
 use std::num::NonZeroU32;
 
-/// Generous limits: a billion per second with a matching burst, so every call admits.
-const PER_SECOND: u32 = 1_000_000_000;
 const SECOND: u64 = 1_000_000_000;
+const HOUR: u64 = 3600 * SECOND;
+
+type Governor = RateLimiter<u64, DefaultKeyedStateStore<u64>, DefaultClock>;
 
 /// The keys `0..count` in a random order (a fixed-seed xorshift Fisher-Yates shuffle).
 fn shuffled(count: u64) -> Vec<u64> {
@@ -41,83 +51,112 @@ fn resident_bytes() -> u64 {
     pages * 4096
 }
 
+/// One kind of traffic: the same limit for both libraries, and whether each key's first
+/// request (made before timing) leaves it admitting (`idle`) or denying.
+struct Traffic {
+    name: &'static str,
+    config: Config,
+    quota: Quota,
+    idle: bool,
+}
+
+fn idle() -> Traffic {
+    const PER_SECOND: u32 = 1_000_000_000;
+    Traffic {
+        name: "idle_keys",
+        config: Config::gcra(u64::from(PER_SECOND), SECOND),
+        quota: Quota::per_second(NonZeroU32::new(PER_SECOND).expect("non-zero")),
+        idle: true,
+    }
+}
+
+fn drained() -> Traffic {
+    Traffic {
+        name: "drained_keys",
+        config: Config::gcra(1, HOUR).with_burst(1),
+        quota: Quota::per_hour(NonZeroU32::MIN),
+        idle: false,
+    }
+}
+
+/// Both libraries' tables with every key of `keys` inserted by one request each, and
+/// their resident-memory growth per key.
+fn tables(traffic: &Traffic, keys: &[u64]) -> (KeyedLimiter, Governor) {
+    let count = keys.len() as u64;
+    let before = resident_bytes();
+    let table = KeyedLimiter::new(&traffic.config, count).expect("valid table");
+    for key in keys {
+        assert!(table.try_acquire(&key.to_le_bytes(), 1).unwrap());
+    }
+    let librate_rss = resident_bytes().saturating_sub(before);
+    let before = resident_bytes();
+    let governor = RateLimiter::keyed(traffic.quota);
+    for key in keys {
+        assert!(governor.check_key(key).is_ok());
+    }
+    let governor_rss = resident_bytes().saturating_sub(before);
+    println!(
+        "{count} {}: librate {} bytes/key of table ({} B/key RSS growth), \
+         governor {} B/key RSS growth",
+        traffic.name,
+        table.bytes_per_key(),
+        librate_rss / count,
+        governor_rss / count,
+    );
+    let key = keys[0];
+    assert_eq!(table.try_acquire(&key.to_le_bytes(), 1), Ok(traffic.idle));
+    assert_eq!(governor.check_key(&key).is_ok(), traffic.idle);
+    (table, governor)
+}
+
+/// Times each library's check over `keys` in turn, in one group, and with
+/// `with_decisions` librate's full decision, through the clock and without it.
+fn compare(
+    group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    keys: &[u64],
+    (table, governor): &(KeyedLimiter, Governor),
+    with_decisions: bool,
+) {
+    let mut next = 0;
+    // A compare, not `%`: a division per call would cost as much as a decision.
+    let mut step = || {
+        next += 1;
+        if next == keys.len() {
+            next = 0;
+        }
+        keys[next]
+    };
+    group.bench_function("librate_try_acquire", |b| {
+        b.iter(|| black_box(table.try_acquire(&step().to_le_bytes(), 1)))
+    });
+    group.bench_function("governor_check_key", |b| {
+        b.iter(|| black_box(governor.check_key(&step()).is_ok()))
+    });
+    if with_decisions {
+        group.bench_function("librate_acquire_decision", |b| {
+            b.iter(|| black_box(table.acquire(&step().to_le_bytes(), 1)))
+        });
+        let now = rate::now_ns();
+        group.bench_function("librate_acquire_at_no_clock", |b| {
+            b.iter(|| black_box(table.acquire_at(&step().to_le_bytes(), 1, now)))
+        });
+    }
+}
+
 fn keyed(c: &mut Criterion) {
     for count in [1_000u64, 1_000_000] {
         let keys = shuffled(count);
-        let before = resident_bytes();
-        let table = KeyedLimiter::new(&Config::gcra(u64::from(PER_SECOND), SECOND), count)
-            .expect("valid table");
-        for key in &keys {
-            assert!(table.try_acquire(&key.to_le_bytes(), 1).unwrap());
+        for traffic in [idle(), drained()] {
+            let tables = tables(&traffic, &keys);
+            let mut group = c.benchmark_group(format!("keyed/{count}_{}", traffic.name));
+            compare(&mut group, &keys, &tables, traffic.idle);
+            group.finish();
         }
-        let librate_rss = resident_bytes().saturating_sub(before);
-        let before = resident_bytes();
-        let governor = RateLimiter::keyed(Quota::per_second(
-            NonZeroU32::new(PER_SECOND).expect("non-zero"),
-        ));
-        for key in &keys {
-            assert!(governor.check_key(key).is_ok());
-        }
-        let governor_rss = resident_bytes().saturating_sub(before);
-        println!(
-            "{count} keys: librate {} bytes/key of table ({} B/key RSS growth), \
-             governor {} B/key RSS growth",
-            table.bytes_per_key(),
-            librate_rss / count,
-            governor_rss / count,
-        );
-
-        let mut group = c.benchmark_group(format!("keyed/{count}_random_keys"));
-        let mut next = 0;
-        group.bench_function("librate_try_acquire", |b| {
-            b.iter(|| {
-                next = (next + 1) % keys.len();
-                black_box(table.try_acquire(&keys[next].to_le_bytes(), 1))
-            })
-        });
-        group.bench_function("librate_acquire_decision", |b| {
-            b.iter(|| {
-                next = (next + 1) % keys.len();
-                black_box(table.acquire(&keys[next].to_le_bytes(), 1))
-            })
-        });
-        group.bench_function("governor_check_key", |b| {
-            b.iter(|| {
-                next = (next + 1) % keys.len();
-                black_box(governor.check_key(&keys[next]).is_ok())
-            })
-        });
-        // The table alone: the time is read once, outside the loop.
-        let now = rate::now_ns();
-        group.bench_function("librate_acquire_at_no_clock", |b| {
-            b.iter(|| {
-                next = (next + 1) % keys.len();
-                black_box(table.acquire_at(&keys[next].to_le_bytes(), 1, now))
-            })
-        });
-        group.finish();
     }
-
-    let table = KeyedLimiter::new(&Config::gcra(u64::from(PER_SECOND), SECOND), 1_000)
-        .expect("valid table");
-    let governor = RateLimiter::keyed(Quota::per_second(
-        NonZeroU32::new(PER_SECOND).expect("non-zero"),
-    ));
-    let hot = 42u64;
+    let hot = [42u64];
+    let tables = tables(&idle(), &hot);
     let mut group = c.benchmark_group("keyed/one_hot_key");
-    group.bench_function("librate_try_acquire", |b| {
-        b.iter(|| black_box(table.try_acquire(&hot.to_le_bytes(), 1)))
-    });
-    group.bench_function("librate_acquire_decision", |b| {
-        b.iter(|| black_box(table.acquire(&hot.to_le_bytes(), 1)))
-    });
-    group.bench_function("governor_check_key", |b| {
-        b.iter(|| black_box(governor.check_key(&hot).is_ok()))
-    });
-    let now = rate::now_ns();
-    group.bench_function("librate_acquire_at_no_clock", |b| {
-        b.iter(|| black_box(table.acquire_at(&hot.to_le_bytes(), 1, now)))
-    });
+    compare(&mut group, &hot, &tables, true);
     group.finish();
 }
 
