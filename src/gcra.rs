@@ -166,18 +166,18 @@ impl Gcra {
         latest: u64,
         n: u64,
     ) -> Option<Option<u64>> {
-        let cost = n * self.emission_interval;
+        // n ≤ B, so n·T ≤ B·T = τ, which fits in u64. A TAT that cannot be stored (past
+        // MAX_STATE, or past u64::MAX) is left to the precise path, which denies it.
+        let new_tat = tat
+            .checked_add(n * self.emission_interval)
+            .filter(|&new_tat| new_tat <= MAX_STATE)?;
         // Admission at t ⟺ t ≥ tat + n·T − τ (for t < tat; for t ≥ tat it always holds).
-        let due = (u128::from(tat) + u128::from(cost)).saturating_sub(u128::from(self.tolerance));
-        if u128::from(latest) < due {
+        let due = new_tat.saturating_sub(self.tolerance);
+        if latest < due {
             return Some(None);
         }
         // While now ≤ tat the new TAT is tat + n·T whatever now is exactly.
-        if latest <= tat && u128::from(earliest) >= due {
-            // Past MAX_STATE every instant denies; leave that to the precise path.
-            return self.next_tat(tat, latest, n).map(Some);
-        }
-        None
+        (latest <= tat && earliest >= due).then_some(Some(new_tat))
     }
 }
 

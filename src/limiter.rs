@@ -54,8 +54,9 @@ impl Limiter {
         &self.config
     }
 
+    #[inline]
     fn state(&self) -> &[AtomicU64] {
-        &self.words[PAD_WORDS..PAD_WORDS + self.policy.state_words()]
+        &self.words[PAD_WORDS..self.words.len() - PAD_WORDS]
     }
 
     /// Acquires `n` units now. `n == 0` only reports the current state.
@@ -84,7 +85,7 @@ impl Limiter {
     ///
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
         self.policy.check(n, None)?;
         Ok(owned(self.policy.try_acquire(self.state(), &Owned, n)))
