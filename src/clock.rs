@@ -153,12 +153,33 @@ fn timespec_ns(ts: &libc::timespec) -> u64 {
 }
 
 /// How far the precise clock may run ahead of the coarse one: `UNKNOWN` before the first
-/// use, `DISTRUSTED` once the coarse clock proved unusable, else the slack in ns.
+/// use, `DISTRUSTED` once the coarse clock proved unusable, else the slack in ns. It only
+/// grows (see [`widened`]).
 static COARSE_SLACK_NS: ProcessAtomicU64 = ProcessAtomicU64::new(UNKNOWN);
 const UNKNOWN: u64 = 0;
 const DISTRUSTED: u64 = u64::MAX;
 /// A coarse clock coarser than this saves too little to be worth the bookkeeping.
 const MAX_RESOLUTION_NS: u64 = 20_000_000;
+/// The widest slack worth keeping: past it so few decisions settle on the coarse clock
+/// that reading it is wasted.
+const MAX_SLACK_NS: u64 = 256_000_000;
+
+/// The slack to use after the coarse clock was seen `lag` ns behind the precise one,
+/// beyond the current `slack`: twice the lag (a stall seen once can recur a little
+/// longer), at least twice the slack, or [`DISTRUSTED`] past [`MAX_SLACK_NS`].
+///
+/// The coarse clock lags by more than its resolution when the tick that advances it is
+/// late, which happens on virtual machines whose host deschedules the CPU that keeps
+/// time. Widening keeps the shortcut for the rest of the process instead of giving it up
+/// at the first stall.
+fn widened(slack: u64, lag: u64) -> u64 {
+    let wider = slack.saturating_mul(2).max(lag.saturating_mul(2));
+    if wider > MAX_SLACK_NS {
+        DISTRUSTED
+    } else {
+        wider
+    }
+}
 
 /// Bounds on the precise time, from one coarse read: `earliest ≤ now ≤ latest`.
 #[derive(Clone, Copy, Debug)]
@@ -175,7 +196,8 @@ impl CoarseNow {
     /// The coarse clock is the precise clock as of the last tick, so the precise time is at
     /// least the coarse one and at most one tick later. We allow two ticks (interrupt
     /// latency), and [`CoarseNow::precise`] checks that assumption on every precise read
-    /// that follows a coarse one, turning the shortcut off for good if it is ever wrong.
+    /// that follows a coarse one, widening the slack when a late tick proves it too narrow
+    /// (see [`widened`]), up to turning the shortcut off.
     #[inline(always)]
     pub(crate) fn read() -> Option<Self> {
         let slack = match COARSE_SLACK_NS.load(Ordering::Relaxed) {
@@ -203,10 +225,11 @@ impl CoarseNow {
             // the precise time at that read is at least `now`, so if even this fresher
             // coarse reading is more than the slack behind `now`, the lag is proven.
             let recheck = read(libc::CLOCK_MONOTONIC_COARSE);
-            if now > recheck.saturating_add(self.latest - self.earliest) {
-                // Stop trusting the coarse clock for good: only speed is lost. Relaxed: a
-                // flag that is only ever set.
-                COARSE_SLACK_NS.store(DISTRUSTED, Ordering::Relaxed);
+            let slack = self.latest - self.earliest;
+            if now > recheck.saturating_add(slack) {
+                // Relaxed: the slack is a number that only grows (fetch_max), read by
+                // itself; no other memory depends on it.
+                COARSE_SLACK_NS.fetch_max(widened(slack, now - recheck), Ordering::Relaxed);
             }
         }
         now
@@ -214,7 +237,7 @@ impl CoarseNow {
 }
 
 /// Finds the coarse clock's slack once per process. Racing first calls compute the same
-/// value, so a Relaxed store is enough.
+/// value; `fetch_max` keeps a late one from undoing a widening.
 fn calibrate() -> u64 {
     let mut res = libc::timespec {
         tv_sec: 0,
@@ -228,8 +251,10 @@ fn calibrate() -> u64 {
     } else {
         2 * resolution
     };
-    COARSE_SLACK_NS.store(slack, Ordering::Relaxed);
-    slack
+    // Relaxed: as in `CoarseNow::precise`.
+    COARSE_SLACK_NS
+        .fetch_max(slack, Ordering::Relaxed)
+        .max(slack)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -261,6 +286,17 @@ mod tests {
             let libc_clock_gettime: ClockGettime = libc::clock_gettime;
             assert_ne!(resolved as usize, libc_clock_gettime as usize);
         }
+    }
+
+    #[test]
+    fn a_late_tick_widens_the_slack_until_it_is_not_worth_keeping() {
+        const MS: u64 = 1_000_000;
+        assert_eq!(widened(8 * MS, 9 * MS), 18 * MS);
+        assert_eq!(widened(8 * MS, 1), 16 * MS);
+        assert_eq!(widened(100 * MS, 120 * MS), 240 * MS);
+        assert_eq!(widened(200 * MS, 1), DISTRUSTED);
+        assert_eq!(widened(8 * MS, u64::MAX), DISTRUSTED);
+        assert_eq!(widened(DISTRUSTED, 1), DISTRUSTED);
     }
 
     #[test]
