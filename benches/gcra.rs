@@ -272,44 +272,45 @@ fn contended<R>(
     });
 }
 
-/// How a group runs one call: alone, or on [`THREADS`] threads at once.
-type Runner = fn(&mut BenchmarkGroup<WallTime>, BenchmarkId, &(dyn Fn() -> bool + Sync));
-
-fn run_single(
-    group: &mut BenchmarkGroup<WallTime>,
-    id: BenchmarkId,
-    call: &(dyn Fn() -> bool + Sync),
-) {
-    single(group, id, call);
+/// How a group runs one call: alone, or on [`THREADS`] threads at once. Generic over the
+/// call, so each is inlined into the timing loop as a caller's own code would be (through
+/// a `dyn Fn` every call would pay an indirect call, librate's and governor's alike).
+trait Runner {
+    fn run(group: &mut BenchmarkGroup<WallTime>, id: BenchmarkId, call: impl Fn() -> bool + Sync);
 }
 
-fn run_contended(
-    group: &mut BenchmarkGroup<WallTime>,
-    id: BenchmarkId,
-    call: &(dyn Fn() -> bool + Sync),
-) {
-    contended(group, id, call);
+struct Single;
+impl Runner for Single {
+    fn run(group: &mut BenchmarkGroup<WallTime>, id: BenchmarkId, call: impl Fn() -> bool + Sync) {
+        single(group, id, call);
+    }
+}
+
+struct Contended;
+impl Runner for Contended {
+    fn run(group: &mut BenchmarkGroup<WallTime>, id: BenchmarkId, call: impl Fn() -> bool + Sync) {
+        contended(group, id, call);
+    }
 }
 
 /// librate's `try_acquire` and `acquire` and governor's `check`, all through the clock,
 /// each on a fresh limiter, each checked afterwards to still be in the subject's shape.
-fn through_clock(c: &mut Criterion, name: &str, subjects: &[Subject], run: Runner) {
+fn through_clock<R: Runner>(c: &mut Criterion, name: &str, subjects: &[Subject]) {
     let mut group = c.benchmark_group(name);
     for subject in subjects {
         let ours = subject.ours(rate::now_ns());
-        run(&mut group, subject.id("try_acquire"), &|| {
-            ours.try_acquire(black_box(1)) == Ok(true)
-        });
-        subject.expect("try_acquire", ours.try_acquire(1) == Ok(true));
+        let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
+        R::run(&mut group, subject.id("try_acquire"), try_acquire);
+        subject.expect("try_acquire", try_acquire());
 
         let ours = subject.ours(rate::now_ns());
         let acquire = || ours.acquire(black_box(1)).is_ok_and(|d| d.allowed);
-        run(&mut group, subject.id("acquire"), &acquire);
+        R::run(&mut group, subject.id("acquire"), acquire);
         subject.expect("acquire", acquire());
 
         if let Some(governor) = subject.governor(DefaultClock::default()) {
             let check = || governor.check().is_ok();
-            run(&mut group, subject.id("governor_check"), &check);
+            R::run(&mut group, subject.id("governor_check"), check);
             subject.expect("governor_check", check());
         }
     }
@@ -317,15 +318,15 @@ fn through_clock(c: &mut Criterion, name: &str, subjects: &[Subject], run: Runne
 }
 
 fn acquire_allow(c: &mut Criterion) {
-    through_clock(c, "acquire_allow", &allowing(), run_single);
+    through_clock::<Single>(c, "acquire_allow", &allowing());
 }
 
 fn acquire_deny(c: &mut Criterion) {
-    through_clock(c, "acquire_deny", &denying(), run_single);
+    through_clock::<Single>(c, "acquire_deny", &denying());
 }
 
 fn contended_2_threads(c: &mut Criterion) {
-    through_clock(c, "contended_2_threads", &allowing(), run_contended);
+    through_clock::<Contended>(c, "contended_2_threads", &allowing());
 }
 
 /// The decision alone: librate's `acquire_at` on a black-boxed frozen time, against
