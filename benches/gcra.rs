@@ -33,7 +33,8 @@ use rate::ffi::{
 };
 use rate::{Algorithm, Config, Limiter};
 
-const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+const MS: u64 = 1_000 * US;
 const SECOND: u64 = 1_000 * MS;
 const HOUR: u64 = 3_600 * SECOND;
 const DAY: u64 = 24 * HOUR;
@@ -57,9 +58,16 @@ fn allowing() -> Vec<Subject> {
         Subject::new("gcra_idle", Config::gcra(1_000_000_000, SECOND), 0, true),
         fixed_window(),
         sliding_window(),
-        // 2¹⁹ per ms (the largest L under the log's bound L < P), so a run's ≤ 10⁸ calls a
-        // second (≥ 10 ns each) never fill the ring within a period: 8 MiB of timestamps.
-        Subject::new("sliding_log", Config::sliding_log(1 << 19, MS), 0, true),
+        // Every admission logs the exact time, so it reads the precise clock (≥ 24 ns): at
+        // most 4,167 calls land in 100 µs, never filling a ring of 2¹³. 128 KiB of
+        // timestamps, a size a real limiter has (L2-resident), rather than the largest
+        // ring the log allows, whose misses would swamp the algorithm.
+        Subject::new(
+            "sliding_log",
+            Config::sliding_log(1 << 13, 100 * US),
+            0,
+            true,
+        ),
     ]
 }
 

@@ -166,8 +166,8 @@ impl Policy {
 
     /// Acquires `1 ≤ n ≤ limit` units at the precise time (checked against `coarse`, the
     /// coarse read it follows, if any), reporting only whether they were admitted. GCRA
-    /// skips the decision's report (a division); the windows' reports are by-products of
-    /// deciding, so they decide in full.
+    /// and the log skip the decision's report (a division; a search of the ring); the
+    /// counters' reports are by-products of deciding, so they decide in full.
     #[inline(never)]
     fn admit<T: Tenancy>(
         &self,
@@ -182,6 +182,8 @@ impl Policy {
                 let new_tat = gcra.admit(tat, now_ns, n, 0);
                 (new_tat.is_some(), new_tat)
             }),
+            // The log's report needs a search its admission does not.
+            Self::SlidingLog(log) => log.admit(state, tenancy, now_ns, n),
             _ => self
                 .acquire(state, tenancy, now_ns, n, 0)
                 .map(|decision| decision.allowed),

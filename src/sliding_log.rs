@@ -198,6 +198,31 @@ impl SlidingLog {
         }
     }
 
+    /// Acquires `1 ≤ n ≤ L` units at `now`, reporting only whether they were admitted: the
+    /// admission test reads one slot, and without a report no search for the oldest live
+    /// entry (`remaining`) is needed, so it is O(1) whatever the log holds.
+    #[inline(never)]
+    pub(crate) fn admit<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
+        debug_assert!(n >= 1);
+        loop {
+            let ring = Ring::load(self, state, tenancy, now)?;
+            let decided = match ring.admission(n) {
+                Admission::Admit => ring.claim(n)?.then_some(true),
+                // A denial read several words: it stands if no unit was admitted since.
+                _ => ring.unchanged().then_some(false),
+            };
+            if let Some(allowed) = decided {
+                return Ok(allowed);
+            }
+        }
+    }
+
     /// Decides a plain acquire of `n ≥ 1` for every instant in `[earliest, latest]` at
     /// once. Admission only gets easier with time, so a denial at `latest` is a denial at
     /// every instant; an admission logs the instant itself, so it is settled only when
@@ -217,7 +242,7 @@ impl SlidingLog {
         if latest <= ring.latest {
             // Every instant in the bounds is evaluated at `ring.latest` or later-read
             // `latest`, which is the same for all of them: decide at any one.
-            return Ok(Some(self.acquire(state, tenancy, earliest, n)?.allowed));
+            return self.admit(state, tenancy, earliest, n).map(Some);
         }
         Ok(None)
     }
@@ -309,40 +334,14 @@ impl<'a, T: Tenancy> Ring<'a, T> {
         }
     }
 
-    /// Claims `[head, head + n)` and logs them at `at`; `Ok(None)` if another admission
-    /// came first (the caller reads the log again). Each CAS is preceded by a tenancy
-    /// check of head, so nothing is written once the state is no longer the caller's.
+    /// Claims `[head, head + n)`, logs them at `at` and reports the decision; `Ok(None)`
+    /// if another admission came first (the caller reads the log again).
     fn admit(&self, now: u64, n: u64) -> Result<Option<Decision>, T::Evicted> {
-        let state = self.state;
-        if self.at > self.latest {
-            self.tenancy.check(self.head)?;
-            // Relaxed: the Release head swap below publishes it. A CAS from the value
-            // read, not a fetch_max: if it moved, `at` may be stale, so start over.
-            if state[LATEST]
-                .compare_exchange(self.latest, self.at, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-            {
-                return Ok(None);
-            }
-        }
-        self.tenancy.check(self.head)?;
-        // Release: publishes `latest` (above) to readers that see this head. The head
-        // cannot overflow: see "Reserved values and bounds".
-        let new_head = self.head + n;
-        if state[HEAD]
-            .compare_exchange(self.head, new_head, Ordering::Release, Ordering::Relaxed)
-            .is_err()
-        {
+        if !self.claim(n)? {
             return Ok(None);
         }
-        for position in self.head..new_head {
-            let slot = self.log.slot(position);
-            // Release: a reader that sees this timestamp also sees the claim above when
-            // it loads head again; one that sees the tag also sees the timestamp.
-            state[slot].fetch_max(self.at, Ordering::Release);
-            state[slot + 1].fetch_max(position + 1, Ordering::Release);
-        }
         let limit = self.log.limit;
+        let new_head = self.head + n;
         // Our own units are live (P ≥ 1); search the older positions still kept.
         let first_live = self.first_live(new_head.saturating_sub(limit), self.head);
         Ok(Some(Decision {
@@ -353,6 +352,42 @@ impl<'a, T: Tenancy> Ring<'a, T> {
             reset_after_ns: self.expiry(self.at, now),
             wait_ns: 0,
         }))
+    }
+
+    /// Claims `[head, head + n)` and logs them at `at`; `Ok(false)` if another admission
+    /// came first. Each CAS is preceded by a tenancy check of head, so nothing is written
+    /// once the state is no longer the caller's.
+    fn claim(&self, n: u64) -> Result<bool, T::Evicted> {
+        let state = self.state;
+        if self.at > self.latest {
+            self.tenancy.check(self.head)?;
+            // Relaxed: the Release head swap below publishes it. A CAS from the value
+            // read, not a fetch_max: if it moved, `at` may be stale, so start over.
+            if state[LATEST]
+                .compare_exchange(self.latest, self.at, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+            {
+                return Ok(false);
+            }
+        }
+        self.tenancy.check(self.head)?;
+        // Release: publishes `latest` (above) to readers that see this head. The head
+        // cannot overflow: see "Reserved values and bounds".
+        let new_head = self.head + n;
+        if state[HEAD]
+            .compare_exchange(self.head, new_head, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            return Ok(false);
+        }
+        for position in self.head..new_head {
+            let slot = self.log.slot(position);
+            // Release: a reader that sees this timestamp also sees the claim above when
+            // it loads head again; one that sees the tag also sees the timestamp.
+            state[slot].fetch_max(self.at, Ordering::Release);
+            state[slot + 1].fetch_max(position + 1, Ordering::Release);
+        }
+        Ok(true)
     }
 
     /// `remaining` and `reset_after_ns` of a log left as it is, given a position
