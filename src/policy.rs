@@ -107,9 +107,10 @@ impl Policy {
     /// precise clock only when they do not; either way the result is the one a precise
     /// read at the same instant would give.
     ///
-    /// GCRA's path is kept to straight-line code inlined into the caller, with everything
-    /// that costs a precise clock read (~23 ns) out of line: measured, a shared path that
-    /// matched the algorithm at every step took a third longer to decide a busy bucket.
+    /// GCRA's and the fixed window's paths are kept to straight-line code inlined into the
+    /// caller, with everything that costs a precise clock read (~23 ns) out of line:
+    /// measured, a shared path that matched the algorithm at every step took a third
+    /// longer to decide a busy bucket.
     #[inline(always)]
     pub(crate) fn try_acquire<T: Tenancy>(
         &self,
@@ -121,8 +122,11 @@ impl Policy {
         if n == 0 {
             return Ok(true);
         }
-        if !matches!(self, Self::Gcra(_)) {
-            return self.try_acquire_window(state, tenancy, n);
+        match self {
+            Self::Gcra(_) => {}
+            // Single-word like GCRA's: inlined too (measured: 13.1 -> 11.5 ns admitting).
+            Self::FixedWindow(_) => return self.decide_by_clock(state, tenancy, n),
+            _ => return self.try_acquire_window(state, tenancy, n),
         }
         let word = &state[0];
         // Relaxed: a peek that only picks the clock; the decision reads the word again.
@@ -134,8 +138,8 @@ impl Policy {
         self.decide_by_clock(state, tenancy, n)
     }
 
-    /// [`try_acquire`](Self::try_acquire) for the window algorithms, whose settling is
-    /// too big to inline.
+    /// [`try_acquire`](Self::try_acquire) for the sliding window and the log, whose
+    /// settling is too big to inline.
     #[inline(never)]
     fn try_acquire_window<T: Tenancy>(
         &self,
