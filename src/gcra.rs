@@ -65,6 +65,7 @@ impl Gcra {
 
     /// The new TAT if `1 ≤ n ≤ burst` units at `now` are admitted with at most `max_wait`
     /// of waiting: the admission rule alone, without the decision's report.
+    #[inline]
     pub(crate) fn admit(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Option<u64> {
         self.next_tat(tat, now, n)
             .filter(|&new_tat| new_tat - now <= self.tolerance.saturating_add(max_wait))
