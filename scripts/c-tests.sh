@@ -111,7 +111,11 @@ for source in "${sources[@]}"; do
         grep -q "$runtime" <<<"$needed" || fail "$program is not linked to $runtime:
 $needed"
     done
-    ldd "$program" | grep -q "$libdir/librate.so.0" || fail "$program does not load $libdir/librate.so.0"
+    # Captured first: `ldd | grep -q` under pipefail fails whenever grep exits before ldd
+    # has written everything (ldd then dies of SIGPIPE), which made this check flaky.
+    loaded=$(ldd "$program")
+    grep -q "$libdir/librate.so.0" <<<"$loaded" || fail "$program does not load $libdir/librate.so.0:
+$loaded"
 done
 
 step "ASan + UBSan"
