@@ -364,6 +364,10 @@ int32_t rate_limiter_reserve_at(struct rate_limiter *limiter,
 /**
  * Nanoseconds on CLOCK_MONOTONIC: the timeline of `rate_*_acquire`, shared by every
  * process on the host. Pass it (or your own timeline) as `now_ns` to the `_at` functions.
+ *
+ * Async-signal-safe once the process has created a limiter or a keyed table, or called
+ * this function once outside a signal handler: the first clock read looks the kernel's
+ * vDSO clock up with the dynamic loader.
  */
 uint64_t rate_now_ns(void);
 

@@ -90,6 +90,13 @@ fn clock_gettime() -> ClockGettime {
     *RESOLVED.get_or_init(resolve)
 }
 
+/// Finds the clock function now, if no read has yet: the lookup calls `dlopen`, which takes
+/// the dynamic loader's lock and is not async-signal-safe, so constructors call this and
+/// every later clock read is a plain call.
+pub(crate) fn prepare() {
+    clock_gettime();
+}
+
 /// Finds the vDSO's `clock_gettime` (vdso(7) names it per architecture), or falls back to
 /// the C library's where there is no vDSO to find: another C library, a static binary,
 /// a process run under valgrind.

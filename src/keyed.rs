@@ -264,6 +264,7 @@ impl<S> KeyedLimiter<S> {
     /// # Errors
     /// As [`new`](KeyedLimiter::new).
     pub fn with_hasher(config: &Config, capacity: u64, hasher: S) -> Result<Self, Error> {
+        clock::prepare();
         let policy = Policy::new(config)?;
         let stride = slot_stride(policy.state_words());
         let too_big = Error::InvalidConfig(ConfigError::Capacity);

@@ -39,6 +39,7 @@ impl Limiter {
     /// Builds a limiter, full at any time, or says why `config` is invalid.
     pub fn new(config: &Config) -> Result<Self, Error> {
         let policy = Policy::new(config)?;
+        clock::prepare();
         let words = (0..policy.state_words() + 2 * PAD_WORDS)
             .map(|_| AtomicU64::new(0))
             .collect();

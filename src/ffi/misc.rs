@@ -5,6 +5,10 @@ use std::ffi::{c_char, CStr};
 
 /// Nanoseconds on CLOCK_MONOTONIC: the timeline of `rate_*_acquire`, shared by every
 /// process on the host. Pass it (or your own timeline) as `now_ns` to the `_at` functions.
+///
+/// Async-signal-safe once the process has created a limiter or a keyed table, or called
+/// this function once outside a signal handler: the first clock read looks the kernel's
+/// vDSO clock up with the dynamic loader.
 #[no_mangle]
 pub extern "C" fn rate_now_ns() -> u64 {
     crate::now_ns()
