@@ -61,19 +61,23 @@ const PUBLISH_STEP_NS: u64 = 1_000_000;
 
 #[inline(always)]
 fn read(clock: libc::clockid_t) -> u64 {
+    // Monotonic clocks cannot fail on Linux; if one ever did, time 0 only makes decisions
+    // stricter (an earlier `now` never admits more, DESIGN §2).
+    read_with(clock_gettime(), clock).unwrap_or(0)
+}
+
+/// Reads `clock` with `function`, one of this module's `clock_gettime`s (the C library's
+/// or the vDSO's, see `resolve`); `None` if it fails.
+#[inline(always)]
+fn read_with(function: ClockGettime, clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call, and the
-    // function has `clock_gettime`'s contract (see `resolve`).
-    let rc = unsafe { clock_gettime()(clock, &mut ts) };
-    if rc != 0 {
-        // Monotonic clocks cannot fail on Linux; if one ever did, time 0 only makes
-        // decisions stricter (an earlier `now` never admits more, DESIGN §2).
-        return 0;
-    }
-    timespec_ns(&ts)
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call, and
+    // `function` has `clock_gettime`'s contract (only such functions are passed).
+    let rc = unsafe { function(clock, &mut ts) };
+    (rc == 0).then(|| timespec_ns(&ts))
 }
 
 /// `clock_gettime(2)`'s signature.
@@ -135,19 +139,9 @@ fn resolve() -> ClockGettime {
 /// reading lies between two of the library's.
 #[cold]
 fn agrees_with_libc(candidate: ClockGettime) -> bool {
-    let read_with = |function: ClockGettime| {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid, writable timespec; `function` is `clock_gettime` or a
-        // function with its signature (see the callers).
-        let rc = unsafe { function(libc::CLOCK_MONOTONIC, &mut ts) };
-        (rc == 0).then(|| timespec_ns(&ts))
-    };
-    let before = read_with(libc::clock_gettime);
-    let reading = read_with(candidate);
-    let after = read_with(libc::clock_gettime);
+    let before = read_with(libc::clock_gettime, libc::CLOCK_MONOTONIC);
+    let reading = read_with(candidate, libc::CLOCK_MONOTONIC);
+    let after = read_with(libc::clock_gettime, libc::CLOCK_MONOTONIC);
     matches!((before, reading, after), (Some(b), Some(r), Some(a)) if b <= r && r <= a)
 }
 
@@ -293,13 +287,11 @@ mod tests {
         assert!(agrees_with_libc(clock_gettime()));
         for clock in [libc::CLOCK_MONOTONIC, libc::CLOCK_MONOTONIC_COARSE] {
             let ours = read(clock);
-            let mut ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-            assert_eq!(unsafe { libc::clock_gettime(clock, &mut ts) }, 0);
-            assert!(ours <= timespec_ns(&ts), "clock {clock} ran backwards");
+            let theirs = read_with(libc::clock_gettime, clock);
+            assert!(
+                theirs.is_some_and(|theirs| ours <= theirs),
+                "clock {clock} ran backwards"
+            );
         }
     }
 
