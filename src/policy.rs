@@ -126,7 +126,9 @@ impl Policy {
             Self::Gcra(_) => {}
             // Single-word like GCRA's: inlined too (measured: 13.1 -> 11.5 ns admitting).
             Self::FixedWindow(_) => return self.decide_by_clock(state, tenancy, n),
-            _ => return self.try_acquire_window(state, tenancy, n),
+            Self::SlidingWindow(_) | Self::SlidingLog(_) => {
+                return self.try_acquire_window(state, tenancy, n)
+            }
         }
         let word = &state[0];
         // Relaxed: a peek that only picks the clock; the decision reads the word again.
@@ -162,6 +164,9 @@ impl Policy {
         let Some(coarse) = CoarseNow::read() else {
             return self.admit(state, tenancy, None, n);
         };
+        if self.full_through(state, tenancy, coarse.latest, n)? {
+            return Ok(false);
+        }
         match self.settle(state, tenancy, coarse.earliest, coarse.latest, n)? {
             Some(allowed) => Ok(allowed),
             None => self.admit(state, tenancy, Some(coarse), n),
@@ -192,6 +197,31 @@ impl Policy {
                 .acquire(state, tenancy, now_ns, n, 0)
                 .map(|decision| decision.allowed),
         }
+    }
+
+    /// Whether the state alone denies `n` units at every instant up to `latest`, read
+    /// without writing and without the full settling: a window counter's current count
+    /// (a client over its limit needs neither the sliding window's previous count nor its
+    /// weighted test), or the log's one entry that must have expired. Always false for
+    /// GCRA, whose settling is already this short.
+    #[inline(always)]
+    fn full_through<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        latest: u64,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
+        let windows = match self {
+            Self::FixedWindow(fixed) => fixed.windows(),
+            Self::SlidingWindow(sliding) => sliding.windows(),
+            Self::SlidingLog(log) => return log.full_through(state, tenancy, latest, n),
+            Self::Gcra(_) => return Ok(false),
+        };
+        // A decision that never swaps: the word is loaded and shown to the tenancy.
+        decide_and_swap(&state[0], tenancy, |word| {
+            (windows.full_through(word, latest, n), None)
+        })
     }
 
     /// Acquires `1 ≤ n ≤ limit` units for every instant in `[earliest, latest]` at once:
@@ -255,7 +285,8 @@ mod tests {
     use crate::cell::{owned, Owned};
 
     /// For every algorithm, from several states: whenever `settle` decides an interval,
-    /// acquiring at each instant in it gives the same outcome and the same new state.
+    /// acquiring at each instant in it gives the same outcome and the same new state; and
+    /// whenever `full_through` denies, so does an acquire at every instant in it.
     #[test]
     fn settle_agrees_with_acquire_at_every_instant() {
         let configs = [
@@ -285,13 +316,21 @@ mod tests {
             let words = |state: &[AtomicU64]| -> Vec<u64> {
                 state.iter().map(|w| w.load(Ordering::Relaxed)).collect()
             };
-            let (mut admits, mut denials) = (0, 0);
+            let (mut admits, mut denials, mut shortcut_denials) = (0, 0, 0);
             for history in histories {
                 for earliest in (0..450).step_by(11) {
                     for width in [0u64, 6, 40, 150] {
                         for n in 1..=3 {
                             let latest = earliest + width;
                             let state = prepared(history);
+                            if owned(policy.full_through(&state, &Owned, latest, n)) {
+                                shortcut_denials += 1;
+                                for t in earliest..=latest {
+                                    let state = prepared(history);
+                                    let precise = owned(policy.acquire(&state, &Owned, t, n, 0));
+                                    assert!(!precise.allowed, "{config:?} {t}");
+                                }
+                            }
                             let Some(settled) =
                                 owned(policy.settle(&state, &Owned, earliest, latest, n))
                             else {
@@ -316,6 +355,13 @@ mod tests {
             assert!(
                 admits >= 20 && denials >= 20,
                 "{config:?}: {admits} {denials}"
+            );
+            // GCRA's settling has no separate shortcut; every other algorithm's is used.
+            let gcra = matches!(policy, Policy::Gcra(_));
+            assert_eq!(
+                shortcut_denials == 0,
+                gcra,
+                "{config:?}: {shortcut_denials}"
             );
         }
     }

@@ -247,6 +247,26 @@ impl SlidingLog {
         Ok(None)
     }
 
+    /// Whether `1 ≤ n ≤ L` units are denied at every instant up to `latest` (admission
+    /// only gets easier with time), from one read of the log that never waits: false when
+    /// that read cannot tell (the entry needed is pending), and the full path decides.
+    /// The straight-line part of [`settle`](Self::settle)'s denial, for a log at its limit.
+    #[inline(always)]
+    pub(crate) fn full_through<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        latest: u64,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
+        let ring = Ring::load(self, state, tenancy, latest)?;
+        let live = |position| {
+            ring.exact_within(position, 1)
+                .is_some_and(|ts| !ring.expired(ts))
+        };
+        Ok(ring.must_be_gone(n).is_some_and(live) && ring.unchanged())
+    }
+
     /// Fresh (DESIGN §5): every entry has expired at `now`. Reads only `latest`, an upper
     /// bound on every timestamp logged, so it may say "not fresh" of a state that is.
     /// `head` is the head word, loaded with Acquire (pairing with the Release swap of
@@ -289,6 +309,7 @@ enum Admission {
 
 impl<'a, T: Tenancy> Ring<'a, T> {
     /// Reads the log, if head (the first word) shows it is still the caller's state.
+    #[inline(always)]
     fn load(
         log: &'a SlidingLog,
         state: &'a [AtomicU64],
@@ -314,13 +335,7 @@ impl<'a, T: Tenancy> Ring<'a, T> {
     /// Whether n more units fit at `at`: the newest position that must be gone,
     /// `head + n − 1 − L`, precedes the log or has expired.
     fn admission(&self, n: u64) -> Admission {
-        let limit = self.log.limit;
-        let oldest_kept = if self.head >= limit {
-            Some(self.head - limit + (n - 1))
-        } else {
-            (self.head + n - 1).checked_sub(limit)
-        };
-        let Some(position) = oldest_kept else {
+        let Some(position) = self.must_be_gone(n) else {
             return Admission::Admit;
         };
         let ts = self.logged(position);
@@ -331,6 +346,18 @@ impl<'a, T: Tenancy> Ring<'a, T> {
                 oldest_kept: position,
                 ts,
             }
+        }
+    }
+
+    /// The newest position that must have expired for n more units to fit,
+    /// `head + n − 1 − L`; `None` if it precedes the log.
+    #[inline(always)]
+    fn must_be_gone(&self, n: u64) -> Option<u64> {
+        let limit = self.log.limit;
+        if self.head >= limit {
+            Some(self.head - limit + (n - 1))
+        } else {
+            (self.head + n - 1).checked_sub(limit)
         }
     }
 
@@ -416,9 +443,15 @@ impl<'a, T: Tenancy> Ring<'a, T> {
     /// The timestamp at `position` if its slot holds exactly that entry, after waiting
     /// a moment for a pending write.
     fn exact(&self, position: u64) -> Option<u64> {
+        self.exact_within(position, PENDING_CHECKS)
+    }
+
+    /// [`exact`](Self::exact), checking a pending slot `checks` times.
+    #[inline(always)]
+    fn exact_within(&self, position: u64, checks: u32) -> Option<u64> {
         let slot = self.log.slot(position);
         let tag = position + 1;
-        for _ in 0..PENDING_CHECKS {
+        for _ in 0..checks {
             // Acquire: pairs with the writer's Release tag write; publishes the timestamp.
             match self.state[slot + 1].load(Ordering::Acquire) {
                 written if written == tag => {

@@ -98,6 +98,11 @@ impl SlidingWindow {
         Windows::new(limit, period_ns).map(|windows| Self { windows })
     }
 
+    /// The windows it counts in.
+    pub(crate) fn windows(&self) -> &Windows {
+        &self.windows
+    }
+
     /// L: the decision's `limit`.
     pub(crate) fn limit(&self) -> u64 {
         self.windows.limit()

@@ -99,6 +99,21 @@ impl Windows {
         }
     }
 
+    /// Whether `n` more units are denied at every instant up to `latest` by the count in
+    /// `word` alone: `latest` still lies in the word's window (so does every earlier
+    /// instant, clamped forward by [`locate`](Self::locate)), and the window has less
+    /// than `n` left. True for both counters: the sliding window's weighted estimate only
+    /// adds the previous window to this count.
+    #[inline]
+    pub(crate) fn full_through(&self, word: u64, latest: u64, n: u64) -> bool {
+        let stored = self.unpack(word);
+        // index ≤ ⌊(2⁶⁴−1)/P⌋, so its start fits u64 (as in `locate`).
+        stored.count + n > self.limit
+            && latest
+                .checked_sub(stored.index * self.period_ns)
+                .map_or(true, |elapsed| elapsed < self.period_ns)
+    }
+
     /// The start of window `index + windows_later` in ns, in u128: past the last window
     /// of the u64 timeline it does not fit u64.
     pub(crate) fn start(&self, index: u64, windows_later: u64) -> u128 {
