@@ -227,6 +227,7 @@ impl SlidingLog {
     /// once. Admission only gets easier with time, so a denial at `latest` is a denial at
     /// every instant; an admission logs the instant itself, so it is settled only when
     /// every instant in the bounds is moved forward to the same logged time.
+    #[inline(always)]
     pub(crate) fn settle<T: Tenancy>(
         &self,
         state: &[AtomicU64],
@@ -245,26 +246,6 @@ impl SlidingLog {
             return self.admit(state, tenancy, earliest, n).map(Some);
         }
         Ok(None)
-    }
-
-    /// Whether `1 ≤ n ≤ L` units are denied at every instant up to `latest` (admission
-    /// only gets easier with time), from one read of the log that never waits: false when
-    /// that read cannot tell (the entry needed is pending), and the full path decides.
-    /// The straight-line part of [`settle`](Self::settle)'s denial, for a log at its limit.
-    #[inline(always)]
-    pub(crate) fn full_through<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        latest: u64,
-        n: u64,
-    ) -> Result<bool, T::Evicted> {
-        let ring = Ring::load(self, state, tenancy, latest)?;
-        let live = |position| {
-            ring.exact_within(position, 1)
-                .is_some_and(|ts| !ring.expired(ts))
-        };
-        Ok(ring.must_be_gone(n).is_some_and(live) && ring.unchanged())
     }
 
     /// Fresh (DESIGN §5): every entry has expired at `now`. Reads only `latest`, an upper
@@ -334,11 +315,16 @@ impl<'a, T: Tenancy> Ring<'a, T> {
 
     /// Whether n more units fit at `at`: the newest position that must be gone,
     /// `head + n − 1 − L`, precedes the log or has expired.
+    #[inline(always)]
     fn admission(&self, n: u64) -> Admission {
         let Some(position) = self.must_be_gone(n) else {
             return Admission::Admit;
         };
-        let ts = self.logged(position);
+        // The common case, a written entry, inline; a pending one waits out of line.
+        let ts = match self.exact_within(position, 1) {
+            Some(ts) => ts,
+            None => self.logged(position),
+        };
         if self.expired(ts) {
             Admission::Admit
         } else {
