@@ -11,6 +11,7 @@ use crate::gcra::Gcra;
 use crate::sliding_log::SlidingLog;
 use crate::sliding_window::SlidingWindow;
 use crate::sync::{AtomicU64, Ordering};
+use crate::window::Windows;
 use crate::{Algorithm, Config, Decision, Error};
 
 /// A validated algorithm with its parameters.
@@ -161,11 +162,22 @@ impl Policy {
         tenancy: &T,
         n: u64,
     ) -> Result<bool, T::Evicted> {
+        // Matched before the clock read, an opaque call after which the compiler would
+        // load the variant again: GCRA's inlined path then carries none of this.
+        let counter = self.counter_windows();
         let Some(coarse) = CoarseNow::read() else {
             return self.admit(state, tenancy, None, n);
         };
-        if self.full_through(state, tenancy, coarse.latest, n)? {
-            return Ok(false);
+        if let Some(windows) = counter {
+            // A client over its limit: the current count alone denies, at every instant
+            // up to `latest`, with neither the sliding window's previous count nor its
+            // weighted test. A decision that never swaps: one load, shown to the tenancy.
+            let full = decide_and_swap(&state[0], tenancy, |word| {
+                (windows.full_through(word, coarse.latest, n), None)
+            })?;
+            if full {
+                return Ok(false);
+            }
         }
         match self.settle(state, tenancy, coarse.earliest, coarse.latest, n)? {
             Some(allowed) => Ok(allowed),
@@ -199,27 +211,15 @@ impl Policy {
         }
     }
 
-    /// Whether a window counter's current count alone denies `n` units at every instant
-    /// up to `latest`: one load, no write. Such a request (a client over its limit) needs
-    /// neither the sliding window's previous count nor its weighted test. Always false
-    /// for the other algorithms, whose settling reads no more than this.
+    /// The windows of a window counter (fixed or sliding), whose packed current word
+    /// alone can show a request denied; `None` for the other algorithms.
     #[inline(always)]
-    fn full_through<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        latest: u64,
-        n: u64,
-    ) -> Result<bool, T::Evicted> {
-        let windows = match self {
-            Self::FixedWindow(fixed) => fixed.windows(),
-            Self::SlidingWindow(sliding) => sliding.windows(),
-            Self::Gcra(_) | Self::SlidingLog(_) => return Ok(false),
-        };
-        // A decision that never swaps: the word is loaded and shown to the tenancy.
-        decide_and_swap(&state[0], tenancy, |word| {
-            (windows.full_through(word, latest, n), None)
-        })
+    fn counter_windows(&self) -> Option<&Windows> {
+        match self {
+            Self::FixedWindow(fixed) => Some(fixed.windows()),
+            Self::SlidingWindow(sliding) => Some(sliding.windows()),
+            Self::Gcra(_) | Self::SlidingLog(_) => None,
+        }
     }
 
     /// Acquires `1 ≤ n ≤ limit` units for every instant in `[earliest, latest]` at once:
@@ -321,7 +321,10 @@ mod tests {
                         for n in 1..=3 {
                             let latest = earliest + width;
                             let state = prepared(history);
-                            if owned(policy.full_through(&state, &Owned, latest, n)) {
+                            let full = policy.counter_windows().is_some_and(|windows| {
+                                windows.full_through(state[0].load(Ordering::Relaxed), latest, n)
+                            });
+                            if full {
                                 shortcut_denials += 1;
                                 for t in earliest..=latest {
                                     let state = prepared(history);
