@@ -204,6 +204,61 @@ int32_t rate_keyed_acquire_at(struct rate_keyed *keyed,
                               struct rate_decision *out);
 
 /**
+ * Acquires `n` units for each of `count` keys, now, reporting only whether each was
+ * admitted: `statuses[i]` receives RATE_OK, RATE_LIMITED or RATE_E_TABLE_FULL for key i
+ * (`key_lens[i]` bytes at `keys[i]`), exactly as `rate_keyed_acquire_at(keyed, keys[i],
+ * key_lens[i], n, t, NULL)` would key after key, `t` being one reading of the library
+ * clock per group of up to 16 consecutive keys. A key that appears twice is decided
+ * twice, in order.
+ *
+ * Faster per key than one call per key on a table larger than the CPU caches: the slots
+ * of a group's keys are fetched from memory at once before any is read, and the group's
+ * clock reading is taken after the fetches.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `keyed` NULL, or with `count > 0` `keys`, `key_lens` or `statuses` NULL, or any
+ * `keys[i]` NULL with `key_lens[i] > 0`, is RATE_E_NULL; with `count == 0` the arrays
+ * may be NULL.
+ *
+ * Returns RATE_OK once every key is decided, RATE_E_NULL, or
+ * RATE_E_INSUFFICIENT_CAPACITY (`n` > limit). On an error no key is decided and
+ * `statuses` is untouched.
+ *
+ * # Safety
+ * `keyed` is NULL or a live handle; `keys` and `key_lens` are NULL or point to `count`
+ * readable elements, each `keys[i]` NULL or pointing to `key_lens[i]` readable bytes;
+ * `statuses` is NULL or points to `count` writable `int32_t`.
+ */
+int32_t rate_keyed_acquire_batch(struct rate_keyed *keyed,
+                                 const uint8_t *const *keys,
+                                 const size_t *key_lens,
+                                 size_t count,
+                                 uint64_t n,
+                                 int32_t *statuses);
+
+/**
+ * `rate_keyed_acquire_batch` with every key decided at `now_ns` (nanoseconds on the
+ * caller's timeline, as `rate_keyed_acquire_at`).
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: as `rate_keyed_acquire_batch`.
+ *
+ * Returns as `rate_keyed_acquire_batch`.
+ *
+ * # Safety
+ * As `rate_keyed_acquire_batch`.
+ */
+int32_t rate_keyed_acquire_batch_at(struct rate_keyed *keyed,
+                                    const uint8_t *const *keys,
+                                    const size_t *key_lens,
+                                    size_t count,
+                                    uint64_t n,
+                                    uint64_t now_ns,
+                                    int32_t *statuses);
+
+/**
  * Frees a keyed limiter made by `rate_keyed_new`.
  *
  * Ownership: takes back the handle; it must not be used afterwards.

@@ -198,6 +198,20 @@ impl Policy {
         n: u64,
     ) -> Result<bool, T::Evicted> {
         let now_ns = coarse.map_or_else(clock::now_ns, CoarseNow::precise);
+        self.admit_at(state, tenancy, now_ns, n)
+    }
+
+    /// Acquires `1 ≤ n ≤ limit` units at `now_ns`, reporting only whether they were
+    /// admitted (see [`admit`](Self::admit)).
+    #[inline]
+    pub(crate) fn admit_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
+        debug_assert!(n >= 1 && self.check(n, None).is_ok());
         match self {
             Self::Gcra(gcra) => decide_and_swap(&state[0], tenancy, |tat| {
                 let new_tat = gcra.admit(tat, now_ns, n, 0);

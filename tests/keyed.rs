@@ -359,16 +359,23 @@ impl Model {
     }
 }
 
-#[test]
-fn matches_a_sequential_model_through_churn_and_full_tables() {
-    // L=3 per 300 ns (T=100), B=3, capacity 4 → 8 slots, 14 keys, time moving forward.
+/// A small table that churns and fills (L=3 per 300 ns, so T=100 and B=3; capacity 4,
+/// so 8 slots for the tests' 14 keys) and its model, both empty.
+fn churn_table() -> (KeyedLimiter, Model) {
     let table = KeyedLimiter::new(&Config::gcra(3, 300), 4).unwrap();
-    let mut model = Model {
+    let model = Model {
         emission_interval: 100,
         tolerance: 300,
         slots: table.max_keys(),
         tats: HashMap::new(),
     };
+    (table, model)
+}
+
+#[test]
+fn matches_a_sequential_model_through_churn_and_full_tables() {
+    // Time moving forward over 14 keys.
+    let (table, mut model) = churn_table();
     let mut random = Lcg(42);
     let (mut now, mut fulls, mut denials) = (0, 0, 0);
     for step in 0..20_000 {
@@ -394,4 +401,95 @@ fn matches_a_sequential_model_through_churn_and_full_tables() {
         fulls > 100 && denials > 1000,
         "{fulls} full, {denials} denied"
     );
+}
+
+#[test]
+fn a_batch_decides_like_the_model_key_after_key() {
+    // As above, but in batches of 1–40 keys (groups of 16 inside) sharing one instant,
+    // repeats included, against the same model run key after key.
+    let (table, mut model) = churn_table();
+    let mut random = Lcg(7);
+    let (mut now, mut fulls, mut denials, mut admits) = (0, 0, 0, 0);
+    for batch in 0..2_000 {
+        now += random.below(120);
+        let n = 1 + random.below(3);
+        let keys: Vec<[u8; 8]> = (0..1 + random.below(40))
+            .map(|_| random.below(14).to_le_bytes())
+            .collect();
+        let keys: Vec<&[u8]> = keys.iter().map(|key| &key[..]).collect();
+        let mut outcomes = Vec::new();
+        table
+            .try_acquire_batch_at(&keys, n, now, |index, outcome| {
+                outcomes.push((index, outcome))
+            })
+            .unwrap();
+        assert_eq!(outcomes.len(), keys.len(), "batch {batch}");
+        for (i, (index, outcome)) in outcomes.into_iter().enumerate() {
+            assert_eq!(index, i, "batch {batch}: keys reported in order");
+            let key = u64::from_le_bytes(keys[i].try_into().unwrap());
+            let expected = model.acquire(key, n, now).map(|(allowed, _)| allowed);
+            match (expected, outcome) {
+                (Err(()), Err(Error::TableFull)) => fulls += 1,
+                (Ok(allowed), Ok(actual)) if allowed == actual => {
+                    admits += u64::from(allowed);
+                    denials += u64::from(!allowed);
+                }
+                (expected, actual) => {
+                    panic!("batch {batch} key {i}: model {expected:?}, table {actual:?}")
+                }
+            }
+        }
+    }
+    assert!(
+        fulls > 100 && denials > 1000 && admits > 1000,
+        "{fulls} full, {denials} denied, {admits} admitted"
+    );
+}
+
+#[test]
+fn a_batch_checks_the_cost_first_and_a_query_inserts_nothing() {
+    let table = KeyedLimiter::new(&Config::gcra(2, SECOND), 10).unwrap();
+    let keys: [&[u8]; 3] = [b"a", b"", b"a\0"];
+    let mut called = 0;
+    assert_eq!(
+        table.try_acquire_batch_at(&keys, 3, 0, |_, _| called += 1),
+        Err(Error::InsufficientCapacity)
+    );
+    assert_eq!(
+        table.try_acquire_batch(&[], 3, |_, _| called += 1),
+        Err(Error::InsufficientCapacity)
+    );
+    assert_eq!(called, 0);
+    let mut queried = Vec::new();
+    table
+        .try_acquire_batch_at(&keys, 0, 0, |_, outcome| queried.push(outcome))
+        .unwrap();
+    assert_eq!(queried, [Ok(true); 3]);
+    assert_eq!(table.live_keys_at(0), 0, "a query never inserts");
+    // The empty key and a key with a NUL byte are keys of their own: each takes 2 of 2.
+    let mut taken = Vec::new();
+    table
+        .try_acquire_batch_at(&keys, 2, 0, |_, outcome| taken.push(outcome))
+        .unwrap();
+    assert_eq!(taken, [Ok(true), Ok(true), Ok(true)]);
+    assert_eq!(table.live_keys_at(0), 3);
+}
+
+#[test]
+fn a_batch_on_the_library_clock_decides_now() {
+    // One unit per hour: the first request per key is admitted, a repeat in the same
+    // batch or a later one is denied, whatever the clock reads.
+    let table = KeyedLimiter::new(&Config::gcra(1, 3600 * SECOND), 100).unwrap();
+    let keys: Vec<[u8; 8]> = (0u64..40).map(|key| (key % 20).to_le_bytes()).collect();
+    let keys: Vec<&[u8]> = keys.iter().map(|key| &key[..]).collect();
+    for round in 0..2 {
+        let mut admitted = Vec::new();
+        table
+            .try_acquire_batch(&keys, 1, |index, outcome| {
+                admitted.push((index, outcome.unwrap()))
+            })
+            .unwrap();
+        let expected: Vec<(usize, bool)> = (0..40).map(|i| (i, round == 0 && i < 20)).collect();
+        assert_eq!(admitted, expected, "round {round}");
+    }
 }

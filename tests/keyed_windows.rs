@@ -149,3 +149,42 @@ fn four_threads_admit_exactly_the_limit_per_key() {
         assert_eq!(own.into_inner(), 4 * limit, "{config:?}");
     }
 }
+
+#[test]
+fn a_batch_decides_each_window_algorithm_as_single_acquires_do() {
+    // A batch and one acquire_at per key, on twin tables (roomy, so no key is ever
+    // refused), see the same requests and must agree on every outcome.
+    let configs = [
+        Config::fixed_window(3, 100 * MS),
+        Config::sliding_window(3, 100 * MS),
+        Config::sliding_log(3, 100 * MS),
+    ];
+    for config in configs {
+        let batched = KeyedLimiter::new(&config, 64).unwrap();
+        let single = KeyedLimiter::new(&config, 64).unwrap();
+        let (mut now, mut state, mut denials) = (0, 0x2545_F491_4F6C_DD1Du64, 0);
+        for _ in 0..500 {
+            // xorshift64: time steps of 0–40 ms, batches of 1–24 keys out of 6, n 1–2.
+            let mut next = |bound: u64| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state % bound
+            };
+            now += next(40) * MS;
+            let n = 1 + next(2);
+            let keys: Vec<[u8; 1]> = (0..1 + next(24)).map(|_| [next(6) as u8]).collect();
+            let keys: Vec<&[u8]> = keys.iter().map(|key| &key[..]).collect();
+            let mut outcomes = Vec::new();
+            batched
+                .try_acquire_batch_at(&keys, n, now, |_, outcome| outcomes.push(outcome))
+                .unwrap();
+            for (key, outcome) in keys.iter().zip(outcomes) {
+                let expected = single.acquire_at(key, n, now).unwrap().allowed;
+                assert_eq!(outcome, Ok(expected), "{config:?} at {now}");
+                denials += u64::from(!expected);
+            }
+        }
+        assert!(denials > 500, "{config:?}: {denials} denials");
+    }
+}

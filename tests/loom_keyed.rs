@@ -107,6 +107,28 @@ fn two_inserts_of_one_new_key_make_one_state() {
 }
 
 #[test]
+fn two_batches_of_the_same_new_keys_make_one_state_each() {
+    // A batch decides each key as a single acquire does: racing batches over the same
+    // two new keys (homes 0 and 1) admit each key once and leave one state per key.
+    loom::model(|| {
+        let table = table();
+        let batch = |t: &Table| {
+            let (b, c) = (B.to_le_bytes(), C.to_le_bytes());
+            let mut admitted = 0;
+            t.try_acquire_batch_at(&[&b, &c], 1, 0, |_, outcome| {
+                admitted += usize::from(outcome.unwrap());
+            })
+            .unwrap();
+            admitted
+        };
+        let (first, second) = race(&table, batch, batch);
+        assert_eq!(first + second, 2, "each key's burst of 1, once");
+        assert_single_state(&table, B, T, 0);
+        assert_single_state(&table, C, T, 0);
+    });
+}
+
+#[test]
 fn two_inserts_whose_clocks_disagree_on_a_free_slot_make_one_state() {
     // Slot 0 holds A with TAT T: fresh at T, live at 0. B's home is slot 0, so the insert
     // at T may reclaim slot 0 while the one at 0 takes slot 1.

@@ -198,6 +198,100 @@ static int test_bad_input(void) {
   return 0;
 }
 
+/* The batch entry points: key after key at one instant, in groups across the 64-key
+ * chunks the library hands to the table, with per-key statuses. */
+static int test_batch(void) {
+  rate_keyed *users = make(1, 2 * SECOND, 1, 16);
+  static const uint8_t nul = 0;
+  const uint8_t *keys[5] = {(const uint8_t *)"bob", (const uint8_t *)"alice",
+                            (const uint8_t *)"bob", NULL, &nul};
+  size_t lens[5] = {3, 5, 3, 0, 1};
+  int32_t statuses[70];
+  const uint8_t *many[70];
+  size_t many_lens[70];
+  uint8_t bytes[70];
+  int ok = 0, full = 0;
+  size_t i;
+  CHECK(users != NULL);
+  CHECK_FREE(users, rate_keyed_acquire_batch_at(users, keys, lens, 5, 1, 0, statuses) ==
+                        RATE_OK);
+  /* bob, alice, bob again (his unit is taken), the empty key, the NUL key. */
+  CHECK_FREE(users, statuses[0] == RATE_OK && statuses[1] == RATE_OK);
+  CHECK_FREE(users, statuses[2] == RATE_LIMITED);
+  CHECK_FREE(users, statuses[3] == RATE_OK && statuses[4] == RATE_OK);
+  CHECK_FREE(users, rate_keyed_acquire_batch_at(users, keys, lens, 2, 1, 999 * MS,
+                                                statuses) == RATE_OK);
+  CHECK_FREE(users, statuses[0] == RATE_LIMITED && statuses[1] == RATE_LIMITED);
+  CHECK_FREE(users, rate_keyed_acquire_batch_at(users, keys, lens, 2, 1, 2001 * MS,
+                                                statuses) == RATE_OK);
+  CHECK_FREE(users, statuses[0] == RATE_OK && statuses[1] == RATE_OK);
+  /* n == 0 queries: admitted, nothing charged. */
+  CHECK_FREE(users, rate_keyed_acquire_batch(users, keys, lens, 3, 0, statuses) == RATE_OK);
+  CHECK_FREE(users, statuses[0] == RATE_OK && statuses[2] == RATE_OK);
+  rate_keyed_free(users);
+
+  /* 70 new keys into a table of 4 slots (capacity 2): four fit, the rest find it full,
+   * past the first 64-key chunk too. */
+  users = make(1, SECOND, 1, 2);
+  CHECK(users != NULL);
+  for (i = 0; i < 70; i++) {
+    bytes[i] = (uint8_t)i;
+    many[i] = &bytes[i];
+    many_lens[i] = 1;
+    statuses[i] = 12345;
+  }
+  CHECK_FREE(users, rate_keyed_acquire_batch_at(users, many, many_lens, 70, 1, 0,
+                                                statuses) == RATE_OK);
+  for (i = 0; i < 70; i++) {
+    ok += statuses[i] == RATE_OK;
+    full += statuses[i] == RATE_E_TABLE_FULL;
+  }
+  CHECK_FREE(users, ok == 4 && full == 66);
+  CHECK_FREE(users, statuses[69] == RATE_E_TABLE_FULL);
+  rate_keyed_free(users);
+
+  /* The library clock decides now: a fresh key is admitted once per hour. */
+  users = make(1, 3600 * SECOND, 1, 4);
+  CHECK(users != NULL);
+  CHECK_FREE(users, rate_keyed_acquire_batch(users, keys, lens, 3, 1, statuses) == RATE_OK);
+  CHECK_FREE(users, statuses[0] == RATE_OK && statuses[1] == RATE_OK);
+  CHECK_FREE(users, statuses[2] == RATE_LIMITED);
+  rate_keyed_free(users);
+  return 0;
+}
+
+static int test_batch_bad_input(void) {
+  rate_keyed *table = make(2, SECOND, 2, 4);
+  const uint8_t *keys[2] = {(const uint8_t *)"k", NULL};
+  size_t lens[2] = {1, 1};
+  int32_t statuses[2] = {77, 77};
+  CHECK(table != NULL);
+  CHECK_FREE(table, rate_keyed_acquire_batch(NULL, keys, lens, 1, 1, statuses) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire_batch(table, NULL, lens, 1, 1, statuses) ==
+                        RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire_batch(table, keys, NULL, 1, 1, statuses) ==
+                        RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire_batch(table, keys, lens, 1, 1, NULL) == RATE_E_NULL);
+  /* keys[1] is NULL with a length: nothing is decided, not even keys[0]. */
+  CHECK_FREE(table, rate_keyed_acquire_batch_at(table, keys, lens, 2, 1, 0, statuses) ==
+                        RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire_batch_at(table, keys, lens, 1, 3, 0, statuses) ==
+                        RATE_E_INSUFFICIENT_CAPACITY);
+  CHECK_FREE(table, statuses[0] == 77 && statuses[1] == 77); /* untouched on every error */
+  CHECK_FREE(table, acquire_str(table, "k", 0, 0, NULL) == RATE_OK);
+  {
+    rate_decision d;
+    CHECK_FREE(table, acquire_str(table, "k", 0, 0, &d) == RATE_OK);
+    CHECK_FREE(table, d.remaining == 2); /* "k" was never charged */
+  }
+  /* No keys: the arrays may be NULL, and the cost is still checked. */
+  CHECK_FREE(table, rate_keyed_acquire_batch(table, NULL, NULL, 0, 1, NULL) == RATE_OK);
+  CHECK_FREE(table, rate_keyed_acquire_batch_at(table, NULL, NULL, 0, 3, 0, NULL) ==
+                        RATE_E_INSUFFICIENT_CAPACITY);
+  rate_keyed_free(table);
+  return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_bob_and_alice),
@@ -207,6 +301,8 @@ int main(void) {
         TEST_CASE(test_reserve_shapes_per_key),
         TEST_CASE(test_library_clock),
         TEST_CASE(test_bad_input),
+        TEST_CASE(test_batch),
+        TEST_CASE(test_batch_bad_input),
     };
     return run_tests("test_keyed", cases, sizeof cases / sizeof cases[0]);
 }

@@ -108,6 +108,14 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (HANDLE, KEY, c_size_t, c_uint64, c_uint64, c_uint64, DECISION),
     ),
+    "rate_keyed_acquire_batch": (
+        c_int32,
+        (HANDLE, POINTER(KEY), POINTER(c_size_t), c_size_t, c_uint64, POINTER(c_int32)),
+    ),
+    "rate_keyed_acquire_batch_at": (
+        c_int32,
+        (HANDLE, POINTER(KEY), POINTER(c_size_t), c_size_t, c_uint64, c_uint64, POINTER(c_int32)),
+    ),
     "rate_now_ns": (c_uint64, ()),
     "rate_status_str": (c_char_p, (c_int32,)),
     "rate_version": (c_char_p, ()),
