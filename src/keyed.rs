@@ -773,7 +773,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             // The key's slot is most likely a cache miss, which costs several clock reads:
             // read the exact time while the line travels rather than the coarse time now
             // and perhaps the exact time after it arrives.
-            return Ok(self.decide_now(key, n, None)?.allowed);
+            prefetch(&self.slot(home)[0]);
+            return self.admit_located(fingerprint, home, clock::now_ns(), n);
         }
         let existing = self.on_existing(fingerprint, home, 0, |state, tenant| {
             self.policy.try_acquire(state, tenant, n)

@@ -232,6 +232,9 @@ fn try_acquire_and_acquire_use_the_library_clock() {
         let reserved = table.reserve(b"r", 1, 0).unwrap();
         assert!(reserved.allowed);
         assert!(!table.reserve(b"r", 1, 0).unwrap().allowed);
+        // A query for an absent key answers without inserting it.
+        assert!(table.try_acquire(b"absent", 0).unwrap());
+        assert_eq!(table.live_keys_at(rate::now_ns()), 3, "k, j and r only");
     }
 }
 
