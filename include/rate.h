@@ -228,7 +228,7 @@ int32_t rate_keyed_acquire_at(struct rate_keyed *keyed,
  * # Safety
  * `keyed` is NULL or a live handle; `keys` and `key_lens` are NULL or point to `count`
  * readable elements, each `keys[i]` NULL or pointing to `key_lens[i]` readable bytes;
- * `statuses` is NULL or points to `count` writable `int32_t`.
+ * `statuses` is NULL or points to `count` writable `int32_t` that overlap none of those.
  */
 int32_t rate_keyed_acquire_batch(struct rate_keyed *keyed,
                                  const uint8_t *const *keys,

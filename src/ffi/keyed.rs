@@ -242,7 +242,7 @@ pub unsafe extern "C" fn rate_keyed_reserve_at(
 /// # Safety
 /// `keyed` is NULL or a live handle; `keys` and `key_lens` are NULL or point to `count`
 /// readable elements, each `keys[i]` NULL or pointing to `key_lens[i]` readable bytes;
-/// `statuses` is NULL or points to `count` writable `int32_t`.
+/// `statuses` is NULL or points to `count` writable `int32_t` that overlap none of those.
 #[no_mangle]
 pub unsafe extern "C" fn rate_keyed_acquire_batch(
     keyed: *mut rate_keyed,
@@ -309,8 +309,8 @@ unsafe fn acquire_batch(
             return RATE_E_NULL;
         } else {
             // SAFETY: non-NULL, and the caller promised `count` readable keys and lengths
-            // and `count` writable statuses, none of which this call's other arguments
-            // alias (statuses are the only thing written).
+            // and `count` writable statuses that overlap neither (statuses are the only
+            // memory written).
             unsafe {
                 (
                     std::slice::from_raw_parts(keys, count),
