@@ -259,6 +259,51 @@ int32_t rate_keyed_acquire_batch_at(struct rate_keyed *keyed,
                                     int32_t *statuses);
 
 /**
+ * `rate_keyed_acquire_batch` with the keys packed into one buffer, for callers (language
+ * bindings above all) that would rather build one buffer than an array of pointers: key
+ * i is the `key_lens[i]` bytes that follow keys 0 to i − 1 in `keys`.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: as `rate_keyed_acquire_batch`, where `keys` may be NULL when every length is 0.
+ * Lengths whose sum overflows `size_t` (no buffer can hold them) are RATE_E_NULL too.
+ *
+ * Returns as `rate_keyed_acquire_batch`.
+ *
+ * # Safety
+ * `keyed` is NULL or a live handle; `key_lens` is NULL or points to `count` readable
+ * lengths; `keys` is NULL or points to as many readable bytes as they sum to; `statuses`
+ * is NULL or points to `count` writable `int32_t` that overlap neither.
+ */
+int32_t rate_keyed_acquire_packed(struct rate_keyed *keyed,
+                                  const uint8_t *keys,
+                                  const size_t *key_lens,
+                                  size_t count,
+                                  uint64_t n,
+                                  int32_t *statuses);
+
+/**
+ * `rate_keyed_acquire_packed` with every key decided at `now_ns` (nanoseconds on the
+ * caller's timeline, as `rate_keyed_acquire_at`).
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: as `rate_keyed_acquire_packed`.
+ *
+ * Returns as `rate_keyed_acquire_batch`.
+ *
+ * # Safety
+ * As `rate_keyed_acquire_packed`.
+ */
+int32_t rate_keyed_acquire_packed_at(struct rate_keyed *keyed,
+                                     const uint8_t *keys,
+                                     const size_t *key_lens,
+                                     size_t count,
+                                     uint64_t n,
+                                     uint64_t now_ns,
+                                     int32_t *statuses);
+
+/**
  * Frees a keyed limiter made by `rate_keyed_new`.
  *
  * Ownership: takes back the handle; it must not be used afterwards.

@@ -27,6 +27,7 @@ from librate import _ffi
 
 LIMIT, PERIOD = 1_000, 1  # per second
 KEYS = [f"user-{i}".encode() for i in range(1_000)]
+BATCH = 100  # keys per try_acquire_many call
 REPEATS = 15
 TARGET_SECONDS = 0.02  # per timed run: short runs, many of them, for a robust median
 
@@ -149,6 +150,20 @@ def librate_keyed(algorithm: str) -> Loop:
     return loop
 
 
+def librate_keyed_many(algorithm: str) -> Loop:
+    """try_acquire_many on consecutive slices of BATCH keys: per key, the ctypes call's
+    cost is shared by the whole slice."""
+    limiter = librate.KeyedLimiter(
+        algorithm=algorithm, limit=LIMIT, period=PERIOD, capacity=2 * len(KEYS)
+    )
+    many = limiter.try_acquire_many
+
+    def loop(items: list[bytes]) -> int:
+        return sum(sum(many(items[i : i + BATCH])) for i in range(0, len(items), BATCH))
+
+    return loop
+
+
 # ---- peers ----------------------------------------------------------------------------
 
 
@@ -238,6 +253,11 @@ def rows() -> list[Row]:
         *(
             available(f"librate try_acquire, {w}", many, lambda w=w: librate_keyed(w))
             for w in windows
+        ),
+        available(
+            f"librate try_acquire_many, gcra, {BATCH} keys a call",
+            many,
+            lambda: librate_keyed_many("gcra"),
         ),
         *(available(f"limits {n}", many, lambda s=s: limits_loop(s)) for n, s in limits),
         available("pyrate-limiter in-memory", many, pyrate_loop),

@@ -292,6 +292,80 @@ static int test_batch_bad_input(void) {
   return 0;
 }
 
+/* The packed form: keys back to back in one buffer, of different lengths, across the
+ * 64-key chunks. Key i is i + 1 bytes of the letter 'a' + i % 26 (so every key is
+ * distinct); each is admitted once per hour, and the same batch again is all denied. */
+static int test_packed(void) {
+  rate_keyed *table = make(1, 3600 * SECOND, 1, 100);
+  static uint8_t packed[70 * 71 / 2];
+  size_t lens[70], i, at = 0, j;
+  int32_t statuses[70];
+  CHECK(table != NULL);
+  for (i = 0; i < 70; i++) {
+    lens[i] = i + 1;
+    for (j = 0; j <= i; j++) {
+      packed[at++] = (uint8_t)('a' + i % 26);
+    }
+  }
+  CHECK_FREE(table, rate_keyed_acquire_packed_at(table, packed, lens, 70, 1, 0, statuses) ==
+                        RATE_OK);
+  for (i = 0; i < 70; i++) {
+    CHECK_FREE(table, statuses[i] == RATE_OK);
+  }
+  CHECK_FREE(table, rate_keyed_acquire_packed_at(table, packed, lens, 70, 1, SECOND,
+                                                 statuses) == RATE_OK);
+  for (i = 0; i < 70; i++) {
+    CHECK_FREE(table, statuses[i] == RATE_LIMITED);
+  }
+  /* Key 69 alone, as a single call sees it: taken. Key "b" (1 byte) was never used. */
+  CHECK_FREE(table, rate_keyed_acquire_at(table, packed + at - 70, 70, 1, 0, NULL) ==
+                        RATE_LIMITED);
+  CHECK_FREE(table, acquire_str(table, "b", 1, 0, NULL) == RATE_OK);
+  rate_keyed_free(table);
+  /* On the library clock, in a fresh table: all admitted, then all denied. */
+  table = make(1, 3600 * SECOND, 1, 100);
+  CHECK(table != NULL);
+  CHECK_FREE(table, rate_keyed_acquire_packed(table, packed, lens, 70, 1, statuses) == RATE_OK);
+  for (i = 0; i < 70; i++) {
+    CHECK_FREE(table, statuses[i] == RATE_OK);
+  }
+  CHECK_FREE(table, rate_keyed_acquire_packed(table, packed, lens, 70, 1, statuses) == RATE_OK);
+  for (i = 0; i < 70; i++) {
+    CHECK_FREE(table, statuses[i] == RATE_LIMITED);
+  }
+  rate_keyed_free(table);
+  return 0;
+}
+
+static int test_packed_bad_input(void) {
+  rate_keyed *table = make(2, SECOND, 2, 4);
+  size_t lens[2] = {0, 0};
+  size_t huge[2] = {SIZE_MAX, 2};
+  int32_t statuses[2] = {77, 77};
+  CHECK(table != NULL);
+  /* Two empty keys need no buffer: NULL is fine. */
+  CHECK_FREE(table, rate_keyed_acquire_packed_at(table, NULL, lens, 2, 1, 0, statuses) ==
+                        RATE_OK);
+  CHECK_FREE(table, statuses[0] == RATE_OK && statuses[1] == RATE_OK);
+  statuses[0] = statuses[1] = 77;
+  lens[1] = 1;
+  CHECK_FREE(table, rate_keyed_acquire_packed(table, NULL, lens, 2, 1, statuses) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire_packed(table, (const uint8_t *)"k", huge, 2, 1,
+                                              statuses) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire_packed(NULL, (const uint8_t *)"k", lens, 2, 1,
+                                              statuses) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire_packed(table, (const uint8_t *)"k", NULL, 2, 1,
+                                              statuses) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire_packed(table, (const uint8_t *)"k", lens, 2, 1, NULL) ==
+                        RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_acquire_packed_at(table, (const uint8_t *)"k", lens, 2, 3, 0,
+                                                 statuses) == RATE_E_INSUFFICIENT_CAPACITY);
+  CHECK_FREE(table, statuses[0] == 77 && statuses[1] == 77); /* untouched on every error */
+  CHECK_FREE(table, rate_keyed_acquire_packed(table, NULL, NULL, 0, 1, NULL) == RATE_OK);
+  rate_keyed_free(table);
+  return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_bob_and_alice),
@@ -303,6 +377,8 @@ int main(void) {
         TEST_CASE(test_bad_input),
         TEST_CASE(test_batch),
         TEST_CASE(test_batch_bad_input),
+        TEST_CASE(test_packed),
+        TEST_CASE(test_packed_bad_input),
     };
     return run_tests("test_keyed", cases, sizeof cases / sizeof cases[0]);
 }

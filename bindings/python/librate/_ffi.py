@@ -116,6 +116,14 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (HANDLE, POINTER(KEY), POINTER(c_size_t), c_size_t, c_uint64, c_uint64, POINTER(c_int32)),
     ),
+    "rate_keyed_acquire_packed": (
+        c_int32,
+        (HANDLE, KEY, POINTER(c_size_t), c_size_t, c_uint64, POINTER(c_int32)),
+    ),
+    "rate_keyed_acquire_packed_at": (
+        c_int32,
+        (HANDLE, KEY, POINTER(c_size_t), c_size_t, c_uint64, c_uint64, POINTER(c_int32)),
+    ),
     "rate_now_ns": (c_uint64, ()),
     "rate_status_str": (c_char_p, (c_int32,)),
     "rate_version": (c_char_p, ()),

@@ -145,6 +145,7 @@ def test_bad_keys(key: object) -> None:
         lambda: asyncio.run(limiter.wait_async(key)),  # type: ignore[arg-type]
         lambda: limiter.limit(key),  # type: ignore[arg-type]
         lambda: limiter.limit(lambda: key)(lambda: None)(),
+        lambda: limiter.try_acquire_many(["ok", key]),  # type: ignore[list-item]
     ):
         with pytest.raises(TypeError, match="key must be str or bytes"):
             call()
@@ -162,6 +163,7 @@ def test_bad_cost(value: object, error: type[Exception]) -> None:
         lambda: limiter.try_acquire("k", value),  # type: ignore[arg-type]
         lambda: limiter.acquire("k", value),  # type: ignore[arg-type]
         lambda: limiter.reserve("k", value, max_wait=1),  # type: ignore[arg-type]
+        lambda: limiter.try_acquire_many(["k"], value),  # type: ignore[arg-type]
     ):
         with pytest.raises(error):
             call()
@@ -174,9 +176,12 @@ def test_insufficient_capacity() -> None:
         lambda: limiter.try_acquire("k", 3),
         lambda: limiter.acquire("k", 3, now_ns=0),
         lambda: limiter.reserve("k", 3, max_wait=math.inf, now_ns=0),
+        lambda: limiter.try_acquire_many(["k", "j"], 3),
+        lambda: limiter.try_acquire_many([], 3, now_ns=0),
     ):
         with pytest.raises(librate.InsufficientCapacity, match="n=3"):
             call()
+    assert limiter.acquire("k", 0, now_ns=0).remaining == 2  # nothing was charged
 
 
 def test_try_acquire() -> None:
@@ -185,6 +190,45 @@ def test_try_acquire() -> None:
     assert limiter.try_acquire("Bob") is False
     assert limiter.try_acquire(b"Alice") is True
     assert limiter.try_acquire("Carol", 0) is True
+
+
+@pytest.mark.parametrize("algorithm", ["gcra", "fixed_window", "sliding_window", "sliding_log"])
+def test_try_acquire_many_decides_as_single_calls_do(algorithm: str) -> None:
+    # Twin tables see the same requests, one as batches at one instant, one key by key.
+    options = {"algorithm": algorithm, "limit": 3, "period": Fraction(100, SECOND)}
+    batched, single = keyed(**options), keyed(**options)
+    random = __import__("random").Random(algorithm)
+    now, denied = 0, 0
+    for _ in range(300):
+        now += random.choice((0, 5, 30, 120))
+        n = random.choice((1, 1, 2))
+        keys = [random.choice(("a", b"b", "", "d\0")) for _ in range(random.randint(0, 40))]
+        expected = [single.acquire(key, n, now_ns=now).allowed for key in keys]
+        assert batched.try_acquire_many(keys, n, now_ns=now) == expected
+        denied += expected.count(False)
+    assert denied > 300
+
+
+def test_try_acquire_many_on_a_full_table() -> None:
+    limiter = keyed(period=HOUR, capacity=2)  # four slots at most
+    names = [f"key{i}" for i in range(40)]
+    admitted = limiter.try_acquire_many(names, now_ns=0)
+    assert 2 <= admitted.count(True) <= 4 and admitted[:2] == [True, True]
+    # The keys refused for a full table count as `when_full`; the admitted ones, now
+    # spent, are denied either way.
+    assert limiter.try_acquire_many(names, now_ns=1) == [False] * 40
+    assert limiter.try_acquire_many(names, now_ns=1, when_full=True) == [not a for a in admitted]
+
+
+def test_try_acquire_many_on_the_library_clock() -> None:
+    limiter = keyed(period=HOUR)
+    assert limiter.try_acquire_many(["Bob", b"Alice", "Bob"]) == [True, True, False]
+    assert limiter.try_acquire_many(("Alice", "Carol")) == [False, True]
+    assert limiter.try_acquire_many(iter(["Dave"]), 0) == [True]  # a query
+    assert limiter.try_acquire_many([]) == []
+    limiter.close()
+    with pytest.raises(librate.ClosedError):
+        limiter.try_acquire_many(["Bob"])
 
 
 def test_reserve() -> None:
