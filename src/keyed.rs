@@ -96,6 +96,15 @@
 //! thread is reclaiming (its state was fresh at that thread's clock). An insert may wait
 //! for an insert in flight in its probe range to finish its few steps.
 //! `tests/loom_keyed.rs` model-checks the races.
+//!
+//! # Batches
+//! [`KeyedLimiter::try_acquire_batch`] runs the same lookup, update and insert per key; it
+//! only reorders the work around them. For each group of 16 keys it hashes every key and
+//! prefetches its home line first, then reads the clock once, then decides the keys in
+//! order. On a table past the caches the 16 misses are then in flight together instead of
+//! one after another. A single `try_acquire` on such a table likewise prefetches the line
+//! before its (precise) clock read, and keeps the path between two calls' misses short, so
+//! the CPU can overlap consecutive calls' misses.
 
 use crate::cell::{is_marker, owned, Owned, Tenancy, INSTALLING, VACANT};
 use crate::policy::Policy;
