@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -317,4 +318,146 @@ func init() {
 			return mustKeyed(b, keyedBenchConfig, keys).AllowBytes
 		},
 	})
+}
+
+// AllowMany decides as AllowN per key does: twin tables, one fed batches and one fed key
+// by key, agree on every outcome. Three per hour (burst 3), so no decision here depends
+// on when the clock is read.
+func TestKeyedAllowManyMatchesAllowN(t *testing.T) {
+	config := librate.Config{Algorithm: librate.GCRA, Limit: 3, Period: time.Hour, Burst: 3}
+	for _, algorithm := range []librate.Algorithm{librate.GCRA, librate.SlidingLog} {
+		config.Algorithm = algorithm
+		batched, single := mustKeyed(t, config, 64), mustKeyed(t, config, 64)
+		x, denied := uint64(0x9e3779b97f4a7c15), 0
+		next := func(bound uint64) uint64 {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			return x % bound
+		}
+		var got []bool
+		for round := 0; round < 40; round++ {
+			n := int(1 + next(2))
+			keys := make([]string, next(40))
+			for i := range keys {
+				keys[i] = []string{"a", "b", "", "d\x00"}[next(4)]
+			}
+			var err error
+			if got, err = batched.AllowMany(got[:0], keys, n); err != nil {
+				t.Fatalf("%v: AllowMany: %v", algorithm, err)
+			}
+			if len(got) != len(keys) {
+				t.Fatalf("%v: %d outcomes for %d keys", algorithm, len(got), len(keys))
+			}
+			for i, key := range keys {
+				if want := single.AllowN(key, n); got[i] != want {
+					t.Fatalf("%v round %d key %d (%q): AllowMany %v, AllowN %v", algorithm, round, i, key, got[i], want)
+				}
+				if !got[i] {
+					denied++
+				}
+			}
+		}
+		if denied < 100 {
+			t.Fatalf("%v: only %d denials: the test exercised too little", algorithm, denied)
+		}
+	}
+}
+
+func TestKeyedAllowManyTableFullAndErrors(t *testing.T) {
+	k := mustKeyed(t, librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: time.Hour}, 2)
+	keys := make([]string, 40)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key%d", i)
+	}
+	prefix := []bool{true}
+	got, err := k.AllowMany(prefix, keys, 1)
+	if err != nil || len(got) != 41 || !got[0] {
+		t.Fatalf("AllowMany appended %d outcomes (err %v)", len(got)-1, err)
+	}
+	admitted := 0
+	for _, ok := range got[1:] {
+		if ok {
+			admitted++
+		}
+	}
+	// Capacity 2 always fits and at most 4 slots exist; every other key finds it full.
+	if admitted < 2 || admitted > 4 || !got[1] || !got[2] {
+		t.Fatalf("admitted %d of 40 new keys into a table of capacity 2: %v", admitted, got[1:])
+	}
+	for _, n := range []int{-1, 2} {
+		got, err := k.AllowMany(nil, keys, n)
+		if err == nil || got != nil {
+			t.Fatalf("AllowMany(n=%d) = %v, %v; want an error and nothing decided", n, got, err)
+		}
+	}
+	if _, err := k.AllowMany(nil, keys, 2); !errors.Is(err, librate.ErrInsufficientCapacity) {
+		t.Fatalf("n above the limit: %v", err)
+	}
+	if got, err := k.AllowMany(nil, nil, 1); err != nil || len(got) != 0 {
+		t.Fatalf("no keys: %v, %v", got, err)
+	}
+	k.Close()
+	if _, err := k.AllowMany(nil, keys, 1); !errors.Is(err, librate.ErrNull) {
+		t.Fatalf("closed: %v", err)
+	}
+	var none *librate.Keyed
+	if _, err := none.AllowMany(nil, keys, 1); !errors.Is(err, librate.ErrNull) {
+		t.Fatalf("nil: %v", err)
+	}
+}
+
+// BenchmarkKeyedMany: batches of 100 pseudo-random keys among 1,000 or 1,000,000, timed
+// per key (ns/op is per key): librate's AllowMany, one cgo crossing per batch, against
+// x/time/rate's mutex-guarded map deciding the same keys one by one. Every key is
+// inserted before timing starts, and every decision admits.
+func BenchmarkKeyedMany(b *testing.B) {
+	const batch = 100
+	for _, keys := range []int{1_000, 1_000_000} {
+		names := make([]string, keys)
+		for i := range names {
+			names[i] = "user-" + strconv.Itoa(i)
+		}
+		x := xorshift(0x9e3779b97f4a7c15)
+		order := make([]string, 1<<16)
+		orderBytes := make([][]byte, len(order))
+		for i := range order {
+			order[i] = names[x.next(uint64(keys))]
+			orderBytes[i] = []byte(order[i])
+		}
+		table := mustKeyed(b, keyedBenchConfig, keys)
+		if _, err := table.AllowMany(nil, names, 1); err != nil {
+			b.Fatal(err)
+		}
+		xrate := keyedContenders[0].new(b, keys)
+		for _, name := range orderBytes {
+			xrate(name)
+		}
+		run := func(name string, decide func(start int) bool) {
+			b.Run(strconv.Itoa(keys)+"/"+name, func(b *testing.B) {
+				start := 0
+				for i := 0; i < b.N; i += batch {
+					if start+batch > len(order) {
+						start = 0
+					}
+					if !decide(start) {
+						b.Fatal("denied on the admitting path")
+					}
+					start += batch
+				}
+			})
+		}
+		var out []bool
+		run("librate", func(start int) bool {
+			out, _ = table.AllowMany(out[:0], order[start:start+batch], 1)
+			return !slices.Contains(out, false) && len(out) == batch
+		})
+		run("xrate", func(start int) bool {
+			admitted := true
+			for _, key := range orderBytes[start : start+batch] {
+				admitted = xrate(key) && admitted
+			}
+			return admitted
+		})
+	}
 }
