@@ -361,6 +361,36 @@ class KeyedLimiter : public detail::Handle<rate_keyed, rate_keyed_free> {
         return static_cast<Status>(
             rate_keyed_acquire(native_handle(), detail::bytes(key), key.size(), n, nullptr));
     }
+    /// try_acquire() for each of `count` keys, in one call into librate
+    /// (rate_keyed_acquire_batch): `statuses[i]` receives Status::ok, Status::limited or
+    /// Status::table_full for `keys[i]`, as try_acquire() would key after key, with one
+    /// reading of the clock per 16 keys. Returns Status::ok once every key is decided, or
+    /// an error (Status::insufficient_capacity, Status::null) with nothing decided and
+    /// `statuses` untouched. Much cheaper per key than one call each on a table larger
+    /// than the CPU caches: librate fetches 16 keys' slots from memory at once.
+    [[nodiscard]] Status try_acquire_batch(const std::string_view* keys, std::size_t count,
+                                           Status* statuses, std::uint64_t n = 1) noexcept {
+        constexpr std::size_t chunk = 64; // keys handed to librate per call, on the stack
+        std::size_t start = 0;
+        do { // at least once, so `n` and the handle are checked for no keys too
+            const std::size_t size = count - start < chunk ? count - start : chunk;
+            const std::uint8_t* pointers[chunk];
+            std::size_t lengths[chunk];
+            std::int32_t codes[chunk];
+            for (std::size_t i = 0; i < size; i++) {
+                pointers[i] = detail::bytes(keys[start + i]);
+                lengths[i] = keys[start + i].size();
+            }
+            const auto status = static_cast<Status>(
+                rate_keyed_acquire_batch(native_handle(), pointers, lengths, size, n, codes));
+            if (is_error(status))
+                return status; // only on the first chunk: the same n and handle throughout
+            for (std::size_t i = 0; i < size; i++)
+                statuses[start + i] = static_cast<Status>(codes[i]);
+            start += size;
+        } while (start < count);
+        return Status::ok;
+    }
     /// Acquires `n` units for `key` at `now` on the caller's timeline.
     Result<Decision> acquire_at(std::string_view key, std::uint64_t n,
                                 Clock::time_point now) noexcept {

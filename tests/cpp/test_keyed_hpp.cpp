@@ -131,6 +131,47 @@ static int test_full_table(void) {
     return 0;
 }
 
+static int test_batch(void) {
+    /* One per hour: bob and alice admitted, bob's repeat denied, in order. */
+    rate::KeyedLimiter users = keyed(1, 1h, 1, 16);
+    const std::string_view names[] = {"bob", "alice", "bob", std::string_view("\0", 1), ""};
+    Status statuses[5] = {};
+    CHECK_IS(users.try_acquire_batch(names, 5, statuses), Status::ok);
+    CHECK_IS(statuses[0], Status::ok);
+    CHECK_IS(statuses[1], Status::ok);
+    CHECK_IS(statuses[2], Status::limited);
+    CHECK_IS(statuses[3], Status::ok); /* the NUL key and the empty key are keys too */
+    CHECK_IS(statuses[4], Status::ok);
+    CHECK_IS(users.try_acquire("alice"), Status::limited); /* the batch charged her */
+    /* n above the limit: nothing decided, statuses untouched, even for no keys. */
+    Status untouched[2] = {Status::internal, Status::internal};
+    CHECK_IS(users.try_acquire_batch(names, 2, untouched, 2), Status::insufficient_capacity);
+    CHECK_IS(untouched[0], Status::internal);
+    CHECK_IS(users.try_acquire_batch(nullptr, 0, nullptr, 2), Status::insufficient_capacity);
+    CHECK_IS(users.try_acquire_batch(nullptr, 0, nullptr, 1), Status::ok);
+
+    /* 70 new keys, past the 64-key chunk, into a table of capacity 1 (2 slots): one or
+     * two fit, the rest find it full. */
+    rate::KeyedLimiter small = keyed(1, 1h, 1, 1);
+    std::vector<std::string> owned;
+    for (int i = 0; i < 70; i++)
+        owned.push_back("key" + std::to_string(i));
+    std::vector<std::string_view> views(owned.begin(), owned.end());
+    std::vector<Status> results(70, Status::internal);
+    CHECK_IS(small.try_acquire_batch(views.data(), views.size(), results.data()), Status::ok);
+    int admitted = 0, full = 0;
+    for (Status status : results) {
+        admitted += status == Status::ok;
+        full += status == Status::table_full;
+    }
+    CHECK(admitted >= 1 && admitted <= 2 && admitted + full == 70);
+    CHECK_IS(results[69], Status::table_full);
+
+    rate::KeyedLimiter empty;
+    CHECK_IS(empty.try_acquire_batch(names, 1, statuses), Status::null);
+    return 0;
+}
+
 static int test_moves_transfer_the_handle(void) {
     rate::KeyedLimiter empty;
     CHECK(!empty);
@@ -203,6 +244,7 @@ int main(void) {
         TEST_CASE(test_queries_and_costs),
         TEST_CASE(test_reserve_waits_in_line),
         TEST_CASE(test_full_table),
+        TEST_CASE(test_batch),
         TEST_CASE(test_moves_transfer_the_handle),
         TEST_CASE(test_threads_share_one_key),
 #if RATE_HPP_EXCEPTIONS
