@@ -215,7 +215,11 @@ func (k *Keyed) AllowMany(dst []bool, keys []string, n int) ([]bool, error) {
 		packed = append(packed, key...)
 		lens = append(lens, C.size_t(len(key)))
 	}
-	statuses := append(scratch.statuses[:0], make([]C.int32_t, len(keys))...)
+	statuses := scratch.statuses
+	if cap(statuses) < len(keys) {
+		statuses = make([]C.int32_t, len(keys))
+	}
+	statuses = statuses[:len(keys)]
 	scratch.packed, scratch.lens, scratch.statuses = packed, lens, statuses
 	// Go memory holding no Go pointers, which librate reads (and writes, the statuses)
 	// only during the call: cgo's pointer rules allow passing it.
