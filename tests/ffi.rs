@@ -374,3 +374,86 @@ fn a_panic_inside_the_library_is_rate_e_internal() {
         (RATE_OK, decision(1, 1, 0, 0, SECOND, 0))
     );
 }
+
+/// A keyed table made through the C ABI (GCRA, three per period, burst 3).
+fn new_keyed(period_ns: u64, capacity: u64) -> *mut rate_keyed {
+    let mut table = ptr::null_mut();
+    // SAFETY: both pointers come from live references.
+    let status = unsafe { rate_keyed_new(&gcra(3, period_ns, 3), capacity, &mut table) };
+    assert_eq!(status, RATE_OK);
+    table
+}
+
+/// The batch exports decide as single calls do: three twin tables see the same requests,
+/// one through `rate_keyed_acquire_batch_at` (key pointers), one through
+/// `rate_keyed_acquire_packed_at` (keys of random lengths, 0 included, back to back, in
+/// batches across the 64-key chunks), one through `rate_keyed_acquire_at` per key.
+#[test]
+fn batch_and_packed_exports_decide_as_single_calls_do() {
+    let (scattered, packed, single) = (
+        new_keyed(1000, 64),
+        new_keyed(1000, 64),
+        new_keyed(1000, 64),
+    );
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = |bound: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % bound
+    };
+    let (mut now, mut denied) = (0, 0);
+    for _ in 0..200 {
+        now += next(300);
+        let n = 1 + next(2);
+        // Keys: a letter repeated 0–5 times (21 distinct keys, the empty one included).
+        let keys: Vec<Vec<u8>> = (0..next(150))
+            .map(|_| vec![b'a' + next(4) as u8; next(6) as usize])
+            .collect();
+        let pointers: Vec<*const u8> = keys.iter().map(|key| key.as_ptr()).collect();
+        let lens: Vec<usize> = keys.iter().map(Vec::len).collect();
+        let bytes: Vec<u8> = keys.concat();
+        let (mut by_pointer, mut by_packing) = (vec![7; keys.len()], vec![7; keys.len()]);
+        // SAFETY: every array holds `keys.len()` elements and each key its length in bytes.
+        unsafe {
+            let count = keys.len();
+            let status = rate_keyed_acquire_batch_at(
+                scattered,
+                pointers.as_ptr(),
+                lens.as_ptr(),
+                count,
+                n,
+                now,
+                by_pointer.as_mut_ptr(),
+            );
+            assert_eq!(status, RATE_OK);
+            let status = rate_keyed_acquire_packed_at(
+                packed,
+                bytes.as_ptr(),
+                lens.as_ptr(),
+                count,
+                n,
+                now,
+                by_packing.as_mut_ptr(),
+            );
+            assert_eq!(status, RATE_OK);
+        }
+        for (i, key) in keys.iter().enumerate() {
+            // SAFETY: `key` is live for the call; `out` may be NULL.
+            let expected = unsafe {
+                rate_keyed_acquire_at(single, key.as_ptr(), key.len(), n, now, ptr::null_mut())
+            };
+            assert_eq!(
+                (by_pointer[i], by_packing[i]),
+                (expected, expected),
+                "key {i} at {now}"
+            );
+            denied += u64::from(expected == RATE_LIMITED);
+        }
+    }
+    assert!(denied > 1000, "{denied} denials");
+    for table in [scattered, packed, single] {
+        // SAFETY: each handle came from rate_keyed_new and is freed once.
+        unsafe { rate_keyed_free(table) };
+    }
+}
