@@ -150,7 +150,19 @@ impl Policy {
         tenancy: &T,
         n: u64,
     ) -> Result<bool, T::Evicted> {
-        self.decide_by_clock(state, tenancy, n)
+        let Self::SlidingLog(log) = self else {
+            return self.decide_by_clock(state, tenancy, n);
+        };
+        // The log reads the clocks itself, only as far as its one read of the ring needs:
+        // an admission it is sure of skips the coarse read (measured: 55.7 -> 50 ns).
+        log.try_acquire(
+            state,
+            tenancy,
+            n,
+            CoarseNow::read,
+            |coarse| coarse.latest,
+            |coarse| coarse.map_or_else(clock::now_ns, CoarseNow::precise),
+        )
     }
 
     /// Acquires `1 ≤ n ≤ limit` units on the coarse clock if its bounds settle the
@@ -257,7 +269,9 @@ impl Policy {
                 swap_settled(fixed.settle(word, earliest, latest, n))
             }),
             Self::SlidingWindow(sliding) => sliding.settle(state, tenancy, earliest, latest, n),
-            Self::SlidingLog(log) => log.settle(state, tenancy, earliest, latest, n),
+            // The log settles what bounds can settle inside its own `try_acquire`, on
+            // the same read of the ring as the rest of its decision (never through here).
+            Self::SlidingLog(_) => Ok(None),
         }
     }
 
@@ -296,40 +310,46 @@ mod tests {
     use super::*;
     use crate::cell::{owned, Owned};
 
-    /// For every algorithm, from several states: whenever `settle` decides an interval,
-    /// acquiring at each instant in it gives the same outcome and the same new state; and
-    /// whenever a counter's `full_through` denies, so does an acquire at every instant.
+    /// Histories (time, units) the settling tests start from.
+    const HISTORIES: [&[(u64, u64)]; 5] = [
+        &[],
+        &[(40, 1)],
+        &[(40, 1), (90, 1)],
+        &[(50, 3), (150, 1)],
+        &[(120, 2), (130, 1)],
+    ];
+
+    /// A fresh state of `policy` after `history`'s acquires.
+    fn prepared(policy: &Policy, history: &[(u64, u64)]) -> Vec<AtomicU64> {
+        let state: Vec<AtomicU64> = (0..policy.state_words())
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        for &(t, n) in history {
+            owned(policy.acquire(&state, &Owned, t, n, 0));
+        }
+        state
+    }
+
+    fn words(state: &[AtomicU64]) -> Vec<u64> {
+        state.iter().map(|w| w.load(Ordering::Relaxed)).collect()
+    }
+
+    /// For every algorithm but the log (next test), from several states: whenever
+    /// `settle` decides an interval, acquiring at each instant in it gives the same
+    /// outcome and the same new state; and whenever a counter's `full_through` denies, so
+    /// does an acquire at every instant.
     #[test]
     fn settle_agrees_with_acquire_at_every_instant() {
         let configs = [
             Config::gcra(4, 400),
             Config::fixed_window(3, 100),
             Config::sliding_window(4, 100),
-            Config::sliding_log(3, 100),
-        ];
-        let histories: [&[(u64, u64)]; 5] = [
-            &[],
-            &[(40, 1)],
-            &[(40, 1), (90, 1)],
-            &[(50, 3), (150, 1)],
-            &[(120, 2), (130, 1)],
         ];
         for config in configs {
             let policy = Policy::new(&config).unwrap();
-            let prepared = |history: &[(u64, u64)]| {
-                let state: Vec<AtomicU64> = (0..policy.state_words())
-                    .map(|_| AtomicU64::new(0))
-                    .collect();
-                for &(t, n) in history {
-                    owned(policy.acquire(&state, &Owned, t, n, 0));
-                }
-                state
-            };
-            let words = |state: &[AtomicU64]| -> Vec<u64> {
-                state.iter().map(|w| w.load(Ordering::Relaxed)).collect()
-            };
+            let prepared = |history: &[(u64, u64)]| prepared(&policy, history);
             let (mut admits, mut denials, mut shortcut_denials) = (0, 0, 0);
-            for history in histories {
+            for history in HISTORIES {
                 for earliest in (0..450).step_by(11) {
                     for width in [0u64, 6, 40, 150] {
                         for n in 1..=3 {
@@ -379,6 +399,57 @@ mod tests {
                 "{config:?}: {shortcut_denials}"
             );
         }
+    }
+
+    /// The log's `try_acquire`, from several states, with the time known to lie in
+    /// `[earliest, latest]` and to be exactly `t`: whenever it decides without reading the
+    /// exact time, every `t` in the bounds gives that outcome and new state, and whenever
+    /// it reads it, the result is an acquire's at `t`. Both shortcuts are exercised.
+    #[test]
+    fn the_log_decides_as_an_acquire_at_the_exact_time() {
+        let policy = Policy::new(&Config::sliding_log(3, 100)).unwrap();
+        let Policy::SlidingLog(log) = policy else {
+            unreachable!("a log config makes a log policy")
+        };
+        let (mut bounds_unread, mut exact_unread) = (0, 0);
+        for history in HISTORIES {
+            for earliest in (0..450).step_by(11) {
+                for width in [0u64, 6, 40, 150] {
+                    for n in 1..=3 {
+                        let latest = earliest + width;
+                        for t in earliest..=latest {
+                            let state = prepared(&policy, history);
+                            let (mut bounds_read, mut exact_read) = (false, false);
+                            let allowed = owned(log.try_acquire(
+                                &state,
+                                &Owned,
+                                n,
+                                || {
+                                    bounds_read = true;
+                                    Some(latest)
+                                },
+                                |latest| latest,
+                                |_| {
+                                    exact_read = true;
+                                    t
+                                },
+                            ));
+                            let expected = prepared(&policy, history);
+                            let at_t = owned(policy.acquire(&expected, &Owned, t, n, 0));
+                            let case = format!("{history:?} [{earliest}, {latest}] n={n} t={t}");
+                            assert_eq!(allowed, at_t.allowed, "{case}");
+                            assert_eq!(words(&state), words(&expected), "{case}");
+                            bounds_unread += u64::from(!bounds_read);
+                            exact_unread += u64::from(!exact_read);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            bounds_unread > 1000 && exact_unread > 1000,
+            "{bounds_unread} {exact_unread}"
+        );
     }
 
     /// DESIGN §5: windows are fresh once nothing is counted in the current or previous

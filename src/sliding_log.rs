@@ -223,29 +223,74 @@ impl SlidingLog {
         }
     }
 
-    /// Decides a plain acquire of `n ≥ 1` for every instant in `[earliest, latest]` at
-    /// once. Admission only gets easier with time, so a denial at `latest` is a denial at
-    /// every instant; an admission logs the instant itself, so it is settled only when
-    /// every instant in the bounds is moved forward to the same logged time.
+    /// Acquires `1 ≤ n ≤ L` units now, reporting only whether they were admitted, on one
+    /// read of the log, reading the time only as far as the decision needs it: `bounds()`
+    /// reads bounds on now (`None` if there are none), whose upper end is `latest_of`
+    /// them, and `exact(bounds read, if any)` now itself; each is called at most once.
+    /// - If the entry that must be gone (`head + n − 1 − L`) left before the latest time
+    ///   logged, or there is none, admission is certain; the units are logged at the
+    ///   exact time, so neither bound is read.
+    /// - Else, a denial at the upper bound is a denial at every instant before it
+    ///   (admission only gets easier with time). An admission there is settled too when
+    ///   the bound is at most the latest time logged: every instant up to it is moved
+    ///   forward to that same time.
+    /// - Else the exact time decides.
+    ///
+    /// A read the log's head shows stale (an admission raced it) is decided again from a
+    /// fresh one, at the same exact time.
     #[inline(always)]
-    pub(crate) fn settle<T: Tenancy>(
+    pub(crate) fn try_acquire<T: Tenancy, B: Copy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        earliest: u64,
-        latest: u64,
         n: u64,
-    ) -> Result<Option<bool>, T::Evicted> {
-        let ring = Ring::load(self, state, tenancy, latest)?;
-        if let Admission::Deny { .. } = ring.admission(n) {
-            return Ok(ring.unchanged().then_some(false));
+        bounds: impl FnOnce() -> Option<B>,
+        latest_of: impl FnOnce(B) -> u64,
+        exact: impl FnOnce(Option<B>) -> u64,
+    ) -> Result<bool, T::Evicted> {
+        debug_assert!(n >= 1);
+        // Evaluated at the latest time logged until a clock is read.
+        let mut ring = Ring::load(self, state, tenancy, 0)?;
+        // The entry that must be gone, and its time if its slot holds it: one check, no
+        // wait (a pending entry is left to `admission`, which waits and bounds it).
+        let needed = ring
+            .must_be_gone(n)
+            .map(|position| ring.exact_within(position, 1));
+        let certain = match needed {
+            None => true,
+            Some(Some(ts)) => ring.expired(ts),
+            Some(None) => false,
+        };
+        let mut read = None;
+        if !certain {
+            read = bounds();
+            if let Some(latest) = read.map(latest_of) {
+                ring.at = latest.max(ring.latest);
+                let live = match needed {
+                    Some(Some(ts)) => !ring.expired(ts),
+                    _ => matches!(ring.admission(n), Admission::Deny { .. }),
+                };
+                if live {
+                    if ring.unchanged() {
+                        return Ok(false);
+                    }
+                } else if latest <= ring.latest && ring.claim(n)? {
+                    return Ok(true);
+                }
+            }
         }
-        if latest <= ring.latest {
-            // Every instant in the bounds is evaluated at `ring.latest` or later-read
-            // `latest`, which is the same for all of them: decide at any one.
-            return self.admit(state, tenancy, earliest, n).map(Some);
+        let now = exact(read);
+        ring.at = now.max(ring.latest);
+        // Certain stays certain at a later `at`; otherwise decide at the exact time.
+        let decided = if certain || matches!(ring.admission(n), Admission::Admit) {
+            ring.claim(n)?.then_some(true)
+        } else {
+            ring.unchanged().then_some(false)
+        };
+        match decided {
+            Some(allowed) => Ok(allowed),
+            None => self.admit(state, tenancy, now, n),
         }
-        Ok(None)
     }
 
     /// Fresh (DESIGN §5): every entry has expired at `now`. Reads only `latest`, an upper
