@@ -785,16 +785,13 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             prefetch(&self.slot(home)[0]);
             return self.admit_located(fingerprint, home, clock::now_ns(), n);
         }
-        let existing = self.on_existing(fingerprint, home, 0, |state, tenant| {
-            self.policy.try_acquire(state, tenant, n)
-        });
-        match existing {
-            Some(allowed) => Ok(allowed),
-            None => {
-                let request = self.request(clock::now_ns(), n, None)?;
-                Ok(self.run_from(fingerprint, home, request, true)?.allowed)
-            }
-        }
+        self.decide_or_insert(
+            fingerprint,
+            home,
+            n,
+            |state, tenant| self.policy.try_acquire(state, tenant, n),
+            clock::now_ns,
+        )
     }
 
     /// Acquires `n` units for each key of `keys`, reporting whether each was admitted, as
@@ -886,13 +883,31 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             // A query: admitted, and a keyed query never inserts its key.
             return Ok(true);
         }
-        let existing = self.on_existing(fingerprint, home, 0, |state, tenant| {
-            self.policy.admit_at(state, tenant, now_ns, n)
-        });
-        match existing {
+        self.decide_or_insert(
+            fingerprint,
+            home,
+            n,
+            |state, tenant| self.policy.admit_at(state, tenant, now_ns, n),
+            || now_ns,
+        )
+    }
+
+    /// A report-free acquire of `n` (checked) for the key with `fingerprint`, whose home
+    /// slot is `home`: by `decide` on its state if the key is in the table, else by an
+    /// insert decided at `now()`.
+    #[inline(always)]
+    fn decide_or_insert(
+        &self,
+        fingerprint: u64,
+        home: usize,
+        n: u64,
+        decide: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<bool, Evicted>,
+        now: impl FnOnce() -> u64,
+    ) -> Result<bool, Error> {
+        match self.on_existing(fingerprint, home, 0, decide) {
             Some(allowed) => Ok(allowed),
             None => {
-                let request = self.request(now_ns, n, None)?;
+                let request = self.request(now(), n, None)?;
                 Ok(self.run_from(fingerprint, home, request, true)?.allowed)
             }
         }

@@ -127,9 +127,8 @@ impl Policy {
             Self::Gcra(_) => {}
             // Single-word like GCRA's: inlined too (measured: 13.1 -> 11.5 ns admitting).
             Self::FixedWindow(_) => return self.decide_by_clock(state, tenancy, n),
-            Self::SlidingWindow(_) | Self::SlidingLog(_) => {
-                return self.try_acquire_window(state, tenancy, n)
-            }
+            Self::SlidingWindow(_) => return self.try_acquire_window(state, tenancy, n),
+            Self::SlidingLog(log) => return try_acquire_log(log, state, tenancy, n),
         }
         let word = &state[0];
         // Relaxed: a peek that only picks the clock; the decision reads the word again.
@@ -141,8 +140,8 @@ impl Policy {
         self.decide_by_clock(state, tenancy, n)
     }
 
-    /// [`try_acquire`](Self::try_acquire) for the sliding window and the log, whose
-    /// settling is too big to inline.
+    /// [`try_acquire`](Self::try_acquire) for the sliding window, whose settling is too
+    /// big to inline.
     #[inline(never)]
     fn try_acquire_window<T: Tenancy>(
         &self,
@@ -150,19 +149,7 @@ impl Policy {
         tenancy: &T,
         n: u64,
     ) -> Result<bool, T::Evicted> {
-        let Self::SlidingLog(log) = self else {
-            return self.decide_by_clock(state, tenancy, n);
-        };
-        // The log reads the clocks itself, only as far as its one read of the ring needs:
-        // an admission it is sure of skips the coarse read (measured: 55.7 -> 50 ns).
-        log.try_acquire(
-            state,
-            tenancy,
-            n,
-            CoarseNow::read,
-            |coarse| coarse.latest,
-            |coarse| coarse.map_or_else(clock::now_ns, CoarseNow::precise),
-        )
+        self.decide_by_clock(state, tenancy, n)
     }
 
     /// Acquires `1 ≤ n ≤ limit` units on the coarse clock if its bounds settle the
@@ -292,6 +279,26 @@ impl Policy {
                 Self::SlidingLog(log) => log.is_fresh(state, first, now_ns),
             }
     }
+}
+
+/// [`Policy::try_acquire`] for the log, out of line like the sliding window's. The log
+/// reads the clocks itself, only as far as its one read of the ring needs: an admission it
+/// is sure of skips the coarse read (measured: 55.7 -> 50 ns).
+#[inline(never)]
+fn try_acquire_log<T: Tenancy>(
+    log: &SlidingLog,
+    state: &[AtomicU64],
+    tenancy: &T,
+    n: u64,
+) -> Result<bool, T::Evicted> {
+    log.try_acquire(
+        state,
+        tenancy,
+        n,
+        CoarseNow::read,
+        |coarse| coarse.latest,
+        |coarse| coarse.map_or_else(clock::now_ns, CoarseNow::precise),
+    )
 }
 
 /// A single-word settle result (`Some(Some(new))` admit and store, `Some(None)` deny,

@@ -1,8 +1,8 @@
 //! `rate_keyed_*`: a limiter per key (user id, IP, API key…) in one bounded table.
 
 use super::{
-    boundary, construct, rate_config, rate_decision, report, status_of, RATE_E_NULL, RATE_LIMITED,
-    RATE_OK,
+    boundary, construct, outcome_status, rate_config, rate_decision, report, status_of,
+    RATE_E_NULL, RATE_OK,
 };
 use crate::KeyedLimiter;
 
@@ -142,11 +142,7 @@ pub unsafe extern "C" fn rate_keyed_acquire(
 ) -> i32 {
     let body = |table: &KeyedLimiter, key: &[u8]| {
         if out.is_null() {
-            return match table.try_acquire(key, n) {
-                Ok(true) => RATE_OK,
-                Ok(false) => RATE_LIMITED,
-                Err(error) => status_of(error),
-            };
+            return outcome_status(table.try_acquire(key, n));
         }
         // SAFETY: `out` is non-NULL and the caller promised it is writable.
         unsafe { report(table.acquire(key, n), out) }
@@ -479,13 +475,7 @@ fn decide_chunks<'k>(
             *place = key(i);
         }
         let chunk = &chunk[..end - start];
-        let record = |offset: usize, outcome| {
-            statuses[start + offset] = match outcome {
-                Ok(true) => RATE_OK,
-                Ok(false) => RATE_LIMITED,
-                Err(error) => status_of(error),
-            }
-        };
+        let record = |offset: usize, outcome| statuses[start + offset] = outcome_status(outcome);
         let decided = match now_ns {
             None => table.try_acquire_batch(chunk, n, record),
             Some(now_ns) => table.try_acquire_batch_at(chunk, n, now_ns, record),

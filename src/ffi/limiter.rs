@@ -1,9 +1,6 @@
 //! `rate_limiter_*`: one limiter, shared by any number of threads.
 
-use super::{
-    boundary, construct, rate_config, rate_decision, report, status_of, RATE_E_NULL, RATE_LIMITED,
-    RATE_OK,
-};
+use super::{boundary, construct, outcome_status, rate_config, rate_decision, report, RATE_E_NULL};
 use crate::Limiter;
 
 /// An opaque rate limiter. Safe to use from many threads at once; `rate_limiter_free`
@@ -99,11 +96,7 @@ pub unsafe extern "C" fn rate_limiter_acquire(
             return RATE_E_NULL;
         };
         if out.is_null() {
-            return match limiter.try_acquire(n) {
-                Ok(true) => RATE_OK,
-                Ok(false) => RATE_LIMITED,
-                Err(error) => status_of(error),
-            };
+            return outcome_status(limiter.try_acquire(n));
         }
         // SAFETY: `out` is non-NULL and the caller promised it is writable.
         unsafe { report(limiter.acquire(n), out) }

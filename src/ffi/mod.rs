@@ -79,6 +79,17 @@ pub(crate) fn status_of(error: Error) -> i32 {
     }
 }
 
+/// The status of an outcome-only acquire: RATE_OK admitted, RATE_LIMITED denied, or the
+/// error's code.
+#[inline]
+pub(crate) fn outcome_status(outcome: Result<bool, Error>) -> i32 {
+    match outcome {
+        Ok(true) => RATE_OK,
+        Ok(false) => RATE_LIMITED,
+        Err(error) => status_of(error),
+    }
+}
+
 /// Builds a handle from a C configuration and gives it to the caller through `out`: the
 /// body of every `rate_*_new`. On any error `*out` is left untouched.
 ///
