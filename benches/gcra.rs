@@ -54,7 +54,8 @@ fn allowing() -> Vec<Subject> {
         busy_gcra(),
         // Idle bucket: T = 1 ns, shorter than the gap between calls, so TAT ≤ now at every
         // call. Admission is certain, but the new TAT is now + T, which only the precise
-        // clock can give: `try_acquire` pays the coarse and the precise read.
+        // clock can give: `try_acquire` learns that from its first call (the limiter's
+        // clock hint) and then reads the precise clock first, without the coarse read.
         Subject::new("gcra_idle", Config::gcra(1_000_000_000, SECOND), 0, true),
         fixed_window(),
         sliding_window(),

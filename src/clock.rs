@@ -182,6 +182,18 @@ fn widened(slack: u64, lag: u64) -> u64 {
     }
 }
 
+/// The width of the bounds a [`CoarseNow`] read gives (`latest − earliest`), or `None`
+/// when the coarse clock cannot be trusted on this host.
+#[inline(always)]
+pub(crate) fn coarse_slack_ns() -> Option<u64> {
+    // Relaxed: the slack is a number that only grows, read by itself (as in `precise`).
+    match COARSE_SLACK_NS.load(Ordering::Relaxed) {
+        UNKNOWN => Some(calibrate()).filter(|&slack| slack != DISTRUSTED),
+        DISTRUSTED => None,
+        slack => Some(slack),
+    }
+}
+
 /// Bounds on the precise time, from one coarse read: `earliest ≤ now ≤ latest`.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CoarseNow {
@@ -201,13 +213,7 @@ impl CoarseNow {
     /// (see [`widened`]), up to turning the shortcut off.
     #[inline(always)]
     pub(crate) fn read() -> Option<Self> {
-        let slack = match COARSE_SLACK_NS.load(Ordering::Relaxed) {
-            UNKNOWN => calibrate(),
-            slack => slack,
-        };
-        if slack == DISTRUSTED {
-            return None;
-        }
+        let slack = coarse_slack_ns()?;
         // Not published for `passed_ns`: that would cost every coarse decision (the fast
         // path) ~0.3 ns, while a stale `passed_ns` costs only an idle bucket's first
         // request one coarse read, whose precise read that follows publishes afresh.

@@ -789,7 +789,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             fingerprint,
             home,
             n,
-            |state, tenant| self.policy.try_acquire(state, tenant, n),
+            |state, tenant| self.policy.try_acquire(state, tenant, None, n),
             clock::now_ns,
         )
     }

@@ -38,6 +38,7 @@
 
 mod cell;
 mod clock;
+mod clock_hint;
 mod config;
 mod decision;
 mod divisor;

@@ -1,6 +1,7 @@
 //! A single limiter: a [`Policy`] over its own padded block of state words.
 
 use crate::cell::{owned, Owned};
+use crate::clock_hint::ClockHint;
 use crate::policy::Policy;
 use crate::sync::AtomicU64;
 use crate::{clock, Config, Decision, Error};
@@ -31,6 +32,9 @@ const PAD_WORDS: usize = if cfg!(loom) { 0 } else { 16 };
 #[derive(Debug)]
 pub struct Limiter {
     policy: Policy,
+    /// Which clock `try_acquire` reads first. Beside the policy, read on every call too,
+    /// and away from the state words, which admissions write.
+    hint: ClockHint,
     config: Config,
     words: Box<[AtomicU64]>,
 }
@@ -45,6 +49,7 @@ impl Limiter {
             .collect();
         Ok(Self {
             policy,
+            hint: ClockHint::default(),
             config: *config,
             words,
         })
@@ -89,7 +94,12 @@ impl Limiter {
     #[inline(always)]
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
         self.policy.check(n, None)?;
-        Ok(owned(self.policy.try_acquire(self.state(), &Owned, n)))
+        Ok(owned(self.policy.try_acquire(
+            self.state(),
+            &Owned,
+            Some(&self.hint),
+            n,
+        )))
     }
 
     /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
@@ -134,5 +144,84 @@ impl Limiter {
             n,
             max_wait_ns,
         )))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    const SECOND: u64 = 1_000_000_000;
+    const HOUR: u64 = 3600 * SECOND;
+
+    fn gcra(limit: u64, period_ns: u64, burst: u64) -> Limiter {
+        Limiter::new(&Config::gcra(limit, period_ns).with_burst(burst)).unwrap()
+    }
+
+    #[test]
+    fn a_bucket_at_the_clock_reads_the_precise_time_first() {
+        // A unit per nanosecond: each admission leaves the TAT a nanosecond past its
+        // time, so every call needs the precise time, and after the first reads it first.
+        let limiter = gcra(SECOND, SECOND, SECOND);
+        assert!(!limiter.hint.precise_first(), "a fresh limiter peeks first");
+        for _ in 0..100 {
+            assert!(limiter.try_acquire(1).unwrap());
+        }
+        assert!(limiter.hint.precise_first());
+    }
+
+    #[test]
+    fn read_precise_first_a_bucket_admits_exactly_its_burst() {
+        // 1 per hour, burst 3, the hint forced to the precise clock before every call: the
+        // same 3 admissions as any other path (tests/gcra.rs), denials included.
+        let limiter = gcra(1, HOUR, 3);
+        let admitted = (0..10)
+            .filter(|_| {
+                limiter.hint.set(true);
+                limiter.try_acquire(1).unwrap()
+            })
+            .count();
+        assert_eq!(admitted, 3);
+    }
+
+    #[test]
+    fn a_tat_beyond_the_coarse_bounds_hands_back_to_the_coarse_clock() {
+        let limiter = gcra(1, HOUR, 3);
+        limiter.hint.set(true);
+        // Decided on a fresh (zero) TAT: nothing the coarse clock could have settled.
+        assert!(limiter.try_acquire(1).unwrap());
+        assert!(limiter.hint.precise_first());
+        // Decided on a TAT an hour ahead, past any coarse slack (at most 256 ms) unless
+        // this host's coarse clock is not used at all.
+        assert!(limiter.try_acquire(1).unwrap());
+        let coarse_used = clock::coarse_slack_ns().is_some();
+        assert_eq!(limiter.hint.precise_first(), !coarse_used);
+    }
+
+    #[test]
+    fn threads_flipping_the_hint_admit_exactly_the_burst() {
+        // 4 threads, 1,000 calls each, on a bucket of 1,000 per hour; each thread forces
+        // the precise path on every 7th call, so the two paths race on one TAT.
+        let limiter = gcra(1, HOUR, 1000);
+        let admitted = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for thread in 0..4 {
+                let (limiter, admitted) = (&limiter, &admitted);
+                scope.spawn(move || {
+                    for call in 0..1000 {
+                        if call % 7 == thread {
+                            limiter.hint.set(true);
+                        }
+                        if limiter.try_acquire(1).unwrap() {
+                            // Relaxed: a count read after the threads are joined.
+                            admitted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(admitted.into_inner(), 1000);
     }
 }

@@ -6,6 +6,7 @@
 
 use crate::cell::{decide_and_swap, is_marker, Tenancy};
 use crate::clock::{self, CoarseNow};
+use crate::clock_hint::ClockHint;
 use crate::fixed_window::FixedWindow;
 use crate::gcra::Gcra;
 use crate::sliding_log::SlidingLog;
@@ -112,32 +113,40 @@ impl Policy {
     /// caller, with everything that costs a precise clock read (~23 ns) out of line:
     /// measured, a shared path that matched the algorithm at every step took a third
     /// longer to decide a busy bucket.
+    ///
+    /// A single limiter passes its [`ClockHint`], which lets a GCRA bucket that keeps
+    /// needing the precise time read it first; a keyed slot, which has no room for one,
+    /// passes `None`.
     #[inline(always)]
     pub(crate) fn try_acquire<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
+        hint: Option<&ClockHint>,
         n: u64,
     ) -> Result<bool, T::Evicted> {
         debug_assert!(self.check(n, None).is_ok());
         if n == 0 {
             return Ok(true);
         }
-        match self {
-            Self::Gcra(_) => {}
+        let gcra = match self {
+            Self::Gcra(gcra) => gcra,
             // Single-word like GCRA's: inlined too (measured: 13.1 -> 11.5 ns admitting).
-            Self::FixedWindow(_) => return self.decide_by_clock(state, tenancy, n),
+            Self::FixedWindow(_) => return self.decide_by_clock(state, tenancy, None, n),
             Self::SlidingWindow(_) => return self.try_acquire_window(state, tenancy, n),
             Self::SlidingLog(log) => return try_acquire_log(log, state, tenancy, n),
+        };
+        if let Some(hint) = hint.filter(|hint| hint.precise_first()) {
+            return admit_precise_first(gcra, state, tenancy, hint, n);
         }
         let word = &state[0];
         // Relaxed: a peek that only picks the clock; the decision reads the word again.
         // An idle bucket (TAT ≤ now) admits, and its new TAT, now + n·T, depends on the
         // exact time: no coarse bounds could settle that, so it goes straight to the clock.
         if word.load(Ordering::Relaxed) <= clock::passed_ns() {
-            return self.admit(state, tenancy, None, n);
+            return self.admit(state, tenancy, None, hint, n);
         }
-        self.decide_by_clock(state, tenancy, n)
+        self.decide_by_clock(state, tenancy, hint, n)
     }
 
     /// [`try_acquire`](Self::try_acquire) for the sliding window, whose settling is too
@@ -149,23 +158,24 @@ impl Policy {
         tenancy: &T,
         n: u64,
     ) -> Result<bool, T::Evicted> {
-        self.decide_by_clock(state, tenancy, n)
+        self.decide_by_clock(state, tenancy, None, n)
     }
 
     /// Acquires `1 ≤ n ≤ limit` units on the coarse clock if its bounds settle the
-    /// decision, else at the precise time.
+    /// decision, else at the precise time (noted in `hint`, if any).
     #[inline(always)]
     fn decide_by_clock<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
+        hint: Option<&ClockHint>,
         n: u64,
     ) -> Result<bool, T::Evicted> {
         // Matched before the clock read, an opaque call after which the compiler would
         // load the variant again: GCRA's inlined path then carries none of this.
         let counter = self.counter_windows();
         let Some(coarse) = CoarseNow::read() else {
-            return self.admit(state, tenancy, None, n);
+            return self.admit(state, tenancy, None, hint, n);
         };
         if let Some(windows) = counter {
             // A client over its limit: the current count alone denies, at every instant
@@ -180,22 +190,27 @@ impl Policy {
         }
         match self.settle(state, tenancy, coarse.earliest, coarse.latest, n)? {
             Some(allowed) => Ok(allowed),
-            None => self.admit(state, tenancy, Some(coarse), n),
+            None => self.admit(state, tenancy, Some(coarse), hint, n),
         }
     }
 
     /// Acquires `1 ≤ n ≤ limit` units at the precise time (checked against `coarse`, the
     /// coarse read it follows, if any), reporting only whether they were admitted. GCRA
     /// and the log skip the decision's report (a division; a search of the ring); the
-    /// counters' reports are by-products of deciding, so they decide in full.
+    /// counters' reports are by-products of deciding, so they decide in full. A `hint`
+    /// learns that this decision needed the precise time.
     #[inline(never)]
     fn admit<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
         coarse: Option<CoarseNow>,
+        hint: Option<&ClockHint>,
         n: u64,
     ) -> Result<bool, T::Evicted> {
+        if let Some(hint) = hint {
+            hint.set(true);
+        }
         let now_ns = coarse.map_or_else(clock::now_ns, CoarseNow::precise);
         self.admit_at(state, tenancy, now_ns, n)
     }
@@ -212,10 +227,9 @@ impl Policy {
     ) -> Result<bool, T::Evicted> {
         debug_assert!(n >= 1 && self.check(n, None).is_ok());
         match self {
-            Self::Gcra(gcra) => decide_and_swap(&state[0], tenancy, |tat| {
-                let new_tat = gcra.admit(tat, now_ns, n, 0);
-                (new_tat.is_some(), new_tat)
-            }),
+            Self::Gcra(gcra) => {
+                gcra_admit_at(gcra, state, tenancy, now_ns, n).map(|(allowed, _)| allowed)
+            }
             // The log's report needs a search its admission does not.
             Self::SlidingLog(log) => log.admit(state, tenancy, now_ns, n),
             _ => self
@@ -279,6 +293,42 @@ impl Policy {
                 Self::SlidingLog(log) => log.is_fresh(state, first, now_ns),
             }
     }
+}
+
+/// Acquires `1 ≤ n ≤ burst` units of a GCRA bucket at `now_ns`: whether they were
+/// admitted, and the TAT the decision saw.
+#[inline(always)]
+fn gcra_admit_at<T: Tenancy>(
+    gcra: &Gcra,
+    state: &[AtomicU64],
+    tenancy: &T,
+    now_ns: u64,
+    n: u64,
+) -> Result<(bool, u64), T::Evicted> {
+    decide_and_swap(&state[0], tenancy, |tat| {
+        let new_tat = gcra.admit(tat, now_ns, n, 0);
+        ((new_tat.is_some(), tat), new_tat)
+    })
+}
+
+/// [`Policy::try_acquire`] for a GCRA bucket whose hint says to read the precise clock
+/// first: the swap then reads the TAT once, and the decision is the one at that time. A
+/// TAT found further ahead of the clock than the coarse bounds reach is one the coarse
+/// clock could settle, so the hint goes back to peeking first.
+#[inline(never)]
+fn admit_precise_first<T: Tenancy>(
+    gcra: &Gcra,
+    state: &[AtomicU64],
+    tenancy: &T,
+    hint: &ClockHint,
+    n: u64,
+) -> Result<bool, T::Evicted> {
+    let now_ns = clock::now_ns();
+    let (allowed, tat) = gcra_admit_at(gcra, state, tenancy, now_ns, n)?;
+    if clock::coarse_slack_ns().is_some_and(|slack| tat > now_ns.saturating_add(slack)) {
+        hint.set(false);
+    }
+    Ok(allowed)
 }
 
 /// [`Policy::try_acquire`] for the log, out of line like the sliding window's. The log
