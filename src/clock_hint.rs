@@ -6,9 +6,9 @@
 //! behind the clock (idle, or admitting near its rate) needs the precise time, since its
 //! new TAT is `now + n·T`; peeking first then costs a coarse read and, when threads
 //! contend, one more transfer of the TAT's cache line: the peek's, before the swap's.
-//! Reading the precise clock first lets the swap fetch the line once (measured, Go's
-//! parallel `Allow` on an idle bucket: 54 -> 43 ns). Both paths decide exactly; the hint
-//! only picks the faster one.
+//! Reading the precise clock first lets the swap fetch the line once (measured, an idle
+//! bucket: 34.2 -> 31.7 ns a call, and 70.5 -> 45.7 ns with two threads calling). Both
+//! paths decide exactly; the hint only picks the faster one.
 
 use crate::sync::{AtomicBool, Ordering};
 

@@ -9,6 +9,13 @@ static int32_t librate_go_keyed_reserve(rate_keyed *keyed, const uint8_t *key, s
 	return rate_keyed_reserve_at(keyed, key, key_len, n, rate_now_ns(), max_wait_ns, out);
 }
 
+// librate_go_keyed_allow is rate_keyed_acquire without a decision, with the handle as an
+// integer, as librate_go_allow in rate.go.
+static int32_t librate_go_keyed_allow(uintptr_t keyed, const uint8_t *key, size_t key_len,
+                                      uint64_t n) {
+	return rate_keyed_acquire((rate_keyed *)keyed, key, key_len, n, NULL);
+}
+
 // As in rate.go: librate keeps no pointer past a call (keys included) and never calls
 // back into Go, so keys and decisions on the Go stack stay there.
 #cgo noescape rate_keyed_new
@@ -23,6 +30,8 @@ static int32_t librate_go_keyed_reserve(rate_keyed *keyed, const uint8_t *key, s
 #cgo nocallback rate_keyed_reserve_at
 #cgo noescape librate_go_keyed_reserve
 #cgo nocallback librate_go_keyed_reserve
+#cgo noescape librate_go_keyed_allow
+#cgo nocallback librate_go_keyed_allow
 #cgo noescape rate_keyed_acquire_packed
 #cgo nocallback rate_keyed_acquire_packed
 */
@@ -135,7 +144,7 @@ func (k *Keyed) allowN(key cKey, n int) bool {
 	if n < 0 {
 		return false
 	}
-	status := C.rate_keyed_acquire(k.handle(), key.ptr, key.len, C.uint64_t(n), nil)
+	status := C.librate_go_keyed_allow(address(unsafe.Pointer(k.handle())), key.ptr, key.len, C.uint64_t(n))
 	runtime.KeepAlive(k)
 	return status == C.RATE_OK
 }
