@@ -106,10 +106,11 @@
 //! before its (precise) clock read, and keeps the path between two calls' misses short, so
 //! the CPU can overlap consecutive calls' misses.
 
-use crate::cell::{is_marker, owned, Owned, Tenancy, INSTALLING, VACANT};
 use crate::policy::Policy;
+use crate::state::{is_marker, owned, Owned, Tenancy, INSTALLING, VACANT};
 use crate::sync::{AtomicU64, Backoff, Ordering};
-use crate::{clock, Config, ConfigError, Decision, Error};
+use crate::time::{self as clock, Monotonic};
+use crate::{Config, ConfigError, Decision, Error};
 use crossbeam_utils::CachePadded;
 use std::collections::hash_map::RandomState;
 use std::fmt;
@@ -214,7 +215,7 @@ impl Request {
         state: &[AtomicU64],
         tenancy: &T,
     ) -> Result<Decision, T::Evicted> {
-        policy.acquire(state, tenancy, self.now_ns, self.n, self.max_wait_ns)
+        policy.acquire_at(state, tenancy, self.now_ns, self.n, self.max_wait_ns)
     }
 }
 
@@ -789,7 +790,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             fingerprint,
             home,
             n,
-            |state, tenant| self.policy.try_acquire(state, tenant, None, n),
+            |state, tenant| self.policy.try_acquire(state, tenant, &Monotonic, n),
             clock::now_ns,
         )
     }
@@ -887,7 +888,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             fingerprint,
             home,
             n,
-            |state, tenant| self.policy.admit_at(state, tenant, now_ns, n),
+            |state, tenant| self.policy.try_acquire_at(state, tenant, now_ns, n),
             || now_ns,
         )
     }

@@ -15,6 +15,41 @@
 //! assert!(bob.acquire_at(1, 2 * SECOND).unwrap().allowed);
 //! ```
 //!
+//! # Layers
+//! Each layer imports only the layers below it; the core knows nothing of the C ABI.
+//!
+//! ```text
+//!  ffi/            the C ABI (include/rate.h is generated from it)
+//!   │
+//!  limiter.rs      Limiter: a policy over its own padded words, with a clock hint
+//!  keyed/          KeyedLimiter: a bounded lock-free table of per-key states
+//!   │
+//!  policy.rs       Policy: a validated config, dispatching to the algorithm's store
+//!   │
+//!  state/          how each algorithm's state lives in atomic words, and is read,
+//!   │              decided on and swapped (a private cell or a keyed slot alike)
+//!  algorithm/      the pure rules of DESIGN §4: (state, now, n) -> decision, new state
+//!   │
+//!  time/           the time source: exact and coarse clocks, bounds, slack, hint
+//!   │
+//!  config.rs  decision.rs  error.rs  sync.rs (the only file naming atomic types)
+//! ```
+//!
+//! # Vocabulary
+//! - **acquire**: decide a request of `n` units and report the whole [`Decision`];
+//!   **try_acquire**: decide it and report only whether it was admitted; **reserve**:
+//!   GCRA's queue, admitting a request that waits at most `max_wait_ns`. **`_at`**: at a
+//!   time the caller gives; without it the library clock is read.
+//! - **decide**: an algorithm's pure rule on a state it was given; **settle**: decide one
+//!   request for every instant of an interval at once (the coarse clock's bounds);
+//!   **fresh**: a state that decides as a new one would (DESIGN §5).
+//! - **state**: an algorithm's words; its **first word** only grows and orders every
+//!   change; **tenancy**: whose state the words still are (a keyed slot can be reclaimed).
+//! - Keyed tables: **locate** a key (its fingerprint and home slot), **find** its slot,
+//!   **insert** a new key (**claim** a slot, **install** the key), **reclaim** a fresh
+//!   key's slot, **back out** of a claim.
+//!
+//! # Choosing an algorithm
 //! Pick an algorithm by the guarantee you need. GCRA spaces units evenly with bursts up
 //! to `burst`. The fixed window caps each calendar window but lets up to twice the limit
 //! through around a window edge; the sliding window counter smooths that edge with a
@@ -36,27 +71,21 @@
 //! assert_eq!(admitted_within_one_second(Algorithm::SlidingLog), 10);
 //! ```
 
-mod cell;
-mod clock;
-mod clock_hint;
+mod algorithm;
 mod config;
 mod decision;
-mod divisor;
 mod error;
 pub mod ffi;
-mod fixed_window;
-mod gcra;
 mod keyed;
 mod limiter;
 mod policy;
-mod sliding_log;
-mod sliding_window;
+mod state;
 mod sync;
-mod window;
+mod time;
 
-pub use clock::now_ns;
 pub use config::{Algorithm, Config};
 pub use decision::Decision;
 pub use error::{ConfigError, Error};
 pub use keyed::KeyedLimiter;
 pub use limiter::Limiter;
+pub use time::now_ns;

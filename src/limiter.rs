@@ -1,10 +1,12 @@
 //! A single limiter: a [`Policy`] over its own padded block of state words.
 
-use crate::cell::{owned, Owned};
-use crate::clock_hint::ClockHint;
+use crate::config::Config;
+use crate::decision::Decision;
+use crate::error::Error;
 use crate::policy::Policy;
+use crate::state::{owned, Owned};
 use crate::sync::AtomicU64;
-use crate::{clock, Config, Decision, Error};
+use crate::time::{self, ClockHint, Hinted, Monotonic, TimeSource};
 
 /// Words of padding on each side of the state, so no other allocation shares its cache
 /// lines: 128 bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (the same
@@ -43,7 +45,7 @@ impl Limiter {
     /// Builds a limiter, full at any time, or says why `config` is invalid.
     pub fn new(config: &Config) -> Result<Self, Error> {
         let policy = Policy::new(config)?;
-        clock::prepare();
+        time::prepare();
         let words = (0..policy.state_words() + 2 * PAD_WORDS)
             .map(|_| AtomicU64::new(0))
             .collect();
@@ -71,7 +73,7 @@ impl Limiter {
     /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`.
     #[inline]
     pub fn acquire(&self, n: u64) -> Result<Decision, Error> {
-        self.acquire_at(n, clock::now_ns())
+        self.acquire_at(n, time::now_ns())
     }
 
     /// Acquires `n` units at `now_ns`. An earlier `now_ns` than one already seen never
@@ -85,7 +87,7 @@ impl Limiter {
     }
 
     /// Acquires `n` units now and says only whether they were admitted: the fastest path.
-    /// It decides on the 3 ns coarse clock whenever the coarse clock's bounds settle the
+    /// It decides on the cheap coarse clock whenever the coarse clock's bounds settle the
     /// outcome, and reads the precise clock only when they do not; the outcome is always
     /// the one [`acquire`](Self::acquire) would give at the same instant. A GCRA limiter
     /// whose last decision needed the precise time (an idle bucket, or one admitting near
@@ -95,11 +97,19 @@ impl Limiter {
     /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
     #[inline(always)]
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
+        self.try_acquire_by(&Monotonic, n)
+    }
+
+    /// [`try_acquire`](Self::try_acquire) on the time source `time`, with this limiter's
+    /// clock hint.
+    #[inline(always)]
+    fn try_acquire_by(&self, time: &impl TimeSource, n: u64) -> Result<bool, Error> {
         self.policy.check(n, None)?;
+        let time = Hinted::new(time, &self.hint);
         Ok(owned(self.policy.try_acquire(
             self.state(),
             &Owned,
-            Some(&self.hint),
+            &time,
             n,
         )))
     }
@@ -111,7 +121,7 @@ impl Limiter {
     /// [`Error::InsufficientCapacity`] if `n` exceeds the burst; [`Error::Unsupported`]
     /// for the window algorithms.
     pub fn reserve(&self, n: u64, max_wait_ns: u64) -> Result<Decision, Error> {
-        self.reserve_at(n, clock::now_ns(), max_wait_ns)
+        self.reserve_at(n, time::now_ns(), max_wait_ns)
     }
 
     /// [`reserve`](Self::reserve) at `now_ns`. With `max_wait_ns == 0` it is exactly
@@ -139,7 +149,7 @@ impl Limiter {
     fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
         self.policy.check(n, max_wait_ns)?;
         let max_wait_ns = max_wait_ns.unwrap_or(0);
-        Ok(owned(self.policy.acquire(
+        Ok(owned(self.policy.acquire_at(
             self.state(),
             &Owned,
             now_ns,
@@ -152,6 +162,7 @@ impl Limiter {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::time::fake::FakeTime;
 
     const SECOND: u64 = 1_000_000_000;
     const HOUR: u64 = 3600 * SECOND;
@@ -196,7 +207,7 @@ mod tests {
         // Decided on a TAT an hour ahead, past any coarse slack (at most 256 ms) unless
         // this host's coarse clock is not used at all.
         assert!(limiter.try_acquire(1).unwrap());
-        let coarse_used = clock::coarse_slack_ns().is_some();
+        let coarse_used = Monotonic.slack().is_some();
         assert_eq!(limiter.hint.precise_first(), !coarse_used);
     }
 
@@ -224,5 +235,88 @@ mod tests {
             threads.into_iter().map(|t| t.join().unwrap()).sum()
         });
         assert_eq!(admitted, 1000);
+    }
+
+    const MS: u64 = 1_000_000;
+
+    /// On a fake clock with 8 ms bounds: a fresh bucket needs the exact time (its new TAT
+    /// is `now + T`), the hint then reads it first once, finds the TAT past the bounds and
+    /// hands back, and from then on decisions are settled on one coarse reading unless
+    /// the unit falls due within the bounds; in all, exactly the burst is admitted.
+    #[test]
+    fn a_busy_bucket_is_decided_on_the_coarse_clock_alone() {
+        // T = 100 ms, burst 10: τ = 1 s.
+        let limiter = gcra(10, SECOND, 10);
+        let time = FakeTime::new(Some(4 * MS));
+        time.set(SECOND, SECOND + 2 * MS);
+        assert!(limiter.try_acquire_by(&time, 1).unwrap());
+        assert_eq!(time.take_reads(), (0, 1), "fresh: exact only");
+        assert!(limiter.hint.precise_first());
+        assert!(limiter.try_acquire_by(&time, 1).unwrap());
+        assert_eq!(
+            time.take_reads(),
+            (0, 1),
+            "the hint reads the exact clock first"
+        );
+        assert!(
+            !limiter.hint.precise_first(),
+            "TAT 1.102 s is past 1.002 s + 8 ms"
+        );
+        // TAT 1.202 s; the 3rd..9th units are due at TAT + T − τ ≤ 1 s, the bounds'
+        // earliest, and the bounds end before the TAT: settled, coarse only.
+        for unit in 3..=9 {
+            assert!(limiter.try_acquire_by(&time, 1).unwrap(), "unit {unit}");
+            assert_eq!(time.take_reads(), (1, 0), "unit {unit}");
+        }
+        // The 10th falls due at 1.002 s, within the bounds [1.000, 1.008] s: exact.
+        assert!(limiter.try_acquire_by(&time, 1).unwrap());
+        assert_eq!(time.take_reads(), (1, 1));
+        // TAT 2.002 s. The hint reads the exact time first once more, and hands back.
+        assert!(!limiter.try_acquire_by(&time, 1).unwrap());
+        assert_eq!(time.take_reads(), (0, 1));
+        // The 12th is due at 1.102 s, after the bounds' latest: denied on them alone.
+        assert!(!limiter.try_acquire_by(&time, 1).unwrap());
+        assert_eq!(time.take_reads(), (1, 0));
+        let query = limiter.acquire_at(0, SECOND + 2 * MS).unwrap();
+        assert_eq!((query.remaining, query.reset_after_ns), (0, SECOND));
+    }
+
+    /// An idle bucket (a unit per nanosecond, called less often) needs the exact time at
+    /// every call: after the first, the hint has it read first and no coarse read is made.
+    #[test]
+    fn an_idle_bucket_reads_only_the_exact_clock() {
+        let limiter = gcra(SECOND, SECOND, SECOND);
+        let time = FakeTime::new(Some(4 * MS));
+        for call in 0..100 {
+            let now = SECOND + 10 * call;
+            time.set(now - MS, now);
+            assert!(limiter.try_acquire_by(&time, 1).unwrap());
+            assert_eq!(time.take_reads(), (0, 1), "call {call}");
+        }
+        assert!(limiter.hint.precise_first());
+    }
+
+    /// A decision the bounds cannot settle (they straddle a fixed window's edge) reads the
+    /// exact clock after them. Found past the bounds while a fresh coarse reading still
+    /// lags by more than the slack, it proves a late tick, and the slack becomes twice the
+    /// lag; past the bounds with a coarse reading that caught up, it was a thread
+    /// descheduled between the reads, and the slack stays.
+    #[test]
+    fn a_late_tick_seen_by_try_acquire_widens_the_bounds() {
+        let limiter = Limiter::new(&Config::fixed_window(10, SECOND)).unwrap();
+        let time = FakeTime::new(Some(4 * MS));
+        // Bounds [996, 1004] ms straddle the edge at 1 s; the exact time is 1,016 ms.
+        time.set_with_recheck(996 * MS, 1016 * MS, 1012 * MS);
+        assert!(limiter.try_acquire_by(&time, 1).unwrap());
+        assert_eq!(time.take_reads(), (2, 1), "bounds, exact, recheck");
+        assert_eq!(time.slack(), Some(8 * MS), "1,016 ≤ 1,012 + 8: descheduled");
+        // Counted in the window of its exact time, as an acquire then would be.
+        assert_eq!(limiter.acquire_at(0, 1016 * MS).unwrap().remaining, 9);
+        // Bounds [1,996, 2,004] ms straddle the edge at 2 s; exact 2,016 ms, and a fresh
+        // coarse reading of 1,998 ms.
+        time.set_with_recheck(1996 * MS, 2016 * MS, 1998 * MS);
+        assert!(limiter.try_acquire_by(&time, 1).unwrap());
+        assert_eq!(time.slack(), Some(36 * MS), "lag 18 ms proven: twice that");
+        assert_eq!(limiter.acquire_at(0, 2016 * MS).unwrap().remaining, 9);
     }
 }

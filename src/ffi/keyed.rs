@@ -4,7 +4,7 @@ use super::{
     boundary, construct, outcome_status, rate_config, rate_decision, report, status_of,
     RATE_E_NULL, RATE_OK,
 };
-use crate::KeyedLimiter;
+use crate::keyed::KeyedLimiter;
 
 /// An opaque table of limiters, one per key, all under one configuration. Safe to use
 /// from many threads at once; `rate_keyed_free` must not race with any other call on the

@@ -1,7 +1,7 @@
 //! `rate_limiter_*`: one limiter, shared by any number of threads.
 
 use super::{boundary, construct, outcome_status, rate_config, rate_decision, report, RATE_E_NULL};
-use crate::Limiter;
+use crate::limiter::Limiter;
 
 /// An opaque rate limiter. Safe to use from many threads at once; `rate_limiter_free`
 /// must not race with any other call on the same handle.

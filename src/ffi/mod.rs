@@ -19,7 +19,9 @@ pub use misc::*;
 pub use testing::*;
 pub use types::*;
 
-use crate::{Config, Decision, Error};
+use crate::config::Config;
+use crate::decision::Decision;
+use crate::error::Error;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Admitted, or the call succeeded.

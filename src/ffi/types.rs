@@ -1,6 +1,8 @@
 //! The plain-data structs of the C ABI.
 
-use crate::{Algorithm, Config, Decision};
+use crate::config::Algorithm;
+use crate::config::Config;
+use crate::decision::Decision;
 
 /// Algorithm: GCRA (leaky bucket as a meter; token bucket). Takes `burst`.
 pub const RATE_GCRA: u32 = 0;

@@ -1,9 +1,6 @@
-//! The library clock: `CLOCK_MONOTONIC` in nanoseconds, shared by every process on the host.
-//!
-//! A precise read costs ~23 ns here, `CLOCK_MONOTONIC_COARSE` ~3 ns with a resolution of one
-//! scheduler tick (4 ms here). [`CoarseNow`] turns a coarse read into bounds on the precise
-//! time, so an algorithm can decide without the precise read when every instant within the
-//! bounds gives the same outcome and the same new state (see `Limiter::try_acquire`).
+//! The host's clocks: `CLOCK_MONOTONIC` in nanoseconds, shared by every process on the
+//! host, and `CLOCK_MONOTONIC_COARSE`, cheaper and one scheduler tick behind at most
+//! (see `slack.rs` for what "at most" costs to keep true). Only `monotonic.rs` reads them.
 
 use std::ffi::CStr;
 use std::sync::OnceLock;
@@ -32,7 +29,7 @@ pub fn now_ns() -> u64 {
 /// It lets a caller tell from its state alone that the coarse clock could not settle a
 /// decision (an idle GCRA bucket's new TAT depends on the exact time), and skip reading it.
 #[inline]
-pub(crate) fn passed_ns() -> u64 {
+pub(super) fn passed_ns() -> u64 {
     // Relaxed: any value read was a clock reading taken before it was stored, so the
     // clock, being monotonic and system-wide, has reached it; nothing else is published.
     PASSED_NS.load(Ordering::Relaxed)
@@ -86,7 +83,8 @@ type ClockGettime = unsafe extern "C" fn(libc::clockid_t, *mut libc::timespec) -
 /// The `clock_gettime` to call: the kernel's own, in the vDSO, where it can be found.
 ///
 /// glibc's `clock_gettime` is a wrapper that calls the vDSO's; calling the vDSO directly
-/// saves the wrapper, ~0.8 ns of a ~3 ns coarse read here (measured). Go's runtime calls
+/// saves the wrapper, a noticeable part of a coarse read (the README's clock section has
+/// the figures). Go's runtime calls
 /// the vDSO the same way.
 #[inline]
 fn clock_gettime() -> ClockGettime {
@@ -153,117 +151,26 @@ fn timespec_ns(ts: &libc::timespec) -> u64 {
         .saturating_add(ts.tv_nsec as u64)
 }
 
-/// How far the precise clock may run ahead of the coarse one: `UNKNOWN` before the first
-/// use, `DISTRUSTED` once the coarse clock proved unusable, else the slack in ns. It only
-/// grows (see [`widened`]).
-static COARSE_SLACK_NS: ProcessAtomicU64 = ProcessAtomicU64::new(UNKNOWN);
-const UNKNOWN: u64 = 0;
-const DISTRUSTED: u64 = u64::MAX;
-/// A coarse clock coarser than this saves too little to be worth the bookkeeping.
-const MAX_RESOLUTION_NS: u64 = 20_000_000;
-/// The widest slack worth keeping: past it so few decisions settle on the coarse clock
-/// that reading it is wasted.
-const MAX_SLACK_NS: u64 = 256_000_000;
-
-/// The slack to use after the coarse clock was seen `lag` ns behind the precise one,
-/// beyond the current `slack`: twice the lag (a stall seen once can recur a little
-/// longer), at least twice the slack, or [`DISTRUSTED`] past [`MAX_SLACK_NS`].
+/// The coarse clock, `CLOCK_MONOTONIC_COARSE`: the exact clock as of the last tick.
 ///
-/// The coarse clock lags by more than its resolution when the tick that advances it is
-/// late, which happens on virtual machines whose host deschedules the CPU that keeps
-/// time. Widening keeps the shortcut for the rest of the process instead of giving it up
-/// at the first stall.
-fn widened(slack: u64, lag: u64) -> u64 {
-    let wider = slack.saturating_mul(2).max(lag.saturating_mul(2));
-    if wider > MAX_SLACK_NS {
-        DISTRUSTED
-    } else {
-        wider
-    }
-}
-
-/// The width of the bounds a [`CoarseNow`] read gives (`latest − earliest`), or `None`
-/// when the coarse clock cannot be trusted on this host.
+/// Not published for [`passed_ns`]: that would cost every decision on the coarse clock
+/// (the fast path) a store check, while a stale `passed_ns` costs only an idle bucket's
+/// first request one coarse read, whose exact read that follows publishes afresh.
 #[inline(always)]
-pub(crate) fn coarse_slack_ns() -> Option<u64> {
-    // Relaxed: the slack is a number that only grows, read by itself (as in `precise`).
-    match COARSE_SLACK_NS.load(Ordering::Relaxed) {
-        UNKNOWN => Some(calibrate()).filter(|&slack| slack != DISTRUSTED),
-        DISTRUSTED => None,
-        slack => Some(slack),
-    }
+pub(super) fn coarse_ns() -> u64 {
+    read(libc::CLOCK_MONOTONIC_COARSE)
 }
 
-/// Bounds on the precise time, from one coarse read: `earliest ≤ now ≤ latest`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CoarseNow {
-    /// The coarse reading; `CLOCK_MONOTONIC` at this instant is at least this.
-    pub(crate) earliest: u64,
-    /// The coarse reading plus the slack; `CLOCK_MONOTONIC` at this instant is at most this.
-    pub(crate) latest: u64,
-}
-
-impl CoarseNow {
-    /// Reads the coarse clock, or returns `None` when it cannot be trusted on this host.
-    ///
-    /// The coarse clock is the precise clock as of the last tick, so the precise time is at
-    /// least the coarse one and at most one tick later. We allow two ticks (interrupt
-    /// latency), and [`CoarseNow::precise`] checks that assumption on every precise read
-    /// that follows a coarse one, widening the slack when a late tick proves it too narrow
-    /// (see [`widened`]), up to turning the shortcut off.
-    #[inline(always)]
-    pub(crate) fn read() -> Option<Self> {
-        let slack = coarse_slack_ns()?;
-        // Not published for `passed_ns`: that would cost every coarse decision (the fast
-        // path) ~0.3 ns, while a stale `passed_ns` costs only an idle bucket's first
-        // request one coarse read, whose precise read that follows publishes afresh.
-        let earliest = read(libc::CLOCK_MONOTONIC_COARSE);
-        Some(Self {
-            earliest,
-            latest: earliest.saturating_add(slack),
-        })
-    }
-
-    /// Reads the precise clock after this coarse read, checking the bounds held.
-    #[inline]
-    pub(crate) fn precise(self) -> u64 {
-        let now = now_ns();
-        if now > self.latest {
-            // Either this thread was descheduled between the two reads, or the coarse
-            // clock lags by more than the slack. A second coarse read tells them apart:
-            // the precise time at that read is at least `now`, so if even this fresher
-            // coarse reading is more than the slack behind `now`, the lag is proven.
-            let recheck = read(libc::CLOCK_MONOTONIC_COARSE);
-            let slack = self.latest - self.earliest;
-            if now > recheck.saturating_add(slack) {
-                // Relaxed: the slack is a number that only grows (fetch_max), read by
-                // itself; no other memory depends on it.
-                COARSE_SLACK_NS.fetch_max(widened(slack, now - recheck), Ordering::Relaxed);
-            }
-        }
-        now
-    }
-}
-
-/// Finds the coarse clock's slack once per process. Racing first calls compute the same
-/// value; `fetch_max` keeps a late one from undoing a widening.
-fn calibrate() -> u64 {
+/// The coarse clock's resolution, if the host reports one.
+#[cold]
+pub(super) fn coarse_resolution_ns() -> Option<u64> {
     let mut res = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `res` is a valid, writable timespec for the duration of the call.
     let rc = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut res) };
-    let resolution = timespec_ns(&res);
-    let slack = if rc != 0 || resolution == 0 || resolution > MAX_RESOLUTION_NS {
-        DISTRUSTED
-    } else {
-        2 * resolution
-    };
-    // Relaxed: as in `CoarseNow::precise`.
-    COARSE_SLACK_NS
-        .fetch_max(slack, Ordering::Relaxed)
-        .max(slack)
+    (rc == 0).then(|| timespec_ns(&res))
 }
 
 #[cfg(all(test, not(loom)))]
@@ -302,26 +209,11 @@ mod tests {
     }
 
     #[test]
-    fn a_late_tick_widens_the_slack_until_it_is_not_worth_keeping() {
-        const MS: u64 = 1_000_000;
-        assert_eq!(widened(8 * MS, 9 * MS), 18 * MS);
-        assert_eq!(widened(8 * MS, 1), 16 * MS);
-        assert_eq!(widened(100 * MS, 120 * MS), 240 * MS);
-        assert_eq!(widened(200 * MS, 1), DISTRUSTED);
-        assert_eq!(widened(8 * MS, u64::MAX), DISTRUSTED);
-        assert_eq!(widened(DISTRUSTED, 1), DISTRUSTED);
-    }
-
-    #[test]
     fn coarse_bounds_contain_the_precise_time() {
         for _ in 0..1000 {
-            if let Some(coarse) = CoarseNow::read() {
-                let now = now_ns();
-                assert!(
-                    coarse.earliest <= now,
-                    "coarse clock ran ahead of the precise one"
-                );
-            }
+            let coarse = coarse_ns();
+            let now = now_ns();
+            assert!(coarse <= now, "coarse clock ran ahead of the precise one");
         }
     }
 }

@@ -1,24 +1,27 @@
-//! The one read-decide-swap loop every single-word state goes through, and the rules a
-//! state word follows so that a keyed table can move slots between keys under it.
+//! The one read-decide-swap loop every state's first word goes through, the markers a
+//! keyed table puts in that word, and the [`Tenancy`] that tells a state from a marker.
 //!
-//! A keyed table (see `keyed.rs`) reuses the slot of a key whose state is fresh for another
-//! key. To do that safely it needs three promises from every algorithm, stated here once:
+//! A keyed table (see `keyed/`) reuses the slot of a key whose state is fresh for another
+//! key. To do that safely it needs three promises, stated here once:
 //! 1. The first state word never holds [`VACANT`] or [`INSTALLING`]: every value an
-//!    algorithm stores is at most [`MAX_STATE`]. The table marks its slots with the two.
+//!    algorithm stores is at most [`MAX_STATE`] (the algorithms' promise,
+//!    `algorithm/mod.rs`), and the markers are the two values above it.
 //! 2. The first state word strictly increases with every change an algorithm makes, so a
-//!    value it held once never comes back (no ABA for a CAS that expects it).
+//!    value it held once never comes back (no ABA for a CAS that expects it): the
+//!    algorithms' promise too, checked here on every swap in debug builds.
 //! 3. Every decision is committed by a compare-and-swap of the first word that re-checks
-//!    the slot's tenancy ([`Tenancy::check`]) on each value it is about to decide on.
+//!    the slot's tenancy ([`Tenancy::check`]) on each value it is about to decide on: this
+//!    layer's promise, kept by every store in it (`one_word.rs`, `window_records.rs`,
+//!    `ring.rs`).
 
+use crate::algorithm::MAX_STATE;
 use crate::sync::{AtomicU64, Ordering};
 use std::convert::Infallible;
 
 /// First-word marker of a keyed slot that holds no key.
-pub(crate) const VACANT: u64 = u64::MAX;
+pub(crate) const VACANT: u64 = MAX_STATE + 2;
 /// First-word marker of a keyed slot that one thread has claimed to install a key into.
-pub(crate) const INSTALLING: u64 = u64::MAX - 1;
-/// The largest value an algorithm ever stores in its first state word.
-pub(crate) const MAX_STATE: u64 = u64::MAX - 2;
+pub(crate) const INSTALLING: u64 = MAX_STATE + 1;
 
 /// Whether `word` is one of the keyed table's slot markers rather than a state.
 #[inline]

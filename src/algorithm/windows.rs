@@ -7,7 +7,7 @@
 //! the last window of the `u64` timeline with a full count,
 //! `⌊(2⁶⁴−1)/P⌋ · 2^bits(L) + L`, is at most [`MAX_STATE`] = 2⁶⁴ − 3. Then:
 //! - the index never wraps, for any `now_ns` a caller can pass (`k ≤ ⌊(2⁶⁴−1)/P⌋`);
-//! - the word never holds `u64::MAX` or `u64::MAX − 1`, which the keyed table reserves;
+//! - the word never holds `u64::MAX` or `u64::MAX − 1`, which the state layer reserves;
 //! - the word is monotone over a limiter's life: a write either moves to a later window
 //!   or adds to the count of the same one, so comparing words compares (window, count)
 //!   lexicographically, and a compare-and-swap can never be fooled by an old value
@@ -19,8 +19,8 @@
 //!
 //! The zero word is window 0 with nothing counted: a fresh limiter, full at any time.
 
-use crate::cell::MAX_STATE;
-use crate::ConfigError;
+use super::MAX_STATE;
+use crate::error::ConfigError;
 
 /// A validated window configuration: L units per window of P ns, and the word's packing.
 #[derive(Clone, Copy, Debug)]

@@ -1,7 +1,8 @@
 //! Division by a divisor fixed when a limiter is configured, done as a multiply and shifts.
 //!
-//! A 64-bit `div` costs 14–40 cycles on the x86-64 parts we measured and was the largest
-//! single cost of a full decision (`remaining` is a quotient by the emission interval).
+//! A 64-bit `div` takes many times a multiply's latency on x86-64 (Agner Fog's instruction
+//! tables list it per part) and was the largest single cost of a full decision
+//! (`remaining` is a quotient by the emission interval).
 //! This is the round-up method of Granlund and Montgomery ("Division by invariant integers
 //! using multiplication", 1994) in the form libdivide uses for `u64`: exact for every
 //! dividend, checked against `/` in the tests below.

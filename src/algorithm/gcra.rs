@@ -7,12 +7,14 @@
 //! `TAT := max(TAT, t) + n·T`. A fresh cell has TAT = 0, which is full at any `t`.
 //!
 //! The TAT never exceeds [`MAX_STATE`] = 2^64 − 3 ns (year 2554 of `CLOCK_MONOTONIC`): the
-//! two values above it mark keyed-table slots (see `cell.rs`), so a request whose new TAT
-//! would pass it is denied, as if those last two nanoseconds were beyond the end of time.
+//! two values above it are the state layer's (see `algorithm/mod.rs`), so a request whose
+//! new TAT would pass it is denied, as if those last two nanoseconds were beyond the end of
+//! time.
 
-use crate::cell::MAX_STATE;
-use crate::divisor::Divisor;
-use crate::{ConfigError, Decision};
+use super::divisor::Divisor;
+use super::{Algorithm, Outcome, Rule, Settled, MAX_STATE};
+use crate::decision::Decision;
+use crate::error::ConfigError;
 
 /// A validated GCRA configuration.
 #[derive(Clone, Copy, Debug)]
@@ -26,9 +28,6 @@ pub(crate) struct Gcra {
     /// T again, prepared to turn nanoseconds of room into whole units without a `div`.
     units_in: Divisor,
 }
-
-/// How a decision changes the stored TAT.
-pub(crate) type Outcome = (Decision, Option<u64>);
 
 impl Gcra {
     pub(crate) fn new(limit: u64, period_ns: u64, burst: u64) -> Result<Self, ConfigError> {
@@ -57,16 +56,10 @@ impl Gcra {
         })
     }
 
-    /// B: the decision's `limit`, and the largest `n` that can ever be admitted.
-    #[inline]
-    pub(crate) fn burst(&self) -> u64 {
-        self.burst
-    }
-
     /// The new TAT if `1 ≤ n ≤ burst` units at `now` are admitted with at most `max_wait`
     /// of waiting: the admission rule alone, without the decision's report.
-    #[inline]
-    pub(crate) fn admit(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Option<u64> {
+    #[inline(always)]
+    fn admitted(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Option<u64> {
         self.next_tat(tat, now, n)
             .filter(|&new_tat| new_tat - now <= self.tolerance.saturating_add(max_wait))
     }
@@ -82,23 +75,24 @@ impl Gcra {
             .filter(|&new_tat| new_tat <= MAX_STATE)
     }
 
-    /// Decides `n ≤ burst` units at `now` against the stored `tat`, waiting at most
-    /// `max_wait` (0 for a plain acquire). `n == 0` is a query and never writes.
+    /// Decides `n ≤ burst` units at `now` against the stored `tat`, as a reserve willing
+    /// to wait at most `max_wait` (0: exactly an acquire). `n == 0` is a query and never
+    /// writes.
     #[inline(always)]
-    pub(crate) fn decide(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Outcome {
+    pub(crate) fn reserve(&self, tat: u64, now: u64, n: u64, max_wait: u64) -> Outcome<u64> {
         debug_assert!(n <= self.burst, "callers reject n > burst first");
         if n == 0 {
             // A query: admitted, changes nothing, even when a reserve has queued the
             // bucket past its tolerance.
-            return (
-                Decision {
+            return Outcome {
+                decision: Decision {
                     allowed: true,
                     ..self.report(tat, now)
                 },
-                None,
-            );
+                update: None,
+            };
         }
-        match self.admit(tat, now, n, max_wait) {
+        match self.admitted(tat, now, n, max_wait) {
             Some(new_tat) => {
                 let wait_ns = (new_tat - now).saturating_sub(self.tolerance);
                 let decision = Decision {
@@ -106,7 +100,10 @@ impl Gcra {
                     wait_ns,
                     ..self.report(new_tat, now)
                 };
-                (decision, Some(new_tat))
+                Outcome {
+                    decision,
+                    update: Some(new_tat),
+                }
             }
             None => {
                 // At now + d the same request is admitted iff
@@ -125,7 +122,10 @@ impl Gcra {
                     retry_after_ns,
                     ..self.report(tat, now)
                 };
-                (decision, None)
+                Outcome {
+                    decision,
+                    update: None,
+                }
             }
         }
     }
@@ -154,31 +154,64 @@ impl Gcra {
             wait_ns: 0,
         }
     }
+}
 
-    /// Decides a plain acquire of `1 ≤ n ≤ burst` for every instant in
-    /// `[earliest, latest]` at once: `Some(None)` if all of them deny, `Some(Some(tat'))`
-    /// if all of them admit and store the same `tat'`, `None` if the outcome depends on
-    /// where in the interval `now` lies.
-    #[inline]
-    pub(crate) fn settle(
-        &self,
-        tat: u64,
-        earliest: u64,
-        latest: u64,
-        n: u64,
-    ) -> Option<Option<u64>> {
+impl Rule for Gcra {
+    /// B: the most units admitted at once.
+    #[inline(always)]
+    fn limit(&self) -> u64 {
+        self.burst
+    }
+}
+
+impl Algorithm<u64> for Gcra {
+    /// The new TAT.
+    type Update = u64;
+
+    #[inline(always)]
+    fn decide(&self, tat: &u64, now: u64, n: u64) -> Outcome<u64> {
+        self.reserve(*tat, now, n, 0)
+    }
+
+    #[inline(always)]
+    fn try_decide(&self, tat: &u64, now: u64, n: u64) -> Option<u64> {
+        self.admitted(*tat, now, n, 0)
+    }
+
+    /// While `now ≤ tat` the new TAT is `tat + n·T` whatever `now` is exactly, and
+    /// admission at t ⟺ t ≥ tat + n·T − τ: so an interval ending before that instant
+    /// denies throughout, and one lying between it and the TAT admits throughout.
+    #[inline(always)]
+    fn settle(&self, tat: &u64, earliest: u64, latest: u64, n: u64) -> Settled<u64> {
         // n ≤ B, so n·T ≤ B·T = τ, which fits in u64. A TAT that cannot be stored (past
-        // MAX_STATE, or past u64::MAX) is left to the precise path, which denies it.
-        let new_tat = tat
+        // MAX_STATE, or past u64::MAX) is left to the exact path, which denies it.
+        let Some(new_tat) = tat
             .checked_add(n * self.emission_interval)
-            .filter(|&new_tat| new_tat <= MAX_STATE)?;
-        // Admission at t ⟺ t ≥ tat + n·T − τ (for t < tat; for t ≥ tat it always holds).
+            .filter(|&new_tat| new_tat <= MAX_STATE)
+        else {
+            return Settled::Undecided;
+        };
         let due = new_tat.saturating_sub(self.tolerance);
         if latest < due {
-            return Some(None);
+            Settled::Deny
+        } else if latest <= *tat && earliest >= due {
+            Settled::Admit(new_tat)
+        } else {
+            Settled::Undecided
         }
-        // While now ≤ tat the new TAT is tat + n·T whatever now is exactly.
-        (latest <= tat && earliest >= due).then_some(Some(new_tat))
+    }
+
+    /// Fresh once the TAT is not ahead of `now`: the bucket is full.
+    #[inline]
+    fn is_fresh(&self, tat: &u64, now: u64) -> bool {
+        *tat <= now
+    }
+
+    /// An idle bucket (TAT ≤ now) admits, and its new TAT, `now + n·T`, depends on the
+    /// exact time.
+    #[inline(always)]
+    fn needs_exact(&self, tat: &u64, passed: u64, _n: u64) -> bool {
+        *tat <= passed
     }
 }
 
@@ -187,6 +220,22 @@ mod tests {
     use super::*;
 
     const SECOND: u64 = 1_000_000_000;
+
+    /// The reserve's outcome as a pair, as the tests below read it.
+    fn decide(gcra: &Gcra, tat: u64, now: u64, n: u64, max_wait: u64) -> (Decision, Option<u64>) {
+        let outcome = gcra.reserve(tat, now, n, max_wait);
+        (outcome.decision, outcome.update)
+    }
+
+    /// `settle` as the nested option the tests below read: `Some(None)` deny,
+    /// `Some(Some(tat))` admit, `None` undecided.
+    fn settle(gcra: &Gcra, tat: u64, earliest: u64, latest: u64, n: u64) -> Option<Option<u64>> {
+        match gcra.settle(&tat, earliest, latest, n) {
+            Settled::Admit(new_tat) => Some(Some(new_tat)),
+            Settled::Deny => Some(None),
+            Settled::Undecided => None,
+        }
+    }
 
     #[test]
     fn rejects_invalid_configs() {
@@ -203,22 +252,22 @@ mod tests {
     fn the_tat_never_passes_max_state() {
         // T = 10, τ = 10.
         let gcra = Gcra::new(1, 10, 0).unwrap();
-        let (last, new_tat) = gcra.decide(0, MAX_STATE - 10, 1, 0);
+        let (last, new_tat) = decide(&gcra, 0, MAX_STATE - 10, 1, 0);
         assert!(last.allowed);
         assert_eq!(new_tat, Some(MAX_STATE));
-        let (past, new_tat) = gcra.decide(0, MAX_STATE - 9, 1, 0);
+        let (past, new_tat) = decide(&gcra, 0, MAX_STATE - 9, 1, 0);
         assert!(!past.allowed);
         assert_eq!((new_tat, past.retry_after_ns), (None, u64::MAX));
         // Even a reserve willing to wait forever cannot reach the slot markers.
-        let (reserve, new_tat) = gcra.decide(MAX_STATE, MAX_STATE, 1, u64::MAX);
+        let (reserve, new_tat) = decide(&gcra, MAX_STATE, MAX_STATE, 1, u64::MAX);
         assert!(!reserve.allowed);
         assert_eq!((new_tat, reserve.retry_after_ns), (None, u64::MAX));
         // A query is always admitted and never writes.
-        let (query, new_tat) = gcra.decide(0, u64::MAX, 0, 0);
+        let (query, new_tat) = decide(&gcra, 0, u64::MAX, 0, 0);
         assert!(query.allowed);
         assert_eq!(new_tat, None);
         // The coarse-clock shortcut leaves the capped case to the precise path.
-        assert_eq!(gcra.settle(MAX_STATE, MAX_STATE, MAX_STATE, 1), None);
+        assert_eq!(settle(&gcra, MAX_STATE, MAX_STATE, MAX_STATE, 1), None);
     }
 
     #[test]
@@ -231,8 +280,8 @@ mod tests {
                 for width in [0u64, 10, 100, 300] {
                     for n in 1..=4 {
                         let latest = earliest + width;
-                        let mut each = (earliest..=latest).map(|t| gcra.decide(tat, t, n, 0).1);
-                        match gcra.settle(tat, earliest, latest, n) {
+                        let mut each = (earliest..=latest).map(|t| decide(&gcra, tat, t, n, 0).1);
+                        match settle(&gcra, tat, earliest, latest, n) {
                             Some(None) => {
                                 denials += 1;
                                 assert!(each.all(|new_tat| new_tat.is_none()));

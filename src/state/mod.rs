@@ -1,0 +1,84 @@
+//! The state layer: how an algorithm's state lives in atomic words, and the protocol that
+//! reads it, decides on it (through the pure rules of `src/algorithm/`) and swaps it.
+//!
+//! The same words serve a limiter's private cell and a keyed table's slot; the only
+//! difference is the [`Tenancy`] the caller passes: nobody else can repurpose a limiter's
+//! words ([`Owned`]), while a keyed slot can be reclaimed for another key under a
+//! decision, which every store here re-checks before it writes.
+//!
+//! - `cell.rs`: the slot markers, [`Tenancy`], and the read-decide-swap loop on a state's
+//!   first word.
+//! - `one_word.rs`: states of one word (GCRA, fixed window).
+//! - `window_records.rs`: the sliding window counter's current word and closed-window
+//!   records.
+//! - `ring.rs`: the sliding log's ring of timestamps.
+//!
+//! Each store implements [`Stored`], the one interface the layer above dispatches to.
+
+mod cell;
+mod one_word;
+mod ring;
+mod window_records;
+
+pub(crate) use cell::{is_marker, owned, Owned, Tenancy, INSTALLING, VACANT};
+pub(crate) use one_word::reserve_at;
+
+use crate::algorithm::Rule;
+use crate::decision::Decision;
+use crate::sync::AtomicU64;
+use crate::time::{Bounds, TimeSource};
+
+/// An algorithm whose state this layer can keep in words: every operation a limiter or a
+/// keyed slot runs on it. Requests reach it checked (`n ≤ limit`), and a fresh state is
+/// all zeros.
+pub(crate) trait Stored: Rule {
+    /// How many words of state one limiter needs.
+    fn state_words(&self) -> usize;
+
+    /// Acquires `n` units at `now` (`n == 0` queries), with the full report.
+    fn acquire_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted>;
+
+    /// Acquires `1 ≤ n` units at `now`, reporting only whether they were admitted.
+    fn try_acquire_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<bool, T::Evicted>;
+
+    /// Acquires `1 ≤ n` units for every instant within `bounds` at once: `Some(allowed)`
+    /// if every instant gives that outcome and the same new state (which is then stored),
+    /// `None` (nothing written) if they do not.
+    fn settle<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<bool>, T::Evicted>;
+
+    /// Acquires `1 ≤ n` units now, reporting only whether they were admitted, reading
+    /// `time` only as far as the decision needs: on its bounds when they settle it, else
+    /// at the exact time. Either way the outcome is `try_acquire_at`'s at some instant
+    /// within the call.
+    fn try_acquire<T: Tenancy, C: TimeSource>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        time: &C,
+        n: u64,
+    ) -> Result<bool, T::Evicted>;
+
+    /// Whether the state is fresh at `now` (DESIGN §5). `first` is its first word, loaded
+    /// with `Acquire` by the caller (pairing with the swap that installed it, so the other
+    /// words it publishes are read at least as new as it) and not a marker. A snapshot: a
+    /// reclaimer's own CAS on the first word revalidates it, the first word only growing.
+    fn is_fresh(&self, state: &[AtomicU64], first: u64, now: u64) -> bool;
+}

@@ -1,0 +1,182 @@
+//! States of one word: GCRA's TAT and the fixed window's packed `(window, count)`. Every
+//! operation is one [`decide_and_swap`] on the word, deciding with the algorithm's pure
+//! rule on the value it read; a denial or a query never writes.
+
+use super::cell::{decide_and_swap, Tenancy};
+use super::Stored;
+use crate::algorithm::{Algorithm, FixedWindow, Gcra, Settled};
+use crate::decision::Decision;
+use crate::sync::{AtomicU64, Ordering};
+use crate::time::{Bounds, TimeSource};
+
+/// An algorithm whose whole state is one word, and whether its decisions read a clock
+/// hint first.
+pub(crate) trait OneWord: Algorithm<u64, Update = u64> {
+    /// Whether `try_acquire` peeks at the word before reading any clock, and keeps the
+    /// time source's hint: worth it where the word alone can show that only the exact time
+    /// will do ([`Algorithm::needs_exact`]), as an idle GCRA bucket's does.
+    const HINTED: bool;
+}
+
+impl OneWord for Gcra {
+    const HINTED: bool = true;
+}
+
+impl OneWord for FixedWindow {
+    const HINTED: bool = false;
+}
+
+/// GCRA's reserve (the leaky bucket as a queue): acquires `n` units at `now` if the caller
+/// would wait at most `max_wait` before acting. With `max_wait == 0` it is exactly an
+/// acquire.
+#[inline(always)]
+pub(crate) fn reserve_at<T: Tenancy>(
+    gcra: &Gcra,
+    state: &[AtomicU64],
+    tenancy: &T,
+    now: u64,
+    n: u64,
+    max_wait: u64,
+) -> Result<Decision, T::Evicted> {
+    decide_and_swap(&state[0], tenancy, |tat| {
+        let outcome = gcra.reserve(tat, now, n, max_wait);
+        (outcome.decision, outcome.update)
+    })
+}
+
+impl<A: OneWord> Stored for A {
+    #[inline(always)]
+    fn state_words(&self) -> usize {
+        1
+    }
+
+    #[inline(always)]
+    fn acquire_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted> {
+        decide_and_swap(&state[0], tenancy, |word| {
+            let outcome = self.decide(&word, now, n);
+            (outcome.decision, outcome.update)
+        })
+    }
+
+    #[inline(always)]
+    fn try_acquire_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
+        swap_seen(self, &state[0], tenancy, now, n).map(|(allowed, _)| allowed)
+    }
+
+    #[inline(always)]
+    fn settle<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<bool>, T::Evicted> {
+        decide_and_swap(&state[0], tenancy, |word| {
+            match Algorithm::settle(self, &word, bounds.earliest, bounds.latest, n) {
+                Settled::Admit(next) => (Some(true), Some(next)),
+                Settled::Deny => (Some(false), None),
+                Settled::Undecided => (None, None),
+            }
+        })
+    }
+
+    /// Straight-line code inlined into the caller, with everything that reads the exact
+    /// clock out of line: the common decisions (a busy or a drained bucket) are a peek, a
+    /// coarse read and one swap.
+    #[inline(always)]
+    fn try_acquire<T: Tenancy, C: TimeSource>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        time: &C,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
+        if A::HINTED {
+            if time.precise_first() {
+                return precise_first(self, &state[0], tenancy, time, n);
+            }
+            // Relaxed: a peek that only picks the clock; the decision reads the word again.
+            let peek = state[0].load(Ordering::Relaxed);
+            if self.needs_exact(&peek, time.passed(), n) {
+                return exact(self, state, tenancy, time, None, n);
+            }
+        }
+        time.decide(
+            |bounds| Stored::settle(self, state, tenancy, bounds, n),
+            |bounds| exact(self, state, tenancy, time, bounds, n),
+        )
+    }
+
+    #[inline]
+    fn is_fresh(&self, _state: &[AtomicU64], first: u64, now: u64) -> bool {
+        Algorithm::is_fresh(self, &first, now)
+    }
+}
+
+/// Acquires `1 ≤ n` units at `now`: whether they were admitted, and the word the decision
+/// was made on.
+#[inline(always)]
+fn swap_seen<A: OneWord, T: Tenancy>(
+    algorithm: &A,
+    word: &AtomicU64,
+    tenancy: &T,
+    now: u64,
+    n: u64,
+) -> Result<(bool, u64), T::Evicted> {
+    decide_and_swap(word, tenancy, |seen| {
+        let next = algorithm.try_decide(&seen, now, n);
+        ((next.is_some(), seen), next)
+    })
+}
+
+/// [`Stored::try_acquire`] at the exact time, read after `bounds` if there were any. A
+/// hinted algorithm's time source learns that this decision needed the exact time.
+#[inline(never)]
+fn exact<A: OneWord, T: Tenancy, C: TimeSource>(
+    algorithm: &A,
+    state: &[AtomicU64],
+    tenancy: &T,
+    time: &C,
+    bounds: Option<Bounds>,
+    n: u64,
+) -> Result<bool, T::Evicted> {
+    if A::HINTED {
+        time.learn(true);
+    }
+    algorithm.try_acquire_at(state, tenancy, time.now_after_any(bounds), n)
+}
+
+/// [`Stored::try_acquire`] when the hint says to read the exact clock first: the swap then
+/// reads the word once, and the decision is the one at that time. A word the bounds could
+/// have settled (a TAT further ahead of the clock than the bounds reach) hands back to
+/// peeking first.
+#[inline(never)]
+fn precise_first<A: OneWord, T: Tenancy, C: TimeSource>(
+    algorithm: &A,
+    word: &AtomicU64,
+    tenancy: &T,
+    time: &C,
+    n: u64,
+) -> Result<bool, T::Evicted> {
+    let now = time.now();
+    let (allowed, seen) = swap_seen(algorithm, word, tenancy, now, n)?;
+    if time
+        .slack()
+        .is_some_and(|slack| !algorithm.needs_exact(&seen, now.saturating_add(slack), n))
+    {
+        time.learn(false);
+    }
+    Ok(allowed)
+}

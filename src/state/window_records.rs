@@ -1,0 +1,265 @@
+//! The sliding window counter's state in three words, and the protocol that keeps its
+//! [`Counts`] consistent while threads roll it over from window to window.
+//!
+//! # Words
+//! - `state[0]`, **current**: `(k, cur)` packed as in `algorithm/windows.rs`: the latest
+//!   window anything was admitted in, and its count. It is the only word a decision
+//!   swaps, so it alone orders all admissions.
+//! - `state[1 + j % 2]`, **closed windows**: `(j, final count of window j)`, written once
+//!   the current word leaves window j. Two words, by parity, so closing window j never
+//!   touches the record of window j − 1 that readers of window j still need.
+//!
+//! A reader that finds the current word at window k takes the previous count from the
+//! record of parity k − 1 if it is tagged k − 1, else 0 (the current word skipped window
+//! k − 1, so nothing was admitted in it).
+//!
+//! # Roll-over is one atomic step
+//! To move from `(k−1, c)` to `(k, n)` a thread first raises the record of parity k − 1
+//! to `(k−1, c)` with `fetch_max`, then swaps the current word from exactly `(k−1, c)`.
+//! - The swap is the roll-over: before it every reader sees window k − 1 as current (and
+//!   takes its count directly); after it every reader sees window k with its record
+//!   complete, because the record was written before the `Release` swap and readers load
+//!   the current word with `Acquire` ([`decide_and_publish`]).
+//! - The record holds the final count: a roll-over only succeeds from the current word's
+//!   last value in window k − 1, every count a thread can have seen there is at most that,
+//!   and `fetch_max` keeps the largest. Racing roll-overs and late ones (whose swap
+//!   fails) only ever write a value the record already has or a smaller one.
+//! - Packed words grow with (window, count), so `fetch_max` also keeps a newer window's
+//!   record over an older one's of the same parity.
+//! - A reader whose current word is stale can find the record of its parity already
+//!   reused for a later window (tag ≥ k + 1). It then loads the current word again
+//!   rather than decide on a record that no longer describes window k − 1.
+//!
+//! Every word only ever grows, and the current word obeys the packed word's bound, so it
+//! never holds a slot marker.
+
+use super::cell::{decide_and_publish, Tenancy};
+use super::Stored;
+use crate::algorithm::{Algorithm, Counted, Counts, Rule, Settled, SlidingWindow};
+use crate::decision::Decision;
+use crate::sync::{AtomicU64, Ordering};
+use crate::time::{Bounds, TimeSource};
+
+/// Index of the current word in the state.
+const CURRENT: usize = 0;
+/// Index of the first of the two closed-window records.
+const CLOSED: usize = 1;
+
+impl Stored for SlidingWindow {
+    #[inline(always)]
+    fn state_words(&self) -> usize {
+        3
+    }
+
+    /// The decision's fields are computed outside the swap loop, from the counts it
+    /// decided on: carried through the loop, a `Decision` costs more than deciding.
+    // Not inlined into the dispatch: its size would cost the other algorithms' paths
+    // there a larger stack frame and their own inlining.
+    #[inline(never)]
+    fn acquire_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted> {
+        let counts = swap(
+            self,
+            state,
+            tenancy,
+            |_| None,
+            |counts| {
+                let next = if n == 0 {
+                    None
+                } else {
+                    self.try_decide(counts, now, n)
+                };
+                (*counts, next)
+            },
+        )?;
+        Ok(self.decide(&counts, now, n).decision)
+    }
+
+    fn try_acquire_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
+        swap(
+            self,
+            state,
+            tenancy,
+            |_| None,
+            |counts| {
+                let next = self.try_decide(counts, now, n);
+                (next.is_some(), next)
+            },
+        )
+    }
+
+    /// A client over its limit is denied from the current word alone (its count leaves
+    /// less than `n` at every instant up to `latest`), without reading the record.
+    #[inline(always)]
+    fn settle<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<bool>, T::Evicted> {
+        let Bounds { earliest, latest } = bounds;
+        swap(
+            self,
+            state,
+            tenancy,
+            |current| {
+                self.0
+                    .full_through(current, latest, n)
+                    .then_some(Some(false))
+            },
+            |counts| match Algorithm::settle(self, counts, earliest, latest, n) {
+                Settled::Admit(next) => (Some(true), Some(next)),
+                Settled::Deny => (Some(false), None),
+                Settled::Undecided => (None, None),
+            },
+        )
+    }
+
+    #[inline(never)]
+    fn try_acquire<T: Tenancy, C: TimeSource>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        time: &C,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
+        time.decide(
+            |bounds| Stored::settle(self, state, tenancy, bounds, n),
+            |bounds| self.try_acquire_at(state, tenancy, time.now_after_any(bounds), n),
+        )
+    }
+
+    fn is_fresh(&self, state: &[AtomicU64], first: u64, now: u64) -> bool {
+        counts(self, state, first, false)
+            .is_some_and(|counts| Algorithm::is_fresh(self, &counts, now))
+    }
+}
+
+/// The read-decide-swap loop. `shortcut` may decide from the current word alone;
+/// otherwise `decide` maps the counts to a result and, for an admission, the window and
+/// count to store, and the current word is swapped to them, the closed window recorded
+/// first when it rolls over to the next one.
+///
+/// Every value of the current word is shown to `tenancy` before anything is decided or
+/// written on it, the record of a roll-over included ([`decide_and_publish`]).
+#[inline(always)]
+fn swap<T: Tenancy, R>(
+    sliding: &SlidingWindow,
+    state: &[AtomicU64],
+    tenancy: &T,
+    shortcut: impl Fn(u64) -> Option<R>,
+    mut decide: impl FnMut(&Counts) -> (R, Option<Counted>),
+) -> Result<R, T::Evicted> {
+    // The current word last found stale: see `counts`.
+    let mut stale = None;
+    loop {
+        let step = decide_and_publish(&state[CURRENT], tenancy, |current| {
+            if let Some(result) = shortcut(current) {
+                return (Some(result), None);
+            }
+            let Some(counts) = counts(sliding, state, current, stale == Some(current)) else {
+                // A stale current word: load it again.
+                stale = Some(current);
+                return (None, None);
+            };
+            let (result, next) = decide(&counts);
+            let Some(next) = next else {
+                return (Some(result), None);
+            };
+            if next.index == counts.index + 1 && counts.cur > 0 {
+                // Roll-over to the next window: record the closed one's final count before
+                // the swap. Relaxed: the Release swap publishes it (module docs).
+                state[CLOSED + parity(counts.index)].fetch_max(current, Ordering::Relaxed);
+            }
+            (Some(result), Some(sliding.0.pack(next)))
+        })?;
+        if let Some(result) = step {
+            return Ok(result);
+        }
+    }
+}
+
+/// The counts behind the current word, or `None` if the record of the window before it
+/// has already been reused for a later window (the current word moved on).
+///
+/// With `reloaded`, the current word was found stale before and loaded again with the
+/// same value, so the record's later window did not come from a roll-over of this state
+/// (the words were reset under an old writer still in flight). Rather than loop forever,
+/// the counts then take the previous window as full, the strictest reading.
+#[inline(always)]
+fn counts(
+    sliding: &SlidingWindow,
+    state: &[AtomicU64],
+    current: u64,
+    reloaded: bool,
+) -> Option<Counts> {
+    let stored = sliding.0.unpack(current);
+    let prev = match stored.index.checked_sub(1) {
+        None => 0,
+        Some(previous) => {
+            // Relaxed: ordered after the Acquire load of the current word (module docs).
+            let record = sliding
+                .0
+                .unpack(state[CLOSED + parity(previous)].load(Ordering::Relaxed));
+            match record.index {
+                i if i == previous => record.count,
+                i if i < previous => 0,
+                _ if reloaded => sliding.limit(),
+                _ => return None,
+            }
+        }
+    };
+    Some(Counts {
+        index: stored.index,
+        cur: stored.count,
+        prev,
+    })
+}
+
+/// Which closed-window record window `index` uses.
+#[inline(always)]
+fn parity(index: u64) -> usize {
+    (index % 2) as usize
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::algorithm::Windows;
+    use crate::state::{owned, Owned};
+
+    #[test]
+    fn a_record_from_a_later_window_under_an_unmoved_current_word_does_not_hang() {
+        // L = 4 per 100 ns. Current word: window 2 with 1 unit; the record of window 1's
+        // parity claims window 3, which this state never reached (words reset under a
+        // late writer). Decisions fall back to a full previous window instead of looping.
+        let sliding = SlidingWindow(Windows::new(4, 100).unwrap());
+        let state: Vec<AtomicU64> = [
+            sliding.0.pack(Counted { index: 2, count: 1 }),
+            0,
+            sliding.0.pack(Counted { index: 3, count: 2 }),
+        ]
+        .into_iter()
+        .map(AtomicU64::new)
+        .collect();
+        // At 250: 4·(100 − 50)/100 = 2 weigh, plus 1 counted: 1 left.
+        let acquire = |n| owned(sliding.acquire_at(&state, &Owned, 250, n));
+        assert_eq!(acquire(0).remaining, 1);
+        assert!(acquire(1).allowed);
+        assert!(!acquire(1).allowed);
+        let current = state[CURRENT].load(Ordering::Relaxed);
+        assert!(!Stored::is_fresh(&sliding, &state, current, 250));
+    }
+}

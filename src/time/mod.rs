@@ -1,0 +1,102 @@
+//! Time, the one input every decision takes: a [`TimeSource`] owns how it is read.
+//!
+//! A decision needs the time `now`. Reading it exactly (`CLOCK_MONOTONIC`) costs several
+//! times more than the decision itself, while a coarse clock is cheap and gives
+//! [`Bounds`] on it; a decision that every instant within the bounds makes alike needs no
+//! more. A time source offers both readings, the slack that makes the bounds hold (widened
+//! when the host proves it too narrow), a time the clock has certainly passed, and a
+//! limiter's hint of which reading to take first. Algorithms never see a time source: the
+//! state layer reads it, on behalf of the edge (a limiter, a keyed table) that passes it
+//! in once, and hands the algorithms plain nanoseconds.
+//!
+//! - `clock.rs`: the reads of the host's clocks and the published `passed` time.
+//! - `slack.rs`: the width of the coarse bounds, calibrated once and widened after a late tick.
+//! - `monotonic.rs`: [`Monotonic`], the library's time source.
+//! - `hint.rs`: [`ClockHint`], a limiter's memory of which reading its decisions needed,
+//!   and [`Hinted`], a time source that consults it.
+//! - `fake.rs` (tests only): a time source whose readings a test sets.
+
+mod clock;
+#[cfg(all(test, not(loom)))]
+pub(crate) mod fake;
+mod hint;
+mod monotonic;
+mod slack;
+
+pub use clock::now_ns;
+pub(crate) use clock::prepare;
+pub(crate) use hint::{ClockHint, Hinted};
+pub(crate) use monotonic::Monotonic;
+
+/// Bounds on the exact time from one cheap reading: `earliest ≤ now ≤ latest`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    /// The exact clock has reached at least this.
+    pub(crate) earliest: u64,
+    /// The exact clock has reached at most this.
+    pub(crate) latest: u64,
+}
+
+/// Where a decision gets its time, and the strategy for reading it cheaply.
+///
+/// Every reading is on one timeline (the library's is `CLOCK_MONOTONIC`). A caller that
+/// decides on [`bounds`](Self::bounds) must decide exactly as it would at every instant
+/// within them, and otherwise read [`now_after`](Self::now_after) those bounds.
+pub(crate) trait TimeSource {
+    /// The exact time.
+    fn now(&self) -> u64;
+
+    /// A time the exact clock has certainly reached; cheap, and possibly long past.
+    fn passed(&self) -> u64;
+
+    /// How wide [`bounds`](Self::bounds) are, or `None` when this source has no cheap
+    /// reading to trust.
+    fn slack(&self) -> Option<u64>;
+
+    /// Bounds on the exact time from one cheap reading, or `None` as for `slack`.
+    fn bounds(&self) -> Option<Bounds>;
+
+    /// The exact time, read after `bounds` were: checks that they held, and widens the
+    /// slack of later bounds when a late tick proves them too narrow.
+    fn now_after(&self, bounds: Bounds) -> u64;
+
+    /// The exact time, read after `bounds` if a decision read any.
+    #[inline(always)]
+    fn now_after_any(&self, bounds: Option<Bounds>) -> u64 {
+        match bounds {
+            Some(bounds) => self.now_after(bounds),
+            None => self.now(),
+        }
+    }
+
+    /// Decides a request on the cheapest reading that settles it: `settle` on the bounds
+    /// (`Some(admitted)`, or `None` when the outcome depends on where within them the time
+    /// lies), and only otherwise, or without bounds, `exact`, which reads the exact time
+    /// with [`now_after_any`](Self::now_after_any) of the bounds it is given.
+    #[inline(always)]
+    fn decide<E>(
+        &self,
+        settle: impl FnOnce(Bounds) -> Result<Option<bool>, E>,
+        exact: impl FnOnce(Option<Bounds>) -> Result<bool, E>,
+    ) -> Result<bool, E> {
+        let Some(bounds) = self.bounds() else {
+            return exact(None);
+        };
+        match settle(bounds)? {
+            Some(allowed) => Ok(allowed),
+            None => exact(Some(bounds)),
+        }
+    }
+
+    /// Whether to read the exact time before looking at the state: the decisions before
+    /// needed it (see [`ClockHint`]). Sources without a hint never do.
+    #[inline(always)]
+    fn precise_first(&self) -> bool {
+        false
+    }
+
+    /// Remembers which reading the next decision should take first; sources without a
+    /// hint forget it.
+    #[inline(always)]
+    fn learn(&self, _precise_first: bool) {}
+}
