@@ -106,23 +106,18 @@
 //! before its (precise) clock read, and keeps the path between two calls' misses short, so
 //! the CPU can overlap consecutive calls' misses.
 
+mod layout;
+
+use self::layout::{prefetch, slot_stride, Slots, SLOTS_PER_KEY};
 use crate::cell::{is_marker, owned, Owned, Tenancy, INSTALLING, VACANT};
 use crate::policy::Policy;
 use crate::sync::{AtomicU64, Backoff, Ordering};
-use crate::{clock, Config, ConfigError, Decision, Error};
+use crate::{clock, Config, Decision, Error};
 use crossbeam_utils::CachePadded;
 use std::collections::hash_map::RandomState;
 use std::fmt;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 
-/// Slots per key of capacity: a load factor of at most ½ keeps probes short.
-const SLOTS_PER_KEY: u64 = 2;
-/// A cache line on x86-64 and most AArch64 parts.
-const LINE_BYTES: usize = 64;
-/// Words in a cache line; slots of up to this many words never straddle one.
-const LINE_WORDS: usize = LINE_BYTES / std::mem::size_of::<u64>();
-/// Word 0 of a slot is the fingerprint; the state follows.
-const STATE_OFFSET: usize = 1;
 /// How far from home an insert looks for a `VACANT` slot before it reclaims a fresh one,
 /// at least: keys sharing a home would otherwise take the home slot from each other in
 /// turn, each insert evicting the other key (see `claim`). Lookups of absent keys probe
@@ -261,8 +256,9 @@ impl KeyedLimiter<RandomState> {
     /// Builds a table for `capacity` keys under `config`, with a fresh random hash key.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] if `config` is invalid, or with [`ConfigError::Capacity`]
-    /// if `capacity` is 0 or its table cannot be allocated; [`Error::Unsupported`] for an
+    /// [`Error::InvalidConfig`] if `config` is invalid, or with
+    /// [`ConfigError::Capacity`](crate::ConfigError::Capacity) if `capacity` is 0 or its
+    /// table cannot be allocated; [`Error::Unsupported`] for an
     /// algorithm this build cannot run.
     pub fn new(config: &Config, capacity: u64) -> Result<Self, Error> {
         Self::with_hasher(config, capacity, RandomState::new())
@@ -279,38 +275,11 @@ impl<S> KeyedLimiter<S> {
         clock::prepare();
         let policy = Policy::new(config)?;
         let stride = slot_stride(policy.state_words());
-        let too_big = Error::InvalidConfig(ConfigError::Capacity);
-        if capacity == 0 {
-            return Err(too_big);
-        }
-        let slot_count = capacity
-            .checked_mul(SLOTS_PER_KEY)
-            .and_then(|slots| usize::try_from(slots).ok())
-            .ok_or(too_big)?;
-        // One line of slack lets the slots start on a line boundary.
-        let len = slot_count
-            .checked_mul(stride)
-            .and_then(|words| words.checked_add(LINE_WORDS))
-            .ok_or(too_big)?;
-        let mut words: Vec<AtomicU64> = Vec::new();
-        // Fails (never aborts) when the bytes overflow isize or the allocator says no.
-        words.try_reserve_exact(len).map_err(|_| too_big)?;
-        advise_huge_pages(
-            words.as_ptr().cast(),
-            len * std::mem::size_of::<AtomicU64>(),
-        );
-        let base = match words.as_ptr().align_offset(LINE_BYTES) {
-            offset if offset < LINE_WORDS => offset,
-            _ => 0, // loom's atomics are not plain words; alignment is moot there.
-        };
-        words.extend((0..len).map(|index| {
-            let in_slot = index.wrapping_sub(base) % stride;
-            AtomicU64::new(if index >= base && in_slot == STATE_OFFSET {
-                VACANT
-            } else {
-                0
-            })
-        }));
+        let Slots {
+            slot_count,
+            base,
+            words,
+        } = Slots::allocate(capacity, stride)?;
         Ok(Self {
             policy,
             config: *config,
@@ -318,7 +287,7 @@ impl<S> KeyedLimiter<S> {
             slot_count,
             stride,
             base,
-            words: words.into_boxed_slice(),
+            words,
             max_distance: CachePadded::new(AtomicU64::new(0)),
             hasher,
         })
@@ -363,56 +332,12 @@ impl<S> KeyedLimiter<S> {
     }
 
     #[inline]
-    fn slot(&self, slot: usize) -> &[AtomicU64] {
-        let start = self.base + slot * self.stride;
-        &self.words[start..start + self.stride]
-    }
-
-    #[inline]
-    fn fingerprint_word(&self, slot: usize) -> &AtomicU64 {
-        &self.slot(slot)[0]
-    }
-
-    #[inline]
-    fn state(&self, slot: usize) -> &[AtomicU64] {
-        &self.slot(slot)[STATE_OFFSET..STATE_OFFSET + self.policy.state_words()]
-    }
-
-    #[inline]
-    fn first_word(&self, slot: usize) -> &AtomicU64 {
-        &self.slot(slot)[STATE_OFFSET]
-    }
-
-    #[inline]
     fn tenant(&self, slot: usize, fingerprint: u64) -> Tenant<'_> {
         Tenant {
             fingerprint: self.fingerprint_word(slot),
             first_word: self.first_word(slot),
             expected: fingerprint,
         }
-    }
-
-    /// The key's home slot: fast range, `⌊fingerprint · slots / 2⁶⁴⌋`.
-    #[inline]
-    fn home(&self, fingerprint: u64) -> usize {
-        ((u128::from(fingerprint) * self.slot_count as u128) >> 64) as usize
-    }
-
-    /// The slot `distance` steps past `home`, wrapping around the table.
-    #[inline]
-    fn probe(&self, home: usize, distance: usize) -> usize {
-        let slot = home + distance;
-        if slot >= self.slot_count {
-            slot - self.slot_count
-        } else {
-            slot
-        }
-    }
-
-    /// Distances to probe for a key: from 0 to `bound`, at most once around the table.
-    #[inline]
-    fn distances(&self, bound: u64) -> std::ops::RangeInclusive<usize> {
-        0..=usize::try_from(bound).map_or(self.slot_count - 1, |b| b.min(self.slot_count - 1))
     }
 
     /// Waits until `slot` is not `INSTALLING`, and returns its first word then (Acquire:
@@ -738,14 +663,6 @@ impl<S> KeyedLimiter<S> {
 }
 
 impl<S: BuildHasher> KeyedLimiter<S> {
-    /// The key's 64-bit fingerprint: its hash under this table's hasher.
-    #[inline]
-    fn fingerprint(&self, key: &[u8]) -> u64 {
-        let mut hasher = self.hasher.build_hasher();
-        hasher.write(key);
-        hasher.finish()
-    }
-
     /// Acquires `n` units for `key` now (`CLOCK_MONOTONIC`). `n == 0` only reports the key's
     /// state, and never inserts it.
     ///
@@ -991,60 +908,10 @@ impl<S> fmt::Debug for KeyedLimiter<S> {
     }
 }
 
-/// Asks Linux to back the table with transparent huge pages (2 MiB) before it is first
-/// touched: a lookup at a random key then costs one cache miss without a TLB miss on top
-/// (a million GCRA keys span 8,192 small pages, far more than the TLB holds). Advice
-/// only: it changes no behaviour, and a kernel that declines is ignored.
-fn advise_huge_pages(start: *const u8, bytes: usize) {
-    const HUGE_PAGE: usize = 2 << 20;
-    #[cfg(all(target_os = "linux", not(loom)))]
-    {
-        // Only whole huge pages inside the allocation can be huge.
-        let first = start.align_offset(HUGE_PAGE);
-        if first < bytes && bytes - first >= HUGE_PAGE {
-            let length = (bytes - first) / HUGE_PAGE * HUGE_PAGE;
-            // SAFETY: the range lies inside an allocation this table owns and nobody has
-            // touched yet; MADV_HUGEPAGE only changes how the kernel backs it, never its
-            // contents, and its failure is harmless.
-            unsafe {
-                libc::madvise(
-                    start.add(first) as *mut libc::c_void,
-                    length,
-                    libc::MADV_HUGEPAGE,
-                )
-            };
-        }
-    }
-    #[cfg(not(all(target_os = "linux", not(loom))))]
-    let _ = (start, bytes, HUGE_PAGE);
-}
-
-/// Asks the CPU to start loading `word`'s cache line; a no-op where we have no prefetch.
-#[inline(always)]
-fn prefetch(word: &AtomicU64) {
-    #[cfg(all(target_arch = "x86_64", not(loom)))]
-    // SAFETY: a prefetch is a hint: it never faults and changes no memory.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-            (word as *const AtomicU64).cast(),
-        )
-    };
-}
-
-/// Words per slot for a state of `state_words`: the fingerprint plus the state, rounded up
-/// to a power of two while that fits in a cache line, so no such slot straddles two lines.
-fn slot_stride(state_words: usize) -> usize {
-    let words = STATE_OFFSET + state_words;
-    if words <= LINE_WORDS {
-        words.next_power_of_two()
-    } else {
-        words
-    }
-}
-
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use std::hash::Hasher;
 
     const SECOND: u64 = 1_000_000_000;
 
