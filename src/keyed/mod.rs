@@ -30,6 +30,7 @@
 //!   full (**Reclaim**, **No duplicates**, **Full**).
 //! - `insert.rs`: look a key up, else insert it; install it or back out (**No
 //!   duplicates**, **Reclaim**, **Writers of the old key in flight**, **Backing out**).
+//! - `batch.rs`: many keys per call, their cache misses overlapped.
 //!
 //! The protocol's argument is written beside the code it justifies: each bold name above
 //! heads a paragraph in the doc comment of the function that relies on it.
@@ -39,16 +40,8 @@
 //! thread is reclaiming (its state was fresh at that thread's clock). An insert may wait
 //! for an insert in flight in its probe range to finish its few steps.
 //! `tests/loom_keyed.rs` model-checks the races.
-//!
-//! # Batches
-//! [`KeyedLimiter::try_acquire_batch`] runs the same lookup, update and insert per key; it
-//! only reorders the work around them. For each group of 16 keys it hashes every key and
-//! prefetches its home line first, then reads the clock once, then decides the keys in
-//! order. On a table past the caches the 16 misses are then in flight together instead of
-//! one after another. A single `try_acquire` on such a table likewise prefetches the line
-//! before its (precise) clock read, and keeps the path between two calls' misses short, so
-//! the CPU can overlap consecutive calls' misses.
 
+mod batch;
 mod claim;
 mod insert;
 mod layout;
@@ -66,12 +59,11 @@ use std::fmt;
 use std::hash::BuildHasher;
 
 /// A table larger than this is taken to live mostly outside the CPU's caches, so that the
-/// slot of a key is a cache miss: `try_acquire` then reads the exact time while the slot
-/// is fetched (see `decide_now`). Typical last-level caches hold 8–32 MiB.
+/// slot of a key is a cache miss: `try_acquire` then prefetches the slot and reads the
+/// exact time while it is fetched (see `decide_now`), and keeps the path between two
+/// calls' misses short, so the CPU can overlap consecutive calls' misses. Typical
+/// last-level caches hold 8–32 MiB.
 const CACHED_TABLE_BYTES: usize = 8 << 20;
-/// Keys a batch hashes, and whose slots it prefetches, before it decides any of them: a
-/// DRAM round trip is worth ~16 hashes here, and 16 lines stay in L1 until used.
-const BATCH_KEYS: usize = 16;
 /// A rate limiter per key: each key (arbitrary bytes) gets its own state under one
 /// [`Config`], in a table of fixed capacity allocated once.
 ///
@@ -260,81 +252,6 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             |state, tenant| self.policy.try_acquire(state, tenant, None, n),
             clock::now_ns,
         )
-    }
-
-    /// Acquires `n` units for each key of `keys`, reporting whether each was admitted, as
-    /// [`acquire_at`](Self::acquire_at) would decide them key after key at one reading of
-    /// the library clock per group of up to 16 consecutive keys. `each(i, outcome)` is
-    /// called once per key, in order, with `Err(TableFull)` for a new key that found the
-    /// table full of live keys (it admitted nothing). A key that appears twice is decided
-    /// twice, the second time after the first.
-    ///
-    /// Faster per key than one call per key when the table is larger than the CPU caches:
-    /// the slots of a group's keys are prefetched before any of them is read, so their
-    /// cache misses overlap, and the group's clock reading is taken after the prefetches.
-    ///
-    /// # Errors
-    /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`, before any
-    /// key is decided (`each` is not called).
-    ///
-    /// ```
-    /// use rate::{Config, Error, KeyedLimiter};
-    /// let users = KeyedLimiter::new(&Config::gcra(1, 1_000_000_000), 1000).unwrap();
-    /// let keys: [&[u8]; 3] = [b"ann", b"bob", b"ann"];
-    /// let mut admitted = Vec::new();
-    /// users.try_acquire_batch(&keys, 1, |_, outcome| admitted.push(outcome)).unwrap();
-    /// // ann's second request, in the same instant, finds her one unit taken.
-    /// assert_eq!(admitted, [Ok(true), Ok(true), Ok(false)]);
-    /// let too_many = users.try_acquire_batch(&keys, 2, |_, _| unreachable!());
-    /// assert_eq!(too_many, Err(Error::InsufficientCapacity));
-    /// ```
-    pub fn try_acquire_batch(
-        &self,
-        keys: &[&[u8]],
-        n: u64,
-        each: impl FnMut(usize, Result<bool, Error>),
-    ) -> Result<(), Error> {
-        self.batch(keys, n, None, each)
-    }
-
-    /// [`try_acquire_batch`](Self::try_acquire_batch) with every key decided at `now_ns`.
-    ///
-    /// # Errors
-    /// As [`try_acquire_batch`](Self::try_acquire_batch).
-    pub fn try_acquire_batch_at(
-        &self,
-        keys: &[&[u8]],
-        n: u64,
-        now_ns: u64,
-        each: impl FnMut(usize, Result<bool, Error>),
-    ) -> Result<(), Error> {
-        self.batch(keys, n, Some(now_ns), each)
-    }
-
-    /// The batch acquire, at `now_ns` or (`None`) at a clock reading per group of keys.
-    fn batch(
-        &self,
-        keys: &[&[u8]],
-        n: u64,
-        now_ns: Option<u64>,
-        mut each: impl FnMut(usize, Result<bool, Error>),
-    ) -> Result<(), Error> {
-        self.policy.check(n, None)?;
-        for (group, chunk) in keys.chunks(BATCH_KEYS).enumerate() {
-            let mut located = [(0, 0); BATCH_KEYS];
-            for (place, key) in located.iter_mut().zip(chunk) {
-                let fingerprint = self.fingerprint(key);
-                let home = self.home(fingerprint);
-                prefetch(&self.slot(home)[0]);
-                *place = (fingerprint, home);
-            }
-            let now_ns = now_ns.unwrap_or_else(clock::now_ns);
-            for (offset, &(fingerprint, home)) in located[..chunk.len()].iter().enumerate() {
-                let outcome = self.admit_located(fingerprint, home, now_ns, n);
-                each(group * BATCH_KEYS + offset, outcome);
-            }
-        }
-        Ok(())
     }
 
     /// A report-free acquire of `n` (checked) at `now_ns` for the key with `fingerprint`,
