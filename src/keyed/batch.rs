@@ -4,7 +4,7 @@
 //! first, then reads the clock once, then decides the keys in order. On a table past the
 //! caches the group's misses are then in flight together instead of one after another.
 
-use super::layout::prefetch;
+use super::layout::Located;
 use super::KeyedLimiter;
 use crate::{clock, Error};
 use std::hash::BuildHasher;
@@ -73,16 +73,18 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     ) -> Result<(), Error> {
         self.policy.check(n, None)?;
         for (group, chunk) in keys.chunks(BATCH_KEYS).enumerate() {
-            let mut located = [(0, 0); BATCH_KEYS];
+            let mut located = [Located {
+                fingerprint: 0,
+                home: 0,
+            }; BATCH_KEYS];
             for (place, key) in located.iter_mut().zip(chunk) {
-                let fingerprint = self.fingerprint(key);
-                let home = self.home(fingerprint);
-                prefetch(&self.slot(home)[0]);
-                *place = (fingerprint, home);
+                let key = self.locate(key);
+                self.prefetch_home(key);
+                *place = key;
             }
             let now_ns = now_ns.unwrap_or_else(clock::now_ns);
-            for (offset, &(fingerprint, home)) in located[..chunk.len()].iter().enumerate() {
-                let outcome = self.admit_located(fingerprint, home, now_ns, n);
+            for (offset, &key) in located[..chunk.len()].iter().enumerate() {
+                let outcome = self.try_acquire_located_at(key, now_ns, n);
                 each(group * BATCH_KEYS + offset, outcome);
             }
         }

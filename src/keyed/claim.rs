@@ -7,10 +7,11 @@
 //!   writes the slot until it installs or backs out ([`KeyedLimiter::claim`]).
 //! - The rival scan resolves every other slot of the key's probe range, which makes
 //!   **No duplicates** hold ([`KeyedLimiter::rival`]; the ordering it needs is argued at
-//!   `install`).
+//!   `insert`).
 //! - `TableFull` only when every slot held a live key of another key
 //!   ([`KeyedLimiter::confirm_full`]).
 
+use super::layout::Located;
 use super::KeyedLimiter;
 use crate::cell::{is_marker, INSTALLING, VACANT};
 use crate::sync::Ordering;
@@ -23,7 +24,7 @@ use crate::Decision;
 const VACANT_REACH: u64 = 7;
 
 /// What one insert attempt did.
-pub(super) enum Install {
+pub(super) enum Insert {
     /// The key's state is now in the table, after this decision (or the request changed
     /// nothing and needs no slot).
     Done(Decision),
@@ -59,16 +60,11 @@ impl<S> KeyedLimiter<S> {
     /// CASing its first word from the value it judged to `INSTALLING`, searching the whole
     /// table, so up to `2 × capacity` live keys fit. What the claim of a fresh slot means
     /// for its old key is argued at [`install`](Self::install).
-    pub(super) fn claim(
-        &self,
-        fingerprint: u64,
-        home: usize,
-        now_ns: u64,
-    ) -> Result<(usize, usize, u64), Install> {
+    pub(super) fn claim(&self, key: Located, now_ns: u64) -> Result<(usize, usize, u64), Insert> {
         // Relaxed: any bound is correct here; this pass only prefers some slots to others.
         let bound = self.max_distance.load(Ordering::Relaxed);
         for distance in self.distances(bound.max(VACANT_REACH)) {
-            let slot = self.probe(home, distance);
+            let slot = self.probe(key.home, distance);
             // Relaxed: a filter; the CAS is the claim. Acquire on success, as below.
             if self.first_word(slot).load(Ordering::Relaxed) == VACANT
                 && self
@@ -81,7 +77,7 @@ impl<S> KeyedLimiter<S> {
         }
         let mut in_flight = None;
         for distance in 0..self.slot_count {
-            let slot = self.probe(home, distance);
+            let slot = self.probe(key.home, distance);
             // Acquire: pairs with the store that installed this value, so `is_fresh` and
             // the fingerprint read below see the rest of the same state.
             let mut first = self.first_word(slot).load(Ordering::Acquire);
@@ -92,8 +88,8 @@ impl<S> KeyedLimiter<S> {
                 }
                 if first != VACANT && !self.policy.is_fresh(self.state(slot), now_ns) {
                     // Relaxed: ordered after the Acquire load of `first`.
-                    if self.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint {
-                        return Err(Install::Retry);
+                    if self.fingerprint_word(slot).load(Ordering::Relaxed) == key.fingerprint {
+                        return Err(Insert::Retry);
                     }
                     break;
                 }
@@ -114,9 +110,9 @@ impl<S> KeyedLimiter<S> {
         match in_flight {
             Some(slot) => {
                 self.settled(slot);
-                Err(Install::Retry)
+                Err(Insert::Retry)
             }
-            None => Err(Install::Full),
+            None => Err(Insert::Full),
         }
     }
 
@@ -127,21 +123,15 @@ impl<S> KeyedLimiter<S> {
     /// completes. Any other rival is returned; the caller backs out of its claim, if it has
     /// one, then waits for a slot in flight, and starts over.
     ///
-    /// **No duplicates**, continued (see [`install`](Self::install)). The scan resolves every
+    /// **No duplicates**, continued (see [`insert`](Self::insert)). The scan resolves every
     /// other slot: a complete slot of the key means back out and use it; an `INSTALLING`
     /// slot (whose key cannot be known yet) at a lower index means back out, wait for it,
     /// and start over; one at a higher index means wait for it and look again. An insert
     /// waits only for slots of higher index, so waits form no cycle, and of two claims of
     /// one key at most one completes.
-    pub(super) fn rival(
-        &self,
-        fingerprint: u64,
-        home: usize,
-        bound: u64,
-        claimed: Option<usize>,
-    ) -> Option<Rival> {
+    pub(super) fn rival(&self, key: Located, bound: u64, claimed: Option<usize>) -> Option<Rival> {
         for distance in self.distances(bound) {
-            let slot = self.probe(home, distance);
+            let slot = self.probe(key.home, distance);
             if Some(slot) == claimed {
                 continue;
             }
@@ -156,7 +146,7 @@ impl<S> KeyedLimiter<S> {
             }
             // Relaxed: ordered after the Acquire load of `first`.
             if !is_marker(first)
-                && self.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint
+                && self.fingerprint_word(slot).load(Ordering::Relaxed) == key.fingerprint
             {
                 return Some(Rival::Holds);
             }
@@ -172,24 +162,19 @@ impl<S> KeyedLimiter<S> {
     /// and looks again ([`claim`](Self::claim)). Only when every slot held a live key of
     /// another key does it report `TableFull`, after one more look over its probe range
     /// behind an RMW on `max_distance`: the RMW (which changes nothing) orders this check
-    /// among the inserts' own (see [`install`](Self::install)), so an insert of the same key
+    /// among the inserts' own (see [`insert`](Self::insert)), so an insert of the same key
     /// that completed before it, into a slot the scan had already passed, is found
     /// instead.
-    pub(super) fn confirm_full(
-        &self,
-        fingerprint: u64,
-        home: usize,
-        known_bound: &mut u64,
-    ) -> Install {
-        // AcqRel: as in `install`.
+    pub(super) fn confirm_full(&self, key: Located, known_bound: &mut u64) -> Insert {
+        // AcqRel: as in `insert`.
         *known_bound = self.max_distance.fetch_max(0, Ordering::AcqRel);
-        match self.rival(fingerprint, home, *known_bound, None) {
-            None => Install::Full,
+        match self.rival(key, *known_bound, None) {
+            None => Insert::Full,
             Some(rival) => {
                 if let Rival::InFlight(slot) = rival {
                     self.settled(slot);
                 }
-                Install::Retry
+                Insert::Retry
             }
         }
     }

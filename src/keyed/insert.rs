@@ -5,42 +5,78 @@
 //! - The first word keeps growing across tenancies, so no CAS of an old key succeeds on a
 //!   new key's state, and whatever else an old key's stalled writer can still write
 //!   admits nothing more for the new key ([`KeyedLimiter::install`]).
-//! - Of two inserts of one key at most one completes ([`KeyedLimiter::install`],
+//! - Of two inserts of one key at most one completes ([`KeyedLimiter::insert`],
 //!   [`KeyedLimiter::rival`]).
 //! - A back-out leaves the slot exactly as it was ([`KeyedLimiter::back_out`]).
 
-use super::claim::{Install, Rival};
-use super::{KeyedLimiter, Request};
-use crate::cell::{owned, Owned, VACANT};
+use super::claim::{Insert, Rival};
+use super::layout::Located;
+use super::KeyedLimiter;
+use crate::cell::{owned, Owned, Tenancy, VACANT};
+use crate::policy::Policy;
 use crate::sync::{AtomicU64, Ordering};
 use crate::{Decision, Error};
 
 /// States of at most this many words are decided on the stack when a key is new.
 const INLINE_STATE_WORDS: usize = 4;
 
-impl<S> KeyedLimiter<S> {
-    /// Decides `request` for the key with `fingerprint`, inserting the key if the request
-    /// changes its fresh state.
-    pub(super) fn run(&self, fingerprint: u64, request: Request) -> Result<Decision, Error> {
-        self.run_from(fingerprint, self.home(fingerprint), request, false)
+/// A request for one key, already [checked](Policy::check) against the policy.
+#[derive(Clone, Copy)]
+pub(super) struct Request {
+    now_ns: u64,
+    n: u64,
+    /// How long a reserve (GCRA's traffic shaper) may wait; 0 for a plain acquire.
+    max_wait_ns: u64,
+}
+
+impl Request {
+    /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`, checked.
+    #[inline]
+    pub(super) fn checked(
+        policy: &Policy,
+        now_ns: u64,
+        n: u64,
+        max_wait_ns: Option<u64>,
+    ) -> Result<Self, Error> {
+        policy.check(n, max_wait_ns)?;
+        Ok(Self {
+            now_ns,
+            n,
+            max_wait_ns: max_wait_ns.unwrap_or(0),
+        })
     }
 
-    /// [`run`](Self::run) for a caller that may have just looked the key up and not found
-    /// it (`just_missed`): the first lookup is skipped. That changes nothing, because the
-    /// insert copes with the key appearing meanwhile (it returns `Retry`, and the loop
-    /// looks again), exactly as it does for the gap after this loop's own lookup.
-    pub(super) fn run_from(
+    /// Acquires (or reserves) the request on `state`.
+    #[inline]
+    fn acquire<T: Tenancy>(
         &self,
-        fingerprint: u64,
-        home: usize,
+        policy: &Policy,
+        state: &[AtomicU64],
+        tenancy: &T,
+    ) -> Result<Decision, T::Evicted> {
+        policy.acquire(state, tenancy, self.now_ns, self.n, self.max_wait_ns)
+    }
+}
+
+impl<S> KeyedLimiter<S> {
+    /// Acquires `request` for `key`, inserting the key if the request changes its fresh
+    /// state.
+    ///
+    /// A caller that has just looked the key up and not found it says so (`just_missed`):
+    /// the first lookup is skipped. That changes nothing, because the insert copes with
+    /// the key appearing meanwhile (it returns `Retry`, and the loop looks again), exactly
+    /// as it does for the gap after this loop's own lookup.
+    pub(super) fn acquire_located(
+        &self,
+        key: Located,
         request: Request,
         mut just_missed: bool,
     ) -> Result<Decision, Error> {
         let mut known_bound = 0;
         loop {
             if !just_missed {
-                let existing = self.on_existing(fingerprint, home, known_bound, |state, tenant| {
-                    request.apply(&self.policy, state, tenant)
+                let existing = self.on_existing(key, known_bound, |state, tenant| {
+                    request.acquire(&self.policy, state, tenant)
                 });
                 if let Some(decision) = existing {
                     return Ok(decision);
@@ -48,18 +84,18 @@ impl<S> KeyedLimiter<S> {
             }
             just_missed = false;
             let inserted = self.with_fresh_state(|fresh| {
-                let decision = owned(request.apply(&self.policy, fresh, &Owned));
+                let decision = owned(request.acquire(&self.policy, fresh, &Owned));
                 // Relaxed: a private state. A fresh state is all zeros, and any change
                 // grows the first word, so zero means nothing to store (a query, a denial).
                 if fresh[0].load(Ordering::Relaxed) == 0 {
-                    return Install::Done(decision);
+                    return Insert::Done(decision);
                 }
-                self.install(fingerprint, home, request, &mut known_bound)
+                self.insert(key, request, &mut known_bound)
             });
             match inserted {
-                Install::Done(decision) => return Ok(decision),
-                Install::Retry => continue,
-                Install::Full => return Err(Error::TableFull),
+                Insert::Done(decision) => return Ok(decision),
+                Insert::Retry => continue,
+                Insert::Full => return Err(Error::TableFull),
             }
         }
     }
@@ -77,9 +113,10 @@ impl<S> KeyedLimiter<S> {
         }
     }
 
-    /// Inserts the key with `fingerprint` for `request`, which changes a fresh state,
-    /// reclaiming a slot fresh at the request's time if need be. `known_bound` learns how
-    /// far keys may lie from home, for the lookup that follows a `Retry`.
+    /// Inserts `key` for `request`, which changes a fresh state, reclaiming a slot fresh
+    /// at the request's time if need be: claims a slot, checks for a rival, then installs
+    /// the key or backs out. `known_bound` learns how far keys may lie from home, for the
+    /// lookup that follows a `Retry`.
     ///
     /// **No duplicates.** Two inserts of one key may claim different slots (their clocks
     /// disagree on what is fresh, or one passed a slot before the other claimed it). So
@@ -88,6 +125,31 @@ impl<S> KeyedLimiter<S> {
     /// earlier one. Of two inserts of a key, the later one therefore sees the earlier
     /// one's claim when it then scans the key's probe range for a [`rival`](Self::rival),
     /// and at most one of the two completes.
+    fn insert(&self, key: Located, request: Request, known_bound: &mut u64) -> Insert {
+        let (claimed, distance, replaced) = match self.claim(key, request.now_ns) {
+            Ok(claimed) => claimed,
+            Err(Insert::Full) => return self.confirm_full(key, known_bound),
+            Err(outcome) => return outcome,
+        };
+        // AcqRel: every insert does this RMW after claiming and before checking, so of
+        // two inserts the later one acquires the earlier one's claim (see above).
+        let bound = self
+            .max_distance
+            .fetch_max(distance as u64, Ordering::AcqRel)
+            .max(distance as u64);
+        *known_bound = bound;
+        if let Some(rival) = self.rival(key, bound, Some(claimed)) {
+            self.back_out(claimed, replaced);
+            if let Rival::InFlight(slot) = rival {
+                self.settled(slot);
+            }
+            return Insert::Retry;
+        }
+        self.install(key, claimed, replaced, request)
+    }
+
+    /// Installs `key` in the slot `claimed`, which this insert alone holds, deciding
+    /// `request` again on the state the claim `replaced`.
     ///
     /// **Reclaim.** An updater of the slot's old key holding the replaced value now fails
     /// its CAS: nothing it decided is lost, and since the old key was fresh, finding it
@@ -124,36 +186,7 @@ impl<S> KeyedLimiter<S> {
     /// that (expired, old) position waits a moment and then bounds its timestamp from
     /// above, which may deny. The words a stalled writer can still reach are all raised
     /// with `fetch_max`, which can only make readers stricter, never more lenient.
-    fn install(
-        &self,
-        fingerprint: u64,
-        home: usize,
-        request: Request,
-        known_bound: &mut u64,
-    ) -> Install {
-        let (claimed, distance, replaced) = match self.claim(fingerprint, home, request.now_ns) {
-            Ok(claimed) => claimed,
-            Err(Install::Full) => return self.confirm_full(fingerprint, home, known_bound),
-            Err(outcome) => return outcome,
-        };
-        // AcqRel: every insert does this RMW after claiming and before checking, so of
-        // two inserts the later one acquires the earlier one's claim (see above).
-        let bound = self
-            .max_distance
-            .fetch_max(distance as u64, Ordering::AcqRel)
-            .max(distance as u64);
-        *known_bound = bound;
-        if let Some(rival) = self.rival(fingerprint, home, bound, Some(claimed)) {
-            self.back_out(claimed, replaced);
-            if let Rival::InFlight(slot) = rival {
-                self.settled(slot);
-            }
-            return Install::Retry;
-        }
-        // The slot is ours alone. The request is decided again on the state it replaces
-        // (fresh, so the decision is the one a fresh state gives), so that the first word
-        // keeps growing across tenancies and the old key's in-flight writers find nothing
-        // they can complete (see "Reclaim" above).
+    fn install(&self, key: Located, claimed: usize, replaced: u64, request: Request) -> Insert {
         let state = self.state(claimed);
         self.with_fresh_state(|next| {
             if replaced != VACANT {
@@ -163,14 +196,14 @@ impl<S> KeyedLimiter<S> {
                     copy.store(word.load(Ordering::Relaxed), Ordering::Relaxed);
                 }
             }
-            let decision = owned(request.apply(&self.policy, next, &Owned));
+            let decision = owned(request.acquire(&self.policy, next, &Owned));
             // Relaxed: a private state.
             let first = next[0].load(Ordering::Relaxed);
             if first == replaced || first == 0 {
                 // The replaced words decided otherwise (only stricter: see "Reclaim"), and
                 // a state that did not change must not be installed over itself.
                 self.back_out(claimed, replaced);
-                return Install::Done(decision);
+                return Insert::Done(decision);
             }
             for (word, value) in state.iter().zip(next).skip(1) {
                 // Relaxed: published by the Release store of the first word below.
@@ -182,11 +215,11 @@ impl<S> KeyedLimiter<S> {
             // Release: orders this slot's claim before the new fingerprint, for
             // `Tenant::check`.
             self.fingerprint_word(claimed)
-                .store(fingerprint, Ordering::Release);
+                .store(key.fingerprint, Ordering::Release);
             // Release: publishes the fingerprint and state words to every Acquire load of
             // this value or of a later CAS on it.
             state[0].store(first, Ordering::Release);
-            Install::Done(decision)
+            Insert::Done(decision)
         })
     }
 

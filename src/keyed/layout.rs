@@ -23,6 +23,16 @@ const LINE_WORDS: usize = LINE_BYTES / std::mem::size_of::<u64>();
 /// Word 0 of a slot is the fingerprint; the state follows.
 const STATE_OFFSET: usize = 1;
 
+/// A key as the table addresses it: its fingerprint and its home slot.
+#[derive(Clone, Copy)]
+pub(super) struct Located {
+    /// The key's 64-bit hash under the table's hasher; two keys share a state only if
+    /// their fingerprints are equal.
+    pub(super) fingerprint: u64,
+    /// The slot where the key's probe starts.
+    pub(super) home: usize,
+}
+
 /// A fresh slot array: `slot_count` slots of `stride` words, starting at `words[base]`,
 /// every slot `VACANT`.
 pub(super) struct Slots {
@@ -101,7 +111,7 @@ impl<S> KeyedLimiter<S> {
 
     /// The key's home slot: fast range, `⌊fingerprint · slots / 2⁶⁴⌋`.
     #[inline]
-    pub(super) fn home(&self, fingerprint: u64) -> usize {
+    fn home(&self, fingerprint: u64) -> usize {
         ((u128::from(fingerprint) * self.slot_count as u128) >> 64) as usize
     }
 
@@ -121,12 +131,30 @@ impl<S> KeyedLimiter<S> {
     pub(super) fn distances(&self, bound: u64) -> std::ops::RangeInclusive<usize> {
         0..=usize::try_from(bound).map_or(self.slot_count - 1, |b| b.min(self.slot_count - 1))
     }
+
+    /// Asks the CPU to start loading the key's home slot.
+    #[inline(always)]
+    pub(super) fn prefetch_home(&self, key: Located) {
+        prefetch(&self.slot(key.home)[0]);
+    }
 }
 
 impl<S: BuildHasher> KeyedLimiter<S> {
+    /// The key's fingerprint and home slot.
+    // Always inlined: a plain composition, so that each caller inlines (or calls) the hash
+    // as it would on its own.
+    #[inline(always)]
+    pub(super) fn locate(&self, key: &[u8]) -> Located {
+        let fingerprint = self.fingerprint(key);
+        Located {
+            fingerprint,
+            home: self.home(fingerprint),
+        }
+    }
+
     /// The key's 64-bit fingerprint: its hash under this table's hasher.
     #[inline]
-    pub(super) fn fingerprint(&self, key: &[u8]) -> u64 {
+    fn fingerprint(&self, key: &[u8]) -> u64 {
         let mut hasher = self.hasher.build_hasher();
         hasher.write(key);
         hasher.finish()
@@ -174,7 +202,7 @@ fn advise_huge_pages(start: *const u8, bytes: usize) {
 
 /// Asks the CPU to start loading `word`'s cache line; a no-op where we have no prefetch.
 #[inline(always)]
-pub(super) fn prefetch(word: &AtomicU64) {
+fn prefetch(word: &AtomicU64) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     // SAFETY: a prefetch is a hint: it never faults and changes no memory.
     unsafe {

@@ -10,6 +10,7 @@
 //!   key never comes back under another.
 //! - `max_distance` only grows, and bounds how far from home any key was ever installed.
 
+use super::layout::Located;
 use super::KeyedLimiter;
 use crate::cell::{is_marker, Tenancy, INSTALLING, VACANT};
 use crate::sync::{AtomicU64, Backoff, Ordering};
@@ -86,7 +87,7 @@ impl<S> KeyedLimiter<S> {
         }
     }
 
-    /// The slot holding the key with `fingerprint`, probing `bound` slots past `home`.
+    /// The slot holding `key`, probing `bound` slots past its home.
     ///
     /// **Lookup.** The probe runs from the key's home slot up to `max_distance` (the
     /// caller's `bound`), the largest distance from home at which any key was ever
@@ -96,11 +97,11 @@ impl<S> KeyedLimiter<S> {
     /// for it to settle. Nothing relies on a `VACANT` slot ending the probe.
     // Always inlined: as a call it cost a keyed acquire ~0.8 ns at 1,000 keys (measured).
     #[inline(always)]
-    fn find(&self, fingerprint: u64, home: usize, bound: u64) -> Option<usize> {
+    fn find(&self, key: Located, bound: u64) -> Option<usize> {
         for distance in self.distances(bound) {
-            let slot = self.probe(home, distance);
+            let slot = self.probe(key.home, distance);
             // Relaxed: a filter; the update re-checks the fingerprint after its Acquire load.
-            if self.fingerprint_word(slot).load(Ordering::Relaxed) != fingerprint {
+            if self.fingerprint_word(slot).load(Ordering::Relaxed) != key.fingerprint {
                 continue;
             }
             // Acquire: pairs with the Release store that installed the slot's key.
@@ -108,7 +109,7 @@ impl<S> KeyedLimiter<S> {
             if first == INSTALLING {
                 // A reclaim of this key's own (fresh) slot is in flight: it may back out.
                 first = self.settled(slot);
-                if self.fingerprint_word(slot).load(Ordering::Relaxed) != fingerprint {
+                if self.fingerprint_word(slot).load(Ordering::Relaxed) != key.fingerprint {
                     continue;
                 }
             }
@@ -125,8 +126,7 @@ impl<S> KeyedLimiter<S> {
     #[inline]
     pub(super) fn on_existing<R>(
         &self,
-        fingerprint: u64,
-        home: usize,
+        key: Located,
         known_bound: u64,
         op: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
     ) -> Option<R> {
@@ -134,8 +134,8 @@ impl<S> KeyedLimiter<S> {
             // Relaxed: a stale bound only makes a present key look absent, and the insert
             // that follows then finds it through its AcqRel fetch_max.
             let bound = known_bound.max(self.max_distance.load(Ordering::Relaxed));
-            let slot = self.find(fingerprint, home, bound)?;
-            if let Ok(result) = op(self.state(slot), &self.tenant(slot, fingerprint)) {
+            let slot = self.find(key, bound)?;
+            if let Ok(result) = op(self.state(slot), &self.tenant(slot, key.fingerprint)) {
                 return Some(result);
             }
         }

@@ -21,6 +21,23 @@
 //! the first word (see `cell.rs`). The fingerprint word changes only while its slot is
 //! `INSTALLING`, and only its owner changes it.
 //!
+//! # Vocabulary
+//! Functions here are named with these words only:
+//! - **acquire**: decide a request and report the full [`Decision`]. Inside the table an
+//!   acquire may carry a `max_wait_ns`, which makes it a reserve.
+//! - **try_acquire**: decide a request and report only whether it was admitted.
+//! - **reserve**: GCRA's queue form of acquire: admitted if the caller would wait at most
+//!   `max_wait_ns`.
+//! - **`_at`**: at a time the caller gives; without it, the library clock is read.
+//! - **locate**: compute a key's fingerprint and home slot (a `Located` key); a function
+//!   named `…_located` takes a key already located.
+//! - **find**: the slot holding a key, if any.
+//! - **insert**: claim a slot for a new key, then install the key in it (or back out).
+//! - **claim**: take a slot for an insert, by CASing its first word to `INSTALLING`.
+//! - **reclaim**: claim a slot whose state is fresh, dropping its key (DESIGN §5).
+//! - **install**: write a key's fingerprint and state into a claimed slot and publish it.
+//! - **back out**: give a claimed slot back exactly as it was.
+//!
 //! # Files
 //! - `mod.rs`: the public [`KeyedLimiter`] API, and the clock choice of each path.
 //! - `layout.rs`: the slot array: allocation, where each word lies, home and probe order,
@@ -47,9 +64,10 @@ mod insert;
 mod layout;
 mod lookup;
 
-use self::layout::{prefetch, slot_stride, Slots, SLOTS_PER_KEY};
+use self::insert::Request;
+use self::layout::{slot_stride, Located, Slots, SLOTS_PER_KEY};
 use self::lookup::{Evicted, Tenant};
-use crate::cell::{is_marker, Tenancy};
+use crate::cell::is_marker;
 use crate::policy::Policy;
 use crate::sync::{AtomicU64, Ordering};
 use crate::{clock, Config, Decision, Error};
@@ -60,10 +78,10 @@ use std::hash::BuildHasher;
 
 /// A table larger than this is taken to live mostly outside the CPU's caches, so that the
 /// slot of a key is a cache miss: `try_acquire` then prefetches the slot and reads the
-/// exact time while it is fetched (see `decide_now`), and keeps the path between two
-/// calls' misses short, so the CPU can overlap consecutive calls' misses. Typical
-/// last-level caches hold 8–32 MiB.
+/// exact time while it is fetched, and keeps the path between two calls' misses short, so
+/// the CPU can overlap consecutive calls' misses. Typical last-level caches hold 8–32 MiB.
 const CACHED_TABLE_BYTES: usize = 8 << 20;
+
 /// A rate limiter per key: each key (arbitrary bytes) gets its own state under one
 /// [`Config`], in a table of fixed capacity allocated once.
 ///
@@ -74,7 +92,7 @@ const CACHED_TABLE_BYTES: usize = 8 << 20;
 /// [`Error::TableFull`] and admits nothing; the caller chooses to fail open or closed.
 ///
 /// `KeyedLimiter` is `Send + Sync` and lock-free for existing keys; see the module docs
-/// of `keyed.rs` for the protocol. Memory: [`bytes_per_key`](Self::bytes_per_key) (32 for
+/// of `src/keyed/` for the protocol. Memory: [`bytes_per_key`](Self::bytes_per_key) (32 for
 /// GCRA) per key of capacity, allocated up front.
 ///
 /// ```
@@ -102,27 +120,6 @@ pub struct KeyedLimiter<S = RandomState> {
     /// no further. Only grows. Padded: inserts write it, every miss reads it.
     max_distance: CachePadded<AtomicU64>,
     hasher: S,
-}
-
-/// A request for one key, already [checked](Policy::check) against the policy.
-#[derive(Clone, Copy)]
-struct Request {
-    now_ns: u64,
-    n: u64,
-    /// How long a reserve (GCRA's traffic shaper) may wait; 0 for a plain acquire.
-    max_wait_ns: u64,
-}
-
-impl Request {
-    #[inline]
-    fn apply<T: Tenancy>(
-        &self,
-        policy: &Policy,
-        state: &[AtomicU64],
-        tenancy: &T,
-    ) -> Result<Decision, T::Evicted> {
-        policy.acquire(state, tenancy, self.now_ns, self.n, self.max_wait_ns)
-    }
 }
 
 impl KeyedLimiter<RandomState> {
@@ -214,7 +211,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// [`Error::TableFull`] if `key` is new and every slot holds a live key (nothing is
     /// admitted).
     pub fn acquire(&self, key: &[u8], n: u64) -> Result<Decision, Error> {
-        self.decide_now(key, n, None)
+        self.acquire_or_reserve(key, n, None)
     }
 
     /// Acquires `n` units for `key` at `now_ns`. Keys are independent; an earlier `now_ns`
@@ -223,8 +220,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<Decision, Error> {
-        let request = self.request(now_ns, n, None)?;
-        self.run(self.fingerprint(key), request)
+        let request = Request::checked(&self.policy, now_ns, n, None)?;
+        self.acquire_located(self.locate(key), request, false)
     }
 
     /// Acquires `n` units for `key` now and says only whether they were admitted: the
@@ -236,64 +233,52 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// As [`acquire`](Self::acquire).
     pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, Error> {
         self.policy.check(n, None)?;
-        let fingerprint = self.fingerprint(key);
-        let home = self.home(fingerprint);
+        let key = self.locate(key);
         if self.table_bytes() > CACHED_TABLE_BYTES {
             // The key's slot is most likely a cache miss, which costs several clock reads:
             // read the exact time while the line travels rather than the coarse time now
             // and perhaps the exact time after it arrives.
-            prefetch(&self.slot(home)[0]);
-            return self.admit_located(fingerprint, home, clock::now_ns(), n);
+            self.prefetch_home(key);
+            return self.try_acquire_located_at(key, clock::now_ns(), n);
         }
-        self.decide_or_insert(
-            fingerprint,
-            home,
+        self.try_acquire_located(
+            key,
             n,
             |state, tenant| self.policy.try_acquire(state, tenant, None, n),
             clock::now_ns,
         )
     }
 
-    /// A report-free acquire of `n` (checked) at `now_ns` for the key with `fingerprint`,
-    /// whose home slot is `home`.
+    /// A try_acquire of `n` (checked) at `now_ns` for `key`.
     #[inline]
-    fn admit_located(
-        &self,
-        fingerprint: u64,
-        home: usize,
-        now_ns: u64,
-        n: u64,
-    ) -> Result<bool, Error> {
+    fn try_acquire_located_at(&self, key: Located, now_ns: u64, n: u64) -> Result<bool, Error> {
         if n == 0 {
             // A query: admitted, and a keyed query never inserts its key.
             return Ok(true);
         }
-        self.decide_or_insert(
-            fingerprint,
-            home,
+        self.try_acquire_located(
+            key,
             n,
             |state, tenant| self.policy.admit_at(state, tenant, now_ns, n),
             || now_ns,
         )
     }
 
-    /// A report-free acquire of `n` (checked) for the key with `fingerprint`, whose home
-    /// slot is `home`: by `decide` on its state if the key is in the table, else by an
-    /// insert decided at `now()`.
+    /// A try_acquire of `n` (checked) for `key`: by `decide` on its state if the key is in
+    /// the table, else by an insert decided at `now()`.
     #[inline(always)]
-    fn decide_or_insert(
+    fn try_acquire_located(
         &self,
-        fingerprint: u64,
-        home: usize,
+        key: Located,
         n: u64,
         decide: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<bool, Evicted>,
         now: impl FnOnce() -> u64,
     ) -> Result<bool, Error> {
-        match self.on_existing(fingerprint, home, 0, decide) {
+        match self.on_existing(key, 0, decide) {
             Some(allowed) => Ok(allowed),
             None => {
-                let request = self.request(now(), n, None)?;
-                Ok(self.run_from(fingerprint, home, request, true)?.allowed)
+                let request = Request::checked(&self.policy, now(), n, None)?;
+                Ok(self.acquire_located(key, request, true)?.allowed)
             }
         }
     }
@@ -304,7 +289,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// # Errors
     /// As [`acquire`](Self::acquire), and [`Error::Unsupported`] for the window algorithms.
     pub fn reserve(&self, key: &[u8], n: u64, max_wait_ns: u64) -> Result<Decision, Error> {
-        self.decide_now(key, n, Some(max_wait_ns))
+        self.acquire_or_reserve(key, n, Some(max_wait_ns))
     }
 
     /// [`reserve`](Self::reserve) at `now_ns`. With `max_wait_ns == 0` it is exactly
@@ -319,41 +304,32 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         now_ns: u64,
         max_wait_ns: u64,
     ) -> Result<Decision, Error> {
-        let request = self.request(now_ns, n, Some(max_wait_ns))?;
-        self.run(self.fingerprint(key), request)
+        let request = Request::checked(&self.policy, now_ns, n, Some(max_wait_ns))?;
+        self.acquire_located(self.locate(key), request, false)
     }
 
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units for `key` now. The
     /// key's slot is prefetched before the clock is read, so that the read (~25 ns, and a
     /// barrier to the CPU's running ahead) overlaps the slot's trip from memory.
     #[inline]
-    fn decide_now(&self, key: &[u8], n: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
-        let fingerprint = self.fingerprint(key);
-        let home = self.home(fingerprint);
-        prefetch(&self.slot(home)[0]);
-        let request = self.request(clock::now_ns(), n, max_wait_ns)?;
-        self.run_from(fingerprint, home, request, false)
+    fn acquire_or_reserve(
+        &self,
+        key: &[u8],
+        n: u64,
+        max_wait_ns: Option<u64>,
+    ) -> Result<Decision, Error> {
+        let key = self.locate(key);
+        self.prefetch_home(key);
+        let request = Request::checked(&self.policy, clock::now_ns(), n, max_wait_ns)?;
+        self.acquire_located(key, request, false)
     }
 
-    /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`, checked.
-    #[inline]
-    fn request(&self, now_ns: u64, n: u64, max_wait_ns: Option<u64>) -> Result<Request, Error> {
-        self.policy.check(n, max_wait_ns)?;
-        Ok(Request {
-            now_ns,
-            n,
-            max_wait_ns: max_wait_ns.unwrap_or(0),
-        })
-    }
-}
-
-impl<S: BuildHasher> KeyedLimiter<S> {
     /// How many slots hold a state under `key`'s fingerprint: the model checks' proof that
     /// a key never has two. Exists only under `cfg(loom)`, which is not public API.
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn slots_holding(&self, key: &[u8]) -> usize {
-        let fingerprint = self.fingerprint(key);
+        let fingerprint = self.locate(key).fingerprint;
         (0..self.slot_count)
             .filter(|&slot| {
                 // Acquire: pairs with the install's Release store, for the fingerprint.
