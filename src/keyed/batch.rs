@@ -9,8 +9,9 @@ use super::KeyedLimiter;
 use crate::{clock, Error};
 use std::hash::BuildHasher;
 
-/// Keys a batch hashes, and whose slots it prefetches, before it decides any of them: a
-/// DRAM round trip is worth ~16 hashes here, and 16 lines stay in L1 until used.
+/// Keys a batch hashes, and whose slots it prefetches, before it decides any of them:
+/// enough hashes to cover a trip to DRAM, and few enough lines that they stay in L1 until
+/// used.
 const BATCH_KEYS: usize = 16;
 
 impl<S: BuildHasher> KeyedLimiter<S> {

@@ -210,4 +210,6 @@ fn prefetch(word: &AtomicU64) {
             (word as *const AtomicU64).cast(),
         )
     };
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = word;
 }

@@ -128,8 +128,7 @@ impl KeyedLimiter<RandomState> {
     /// # Errors
     /// [`Error::InvalidConfig`] if `config` is invalid, or with
     /// [`ConfigError::Capacity`](crate::ConfigError::Capacity) if `capacity` is 0 or its
-    /// table cannot be allocated; [`Error::Unsupported`] for an
-    /// algorithm this build cannot run.
+    /// table cannot be allocated.
     pub fn new(config: &Config, capacity: u64) -> Result<Self, Error> {
         Self::with_hasher(config, capacity, RandomState::new())
     }
@@ -309,8 +308,9 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     }
 
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units for `key` now. The
-    /// key's slot is prefetched before the clock is read, so that the read (~25 ns, and a
-    /// barrier to the CPU's running ahead) overlaps the slot's trip from memory.
+    /// key's slot is prefetched before the clock is read, so that the read (slow next to
+    /// a cached load, and a barrier to the CPU's running ahead) overlaps the slot's trip
+    /// from memory.
     #[inline]
     fn acquire_or_reserve(
         &self,
