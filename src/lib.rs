@@ -45,9 +45,11 @@
 //!   **fresh**: a state that decides as a new one would (DESIGN §5).
 //! - **state**: an algorithm's words; its **first word** only grows and orders every
 //!   change; **tenancy**: whose state the words still are (a keyed slot can be reclaimed).
-//! - Keyed tables: **locate** a key (its fingerprint and home slot), **find** its slot,
-//!   **insert** a new key (**claim** a slot, **install** the key), **reclaim** a fresh
-//!   key's slot, **back out** of a claim.
+//! - Keyed tables: **locate** a key (compute its fingerprint and home slot); **find** the
+//!   slot holding a key; **insert** a new key: **claim** a slot (CAS its first word to the
+//!   `INSTALLING` marker), then **install** the key (write its fingerprint and state and
+//!   publish them) or **back out** (give the slot back exactly as it was); **reclaim** a
+//!   slot whose state is fresh, dropping its key (DESIGN §5).
 //!
 //! # Choosing an algorithm
 //! Pick an algorithm by the guarantee you need. GCRA spaces units evenly with bursts up

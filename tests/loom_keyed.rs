@@ -1,4 +1,4 @@
-//! loom model checks of the keyed table's races (see the protocol in `src/keyed.rs`).
+//! loom model checks of the keyed table's races (see the protocol in `src/keyed/`: lookup.rs, claim.rs, insert.rs).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo
 //! test --release --test loom_keyed`

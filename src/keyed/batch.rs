@@ -1,0 +1,95 @@
+//! Many keys in one call: [`KeyedLimiter::try_acquire_batch`] runs the same lookup,
+//! update and insert per key as [`KeyedLimiter::try_acquire`]; it only reorders the work
+//! around them. For each group of keys it hashes every key and prefetches its home line
+//! first, then reads the clock once, then decides the keys in order. On a table past the
+//! caches the group's misses are then in flight together instead of one after another.
+
+use super::layout::Located;
+use super::KeyedLimiter;
+use crate::error::Error;
+use crate::time as clock;
+use std::hash::BuildHasher;
+
+/// Keys a batch hashes, and whose slots it prefetches, before it decides any of them:
+/// enough hashes to cover a trip to DRAM, and few enough lines that they stay in L1 until
+/// used.
+const BATCH_KEYS: usize = 16;
+
+impl<S: BuildHasher> KeyedLimiter<S> {
+    /// Acquires `n` units for each key of `keys`, reporting whether each was admitted, as
+    /// [`acquire_at`](Self::acquire_at) would decide them key after key at one reading of
+    /// the library clock per group of up to 16 consecutive keys. `each(i, outcome)` is
+    /// called once per key, in order, with `Err(TableFull)` for a new key that found the
+    /// table full of live keys (it admitted nothing). A key that appears twice is decided
+    /// twice, the second time after the first.
+    ///
+    /// Faster per key than one call per key when the table is larger than the CPU caches:
+    /// the slots of a group's keys are prefetched before any of them is read, so their
+    /// cache misses overlap, and the group's clock reading is taken after the prefetches.
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`, before any
+    /// key is decided (`each` is not called).
+    ///
+    /// ```
+    /// use rate::{Config, Error, KeyedLimiter};
+    /// let users = KeyedLimiter::new(&Config::gcra(1, 1_000_000_000), 1000).unwrap();
+    /// let keys: [&[u8]; 3] = [b"ann", b"bob", b"ann"];
+    /// let mut admitted = Vec::new();
+    /// users.try_acquire_batch(&keys, 1, |_, outcome| admitted.push(outcome)).unwrap();
+    /// // ann's second request, in the same instant, finds her one unit taken.
+    /// assert_eq!(admitted, [Ok(true), Ok(true), Ok(false)]);
+    /// let too_many = users.try_acquire_batch(&keys, 2, |_, _| unreachable!());
+    /// assert_eq!(too_many, Err(Error::InsufficientCapacity));
+    /// ```
+    pub fn try_acquire_batch(
+        &self,
+        keys: &[&[u8]],
+        n: u64,
+        each: impl FnMut(usize, Result<bool, Error>),
+    ) -> Result<(), Error> {
+        self.batch(keys, n, None, each)
+    }
+
+    /// [`try_acquire_batch`](Self::try_acquire_batch) with every key decided at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`try_acquire_batch`](Self::try_acquire_batch).
+    pub fn try_acquire_batch_at(
+        &self,
+        keys: &[&[u8]],
+        n: u64,
+        now_ns: u64,
+        each: impl FnMut(usize, Result<bool, Error>),
+    ) -> Result<(), Error> {
+        self.batch(keys, n, Some(now_ns), each)
+    }
+
+    /// The batch acquire, at `now_ns` or (`None`) at a clock reading per group of keys.
+    fn batch(
+        &self,
+        keys: &[&[u8]],
+        n: u64,
+        now_ns: Option<u64>,
+        mut each: impl FnMut(usize, Result<bool, Error>),
+    ) -> Result<(), Error> {
+        self.policy.check(n, None)?;
+        for (group, chunk) in keys.chunks(BATCH_KEYS).enumerate() {
+            let mut located = [Located {
+                fingerprint: 0,
+                home: 0,
+            }; BATCH_KEYS];
+            for (place, key) in located.iter_mut().zip(chunk) {
+                let key = self.locate(key);
+                self.prefetch_home(key);
+                *place = key;
+            }
+            let now_ns = now_ns.unwrap_or_else(clock::now_ns);
+            for (offset, &key) in located[..chunk.len()].iter().enumerate() {
+                let outcome = self.try_acquire_located_at(key, now_ns, n);
+                each(group * BATCH_KEYS + offset, outcome);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,344 @@
+//! Keyed limiters: one bounded, lock-free table of per-key state for every algorithm
+//! (DESIGN §5).
+//!
+//! # Layout
+//! One allocation of `2 × capacity` slots, made at creation and never resized, each slot
+//! `[fingerprint, state word 0, …]` of plain `u64`s, laid out so that a small slot never
+//! straddles a cache line (GCRA: 16-byte slots, **32 bytes per key** of capacity). A key
+//! lives in its home slot or a few slots past it, so a lookup of an existing key reads
+//! the key's home line, compares fingerprints, and CASes the state there.
+//!
+//! Keys are arbitrary bytes (the empty key and keys with NUL bytes included), hashed with
+//! SipHash-1-3 under a random 128-bit key drawn per table (`std`'s `RandomState`), so keys
+//! chosen by an attacker cannot be made to collide. The 64-bit hash is the fingerprint:
+//! two keys share a state only if their 64-bit hashes are equal; among 1,000,000 keys the
+//! chance that any two do is about n²/2⁶⁵ ≈ 2.7 × 10⁻⁸.
+//!
+//! # Slot states
+//! The first state word doubles as the slot's status: `VACANT` (no key), `INSTALLING` (one
+//! thread owns the slot while it installs a key), or a state (the slot holds the key whose
+//! fingerprint is in word 0). Algorithms never store those two values and only ever grow
+//! the first word (see `state/cell.rs`). The fingerprint word changes only while its slot is
+//! `INSTALLING`, and only its owner changes it.
+//!
+//! # Vocabulary
+//! Names follow the crate's vocabulary (the crate docs, `lib.rs`), whose table words are
+//! locate, find, insert, claim, reclaim, install and back out; a function named
+//! `…_located` takes a key already located.
+//!
+//! # Files
+//! - `mod.rs`: the public [`KeyedLimiter`] API, and the clock choice of each path.
+//! - `layout.rs`: the slot array: allocation, where each word lies, home and probe order,
+//!   prefetch and huge-page advice.
+//! - `lookup.rs`: find a key and update its state in place (**Lookup**, **Update**).
+//! - `claim.rs`: claim a slot for a new key, look for rivals, confirm that a table is
+//!   full (**Reclaim**, **No duplicates**, **Full**).
+//! - `insert.rs`: look a key up, else insert it; install it or back out (**No
+//!   duplicates**, **Reclaim**, **Writers of the old key in flight**, **Backing out**).
+//! - `batch.rs`: many keys per call, their cache misses overlapped.
+//!
+//! The protocol's argument is written beside the code it justifies: each bold name above
+//! heads a paragraph in the doc comment of the function that relies on it.
+//!
+//! # Progress
+//! Operations on keys in the table never wait, except on a key whose own slot another
+//! thread is reclaiming (its state was fresh at that thread's clock). An insert may wait
+//! for an insert in flight in its probe range to finish its few steps.
+//! `tests/loom_keyed.rs` model-checks the races.
+
+mod batch;
+mod claim;
+mod insert;
+mod layout;
+mod lookup;
+
+use self::insert::Request;
+use self::layout::{slot_stride, Located, Slots, SLOTS_PER_KEY};
+use self::lookup::{Evicted, Tenant};
+use crate::config::Config;
+use crate::decision::Decision;
+use crate::error::Error;
+use crate::policy::Policy;
+use crate::state::is_marker;
+use crate::sync::{AtomicU64, Ordering};
+use crate::time::{self as clock, Monotonic};
+use crossbeam_utils::CachePadded;
+use std::collections::hash_map::RandomState;
+use std::fmt;
+use std::hash::BuildHasher;
+
+/// A table larger than this is taken to live mostly outside the CPU's caches, so that the
+/// slot of a key is a cache miss: `try_acquire` then prefetches the slot and reads the
+/// exact time while it is fetched, and keeps the path between two calls' misses short, so
+/// the CPU can overlap consecutive calls' misses. Typical last-level caches hold 8–32 MiB.
+const CACHED_TABLE_BYTES: usize = 8 << 20;
+
+/// A rate limiter per key: each key (arbitrary bytes) gets its own state under one
+/// [`Config`], in a table of fixed capacity allocated once.
+///
+/// Up to `capacity` keys whose state is not fresh always fit, and up to
+/// [`max_keys`](Self::max_keys) (`2 × capacity`) do; a key whose state is fresh (it would
+/// admit as much as a new key) may be dropped at any time to make room, which changes no
+/// decision. When every slot holds a live key, a request for a new key returns
+/// [`Error::TableFull`] and admits nothing; the caller chooses to fail open or closed.
+///
+/// `KeyedLimiter` is `Send + Sync` and lock-free for existing keys; see the module docs
+/// of `src/keyed/` for the protocol. Memory: [`bytes_per_key`](Self::bytes_per_key) (32 for
+/// GCRA) per key of capacity, allocated up front.
+///
+/// ```
+/// use rate::{Config, KeyedLimiter};
+/// const MS: u64 = 1_000_000;
+/// // One request per 2 s per user.
+/// let users = KeyedLimiter::new(&Config::gcra(1, 2000 * MS), 1000).unwrap();
+/// assert!(users.acquire_at(b"bob", 1, 0).unwrap().allowed);
+/// let denied = users.acquire_at(b"bob", 1, 999 * MS).unwrap();
+/// assert!(!denied.allowed);
+/// assert_eq!(denied.retry_after_ns, 1001 * MS);
+/// assert!(users.acquire_at(b"alice", 1, 999 * MS).unwrap().allowed);
+/// ```
+pub struct KeyedLimiter<S = RandomState> {
+    policy: Policy,
+    config: Config,
+    capacity: u64,
+    slot_count: usize,
+    /// Words per slot: the fingerprint, the state, padding up to a power of two.
+    stride: usize,
+    /// Index in `words` of slot 0's first word (the first one on a cache line).
+    base: usize,
+    words: Box<[AtomicU64]>,
+    /// The largest distance from its home at which a key was ever installed: lookups probe
+    /// no further. Only grows. Padded: inserts write it, every miss reads it.
+    max_distance: CachePadded<AtomicU64>,
+    hasher: S,
+}
+
+impl KeyedLimiter<RandomState> {
+    /// Builds a table for `capacity` keys under `config`, with a fresh random hash key.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `config` is invalid, or with
+    /// [`ConfigError::Capacity`](crate::ConfigError::Capacity) if `capacity` is 0 or its
+    /// table cannot be allocated.
+    pub fn new(config: &Config, capacity: u64) -> Result<Self, Error> {
+        Self::with_hasher(config, capacity, RandomState::new())
+    }
+}
+
+impl<S> KeyedLimiter<S> {
+    /// Builds a table that hashes keys with `hasher`. Use a hasher with a secret random
+    /// key unless the keys are trusted: keys that collide share probe chains.
+    ///
+    /// # Errors
+    /// As [`new`](KeyedLimiter::new).
+    pub fn with_hasher(config: &Config, capacity: u64, hasher: S) -> Result<Self, Error> {
+        clock::prepare();
+        let policy = Policy::new(config)?;
+        let stride = slot_stride(policy.state_words());
+        let Slots {
+            slot_count,
+            base,
+            words,
+        } = Slots::allocate(capacity, stride)?;
+        Ok(Self {
+            policy,
+            config: *config,
+            capacity,
+            slot_count,
+            stride,
+            base,
+            words,
+            max_distance: CachePadded::new(AtomicU64::new(0)),
+            hasher,
+        })
+    }
+
+    /// The configuration every key's state follows.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The capacity this table was built for: this many live keys always fit.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// The most keys the table can hold at once (its slot count, `2 × capacity`).
+    pub fn max_keys(&self) -> u64 {
+        self.slot_count as u64
+    }
+
+    /// Table memory per key of capacity, in bytes: 32 for GCRA (two 16-byte slots).
+    pub fn bytes_per_key(&self) -> usize {
+        SLOTS_PER_KEY as usize * self.stride * std::mem::size_of::<u64>()
+    }
+
+    /// The table's whole allocation, in bytes: `bytes_per_key() × capacity()` plus at most
+    /// one cache line of alignment slack.
+    pub fn table_bytes(&self) -> usize {
+        self.words.len() * std::mem::size_of::<u64>()
+    }
+
+    /// How many keys hold a state that is not fresh at `now_ns`: a snapshot taken by
+    /// reading every slot (O(slots); for tests and metrics, not hot paths).
+    pub fn live_keys_at(&self, now_ns: u64) -> u64 {
+        (0..self.slot_count)
+            .filter(|&slot| {
+                // Relaxed: a snapshot with no ordering promise; is_fresh says no to markers.
+                let first = self.state(slot)[0].load(Ordering::Relaxed);
+                !is_marker(first) && !self.policy.is_fresh(self.state(slot), now_ns)
+            })
+            .count() as u64
+    }
+}
+
+impl<S: BuildHasher> KeyedLimiter<S> {
+    /// Acquires `n` units for `key` now (`CLOCK_MONOTONIC`). `n == 0` only reports the key's
+    /// state, and never inserts it.
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`;
+    /// [`Error::TableFull`] if `key` is new and every slot holds a live key (nothing is
+    /// admitted).
+    pub fn acquire(&self, key: &[u8], n: u64) -> Result<Decision, Error> {
+        self.acquire_or_reserve(key, n, None)
+    }
+
+    /// Acquires `n` units for `key` at `now_ns`. Keys are independent; an earlier `now_ns`
+    /// than one already seen never admits more than the latest time would.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub fn acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<Decision, Error> {
+        let request = Request::checked(&self.policy, now_ns, n, None)?;
+        self.acquire_located(self.locate(key), request, false)
+    }
+
+    /// Acquires `n` units for `key` now and says only whether they were admitted: the
+    /// fastest path. For a key already in the table it decides on the coarse clock
+    /// whenever that settles the outcome, as [`Limiter::try_acquire`](crate::Limiter::try_acquire)
+    /// does; the outcome is always the one [`acquire`](Self::acquire) would give.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, Error> {
+        self.policy.check(n, None)?;
+        let key = self.locate(key);
+        if self.table_bytes() > CACHED_TABLE_BYTES {
+            // The key's slot is most likely a cache miss, which costs several clock reads:
+            // read the exact time while the line travels rather than the coarse time now
+            // and perhaps the exact time after it arrives.
+            self.prefetch_home(key);
+            return self.try_acquire_located_at(key, clock::now_ns(), n);
+        }
+        self.try_acquire_located(
+            key,
+            n,
+            |state, tenant| self.policy.try_acquire(state, tenant, &Monotonic, n),
+            clock::now_ns,
+        )
+    }
+
+    /// A try_acquire of `n` (checked) at `now_ns` for `key`.
+    #[inline]
+    fn try_acquire_located_at(&self, key: Located, now_ns: u64, n: u64) -> Result<bool, Error> {
+        if n == 0 {
+            // A query: admitted, and a keyed query never inserts its key.
+            return Ok(true);
+        }
+        self.try_acquire_located(
+            key,
+            n,
+            |state, tenant| self.policy.try_acquire_at(state, tenant, now_ns, n),
+            || now_ns,
+        )
+    }
+
+    /// A try_acquire of `n` (checked) for `key`: by `decide` on its state if the key is in
+    /// the table, else by an insert decided at `now()`.
+    #[inline(always)]
+    fn try_acquire_located(
+        &self,
+        key: Located,
+        n: u64,
+        decide: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<bool, Evicted>,
+        now: impl FnOnce() -> u64,
+    ) -> Result<bool, Error> {
+        match self.on_existing(key, 0, decide) {
+            Some(allowed) => Ok(allowed),
+            None => {
+                let request = Request::checked(&self.policy, now(), n, None)?;
+                Ok(self.acquire_located(key, request, true)?.allowed)
+            }
+        }
+    }
+
+    /// Reserves `n` units for `key` now: GCRA's leaky bucket as a queue. Admits if the
+    /// caller would wait at most `max_wait_ns` before acting; `wait_ns` says how long.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire), and [`Error::Unsupported`] for the window algorithms.
+    pub fn reserve(&self, key: &[u8], n: u64, max_wait_ns: u64) -> Result<Decision, Error> {
+        self.acquire_or_reserve(key, n, Some(max_wait_ns))
+    }
+
+    /// [`reserve`](Self::reserve) at `now_ns`. With `max_wait_ns == 0` it is exactly
+    /// [`acquire_at`](Self::acquire_at).
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub fn reserve_at(
+        &self,
+        key: &[u8],
+        n: u64,
+        now_ns: u64,
+        max_wait_ns: u64,
+    ) -> Result<Decision, Error> {
+        let request = Request::checked(&self.policy, now_ns, n, Some(max_wait_ns))?;
+        self.acquire_located(self.locate(key), request, false)
+    }
+
+    /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units for `key` now. The
+    /// key's slot is prefetched before the clock is read, so that the read (slow next to
+    /// a cached load, and a barrier to the CPU's running ahead) overlaps the slot's trip
+    /// from memory.
+    #[inline]
+    fn acquire_or_reserve(
+        &self,
+        key: &[u8],
+        n: u64,
+        max_wait_ns: Option<u64>,
+    ) -> Result<Decision, Error> {
+        let key = self.locate(key);
+        self.prefetch_home(key);
+        let request = Request::checked(&self.policy, clock::now_ns(), n, max_wait_ns)?;
+        self.acquire_located(key, request, false)
+    }
+
+    /// How many slots hold a state under `key`'s fingerprint: the model checks' proof that
+    /// a key never has two. Exists only under `cfg(loom)`, which is not public API.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn slots_holding(&self, key: &[u8]) -> usize {
+        let fingerprint = self.locate(key).fingerprint;
+        (0..self.slot_count)
+            .filter(|&slot| {
+                // Acquire: pairs with the install's Release store, for the fingerprint.
+                let first = self.first_word(slot).load(Ordering::Acquire);
+                !is_marker(first)
+                    && self.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint
+            })
+            .count()
+    }
+}
+
+impl<S> fmt::Debug for KeyedLimiter<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedLimiter")
+            .field("config", &self.config)
+            .field("capacity", &self.capacity)
+            .field("max_keys", &self.slot_count)
+            .field("bytes_per_key", &self.bytes_per_key())
+            .finish_non_exhaustive()
+    }
+}
