@@ -17,7 +17,7 @@ const PAD_WORDS: usize = if cfg!(loom) { 0 } else { 16 };
 ///
 /// A `Limiter` is `Send + Sync`: share it between threads by reference or `Arc`; every
 /// operation is lock-free. Times are `u64` nanoseconds on `CLOCK_MONOTONIC`
-/// ([`now_ns`](crate::now_ns)); the `_at` forms take the time from the caller.
+/// ([`now_ns`](crate::time::now_ns)); the `_at` forms take the time from the caller.
 ///
 /// ```
 /// use rate::{Config, Limiter};

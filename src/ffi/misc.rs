@@ -11,7 +11,7 @@ use std::ffi::{c_char, CStr};
 /// vDSO clock up with the dynamic loader.
 #[no_mangle]
 pub extern "C" fn rate_now_ns() -> u64 {
-    crate::now_ns()
+    crate::time::now_ns()
 }
 
 /// A static, NUL-terminated English description of a status code; never NULL, never to be

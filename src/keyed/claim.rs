@@ -13,9 +13,9 @@
 
 use super::layout::Located;
 use super::KeyedLimiter;
+use crate::decision::Decision;
 use crate::state::{is_marker, INSTALLING, VACANT};
 use crate::sync::Ordering;
-use crate::Decision;
 
 /// How far from home an insert looks for a `VACANT` slot before it reclaims a fresh one,
 /// at least: keys sharing a home would otherwise take the home slot from each other in
@@ -183,8 +183,8 @@ impl<S> KeyedLimiter<S> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::KeyedLimiter;
+    use crate::config::Config;
     use crate::sync::Ordering;
-    use crate::Config;
     use std::hash::{BuildHasher, Hasher};
 
     /// Hashes an 8-byte key to itself, so a test picks each key's home slot.

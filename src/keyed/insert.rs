@@ -239,9 +239,9 @@ impl<S> KeyedLimiter<S> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::KeyedLimiter;
+    use crate::config::Config;
     use crate::state::is_marker;
     use crate::sync::Ordering;
-    use crate::Config;
 
     const SECOND: u64 = 1_000_000_000;
 

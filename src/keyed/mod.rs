@@ -118,7 +118,7 @@ impl KeyedLimiter<RandomState> {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] if `config` is invalid, or with
-    /// [`ConfigError::Capacity`](crate::ConfigError::Capacity) if `capacity` is 0 or its
+    /// [`ConfigError::Capacity`](crate::error::ConfigError::Capacity) if `capacity` is 0 or its
     /// table cannot be allocated.
     pub fn new(config: &Config, capacity: u64) -> Result<Self, Error> {
         Self::with_hasher(config, capacity, RandomState::new())
@@ -216,7 +216,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
 
     /// Acquires `n` units for `key` now and says only whether they were admitted: the
     /// fastest path. For a key already in the table it decides on the coarse clock
-    /// whenever that settles the outcome, as [`Limiter::try_acquire`](crate::Limiter::try_acquire)
+    /// whenever that settles the outcome, as [`Limiter::try_acquire`](crate::limiter::Limiter::try_acquire)
     /// does; the outcome is always the one [`acquire`](Self::acquire) would give.
     ///
     /// # Errors
