@@ -97,19 +97,19 @@ impl Limiter {
     /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
     #[inline(always)]
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
-        self.try_acquire_by(&Monotonic, n)
+        self.try_acquire_by(Monotonic, n)
     }
 
     /// [`try_acquire`](Self::try_acquire) on the time source `time`, with this limiter's
     /// clock hint.
     #[inline(always)]
-    fn try_acquire_by(&self, time: &impl TimeSource, n: u64) -> Result<bool, Error> {
+    fn try_acquire_by(&self, time: impl TimeSource, n: u64) -> Result<bool, Error> {
         self.policy.check(n, None)?;
         let time = Hinted::new(time, &self.hint);
         Ok(owned(self.policy.try_acquire(
             self.state(),
             &Owned,
-            &time,
+            time,
             n,
         )))
     }

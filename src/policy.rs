@@ -106,7 +106,7 @@ impl Policy {
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        time: &C,
+        time: C,
         n: u64,
     ) -> Result<bool, T::Evicted> {
         debug_assert!(self.check(n, None).is_ok());

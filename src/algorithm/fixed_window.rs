@@ -108,6 +108,9 @@ impl Algorithm<u64> for FixedWindow {
     /// alike. Undecided when the bounds straddle a window edge.
     #[inline(always)]
     fn settle(&self, word: &u64, earliest: u64, latest: u64, n: u64) -> Settled<u64> {
+        if self.denied_through(word, latest, n) {
+            return Settled::Deny;
+        }
         if self.current(*word, earliest).index != self.current(*word, latest).index {
             return Settled::Undecided;
         }
@@ -115,6 +118,13 @@ impl Algorithm<u64> for FixedWindow {
             Some(next) => Settled::Admit(next),
             None => Settled::Deny,
         }
+    }
+
+    /// The count alone leaves less than `n`, and `latest` (so every earlier instant,
+    /// evaluated in the latest window) still lies in the word's window.
+    #[inline(always)]
+    fn denied_through(&self, word: &u64, latest: u64, n: u64) -> bool {
+        self.0.full_through(*word, latest, n)
     }
 
     /// Fresh (DESIGN §5): nothing counted in the window of `now` nor in the one before.

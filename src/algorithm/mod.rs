@@ -85,6 +85,14 @@ pub(crate) trait Algorithm<S: ?Sized>: Rule {
     /// (DESIGN §5), so that a keyed table may drop it.
     fn is_fresh(&self, state: &S, now: u64) -> bool;
 
+    /// Whether `state` alone denies `n ≥ 1` units at every instant up to `latest`: a
+    /// cheap test of the common denial (a client over its limit) that a store may try
+    /// before anything else. `false` when unsure.
+    #[inline(always)]
+    fn denied_through(&self, _state: &S, _latest: u64, _n: u64) -> bool {
+        false
+    }
+
     /// Whether a decision of `n ≥ 1` units on `state` needs the exact time once the clock
     /// has reached `passed`, whatever bounds on it say: no interval of instants settles it
     /// (an idle GCRA bucket, whose new TAT is `now + n·T`). `false` when bounds may.

@@ -116,6 +116,12 @@ impl SlidingLog {
         }
     }
 
+    /// Whether `n` more units fit at `at` (at least the latest time logged).
+    #[inline(always)]
+    pub(crate) fn admits(&self, log: &impl LogRead, at: u64, n: u64) -> bool {
+        matches!(self.admission(log, at, n), Admission::Admit)
+    }
+
     /// Whether n more units fit at `at`: the newest position that must be gone precedes
     /// the log or has expired.
     #[inline(always)]
@@ -136,7 +142,7 @@ impl SlidingLog {
 
     /// Whether an entry logged at `ts` has left the window `(at − P, at]`.
     #[inline(always)]
-    fn expired(&self, ts: u64, at: u64) -> bool {
+    pub(crate) fn expired(&self, ts: u64, at: u64) -> bool {
         u128::from(ts) + u128::from(self.period_ns) <= u128::from(at)
     }
 
@@ -258,7 +264,7 @@ impl<R: LogRead> Algorithm<R> for SlidingLog {
     #[inline(always)]
     fn try_decide(&self, log: &R, now: u64, n: u64) -> Option<Claim> {
         let at = now.max(log.latest());
-        matches!(self.admission(log, at, n), Admission::Admit).then_some(Claim { at })
+        self.admits(log, at, n).then_some(Claim { at })
     }
 
     /// Every instant up to `latest` is evaluated at `max(t, latest logged)`. A denial at

@@ -81,14 +81,13 @@ impl Algorithm<Counts> for SlidingWindow {
     type Update = Counted;
 
     fn decide(&self, counts: &Counts, now: u64, n: u64) -> Outcome<Counted> {
-        let view = self.view(counts, now);
-        let allowed = n == 0 || self.fits(&view, view.cur + n);
-        let update = (allowed && n > 0).then_some(Counted {
-            index: view.index,
-            count: view.cur + n,
-        });
+        let update = if n == 0 {
+            None
+        } else {
+            self.try_decide(counts, now, n)
+        };
         Outcome {
-            decision: self.report(&view, now, n, allowed),
+            decision: self.report(counts, now, n, n == 0 || update.is_some()),
             update,
         }
     }
@@ -168,10 +167,13 @@ impl SlidingWindow {
         self.0.period_ns()
     }
 
-    /// The decision for `n` units on `view` at `now`, admitted or not. (A query,
-    /// `n == 0`, is admitted even when the view is over its limit: time went backwards
-    /// into the start of the latest window.)
-    fn report(&self, view: &View, now: u64, n: u64, allowed: bool) -> Decision {
+    /// The decision for `n` units on `counts` at `now`, admitted (as [`try_decide`]
+    /// decides, or a query) or not. A query, `n == 0`, is admitted even when the counts
+    /// are over the limit: time went backwards into the start of the latest window.
+    ///
+    /// [`try_decide`]: Algorithm::try_decide
+    pub(crate) fn report(&self, counts: &Counts, now: u64, n: u64, allowed: bool) -> Decision {
+        let view = &self.view(counts, now);
         let cur = if allowed { view.cur + n } else { view.cur };
         let after = View { cur, ..*view };
         Decision {

@@ -234,7 +234,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         self.try_acquire_located(
             key,
             n,
-            |state, tenant| self.policy.try_acquire(state, tenant, &Monotonic, n),
+            |state, tenant| self.policy.try_acquire(state, tenant, Monotonic, n),
             clock::now_ns,
         )
     }

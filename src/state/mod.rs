@@ -72,7 +72,7 @@ pub(crate) trait Stored: Rule {
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        time: &C,
+        time: C,
         n: u64,
     ) -> Result<bool, T::Evicted>;
 

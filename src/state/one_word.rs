@@ -100,7 +100,7 @@ impl<A: OneWord> Stored for A {
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        time: &C,
+        time: C,
         n: u64,
     ) -> Result<bool, T::Evicted> {
         if A::HINTED {
@@ -114,7 +114,16 @@ impl<A: OneWord> Stored for A {
             }
         }
         time.decide(
-            |bounds| Stored::settle(self, state, tenancy, bounds, n),
+            |bounds| {
+                if !A::HINTED
+                    && decide_and_swap(&state[0], tenancy, |word| {
+                        (self.denied_through(&word, bounds.latest, n), None)
+                    })?
+                {
+                    return Ok(Some(false));
+                }
+                Stored::settle(self, state, tenancy, bounds, n)
+            },
             |bounds| exact(self, state, tenancy, time, bounds, n),
         )
     }
@@ -148,7 +157,7 @@ fn exact<A: OneWord, T: Tenancy, C: TimeSource>(
     algorithm: &A,
     state: &[AtomicU64],
     tenancy: &T,
-    time: &C,
+    time: C,
     bounds: Option<Bounds>,
     n: u64,
 ) -> Result<bool, T::Evicted> {
@@ -167,7 +176,7 @@ fn precise_first<A: OneWord, T: Tenancy, C: TimeSource>(
     algorithm: &A,
     word: &AtomicU64,
     tenancy: &T,
-    time: &C,
+    time: C,
     n: u64,
 ) -> Result<bool, T::Evicted> {
     let now = time.now();

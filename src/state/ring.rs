@@ -128,31 +128,63 @@ impl Stored for SlidingLog {
         ring.settle(bounds, n)
     }
 
-    /// Decides on one read of the ring, reading the time only as far as that read needs:
-    /// an admission certain at any time ([`Algorithm::needs_exact`]) skips the bounds;
-    /// otherwise the bounds settle what they can on the same read; else the exact time
-    /// decides. A read the log's head shows stale (an admission raced it) is decided again
-    /// from a fresh one, at the same exact time.
+    /// Decides on one read of the ring, reading the time only as far as that read needs.
+    /// - If the entry that must be gone (`head + n − 1 − L`) left before the latest time
+    ///   logged, or there is none, admission is certain at any time
+    ///   ([`Algorithm::needs_exact`]); the units are logged at the exact time, so the
+    ///   bounds are not read.
+    /// - Else, a denial at the bounds' upper end is a denial at every instant before it
+    ///   (admission only gets easier with time). An admission there is settled too when
+    ///   that end is at most the latest time logged: every instant up to it is moved
+    ///   forward to that same time ([`Algorithm::settle`]).
+    /// - Else the exact time decides.
+    ///
+    /// The entry that must be gone is read once, at first without waiting (a pending entry
+    /// is left to the full admission test, which waits and bounds it). A read the log's
+    /// head shows stale (an admission raced it) is decided again from a fresh one, at the
+    /// same exact time.
     #[inline(never)]
     fn try_acquire<T: Tenancy, C: TimeSource>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        time: &C,
+        time: C,
         n: u64,
     ) -> Result<bool, T::Evicted> {
         let ring = Ring::load(self, state, tenancy)?;
-        let exact = |bounds| {
-            let now = time.now_after_any(bounds);
-            match ring.try_claim(self.try_decide(&ring, now, n), n)? {
-                Some(allowed) => Ok(allowed),
-                None => self.try_acquire_at(state, tenancy, now, n),
-            }
+        let needed = self
+            .must_be_gone(ring.head, n)
+            .map(|position| ring.exact_within(position, 1));
+        let certain = match needed {
+            None => true,
+            Some(Some(ts)) => self.expired(ts, ring.latest),
+            Some(None) => false,
         };
-        if self.needs_exact(&ring, time.passed(), n) {
-            exact(None)
+        let bounds = if certain { None } else { time.bounds() };
+        if let Some(Bounds { latest, .. }) = bounds {
+            let at = latest.max(ring.latest);
+            let live = match needed {
+                Some(Some(ts)) => !self.expired(ts, at),
+                _ => !self.admits(&ring, at, n),
+            };
+            if live {
+                if ring.unchanged() {
+                    return Ok(false);
+                }
+            } else if latest <= ring.latest && ring.claim(Claim { at: ring.latest }, n)? {
+                return Ok(true);
+            }
+        }
+        let now = time.now_after_any(bounds);
+        let at = now.max(ring.latest);
+        let decided = if certain || self.admits(&ring, at, n) {
+            ring.claim(Claim { at }, n)?.then_some(true)
         } else {
-            time.decide(|bounds| ring.settle(bounds, n), exact)
+            ring.unchanged().then_some(false)
+        };
+        match decided {
+            Some(allowed) => Ok(allowed),
+            None => self.try_acquire_at(state, tenancy, now, n),
         }
     }
 
@@ -334,7 +366,7 @@ impl<T: Tenancy> LogRead for Ring<'_, T> {
     /// case, a written entry, is inline; a pending one waits out of line.
     #[inline(always)]
     fn logged(&self, position: u64) -> u64 {
-        match self.exact_within(position, 1) {
+        match self.written(position) {
             Some(ts) => ts,
             None => self.bounded(position),
         }

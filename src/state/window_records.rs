@@ -33,7 +33,7 @@
 //! Every word only ever grows, and the current word obeys the packed word's bound, so it
 //! never holds a slot marker.
 
-use super::cell::{decide_and_publish, Tenancy};
+use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
 use super::Stored;
 use crate::algorithm::{Algorithm, Counted, Counts, Rule, Settled, SlidingWindow};
 use crate::decision::Decision;
@@ -63,21 +63,15 @@ impl Stored for SlidingWindow {
         now: u64,
         n: u64,
     ) -> Result<Decision, T::Evicted> {
-        let counts = swap(
-            self,
-            state,
-            tenancy,
-            |_| None,
-            |counts| {
-                let next = if n == 0 {
-                    None
-                } else {
-                    self.try_decide(counts, now, n)
-                };
-                (*counts, next)
-            },
-        )?;
-        Ok(self.decide(&counts, now, n).decision)
+        let (counts, allowed) = swap(self, state, tenancy, |counts| {
+            let next = if n == 0 {
+                None
+            } else {
+                self.try_decide(counts, now, n)
+            };
+            ((*counts, n == 0 || next.is_some()), next)
+        })?;
+        Ok(self.report(&counts, now, n, allowed))
     }
 
     fn try_acquire_at<T: Tenancy>(
@@ -87,20 +81,15 @@ impl Stored for SlidingWindow {
         now: u64,
         n: u64,
     ) -> Result<bool, T::Evicted> {
-        swap(
-            self,
-            state,
-            tenancy,
-            |_| None,
-            |counts| {
-                let next = self.try_decide(counts, now, n);
-                (next.is_some(), next)
-            },
-        )
+        swap(self, state, tenancy, |counts| {
+            let next = self.try_decide(counts, now, n);
+            (next.is_some(), next)
+        })
     }
 
     /// A client over its limit is denied from the current word alone (its count leaves
-    /// less than `n` at every instant up to `latest`), without reading the record.
+    /// less than `n` at every instant up to `latest`), without reading the record: one
+    /// load, shown to the tenancy, that never swaps.
     #[inline(always)]
     fn settle<T: Tenancy>(
         &self,
@@ -110,21 +99,19 @@ impl Stored for SlidingWindow {
         n: u64,
     ) -> Result<Option<bool>, T::Evicted> {
         let Bounds { earliest, latest } = bounds;
-        swap(
-            self,
-            state,
-            tenancy,
-            |current| {
-                self.0
-                    .full_through(current, latest, n)
-                    .then_some(Some(false))
-            },
-            |counts| match Algorithm::settle(self, counts, earliest, latest, n) {
+        let full = decide_and_swap(&state[CURRENT], tenancy, |current| {
+            (self.0.full_through(current, latest, n), None)
+        })?;
+        if full {
+            return Ok(Some(false));
+        }
+        swap(self, state, tenancy, |counts| {
+            match Algorithm::settle(self, counts, earliest, latest, n) {
                 Settled::Admit(next) => (Some(true), Some(next)),
                 Settled::Deny => (Some(false), None),
                 Settled::Undecided => (None, None),
-            },
-        )
+            }
+        })
     }
 
     #[inline(never)]
@@ -132,7 +119,7 @@ impl Stored for SlidingWindow {
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        time: &C,
+        time: C,
         n: u64,
     ) -> Result<bool, T::Evicted> {
         time.decide(
@@ -147,10 +134,9 @@ impl Stored for SlidingWindow {
     }
 }
 
-/// The read-decide-swap loop. `shortcut` may decide from the current word alone;
-/// otherwise `decide` maps the counts to a result and, for an admission, the window and
-/// count to store, and the current word is swapped to them, the closed window recorded
-/// first when it rolls over to the next one.
+/// The read-decide-swap loop: `decide` maps the counts to a result and, for an admission,
+/// the window and count to store, and the current word is swapped to them, the closed
+/// window recorded first when it rolls over to the next one.
 ///
 /// Every value of the current word is shown to `tenancy` before anything is decided or
 /// written on it, the record of a roll-over included ([`decide_and_publish`]).
@@ -159,16 +145,12 @@ fn swap<T: Tenancy, R>(
     sliding: &SlidingWindow,
     state: &[AtomicU64],
     tenancy: &T,
-    shortcut: impl Fn(u64) -> Option<R>,
     mut decide: impl FnMut(&Counts) -> (R, Option<Counted>),
 ) -> Result<R, T::Evicted> {
     // The current word last found stale: see `counts`.
     let mut stale = None;
     loop {
         let step = decide_and_publish(&state[CURRENT], tenancy, |current| {
-            if let Some(result) = shortcut(current) {
-                return (Some(result), None);
-            }
             let Some(counts) = counts(sliding, state, current, stale == Some(current)) else {
                 // A stale current word: load it again.
                 stale = Some(current);

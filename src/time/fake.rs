@@ -57,22 +57,22 @@ impl FakeTime {
     }
 }
 
-impl TimeSource for FakeTime {
-    fn now(&self) -> u64 {
+impl TimeSource for &FakeTime {
+    fn now(self) -> u64 {
         self.exact_reads.fetch_add(1, Ordering::Relaxed);
         self.exact.load(Ordering::Relaxed)
     }
 
     /// The exact time itself: a fake clock has published every reading.
-    fn passed(&self) -> u64 {
+    fn passed(self) -> u64 {
         self.exact.load(Ordering::Relaxed)
     }
 
-    fn slack(&self) -> Option<u64> {
+    fn slack(self) -> Option<u64> {
         self.slack.get(|| self.resolution)
     }
 
-    fn bounds(&self) -> Option<Bounds> {
+    fn bounds(self) -> Option<Bounds> {
         let slack = self.slack()?;
         self.coarse_reads.fetch_add(1, Ordering::Relaxed);
         let earliest = self.coarse.load(Ordering::Relaxed);
@@ -82,7 +82,7 @@ impl TimeSource for FakeTime {
         })
     }
 
-    fn now_after(&self, bounds: Bounds) -> u64 {
+    fn now_after(self, bounds: Bounds) -> u64 {
         let now = self.now();
         self.slack.check(bounds, now, || {
             self.coarse_reads.fetch_add(1, Ordering::Relaxed);

@@ -45,50 +45,50 @@ impl ClockHint {
 /// in, so its decisions learn which reading to take first.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Hinted<'a, S> {
-    source: &'a S,
+    source: S,
     hint: &'a ClockHint,
 }
 
 impl<'a, S> Hinted<'a, S> {
     #[inline(always)]
-    pub(crate) fn new(source: &'a S, hint: &'a ClockHint) -> Self {
+    pub(crate) fn new(source: S, hint: &'a ClockHint) -> Self {
         Self { source, hint }
     }
 }
 
 impl<S: TimeSource> TimeSource for Hinted<'_, S> {
     #[inline(always)]
-    fn now(&self) -> u64 {
+    fn now(self) -> u64 {
         self.source.now()
     }
 
     #[inline(always)]
-    fn passed(&self) -> u64 {
+    fn passed(self) -> u64 {
         self.source.passed()
     }
 
     #[inline(always)]
-    fn slack(&self) -> Option<u64> {
+    fn slack(self) -> Option<u64> {
         self.source.slack()
     }
 
     #[inline(always)]
-    fn bounds(&self) -> Option<Bounds> {
+    fn bounds(self) -> Option<Bounds> {
         self.source.bounds()
     }
 
     #[inline(always)]
-    fn now_after(&self, bounds: Bounds) -> u64 {
+    fn now_after(self, bounds: Bounds) -> u64 {
         self.source.now_after(bounds)
     }
 
     #[inline(always)]
-    fn precise_first(&self) -> bool {
+    fn precise_first(self) -> bool {
         self.hint.precise_first()
     }
 
     #[inline(always)]
-    fn learn(&self, precise_first: bool) {
+    fn learn(self, precise_first: bool) {
         self.hint.set(precise_first);
     }
 }

@@ -37,32 +37,33 @@ pub(crate) struct Bounds {
     pub(crate) latest: u64,
 }
 
-/// Where a decision gets its time, and the strategy for reading it cheaply.
+/// Where a decision gets its time, and the strategy for reading it cheaply. A source is a
+/// small `Copy` value (a handle on the clocks and a hint), passed in registers.
 ///
 /// Every reading is on one timeline (the library's is `CLOCK_MONOTONIC`). A caller that
 /// decides on [`bounds`](Self::bounds) must decide exactly as it would at every instant
 /// within them, and otherwise read [`now_after`](Self::now_after) those bounds.
-pub(crate) trait TimeSource {
+pub(crate) trait TimeSource: Copy {
     /// The exact time.
-    fn now(&self) -> u64;
+    fn now(self) -> u64;
 
     /// A time the exact clock has certainly reached; cheap, and possibly long past.
-    fn passed(&self) -> u64;
+    fn passed(self) -> u64;
 
     /// How wide [`bounds`](Self::bounds) are, or `None` when this source has no cheap
     /// reading to trust.
-    fn slack(&self) -> Option<u64>;
+    fn slack(self) -> Option<u64>;
 
     /// Bounds on the exact time from one cheap reading, or `None` as for `slack`.
-    fn bounds(&self) -> Option<Bounds>;
+    fn bounds(self) -> Option<Bounds>;
 
     /// The exact time, read after `bounds` were: checks that they held, and widens the
     /// slack of later bounds when a late tick proves them too narrow.
-    fn now_after(&self, bounds: Bounds) -> u64;
+    fn now_after(self, bounds: Bounds) -> u64;
 
     /// The exact time, read after `bounds` if a decision read any.
     #[inline(always)]
-    fn now_after_any(&self, bounds: Option<Bounds>) -> u64 {
+    fn now_after_any(self, bounds: Option<Bounds>) -> u64 {
         match bounds {
             Some(bounds) => self.now_after(bounds),
             None => self.now(),
@@ -75,7 +76,7 @@ pub(crate) trait TimeSource {
     /// with [`now_after_any`](Self::now_after_any) of the bounds it is given.
     #[inline(always)]
     fn decide<E>(
-        &self,
+        self,
         settle: impl FnOnce(Bounds) -> Result<Option<bool>, E>,
         exact: impl FnOnce(Option<Bounds>) -> Result<bool, E>,
     ) -> Result<bool, E> {
@@ -91,12 +92,12 @@ pub(crate) trait TimeSource {
     /// Whether to read the exact time before looking at the state: the decisions before
     /// needed it (see [`ClockHint`]). Sources without a hint never do.
     #[inline(always)]
-    fn precise_first(&self) -> bool {
+    fn precise_first(self) -> bool {
         false
     }
 
     /// Remembers which reading the next decision should take first; sources without a
     /// hint forget it.
     #[inline(always)]
-    fn learn(&self, _precise_first: bool) {}
+    fn learn(self, _precise_first: bool) {}
 }

@@ -14,22 +14,22 @@ static SLACK: Slack = Slack::new();
 
 impl TimeSource for Monotonic {
     #[inline(always)]
-    fn now(&self) -> u64 {
+    fn now(self) -> u64 {
         clock::now_ns()
     }
 
     #[inline(always)]
-    fn passed(&self) -> u64 {
+    fn passed(self) -> u64 {
         clock::passed_ns()
     }
 
     #[inline(always)]
-    fn slack(&self) -> Option<u64> {
+    fn slack(self) -> Option<u64> {
         SLACK.get(clock::coarse_resolution_ns)
     }
 
     #[inline(always)]
-    fn bounds(&self) -> Option<Bounds> {
+    fn bounds(self) -> Option<Bounds> {
         let slack = self.slack()?;
         let earliest = clock::coarse_ns();
         Some(Bounds {
@@ -39,7 +39,7 @@ impl TimeSource for Monotonic {
     }
 
     #[inline]
-    fn now_after(&self, bounds: Bounds) -> u64 {
+    fn now_after(self, bounds: Bounds) -> u64 {
         let now = clock::now_ns();
         SLACK.check(bounds, now, clock::coarse_ns);
         now
