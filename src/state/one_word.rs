@@ -113,19 +113,24 @@ impl<A: OneWord> Stored for A {
                 return exact(self, state, tenancy, time, None, n);
             }
         }
-        time.decide(
-            |bounds| {
-                if !A::HINTED
-                    && decide_and_swap(&state[0], tenancy, |word| {
-                        (self.denied_through(&word, bounds.latest, n), None)
-                    })?
-                {
-                    return Ok(Some(false));
-                }
-                Stored::settle(self, state, tenancy, bounds, n)
-            },
-            |bounds| exact(self, state, tenancy, time, bounds, n),
-        )
+        // `TimeSource::decide`'s strategy, written out: passed as a closure, the settling
+        // is not always inlined, and this path is the one every busy caller takes.
+        let Some(bounds) = time.bounds() else {
+            return exact(self, state, tenancy, time, None, n);
+        };
+        if !A::HINTED {
+            // A counter's common denial, from one load that never swaps.
+            let denied = decide_and_swap(&state[0], tenancy, |word| {
+                (self.denied_through(&word, bounds.latest, n), None)
+            })?;
+            if denied {
+                return Ok(false);
+            }
+        }
+        match Stored::settle(self, state, tenancy, bounds, n)? {
+            Some(allowed) => Ok(allowed),
+            None => exact(self, state, tenancy, time, Some(bounds), n),
+        }
     }
 
     #[inline]
