@@ -321,11 +321,8 @@ func (k *Keyed) WaitBytes(ctx context.Context, key []byte, n int) error {
 // call returns ErrNull. It must not run concurrently with other calls on k. A Keyed
 // dropped without Close is freed when the garbage collector finds it unreachable.
 func (k *Keyed) Close() error {
-	if k == nil || k.ptr == nil {
-		return nil
+	if k != nil {
+		release(&k.ptr, k.cleanup, func(ptr *C.rate_keyed) { C.rate_keyed_free(ptr) })
 	}
-	k.cleanup.Stop()
-	C.rate_keyed_free(k.ptr)
-	k.ptr = nil
 	return nil
 }

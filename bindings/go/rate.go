@@ -303,13 +303,24 @@ func (l *Limiter) Wait(ctx context.Context, n int) error {
 // call returns ErrNull. It must not run concurrently with other calls on l. A Limiter
 // dropped without Close is freed when the garbage collector finds it unreachable.
 func (l *Limiter) Close() error {
-	if l == nil || l.ptr == nil {
-		return nil
+	if l != nil {
+		release(&l.ptr, l.cleanup, func(ptr *C.rate_limiter) { C.rate_limiter_free(ptr) })
 	}
-	l.cleanup.Stop()
-	C.rate_limiter_free(l.ptr)
-	l.ptr = nil
 	return nil
+}
+
+// release is Close for a Limiter or a Keyed: it frees the handle in *ptr unless it is
+// already closed, after stopping the garbage collector's backstop, so the handle is
+// freed exactly once, and leaves *ptr nil.
+// (P is the handle's pointer type: Go takes no incomplete C type as a type argument.)
+func release[P comparable](ptr *P, cleanup runtime.Cleanup, free func(P)) {
+	var closed P
+	if *ptr == closed {
+		return
+	}
+	cleanup.Stop()
+	free(*ptr)
+	*ptr = closed
 }
 
 // Now reads librate's clock (CLOCK_MONOTONIC) as an offset from its origin: the

@@ -193,11 +193,18 @@ class _Base:
     _config: Config
     _c: _CFunctions
 
-    def _open(self, handle_class: type[_Handle], *extra: int) -> None:
+    def __init__(
+        self, c: _CFunctions, handle_class: type[_Handle], config: Config, *extra: int
+    ) -> None:
+        """Creates the C handle: ``c.new(config, *extra, &handle)``, where ``extra`` is
+        what a kind of limiter takes beside its configuration (a table's capacity)."""
+        self._handle = _CLOSED
+        self._config = config
+        self._c = c
         handle = handle_class()
-        status = self._c.new(byref(self._config.to_c()), *extra, byref(handle))
+        status = c.new(byref(config.to_c()), *extra, byref(handle))
         if status != RATE_OK:
-            raise error_for(status, f"{status_text(status)}: {self._config}")
+            raise error_for(status, f"{status_text(status)}: {config}")
         self._handle = handle
 
     @property
@@ -341,17 +348,9 @@ class Limiter(_Base):
     __slots__ = ()
 
     def __init__(
-        self,
-        *,
-        algorithm: str = "gcra",
-        limit: int,
-        period: Duration,
-        burst: int | None = None,
+        self, *, algorithm: str = "gcra", limit: int, period: Duration, burst: int | None = None
     ) -> None:
-        self._handle = _CLOSED
-        self._config = _config(algorithm, limit, period, burst)
-        self._c = _LIMITER_C
-        self._open(_LimiterHandle)
+        super().__init__(_LIMITER_C, _LimiterHandle, _config(algorithm, limit, period, burst))
 
     def try_acquire(self, n: int = _ONE) -> bool:
         """Acquires ``n`` units now and says only whether they were admitted: the fast
@@ -424,12 +423,10 @@ class KeyedLimiter(_Base):
         burst: int | None = None,
         capacity: int,
     ) -> None:
-        self._handle = _CLOSED
-        self._config = _config(algorithm, limit, period, burst)
-        checked_capacity = u64(capacity, "capacity")
-        self._c = _keyed_c()
-        self._fast = self._c.fast
-        self._open(_KeyedHandle, checked_capacity)
+        config = _config(algorithm, limit, period, burst)
+        c = _keyed_c()
+        self._fast = c.fast
+        super().__init__(c, _KeyedHandle, config, u64(capacity, "capacity"))
 
     def try_acquire(self, key: Key, n: int = _ONE) -> bool:
         """``Limiter.try_acquire`` for ``key``."""
