@@ -62,20 +62,22 @@ type Keyed struct {
 	cleanup  runtime.Cleanup
 }
 
-// NewKeyed creates a keyed limiter that holds at least capacity live keys. The error
-// is ErrInvalidConfig for a config librate rejects, a capacity of 0 or less, or a table
-// that cannot be allocated.
+// NewKeyed creates a keyed limiter that holds at least capacity live keys. For a config
+// librate rejects, a capacity of 0 or less, or a table that cannot be allocated, the
+// error is a *ConfigError naming the field and its bound, which matches ErrInvalidConfig.
 func NewKeyed(config Config, capacity int) (*Keyed, error) {
 	cConfig, err := config.toC()
 	if err != nil {
 		return nil, err
 	}
 	if capacity <= 0 {
-		return nil, fmt.Errorf("librate: capacity %d is not positive: %w", capacity, ErrInvalidConfig)
+		return nil, &ConfigError{Reason: fmt.Sprintf("capacity %d: must be at least 1", capacity)}
 	}
 	var ptr *C.rate_keyed
 	if status := C.rate_keyed_new(&cConfig, C.uint64_t(capacity), &ptr); status != C.RATE_OK {
-		return nil, statusError(status)
+		return nil, rejected(status, func(reason *C.char, length C.size_t) C.int32_t {
+			return C.rate_keyed_explain_config(&cConfig, C.uint64_t(capacity), reason, length)
+		})
 	}
 	k := &Keyed{ptr: ptr, config: config, capacity: capacity}
 	// As for Limiter: the cleanup holds the C pointer, never k.

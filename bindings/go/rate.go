@@ -124,7 +124,7 @@ type Config struct {
 // unsigned one) and converts; librate validates the rest.
 func (c Config) toC() (C.rate_config, error) {
 	if c.Period <= 0 {
-		return C.rate_config{}, fmt.Errorf("librate: period %v is not positive: %w", c.Period, ErrInvalidConfig)
+		return C.rate_config{}, &ConfigError{Reason: fmt.Sprintf("period %v: must be at least 1ns", c.Period)}
 	}
 	return C.rate_config{
 		algorithm: C.uint32_t(c.Algorithm),
@@ -143,8 +143,8 @@ type Limiter struct {
 	cleanup runtime.Cleanup
 }
 
-// New creates a Limiter, full at any time. The error is ErrInvalidConfig for a config
-// librate rejects.
+// New creates a Limiter, full at any time. For a config librate rejects the error is a
+// *ConfigError naming the field and its bound, which matches ErrInvalidConfig.
 func New(config Config) (*Limiter, error) {
 	cConfig, err := config.toC()
 	if err != nil {
@@ -152,7 +152,9 @@ func New(config Config) (*Limiter, error) {
 	}
 	var ptr *C.rate_limiter
 	if status := C.rate_limiter_new(&cConfig, &ptr); status != C.RATE_OK {
-		return nil, statusError(status)
+		return nil, rejected(status, func(reason *C.char, length C.size_t) C.int32_t {
+			return C.rate_limiter_explain_config(&cConfig, reason, length)
+		})
 	}
 	l := &Limiter{ptr: ptr, config: config}
 	// The backstop for a Limiter dropped without Close. The cleanup holds the C
