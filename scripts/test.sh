@@ -2,6 +2,9 @@
 # Runs every test in every language: Rust (unit, integration, doc, the C tests driven by
 # cargo), the loom models, the C tests under valgrind and sanitizers, Python and Go.
 # Usage: scripts/test.sh            (from anywhere in the repository)
+# Needs: Rust >= 1.77, cc (C99) and c++ (C++17) with libasan/libubsan, binutils, pkg-config,
+#        valgrind, python3 >= 3.10 with venv, go >= 1.24. Installs pytest and uvicorn from
+#        PyPI into .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
