@@ -1,4 +1,4 @@
-/* librate: lock-free rate limiters. See README.md and DESIGN.md for the contract. */
+/* librate: lock-free rate limiters. See README.md and docs/semantics.md for the contract. */
 
 #ifndef RATE_H
 #define RATE_H

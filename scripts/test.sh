@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n=== %s\n' "$*"; }
 
+step "Docs: every relative link stays inside the repository, no internal notes"
+python3 scripts/check-docs.py
+
 step "Rust: build the release library the bindings link"
 cargo build --release
 

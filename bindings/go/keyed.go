@@ -49,7 +49,7 @@ import (
 // Keyed enforces one Config per key, for any number of keys up to a fixed capacity,
 // in one table allocated up front. A key is any byte string, the empty one included; a
 // string key and a []byte key with the same bytes are the same key. Keys are told
-// apart in full or by a seeded fingerprint of 64 bits or more (DESIGN.md §5), so keys
+// apart in full or by a seeded fingerprint of 64 bits or more (docs/semantics.md, "Keyed limiters"), so keys
 // an attacker chooses cannot be made to collide. A key whose state equals a fresh one is reclaimed silently; once the table
 // is full of live keys, a new key gets ErrTableFull.
 //
@@ -124,7 +124,7 @@ type cKey struct {
 }
 
 // stringKey passes a string's bytes to C without copying. librate reads them only
-// during the call and keeps no pointer (DESIGN.md §6), and bytes hold no Go pointers,
+// during the call and keeps no pointer, and bytes hold no Go pointers,
 // so this follows cgo's pointer-passing rules. An empty key is passed as NULL, which
 // librate accepts with length 0.
 func stringKey(key string) cKey {

@@ -65,7 +65,7 @@ import (
 	"unsafe"
 )
 
-// Algorithm selects how a limiter counts (DESIGN.md §4). The values are rate.h's
+// Algorithm selects how a limiter counts (docs/semantics.md, "The algorithms"). The values are rate.h's
 // RATE_GCRA … RATE_SLIDING_LOG.
 type Algorithm uint32
 

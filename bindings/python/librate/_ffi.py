@@ -1,4 +1,4 @@
-"""Loads librate's shared library and declares the C contract (DESIGN §6) for ctypes.
+"""Loads librate's shared library and declares the C contract (include/rate.h) for ctypes.
 
 Every ``rate_*`` function of ``include/rate.h`` has its ``restype`` and ``argtypes`` in
 ``SIGNATURES`` (tests/test_header_sync.py fails if one is missing or differs). Without
@@ -40,7 +40,7 @@ from typing import Any
 from ._errors import LibraryError
 from ._libname import LIBRARY_NAME
 
-# Status codes and algorithm numbers (DESIGN §6); never renumbered.
+# Status codes and algorithm numbers (include/rate.h); never renumbered.
 RATE_OK = 0
 RATE_LIMITED = 1
 RATE_E_NULL = -1
