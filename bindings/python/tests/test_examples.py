@@ -1,5 +1,6 @@
-"""examples/python/flask_app.py, run as a user runs it: a process serving 127.0.0.1,
-asked over HTTP until its per-IP limit answers 429."""
+"""The Python examples, run as a user runs them: examples/python/first_screen.py (the
+README's snippet), and flask_app.py, a process serving 127.0.0.1, asked over HTTP until
+its per-IP limit answers 429."""
 
 from __future__ import annotations
 
@@ -9,7 +10,19 @@ from pathlib import Path
 
 from helpers import get
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "python" / "flask_app.py"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "python"
+EXAMPLE = EXAMPLES / "flask_app.py"
+
+
+def test_first_screen() -> None:
+    # The README's Python snippet, in a program of its own.
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "first_screen.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout == "api: True; 203.0.113.7: admitted True, 9 left\n"
 
 
 def test_flask_app_limits_each_ip() -> None:
