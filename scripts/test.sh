@@ -10,8 +10,13 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n=== %s\n' "$*"; }
 
-step "Docs: every relative link stays inside the repository, no internal notes"
+step "Docs: links stay inside the repository, no internal notes, the plot is the script's"
 python3 scripts/check-docs.py
+# docs/bench.svg is the plot script's drawing of docs/bench/, never edited by hand.
+plot=$(mktemp)
+python3 scripts/plot-bench.py --out "$plot" >/dev/null
+cmp "$plot" docs/bench.svg || { echo "docs/bench.svg: redraw it with scripts/plot-bench.py"; exit 1; }
+rm -f "$plot"
 
 step "Rust: build the release library the bindings link"
 cargo build --release
