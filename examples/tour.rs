@@ -72,13 +72,12 @@ fn per_user(out: &mut String) -> Result<(), Error> {
     }
     // end
     table.write(out);
-    note(
+    notes(
         out,
-        "Bob is limited on his own; Alice, another key, is not affected by him.",
-    );
-    note(
-        out,
-        "retry_after is exact: Bob at 999 ms may come back 1001 ms later, at 2000 ms.",
+        &[
+            "Bob is limited on his own; Alice, another key, is not affected by him.",
+            "retry_after is exact: Bob at 999 ms may come back 1001 ms later, at 2000 ms.",
+        ],
     );
     Ok(())
 }
@@ -98,9 +97,9 @@ fn one_per_second(out: &mut String) -> Result<(), Error> {
     }
     // end
     table.write(out);
-    note(
+    notes(
         out,
-        "A and B use the burst; C is denied for 1 s; D, a second later, gets the refill.",
+        &["A and B use the burst; C is denied for 1 s; D, a second later, gets the refill."],
     );
     Ok(())
 }
@@ -122,9 +121,9 @@ fn reserve_queue(out: &mut String) -> Result<(), Error> {
     }
     // end
     table.write(out);
-    note(
+    notes(
         out,
-        "Five requests at t = 0 are spaced 100 ms apart: each is told its wait.",
+        &["Five requests at t = 0 are spaced 100 ms apart: each is told its wait."],
     );
     Ok(())
 }
@@ -221,9 +220,9 @@ fn boundary_burst(out: &mut String, algorithms: &[(&str, Config)]) -> Result<(),
         "sliding window: 18, as its estimate assumes the previous window's 10 were spread \
          evenly, while they all came in its last 100 ms.",
     );
-    note(
+    notes(
         out,
-        "sliding log: 10, exact: never more than 10 in any second.",
+        &["sliding log: 10, exact: never more than 10 in any second."],
     );
     Ok(())
 }
@@ -278,6 +277,13 @@ fn show(out: &mut String, name: &str) {
         let _ = writeln!(out, "    {}", line.get(indent..).unwrap_or(line.trim()));
     }
     out.push('\n');
+}
+
+/// The sentences under a table, each wrapped to 100 columns.
+fn notes(out: &mut String, texts: &[&str]) {
+    for text in texts {
+        note(out, text);
+    }
 }
 
 /// A sentence under a table, wrapped to 100 columns.
