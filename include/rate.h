@@ -1,4 +1,4 @@
-/* librate: lock-free rate limiters. See README.md and DESIGN.md for the contract. */
+/* librate: lock-free rate limiters. See README.md and docs/semantics.md for the contract. */
 
 #ifndef RATE_H
 #define RATE_H
@@ -67,6 +67,11 @@
  * Algorithm: sliding window log (exact rolling count).
  */
 #define RATE_SLIDING_LOG 3
+
+/**
+ * Bytes a reason buffer needs to hold any reason librate writes, its NUL included.
+ */
+#define RATE_REASON_LEN 256
 
 /**
  * An opaque table of limiters, one per key, all under one configuration. Safe to use
@@ -304,6 +309,33 @@ int32_t rate_keyed_acquire_packed_at(struct rate_keyed *keyed,
                                      int32_t *statuses);
 
 /**
+ * Explains why `rate_keyed_new` rejects `config` with `capacity`: as
+ * `rate_limiter_explain_config`, and for the capacity "capacity 0: must be at least 1",
+ * or, for a table too large to allocate, a sentence giving the bytes it would need. The verdict is
+ * the one `rate_keyed_new` gives; to reach it this function builds the table and frees it
+ * at once, so on a valid configuration it costs what `rate_keyed_new` costs. An
+ * allocation that failed in `rate_keyed_new` and succeeds here gives RATE_OK.
+ *
+ * Ownership: as `rate_limiter_explain_config`.
+ *
+ * Thread-safety: safe to call from any thread at any time; it touches no handle.
+ *
+ * NULL: `config` NULL is RATE_E_NULL; `reason` may be NULL (only the status is
+ * returned), and then `reason_len` is ignored.
+ *
+ * Returns RATE_OK (`rate_keyed_new` accepts them), RATE_E_INVALID_CONFIG (the reason
+ * says why), or RATE_E_NULL.
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `rate_config`; `reason` is NULL or points to
+ * `reason_len` writable bytes.
+ */
+int32_t rate_keyed_explain_config(const struct rate_config *config,
+                                  uint64_t capacity,
+                                  char *reason,
+                                  size_t reason_len);
+
+/**
  * Frees a keyed limiter made by `rate_keyed_new`.
  *
  * Ownership: takes back the handle; it must not be used afterwards.
@@ -405,6 +437,34 @@ int32_t rate_limiter_acquire_at(struct rate_limiter *limiter,
                                 uint64_t n,
                                 uint64_t now_ns,
                                 struct rate_decision *out);
+
+/**
+ * Explains why `rate_limiter_new` rejects `config`: writes one English sentence naming
+ * the field, its value and the bound it broke to `reason`, for example
+ * "limit 0: must be at least 1" or "limit 1000000001: must be at most 1000000000 for
+ * GCRA with period_ns 1000000000 (at most one unit per ns)". Nothing is created. The
+ * verdict is the one `rate_limiter_new` gives for the same `config`.
+ *
+ * Ownership: `reason` is the caller's buffer of `reason_len` bytes. The sentence is
+ * ASCII, cut to `reason_len - 1` bytes if longer, and always NUL-terminated when
+ * `reason_len > 0`; `RATE_REASON_LEN` bytes always hold it whole. On RATE_OK it is the
+ * empty string; on RATE_E_NULL it is untouched.
+ *
+ * Thread-safety: safe to call from any thread at any time; it touches no handle.
+ *
+ * NULL: `config` NULL is RATE_E_NULL; `reason` may be NULL (only the status is
+ * returned), and then `reason_len` is ignored.
+ *
+ * Returns RATE_OK (`rate_limiter_new` accepts `config`), RATE_E_INVALID_CONFIG (the
+ * reason says why), or RATE_E_NULL.
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `rate_config`; `reason` is NULL or points to
+ * `reason_len` writable bytes.
+ */
+int32_t rate_limiter_explain_config(const struct rate_config *config,
+                                    char *reason,
+                                    size_t reason_len);
 
 /**
  * Frees a limiter made by `rate_limiter_new`.

@@ -4,7 +4,7 @@
 #   PREFIX/lib/librate.so.VERSION         the shared library (VERSION from Cargo.toml)
 #   PREFIX/lib/librate.so.MAJOR           -> librate.so.VERSION (the soname, what programs load)
 #   PREFIX/lib/librate.so                 -> librate.so.MAJOR   (what -lrate finds at link time)
-#   PREFIX/lib/librate.a                  the static library
+#   PREFIX/lib/librate.a                  the static library, without debug info
 #   PREFIX/lib/pkgconfig/rate.pc          for `pkg-config --cflags --libs rate`
 #
 # Usage: scripts/install.sh [PREFIX]       (PREFIX defaults to /usr/local)
@@ -54,6 +54,12 @@ install -d "$includedir" "$libdir/pkgconfig"
 install -m 644 include/rate.h include/rate.hpp "$includedir/"
 install -m 755 "$shared" "$libdir/librate.so.$version"
 install -m 644 "$static" "$libdir/librate.a"
+# librate.so is built without debug info (Cargo.toml's release profile). librate.a bundles
+# the Rust standard library's objects, which carry theirs; the installed copy drops it.
+# For symbols, build `cargo build --profile release-debug` and use target/release-debug/.
+if command -v strip >/dev/null; then
+    strip --strip-debug "$libdir/librate.a"
+fi
 ln -sfn "librate.so.$version" "$libdir/$soname"
 ln -sfn "$soname" "$libdir/librate.so"
 

@@ -2,10 +2,21 @@
 # Runs every test in every language: Rust (unit, integration, doc, the C tests driven by
 # cargo), the loom models, the C tests under valgrind and sanitizers, Python and Go.
 # Usage: scripts/test.sh            (from anywhere in the repository)
+# Needs: Rust >= 1.77, cc (C99) and c++ (C++17) with libasan/libubsan, binutils, pkg-config,
+#        valgrind, python3 >= 3.10 with venv, go >= 1.24. Installs pytest, uvicorn and Flask
+#        from PyPI into .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n=== %s\n' "$*"; }
+
+step "Docs: links stay inside the repository, no internal notes, the plot is the script's"
+python3 scripts/check-docs.py
+# docs/bench.svg is the plot script's drawing of docs/bench/, never edited by hand.
+plot=$(mktemp)
+python3 scripts/plot-bench.py --out "$plot" >/dev/null
+cmp "$plot" docs/bench.svg || { echo "docs/bench.svg: redraw it with scripts/plot-bench.py"; exit 1; }
+rm -f "$plot"
 
 step "Rust: build the release library the bindings link"
 cargo build --release
@@ -20,7 +31,7 @@ RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
 step "C: every C test under valgrind memcheck and ASan/UBSan"
 scripts/c-tests.sh
 
-step "Python: install the package into .venv (it bundles librate.so) and run pytest"
+step "Python: install the package into .venv (it bundles librate.so) and run pytest (examples/python too)"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/pip install -q --upgrade './bindings/python[test]'
 .venv/bin/python -m pytest -q bindings/python/tests
@@ -31,3 +42,6 @@ step "Go: vet, race tests, GC stress with a GC before every C call, dynamic link
   && go test -race -count=1 ./... \
   && GOGC=1 GODEBUG=cgocheck=1 go test -short -count=1 -tags debug ./... \
   && go test -count=1 -tags librate_dynamic ./...)
+
+step "Go: the example service (examples/go), over HTTP on 127.0.0.1"
+(cd examples/go && go vet ./... && go test -count=1 ./...)

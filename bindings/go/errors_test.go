@@ -3,8 +3,10 @@ package librate_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	librate "librate/bindings/go"
 )
@@ -48,5 +50,71 @@ func TestSentinelCodes(t *testing.T) {
 	// rate.h: "Unknown codes give "unknown status"."
 	if msg := (librate.Error{Code: -77}).Error(); msg != "librate: unknown status (status -77)" {
 		t.Errorf("unknown code: %q", msg)
+	}
+}
+
+// Every rejected configuration names the field, its value and the bound it broke. The
+// bounds follow from the rules in docs/semantics.md; the numbers are worked out beside
+// each case.
+func TestConfigErrorsNameTheFieldAndTheBound(t *testing.T) {
+	const tolerance = "(burst x (period_ns / limit) must be at most 2^64 - 3 ns)"
+	cases := []struct {
+		config librate.Config
+		reason string
+	}{
+		{librate.Config{Limit: 0, Period: time.Second}, "limit 0: must be at least 1"},
+		{librate.Config{Limit: 1, Period: 0}, "period 0s: must be at least 1ns"},
+		{librate.Config{Limit: 1, Period: -time.Second}, "period -1s: must be at least 1ns"},
+		// GCRA: T = floor(P / L) >= 1, so L <= P = 10^9.
+		{librate.Config{Limit: 1e9 + 1, Period: time.Second},
+			"limit 1000000001: must be at most 1000000000 for GCRA with period_ns 1000000000 (at most one unit per ns)"},
+		{librate.Config{Algorithm: 99, Limit: 1, Period: time.Second},
+			"algorithm 99: must be 0 (GCRA), 1 (fixed window), 2 (sliding window) or 3 (sliding log)"},
+		// T = P = 2^63 - 1 ns; 2T = 2^64 - 2 is one past 2^64 - 3, so only B = 1 fits.
+		{librate.Config{Limit: 1, Period: librate.Never, Burst: 3},
+			"burst 3: must be at most 1 for GCRA with limit 1 and period_ns 9223372036854775807 " + tolerance},
+		// floor((2^64-1) / 10^9) * 2^bits(L) + L <= 2^64-3 holds for 29 bits, not 30.
+		{librate.Config{Algorithm: librate.FixedWindow, Limit: 1e9, Period: time.Second},
+			"limit 1000000000: must be at most 536870911 for the fixed window with period_ns 1000000000"},
+		{librate.Config{Algorithm: librate.SlidingWindow, Limit: 1e9, Period: time.Second},
+			"limit 1000000000: must be at most 536870911 for the sliding window with period_ns 1000000000"},
+		// The log's ring holds at most 2^20 timestamps.
+		{librate.Config{Algorithm: librate.SlidingLog, Limit: 1<<20 + 1, Period: time.Second},
+			"limit 1048577: must be at most 1048576 for the sliding log with period_ns 1000000000"},
+	}
+	for _, c := range cases {
+		want := "librate: invalid configuration: " + c.reason
+		_, err := librate.New(c.config)
+		checkConfigError(t, "New", err, want)
+		_, err = librate.NewKeyed(c.config, 8)
+		checkConfigError(t, "NewKeyed", err, want)
+	}
+
+	config := librate.Config{Limit: 10, Period: time.Second}
+	for _, c := range []struct {
+		capacity int
+		reason   string
+	}{
+		{0, "capacity 0: must be at least 1"},
+		{-1, "capacity -1: must be at least 1"},
+		// GCRA takes 32 bytes per key: (2^63 - 1) * 32 bytes fit no address space.
+		{math.MaxInt, "capacity 9223372036854775807: its table needs 295147905179352825824 bytes (32 per key), more than can be allocated"},
+	} {
+		_, err := librate.NewKeyed(config, c.capacity)
+		checkConfigError(t, "NewKeyed", err, "librate: invalid configuration: "+c.reason)
+	}
+}
+
+func checkConfigError(t *testing.T, call string, err error, want string) {
+	t.Helper()
+	var configError *librate.ConfigError
+	var e librate.Error
+	switch {
+	case err == nil || err.Error() != want:
+		t.Errorf("%s: %v\nwant %s", call, err, want)
+	case !errors.As(err, &configError) || !errors.Is(err, librate.ErrInvalidConfig):
+		t.Errorf("%s: %v is not a *ConfigError matching ErrInvalidConfig", call, err)
+	case !errors.As(err, &e) || e.Code != -2:
+		t.Errorf("%s: %v does not unwrap to Error{-2}", call, err)
 	}
 }

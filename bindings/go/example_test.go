@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -127,4 +128,22 @@ func ExampleMiddleware() {
 	// 200 RateLimit: "default";r=0;t=60 Retry-After: ""
 	// 429 RateLimit: "default";r=0;t=30 Retry-After: "30"
 	// RateLimit-Policy: "default";q=2;w=60
+}
+
+// The README's first Go snippet (scripts/check-docs.py checks that each of its lines is
+// here): one limit for an API, and one per client IP.
+func Example_firstScreen() {
+	api, err := librate.NewGCRA(100, time.Second, 0) // 100 per second
+	if err != nil {
+		log.Fatal(err) // a *librate.ConfigError names the field and its bound
+	}
+	ok := api.Allow() // false: answer 429
+
+	perIP, err := librate.NewKeyed(librate.Config{Algorithm: librate.SlidingWindow, Limit: 10, Period: time.Minute}, 100_000)
+	d, err := perIP.Acquire("203.0.113.7", 1) // 10 a minute for each IP: d.Allowed, d.RetryAfter
+	fmt.Println(ok, d.Allowed, d.Remaining, err)
+	api.Close()
+	perIP.Close()
+	// Output:
+	// true true 9 <nil>
 }

@@ -49,7 +49,7 @@ import (
 // Keyed enforces one Config per key, for any number of keys up to a fixed capacity,
 // in one table allocated up front. A key is any byte string, the empty one included; a
 // string key and a []byte key with the same bytes are the same key. Keys are told
-// apart in full or by a seeded fingerprint of 64 bits or more (DESIGN.md §5), so keys
+// apart in full or by a seeded fingerprint of 64 bits or more (docs/semantics.md, "Keyed limiters"), so keys
 // an attacker chooses cannot be made to collide. A key whose state equals a fresh one is reclaimed silently; once the table
 // is full of live keys, a new key gets ErrTableFull.
 //
@@ -62,20 +62,22 @@ type Keyed struct {
 	cleanup  runtime.Cleanup
 }
 
-// NewKeyed creates a keyed limiter that holds at least capacity live keys. The error
-// is ErrInvalidConfig for a config librate rejects, a capacity of 0 or less, or a table
-// that cannot be allocated.
+// NewKeyed creates a keyed limiter that holds at least capacity live keys. For a config
+// librate rejects, a capacity of 0 or less, or a table that cannot be allocated, the
+// error is a *ConfigError naming the field and its bound, which matches ErrInvalidConfig.
 func NewKeyed(config Config, capacity int) (*Keyed, error) {
 	cConfig, err := config.toC()
 	if err != nil {
 		return nil, err
 	}
 	if capacity <= 0 {
-		return nil, fmt.Errorf("librate: capacity %d is not positive: %w", capacity, ErrInvalidConfig)
+		return nil, &ConfigError{Reason: fmt.Sprintf("capacity %d: must be at least 1", capacity)}
 	}
 	var ptr *C.rate_keyed
 	if status := C.rate_keyed_new(&cConfig, C.uint64_t(capacity), &ptr); status != C.RATE_OK {
-		return nil, statusError(status)
+		return nil, rejected(status, func(reason *C.char, length C.size_t) C.int32_t {
+			return C.rate_keyed_explain_config(&cConfig, C.uint64_t(capacity), reason, length)
+		})
 	}
 	k := &Keyed{ptr: ptr, config: config, capacity: capacity}
 	// As for Limiter: the cleanup holds the C pointer, never k.
@@ -122,7 +124,7 @@ type cKey struct {
 }
 
 // stringKey passes a string's bytes to C without copying. librate reads them only
-// during the call and keeps no pointer (DESIGN.md §6), and bytes hold no Go pointers,
+// during the call and keeps no pointer, and bytes hold no Go pointers,
 // so this follows cgo's pointer-passing rules. An empty key is passed as NULL, which
 // librate accepts with length 0.
 func stringKey(key string) cKey {
@@ -321,11 +323,8 @@ func (k *Keyed) WaitBytes(ctx context.Context, key []byte, n int) error {
 // call returns ErrNull. It must not run concurrently with other calls on k. A Keyed
 // dropped without Close is freed when the garbage collector finds it unreachable.
 func (k *Keyed) Close() error {
-	if k == nil || k.ptr == nil {
-		return nil
+	if k != nil {
+		release(&k.ptr, k.cleanup, func(ptr *C.rate_keyed) { C.rate_keyed_free(ptr) })
 	}
-	k.cleanup.Stop()
-	C.rate_keyed_free(k.ptr)
-	k.ptr = nil
 	return nil
 }

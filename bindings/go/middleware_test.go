@@ -1,10 +1,12 @@
 package librate_test
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -199,6 +201,73 @@ func TestNewMiddlewareErrors(t *testing.T) {
 	for _, name := range []string{"tab\there", "naïve", "new\nline"} {
 		if _, err := librate.NewMiddleware(limiter, librate.MiddlewareOptions{Policy: name}); !errors.Is(err, librate.ErrInvalidArgument) {
 			t.Errorf("policy %q: %v", name, err)
+		}
+	}
+}
+
+// headerVectors is bindings/testdata/ratelimit_headers.json: a configuration, a decision
+// and the headers both middlewares (this one and Python's) must write for them.
+type headerVectors struct {
+	Cases []struct {
+		What, Name string
+		Limit      uint64
+		PeriodNs   uint64 `json:"period_ns"`
+		Burst      uint64
+		Decision   struct {
+			Allowed      bool
+			Remaining    uint64
+			RetryAfterNs uint64 `json:"retry_after_ns"`
+			ResetAfterNs uint64 `json:"reset_after_ns"`
+		}
+		Policy, RateLimit string
+		RetryAfter        *string `json:"retry_after"`
+	}
+}
+
+// vectorLimiter answers every request with one fixed decision.
+type vectorLimiter struct {
+	config   librate.Config
+	decision librate.Decision
+}
+
+func (v vectorLimiter) AcquireAt(string, int, time.Duration) (librate.Decision, error) {
+	return v.decision, nil
+}
+
+func (v vectorLimiter) Config() librate.Config { return v.config }
+
+// fromC is a C decision's duration as the binding reports it: saturated at Never.
+func fromC(ns uint64) time.Duration {
+	return time.Duration(min(ns, uint64(librate.Never)))
+}
+
+// The Python and Go middlewares write the same headers for the same decision.
+func TestMiddlewareHeaderVectors(t *testing.T) {
+	data, err := os.ReadFile("../testdata/ratelimit_headers.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vectors headerVectors
+	if err := json.Unmarshal(data, &vectors); err != nil {
+		t.Fatal(err)
+	}
+	if len(vectors.Cases) < 10 {
+		t.Fatalf("%d vectors", len(vectors.Cases))
+	}
+	for _, c := range vectors.Cases {
+		d := c.Decision
+		limiter := vectorLimiter{
+			config: librate.Config{Limit: c.Limit, Period: time.Duration(c.PeriodNs), Burst: c.Burst},
+			decision: librate.Decision{Allowed: d.Allowed, Remaining: d.Remaining,
+				RetryAfter: fromC(d.RetryAfterNs), ResetAfter: fromC(d.ResetAfterNs)},
+		}
+		got := serve(newMiddleware(t, limiter, librate.MiddlewareOptions{Policy: c.Name}), "192.0.2.1:1234", nil)
+		want := response{status: http.StatusOK, rateLimit: c.RateLimit, policy: c.Policy}
+		if c.RetryAfter != nil {
+			want.status, want.retryAfter = http.StatusTooManyRequests, *c.RetryAfter
+		}
+		if got != want {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.What, got, want)
 		}
 	}
 }

@@ -65,7 +65,7 @@ import (
 	"unsafe"
 )
 
-// Algorithm selects how a limiter counts (DESIGN.md §4). The values are rate.h's
+// Algorithm selects how a limiter counts (docs/semantics.md, "The algorithms"). The values are rate.h's
 // RATE_GCRA … RATE_SLIDING_LOG.
 type Algorithm uint32
 
@@ -124,7 +124,7 @@ type Config struct {
 // unsigned one) and converts; librate validates the rest.
 func (c Config) toC() (C.rate_config, error) {
 	if c.Period <= 0 {
-		return C.rate_config{}, fmt.Errorf("librate: period %v is not positive: %w", c.Period, ErrInvalidConfig)
+		return C.rate_config{}, &ConfigError{Reason: fmt.Sprintf("period %v: must be at least 1ns", c.Period)}
 	}
 	return C.rate_config{
 		algorithm: C.uint32_t(c.Algorithm),
@@ -143,8 +143,8 @@ type Limiter struct {
 	cleanup runtime.Cleanup
 }
 
-// New creates a Limiter, full at any time. The error is ErrInvalidConfig for a config
-// librate rejects.
+// New creates a Limiter, full at any time. For a config librate rejects the error is a
+// *ConfigError naming the field and its bound, which matches ErrInvalidConfig.
 func New(config Config) (*Limiter, error) {
 	cConfig, err := config.toC()
 	if err != nil {
@@ -152,7 +152,9 @@ func New(config Config) (*Limiter, error) {
 	}
 	var ptr *C.rate_limiter
 	if status := C.rate_limiter_new(&cConfig, &ptr); status != C.RATE_OK {
-		return nil, statusError(status)
+		return nil, rejected(status, func(reason *C.char, length C.size_t) C.int32_t {
+			return C.rate_limiter_explain_config(&cConfig, reason, length)
+		})
 	}
 	l := &Limiter{ptr: ptr, config: config}
 	// The backstop for a Limiter dropped without Close. The cleanup holds the C
@@ -303,13 +305,24 @@ func (l *Limiter) Wait(ctx context.Context, n int) error {
 // call returns ErrNull. It must not run concurrently with other calls on l. A Limiter
 // dropped without Close is freed when the garbage collector finds it unreachable.
 func (l *Limiter) Close() error {
-	if l == nil || l.ptr == nil {
-		return nil
+	if l != nil {
+		release(&l.ptr, l.cleanup, func(ptr *C.rate_limiter) { C.rate_limiter_free(ptr) })
 	}
-	l.cleanup.Stop()
-	C.rate_limiter_free(l.ptr)
-	l.ptr = nil
 	return nil
+}
+
+// release is Close for a Limiter or a Keyed: it frees the handle in *ptr unless it is
+// already closed, after stopping the garbage collector's backstop, so the handle is
+// freed exactly once, and leaves *ptr nil.
+// (P is the handle's pointer type: Go takes no incomplete C type as a type argument.)
+func release[P comparable](ptr *P, cleanup runtime.Cleanup, free func(P)) {
+	var closed P
+	if *ptr == closed {
+		return
+	}
+	cleanup.Stop()
+	free(*ptr)
+	*ptr = closed
 }
 
 // Now reads librate's clock (CLOCK_MONOTONIC) as an offset from its origin: the

@@ -17,7 +17,7 @@ import (
 // UINT64_MAX nanoseconds, saturated to the largest time.Duration (about 292 years).
 const Never = time.Duration(math.MaxInt64)
 
-// Decision is the outcome of an acquire, a reserve or a query (DESIGN.md §3). Durations
+// Decision is the outcome of an acquire, a reserve or a query (docs/semantics.md, "The decision"). Durations
 // count from the decision's "now" and saturate at Never.
 type Decision struct {
 	// Allowed reports whether the units were admitted.
@@ -93,7 +93,8 @@ var (
 	ErrNull error = Error{Code: C.RATE_E_NULL}
 	// ErrInvalidConfig: zero or negative limit, period or capacity, an unknown
 	// algorithm, more than one unit per nanosecond, or a product that overflows
-	// (RATE_E_INVALID_CONFIG).
+	// (RATE_E_INVALID_CONFIG). New and NewKeyed return it wrapped in a *ConfigError
+	// that says which field and which bound.
 	ErrInvalidConfig error = Error{Code: C.RATE_E_INVALID_CONFIG}
 	// ErrInsufficientCapacity: the cost exceeds the limiter's Limit, so no amount of
 	// waiting admits it; this is an error, not a denial (RATE_E_INSUFFICIENT_CAPACITY).
@@ -110,6 +111,34 @@ var (
 	// C. Its code, -1000, is the binding's own.
 	ErrInvalidArgument error = Error{Code: codeInvalidArgument}
 )
+
+// ConfigError is the error of New and NewKeyed for a configuration or capacity librate
+// rejects. Reason names the field, its value and the bound it broke, in librate's words
+// (rate_limiter_explain_config, rate_keyed_explain_config): "limit 0: must be at least
+// 1", "capacity 0: must be at least 1". It wraps ErrInvalidConfig: errors.Is(err, ErrInvalidConfig) holds, and errors.As
+// finds its Error (code RATE_E_INVALID_CONFIG).
+type ConfigError struct {
+	Reason string
+}
+
+// Error is "librate: invalid configuration: " and the reason.
+func (e *ConfigError) Error() string { return "librate: invalid configuration: " + e.Reason }
+
+// Unwrap returns ErrInvalidConfig.
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// rejected is the error for a failed rate_*_new: for RATE_E_INVALID_CONFIG a
+// *ConfigError with the reason explain writes (into a buffer of RATE_REASON_LEN bytes,
+// returning its status), otherwise the status's error.
+func rejected(status C.int32_t, explain func(reason *C.char, length C.size_t) C.int32_t) error {
+	if status == C.RATE_E_INVALID_CONFIG {
+		var reason [C.RATE_REASON_LEN]C.char
+		if explain(&reason[0], C.size_t(len(reason))) == C.RATE_E_INVALID_CONFIG {
+			return &ConfigError{Reason: C.GoString(&reason[0])}
+		}
+	}
+	return statusError(status)
+}
 
 // statusError maps a C status to its error value, by number.
 func statusError(status C.int32_t) error {

@@ -11,7 +11,10 @@ mod misc;
 #[cfg(feature = "testing")]
 mod testing;
 mod types;
+// Last, so cbindgen meets the older items first and keeps their order in the header.
+mod explain;
 
+pub use explain::*;
 pub use keyed::*;
 pub use limiter::*;
 pub use misc::*;

@@ -22,24 +22,39 @@ NS_PER_SECOND = 1_000_000_000
 Duration = float | int | timedelta
 
 
-def u64(value: object, name: str) -> int:
-    """``value`` as an int in 0..2**64-1, or a ``TypeError``/``ValueError`` naming it."""
+def u64(
+    value: object, name: str, *, least: int = 0, error: type[ValueError] = ValueError
+) -> int:
+    """``value`` as an int in ``least``..2**64-1, or a ``TypeError`` (not an int) or an
+    ``error`` (out of range) whose message names the argument, its value and the bound
+    it broke: "limit -1: must be at least 1"."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an int, not bool")
     try:
         number = operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(f"{name} must be an int, not {type(value).__name__}") from None
-    if not 0 <= number <= U64_MAX:
-        raise ValueError(f"{name} must be in 0..2**64-1, got {number}")
+    if number < least:
+        raise error(f"{name} {number}: must be at least {least}")
+    if number > U64_MAX:
+        raise error(f"{name} {number}: must be at most 2**64-1")
     return number
 
 
-def duration_ns(value: object, name: str, *, saturate: bool = False) -> int:
+def duration_ns(
+    value: object,
+    name: str,
+    *,
+    saturate: bool = False,
+    least_ns: int = 0,
+    error: type[ValueError] = ValueError,
+) -> int:
     """A duration in seconds (int, float, Fraction) or a ``timedelta``, in whole
-    nanoseconds (rounded to nearest). Negative or NaN is a ``ValueError``. Beyond
-    2**64-1 ns (infinity included) it is a ``ValueError``, or 2**64-1 ("forever") when
-    ``saturate``."""
+    nanoseconds (rounded to nearest). NaN, or fewer than ``least_ns`` ns after rounding
+    (a negative duration included), is an ``error``. Beyond 2**64-1 ns (infinity
+    included) it is an ``error``, or 2**64-1 ("forever") when ``saturate``. Messages
+    name the argument, its value and the bound: "period 1e-12 s: must be at least 1 ns".
+    """
     if isinstance(value, timedelta):
         ns = (value.days * 86_400 + value.seconds) * NS_PER_SECOND + value.microseconds * 1_000
     elif isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -52,22 +67,30 @@ def duration_ns(value: object, name: str, *, saturate: bool = False) -> int:
         # float, Fraction or another Real: kept as is, so a Fraction scales exactly.
         value = cast(float, value)
         if math.isnan(value):
-            raise ValueError(f"{name} must not be NaN")
+            raise error(f"{name} nan: must be a number of seconds")
         scaled = value * NS_PER_SECOND
         ns = U64_MAX + 1 if scaled > U64_MAX else round(scaled)
-    if ns < 0:
-        raise ValueError(f"{name} must not be negative, got {value!r}")
+    shown = str(value) if isinstance(value, timedelta) else f"{value!r} s"
+    if ns < least_ns:
+        bound = "must not be negative" if least_ns == 0 else f"must be at least {least_ns} ns"
+        raise error(f"{name} {shown}: {bound}")
     if ns > U64_MAX:
         if saturate:
             return U64_MAX
-        raise ValueError(f"{name} must be at most 2**64-1 ns (~584 years), got {value!r}")
+        raise error(f"{name} {shown}: must be at most 2**64-1 ns (about 584 years)")
     return ns
 
 
 def key_bytes(key: object) -> bytes:
-    """A key for the C table: ``bytes`` as is, ``str`` as UTF-8."""
+    """A key for the C table: ``bytes`` as is, ``str`` as UTF-8.
+
+    A ``str`` holding a lone surrogate (U+D800..U+DFFF, which UTF-8 cannot encode, as
+    ``os.fsdecode`` or ``surrogateescape`` produce) is encoded with ``surrogatepass``:
+    each such code point becomes its three-byte form. So every ``str`` is a key, two
+    different strings are always two different keys, and a valid string is the same key
+    as its UTF-8 bytes."""
     if isinstance(key, bytes):
         return key
     if isinstance(key, str):
-        return key.encode()
+        return key.encode("utf-8", "surrogatepass")
     raise TypeError(f"key must be str or bytes, not {type(key).__name__}")

@@ -1,4 +1,4 @@
-"""The outcome of one acquire, reserve or query (DESIGN §3)."""
+"""The outcome of one acquire, reserve or query (docs/semantics.md, "The decision")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Loads librate's shared library and declares the C contract (DESIGN §6) for ctypes.
+"""Loads librate's shared library and declares the C contract (include/rate.h) for ctypes.
 
 Every ``rate_*`` function of ``include/rate.h`` has its ``restype`` and ``argtypes`` in
 ``SIGNATURES`` (tests/test_header_sync.py fails if one is missing or differs). Without
@@ -25,6 +25,7 @@ import os
 from ctypes import (
     POINTER,
     Structure,
+    c_char,
     c_char_p,
     c_int32,
     c_size_t,
@@ -39,7 +40,7 @@ from typing import Any
 from ._errors import LibraryError
 from ._libname import LIBRARY_NAME
 
-# Status codes and algorithm numbers (DESIGN §6); never renumbered.
+# Status codes and algorithm numbers (include/rate.h); never renumbered.
 RATE_OK = 0
 RATE_LIMITED = 1
 RATE_E_NULL = -1
@@ -53,6 +54,9 @@ RATE_GCRA = 0
 RATE_FIXED_WINDOW = 1
 RATE_SLIDING_WINDOW = 2
 RATE_SLIDING_LOG = 3
+
+#: Bytes that hold any reason ``rate_limiter_explain_config`` writes, NUL included.
+RATE_REASON_LEN = 256
 
 
 class rate_config(Structure):  # noqa: N801 - the C name
@@ -123,6 +127,14 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_keyed_acquire_packed_at": (
         c_int32,
         (HANDLE, KEY, POINTER(c_size_t), c_size_t, c_uint64, c_uint64, POINTER(c_int32)),
+    ),
+    "rate_limiter_explain_config": (
+        c_int32,
+        (POINTER(rate_config), POINTER(c_char), c_size_t),
+    ),
+    "rate_keyed_explain_config": (
+        c_int32,
+        (POINTER(rate_config), c_uint64, POINTER(c_char), c_size_t),
     ),
     "rate_now_ns": (c_uint64, ()),
     "rate_status_str": (c_char_p, (c_int32,)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from array import array
-from ctypes import byref, c_int32, c_size_t, c_uint64, c_void_p, sizeof
+from ctypes import byref, c_int32, c_size_t, c_uint64, c_void_p, create_string_buffer, sizeof
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -17,12 +17,14 @@ from . import _waiting
 from ._convert import U64_MAX, Duration, duration_ns, key_bytes, u64
 from ._decision import Decision, seconds
 from ._decorator import decorate
-from ._errors import LibrateError, RateLimited, error_for
+from ._errors import InvalidConfig, LibrateError, RateLimited, error_for
 from ._ffi import (
+    RATE_E_INVALID_CONFIG,
     RATE_FIXED_WINDOW,
     RATE_GCRA,
     RATE_LIMITED,
     RATE_OK,
+    RATE_REASON_LEN,
     RATE_SLIDING_LOG,
     RATE_SLIDING_WINDOW,
     lib,
@@ -95,6 +97,8 @@ class _CFunctions(NamedTuple):
     """The C functions of one kind of limiter."""
 
     new: Any
+    #: ``rate_*_explain_config``: why ``new`` rejects a configuration.
+    explain: Any
     acquire: Any
     acquire_at: Any
     reserve_at: Any
@@ -104,6 +108,7 @@ class _CFunctions(NamedTuple):
 
 _LIMITER_C = _CFunctions(
     lib.rate_limiter_new,
+    lib.rate_limiter_explain_config,
     lib.rate_limiter_acquire,
     lib.rate_limiter_acquire_at,
     lib.rate_limiter_reserve_at,
@@ -119,6 +124,7 @@ def _keyed_c() -> _CFunctions:
     # table still serves Limiter, and KeyedLimiter() then says which symbol is missing.
     return _CFunctions(
         lib.rate_keyed_new,
+        lib.rate_keyed_explain_config,
         lib.rate_keyed_acquire,
         lib.rate_keyed_acquire_at,
         lib.rate_keyed_reserve_at,
@@ -167,20 +173,40 @@ class Config:
 
 
 def _config(algorithm: object, limit: object, period: object, burst: object) -> Config:
-    """Checks the constructor arguments. Their values (limit 0, period 0, too high a
-    rate, overflow) are left for the C library to judge, so there is one rule book."""
+    """Checks the constructor arguments as far as Python must: types, and what cannot
+    become a C field (a negative number, a period under 1 ns, which would round to 0).
+    The rest (too high a rate, a window's bound, overflow) is left to the C library,
+    which explains its verdict (``rate_limiter_explain_config``), so there is one rule book.
+    Every bad value is an ``InvalidConfig`` naming the field, its value and the bound."""
     if not isinstance(algorithm, str):
         raise TypeError(f"algorithm must be a str, not {type(algorithm).__name__}")
     if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {sorted(ALGORITHMS)}, got {algorithm!r}")
+        raise InvalidConfig(
+            f"algorithm {algorithm!r}: must be one of {', '.join(sorted(ALGORITHMS))}"
+        )
     checked_burst = None
     if burst is not None:
         if algorithm != "gcra":
-            raise ValueError(f"burst applies to gcra only, not {algorithm}")
-        checked_burst = u64(burst, "burst")
+            raise InvalidConfig(f"burst {burst!r}: applies to gcra only, not {algorithm}")
+        checked_burst = u64(burst, "burst", error=InvalidConfig)
         if checked_burst == 0:
-            raise ValueError("burst must be at least 1 (None means limit)")
-    return Config(algorithm, u64(limit, "limit"), duration_ns(period, "period"), checked_burst)
+            raise InvalidConfig("burst 0: must be at least 1 (None means limit)")
+    return Config(
+        algorithm,
+        u64(limit, "limit", least=1, error=InvalidConfig),
+        duration_ns(period, "period", least_ns=1, error=InvalidConfig),
+        checked_burst,
+    )
+
+
+def _rejection(c: _CFunctions, config: Any, extra: tuple[int, ...], status: int) -> str:
+    """The message for a failed ``c.new``: for an invalid configuration, the C library's
+    reason (which field, which bound); otherwise the status's description."""
+    if status == RATE_E_INVALID_CONFIG:
+        reason = create_string_buffer(RATE_REASON_LEN)
+        if c.explain(config, *extra, reason, RATE_REASON_LEN) == RATE_E_INVALID_CONFIG:
+            return reason.value.decode()
+    return status_text(status)
 
 
 class _Base:
@@ -193,11 +219,19 @@ class _Base:
     _config: Config
     _c: _CFunctions
 
-    def _open(self, handle_class: type[_Handle], *extra: int) -> None:
+    def __init__(
+        self, c: _CFunctions, handle_class: type[_Handle], config: Config, *extra: int
+    ) -> None:
+        """Creates the C handle: ``c.new(config, *extra, &handle)``, where ``extra`` is
+        what a kind of limiter takes beside its configuration (a table's capacity)."""
+        self._handle = _CLOSED
+        self._config = config
+        self._c = c
         handle = handle_class()
-        status = self._c.new(byref(self._config.to_c()), *extra, byref(handle))
+        c_config = byref(config.to_c())
+        status = c.new(c_config, *extra, byref(handle))
         if status != RATE_OK:
-            raise error_for(status, f"{status_text(status)}: {self._config}")
+            raise error_for(status, _rejection(c, c_config, extra, status))
         self._handle = handle
 
     @property
@@ -341,17 +375,9 @@ class Limiter(_Base):
     __slots__ = ()
 
     def __init__(
-        self,
-        *,
-        algorithm: str = "gcra",
-        limit: int,
-        period: Duration,
-        burst: int | None = None,
+        self, *, algorithm: str = "gcra", limit: int, period: Duration, burst: int | None = None
     ) -> None:
-        self._handle = _CLOSED
-        self._config = _config(algorithm, limit, period, burst)
-        self._c = _LIMITER_C
-        self._open(_LimiterHandle)
+        super().__init__(_LIMITER_C, _LimiterHandle, _config(algorithm, limit, period, burst))
 
     def try_acquire(self, n: int = _ONE) -> bool:
         """Acquires ``n`` units now and says only whether they were admitted: the fast
@@ -424,12 +450,11 @@ class KeyedLimiter(_Base):
         burst: int | None = None,
         capacity: int,
     ) -> None:
-        self._handle = _CLOSED
-        self._config = _config(algorithm, limit, period, burst)
-        checked_capacity = u64(capacity, "capacity")
-        self._c = _keyed_c()
-        self._fast = self._c.fast
-        self._open(_KeyedHandle, checked_capacity)
+        config = _config(algorithm, limit, period, burst)
+        c = _keyed_c()
+        self._fast = c.fast
+        checked_capacity = u64(capacity, "capacity", least=1, error=InvalidConfig)
+        super().__init__(c, _KeyedHandle, config, checked_capacity)
 
     def try_acquire(self, key: Key, n: int = _ONE) -> bool:
         """``Limiter.try_acquire`` for ``key``."""

@@ -110,9 +110,84 @@ def test_bad_limit(value: Any, error: type[Exception]) -> None:
         librate.Limiter(limit=value, period=1)
 
 
-def test_invalid_config_message_names_the_config() -> None:
-    with pytest.raises(librate.InvalidConfig, match="limit=0"):
-        librate.Limiter(limit=0, period=1)
+# Each message names the field, its value and the bound it broke. The bounds follow from
+# the rules in docs/semantics.md; the numbers are worked out in the comments.
+TOLERANCE = "(burst x (period_ns / limit) must be at most 2^64 - 3 ns)"
+CONFIG_MESSAGES: list[tuple[dict[str, Any], str]] = [
+    ({"limit": 0}, "limit 0: must be at least 1"),
+    ({"limit": -1}, "limit -1: must be at least 1"),
+    ({"limit": 2**64}, "limit 18446744073709551616: must be at most 2**64-1"),
+    # GCRA: T = floor(P / L) >= 1, so L <= P = 10**9.
+    (
+        {"limit": 10**9 + 1},
+        "limit 1000000001: must be at most 1000000000 for GCRA with period_ns 1000000000"
+        " (at most one unit per ns)",
+    ),
+    # 1e-12 s is 0.001 ns, which would round to a period of 0.
+    ({"period": 1e-12}, "period 1e-12 s: must be at least 1 ns"),
+    ({"period": 0}, "period 0 s: must be at least 1 ns"),
+    ({"period": -1}, "period -1 s: must be at least 1 ns"),
+    ({"period": timedelta(0)}, "period 0:00:00: must be at least 1 ns"),
+    (
+        {"period": 18_446_744_074},
+        "period 18446744074 s: must be at most 2**64-1 ns (about 584 years)",
+    ),
+    ({"burst": 0}, "burst 0: must be at least 1 (None means limit)"),
+    # T = P = 18446744073 s; 2 * T passes 2**64 - 3 ns, 1 * T does not.
+    (
+        {"limit": 1, "period": 18_446_744_073, "burst": 2},
+        f"burst 2: must be at most 1 for GCRA with limit 1 and period_ns 18446744073000000000"
+        f" {TOLERANCE}",
+    ),
+    # floor((2**64-1) / 10**9) * 2**bits(L) + L <= 2**64-3 holds for 29 bits, not 30.
+    (
+        {"algorithm": "fixed_window", "limit": 10**9},
+        "limit 1000000000: must be at most 536870911 for the fixed window with period_ns"
+        " 1000000000",
+    ),
+    # The log's ring holds at most 2**20 timestamps.
+    (
+        {"algorithm": "sliding_log", "limit": 2**20 + 1},
+        "limit 1048577: must be at most 1048576 for the sliding log with period_ns 1000000000",
+    ),
+    (
+        {"algorithm": "token_bucket"},
+        "algorithm 'token_bucket': must be one of fixed_window, gcra, sliding_log, sliding_window",
+    ),
+    ({"algorithm": "fixed_window", "burst": 2}, "burst 2: applies to gcra only, not fixed_window"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "message"), CONFIG_MESSAGES)
+def test_invalid_config_names_the_field_and_the_bound(kwargs: dict[str, Any], message: str) -> None:
+    for make in (
+        lambda: librate.Limiter(**({"limit": 1, "period": 1} | kwargs)),
+        lambda: librate.KeyedLimiter(**({"limit": 1, "period": 1, "capacity": 8} | kwargs)),
+    ):
+        with pytest.raises(librate.InvalidConfig) as raised:
+            make()
+        assert str(raised.value) == message
+        assert raised.value.code == _ffi.RATE_E_INVALID_CONFIG
+
+
+@pytest.mark.parametrize(
+    ("capacity", "message"),
+    [
+        (0, "capacity 0: must be at least 1"),
+        (-1, "capacity -1: must be at least 1"),
+        (2**64, "capacity 18446744073709551616: must be at most 2**64-1"),
+        # GCRA takes 32 bytes per key; (2**64 - 1) * 32 bytes fit no address space.
+        (
+            2**64 - 1,
+            "capacity 18446744073709551615: its table needs 590295810358705651680 bytes"
+            " (32 per key), more than can be allocated",
+        ),
+    ],
+)
+def test_invalid_capacity_names_the_bound(capacity: int, message: str) -> None:
+    with pytest.raises(librate.InvalidConfig) as raised:
+        librate.KeyedLimiter(limit=10, period=1, capacity=capacity)
+    assert str(raised.value) == message
 
 
 @pytest.mark.parametrize(("value", "error"), BAD_INTS)

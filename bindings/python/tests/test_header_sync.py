@@ -6,7 +6,7 @@ the Rust source by cbindgen and checked for drift there; this closes the loop to
 from __future__ import annotations
 
 import re
-from ctypes import POINTER, c_char_p, c_int32, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, c_char, c_char_p, c_int32, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,8 @@ C_TYPES: dict[str, Any] = {
     "uint64_t": c_uint64,
     "size_t": c_size_t,
     "const char *": c_char_p,
+    # A buffer the library writes a reason into.
+    "char *": POINTER(c_char),
     # Same pointer at the ABI level; c_char_p passes a bytes object without a copy.
     "const uint8_t *": c_char_p,
     # Opaque handles travel as c_void_p (see _ffi.HANDLE).

@@ -151,9 +151,16 @@ def test_bad_keys(key: object) -> None:
             call()
 
 
-def test_unencodable_key() -> None:
-    with pytest.raises(UnicodeEncodeError):
-        keyed().acquire("\udcff")
+def test_lone_surrogate_key_is_its_three_bytes() -> None:
+    # UTF-8 cannot encode U+DCFF; it is sent as its three-byte form ED B3 BF
+    # ("surrogatepass"), so it is a key of its own and never an error.
+    limiter = keyed()
+    assert limiter.acquire("\udcff", now_ns=0).allowed
+    assert not limiter.acquire(b"\xed\xb3\xbf", now_ns=0).allowed  # the same key
+    assert limiter.acquire("\udcfe", now_ns=0).allowed  # another one
+    assert limiter.try_acquire_many(["a\ud800", "a"], now_ns=0) == [True, True]
+    assert limiter.try_acquire("\ud800\udc00") is True  # a pair, not U+10000
+    assert limiter.try_acquire("\U00010000") is True
 
 
 @pytest.mark.parametrize(("value", "error"), BAD_INTS)

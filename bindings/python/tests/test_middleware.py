@@ -4,7 +4,10 @@ real HTTP requests on 127.0.0.1, on a virtual clock."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +15,9 @@ import librate
 from conftest import Serve
 from helpers import MS, SECOND, VirtualClock, get, hello_asgi, hello_wsgi
 from librate.middleware import ASGIRateLimit, WSGIRateLimit
-from librate.middleware._headers import policy_header, ratelimit_header, sf_string
+from librate.middleware._headers import policy_header, ratelimit_header, retry_after, sf_string
+
+VECTORS = Path(__file__).resolve().parents[2] / "testdata" / "ratelimit_headers.json"
 
 
 def test_seed_scenario_over_http(serve: Serve) -> None:
@@ -59,7 +64,7 @@ def test_cost_burst_and_policy_name(serve: Serve) -> None:
     limiter = librate.Limiter(limit=2, period=1, burst=6)
     port = serve(limiter, [], clock=clock, cost=3, policy="api")
     first = get(port)
-    assert first.headers["RateLimit-Policy"] == '"api";q=2;w=1;librate-burst=6'
+    assert first.headers["RateLimit-Policy"] == '"api";q=2;w=1'  # the burst is not advertised
     assert first.headers["RateLimit"] == '"api";r=3;t=2'  # 3 of 6 left; T = 0.5 s
     assert get(port).headers["RateLimit"] == '"api";r=0;t=3'
     denied = get(port)
@@ -76,7 +81,7 @@ def test_real_clock(serve: Serve) -> None:
 
 def test_policy_header_forms() -> None:
     sub_second = librate.Limiter(limit=5, period=0.5).config
-    assert policy_header('"p"', sub_second) == '"p";q=5'  # no sub-second windows in the draft
+    assert policy_header('"p"', sub_second) == '"p";q=10;w=1'  # 5 per 0.5 s is 10 per 1 s
     # sf-integers have at most 15 digits: larger values are clamped.
     huge = librate.Config("gcra", 2**60, 3 * SECOND)
     assert policy_header('"p"', huge) == '"p";q=999999999999999;w=3'
@@ -84,7 +89,8 @@ def test_policy_header_forms() -> None:
     with pytest.raises(ValueError):
         sf_string("caf\u00e9")
     never = librate.Decision(False, 1, 0, 2**64 - 1, 2**64 - 1)
-    assert ratelimit_header('"p"', never) == '"p";r=0;t=18446744074'
+    # "never" is advertised as 2**63-1 ns (Go's longest duration), rounded up.
+    assert ratelimit_header('"p"', never) == '"p";r=0;t=9223372037'
     plenty = librate.Decision(True, 2**64 - 1, 2**64 - 1, 0, 0)
     assert ratelimit_header('"p"', plenty) == '"p";r=999999999999999;t=0'
 
@@ -114,3 +120,19 @@ def test_asgi_passes_other_scopes_through(asgi_server: Callable[[object], int]) 
     for kind in ("lifespan", "websocket", "websocket"):
         asyncio.run(middleware({"type": kind}, None, None))  # type: ignore[arg-type]
     assert seen == ["lifespan", "websocket", "websocket"]
+
+
+@pytest.mark.parametrize(
+    "case", json.loads(VECTORS.read_text())["cases"], ids=lambda case: str(case["what"])
+)
+def test_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
+    # The Go middleware is held to the same table (middleware_test.go).
+    config = librate.Config("gcra", case["limit"], case["period_ns"], case["burst"] or None)
+    d = case["decision"]
+    decision = librate.Decision(
+        d["allowed"], config.capacity, d["remaining"], d["retry_after_ns"], d["reset_after_ns"]
+    )
+    name = sf_string(case["name"])
+    assert policy_header(name, config) == case["policy"]
+    assert ratelimit_header(name, decision) == case["ratelimit"]
+    assert (None if decision.allowed else retry_after(decision)) == case["retry_after"]

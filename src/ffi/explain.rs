@@ -1,0 +1,541 @@
+//! `rate_limiter_explain_config`, `rate_keyed_explain_config`: why a configuration or a
+//! capacity is rejected, as one English sentence that names the field, its value and the
+//! bound it broke.
+//!
+//! The verdict is always the constructors' own (`Limiter::new`, `KeyedLimiter::new`), so
+//! these functions cannot disagree with `rate_limiter_new` or `rate_keyed_new`. A bound is
+//! found by asking the same constructors about neighbouring values (every bound is
+//! monotonic in the field it limits), never by a second copy of the rules.
+
+use super::{boundary, rate_config, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK};
+use crate::{Algorithm, Config, ConfigError, Error, KeyedLimiter, Limiter};
+use std::ffi::c_char;
+
+/// Bytes a reason buffer needs to hold any reason librate writes, its NUL included.
+pub const RATE_REASON_LEN: usize = 256;
+
+/// Explains why `rate_limiter_new` rejects `config`: writes one English sentence naming
+/// the field, its value and the bound it broke to `reason`, for example
+/// "limit 0: must be at least 1" or "limit 1000000001: must be at most 1000000000 for
+/// GCRA with period_ns 1000000000 (at most one unit per ns)". Nothing is created. The
+/// verdict is the one `rate_limiter_new` gives for the same `config`.
+///
+/// Ownership: `reason` is the caller's buffer of `reason_len` bytes. The sentence is
+/// ASCII, cut to `reason_len - 1` bytes if longer, and always NUL-terminated when
+/// `reason_len > 0`; `RATE_REASON_LEN` bytes always hold it whole. On RATE_OK it is the
+/// empty string; on RATE_E_NULL it is untouched.
+///
+/// Thread-safety: safe to call from any thread at any time; it touches no handle.
+///
+/// NULL: `config` NULL is RATE_E_NULL; `reason` may be NULL (only the status is
+/// returned), and then `reason_len` is ignored.
+///
+/// Returns RATE_OK (`rate_limiter_new` accepts `config`), RATE_E_INVALID_CONFIG (the
+/// reason says why), or RATE_E_NULL.
+///
+/// # Safety
+/// `config` is NULL or points to a readable `rate_config`; `reason` is NULL or points to
+/// `reason_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_explain_config(
+    config: *const rate_config,
+    reason: *mut c_char,
+    reason_len: usize,
+) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe { answer(config, reason, reason_len, limiter_reason) }
+}
+
+/// Explains why `rate_keyed_new` rejects `config` with `capacity`: as
+/// `rate_limiter_explain_config`, and for the capacity "capacity 0: must be at least 1",
+/// or, for a table too large to allocate, a sentence giving the bytes it would need. The verdict is
+/// the one `rate_keyed_new` gives; to reach it this function builds the table and frees it
+/// at once, so on a valid configuration it costs what `rate_keyed_new` costs. An
+/// allocation that failed in `rate_keyed_new` and succeeds here gives RATE_OK.
+///
+/// Ownership: as `rate_limiter_explain_config`.
+///
+/// Thread-safety: safe to call from any thread at any time; it touches no handle.
+///
+/// NULL: `config` NULL is RATE_E_NULL; `reason` may be NULL (only the status is
+/// returned), and then `reason_len` is ignored.
+///
+/// Returns RATE_OK (`rate_keyed_new` accepts them), RATE_E_INVALID_CONFIG (the reason
+/// says why), or RATE_E_NULL.
+///
+/// # Safety
+/// `config` is NULL or points to a readable `rate_config`; `reason` is NULL or points to
+/// `reason_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_explain_config(
+    config: *const rate_config,
+    capacity: u64,
+    reason: *mut c_char,
+    reason_len: usize,
+) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe {
+        answer(config, reason, reason_len, |config| {
+            keyed_reason(config, capacity)
+        })
+    }
+}
+
+/// The body of both exports, inside the boundary: finds the reason for `*config` (None
+/// when it is accepted), writes it (or the empty string) to the caller's buffer and
+/// returns the status.
+///
+/// # Safety
+/// `config` is NULL or points to a readable `rate_config`; `buffer` is NULL or points to
+/// `len` writable bytes.
+unsafe fn answer(
+    config: *const rate_config,
+    buffer: *mut c_char,
+    len: usize,
+    reason_for: impl FnOnce(&rate_config) -> Option<String>,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: per this function's contract; `as_ref` checks NULL.
+        let Some(config) = (unsafe { config.as_ref() }) else {
+            return RATE_E_NULL;
+        };
+        let reason = reason_for(config);
+        let text = reason.as_deref().unwrap_or("");
+        if !buffer.is_null() && len > 0 {
+            let kept = text.len().min(len - 1);
+            // SAFETY: `buffer` holds `len` bytes and `kept + 1 <= len`; the source is a
+            // Rust string, which cannot overlap the caller's buffer.
+            unsafe {
+                std::ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), buffer, kept);
+                *buffer.add(kept) = 0;
+            }
+        }
+        if reason.is_some() {
+            RATE_E_INVALID_CONFIG
+        } else {
+            RATE_OK
+        }
+    })
+}
+
+/// Why `rate_limiter_new` rejects `raw`, or `None` if it accepts it.
+fn limiter_reason(raw: &rate_config) -> Option<String> {
+    let Some(config) = raw.to_config() else {
+        return Some(unknown_algorithm(raw.algorithm));
+    };
+    match Limiter::new(&config) {
+        Ok(_) => None,
+        Err(error) => Some(explain(&config, error)),
+    }
+}
+
+/// Why `rate_keyed_new` rejects `raw` with `capacity`, or `None` if it accepts them.
+fn keyed_reason(raw: &rate_config, capacity: u64) -> Option<String> {
+    let Some(config) = raw.to_config() else {
+        return Some(unknown_algorithm(raw.algorithm));
+    };
+    match KeyedLimiter::new(&config, capacity) {
+        Ok(_) => None,
+        Err(Error::InvalidConfig(ConfigError::Capacity)) => {
+            Some(capacity_reason(&config, capacity))
+        }
+        Err(error) => Some(explain(&config, error)),
+    }
+}
+
+fn unknown_algorithm(number: u32) -> String {
+    format!(
+        "algorithm {number}: must be 0 (GCRA), 1 (fixed window), 2 (sliding window) \
+         or 3 (sliding log)"
+    )
+}
+
+/// The algorithm as the reasons name it.
+fn algorithm_name(algorithm: Algorithm) -> &'static str {
+    match algorithm {
+        Algorithm::Gcra => "GCRA",
+        Algorithm::FixedWindow => "the fixed window",
+        Algorithm::SlidingWindow => "the sliding window",
+        Algorithm::SlidingLog => "the sliding log",
+    }
+}
+
+/// Whether a limiter accepts `config`: the one rule book every bound is searched in.
+fn accepts(config: Config) -> bool {
+    Limiter::new(&config).is_ok()
+}
+
+/// The largest value in `low..=high` that `ok` accepts, given that `ok` accepts every
+/// value below one it accepts; `None` if it accepts none.
+fn largest(low: u64, high: u64, ok: impl Fn(u64) -> bool) -> Option<u64> {
+    if low > high || !ok(low) {
+        return None;
+    }
+    let (mut yes, mut no) = (low, u128::from(high) + 1); // ok(yes); nothing at or past `no`
+    while u128::from(yes) + 1 < no {
+        let middle = ((u128::from(yes) + no) / 2) as u64;
+        if ok(middle) {
+            yes = middle;
+        } else {
+            no = u128::from(middle);
+        }
+    }
+    Some(yes)
+}
+
+/// The smallest value in `low..=high` that `ok` accepts, given that `ok` accepts every
+/// value above one it accepts; `None` if it accepts none.
+fn smallest(low: u64, high: u64, ok: impl Fn(u64) -> bool) -> Option<u64> {
+    // Mirrored: the largest `u64::MAX - value` whose value `ok` accepts.
+    largest(u64::MAX - high, u64::MAX - low, |flipped| {
+        ok(u64::MAX - flipped)
+    })
+    .map(|flipped| u64::MAX - flipped)
+}
+
+/// Why the constructors reject a `config` whose algorithm is known.
+fn explain(config: &Config, error: Error) -> String {
+    let why = match error {
+        Error::InvalidConfig(why) => why,
+        other => return other.to_string(),
+    };
+    let Config {
+        algorithm,
+        limit,
+        period_ns,
+        burst,
+    } = *config;
+    let name = algorithm_name(algorithm);
+    match why {
+        ConfigError::ZeroLimit => "limit 0: must be at least 1".to_owned(),
+        ConfigError::ZeroPeriod => "period_ns 0: must be at least 1".to_owned(),
+        ConfigError::RateTooHigh | ConfigError::LimitTooLarge => {
+            let per_ns = if why == ConfigError::RateTooHigh {
+                " (at most one unit per ns)"
+            } else {
+                ""
+            };
+            if let Some(most) = largest(1, limit - 1, |limit| accepts(Config { limit, ..*config }))
+            {
+                format!(
+                    "limit {limit}: must be at most {most} for {name} with period_ns \
+                     {period_ns}{per_ns}"
+                )
+            } else if let Some(least) = smallest(period_ns.saturating_add(1), u64::MAX, |p| {
+                accepts(Config {
+                    period_ns: p,
+                    ..*config
+                })
+            }) {
+                format!(
+                    "period_ns {period_ns}: must be at least {least} for {name} with limit {limit}"
+                )
+            } else {
+                format!("limit {limit} with period_ns {period_ns}: {why}")
+            }
+        }
+        ConfigError::ToleranceTooLarge => {
+            const RULE: &str = "x (period_ns / limit) must be at most 2^64 - 3 ns";
+            if burst == 0 {
+                // burst 0 means limit: only a shorter period can help.
+                // Below P = limit, T would be 0: search from where T = 1.
+                match largest(limit, period_ns - 1, |p| {
+                    accepts(Config {
+                        period_ns: p,
+                        ..*config
+                    })
+                }) {
+                    Some(most) => format!(
+                        "period_ns {period_ns}: must be at most {most} for GCRA with limit \
+                         {limit} (limit {RULE})"
+                    ),
+                    None => format!("period_ns {period_ns} with limit {limit}: {why}"),
+                }
+            } else {
+                match largest(1, burst - 1, |burst| accepts(Config { burst, ..*config })) {
+                    Some(most) => format!(
+                        "burst {burst}: must be at most {most} for GCRA with limit {limit} \
+                         and period_ns {period_ns} (burst {RULE})"
+                    ),
+                    None => format!("burst {burst}: {why}"),
+                }
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Why a table of `capacity` keys under a valid `config` cannot be built.
+fn capacity_reason(config: &Config, capacity: u64) -> String {
+    if capacity == 0 {
+        return "capacity 0: must be at least 1".to_owned();
+    }
+    match KeyedLimiter::new(config, 1) {
+        Ok(one) => {
+            let per_key = one.bytes_per_key() as u128;
+            let bytes = u128::from(capacity) * per_key;
+            format!(
+                "capacity {capacity}: its table needs {bytes} bytes ({per_key} per key), \
+                 more than can be allocated"
+            )
+        }
+        Err(_) => format!("capacity {capacity}: {}", ConfigError::Capacity),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::{RATE_FIXED_WINDOW, RATE_GCRA, RATE_SLIDING_LOG, RATE_SLIDING_WINDOW};
+    use std::ffi::CStr;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    fn config(algorithm: u32, limit: u64, period_ns: u64, burst: u64) -> rate_config {
+        rate_config {
+            algorithm,
+            limit,
+            period_ns,
+            burst,
+        }
+    }
+
+    /// The status and reason `rate_limiter_explain_config` gives, through a C buffer.
+    fn explained(config: rate_config) -> (i32, String) {
+        let mut buffer = [0x55 as c_char; RATE_REASON_LEN];
+        // SAFETY: a live config and a buffer of the length passed.
+        let status =
+            unsafe { rate_limiter_explain_config(&config, buffer.as_mut_ptr(), buffer.len()) };
+        // SAFETY: the function NUL-terminated the buffer.
+        let text = unsafe { CStr::from_ptr(buffer.as_ptr()) };
+        (status, text.to_str().unwrap().to_owned())
+    }
+
+    fn explained_keyed(config: rate_config, capacity: u64) -> (i32, String) {
+        let mut buffer = [0x55 as c_char; RATE_REASON_LEN];
+        // SAFETY: as in `explained`.
+        let status = unsafe {
+            rate_keyed_explain_config(&config, capacity, buffer.as_mut_ptr(), buffer.len())
+        };
+        // SAFETY: the function NUL-terminated the buffer.
+        let text = unsafe { CStr::from_ptr(buffer.as_ptr()) };
+        (status, text.to_str().unwrap().to_owned())
+    }
+
+    fn invalid(reason: &str) -> (i32, String) {
+        (RATE_E_INVALID_CONFIG, reason.to_owned())
+    }
+
+    #[test]
+    fn valid_configs_give_ok_and_an_empty_reason() {
+        assert_eq!(
+            explained(config(RATE_GCRA, 10, SECOND, 0)),
+            (RATE_OK, String::new())
+        );
+        assert_eq!(
+            explained_keyed(config(RATE_SLIDING_WINDOW, 10, SECOND, 0), 100),
+            (RATE_OK, String::new())
+        );
+    }
+
+    #[test]
+    fn zero_limit_and_period() {
+        for algorithm in [
+            RATE_GCRA,
+            RATE_FIXED_WINDOW,
+            RATE_SLIDING_WINDOW,
+            RATE_SLIDING_LOG,
+        ] {
+            let zero_limit = config(algorithm, 0, SECOND, 0);
+            assert_eq!(
+                explained(zero_limit),
+                invalid("limit 0: must be at least 1")
+            );
+            assert_eq!(
+                explained_keyed(zero_limit, 8),
+                invalid("limit 0: must be at least 1")
+            );
+            let zero_period = config(algorithm, 1, 0, 0);
+            assert_eq!(
+                explained(zero_period),
+                invalid("period_ns 0: must be at least 1")
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_algorithm_names_the_choices() {
+        let reason = "algorithm 7: must be 0 (GCRA), 1 (fixed window), 2 (sliding window) or \
+                      3 (sliding log)";
+        assert_eq!(explained(config(7, 1, SECOND, 0)), invalid(reason));
+        assert_eq!(explained_keyed(config(7, 1, SECOND, 0), 8), invalid(reason));
+    }
+
+    #[test]
+    fn gcra_more_than_one_unit_per_ns() {
+        // T = floor(P / L) >= 1 holds exactly up to L = P.
+        assert_eq!(
+            explained(config(RATE_GCRA, SECOND + 1, SECOND, 0)),
+            invalid(
+                "limit 1000000001: must be at most 1000000000 for GCRA with period_ns \
+                 1000000000 (at most one unit per ns)"
+            )
+        );
+    }
+
+    #[test]
+    fn gcra_tolerance_names_burst_or_period() {
+        // T = 18446744073000000000 ns; B*T <= 2^64 - 3 allows B = 1 only.
+        let p = 18_446_744_073 * SECOND;
+        assert_eq!(
+            explained(config(RATE_GCRA, 1, p, 2)),
+            invalid(
+                "burst 2: must be at most 1 for GCRA with limit 1 and period_ns \
+                 18446744073000000000 (burst x (period_ns / limit) must be at most 2^64 - 3 ns)"
+            )
+        );
+        // 2 * (2^63 - 1) = 2^64 - 2 is one past the largest storable TAT.
+        assert_eq!(
+            explained(config(RATE_GCRA, 1, i64::MAX as u64, 3)),
+            invalid(
+                "burst 3: must be at most 1 for GCRA with limit 1 and period_ns \
+                 9223372036854775807 (burst x (period_ns / limit) must be at most 2^64 - 3 ns)"
+            )
+        );
+        // L = 2: 2 * floor(P / 2) <= 2^64 - 3 holds up to P = 2^64 - 3.
+        assert_eq!(
+            explained(config(RATE_GCRA, 2, u64::MAX, 0)),
+            invalid(
+                "period_ns 18446744073709551615: must be at most 18446744073709551613 for \
+                 GCRA with limit 2 (limit x (period_ns / limit) must be at most 2^64 - 3 ns)"
+            )
+        );
+        // burst 0 means limit: L = 1, T = P, so P itself must be at most 2^64 - 3.
+        assert_eq!(
+            explained(config(RATE_GCRA, 1, u64::MAX, 0)),
+            invalid(
+                "period_ns 18446744073709551615: must be at most 18446744073709551613 for \
+                 GCRA with limit 1 (limit x (period_ns / limit) must be at most 2^64 - 3 ns)"
+            )
+        );
+    }
+
+    #[test]
+    fn window_limits_name_the_largest_limit() {
+        // floor((2^64-1)/P) = 18446744073 times 2^bits(L), plus L, must be at most 2^64-3:
+        // 2^29 fits, 2^30 does not, so L may have at most 29 bits.
+        assert_eq!(
+            explained(config(RATE_FIXED_WINDOW, SECOND, SECOND, 0)),
+            invalid("limit 1000000000: must be at most 536870911 for the fixed window with period_ns 1000000000")
+        );
+        assert_eq!(
+            explained(config(RATE_SLIDING_WINDOW, SECOND, SECOND, 0)),
+            invalid("limit 1000000000: must be at most 536870911 for the sliding window with period_ns 1000000000")
+        );
+        // The log's ring holds at most 2^20 entries.
+        assert_eq!(
+            explained(config(RATE_SLIDING_LOG, (1 << 20) + 1, SECOND, 0)),
+            invalid("limit 1048577: must be at most 1048576 for the sliding log with period_ns 1000000000")
+        );
+    }
+
+    #[test]
+    fn a_period_too_short_for_any_limit_names_the_period() {
+        // L = 1 (1 bit): floor((2^64-1)/P)*2 + 1 <= 2^64-3 first holds at P = 3.
+        assert_eq!(
+            explained(config(RATE_FIXED_WINDOW, 1, 1, 0)),
+            invalid("period_ns 1: must be at least 3 for the fixed window with limit 1")
+        );
+    }
+
+    #[test]
+    fn capacity_zero_and_too_large() {
+        let gcra = config(RATE_GCRA, 10, SECOND, 0);
+        assert_eq!(
+            explained_keyed(gcra, 0),
+            invalid("capacity 0: must be at least 1")
+        );
+        // GCRA: 32 bytes per key; (2^64 - 1) * 32 bytes overflow any address space.
+        assert_eq!(
+            explained_keyed(gcra, u64::MAX),
+            invalid(
+                "capacity 18446744073709551615: its table needs 590295810358705651680 bytes \
+                 (32 per key), more than can be allocated"
+            )
+        );
+        // 2^61 keys: 2^66 bytes, past isize::MAX.
+        assert_eq!(
+            explained_keyed(gcra, 1 << 61),
+            invalid(
+                "capacity 2305843009213693952: its table needs 73786976294838206464 bytes \
+                 (32 per key), more than can be allocated"
+            )
+        );
+        // The configuration is judged before the capacity.
+        assert_eq!(
+            explained_keyed(config(RATE_GCRA, 0, SECOND, 0), 0),
+            invalid("limit 0: must be at least 1")
+        );
+    }
+
+    #[test]
+    fn short_buffers_are_cut_and_terminated() {
+        let mut buffer = [0x55 as c_char; 8];
+        let zero = config(RATE_GCRA, 0, SECOND, 0);
+        // SAFETY: a live config and an 8-byte buffer.
+        let status = unsafe { rate_limiter_explain_config(&zero, buffer.as_mut_ptr(), 8) };
+        assert_eq!(status, RATE_E_INVALID_CONFIG);
+        // SAFETY: NUL-terminated by the call.
+        assert_eq!(unsafe { CStr::from_ptr(buffer.as_ptr()) }, c"limit 0");
+        // SAFETY: a zero length writes nothing; NULL is allowed.
+        unsafe {
+            assert_eq!(
+                rate_limiter_explain_config(&zero, buffer.as_mut_ptr(), 0),
+                RATE_E_INVALID_CONFIG
+            );
+            assert_eq!(
+                rate_limiter_explain_config(&zero, std::ptr::null_mut(), 99),
+                RATE_E_INVALID_CONFIG
+            );
+            assert_eq!(
+                rate_limiter_explain_config(std::ptr::null(), buffer.as_mut_ptr(), 8),
+                RATE_E_NULL
+            );
+            assert_eq!(
+                rate_keyed_explain_config(std::ptr::null(), 1, std::ptr::null_mut(), 0),
+                RATE_E_NULL
+            );
+        }
+        assert_eq!(buffer[7], 0);
+    }
+
+    #[test]
+    fn the_verdict_is_the_constructors() {
+        // Every configuration a limiter rejects is explained, and none it accepts.
+        for algorithm in [
+            RATE_GCRA,
+            RATE_FIXED_WINDOW,
+            RATE_SLIDING_WINDOW,
+            RATE_SLIDING_LOG,
+        ] {
+            // (The log's larger limits cost a 16 MiB ring per probe; a test above has one.)
+            for limit in [0, 1, 2, 3, 1000, u64::MAX] {
+                for period_ns in [0, 1, 2, 3, 4, 1000, SECOND, u64::MAX - 2, u64::MAX] {
+                    let bursts: &[u64] = if algorithm == RATE_GCRA {
+                        &[0, 1, 3, u64::MAX]
+                    } else {
+                        &[0]
+                    };
+                    for &burst in bursts {
+                        let raw = config(algorithm, limit, period_ns, burst);
+                        let accepted = Limiter::new(&raw.to_config().unwrap()).is_ok();
+                        let (status, reason) = explained(raw);
+                        assert_eq!(status == RATE_OK, accepted, "{raw:?}: {reason}");
+                        assert_eq!(reason.is_empty(), accepted, "{raw:?}: {reason}");
+                        assert!(reason.len() < RATE_REASON_LEN, "{reason}");
+                    }
+                }
+            }
+        }
+    }
+}
