@@ -363,9 +363,9 @@ void rate_keyed_free(struct rate_keyed *keyed);
  *
  * NULL: `config` or `out` NULL is RATE_E_NULL.
  *
- * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (an invalid `config` as for
- * `rate_limiter_new`, a `capacity` of 0, or one whose table cannot be allocated), or
- * RATE_E_UNSUPPORTED (an algorithm this build cannot run per key).
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (an invalid `config` as for
+ * `rate_limiter_new`, a `capacity` of 0, or one whose table cannot be allocated;
+ * `rate_keyed_explain_config` says which).
  *
  * # Safety
  * `config` is NULL or points to a readable `rate_config`; `out` is NULL or writable.

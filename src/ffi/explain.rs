@@ -8,7 +8,10 @@
 //! monotonic in the field it limits), never by a second copy of the rules.
 
 use super::{boundary, rate_config, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK};
-use crate::{Algorithm, Config, ConfigError, Error, KeyedLimiter, Limiter};
+use crate::config::{Algorithm, Config};
+use crate::error::{ConfigError, Error};
+use crate::keyed::KeyedLimiter;
+use crate::limiter::Limiter;
 use std::ffi::c_char;
 
 /// Bytes a reason buffer needs to hold any reason librate writes, its NUL included.
