@@ -72,13 +72,12 @@ fn per_user(out: &mut String) -> Result<(), Error> {
     }
     // end
     table.write(out);
-    note(
+    notes(
         out,
-        "Bob is limited on his own; Alice, another key, is not affected by him.",
-    );
-    note(
-        out,
-        "retry_after is exact: Bob at 999 ms may come back 1001 ms later, at 2000 ms.",
+        &[
+            "Bob is limited on his own; Alice, another key, is not affected by him.",
+            "retry_after is exact: Bob at 999 ms may come back 1001 ms later, at 2000 ms.",
+        ],
     );
     Ok(())
 }
@@ -98,9 +97,9 @@ fn one_per_second(out: &mut String) -> Result<(), Error> {
     }
     // end
     table.write(out);
-    note(
+    notes(
         out,
-        "A and B use the burst; C is denied for 1 s; D, a second later, gets the refill.",
+        &["A and B use the burst; C is denied for 1 s; D, a second later, gets the refill."],
     );
     Ok(())
 }
@@ -122,9 +121,9 @@ fn reserve_queue(out: &mut String) -> Result<(), Error> {
     }
     // end
     table.write(out);
-    note(
+    notes(
         out,
-        "Five requests at t = 0 are spaced 100 ms apart: each is told its wait.",
+        &["Five requests at t = 0 are spaced 100 ms apart: each is told its wait."],
     );
     Ok(())
 }
@@ -155,17 +154,16 @@ fn offered_rates(out: &mut String, algorithms: &[(&str, Config)]) -> Result<(), 
         table.push(row);
     }
     table.write(out);
-    note(
+    notes(
         out,
-        "gcra admits 109, not 110, above 10/s: its bucket starts full (10) and refills one \
-         unit per 100 ms, and the last request, at 9.95 s, comes before the 100th refill \
-         at 10 s (10 + 99).",
-    );
-    note(
-        out,
-        "sliding window admits 91 at 10/s and above: at the first instant of each window \
-         the previous window's 10 still count in full, so each later window loses one \
-         (10 + 9 x 9).",
+        &[
+            "gcra admits 109, not 110, above 10/s: its bucket starts full (10) and refills \
+             one unit per 100 ms, and the last request, at 9.95 s, comes before the 100th \
+             refill at 10 s (10 + 99).",
+            "sliding window admits 91 at 10/s and above: at the first instant of each window \
+             the previous window's 10 still count in full, so each later window loses one \
+             (10 + 9 x 9).",
+        ],
     );
     Ok(())
 }
@@ -206,24 +204,17 @@ fn boundary_burst(out: &mut String, algorithms: &[(&str, Config)]) -> Result<(),
         ]);
     }
     table.write(out);
-    note(
+    notes(
         out,
-        "fixed window: 20 in one second, the edge burst: 10 just before the edge, 10 just \
-         after, since each window counts from 0.",
-    );
-    note(
-        out,
-        "gcra: 19, its full bucket of 10 and then 10/s: it promises the rate plus one \
-         burst, not 10 in every second.",
-    );
-    note(
-        out,
-        "sliding window: 18, as its estimate assumes the previous window's 10 were spread \
-         evenly, while they all came in its last 100 ms.",
-    );
-    note(
-        out,
-        "sliding log: 10, exact: never more than 10 in any second.",
+        &[
+            "fixed window: 20 in one second, the edge burst: 10 just before the edge, 10 \
+             just after, since each window counts from 0.",
+            "gcra: 19, its full bucket of 10 and then 10/s: it promises the rate plus one \
+             burst, not 10 in every second.",
+            "sliding window: 18, as its estimate assumes the previous window's 10 were \
+             spread evenly, while they all came in its last 100 ms.",
+            "sliding log: 10, exact: never more than 10 in any second.",
+        ],
     );
     Ok(())
 }
@@ -278,6 +269,13 @@ fn show(out: &mut String, name: &str) {
         let _ = writeln!(out, "    {}", line.get(indent..).unwrap_or(line.trim()));
     }
     out.push('\n');
+}
+
+/// The sentences under a table, each wrapped to 100 columns.
+fn notes(out: &mut String, texts: &[&str]) {
+    for text in texts {
+        note(out, text);
+    }
 }
 
 /// A sentence under a table, wrapped to 100 columns.
