@@ -154,17 +154,16 @@ fn offered_rates(out: &mut String, algorithms: &[(&str, Config)]) -> Result<(), 
         table.push(row);
     }
     table.write(out);
-    note(
+    notes(
         out,
-        "gcra admits 109, not 110, above 10/s: its bucket starts full (10) and refills one \
-         unit per 100 ms, and the last request, at 9.95 s, comes before the 100th refill \
-         at 10 s (10 + 99).",
-    );
-    note(
-        out,
-        "sliding window admits 91 at 10/s and above: at the first instant of each window \
-         the previous window's 10 still count in full, so each later window loses one \
-         (10 + 9 x 9).",
+        &[
+            "gcra admits 109, not 110, above 10/s: its bucket starts full (10) and refills \
+             one unit per 100 ms, and the last request, at 9.95 s, comes before the 100th \
+             refill at 10 s (10 + 99).",
+            "sliding window admits 91 at 10/s and above: at the first instant of each window \
+             the previous window's 10 still count in full, so each later window loses one \
+             (10 + 9 x 9).",
+        ],
     );
     Ok(())
 }
@@ -205,24 +204,17 @@ fn boundary_burst(out: &mut String, algorithms: &[(&str, Config)]) -> Result<(),
         ]);
     }
     table.write(out);
-    note(
-        out,
-        "fixed window: 20 in one second, the edge burst: 10 just before the edge, 10 just \
-         after, since each window counts from 0.",
-    );
-    note(
-        out,
-        "gcra: 19, its full bucket of 10 and then 10/s: it promises the rate plus one \
-         burst, not 10 in every second.",
-    );
-    note(
-        out,
-        "sliding window: 18, as its estimate assumes the previous window's 10 were spread \
-         evenly, while they all came in its last 100 ms.",
-    );
     notes(
         out,
-        &["sliding log: 10, exact: never more than 10 in any second."],
+        &[
+            "fixed window: 20 in one second, the edge burst: 10 just before the edge, 10 \
+             just after, since each window counts from 0.",
+            "gcra: 19, its full bucket of 10 and then 10/s: it promises the rate plus one \
+             burst, not 10 in every second.",
+            "sliding window: 18, as its estimate assumes the previous window's 10 were \
+             spread evenly, while they all came in its last 100 ms.",
+            "sliding log: 10, exact: never more than 10 in any second.",
+        ],
     );
     Ok(())
 }
