@@ -323,4 +323,65 @@ mod tests {
             }
         }
     }
+
+    /// Words a state never holds when only this library writes it: anything at all, as a
+    /// file shared with other processes may hold. Every operation on such a state returns
+    /// a decision (whatever it is) without panicking, overflowing or looping: checked here
+    /// in a debug build, where arithmetic overflow panics.
+    #[test]
+    fn any_words_give_a_decision() {
+        let configs = [
+            Config::gcra(3, 300),
+            Config::gcra(1, u64::MAX / 2),
+            Config::fixed_window(5, 1000),
+            Config::fixed_window(1, 3),
+            Config::sliding_window(5, 1000),
+            Config::sliding_window(1, 3),
+            Config::sliding_log(3, 1000),
+            Config::sliding_log(1, 2),
+        ];
+        let mut random = Words(0x9E37_79B9_7F4A_7C15);
+        for config in configs {
+            let policy = Policy::new(&config).unwrap();
+            for round in 0..20_000 {
+                let words: Vec<u64> = (0..policy.state_words()).map(|_| random.pick()).collect();
+                let state: Vec<AtomicU64> = words.iter().map(|&w| AtomicU64::new(w)).collect();
+                let now = random.pick();
+                let n = random.next() % (policy.limit() + 1);
+                let case = format!("{config:?} round {round}: {words:?} now={now} n={n}");
+                let decision = owned(policy.acquire_at(&state, &Owned, now, n, 0));
+                assert!(decision.remaining <= policy.limit(), "{case}: {decision:?}");
+                if n > 0 {
+                    owned(policy.try_acquire_at(&state, &Owned, now, n));
+                    let time = FakeTime::new(Some(1 + random.next() % 1000));
+                    let exact = random.pick();
+                    time.set(exact.saturating_sub(random.next() % 1000), exact);
+                    owned(policy.try_acquire(&state, &Owned, &time, n));
+                }
+                let _ = policy.is_fresh(&state, random.pick());
+            }
+        }
+    }
+
+    /// Words for [`any_words_give_a_decision`]: xorshift64*, a fixed sequence so a failure
+    /// reproduces, mixed with small numbers and the extremes of the u64 range.
+    struct Words(u64);
+
+    impl Words {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+
+        fn pick(&mut self) -> u64 {
+            const EXTREMES: [u64; 7] = [0, 1, 2, u64::MAX, u64::MAX - 1, u64::MAX - 2, 1 << 63];
+            match self.next() % 4 {
+                0 => EXTREMES[(self.next() % EXTREMES.len() as u64) as usize],
+                1 => self.next() % 64,
+                _ => self.next(),
+            }
+        }
+    }
 }

@@ -80,6 +80,9 @@ pub(crate) struct Claim {
 /// Whether n more units fit at a time `at`.
 enum Admission {
     Admit,
+    /// The head cannot grow by n: no state this library wrote is this far along (see
+    /// "Reserved values and bounds"), only one that another process wrote into a file.
+    Never,
     /// Denied: position `oldest_kept`, logged at `ts`, has not expired.
     Deny {
         oldest_kept: u64,
@@ -126,6 +129,13 @@ impl SlidingLog {
     /// the log or has expired.
     #[inline(always)]
     fn admission(&self, log: &impl LogRead, at: u64, n: u64) -> Admission {
+        if log
+            .head()
+            .checked_add(n)
+            .map_or(true, |head| head > MAX_STATE)
+        {
+            return Admission::Never;
+        }
         let Some(position) = self.must_be_gone(log.head(), n) else {
             return Admission::Admit;
         };
@@ -242,6 +252,17 @@ impl<R: LogRead> Algorithm<R> for SlidingLog {
                     update: Some(Claim { at }),
                 }
             }
+            Admission::Never => Outcome {
+                decision: Decision {
+                    allowed: false,
+                    limit: self.limit,
+                    remaining: 0,
+                    retry_after_ns: u64::MAX,
+                    reset_after_ns: u64::MAX,
+                    wait_ns: 0,
+                },
+                update: None,
+            },
             Admission::Deny { oldest_kept, ts } => {
                 let (remaining, reset_after_ns) = self.standing(log, at, now, oldest_kept);
                 let decision = Decision {
@@ -275,7 +296,7 @@ impl<R: LogRead> Algorithm<R> for SlidingLog {
     fn settle(&self, log: &R, _earliest: u64, latest: u64, n: u64) -> Settled<Claim> {
         let logged = log.latest();
         match self.admission(log, latest.max(logged), n) {
-            Admission::Deny { .. } => Settled::Deny,
+            Admission::Deny { .. } | Admission::Never => Settled::Deny,
             Admission::Admit if latest <= logged => Settled::Admit(Claim { at: logged }),
             Admission::Admit => Settled::Undecided,
         }

@@ -28,6 +28,8 @@ pub(crate) struct Windows {
     limit: u64,
     period_ns: u64,
     count_bits: u32,
+    /// ⌊(2⁶⁴−1)/P⌋: the window of the last instant of the u64 timeline.
+    last_index: u64,
 }
 
 /// One window's count, as packed in a word.
@@ -57,6 +59,7 @@ impl Windows {
             limit,
             period_ns,
             count_bits,
+            last_index,
         })
     }
 
@@ -75,10 +78,15 @@ impl Windows {
         (counted.index << self.count_bits) | counted.count
     }
 
+    /// The window and count a word holds. A word this library packed is returned as it
+    /// was; any other (the bytes of a file another process writes) is read as the nearest
+    /// valid one, its window at most the timeline's last and its count at most L, so every
+    /// computation on it stays in range.
+    #[inline(always)]
     pub(crate) fn unpack(&self, word: u64) -> Counted {
         Counted {
-            index: word >> self.count_bits,
-            count: word & ((1 << self.count_bits) - 1),
+            index: (word >> self.count_bits).min(self.last_index),
+            count: (word & ((1 << self.count_bits) - 1)).min(self.limit),
         }
     }
 

@@ -145,7 +145,9 @@ fn swap_loop<O: Orderings, T: Tenancy, R>(
         let Some(next) = next else {
             return Ok(result);
         };
-        debug_assert!(next > current && next <= MAX_STATE, "state words only grow");
+        // Words this library wrote only grow (`next > current`); a word another process
+        // wrote into a shared file may be anything, and is replaced by a valid state.
+        debug_assert!(next <= MAX_STATE, "a state word never holds a marker");
         match word.compare_exchange_weak(current, next, O::SWAP, read) {
             Ok(_) => return Ok(result),
             Err(actual) => current = actual,

@@ -48,7 +48,7 @@
 
 use super::cell::Tenancy;
 use super::Stored;
-use crate::algorithm::{Algorithm, Claim, LogRead, Rule, Settled, SlidingLog};
+use crate::algorithm::{Algorithm, Claim, LogRead, Rule, Settled, SlidingLog, MAX_STATE};
 use crate::decision::Decision;
 use crate::sync::{spin_wait, AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
@@ -65,6 +65,9 @@ const SLOT_WORDS: usize = 2;
 /// writer finishes a slot a few instructions after its claim; under loom one yield
 /// lets the model explore both the wait and the fallback.
 const PENDING_CHECKS: u32 = if cfg!(loom) { 2 } else { 128 };
+/// How many reads of a denial that reports room for the request `acquire_at` makes before
+/// it stops trusting the slots (see there).
+const INCONSISTENT_READS: u32 = 8;
 
 impl Stored for SlidingLog {
     fn state_words(&self) -> usize {
@@ -85,10 +88,16 @@ impl Stored for SlidingLog {
         now: u64,
         n: u64,
     ) -> Result<Decision, T::Evicted> {
-        loop {
+        for attempt in 1.. {
             let ring = Ring::load(self, state, tenancy)?;
             let outcome = self.decide(&ring, now, n);
-            let decision = outcome.decision;
+            let mut decision = outcome.decision;
+            if !decision.allowed && decision.remaining >= n && attempt >= INCONSISTENT_READS {
+                // Slots that read inconsistently read after read can only be bytes another
+                // process wrote (timestamps that do not grow along positions): stop, and
+                // report what a denial means.
+                decision.remaining = n - 1;
+            }
             let stands = match outcome.update {
                 Some(claim) => ring.claim(claim, n)?,
                 None => (decision.allowed || decision.remaining < n) && ring.unchanged(),
@@ -97,6 +106,7 @@ impl Stored for SlidingLog {
                 return Ok(decision);
             }
         }
+        unreachable!("the attempts never run out")
     }
 
     /// The admission test reads one slot, and without a report no search for the oldest
@@ -294,9 +304,12 @@ impl<'a, T: Tenancy> Ring<'a, T> {
             }
         }
         self.tenancy.check(self.head)?;
-        // Release: publishes `latest` (above) to readers that see this head. The head
-        // cannot overflow: see the log's "Reserved values and bounds".
-        let new_head = self.head + n;
+        // Release: publishes `latest` (above) to readers that see this head. A head this
+        // library wrote cannot overflow (the log's "Reserved values and bounds"); one
+        // another process wrote may be anywhere, and is never claimed past MAX_STATE.
+        let Some(new_head) = self.head.checked_add(n).filter(|&head| head <= MAX_STATE) else {
+            return Ok(false);
+        };
         if state[HEAD]
             .compare_exchange(self.head, new_head, Ordering::Release, Ordering::Relaxed)
             .is_err()
