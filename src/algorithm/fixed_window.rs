@@ -66,6 +66,9 @@ impl Algorithm<u64> for FixedWindow {
     /// The new packed `(window, count)` word.
     type Update = u64;
 
+    // Inlined into the swap loop: returned from a call, the decision would be written to
+    // memory and read back on every pass.
+    #[inline(always)]
     fn decide(&self, word: &u64, now: u64, n: u64) -> Outcome<u64> {
         let current = self.current(*word, now);
         let allowed = current.count + n <= self.limit();
