@@ -163,7 +163,7 @@ extern "C" {
  * the key, reports its current state (a fresh one for a key not in the table).
  *
  * When `out` is NULL only the outcome is needed, and for a key already in the table
- * librate decides on the ~3 ns coarse clock whenever its bounds settle the outcome
+ * librate decides on the cheap coarse clock whenever its bounds settle the outcome
  * exactly: pass NULL on hot paths that do not use the decision's fields.
  *
  * Thread-safety: safe to call concurrently on one handle.
@@ -403,7 +403,7 @@ int32_t rate_keyed_reserve_at(struct rate_keyed *keyed,
  * Acquires `n` units now (CLOCK_MONOTONIC, see `rate_now_ns`). `n == 0` is a query:
  * admitted, changes nothing, reports the current state.
  *
- * When `out` is NULL only the outcome is needed, and librate decides on the ~3 ns coarse
+ * When `out` is NULL only the outcome is needed, and librate decides on the cheap coarse
  * clock whenever its bounds settle the outcome exactly, reading the precise clock
  * otherwise: pass NULL on hot paths that do not use the decision's fields.
  *

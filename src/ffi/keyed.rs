@@ -116,7 +116,7 @@ unsafe fn with_key(
 /// the key, reports its current state (a fresh one for a key not in the table).
 ///
 /// When `out` is NULL only the outcome is needed, and for a key already in the table
-/// librate decides on the ~3 ns coarse clock whenever its bounds settle the outcome
+/// librate decides on the cheap coarse clock whenever its bounds settle the outcome
 /// exactly: pass NULL on hot paths that do not use the decision's fields.
 ///
 /// Thread-safety: safe to call concurrently on one handle.

@@ -71,7 +71,7 @@ unsafe fn limiter_ref<'a>(limiter: *const rate_limiter) -> Option<&'a Limiter> {
 /// Acquires `n` units now (CLOCK_MONOTONIC, see `rate_now_ns`). `n == 0` is a query:
 /// admitted, changes nothing, reports the current state.
 ///
-/// When `out` is NULL only the outcome is needed, and librate decides on the ~3 ns coarse
+/// When `out` is NULL only the outcome is needed, and librate decides on the cheap coarse
 /// clock whenever its bounds settle the outcome exactly, reading the precise clock
 /// otherwise: pass NULL on hot paths that do not use the decision's fields.
 ///
