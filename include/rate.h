@@ -49,6 +49,18 @@
 #define RATE_E_INTERNAL (0 - 6)
 
 /**
+ * The operating system refused to create, open, size or map a shared file; `errno` holds
+ * its reason.
+ */
+#define RATE_E_IO (0 - 7)
+
+/**
+ * The file is not a librate table of this layout, configuration and size; it was left
+ * untouched.
+ */
+#define RATE_E_INCOMPATIBLE (0 - 8)
+
+/**
  * Algorithm: GCRA (leaky bucket as a meter; token bucket). Takes `burst`.
  */
 #define RATE_GCRA 0
@@ -467,7 +479,7 @@ int32_t rate_limiter_explain_config(const struct rate_config *config,
                                     size_t reason_len);
 
 /**
- * Frees a limiter made by `rate_limiter_new`.
+ * Frees a limiter made by `rate_limiter_new` or `rate_limiter_open`.
  *
  * Ownership: takes back the handle; it must not be used afterwards.
  *
@@ -476,7 +488,8 @@ int32_t rate_limiter_explain_config(const struct rate_config *config,
  * NULL: a no-op.
  *
  * # Safety
- * `limiter` is NULL or a live handle from `rate_limiter_new`, not used again afterwards.
+ * `limiter` is NULL or a live handle from `rate_limiter_new` or `rate_limiter_open`, not
+ * used again afterwards.
  */
 void rate_limiter_free(struct rate_limiter *limiter);
 
@@ -497,6 +510,35 @@ void rate_limiter_free(struct rate_limiter *limiter);
  * writable `rate_limiter *`.
  */
 int32_t rate_limiter_new(const struct rate_config *config, struct rate_limiter **out);
+
+/**
+ * Opens the limiter whose state lives in the file at `path`, creating the file if it does
+ * not exist: every process that opens the same file shares one limit, exactly as threads
+ * sharing one handle do. Put the file on a tmpfs such as `/dev/shm` (any file system
+ * works). A new file is built whole and then given its name, mode 0600, so no process
+ * ever sees a half-written one, and processes racing to create it all end on one table.
+ * A table written during an earlier boot of the host is reset when opened (its times
+ * are `CLOCK_MONOTONIC`'s, which restarts at boot). The handle is an ordinary
+ * `rate_limiter`: every `rate_limiter_*` function works on it.
+ *
+ * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
+ * release with `rate_limiter_free`, which unmaps the file and leaves it in place; on
+ * error `*out` is left untouched. `path` is only read during the call.
+ *
+ * NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_limiter_new`),
+ * RATE_E_INCOMPATIBLE (the file is not a librate limiter of this configuration; it is
+ * left untouched), or RATE_E_IO (the operating system refused to create, open or map
+ * the file; `errno` says why).
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
+ * `rate_config`; `out` is NULL or points to a writable `rate_limiter *`.
+ */
+int32_t rate_limiter_open(const char *path,
+                          const struct rate_config *config,
+                          struct rate_limiter **out);
 
 /**
  * Reserves `n` units at `now_ns`: the leaky bucket as a queue (traffic shaper). Admitted

@@ -59,6 +59,12 @@ pub enum Error {
     TableFull,
     /// The operation does not exist for this algorithm (reserve on a window limiter).
     Unsupported,
+    /// The operating system refused to create, open, size or map a shared file: its
+    /// error number (`errno`), as [`std::io::Error::from_raw_os_error`] reads it.
+    Io(i32),
+    /// The file is not a librate table of this layout, configuration and size; it was
+    /// left untouched.
+    Incompatible,
 }
 
 impl fmt::Display for Error {
@@ -68,6 +74,14 @@ impl fmt::Display for Error {
             Self::InsufficientCapacity => f.write_str("cost exceeds the limiter's capacity"),
             Self::TableFull => f.write_str("keyed table is full of live keys"),
             Self::Unsupported => f.write_str("operation not supported by this algorithm"),
+            Self::Io(errno) => write!(
+                f,
+                "shared file: {}",
+                std::io::Error::from_raw_os_error(*errno)
+            ),
+            Self::Incompatible => {
+                f.write_str("shared file is not a librate table of this configuration and size")
+            }
         }
     }
 }

@@ -81,6 +81,8 @@ pub mod ffi;
 mod keyed;
 mod limiter;
 mod policy;
+#[cfg(not(loom))]
+mod shared;
 mod state;
 mod sync;
 mod time;

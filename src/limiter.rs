@@ -1,12 +1,18 @@
 //! A single limiter: a [`Policy`] over its own padded block of state words.
 
+#[cfg(not(loom))]
+use crate::config::Algorithm;
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::policy::Policy;
+#[cfg(not(loom))]
+use crate::shared::{Identity, Mapping};
 use crate::state::{owned, Owned};
 use crate::sync::AtomicU64;
 use crate::time::{self, ClockHint, Hinted, Monotonic, TimeSource};
+use std::path::Path;
+use std::ptr::NonNull;
 
 /// Words of padding on each side of the state, so no other allocation shares its cache
 /// lines: 128 bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (the same
@@ -38,23 +44,118 @@ pub struct Limiter {
     /// and away from the state words, which admissions write.
     hint: ClockHint,
     config: Config,
-    words: Box<[AtomicU64]>,
+    /// The state words, in `_memory`.
+    state: NonNull<AtomicU64>,
+    state_len: usize,
+    /// Owns the state words: kept, never read.
+    _memory: Memory,
 }
+
+/// Where a limiter's state words live.
+#[derive(Debug)]
+enum Memory {
+    /// This process's heap, padded on both sides.
+    Private { _words: Box<[AtomicU64]> },
+    /// A file every process that opens it maps.
+    #[cfg(not(loom))]
+    Shared { _mapping: Mapping },
+}
+
+// SAFETY: `state` points into `_memory`, which the limiter owns and which never moves (a
+// heap block or a mapping); the words are only ever accessed atomically.
+unsafe impl Send for Limiter {}
+// SAFETY: as above.
+unsafe impl Sync for Limiter {}
 
 impl Limiter {
     /// Builds a limiter, full at any time, or says why `config` is invalid.
     pub fn new(config: &Config) -> Result<Self, Error> {
         let policy = Policy::new(config)?;
         time::prepare();
-        let words = (0..policy.state_words() + 2 * PAD_WORDS)
+        let words: Box<[AtomicU64]> = (0..policy.state_words() + 2 * PAD_WORDS)
             .map(|_| AtomicU64::new(0))
             .collect();
-        Ok(Self {
+        let state = NonNull::from(&words[PAD_WORDS]);
+        Ok(Self::in_memory(
+            policy,
+            config,
+            state,
+            Memory::Private { _words: words },
+        ))
+    }
+
+    /// Opens the limiter whose state lives in the file at `path`, creating the file if it
+    /// does not exist: every process that opens the same file shares one limit, exactly
+    /// as threads sharing one `Limiter` do (DESIGN §7). The file is created with mode
+    /// 0600; one that exists must have been created for the same `config`.
+    ///
+    /// ```
+    /// use rate::{Config, Limiter};
+    /// let path = std::env::temp_dir().join(format!("librate-doc-{}", std::process::id()));
+    /// let config = Config::gcra(1, 1_000_000_000);
+    /// let first = Limiter::open(&path, &config).unwrap();
+    /// let second = Limiter::open(&path, &config).unwrap(); // another process, say
+    /// assert!(first.acquire_at(1, 0).unwrap().allowed);
+    /// assert!(!second.acquire_at(1, 0).unwrap().allowed); // one limit for both
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] as [`new`](Self::new); [`Error::Incompatible`] if the file
+    /// is not a librate limiter of this configuration (it is left untouched);
+    /// [`Error::Io`] with the OS's error number if the file cannot be created, opened or
+    /// mapped.
+    pub fn open(path: impl AsRef<Path>, config: &Config) -> Result<Self, Error> {
+        let policy = Policy::new(config)?;
+        // loom's atomics are models, not words of memory a file could hold.
+        #[cfg(loom)]
+        {
+            let _ = (path, policy);
+            Err(Error::Unsupported)
+        }
+        #[cfg(not(loom))]
+        Self::open_file(path.as_ref(), policy, config)
+    }
+
+    /// [`open`](Self::open) with a validated policy.
+    #[cfg(not(loom))]
+    fn open_file(path: &Path, policy: Policy, config: &Config) -> Result<Self, Error> {
+        time::prepare();
+        let identity = Identity {
+            kind: 1,
+            algorithm: config.algorithm as u64,
+            limit: config.limit,
+            period_ns: config.period_ns,
+            burst: match config.algorithm {
+                Algorithm::Gcra => policy.limit(),
+                _ => 0,
+            },
+            capacity: 0,
+        };
+        let mapping = Mapping::open(path, identity, policy.state_words())?;
+        let state = NonNull::from(&mapping.state(policy.state_words())[0]);
+        Ok(Self::in_memory(
+            policy,
+            config,
+            state,
+            Memory::Shared { _mapping: mapping },
+        ))
+    }
+
+    fn in_memory(
+        policy: Policy,
+        config: &Config,
+        state: NonNull<AtomicU64>,
+        memory: Memory,
+    ) -> Self {
+        Self {
+            state_len: policy.state_words(),
             policy,
             hint: ClockHint::default(),
             config: *config,
-            words,
-        })
+            state,
+            _memory: memory,
+        }
     }
 
     /// The configuration this limiter was built from.
@@ -64,7 +165,9 @@ impl Limiter {
 
     #[inline]
     fn state(&self) -> &[AtomicU64] {
-        &self.words[PAD_WORDS..self.words.len() - PAD_WORDS]
+        // SAFETY: `state` points to `state_len` words inside `_memory`, which lives as long
+        // as `self` and never moves.
+        unsafe { std::slice::from_raw_parts(self.state.as_ptr(), self.state_len) }
     }
 
     /// Acquires `n` units now. `n == 0` only reports the current state.

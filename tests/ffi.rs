@@ -457,3 +457,62 @@ fn batch_and_packed_exports_decide_as_single_calls_do() {
         unsafe { rate_keyed_free(table) };
     }
 }
+
+/// `rate_limiter_open`: NULL pointers, the OS's refusal with its errno, a file of another
+/// configuration, and two handles on one file sharing one limit.
+#[test]
+fn open_shares_a_file_and_reports_its_errors() {
+    let dir = std::env::temp_dir().join(format!("librate-ffi-open-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = std::ffi::CString::new(dir.join("limit").to_str().unwrap()).unwrap();
+    let config = gcra(1, 3600 * SECOND, 0);
+    let open = |path: *const std::ffi::c_char, config: *const rate_config| {
+        let mut limiter = ptr::null_mut();
+        // SAFETY: `path` and `config` are NULL or live; `limiter` is a local.
+        let status = unsafe { rate_limiter_open(path, config, &mut limiter) };
+        (status, limiter)
+    };
+    assert_eq!(open(ptr::null(), &config), (RATE_E_NULL, ptr::null_mut()));
+    assert_eq!(
+        open(path.as_ptr(), ptr::null()),
+        (RATE_E_NULL, ptr::null_mut())
+    );
+    // SAFETY: a NULL out-handle is reported, not written.
+    let status = unsafe { rate_limiter_open(path.as_ptr(), &config, ptr::null_mut()) };
+    assert_eq!(status, RATE_E_NULL);
+
+    let missing = std::ffi::CString::new(dir.join("none/limit").to_str().unwrap()).unwrap();
+    assert_eq!(open(missing.as_ptr(), &config).0, RATE_E_IO);
+    assert_eq!(
+        std::io::Error::last_os_error().raw_os_error(),
+        Some(libc::ENOENT)
+    );
+
+    let (status, first) = open(path.as_ptr(), &config);
+    assert_eq!(status, RATE_OK);
+    let first = Handle(first);
+    let (status, second) = open(path.as_ptr(), &config);
+    assert_eq!(status, RATE_OK);
+    let second = Handle(second);
+    // SAFETY: live handles; NULL `out`.
+    unsafe {
+        assert_eq!(
+            rate_limiter_acquire_at(first.0, 1, 0, ptr::null_mut()),
+            RATE_OK
+        );
+        assert_eq!(
+            rate_limiter_acquire_at(second.0, 1, 0, ptr::null_mut()),
+            RATE_LIMITED
+        );
+    }
+    let other = gcra(2, 3600 * SECOND, 0);
+    assert_eq!(
+        open(path.as_ptr(), &other),
+        (RATE_E_INCOMPATIBLE, ptr::null_mut())
+    );
+    assert!(status_text(RATE_E_IO).contains("errno"));
+    assert!(status_text(RATE_E_INCOMPATIBLE).contains("not a librate table"));
+    drop((first, second));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

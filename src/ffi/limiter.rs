@@ -2,6 +2,9 @@
 
 use super::{boundary, construct, outcome_status, rate_config, rate_decision, report, RATE_E_NULL};
 use crate::limiter::Limiter;
+use std::ffi::{c_char, CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 /// An opaque rate limiter. Safe to use from many threads at once; `rate_limiter_free`
 /// must not race with any other call on the same handle.
@@ -38,7 +41,53 @@ pub unsafe extern "C" fn rate_limiter_new(
     })
 }
 
-/// Frees a limiter made by `rate_limiter_new`.
+/// Opens the limiter whose state lives in the file at `path`, creating the file if it does
+/// not exist: every process that opens the same file shares one limit, exactly as threads
+/// sharing one handle do. Put the file on a tmpfs such as `/dev/shm` (any file system
+/// works). A new file is built whole and then given its name, mode 0600, so no process
+/// ever sees a half-written one, and processes racing to create it all end on one table.
+/// A table written during an earlier boot of the host is reset when opened (its times
+/// are `CLOCK_MONOTONIC`'s, which restarts at boot). The handle is an ordinary
+/// `rate_limiter`: every `rate_limiter_*` function works on it.
+///
+/// Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
+/// release with `rate_limiter_free`, which unmaps the file and leaves it in place; on
+/// error `*out` is left untouched. `path` is only read during the call.
+///
+/// NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
+///
+/// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_limiter_new`),
+/// RATE_E_INCOMPATIBLE (the file is not a librate limiter of this configuration; it is
+/// left untouched), or RATE_E_IO (the operating system refused to create, open or map
+/// the file; `errno` says why).
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
+/// `rate_config`; `out` is NULL or points to a writable `rate_limiter *`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_open(
+    path: *const c_char,
+    config: *const rate_config,
+    out: *mut *mut rate_limiter,
+) -> i32 {
+    boundary(|| {
+        if path.is_null() {
+            return RATE_E_NULL;
+        }
+        // SAFETY: non-NULL, and NUL-terminated by the caller's contract.
+        let path = Path::new(OsStr::from_bytes(
+            unsafe { CStr::from_ptr(path) }.to_bytes(),
+        ));
+        // SAFETY: passed on from this function's contract.
+        unsafe {
+            construct(config, out, |config| {
+                Limiter::open(path, config).map(|limiter| rate_limiter { limiter })
+            })
+        }
+    })
+}
+
+/// Frees a limiter made by `rate_limiter_new` or `rate_limiter_open`.
 ///
 /// Ownership: takes back the handle; it must not be used afterwards.
 ///
@@ -47,7 +96,8 @@ pub unsafe extern "C" fn rate_limiter_new(
 /// NULL: a no-op.
 ///
 /// # Safety
-/// `limiter` is NULL or a live handle from `rate_limiter_new`, not used again afterwards.
+/// `limiter` is NULL or a live handle from `rate_limiter_new` or `rate_limiter_open`, not
+/// used again afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn rate_limiter_free(limiter: *mut rate_limiter) {
     boundary(|| {

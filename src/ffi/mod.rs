@@ -49,6 +49,14 @@ pub const RATE_E_UNSUPPORTED: i32 = 0 - 5;
 /// A bug inside librate (a caught panic); the limiter's state is unchanged or consistent.
 // Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
 pub const RATE_E_INTERNAL: i32 = 0 - 6;
+/// The operating system refused to create, open, size or map a shared file; `errno` holds
+/// its reason.
+// Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
+pub const RATE_E_IO: i32 = 0 - 7;
+/// The file is not a librate table of this layout, configuration and size; it was left
+/// untouched.
+// Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
+pub const RATE_E_INCOMPATIBLE: i32 = 0 - 8;
 
 /// What an export returns when its body panicked.
 pub(crate) trait PanicFallback {
@@ -81,6 +89,12 @@ pub(crate) fn status_of(error: Error) -> i32 {
         Error::InsufficientCapacity => RATE_E_INSUFFICIENT_CAPACITY,
         Error::TableFull => RATE_E_TABLE_FULL,
         Error::Unsupported => RATE_E_UNSUPPORTED,
+        Error::Io(errno) => {
+            // SAFETY: `__errno_location` returns this thread's errno, always writable.
+            unsafe { *libc::__errno_location() = errno };
+            RATE_E_IO
+        }
+        Error::Incompatible => RATE_E_INCOMPATIBLE,
     }
 }
 

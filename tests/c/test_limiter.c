@@ -85,8 +85,9 @@ static int test_status_str_describes_every_code(void) {
     static const int32_t known[] = {
         RATE_OK,           RATE_LIMITED,       RATE_E_NULL,     RATE_E_INVALID_CONFIG,
         RATE_E_INSUFFICIENT_CAPACITY, RATE_E_TABLE_FULL, RATE_E_UNSUPPORTED, RATE_E_INTERNAL,
+        RATE_E_IO,         RATE_E_INCOMPATIBLE,
     };
-    static const int32_t unknown[] = {2, 3, -7, 100, -100, INT32_MAX, INT32_MIN};
+    static const int32_t unknown[] = {2, 3, -9, 100, -100, INT32_MAX, INT32_MIN};
     size_t count = sizeof known / sizeof known[0];
     size_t i, j;
     for (i = 0; i < count; i++) {

@@ -1,0 +1,281 @@
+//! A limiter's state in a file that every process on the host maps (DESIGN §7): the same
+//! atomics at the same offsets, in memory the processes share.
+//!
+//! # The file
+//! Little-endian `u64` words: a header of [`HEADER_WORDS`], then the state, the file's size
+//! rounded up to a cache line. The header says what the file is (magic, layout version,
+//! kind), what it enforces (algorithm, limit, period, effective burst, capacity), its size,
+//! and the boot of the host whose `CLOCK_MONOTONIC` its times are on.
+//!
+//! # Create or attach
+//! A new table is built whole in a temporary file beside `path` (mode 0600), then given
+//! its name with `link(2)`, which never replaces: no opener ever sees a half-written table,
+//! and of several processes creating one path at once, one links and the others, finding
+//! the name taken, attach to its table. An existing file is checked before it is used:
+//! any difference in its header or size is [`Error::Incompatible`], and it is left as it
+//! was.
+//!
+//! # Another boot
+//! Times are `CLOCK_MONOTONIC`, which restarts at boot, so a table written in an earlier
+//! boot is reset when opened: its boot word is swapped to "being reset for this boot",
+//! the state zeroed, then the boot stored (`Release`), and openers wait for that
+//! (`Acquire`). A resetter that does not finish within [`RESET_PATIENCE`] is taken over.
+//!
+//! The state words are input from other processes; the algorithms decide on any words
+//! (see `policy.rs`' tests), and a writer who can change the file can change decisions.
+//! Truncating a mapped file makes the next access fault (SIGBUS): outside what a library
+//! can guard against.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::sync::{AtomicU64, Ordering, ProcessAtomicU64};
+
+/// Words before the state.
+pub(crate) const HEADER_WORDS: usize = 16;
+/// "librate" and a NUL, read as a little-endian word.
+const MAGIC: u64 = u64::from_le_bytes(*b"librate\0");
+/// The layout this code reads and writes.
+const LAYOUT_VERSION: u64 = 1;
+/// The boot word's mark of a reset in progress (boot ids use the low 60 bits).
+const RESETTING: u64 = 1 << 63;
+/// How long an opener waits for another process's reset before doing it itself.
+const RESET_PATIENCE: Duration = Duration::from_secs(1);
+
+/// Header word indexes.
+const W_MAGIC: usize = 0;
+const W_VERSION: usize = 1;
+const W_KIND: usize = 2;
+const W_ALGORITHM: usize = 3;
+const W_LIMIT: usize = 4;
+const W_PERIOD: usize = 5;
+const W_BURST: usize = 6;
+const W_CAPACITY: usize = 7;
+const W_SIZE: usize = 8;
+const W_BOOT: usize = 9;
+
+/// What a file must hold to be this table: the header words a creator writes and an
+/// opener compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Identity {
+    /// 1: a single limiter.
+    pub(crate) kind: u64,
+    pub(crate) algorithm: u64,
+    pub(crate) limit: u64,
+    pub(crate) period_ns: u64,
+    /// GCRA's effective burst (`limit` when configured as 0); 0 for the windows.
+    pub(crate) burst: u64,
+    pub(crate) capacity: u64,
+}
+
+/// A table file mapped into this process. Unmapped when dropped; the file stays.
+#[derive(Debug)]
+pub(crate) struct Mapping {
+    words: NonNull<AtomicU64>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory accessed only through atomics; the pointer
+// is owned by this value and unmapped once, in `drop`.
+unsafe impl Send for Mapping {}
+// SAFETY: as above: every access to the words is atomic.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Opens the table at `path`, creating it (`state_words` zeroed words of state) if it
+    /// does not exist.
+    pub(crate) fn open(path: &Path, identity: Identity, state_words: usize) -> Result<Self, Error> {
+        let words = (HEADER_WORDS + state_words).next_multiple_of(8);
+        loop {
+            match OpenOptions::new().read(true).write(true).open(path) {
+                Ok(file) => return Self::attach(&file, identity, words),
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                    if let Some(created) = Self::create(path, identity, words)? {
+                        return Ok(created);
+                    }
+                    // Another process linked its table first: attach to that one.
+                }
+                Err(error) => return Err(os_error(&error)),
+            }
+        }
+    }
+
+    /// The state words, after the header.
+    pub(crate) fn state(&self, state_words: usize) -> &[AtomicU64] {
+        &self.words()[HEADER_WORDS..HEADER_WORDS + state_words]
+    }
+
+    fn words(&self) -> &[AtomicU64] {
+        // SAFETY: `words` points to `len` words mapped read-write for this value's life,
+        // aligned (a page) and only ever accessed atomically.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.len) }
+    }
+
+    /// Builds the table in a temporary file and links it to `path`: `None` if `path`
+    /// appeared meanwhile.
+    fn create(path: &Path, identity: Identity, words: usize) -> Result<Option<Self>, Error> {
+        let temporary = temporary_beside(path);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)
+            .map_err(|error| os_error(&error))?;
+        let built = (|| {
+            // Exactly 0600, whatever the umask removed or not.
+            file.set_permissions(fs::Permissions::from_mode(0o600))?;
+            let mut bytes = vec![0u8; words * 8];
+            for (index, value) in header(identity, words, boot_id()).into_iter().enumerate() {
+                bytes[index * 8..index * 8 + 8].copy_from_slice(&value.to_le_bytes());
+            }
+            file.write_all(&bytes)?;
+            fs::hard_link(&temporary, path)
+        })();
+        let _ = fs::remove_file(&temporary);
+        match built {
+            Ok(()) => Self::attach(&file, identity, words).map(Some),
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+            Err(error) => Err(os_error(&error)),
+        }
+    }
+
+    /// Maps `file` and checks it is this table, resetting a table of an earlier boot.
+    fn attach(file: &File, identity: Identity, words: usize) -> Result<Self, Error> {
+        let metadata = file.metadata().map_err(|error| os_error(&error))?;
+        if !metadata.is_file() || metadata.len() != (words * 8) as u64 {
+            return Err(Error::Incompatible);
+        }
+        // SAFETY: a fresh shared read-write mapping of the whole file, whose size was just
+        // checked; the kernel picks the (page-aligned) address.
+        let address = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                words * 8,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if address == libc::MAP_FAILED {
+            return Err(os_error(&io::Error::last_os_error()));
+        }
+        let mapping = Self {
+            words: NonNull::new(address.cast()).ok_or(Error::Incompatible)?,
+            len: words,
+        };
+        let expected = header(identity, words, 0);
+        let found = mapping.words();
+        // Relaxed: the header never changes once linked (but for the boot word below).
+        let matches =
+            (0..W_BOOT).all(|index| found[index].load(Ordering::Relaxed) == expected[index]);
+        if !matches {
+            return Err(Error::Incompatible);
+        }
+        mapping.settle_boot(boot_id());
+        Ok(mapping)
+    }
+
+    /// Makes the table's times this boot's: resets a table written in an earlier boot.
+    fn settle_boot(&self, boot: u64) {
+        let word = &self.words()[W_BOOT];
+        let started = Instant::now();
+        loop {
+            // Acquire: pairs with the Release store that ends a reset, so the zeroed state
+            // is what this process then reads.
+            let found = word.load(Ordering::Acquire);
+            if found == boot {
+                return;
+            }
+            let taken_over = found == RESETTING | boot && started.elapsed() > RESET_PATIENCE;
+            if found != RESETTING | boot || taken_over {
+                // Relaxed on success: the reset's stores are published by the Release store
+                // of `boot` below, not by this swap.
+                let claimed = taken_over
+                    || word
+                        .compare_exchange(
+                            found,
+                            RESETTING | boot,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        )
+                        .is_ok();
+                if claimed {
+                    for state in &self.words()[HEADER_WORDS..] {
+                        // Relaxed: published by the Release store below.
+                        state.store(0, Ordering::Relaxed);
+                    }
+                    // Release: publishes the zeroed state to every opener that sees `boot`.
+                    word.store(boot, Ordering::Release);
+                    return;
+                }
+                continue;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping this value made, once; nothing borrows it
+        // past `self`.
+        unsafe { libc::munmap(self.words.as_ptr().cast(), self.len * 8) };
+    }
+}
+
+/// The header words of a table of `words` words for `identity` in boot `boot`.
+fn header(identity: Identity, words: usize, boot: u64) -> [u64; HEADER_WORDS] {
+    let mut header = [0; HEADER_WORDS];
+    header[W_MAGIC] = MAGIC;
+    header[W_VERSION] = LAYOUT_VERSION;
+    header[W_KIND] = identity.kind;
+    header[W_ALGORITHM] = identity.algorithm;
+    header[W_LIMIT] = identity.limit;
+    header[W_PERIOD] = identity.period_ns;
+    header[W_BURST] = identity.burst;
+    header[W_CAPACITY] = identity.capacity;
+    header[W_SIZE] = (words * 8) as u64;
+    header[W_BOOT] = boot;
+    header
+}
+
+/// This boot of the host: the first 60 bits of the kernel's boot id, or 1 where it cannot
+/// be read (tables are then never reset).
+fn boot_id() -> u64 {
+    let text = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let hex: String = text
+        .chars()
+        .filter(char::is_ascii_hexdigit)
+        .take(15)
+        .collect();
+    u64::from_str_radix(&hex, 16)
+        .ok()
+        .filter(|&id| id != 0)
+        .unwrap_or(1)
+}
+
+/// A name beside `path` that no other opener uses: the process id and a counter.
+fn temporary_beside(path: &Path) -> PathBuf {
+    static NEXT: ProcessAtomicU64 = ProcessAtomicU64::new(0);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(
+        ".{}.{}.tmp",
+        std::process::id(),
+        // Relaxed: a counter for unique names; nothing else is ordered by it.
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    path.with_file_name(name)
+}
+
+/// The error for a failed OS call: its errno.
+fn os_error(error: &io::Error) -> Error {
+    Error::Io(error.raw_os_error().unwrap_or(libc::EIO))
+}

@@ -1,0 +1,256 @@
+//! Limiters in files shared between processes (DESIGN §7): real files in a temporary
+//! directory, and real processes (`fork`), each deciding on its own mapping.
+#![cfg(not(loom))]
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use rate::{Config, Error, Limiter};
+
+const SECOND: u64 = 1_000_000_000;
+/// The frozen time every process decides at.
+const FROZEN: u64 = 1_000 * SECOND;
+
+/// A directory of its own under the system's temporary directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("librate-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.0.join(file)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `child` in `count` forked processes at once and returns each one's exit status
+/// (what `child` returned, at most 255).
+fn in_processes(count: usize, child: impl Fn(usize) -> u8) -> Vec<u8> {
+    let pids: Vec<libc::pid_t> = (0..count)
+        .map(|index| {
+            // SAFETY: the child only runs `child` (file and atomic operations, no locks
+            // another thread could hold) and leaves with `_exit`, never unwinding into the
+            // test harness.
+            match unsafe { libc::fork() } {
+                0 => {
+                    let status =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child(index)))
+                            .unwrap_or(255);
+                    // SAFETY: ends the child without running the parent's exit handlers.
+                    unsafe { libc::_exit(i32::from(status)) }
+                }
+                pid => {
+                    assert!(pid > 0, "fork failed");
+                    pid
+                }
+            }
+        })
+        .collect();
+    pids.into_iter()
+        .map(|pid| {
+            let mut status = 0;
+            // SAFETY: waits for a child this test forked.
+            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+            assert!(libc::WIFEXITED(status), "child killed: {status}");
+            libc::WEXITSTATUS(status) as u8
+        })
+        .collect()
+}
+
+fn configs(limit: u64) -> [Config; 4] {
+    [
+        Config::gcra(limit, 3600 * SECOND),
+        Config::fixed_window(limit, 3600 * SECOND),
+        Config::sliding_window(limit, 3600 * SECOND),
+        Config::sliding_log(limit, 3600 * SECOND),
+    ]
+}
+
+/// 4 processes, each taking units one at a time at a frozen time until denied, admit
+/// exactly the limit between them, for every algorithm: one limit, not four.
+#[test]
+fn processes_share_one_limit() {
+    let scratch = Scratch::new("share");
+    for config in configs(50) {
+        let path = scratch.path(&format!("{:?}", config.algorithm));
+        let admitted = in_processes(4, |_| {
+            let limiter = Limiter::open(&path, &config).unwrap();
+            let mut admitted = 0;
+            while limiter.acquire_at(1, FROZEN).unwrap().allowed {
+                admitted += 1;
+            }
+            admitted
+        });
+        let total: u64 = admitted.iter().map(|&n| u64::from(n)).sum();
+        assert_eq!(total, 50, "{config:?}: {admitted:?}");
+        // The file outlives the processes: a later opener finds the limit used up.
+        let later = Limiter::open(&path, &config).unwrap();
+        assert_eq!(
+            later.acquire_at(0, FROZEN).unwrap().remaining,
+            0,
+            "{config:?}"
+        );
+    }
+}
+
+/// 8 processes open one path that does not exist yet, at once: all end on one table (3
+/// units between them), and no temporary file is left behind.
+#[test]
+fn racing_creators_end_on_one_table() {
+    let scratch = Scratch::new("race");
+    let path = scratch.path("limit");
+    let config = Config::gcra(3, 3600 * SECOND);
+    let admitted = in_processes(8, |_| {
+        let limiter = Limiter::open(&path, &config).unwrap();
+        u8::from(limiter.acquire_at(1, FROZEN).unwrap().allowed)
+    });
+    assert_eq!(admitted.iter().map(|&n| u32::from(n)).sum::<u32>(), 3);
+    let names: Vec<_> = fs::read_dir(&scratch.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["limit"]);
+    let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+/// A file made for another configuration, of another size, of garbage, or a directory
+/// is refused, and the file is left exactly as it was.
+#[test]
+fn a_file_that_is_not_this_table_is_refused_untouched() {
+    let scratch = Scratch::new("refuse");
+    let path = scratch.path("limit");
+    let config = Config::gcra(10, SECOND);
+    drop(Limiter::open(&path, &config).unwrap());
+    let before = fs::read(&path).unwrap();
+    let others = [
+        Config::gcra(11, SECOND),
+        Config::gcra(10, 2 * SECOND),
+        Config::gcra(10, SECOND).with_burst(5),
+        Config::fixed_window(10, SECOND),
+        Config::sliding_log(10, SECOND),
+    ];
+    for other in others {
+        assert_eq!(
+            Limiter::open(&path, &other).unwrap_err(),
+            Error::Incompatible,
+            "{other:?}"
+        );
+    }
+    // Burst 0 means the limit: the same table.
+    assert!(Limiter::open(&path, &Config::gcra(10, SECOND).with_burst(10)).is_ok());
+    assert_eq!(fs::read(&path).unwrap(), before);
+
+    let garbage = scratch.path("garbage");
+    let bytes: Vec<u8> = (0..before.len()).map(|i| (i * 131 % 251) as u8).collect();
+    fs::write(&garbage, &bytes).unwrap();
+    assert_eq!(
+        Limiter::open(&garbage, &config).unwrap_err(),
+        Error::Incompatible
+    );
+    assert_eq!(fs::read(&garbage).unwrap(), bytes);
+
+    let short = scratch.path("short");
+    fs::write(&short, &before[..before.len() - 8]).unwrap();
+    assert_eq!(
+        Limiter::open(&short, &config).unwrap_err(),
+        Error::Incompatible
+    );
+
+    let empty = scratch.path("empty");
+    fs::write(&empty, b"").unwrap();
+    assert_eq!(
+        Limiter::open(&empty, &config).unwrap_err(),
+        Error::Incompatible
+    );
+}
+
+/// What the operating system refuses is an `Io` error carrying its errno.
+#[test]
+fn os_refusals_carry_the_errno() {
+    let scratch = Scratch::new("os");
+    let config = Config::gcra(10, SECOND);
+    let missing_dir = scratch.path("no-such-dir").join("limit");
+    assert_eq!(
+        Limiter::open(&missing_dir, &config).unwrap_err(),
+        Error::Io(libc::ENOENT)
+    );
+    assert_eq!(
+        Limiter::open(&scratch.0, &config).unwrap_err(),
+        Error::Io(libc::EISDIR)
+    );
+    let error = Limiter::open(&missing_dir, &config).unwrap_err();
+    assert!(error.to_string().contains("No such file"), "{error}");
+}
+
+/// A table written during another boot of the host (its boot word differs) is reset
+/// when opened: full again.
+#[test]
+fn a_table_from_another_boot_is_reset() {
+    let scratch = Scratch::new("boot");
+    let path = scratch.path("limit");
+    let config = Config::gcra(1, 3600 * SECOND);
+    let limiter = Limiter::open(&path, &config).unwrap();
+    assert!(limiter.acquire_at(1, FROZEN).unwrap().allowed);
+    drop(limiter);
+    assert!(
+        !Limiter::open(&path, &config)
+            .unwrap()
+            .acquire_at(1, FROZEN)
+            .unwrap()
+            .allowed
+    );
+    rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
+    let reopened = Limiter::open(&path, &config).unwrap();
+    assert_eq!(reopened.acquire_at(0, FROZEN).unwrap().remaining, 1);
+    assert!(reopened.acquire_at(1, FROZEN).unwrap().allowed);
+}
+
+/// Whatever a writer puts in the state words, every algorithm still decides.
+#[test]
+fn any_state_bytes_give_a_decision() {
+    let scratch = Scratch::new("bytes");
+    for config in configs(8) {
+        let path = scratch.path(&format!("{:?}", config.algorithm));
+        drop(Limiter::open(&path, &config).unwrap());
+        let words = fs::read(&path).unwrap().len() / 8;
+        for round in 0..200u64 {
+            for word in 16..words {
+                let value = (round + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (word as u64) << 40;
+                rewrite_word(
+                    &path,
+                    word,
+                    if round % 3 == 0 {
+                        u64::MAX - (word as u64 % 3)
+                    } else {
+                        value
+                    },
+                );
+            }
+            let limiter = Limiter::open(&path, &config).unwrap();
+            for now in [0, FROZEN, u64::MAX / 2, u64::MAX] {
+                let decision = limiter.acquire_at(1, now).unwrap();
+                assert!(decision.remaining <= 8, "{config:?}");
+                let _ = limiter.try_acquire(1).unwrap();
+            }
+        }
+    }
+}
+
+/// Overwrites word `index` of the file at `path`.
+fn rewrite_word(path: &Path, index: usize, value: u64) {
+    let mut bytes = fs::read(path).unwrap();
+    bytes[index * 8..index * 8 + 8].copy_from_slice(&value.to_le_bytes());
+    fs::write(path, bytes).unwrap();
+}
