@@ -156,11 +156,16 @@ func New(config Config) (*Limiter, error) {
 			return C.rate_limiter_explain_config(&cConfig, reason, length)
 		})
 	}
+	return wrapLimiter(ptr, config), nil
+}
+
+// wrapLimiter gives a new C handle its Go owner.
+func wrapLimiter(ptr *C.rate_limiter, config Config) *Limiter {
 	l := &Limiter{ptr: ptr, config: config}
 	// The backstop for a Limiter dropped without Close. The cleanup holds the C
 	// pointer, not l, so it cannot keep l alive.
 	l.cleanup = runtime.AddCleanup(l, freeLimiter, ptr)
-	return l, nil
+	return l
 }
 
 func freeLimiter(ptr *C.rate_limiter) {
