@@ -17,6 +17,7 @@ from . import _errors
 from ._decision import Decision
 from ._errors import (
     ClosedError,
+    Incompatible,
     InsufficientCapacity,
     InternalError,
     InvalidConfig,
@@ -41,6 +42,7 @@ __all__ = [
     "ALGORITHMS",
     "ClosedError",
     "Config",
+    "Incompatible",
     "Decision",
     "InsufficientCapacity",
     "InternalError",

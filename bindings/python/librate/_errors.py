@@ -64,6 +64,13 @@ class InternalError(LibrateError, RuntimeError):
     code = -6
 
 
+class Incompatible(LibrateError):
+    """``RATE_E_INCOMPATIBLE``: ``Limiter.open`` found a file that is not a librate
+    limiter of this configuration and size, and left it untouched."""
+
+    code = -8
+
+
 class RateLimited(LibrateError):
     """Raised by ``@limiter.limit(...)`` when a call is denied (or its wait timed out).
 
@@ -87,6 +94,7 @@ _BY_CODE: dict[int, type[LibrateError]] = {
         TableFull,
         Unsupported,
         InternalError,
+        Incompatible,
     )
     if cls.code is not None
 }

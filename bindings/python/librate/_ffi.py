@@ -173,6 +173,17 @@ class Library:
         setattr(self, name, function)
         return function
 
+    def with_errno(self, name: str) -> Any:
+        """A second, declared function object for ``name`` whose calls keep the C
+        library's ``errno`` for ``ctypes.get_errno()``: for the rare calls whose failure
+        carries an OS error (opening a shared file), so the hot path pays nothing for it."""
+        restype, argtypes = SIGNATURES[name]
+        getattr(self, name)  # the declared twin: raises LibraryError if the symbol is missing
+        function = ctypes.CDLL(str(self.path), use_errno=True)[name]
+        function.restype = restype
+        function.argtypes = argtypes
+        return function
+
     def unchecked(self, name: str) -> Any:
         """A second function object for ``name``, with the declared ``restype`` but no
         ``argtypes``, for the hottest path only.

@@ -7,9 +7,19 @@ Both share one base class; they differ only in the C functions they call and in 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Iterable
 from array import array
-from ctypes import byref, c_int32, c_size_t, c_uint64, c_void_p, create_string_buffer, sizeof
+from ctypes import (
+    byref,
+    c_int32,
+    c_size_t,
+    c_uint64,
+    c_void_p,
+    create_string_buffer,
+    get_errno,
+    sizeof,
+)
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -20,6 +30,7 @@ from ._decorator import decorate
 from ._errors import InvalidConfig, LibrateError, RateLimited, error_for
 from ._ffi import (
     RATE_E_INVALID_CONFIG,
+    RATE_E_IO,
     RATE_FIXED_WINDOW,
     RATE_GCRA,
     RATE_LIMITED,
@@ -116,6 +127,12 @@ _LIMITER_C = _CFunctions(
 )
 # The hot path's function, bound once: a global load is the cheapest lookup.
 _limiter_try = _LIMITER_C.fast
+
+
+@functools.cache
+def _limiter_open() -> Any:
+    """``rate_limiter_open``, keeping ``errno`` (looked up at the first ``open``)."""
+    return lib.with_errno("rate_limiter_open")
 
 
 @functools.cache
@@ -224,12 +241,25 @@ class _Base:
     ) -> None:
         """Creates the C handle: ``c.new(config, *extra, &handle)``, where ``extra`` is
         what a kind of limiter takes beside its configuration (a table's capacity)."""
+        self._create(
+            c, handle_class, config, extra, lambda c_config, out: c.new(c_config, *extra, out)
+        )
+
+    def _create(
+        self,
+        c: _CFunctions,
+        handle_class: type[_Handle],
+        config: Config,
+        extra: tuple[int, ...],
+        make: Callable[[Any, Any], int],
+    ) -> None:
+        """Sets the handle that ``make(config, &handle)`` creates, or raises its error."""
         self._handle = _CLOSED
         self._config = config
         self._c = c
         handle = handle_class()
         c_config = byref(config.to_c())
-        status = c.new(c_config, *extra, byref(handle))
+        status = make(c_config, byref(handle))
         if status != RATE_OK:
             raise error_for(status, _rejection(c, c_config, extra, status))
         self._handle = handle
@@ -378,6 +408,40 @@ class Limiter(_Base):
         self, *, algorithm: str = "gcra", limit: int, period: Duration, burst: int | None = None
     ) -> None:
         super().__init__(_LIMITER_C, _LimiterHandle, _config(algorithm, limit, period, burst))
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        algorithm: str = "gcra",
+        limit: int,
+        period: Duration,
+        burst: int | None = None,
+    ) -> Limiter:
+        """Opens the limiter whose state lives in the file at ``path``, creating it (mode
+        0600) if it does not exist: every process that opens the same file with the same
+        configuration shares one limit, as threads sharing one ``Limiter`` do (gunicorn
+        or uWSGI workers, separate services). Put the file on a tmpfs such as
+        ``/dev/shm``; ``close()`` unmaps it and leaves it in place.
+
+        Raises ``Incompatible`` if the file is not a librate limiter of this
+        configuration (it is left untouched), and ``OSError`` with the OS's ``errno``
+        (``FileNotFoundError`` for a missing directory, ``PermissionError``…) if it cannot
+        be created, opened or mapped."""
+        limiter = cls.__new__(cls)
+        encoded = os.fsencode(path)
+
+        def make(c_config: Any, out: Any) -> int:
+            status: int = _limiter_open()(encoded, c_config, out)
+            if status == RATE_E_IO:
+                errno = get_errno()
+                raise OSError(errno, os.strerror(errno), os.fspath(path))
+            return status
+
+        config = _config(algorithm, limit, period, burst)
+        limiter._create(_LIMITER_C, _LimiterHandle, config, (), make)
+        return limiter
 
     def try_acquire(self, n: int = _ONE) -> bool:
         """Acquires ``n`` units now and says only whether they were admitted: the fast
