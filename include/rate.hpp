@@ -56,6 +56,8 @@ enum class Status : std::int32_t {
     table_full = RATE_E_TABLE_FULL,                     ///< keyed table full of live keys
     unsupported = RATE_E_UNSUPPORTED,                   ///< reserve on a window algorithm
     internal = RATE_E_INTERNAL,                         ///< a bug inside librate
+    io = RATE_E_IO,                                     ///< the OS refused a shared file; see errno
+    incompatible = RATE_E_INCOMPATIBLE,                 ///< a shared file of another config
 };
 
 /// True for the RATE_E_* codes: the call did nothing and returned no decision.
@@ -295,6 +297,14 @@ class Limiter : public detail::Handle<rate_limiter, rate_limiter_free> {
     static Result<Limiter> create(const Config& config) noexcept {
         const rate_config c = config.to_c();
         return detail::create<Limiter, rate_limiter>(rate_limiter_new, &c);
+    }
+    /// The limiter whose state lives in the file at `path`, created (mode 0600) if absent
+    /// and shared by every process that opens it (rate_limiter_open): Status::io with
+    /// errno set if the OS refuses the file, Status::incompatible for a file of another
+    /// configuration (left untouched), Status::invalid_config for a bad `config`.
+    static Result<Limiter> open(const char* path, const Config& config) noexcept {
+        const rate_config c = config.to_c();
+        return detail::create<Limiter, rate_limiter>(rate_limiter_open, path, &c);
     }
 #if RATE_HPP_EXCEPTIONS
     /// Like create(), throwing rate::Error on a bad config.

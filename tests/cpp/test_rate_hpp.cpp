@@ -10,6 +10,10 @@
  * denial's retry_after = TAT + n*T - t - tau - W.
  */
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -47,14 +51,37 @@ static int test_status_mirrors_the_c_codes(void) {
     static_assert(static_cast<std::int32_t>(Status::table_full) == RATE_E_TABLE_FULL);
     static_assert(static_cast<std::int32_t>(Status::unsupported) == RATE_E_UNSUPPORTED);
     static_assert(static_cast<std::int32_t>(Status::internal) == RATE_E_INTERNAL);
+    static_assert(static_cast<std::int32_t>(Status::io) == RATE_E_IO);
+    static_assert(static_cast<std::int32_t>(Status::incompatible) == RATE_E_INCOMPATIBLE);
     static_assert(!rate::is_error(Status::ok) && !rate::is_error(Status::limited));
     static_assert(rate::is_error(Status::null) && rate::is_error(Status::internal));
-    for (std::int32_t code = RATE_E_INTERNAL - 1; code <= RATE_LIMITED + 1; code++) {
+    for (std::int32_t code = RATE_E_INCOMPATIBLE - 1; code <= RATE_LIMITED + 1; code++) {
         const auto status = static_cast<Status>(code);
         CHECK_EQ_STR(std::string(rate::to_string(status)).c_str(), rate_status_str(code));
     }
     CHECK(rate::to_string(static_cast<Status>(42)) == "unknown status");
     CHECK(rate::to_string(Status::invalid_config) == "invalid configuration");
+    return 0;
+}
+
+static int test_open_shares_a_file(void) {
+    char path[] = "/tmp/librate-hpp-XXXXXX";
+    CHECK(mkdtemp(path) != nullptr);
+    const std::string file = std::string(path) + "/limit";
+    const auto config = rate::Config::gcra(1, 3600s);
+    auto first = rate::Limiter::open(file.c_str(), config);
+    auto second = rate::Limiter::open(file.c_str(), config);
+    CHECK(first.status() == Status::ok && second.status() == Status::ok);
+    rate::Limiter a = std::move(first).value_or({});
+    rate::Limiter b = std::move(second).value_or({});
+    CHECK(a.acquire_at(1, rate::Clock::time_point{}).value_or({}).allowed);
+    CHECK(!b.acquire_at(1, rate::Clock::time_point{}).value_or({}).allowed);
+    CHECK(rate::Limiter::open(file.c_str(), rate::Config::gcra(2, 3600s)).status() ==
+          Status::incompatible);
+    const std::string missing = std::string(path) + "/none/limit";
+    CHECK(rate::Limiter::open(missing.c_str(), config).status() == Status::io);
+    CHECK(errno == ENOENT);
+    CHECK(std::remove(file.c_str()) == 0 && rmdir(path) == 0);
     return 0;
 }
 
@@ -301,6 +328,7 @@ int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_status_mirrors_the_c_codes),
         TEST_CASE(test_version_matches_cargo_toml),
+        TEST_CASE(test_open_shares_a_file),
         TEST_CASE(test_config_maps_to_the_c_struct),
         TEST_CASE(test_create_reports_bad_configs),
         TEST_CASE(test_seed_bob),
