@@ -7,7 +7,7 @@ use crate::decision::Decision;
 use crate::error::Error;
 use crate::policy::Policy;
 #[cfg(not(loom))]
-use crate::shared::{Identity, Mapping};
+use crate::shared::{Identity, Mapping, KIND_LIMITER};
 use crate::state::{owned, Owned};
 use crate::sync::AtomicU64;
 use crate::time::{self, ClockHint, Hinted, Monotonic, TimeSource};
@@ -44,7 +44,8 @@ pub struct Limiter {
     /// and away from the state words, which admissions write.
     hint: ClockHint,
     config: Config,
-    /// The state words, in `_memory`.
+    /// The state words, in `_memory`: `state_len` of them (the policy's `state_words()`,
+    /// kept here so the hot path does not dispatch for it).
     state: NonNull<AtomicU64>,
     state_len: usize,
     /// Owns the state words: kept, never read.
@@ -122,7 +123,7 @@ impl Limiter {
     fn open_file(path: &Path, policy: Policy, config: &Config) -> Result<Self, Error> {
         time::prepare();
         let identity = Identity {
-            kind: 1,
+            kind: KIND_LIMITER,
             algorithm: config.algorithm as u64,
             limit: config.limit,
             period_ns: config.period_ns,

@@ -48,6 +48,9 @@ const RESETTING: u64 = 1 << 63;
 /// How long an opener waits for another process's reset before doing it itself.
 const RESET_PATIENCE: Duration = Duration::from_secs(1);
 
+/// The kind of table a file holds: a single limiter.
+pub(crate) const KIND_LIMITER: u64 = 1;
+
 /// Header word indexes.
 const W_MAGIC: usize = 0;
 const W_VERSION: usize = 1;
@@ -64,7 +67,7 @@ const W_BOOT: usize = 9;
 /// opener compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Identity {
-    /// 1: a single limiter.
+    /// [`KIND_LIMITER`].
     pub(crate) kind: u64,
     pub(crate) algorithm: u64,
     pub(crate) limit: u64,

@@ -111,9 +111,6 @@ impl Algorithm<u64> for FixedWindow {
     /// alike. Undecided when the bounds straddle a window edge.
     #[inline(always)]
     fn settle(&self, word: &u64, earliest: u64, latest: u64, n: u64) -> Settled<u64> {
-        if self.denied_through(word, latest, n) {
-            return Settled::Deny;
-        }
         if self.current(*word, earliest).index != self.current(*word, latest).index {
             return Settled::Undecided;
         }

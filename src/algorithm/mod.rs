@@ -56,6 +56,19 @@ pub(crate) enum Settled<U> {
     Undecided,
 }
 
+impl<U> Settled<U> {
+    /// Whether the interval decided (`Some(admitted)`), and the update an admission
+    /// stores: the shape of one step of a store's swap loop.
+    #[inline(always)]
+    pub(crate) fn into_parts(self) -> (Option<bool>, Option<U>) {
+        match self {
+            Self::Admit(update) => (Some(true), Some(update)),
+            Self::Deny => (Some(false), None),
+            Self::Undecided => (None, None),
+        }
+    }
+}
+
 /// What every algorithm has whatever state it reads: its decisions' `limit`.
 pub(crate) trait Rule {
     /// The decision's `limit`: the largest cost that can ever be admitted.

@@ -4,7 +4,7 @@
 
 use super::cell::{decide_and_swap, Tenancy};
 use super::Stored;
-use crate::algorithm::{Algorithm, FixedWindow, Gcra, Settled};
+use crate::algorithm::{Algorithm, FixedWindow, Gcra};
 use crate::decision::Decision;
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
@@ -84,11 +84,7 @@ impl<A: OneWord> Stored for A {
         n: u64,
     ) -> Result<Option<bool>, T::Evicted> {
         decide_and_swap(&state[0], tenancy, |word| {
-            match Algorithm::settle(self, &word, bounds.earliest, bounds.latest, n) {
-                Settled::Admit(next) => (Some(true), Some(next)),
-                Settled::Deny => (Some(false), None),
-                Settled::Undecided => (None, None),
-            }
+            Algorithm::settle(self, &word, bounds.earliest, bounds.latest, n).into_parts()
         })
     }
 

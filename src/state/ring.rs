@@ -48,7 +48,7 @@
 
 use super::cell::Tenancy;
 use super::Stored;
-use crate::algorithm::{Algorithm, Claim, LogRead, Rule, Settled, SlidingLog, MAX_STATE};
+use crate::algorithm::{Algorithm, Claim, LogRead, Rule, SlidingLog, MAX_STATE};
 use crate::decision::Decision;
 use crate::sync::{spin_wait, AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
@@ -267,13 +267,10 @@ impl<'a, T: Tenancy> Ring<'a, T> {
     /// admission claimed, a denial validated), `None` if the exact time must decide.
     #[inline(always)]
     fn settle(&self, bounds: Bounds, n: u64) -> Result<Option<bool>, T::Evicted> {
-        Ok(
-            match Algorithm::settle(self.log, self, bounds.earliest, bounds.latest, n) {
-                Settled::Admit(claim) => self.claim(claim, n)?.then_some(true),
-                Settled::Deny => self.unchanged().then_some(false),
-                Settled::Undecided => None,
-            },
-        )
+        match Algorithm::settle(self.log, self, bounds.earliest, bounds.latest, n).into_parts() {
+            (Some(_), claim) => self.try_claim(claim, n),
+            (None, _) => Ok(None),
+        }
     }
 
     /// Carries out a report-free decision on this read: `Some(true)` if `claim` was

@@ -35,7 +35,7 @@
 
 use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
 use super::Stored;
-use crate::algorithm::{Algorithm, Counted, Counts, Rule, Settled, SlidingWindow};
+use crate::algorithm::{Algorithm, Counted, Counts, Rule, SlidingWindow};
 use crate::decision::Decision;
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
@@ -106,11 +106,7 @@ impl Stored for SlidingWindow {
             return Ok(Some(false));
         }
         swap(self, state, tenancy, |counts| {
-            match Algorithm::settle(self, counts, earliest, latest, n) {
-                Settled::Admit(next) => (Some(true), Some(next)),
-                Settled::Deny => (Some(false), None),
-                Settled::Undecided => (None, None),
-            }
+            Algorithm::settle(self, counts, earliest, latest, n).into_parts()
         })
     }
 
