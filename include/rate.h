@@ -136,10 +136,10 @@ typedef struct rate_decision {
  * Bounds beyond `limit >= 1` and `period_ns >= 1` (else RATE_E_INVALID_CONFIG):
  * - RATE_GCRA: `period_ns / limit >= 1` and `burst * (period_ns / limit)` fits 64 bits.
  * - RATE_FIXED_WINDOW, RATE_SLIDING_WINDOW: `floor((2^64-1) / period_ns) *
- *   2^bits(limit) + limit <= 2^64 - 3`, where bits(limit) is the bit length of `limit`;
+ *   2^bits(limit) + limit <= 2^64 - 257`, where bits(limit) is the bit length of `limit`;
  *   always met when `limit <= period_ns / 4`. State: 8 and 24 bytes.
  * - RATE_SLIDING_LOG: `limit <= 2^20` and `limit * (floor((2^64-1) / period_ns) + 1)
- *   <= 2^64 - 3` (about `limit < period_ns`). State: 16 + 16 * limit bytes.
+ *   <= 2^64 - 257` (about `limit < period_ns`). State: 16 + 16 * limit bytes.
  *
  * Each `rate_limiter` also takes 256 bytes of cache-line padding.
  */
@@ -348,7 +348,7 @@ int32_t rate_keyed_explain_config(const struct rate_config *config,
                                   size_t reason_len);
 
 /**
- * Frees a keyed limiter made by `rate_keyed_new`.
+ * Frees a keyed limiter made by `rate_keyed_new` or `rate_keyed_open`.
  *
  * Ownership: takes back the handle; it must not be used afterwards.
  *
@@ -357,7 +357,7 @@ int32_t rate_keyed_explain_config(const struct rate_config *config,
  * NULL: a no-op.
  *
  * # Safety
- * `keyed` is NULL or a handle from `rate_keyed_new` not yet freed.
+ * `keyed` is NULL or a handle from `rate_keyed_new` or `rate_keyed_open` not yet freed.
  */
 void rate_keyed_free(struct rate_keyed *keyed);
 
@@ -385,6 +385,40 @@ void rate_keyed_free(struct rate_keyed *keyed);
 int32_t rate_keyed_new(const struct rate_config *config,
                        uint64_t capacity,
                        struct rate_keyed **out);
+
+/**
+ * Opens the keyed limiter whose table lives in the file at `path`, creating the file if
+ * it does not exist: every process that opens the same file shares one table, and each
+ * key's limit holds across them exactly as across threads sharing one handle. Put the
+ * file on a tmpfs such as `/dev/shm` (any file system works). A new file is built whole
+ * and then given its name, mode 0600, holding the table's secret hash key, so no process
+ * ever sees a half-written one, and processes racing to create it all end on one table.
+ * A table written during an earlier boot of the host is reset when opened. A process
+ * killed at any point, even mid-insert, leaves the table usable by the others: a slot it
+ * left claimed is put back once it is found dead. A slot that a live process keeps
+ * claimed (one stopped mid-insert, or bytes forged to name it) is waited on for about a
+ * second, after which a call that needs it returns RATE_E_TABLE_FULL. The handle is an
+ * ordinary `rate_keyed`: every `rate_keyed_*` function works on it.
+ *
+ * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
+ * release with `rate_keyed_free`, which unmaps the file and leaves it in place; on error
+ * `*out` is left untouched. `path` is only read during the call.
+ *
+ * NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_keyed_new`),
+ * RATE_E_INCOMPATIBLE (the file is not a librate keyed table of this configuration and
+ * capacity; it is left untouched), or RATE_E_IO (the operating system refused to create,
+ * open, size or map the file; `errno` says why).
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
+ * `rate_config`; `out` is NULL or points to a writable `rate_keyed *`.
+ */
+int32_t rate_keyed_open(const char *path,
+                        const struct rate_config *config,
+                        uint64_t capacity,
+                        struct rate_keyed **out);
 
 /**
  * Reserves `n` units for the key at `now_ns`: the leaky bucket as a queue (traffic

@@ -9,7 +9,7 @@ pub enum Algorithm {
     Gcra = 0,
     /// At most `limit` units in each window `[k·period, (k+1)·period)`. A hard cap per
     /// calendar window, but up to 2·`limit` can pass within one period across an edge.
-    /// State: 8 bytes. Bound: `⌊(2⁶⁴−1)/period⌋ · 2^bits(limit) + limit ≤ 2⁶⁴ − 3`
+    /// State: 8 bytes. Bound: `⌊(2⁶⁴−1)/period⌋ · 2^bits(limit) + limit ≤ 2⁶⁴ − 257`
     /// (always met when `limit ≤ period / 4`).
     FixedWindow = 1,
     /// The previous window's count, weighted by its overlap with the sliding period, plus
@@ -18,7 +18,7 @@ pub enum Algorithm {
     SlidingWindow = 2,
     /// Exact: at most `limit` units admitted in any period `(t − period, t]`, from a ring
     /// of the last `limit` admitted timestamps. State: `16 + 16·limit` bytes. Bounds:
-    /// `limit ≤ 2²⁰` and `limit · (⌊(2⁶⁴−1)/period⌋ + 1) ≤ 2⁶⁴ − 3` (about `limit < period`).
+    /// `limit ≤ 2²⁰` and `limit · (⌊(2⁶⁴−1)/period⌋ + 1) ≤ 2⁶⁴ − 257` (about `limit < period`).
     SlidingLog = 3,
 }
 

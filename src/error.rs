@@ -12,7 +12,7 @@ pub enum ConfigError {
     ZeroPeriod,
     /// GCRA: `period_ns / limit` is 0, i.e. more than one unit per nanosecond.
     RateTooHigh,
-    /// GCRA: `burst × emission interval` exceeds 2⁶⁴ − 3 ns, the largest storable TAT.
+    /// GCRA: `burst × emission interval` exceeds 2⁶⁴ − 257 ns, the largest storable TAT.
     ToleranceTooLarge,
     /// Window algorithms: `limit` is too large for `period_ns` (their state could
     /// overflow on the u64 timeline), or above the sliding log's cap of 2²⁰. The exact
@@ -30,7 +30,7 @@ impl ConfigError {
             Self::RateTooHigh => {
                 "period_ns / limit must be at least 1 ns (at most one unit per ns)"
             }
-            Self::ToleranceTooLarge => "burst x (period_ns / limit) must be at most 2^64 - 3 ns",
+            Self::ToleranceTooLarge => "burst x (period_ns / limit) must be at most 2^64 - 257 ns",
             Self::LimitTooLarge => {
                 "limit is too large for this algorithm (for its period, or above the log's cap)"
             }

@@ -47,7 +47,7 @@
 //!   change; **tenancy**: whose state the words still are (a keyed slot can be reclaimed).
 //! - Keyed tables: **locate** a key (compute its fingerprint and home slot); **find** the
 //!   slot holding a key; **insert** a new key: **claim** a slot (CAS its first word to the
-//!   `INSTALLING` marker), then **install** the key (write its fingerprint and state and
+//!   claimer's `installing` marker), then **install** the key (write its fingerprint and state and
 //!   publish them) or **back out** (give the slot back exactly as it was); **reclaim** a
 //!   slot whose state is fresh, dropping its key (DESIGN §5).
 //!
@@ -90,6 +90,9 @@ mod time;
 pub use config::{Algorithm, Config};
 pub use decision::Decision;
 pub use error::{ConfigError, Error};
-pub use keyed::KeyedLimiter;
+#[cfg(loom)]
+#[doc(hidden)]
+pub use keyed::crashes;
+pub use keyed::{KeyHasher, KeyedLimiter};
 pub use limiter::Limiter;
 pub use time::now_ns;

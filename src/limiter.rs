@@ -1,13 +1,11 @@
 //! A single limiter: a [`Policy`] over its own padded block of state words.
 
-#[cfg(not(loom))]
-use crate::config::Algorithm;
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::policy::Policy;
 #[cfg(not(loom))]
-use crate::shared::{Identity, Mapping, KIND_LIMITER};
+use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
 use crate::state::{owned, Owned};
 use crate::sync::AtomicU64;
 use crate::time::{self, ClockHint, Hinted, Monotonic, TimeSource};
@@ -122,18 +120,13 @@ impl Limiter {
     #[cfg(not(loom))]
     fn open_file(path: &Path, policy: Policy, config: &Config) -> Result<Self, Error> {
         time::prepare();
-        let identity = Identity {
-            kind: KIND_LIMITER,
-            algorithm: config.algorithm as u64,
-            limit: config.limit,
-            period_ns: config.period_ns,
-            burst: match config.algorithm {
-                Algorithm::Gcra => policy.limit(),
-                _ => 0,
-            },
-            capacity: 0,
+        let identity = Identity::of(KIND_LIMITER, config, &policy, 0);
+        let contents = Contents {
+            state_words: policy.state_words(),
+            initial: &|_| 0,
+            hash_key: [0, 0],
         };
-        let mapping = Mapping::open(path, identity, policy.state_words())?;
+        let mapping = Mapping::open(path, identity, &contents)?;
         let state = NonNull::from(&mapping.state(policy.state_words())[0]);
         Ok(Self::in_memory(
             policy,

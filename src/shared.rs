@@ -2,10 +2,11 @@
 //! atomics at the same offsets, in memory the processes share.
 //!
 //! # The file
-//! Little-endian `u64` words: a header of [`HEADER_WORDS`], then the state, the file's size
-//! rounded up to a cache line. The header says what the file is (magic, layout version,
-//! kind), what it enforces (algorithm, limit, period, effective burst, capacity), its size,
-//! and the boot of the host whose `CLOCK_MONOTONIC` its times are on.
+//! Little-endian `u64` words: a header of [`HEADER_WORDS`], then the state (a limiter's
+//! words, or a keyed table's region: `keyed/layout.rs`), the file's size rounded up to a
+//! cache line. The header says what the file is (magic, layout version, kind), what it
+//! enforces (algorithm, limit, period, effective burst, capacity), its size, the boot of
+//! the host whose `CLOCK_MONOTONIC` its times are on, and a keyed table's secret hash key.
 //!
 //! # Create or attach
 //! A new table is built whole in a temporary file beside `path` (mode 0600), then given
@@ -34,7 +35,9 @@ use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
+use crate::config::{Algorithm, Config};
 use crate::error::Error;
+use crate::policy::Policy;
 use crate::sync::{AtomicU64, Ordering, ProcessAtomicU64};
 
 /// Words before the state.
@@ -50,6 +53,8 @@ const RESET_PATIENCE: Duration = Duration::from_secs(1);
 
 /// The kind of table a file holds: a single limiter.
 pub(crate) const KIND_LIMITER: u64 = 1;
+/// The kind of table a file holds: a keyed table.
+pub(crate) const KIND_KEYED: u64 = 2;
 
 /// Header word indexes.
 const W_MAGIC: usize = 0;
@@ -62,6 +67,8 @@ const W_BURST: usize = 6;
 const W_CAPACITY: usize = 7;
 const W_SIZE: usize = 8;
 const W_BOOT: usize = 9;
+/// A keyed table's hash key, two words (random per file, so not part of its identity).
+const W_HASH_KEY: usize = 10;
 
 /// What a file must hold to be this table: the header words a creator writes and an
 /// opener compares.
@@ -75,6 +82,35 @@ pub(crate) struct Identity {
     /// GCRA's effective burst (`limit` when configured as 0); 0 for the windows.
     pub(crate) burst: u64,
     pub(crate) capacity: u64,
+}
+
+impl Identity {
+    /// The identity of a table of `kind` for `config` (with its `policy`) and `capacity`
+    /// (0 for a limiter).
+    pub(crate) fn of(kind: u64, config: &Config, policy: &Policy, capacity: u64) -> Self {
+        Self {
+            kind,
+            algorithm: config.algorithm as u64,
+            limit: config.limit,
+            period_ns: config.period_ns,
+            burst: match config.algorithm {
+                Algorithm::Gcra => policy.limit(),
+                _ => 0,
+            },
+            capacity,
+        }
+    }
+}
+
+/// What a new table's state holds, and its hash key: how the creator fills a new file,
+/// and how an opener resets a table of an earlier boot.
+pub(crate) struct Contents<'a> {
+    /// Words of state after the header.
+    pub(crate) state_words: usize,
+    /// The initial value of state word `index`.
+    pub(crate) initial: &'a dyn Fn(usize) -> u64,
+    /// A keyed table's hash key (`[0, 0]` for a limiter); a new file keeps it for good.
+    pub(crate) hash_key: [u64; 2],
 }
 
 /// A table file mapped into this process. Unmapped when dropped; the file stays.
@@ -91,15 +127,22 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
-    /// Opens the table at `path`, creating it (`state_words` zeroed words of state) if it
-    /// does not exist.
-    pub(crate) fn open(path: &Path, identity: Identity, state_words: usize) -> Result<Self, Error> {
-        let words = (HEADER_WORDS + state_words).next_multiple_of(8);
+    /// Opens the table at `path`, creating it with `contents` if it does not exist.
+    pub(crate) fn open(
+        path: &Path,
+        identity: Identity,
+        contents: &Contents<'_>,
+    ) -> Result<Self, Error> {
+        let words = HEADER_WORDS
+            .checked_add(contents.state_words)
+            .and_then(|words| words.checked_next_multiple_of(8))
+            .filter(|&words| words <= isize::MAX as usize / 8)
+            .ok_or(Error::InvalidConfig(crate::error::ConfigError::Capacity))?;
         loop {
             match OpenOptions::new().read(true).write(true).open(path) {
-                Ok(file) => return Self::attach(&file, identity, words),
+                Ok(file) => return Self::attach(&file, identity, words, contents),
                 Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                    if let Some(created) = Self::create(path, identity, words)? {
+                    if let Some(created) = Self::create(path, identity, words, contents)? {
                         return Ok(created);
                     }
                     // Another process linked its table first: attach to that one.
@@ -114,6 +157,12 @@ impl Mapping {
         &self.words()[HEADER_WORDS..HEADER_WORDS + state_words]
     }
 
+    /// A keyed table's hash key, from its header.
+    pub(crate) fn hash_key(&self) -> [u64; 2] {
+        // Relaxed: written before the file was linked under its name, never changed.
+        [0, 1].map(|index| self.words()[W_HASH_KEY + index].load(Ordering::Relaxed))
+    }
+
     fn words(&self) -> &[AtomicU64] {
         // SAFETY: `words` points to `len` words mapped read-write for this value's life,
         // aligned (a page) and only ever accessed atomically.
@@ -122,7 +171,12 @@ impl Mapping {
 
     /// Builds the table in a temporary file and links it to `path`: `None` if `path`
     /// appeared meanwhile.
-    fn create(path: &Path, identity: Identity, words: usize) -> Result<Option<Self>, Error> {
+    fn create(
+        path: &Path,
+        identity: Identity,
+        words: usize,
+        contents: &Contents<'_>,
+    ) -> Result<Option<Self>, Error> {
         let temporary = temporary_beside(path);
         let mut file = OpenOptions::new()
             .read(true)
@@ -134,23 +188,36 @@ impl Mapping {
         let built = (|| {
             // Exactly 0600, whatever the umask removed or not.
             file.set_permissions(fs::Permissions::from_mode(0o600))?;
-            let mut bytes = vec![0u8; words * 8];
-            for (index, value) in header(identity, words, boot_id()).into_iter().enumerate() {
-                bytes[index * 8..index * 8 + 8].copy_from_slice(&value.to_le_bytes());
+            let header = header(identity, words, boot_id(), contents.hash_key);
+            let value = |index: usize| match index.checked_sub(HEADER_WORDS) {
+                None => header[index],
+                Some(state) if state < contents.state_words => (contents.initial)(state),
+                Some(_) => 0,
+            };
+            // Written in pieces, so a large table needs no second copy of itself in memory.
+            let mut writer = io::BufWriter::new(&mut file);
+            for index in 0..words {
+                writer.write_all(&value(index).to_le_bytes())?;
             }
-            file.write_all(&bytes)?;
+            writer.flush()?;
+            drop(writer);
             fs::hard_link(&temporary, path)
         })();
         let _ = fs::remove_file(&temporary);
         match built {
-            Ok(()) => Self::attach(&file, identity, words).map(Some),
+            Ok(()) => Self::attach(&file, identity, words, contents).map(Some),
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(None),
             Err(error) => Err(os_error(&error)),
         }
     }
 
     /// Maps `file` and checks it is this table, resetting a table of an earlier boot.
-    fn attach(file: &File, identity: Identity, words: usize) -> Result<Self, Error> {
+    fn attach(
+        file: &File,
+        identity: Identity,
+        words: usize,
+        contents: &Contents<'_>,
+    ) -> Result<Self, Error> {
         let metadata = file.metadata().map_err(|error| os_error(&error))?;
         if !metadata.is_file() || metadata.len() != (words * 8) as u64 {
             return Err(Error::Incompatible);
@@ -174,7 +241,7 @@ impl Mapping {
             words: NonNull::new(address.cast()).ok_or(Error::Incompatible)?,
             len: words,
         };
-        let expected = header(identity, words, 0);
+        let expected = header(identity, words, 0, [0, 0]);
         let found = mapping.words();
         // Relaxed: the header never changes once linked (but for the boot word below).
         let matches =
@@ -182,12 +249,12 @@ impl Mapping {
         if !matches {
             return Err(Error::Incompatible);
         }
-        mapping.settle_boot(boot_id());
+        mapping.settle_boot(boot_id(), contents);
         Ok(mapping)
     }
 
     /// Makes the table's times this boot's: resets a table written in an earlier boot.
-    fn settle_boot(&self, boot: u64) {
+    fn settle_boot(&self, boot: u64, contents: &Contents<'_>) {
         let word = &self.words()[W_BOOT];
         let started = Instant::now();
         loop {
@@ -211,9 +278,12 @@ impl Mapping {
                         )
                         .is_ok();
                 if claimed {
-                    for state in &self.words()[HEADER_WORDS..] {
+                    for (index, state) in self.words()[HEADER_WORDS..][..contents.state_words]
+                        .iter()
+                        .enumerate()
+                    {
                         // Relaxed: published by the Release store below.
-                        state.store(0, Ordering::Relaxed);
+                        state.store((contents.initial)(index), Ordering::Relaxed);
                     }
                     // Release: publishes the zeroed state to every opener that sees `boot`.
                     word.store(boot, Ordering::Release);
@@ -235,7 +305,7 @@ impl Drop for Mapping {
 }
 
 /// The header words of a table of `words` words for `identity` in boot `boot`.
-fn header(identity: Identity, words: usize, boot: u64) -> [u64; HEADER_WORDS] {
+fn header(identity: Identity, words: usize, boot: u64, hash_key: [u64; 2]) -> [u64; HEADER_WORDS] {
     let mut header = [0; HEADER_WORDS];
     header[W_MAGIC] = MAGIC;
     header[W_VERSION] = LAYOUT_VERSION;
@@ -247,6 +317,7 @@ fn header(identity: Identity, words: usize, boot: u64) -> [u64; HEADER_WORDS] {
     header[W_CAPACITY] = identity.capacity;
     header[W_SIZE] = (words * 8) as u64;
     header[W_BOOT] = boot;
+    header[W_HASH_KEY..W_HASH_KEY + 2].copy_from_slice(&hash_key);
     header
 }
 

@@ -7,9 +7,9 @@ mod common;
 use common::{smallest, Rng, MS, SECOND};
 use rate::{Config, ConfigError, Decision, Error, Limiter};
 
-/// The largest TAT a state stores, 2⁶⁴ − 3: the two values above it mark keyed-table
+/// The largest TAT a state stores, 2⁶⁴ − 257: the values above it mark keyed-table
 /// slots, so the timeline of a TAT ends there (src/gcra.rs).
-const END: u64 = u64::MAX - 2;
+const END: u64 = u64::MAX - 256;
 
 fn gcra(limit: u64, period_ns: u64, burst: u64) -> Limiter {
     Limiter::new(&Config::gcra(limit, period_ns).with_burst(burst)).unwrap()

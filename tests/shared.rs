@@ -4,69 +4,16 @@
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
 
 use rate::{Config, Error, Limiter};
+
+mod common;
+
+use common::processes::{in_processes, rewrite_word, Scratch};
 
 const SECOND: u64 = 1_000_000_000;
 /// The frozen time every process decides at.
 const FROZEN: u64 = 1_000 * SECOND;
-
-/// A directory of its own under the system's temporary directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("librate-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-
-    fn path(&self, file: &str) -> PathBuf {
-        self.0.join(file)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Runs `child` in `count` forked processes at once and returns each one's exit status
-/// (what `child` returned, at most 255).
-fn in_processes(count: usize, child: impl Fn(usize) -> u8) -> Vec<u8> {
-    let pids: Vec<libc::pid_t> = (0..count)
-        .map(|index| {
-            // SAFETY: the child only runs `child` (file and atomic operations, no locks
-            // another thread could hold) and leaves with `_exit`, never unwinding into the
-            // test harness.
-            match unsafe { libc::fork() } {
-                0 => {
-                    let status =
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| child(index)))
-                            .unwrap_or(255);
-                    // SAFETY: ends the child without running the parent's exit handlers.
-                    unsafe { libc::_exit(i32::from(status)) }
-                }
-                pid => {
-                    assert!(pid > 0, "fork failed");
-                    pid
-                }
-            }
-        })
-        .collect();
-    pids.into_iter()
-        .map(|pid| {
-            let mut status = 0;
-            // SAFETY: waits for a child this test forked.
-            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-            assert!(libc::WIFEXITED(status), "child killed: {status}");
-            libc::WEXITSTATUS(status) as u8
-        })
-        .collect()
-}
 
 fn configs(limit: u64) -> [Config; 4] {
     [
@@ -246,11 +193,4 @@ fn any_state_bytes_give_a_decision() {
             }
         }
     }
-}
-
-/// Overwrites word `index` of the file at `path`.
-fn rewrite_word(path: &Path, index: usize, value: u64) {
-    let mut bytes = fs::read(path).unwrap();
-    bytes[index * 8..index * 8 + 8].copy_from_slice(&value.to_le_bytes());
-    fs::write(path, bytes).unwrap();
 }

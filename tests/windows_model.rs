@@ -600,7 +600,7 @@ fn config_bounds() {
         // Burst is ignored.
         assert!(Limiter::new(&Config::new(algorithm, 5, SECOND).with_burst(1)).is_ok());
     }
-    // Windows: ⌊(2⁶⁴−1)/P⌋·2^bits(L) + L ≤ 2⁶⁴ − 3. L = 1, P = 2: 2⁶⁴ − 1, rejected.
+    // Windows: ⌊(2⁶⁴−1)/P⌋·2^bits(L) + L ≤ 2⁶⁴ − 257. L = 1, P = 2: 2⁶⁴ − 1, rejected.
     for algorithm in [Algorithm::FixedWindow, Algorithm::SlidingWindow] {
         assert_eq!(
             invalid(algorithm, 1, 2),
@@ -608,13 +608,13 @@ fn config_bounds() {
         );
         assert!(Limiter::new(&Config::new(algorithm, 1, 3)).is_ok());
         assert!(Limiter::new(&Config::new(algorithm, 250_000_000, SECOND)).is_ok());
-        assert!(Limiter::new(&Config::new(algorithm, (1 << 63) - 3, u64::MAX)).is_ok());
+        assert!(Limiter::new(&Config::new(algorithm, (1 << 63) - 257, u64::MAX)).is_ok());
         assert_eq!(
-            invalid(algorithm, (1 << 63) - 2, u64::MAX),
+            invalid(algorithm, (1 << 63) - 256, u64::MAX),
             Error::InvalidConfig(ConfigError::LimitTooLarge)
         );
     }
-    // Log: L ≤ 2²⁰ and L·(⌊(2⁶⁴−1)/P⌋ + 1) ≤ 2⁶⁴ − 3. L = 1, P = 2: 2⁶³, accepted.
+    // Log: L ≤ 2²⁰ and L·(⌊(2⁶⁴−1)/P⌋ + 1) ≤ 2⁶⁴ − 257. L = 1, P = 2: 2⁶³, accepted.
     assert!(Limiter::new(&Config::sliding_log(1, 2)).is_ok());
     assert_eq!(
         invalid(Algorithm::SlidingLog, 3, 3),
@@ -630,7 +630,7 @@ fn config_bounds() {
 #[test]
 fn extreme_configs_decide_without_overflow() {
     // One window spans the whole timeline: window 1 starts at u64::MAX, window 2 never.
-    let huge = (1u64 << 63) - 3;
+    let huge = (1u64 << 63) - 257;
     let fixed = Limiter::new(&Config::fixed_window(huge, u64::MAX)).unwrap();
     assert_eq!(
         fixed.acquire_at(huge, 7).unwrap(),

@@ -57,7 +57,7 @@ func TestSentinelCodes(t *testing.T) {
 // bounds follow from the rules in docs/semantics.md; the numbers are worked out beside
 // each case.
 func TestConfigErrorsNameTheFieldAndTheBound(t *testing.T) {
-	const tolerance = "(burst x (period_ns / limit) must be at most 2^64 - 3 ns)"
+	const tolerance = "(burst x (period_ns / limit) must be at most 2^64 - 257 ns)"
 	cases := []struct {
 		config librate.Config
 		reason string
@@ -70,10 +70,10 @@ func TestConfigErrorsNameTheFieldAndTheBound(t *testing.T) {
 			"limit 1000000001: must be at most 1000000000 for GCRA with period_ns 1000000000 (at most one unit per ns)"},
 		{librate.Config{Algorithm: 99, Limit: 1, Period: time.Second},
 			"algorithm 99: must be 0 (GCRA), 1 (fixed window), 2 (sliding window) or 3 (sliding log)"},
-		// T = P = 2^63 - 1 ns; 2T = 2^64 - 2 is one past 2^64 - 3, so only B = 1 fits.
+		// T = P = 2^63 - 1 ns; 2T = 2^64 - 2 is one past 2^64 - 257, so only B = 1 fits.
 		{librate.Config{Limit: 1, Period: librate.Never, Burst: 3},
 			"burst 3: must be at most 1 for GCRA with limit 1 and period_ns 9223372036854775807 " + tolerance},
-		// floor((2^64-1) / 10^9) * 2^bits(L) + L <= 2^64-3 holds for 29 bits, not 30.
+		// floor((2^64-1) / 10^9) * 2^bits(L) + L <= 2^64-257 holds for 29 bits, not 30.
 		{librate.Config{Algorithm: librate.FixedWindow, Limit: 1e9, Period: time.Second},
 			"limit 1000000000: must be at most 536870911 for the fixed window with period_ns 1000000000"},
 		{librate.Config{Algorithm: librate.SlidingWindow, Limit: 1e9, Period: time.Second},

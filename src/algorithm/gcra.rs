@@ -6,9 +6,9 @@
 //! admitted iff `max(TAT, t) + n·T − t ≤ τ (+ max_wait for a reserve)`, and then
 //! `TAT := max(TAT, t) + n·T`. A fresh cell has TAT = 0, which is full at any `t`.
 //!
-//! The TAT never exceeds [`MAX_STATE`] = 2^64 − 3 ns (year 2554 of `CLOCK_MONOTONIC`): the
-//! two values above it are the state layer's (see `algorithm/mod.rs`), so a request whose
-//! new TAT would pass it is denied, as if those last two nanoseconds were beyond the end of
+//! The TAT never exceeds [`MAX_STATE`] = 2^64 − 257 ns (year 2554 of `CLOCK_MONOTONIC`): the
+//! values above it are the state layer's (see `algorithm/mod.rs`), so a request whose
+//! new TAT would pass it is denied, as if those last nanoseconds were beyond the end of
 //! time.
 
 use super::divisor::Divisor;

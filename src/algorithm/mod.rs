@@ -35,7 +35,7 @@ use crate::decision::Decision;
 ///    own use (a keyed table marks its slots with them).
 /// 2. It strictly grows with every change, so a value it held once never comes back (a
 ///    compare-and-swap that expects it cannot be fooled: no ABA).
-pub(crate) const MAX_STATE: u64 = u64::MAX - 2;
+pub(crate) const MAX_STATE: u64 = u64::MAX - 256;
 
 /// What a decision does: its report, and the state to store if it changes the state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -27,7 +27,7 @@
 //! # Reserved values and bounds
 //! Along positions, `ts(p + L) ≥ ts(p) + P` (p had to expire before p + L was claimed),
 //! so `ts(p) ≥ ⌊p/L⌋·P`, and as timestamps are u64 the head never exceeds
-//! `L · (⌊(2⁶⁴−1)/P⌋ + 1)`. A config is accepted only if that is at most 2⁶⁴ − 3, so head
+//! `L · (⌊(2⁶⁴−1)/P⌋ + 1)`. A config is accepted only if that is at most 2⁶⁴ − 257, so head
 //! (the first word) never exceeds [`MAX_STATE`] and never wraps. Roughly: L < P, at most one unit per nanosecond.
 //!
 //! A state whose entries have all expired behaves as a fresh one and may be kept as it is.

@@ -5,7 +5,7 @@
 //! `word = (k << count_bits) | count` with `count_bits = bits(L)`, so any count `0..=L`
 //! fits below the index. A config is accepted only if the largest word it can produce,
 //! the last window of the `u64` timeline with a full count,
-//! `⌊(2⁶⁴−1)/P⌋ · 2^bits(L) + L`, is at most [`MAX_STATE`] = 2⁶⁴ − 3. Then:
+//! `⌊(2⁶⁴−1)/P⌋ · 2^bits(L) + L`, is at most [`MAX_STATE`] = 2⁶⁴ − 257. Then:
 //! - the index never wraps, for any `now_ns` a caller can pass (`k ≤ ⌊(2⁶⁴−1)/P⌋`);
 //! - the word never holds `u64::MAX` or `u64::MAX − 1`, which the state layer reserves;
 //! - the word is monotone over a limiter's life: a write either moves to a later window
@@ -155,20 +155,20 @@ mod tests {
         // L = P is always rejected; L = P/4 always accepted.
         assert!(Windows::new(1_000_000_000, 1_000_000_000).is_err());
         assert!(Windows::new(250_000_000, 1_000_000_000).is_ok());
-        // One window covers the whole timeline: L may use 63 bits, up to 2⁶³ − 3.
-        assert!(Windows::new((1 << 63) - 3, u64::MAX).is_ok());
-        assert!(Windows::new((1 << 63) - 2, u64::MAX).is_err());
+        // One window covers the whole timeline: L may use 63 bits, up to 2⁶³ − 257.
+        assert!(Windows::new((1 << 63) - 257, u64::MAX).is_ok());
+        assert!(Windows::new((1 << 63) - 256, u64::MAX).is_err());
     }
 
     #[test]
     fn the_last_word_of_an_accepted_config_is_below_the_reserved_values() {
-        for (limit, period) in [(1, 3), (5, 40), (1000, 4000), ((1 << 63) - 3, u64::MAX)] {
+        for (limit, period) in [(1, 3), (5, 40), (1000, 4000), ((1 << 63) - 257, u64::MAX)] {
             let windows = Windows::new(limit, period).unwrap();
             let last = windows.pack(Counted {
                 index: u64::MAX / period,
                 count: limit,
             });
-            assert!(last <= u64::MAX - 2, "{limit}/{period}: {last:#x}");
+            assert!(last <= u64::MAX - 256, "{limit}/{period}: {last:#x}");
             let back = windows.unpack(last);
             assert_eq!((back.index, back.count), (u64::MAX / period, limit));
         }

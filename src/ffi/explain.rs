@@ -238,7 +238,7 @@ fn explain(config: &Config, error: Error) -> String {
             }
         }
         ConfigError::ToleranceTooLarge => {
-            const RULE: &str = "x (period_ns / limit) must be at most 2^64 - 3 ns";
+            const RULE: &str = "x (period_ns / limit) must be at most 2^64 - 257 ns";
             if burst == 0 {
                 // burst 0 means limit: only a shorter period can help.
                 // Below P = limit, T would be 0: search from where T = 1.
@@ -388,13 +388,13 @@ mod tests {
 
     #[test]
     fn gcra_tolerance_names_burst_or_period() {
-        // T = 18446744073000000000 ns; B*T <= 2^64 - 3 allows B = 1 only.
+        // T = 18446744073000000000 ns; B*T <= 2^64 - 257 allows B = 1 only.
         let p = 18_446_744_073 * SECOND;
         assert_eq!(
             explained(config(RATE_GCRA, 1, p, 2)),
             invalid(
                 "burst 2: must be at most 1 for GCRA with limit 1 and period_ns \
-                 18446744073000000000 (burst x (period_ns / limit) must be at most 2^64 - 3 ns)"
+                 18446744073000000000 (burst x (period_ns / limit) must be at most 2^64 - 257 ns)"
             )
         );
         // 2 * (2^63 - 1) = 2^64 - 2 is one past the largest storable TAT.
@@ -402,30 +402,30 @@ mod tests {
             explained(config(RATE_GCRA, 1, i64::MAX as u64, 3)),
             invalid(
                 "burst 3: must be at most 1 for GCRA with limit 1 and period_ns \
-                 9223372036854775807 (burst x (period_ns / limit) must be at most 2^64 - 3 ns)"
+                 9223372036854775807 (burst x (period_ns / limit) must be at most 2^64 - 257 ns)"
             )
         );
-        // L = 2: 2 * floor(P / 2) <= 2^64 - 3 holds up to P = 2^64 - 3.
+        // L = 2: 2 * floor(P / 2) <= 2^64 - 257 holds up to P = 2^64 - 257.
         assert_eq!(
             explained(config(RATE_GCRA, 2, u64::MAX, 0)),
             invalid(
-                "period_ns 18446744073709551615: must be at most 18446744073709551613 for \
-                 GCRA with limit 2 (limit x (period_ns / limit) must be at most 2^64 - 3 ns)"
+                "period_ns 18446744073709551615: must be at most 18446744073709551359 for \
+                 GCRA with limit 2 (limit x (period_ns / limit) must be at most 2^64 - 257 ns)"
             )
         );
-        // burst 0 means limit: L = 1, T = P, so P itself must be at most 2^64 - 3.
+        // burst 0 means limit: L = 1, T = P, so P itself must be at most 2^64 - 257.
         assert_eq!(
             explained(config(RATE_GCRA, 1, u64::MAX, 0)),
             invalid(
-                "period_ns 18446744073709551615: must be at most 18446744073709551613 for \
-                 GCRA with limit 1 (limit x (period_ns / limit) must be at most 2^64 - 3 ns)"
+                "period_ns 18446744073709551615: must be at most 18446744073709551359 for \
+                 GCRA with limit 1 (limit x (period_ns / limit) must be at most 2^64 - 257 ns)"
             )
         );
     }
 
     #[test]
     fn window_limits_name_the_largest_limit() {
-        // floor((2^64-1)/P) = 18446744073 times 2^bits(L), plus L, must be at most 2^64-3:
+        // floor((2^64-1)/P) = 18446744073 times 2^bits(L), plus L, must be at most 2^64-257:
         // 2^29 fits, 2^30 does not, so L may have at most 29 bits.
         assert_eq!(
             explained(config(RATE_FIXED_WINDOW, SECOND, SECOND, 0)),
@@ -444,7 +444,7 @@ mod tests {
 
     #[test]
     fn a_period_too_short_for_any_limit_names_the_period() {
-        // L = 1 (1 bit): floor((2^64-1)/P)*2 + 1 <= 2^64-3 first holds at P = 3.
+        // L = 1 (1 bit): floor((2^64-1)/P)*2 + 1 <= 2^64-257 first holds at P = 3.
         assert_eq!(
             explained(config(RATE_FIXED_WINDOW, 1, 1, 0)),
             invalid("period_ns 1: must be at least 3 for the fixed window with limit 1")

@@ -1,10 +1,11 @@
 //! `rate_keyed_*`: a limiter per key (user id, IP, API key…) in one bounded table.
 
 use super::{
-    boundary, construct, outcome_status, rate_config, rate_decision, report, status_of,
-    RATE_E_NULL, RATE_OK,
+    boundary, construct, construct_at, outcome_status, rate_config, rate_decision, report,
+    status_of, RATE_E_NULL, RATE_OK,
 };
 use crate::keyed::KeyedLimiter;
+use std::ffi::c_char;
 
 /// An opaque table of limiters, one per key, all under one configuration. Safe to use
 /// from many threads at once; `rate_keyed_free` must not race with any other call on the
@@ -48,7 +49,51 @@ pub unsafe extern "C" fn rate_keyed_new(
     })
 }
 
-/// Frees a keyed limiter made by `rate_keyed_new`.
+/// Opens the keyed limiter whose table lives in the file at `path`, creating the file if
+/// it does not exist: every process that opens the same file shares one table, and each
+/// key's limit holds across them exactly as across threads sharing one handle. Put the
+/// file on a tmpfs such as `/dev/shm` (any file system works). A new file is built whole
+/// and then given its name, mode 0600, holding the table's secret hash key, so no process
+/// ever sees a half-written one, and processes racing to create it all end on one table.
+/// A table written during an earlier boot of the host is reset when opened. A process
+/// killed at any point, even mid-insert, leaves the table usable by the others: a slot it
+/// left claimed is put back once it is found dead. A slot that a live process keeps
+/// claimed (one stopped mid-insert, or bytes forged to name it) is waited on for about a
+/// second, after which a call that needs it returns RATE_E_TABLE_FULL. The handle is an
+/// ordinary `rate_keyed`: every `rate_keyed_*` function works on it.
+///
+/// Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
+/// release with `rate_keyed_free`, which unmaps the file and leaves it in place; on error
+/// `*out` is left untouched. `path` is only read during the call.
+///
+/// NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
+///
+/// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_keyed_new`),
+/// RATE_E_INCOMPATIBLE (the file is not a librate keyed table of this configuration and
+/// capacity; it is left untouched), or RATE_E_IO (the operating system refused to create,
+/// open, size or map the file; `errno` says why).
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
+/// `rate_config`; `out` is NULL or points to a writable `rate_keyed *`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_open(
+    path: *const c_char,
+    config: *const rate_config,
+    capacity: u64,
+    out: *mut *mut rate_keyed,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: passed on from this function's contract.
+        unsafe {
+            construct_at(path, config, out, |path, config| {
+                KeyedLimiter::open(path, config, capacity).map(|table| rate_keyed { table })
+            })
+        }
+    })
+}
+
+/// Frees a keyed limiter made by `rate_keyed_new` or `rate_keyed_open`.
 ///
 /// Ownership: takes back the handle; it must not be used afterwards.
 ///
@@ -57,7 +102,7 @@ pub unsafe extern "C" fn rate_keyed_new(
 /// NULL: a no-op.
 ///
 /// # Safety
-/// `keyed` is NULL or a handle from `rate_keyed_new` not yet freed.
+/// `keyed` is NULL or a handle from `rate_keyed_new` or `rate_keyed_open` not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn rate_keyed_free(keyed: *mut rate_keyed) {
     boundary(|| {

@@ -1,10 +1,11 @@
 //! `rate_limiter_*`: one limiter, shared by any number of threads.
 
-use super::{boundary, construct, outcome_status, rate_config, rate_decision, report, RATE_E_NULL};
+use super::{
+    boundary, construct, construct_at, outcome_status, rate_config, rate_decision, report,
+    RATE_E_NULL,
+};
 use crate::limiter::Limiter;
-use std::ffi::{c_char, CStr, OsStr};
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::ffi::c_char;
 
 /// An opaque rate limiter. Safe to use from many threads at once; `rate_limiter_free`
 /// must not race with any other call on the same handle.
@@ -71,16 +72,9 @@ pub unsafe extern "C" fn rate_limiter_open(
     out: *mut *mut rate_limiter,
 ) -> i32 {
     boundary(|| {
-        if path.is_null() {
-            return RATE_E_NULL;
-        }
-        // SAFETY: non-NULL, and NUL-terminated by the caller's contract.
-        let path = Path::new(OsStr::from_bytes(
-            unsafe { CStr::from_ptr(path) }.to_bytes(),
-        ));
         // SAFETY: passed on from this function's contract.
         unsafe {
-            construct(config, out, |config| {
+            construct_at(path, config, out, |path, config| {
                 Limiter::open(path, config).map(|limiter| rate_limiter { limiter })
             })
         }

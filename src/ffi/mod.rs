@@ -25,7 +25,10 @@ pub use types::*;
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::Error;
+use std::ffi::{c_char, CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
 
 /// Admitted, or the call succeeded.
 pub const RATE_OK: i32 = 0;
@@ -107,6 +110,27 @@ pub(crate) fn outcome_status(outcome: Result<bool, Error>) -> i32 {
         Ok(false) => RATE_LIMITED,
         Err(error) => status_of(error),
     }
+}
+
+/// [`construct`] for a handle on the file at `path` (any bytes but NUL: Linux paths need
+/// not be UTF-8): the body of every `rate_*_open`.
+///
+/// # Safety
+/// As [`construct`]; `path` is NULL or a NUL-terminated string.
+pub(crate) unsafe fn construct_at<T>(
+    path: *const c_char,
+    config: *const rate_config,
+    out: *mut *mut T,
+    build: impl FnOnce(&Path, &Config) -> Result<T, Error>,
+) -> i32 {
+    // SAFETY: a non-NULL `path` is NUL-terminated, by the caller's contract; `as_ref`
+    // checks NULL.
+    let Some(path) = (unsafe { path.as_ref().map(|path| CStr::from_ptr(path).to_bytes()) }) else {
+        return RATE_E_NULL;
+    };
+    let path = Path::new(OsStr::from_bytes(path));
+    // SAFETY: passed on from this function's contract.
+    unsafe { construct(config, out, |config| build(path, config)) }
 }
 
 /// Builds a handle from a C configuration and gives it to the caller through `out`: the

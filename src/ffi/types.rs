@@ -18,10 +18,10 @@ pub const RATE_SLIDING_LOG: u32 = 3;
 /// Bounds beyond `limit >= 1` and `period_ns >= 1` (else RATE_E_INVALID_CONFIG):
 /// - RATE_GCRA: `period_ns / limit >= 1` and `burst * (period_ns / limit)` fits 64 bits.
 /// - RATE_FIXED_WINDOW, RATE_SLIDING_WINDOW: `floor((2^64-1) / period_ns) *
-///   2^bits(limit) + limit <= 2^64 - 3`, where bits(limit) is the bit length of `limit`;
+///   2^bits(limit) + limit <= 2^64 - 257`, where bits(limit) is the bit length of `limit`;
 ///   always met when `limit <= period_ns / 4`. State: 8 and 24 bytes.
 /// - RATE_SLIDING_LOG: `limit <= 2^20` and `limit * (floor((2^64-1) / period_ns) + 1)
-///   <= 2^64 - 3` (about `limit < period_ns`). State: 16 + 16 * limit bytes.
+///   <= 2^64 - 257` (about `limit < period_ns`). State: 16 + 16 * limit bytes.
 ///
 /// Each `rate_limiter` also takes 256 bytes of cache-line padding.
 #[repr(C)]

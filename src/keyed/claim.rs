@@ -3,8 +3,9 @@
 //! claim: that no other slot holds or is getting the key, and that a table is truly full.
 //!
 //! Invariants kept here, each argued at its function:
-//! - A slot is claimed by one CAS of its first word to `INSTALLING`, and only the claimer
-//!   writes the slot until it installs or backs out ([`KeyedLimiter::claim`]).
+//! - A slot is claimed by one CAS of its first word to an `installing` marker, and only the
+//!   claimer writes the slot until it installs or backs out ([`KeyedLimiter::claim`]), or
+//!   in a shared table, once the claimer's process died, a recovery (`recover.rs`).
 //! - The rival scan resolves every other slot of the key's probe range, which makes
 //!   **No duplicates** hold ([`KeyedLimiter::rival`]; the ordering it needs is argued at
 //!   `insert`).
@@ -12,9 +13,11 @@
 //!   ([`KeyedLimiter::confirm_full`]).
 
 use super::layout::Located;
+use super::owner::crash_point;
+use super::recover::Claimant;
 use super::KeyedLimiter;
 use crate::decision::Decision;
-use crate::state::{is_marker, INSTALLING, VACANT};
+use crate::state::{is_installing, is_marker, VACANT};
 use crate::sync::Ordering;
 
 /// How far from home an insert looks for a `VACANT` slot before it reclaims a fresh one,
@@ -32,6 +35,9 @@ pub(super) enum Insert {
     Retry,
     /// Every slot held a live key of another key.
     Full,
+    /// This slot is in flight: wait for it, holding nothing (see `settled`), and look
+    /// again.
+    Wait(usize),
 }
 
 /// What stands in the way of an insert (see `KeyedLimiter::rival`).
@@ -43,7 +49,7 @@ pub(super) enum Rival {
 }
 
 impl<S> KeyedLimiter<S> {
-    /// Claims a slot for a new key by CASing its first word to `INSTALLING`, and returns
+    /// Claims a slot for a new key by CASing its first word to the claimant's marker, and returns
     /// the slot, its distance and the value it replaced: a `VACANT` slot within the lookup
     /// bound or [`VACANT_REACH`] if there is one, else the first claimable slot from home
     /// (`VACANT`, or fresh at `now_ns`). Else `Retry` if the key itself turned up or a slot
@@ -57,32 +63,40 @@ impl<S> KeyedLimiter<S> {
     ///
     /// **Reclaim.** A slot is *claimable* if it is `VACANT` or its state is fresh at the
     /// claimer's `now`. The second pass claims the first claimable slot from home by
-    /// CASing its first word from the value it judged to `INSTALLING`, searching the whole
+    /// CASing its first word from the value it judged to claimed (`installing`), searching the whole
     /// table, so up to `2 × capacity` live keys fit. What the claim of a fresh slot means
     /// for its old key is argued at [`install`](Self::install).
-    pub(super) fn claim(&self, key: Located, now_ns: u64) -> Result<(usize, usize, u64), Insert> {
+    pub(super) fn claim(
+        &self,
+        key: Located,
+        now_ns: u64,
+        claimant: Claimant,
+    ) -> Result<(usize, usize, u64), Insert> {
         // Relaxed: any bound is correct here; this pass only prefers some slots to others.
-        let bound = self.max_distance.load(Ordering::Relaxed);
+        let bound = self.max_distance().load(Ordering::Relaxed);
         for distance in self.distances(bound.max(VACANT_REACH)) {
             let slot = self.probe(key.home, distance);
-            // Relaxed: a filter; the CAS is the claim. Acquire on success, as below.
-            if self.first_word(slot).load(Ordering::Relaxed) == VACANT
-                && self
+            // Relaxed: a filter; the CAS is the claim. AcqRel on success, as below.
+            if self.first_word(slot).load(Ordering::Relaxed) == VACANT {
+                self.announce(claimant, slot, VACANT);
+                if self
                     .first_word(slot)
-                    .compare_exchange(VACANT, INSTALLING, Ordering::Acquire, Ordering::Relaxed)
+                    .compare_exchange(VACANT, claimant.marker, Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
-            {
-                return Ok((slot, distance, VACANT));
+                {
+                    crash_point();
+                    return Ok((slot, distance, VACANT));
+                }
             }
         }
         let mut in_flight = None;
-        for distance in 0..self.slot_count {
+        for distance in 0..self.layout.slot_count {
             let slot = self.probe(key.home, distance);
             // Acquire: pairs with the store that installed this value, so `is_fresh` and
             // the fingerprint read below see the rest of the same state.
             let mut first = self.first_word(slot).load(Ordering::Acquire);
             loop {
-                if first == INSTALLING {
+                if is_installing(first) {
                     in_flight.get_or_insert(slot);
                     break;
                 }
@@ -94,24 +108,26 @@ impl<S> KeyedLimiter<S> {
                     break;
                 }
                 // Acquire on success: so a back-out's Release store of `first` passes on
-                // the slot's fingerprint and state words to whoever reads it next.
-                // A failure re-examines the new value.
+                // the slot's fingerprint and state words to whoever reads it next; Release
+                // (a shared table's) so a recovery that reads the marker reads the claim's
+                // announcement. A failure re-examines the new value.
+                self.announce(claimant, slot, first);
                 match self.first_word(slot).compare_exchange(
                     first,
-                    INSTALLING,
-                    Ordering::Acquire,
+                    claimant.marker,
+                    Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
-                    Ok(_) => return Ok((slot, distance, first)),
+                    Ok(_) => {
+                        crash_point();
+                        return Ok((slot, distance, first));
+                    }
                     Err(actual) => first = actual,
                 }
             }
         }
         match in_flight {
-            Some(slot) => {
-                self.settled(slot);
-                Err(Insert::Retry)
-            }
+            Some(slot) => Err(Insert::Wait(slot)),
             None => Err(Insert::Full),
         }
     }
@@ -124,7 +140,7 @@ impl<S> KeyedLimiter<S> {
     /// one, then waits for a slot in flight, and starts over.
     ///
     /// **No duplicates**, continued (see [`insert`](Self::insert)). The scan resolves every
-    /// other slot: a complete slot of the key means back out and use it; an `INSTALLING`
+    /// other slot: a complete slot of the key means back out and use it; an claimed (`installing`)
     /// slot (whose key cannot be known yet) at a lower index means back out, wait for it,
     /// and start over; one at a higher index means wait for it and look again. An insert
     /// waits only for slots of higher index, so waits form no cycle, and of two claims of
@@ -138,11 +154,14 @@ impl<S> KeyedLimiter<S> {
             // Acquire: pairs with the store that installed the slot's key (fingerprint
             // below); a claim ordered before ours is visible through `max_distance`.
             let mut first = self.first_word(slot).load(Ordering::Acquire);
-            if first == INSTALLING {
+            if is_installing(first) {
                 if !claimed.is_some_and(|claimed| slot > claimed) {
                     return Some(Rival::InFlight(slot));
                 }
-                first = self.settled(slot);
+                match self.settled_soon(slot) {
+                    Some(settled) => first = settled,
+                    None => return Some(Rival::InFlight(slot)),
+                }
             }
             // Relaxed: ordered after the Acquire load of `first`.
             if !is_marker(first)
@@ -167,15 +186,11 @@ impl<S> KeyedLimiter<S> {
     /// instead.
     pub(super) fn confirm_full(&self, key: Located, known_bound: &mut u64) -> Insert {
         // AcqRel: as in `insert`.
-        *known_bound = self.max_distance.fetch_max(0, Ordering::AcqRel);
+        *known_bound = self.max_distance().fetch_max(0, Ordering::AcqRel);
         match self.rival(key, *known_bound, None) {
             None => Insert::Full,
-            Some(rival) => {
-                if let Rival::InFlight(slot) = rival {
-                    self.settled(slot);
-                }
-                Insert::Retry
-            }
+            Some(Rival::Holds) => Insert::Retry,
+            Some(Rival::InFlight(slot)) => Insert::Wait(slot),
         }
     }
 }

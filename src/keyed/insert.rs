@@ -11,6 +11,8 @@
 
 use super::claim::{Insert, Rival};
 use super::layout::Located;
+use super::owner::crash_point;
+use super::recover::Claimant;
 use super::KeyedLimiter;
 use crate::decision::Decision;
 use crate::error::Error;
@@ -95,7 +97,8 @@ impl<S> KeyedLimiter<S> {
             });
             match inserted {
                 Insert::Done(decision) => return Ok(decision),
-                Insert::Retry => continue,
+                // `insert` has waited for the slot of a `Wait` already.
+                Insert::Retry | Insert::Wait(_) => continue,
                 Insert::Full => return Err(Error::TableFull),
             }
         }
@@ -127,7 +130,28 @@ impl<S> KeyedLimiter<S> {
     /// one's claim when it then scans the key's probe range for a [`rival`](Self::rival),
     /// and at most one of the two completes.
     fn insert(&self, key: Located, request: Request, known_bound: &mut u64) -> Insert {
-        let (claimed, distance, replaced) = match self.claim(key, request.now_ns) {
+        let claimant = self.claimant(key.home);
+        let outcome = self.insert_as(claimant, key, request, known_bound);
+        self.release(claimant);
+        match outcome {
+            // Waits only now, holding no claim and no entry (see `settled`).
+            Insert::Wait(slot) => match self.settled(slot) {
+                Some(_) => Insert::Retry,
+                None => Insert::Full,
+            },
+            outcome => outcome,
+        }
+    }
+
+    /// [`insert`](Self::insert) by `claimant`.
+    fn insert_as(
+        &self,
+        claimant: Claimant,
+        key: Located,
+        request: Request,
+        known_bound: &mut u64,
+    ) -> Insert {
+        let (claimed, distance, replaced) = match self.claim(key, request.now_ns, claimant) {
             Ok(claimed) => claimed,
             Err(Insert::Full) => return self.confirm_full(key, known_bound),
             Err(outcome) => return outcome,
@@ -135,16 +159,16 @@ impl<S> KeyedLimiter<S> {
         // AcqRel: every insert does this RMW after claiming and before checking, so of
         // two inserts the later one acquires the earlier one's claim (see above).
         let bound = self
-            .max_distance
+            .max_distance()
             .fetch_max(distance as u64, Ordering::AcqRel)
             .max(distance as u64);
         *known_bound = bound;
         if let Some(rival) = self.rival(key, bound, Some(claimed)) {
             self.back_out(claimed, replaced);
-            if let Rival::InFlight(slot) = rival {
-                self.settled(slot);
-            }
-            return Insert::Retry;
+            return match rival {
+                Rival::Holds => Insert::Retry,
+                Rival::InFlight(slot) => Insert::Wait(slot),
+            };
         }
         self.install(key, claimed, replaced, request)
     }
@@ -211,12 +235,14 @@ impl<S> KeyedLimiter<S> {
                 let value = value.load(Ordering::Relaxed);
                 if word.load(Ordering::Relaxed) != value {
                     word.store(value, Ordering::Relaxed);
+                    crash_point();
                 }
             }
             // Release: orders this slot's claim before the new fingerprint, for
             // `Tenant::check`.
             self.fingerprint_word(claimed)
                 .store(key.fingerprint, Ordering::Release);
+            crash_point();
             // Release: publishes the fingerprint and state words to every Acquire load of
             // this value or of a later CAS on it.
             state[0].store(first, Ordering::Release);
@@ -262,7 +288,7 @@ mod tests {
                 assert!(table.acquire_at(key, 1, 0).unwrap().allowed, "{config:?}");
             }
             let words = || -> Vec<u64> {
-                (0..table.slot_count)
+                (0..table.layout.slot_count)
                     .map(|slot| table.first_word(slot).load(Ordering::Relaxed))
                     .collect()
             };
@@ -271,7 +297,7 @@ mod tests {
             // At 2 s both are fresh; z takes one slot.
             assert!(table.acquire_at(b"z", 1, 2 * SECOND).unwrap().allowed);
             let after = words();
-            let changed: Vec<_> = (0..table.slot_count)
+            let changed: Vec<_> = (0..table.layout.slot_count)
                 .filter(|&slot| after[slot] != before[slot])
                 .collect();
             assert_eq!(changed.len(), 1, "{config:?}: {before:?} {after:?}");

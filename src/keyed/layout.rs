@@ -1,12 +1,16 @@
-//! The slot array: its allocation, where each slot and word lies, where a key's probe
-//! starts and how it goes on, and the hints (prefetch, huge pages) that only change how
-//! fast the memory answers.
+//! The table's words: where the control block, the claim registry and each slot and word
+//! lie, where a key's probe starts and how it goes on, and the hints (prefetch, huge
+//! pages) that only change how fast the memory answers.
 //!
-//! One allocation, made at creation and never resized: `SLOTS_PER_KEY × capacity` slots,
-//! each `[fingerprint, state word 0, …]` of plain `u64`s with no pointers, so the array
-//! could live in memory shared between processes. A slot's stride is rounded up to a power
-//! of two words when that is at most a cache line, and the array starts on a line, so a
-//! small slot never straddles two lines.
+//! One region, made at creation and never resized, of plain `u64`s with no pointers, so it
+//! can live in a file that processes share (`shared.rs`):
+//! - the **control block**, [`CONTROL_WORDS`]: `max_distance`, alone on its pair of lines
+//!   (inserts write it, every miss reads it);
+//! - the **claim registry**, `claims` entries of a line each (a shared table's; a private
+//!   table has none): see `recover.rs`;
+//! - the **slots**, `SLOTS_PER_KEY × capacity` of them, each `[fingerprint, state word 0,
+//!   …]`. A slot's stride is rounded up to a power of two words when that is at most a
+//!   cache line, and the region starts on a line, so a small slot never straddles two.
 
 use super::KeyedLimiter;
 use crate::error::{ConfigError, Error};
@@ -19,9 +23,14 @@ pub(super) const SLOTS_PER_KEY: u64 = 2;
 /// A cache line on x86-64 and most AArch64 parts.
 const LINE_BYTES: usize = 64;
 /// Words in a cache line; slots of up to this many words never straddle one.
-const LINE_WORDS: usize = LINE_BYTES / std::mem::size_of::<u64>();
+pub(super) const LINE_WORDS: usize = LINE_BYTES / std::mem::size_of::<u64>();
 /// Word 0 of a slot is the fingerprint; the state follows.
 const STATE_OFFSET: usize = 1;
+/// Words of the control block: `max_distance` and padding to 128 bytes, the unit x86-64's
+/// adjacent-line prefetcher pulls in pairs (crossbeam-utils' `CachePadded` figure).
+pub(super) const CONTROL_WORDS: usize = 2 * LINE_WORDS;
+/// Index of `max_distance` in the control block.
+pub(super) const MAX_DISTANCE: usize = 0;
 
 /// A key as the table addresses it: its fingerprint and its home slot.
 #[derive(Clone, Copy)]
@@ -33,65 +42,114 @@ pub(super) struct Located {
     pub(super) home: usize,
 }
 
-/// A fresh slot array: `slot_count` slots of `stride` words, starting at `words[base]`,
-/// every slot `VACANT`.
-pub(super) struct Slots {
+/// Where a table's words lie in its region.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Layout {
     pub(super) slot_count: usize,
-    pub(super) base: usize,
-    pub(super) words: Box<[AtomicU64]>,
+    /// Words per slot: the fingerprint, the state, padding up to a power of two.
+    pub(super) stride: usize,
+    /// Entries in the claim registry (0: a private table, whose claims need no recovery).
+    pub(super) claims: usize,
 }
 
-impl Slots {
-    /// Allocates the slots for `capacity` keys of `stride` words each.
+impl Layout {
+    /// The layout of a table for `capacity` keys of `state_words` words each.
     ///
     /// # Errors
-    /// [`ConfigError::Capacity`] if `capacity` is 0 or its table cannot be allocated.
-    pub(super) fn allocate(capacity: u64, stride: usize) -> Result<Self, Error> {
+    /// [`ConfigError::Capacity`] if `capacity` is 0 or its region's size overflows.
+    pub(super) fn new(capacity: u64, state_words: usize, claims: usize) -> Result<Self, Error> {
         let too_big = Error::InvalidConfig(ConfigError::Capacity);
         if capacity == 0 {
             return Err(too_big);
         }
-        let slot_count = capacity
-            .checked_mul(SLOTS_PER_KEY)
-            .and_then(|slots| usize::try_from(slots).ok())
+        let layout = Self {
+            slot_count: capacity
+                .checked_mul(SLOTS_PER_KEY)
+                .and_then(|slots| usize::try_from(slots).ok())
+                .ok_or(too_big)?,
+            stride: slot_stride(state_words),
+            claims,
+        };
+        layout
+            .slot_count
+            .checked_mul(layout.stride)
+            .and_then(|words| words.checked_add(layout.slots_start()))
+            // Bytes must fit an isize, as every allocation's and mapping's do.
+            .filter(|&words| words <= isize::MAX as usize / 8 - LINE_WORDS)
             .ok_or(too_big)?;
-        // One line of slack lets the slots start on a line boundary.
-        let len = slot_count
-            .checked_mul(stride)
-            .and_then(|words| words.checked_add(LINE_WORDS))
-            .ok_or(too_big)?;
+        Ok(layout)
+    }
+
+    /// Index of slot 0's first word in the region.
+    pub(super) fn slots_start(&self) -> usize {
+        CONTROL_WORDS + self.claims * LINE_WORDS
+    }
+
+    /// Words in the region.
+    pub(super) fn words(&self) -> usize {
+        self.slots_start() + self.slot_count * self.stride
+    }
+
+    /// The value of region word `index` in a new table: every slot `VACANT`, all else 0.
+    pub(super) fn initial(&self, index: usize) -> u64 {
+        match index.checked_sub(self.slots_start()) {
+            Some(in_slots) if in_slots % self.stride == STATE_OFFSET => VACANT,
+            _ => 0,
+        }
+    }
+
+    /// A new private region in this process's heap: the words and the index of the
+    /// region's first word (the first one on a cache line).
+    ///
+    /// # Errors
+    /// [`ConfigError::Capacity`] if the allocator refuses.
+    pub(super) fn allocate(&self) -> Result<(Box<[AtomicU64]>, usize), Error> {
+        // One line of slack lets the region start on a line boundary.
+        let len = self.words() + LINE_WORDS;
         let mut words: Vec<AtomicU64> = Vec::new();
-        // Fails (never aborts) when the bytes overflow isize or the allocator says no.
-        words.try_reserve_exact(len).map_err(|_| too_big)?;
+        // Fails (never aborts) when the allocator says no.
+        words
+            .try_reserve_exact(len)
+            .map_err(|_| Error::InvalidConfig(ConfigError::Capacity))?;
         advise_huge_pages(
             words.as_ptr().cast(),
             len * std::mem::size_of::<AtomicU64>(),
         );
-        let base = match words.as_ptr().align_offset(LINE_BYTES) {
+        let start = match words.as_ptr().align_offset(LINE_BYTES) {
             offset if offset < LINE_WORDS => offset,
             _ => 0, // loom's atomics are not plain words; alignment is moot there.
         };
         words.extend((0..len).map(|index| {
-            let in_slot = index.wrapping_sub(base) % stride;
-            AtomicU64::new(if index >= base && in_slot == STATE_OFFSET {
-                VACANT
-            } else {
-                0
-            })
+            AtomicU64::new(index.checked_sub(start).map_or(0, |index| {
+                if index < self.words() {
+                    self.initial(index)
+                } else {
+                    0
+                }
+            }))
         }));
-        Ok(Self {
-            slot_count,
-            base,
-            words: words.into_boxed_slice(),
-        })
+        Ok((words.into_boxed_slice(), start))
     }
 }
 
 impl<S> KeyedLimiter<S> {
     #[inline]
     pub(super) fn slot(&self, slot: usize) -> &[AtomicU64] {
-        let start = self.base + slot * self.stride;
-        &self.words[start..start + self.stride]
+        let start = self.base + slot * self.layout.stride;
+        &self.words()[start..start + self.layout.stride]
+    }
+
+    /// `max_distance`: the largest distance from its home at which a key was ever
+    /// installed. Lookups probe no further; it only grows.
+    #[inline]
+    pub(super) fn max_distance(&self) -> &AtomicU64 {
+        &self.words()[MAX_DISTANCE]
+    }
+
+    /// The claim registry's entry `claim` (a line of words).
+    pub(super) fn registry_entry(&self, claim: usize) -> &[AtomicU64] {
+        let start = CONTROL_WORDS + claim * LINE_WORDS;
+        &self.words()[start..start + LINE_WORDS]
     }
 
     #[inline]
@@ -112,15 +170,15 @@ impl<S> KeyedLimiter<S> {
     /// The key's home slot: fast range, `⌊fingerprint · slots / 2⁶⁴⌋`.
     #[inline]
     fn home(&self, fingerprint: u64) -> usize {
-        ((u128::from(fingerprint) * self.slot_count as u128) >> 64) as usize
+        ((u128::from(fingerprint) * self.layout.slot_count as u128) >> 64) as usize
     }
 
     /// The slot `distance` steps past `home`, wrapping around the table.
     #[inline]
     pub(super) fn probe(&self, home: usize, distance: usize) -> usize {
         let slot = home + distance;
-        if slot >= self.slot_count {
-            slot - self.slot_count
+        if slot >= self.layout.slot_count {
+            slot - self.layout.slot_count
         } else {
             slot
         }
@@ -129,7 +187,8 @@ impl<S> KeyedLimiter<S> {
     /// Distances to probe for a key: from 0 to `bound`, at most once around the table.
     #[inline]
     pub(super) fn distances(&self, bound: u64) -> std::ops::RangeInclusive<usize> {
-        0..=usize::try_from(bound).map_or(self.slot_count - 1, |b| b.min(self.slot_count - 1))
+        let last = self.layout.slot_count - 1;
+        0..=usize::try_from(bound).map_or(last, |b| b.min(last))
     }
 
     /// Asks the CPU to start loading the key's home slot.
@@ -163,7 +222,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
 
 /// Words per slot for a state of `state_words`: the fingerprint plus the state, rounded up
 /// to a power of two while that fits in a cache line, so no such slot straddles two lines.
-pub(super) fn slot_stride(state_words: usize) -> usize {
+fn slot_stride(state_words: usize) -> usize {
     let words = STATE_OFFSET + state_words;
     if words <= LINE_WORDS {
         words.next_power_of_two()

@@ -2,7 +2,7 @@
 //! there without a lock.
 //!
 //! Invariants this half relies on (the insert half, `insert.rs`, keeps them):
-//! - A slot's fingerprint word changes only while its first word is `INSTALLING`, and only
+//! - A slot's fingerprint word changes only while its first word is claimed (`installing`), and only
 //!   the thread that claimed the slot changes it.
 //! - A key is installed by storing its first word (Release) after its fingerprint and
 //!   other state words, so an Acquire load of a state sees the key it belongs to.
@@ -12,8 +12,8 @@
 
 use super::layout::Located;
 use super::KeyedLimiter;
-use crate::state::{is_marker, Tenancy, INSTALLING, VACANT};
-use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::state::{is_installing, is_marker, Tenancy, VACANT};
+use crate::sync::{AtomicU64, Ordering};
 
 /// The state in a slot turned out not to be (or to be no longer) the caller's key's.
 #[derive(Debug)]
@@ -74,25 +74,12 @@ impl<S> KeyedLimiter<S> {
         }
     }
 
-    /// Waits until `slot` is not `INSTALLING`, and returns its first word then (Acquire:
-    /// pairs with the store that settled it, so the slot's fingerprint may be read next).
-    pub(super) fn settled(&self, slot: usize) -> u64 {
-        let mut backoff = Backoff::default();
-        loop {
-            let first = self.first_word(slot).load(Ordering::Acquire);
-            if first != INSTALLING {
-                return first;
-            }
-            backoff.snooze();
-        }
-    }
-
     /// The slot holding `key`, probing `bound` slots past its home.
     ///
     /// **Lookup.** The probe runs from the key's home slot up to `max_distance` (the
     /// caller's `bound`), the largest distance from home at which any key was ever
     /// installed. A slot matches when its fingerprint is the key's and its first word is a
-    /// state; one that is `INSTALLING` under the key's fingerprint may be handed back to
+    /// state; one that is claimed (`installing`) under the key's fingerprint may be handed back to
     /// the key (a reclaim of the key's own fresh slot that backs out), so the lookup waits
     /// for it to settle. Nothing relies on a `VACANT` slot ending the probe.
     // Always inlined: it is the whole lookup of a key already in the table, on every
@@ -108,9 +95,15 @@ impl<S> KeyedLimiter<S> {
             }
             // Acquire: pairs with the Release store that installed the slot's key.
             let mut first = self.first_word(slot).load(Ordering::Acquire);
-            if first == INSTALLING {
+            if is_installing(first) {
                 // A reclaim of this key's own (fresh) slot is in flight: it may back out.
-                first = self.settled(slot);
+                // A wait that gives up (a shared table's claim of a live process that does
+                // not end) leaves the key looking absent; an insert of it then finds the
+                // same slot in flight and reports the table full.
+                match self.settled(slot) {
+                    Some(settled) => first = settled,
+                    None => continue,
+                }
                 if self.fingerprint_word(slot).load(Ordering::Relaxed) != key.fingerprint {
                     continue;
                 }
@@ -135,7 +128,7 @@ impl<S> KeyedLimiter<S> {
         loop {
             // Relaxed: a stale bound only makes a present key look absent, and the insert
             // that follows then finds it through its AcqRel fetch_max.
-            let bound = known_bound.max(self.max_distance.load(Ordering::Relaxed));
+            let bound = known_bound.max(self.max_distance().load(Ordering::Relaxed));
             let slot = self.find(key, bound)?;
             if let Ok(result) = op(self.state(slot), &self.tenant(slot, key.fingerprint)) {
                 return Some(result);

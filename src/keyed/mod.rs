@@ -9,17 +9,18 @@
 //! the key's home line, compares fingerprints, and CASes the state there.
 //!
 //! Keys are arbitrary bytes (the empty key and keys with NUL bytes included), hashed with
-//! SipHash-1-3 under a random 128-bit key drawn per table (`std`'s `RandomState`), so keys
-//! chosen by an attacker cannot be made to collide. The 64-bit hash is the fingerprint:
+//! SipHash-1-3 under a secret 128-bit key drawn per table ([`KeyHasher`]; a shared
+//! table keeps it in its file), so keys chosen by an attacker cannot be made to collide. The 64-bit hash is the fingerprint:
 //! two keys share a state only if their 64-bit hashes are equal; among 1,000,000 keys the
 //! chance that any two do is about n²/2⁶⁵ ≈ 2.7 × 10⁻⁸.
 //!
 //! # Slot states
-//! The first state word doubles as the slot's status: `VACANT` (no key), `INSTALLING` (one
-//! thread owns the slot while it installs a key), or a state (the slot holds the key whose
-//! fingerprint is in word 0). Algorithms never store those two values and only ever grow
-//! the first word (see `state/cell.rs`). The fingerprint word changes only while its slot is
-//! `INSTALLING`, and only its owner changes it.
+//! The first state word doubles as the slot's status: `VACANT` (no key), `installing(c)`
+//! (claim c owns the slot while it installs a key), or a state (the slot holds the key
+//! whose fingerprint is in word 0). Algorithms never store those markers and only ever
+//! grow the first word (see `state/cell.rs`). The fingerprint word changes only while its
+//! slot is claimed, and only its claimer changes it (or, in a shared table, a recovery of
+//! a claim whose process died: `recover.rs`).
 //!
 //! # Vocabulary
 //! Names follow the crate's vocabulary (the crate docs, `lib.rs`), whose table words are
@@ -28,14 +29,17 @@
 //!
 //! # Files
 //! - `mod.rs`: the public [`KeyedLimiter`] API, and the clock choice of each path.
-//! - `layout.rs`: the slot array: allocation, where each word lies, home and probe order,
+//! - `layout.rs`: the region: allocation, where each word lies, home and probe order,
 //!   prefetch and huge-page advice.
+//! - `hasher.rs`: the keyed hash ([`KeyHasher`]).
 //! - `lookup.rs`: find a key and update its state in place (**Lookup**, **Update**).
 //! - `claim.rs`: claim a slot for a new key, look for rivals, confirm that a table is
 //!   full (**Reclaim**, **No duplicates**, **Full**).
 //! - `insert.rs`: look a key up, else insert it; install it or back out (**No
 //!   duplicates**, **Reclaim**, **Writers of the old key in flight**, **Backing out**).
 //! - `batch.rs`: many keys per call, their cache misses overlapped.
+//! - `recover.rs`: a shared table's claim registry, and the recovery of a claim whose
+//!   process died; `owner.rs`: process tokens and liveness.
 //!
 //! The protocol's argument is written beside the code it justifies: each bold name above
 //! heads a paragraph in the doc comment of the function that relies on it.
@@ -48,24 +52,32 @@
 
 mod batch;
 mod claim;
+mod hasher;
 mod insert;
 mod layout;
 mod lookup;
+mod owner;
+mod recover;
 
+pub use self::hasher::KeyHasher;
 use self::insert::Request;
-use self::layout::{slot_stride, Located, Slots, SLOTS_PER_KEY};
+use self::layout::{Layout, Located, SLOTS_PER_KEY};
 use self::lookup::{Evicted, Tenant};
+#[cfg(loom)]
+pub use self::owner::crashes;
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::policy::Policy;
+#[cfg(not(loom))]
+use crate::shared::{Contents, Identity, Mapping, KIND_KEYED};
 use crate::state::is_marker;
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{self as clock, Monotonic};
-use crossbeam_utils::CachePadded;
-use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::BuildHasher;
+use std::path::Path;
+use std::ptr::NonNull;
 
 /// A table larger than this is taken to live mostly outside the CPU's caches, so that the
 /// slot of a key is a cache miss: `try_acquire` then prefetches the slot and reads the
@@ -97,23 +109,38 @@ const CACHED_TABLE_BYTES: usize = 8 << 20;
 /// assert_eq!(denied.retry_after_ns, 1001 * MS);
 /// assert!(users.acquire_at(b"alice", 1, 999 * MS).unwrap().allowed);
 /// ```
-pub struct KeyedLimiter<S = RandomState> {
+pub struct KeyedLimiter<S = KeyHasher> {
     policy: Policy,
     config: Config,
     capacity: u64,
-    slot_count: usize,
-    /// Words per slot: the fingerprint, the state, padding up to a power of two.
-    stride: usize,
-    /// Index in `words` of slot 0's first word (the first one on a cache line).
+    layout: Layout,
+    /// Index of slot 0's first word in the region (`layout.slots_start()`, kept so the
+    /// hot path does not compute it).
     base: usize,
-    words: Box<[AtomicU64]>,
-    /// The largest distance from its home at which a key was ever installed: lookups probe
-    /// no further. Only grows. Padded: inserts write it, every miss reads it.
-    max_distance: CachePadded<AtomicU64>,
+    /// The region's first word: the control block, then the registry and the slots
+    /// (`layout.rs`), `layout.words()` of them, in `_memory`.
+    words: NonNull<AtomicU64>,
     hasher: S,
+    /// Owns the region: kept, never read.
+    _memory: Memory,
 }
 
-impl KeyedLimiter<RandomState> {
+/// Where a table's region lives.
+enum Memory {
+    /// This process's heap.
+    Private { _words: Box<[AtomicU64]> },
+    /// A file every process that opens it maps.
+    #[cfg(not(loom))]
+    Shared { _mapping: Mapping },
+}
+
+// SAFETY: `words` points into `_memory`, which the table owns and which never moves (a
+// heap block or a mapping); the words are only ever accessed atomically.
+unsafe impl<S: Send> Send for KeyedLimiter<S> {}
+// SAFETY: as above.
+unsafe impl<S: Sync> Sync for KeyedLimiter<S> {}
+
+impl KeyedLimiter<KeyHasher> {
     /// Builds a table for `capacity` keys under `config`, with a fresh random hash key.
     ///
     /// # Errors
@@ -121,7 +148,65 @@ impl KeyedLimiter<RandomState> {
     /// [`ConfigError::Capacity`](crate::error::ConfigError::Capacity) if `capacity` is 0 or its
     /// table cannot be allocated.
     pub fn new(config: &Config, capacity: u64) -> Result<Self, Error> {
-        Self::with_hasher(config, capacity, RandomState::new())
+        Self::with_hasher(config, capacity, KeyHasher::random())
+    }
+
+    /// Opens the table whose keys live in the file at `path`, creating the file if it does
+    /// not exist: every process that opens the same file shares one table, each key's
+    /// limit holding across them exactly as across threads (DESIGN §7). The file is
+    /// created with mode 0600 and holds the table's secret hash key; one that exists must
+    /// have been created for the same `config` and `capacity`. A process killed mid-insert
+    /// leaves nothing claimed for good; a slot that a live process keeps claimed (stopped,
+    /// or named by forged bytes) is waited on for about a second, and then a call that
+    /// needs it returns [`Error::TableFull`].
+    ///
+    /// ```
+    /// use rate::{Config, KeyedLimiter};
+    /// let path = std::env::temp_dir().join(format!("librate-keyed-doc-{}", std::process::id()));
+    /// let config = Config::gcra(1, 1_000_000_000);
+    /// let first = KeyedLimiter::open(&path, &config, 1000).unwrap();
+    /// let second = KeyedLimiter::open(&path, &config, 1000).unwrap(); // another process
+    /// assert!(first.acquire_at(b"bob", 1, 0).unwrap().allowed);
+    /// assert!(!second.acquire_at(b"bob", 1, 0).unwrap().allowed); // one limit per key
+    /// assert!(second.acquire_at(b"alice", 1, 0).unwrap().allowed);
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`Error::Incompatible`] if the file is not a librate table of
+    /// this configuration and capacity (it is left untouched); [`Error::Io`] with the OS's
+    /// error number if the file cannot be created, opened or mapped.
+    pub fn open(path: impl AsRef<Path>, config: &Config, capacity: u64) -> Result<Self, Error> {
+        let policy = Policy::new(config)?;
+        let layout = Layout::new(capacity, policy.state_words(), recover::CLAIMS)?;
+        // loom's atomics are models, not words of memory a file could hold.
+        #[cfg(loom)]
+        {
+            let _ = (path, layout);
+            Err(Error::Unsupported)
+        }
+        #[cfg(not(loom))]
+        {
+            clock::prepare();
+            let identity = Identity::of(KIND_KEYED, config, &policy, capacity);
+            let contents = Contents {
+                state_words: layout.words(),
+                initial: &|index| layout.initial(index),
+                hash_key: KeyHasher::random().key(),
+            };
+            let mapping = Mapping::open(path.as_ref(), identity, &contents)?;
+            let words = NonNull::from(&mapping.state(layout.words())[0]);
+            let hasher = KeyHasher::with_key(mapping.hash_key());
+            Ok(Self::in_memory(
+                policy,
+                config,
+                capacity,
+                layout,
+                words,
+                hasher,
+                Memory::Shared { _mapping: mapping },
+            ))
+        }
     }
 }
 
@@ -133,24 +218,62 @@ impl<S> KeyedLimiter<S> {
     /// As [`new`](KeyedLimiter::new).
     pub fn with_hasher(config: &Config, capacity: u64, hasher: S) -> Result<Self, Error> {
         clock::prepare();
+        Self::private(config, capacity, hasher, 0)
+    }
+
+    /// A private table with a claim registry, as a shared table has: for the model
+    /// checks of crash recovery (loom cannot map files). Not public API.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_registry(config: &Config, capacity: u64, hasher: S) -> Result<Self, Error> {
+        Self::private(config, capacity, hasher, recover::CLAIMS)
+    }
+
+    /// A table in this process's own memory, with `claims` registry entries.
+    fn private(config: &Config, capacity: u64, hasher: S, claims: usize) -> Result<Self, Error> {
         let policy = Policy::new(config)?;
-        let stride = slot_stride(policy.state_words());
-        let Slots {
-            slot_count,
-            base,
-            words,
-        } = Slots::allocate(capacity, stride)?;
-        Ok(Self {
+        let layout = Layout::new(capacity, policy.state_words(), claims)?;
+        let (words, start) = layout.allocate()?;
+        let region = NonNull::from(&words[start]);
+        Ok(Self::in_memory(
+            policy,
+            config,
+            capacity,
+            layout,
+            region,
+            hasher,
+            Memory::Private { _words: words },
+        ))
+    }
+
+    /// The table over the region at `words`, which `memory` owns.
+    fn in_memory(
+        policy: Policy,
+        config: &Config,
+        capacity: u64,
+        layout: Layout,
+        words: NonNull<AtomicU64>,
+        hasher: S,
+        memory: Memory,
+    ) -> Self {
+        Self {
             policy,
             config: *config,
             capacity,
-            slot_count,
-            stride,
-            base,
+            layout,
+            base: layout.slots_start(),
             words,
-            max_distance: CachePadded::new(AtomicU64::new(0)),
             hasher,
-        })
+            _memory: memory,
+        }
+    }
+
+    /// The region's words.
+    #[inline(always)]
+    fn words(&self) -> &[AtomicU64] {
+        // SAFETY: `words` points to `layout.words()` words owned by `_memory` for this
+        // value's life, aligned, and only ever accessed atomically.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.layout.words()) }
     }
 
     /// The configuration every key's state follows.
@@ -165,24 +288,24 @@ impl<S> KeyedLimiter<S> {
 
     /// The most keys the table can hold at once (its slot count, `2 × capacity`).
     pub fn max_keys(&self) -> u64 {
-        self.slot_count as u64
+        self.layout.slot_count as u64
     }
 
     /// Table memory per key of capacity, in bytes: 32 for GCRA (two 16-byte slots).
     pub fn bytes_per_key(&self) -> usize {
-        SLOTS_PER_KEY as usize * self.stride * std::mem::size_of::<u64>()
+        SLOTS_PER_KEY as usize * self.layout.stride * std::mem::size_of::<u64>()
     }
 
-    /// The table's whole allocation, in bytes: `bytes_per_key() × capacity()` plus at most
-    /// one cache line of alignment slack.
+    /// The table's whole region, in bytes: `bytes_per_key() × capacity()` plus a control
+    /// block of 128 bytes (and, in a shared table, its claim registry).
     pub fn table_bytes(&self) -> usize {
-        self.words.len() * std::mem::size_of::<u64>()
+        self.layout.words() * std::mem::size_of::<u64>()
     }
 
     /// How many keys hold a state that is not fresh at `now_ns`: a snapshot taken by
     /// reading every slot (O(slots); for tests and metrics, not hot paths).
     pub fn live_keys_at(&self, now_ns: u64) -> u64 {
-        (0..self.slot_count)
+        (0..self.layout.slot_count)
             .filter(|&slot| {
                 // Relaxed: a snapshot with no ordering promise; is_fresh says no to markers.
                 let first = self.state(slot)[0].load(Ordering::Relaxed);
@@ -321,7 +444,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     #[doc(hidden)]
     pub fn slots_holding(&self, key: &[u8]) -> usize {
         let fingerprint = self.locate(key).fingerprint;
-        (0..self.slot_count)
+        (0..self.layout.slot_count)
             .filter(|&slot| {
                 // Acquire: pairs with the install's Release store, for the fingerprint.
                 let first = self.first_word(slot).load(Ordering::Acquire);
@@ -337,7 +460,7 @@ impl<S> fmt::Debug for KeyedLimiter<S> {
         f.debug_struct("KeyedLimiter")
             .field("config", &self.config)
             .field("capacity", &self.capacity)
-            .field("max_keys", &self.slot_count)
+            .field("max_keys", &self.layout.slot_count)
             .field("bytes_per_key", &self.bytes_per_key())
             .finish_non_exhaustive()
     }

@@ -3,9 +3,9 @@
 //!
 //! A keyed table (see `keyed/`) reuses the slot of a key whose state is fresh for another
 //! key. To do that safely it needs three promises, stated here once:
-//! 1. The first state word never holds [`VACANT`] or [`INSTALLING`]: every value an
-//!    algorithm stores is at most [`MAX_STATE`] (the algorithms' promise,
-//!    `algorithm/mod.rs`), and the markers are the two values above it.
+//! 1. The first state word never holds [`VACANT`] or an [`installing`] marker: every value
+//!    an algorithm stores is at most [`MAX_STATE`] (the algorithms' promise,
+//!    `algorithm/mod.rs`), and the markers are the values above it.
 //! 2. The first state word strictly increases with every change an algorithm makes, so a
 //!    value it held once never comes back (no ABA for a CAS that expects it): the
 //!    algorithms' promise too, checked here on every swap in debug builds.
@@ -19,14 +19,34 @@ use crate::sync::{AtomicU64, Ordering};
 use std::convert::Infallible;
 
 /// First-word marker of a keyed slot that holds no key.
-pub(crate) const VACANT: u64 = MAX_STATE + 2;
-/// First-word marker of a keyed slot that one thread has claimed to install a key into.
-pub(crate) const INSTALLING: u64 = MAX_STATE + 1;
+pub(crate) const VACANT: u64 = u64::MAX;
+/// How many claim markers there are: the values between [`MAX_STATE`] and [`VACANT`].
+pub(crate) const CLAIM_MARKERS: u64 = VACANT - MAX_STATE - 1;
+
+/// First-word marker of a keyed slot that one thread has claimed to install a key into,
+/// naming the claim: a shared table's entry in its claim registry, so that a claim whose
+/// process died can be told from every other (`keyed/recover.rs`); 0 in a private table.
+#[inline]
+pub(crate) const fn installing(claim: u64) -> u64 {
+    MAX_STATE + 1 + claim
+}
+
+/// The claim an [`installing`] marker names.
+#[inline]
+pub(crate) const fn claim_of(marker: u64) -> u64 {
+    marker - MAX_STATE - 1
+}
 
 /// Whether `word` is one of the keyed table's slot markers rather than a state.
 #[inline]
 pub(crate) fn is_marker(word: u64) -> bool {
     word > MAX_STATE
+}
+
+/// Whether `word` marks a slot claimed by an insert in flight.
+#[inline]
+pub(crate) fn is_installing(word: u64) -> bool {
+    is_marker(word) && word != VACANT
 }
 
 /// Who else may repurpose a state, and so how the swap loop must read it.

@@ -20,7 +20,9 @@ mod one_word;
 mod ring;
 mod window_records;
 
-pub(crate) use cell::{is_marker, owned, Owned, Tenancy, INSTALLING, VACANT};
+pub(crate) use cell::{
+    claim_of, installing, is_installing, is_marker, owned, Owned, Tenancy, CLAIM_MARKERS, VACANT,
+};
 pub(crate) use one_word::reserve_at;
 
 use crate::algorithm::Rule;

@@ -37,16 +37,16 @@ static int test_more_than_one_unit_per_ns(void) {
 }
 
 static int test_burst_past_the_timeline(void) {
-    /* T = P = 2^63 - 1; 2T = 2^64 - 2 is past the largest storable 2^64 - 3. */
+    /* T = P = 2^63 - 1; 2T = 2^64 - 2 is past the largest storable 2^64 - 257. */
     CHECK(!rejected_because((rate_config){RATE_GCRA, 1, INT64_MAX, 3},
                             "burst 3: must be at most 1 for GCRA with limit 1 and period_ns "
                             "9223372036854775807 (burst x (period_ns / limit) must be at most "
-                            "2^64 - 3 ns)"));
+                            "2^64 - 257 ns)"));
     return 0;
 }
 
 static int test_window_bounds(void) {
-    /* floor((2^64-1) / 10^9) * 2^bits(L) + L <= 2^64 - 3 holds for 29 bits, not 30. */
+    /* floor((2^64-1) / 10^9) * 2^bits(L) + L <= 2^64 - 257 holds for 29 bits, not 30. */
     CHECK(!rejected_because((rate_config){RATE_FIXED_WINDOW, SECOND, SECOND, 0},
                             "limit 1000000000: must be at most 536870911 for the fixed window "
                             "with period_ns 1000000000"));
@@ -54,7 +54,7 @@ static int test_window_bounds(void) {
     CHECK(!rejected_because((rate_config){RATE_SLIDING_LOG, (1 << 20) + 1, SECOND, 0},
                             "limit 1048577: must be at most 1048576 for the sliding log with "
                             "period_ns 1000000000"));
-    /* L = 1: floor((2^64-1) / P) * 2 + 1 <= 2^64 - 3 first holds at P = 3. */
+    /* L = 1: floor((2^64-1) / P) * 2 + 1 <= 2^64 - 257 first holds at P = 3. */
     CHECK(!rejected_because((rate_config){RATE_FIXED_WINDOW, 1, 1, 0},
                             "period_ns 1: must be at least 3 for the fixed window with limit 1"));
     return 0;

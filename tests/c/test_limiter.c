@@ -30,9 +30,9 @@
 #endif
 
 #define MAX UINT64_MAX
-/* END = 2^64-3: the largest TAT a state stores (the two values above it mark keyed-table
+/* END = 2^64-257: the largest TAT a state stores (the values above it mark keyed-table
  * slots), so the TAT timeline ends there and tau = B*T must be at most END. */
-#define END (MAX - 2)
+#define END (MAX - 256)
 #define HOUR (UINT64_C(3600) * SECOND)
 
 /* A GCRA limiter, or NULL if rate_limiter_new failed (the caller CHECKs it). */
@@ -142,7 +142,7 @@ static int test_new_rejects_invalid_configs(void) {
         {RATE_GCRA, 2, MAX, 3},             /* T = 2^63-1, B*T = 3*2^63-3 > 2^64-1 */
         {RATE_GCRA, 1, UINT64_C(1) << 32, UINT64_C(1) << 32}, /* B*T = 2^64 */
         {RATE_GCRA, 1, SECOND, MAX},        /* B*T = (2^64-1)*10^9 */
-        {RATE_GCRA, 1, END + 1, 1},         /* B*T = 2^64-2 > END */
+        {RATE_GCRA, 1, END + 1, 1},         /* B*T = 2^64-256 > END */
         {RATE_GCRA, MAX, MAX, 0},           /* T = 1, B*T = 2^64-1 > END */
         {RATE_GCRA, 2, MAX, 0},             /* T = 2^63-1, B*T = 2^64-2 > END */
     };
@@ -171,7 +171,7 @@ static int test_new_accepts_configs_at_the_edge(void) {
         {{RATE_GCRA, 5, SECOND, 0}, 5},                           /* B = 0 means L */
         {{RATE_GCRA, 5, SECOND, 2}, 2},                           /* B < L */
         {{RATE_GCRA, 1, SECOND, 7}, 7},                           /* B > L */
-        {{RATE_GCRA, 2, END, 0}, 2},            /* T = 2^63-2, B*T = 2^64-4 */
+        {{RATE_GCRA, 2, END, 0}, 2},            /* T = 2^63-129, B*T = 2^64-258 */
         {{RATE_GCRA, 1, UINT64_C(1) << 32, (UINT64_C(1) << 32) - 1},
          (UINT64_C(1) << 32) - 1},              /* B*T = 2^64 - 2^32 */
         {{RATE_GCRA, END, END, 0}, END},        /* T = 1, B*T = END */
@@ -500,7 +500,7 @@ static int test_time_going_backwards(void) {
     return run_gcra_steps(1, SECOND, 2, STEPS(steps));
 }
 
-/* M = 2^64-1, END = M-2. The TAT is one u64 (§4) of at most END, so an admission whose
+/* M = 2^64-1, END = M-256. The TAT is one u64 (§4) of at most END, so an admission whose
  * new TAT would pass END cannot be recorded; recording END instead would understate the
  * TAT and admit more than §4 allows. Such a request is never admitted on the timeline, so its retry_after is
  * "never" (M, §3 saturation); remaining counts only units whose TAT fits, and a bucket

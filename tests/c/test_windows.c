@@ -138,7 +138,7 @@ static int test_costs(void) {
 }
 
 /* Zero limit or period, more than the packed state can count (windows: L*2^64/P must
- * stay below ~2^64; log: L <= 2^20 and L*(2^64/P + 1) <= 2^64 - 3). */
+ * stay below ~2^64; log: L <= 2^20 and L*(2^64/P + 1) <= 2^64 - 257). */
 static int test_invalid_configs(void) {
     struct {
         uint32_t algorithm;

@@ -2,6 +2,9 @@
 
 #![allow(dead_code, unreachable_pub)] // each test crate uses a different subset
 
+#[cfg(not(loom))]
+pub mod processes;
+
 /// SplitMix64: a tiny deterministic PRNG, so every property test is reproducible from its
 /// seed without a dependency.
 pub struct Rng(u64);

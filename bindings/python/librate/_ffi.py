@@ -105,6 +105,10 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         (HANDLE, c_uint64, c_uint64, c_uint64, DECISION),
     ),
     "rate_keyed_new": (c_int32, (POINTER(rate_config), c_uint64, POINTER(HANDLE))),
+    "rate_keyed_open": (
+        c_int32,
+        (c_char_p, POINTER(rate_config), c_uint64, POINTER(HANDLE)),
+    ),
     "rate_keyed_free": (None, (HANDLE,)),
     "rate_keyed_acquire": (c_int32, (HANDLE, KEY, c_size_t, c_uint64, DECISION)),
     "rate_keyed_acquire_at": (

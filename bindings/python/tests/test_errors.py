@@ -112,7 +112,7 @@ def test_bad_limit(value: Any, error: type[Exception]) -> None:
 
 # Each message names the field, its value and the bound it broke. The bounds follow from
 # the rules in docs/semantics.md; the numbers are worked out in the comments.
-TOLERANCE = "(burst x (period_ns / limit) must be at most 2^64 - 3 ns)"
+TOLERANCE = "(burst x (period_ns / limit) must be at most 2^64 - 257 ns)"
 CONFIG_MESSAGES: list[tuple[dict[str, Any], str]] = [
     ({"limit": 0}, "limit 0: must be at least 1"),
     ({"limit": -1}, "limit -1: must be at least 1"),
@@ -133,13 +133,13 @@ CONFIG_MESSAGES: list[tuple[dict[str, Any], str]] = [
         "period 18446744074 s: must be at most 2**64-1 ns (about 584 years)",
     ),
     ({"burst": 0}, "burst 0: must be at least 1 (None means limit)"),
-    # T = P = 18446744073 s; 2 * T passes 2**64 - 3 ns, 1 * T does not.
+    # T = P = 18446744073 s; 2 * T passes 2**64 - 257 ns, 1 * T does not.
     (
         {"limit": 1, "period": 18_446_744_073, "burst": 2},
         f"burst 2: must be at most 1 for GCRA with limit 1 and period_ns 18446744073000000000"
         f" {TOLERANCE}",
     ),
-    # floor((2**64-1) / 10**9) * 2**bits(L) + L <= 2**64-3 holds for 29 bits, not 30.
+    # floor((2**64-1) / 10**9) * 2**bits(L) + L <= 2**64-257 holds for 29 bits, not 30.
     (
         {"algorithm": "fixed_window", "limit": 10**9},
         "limit 1000000000: must be at most 536870911 for the fixed window with period_ns"

@@ -1,0 +1,414 @@
+//! Keyed tables in files shared between processes (DESIGN §5, §7): real files, real
+//! processes (`fork`), and processes killed with SIGKILL in the middle of inserts.
+#![cfg(not(loom))]
+
+use std::collections::HashSet;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rate::{Config, Error, KeyedLimiter, Limiter};
+
+mod common;
+
+use common::processes::{in_processes, kill_and_reap, read_word, rewrite_word, spawn, Scratch};
+use common::Rng;
+
+const SECOND: u64 = 1_000_000_000;
+const HOUR: u64 = 3600 * SECOND;
+/// The frozen time every process decides at.
+const FROZEN: u64 = 1_000 * SECOND;
+
+/// The file's layout, as `src/shared.rs` and `src/keyed/layout.rs` write it: a header of
+/// 16 words, a control block of 16, a claim registry of 64 entries of 8 words, then the
+/// slots (2 words each for GCRA: fingerprint, TAT).
+const HEADER: usize = 16;
+const REGISTRY: usize = HEADER + 16;
+const ENTRY_WORDS: usize = 8;
+const CLAIMS: u64 = 64;
+const SLOTS: usize = REGISTRY + 64 * ENTRY_WORDS;
+/// The largest state a slot's first word holds; the markers lie above it.
+const MAX_STATE: u64 = u64::MAX - 256;
+const VACANT: u64 = u64::MAX;
+
+/// The marker of claim `entry`.
+fn installing(entry: u64) -> u64 {
+    MAX_STATE + 1 + entry
+}
+
+fn configs(limit: u64) -> [Config; 4] {
+    [
+        Config::gcra(limit, HOUR),
+        Config::fixed_window(limit, HOUR),
+        Config::sliding_window(limit, HOUR),
+        Config::sliding_log(limit, HOUR),
+    ]
+}
+
+/// Runs `threads` threads of `body(thread index)` and sums what they return.
+fn in_threads(threads: usize, body: impl Fn(usize) -> u64 + Sync) -> u64 {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|thread| {
+                let body = &body;
+                scope.spawn(move || body(thread))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    })
+}
+
+/// 4 processes × 4 threads take units of 10 keys at a frozen time until every key is
+/// denied: exactly 5 per key are admitted between them, for every algorithm, and a later
+/// opener finds every key used up.
+#[test]
+fn processes_share_one_table() {
+    let scratch = Scratch::new("keyed-share");
+    let keys: Vec<String> = (0..10).map(|k| format!("user-{k}")).collect();
+    for config in configs(5) {
+        let path = scratch.path(&format!("{:?}", config.algorithm));
+        let admitted = in_processes(4, |_| {
+            let table = KeyedLimiter::open(&path, &config, 64).unwrap();
+            let total = in_threads(4, |thread| {
+                let mut admitted = 0;
+                for key in keys.iter().cycle().skip(thread).take(keys.len() * 8) {
+                    admitted +=
+                        u64::from(table.acquire_at(key.as_bytes(), 1, FROZEN).unwrap().allowed);
+                }
+                admitted
+            });
+            total as u8
+        });
+        let total: u64 = admitted.iter().map(|&n| u64::from(n)).sum();
+        assert_eq!(total, 50, "{config:?}: {admitted:?}");
+        let later = KeyedLimiter::open(&path, &config, 64).unwrap();
+        for key in &keys {
+            let query = later.acquire_at(key.as_bytes(), 0, FROZEN).unwrap();
+            assert_eq!(query.remaining, 0, "{config:?} {key}");
+        }
+        assert_eq!(later.live_keys_at(FROZEN), 10, "{config:?}");
+    }
+}
+
+/// 8 processes open one new path at once: one table, one hash key, one limit per key.
+#[test]
+fn racing_creators_end_on_one_table() {
+    let scratch = Scratch::new("keyed-race");
+    let path = scratch.path("table");
+    let config = Config::gcra(3, HOUR);
+    let admitted = in_processes(8, |_| {
+        let table = KeyedLimiter::open(&path, &config, 100).unwrap();
+        u8::from(table.acquire_at(b"k", 1, FROZEN).unwrap().allowed)
+    });
+    assert_eq!(admitted.iter().map(|&n| u32::from(n)).sum::<u32>(), 3);
+    let names: Vec<_> = fs::read_dir(&scratch.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["table"]);
+    let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+/// A keyed file opened with another capacity or configuration, as a limiter, or a
+/// limiter's file opened as a table: refused, and the file left as it was.
+#[test]
+fn a_file_for_another_table_is_refused_untouched() {
+    let scratch = Scratch::new("keyed-mismatch");
+    let path = scratch.path("table");
+    let config = Config::gcra(3, HOUR);
+    let table = KeyedLimiter::open(&path, &config, 100).unwrap();
+    assert!(table.acquire_at(b"k", 1, FROZEN).unwrap().allowed);
+    let before = fs::read(&path).unwrap();
+    for (other, capacity) in [
+        (config, 101),
+        (Config::gcra(4, HOUR), 100),
+        (Config::gcra(3, HOUR).with_burst(4), 100),
+        (Config::fixed_window(3, HOUR), 100),
+    ] {
+        assert_eq!(
+            KeyedLimiter::open(&path, &other, capacity).unwrap_err(),
+            Error::Incompatible,
+            "{other:?} {capacity}"
+        );
+    }
+    assert_eq!(
+        Limiter::open(&path, &config).unwrap_err(),
+        Error::Incompatible
+    );
+    let limiter_path = scratch.path("limiter");
+    drop(Limiter::open(&limiter_path, &config).unwrap());
+    assert_eq!(
+        KeyedLimiter::open(&limiter_path, &config, 100).unwrap_err(),
+        Error::Incompatible
+    );
+    assert_eq!(fs::read(&path).unwrap(), before);
+    assert_eq!(
+        KeyedLimiter::open(&path, &config, 0).unwrap_err(),
+        Error::InvalidConfig(rate::ConfigError::Capacity)
+    );
+    assert_eq!(
+        KeyedLimiter::open(scratch.path("none/table"), &config, 1).unwrap_err(),
+        Error::Io(libc::ENOENT)
+    );
+}
+
+/// A table of another boot is reset: every slot vacant again, every key full.
+#[test]
+fn a_table_from_another_boot_is_reset() {
+    let scratch = Scratch::new("keyed-boot");
+    let path = scratch.path("table");
+    let config = Config::gcra(1, HOUR);
+    let table = KeyedLimiter::open(&path, &config, 2).unwrap();
+    for key in [b"a", b"b", b"c", b"d"] {
+        assert!(table.acquire_at(key, 1, FROZEN).unwrap().allowed);
+    }
+    assert_eq!(
+        table.acquire_at(b"e", 1, FROZEN).unwrap_err(),
+        Error::TableFull
+    );
+    drop(table);
+    rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
+    let reset = KeyedLimiter::open(&path, &config, 2).unwrap();
+    assert_eq!(reset.live_keys_at(FROZEN), 0);
+    for key in [b"a", b"e", b"f", b"g"] {
+        assert!(reset.acquire_at(key, 1, FROZEN).unwrap().allowed);
+    }
+}
+
+/// The index of the one slot whose first word differs between two images of the file.
+fn changed_slot(before: &[u8], after: &[u8]) -> usize {
+    let words = |bytes: &[u8]| -> Vec<u64> {
+        bytes
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let (before, after) = (words(before), words(after));
+    let changed: Vec<usize> = (SLOTS..before.len())
+        .filter(|&w| (w - SLOTS) % 2 == 1 && before[w] != after[w])
+        .map(|w| (w - SLOTS) / 2)
+        .collect();
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    changed[0]
+}
+
+/// A token for a process that is gone: a child that has exited and been reaped.
+fn dead_token() -> u64 {
+    let pid = spawn(|| {});
+    let mut status = 0;
+    // SAFETY: reaps the child just forked.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    (pid as u64) << 32
+}
+
+/// A slot left claimed by a process that died mid-insert is put back as the claim found
+/// it (its old key, fingerprint and state) by the next process that needs it; a claim
+/// marker that no live claim explains (a free entry, an entry past the registry) becomes
+/// a vacant slot. Each entry involved is free again afterwards.
+#[test]
+fn a_claim_whose_process_died_is_put_back() {
+    let scratch = Scratch::new("keyed-dead-claim");
+    let path = scratch.path("table");
+    // GCRA, 1 per hour: a key's TAT after one admission at FROZEN is FROZEN + 1 h.
+    let config = Config::gcra(1, HOUR);
+    let table = KeyedLimiter::open(&path, &config, 8).unwrap();
+    let empty = fs::read(&path).unwrap();
+    assert!(table.acquire_at(b"old", 1, FROZEN).unwrap().allowed);
+    let slot = changed_slot(&empty, &fs::read(&path).unwrap());
+    let first = SLOTS + 2 * slot + 1;
+    assert_eq!(read_word(&path, first), FROZEN + HOUR);
+    let fingerprint = read_word(&path, first - 1);
+
+    // Entry 5 claimed the slot and its process died before installing: the slot holds
+    // the marker, and the dead install had already written another key's fingerprint.
+    let entry = REGISTRY + 5 * ENTRY_WORDS;
+    rewrite_word(&path, entry, dead_token());
+    rewrite_word(&path, entry + 1, slot as u64);
+    rewrite_word(&path, entry + 2, FROZEN + HOUR);
+    rewrite_word(&path, entry + 3, fingerprint);
+    rewrite_word(&path, first - 1, !fingerprint);
+    rewrite_word(&path, first, installing(5));
+    let denied = table.acquire_at(b"old", 1, FROZEN + 1).unwrap();
+    assert!(!denied.allowed);
+    assert_eq!(denied.retry_after_ns, HOUR - 1);
+    assert_eq!(read_word(&path, first), FROZEN + HOUR);
+    assert_eq!(read_word(&path, first - 1), fingerprint);
+    assert_eq!(read_word(&path, entry), 0, "the entry is free again");
+
+    // A marker of a free entry, and one past the registry: bytes, not claims.
+    for marker in [installing(7), installing(CLAIMS), installing(254)] {
+        rewrite_word(&path, first, marker);
+        // `old` waits for the slot, which turns vacant: `old` is new again.
+        assert!(table.acquire_at(b"old", 1, FROZEN + 2).unwrap().allowed);
+        assert_ne!(read_word(&path, first), marker);
+    }
+    assert_eq!(read_word(&path, REGISTRY + 7 * ENTRY_WORDS), 0);
+}
+
+/// This process's token as a claim registry holds it: pid, then the low half of its start
+/// time in clock ticks (field 22 of `/proc/self/stat`).
+fn own_token() -> u64 {
+    let stat = fs::read_to_string("/proc/self/stat").unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+    let started: u64 = after_name
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    u64::from(std::process::id()) << 32 | (started & 0xffff_ffff)
+}
+
+/// A forged claim that names a live process (this one) and the very slot it marks, which
+/// no recovery may take back: calls that need the slot stop waiting after about a second
+/// and report the table full, and the other keys decide as before.
+#[test]
+fn a_forged_claim_of_a_live_process_ends_the_wait() {
+    let scratch = Scratch::new("keyed-live-forgery");
+    let path = scratch.path("table");
+    let config = Config::gcra(1, HOUR);
+    let table = KeyedLimiter::open(&path, &config, 8).unwrap();
+    let empty = fs::read(&path).unwrap();
+    assert!(table.acquire_at(b"stuck", 1, FROZEN).unwrap().allowed);
+    let slot = changed_slot(&empty, &fs::read(&path).unwrap());
+    let first = SLOTS + 2 * slot + 1;
+    let entry = REGISTRY + 3 * ENTRY_WORDS;
+    rewrite_word(&path, entry, own_token());
+    rewrite_word(&path, entry + 1, slot as u64);
+    rewrite_word(&path, entry + 2, FROZEN + HOUR);
+    rewrite_word(&path, entry + 3, read_word(&path, first - 1));
+    rewrite_word(&path, first, installing(3));
+    let started = Instant::now();
+    assert_eq!(
+        table.acquire_at(b"stuck", 1, FROZEN + 1).unwrap_err(),
+        Error::TableFull
+    );
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(900), "{waited:?}");
+    assert!(waited < Duration::from_secs(30), "{waited:?}");
+    assert_eq!(
+        read_word(&path, first),
+        installing(3),
+        "a live claim is never taken"
+    );
+}
+
+/// Workers in 4 processes of 4 threads insert fresh keys without pause while they are
+/// killed (SIGKILL) at random moments, 40 times over. Then every key still decides, and
+/// once the old keys are fresh the table takes as many new keys as it has slots: no slot
+/// stays claimed by a dead process. A registry entry still taken names a killed worker
+/// (the next insert to need it takes it over), never this process.
+#[test]
+fn killed_inserters_leave_a_usable_table() {
+    let scratch = Scratch::new("keyed-kill");
+    let path = scratch.path("table");
+    let config = Config::gcra(2, SECOND);
+    let capacity = 256;
+    drop(KeyedLimiter::open(&path, &config, capacity).unwrap());
+    let mut rng = Rng::new(16);
+    let mut stuck_after_kills = 0;
+    let mut killed = HashSet::new();
+    for round in 0..40u64 {
+        let workers: Vec<_> = (0..4u64)
+            .map(|worker| {
+                let path = path.clone();
+                spawn(move || {
+                    let table = KeyedLimiter::open(&path, &config, capacity).unwrap();
+                    in_threads(4, |thread| loop {
+                        for i in 0u64.. {
+                            let key = format!("{round}-{worker}-{thread}-{i}");
+                            // Times move on, so older keys go fresh and are reclaimed.
+                            let now = FROZEN + i * SECOND / 8;
+                            let _ = table.acquire_at(key.as_bytes(), 1, now);
+                        }
+                    });
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_micros(rng.range(500, 20_000)));
+        for pid in workers {
+            kill_and_reap(pid);
+            killed.insert(pid as u64);
+        }
+        let words = fs::read(&path).unwrap();
+        stuck_after_kills += (SLOTS..words.len() / 8)
+            .filter(|&w| (w - SLOTS) % 2 == 1)
+            .filter(|&w| {
+                let first = u64::from_le_bytes(words[w * 8..w * 8 + 8].try_into().unwrap());
+                first > MAX_STATE && first != VACANT
+            })
+            .count();
+    }
+    println!("slots left claimed by killed processes, over all rounds: {stuck_after_kills}");
+    let table = KeyedLimiter::open(&path, &config, capacity).unwrap();
+    let later = FROZEN + 1_000_000 * SECOND;
+    let started = Instant::now();
+    let mut seen = HashSet::new();
+    for i in 0..table.max_keys() {
+        let key = format!("after-{i}");
+        let decision = table.acquire_at(key.as_bytes(), 1, later).unwrap();
+        assert!(decision.allowed, "{key}");
+        seen.insert(key);
+    }
+    assert_eq!(table.live_keys_at(later), table.max_keys());
+    assert_eq!(
+        table.acquire_at(b"one-too-many", 1, later).unwrap_err(),
+        Error::TableFull
+    );
+    for entry in 0..CLAIMS as usize {
+        let owner = read_word(&path, REGISTRY + entry * ENTRY_WORDS);
+        assert!(
+            owner == 0 || killed.contains(&(owner >> 32)),
+            "entry {entry}: {owner:#x}"
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+/// Whatever the slots, registry and control block hold (random words, claim markers of
+/// every kind, probe bounds past the table), every call returns a decision or an error,
+/// from several threads at once, and none waits forever.
+#[test]
+fn any_region_bytes_give_a_decision() {
+    let scratch = Scratch::new("keyed-bytes");
+    let mut rng = Rng::new(7);
+    for config in configs(4) {
+        let path = scratch.path(&format!("{:?}", config.algorithm));
+        drop(KeyedLimiter::open(&path, &config, 16).unwrap());
+        let words = fs::read(&path).unwrap().len() / 8;
+        for round in 0..12u64 {
+            let mut bytes = fs::read(&path).unwrap();
+            for word in HEADER..words {
+                let value = match rng.below(6) {
+                    0 => rng.next_u64(),
+                    1 => installing(rng.below(256)),
+                    2 => VACANT,
+                    3 => rng.below(64),
+                    4 => FROZEN + rng.below(HOUR),
+                    _ => continue,
+                };
+                bytes[word * 8..word * 8 + 8].copy_from_slice(&value.to_le_bytes());
+            }
+            fs::write(&path, bytes).unwrap();
+            let table = Arc::new(KeyedLimiter::open(&path, &config, 16).unwrap());
+            let done = AtomicBool::new(false);
+            in_threads(4, |thread| {
+                for i in 0..40u64 {
+                    let key = format!("k{}", (i + thread as u64 + round) % 24);
+                    let now = [0, FROZEN, FROZEN + i * HOUR, u64::MAX][i as usize % 4];
+                    match table.acquire_at(key.as_bytes(), 1, now) {
+                        Ok(decision) => assert!(decision.remaining <= 4, "{config:?}"),
+                        Err(error) => assert_eq!(error, Error::TableFull, "{config:?}"),
+                    }
+                    let _ = table.try_acquire(key.as_bytes(), 1);
+                }
+                done.store(true, Ordering::Relaxed);
+                0
+            });
+            assert!(done.load(Ordering::Relaxed));
+        }
+    }
+}
