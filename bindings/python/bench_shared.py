@@ -87,7 +87,12 @@ def local_redis() -> Iterator[Server | str]:
         "--save", "", "--appendonly", "no", "--dir", directory,
     ]
     # fmt: on
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    try:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    except OSError as error:
+        shutil.rmtree(directory, ignore_errors=True)
+        yield f"cannot start {program}: {error.strerror}"
+        return
     try:
         deadline = time.monotonic() + STARTUP
         while True:
