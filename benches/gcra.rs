@@ -17,8 +17,6 @@
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::ptr;
-use std::sync::Barrier;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
@@ -33,6 +31,9 @@ use rate::ffi::{
 };
 use rate::{Algorithm, Config, Limiter};
 
+mod timing;
+use timing::{contended, single};
+
 const US: u64 = 1_000;
 const MS: u64 = 1_000 * US;
 const SECOND: u64 = 1_000 * MS;
@@ -42,7 +43,6 @@ const DAY: u64 = 24 * HOUR;
 const FROZEN_NS: u64 = 1_000 * SECOND;
 /// Governor's largest burst (its burst is a `NonZeroU32`).
 const MAX_GOVERNOR_BURST: u64 = u32::MAX as u64;
-const THREADS: usize = 2;
 
 /// Admitting through the clock, in the two shapes that take different paths in librate.
 ///
@@ -247,55 +247,10 @@ impl Drop for FfiLimiter {
     }
 }
 
-/// Measures `call` on one thread.
-///
-/// The timing loop is written here, around `call` itself, so the call is inlined into it
-/// as into a caller's own loop (criterion's `iter` reaches it through a reference, which
-/// the optimiser may leave as a call per iteration).
-fn single<R>(group: &mut BenchmarkGroup<WallTime>, id: BenchmarkId, call: impl Fn() -> R) {
-    group.bench_function(id, |b| {
-        b.iter_custom(|iters| {
-            let start = Instant::now();
-            for _ in 0..iters {
-                black_box(call());
-            }
-            start.elapsed()
-        })
-    });
-}
-
-/// Measures `call` on [`THREADS`] threads at once: the slower thread's time per call.
-fn contended<R>(
-    group: &mut BenchmarkGroup<WallTime>,
-    id: BenchmarkId,
-    call: impl Fn() -> R + Sync,
-) {
-    group.bench_function(id, |b| {
-        b.iter_custom(|iters| {
-            let start_line = Barrier::new(THREADS);
-            thread::scope(|scope| {
-                let threads: Vec<_> = (0..THREADS)
-                    .map(|_| {
-                        scope.spawn(|| {
-                            start_line.wait();
-                            let start = Instant::now();
-                            for _ in 0..iters {
-                                black_box(call());
-                            }
-                            start.elapsed()
-                        })
-                    })
-                    .collect();
-                let elapsed = threads.into_iter().map(|thread| thread.join().unwrap());
-                elapsed.max().unwrap_or_default()
-            })
-        })
-    });
-}
-
-/// How a group runs one call: alone, or on [`THREADS`] threads at once. Generic over the
-/// call, so each is inlined into the timing loop as a caller's own code would be (through
-/// a `dyn Fn` every call would pay an indirect call, librate's and governor's alike).
+/// How a group runs one call: alone, or on [`timing::THREADS`] threads at once. Generic
+/// over the call, so each is inlined into the timing loop as a caller's own code would be
+/// (through a `dyn Fn` every call would pay an indirect call, librate's and governor's
+/// alike).
 trait Runner {
     fn run(group: &mut BenchmarkGroup<WallTime>, id: BenchmarkId, call: impl Fn() -> bool + Sync);
 }
@@ -310,7 +265,7 @@ impl Runner for Single {
 struct Contended;
 impl Runner for Contended {
     fn run(group: &mut BenchmarkGroup<WallTime>, id: BenchmarkId, call: impl Fn() -> bool + Sync) {
-        contended(group, id, call);
+        contended(group, id, |_| call());
     }
 }
 

@@ -299,13 +299,21 @@ def measure(table: list[Row]) -> float:
     return statistics.median(overhead)
 
 
+def setting(overhead: float, *more: str) -> str:
+    """The line that says where and how a table was measured; ``more`` adds to it."""
+    return (
+        f"{platform.python_implementation()} {platform.python_version()}, "
+        f"{platform.machine()}, librate {librate.library_version()}; "
+        + "".join(f"{item}; " for item in more)
+        + f"{LIMIT} per {PERIOD} s; median of {REPEATS}; empty-loop overhead "
+        f"{overhead:.1f} ns subtracted."
+    )
+
+
 def report(table: list[Row], overhead: float) -> str:
     floors = {row.keys: row.ns - overhead for row in table if "floor" in row.name and row.samples}
     lines = [
-        f"{platform.python_implementation()} {platform.python_version()}, "
-        f"{platform.machine()}, librate {librate.library_version()}; "
-        f"{LIMIT} per {PERIOD} s; median of {REPEATS}; empty-loop overhead "
-        f"{overhead:.1f} ns subtracted.",
+        setting(overhead),
         "",
         "| limiter | keys | ns per check | × floor | admitted |",
         "|---|---|---:|---:|---:|",

@@ -1,0 +1,321 @@
+//! A shared limiter (`Limiter::open`: its state in a file every process maps) against a
+//! private one (`Limiter::new`) of the same configuration: `cargo bench --bench shared`.
+//!
+//! Each pair runs in the same criterion group, the private limiter first, the shared one
+//! right after it, so the two are measured minutes apart at most on the same machine
+//! state. Both are fresh for each measurement and taken to the same state first.
+//!
+//! | group | what |
+//! |---|---|
+//! | `shared_through_clock` | `try_acquire` and `acquire`, the clock included |
+//! | `shared_at_frozen_time` | `acquire_at` on a black-boxed frozen time: the decision alone |
+//! | `shared_contended_2_threads` | 2 threads on one admitting limiter (the slower thread's time per call); `shared_two_mappings`: each thread through its own `open` of the file, as two processes would |
+//! | `shared_vs_redis` | the shared limiter against what a user would do on one host instead: a Redis `INCR` + `EXPIRE` round trip to a local redis-server, over loopback and a Unix socket (see `local_redis.rs`; skipped when `redis-server` is not installed) |
+//!
+//! The subjects are those of `gcra.rs`, with the same configurations, so their private
+//! rows can be read against that bench's. The files go in `/dev/shm` (a tmpfs: the file
+//! lives in memory) or, where there is none, the temporary directory; set
+//! `LIBRATE_BENCH_SHARED_DIR` to measure another file system. Each file is removed when its
+//! limiter is dropped.
+
+use std::hint::black_box;
+use std::io::{Read, Write};
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
+use rate::{Config, Limiter};
+
+mod local_redis;
+mod timing;
+use local_redis::{Counter, LocalRedis};
+use timing::{contended, single};
+
+const US: u64 = 1_000;
+const SECOND: u64 = 1_000_000 * US;
+const HOUR: u64 = 3_600 * SECOND;
+/// The time `acquire_at` is asked about in the frozen-time benches (as in `gcra.rs`).
+const FROZEN_NS: u64 = 1_000 * SECOND;
+/// `gcra.rs`' burst for its busy and frozen buckets (governor's largest).
+const LARGE_BURST: u64 = u32::MAX as u64;
+
+/// A limiter to measure and the state it is measured in.
+struct Subject {
+    label: &'static str,
+    config: Config,
+    /// Units taken before any measured call.
+    prefill: u64,
+    /// Whether every measured call is admitted (else every one is denied).
+    allowing: bool,
+}
+
+const fn subject(label: &'static str, config: Config, prefill: u64, allowing: bool) -> Subject {
+    Subject {
+        label,
+        config,
+        prefill,
+        allowing,
+    }
+}
+
+/// `gcra.rs`' counters: one window for the whole run, with far more room than its calls.
+fn counter(label: &'static str, config: fn(u64, u64) -> Config) -> Subject {
+    subject(label, config(1 << 40, 1 << 62), 0, true)
+}
+
+/// Through the clock: `gcra.rs`' busy and idle buckets, its two counters, its log, and
+/// its drained bucket (every call a denial). See that file for why each keeps its shape
+/// for a whole run.
+fn through_clock_subjects() -> [Subject; 6] {
+    [
+        subject(
+            "gcra_busy",
+            Config::gcra(10_000_000, SECOND).with_burst(LARGE_BURST),
+            1_000_000,
+            true,
+        ),
+        subject("gcra_idle", Config::gcra(1_000_000_000, SECOND), 0, true),
+        counter("fixed_window", Config::fixed_window),
+        counter("sliding_window", Config::sliding_window),
+        subject(
+            "sliding_log",
+            Config::sliding_log(1 << 13, 100 * US),
+            0,
+            true,
+        ),
+        subject("gcra_drained", Config::gcra(1, HOUR), 1, false),
+    ]
+}
+
+/// At a frozen time: `gcra.rs`' frozen bucket and its two counters (the log has no
+/// frozen-time case: with time standing still its ring fills).
+fn frozen_subjects() -> [Subject; 3] {
+    [
+        subject(
+            "gcra_frozen",
+            Config::gcra(1_000_000_000, SECOND).with_burst(LARGE_BURST),
+            0,
+            true,
+        ),
+        counter("fixed_window", Config::fixed_window),
+        counter("sliding_window", Config::sliding_window),
+    ]
+}
+
+/// Where a limiter's state lives.
+#[derive(Clone, Copy)]
+enum Store {
+    /// `Limiter::new`: this process's heap.
+    Private,
+    /// `Limiter::open`: a file every process can map.
+    Shared,
+}
+
+impl Store {
+    fn name(self) -> &'static str {
+        match self {
+            Store::Private => "private",
+            Store::Shared => "shared",
+        }
+    }
+}
+
+/// A limiter and, for a shared one, its file, removed on drop.
+struct Subjected {
+    limiter: Limiter,
+    file: Option<PathBuf>,
+}
+
+impl Deref for Subjected {
+    type Target = Limiter;
+    fn deref(&self) -> &Limiter {
+        &self.limiter
+    }
+}
+
+impl Drop for Subjected {
+    fn drop(&mut self) {
+        if let Some(file) = &self.file {
+            // The mapping outlives the name: the limiter still works until it is dropped.
+            let _ = std::fs::remove_file(file);
+        }
+    }
+}
+
+/// The directory the shared files go in.
+fn shared_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("LIBRATE_BENCH_SHARED_DIR") {
+        return dir.into();
+    }
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// A path no other limiter of this run (or another run) uses.
+fn fresh_path(label: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let serial = NEXT.fetch_add(1, Ordering::Relaxed);
+    let name = format!("librate-bench-{}-{serial}-{label}", std::process::id());
+    shared_dir().join(name)
+}
+
+impl Subject {
+    /// A fresh limiter in `store` with the prefill taken at `now_ns`.
+    fn make(&self, store: Store, now_ns: u64) -> Subjected {
+        let subjected = match store {
+            Store::Private => Subjected {
+                limiter: Limiter::new(&self.config).expect("bench configs are valid"),
+                file: None,
+            },
+            Store::Shared => {
+                let path = fresh_path(self.label);
+                let limiter = Limiter::open(&path, &self.config)
+                    .unwrap_or_else(|error| panic!("open {}: {error}", path.display()));
+                Subjected {
+                    limiter,
+                    file: Some(path),
+                }
+            }
+        };
+        let prefill = subjected.acquire_at(self.prefill, now_ns);
+        assert!(prefill.expect("prefill ≤ burst").allowed, "{}", self.label);
+        subjected
+    }
+
+    fn id(&self, operation: &str, store: Store) -> BenchmarkId {
+        BenchmarkId::new(self.label, format!("{operation}/{}", store.name()))
+    }
+
+    /// Checks, after a run, that the limiter is still in the shape it was measured for.
+    fn expect(&self, operation: &str, admitted: bool) {
+        assert_eq!(
+            admitted, self.allowing,
+            "{}/{operation} changed shape during the run; its numbers measure the wrong case",
+            self.label
+        );
+    }
+}
+
+const STORES: [Store; 2] = [Store::Private, Store::Shared];
+
+/// `try_acquire` and `acquire` through the clock, private then shared.
+fn through_clock(c: &mut Criterion) {
+    let mut group = c.benchmark_group("shared_through_clock");
+    for subject in &through_clock_subjects() {
+        for store in STORES {
+            let ours = subject.make(store, rate::now_ns());
+            let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
+            single(&mut group, subject.id("try_acquire", store), try_acquire);
+            subject.expect("try_acquire", try_acquire());
+        }
+        for store in STORES {
+            let ours = subject.make(store, rate::now_ns());
+            let acquire = || ours.acquire(black_box(1)).is_ok_and(|d| d.allowed);
+            single(&mut group, subject.id("acquire", store), acquire);
+            subject.expect("acquire", acquire());
+        }
+    }
+    group.finish();
+}
+
+/// `acquire_at` on a black-boxed [`FROZEN_NS`], private then shared.
+fn at_frozen_time(c: &mut Criterion) {
+    let mut group = c.benchmark_group("shared_at_frozen_time");
+    for subject in &frozen_subjects() {
+        for store in STORES {
+            let ours = subject.make(store, FROZEN_NS);
+            let acquire_at = || {
+                let decision = ours.acquire_at(black_box(1), black_box(FROZEN_NS));
+                decision.is_ok_and(|d| d.allowed)
+            };
+            single(&mut group, subject.id("acquire_at", store), acquire_at);
+            subject.expect("acquire_at", acquire_at());
+        }
+    }
+    group.finish();
+}
+
+/// Two threads on the busy bucket: one private limiter, one shared handle, and two
+/// handles of one file (each thread its own mapping of the same memory).
+fn contended_2_threads(c: &mut Criterion) {
+    let mut group = c.benchmark_group("shared_contended_2_threads");
+    let [busy, ..] = through_clock_subjects();
+    for store in STORES {
+        let ours = busy.make(store, rate::now_ns());
+        let try_acquire = |_| ours.try_acquire(black_box(1)) == Ok(true);
+        contended(&mut group, busy.id("try_acquire", store), try_acquire);
+        busy.expect("try_acquire", try_acquire(0));
+    }
+    let first = busy.make(Store::Shared, rate::now_ns());
+    let path = first.file.as_ref().expect("a shared limiter has a file");
+    let second = Limiter::open(path, &busy.config).expect("the same file and config");
+    let handles = [&first.limiter, &second];
+    let try_acquire = |index: usize| handles[index].try_acquire(black_box(1)) == Ok(true);
+    let id = BenchmarkId::new(busy.label, "try_acquire/shared_two_mappings");
+    contended(&mut group, id, try_acquire);
+    busy.expect("try_acquire", try_acquire(0) && try_acquire(1));
+    group.finish();
+}
+
+/// The busy bucket's shared `try_acquire` and `acquire`, then one Redis round trip per
+/// call over loopback and over the Unix socket, in one group.
+fn versus_redis(c: &mut Criterion) {
+    let Some(server) = LocalRedis::start() else {
+        return;
+    };
+    let mut group = c.benchmark_group("shared_vs_redis");
+    let [busy, ..] = through_clock_subjects();
+    let ours = busy.make(Store::Shared, rate::now_ns());
+    let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
+    single(
+        &mut group,
+        busy.id("try_acquire", Store::Shared),
+        try_acquire,
+    );
+    busy.expect("try_acquire", try_acquire());
+    let acquire = || ours.acquire(black_box(1)).is_ok_and(|d| d.allowed);
+    single(&mut group, busy.id("acquire", Store::Shared), acquire);
+    busy.expect("acquire", acquire());
+
+    let key = format!("librate-bench:{}", std::process::id());
+    let connected = "connect to the local redis-server";
+    round_trips(
+        &mut group,
+        "tcp",
+        Counter::new(server.tcp().expect(connected), &key),
+    );
+    round_trips(
+        &mut group,
+        "unix",
+        Counter::new(server.unix().expect(connected), &key),
+    );
+    group.finish();
+}
+
+/// One Redis `INCR` + `EXPIRE` round trip per call, over `transport`.
+fn round_trips(
+    group: &mut BenchmarkGroup<WallTime>,
+    transport: &str,
+    mut counter: Counter<impl Read + Write>,
+) {
+    let id = BenchmarkId::new("redis_incr_expire", transport);
+    single(group, id, || counter.incr_expire().expect("redis answers"));
+}
+
+criterion_group! {
+    name = benches;
+    // Short runs, as in `gcra.rs`: the machine is shared, and the ratios that matter are
+    // measured within one run.
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = through_clock, at_frozen_time, contended_2_threads, versus_redis
+}
+criterion_main!(benches);
