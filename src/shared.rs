@@ -142,6 +142,11 @@ impl Mapping {
             match OpenOptions::new().read(true).write(true).open(path) {
                 Ok(file) => return Self::attach(&file, identity, words, contents),
                 Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                    // A symbolic link to nothing: linking a table there would fail for
+                    // good, so this loop would never end.
+                    if fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+                        return Err(os_error(&error));
+                    }
                     if let Some(created) = Self::create(path, identity, words, contents)? {
                         return Ok(created);
                     }
@@ -177,14 +182,7 @@ impl Mapping {
         words: usize,
         contents: &Contents<'_>,
     ) -> Result<Option<Self>, Error> {
-        let temporary = temporary_beside(path);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)
-            .map_err(|error| os_error(&error))?;
+        let (temporary, mut file) = create_beside(path)?;
         let built = (|| {
             // Exactly 0600, whatever the umask removed or not.
             file.set_permissions(fs::Permissions::from_mode(0o600))?;
@@ -334,6 +332,28 @@ fn boot_id() -> u64 {
         .ok()
         .filter(|&id| id != 0)
         .unwrap_or(1)
+}
+
+/// Creates a new file of mode 0600 beside `path`, under a name no other opener uses: one
+/// left behind by a process killed mid-create, or made by anybody else, is skipped.
+fn create_beside(path: &Path) -> Result<(PathBuf, File), Error> {
+    let mut attempts = 0;
+    loop {
+        let temporary = temporary_beside(path);
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)
+        {
+            Ok(file) => return Ok((temporary, file)),
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempts < 64 => {
+                attempts += 1;
+            }
+            Err(error) => return Err(os_error(&error)),
+        }
+    }
 }
 
 /// A name beside `path` that no other opener uses: the process id and a counter.

@@ -139,6 +139,35 @@ fn os_refusals_carry_the_errno() {
     );
     let error = Limiter::open(&missing_dir, &config).unwrap_err();
     assert!(error.to_string().contains("No such file"), "{error}");
+    // A symbolic link to nothing is refused, not created through (and not looped on).
+    let dangling = scratch.path("dangling");
+    std::os::unix::fs::symlink(scratch.path("nowhere"), &dangling).unwrap();
+    assert_eq!(
+        Limiter::open(&dangling, &config).unwrap_err(),
+        Error::Io(libc::ENOENT)
+    );
+}
+
+/// Temporary names that other files already have (left by a process killed while
+/// creating, or made by anybody) are skipped: the table is still created, and the other
+/// files left alone. (Names are `<file>.<pid>.<counter>.tmp`; this process's counter is
+/// below 48 here, as its other tests create only a few files.)
+#[test]
+fn taken_temporary_names_are_skipped() {
+    let scratch = Scratch::new("taken");
+    let path = scratch.path("limit");
+    let squatters: Vec<_> = (0..48)
+        .map(|counter| scratch.path(&format!("limit.{}.{counter}.tmp", std::process::id())))
+        .collect();
+    for squatter in &squatters {
+        fs::write(squatter, b"not a table").unwrap();
+    }
+    let config = Config::gcra(2, SECOND);
+    let limiter = Limiter::open(&path, &config).unwrap();
+    assert_eq!(limiter.acquire_at(1, FROZEN).unwrap().remaining, 1);
+    for squatter in &squatters {
+        assert_eq!(fs::read(squatter).unwrap(), b"not a table");
+    }
 }
 
 /// A table written during another boot of the host (its boot word differs) is reset
