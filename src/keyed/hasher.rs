@@ -27,11 +27,13 @@ impl KeyHasher {
     }
 
     /// The hasher under `key` (a shared table's, from its file).
+    #[cfg(not(loom))]
     pub(crate) fn with_key(key: [u64; 2]) -> Self {
         Self { key }
     }
 
     /// The secret key, for a shared table's file.
+    #[cfg(not(loom))]
     pub(crate) fn key(&self) -> [u64; 2] {
         self.key
     }

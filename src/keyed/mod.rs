@@ -453,6 +453,19 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             })
             .count()
     }
+
+    /// How many slots are claimed (hold an insert's marker): the model checks' proof that
+    /// no claim outlives its claimer for good. Exists only under `cfg(loom)`.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn claimed_slots(&self) -> usize {
+        (0..self.layout.slot_count)
+            .filter(|&slot| {
+                // Relaxed: read after every thread of the model has been joined.
+                crate::state::is_installing(self.first_word(slot).load(Ordering::Relaxed))
+            })
+            .count()
+    }
 }
 
 impl<S> fmt::Debug for KeyedLimiter<S> {

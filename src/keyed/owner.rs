@@ -101,10 +101,15 @@ mod host {
 #[cfg(loom)]
 mod model {
     use std::cell::Cell;
-    use std::sync::Mutex;
 
-    /// Tokens of the threads a test stopped (std, not loom: bookkeeping of the test).
-    static STOPPED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+    use loom::sync::atomic::{AtomicU64, Ordering};
+
+    loom::lazy_static! {
+        /// The tokens (below 64) of the threads a model stopped, one bit each: a loom
+        /// atomic, new in each run, so that finding a process dead happens after all it
+        /// wrote, as on a host, where the kernel has ended it before `/proc` says so.
+        static ref STOPPED: AtomicU64 = AtomicU64::new(0);
+    }
 
     loom::thread_local! {
         /// The token of the "process" this thread plays, and how many crash points it
@@ -117,7 +122,9 @@ mod model {
     }
 
     pub(crate) fn is_alive(token: u64) -> bool {
-        token != 0 && !STOPPED.lock().unwrap().contains(&token)
+        // Acquire: pairs with the Release in `crash_point`, as the kernel orders a killed
+        // process's writes before its death.
+        token != 0 && (token >= 64 || STOPPED.load(Ordering::Acquire) & 1 << token == 0)
     }
 
     /// Stops the thread here if its countdown has run out: marks its process dead and
@@ -125,7 +132,8 @@ mod model {
     pub(crate) fn crash_point() {
         PLAYS.with(|plays| match plays.get() {
             (token, Some(0)) => {
-                STOPPED.lock().unwrap().push(token);
+                // Release: see `is_alive`.
+                STOPPED.fetch_or(1 << token, Ordering::Release);
                 std::panic::resume_unwind(Box::new("stopped at a crash point"));
             }
             (token, Some(left)) => plays.set((token, Some(left - 1))),
@@ -133,18 +141,14 @@ mod model {
         });
     }
 
-    /// Runs `f` as process `token`, stopping it for good at its crash point number
-    /// `stop_at` (from 0) if there is one: `None` if it stopped there.
+    /// Runs `f` as process `token` (below 64), stopping it for good at its crash point number
+    /// `stop_at` (from 0) if there is one: `None` if it stopped there. The thread plays
+    /// the process it played before afterwards.
     pub fn play<R>(token: u64, stop_at: Option<u32>, f: impl FnOnce() -> R) -> Option<R> {
-        PLAYS.with(|plays| plays.set((token, stop_at)));
+        let before = PLAYS.with(|plays| plays.replace((token, stop_at)));
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
-        PLAYS.with(|plays| plays.set((token, None)));
+        PLAYS.with(|plays| plays.set(before));
         result
-    }
-
-    /// Forgets the stopped processes: call at the start of each model run.
-    pub fn reset() {
-        STOPPED.lock().unwrap().clear();
     }
 }
 
@@ -152,5 +156,5 @@ mod model {
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod crashes {
-    pub use super::model::{play, reset};
+    pub use super::model::play;
 }

@@ -2,6 +2,8 @@
 
 #![allow(dead_code, unreachable_pub)] // each test crate uses a different subset
 
+#[cfg(loom)]
+pub mod loom_keys;
 #[cfg(not(loom))]
 pub mod processes;
 

@@ -1,0 +1,68 @@
+//! The keyed tables of the loom models (`tests/loom_keyed.rs`, `tests/loom_shared.rs`):
+//! capacity 1 (two slots), GCRA of 1 per `T`, and keys that are their own hashes, so a
+//! model puts each key in the slot its race needs.
+
+use loom::sync::Arc;
+use loom::thread;
+use rate::{Config, Decision, Error, KeyedLimiter};
+use std::hash::{BuildHasher, Hasher};
+
+pub const T: u64 = 1_000;
+
+/// A hasher under which an 8-byte key is its own little-endian hash.
+#[derive(Clone, Copy, Default)]
+pub struct KeyIsHash;
+
+pub struct KeyHasher(u64);
+
+impl BuildHasher for KeyIsHash {
+    type Hasher = KeyHasher;
+    fn build_hasher(&self) -> KeyHasher {
+        KeyHasher(0)
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = u64::from_le_bytes(bytes.try_into().expect("8-byte test keys"));
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Keys at home in slot 0 (top bit clear) and slot 1 (top bit set).
+pub const A: u64 = 1;
+pub const B: u64 = 2;
+pub const C: u64 = 1 << 63 | 3;
+
+pub type Table = KeyedLimiter<KeyIsHash>;
+
+pub fn table() -> Arc<Table> {
+    Arc::new(KeyedLimiter::with_hasher(&Config::gcra(1, T), 1, KeyIsHash).unwrap())
+}
+
+pub fn acquire(table: &Table, key: u64, now: u64) -> Result<Decision, Error> {
+    table.acquire_at(&key.to_le_bytes(), 1, now)
+}
+
+/// Runs `first` and `second` on two threads against `table` and returns their results.
+pub fn race<R: Send + 'static>(
+    table: &Arc<Table>,
+    first: impl FnOnce(&Table) -> R + Send + 'static,
+    second: impl FnOnce(&Table) -> R + Send + 'static,
+) -> (R, R) {
+    let other = Arc::clone(table);
+    let handle = thread::spawn(move || first(&other));
+    let result = second(table);
+    (handle.join().unwrap(), result)
+}
+
+/// The key's state is one slot whose TAT is `tat`: a request at `now < tat` is denied
+/// with retry_after `tat − now` (burst 1, so τ = T and the retry is tat + T − now − T).
+pub fn assert_single_state(table: &Table, key: u64, tat: u64, now: u64) {
+    assert_eq!(table.slots_holding(&key.to_le_bytes()), 1, "key {key}");
+    let denied = acquire(table, key, now).unwrap();
+    assert!(!denied.allowed, "key {key}");
+    assert_eq!(denied.retry_after_ns, tat - now, "key {key}");
+}
