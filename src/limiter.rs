@@ -125,6 +125,7 @@ impl Limiter {
             state_words: policy.state_words(),
             initial: &|_| 0,
             hash_key: [0, 0],
+            pid_namespace: 0,
         };
         let mapping = Mapping::open(path, identity, &contents)?;
         let state = NonNull::from(&mapping.state(policy.state_words())[0]);

@@ -6,7 +6,8 @@
 //! words, or a keyed table's region: `keyed/layout.rs`), the file's size rounded up to a
 //! cache line. The header says what the file is (magic, layout version, kind), what it
 //! enforces (algorithm, limit, period, effective burst, capacity), its size, the boot of
-//! the host whose `CLOCK_MONOTONIC` its times are on, and a keyed table's secret hash key.
+//! the host whose `CLOCK_MONOTONIC` its times are on, and a keyed table's secret hash key
+//! and the PID namespace its processes share.
 //!
 //! # Create or attach
 //! A new table is built whole in a temporary file beside `path` (mode 0600), then given
@@ -69,6 +70,8 @@ const W_SIZE: usize = 8;
 const W_BOOT: usize = 9;
 /// A keyed table's hash key, two words (random per file, so not part of its identity).
 const W_HASH_KEY: usize = 10;
+/// A keyed table's PID namespace (see [`Contents::pid_namespace`]), set for each boot.
+const W_PID_NAMESPACE: usize = 12;
 
 /// What a file must hold to be this table: the header words a creator writes and an
 /// opener compares.
@@ -111,6 +114,11 @@ pub(crate) struct Contents<'a> {
     pub(crate) initial: &'a dyn Fn(usize) -> u64,
     /// A keyed table's hash key (`[0, 0]` for a limiter); a new file keeps it for good.
     pub(crate) hash_key: [u64; 2],
+    /// The PID namespace the table's processes must share ([`pid_namespace`]), or 0 where
+    /// none is needed (a limiter) or it cannot be read. A keyed table's claims name
+    /// processes by pid, which means nothing in another namespace: an opener from another
+    /// one is refused, as with any other mismatch, rather than misjudge a claim.
+    pub(crate) pid_namespace: u64,
 }
 
 /// A table file mapped into this process. Unmapped when dropped; the file stays.
@@ -186,7 +194,8 @@ impl Mapping {
         let built = (|| {
             // Exactly 0600, whatever the umask removed or not.
             file.set_permissions(fs::Permissions::from_mode(0o600))?;
-            let header = header(identity, words, boot_id(), contents.hash_key);
+            let mut header = header(identity, words, boot_id(), contents.hash_key);
+            header[W_PID_NAMESPACE] = contents.pid_namespace;
             let value = |index: usize| match index.checked_sub(HEADER_WORDS) {
                 None => header[index],
                 Some(state) if state < contents.state_words => (contents.initial)(state),
@@ -248,6 +257,12 @@ impl Mapping {
             return Err(Error::Incompatible);
         }
         mapping.settle_boot(boot_id(), contents);
+        // Relaxed: ordered after `settle_boot`'s Acquire load of this boot, which the
+        // creator's link or the reset's Release store published the namespace with.
+        let namespace = found[W_PID_NAMESPACE].load(Ordering::Relaxed);
+        if contents.pid_namespace != 0 && namespace != 0 && namespace != contents.pid_namespace {
+            return Err(Error::Incompatible);
+        }
         Ok(mapping)
     }
 
@@ -283,6 +298,8 @@ impl Mapping {
                         // Relaxed: published by the Release store below.
                         state.store((contents.initial)(index), Ordering::Relaxed);
                     }
+                    // Relaxed: as the state. A new boot may have new namespaces.
+                    self.words()[W_PID_NAMESPACE].store(contents.pid_namespace, Ordering::Relaxed);
                     // Release: publishes the zeroed state to every opener that sees `boot`.
                     word.store(boot, Ordering::Release);
                     return;
@@ -317,6 +334,12 @@ fn header(identity: Identity, words: usize, boot: u64, hash_key: [u64; 2]) -> [u
     header[W_BOOT] = boot;
     header[W_HASH_KEY..W_HASH_KEY + 2].copy_from_slice(&hash_key);
     header
+}
+
+/// This process's PID namespace: the inode of `/proc/self/ns/pid` (0 if unreadable).
+pub(crate) fn pid_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata("/proc/self/ns/pid").map_or(0, |meta| meta.ino())
 }
 
 /// This boot of the host: the first 60 bits of the kernel's boot id, or 1 where it cannot

@@ -178,6 +178,33 @@ fn a_table_from_another_boot_is_reset() {
     }
 }
 
+/// A table whose processes live in another PID namespace (another container) is refused
+/// and left untouched: its claims name processes by pids this process cannot check. From
+/// another boot, it is reset and becomes this namespace's.
+#[test]
+fn a_table_of_another_pid_namespace_is_refused_until_reboot() {
+    use std::os::unix::fs::MetadataExt;
+    let scratch = Scratch::new("keyed-namespace");
+    let path = scratch.path("table");
+    let config = Config::gcra(1, HOUR);
+    let table = KeyedLimiter::open(&path, &config, 2).unwrap();
+    assert!(table.acquire_at(b"a", 1, FROZEN).unwrap().allowed);
+    drop(table);
+    let namespace = fs::metadata("/proc/self/ns/pid").unwrap().ino();
+    assert_eq!(read_word(&path, 12), namespace);
+    rewrite_word(&path, 12, namespace + 1);
+    let before = fs::read(&path).unwrap();
+    assert_eq!(
+        KeyedLimiter::open(&path, &config, 2).unwrap_err(),
+        Error::Incompatible
+    );
+    assert_eq!(fs::read(&path).unwrap(), before);
+    rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
+    let reset = KeyedLimiter::open(&path, &config, 2).unwrap();
+    assert_eq!(read_word(&path, 12), namespace);
+    assert!(reset.acquire_at(b"a", 1, FROZEN).unwrap().allowed);
+}
+
 /// The index of the one slot whose first word differs between two images of the file.
 fn changed_slot(before: &[u8], after: &[u8]) -> usize {
     let words = |bytes: &[u8]| -> Vec<u64> {

@@ -70,7 +70,7 @@ use crate::decision::Decision;
 use crate::error::Error;
 use crate::policy::Policy;
 #[cfg(not(loom))]
-use crate::shared::{Contents, Identity, Mapping, KIND_KEYED};
+use crate::shared::{pid_namespace, Contents, Identity, Mapping, KIND_KEYED};
 use crate::state::is_marker;
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{self as clock, Monotonic};
@@ -193,6 +193,7 @@ impl KeyedLimiter<KeyHasher> {
                 state_words: layout.words(),
                 initial: &|index| layout.initial(index),
                 hash_key: KeyHasher::random().key(),
+                pid_namespace: pid_namespace(),
             };
             let mapping = Mapping::open(path.as_ref(), identity, &contents)?;
             let words = NonNull::from(&mapping.state(layout.words())[0]);
