@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `shared_through_clock` | `try_acquire` and `acquire`, the clock included |
 //! | `shared_at_frozen_time` | `acquire_at` on a black-boxed frozen time: the decision alone |
+//! | `shared_keyed` | a keyed table of 1,000 keys, all present, visited in turn by `try_acquire`: idle keys (each admits) and drained keys (each denies), private (`KeyedLimiter::new`) then shared (`KeyedLimiter::open`) |
 //! | `shared_contended_2_threads` | 2 threads on one admitting limiter (the slower thread's time per call); `shared_two_mappings`: each thread through its own `open` of the file, as two processes would |
 //! | `shared_vs_redis` | the shared limiter against what a user would do on one host instead: a Redis `INCR` + `EXPIRE` round trip to a local redis-server, over loopback and a Unix socket (see `local_redis.rs`; skipped when `redis-server` is not installed) |
 //!
@@ -27,7 +28,7 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
-use rate::{Config, Limiter};
+use rate::{Config, KeyedLimiter, Limiter};
 
 mod local_redis;
 mod timing;
@@ -264,6 +265,62 @@ fn contended_2_threads(c: &mut Criterion) {
     group.finish();
 }
 
+/// Keys in the keyed pair: as `keyed.rs`' 1,000-key rows.
+const KEYS: u64 = 1_000;
+
+/// A keyed table of [`KEYS`] keys in `store`, every key inserted at `now_ns` by one unit,
+/// and for a shared one its file, removed before returning (the mapping stays).
+fn keyed_table(config: &Config, store: Store, now_ns: u64) -> KeyedLimiter {
+    let table = match store {
+        Store::Private => KeyedLimiter::new(config, KEYS),
+        Store::Shared => {
+            let path = fresh_path("keyed");
+            let table = KeyedLimiter::open(&path, config, KEYS);
+            let _ = std::fs::remove_file(&path);
+            table
+        }
+    }
+    .expect("bench configs are valid");
+    for key in 0..KEYS {
+        let inserted = table.acquire_at(&key.to_le_bytes(), 1, now_ns);
+        assert!(inserted.expect("capacity for every key").allowed);
+    }
+    table
+}
+
+/// `try_acquire` on the 1,000 keys in turn, private then shared: idle keys (a billion per
+/// second: each admits, at the precise clock) and drained keys (one per hour, taken: each
+/// denies).
+fn keyed(c: &mut Criterion) {
+    let mut group = c.benchmark_group("shared_keyed");
+    let cases = [
+        ("idle_1000_keys", Config::gcra(1_000_000_000, SECOND), true),
+        (
+            "drained_1000_keys",
+            Config::gcra(1, HOUR).with_burst(1),
+            false,
+        ),
+    ];
+    for (label, config, allowing) in cases {
+        for store in STORES {
+            let table = keyed_table(&config, store, rate::now_ns());
+            let mut next = 0u64;
+            let mut try_acquire = || {
+                next = (next + 1) % KEYS;
+                table.try_acquire(black_box(&next.to_le_bytes()), 1) == Ok(true)
+            };
+            let id = BenchmarkId::new(label, format!("try_acquire/{}", store.name()));
+            single(&mut group, id, &mut try_acquire);
+            assert_eq!(
+                try_acquire(),
+                allowing,
+                "{label} changed shape during the run"
+            );
+        }
+    }
+    group.finish();
+}
+
 /// The busy bucket's shared `try_acquire` and `acquire`, then one Redis round trip per
 /// call over loopback and over the Unix socket, in one group.
 fn versus_redis(c: &mut Criterion) {
@@ -316,6 +373,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = through_clock, at_frozen_time, contended_2_threads, versus_redis
+    targets = through_clock, at_frozen_time, keyed, contended_2_threads, versus_redis
 }
 criterion_main!(benches);

@@ -22,7 +22,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PAIRED = ["shared_through_clock", "shared_at_frozen_time", "shared_contended_2_threads"]
+PAIRED = [
+    "shared_through_clock",
+    "shared_at_frozen_time",
+    "shared_keyed",
+    "shared_contended_2_threads",
+]
 VERSUS = "shared_vs_redis"
 #: One run's results: full benchmark id -> median ns per call.
 Run = dict[str, float]
