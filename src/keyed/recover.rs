@@ -17,7 +17,9 @@
 //! A waiter on a slot marked `installing(e)` that has waited [`PATIENCE`] looks at entry e:
 //! - e is no entry of this table: the marker is bytes some process wrote, never a claim;
 //!   the slot becomes `VACANT`.
-//! - e's owner is alive: it waits on (the insert is slow, not gone).
+//! - e's owner is alive: it waits on (the insert is slow, not gone), for at most
+//!   [`GIVE_UP`]; a waiter that holds a claim itself gives its claim and entry up first
+//!   (see `settled`), so no two waiters wait on each other.
 //! - e is free, or its owner is dead: it takes e over (a CAS of `owner`), so no live insert
 //!   can use the marker `installing(e)` while it decides; if the slot still holds that
 //!   marker, it restores what the dead claim replaced (fingerprint and first word, when
