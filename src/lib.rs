@@ -22,7 +22,9 @@
 //!  ffi/            the C ABI (include/rate.h is generated from it)
 //!   │
 //!  limiter.rs      Limiter: a policy over its own padded words, with a clock hint
-//!  keyed/          KeyedLimiter: a bounded lock-free table of per-key states
+//!  keyed/          KeyedLimiter: a bounded lock-free table of per-key states, and in a
+//!   │              shared table, its claim registry and crash recovery
+//!  shared.rs       the file every process maps: create or attach, validate, reset
 //!   │
 //!  policy.rs       Policy: a validated config, dispatching to the algorithm's store
 //!   │
@@ -49,7 +51,9 @@
 //!   slot holding a key; **insert** a new key: **claim** a slot (CAS its first word to the
 //!   claimer's `installing` marker), then **install** the key (write its fingerprint and state and
 //!   publish them) or **back out** (give the slot back exactly as it was); **reclaim** a
-//!   slot whose state is fresh, dropping its key (DESIGN §5).
+//!   slot whose state is fresh, dropping its key (DESIGN §5). In a shared table an insert
+//!   is a **claimant** holding a registry entry; a waiter on a claim whose process died
+//!   **recovers** the slot (puts back what the claim replaced).
 //!
 //! # Choosing an algorithm
 //! Pick an algorithm by the guarantee you need. GCRA spaces units evenly with bursts up
