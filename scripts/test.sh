@@ -3,8 +3,9 @@
 # cargo), the loom models, the C tests under valgrind and sanitizers, Python and Go.
 # Usage: scripts/test.sh            (from anywhere in the repository)
 # Needs: Rust >= 1.77, cc (C99) and c++ (C++17) with libasan/libubsan, binutils, pkg-config,
-#        valgrind, python3 >= 3.10 with venv, go >= 1.24. Installs pytest, uvicorn and Flask
-#        from PyPI into .venv.
+#        valgrind, redis-server (the Redis tier's tests start their own on 127.0.0.1),
+#        python3 >= 3.10 with venv, go >= 1.24. Installs pytest, uvicorn and Flask from PyPI
+#        into .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,8 +22,8 @@ rm -f "$plot"
 step "Rust: build the release library the bindings link"
 cargo build --release
 
-step "Rust: unit, integration, doc and C tests (tests/c_api.rs drives the C compiler)"
-cargo test --features testing
+step "Rust: unit, integration, doc and C tests (tests/c_api.rs drives the C compiler), the Redis tier against a redis-server of its own"
+cargo test --features testing,redis
 
 step "Rust: loom models"
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \

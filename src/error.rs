@@ -20,6 +20,10 @@ pub enum ConfigError {
     LimitTooLarge,
     /// Keyed limiters: `capacity` is 0 or the table cannot be allocated.
     Capacity,
+    /// The Redis tier: a duration of the configuration (GCRA's `burst × emission
+    /// interval`, a window's period) reaches 2⁵³ ns (104 days), past what Redis's Lua,
+    /// whose numbers are doubles, decides exactly.
+    NotExactOnRedis,
 }
 
 impl ConfigError {
@@ -35,6 +39,9 @@ impl ConfigError {
                 "limit is too large for this algorithm (for its period, or above the log's cap)"
             }
             Self::Capacity => "capacity must be at least 1 and the table must fit in memory",
+            Self::NotExactOnRedis => {
+                "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns"
+            }
         }
     }
 }

@@ -85,6 +85,8 @@ pub mod ffi;
 mod keyed;
 mod limiter;
 mod policy;
+#[cfg(feature = "redis")]
+pub mod redis;
 #[cfg(not(loom))]
 mod shared;
 mod state;

@@ -1,0 +1,110 @@
+-- librate's Redis scripts, part 1 of 2: exact u64 nanosecond times in Lua (DESIGN §8).
+--
+-- Lua numbers are doubles, exact only up to 2^53, and a time in nanoseconds since the
+-- epoch (or any u64 the caller passes to an `_at` call) is larger. So an instant is a
+-- pair {s, ns}: whole seconds and the nanoseconds after them (0 <= ns < 1e9), each exact,
+-- able to hold every u64. A duration that the configuration bounds (an emission interval,
+-- a tolerance, a period: all below 2^53, which the clients check) is a plain number.
+-- Every value these functions compute stays below 2^53.
+--
+-- Each algorithm's script is this file followed by the algorithm's own file.
+
+local E9 = 1000000000
+-- 2^64 - 1, the largest u64: where every sum saturates.
+local U64_MAX = {18446744073, 709551615}
+-- 2^64 - 257, the largest state a limiter stores (DESIGN §2; src/algorithm/mod.rs).
+local MAX_STATE = {18446744073, 709551359}
+
+-- The instant a decimal u64 string names.
+local function instant(text)
+    local digits = #text
+    if digits <= 9 then
+        return {0, tonumber(text)}
+    end
+    return {tonumber(string.sub(text, 1, digits - 9)), tonumber(string.sub(text, digits - 8))}
+end
+
+-- The decimal string of an instant, as the clients parse it back into a u64.
+local function decimal(t)
+    if t[1] == 0 then
+        return string.format('%d', t[2])
+    end
+    return string.format('%d%09d', t[1], t[2])
+end
+
+-- The instant `d` nanoseconds after 0, for a duration below 2^53.
+local function span(d)
+    local ns = math.fmod(d, E9)
+    return {(d - ns) / E9, ns}
+end
+
+-- A duration below 2^53 as a plain number (only for values known to be that small).
+local function number(t)
+    return t[1] * E9 + t[2]
+end
+
+local function less(a, b)
+    return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2])
+end
+
+local function later(a, b)
+    if less(a, b) then
+        return b
+    end
+    return a
+end
+
+local function earlier(a, b)
+    if less(a, b) then
+        return a
+    end
+    return b
+end
+
+-- a + b, saturating at U64_MAX.
+local function plus(a, b)
+    local s, ns = a[1] + b[1], a[2] + b[2]
+    if ns >= E9 then
+        s, ns = s + 1, ns - E9
+    end
+    return earlier({s, ns}, U64_MAX)
+end
+
+-- a - b, or 0 when b is later.
+local function minus(a, b)
+    if not less(b, a) then
+        return {0, 0}
+    end
+    local s, ns = a[1] - b[1], a[2] - b[2]
+    if ns < 0 then
+        s, ns = s - 1, ns + E9
+    end
+    return {s, ns}
+end
+
+-- ⌊t / divisor⌋ for a quotient below 2^53 and a divisor below 2^53 (math.fmod is exact).
+local function quotient(t, divisor)
+    local whole = number(t)
+    return (whole - math.fmod(whole, divisor)) / divisor
+end
+
+-- This call's now: the caller's explicit time, or the server's clock (TIME: seconds and
+-- microseconds since the epoch).
+local function now_from(arg)
+    if arg ~= '' then
+        return instant(arg)
+    end
+    local clock = redis.call('TIME')
+    return {tonumber(clock[1]), tonumber(clock[2]) * 1000}
+end
+
+-- Keeps `key` while its state is live: it expires `lead` after now, rounded up to a
+-- millisecond, and at once when there is no lead.
+local function keep_for(key, lead)
+    local ms = lead[1] * 1000 + math.ceil(lead[2] / 1000000)
+    if ms > 0 then
+        redis.call('PEXPIRE', key, ms)
+    else
+        redis.call('DEL', key)
+    end
+end

@@ -1,0 +1,214 @@
+//! The Redis tier (DESIGN §8) against a real `redis-server` the test starts on a loopback
+//! port: the same decisions as the in-process limiter, field for field, for the same
+//! times; the server's clock; script reloads; expiry; and every failure an error.
+#![cfg(feature = "redis")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::redis_server::RedisServer;
+use common::{Rng, SECOND};
+use rate::redis::{RedisError, RedisLimiter};
+use rate::{Config, ConfigError, Decision, Error, Limiter};
+
+const MS: u64 = 1_000_000;
+/// The largest state a limiter stores (DESIGN §2): 2^64 − 257.
+const MAX_STATE: u64 = u64::MAX - 256;
+
+fn server() -> Option<(RedisServer, redis::Connection)> {
+    let server = RedisServer::start()?;
+    let connection = server.connection();
+    Some((server, connection))
+}
+
+/// DESIGN §4's seed scenario on Redis with explicit times: L = 1, P = 2 s, B = 1. Bob is
+/// admitted at 0 ms, denied at 999 and 1000 ms, admitted at 2001 ms; Alice is independent.
+#[test]
+fn seed_scenario() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    let limiter = RedisLimiter::new(&Config::gcra(1, 2 * SECOND), "seed:").unwrap();
+    let at = |redis: &mut redis::Connection, key: &[u8], ms: u64| {
+        limiter.acquire_at(redis, key, 1, ms * MS).unwrap()
+    };
+    let bob = at(&mut redis, b"bob", 0);
+    assert_eq!(
+        bob,
+        Decision {
+            allowed: true,
+            limit: 1,
+            remaining: 0,
+            retry_after_ns: 0,
+            reset_after_ns: 2 * SECOND,
+            wait_ns: 0,
+        }
+    );
+    // TAT 2 s: at 999 ms the request is due at 2 s + T − τ = 2 s.
+    let denied = at(&mut redis, b"bob", 999);
+    assert!(!denied.allowed);
+    assert_eq!(denied.retry_after_ns, 1001 * MS);
+    assert_eq!(denied.reset_after_ns, 1001 * MS);
+    assert_eq!(at(&mut redis, b"bob", 1000).retry_after_ns, 1000 * MS);
+    assert!(at(&mut redis, b"alice", 1000).allowed);
+    assert!(at(&mut redis, b"bob", 2001).allowed);
+}
+
+/// Random configurations, costs, reserves and times that jump both ways (near 0, near
+/// the end of the timeline, anywhere): every decision, and every refusal, is the
+/// in-process limiter's.
+#[test]
+fn decides_as_the_in_process_limiter() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    let mut rng = Rng::new(53);
+    for case in 0..200u64 {
+        let limit = rng.range(1, 20);
+        let period = rng.range(limit, 10 * SECOND);
+        let burst = if rng.chance(50) { 0 } else { rng.range(1, 40) };
+        let config = Config::gcra(limit, period).with_burst(burst);
+        let local = Limiter::new(&config).unwrap();
+        let remote = RedisLimiter::new(&config, format!("model:{case}:")).unwrap();
+        let base = match case % 4 {
+            0 => 0,
+            1 => rng.range(0, 1 << 40),
+            2 => MAX_STATE - rng.range(0, 20 * SECOND),
+            _ => rng.next_u64(),
+        };
+        let mut now = base;
+        for step in 0..100 {
+            now = match rng.below(8) {
+                0 => now.saturating_sub(rng.below(2 * period)),
+                1 => base.saturating_add(rng.below(4 * period)),
+                2 => u64::MAX - rng.below(3),
+                _ => now.saturating_add(rng.below(period)),
+            };
+            let n = rng.below(config_burst(&config) + 2);
+            let max_wait = match rng.below(4) {
+                0 => 0,
+                1 => u64::MAX - rng.below(2),
+                _ => rng.below(3 * period),
+            };
+            let want = local.reserve_at(n, now, max_wait);
+            let got = remote.reserve_at(&mut redis, b"k", n, now, max_wait);
+            match (want, got) {
+                (Ok(want), Ok(got)) => {
+                    assert_eq!(got, want, "{config:?} step {step} n {n} at {now}")
+                }
+                (Err(want), Err(RedisError::Rate(got))) => assert_eq!(got, want),
+                (want, got) => panic!("{config:?} step {step}: {want:?} against {got:?}"),
+            }
+        }
+    }
+}
+
+fn config_burst(config: &Config) -> u64 {
+    if config.burst == 0 {
+        config.limit
+    } else {
+        config.burst
+    }
+}
+
+/// Without a time, the server's clock decides: a burst of 3 admits 3 at once and denies
+/// the 4th, due within a second; the key then expires when the bucket is full again.
+#[test]
+fn the_servers_clock_decides_and_keys_expire_when_fresh() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    let limiter = RedisLimiter::new(&Config::gcra(3, SECOND), "clock:").unwrap();
+    for _ in 0..3 {
+        assert!(limiter.acquire(&mut redis, b"k", 1).unwrap().allowed);
+    }
+    let denied = limiter.acquire(&mut redis, b"k", 1).unwrap();
+    assert!(!denied.allowed);
+    assert!(denied.retry_after_ns > 0 && denied.retry_after_ns <= SECOND / 3);
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(limiter.redis_key(b"k"))
+        .query(&mut redis)
+        .unwrap();
+    assert!(ttl > 0 && ttl <= 1000, "{ttl}");
+    // At an explicit time, the key lives exactly until its TAT: 1 unit of T = 1/3 s.
+    limiter
+        .acquire_at(&mut redis, b"at", 1, 1_000 * SECOND)
+        .unwrap();
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(limiter.redis_key(b"at"))
+        .query(&mut redis)
+        .unwrap();
+    assert!(ttl > 300 && ttl <= 334, "{ttl}");
+    // A query writes nothing.
+    limiter.acquire_at(&mut redis, b"query", 0, SECOND).unwrap();
+    let exists: u64 = redis::cmd("EXISTS")
+        .arg(limiter.redis_key(b"query"))
+        .query(&mut redis)
+        .unwrap();
+    assert_eq!(exists, 0);
+}
+
+/// After `SCRIPT FLUSH` (as after a Redis restart) the script is loaded again unasked.
+#[test]
+fn a_flushed_script_is_loaded_again() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    let limiter = RedisLimiter::new(&Config::gcra(2, SECOND), "flush:").unwrap();
+    assert!(limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap().allowed);
+    redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query::<()>(&mut redis)
+        .unwrap();
+    let second = limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap();
+    assert_eq!((second.allowed, second.remaining), (true, 0));
+}
+
+/// Refusals before Redis, and Redis's own errors, are errors: never an admission.
+#[test]
+fn failures_are_errors() {
+    let Some((server, mut redis)) = server() else {
+        return;
+    };
+    assert!(matches!(
+        RedisLimiter::new(&Config::gcra(1, 1 << 53), "x"),
+        Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
+    ));
+    assert!(RedisLimiter::new(&Config::gcra(1, (1 << 53) - 1), "x").is_ok());
+    assert!(matches!(
+        RedisLimiter::new(&Config::gcra(0, SECOND), "x"),
+        Err(Error::InvalidConfig(ConfigError::ZeroLimit))
+    ));
+    let limiter = RedisLimiter::new(&Config::gcra(2, SECOND), "fail:").unwrap();
+    assert!(matches!(
+        limiter.acquire_at(&mut redis, b"k", 3, 0),
+        Err(RedisError::Rate(Error::InsufficientCapacity))
+    ));
+    // A key holding a list, and one holding a string that is no TAT.
+    let key = limiter.redis_key(b"list");
+    redis::cmd("RPUSH")
+        .arg(&key)
+        .arg("x")
+        .query::<()>(&mut redis)
+        .unwrap();
+    let error = limiter.acquire_at(&mut redis, b"list", 1, 0).unwrap_err();
+    assert!(matches!(error, RedisError::Redis(_)), "{error}");
+    let key = limiter.redis_key(b"text");
+    redis::cmd("SET")
+        .arg(&key)
+        .arg("12ab")
+        .query::<()>(&mut redis)
+        .unwrap();
+    let error = limiter.acquire_at(&mut redis, b"text", 1, 0).unwrap_err();
+    assert!(error.to_string().contains("holds no GCRA state"), "{error}");
+    // The server gone: the call fails within the connection's timeout.
+    let url = server.url();
+    drop(server);
+    let client = redis::Client::open(url).unwrap();
+    assert!(client
+        .get_connection_with_timeout(Duration::from_millis(200))
+        .is_err());
+    let error = limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap_err();
+    assert!(matches!(error, RedisError::Redis(_)), "{error}");
+}
