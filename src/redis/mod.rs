@@ -33,6 +33,24 @@ const EXACT: u64 = 1 << 53;
 /// The GCRA script: the instants prelude, then the algorithm.
 const GCRA: &str = concat!(include_str!("lua/time.lua"), include_str!("lua/gcra.lua"));
 
+/// The script deciding `config`'s algorithm, and the configuration arguments it takes after
+/// the three every script takes (now, n, max_wait).
+fn script_of(config: &Config, policy: &Policy) -> Result<(&'static str, Vec<u64>), Error> {
+    let not_exact = Error::InvalidConfig(ConfigError::NotExactOnRedis);
+    match config.algorithm {
+        Algorithm::Gcra => {
+            let burst = policy.limit();
+            let emission_interval = config.period_ns / config.limit;
+            // τ = B·T bounds every duration the script holds as a number (n·T ≤ τ).
+            match burst.checked_mul(emission_interval) {
+                Some(tolerance) if tolerance < EXACT => Ok((GCRA, vec![emission_interval, burst])),
+                _ => Err(not_exact),
+            }
+        }
+        _ => Err(Error::Unsupported),
+    }
+}
+
 /// Why a call to Redis gave no decision.
 #[derive(Debug)]
 pub enum RedisError {
@@ -85,10 +103,10 @@ impl std::error::Error for RedisError {
 /// its state is fresh again, so Redis holds live keys only.
 pub struct RedisLimiter {
     config: Config,
-    /// The burst B: the most units admitted at once.
-    burst: u64,
-    /// The emission interval T.
-    emission_interval: u64,
+    /// Checks each request as the in-process limiter does.
+    policy: Policy,
+    /// The script's configuration arguments (see [`script_of`]).
+    config_args: Vec<u64>,
     prefix: Vec<u8>,
     script: redis::Script,
 }
@@ -103,21 +121,13 @@ impl RedisLimiter {
     /// this tier does not decide yet (only GCRA so far).
     pub fn new(config: &Config, prefix: impl AsRef<[u8]>) -> Result<Self, Error> {
         let policy = Policy::new(config)?;
-        if config.algorithm != Algorithm::Gcra {
-            return Err(Error::Unsupported);
-        }
-        let burst = policy.limit();
-        let emission_interval = config.period_ns / config.limit;
-        // τ = B·T bounds every duration the script holds as a number (n·T ≤ τ).
-        if !matches!(burst.checked_mul(emission_interval), Some(tau) if tau < EXACT) {
-            return Err(Error::InvalidConfig(ConfigError::NotExactOnRedis));
-        }
+        let (source, config_args) = script_of(config, &policy)?;
         Ok(Self {
             config: *config,
-            burst,
-            emission_interval,
+            policy,
+            config_args,
             prefix: prefix.as_ref().to_vec(),
-            script: redis::Script::new(GCRA),
+            script: redis::Script::new(source),
         })
     }
 
@@ -170,7 +180,8 @@ impl RedisLimiter {
     /// `max_wait_ns`, reporting the wait in `wait_ns`.
     ///
     /// # Errors
-    /// As [`acquire`](Self::acquire).
+    /// As [`acquire`](Self::acquire); [`Error::Unsupported`] (in [`RedisError::Rate`]) for
+    /// a window algorithm with a non-zero `max_wait_ns`, as in process.
     pub fn reserve(
         &self,
         connection: &mut impl redis::ConnectionLike,
@@ -205,18 +216,15 @@ impl RedisLimiter {
         now_ns: Option<u64>,
         max_wait_ns: u64,
     ) -> Result<Decision, RedisError> {
-        if n > self.burst {
-            return Err(Error::InsufficientCapacity.into());
-        }
-        let reply: Vec<redis::Value> = self
-            .script
-            .key(self.redis_key(key))
+        self.policy
+            .check(n, Some(max_wait_ns).filter(|&wait| wait > 0))?;
+        let mut invocation = self.script.key(self.redis_key(key));
+        invocation
             .arg(now_ns.map_or_else(String::new, |now| now.to_string()))
             .arg(n)
-            .arg(self.emission_interval)
-            .arg(self.burst)
             .arg(max_wait_ns)
-            .invoke(connection)?;
+            .arg(&self.config_args);
+        let reply: Vec<redis::Value> = invocation.invoke(connection)?;
         decision_of(&reply)
     }
 }

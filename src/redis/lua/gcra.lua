@@ -2,17 +2,17 @@
 -- arithmetic as src/algorithm/gcra.rs on the instants of time.lua.
 --
 -- KEYS[1]: the key's TAT, a decimal u64 (absent: 0, a fresh bucket).
--- ARGV: now ('' for the server's clock), n (1..burst, or 0 for a query), the emission
--- interval T, the burst B (B·T below 2^53), max_wait (a decimal u64; 0 for an acquire).
+-- ARGV: now ('' for the server's clock), n (1..burst, or 0 for a query), max_wait (a
+-- decimal u64; 0 for an acquire), the emission interval T, the burst B (B·T below 2^53).
 -- Returns {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, the
 -- durations as decimal strings.
 
 local key = KEYS[1]
 local now = now_from(ARGV[1])
 local n = tonumber(ARGV[2])
-local interval = tonumber(ARGV[3])
-local burst = tonumber(ARGV[4])
-local max_wait = instant(ARGV[5])
+local max_wait = instant(ARGV[3])
+local interval = tonumber(ARGV[4])
+local burst = tonumber(ARGV[5])
 local tolerance = span(burst * interval)
 
 local tat = {0, 0}

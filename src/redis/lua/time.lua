@@ -7,7 +7,10 @@
 -- a tolerance, a period: all below 2^53, which the clients check) is a plain number.
 -- Every value these functions compute stays below 2^53.
 --
--- Each algorithm's script is this file followed by the algorithm's own file.
+-- Each algorithm's script is this file followed by the algorithm's own file. Every script
+-- takes KEYS[1], the key's state, and ARGV: now ('' for the server's clock), n, max_wait,
+-- then its configuration; every script returns {allowed, limit, remaining,
+-- retry_after_ns, reset_after_ns, wait_ns}, the last three as decimal strings.
 
 local E9 = 1000000000
 -- 2^64 - 1, the largest u64: where every sum saturates.
