@@ -7,6 +7,8 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"time"
 
 	librate "librate/bindings/go"
@@ -146,4 +148,41 @@ func Example_firstScreen() {
 	perIP.Close()
 	// Output:
 	// true true 9 <nil>
+}
+
+// Two handles on one keyed file, as two worker processes would open it: each key's
+// limit holds across them (here one request per 2 s per IP, at explicit times).
+func ExampleOpenKeyed() {
+	dir, err := os.MkdirTemp("", "librate-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "per-ip") // in production, say /dev/shm/myservice-per-ip
+	config := librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: 2 * time.Second}
+	worker1, err := librate.OpenKeyed(path, config, 10_000)
+	if err != nil {
+		panic(err)
+	}
+	defer worker1.Close()
+	worker2, err := librate.OpenKeyed(path, config, 10_000) // in another process
+	if err != nil {
+		panic(err)
+	}
+	defer worker2.Close()
+
+	d, _ := worker1.AcquireAt("203.0.113.7", 1, 0)
+	fmt.Println("worker 1, 203.0.113.7 at 0s:", d.Allowed)
+	d, _ = worker2.AcquireAt("203.0.113.7", 1, time.Second)
+	fmt.Println("worker 2, 203.0.113.7 at 1s:", d.Allowed, "retry after", d.RetryAfter)
+	d, _ = worker2.AcquireAt("198.51.100.2", 1, time.Second)
+	fmt.Println("worker 2, 198.51.100.2 at 1s:", d.Allowed)
+
+	_, err = librate.OpenKeyed(path, config, 500) // another capacity: another table
+	fmt.Println(errors.Is(err, librate.ErrIncompatible))
+	// Output:
+	// worker 1, 203.0.113.7 at 0s: true
+	// worker 2, 203.0.113.7 at 1s: false retry after 1s
+	// worker 2, 198.51.100.2 at 1s: true
+	// true
 }

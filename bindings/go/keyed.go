@@ -39,7 +39,6 @@ import "C"
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 	"time"
@@ -54,7 +53,9 @@ import (
 // is full of live keys, a new key gets ErrTableFull.
 //
 // Methods are safe for concurrent use and take string keys without copying them. A nil
-// or closed Keyed answers every call with ErrNull (and Allow with false).
+// or closed Keyed answers every call with ErrNull (and Allow with false). NewKeyed
+// makes a table private to this process; OpenKeyed one in a file that every process
+// opening it shares.
 type Keyed struct {
 	ptr      *C.rate_keyed
 	config   Config
@@ -71,7 +72,7 @@ func NewKeyed(config Config, capacity int) (*Keyed, error) {
 		return nil, err
 	}
 	if capacity <= 0 {
-		return nil, &ConfigError{Reason: fmt.Sprintf("capacity %d: must be at least 1", capacity)}
+		return nil, badCapacity(capacity)
 	}
 	var ptr *C.rate_keyed
 	if status := C.rate_keyed_new(&cConfig, C.uint64_t(capacity), &ptr); status != C.RATE_OK {
@@ -79,10 +80,14 @@ func NewKeyed(config Config, capacity int) (*Keyed, error) {
 			return C.rate_keyed_explain_config(&cConfig, C.uint64_t(capacity), reason, length)
 		})
 	}
+	return wrapKeyed(ptr, config, capacity), nil
+}
+
+func wrapKeyed(ptr *C.rate_keyed, config Config, capacity int) *Keyed {
 	k := &Keyed{ptr: ptr, config: config, capacity: capacity}
 	// As for Limiter: the cleanup holds the C pointer, never k.
 	k.cleanup = runtime.AddCleanup(k, freeKeyed, ptr)
-	return k, nil
+	return k
 }
 
 func freeKeyed(ptr *C.rate_keyed) {
@@ -319,8 +324,8 @@ func (k *Keyed) WaitBytes(ctx context.Context, key []byte, n int) error {
 	return k.wait(ctx, bytesKey(key), n)
 }
 
-// Close frees the table. It is idempotent and always returns nil; afterwards every
-// call returns ErrNull. It must not run concurrently with other calls on k. A Keyed
+// Close frees the table (for one from OpenKeyed: unmaps the file and leaves it in
+// place). It is idempotent and always returns nil; afterwards every call returns ErrNull. It must not run concurrently with other calls on k. A Keyed
 // dropped without Close is freed when the garbage collector finds it unreachable.
 func (k *Keyed) Close() error {
 	if k != nil {

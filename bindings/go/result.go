@@ -107,8 +107,9 @@ var (
 	ErrUnsupported error = Error{Code: C.RATE_E_UNSUPPORTED}
 	// ErrInternal: a bug inside librate, caught at the C boundary (RATE_E_INTERNAL).
 	ErrInternal error = Error{Code: C.RATE_E_INTERNAL}
-	// ErrIncompatible: Open found a file that is not a librate limiter of this
-	// configuration and size, and left it untouched (RATE_E_INCOMPATIBLE).
+	// ErrIncompatible: Open or OpenKeyed found a file that is not a librate limiter
+	// (or keyed table) of this configuration, capacity and size, and left it untouched
+	// (RATE_E_INCOMPATIBLE).
 	ErrIncompatible error = Error{Code: C.RATE_E_INCOMPATIBLE}
 	// ErrInvalidArgument: a negative count, time or duration, rejected before calling
 	// C. Its code, -1000, is the binding's own.

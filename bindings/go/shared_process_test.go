@@ -21,12 +21,14 @@ import (
 )
 
 // The process tests run this very test binary again as child processes: with
-// -test.run=^TestHelperProcess$ and helperEnv naming what the child does (helperTake or
-// helperNobody), TestHelperProcess is the child's whole work.
+// -test.run=^TestHelperProcess$ and helperEnv naming what the child does (helperTake,
+// helperInsert or helperNobody), TestHelperProcess is the child's whole work.
 const (
 	helperEnv    = "LIBRATE_TEST_HELPER"
 	helperTake   = "take"   // take units from a shared file until denied
+	helperInsert = "insert" // insert fresh keys into a shared keyed file until killed
 	helperNobody = "nobody" // as another user, try to attach to a 0600 file
+	kindEnv      = "LIBRATE_TEST_KIND"
 	pathEnv      = "LIBRATE_TEST_PATH"
 	copyEnv      = "LIBRATE_TEST_COPY"
 	algorithmEnv = "LIBRATE_TEST_ALGORITHM"
@@ -102,6 +104,8 @@ func TestHelperProcess(t *testing.T) {
 	switch os.Getenv(helperEnv) {
 	case helperTake:
 		takeUntilDenied(t)
+	case helperInsert:
+		insertUntilKilled(t)
 	case helperNobody:
 		attachAsAnotherUser(t)
 	default:
@@ -109,52 +113,67 @@ func TestHelperProcess(t *testing.T) {
 	}
 }
 
-// takeUntilDenied, in a child: opens the shared file (racing its siblings to create it),
-// prints "ready", waits for the parent's go (EOF on stdin), then runs `goroutines`
-// goroutines taking 1 unit at a time at frozen until denied, checking each decision, and
-// prints "seen" and the remaining that each of its admissions left.
-func takeUntilDenied(t *testing.T) {
-	algorithm, _ := strconv.ParseUint(os.Getenv(algorithmEnv), 10, 32)
-	units, _ := strconv.ParseUint(os.Getenv(unitsEnv), 10, 64)
-	alg := librate.Algorithm(algorithm)
-	limiter, err := librate.Open(os.Getenv(pathEnv), sharedConfig(alg, units))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer limiter.Close()
+// awaitGo, in a child: says "ready" and waits for the parent's go (EOF on stdin).
+func awaitGo(t *testing.T) {
 	fmt.Println("ready")
 	if _, err := io.Copy(io.Discard, os.Stdin); err != nil {
 		t.Fatal(err)
 	}
-	seen := make([][]uint64, goroutines)
+}
+
+// takeUntilDenied, in a child: opens the shared file of the kind kindEnv names (racing
+// its siblings to create it) and, at the parent's go, runs `goroutines` goroutines that
+// take 1 unit at a time at frozen of each of the kind's keys in turn (each goroutine
+// from another first key) until denied, checking each decision. It prints "seen" and,
+// for each admission, the key's index and the remaining it left, as "key:remaining".
+func takeUntilDenied(t *testing.T) {
+	kind := fileKindNamed(t, os.Getenv(kindEnv))
+	algorithm, _ := strconv.ParseUint(os.Getenv(algorithmEnv), 10, 32)
+	units, _ := strconv.ParseUint(os.Getenv(unitsEnv), 10, 64)
+	alg := librate.Algorithm(algorithm)
+	shared, err := kind.open(os.Getenv(pathEnv), sharedConfig(alg, units))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	awaitGo(t)
+	seen := make([][]string, goroutines)
+	// take takes units of key k until denied: false on a wrong decision.
+	take := func(g, k int) bool {
+		for {
+			d, err := shared.AcquireAt(kind.keys[k], 1, frozen)
+			if err != nil {
+				t.Error(err)
+				return false
+			}
+			if !d.Allowed {
+				if want := deniedDecision(alg, units); d != want {
+					t.Errorf("denied: %+v, want %+v", d, want)
+				}
+				return true
+			}
+			if want := admittedDecision(alg, units, d.Remaining); d != want || d.Remaining >= units {
+				t.Errorf("admitted: %+v, want %+v", d, want)
+				return false
+			}
+			seen[g] = append(seen[g], fmt.Sprintf("%d:%d", k, d.Remaining))
+			// With fewer cores than threads in all the processes, one process could
+			// take every unit in one time slice; giving up the core now and then
+			// (sched_yield: Go's own scheduler would only run this process's other
+			// goroutines) lets the processes interleave.
+			if len(seen[g])%16 == 0 {
+				syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	for g := range seen {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				d, err := limiter.AcquireAt(1, frozen)
-				if err != nil {
-					t.Error(err)
+			for i := range kind.keys {
+				if !take(g, (g+i)%len(kind.keys)) {
 					return
-				}
-				if !d.Allowed {
-					if want := deniedDecision(alg, units); d != want {
-						t.Errorf("denied: %+v, want %+v", d, want)
-					}
-					return
-				}
-				if want := admittedDecision(alg, units, d.Remaining); d != want || d.Remaining >= units {
-					t.Errorf("admitted: %+v, want %+v", d, want)
-					return
-				}
-				seen[g] = append(seen[g], d.Remaining)
-				// With fewer cores than threads in all the processes, one process
-				// could take every unit in one time slice; giving up the core now and
-				// then (sched_yield: Go's own scheduler would only run this process's
-				// other goroutines) lets the processes interleave.
-				if len(seen[g])%16 == 0 {
-					syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
 				}
 			}
 		}()
@@ -162,9 +181,9 @@ func takeUntilDenied(t *testing.T) {
 	wg.Wait()
 	var line strings.Builder
 	line.WriteString("seen")
-	for _, values := range seen {
-		for _, remaining := range values {
-			fmt.Fprintf(&line, " %d", remaining)
+	for _, admissions := range seen {
+		for _, admission := range admissions {
+			line.WriteString(" " + admission)
 		}
 	}
 	fmt.Println(line.String())
@@ -229,121 +248,169 @@ func (h *helper) finish() error {
 		h.output = append(h.output, h.stdout.Text())
 	}
 	if err := h.cmd.Wait(); err != nil {
-		shown := make([]string, len(h.output))
-		for i, line := range h.output {
-			shown[i] = line
-			if values := strings.Fields(line); len(values) > 1 && values[0] == "seen" {
-				shown[i] = fmt.Sprintf("seen (%d values)", len(values)-1)
-			}
-		}
-		return fmt.Errorf("child %v: %w\nstdout:\n%s\nstderr:\n%s", h.cmd.Process.Pid, err,
-			strings.Join(shown, "\n"), h.stderr.String())
+		return h.failure(err)
 	}
 	return nil
+}
+
+// kill sends the child SIGKILL and reaps it: nil if that signal is what ended it.
+func (h *helper) kill() error {
+	if err := h.cmd.Process.Kill(); err != nil {
+		return h.failure(err)
+	}
+	err := h.cmd.Wait()
+	if status, ok := h.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !status.Signaled() || status.Signal() != syscall.SIGKILL {
+		return h.failure(fmt.Errorf("ended before it was killed: %v", err))
+	}
+	return nil
+}
+
+// failure is err with what the child printed ("seen" lines shortened to a count).
+func (h *helper) failure(err error) error {
+	shown := make([]string, len(h.output))
+	for i, line := range h.output {
+		shown[i] = line
+		if values := strings.Fields(line); len(values) > 1 && values[0] == "seen" {
+			shown[i] = fmt.Sprintf("seen (%d values)", len(values)-1)
+		}
+	}
+	return fmt.Errorf("child %v: %w\nstdout:\n%s\nstderr:\n%s", h.cmd.Process.Pid, err,
+		strings.Join(shown, "\n"), h.stderr.String())
+}
+
+// startReady starts `processes` children of this test binary doing `work`, child i with
+// env(i) added to its environment, and waits until every one has said "ready" (opened
+// its file); each then waits for its go (EOF on stdin).
+func startReady(t *testing.T, work string, env func(i int) []string) []*helper {
+	t.Helper()
+	children := make([]*helper, processes)
+	for i := range children {
+		child, err := startHelper(t, os.Args[0], work, env(i), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		children[i] = child
+	}
+	for _, child := range children {
+		if _, ok := child.readUntil("ready"); !ok {
+			t.Fatalf("a child ended before it was ready: %v", child.finish())
+		}
+	}
+	return children
 }
 
 // 4 processes × 4 goroutines on one file at a frozen time admit exactly the limit
 // between them, for every algorithm, and each admission leaves a remaining of its own
 // (units−1 down to 0, once each): one limit across the processes, not one per process.
+// In a keyed file, the same holds for each of its 8 keys, every process taking units of
+// all of them.
 func TestProcessesShareOneLimit(t *testing.T) {
-	units := uint64(shortened(2000))
-	for _, algorithm := range algorithms {
-		t.Run(algorithm.String(), func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "limit")
-			env := []string{
-				pathEnv + "=" + path,
-				algorithmEnv + "=" + strconv.Itoa(int(algorithm)),
-				unitsEnv + "=" + strconv.FormatUint(units, 10),
-			}
-			children := make([]*helper, processes)
-			for i := range children {
-				child, err := startHelper(t, os.Args[0], helperTake, env, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				children[i] = child
-			}
-			// Every child has opened the file before any takes a unit.
-			for _, child := range children {
-				if _, ok := child.readUntil("ready"); !ok {
-					t.Fatalf("a child ended before it was ready: %v", child.finish())
-				}
-			}
-			for _, child := range children {
-				child.stdin.Close()
-			}
-			seen := make([]int, units)
-			perProcess := make([]int, processes)
-			for i, child := range children {
-				line, ok := child.readUntil("seen")
-				if err := child.finish(); err != nil || !ok {
-					t.Fatalf("child %d: %v, seen line found: %v", i, err, ok)
-				}
-				for _, field := range strings.Fields(line)[1:] {
-					remaining, err := strconv.ParseUint(field, 10, 64)
-					if err != nil || remaining >= units {
-						t.Fatalf("child %d: remaining %q", i, field)
-					}
-					seen[remaining]++
-					perProcess[i]++
-				}
-			}
-			t.Logf("admitted per process: %v", perProcess)
-			total := 0
-			for remaining, times := range seen {
-				total += times
-				if times != 1 {
-					t.Errorf("%d admissions left remaining %d, want 1", times, remaining)
-				}
-			}
-			if total != int(units) {
-				t.Errorf("admitted %d in all, want %d", total, units)
-			}
-			// One file, no temporary one left, mode exactly 0600; the state outlives
-			// the processes: a later opener's query reports it used up.
-			if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
-				t.Errorf("directory holds %v, %v; want only the table", entries, err)
-			}
-			if info, err := os.Stat(path); err != nil {
-				t.Error(err)
-			} else if info.Mode() != 0o600 {
-				t.Errorf("mode %v, want -rw-------", info.Mode())
-			}
-			later, err := librate.Open(path, sharedConfig(algorithm, units))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer later.Close()
-			want := deniedDecision(algorithm, units)
-			want.Allowed, want.RetryAfter = true, 0
-			if d, err := later.AcquireAt(0, frozen); err != nil || d != want {
-				t.Errorf("query after the run: %+v, %v; want %+v", d, err, want)
-			}
-		})
+	for _, kind := range fileKinds {
+		// The same number of admissions in all: 2000 of one limit, or 250 of each key.
+		units := uint64(shortened(2000) / len(kind.keys))
+		for _, algorithm := range algorithms {
+			t.Run(kind.name+"/"+algorithm.String(), func(t *testing.T) {
+				processesShareOneLimit(t, kind, algorithm, units)
+			})
+		}
 	}
 }
 
-// attachAsAnotherUser, in a child running as nobody: the 0600 table is refused with
-// EACCES (fs.ErrPermission), and its 0666 copy is attached, state included (3 of 10
-// units taken at 1 s: 8 more are denied), so it is the mode that refuses.
-func attachAsAnotherUser(t *testing.T) {
-	if _, err := librate.Open(os.Getenv(pathEnv), gcra10); !errors.Is(err, syscall.EACCES) || !errors.Is(err, fs.ErrPermission) {
-		t.Errorf("uid %d opening root's 0600 table: %v, want EACCES", os.Geteuid(), err)
+func processesShareOneLimit(t *testing.T, kind fileKind, algorithm librate.Algorithm, units uint64) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "table")
+	children := startReady(t, helperTake, func(int) []string {
+		return []string{
+			kindEnv + "=" + kind.name,
+			pathEnv + "=" + path,
+			algorithmEnv + "=" + strconv.Itoa(int(algorithm)),
+			unitsEnv + "=" + strconv.FormatUint(units, 10),
+		}
+	})
+	// Every child has opened the file before any takes a unit.
+	for _, child := range children {
+		child.stdin.Close()
 	}
-	l, err := librate.Open(os.Getenv(copyEnv), gcra10)
+	seen := make([][]int, len(kind.keys)) // seen[key][remaining]: admissions that left it
+	for k := range seen {
+		seen[k] = make([]int, units)
+	}
+	perProcess := make([]int, processes)
+	for i, child := range children {
+		line, ok := child.readUntil("seen")
+		if err := child.finish(); err != nil || !ok {
+			t.Fatalf("child %d: %v, seen line found: %v", i, err, ok)
+		}
+		for _, field := range strings.Fields(line)[1:] {
+			key, remaining, _ := strings.Cut(field, ":")
+			k, errKey := strconv.Atoi(key)
+			r, errRemaining := strconv.ParseUint(remaining, 10, 64)
+			if errKey != nil || errRemaining != nil || k < 0 || k >= len(kind.keys) || r >= units {
+				t.Fatalf("child %d: admission %q", i, field)
+			}
+			seen[k][r]++
+			perProcess[i]++
+		}
+	}
+	t.Logf("admitted per process: %v", perProcess)
+	for k, counts := range seen {
+		total := 0
+		for remaining, times := range counts {
+			total += times
+			if times != 1 {
+				t.Errorf("key %q: %d admissions left remaining %d, want 1", kind.keys[k], times, remaining)
+			}
+		}
+		if total != int(units) {
+			t.Errorf("key %q: admitted %d in all, want %d", kind.keys[k], total, units)
+		}
+	}
+	// One file, no temporary one left, mode exactly 0600; the state outlives the
+	// processes: a later opener's query reports every key used up.
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 {
+		t.Errorf("directory holds %v, %v; want only the table", entries, err)
+	}
+	if info, err := os.Stat(path); err != nil {
+		t.Error(err)
+	} else if info.Mode() != 0o600 {
+		t.Errorf("mode %v, want -rw-------", info.Mode())
+	}
+	later, err := kind.open(path, sharedConfig(algorithm, units))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer later.Close()
+	want := deniedDecision(algorithm, units)
+	want.Allowed, want.RetryAfter = true, 0
+	for _, key := range kind.keys {
+		if d, err := later.AcquireAt(key, 0, frozen); err != nil || d != want {
+			t.Errorf("query of %q after the run: %+v, %v; want %+v", key, d, err, want)
+		}
+	}
+}
+
+// attachAsAnotherUser, in a child running as nobody: the 0600 file of the kind kindEnv
+// names is refused with EACCES (fs.ErrPermission), and its 0666 copy is attached, state
+// included (3 of bob's 10 units taken at 1 s: 8 more are denied), so it is the mode
+// that refuses.
+func attachAsAnotherUser(t *testing.T) {
+	kind := fileKindNamed(t, os.Getenv(kindEnv))
+	if _, err := kind.open(os.Getenv(pathEnv), gcra10); !errors.Is(err, syscall.EACCES) || !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("uid %d opening root's 0600 %s file: %v, want EACCES", os.Geteuid(), kind.name, err)
+	}
+	copied, err := kind.open(os.Getenv(copyEnv), gcra10)
 	if err != nil {
 		t.Fatalf("uid %d opening a 0666 copy: %v", os.Geteuid(), err)
 	}
-	defer l.Close()
-	if d, err := l.AcquireAt(8, time.Second); err != nil || d.Allowed || d.Remaining != 7 {
+	defer copied.Close()
+	if d, err := copied.AcquireAt("bob", 8, time.Second); err != nil || d.Allowed || d.Remaining != 7 {
 		t.Errorf("8 of the copy's 7 units: %+v, %v", d, err)
 	}
 }
 
-// Another user cannot attach to a table (mode 0600). As root, who passes every
-// permission check, a child of this test binary running as nobody tries; as anyone
-// else, the file made unreadable refuses this very process.
+// Another user cannot attach to a limiter's or a keyed table's file (mode 0600). As
+// root, who passes every permission check, a child of this test binary running as
+// nobody tries; as anyone else, the file made unreadable refuses this very process.
 func TestAnotherUserCannotAttach(t *testing.T) {
 	// Not t.TempDir(): its parent is 0700, and nobody must reach the files and run
 	// the binary.
@@ -352,42 +419,54 @@ func TestAnotherUserCannotAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "private")
-	table := makeTable(t, path)
 	if os.Geteuid() != 0 {
-		if err := os.Chmod(path, 0); err != nil {
-			t.Fatal(err)
+		for _, kind := range fileKinds {
+			path := filepath.Join(dir, kind.name)
+			kind.makeTable(t, path)
+			if err := os.Chmod(path, 0); err != nil {
+				t.Fatal(err)
+			}
+			kind.checkOSRefusal(t, path, syscall.EACCES)
 		}
-		checkOSRefusal(t, path, syscall.EACCES)
 		t.Skip("not root: this process was refused; another user's attach is not tried")
-	}
-	copied := filepath.Join(dir, "open-to-all")
-	if err := os.WriteFile(copied, table, 0o666); err != nil {
-		t.Fatal(err)
 	}
 	binary := filepath.Join(dir, "librate.test")
 	if err := copyExecutable(binary); err != nil {
 		t.Fatal(err)
 	}
-	// Whatever the umask took off: nobody may search the directory and write the copy.
+	// Whatever the umask took off: nobody may search the directory.
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(copied, 0o666); err != nil {
-		t.Fatal(err)
-	}
-	child, err := startHelper(t, binary, helperNobody, []string{pathEnv + "=" + path, copyEnv + "=" + copied},
-		func(cmd *exec.Cmd) {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	for _, kind := range fileKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			path := filepath.Join(dir, kind.name)
+			content := kind.makeTable(t, path)
+			if info, err := os.Stat(path); err != nil || info.Mode() != 0o600 {
+				t.Fatalf("%v, %v; want mode -rw-------", info, err)
+			}
+			copied := path + "-open-to-all"
+			if err := os.WriteFile(copied, content, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			// Whatever the umask took off: nobody may write the copy.
+			if err := os.Chmod(copied, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			env := []string{kindEnv + "=" + kind.name, pathEnv + "=" + path, copyEnv + "=" + copied}
+			child, err := startHelper(t, binary, helperNobody, env, func(cmd *exec.Cmd) {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			})
+			if errors.Is(err, fs.ErrPermission) {
+				t.Skipf("nobody cannot run %s (is %s searchable by all?): %v", binary, os.TempDir(), err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := child.finish(); err != nil {
+				t.Fatal(err)
+			}
 		})
-	if errors.Is(err, fs.ErrPermission) {
-		t.Skipf("nobody cannot run %s (is %s searchable by all?): %v", binary, os.TempDir(), err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.finish(); err != nil {
-		t.Fatal(err)
 	}
 }
 

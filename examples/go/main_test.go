@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"librate/examples/go/internal/exampletest"
 )
 
 // The service over real HTTP on 127.0.0.1: 5 requests pass, the 6th gets 429, and
@@ -29,7 +31,7 @@ func TestPerIPLimit(t *testing.T) {
 	// 5 per 60 s, bursts of 5: T = 12 s. The k-th request leaves 5 - k, as long as the
 	// requests take less than T.
 	for left := 4; left >= 0; left-- {
-		res := get(t, url, "127.0.0.1")
+		res := exampletest.Get(t, url, "127.0.0.1")
 		if res.StatusCode != http.StatusOK {
 			t.Fatalf("request with %d left: %s", left, res.Status)
 		}
@@ -40,26 +42,13 @@ func TestPerIPLimit(t *testing.T) {
 			t.Errorf("RateLimit %q, want %s…", got, want)
 		}
 	}
-	denied := get(t, url, "127.0.0.1")
+	denied := exampletest.Get(t, url, "127.0.0.1")
 	retry, _ := strconv.Atoi(denied.Header.Get("Retry-After"))
 	// The next unit is T = 12 s after the first, minus what has passed since.
 	if denied.StatusCode != http.StatusTooManyRequests || retry < 1 || retry > 12 {
 		t.Errorf("6th request: %s, Retry-After %q", denied.Status, denied.Header.Get("Retry-After"))
 	}
-	if other := get(t, url, "127.0.0.2"); other.StatusCode != http.StatusOK {
+	if other := exampletest.Get(t, url, "127.0.0.2"); other.StatusCode != http.StatusOK {
 		t.Errorf("another address: %s", other.Status)
 	}
-}
-
-// get sends one GET from the loopback address source.
-func get(t *testing.T, url, source string) *http.Response {
-	t.Helper()
-	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 10 * time.Second}
-	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
-	res, err := client.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	return res
 }

@@ -2,23 +2,14 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"librate/examples/go/internal/exampletest"
 )
 
-// runMainEnv makes this test binary run main instead of the tests, so the test can start
-// the program as processes of its own.
-const runMainEnv = "LIBRATE_EXAMPLE_RUN_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) != "" {
-		main()
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+// TestMain lets the test start the program as processes of its own.
+func TestMain(m *testing.M) { exampletest.Main(m, main) }
 
 // The program run twice, one process after the other, on one file: the first is
 // admitted 5 of its 7 requests, the second none (GCRA 5 an hour, bursts of 5: the
@@ -26,8 +17,7 @@ func TestMain(m *testing.M) {
 func TestTwoProcessesShareOneLimit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "limit")
 	for _, want := range []int{5, 0} {
-		cmd := exec.Command(os.Args[0], "-path", path)
-		cmd.Env = append(os.Environ(), runMainEnv+"=1")
+		cmd := exampletest.Command("-path", path)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%v: %s", err, out)
