@@ -61,6 +61,11 @@
 #define RATE_E_INCOMPATIBLE (0 - 8)
 
 /**
+ * The most configuration arguments a script takes.
+ */
+#define RATE_REDIS_MAX_ARGS 4
+
+/**
  * Algorithm: GCRA (leaky bucket as a meter; token bucket). Takes `burst`.
  */
 #define RATE_GCRA 0
@@ -163,6 +168,29 @@ typedef struct rate_config {
    */
   uint64_t burst;
 } rate_config;
+
+/**
+ * A Redis script of librate and the arguments it takes: see `rate_redis_script`.
+ */
+typedef struct rate_redis_script {
+  /**
+   * The Lua source, NUL-terminated and static: valid for the life of the process.
+   */
+  const char *source;
+  /**
+   * The configuration arguments, sent after `now`, `n` and `max_wait_ns`, in this order.
+   */
+  uint64_t config_args[RATE_REDIS_MAX_ARGS];
+  /**
+   * How many of `config_args` are used.
+   */
+  uint32_t config_args_len;
+  /**
+   * The most units a request may ask for (GCRA: the burst; windows: the limit): a
+   * larger `n` is RATE_E_INSUFFICIENT_CAPACITY, decided by the client before sending.
+   */
+  uint64_t limit;
+} rate_redis_script;
 
 #ifdef __cplusplus
 extern "C" {
@@ -606,6 +634,27 @@ int32_t rate_limiter_reserve_at(struct rate_limiter *limiter,
  * vDSO clock up with the dynamic loader.
  */
 uint64_t rate_now_ns(void);
+
+/**
+ * The Lua script that decides `config`'s algorithm on Redis, with its arguments (DESIGN
+ * §8). A client sends it with EVALSHA (loading it after NOSCRIPT) with one key, the
+ * limited key's state, and the arguments `now` (a decimal u64, or "" for the server's
+ * clock), `n`, `max_wait_ns` (0 but for a GCRA reserve), then `config_args`. The reply is
+ * {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, integers or
+ * decimal strings, every one a u64.
+ *
+ * Ownership: `out->source` is static; nothing is allocated.
+ *
+ * NULL: `config` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_limiter_new`, or a
+ * duration of 2^53 ns or more, which Lua's doubles do not hold exactly), or
+ * RATE_E_UNSUPPORTED (an algorithm the Redis tier does not decide yet).
+ *
+ * # Safety
+ * `config` is NULL or points to a readable `rate_config`; `out` is NULL or writable.
+ */
+int32_t rate_redis_script(const struct rate_config *config, struct rate_redis_script *out);
 
 /**
  * A static, NUL-terminated English description of a status code; never NULL, never to be

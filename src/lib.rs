@@ -85,7 +85,6 @@ pub mod ffi;
 mod keyed;
 mod limiter;
 mod policy;
-#[cfg(feature = "redis")]
 pub mod redis;
 #[cfg(not(loom))]
 mod shared;

@@ -8,6 +8,7 @@
 mod keyed;
 mod limiter;
 mod misc;
+mod redis;
 #[cfg(feature = "testing")]
 mod testing;
 mod types;
@@ -18,6 +19,7 @@ pub use explain::*;
 pub use keyed::*;
 pub use limiter::*;
 pub use misc::*;
+pub use redis::*;
 #[cfg(feature = "testing")]
 pub use testing::*;
 pub use types::*;

@@ -59,6 +59,8 @@ RATE_SLIDING_LOG = 3
 
 #: Bytes that hold any reason ``rate_limiter_explain_config`` writes, NUL included.
 RATE_REASON_LEN = 256
+#: The most configuration arguments a Redis script takes (``rate_redis_script``).
+RATE_REDIS_MAX_ARGS = 4
 
 
 class rate_config(Structure):  # noqa: N801 - the C name
@@ -82,6 +84,17 @@ class rate_decision(Structure):  # noqa: N801 - the C name
         ("retry_after_ns", c_uint64),
         ("reset_after_ns", c_uint64),
         ("wait_ns", c_uint64),
+    ]
+
+
+class rate_redis_script(Structure):  # noqa: N801 - the C name
+    """``struct rate_redis_script``: a Lua script of the Redis tier and its arguments."""
+
+    _fields_ = [
+        ("source", c_char_p),
+        ("config_args", c_uint64 * RATE_REDIS_MAX_ARGS),
+        ("config_args_len", c_uint32),
+        ("limit", c_uint64),
     ]
 
 
@@ -146,6 +159,7 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_now_ns": (c_uint64, ()),
     "rate_status_str": (c_char_p, (c_int32,)),
     "rate_version": (c_char_p, ()),
+    "rate_redis_script": (c_int32, (POINTER(rate_config), POINTER(rate_redis_script))),
 }
 
 

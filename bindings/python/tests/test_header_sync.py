@@ -42,6 +42,7 @@ C_TYPES: dict[str, Any] = {
     "const size_t *": POINTER(c_size_t),
     "int32_t *": POINTER(c_int32),
     "struct rate_decision *": POINTER(_ffi.rate_decision),
+    "struct rate_redis_script *": POINTER(_ffi.rate_redis_script),
 }
 
 
