@@ -170,7 +170,7 @@ typedef struct rate_config {
 } rate_config;
 
 /**
- * A Redis script of librate and the arguments it takes: see `rate_redis_script`.
+ * A Redis script of librate and the arguments it takes: see `rate_redis_prepare`.
  */
 typedef struct rate_redis_script {
   /**
@@ -654,7 +654,7 @@ uint64_t rate_now_ns(void);
  * # Safety
  * `config` is NULL or points to a readable `rate_config`; `out` is NULL or writable.
  */
-int32_t rate_redis_script(const struct rate_config *config, struct rate_redis_script *out);
+int32_t rate_redis_prepare(const struct rate_config *config, struct rate_redis_script *out);
 
 /**
  * A static, NUL-terminated English description of a status code; never NULL, never to be

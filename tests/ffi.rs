@@ -517,13 +517,13 @@ fn open_shares_a_file_and_reports_its_errors() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `rate_redis_script` hands out the Redis tier's script and arguments (DESIGN §8): for
+/// `rate_redis_prepare` hands out the Redis tier's script and arguments (DESIGN §8): for
 /// GCRA with L = 10, P = 1 s, B = 20, the arguments are T = 100 ms and B, and the limit B.
 #[test]
 fn redis_script_gives_the_script_and_its_arguments() {
     let mut out = std::mem::MaybeUninit::<rate_redis_script>::uninit();
     // SAFETY: a live config and a writable out.
-    let status = unsafe { rate_redis_script(&gcra(10, SECOND, 20), out.as_mut_ptr()) };
+    let status = unsafe { rate_redis_prepare(&gcra(10, SECOND, 20), out.as_mut_ptr()) };
     assert_eq!(status, RATE_OK);
     // SAFETY: written on RATE_OK.
     let script = unsafe { out.assume_init() };
@@ -539,20 +539,20 @@ fn redis_script_gives_the_script_and_its_arguments() {
     // SAFETY: as above, and NULL pointers the function must refuse.
     unsafe {
         assert_eq!(
-            rate_redis_script(ptr::null(), out.as_mut_ptr()),
+            rate_redis_prepare(ptr::null(), out.as_mut_ptr()),
             RATE_E_NULL
         );
         assert_eq!(
-            rate_redis_script(&gcra(10, SECOND, 0), ptr::null_mut()),
+            rate_redis_prepare(&gcra(10, SECOND, 0), ptr::null_mut()),
             RATE_E_NULL
         );
         assert_eq!(
-            rate_redis_script(&gcra(0, SECOND, 0), out.as_mut_ptr()),
+            rate_redis_prepare(&gcra(0, SECOND, 0), out.as_mut_ptr()),
             RATE_E_INVALID_CONFIG
         );
         // τ = B·T = 2^53 ns: not exact in Lua's doubles.
         assert_eq!(
-            rate_redis_script(&gcra(1, 1 << 53, 1), out.as_mut_ptr()),
+            rate_redis_prepare(&gcra(1, 1 << 53, 1), out.as_mut_ptr()),
             RATE_E_INVALID_CONFIG
         );
     }

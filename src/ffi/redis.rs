@@ -9,7 +9,7 @@ use crate::redis::Script;
 /// The most configuration arguments a script takes.
 pub const RATE_REDIS_MAX_ARGS: usize = 4;
 
-/// A Redis script of librate and the arguments it takes: see `rate_redis_script`.
+/// A Redis script of librate and the arguments it takes: see `rate_redis_prepare`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct rate_redis_script {
@@ -42,7 +42,7 @@ pub struct rate_redis_script {
 /// # Safety
 /// `config` is NULL or points to a readable `rate_config`; `out` is NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn rate_redis_script(
+pub unsafe extern "C" fn rate_redis_prepare(
     config: *const rate_config,
     out: *mut rate_redis_script,
 ) -> i32 {

@@ -59,7 +59,7 @@ RATE_SLIDING_LOG = 3
 
 #: Bytes that hold any reason ``rate_limiter_explain_config`` writes, NUL included.
 RATE_REASON_LEN = 256
-#: The most configuration arguments a Redis script takes (``rate_redis_script``).
+#: The most configuration arguments a Redis script takes (``rate_redis_prepare``).
 RATE_REDIS_MAX_ARGS = 4
 
 
@@ -159,7 +159,7 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_now_ns": (c_uint64, ()),
     "rate_status_str": (c_char_p, (c_int32,)),
     "rate_version": (c_char_p, ()),
-    "rate_redis_script": (c_int32, (POINTER(rate_config), POINTER(rate_redis_script))),
+    "rate_redis_prepare": (c_int32, (POINTER(rate_config), POINTER(rate_redis_script))),
 }
 
 
