@@ -5,8 +5,11 @@
 
 mod common;
 
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::time::Duration;
 
+use common::peer_vectors::{self, Decide};
 use common::redis_server::RedisServer;
 use common::{Rng, SECOND};
 use rate::redis::{RedisError, RedisLimiter};
@@ -53,6 +56,33 @@ fn seed_scenario() {
     assert_eq!(at(&mut redis, b"bob", 1000).retry_after_ns, 1000 * MS);
     assert!(at(&mut redis, b"alice", 1000).allowed);
     assert!(at(&mut redis, b"bob", 2001).allowed);
+}
+
+/// The peers' published vectors (`tests/common/peer_vectors.rs`), through Redis: each
+/// limiter under a prefix of its own on one connection.
+#[test]
+fn peer_vectors_through_redis() {
+    let Some((_server, redis)) = server() else {
+        return;
+    };
+    let redis = Rc::new(RefCell::new(redis));
+    let serial = Cell::new(0);
+    let mut through_redis = |config: &Config| -> Decide {
+        serial.set(serial.get() + 1);
+        let limiter = RedisLimiter::new(config, format!("peer:{}:", serial.get())).unwrap();
+        let redis = Rc::clone(&redis);
+        Box::new(
+            move |n, at| match limiter.acquire_at(&mut *redis.borrow_mut(), b"k", n, at) {
+                Ok(decision) => Ok(decision),
+                Err(RedisError::Rate(error)) => Err(error),
+                Err(error) => panic!("{error}"),
+            },
+        )
+    };
+    peer_vectors::throttled_rate_limit(&mut through_redis);
+    peer_vectors::x_time_rate_burst(&mut through_redis);
+    peer_vectors::x_time_rate_jump_backwards(&mut through_redis);
+    peer_vectors::redis_cell_throttle(&mut through_redis);
 }
 
 /// Random configurations, costs, reserves and times that jump both ways (near 0, near

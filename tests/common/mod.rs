@@ -5,6 +5,8 @@
 #[cfg(loom)]
 pub mod loom_keys;
 #[cfg(not(loom))]
+pub mod peer_vectors;
+#[cfg(not(loom))]
 pub mod processes;
 #[cfg(feature = "redis")]
 pub mod redis_server;
