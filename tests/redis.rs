@@ -242,3 +242,49 @@ fn failures_are_errors() {
     let error = limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap_err();
     assert!(matches!(error, RedisError::Redis(_)), "{error}");
 }
+
+/// 4 processes × 4 connections take units of 10 keys at one frozen time until every key
+/// is denied: exactly the limit per key is admitted between them, for every algorithm.
+#[test]
+fn processes_on_one_server_admit_exactly_the_limit() {
+    use common::processes::in_processes;
+    let Some((server, _redis)) = server() else {
+        return;
+    };
+    let configs = [
+        Config::gcra(5, SECOND),
+        Config::fixed_window(5, SECOND),
+        Config::sliding_window(5, SECOND),
+        Config::sliding_log(5, SECOND),
+    ];
+    for (index, config) in configs.iter().enumerate() {
+        let limiter = match RedisLimiter::new(config, format!("hammer:{index}:")) {
+            Err(Error::Unsupported) => continue,
+            limiter => limiter.unwrap(),
+        };
+        let admitted = in_processes(4, |_| {
+            let total: u64 = std::thread::scope(|scope| {
+                let threads: Vec<_> = (0..4)
+                    .map(|thread| {
+                        let (limiter, server) = (&limiter, &server);
+                        scope.spawn(move || {
+                            let mut redis = server.connection();
+                            let mut admitted = 0;
+                            for i in 0..80u64 {
+                                let key = format!("user-{}", (i + thread) % 10);
+                                let decision =
+                                    limiter.acquire_at(&mut redis, key.as_bytes(), 1, 7 * SECOND);
+                                admitted += u64::from(decision.unwrap().allowed);
+                            }
+                            admitted
+                        })
+                    })
+                    .collect();
+                threads.into_iter().map(|t| t.join().unwrap()).sum()
+            });
+            total as u8
+        });
+        let total: u64 = admitted.iter().map(|&n| u64::from(n)).sum();
+        assert_eq!(total, 50, "{config:?}: {admitted:?}");
+    }
+}
