@@ -195,6 +195,29 @@ fn a_flushed_script_is_loaded_again() {
     assert_eq!((second.allowed, second.remaining), (true, 0));
 }
 
+/// A Redis that dies mid-run: calls fail (never admit) while it is down; once it is back
+/// (empty, its scripts gone), a new connection decides again, the script loaded anew.
+#[test]
+fn a_restarted_server_is_used_again() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let limiter = RedisLimiter::new(&Config::gcra(1, SECOND), "restart:").unwrap();
+    let mut redis = server.connection();
+    assert!(limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap().allowed);
+    server.stop();
+    for _ in 0..3 {
+        let error = limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap_err();
+        assert!(matches!(error, RedisError::Redis(_)), "{error}");
+    }
+    server.restart();
+    let mut redis = server.connection();
+    // The restarted server lost the key: the bucket is full again.
+    let decision = limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap();
+    assert_eq!((decision.allowed, decision.remaining), (true, 0));
+    assert!(!limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap().allowed);
+}
+
 /// Refusals before Redis, and Redis's own errors, are errors: never an admission.
 #[test]
 fn failures_are_errors() {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 /// A running `redis-server`, killed and its directory removed on drop.
 pub struct RedisServer {
+    binary: String,
     child: Child,
     pub port: u16,
     pub dir: PathBuf,
@@ -36,18 +37,41 @@ impl RedisServer {
             .port();
         let dir = std::env::temp_dir().join(format!("librate-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let child = Command::new(&binary)
+        let child = Self::spawn(&binary, port, &dir);
+        let server = Self {
+            binary,
+            child,
+            port,
+            dir,
+        };
+        server.wait_until_up();
+        Some(server)
+    }
+
+    fn spawn(binary: &str, port: u16, dir: &std::path::Path) -> Child {
+        Command::new(binary)
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
-            .arg(&dir)
+            .arg(dir)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap();
-        let server = Self { child, port, dir };
-        server.wait_until_up();
-        Some(server)
+            .unwrap()
+    }
+
+    /// Kills the server (SIGKILL: nothing saved); `restart` brings it back.
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Kills the server and starts a new one on the same port, empty: as a crashed Redis
+    /// comes back, its scripts and keys gone.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.child = Self::spawn(&self.binary, self.port, &self.dir);
+        self.wait_until_up();
     }
 
     pub fn url(&self) -> String {
@@ -81,8 +105,7 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
