@@ -195,6 +195,52 @@ fn a_flushed_script_is_loaded_again() {
     assert_eq!((second.allowed, second.remaining), (true, 0));
 }
 
+/// A batch decides each key as single calls on the same states do, in one round trip;
+/// a key holding something else fails alone; after `SCRIPT FLUSH` the batch still runs.
+#[test]
+fn a_batch_decides_as_single_calls() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    let config = Config::gcra(3, SECOND);
+    let batched = RedisLimiter::new(&config, "batch:").unwrap();
+    let single = RedisLimiter::new(&config, "single:").unwrap();
+    let keys: Vec<Vec<u8>> = (0..20u8).map(|k| vec![b'k', k % 7]).collect();
+    let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    for (round, now) in [0, 0, SECOND / 10, 5 * SECOND].into_iter().enumerate() {
+        if round == 2 {
+            redis::cmd("SCRIPT")
+                .arg("FLUSH")
+                .query::<()>(&mut redis)
+                .unwrap();
+        }
+        let decisions = batched.acquire_batch_at(&mut redis, &keys, 1, now).unwrap();
+        for (key, decision) in keys.iter().zip(decisions) {
+            let want = single.acquire_at(&mut redis, key, 1, now).unwrap();
+            assert_eq!(decision.unwrap(), want, "round {round}");
+        }
+    }
+    let list = batched.redis_key(b"list");
+    redis::cmd("RPUSH")
+        .arg(&list)
+        .arg("x")
+        .query::<()>(&mut redis)
+        .unwrap();
+    let mixed = batched
+        .acquire_batch_at(&mut redis, &[b"fresh", b"list"], 1, 0)
+        .unwrap();
+    assert!(mixed[0].as_ref().unwrap().allowed);
+    assert!(
+        matches!(mixed[1], Err(RedisError::Redis(_))),
+        "{:?}",
+        mixed[1]
+    );
+    assert!(matches!(
+        batched.acquire_batch_at(&mut redis, &keys, 4, 0),
+        Err(RedisError::Rate(Error::InsufficientCapacity))
+    ));
+}
+
 /// A Redis that dies mid-run: calls fail (never admit) while it is down; once it is back
 /// (empty, its scripts gone), a new connection decides again, the script loaded anew.
 #[test]

@@ -170,6 +170,71 @@ impl RedisLimiter {
         self.decide(connection, key, n, Some(now_ns), max_wait_ns)
     }
 
+    /// Decides `n` units for each of `keys` now, in one round trip (a pipeline of one
+    /// script call per key): the decision or error of each key, in order. Each key is
+    /// decided as [`acquire`](Self::acquire) decides it, at the server's time of its call.
+    ///
+    /// # Errors
+    /// The outer error when no reply came at all (Redis unreachable, past the timeout) or
+    /// the request is refused for every key ([`Error::InsufficientCapacity`]); a key whose
+    /// script failed (its Redis key holds something else) has its own error.
+    pub fn acquire_batch(
+        &self,
+        connection: &mut impl redis::ConnectionLike,
+        keys: &[&[u8]],
+        n: u64,
+    ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
+        self.decide_batch(connection, keys, n, None)
+    }
+
+    /// [`acquire_batch`](Self::acquire_batch) at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`acquire_batch`](Self::acquire_batch).
+    pub fn acquire_batch_at(
+        &self,
+        connection: &mut impl redis::ConnectionLike,
+        keys: &[&[u8]],
+        n: u64,
+        now_ns: u64,
+    ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
+        self.decide_batch(connection, keys, n, Some(now_ns))
+    }
+
+    fn decide_batch(
+        &self,
+        connection: &mut impl redis::ConnectionLike,
+        keys: &[&[u8]],
+        n: u64,
+        now_ns: Option<u64>,
+    ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
+        self.plan.check(n, None)?;
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipeline = redis::pipe();
+        for key in keys {
+            pipeline
+                .cmd("EVALSHA")
+                .arg(self.script.get_hash())
+                .arg(1)
+                .arg(self.redis_key(key))
+                .arg(now_ns.map_or_else(String::new, |now| now.to_string()))
+                .arg(n)
+                .arg(0)
+                .arg(&self.plan.config_args);
+        }
+        let packed = pipeline.get_packed_pipeline();
+        let mut replies = connection.req_packed_commands(&packed, 0, keys.len())?;
+        if replies.iter().any(is_no_script) {
+            // Redis restarted or flushed its scripts: load the script, then send again
+            // (a call that failed with NOSCRIPT did nothing).
+            self.script.prepare_invoke().load(connection)?;
+            replies = connection.req_packed_commands(&packed, 0, keys.len())?;
+        }
+        Ok(replies.into_iter().map(reply_decision).collect())
+    }
+
     fn decide(
         &self,
         connection: &mut impl redis::ConnectionLike,
@@ -188,6 +253,19 @@ impl RedisLimiter {
             .arg(&self.plan.config_args);
         let reply: Vec<redis::Value> = invocation.invoke(connection)?;
         decision_of(&reply)
+    }
+}
+
+fn is_no_script(reply: &redis::Value) -> bool {
+    matches!(reply, redis::Value::ServerError(error) if error.code() == "NOSCRIPT")
+}
+
+/// One script call's reply in a pipeline: a decision, or the error Redis answered.
+fn reply_decision(reply: redis::Value) -> Result<Decision, RedisError> {
+    match reply {
+        redis::Value::Array(fields) => decision_of(&fields),
+        redis::Value::ServerError(error) => Err(RedisError::Redis(error.into())),
+        other => Err(RedisError::Reply(format!("{other:?}"))),
     }
 }
 
