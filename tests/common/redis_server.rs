@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 /// A running `redis-server`, killed and its directory removed on drop.
 pub struct RedisServer {
     binary: String,
+    /// Arguments beyond the port, directory and persistence (a cluster node's).
+    extra: Vec<String>,
     child: Child,
     pub port: u16,
     pub dir: PathBuf,
@@ -20,6 +22,11 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts a server, or `None` (after printing why) where none is installed outside CI.
     pub fn start() -> Option<Self> {
+        Self::start_with(&[])
+    }
+
+    /// [`start`](Self::start) with more `redis-server` arguments.
+    pub fn start_with(extra: &[&str]) -> Option<Self> {
         let binary = std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
         if Command::new(&binary).arg("--version").output().is_err() {
             assert!(
@@ -37,9 +44,11 @@ impl RedisServer {
             .port();
         let dir = std::env::temp_dir().join(format!("librate-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let child = Self::spawn(&binary, port, &dir);
+        let extra: Vec<String> = extra.iter().map(|arg| arg.to_string()).collect();
+        let child = Self::spawn(&binary, port, &dir, &extra);
         let server = Self {
             binary,
+            extra,
             child,
             port,
             dir,
@@ -48,12 +57,13 @@ impl RedisServer {
         Some(server)
     }
 
-    fn spawn(binary: &str, port: u16, dir: &std::path::Path) -> Child {
+    fn spawn(binary: &str, port: u16, dir: &std::path::Path, extra: &[String]) -> Child {
         Command::new(binary)
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(dir)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -70,7 +80,7 @@ impl RedisServer {
     /// comes back, its scripts and keys gone.
     pub fn restart(&mut self) {
         self.stop();
-        self.child = Self::spawn(&self.binary, self.port, &self.dir);
+        self.child = Self::spawn(&self.binary, self.port, &self.dir, &self.extra);
         self.wait_until_up();
     }
 
@@ -107,5 +117,56 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A Redis Cluster of three masters on loopback ports, each a [`RedisServer`], its slots
+/// assigned by `redis-cli --cluster create`.
+pub struct RedisCluster {
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts the cluster, or `None` as [`RedisServer::start`] does.
+    pub fn start() -> Option<Self> {
+        let nodes: Vec<RedisServer> = (0..3)
+            .map(|_| RedisServer::start_with(&["--cluster-enabled", "yes"]))
+            .collect::<Option<_>>()?;
+        let addresses: Vec<String> = nodes
+            .iter()
+            .map(|node| format!("127.0.0.1:{}", node.port))
+            .collect();
+        let created = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdout(Stdio::null())
+            .status()
+            .expect("redis-cli comes with redis-server");
+        assert!(created.success(), "redis-cli --cluster create failed");
+        let cluster = Self { nodes };
+        let started = Instant::now();
+        while !cluster.is_ok() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the cluster did not form"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(cluster)
+    }
+
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    fn is_ok(&self) -> bool {
+        self.nodes.iter().all(|node| {
+            let info: String = redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query(&mut node.connection())
+                .unwrap_or_default();
+            info.contains("cluster_state:ok")
+        })
     }
 }
