@@ -7,6 +7,8 @@ pub mod loom_keys;
 #[cfg(not(loom))]
 pub mod processes;
 #[cfg(feature = "redis")]
+pub mod redis_replay;
+#[cfg(feature = "redis")]
 pub mod redis_server;
 
 /// SplitMix64: a tiny deterministic PRNG, so every property test is reproducible from its
