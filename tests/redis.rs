@@ -12,7 +12,7 @@ use common::redis_replay::replay;
 use common::redis_server::server;
 use common::{Rng, MS, SECOND};
 use rate::redis::{RedisError, RedisLimiter};
-use rate::{Config, ConfigError, Decision, Error};
+use rate::{Algorithm, Config, ConfigError, Decision, Error};
 
 /// DESIGN §4's seed scenario on Redis with explicit times: L = 1, P = 2 s, B = 1. Bob is
 /// admitted at 0 ms, denied at 999 and 1000 ms, admitted at 2001 ms; Alice is independent.
@@ -132,6 +132,23 @@ fn failures_are_errors() {
         Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
     ));
     assert!(RedisLimiter::new(&Config::gcra(1, (1 << 53) - 1), "x").is_ok());
+    for algorithm in [Algorithm::FixedWindow, Algorithm::SlidingWindow] {
+        assert!(matches!(
+            RedisLimiter::new(&Config::new(algorithm, 1, 1 << 53), "x"),
+            Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
+        ));
+        assert!(RedisLimiter::new(&Config::new(algorithm, 1, (1 << 53) - 1), "x").is_ok());
+        // A reserve, even one that would not wait, is refused as in process.
+        let windows = RedisLimiter::new(&Config::new(algorithm, 2, SECOND), "x").unwrap();
+        assert!(matches!(
+            windows.reserve_at(&mut redis, b"k", 1, 0, 0),
+            Err(RedisError::Rate(Error::Unsupported))
+        ));
+    }
+    assert!(matches!(
+        RedisLimiter::new(&Config::sliding_log(2, SECOND), "x"),
+        Err(Error::Unsupported)
+    ));
     assert!(matches!(
         RedisLimiter::new(&Config::gcra(0, SECOND), "x"),
         Err(Error::InvalidConfig(ConfigError::ZeroLimit))

@@ -2,10 +2,11 @@
 //! Redis (or Valkey) by librate's Lua scripts, with the decisions of §3 and §4 bit for bit.
 //!
 //! The scripts live in `src/redis/lua/`, once for every language: `time.lua` (exact u64
-//! instants in Lua's doubles) followed by one algorithm's file. Redis runs each call of a
-//! script atomically, so concurrent clients on any number of hosts decide one key as
-//! threads decide one in-process limiter. Time is the server's clock (`TIME`), so the
-//! clients' clocks never matter; the `_at` forms pass the time instead.
+//! instants in Lua's doubles) followed by one algorithm's file (the window counters' by
+//! `windows.lua`, which they share, first). Redis runs each call of a script atomically,
+//! so concurrent clients on any number of hosts decide one key as threads decide one
+//! in-process limiter. Time is the server's clock (`TIME`), so the clients' clocks never
+//! matter; the `_at` forms pass the time instead.
 //!
 //! ```no_run
 //! use rate::redis::RedisLimiter;
@@ -33,6 +34,21 @@ const EXACT: u64 = 1 << 53;
 /// The GCRA script: the instants prelude, then the algorithm.
 const GCRA: &str = concat!(include_str!("lua/time.lua"), include_str!("lua/gcra.lua"));
 
+/// The fixed window script: the instants prelude, the windows both counters share, then
+/// the algorithm.
+const FIXED_WINDOW: &str = concat!(
+    include_str!("lua/time.lua"),
+    include_str!("lua/windows.lua"),
+    include_str!("lua/fixed_window.lua")
+);
+
+/// The sliding window counter's script, built as [`FIXED_WINDOW`] is.
+const SLIDING_WINDOW: &str = concat!(
+    include_str!("lua/time.lua"),
+    include_str!("lua/windows.lua"),
+    include_str!("lua/sliding_window.lua")
+);
+
 /// The script deciding `config`'s algorithm, and the configuration arguments it takes after
 /// the three every script takes (now, n, max_wait).
 fn script_of(config: &Config, policy: &Policy) -> Result<(&'static str, Vec<u64>), Error> {
@@ -47,7 +63,23 @@ fn script_of(config: &Config, policy: &Policy) -> Result<(&'static str, Vec<u64>
                 _ => Err(not_exact),
             }
         }
-        _ => Err(Error::Unsupported),
+        Algorithm::FixedWindow | Algorithm::SlidingWindow => {
+            let script = if config.algorithm == Algorithm::FixedWindow {
+                FIXED_WINDOW
+            } else {
+                SLIDING_WINDOW
+            };
+            // Every duration the scripts hold as a number is below P (a time elapsed in a
+            // window, a remainder modulo P). With P < 2⁵³ the window bound (checked by
+            // `Policy::new`) leaves L < 2⁵², so a count plus a cost stays below 2⁵³ too.
+            debug_assert!(config.period_ns >= EXACT || config.limit < EXACT / 2);
+            if config.period_ns < EXACT {
+                Ok((script, vec![config.limit, config.period_ns]))
+            } else {
+                Err(not_exact)
+            }
+        }
+        Algorithm::SlidingLog => Err(Error::Unsupported),
     }
 }
 
@@ -117,8 +149,10 @@ impl RedisLimiter {
     /// # Errors
     /// [`Error::InvalidConfig`] for a configuration the in-process limiter rejects, or
     /// ([`ConfigError::NotExactOnRedis`]) one whose durations reach 2⁵³ ns (104 days),
-    /// which Lua's doubles cannot hold exactly; [`Error::Unsupported`] for an algorithm
-    /// this tier does not decide yet (only GCRA so far).
+    /// which Lua's doubles cannot hold exactly: GCRA's `burst × (period_ns / limit)`, or a
+    /// window's `period_ns` (every other number a window script holds, counts included,
+    /// then stays below 2⁵³); [`Error::Unsupported`] for an algorithm this tier does not
+    /// decide yet (the sliding log).
     pub fn new(config: &Config, prefix: impl AsRef<[u8]>) -> Result<Self, Error> {
         let policy = Policy::new(config)?;
         let (source, config_args) = script_of(config, &policy)?;
@@ -158,7 +192,7 @@ impl RedisLimiter {
         key: &[u8],
         n: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, None, 0)
+        self.decide(connection, key, n, None, None)
     }
 
     /// [`acquire`](Self::acquire) at `now_ns` on the caller's timeline instead of the
@@ -173,7 +207,7 @@ impl RedisLimiter {
         n: u64,
         now_ns: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, Some(now_ns), 0)
+        self.decide(connection, key, n, Some(now_ns), None)
     }
 
     /// GCRA's queue (DESIGN §4): admits `n` units if the caller will wait at most
@@ -181,7 +215,7 @@ impl RedisLimiter {
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire); [`Error::Unsupported`] (in [`RedisError::Rate`]) for
-    /// a window algorithm with a non-zero `max_wait_ns`, as in process.
+    /// a window algorithm, whatever `max_wait_ns` is, as in process.
     pub fn reserve(
         &self,
         connection: &mut impl redis::ConnectionLike,
@@ -189,7 +223,7 @@ impl RedisLimiter {
         n: u64,
         max_wait_ns: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, None, max_wait_ns)
+        self.decide(connection, key, n, None, Some(max_wait_ns))
     }
 
     /// [`reserve`](Self::reserve) at `now_ns` (the arguments in the order of
@@ -205,24 +239,25 @@ impl RedisLimiter {
         now_ns: u64,
         max_wait_ns: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, Some(now_ns), max_wait_ns)
+        self.decide(connection, key, n, Some(now_ns), Some(max_wait_ns))
     }
 
+    /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns` (`None`:
+    /// the server's clock).
     fn decide(
         &self,
         connection: &mut impl redis::ConnectionLike,
         key: &[u8],
         n: u64,
         now_ns: Option<u64>,
-        max_wait_ns: u64,
+        max_wait_ns: Option<u64>,
     ) -> Result<Decision, RedisError> {
-        self.policy
-            .check(n, Some(max_wait_ns).filter(|&wait| wait > 0))?;
+        self.policy.check(n, max_wait_ns)?;
         let mut invocation = self.script.key(self.redis_key(key));
         invocation
             .arg(now_ns.map_or_else(String::new, |now| now.to_string()))
             .arg(n)
-            .arg(max_wait_ns)
+            .arg(max_wait_ns.unwrap_or(0))
             .arg(&self.config_args);
         let reply: Vec<redis::Value> = invocation.invoke(connection)?;
         decision_of(&reply)
