@@ -1,6 +1,7 @@
 //! The Redis tier (DESIGN §8) against a real `redis-server` the test starts on a loopback
-//! port: the same decisions as the in-process limiter, field for field, for the same
-//! times; the server's clock; script reloads; expiry; and every failure an error.
+//! port: GCRA's decisions, the same as the in-process limiter's field for field for the
+//! same times; the server's clock; script reloads; expiry; and every failure an error.
+//! The window counters are in `redis_windows.rs`.
 #![cfg(feature = "redis")]
 
 mod common;
@@ -10,20 +11,11 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use common::peer_vectors::{self, Decide};
-use common::redis_server::RedisServer;
-use common::{Rng, SECOND};
+use common::redis_replay::replay;
+use common::redis_server::{server, RedisServer};
+use common::{Rng, MS, SECOND};
 use rate::redis::{RedisError, RedisLimiter};
-use rate::{Config, ConfigError, Decision, Error, Limiter};
-
-const MS: u64 = 1_000_000;
-/// The largest state a limiter stores (DESIGN §2): 2^64 − 257.
-const MAX_STATE: u64 = u64::MAX - 256;
-
-fn server() -> Option<(RedisServer, redis::Connection)> {
-    let server = RedisServer::start()?;
-    let connection = server.connection();
-    Some((server, connection))
-}
+use rate::{Algorithm, Config, ConfigError, Decision, Error};
 
 /// DESIGN §4's seed scenario on Redis with explicit times: L = 1, P = 2 s, B = 1. Bob is
 /// admitted at 0 ms, denied at 999 and 1000 ms, admitted at 2001 ms; Alice is independent.
@@ -85,60 +77,24 @@ fn peer_vectors_through_redis() {
     peer_vectors::redis_cell_throttle(&mut through_redis);
 }
 
-/// Random configurations, costs, reserves and times that jump both ways (near 0, near
-/// the end of the timeline, anywhere): every decision, and every refusal, is the
-/// in-process limiter's.
+/// Random GCRA configurations: every decision, and every refusal, is the in-process
+/// limiter's ([`replay`]).
 #[test]
 fn decides_as_the_in_process_limiter() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
     let mut rng = Rng::new(53);
-    for case in 0..200u64 {
+    for case in 0..200 {
         let limit = rng.range(1, 20);
         let period = rng.range(limit, 10 * SECOND);
         let burst = if rng.chance(50) { 0 } else { rng.range(1, 40) };
-        let config = Config::gcra(limit, period).with_burst(burst);
-        let local = Limiter::new(&config).unwrap();
-        let remote = RedisLimiter::new(&config, format!("model:{case}:")).unwrap();
-        let base = match case % 4 {
-            0 => 0,
-            1 => rng.range(0, 1 << 40),
-            2 => MAX_STATE - rng.range(0, 20 * SECOND),
-            _ => rng.next_u64(),
-        };
-        let mut now = base;
-        for step in 0..100 {
-            now = match rng.below(8) {
-                0 => now.saturating_sub(rng.below(2 * period)),
-                1 => base.saturating_add(rng.below(4 * period)),
-                2 => u64::MAX - rng.below(3),
-                _ => now.saturating_add(rng.below(period)),
-            };
-            let n = rng.below(config_burst(&config) + 2);
-            let max_wait = match rng.below(4) {
-                0 => 0,
-                1 => u64::MAX - rng.below(2),
-                _ => rng.below(3 * period),
-            };
-            let want = local.reserve_at(n, now, max_wait);
-            let got = remote.reserve_at(&mut redis, b"k", n, now, max_wait);
-            match (want, got) {
-                (Ok(want), Ok(got)) => {
-                    assert_eq!(got, want, "{config:?} step {step} n {n} at {now}")
-                }
-                (Err(want), Err(RedisError::Rate(got))) => assert_eq!(got, want),
-                (want, got) => panic!("{config:?} step {step}: {want:?} against {got:?}"),
-            }
-        }
-    }
-}
-
-fn config_burst(config: &Config) -> u64 {
-    if config.burst == 0 {
-        config.limit
-    } else {
-        config.burst
+        replay(
+            &mut redis,
+            &Config::gcra(limit, period).with_burst(burst),
+            case,
+            &mut rng,
+        );
     }
 }
 
@@ -275,6 +231,23 @@ fn failures_are_errors() {
         Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
     ));
     assert!(RedisLimiter::new(&Config::gcra(1, (1 << 53) - 1), "x").is_ok());
+    for algorithm in [Algorithm::FixedWindow, Algorithm::SlidingWindow] {
+        assert!(matches!(
+            RedisLimiter::new(&Config::new(algorithm, 1, 1 << 53), "x"),
+            Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
+        ));
+        assert!(RedisLimiter::new(&Config::new(algorithm, 1, (1 << 53) - 1), "x").is_ok());
+        // A reserve, even one that would not wait, is refused as in process.
+        let windows = RedisLimiter::new(&Config::new(algorithm, 2, SECOND), "x").unwrap();
+        assert!(matches!(
+            windows.reserve_at(&mut redis, b"k", 1, 0, 0),
+            Err(RedisError::Rate(Error::Unsupported))
+        ));
+    }
+    assert!(matches!(
+        RedisLimiter::new(&Config::sliding_log(2, SECOND), "x"),
+        Err(Error::Unsupported)
+    ));
     assert!(matches!(
         RedisLimiter::new(&Config::gcra(0, SECOND), "x"),
         Err(Error::InvalidConfig(ConfigError::ZeroLimit))

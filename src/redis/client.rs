@@ -120,7 +120,7 @@ impl RedisLimiter {
         key: &[u8],
         n: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, None, 0)
+        self.decide(connection, key, n, None, None)
     }
 
     /// [`acquire`](Self::acquire) at `now_ns` on the caller's timeline instead of the
@@ -135,7 +135,7 @@ impl RedisLimiter {
         n: u64,
         now_ns: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, Some(now_ns), 0)
+        self.decide(connection, key, n, Some(now_ns), None)
     }
 
     /// GCRA's queue (DESIGN §4): admits `n` units if the caller will wait at most
@@ -151,7 +151,7 @@ impl RedisLimiter {
         n: u64,
         max_wait_ns: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, None, max_wait_ns)
+        self.decide(connection, key, n, None, Some(max_wait_ns))
     }
 
     /// [`reserve`](Self::reserve) at `now_ns` (the arguments in the order of
@@ -167,7 +167,7 @@ impl RedisLimiter {
         now_ns: u64,
         max_wait_ns: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, Some(now_ns), max_wait_ns)
+        self.decide(connection, key, n, Some(now_ns), Some(max_wait_ns))
     }
 
     /// Decides `n` units for each of `keys` now, in one round trip (a pipeline of one
@@ -241,15 +241,15 @@ impl RedisLimiter {
         key: &[u8],
         n: u64,
         now_ns: Option<u64>,
-        max_wait_ns: u64,
+        max_wait_ns: Option<u64>,
     ) -> Result<Decision, RedisError> {
-        self.plan
-            .check(n, Some(max_wait_ns).filter(|&wait| wait > 0))?;
+        // A reserve is one even with no wait: unsupported by the windows, as in process.
+        self.plan.check(n, max_wait_ns)?;
         let mut invocation = self.script.key(self.redis_key(key));
         invocation
             .arg(now_ns.map_or_else(String::new, |now| now.to_string()))
             .arg(n)
-            .arg(max_wait_ns)
+            .arg(max_wait_ns.unwrap_or(0))
             .arg(&self.plan.config_args);
         let reply: Vec<redis::Value> = invocation.invoke(connection)?;
         decision_of(&reply)

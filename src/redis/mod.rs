@@ -2,10 +2,11 @@
 //! Redis (or Valkey) by librate's Lua scripts, with the decisions of §3 and §4 bit for bit.
 //!
 //! The scripts live in `src/redis/lua/`, once for every language: `time.lua` (exact u64
-//! instants in Lua's doubles) followed by one algorithm's file. Redis runs each call of a
-//! script atomically, so concurrent clients on any number of hosts decide one key as
-//! threads decide one in-process limiter. Time is the server's clock (`TIME`), so the
-//! clients' clocks never matter; the `_at` forms pass the time instead.
+//! instants in Lua's doubles) followed by one algorithm's file (the window counters' by
+//! `windows.lua`, which they share, first). Redis runs each call of a script atomically,
+//! so concurrent clients on any number of hosts decide one key as threads decide one
+//! in-process limiter. Time is the server's clock (`TIME`), so the clients' clocks never
+//! matter; the `_at` forms pass the time instead.
 //!
 //! The scripts and their arguments are all this module decides; the clients that send them
 //! are each language's: [`RedisLimiter`] over the `redis` crate (the `redis` cargo feature),
@@ -32,6 +33,23 @@ const GCRA: &str = concat!(
     "\0"
 );
 
+/// The fixed window script: the instants prelude, the windows both counters share, then
+/// the algorithm.
+const FIXED_WINDOW: &str = concat!(
+    include_str!("lua/time.lua"),
+    include_str!("lua/windows.lua"),
+    include_str!("lua/fixed_window.lua"),
+    "\0"
+);
+
+/// The sliding window counter's script, built as [`FIXED_WINDOW`] is.
+const SLIDING_WINDOW: &str = concat!(
+    include_str!("lua/time.lua"),
+    include_str!("lua/windows.lua"),
+    include_str!("lua/sliding_window.lua"),
+    "\0"
+);
+
 /// What a client needs to decide one configuration on Redis: the script and the
 /// configuration arguments it takes after the three every script takes (`now`, `n`,
 /// `max_wait`).
@@ -51,8 +69,10 @@ impl Script {
     /// # Errors
     /// [`Error::InvalidConfig`] for a configuration the in-process limiter rejects, or
     /// ([`ConfigError::NotExactOnRedis`]) one whose durations reach 2⁵³ ns (104 days),
-    /// which Lua's doubles cannot hold exactly; [`Error::Unsupported`] for an algorithm
-    /// this tier does not decide yet.
+    /// which Lua's doubles cannot hold exactly: GCRA's `burst × (period_ns / limit)`, or a
+    /// window's `period_ns` (every other number a window script holds, counts included,
+    /// then stays below 2⁵³); [`Error::Unsupported`] for an algorithm this tier does not
+    /// decide yet (the sliding log).
     pub fn of(config: &Config) -> Result<Self, Error> {
         let policy = Policy::new(config)?;
         let (source, config_args) = script_of(config, &policy)?;
@@ -102,6 +122,22 @@ fn script_of(config: &Config, policy: &Policy) -> Result<(&'static str, Vec<u64>
                 _ => Err(not_exact),
             }
         }
-        _ => Err(Error::Unsupported),
+        Algorithm::FixedWindow | Algorithm::SlidingWindow => {
+            let script = if config.algorithm == Algorithm::FixedWindow {
+                FIXED_WINDOW
+            } else {
+                SLIDING_WINDOW
+            };
+            // Every duration the scripts hold as a number is below P (a time elapsed in a
+            // window, a remainder modulo P). With P < 2⁵³ the window bound (checked by
+            // `Policy::new`) leaves L < 2⁵², so a count plus a cost stays below 2⁵³ too.
+            debug_assert!(config.period_ns >= EXACT || config.limit < EXACT / 2);
+            if config.period_ns < EXACT {
+                Ok((script, vec![config.limit, config.period_ns]))
+            } else {
+                Err(not_exact)
+            }
+        }
+        Algorithm::SlidingLog => Err(Error::Unsupported),
     }
 }

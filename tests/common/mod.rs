@@ -9,6 +9,8 @@ pub mod peer_vectors;
 #[cfg(not(loom))]
 pub mod processes;
 #[cfg(feature = "redis")]
+pub mod redis_replay;
+#[cfg(feature = "redis")]
 pub mod redis_server;
 
 /// SplitMix64: a tiny deterministic PRNG, so every property test is reproducible from its

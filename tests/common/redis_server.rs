@@ -9,6 +9,13 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A server and a connection to it, or `None` where none is installed outside CI.
+pub fn server() -> Option<(RedisServer, redis::Connection)> {
+    let server = RedisServer::start()?;
+    let connection = server.connection();
+    Some((server, connection))
+}
+
 /// A running `redis-server`, killed and its directory removed on drop.
 pub struct RedisServer {
     binary: String,

@@ -1,0 +1,205 @@
+//! The Redis tier's differential model (DESIGN §8): random requests replayed through an
+//! in-process limiter and through Redis, every decision and refusal compared field for
+//! field, and every admission's expiry checked.
+
+use rate::redis::{RedisError, RedisLimiter};
+use rate::{Algorithm, Config, Decision, Limiter};
+
+use super::{Rng, MS};
+
+/// The largest state a limiter stores (DESIGN §2): 2^64 − 257.
+pub const MAX_STATE: u64 = u64::MAX - 256;
+
+/// Replays 100 random requests on one key through `config`'s in-process limiter and
+/// through Redis, asserting equal every decision and every refusal, and after each
+/// admission the expiry the script set. Times start near 0, anywhere below 2⁴⁰, near the
+/// end of the timeline or anywhere, and move forward, back, to window edges and to the
+/// last instants of the timeline; costs include 0, 1, the limit and one past it; reserves
+/// wait 0, anything, or forever.
+pub fn replay(redis: &mut redis::Connection, config: &Config, case: u64, rng: &mut Rng) {
+    let local = Limiter::new(config).unwrap();
+    let remote = RedisLimiter::new(config, format!("model:{case}:")).unwrap();
+    let mut redis = Unexpiring::new(redis, remote.redis_key(b"k"));
+    let period = config.period_ns;
+    let capacity = match config.algorithm {
+        Algorithm::Gcra if config.burst > 0 => config.burst,
+        _ => config.limit,
+    };
+    let base = match case % 4 {
+        0 => 0,
+        1 => rng.range(0, 1 << 40),
+        2 => MAX_STATE.saturating_sub(rng.below(20u64.saturating_mul(period))),
+        _ => rng.next_u64(),
+    };
+    let mut now = base;
+    for step in 0..100 {
+        now = match rng.below(100) {
+            0..=14 => now.saturating_sub(rng.below(period.saturating_mul(2))),
+            15..=24 => base.saturating_add(rng.below(period.saturating_mul(4))),
+            // The timeline's last instants, late in the replay: past them every request
+            // is decided in the last window.
+            25..=29 if step >= 80 => u64::MAX - rng.below(3),
+            28..=30 => rng.below(3),
+            31..=55 => (now / period)
+                .checked_add(rng.below(3))
+                .and_then(|window| window.checked_mul(period))
+                .map_or(now, |edge| {
+                    edge.saturating_add(rng.below(5)).saturating_sub(2)
+                }),
+            _ => now.saturating_add(rng.below(period)),
+        };
+        let n = match rng.below(6) {
+            0 => 0,
+            1 => rng.range(1, 3),
+            2 => capacity,
+            3 => capacity + 1,
+            _ => rng.below(capacity + 2),
+        };
+        // Half the GCRA requests are reserves; on a window, a few, all refused.
+        let reserves = if config.algorithm == Algorithm::Gcra {
+            50
+        } else {
+            10
+        };
+        let max_wait = rng.chance(reserves).then(|| match rng.below(4) {
+            0 => 0,
+            1 => u64::MAX - rng.below(2),
+            _ => rng.below(period.saturating_mul(3)),
+        });
+        let want = match max_wait {
+            None => local.acquire_at(n, now),
+            Some(wait) => local.reserve_at(n, now, wait),
+        };
+        let call = |redis: &mut Unexpiring| match max_wait {
+            None => remote.acquire_at(redis, b"k", n, now),
+            Some(wait) => remote.reserve_at(redis, b"k", n, now, wait),
+        };
+        let mut got = call(&mut redis);
+        while matches!(&got, Ok(admitted) if admitted.allowed && n > 0) && redis.ttl == -2 {
+            // The key expired between the script and `PERSIST` (Unexpiring): again.
+            redis.undo();
+            got = call(&mut redis);
+        }
+        let context = format!("{config:?} step {step}: n {n} at {now}, max_wait {max_wait:?}");
+        match (want, got) {
+            (Ok(want), Ok(got)) => {
+                assert_eq!(got, want, "{context}");
+                if want.allowed && n > 0 {
+                    redis.assert_kept_for(expiry(config, &want), &context);
+                }
+            }
+            (Err(want), Err(RedisError::Rate(got))) => assert_eq!(got, want, "{context}"),
+            (want, got) => panic!("{context}: {want:?} against {got:?}"),
+        }
+    }
+}
+
+/// How long after an admission its key must live (DESIGN §5, fresh again): GCRA until its
+/// TAT, which `reset_after_ns` reaches; the windows until nothing is counted in the
+/// window of now or the one before, the start of the window after next, which the sliding
+/// window's reset reaches once something is counted and the fixed window's comes a period
+/// before. `None` where the reset lies past the end of the timeline.
+fn expiry(config: &Config, admitted: &Decision) -> Option<u128> {
+    let reset = u128::from(admitted.reset_after_ns);
+    (admitted.reset_after_ns < u64::MAX).then(|| match config.algorithm {
+        Algorithm::FixedWindow => reset + u128::from(config.period_ns),
+        _ => reset,
+    })
+}
+
+/// A connection on which a key never expires by Redis's own clock, which runs unrelated
+/// to the times the replay passes (a period of microseconds would end in Redis long before
+/// the replay's time reaches it): each command runs in a transaction with `PTTL` and
+/// `PERSIST` of the key, so the expiry a script set is read, then cleared.
+///
+/// Redis 7.0 does not stop its clock during a transaction, so a key that a script left to
+/// live for 1 ms can still expire before `PERSIST` if Redis is descheduled for that long;
+/// the transaction also saves the key as it was before (`DUMP`), so that the replay can
+/// [`undo`](Self::undo) such a command and run it again.
+struct Unexpiring<'a> {
+    connection: &'a mut redis::Connection,
+    key: Vec<u8>,
+    /// The key's `DUMP` before the last command (`None`: it did not exist).
+    before: Option<Vec<u8>>,
+    /// The key's `PTTL` right after the last command (-2: it does not exist).
+    ttl: i64,
+}
+
+impl<'a> Unexpiring<'a> {
+    fn new(connection: &'a mut redis::Connection, key: Vec<u8>) -> Self {
+        Self {
+            connection,
+            key,
+            before: None,
+            ttl: -2,
+        }
+    }
+
+    /// Puts the key back as it was before the last command.
+    fn undo(&mut self) {
+        let command = match &self.before {
+            Some(dump) => redis::cmd("RESTORE")
+                .arg(&self.key)
+                .arg(0)
+                .arg(dump)
+                .arg("REPLACE")
+                .clone(),
+            None => redis::cmd("DEL").arg(&self.key).clone(),
+        };
+        command.query::<()>(self.connection).unwrap();
+    }
+
+    /// The last command left the key to expire `lead_ns` after now, rounded up to a
+    /// millisecond (give or take the few ms between the script and `PTTL`).
+    fn assert_kept_for(&self, lead_ns: Option<u128>, context: &str) {
+        let Some(lead_ns) = lead_ns else {
+            return;
+        };
+        let want = i64::try_from(lead_ns.div_ceil(u128::from(MS))).unwrap();
+        assert!(
+            self.ttl <= want && self.ttl >= want - 50,
+            "{context}: PTTL {} ms, want {want}",
+            self.ttl
+        );
+    }
+}
+
+impl redis::ConnectionLike for Unexpiring<'_> {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> redis::RedisResult<redis::Value> {
+        let mut packed = redis::cmd("MULTI").get_packed_command();
+        packed.extend(redis::cmd("DUMP").arg(&self.key).get_packed_command());
+        packed.extend_from_slice(cmd);
+        packed.extend(redis::cmd("PTTL").arg(&self.key).get_packed_command());
+        packed.extend(redis::cmd("PERSIST").arg(&self.key).get_packed_command());
+        packed.extend(redis::cmd("EXEC").get_packed_command());
+        // Past MULTI's OK and four QUEUED: EXEC's reply.
+        let mut replies = self.connection.req_packed_commands(&packed, 5, 1)?;
+        let Some(redis::Value::Array(mut results)) = replies.pop() else {
+            panic!("EXEC answered {replies:?}");
+        };
+        self.before = redis::from_redis_value(&results[0])?;
+        self.ttl = redis::from_redis_value(&results[2])?;
+        results.swap_remove(1).extract_error()
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisResult<Vec<redis::Value>> {
+        self.connection.req_packed_commands(cmd, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.connection.get_db()
+    }
+
+    fn check_connection(&mut self) -> bool {
+        self.connection.check_connection()
+    }
+
+    fn is_open(&self) -> bool {
+        self.connection.is_open()
+    }
+}
