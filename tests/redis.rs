@@ -69,37 +69,79 @@ fn decides_as_the_in_process_limiter() {
         let period = rng.range(limit, 10 * SECOND);
         let burst = if rng.chance(50) { 0 } else { rng.range(1, 40) };
         let config = Config::gcra(limit, period).with_burst(burst);
-        let local = Limiter::new(&config).unwrap();
-        let remote = RedisLimiter::new(&config, format!("model:{case}:")).unwrap();
-        let base = match case % 4 {
-            0 => 0,
-            1 => rng.range(0, 1 << 40),
-            2 => MAX_STATE - rng.range(0, 20 * SECOND),
-            _ => rng.next_u64(),
-        };
-        let mut now = base;
-        for step in 0..100 {
-            now = match rng.below(8) {
-                0 => now.saturating_sub(rng.below(2 * period)),
-                1 => base.saturating_add(rng.below(4 * period)),
-                2 => u64::MAX - rng.below(3),
-                _ => now.saturating_add(rng.below(period)),
-            };
-            let n = rng.below(config_burst(&config) + 2);
+        let most = config_burst(&config);
+        replay(&mut redis, &mut rng, &config, case, |rng| {
+            let n = rng.below(most + 2);
             let max_wait = match rng.below(4) {
                 0 => 0,
                 1 => u64::MAX - rng.below(2),
                 _ => rng.below(3 * period),
             };
-            let want = local.reserve_at(n, now, max_wait);
-            let got = remote.reserve_at(&mut redis, b"k", n, now, max_wait);
-            match (want, got) {
-                (Ok(want), Ok(got)) => {
-                    assert_eq!(got, want, "{config:?} step {step} n {n} at {now}")
-                }
-                (Err(want), Err(RedisError::Rate(got))) => assert_eq!(got, want),
-                (want, got) => panic!("{config:?} step {step}: {want:?} against {got:?}"),
+            (n, Some(max_wait))
+        });
+    }
+}
+
+/// Replays 100 requests on one key of `config` through the in-process limiter and through
+/// Redis, and asserts that every decision and every refusal is the same. Times start at a
+/// base chosen by `case` (0, small, near the end of the timeline, anywhere) and then step
+/// forward, jump back, return near the base, reach the end of the timeline, or land on
+/// the last decision's retry or reset (±1 ns). `request` gives each request's cost and
+/// wait (`None`: an acquire).
+fn replay(
+    redis: &mut redis::Connection,
+    rng: &mut Rng,
+    config: &Config,
+    case: u64,
+    mut request: impl FnMut(&mut Rng) -> (u64, Option<u64>),
+) {
+    let local = Limiter::new(config).unwrap();
+    let remote = RedisLimiter::new(config, format!("model:{case}:")).unwrap();
+    let period = config.period_ns;
+    let base = match case % 4 {
+        0 => 0,
+        1 => rng.range(0, 1 << 40),
+        2 => MAX_STATE - rng.range(0, 20 * SECOND),
+        _ => rng.next_u64(),
+    };
+    let mut now = base;
+    let mut last = Decision::default();
+    for step in 0..100 {
+        now = match rng.below(10) {
+            0 => now.saturating_sub(rng.below(2 * period)),
+            1 => base.saturating_add(rng.below(4 * period)),
+            2 => u64::MAX - rng.below(3),
+            3 => now.saturating_add(last.retry_after_ns),
+            4 => now.saturating_add(last.reset_after_ns),
+            _ => now.saturating_add(rng.below(period)),
+        };
+        if rng.chance(30) {
+            now = (now.saturating_add(rng.below(3))).saturating_sub(1);
+        }
+        let (n, max_wait) = request(rng);
+        let (want, got) = match max_wait {
+            Some(wait) => (
+                local.reserve_at(n, now, wait),
+                remote.reserve_at(redis, b"k", n, now, wait),
+            ),
+            None => (
+                local.acquire_at(n, now),
+                remote.acquire_at(redis, b"k", n, now),
+            ),
+        };
+        // Redis expires the key on its own clock, which is not this timeline (a live
+        // state could vanish after a millisecond of real time): keep it, as in process.
+        redis::cmd("PERSIST")
+            .arg(remote.redis_key(b"k"))
+            .query::<()>(redis)
+            .unwrap();
+        match (want, got) {
+            (Ok(want), Ok(got)) => {
+                assert_eq!(got, want, "{config:?} step {step} n {n} at {now}");
+                last = want;
             }
+            (Err(want), Err(RedisError::Rate(got))) => assert_eq!(got, want),
+            (want, got) => panic!("{config:?} step {step}: {want:?} against {got:?}"),
         }
     }
 }
