@@ -33,6 +33,12 @@ const EXACT: u64 = 1 << 53;
 /// The GCRA script: the instants prelude, then the algorithm.
 const GCRA: &str = concat!(include_str!("lua/time.lua"), include_str!("lua/gcra.lua"));
 
+/// The sliding log script: the instants prelude, then the ring.
+const SLIDING_LOG: &str = concat!(
+    include_str!("lua/time.lua"),
+    include_str!("lua/sliding_log.lua")
+);
+
 /// The script deciding `config`'s algorithm, and the configuration arguments it takes after
 /// the three every script takes (now, n, max_wait).
 fn script_of(config: &Config, policy: &Policy) -> Result<(&'static str, Vec<u64>), Error> {
@@ -47,6 +53,12 @@ fn script_of(config: &Config, policy: &Policy) -> Result<(&'static str, Vec<u64>
                 _ => Err(not_exact),
             }
         }
+        // The period is the one duration held as a number; positions are kept modulo L
+        // (below 3·L), so no bound on L·(2⁶⁴/P) is needed beyond the in-process one.
+        Algorithm::SlidingLog if config.period_ns < EXACT => {
+            Ok((SLIDING_LOG, vec![config.limit, config.period_ns]))
+        }
+        Algorithm::SlidingLog => Err(not_exact),
         _ => Err(Error::Unsupported),
     }
 }
@@ -118,7 +130,16 @@ impl RedisLimiter {
     /// [`Error::InvalidConfig`] for a configuration the in-process limiter rejects, or
     /// ([`ConfigError::NotExactOnRedis`]) one whose durations reach 2⁵³ ns (104 days),
     /// which Lua's doubles cannot hold exactly; [`Error::Unsupported`] for an algorithm
-    /// this tier does not decide yet (only GCRA so far).
+    /// this tier does not decide yet (GCRA and the sliding log so far).
+    ///
+    /// The exact bounds: GCRA needs `burst × ⌊period / limit⌋ < 2⁵³`; the sliding log
+    /// needs `period < 2⁵³` and nothing more (besides the in-process limits: `limit ≤ 2²⁰`,
+    /// `limit × (⌊(2⁶⁴ − 1) / period⌋ + 1) ≤ 2⁶⁴ − 257`). The log's head (the units ever
+    /// admitted) reaches `limit × 2⁶⁴ / period` in process, but a decision reads only its
+    /// remainder modulo `limit` and whether it has reached `limit`: the script keeps it as
+    /// it is below `limit`, else as `limit` plus that remainder, so every position it holds
+    /// is below `3 × limit ≤ 3 × 2²⁰`. Its timestamps are exact u64 instants (seconds and
+    /// nanoseconds), so no time is refused.
     pub fn new(config: &Config, prefix: impl AsRef<[u8]>) -> Result<Self, Error> {
         let policy = Policy::new(config)?;
         let (source, config_args) = script_of(config, &policy)?;
