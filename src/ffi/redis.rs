@@ -35,9 +35,8 @@ pub struct rate_redis_script {
 ///
 /// NULL: `config` or `out` NULL is RATE_E_NULL.
 ///
-/// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_limiter_new`, or a
-/// duration of 2^53 ns or more, which Lua's doubles do not hold exactly), or
-/// RATE_E_UNSUPPORTED (an algorithm the Redis tier does not decide yet).
+/// Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (as `rate_limiter_new`, or a
+/// duration of 2^53 ns or more, which Lua's doubles do not hold exactly).
 ///
 /// # Safety
 /// `config` is NULL or points to a readable `rate_config`; `out` is NULL or writable.

@@ -50,6 +50,13 @@ const SLIDING_WINDOW: &str = concat!(
     "\0"
 );
 
+/// The sliding log script: the instants prelude, then the ring.
+const SLIDING_LOG: &str = concat!(
+    include_str!("lua/time.lua"),
+    include_str!("lua/sliding_log.lua"),
+    "\0"
+);
+
 /// What a client needs to decide one configuration on Redis: the script and the
 /// configuration arguments it takes after the three every script takes (`now`, `n`,
 /// `max_wait`).
@@ -70,9 +77,14 @@ impl Script {
     /// [`Error::InvalidConfig`] for a configuration the in-process limiter rejects, or
     /// ([`ConfigError::NotExactOnRedis`]) one whose durations reach 2⁵³ ns (104 days),
     /// which Lua's doubles cannot hold exactly: GCRA's `burst × (period_ns / limit)`, or a
-    /// window's `period_ns` (every other number a window script holds, counts included,
-    /// then stays below 2⁵³); [`Error::Unsupported`] for an algorithm this tier does not
-    /// decide yet (the sliding log).
+    /// window's or the sliding log's `period_ns` (every other number a window script
+    /// holds, counts included, then stays below 2⁵³).
+    ///
+    /// The log's head (the units ever admitted) reaches `limit × 2⁶⁴ / period` in process,
+    /// but a decision reads only its remainder modulo `limit` and whether it has reached
+    /// `limit`: the script keeps it as it is below `limit`, else as `limit` plus that
+    /// remainder, so every position it holds is below `3 × limit ≤ 3 × 2²⁰`. Its
+    /// timestamps are exact u64 instants (seconds and nanoseconds), so no time is refused.
     pub fn of(config: &Config) -> Result<Self, Error> {
         let policy = Policy::new(config)?;
         let (source, config_args) = script_of(config, &policy)?;
@@ -138,6 +150,11 @@ fn script_of(config: &Config, policy: &Policy) -> Result<(&'static str, Vec<u64>
                 Err(not_exact)
             }
         }
-        Algorithm::SlidingLog => Err(Error::Unsupported),
+        // The period is the one duration held as a number; positions are kept modulo L
+        // (below 3·L), so no bound on L·(2⁶⁴/P) is needed beyond the in-process one.
+        Algorithm::SlidingLog if config.period_ns < EXACT => {
+            Ok((SLIDING_LOG, vec![config.limit, config.period_ns]))
+        }
+        Algorithm::SlidingLog => Err(not_exact),
     }
 }
