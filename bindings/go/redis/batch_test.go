@@ -20,11 +20,11 @@ func TestBatchesDecideAsSingleCalls(t *testing.T) {
 		t.Run(algorithm.String(), func(t *testing.T) {
 			// An hour's period: no key expires by the server's clock during the test.
 			config := librate.Config{Algorithm: algorithm, Limit: 5, Period: time.Hour}
-			batched := newLimiter(t, client, config, "batch:")
+			batched := newLimiter(t, client, config, "batch:"+algorithm.String()+":")
 			if batched == nil {
 				return
 			}
-			single := newLimiter(t, client, config, "single:")
+			single := newLimiter(t, client, config, "single:"+algorithm.String()+":")
 			rng := rand.New(rand.NewPCG(17, uint64(algorithm)))
 			names := []string{"", "a", "b", "c"}
 			now := uint64(10 * time.Hour)

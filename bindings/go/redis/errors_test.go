@@ -180,8 +180,13 @@ func TestAServerGoneIsAnError(t *testing.T) {
 	s.signal(t, syscall.SIGCONT)
 	s.kill()
 	// go-redis dials again, pausing between tries, until the deadline.
-	call("a killed server", 5*time.Second, syscall.ECONNREFUSED, context.DeadlineExceeded)
-	if _, err := l.AcquireManyAt(ctx, []string{"a", "b"}, 1, 0); err == nil {
-		t.Error("a batch to a killed server: no error")
+	call("a killed server", 2*time.Second, syscall.ECONNREFUSED, context.DeadlineExceeded)
+	bounded, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	results, err := l.AcquireManyAt(bounded, []string{"a", "b"}, 1, 0)
+	var failure *librateredis.Error
+	if !errors.As(err, &failure) || len(results) != 2 || results[0].Err != err || results[1].Err == nil ||
+		results[0].Decision != (librate.Decision{}) || results[1].Decision != (librate.Decision{}) {
+		t.Errorf("a batch to a killed server: %+v, %v; want an *Error for each key", results, err)
 	}
 }
