@@ -1,7 +1,9 @@
 package librate
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math/bits"
 	"net"
 	"net/http"
@@ -32,6 +34,20 @@ func (s shared) AcquireAt(_ string, n int, now time.Duration) (Decision, error) 
 
 func (s shared) Config() Config { return s.limiter.Config() }
 
+// ContextLimiter is a RequestLimiter that decides over the network, such as the Redis
+// limiter of package librate/bindings/go/redis (through its ForMiddleware). Middleware
+// passes it each request's context, so a slow or unreachable server costs a request no
+// more than the request's own deadline, and, when MiddlewareOptions.Now is nil, lets it
+// read its own clock (a Redis server's, which every host shares) instead of librate's,
+// which is per host.
+type ContextLimiter interface {
+	RequestLimiter
+	// AcquireContext takes n units for key now, by the limiter's own clock.
+	AcquireContext(ctx context.Context, key string, n int) (Decision, error)
+	// AcquireAtContext takes n units for key at now on the caller's timeline.
+	AcquireAtContext(ctx context.Context, key string, n int, now time.Duration) (Decision, error)
+}
+
 // MiddlewareOptions configures NewMiddleware. The zero value limits by remote IP on
 // librate's clock, fails closed, and names its policy "default".
 type MiddlewareOptions struct {
@@ -41,10 +57,16 @@ type MiddlewareOptions struct {
 	// sf-string of printable ASCII; empty means "default".
 	Policy string
 	// FailOpen serves requests when the limiter fails (ErrTableFull, a closed
-	// limiter); otherwise they get 503 Service Unavailable.
+	// limiter, Redis unreachable or answering an error); otherwise they get 503
+	// Service Unavailable. Either way each failure is logged to Logger.
 	FailOpen bool
-	// Now is the clock passed to AcquireAt; nil means librate's Now.
+	// Now is the clock passed to AcquireAt; nil means librate's Now, or for a
+	// ContextLimiter its own clock.
 	Now func() time.Duration
+	// Logger records each failure of the limiter, with the error and whether the
+	// request was served (fail open, a warning) or refused (fail closed, an error); nil
+	// means slog.Default().
+	Logger *slog.Logger
 }
 
 // Middleware answers requests over their limit with 429 Too Many Requests and
@@ -61,10 +83,15 @@ type MiddlewareOptions struct {
 // Decision.RetryAfter, equal to Retry-After, as the draft's §6 requires Retry-After to
 // reach no earlier than the end of the effective window. Seconds round up.
 type Middleware struct {
-	limiter  RequestLimiter
-	key      func(*http.Request) string
-	now      func() time.Duration
+	limiter RequestLimiter
+	// contextual is limiter as a ContextLimiter, or nil.
+	contextual ContextLimiter
+	key        func(*http.Request) string
+	now        func() time.Duration
+	// ownClock: the limiter is a ContextLimiter reading its own clock (Now is nil).
+	ownClock bool
 	failOpen bool
+	logger   *slog.Logger
 	// name is the policy's sf-string, quoted; policy the whole RateLimit-Policy value.
 	name   string
 	policy string
@@ -84,12 +111,18 @@ func NewMiddleware(limiter RequestLimiter, options MiddlewareOptions) (*Middlewa
 	if !ok {
 		return nil, fmt.Errorf("librate: NewMiddleware: policy name %q is not printable ASCII: %w", name, ErrInvalidArgument)
 	}
-	m := &Middleware{limiter: limiter, key: options.Key, now: options.Now, failOpen: options.FailOpen, name: quoted}
+	m := &Middleware{limiter: limiter, key: options.Key, now: options.Now, failOpen: options.FailOpen,
+		logger: options.Logger, name: quoted}
+	m.contextual, _ = limiter.(ContextLimiter)
 	if m.key == nil {
 		m.key = RemoteIP
 	}
 	if m.now == nil {
 		m.now = Now
+		m.ownClock = m.contextual != nil
+	}
+	if m.logger == nil {
+		m.logger = slog.Default()
 	}
 	quota, window := policyOf(limiter.Config())
 	m.policy = quoted + ";q=" + strconv.FormatUint(quota, 10) + ";w=" + strconv.FormatUint(window, 10)
@@ -106,11 +139,15 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		return http.HandlerFunc(unavailable)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		decision, err := m.limiter.AcquireAt(m.key(r), 1, m.now())
+		decision, err := m.acquire(r)
 		if err != nil {
 			if m.failOpen {
+				m.logger.LogAttrs(r.Context(), slog.LevelWarn, "librate: the rate limiter failed; request served unlimited (fail open)",
+					slog.Any("error", err))
 				next.ServeHTTP(w, r)
 			} else {
+				m.logger.LogAttrs(r.Context(), slog.LevelError, "librate: the rate limiter failed; request refused with 503 (fail closed)",
+					slog.Any("error", err))
 				unavailable(w, r)
 			}
 			return
@@ -127,6 +164,19 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		header.Set("Retry-After", strconv.FormatUint(retry, 10))
 		http.Error(w, "too many requests", http.StatusTooManyRequests)
 	})
+}
+
+// acquire takes one unit for r's key: with r's context from a ContextLimiter.
+func (m *Middleware) acquire(r *http.Request) (Decision, error) {
+	key := m.key(r)
+	switch {
+	case m.ownClock:
+		return m.contextual.AcquireContext(r.Context(), key, 1)
+	case m.contextual != nil:
+		return m.contextual.AcquireAtContext(r.Context(), key, 1, m.now())
+	default:
+		return m.limiter.AcquireAt(key, 1, m.now())
+	}
 }
 
 // unavailable answers when the limiter cannot decide and the middleware fails closed.

@@ -1,12 +1,15 @@
 package librate_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -177,13 +180,20 @@ func TestMiddlewareFailure(t *testing.T) {
 	closed := mustGCRA(t, 1, time.Second, 0)
 	closed.Close()
 	for _, failOpen := range []bool{false, true} {
-		h := newMiddleware(t, librate.Shared(closed), librate.MiddlewareOptions{FailOpen: failOpen})
+		var log bytes.Buffer
+		h := newMiddleware(t, librate.Shared(closed), librate.MiddlewareOptions{FailOpen: failOpen,
+			Logger: slog.New(slog.NewTextHandler(&log, nil))})
 		want := response{status: http.StatusServiceUnavailable}
+		logged := `level=ERROR msg="librate: the rate limiter failed; request refused with 503 (fail closed)"`
 		if failOpen {
 			want.status = http.StatusOK
+			logged = `level=WARN msg="librate: the rate limiter failed; request served unlimited (fail open)"`
 		}
 		if got := serve(h, "192.0.2.1:1", nil); got != want {
 			t.Errorf("FailOpen=%v: %+v, want %+v", failOpen, got, want)
+		}
+		if !strings.Contains(log.String(), logged) || !strings.Contains(log.String(), "(status -1)") {
+			t.Errorf("FailOpen=%v: log %q, want %q and the error", failOpen, log.String(), logged)
 		}
 	}
 	// A nil Middleware (an unchecked NewMiddleware error) fails closed too.

@@ -1,0 +1,87 @@
+package librate
+
+/*
+#include "rate.h"
+#cgo noescape rate_redis_prepare
+#cgo nocallback rate_redis_prepare
+*/
+import "C"
+
+import (
+	"runtime"
+
+	"librate/bindings/go/internal/hook"
+)
+
+// RedisScript is the Lua script that decides a Config on Redis (or Valkey), with the
+// arguments it takes: what package librate/bindings/go/redis sends through go-redis, and
+// what a client over another Redis library sends to get the same decisions. The scripts
+// are librate's own, the same bytes for every language.
+//
+// A script takes one key, the limited key's state, and the arguments now (a decimal
+// uint64 of nanoseconds, or "" for the server's clock), n, maxWait (nanoseconds; 0 but
+// for a GCRA reserve), then ConfigArgs in order. It replies {allowed, limit, remaining,
+// retry_after_ns, reset_after_ns, wait_ns}, integers or decimal strings, each a uint64.
+// Check a request before sending it: an n above Limit is ErrInsufficientCapacity, and
+// only GCRA has a reserve.
+type RedisScript struct {
+	// Source is the Lua source.
+	Source string
+	// ConfigArgs are the configuration's arguments, sent after now, n and maxWait.
+	ConfigArgs []uint64
+	// Limit is the most units one request may take (GCRA: the burst; windows: the
+	// limit).
+	Limit uint64
+}
+
+// PrepareRedis returns the script deciding config on Redis. The error is a *ConfigError
+// (matching ErrInvalidConfig) for a configuration New rejects or one with a duration of
+// 2^53 ns (about 104 days) or more, which Redis's Lua numbers, doubles, do not hold
+// exactly; ErrUnsupported for an algorithm whose script this librate does not have.
+func PrepareRedis(config Config) (RedisScript, error) {
+	cConfig, err := config.toC()
+	if err != nil {
+		return RedisScript{}, err
+	}
+	var out C.rate_redis_script
+	status := C.rate_redis_prepare(&cConfig, &out)
+	if status == C.RATE_E_INVALID_CONFIG {
+		inProcess := rejected(status, func(reason *C.char, length C.size_t) C.int32_t {
+			return C.rate_limiter_explain_config(&cConfig, reason, length)
+		})
+		if _, explained := inProcess.(*ConfigError); explained {
+			return RedisScript{}, inProcess
+		}
+		// A configuration valid in process: too long for Redis.
+		return RedisScript{}, &ConfigError{Reason: "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns (about 104 days)"}
+	}
+	if status != C.RATE_OK {
+		return RedisScript{}, statusError(status)
+	}
+	args := make([]uint64, out.config_args_len)
+	for i := range args {
+		args[i] = uint64(out.config_args[i])
+	}
+	// The source is static in librate: copied once into Go memory here.
+	return RedisScript{Source: C.GoString(out.source), ConfigArgs: args, Limit: uint64(out.limit)}, nil
+}
+
+func init() {
+	hook.LimiterAt = limiterAt
+}
+
+// limiterAt is hook.LimiterAt: AcquireAt or ReserveAt with times as C takes them.
+func limiterAt(l *Limiter, n int, nowNs, maxWaitNs uint64, reserve bool) (Decision, error) {
+	if n < 0 {
+		return Decision{}, negative("n", int64(n))
+	}
+	var out C.rate_decision
+	var status C.int32_t
+	if reserve {
+		status = C.rate_limiter_reserve_at(l.handle(), C.uint64_t(n), C.uint64_t(nowNs), C.uint64_t(maxWaitNs), &out)
+	} else {
+		status = C.rate_limiter_acquire_at(l.handle(), C.uint64_t(n), C.uint64_t(nowNs), &out)
+	}
+	runtime.KeepAlive(l)
+	return result(status, &out)
+}

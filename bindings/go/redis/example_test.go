@@ -1,0 +1,57 @@
+package librateredis_test
+
+import (
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	librate "librate/bindings/go"
+	librateredis "librate/bindings/go/redis"
+)
+
+// Each user may make 10 requests a second, in bursts of up to 20, whichever host serves
+// them: every host runs this with the same prefix against the same Redis. When Redis
+// cannot decide (down, slow, an error), the handler chooses: here it fails closed.
+func Example() {
+	// ContextTimeoutEnabled: each request's deadline bounds its wait for Redis.
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	config := librate.Config{Algorithm: librate.GCRA, Limit: 10, Period: time.Second, Burst: 20}
+	limiter, err := librateredis.New(client, config, "api:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		allowed, err := limiter.Allow(r.Context(), r.Header.Get("X-User"))
+		if err != nil {
+			// Fail closed: refuse. To fail open, log and serve the request instead.
+			slog.Error("rate limiter unavailable", "error", err)
+			http.Error(w, "try again later", http.StatusServiceUnavailable)
+			return
+		}
+		if !allowed {
+			http.Error(w, "too many requests", http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, "hello\n")
+	})
+}
+
+// The net/http middleware over Redis: one limit per client address for every host, by
+// the Redis server's clock, with the RateLimit fields and 429s of librate.Middleware.
+// FailOpen serves requests unlimited while Redis cannot decide; each failure is logged.
+func ExampleLimiter_ForMiddleware() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	perClient, err := librateredis.New(client, librate.Config{Limit: 100, Period: time.Minute}, "http:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := librate.NewMiddleware(perClient.ForMiddleware(), librate.MiddlewareOptions{FailOpen: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Fatal(http.ListenAndServe(":8080", m.Wrap(http.DefaultServeMux)))
+}

@@ -1,0 +1,231 @@
+// Package librateredis keeps librate's limits in Redis (or Valkey) through go-redis v9,
+// so that one limit per key holds across every host that shares the server: librate's
+// Lua scripts decide each request inside Redis, atomically, with the decisions of the
+// in-process librate.Limiter field for field for the same times.
+//
+// The client is the caller's redis.UniversalClient (a *redis.Client, a
+// *redis.ClusterClient, a failover client or a Ring), with its pool, TLS, auth and
+// timeouts. Each call takes a context.Context: with the client's ContextTimeoutEnabled
+// option set, its deadline bounds the wait for the server; otherwise the client's
+// ReadTimeout and WriteTimeout do (3 s by default). Time is the Redis server's clock
+// (TIME), so the clocks of the hosts never matter; the At methods take the time from the
+// caller instead, for tests and simulations.
+//
+// A request that cannot be admitted whatever the state (a cost above the limit, a
+// reserve on a window algorithm) is refused before it is sent, with librate's errors.
+// Redis unreachable, too slow for the context or answering an error is an *Error
+// wrapping go-redis's error: never a decision, so the caller chooses to fail open or
+// closed (librate.MiddlewareOptions.FailOpen, through ForMiddleware).
+package librateredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	librate "librate/bindings/go"
+)
+
+// Limiter enforces one librate.Config for every key under a prefix, in Redis. The
+// Redis key of a key is the prefix followed by the key in braces, "prefix{key}": the
+// braces make the key its own Cluster hash tag. Each Redis key expires once its state
+// is fresh again, so Redis holds live keys only. A Limiter is safe for concurrent use
+// and holds no state of its own besides the client.
+type Limiter struct {
+	client redis.UniversalClient
+	config librate.Config
+	prefix string
+	script *redis.Script
+	// limit is the most units one request may take; configArgs the script's
+	// configuration arguments, as decimal strings.
+	limit      uint64
+	configArgs []any
+}
+
+// New returns a Limiter of config for the keys under prefix, deciding through client.
+// The error is librate's: a *librate.ConfigError (matching librate.ErrInvalidConfig)
+// for a configuration librate.New rejects or one whose durations reach 2^53 ns (about
+// 104 days), which Redis's Lua numbers do not hold exactly; librate.ErrUnsupported for
+// an algorithm librate has no Redis script for yet; librate.ErrInvalidArgument for a nil
+// client.
+func New(client redis.UniversalClient, config librate.Config, prefix string) (*Limiter, error) {
+	if client == nil {
+		return nil, fmt.Errorf("librateredis: New with a nil client: %w", librate.ErrInvalidArgument)
+	}
+	script, err := librate.PrepareRedis(config)
+	if err != nil {
+		return nil, err
+	}
+	configArgs := make([]any, len(script.ConfigArgs))
+	for i, arg := range script.ConfigArgs {
+		configArgs[i] = strconv.FormatUint(arg, 10)
+	}
+	return &Limiter{
+		client:     client,
+		config:     config,
+		prefix:     prefix,
+		script:     redis.NewScript(script.Source),
+		limit:      script.Limit,
+		configArgs: configArgs,
+	}, nil
+}
+
+// Config returns the configuration every key follows.
+func (l *Limiter) Config() librate.Config { return l.config }
+
+// Key returns the Redis key holding key's state: the prefix, then key in braces.
+func (l *Limiter) Key(key string) string { return l.prefix + "{" + key + "}" }
+
+// Allow reports whether one unit is admitted now for key, by the server's clock. A
+// denial is false with a nil error; an error is never an admission.
+func (l *Limiter) Allow(ctx context.Context, key string) (bool, error) {
+	d, err := l.Acquire(ctx, key, 1)
+	return d.Allowed, err
+}
+
+// Acquire takes n units for key now, by the server's clock, if the limit allows, and
+// reports the decision; n == 0 is a query, which changes nothing. A denial is a
+// Decision with Allowed false and a nil error. Errors: librate.ErrInsufficientCapacity
+// (n above the limit) and librate.ErrInvalidArgument (n negative, or a nil ctx), before
+// anything is sent; an *Error when Redis gives no decision.
+func (l *Limiter) Acquire(ctx context.Context, key string, n int) (librate.Decision, error) {
+	return l.decide(ctx, key, request{n: n})
+}
+
+// AcquireAt is Acquire at now, in nanoseconds on the caller's timeline, instead of the
+// server's clock: the whole uint64 range, as librate's C and Rust APIs take it. Use one
+// timeline per key.
+func (l *Limiter) AcquireAt(ctx context.Context, key string, n int, now uint64) (librate.Decision, error) {
+	return l.decide(ctx, key, request{n: n, now: strconv.FormatUint(now, 10)})
+}
+
+// Reserve takes n units for key now if the caller would have to wait at most maxWait
+// before acting on them (GCRA's queue); Decision.Wait says how long. With maxWait 0 it
+// is Acquire. GCRA only: the window algorithms return librate.ErrUnsupported, as
+// librate.Limiter.Reserve does. A denied reserve's RetryAfter is for the same reserve.
+func (l *Limiter) Reserve(ctx context.Context, key string, n int, maxWait time.Duration) (librate.Decision, error) {
+	return l.decide(ctx, key, request{n: n, maxWait: maxWait, reserve: true})
+}
+
+// ReserveAt is Reserve at now, in nanoseconds on the caller's timeline.
+func (l *Limiter) ReserveAt(ctx context.Context, key string, n int, now uint64, maxWait time.Duration) (librate.Decision, error) {
+	return l.decide(ctx, key, request{n: n, now: strconv.FormatUint(now, 10), maxWait: maxWait, reserve: true})
+}
+
+// request is one call's arguments: now is "" for the server's clock.
+type request struct {
+	n       int
+	now     string
+	maxWait time.Duration
+	reserve bool
+}
+
+// check refuses what the in-process limiter refuses, in its order, and a context that
+// is nil or already done, before anything is sent.
+func (l *Limiter) check(ctx context.Context, r request) error {
+	switch {
+	case ctx == nil:
+		return fmt.Errorf("librateredis: nil context: %w", librate.ErrInvalidArgument)
+	case r.n < 0:
+		return fmt.Errorf("librateredis: n is %d: %w", r.n, librate.ErrInvalidArgument)
+	case r.maxWait < 0:
+		return fmt.Errorf("librateredis: maxWait is %v: %w", r.maxWait, librate.ErrInvalidArgument)
+	case r.reserve && l.config.Algorithm != librate.GCRA:
+		return librate.ErrUnsupported
+	case uint64(r.n) > l.limit:
+		return librate.ErrInsufficientCapacity
+	}
+	if err := ctx.Err(); err != nil {
+		return &Error{Key: "", Err: err}
+	}
+	return nil
+}
+
+// args are the script's arguments for r: now, n, maxWait, then the configuration's.
+func (l *Limiter) args(r request) []any {
+	args := make([]any, 0, 3+len(l.configArgs))
+	args = append(args, r.now, strconv.Itoa(r.n), strconv.FormatInt(int64(r.maxWait), 10))
+	return append(args, l.configArgs...)
+}
+
+func (l *Limiter) decide(ctx context.Context, key string, r request) (librate.Decision, error) {
+	if err := l.check(ctx, r); err != nil {
+		return librate.Decision{}, err
+	}
+	redisKey := l.Key(key)
+	// EVALSHA, then EVAL (which caches the script again) after NOSCRIPT.
+	cmd := l.script.Run(ctx, l.client, []string{redisKey}, l.args(r)...)
+	return decisionOf(redisKey, cmd)
+}
+
+// Error is a call that Redis did not decide: the server could not be reached within
+// the context or the client's timeouts, or it answered an error (OOM, READONLY,
+// WRONGTYPE, the script's refusal of a key holding something else), or a reply no
+// script gives (ErrReply). Err is go-redis's error (a redis.Error for an error reply),
+// the context's, or ErrReply; errors.Is and errors.As see through to it.
+type Error struct {
+	// Key is the Redis key of the call; empty when nothing was sent.
+	Key string
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Key == "" {
+		return "librateredis: " + e.Err.Error()
+	}
+	return fmt.Sprintf("librateredis: %q: %v", e.Key, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ErrReply is the Err of an *Error for a reply that no librate script gives.
+var ErrReply = errors.New("unexpected reply")
+
+// decisionOf reads a script's reply: {allowed, limit, remaining, retry_after_ns,
+// reset_after_ns, wait_ns}, integers or decimal strings. Durations saturate at
+// librate.Never, as the in-process limiter's do.
+func decisionOf(redisKey string, cmd *redis.Cmd) (librate.Decision, error) {
+	reply, err := cmd.Result()
+	if err != nil {
+		return librate.Decision{}, &Error{Key: redisKey, Err: err}
+	}
+	fields, ok := reply.([]any)
+	var v [6]uint64
+	ok = ok && len(fields) == len(v)
+	for i := 0; ok && i < len(v); i++ {
+		v[i], ok = unsigned(fields[i])
+	}
+	if !ok || v[0] > 1 {
+		return librate.Decision{}, &Error{Key: redisKey, Err: fmt.Errorf("%w %v", ErrReply, reply)}
+	}
+	return librate.Decision{
+		Allowed:    v[0] == 1,
+		Limit:      v[1],
+		Remaining:  v[2],
+		RetryAfter: duration(v[3]),
+		ResetAfter: duration(v[4]),
+		Wait:       duration(v[5]),
+	}, nil
+}
+
+// unsigned is a reply field as a uint64: a non-negative integer or a decimal string.
+func unsigned(field any) (uint64, bool) {
+	switch field := field.(type) {
+	case int64:
+		return uint64(field), field >= 0
+	case string:
+		v, err := strconv.ParseUint(field, 10, 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+// duration is ns as a Duration, saturated at librate.Never.
+func duration(ns uint64) time.Duration {
+	return time.Duration(min(ns, uint64(librate.Never)))
+}

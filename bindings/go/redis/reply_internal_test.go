@@ -1,0 +1,47 @@
+package librateredis
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	librate "librate/bindings/go"
+)
+
+// A script's reply is read field for field, integers or decimal strings, durations
+// saturating at librate.Never; anything else, even one field off, is ErrReply.
+func TestReplies(t *testing.T) {
+	decided := []struct {
+		reply any
+		want  librate.Decision
+	}{
+		{[]any{int64(1), int64(5), int64(4), "0", "1000000000", "0"},
+			librate.Decision{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: time.Second}},
+		{[]any{int64(0), "5", "0", "18446744073709551615", "9223372036854775807", "9223372036854775806"},
+			librate.Decision{Limit: 5, RetryAfter: librate.Never, ResetAfter: librate.Never, Wait: librate.Never - 1}},
+	}
+	for _, c := range decided {
+		if got, err := decisionOf("k", redis.NewCmdResult(c.reply, nil)); err != nil || got != c.want {
+			t.Errorf("%v: %+v, %v; want %+v", c.reply, got, err, c.want)
+		}
+	}
+	for _, reply := range []any{
+		[]any{int64(2), int64(5), int64(4), "0", "0", "0"},                    // allowed neither 0 nor 1
+		[]any{int64(1), int64(-5), int64(4), "0", "0", "0"},                   // negative
+		[]any{int64(1), int64(5), int64(4), "0", "0"},                         // five fields
+		[]any{int64(1), int64(5), int64(4), "0", "0", "0", "0"},               // seven
+		[]any{int64(1), int64(5), int64(4), "0", "0", "18446744073709551616"}, // past 2^64 - 1
+		[]any{int64(1), int64(5), int64(4), "0", "1e9", "0"},                  // no decimal integer
+		[]any{int64(1), int64(5), 4.0, "0", "0", "0"},                         // a double
+		"OK",
+		int64(1),
+	} {
+		got, err := decisionOf("k", redis.NewCmdResult(reply, nil))
+		var failure *Error
+		if !errors.Is(err, ErrReply) || !errors.As(err, &failure) || failure.Key != "k" || got != (librate.Decision{}) {
+			t.Errorf("%v: %+v, %v; want ErrReply", reply, got, err)
+		}
+	}
+}
