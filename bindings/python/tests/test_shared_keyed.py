@@ -19,7 +19,16 @@ import pytest
 
 import librate
 from helpers import MS, SECOND
-from shared_tables import FROZEN, GCRA_10, KEYED, LIMITER, PROCESSES, THREADS, make_table
+from shared_tables import (
+    FROZEN,
+    GCRA_10,
+    HOUR,
+    KEYED,
+    LIMITER,
+    PROCESSES,
+    THREADS,
+    make_table,
+)
 
 
 @pytest.mark.parametrize("capacity", [1, 63, 65, 128])
@@ -43,6 +52,30 @@ def test_a_limiter_and_a_keyed_table_are_not_each_other(tmp_path: Path) -> None:
         LIMITER.open(table, **GCRA_10)
     assert limiter.read_bytes() == limiter_bytes
     assert table.read_bytes() == table_bytes
+
+
+def test_a_table_opened_before_a_fork_is_shared_by_the_children(tmp_path: Path) -> None:
+    """The handle a process had when it forked (gunicorn's --preload) is the same shared
+    table in every child: 4 children try 3 units of one key of limit 3 each, and 3 are
+    admitted in all."""
+    table = librate.KeyedLimiter.open(tmp_path / "table", limit=3, period=HOUR, capacity=8)
+    context = multiprocessing.get_context("fork")
+    admitted = context.Value("i", 0)
+
+    def take() -> None:
+        for _ in range(3):
+            if table.acquire("203.0.113.7", now_ns=FROZEN).allowed:
+                with admitted.get_lock():
+                    admitted.value += 1
+
+    children = [context.Process(target=take) for _ in range(PROCESSES)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join()
+        assert child.exitcode == 0
+    assert admitted.value == 3
+    table.close()
 
 
 #: The crash test's table: 2 units a second per key, so that a key inserted at t is fresh
