@@ -355,6 +355,18 @@ class KeyedLimiter : public detail::Handle<rate_keyed, rate_keyed_free> {
         const rate_config c = config.to_c();
         return detail::create<KeyedLimiter, rate_keyed>(rate_keyed_new, &c, capacity);
     }
+    /// The table whose keys live in the file at `path`, created (mode 0600) if absent and
+    /// shared by every process that opens it, each key's limit holding across them
+    /// (rate_keyed_open): Status::io with errno set if the OS refuses the file,
+    /// Status::incompatible for a file of another configuration or capacity (left
+    /// untouched), Status::invalid_config for a bad `config` or a zero capacity. A slot
+    /// that a stopped process keeps claimed is waited on for about a second; then the
+    /// call that needs it returns Status::table_full.
+    static Result<KeyedLimiter> open(const char* path, const Config& config,
+                                     std::uint64_t capacity) noexcept {
+        const rate_config c = config.to_c();
+        return detail::create<KeyedLimiter, rate_keyed>(rate_keyed_open, path, &c, capacity);
+    }
 #if RATE_HPP_EXCEPTIONS
     /// Like create(), throwing rate::Error on a bad config or capacity.
     KeyedLimiter(const Config& config, std::uint64_t capacity)

@@ -1,8 +1,9 @@
-/* C tests of limiters shared between processes through a file (rate_limiter_open), with
- * real processes (fork) and real files in a directory of their own (mkdtemp, removed at
- * the end). Run by `cargo test` (tests/c_api.rs) and by scripts/c-tests.sh under valgrind
- * (which follows fork: each child is checked for errors and leaks as it exits) and
- * ASan/UBSan.
+/* C tests of tables shared between processes through a file, limiters
+ * (rate_limiter_open) and keyed tables (rate_keyed_open) alike: every test runs on both
+ * kinds (test_shared_keyed.c has what only a keyed table has). Real processes (fork) and
+ * real files in a directory of their own (mkdtemp, removed at the end). Run by `cargo
+ * test` (tests/c_api.rs) and by scripts/c-tests.sh under valgrind (which follows fork:
+ * each child is checked for errors and leaks as it exits) and ASan/UBSan.
  *
  * Every expected value is worked out by hand from the contract (DESIGN.md §3/§4/§7,
  * include/rate.h), with the arithmetic in a comment. Decisions are written
@@ -19,150 +20,19 @@
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* setgroups (grp.h), MAP_ANONYMOUS */
 
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdlib.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "check.h"
+#include "shared.h"
 
-#define HOUR (UINT64_C(3600) * SECOND)
-/* The frozen time every process decides at: 1000 s into the first hour-long window. */
-#define FROZEN (UINT64_C(1000) * SECOND)
-/* Units every shared limiter below admits at one instant. */
+/* Units every shared limit below admits at one instant. */
 #define LIMIT 10000
-#define PROCESSES 4
-#define THREADS 4
+/* The most keys a kind takes units of (shared.h's `kinds`). */
+#define MAX_KEYS 3
 /* The user nobody, who owns none of the files made here. */
 #define NOBODY 65534
-
-/* The directory every test works in (made by main with mkdtemp, removed at the end). */
-static char scratch[512];
-
-/* `scratch/name` in `buf`; aborts if it does not fit (a test bug, not a library one). */
-static const char *in_scratch(char *buf, size_t size, const char *name) {
-    int written = snprintf(buf, size, "%s/%s", scratch, name);
-    if (written < 0 || (size_t)written >= size)
-        abort();
-    return buf;
-}
-
-/* The whole file at `path` in a new buffer (the caller frees it), or NULL. */
-static unsigned char *read_file(const char *path, size_t *len) {
-    struct stat st;
-    unsigned char *bytes;
-    size_t got = 0;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return NULL;
-    if (fstat(fd, &st) != 0 || (bytes = malloc((size_t)st.st_size + 1)) == NULL) {
-        close(fd);
-        return NULL;
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, bytes + got, (size_t)st.st_size - got);
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    if (got != (size_t)st.st_size) {
-        free(bytes);
-        return NULL;
-    }
-    *len = got;
-    return bytes;
-}
-
-/* Writes `len` bytes to a new file at `path` with exactly `mode`; 0 on success. */
-static int write_file(const char *path, const unsigned char *bytes, size_t len, mode_t mode) {
-    size_t done = 0;
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, mode);
-    if (fd < 0)
-        return -1;
-    while (done < len) {
-        ssize_t n = write(fd, bytes + done, len - done);
-        if (n <= 0)
-            break;
-        done += (size_t)n;
-    }
-    /* fchmod: the umask may have taken bits off `mode`. */
-    if (fchmod(fd, mode) != 0 || done != len) {
-        close(fd);
-        return -1;
-    }
-    return close(fd);
-}
-
-/* Whether the file at `path` holds exactly `len` bytes equal to `bytes`. */
-static int file_is(const char *path, const unsigned char *bytes, size_t len) {
-    size_t found_len = 0;
-    unsigned char *found = read_file(path, &found_len);
-    int same = found != NULL && found_len == len && memcmp(found, bytes, len) == 0;
-    free(found);
-    return same;
-}
-
-/* Number of entries in the directory at `path` besides . and .., or -1. */
-static long entries(const char *path) {
-    long count = 0;
-    struct dirent *entry;
-    DIR *dir = opendir(path);
-    if (dir == NULL)
-        return -1;
-    while ((entry = readdir(dir)) != NULL)
-        if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0)
-            count++;
-    closedir(dir);
-    return count;
-}
-
-/* Removes the file or directory tree at `path`; 0 on success. */
-static int remove_tree(const char *path) {
-    struct stat st;
-    struct dirent *entry;
-    DIR *dir;
-    int failed = 0;
-    if (lstat(path, &st) != 0)
-        return -1;
-    if (!S_ISDIR(st.st_mode))
-        return unlink(path);
-    if ((dir = opendir(path)) == NULL)
-        return -1;
-    while ((entry = readdir(dir)) != NULL) {
-        char child[1024];
-        int written;
-        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
-            continue;
-        written = snprintf(child, sizeof child, "%s/%s", path, entry->d_name);
-        if (written < 0 || (size_t)written >= sizeof child || remove_tree(child) != 0)
-            failed = 1;
-    }
-    closedir(dir);
-    return rmdir(path) != 0 || failed ? -1 : 0;
-}
-
-/* Waits for the child `pid`; its exit status, or -1 if it did not exit normally. */
-static int wait_exit(pid_t pid) {
-    int status;
-    if (waitpid(pid, &status, 0) != pid) {
-        fprintf(stderr, "waitpid(%ld) failed: %s\n", (long)pid, strerror(errno));
-        return -1;
-    }
-    if (!WIFEXITED(status)) {
-        fprintf(stderr, "child %ld did not exit (status 0x%x)\n", (long)pid, status);
-        return -1;
-    }
-    return WEXITSTATUS(status);
-}
 
 /* ---- 4 processes x 4 threads on one file ----------------------------------------------- */
 
@@ -221,7 +91,8 @@ static const struct shared_case shared_cases[] = {
 struct tally {
     uint32_t admitted;
     uint32_t failures; /* statuses or decisions that broke the rules */
-    uint8_t seen[LIMIT]; /* admissions by the `remaining` they left (saturating) */
+    uint8_t seen[MAX_KEYS][LIMIT]; /* admissions of each key by the `remaining` they left
+                                      (saturating) */
 };
 
 /* Memory the parent maps (anonymous, MAP_SHARED) before it forks, so every child sees it:
@@ -235,7 +106,9 @@ struct run {
 
 struct worker {
     const struct shared_case *c;
-    rate_limiter *limiter;
+    const struct kind *kind;
+    const struct table *table;
+    size_t first_key; /* the key this thread starts at */
     pthread_barrier_t *start;
     struct tally *tally;
 };
@@ -248,12 +121,6 @@ static rate_decision admitted_decision(const struct shared_case *c, uint64_t rem
     return d;
 }
 
-static int same_decision(const rate_decision *a, const rate_decision *b) {
-    return a->allowed == b->allowed && a->limit == b->limit && a->remaining == b->remaining &&
-           a->retry_after_ns == b->retry_after_ns && a->reset_after_ns == b->reset_after_ns &&
-           a->wait_ns == b->wait_ns;
-}
-
 /* Counts a failure, describing the first of each thread on stderr. */
 static void fail(struct tally *t, const char *what, int32_t status, const rate_decision *d) {
     if (t->failures++ == 0)
@@ -264,21 +131,27 @@ static void fail(struct tally *t, const char *what, int32_t status, const rate_d
                 d->remaining, d->retry_after_ns, d->reset_after_ns, d->wait_ns);
 }
 
-/* One thread: 1 unit at a time at FROZEN until the first denial (at a frozen time nothing
- * is admitted after one: the state only fills). */
+/* One thread: 1 unit of each key in turn at FROZEN, until each key has been denied once
+ * (at a frozen time nothing is admitted after a denial: the state only fills). */
 static void *take_until_denied(void *arg) {
     struct worker *w = arg;
     struct tally *t = w->tally;
+    int denied[MAX_KEYS] = {0};
+    size_t pending = w->kind->key_count, turn;
     pthread_barrier_wait(w->start);
-    for (;;) {
+    for (turn = w->first_key; pending > 0; turn++) {
+        size_t key = turn % w->kind->key_count;
         rate_decision d;
-        int32_t status = rate_limiter_acquire_at(w->limiter, 1, FROZEN, &d);
+        int32_t status;
+        if (denied[key])
+            continue;
+        status = table_acquire_at(w->table, w->kind->keys[key], 1, FROZEN, &d);
         if (status == RATE_OK && d.remaining < LIMIT) {
             rate_decision expected = admitted_decision(w->c, d.remaining);
             if (!same_decision(&d, &expected))
                 fail(t, "admitted", status, &d);
-            if (t->seen[d.remaining] < UINT8_MAX)
-                t->seen[d.remaining]++;
+            if (t->seen[key][d.remaining] < UINT8_MAX)
+                t->seen[key][d.remaining]++;
             t->admitted++;
             /* With fewer cores than threads, a thread could take all LIMIT units in one
              * time slice; yielding now and then makes the processes interleave. */
@@ -287,28 +160,32 @@ static void *take_until_denied(void *arg) {
         } else {
             if (status != RATE_LIMITED || !same_decision(&d, &w->c->denied))
                 fail(t, "denied", status, &d);
-            return NULL;
+            if (status != RATE_LIMITED)
+                return NULL; /* an error would repeat for ever */
+            denied[key] = 1;
+            pending--;
         }
     }
+    return NULL;
 }
 
-/* A child process: opens `path` (racing its siblings to create it) and runs THREADS
- * threads, which start with every other child's on `run->start` and count into
+/* A child process: opens `path` as `kind` (racing its siblings to create it) and runs
+ * THREADS threads, which start with every other child's on `run->start` and count into
  * `tallies`. Exit status 0 unless something failed. If the open fails, the threads still
- * meet the others at the barrier (then fail on the NULL handle), so no process waits
+ * meet the others at the barrier (then fail on the missing handle), so no process waits
  * forever. */
-static int child_takes(const struct shared_case *c, const char *path, struct run *run,
-                       struct tally *tallies) {
+static int child_takes(const struct kind *kind, const struct shared_case *c, const char *path,
+                       struct run *run, struct tally *tallies) {
     struct worker workers[THREADS];
     pthread_t threads[THREADS];
-    rate_limiter *limiter = NULL;
+    struct table table;
     int failed = 0;
     int32_t status;
     size_t i;
     /* A safety net, not a time limit: a child stuck for a minute (the whole program takes
      * well under a second, a few under valgrind) is killed and the parent reports it. */
     alarm(60);
-    status = rate_limiter_open(path, &c->config, &limiter);
+    status = table_open(kind, path, &c->config, &table);
     if (status != RATE_OK) {
         fprintf(stderr, "open returned %" PRId32 " (%s), errno %d\n", status,
                 rate_status_str(status), errno);
@@ -316,7 +193,9 @@ static int child_takes(const struct shared_case *c, const char *path, struct run
     }
     for (i = 0; i < THREADS; i++) {
         workers[i].c = c;
-        workers[i].limiter = limiter;
+        workers[i].kind = kind;
+        workers[i].table = &table;
+        workers[i].first_key = i;
         workers[i].start = &run->start;
         workers[i].tally = &tallies[i];
         if (pthread_create(&threads[i], NULL, take_until_denied, &workers[i]) != 0)
@@ -324,21 +203,22 @@ static int child_takes(const struct shared_case *c, const char *path, struct run
     }
     for (i = 0; i < THREADS; i++)
         failed |= pthread_join(threads[i], NULL) != 0;
-    rate_limiter_free(limiter);
+    table_free(&table);
     return failed;
 }
 
-/* Runs PROCESSES children of THREADS threads on a fresh `path` for case `c` and checks
- * their tallies: LIMIT units admitted between them, and each `remaining` from LIMIT-1 down
- * to 0 left by exactly one admission, so every admission saw a state of its own: one
- * limit, not one per process. */
-static int run_processes(const struct shared_case *c, const char *path) {
+/* Runs PROCESSES children of THREADS threads on a fresh `path` of `kind` for case `c` and
+ * checks their tallies: LIMIT units of each key admitted between them, and each
+ * `remaining` from LIMIT-1 down to 0 left by exactly one admission of the key, so every
+ * admission saw a state of its own: one limit per key, not one per process. */
+static int run_processes(const struct kind *kind, const struct shared_case *c,
+                         const char *path) {
     struct run *run;
     pthread_barrierattr_t shared;
     pid_t pids[PROCESSES];
     uint64_t per_process[PROCESSES] = {0};
     int failed = 0;
-    size_t forked, i, j;
+    size_t forked, i, j, key;
     run = mmap(NULL, sizeof *run, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     CHECK(run != MAP_FAILED); /* zero-filled */
     if (pthread_barrierattr_init(&shared) != 0 ||
@@ -359,7 +239,7 @@ static int run_processes(const struct shared_case *c, const char *path) {
         }
         if (pids[forked] == 0) {
             /* exit, not _exit: valgrind and LeakSanitizer check the child's leaks. */
-            exit(child_takes(c, path, run, &run->tallies[forked * THREADS]));
+            exit(child_takes(kind, c, path, run, &run->tallies[forked * THREADS]));
         }
     }
     for (i = 0; i < forked; i++)
@@ -368,126 +248,124 @@ static int run_processes(const struct shared_case *c, const char *path) {
         failed |= run->tallies[i].failures != 0;
         per_process[i / THREADS] += run->tallies[i].admitted;
     }
-    for (j = 0; j < LIMIT && !failed; j++) {
-        unsigned times = 0;
-        for (i = 0; i < PROCESSES * THREADS; i++)
-            times += run->tallies[i].seen[j];
-        if (times != 1) {
-            fprintf(stderr, "%u admissions left remaining = %zu, expected 1\n", times, j);
-            failed = 1;
+    for (key = 0; key < kind->key_count; key++) {
+        for (j = 0; j < LIMIT && !failed; j++) {
+            unsigned times = 0;
+            for (i = 0; i < PROCESSES * THREADS; i++)
+                times += run->tallies[i].seen[key][j];
+            if (times != 1) {
+                fprintf(stderr, "key \"%s\": %u admissions left remaining = %zu, expected 1\n",
+                        kind->keys[key], times, j);
+                failed = 1;
+            }
         }
     }
     pthread_barrier_destroy(&run->start);
     munmap(run, sizeof *run);
     /* Not a requirement, but worth seeing that the processes did interleave. */
-    printf("  %s: admitted per process", c->name);
+    printf("  %s, %s: admitted per process", kind->name, c->name);
     for (i = 0; i < PROCESSES; i++)
         printf(" %" PRIu64, per_process[i]);
     printf("\n");
     CHECK(!failed);
-    CHECK_EQ_U64(per_process[0] + per_process[1] + per_process[2] + per_process[3], LIMIT);
+    CHECK_EQ_U64(per_process[0] + per_process[1] + per_process[2] + per_process[3],
+                 LIMIT * kind->key_count);
+    return 0;
+}
+
+/* After run_processes: one file and no temporary one, mode 0600, and the state outlives
+ * the processes: a later opener finds every key used up. A query (n = 0) is admitted,
+ * changes nothing, and reports the denials' state. */
+static int check_used_up(const struct kind *kind, const struct shared_case *c, const char *dir,
+                         const char *path) {
+    struct table later;
+    struct stat st;
+    rate_decision queries[MAX_KEYS];
+    int32_t statuses[MAX_KEYS], denials[MAX_KEYS];
+    size_t key;
+    CHECK_EQ_U64(entries(dir), 1);
+    CHECK(stat(path, &st) == 0);
+    CHECK_EQ_U64(st.st_mode & 07777, 0600);
+    CHECK_STATUS(table_open(kind, path, &c->config, &later), RATE_OK);
+    for (key = 0; key < kind->key_count; key++) {
+        statuses[key] = table_acquire_at(&later, kind->keys[key], 0, FROZEN, &queries[key]);
+        denials[key] = table_acquire_at(&later, kind->keys[key], 1, FROZEN, NULL);
+    }
+    table_free(&later);
+    for (key = 0; key < kind->key_count; key++) {
+        CHECK_STATUS(statuses[key], RATE_OK);
+        CHECK_DECISION(queries[key], 1, LIMIT, 0, 0, c->denied.reset_after_ns, 0);
+        CHECK_STATUS(denials[key], RATE_LIMITED);
+    }
     return 0;
 }
 
 static int test_processes_and_threads_share_one_limit(void) {
-    char dir[600], path[700];
-    size_t i;
-    for (i = 0; i < sizeof shared_cases / sizeof shared_cases[0]; i++) {
-        const struct shared_case *c = &shared_cases[i];
-        rate_limiter *later = NULL;
-        rate_decision d;
-        int32_t status, denied;
-        struct stat st;
-        snprintf(path, sizeof path, "%s/limit", in_scratch(dir, sizeof dir, c->name));
-        CHECK(mkdir(dir, 0700) == 0);
-        if (run_processes(c, path) != 0) {
-            fprintf(stderr, "  ^ in case %s\n", c->name);
-            return 1;
+    char name[64], dir[600], path[700];
+    size_t i, k;
+    for (k = 0; k < KINDS; k++) {
+        for (i = 0; i < sizeof shared_cases / sizeof shared_cases[0]; i++) {
+            const struct shared_case *c = &shared_cases[i];
+            snprintf(name, sizeof name, "%s %s", kinds[k].name, c->name);
+            snprintf(path, sizeof path, "%s/table", in_scratch(dir, sizeof dir, name));
+            CHECK(mkdir(dir, 0700) == 0);
+            if (run_processes(&kinds[k], c, path) != 0 ||
+                check_used_up(&kinds[k], c, dir, path) != 0) {
+                fprintf(stderr, "  ^ in case %s\n", name);
+                return 1;
+            }
+            CHECK(remove_tree(dir) == 0);
         }
-        /* Racing creators left one file and no temporary one, mode 0600. */
-        CHECK_EQ_U64(entries(dir), 1);
-        CHECK(stat(path, &st) == 0);
-        CHECK_EQ_U64(st.st_mode & 07777, 0600);
-        /* The state outlives the processes: a later opener finds the limit used up. A
-         * query (n = 0) is admitted, changes nothing, and reports the denials' state. */
-        CHECK_STATUS(rate_limiter_open(path, &c->config, &later), RATE_OK);
-        status = rate_limiter_acquire_at(later, 0, FROZEN, &d);
-        denied = rate_limiter_acquire_at(later, 1, FROZEN, NULL);
-        rate_limiter_free(later);
-        CHECK_STATUS(status, RATE_OK);
-        CHECK_DECISION(d, 1, LIMIT, 0, 0, c->denied.reset_after_ns, 0);
-        CHECK_STATUS(denied, RATE_LIMITED);
-        CHECK(remove_tree(dir) == 0);
     }
     return 0;
 }
 
 /* ---- files that are not this table ------------------------------------------------------ */
 
-static const rate_config GCRA_10 = {RATE_GCRA, 10, SECOND, 0};
-
-/* Makes a table for `config` at `path` with 3 units taken (so the state is not all zero)
- * and returns its bytes (the caller frees them), or NULL. */
-static unsigned char *make_table(const char *path, const rate_config *config, size_t *len) {
-    rate_limiter *l = NULL;
-    if (rate_limiter_open(path, config, &l) != RATE_OK)
-        return NULL;
-    if (rate_limiter_acquire_at(l, 3, SECOND, NULL) != RATE_OK) {
-        rate_limiter_free(l);
-        return NULL;
+/* Runs `test` on each kind of table: 0 if it passed on every one. */
+static int on_every_kind(int (*test)(const struct kind *)) {
+    size_t k;
+    for (k = 0; k < KINDS; k++) {
+        if (test(&kinds[k]) != 0) {
+            fprintf(stderr, "  ^ on a %s\n", kinds[k].name);
+            return 1;
+        }
     }
-    rate_limiter_free(l);
-    return read_file(path, len);
+    return 0;
 }
-
-/* rate_limiter_open(path, config) fails with `expected` and leaves `out` alone. */
-#define CHECK_OPEN_FAILS(path, config, expected)                                     \
-    do {                                                                             \
-        int untouched_ = 0;                                                          \
-        rate_limiter *out_ = (rate_limiter *)(void *)&untouched_;                    \
-        CHECK_STATUS(rate_limiter_open((path), (config), &out_), (expected));        \
-        CHECK(out_ == (rate_limiter *)(void *)&untouched_);                          \
-    } while (0)
-
-/* rate_limiter_open(path, config) fails with RATE_E_IO and errno `expected_errno`. */
-#define CHECK_OPEN_ERRNO(path, config, expected_errno)                               \
-    do {                                                                             \
-        int untouched_ = 0;                                                          \
-        rate_limiter *out_ = (rate_limiter *)(void *)&untouched_;                    \
-        errno = 0;                                                                   \
-        CHECK_STATUS(rate_limiter_open((path), (config), &out_), RATE_E_IO);         \
-        if (errno != (expected_errno)) {                                             \
-            fprintf(stderr, "%s:%d: errno %d (%s), expected %d (%s)\n", __FILE__,    \
-                    __LINE__, errno, strerror(errno), (expected_errno),              \
-                    strerror(expected_errno));                                       \
-            return 1;                                                                \
-        }                                                                            \
-        CHECK(out_ == (rate_limiter *)(void *)&untouched_);                          \
-    } while (0)
 
 static int test_null_arguments_are_e_null(void) {
     char path[600];
+    size_t k;
+    struct table table;
     in_scratch(path, sizeof path, "null");
-    CHECK_OPEN_FAILS(NULL, &GCRA_10, RATE_E_NULL);
-    CHECK_OPEN_FAILS(path, NULL, RATE_E_NULL);
+    for (k = 0; k < KINDS; k++) {
+        CHECK_OPEN_FAILS(&kinds[k], NULL, &GCRA_10, RATE_E_NULL);
+        CHECK_OPEN_FAILS(&kinds[k], path, NULL, RATE_E_NULL);
+    }
     CHECK_STATUS(rate_limiter_open(path, &GCRA_10, NULL), RATE_E_NULL);
-    /* Nothing was created on the way. */
+    CHECK_STATUS(rate_keyed_open(path, &GCRA_10, 64, NULL), RATE_E_NULL);
+    /* Nothing was created on the way, and a handle from no file is none. */
     CHECK(access(path, F_OK) != 0 && errno == ENOENT);
+    CHECK_STATUS(table_open(KEYED, NULL, &GCRA_10, &table), RATE_E_NULL);
+    CHECK(table.keyed == NULL && table.limiter == NULL);
     return 0;
 }
 
 static int test_invalid_config_creates_nothing(void) {
     static const rate_config invalid = {RATE_GCRA, 0, SECOND, 0}; /* L = 0 */
     char path[600];
+    size_t k;
     in_scratch(path, sizeof path, "invalid");
-    CHECK_OPEN_FAILS(path, &invalid, RATE_E_INVALID_CONFIG);
+    for (k = 0; k < KINDS; k++)
+        CHECK_OPEN_FAILS(&kinds[k], path, &invalid, RATE_E_INVALID_CONFIG);
     CHECK(access(path, F_OK) != 0 && errno == ENOENT);
     return 0;
 }
 
-static int test_another_config_is_incompatible_and_untouched(void) {
-    /* The table of GCRA_10 (L=10, P=1 s, B=0 meaning 10), then every configuration that
-     * differs in one field that the file records. */
+/* A GCRA_10 table of `kind` (made by make_table), then every configuration that differs
+ * in one field the file records: refused, the file unchanged. */
+static int another_config_is_refused(const struct kind *kind) {
     static const rate_config others[] = {
         {RATE_GCRA, 11, SECOND, 0},           /* limit */
         {RATE_GCRA, 10, 2 * SECOND, 0},       /* period */
@@ -498,66 +376,73 @@ static int test_another_config_is_incompatible_and_untouched(void) {
         {RATE_SLIDING_LOG, 10, SECOND, 0},    /* algorithm */
     };
     static const rate_config same = {RATE_GCRA, 10, SECOND, 10}; /* B = 10 is B = 0 */
-    char path[600];
     unsigned char *before;
     size_t len = 0, i;
-    rate_limiter *l = NULL;
+    struct table table;
     rate_decision d;
-    in_scratch(path, sizeof path, "mismatch");
-    before = make_table(path, &GCRA_10, &len);
+    int32_t status;
+    int unchanged;
+    char path[600];
+    before = make_table(kind, in_scratch(path, sizeof path, kind->name), &len);
     CHECK(before != NULL);
     for (i = 0; i < sizeof others / sizeof others[0]; i++) {
         int untouched = 0;
-        rate_limiter *out = (rate_limiter *)(void *)&untouched;
-        int32_t status = rate_limiter_open(path, &others[i], &out);
-        int unchanged = file_is(path, before, len);
-        if (status != RATE_E_INCOMPATIBLE || out != (rate_limiter *)(void *)&untouched ||
-            !unchanged) {
-            fprintf(stderr, "other config %zu: status %" PRId32 ", file %s\n", i, status,
-                    unchanged ? "unchanged" : "CHANGED");
+        status = open_with_sentinel(kind, path, &others[i], &untouched);
+        if (status != RATE_E_INCOMPATIBLE || !untouched || !file_is(path, before, len)) {
+            fprintf(stderr, "%s, other config %zu: status %" PRId32 ", file %s\n", kind->name,
+                    i, status, file_is(path, before, len) ? "unchanged" : "CHANGED");
             free(before);
             return 1;
         }
     }
     /* Burst 10 is what burst 0 means for L = 10: the same table, with the 3 units taken at
      * 1 s: T = 100 ms, TAT = 1.3 s, remaining floor((1 s - 0.3 s) / 100 ms) = 7. */
-    CHECK_STATUS(rate_limiter_open(path, &same, &l), RATE_OK);
-    CHECK_STATUS(rate_limiter_acquire_at(l, 0, SECOND, &d), RATE_OK);
-    rate_limiter_free(l);
-    CHECK(file_is(path, before, len));
+    status = table_open(kind, path, &same, &table);
+    if (status == RATE_OK)
+        status = table_acquire_at(&table, kind->keys[0], 0, SECOND, &d);
+    table_free(&table);
+    unchanged = file_is(path, before, len);
     free(before);
+    CHECK_STATUS(status, RATE_OK);
+    CHECK(unchanged);
     CHECK_DECISION(d, 1, 10, 7, 0, 300 * MS, 0);
     return 0;
 }
 
-/* Writes `len` bytes to a new file at `path`, opens it as GCRA_10, and removes it: 0 if
- * the open returned RATE_E_INCOMPATIBLE, left `out` alone and the bytes as they were. */
-static int refused_untouched(const char *path, const unsigned char *bytes, size_t len) {
+static int test_another_config_is_incompatible_and_untouched(void) {
+    return on_every_kind(another_config_is_refused);
+}
+
+/* Writes `len` bytes to a new file at `path`, opens it as a GCRA_10 table of `kind`, and
+ * removes it: 0 if the open returned RATE_E_INCOMPATIBLE, left the out-handle alone and
+ * the bytes as they were. */
+static int refused_untouched(const struct kind *kind, const char *path,
+                             const unsigned char *bytes, size_t len) {
     int untouched = 0;
-    rate_limiter *out = (rate_limiter *)(void *)&untouched;
     int32_t status = RATE_E_IO;
     int failed = write_file(path, bytes, len, 0600) != 0;
     if (!failed) {
-        status = rate_limiter_open(path, &GCRA_10, &out);
-        failed = status != RATE_E_INCOMPATIBLE || out != (rate_limiter *)(void *)&untouched ||
-                 !file_is(path, bytes, len);
+        status = open_with_sentinel(kind, path, &GCRA_10, &untouched);
+        failed = status != RATE_E_INCOMPATIBLE || !untouched || !file_is(path, bytes, len);
     }
     if (failed)
-        fprintf(stderr, "a file of %zu bytes: status %" PRId32 " (%s), not refused untouched\n",
-                len, status, rate_status_str(status));
-    if (status == RATE_OK)
-        rate_limiter_free(out);
+        fprintf(stderr, "%s: a file of %zu bytes: status %" PRId32 " (%s), not refused "
+                "untouched\n", kind->name, len, status, rate_status_str(status));
     unlink(path);
     return failed;
 }
 
-static int test_garbage_or_wrong_size_is_incompatible_and_untouched(void) {
+/* The table's own bytes cut short or run long (the header is right, the size not), then
+ * pseudo-random bytes and zeros (what a creator that wrote nothing yet would leave) of the
+ * very size a table of this configuration has: each refused, untouched. */
+static int garbage_is_refused(const struct kind *kind) {
     char model[600], path[600];
     size_t len = 0, i;
     int failed = 0;
-    unsigned char *bytes, *table = make_table(in_scratch(model, sizeof model, "model"),
-                                              &GCRA_10, &len);
+    unsigned char *bytes, *table = make_table(kind, in_scratch(model, sizeof model, "model"),
+                                              &len);
     CHECK(table != NULL);
+    unlink(model);
     /* Room for the table twice over. */
     if ((bytes = realloc(table, 2 * len)) == NULL)
         free(table);
@@ -565,22 +450,23 @@ static int test_garbage_or_wrong_size_is_incompatible_and_untouched(void) {
     CHECK(len > 8); /* a header at least */
     in_scratch(path, sizeof path, "not-a-table");
     {
-        /* The table's own bytes, cut short or run long: the header is right, the size not. */
         const size_t sizes[] = {0, 1, len / 2, len - 8, len - 1, len + 1, len + 8, 2 * len};
         memcpy(bytes + len, bytes, len);
         for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-            failed |= refused_untouched(path, bytes, sizes[i]);
+            failed |= refused_untouched(kind, path, bytes, sizes[i]);
     }
-    /* Of the very size a table of this configuration has: pseudo-random bytes, then zeros
-     * (what a creator that wrote nothing yet would leave). */
     for (i = 0; i < len; i++)
         bytes[i] = (unsigned char)(i * 131 % 251);
-    failed |= refused_untouched(path, bytes, len);
+    failed |= refused_untouched(kind, path, bytes, len);
     memset(bytes, 0, len);
-    failed |= refused_untouched(path, bytes, len);
+    failed |= refused_untouched(kind, path, bytes, len);
     free(bytes);
     CHECK(!failed);
     return 0;
+}
+
+static int test_garbage_or_wrong_size_is_incompatible_and_untouched(void) {
+    return on_every_kind(garbage_is_refused);
 }
 
 /* ---- what the operating system refuses: RATE_E_IO and errno ---------------------------- */
@@ -588,29 +474,33 @@ static int test_garbage_or_wrong_size_is_incompatible_and_untouched(void) {
 static int test_directory_is_e_io_eisdir(void) {
     char dir[600], slash[700], plain[600], under_file[700];
     unsigned char *table;
-    size_t len = 0;
+    size_t len = 0, k;
     in_scratch(dir, sizeof dir, "a-directory");
     CHECK(mkdir(dir, 0700) == 0);
-    /* open(2) for reading and writing refuses a directory: EISDIR. */
-    CHECK_OPEN_ERRNO(dir, &GCRA_10, EISDIR);
     snprintf(slash, sizeof slash, "%s/", dir);
-    CHECK_OPEN_ERRNO(slash, &GCRA_10, EISDIR);
-    CHECK_EQ_U64(entries(dir), 0); /* nothing made inside it either */
-    /* A path through a regular file: ENOTDIR. */
     in_scratch(plain, sizeof plain, "plain");
-    table = make_table(plain, &GCRA_10, &len);
+    table = make_table(LIMITER, plain, &len);
     CHECK(table != NULL);
     free(table);
-    snprintf(under_file, sizeof under_file, "%s/limit", plain);
-    CHECK_OPEN_ERRNO(under_file, &GCRA_10, ENOTDIR);
+    snprintf(under_file, sizeof under_file, "%s/table", plain);
+    for (k = 0; k < KINDS; k++) {
+        /* open(2) for reading and writing refuses a directory: EISDIR. */
+        CHECK_OPEN_ERRNO(&kinds[k], dir, &GCRA_10, EISDIR);
+        CHECK_OPEN_ERRNO(&kinds[k], slash, &GCRA_10, EISDIR);
+        /* A path through a regular file: ENOTDIR. */
+        CHECK_OPEN_ERRNO(&kinds[k], under_file, &GCRA_10, ENOTDIR);
+    }
+    CHECK_EQ_U64(entries(dir), 0); /* nothing made inside it either */
     return 0;
 }
 
 static int test_missing_directory_is_e_io_enoent(void) {
     char missing[600], path[700];
+    size_t k;
     in_scratch(missing, sizeof missing, "no-such-directory");
-    snprintf(path, sizeof path, "%s/limit", missing);
-    CHECK_OPEN_ERRNO(path, &GCRA_10, ENOENT);
+    snprintf(path, sizeof path, "%s/table", missing);
+    for (k = 0; k < KINDS; k++)
+        CHECK_OPEN_ERRNO(&kinds[k], path, &GCRA_10, ENOENT);
     CHECK(access(missing, F_OK) != 0 && errno == ENOENT); /* not created */
     return 0;
 }
@@ -618,24 +508,26 @@ static int test_missing_directory_is_e_io_enoent(void) {
 /* A new file is mode 0600 exactly, whatever the umask, and owned by its creator. */
 static int test_new_file_is_mode_0600(void) {
     static const mode_t umasks[] = {0, 022, 0777};
-    size_t i;
-    for (i = 0; i < sizeof umasks / sizeof umasks[0]; i++) {
-        char name[32], path[600];
-        rate_limiter *l = NULL;
-        struct stat st;
-        mode_t old;
-        int32_t status;
-        snprintf(name, sizeof name, "mode-%03o", (unsigned)umasks[i]);
-        in_scratch(path, sizeof path, name);
-        old = umask(umasks[i]);
-        status = rate_limiter_open(path, &GCRA_10, &l);
-        umask(old);
-        CHECK_STATUS(status, RATE_OK);
-        rate_limiter_free(l);
-        CHECK(stat(path, &st) == 0);
-        CHECK(S_ISREG(st.st_mode));
-        CHECK_EQ_U64(st.st_mode & 07777, 0600);
-        CHECK_EQ_U64(st.st_uid, geteuid());
+    size_t i, k;
+    for (k = 0; k < KINDS; k++) {
+        for (i = 0; i < sizeof umasks / sizeof umasks[0]; i++) {
+            char name[64], path[600];
+            struct table table;
+            struct stat st;
+            mode_t old;
+            int32_t status;
+            snprintf(name, sizeof name, "%s-mode-%03o", kinds[k].name, (unsigned)umasks[i]);
+            in_scratch(path, sizeof path, name);
+            old = umask(umasks[i]);
+            status = table_open(&kinds[k], path, &GCRA_10, &table);
+            umask(old);
+            table_free(&table);
+            CHECK_STATUS(status, RATE_OK);
+            CHECK(stat(path, &st) == 0);
+            CHECK(S_ISREG(st.st_mode));
+            CHECK_EQ_U64(st.st_mode & 07777, 0600);
+            CHECK_EQ_U64(st.st_uid, geteuid());
+        }
     }
     return 0;
 }
@@ -644,8 +536,8 @@ static int test_new_file_is_mode_0600(void) {
  * EACCES, and `open_copy` (the same bytes, mode 0666) is attached, so it is the mode that
  * refuses, not the directory. Exit status 0 if so, 2 if nobody cannot reach the directory
  * at all (the test cannot tell then), else 1. */
-static int as_nobody(const char *table, const char *open_copy) {
-    rate_limiter *l = NULL;
+static int as_nobody(const struct kind *kind, const char *table_path, const char *open_copy) {
+    struct table table;
     struct stat st;
     int32_t status;
     if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0 ||
@@ -658,23 +550,22 @@ static int as_nobody(const char *table, const char *open_copy) {
         return 2;
     }
     errno = 0;
-    status = rate_limiter_open(table, &GCRA_10, &l);
+    status = table_open(kind, table_path, &GCRA_10, &table);
     if (status != RATE_E_IO || errno != EACCES) {
-        fprintf(stderr, "nobody opening root's 0600 table: %" PRId32 " (%s), errno %d (%s)\n",
-                status, rate_status_str(status), errno, strerror(errno));
-        if (status == RATE_OK)
-            rate_limiter_free(l);
+        fprintf(stderr, "nobody opening root's 0600 %s: %" PRId32 " (%s), errno %d (%s)\n",
+                kind->name, status, rate_status_str(status), errno, strerror(errno));
+        table_free(&table);
         return 1;
     }
-    status = rate_limiter_open(open_copy, &GCRA_10, &l);
+    status = table_open(kind, open_copy, &GCRA_10, &table);
     if (status != RATE_OK) {
         fprintf(stderr, "nobody opening a 0666 copy: %" PRId32 " (%s), errno %d (%s)\n",
                 status, rate_status_str(status), errno, strerror(errno));
         return 1;
     }
     /* The copy's state came along: 3 units taken at 1 s, so 7 left (see make_table). */
-    status = rate_limiter_acquire_at(l, 8, SECOND, NULL);
-    rate_limiter_free(l);
+    status = table_acquire_at(&table, kind->keys[0], 8, SECOND, NULL);
+    table_free(&table);
     if (status != RATE_LIMITED) {
         fprintf(stderr, "8 of the copy's 7 units: %" PRId32 "\n", status);
         return 1;
@@ -682,13 +573,15 @@ static int as_nobody(const char *table, const char *open_copy) {
     return 0;
 }
 
-static int test_another_user_cannot_attach(void) {
-    char table[600], copy[600];
+static int another_user_cannot_attach(const struct kind *kind) {
+    char table[600], copy[600], name[64];
     unsigned char *bytes;
     size_t len = 0;
-    in_scratch(table, sizeof table, "private");
-    in_scratch(copy, sizeof copy, "open-to-all");
-    bytes = make_table(table, &GCRA_10, &len);
+    snprintf(name, sizeof name, "%s-private", kind->name);
+    in_scratch(table, sizeof table, name);
+    snprintf(name, sizeof name, "%s-open-to-all", kind->name);
+    in_scratch(copy, sizeof copy, name);
+    bytes = make_table(kind, table, &len);
     CHECK(bytes != NULL);
     CHECK(write_file(copy, bytes, len, 0666) == 0);
     free(bytes);
@@ -696,7 +589,7 @@ static int test_another_user_cannot_attach(void) {
         /* Not root: the mode bits stop this very process. Unreadable: EACCES. (As root
          * this check would pass any mode: root is exempt from permission checks.) */
         CHECK(chmod(table, 0) == 0);
-        CHECK_OPEN_ERRNO(table, &GCRA_10, EACCES);
+        CHECK_OPEN_ERRNO(kind, table, &GCRA_10, EACCES);
         CHECK(chmod(table, 0600) == 0);
         printf("note: not root, so another user's attach was not tried\n");
     } else {
@@ -709,7 +602,7 @@ static int test_another_user_cannot_attach(void) {
         pid = fork();
         CHECK(pid >= 0);
         if (pid == 0)
-            exit(as_nobody(table, copy));
+            exit(as_nobody(kind, table, copy));
         code = wait_exit(pid);
         CHECK(chmod(scratch, 0700) == 0);
         if (code == 2) {
@@ -720,6 +613,10 @@ static int test_another_user_cannot_attach(void) {
         CHECK_EQ_U64(code, 0);
     }
     return 0;
+}
+
+static int test_another_user_cannot_attach(void) {
+    return on_every_kind(another_user_cannot_attach);
 }
 
 int main(void) {
@@ -734,18 +631,5 @@ int main(void) {
         TEST_CASE(test_new_file_is_mode_0600),
         TEST_CASE(test_another_user_cannot_attach),
     };
-    const char *tmp = getenv("TMPDIR");
-    int written = snprintf(scratch, sizeof scratch, "%s/librate-test-shared-XXXXXX",
-                           tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
-    int result;
-    if (written < 0 || (size_t)written >= sizeof scratch || mkdtemp(scratch) == NULL) {
-        fprintf(stderr, "cannot make a scratch directory: %s\n", strerror(errno));
-        return 1;
-    }
-    result = run_tests("test_shared", cases, sizeof cases / sizeof cases[0]);
-    if (remove_tree(scratch) != 0) {
-        fprintf(stderr, "cannot remove %s\n", scratch);
-        return 1;
-    }
-    return result;
+    return run_in_scratch("test_shared", cases, sizeof cases / sizeof cases[0]);
 }

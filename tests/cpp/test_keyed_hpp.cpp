@@ -7,6 +7,10 @@
  * Each key behaves as its own fresh limiter.
  */
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -39,6 +43,43 @@ static int test_create_reports_bad_configs(void) {
     auto created = rate::KeyedLimiter::create(rate::Config::gcra(1, 1s), 16);
     CHECK_IS(created.status(), Status::ok);
     CHECK(created->native_handle() != nullptr);
+    return 0;
+}
+
+static int test_open_shares_a_file(void) {
+    char dir[] = "/tmp/librate-keyed-hpp-XXXXXX";
+    CHECK(mkdtemp(dir) != nullptr);
+    const std::string file = std::string(dir) + "/table";
+    const auto config = rate::Config::gcra(1, 1h);
+    auto first = rate::KeyedLimiter::open(file.c_str(), config, 8);
+    auto second = rate::KeyedLimiter::open(file.c_str(), config, 8);
+    CHECK_IS(first.status(), Status::ok);
+    CHECK_IS(second.status(), Status::ok);
+    rate::KeyedLimiter a = std::move(first).value_or({});
+    rate::KeyedLimiter b = std::move(second).value_or({});
+    /* L=1 per hour, B=1: T = tau = 1 h. Bob's unit taken through one handle is gone
+     * through the other (denied: retry and reset TAT + T - t - tau = 1 h); Alice's is her
+     * own. */
+    CHECK_RESULT(a.acquire_at("bob", 1, at(0s)), Status::ok, 1, 1, 0, 0s, 1h, 0s);
+    CHECK_RESULT(b.acquire_at("bob", 1, at(0s)), Status::limited, 0, 1, 0, 1h, 1h, 0s);
+    CHECK_RESULT(b.acquire_at("alice", 1, at(0s)), Status::ok, 1, 1, 0, 0s, 1h, 0s);
+    /* Another capacity or configuration: refused; a bad one: invalid before any file. */
+    CHECK_IS(rate::KeyedLimiter::open(file.c_str(), config, 9).status(), Status::incompatible);
+    CHECK_IS(rate::KeyedLimiter::open(file.c_str(), rate::Config::gcra(2, 1h), 8).status(),
+             Status::incompatible);
+    CHECK_IS(rate::KeyedLimiter::open(file.c_str(), config, 0).status(), Status::invalid_config);
+    /* What the OS refuses: Status::io, errno set, and an empty handle. */
+    const std::string missing = std::string(dir) + "/none/table";
+    errno = 0;
+    auto refused = rate::KeyedLimiter::open(missing.c_str(), config, 8);
+    CHECK_IS(refused.status(), Status::io);
+    CHECK(errno == ENOENT);
+    CHECK(!std::move(refused).value_or({}));
+    errno = 0;
+    CHECK_IS(rate::KeyedLimiter::open(dir, config, 8).status(), Status::io);
+    CHECK(errno == EISDIR);
+    CHECK_IS(rate::KeyedLimiter::open(nullptr, config, 8).status(), Status::null);
+    CHECK(std::remove(file.c_str()) == 0 && rmdir(dir) == 0);
     return 0;
 }
 
@@ -232,6 +273,14 @@ static int test_throwing_constructor(void) {
     }
     rate::KeyedLimiter table(rate::Config::gcra(1, 1s), 8);
     CHECK(table.acquire_at("k", 1, at(0s)).value().allowed);
+    /* value() of a failed open throws its status. */
+    try {
+        const auto config = rate::Config::gcra(1, 1s);
+        (void)rate::KeyedLimiter::open("/nonexistent-librate-dir/table", config, 8).value();
+        CHECK(!"value() threw no rate::Error on a failed open");
+    } catch (const rate::Error& error) {
+        CHECK_IS(error.status(), Status::io);
+    }
     return 0;
 }
 #endif
@@ -239,6 +288,7 @@ static int test_throwing_constructor(void) {
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_create_reports_bad_configs),
+        TEST_CASE(test_open_shares_a_file),
         TEST_CASE(test_seed_bob_and_alice),
         TEST_CASE(test_keys_are_bytes),
         TEST_CASE(test_queries_and_costs),

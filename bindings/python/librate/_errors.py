@@ -65,8 +65,9 @@ class InternalError(LibrateError, RuntimeError):
 
 
 class Incompatible(LibrateError):
-    """``RATE_E_INCOMPATIBLE``: ``Limiter.open`` found a file that is not a librate
-    limiter of this configuration and size, and left it untouched."""
+    """``RATE_E_INCOMPATIBLE``: ``Limiter.open`` or ``KeyedLimiter.open`` found a file
+    that is not a librate limiter (or keyed table) of this configuration, capacity and
+    size, and left it untouched."""
 
     code = -8
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable
 from array import array
+from collections.abc import Callable, Iterable
 from ctypes import (
     byref,
     c_int32,
@@ -130,9 +130,28 @@ _limiter_try = _LIMITER_C.fast
 
 
 @functools.cache
-def _limiter_open() -> Any:
-    """``rate_limiter_open``, keeping ``errno`` (looked up at the first ``open``)."""
-    return lib.with_errno("rate_limiter_open")
+def _with_errno(name: str) -> Any:
+    """``rate_limiter_open`` or ``rate_keyed_open``, keeping ``errno`` (looked up at the
+    first ``open`` of its kind)."""
+    return lib.with_errno(name)
+
+
+def _open_file(
+    path: str | os.PathLike[str], name: str, extra: tuple[int, ...]
+) -> Callable[[Any, Any], int]:
+    """The ``make`` of ``_Base._create`` for a table in a file: calls
+    ``name(path, config, *extra, out)`` and raises ``OSError`` with the OS's ``errno`` and
+    ``path`` when the OS refused the file (``RATE_E_IO``)."""
+    encoded = os.fsencode(path)
+
+    def make(c_config: Any, out: Any) -> int:
+        status: int = _with_errno(name)(encoded, c_config, *extra, out)
+        if status == RATE_E_IO:
+            errno = get_errno()
+            raise OSError(errno, os.strerror(errno), os.fspath(path))
+        return status
+
+    return make
 
 
 @functools.cache
@@ -430,15 +449,7 @@ class Limiter(_Base):
         (``FileNotFoundError`` for a missing directory, ``PermissionError``…) if it cannot
         be created, opened or mapped."""
         limiter = cls.__new__(cls)
-        encoded = os.fsencode(path)
-
-        def make(c_config: Any, out: Any) -> int:
-            status: int = _limiter_open()(encoded, c_config, out)
-            if status == RATE_E_IO:
-                errno = get_errno()
-                raise OSError(errno, os.strerror(errno), os.fspath(path))
-            return status
-
+        make = _open_file(path, "rate_limiter_open", ())
         config = _config(algorithm, limit, period, burst)
         limiter._create(_LIMITER_C, _LimiterHandle, config, (), make)
         return limiter
@@ -514,11 +525,51 @@ class KeyedLimiter(_Base):
         burst: int | None = None,
         capacity: int,
     ) -> None:
+        c, config, extra = self._prepare(algorithm, limit, period, burst, capacity)
+        super().__init__(c, _KeyedHandle, config, *extra)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        algorithm: str = "gcra",
+        limit: int,
+        period: Duration,
+        burst: int | None = None,
+        capacity: int,
+    ) -> KeyedLimiter:
+        """Opens the keyed limiter whose table lives in the file at ``path``, creating it
+        (mode 0600) if it does not exist: every process that opens the same file with the
+        same configuration and ``capacity`` shares one table, and each key's limit holds
+        across them as across threads sharing one ``KeyedLimiter`` (a per-IP limit over
+        gunicorn or uWSGI workers, say). Put the file on a tmpfs such as ``/dev/shm``;
+        ``close()`` unmaps it and leaves it in place. The file holds the table's secret
+        hash key: leave it readable by its owner alone.
+
+        A process killed at any point, even mid-insert, leaves the table usable by the
+        others. A slot that a live process keeps claimed (one stopped mid-insert) is
+        waited on for about a second, after which the call that needs it raises
+        ``TableFull``.
+
+        Raises ``Incompatible`` if the file is not a librate keyed table of this
+        configuration and capacity (it is left untouched), and ``OSError`` with the OS's
+        ``errno`` (``FileNotFoundError`` for a missing directory, ``PermissionError``…) if
+        it cannot be created, opened or mapped."""
+        keyed = cls.__new__(cls)
+        c, config, extra = keyed._prepare(algorithm, limit, period, burst, capacity)
+        keyed._create(c, _KeyedHandle, config, extra, _open_file(path, "rate_keyed_open", extra))
+        return keyed
+
+    def _prepare(
+        self, algorithm: object, limit: object, period: object, burst: object, capacity: object
+    ) -> tuple[_CFunctions, Config, tuple[int]]:
+        """Checks the arguments and readies the fast path: the C functions, the
+        configuration, and what the C constructors take beside it (the capacity)."""
         config = _config(algorithm, limit, period, burst)
         c = _keyed_c()
         self._fast = c.fast
-        checked_capacity = u64(capacity, "capacity", least=1, error=InvalidConfig)
-        super().__init__(c, _KeyedHandle, config, checked_capacity)
+        return c, config, (u64(capacity, "capacity", least=1, error=InvalidConfig),)
 
     def try_acquire(self, key: Key, n: int = _ONE) -> bool:
         """``Limiter.try_acquire`` for ``key``."""
@@ -571,7 +622,6 @@ class KeyedLimiter(_Base):
         if when_full:
             return [code != RATE_LIMITED for code in codes]
         return list(map(RATE_OK.__eq__, codes))
-        return [s == RATE_OK or (s == RATE_E_TABLE_FULL and when_full) for s in statuses]
 
     def acquire(self, key: Key, n: int = 1, *, now_ns: int | None = None) -> Decision:
         """``Limiter.acquire`` for ``key``. A query (``n == 0``) never inserts the key."""

@@ -1,17 +1,41 @@
 """The Python examples, run as a user runs them: examples/python/first_screen.py (the
-README's snippet), and flask_app.py, a process serving 127.0.0.1, asked over HTTP until
-its per-IP limit answers 429."""
+README's snippet); flask_app.py, a process serving 127.0.0.1, asked over HTTP until its
+per-IP limit answers 429; and prefork_per_ip.py, worker processes sharing one per-IP
+limit through a keyed table in a file."""
 
 from __future__ import annotations
 
+import http.client
+import os
+import stat
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from helpers import get
+from helpers import Response, get
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "python"
-EXAMPLE = EXAMPLES / "flask_app.py"
+
+
+@contextmanager
+def serving(example: str, *args: str) -> Iterator[int]:
+    """Runs ``examples/python/<example>`` with ``--port 0`` and ``args``; yields the port
+    it reports on its first line ("… http://127.0.0.1:<port>/"), and stops it."""
+    process = subprocess.Popen(
+        [sys.executable, str(EXAMPLES / example), "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert "listening on http://127.0.0.1:" in line, line
+        yield int(line.rsplit(":", 1)[1].strip("/\n"))
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
 
 
 def test_first_screen() -> None:
@@ -26,14 +50,7 @@ def test_first_screen() -> None:
 
 
 def test_flask_app_limits_each_ip() -> None:
-    process = subprocess.Popen(
-        [sys.executable, str(EXAMPLE), "--port", "0"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("listening on http://127.0.0.1:"), line
-        port = int(line.rsplit(":", 1)[1].strip("/\n"))
+    with serving("flask_app.py") as port:
         # 5 per 60 s, bursts of 5: T = 12 s. The k-th request leaves 5 - k, as long as the
         # six requests take less than T.
         for left in (4, 3, 2, 1, 0):
@@ -50,6 +67,63 @@ def test_flask_app_limits_each_ip() -> None:
         other = get(port, source="127.0.0.2")
         assert other.status == 200
         assert other.headers["RateLimit"].startswith('"default";r=4;t=')
+
+
+WORKERS = 4
+
+
+def round_of_requests(port: int, source: str) -> list[tuple[int, Response]]:
+    """WORKERS requests from ``source``, each answered before the next is sent: (the
+    worker that answered, the response). Their connections are all opened first and held,
+    and a worker serves one connection at a time, so the workers (all waiting for a
+    connection once the example says it listens) take one each."""
+    connections = [
+        http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+        for _ in range(WORKERS)
+    ]
+    try:
+        for connection in connections:
+            connection.connect()
+        answers = []
+        for connection in connections:
+            connection.request("GET", "/")
+            reply = connection.getresponse()
+            answer = Response(reply.status, reply.headers, reply.read())
+            answers.append((int(answer.headers["X-Worker"]), answer))
+        return answers
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        for connection in connections:
+            connection.close()
+
+
+def test_prefork_workers_share_one_limit_per_ip(tmp_path: Path) -> None:
+    """4 worker processes on one socket, 5 requests an hour per address in a table they
+    share: of 8 requests from one address, exactly the first 5 are admitted and the other
+    3 denied, one limit for the address across the workers; another address has 5 of
+    its own."""
+    table = tmp_path / "per-ip"
+    options = ["--workers", str(WORKERS), "--table", str(table), "--period", "3600"]
+    with serving("prefork_per_ip.py", *options) as port:
+        served = round_of_requests(port, "127.0.0.1") + round_of_requests(port, "127.0.0.1")
+        other = [answer for _, answer in round_of_requests(port, "127.0.0.2")]
+    workers = [worker for worker, _ in served]
+    print("workers that answered, in order:", workers)
+    # Workers deciding on tables of their own would admit min(5, requests it served) each:
+    # more than 5 in all as soon as two of them served any. Two or more did.
+    assert len(set(workers)) >= 2
+    answers = [answer for _, answer in served]
+    assert [a.status for a in answers] == [200] * 5 + [429] * 3
+    # GCRA, 5 per 3600 s, bursts of 5: T = 720 s. The k-th admission leaves r = 5 - k.
+    for left, answer in zip((4, 3, 2, 1, 0), answers[:5], strict=True):
+        assert answer.body == b"hello\n"
+        assert answer.headers["RateLimit-Policy"] == '"default";q=5;w=3600'
+        assert answer.headers["RateLimit"].startswith(f'"default";r={left};t=')
+    for denied in answers[5:]:
+        assert denied.body == b"429 Too Many Requests\n"
+        # The next unit is T = 720 s after the first admission, minus what has passed.
+        assert 1 <= int(denied.headers["Retry-After"]) <= 720
+        assert denied.headers["RateLimit"] == f'"default";r=0;t={denied.headers["Retry-After"]}'
+    assert [a.status for a in other] == [200] * 4
+    assert [a.headers["RateLimit"].split(";")[1] for a in other] == ["r=4", "r=3", "r=2", "r=1"]
+    # The table outlives the workers, in one file of mode 0600.
+    assert stat.S_IMODE(os.stat(table).st_mode) == 0o600

@@ -1,10 +1,12 @@
-"""Limiter.open: a limiter in a file shared by processes (real files, real processes)."""
+"""Limiter.open and KeyedLimiter.open: tables in files shared by processes (real files,
+real processes), each test run on both kinds of table."""
 
 from __future__ import annotations
 
 import errno
 import multiprocessing
 import os
+import pwd
 import stat
 import sys
 import tempfile
@@ -17,16 +19,10 @@ import pytest
 
 import librate
 from helpers import SECOND
+from shared_tables import FROZEN, GCRA_10, HOUR, KINDS, PROCESSES, THREADS, Kind, make_table
 
-HOUR = 3600
-#: The instant every process decides at: 1000 s into the first hour-long window.
-FROZEN = 1_000 * SECOND
-PROCESSES = 4
-THREADS = 4
-#: Units each shared limiter of the process test admits at one instant.
+#: Units each limit of the process test admits at one instant.
 UNITS = 2000
-#: The user nobody, who owns none of the files made here.
-NOBODY = 65534
 
 
 def shared_config(algorithm: str) -> dict[str, Any]:
@@ -70,15 +66,16 @@ def denied_decision(algorithm: str) -> librate.Decision:
 
 
 def _take_until_denied(
-    path: str, algorithm: str, start: Any, results: multiprocessing.Queue
+    kind: Kind, path: str, algorithm: str, start: Any, results: multiprocessing.Queue[Any]
 ) -> None:
     """A child process: opens the file (racing its siblings to create it), meets them at
-    ``start``, then runs THREADS threads taking 1 unit at a time at FROZEN until denied,
-    checking each decision. Puts (the remaining each admission left, the problems)."""
-    seen: list[int] = []
+    ``start``, then runs THREADS threads taking 1 unit at a time of each of the kind's
+    keys in turn at FROZEN until every key is denied, checking each decision. Puts (the
+    (key index, remaining) of each admission, the problems)."""
+    seen: list[tuple[int, int]] = []
     problems: list[str] = []
     try:
-        limiter = librate.Limiter.open(path, **shared_config(algorithm))
+        table = kind.open(path, **shared_config(algorithm))
     except BaseException:
         start.abort()  # no sibling waits for this process
         results.put(([], [traceback.format_exc()]))
@@ -86,29 +83,35 @@ def _take_until_denied(
     denied = denied_decision(algorithm)
     threads_ready = threading.Barrier(THREADS)
 
-    def take() -> None:
+    def take(thread: int) -> None:
         threads_ready.wait()
         taken = 0
-        while True:
-            d = limiter.acquire(now_ns=FROZEN)
-            if not d.allowed:
-                if d != denied:
-                    problems.append(f"denied: {d}, want {denied}")
-                return
-            if d != admitted_decision(algorithm, d.remaining) or d.remaining >= UNITS:
-                problems.append(f"admitted: {d}")
-                return
-            seen.append(d.remaining)  # list.append is atomic under the GIL
-            taken += 1
-            # With fewer cores than threads in all the processes, one process could take
-            # every unit in one time slice; giving up the core now and then interleaves
-            # the processes.
-            if taken % 16 == 0:
-                os.sched_yield()
+        # Each thread starts at another key; a key leaves the round once it is denied (at
+        # a frozen time nothing is admitted after a denial: the state only fills).
+        keys = list(range(len(kind.keys)))
+        pending = keys[thread % len(keys) :] + keys[: thread % len(keys)]
+        while pending:
+            for index in list(pending):
+                d = kind.acquire(table, kind.keys[index], now_ns=FROZEN)
+                if not d.allowed:
+                    if d != denied:
+                        problems.append(f"key {index} denied: {d}, want {denied}")
+                    pending.remove(index)
+                    continue
+                if d != admitted_decision(algorithm, d.remaining) or d.remaining >= UNITS:
+                    problems.append(f"key {index} admitted: {d}")
+                    return
+                seen.append((index, d.remaining))  # list.append is atomic under the GIL
+                taken += 1
+                # With fewer cores than threads in all the processes, one process could
+                # take every unit in one time slice; giving up the core now and then
+                # interleaves the processes.
+                if taken % 16 == 0:
+                    os.sched_yield()
 
     try:
         start.wait(timeout=60)
-        threads = [threading.Thread(target=take) for _ in range(THREADS)]
+        threads = [threading.Thread(target=take, args=(i,)) for i in range(THREADS)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -116,21 +119,23 @@ def _take_until_denied(
     except BaseException:
         problems.append(traceback.format_exc())
     finally:
-        limiter.close()
+        table.close()
     results.put((seen, problems))
 
 
 @pytest.mark.parametrize("algorithm", librate.ALGORITHMS)
-def test_processes_and_threads_share_one_limit(tmp_path: Path, algorithm: str) -> None:
-    """4 processes x 4 threads at a frozen time admit exactly UNITS between them, and each
-    admission leaves a remaining of its own (UNITS-1 down to 0, once each): one limit
-    across the processes, not one per process."""
-    path = str(tmp_path / "limit")
+@pytest.mark.parametrize("kind", KINDS, ids=str)
+def test_processes_and_threads_share_one_limit(tmp_path: Path, kind: Kind, algorithm: str) -> None:
+    """4 processes x 4 threads at a frozen time admit exactly UNITS of each key between
+    them, and each admission of a key leaves a remaining of its own (UNITS-1 down to 0,
+    once each): one limit per key across the processes, not one per process, and the
+    keys independent."""
+    path = str(tmp_path / "table")
     context = multiprocessing.get_context("fork")
     results = context.Queue()
     start = context.Barrier(PROCESSES)
     workers = [
-        context.Process(target=_take_until_denied, args=(path, algorithm, start, results))
+        context.Process(target=_take_until_denied, args=(kind, path, algorithm, start, results))
         for _ in range(PROCESSES)
     ]
     for worker in workers:
@@ -141,37 +146,35 @@ def test_processes_and_threads_share_one_limit(tmp_path: Path, algorithm: str) -
         assert worker.exitcode == 0
     assert [problems for _, problems in reports] == [[]] * PROCESSES
     print("admitted per process:", [len(seen) for seen, _ in reports])
-    remainings = sorted(remaining for seen, _ in reports for remaining in seen)
-    assert remainings == list(range(UNITS))
+    remainings: dict[int, list[int]] = {index: [] for index in range(len(kind.keys))}
+    for seen, _ in reports:
+        for index, remaining in seen:
+            remainings[index].append(remaining)
+    assert {index: sorted(left) for index, left in remainings.items()} == {
+        index: list(range(UNITS)) for index in range(len(kind.keys))
+    }
     # One file, no temporary one left, mode exactly 0600; the state outlives the
-    # processes: a later opener's query reports it used up.
-    assert os.listdir(tmp_path) == ["limit"]
+    # processes: a later opener's query reports every key used up.
+    assert os.listdir(tmp_path) == ["table"]
     mode = os.stat(path).st_mode
     assert stat.S_ISREG(mode) and stat.S_IMODE(mode) == 0o600
-    with librate.Limiter.open(path, **shared_config(algorithm)) as later:
-        query = later.acquire(0, now_ns=FROZEN)
     denied = denied_decision(algorithm)
-    assert query == librate.Decision(True, UNITS, 0, 0, denied.reset_after_ns, 0)
+    with kind.open(path, **shared_config(algorithm)) as later:
+        for key in kind.keys:
+            query = kind.acquire(later, key, 0, now_ns=FROZEN)
+            assert query == librate.Decision(True, UNITS, 0, 0, denied.reset_after_ns, 0)
 
 
-def test_two_handles_share_one_limit(tmp_path: Path) -> None:
-    path = tmp_path / "limit"
-    with librate.Limiter.open(path, limit=1, period=HOUR) as first:
-        with librate.Limiter.open(path, limit=1, period=HOUR) as second:
-            assert first.acquire(now_ns=0).allowed
-            assert not second.acquire(now_ns=0).allowed
-
-
-#: The configuration of the refusal tests' table: L=10, P=1 s, B=0 meaning 10.
-GCRA_10: dict[str, Any] = {"limit": 10, "period": 1}
-
-
-def make_table(path: Path) -> bytes:
-    """A GCRA_10 table at ``path`` with 3 units taken at 1 s (so its state is not all
-    zero): its bytes."""
-    with librate.Limiter.open(path, **GCRA_10) as limiter:
-        assert limiter.acquire(3, now_ns=SECOND).allowed
-    return path.read_bytes()
+@pytest.mark.parametrize("kind", KINDS, ids=str)
+def test_two_handles_share_one_limit(tmp_path: Path, kind: Kind) -> None:
+    # Limit 1 an hour: each key is admitted once through either handle, then denied
+    # through the other; a keyed table's keys do not share that one unit.
+    path = tmp_path / "table"
+    with kind.open(path, limit=1, period=HOUR) as first:
+        with kind.open(path, limit=1, period=HOUR) as second:
+            for key in kind.keys:
+                assert kind.acquire(first, key, now_ns=0).allowed
+                assert not kind.acquire(second, key, now_ns=0).allowed
 
 
 @pytest.mark.parametrize(
@@ -186,29 +189,33 @@ def make_table(path: Path) -> bytes:
         {"algorithm": "sliding_log", "limit": 10, "period": 1},
     ],
 )
+@pytest.mark.parametrize("kind", KINDS, ids=str)
 def test_another_configuration_is_refused_untouched(
-    tmp_path: Path, other: dict[str, Any]
+    tmp_path: Path, kind: Kind, other: dict[str, Any]
 ) -> None:
-    path = tmp_path / "limit"
-    before = make_table(path)
+    path = tmp_path / "table"
+    before = make_table(kind, path)
     with pytest.raises(librate.Incompatible) as raised:
-        librate.Limiter.open(path, **other)
+        kind.open(path, **other)
     assert raised.value.code == -8
     assert path.read_bytes() == before
 
 
-def test_burst_0_and_burst_limit_are_one_table(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", KINDS, ids=str)
+def test_burst_0_and_burst_limit_are_one_table(tmp_path: Path, kind: Kind) -> None:
     # 3 units taken at 1 s with T = 100 ms: TAT = 1.3 s, remaining
     # floor((1 s - 0.3 s) / 100 ms) = 7, reset 300 ms.
-    path = tmp_path / "limit"
-    before = make_table(path)
-    with librate.Limiter.open(path, limit=10, period=1, burst=10) as same:
-        assert same.acquire(0, now_ns=SECOND) == librate.Decision(True, 10, 7, 0, 300_000_000, 0)
+    path = tmp_path / "table"
+    before = make_table(kind, path)
+    with kind.open(path, limit=10, period=1, burst=10) as same:
+        query = kind.acquire(same, kind.keys[0], 0, now_ns=SECOND)
+        assert query == librate.Decision(True, 10, 7, 0, 300_000_000, 0)
     assert path.read_bytes() == before
 
 
-def test_garbage_or_a_wrong_size_is_refused_untouched(tmp_path: Path) -> None:
-    table = make_table(tmp_path / "model")
+@pytest.mark.parametrize("kind", KINDS, ids=str)
+def test_garbage_or_a_wrong_size_is_refused_untouched(tmp_path: Path, kind: Kind) -> None:
+    table = make_table(kind, tmp_path / "model")
     n = len(table)
     twice = table + table
     contents = {
@@ -227,70 +234,74 @@ def test_garbage_or_a_wrong_size_is_refused_untouched(tmp_path: Path) -> None:
         path = tmp_path / name
         path.write_bytes(content)
         with pytest.raises(librate.Incompatible):
-            librate.Limiter.open(path, **GCRA_10)
+            kind.open(path, **GCRA_10)
         assert path.read_bytes() == content, name
 
 
-def test_os_refusals_are_os_errors(tmp_path: Path) -> None:
-    missing = tmp_path / "none" / "limit"
-    with pytest.raises(FileNotFoundError) as raised:
-        librate.Limiter.open(missing, **GCRA_10)
-    assert raised.value.errno == errno.ENOENT
-    assert raised.value.filename == str(missing)
-    with pytest.raises(IsADirectoryError) as raised:
-        librate.Limiter.open(tmp_path, **GCRA_10)
-    assert raised.value.errno == errno.EISDIR
-    make_table(tmp_path / "plain")
-    with pytest.raises(NotADirectoryError) as raised:
-        librate.Limiter.open(tmp_path / "plain" / "limit", **GCRA_10)
-    assert raised.value.errno == errno.ENOTDIR
+@pytest.mark.parametrize("kind", KINDS, ids=str)
+def test_os_refusals_are_os_errors(tmp_path: Path, kind: Kind) -> None:
+    make_table(kind, tmp_path / "plain")
+    refusals: list[tuple[Path, type[OSError], int]] = [
+        (tmp_path / "none" / "table", FileNotFoundError, errno.ENOENT),
+        (tmp_path, IsADirectoryError, errno.EISDIR),
+        (tmp_path / "plain" / "table", NotADirectoryError, errno.ENOTDIR),
+    ]
+    for path, error, number in refusals:
+        with pytest.raises(error) as raised:
+            kind.open(path, **GCRA_10)
+        assert (raised.value.errno, raised.value.filename) == (number, str(path))
     with pytest.raises(librate.InvalidConfig):
-        librate.Limiter.open(tmp_path / "bad", limit=0, period=HOUR)
+        kind.open(tmp_path / "bad", limit=0, period=HOUR)
     assert os.listdir(tmp_path) == ["plain"]  # nothing made on the way
 
 
-def _as_nobody(table: Path, open_copy: Path) -> int:
+def _as_nobody(kind: Kind, nobody: pwd.struct_passwd, table: Path, open_copy: Path) -> int:
     """In a forked child that becomes nobody: the 0600 table is refused with EACCES, and
     its 0666 copy is attached, state included (3 of 10 units taken at 1 s: 8 more are
     denied), so it is the mode that refuses. 0 if so; 2 if nobody cannot reach the
     directory at all; else 1."""
     os.setgroups([])
-    os.setgid(NOBODY)
-    os.setuid(NOBODY)
+    os.setgid(nobody.pw_gid)
+    os.setuid(nobody.pw_uid)
     try:
         os.stat(open_copy)
     except PermissionError:
         return 2
     try:
-        librate.Limiter.open(table, **GCRA_10).close()
+        kind.open(table, **GCRA_10).close()
         print("nobody opened root's 0600 table", file=sys.stderr)
         return 1
     except PermissionError as error:
         if error.errno != errno.EACCES:
             print(f"nobody opening root's 0600 table: {error!r}", file=sys.stderr)
             return 1
-    with librate.Limiter.open(open_copy, **GCRA_10) as copy:
-        if copy.acquire(8, now_ns=SECOND).allowed:
+    with kind.open(open_copy, **GCRA_10) as copy:
+        if kind.acquire(copy, kind.keys[0], 8, now_ns=SECOND).allowed:
             print("the copy admitted 8 of its 7 units", file=sys.stderr)
             return 1
     return 0
 
 
-def test_another_user_cannot_attach() -> None:
-    """A table is mode 0600. As root, who passes every permission check, a forked child
-    that becomes nobody tries to attach; as anyone else, the file made unreadable refuses
-    this very process."""
+@pytest.mark.parametrize("kind", KINDS, ids=str)
+def test_another_user_cannot_attach(kind: Kind) -> None:
+    """A table is mode 0600 (test_processes_and_threads_share_one_limit checks the bits).
+    As root, who passes every permission check, a forked child that becomes nobody tries
+    to attach; as anyone else, the file made unreadable refuses this very process."""
     # Not tmp_path: pytest's base directory is 0700, and nobody must reach the files.
     with tempfile.TemporaryDirectory(prefix="librate-nobody-") as name:
         directory = Path(name)
         table = directory / "private"
-        content = make_table(table)
+        content = make_table(kind, table)
         if os.geteuid() != 0:
             table.chmod(0)
             with pytest.raises(PermissionError) as raised:
-                librate.Limiter.open(table, **GCRA_10)
+                kind.open(table, **GCRA_10)
             assert raised.value.errno == errno.EACCES
             pytest.skip("not root: this process was refused; another user's attach not tried")
+        try:
+            nobody = pwd.getpwnam("nobody")
+        except KeyError:
+            pytest.skip("no user nobody: another user's attach not tried")
         open_copy = directory / "open-to-all"
         open_copy.write_bytes(content)
         open_copy.chmod(0o666)
@@ -301,7 +312,7 @@ def test_another_user_cannot_attach() -> None:
         if pid == 0:
             code = 1
             try:
-                code = _as_nobody(table, open_copy)
+                code = _as_nobody(kind, nobody, table, open_copy)
             except BaseException:
                 traceback.print_exc()
             finally:
