@@ -323,6 +323,31 @@ fn a_forged_claim_of_a_live_process_ends_the_wait() {
     );
 }
 
+/// Every registry entry held by a live process (forged: this process's token in each) —
+/// no insert can register a claim: a new key is refused as the table full after about a
+/// second, never waited on for good, and a key already in the table still decides.
+#[test]
+fn a_registry_full_of_live_owners_refuses_new_keys() {
+    let scratch = Scratch::new("keyed-live-registry");
+    let path = scratch.path("table");
+    let config = Config::gcra(1, HOUR);
+    let table = KeyedLimiter::open(&path, &config, 8).unwrap();
+    assert!(table.acquire_at(b"known", 1, FROZEN).unwrap().allowed);
+    for entry in 0..CLAIMS as usize {
+        rewrite_word(&path, REGISTRY + entry * ENTRY_WORDS, own_token());
+    }
+    let started = Instant::now();
+    assert_eq!(
+        table.acquire_at(b"new", 1, FROZEN).unwrap_err(),
+        Error::TableFull
+    );
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(900), "{waited:?}");
+    assert!(waited < Duration::from_secs(30), "{waited:?}");
+    let known = table.acquire_at(b"known", 1, FROZEN + 1).unwrap();
+    assert_eq!((known.allowed, known.retry_after_ns), (false, HOUR - 1));
+}
+
 /// Workers in 4 processes of 4 threads insert fresh keys without pause while they are
 /// killed (SIGKILL) at random moments, 40 times over. Then every key still decides, and
 /// once the old keys are fresh the table takes as many new keys as it has slots: no slot

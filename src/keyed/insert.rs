@@ -130,7 +130,9 @@ impl<S> KeyedLimiter<S> {
     /// one's claim when it then scans the key's probe range for a [`rival`](Self::rival),
     /// and at most one of the two completes.
     fn insert(&self, key: Located, request: Request, known_bound: &mut u64) -> Insert {
-        let claimant = self.claimant(key.home);
+        let Some(claimant) = self.claimant(key.home) else {
+            return Insert::Full;
+        };
         let outcome = self.insert_as(claimant, key, request, known_bound);
         self.release(claimant);
         match outcome {

@@ -144,15 +144,21 @@ impl<S> KeyedLimiter<S> {
     /// `start` (the key's home), so concurrent inserts of different keys spread over the
     /// registry and no entry is held nearly all the time, which would keep a waiter on a
     /// forged marker naming it from ever finding it free.
-    pub(super) fn claimant(&self, start: usize) -> Claimant {
+    ///
+    /// `None` once every entry has been held by live processes for [`GIVE_UP`] (as many
+    /// inserts stopped mid-way, or bytes forged to name live processes): the insert then
+    /// reports the table full rather than wait on.
+    pub(super) fn claimant(&self, start: usize) -> Option<Claimant> {
         if self.layout.claims == 0 {
-            return Claimant {
+            return Some(Claimant {
                 marker: installing(0),
                 entry: None,
-            };
+            });
         }
         let me = token();
         let mut backoff = Backoff::default();
+        #[cfg(not(loom))]
+        let mut patience = Patience::new();
         loop {
             for offset in 0..self.layout.claims {
                 let entry = (start + offset) % self.layout.claims;
@@ -171,11 +177,15 @@ impl<S> KeyedLimiter<S> {
                     if held != 0 {
                         self.restore_named(entry);
                     }
-                    return Claimant {
+                    return Some(Claimant {
                         marker: installing(entry as u64),
                         entry: Some(entry),
-                    };
+                    });
                 }
+            }
+            #[cfg(not(loom))]
+            if patience.wait() == Waited::TooLong {
+                return None;
             }
             backoff.snooze();
         }

@@ -4,7 +4,6 @@
 
 #[cfg(loom)]
 pub mod loom_keys;
-#[cfg(not(loom))]
 pub mod peer_vectors;
 #[cfg(not(loom))]
 pub mod processes;
