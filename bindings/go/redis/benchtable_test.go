@@ -30,7 +30,9 @@ func TestRedisBenchTable(t *testing.T) {
 	for i, shape := range benchShapes {
 		for _, contender := range benchContenders {
 			if shape.batch == 1 || contender.batches {
-				cases[i] = append(cases[i], newBenchCase(t, s.addr, shape, contender))
+				c := newBenchCase(t, s.addr, shape, contender)
+				t.Cleanup(func() { c.client.Close() })
+				cases[i] = append(cases[i], c)
 			}
 		}
 	}
@@ -156,13 +158,15 @@ func printBenchTables(t *testing.T, s *server, cases [][]*benchCase, results [][
 		fmt.Fprintf(&out, "| %d | %s | %s |\n", cases[i][0].shape.conns,
 			spread(ratios(perSecond[i+1][0], perSecond[i][0])), spread(ratios(perSecond[i+1][1], perSecond[i][1])))
 	}
-	out.WriteString("\n| one key a call | connections | calls/s | p50 / p99 µs | server µs a call |\n|---|---|---:|---:|---:|\n")
+	out.WriteString("\n| one key a call | connections | calls/s | p50 / p99 µs | server µs a call | client CPU µs a call |\n" +
+		"|---|---|---:|---:|---:|---:|\n")
 	for i, shapeCases := range cases {
 		for j, c := range shapeCases {
 			if c.shape.batch == 1 {
-				fmt.Fprintf(&out, "| %s | %d | %s | %s / %s | %s |\n", c.contender.name, c.shape.conns,
+				fmt.Fprintf(&out, "| %s | %d | %s | %s / %s | %s | %s |\n", c.contender.name, c.shape.conns,
 					thousands(median(perSecond[i][j])), micros(metric(results[i][j], "p50-ns")),
-					micros(metric(results[i][j], "p99-ns")), micros(metric(results[i][j], "server-ns/call")))
+					micros(metric(results[i][j], "p99-ns")), micros(metric(results[i][j], "server-ns/call")),
+					micros(metric(results[i][j], "client-cpu-ns/decision")))
 			}
 		}
 	}
