@@ -208,6 +208,25 @@ def test_the_servers_clock_decides(
     assert redis_client.exists(limiter.redis_key("query")) == 0
 
 
+def test_the_servers_time_is_redis_time(
+    clients: Clients, redis_server: RedisServer, redis_client: redis.Redis
+) -> None:
+    # A bucket full until 2**62 ns + 1 s on the timeline; a call by the server's clock
+    # then waits exactly until then from the server's TIME (read around the call, to the
+    # microsecond TIME gives).
+    limiter = clients.limiter(redis_server.port, limit=1, period=1, prefix=prefix("time"))
+    limiter.acquire("k", now_ns=2**62)
+    before = _server_ns(redis_client)
+    denied = limiter.acquire("k")
+    after = _server_ns(redis_client)
+    assert 2**62 + SECOND - after <= denied.retry_after_ns <= 2**62 + SECOND - before
+
+
+def _server_ns(client: redis.Redis) -> int:
+    seconds, microseconds = client.time()
+    return (seconds * 1_000_000 + microseconds) * 1000
+
+
 def test_keys_expire_when_fresh(redis_client: redis.Redis) -> None:
     # At an explicit time, a GCRA key lives exactly until its TAT: T = 1/3 s.
     limiter = RedisLimiter(redis_client, limit=3, period=1, prefix=prefix("expiry"))

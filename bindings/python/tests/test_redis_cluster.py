@@ -80,10 +80,10 @@ def test_a_batch_over_the_masters(cluster: RedisCluster) -> None:
     # A batch decides as single calls, also when one master lost its scripts: only the
     # calls it refused (NOSCRIPT) are sent again, so no key is decided twice.
     client = cluster.client()
-    batched = RedisLimiter(client, limit=3, period=3600, prefix="cluster:batch:")
-    single = RedisLimiter(client, limit=3, period=3600, prefix="cluster:single:")
-    keys = [f"k{k % 12}" for k in range(30)]
-    for round_ in range(3):
+    batched = RedisLimiter(client, limit=10, period=3600, prefix="cluster:batch:")
+    single = RedisLimiter(client, limit=10, period=3600, prefix="cluster:single:")
+    keys = [f"k{k % 12}" for k in range(15)]
+    for round_ in range(4):
         if round_ == 1:
             with cluster.nodes[0].client() as node:
                 node.script_flush()
