@@ -72,7 +72,11 @@ class RedisServer:
         self.port = free_port(bus="--cluster-enabled" in extra)
         self.dir = tempfile.mkdtemp(prefix="librate-redis-")
         self.process: subprocess.Popen[bytes] | None = None
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
 
     def start(self) -> None:
         """Starts the server on its port, empty, and waits until it answers PING."""
