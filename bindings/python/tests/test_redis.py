@@ -1,15 +1,13 @@
-"""``librate.redis.RedisLimiter`` against a real ``redis-server`` the tests start on a
-loopback port (redis_server.py): the decisions of the in-process limiters field for
-field, the server's clock, script reloads, batches, keys, and every failure an error.
-Tests taking ``clients`` run with each client, ``RedisLimiter`` and ``AsyncRedisLimiter``.
-Processes and a Redis Cluster are in test_redis_cluster.py, what only asyncio has in
-test_redis_async.py, the middleware in test_redis_middleware.py."""
+"""``librate.redis`` against a real ``redis-server`` the tests start on a loopback port
+(redis_server.py): decisions by hand, the server's clock, script reloads, batches, keys,
+refusals, and every failure an error. Tests taking ``clients`` run with each client,
+``RedisLimiter`` and ``AsyncRedisLimiter``. The replays against the in-process limiters
+are in test_redis_model.py, processes and a Redis Cluster in test_redis_cluster.py, what
+only asyncio has in test_redis_async.py, the middleware in test_redis_middleware.py."""
 
 from __future__ import annotations
 
 import itertools
-import random
-import re
 import socket
 import subprocess
 import sys
@@ -26,10 +24,7 @@ import librate
 from helpers import MS, SECOND
 from librate import Decision
 from librate.redis import RedisLimiter
-from models import KEYED_CASES, LIMITER_CASES, WINDOW_CASES, Acquire, MakeAcquire, ModelCase
-from redis_replay import MAX_STATE, Unexpiring, keywords, replay
 from redis_server import Clients, RedisServer
-from test_peer_vectors import throttled_rate_limit
 
 ALGORITHMS = ["gcra", "fixed_window", "sliding_window", "sliding_log"]
 #: 2**53 ns: the Redis tier's bound on a window's period and on GCRA's burst x T.
@@ -40,18 +35,6 @@ _prefixes = itertools.count()
 def prefix(what: str) -> str:
     """A prefix no other test's limiter uses on the shared server."""
     return f"{what}:{next(_prefixes)}:"
-
-
-def through_redis(client: redis.Redis) -> MakeAcquire:
-    """``models.MakeAcquire`` through Redis, each limiter under a prefix of its own, on a
-    client where no key expires by Redis's clock (the tests' times are their own)."""
-    unexpiring = Unexpiring(client)
-
-    def make(**config: Any) -> Acquire:
-        limiter = RedisLimiter(unexpiring, **config, prefix=prefix("model"))
-        return lambda key, n, t: limiter.acquire(key, n, now_ns=t)
-
-    return make
 
 
 def test_seed_scenario(clients: Clients, redis_server: RedisServer) -> None:
@@ -79,92 +62,6 @@ def test_reserve(clients: Clients, redis_server: RedisServer) -> None:
         False, 2, 0, 500 * MS, 3 * SECOND
     )
     assert limiter.reserve("k", 1, max_wait=float("inf"), now_ns=0).wait_ns == 2 * SECOND
-
-
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
-def test_decides_as_the_in_process_limiter(redis_client: redis.Redis, algorithm: str) -> None:
-    # Random configurations; every decision, refusal and expiry (redis_replay.replay).
-    rng = random.Random(f"differential {algorithm}")
-    replayed = 0
-    for case in range(120):
-        config = _random_config(rng, algorithm)
-        try:
-            librate.Limiter(**keywords(config))
-        except librate.InvalidConfig as error:
-            # Refused alike, word for word.
-            with pytest.raises(librate.InvalidConfig, match=f"^{re.escape(str(error))}$"):
-                RedisLimiter(redis_client, **keywords(config), prefix="x")
-            continue
-        try:
-            RedisLimiter(redis_client, **keywords(config), prefix="x")
-        except librate.InvalidConfig as error:
-            # Only the bound of Lua's doubles is the Redis tier's own.
-            assert "2**53" in str(error), config
-            longest = config.period_ns
-            if algorithm == "gcra":
-                longest = config.capacity * (config.period_ns // config.limit)
-            assert longest >= EXACT, config
-            continue
-        replay(redis_client, config, case, rng)
-        replayed += 1
-    assert replayed >= 90
-
-
-def _random_config(rng: random.Random, algorithm: str) -> librate.Config:
-    """As the Rust tests draw them (tests/redis*.rs): GCRA's limits to 20, periods to
-    10 s, bursts to 40; the windows' periods tiny, small, human or near 2**53 ns, and
-    limits small, at the in-process bound, anywhere below it, or one past it; the log's
-    limits mostly to 50, some to 3000, its periods about a unit a ns, near 2**53 ns, or
-    to 10 s."""
-    if algorithm == "gcra":
-        limit = rng.randint(1, 20)
-        burst = None if rng.random() < 0.5 else rng.randint(1, 40)
-        return librate.Config("gcra", limit, rng.randint(limit, 10 * SECOND), burst)
-    if algorithm == "sliding_log":
-        limit = rng.randint(1, 50) if rng.random() < 0.9 else rng.randint(51, 3000)
-        period = rng.choice(
-            [rng.randint(limit, 4 * limit), EXACT - 1 - rng.randrange(SECOND)]
-            + [rng.randint(1, 10 * SECOND)] * 2
-        )
-        return librate.Config(algorithm, limit, period)
-    period = rng.choice(
-        [
-            rng.randint(1, 64),
-            rng.randint(2**10, 2**12),
-            rng.randint(MS, 100 * SECOND),
-            EXACT - rng.randint(1, 2**20) + (rng.random() < 0.05),
-        ]
-    )
-    largest = _largest_window_limit(period)
-    limit = rng.choice(
-        [
-            rng.randint(1, min(20, largest)),
-            largest - rng.randrange(min(2, largest)),
-            rng.randint(1, largest),
-        ]
-    ) + (rng.random() < 0.03)
-    return librate.Config(algorithm, limit, period)
-
-
-def _largest_window_limit(period: int) -> int:
-    """The largest limit a window of ``period`` ns takes in process (the fixed window's
-    bound: floor((2**64-1)/P) * 2**bits(L) + L <= 2**64 - 257), or 1 where none is."""
-    last_index = (2**64 - 1) // period
-    for bits in range(63, 0, -1):
-        limit = (1 << bits) - 1
-        if (last_index << bits) + limit <= MAX_STATE:
-            return limit
-    return 1
-
-
-@pytest.mark.parametrize("case", LIMITER_CASES + WINDOW_CASES + KEYED_CASES, ids=str)
-def test_reference_models_through_redis(redis_client: redis.Redis, case: ModelCase) -> None:
-    # The in-process limiters' reference-model replays (models.py), through Redis.
-    case.run(through_redis(redis_client))
-
-
-def test_peer_vectors_through_redis(redis_client: redis.Redis) -> None:
-    throttled_rate_limit(through_redis(redis_client))
 
 
 def test_window_edges_by_hand(redis_client: redis.Redis) -> None:
