@@ -3,6 +3,7 @@ module librate/bindings/go
 go 1.24.0
 
 require (
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.17.3
 	golang.org/x/time v0.14.0
 )

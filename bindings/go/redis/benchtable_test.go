@@ -1,0 +1,170 @@
+package librateredis_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchRounds is how many rounds TestRedisBenchTable runs; 0, the default, skips it.
+var benchRounds = flag.Int("redisbench.rounds", 0, "run TestRedisBenchTable: this many rounds of BenchmarkRedis's cases")
+
+// TestRedisBenchTable runs BenchmarkRedis's cases round after round on one server (each
+// case for -test.benchtime, 1 s by default, as testing.Benchmark runs it; the
+// contenders of a shape one after the other, in an order turning from round to round)
+// and prints Markdown tables: medians over the rounds, and ratios taken within each
+// round, with their range. It only runs when asked:
+//
+//	go test -v -run '^TestRedisBenchTable$' -timeout 30m ./redis -args -redisbench.rounds 5
+func TestRedisBenchTable(t *testing.T) {
+	if *benchRounds <= 0 {
+		t.Skip("a benchmark: run it with -args -redisbench.rounds N")
+	}
+	s := startServer(t)
+	cases := make([][]*benchCase, len(benchShapes))
+	for i, shape := range benchShapes {
+		for _, contender := range benchContenders {
+			if shape.batch == 1 || contender.batches {
+				cases[i] = append(cases[i], newBenchCase(t, s.addr, shape, contender))
+			}
+		}
+	}
+	// results[shape][contender][round]
+	results := make([][][]testing.BenchmarkResult, len(cases))
+	for i := range cases {
+		results[i] = make([][]testing.BenchmarkResult, len(cases[i]))
+	}
+	for round := range *benchRounds {
+		for i, shapeCases := range cases {
+			for k := range shapeCases {
+				j := (k + round) % len(shapeCases)
+				c := shapeCases[j]
+				r := testing.Benchmark(c.run)
+				if c.failure != nil || r.N == 0 {
+					t.Fatalf("round %d, %s/%s: %v", round+1, c.shape.name, c.contender.name, c.failure)
+				}
+				t.Logf("round %d, %s/%s: %v", round+1, c.shape.name, c.contender.name, r)
+				results[i][j] = append(results[i][j], r)
+			}
+		}
+	}
+	printBenchTables(t, s, cases, results)
+}
+
+// metric is one metric of each round's result.
+func metric(rounds []testing.BenchmarkResult, unit string) []float64 {
+	values := make([]float64, len(rounds))
+	for i, r := range rounds {
+		values[i] = r.Extra[unit]
+	}
+	return values
+}
+
+// ratios are a[i] / b[i], round by round.
+func ratios(a, b []float64) []float64 {
+	r := make([]float64, len(a))
+	for i := range a {
+		r[i] = a[i] / b[i]
+	}
+	return r
+}
+
+func median(values []float64) float64 {
+	sorted := slices.Sorted(slices.Values(values))
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// spread is the median of ratios and their range: "0.93 (0.90–0.97)".
+func spread(ratios []float64) string {
+	return fmt.Sprintf("%.2f (%.2f–%.2f)", median(ratios), slices.Min(ratios), slices.Max(ratios))
+}
+
+// thousands is x rounded, with commas between thousands: 18561.2 is "18,561".
+func thousands(x float64) string {
+	digits := fmt.Sprintf("%.0f", x)
+	var b strings.Builder
+	for i, d := range digits {
+		if i > 0 && (len(digits)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	return b.String()
+}
+
+// micros is the median of ns values, in µs.
+func micros(ns []float64) string {
+	switch m := median(ns) / 1000; {
+	case m < 1:
+		return fmt.Sprintf("%.2f", m)
+	case m < 100:
+		return fmt.Sprintf("%.1f", m)
+	default:
+		return thousands(m)
+	}
+}
+
+func printBenchTables(t *testing.T, s *server, cases [][]*benchCase, results [][][]testing.BenchmarkResult) {
+	client := s.client(t)
+	version := "?"
+	if info, err := client.InfoMap(ctx, "server").Result(); err == nil {
+		version = info["Server"]["redis_version"]
+	}
+	cpu := "?"
+	if text, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(text), "\n") {
+			if name, ok := strings.CutPrefix(line, "model name"); ok {
+				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(name), ":"))
+				break
+			}
+		}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "\n%s; %s, GOMAXPROCS %d, %d CPUs (%s); redis-server %s on 127.0.0.1; %d rounds of %s a case\n\n",
+		time.Now().Format("2006-01-02"), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), cpu,
+		version, *benchRounds, flag.Lookup("test.benchtime").Value)
+	out.WriteString("| connections | keys a call | librate decisions/s | redis_rate decisions/s | librate / redis_rate | " +
+		"librate p50 / p99 µs | redis_rate p50 / p99 µs | server µs a decision, librate / redis_rate |\n")
+	out.WriteString("|---|---|---:|---:|---|---:|---:|---:|\n")
+	// perSecond[shape][contender]: each round's decisions/s.
+	perSecond := make([][][]float64, len(cases))
+	for i, shapeCases := range cases {
+		shape := shapeCases[0].shape
+		for j := range shapeCases {
+			perSecond[i] = append(perSecond[i], metric(results[i][j], "decisions/s"))
+		}
+		lr, rr := results[i][0], results[i][1]
+		fmt.Fprintf(&out, "| %d | %d | %s | %s | %s | %s / %s | %s / %s | %s / %s |\n",
+			shape.conns, shape.batch, thousands(median(perSecond[i][0])), thousands(median(perSecond[i][1])),
+			spread(ratios(perSecond[i][0], perSecond[i][1])),
+			micros(metric(lr, "p50-ns")), micros(metric(lr, "p99-ns")),
+			micros(metric(rr, "p50-ns")), micros(metric(rr, "p99-ns")),
+			micros(metric(lr, "server-ns/call")), micros(metric(rr, "server-ns/call")))
+	}
+	out.WriteString("\n| connections | librate: batch / single decisions/s | redis_rate: batch / single decisions/s |\n|---|---|---|\n")
+	// benchShapes pairs each single shape with the batch shape after it.
+	for i := 0; i+1 < len(cases); i += 2 {
+		fmt.Fprintf(&out, "| %d | %s | %s |\n", cases[i][0].shape.conns,
+			spread(ratios(perSecond[i+1][0], perSecond[i][0])), spread(ratios(perSecond[i+1][1], perSecond[i][1])))
+	}
+	out.WriteString("\n| one key a call | connections | calls/s | p50 / p99 µs | server µs a call |\n|---|---|---:|---:|---:|\n")
+	for i, shapeCases := range cases {
+		for j, c := range shapeCases {
+			if c.shape.batch == 1 {
+				fmt.Fprintf(&out, "| %s | %d | %s | %s / %s | %s |\n", c.contender.name, c.shape.conns,
+					thousands(median(perSecond[i][j])), micros(metric(results[i][j], "p50-ns")),
+					micros(metric(results[i][j], "p99-ns")), micros(metric(results[i][j], "server-ns/call")))
+			}
+		}
+	}
+	fmt.Print(out.String())
+}
