@@ -8,7 +8,8 @@ log; direct or keyed) for the price of one foreign call, safe across threads.
 >>> limiter.acquire(now_ns=0).retry_after
 1.0
 
-See README.md for the API, the middleware and the benchmarks.
+See README.md for the API, the middleware and the benchmarks; ``librate.redis`` (with
+redis-py installed) keeps limits in Redis, shared across hosts.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ._errors import (
     LibraryError,
     LibrateError,
     RateLimited,
+    RedisError,
     TableFull,
     Unsupported,
 )
@@ -52,6 +54,7 @@ __all__ = [
     "LibraryError",
     "Limiter",
     "RateLimited",
+    "RedisError",
     "TableFull",
     "Unsupported",
     "library_path",

@@ -72,6 +72,14 @@ class Incompatible(LibrateError):
     code = -8
 
 
+class RedisError(LibrateError):
+    """A ``librate.redis`` limiter got no decision from Redis: the server unreachable or
+    past the client's timeout, an error reply (OOM, READONLY, WRONGTYPE, a key holding
+    something that is no librate state), or a reply the scripts never give. Nothing was
+    admitted. The redis-py exception, if any, is ``__cause__``. (Refusals decided before
+    anything is sent are the usual ``InsufficientCapacity`` and ``Unsupported``.)"""
+
+
 class RateLimited(LibrateError):
     """Raised by ``@limiter.limit(...)`` when a call is denied (or its wait timed out).
 

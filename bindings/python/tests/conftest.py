@@ -1,4 +1,5 @@
-"""Shared fixtures: a virtual clock, and real HTTP servers on loopback for the middleware."""
+"""Shared fixtures: a virtual clock, real HTTP servers on loopback for the middleware, and
+real Redis servers (redis_server.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import uvicorn
 from helpers import VirtualClock, hello_asgi, hello_wsgi
 from librate import _ffi, _waiting
 from librate.middleware import ASGIRateLimit, WSGIRateLimit
+from redis_server import clients, own_redis_server, redis_client, redis_server  # noqa: F401
 
 
 @pytest.fixture

@@ -12,7 +12,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import astuple, dataclass, field
+from fractions import Fraction
 from typing import Any
+
+from helpers import SECOND
 
 
 @dataclass
@@ -140,3 +143,81 @@ def replay(
         observed = (got.allowed, got.limit, got.remaining, got.retry_after_ns, got.reset_after_ns)
         assert observed == astuple(expected), f"t={t} key={key!r} n={n}"
         assert got.wait_ns == 0
+
+
+#: A limiter under test: ``acquire(key, n, now_ns)`` returning its ``Decision``.
+Acquire = Callable[[bytes, int, int], Any]
+#: Makes the limiter under test for a configuration, given as ``librate.Limiter``'s
+#: keywords: in process (``Limiter``, ``KeyedLimiter``) or through Redis.
+MakeAcquire = Callable[..., Acquire]
+
+MODELS: dict[str, Callable[..., Model]] = {
+    "gcra": Gcra,
+    "fixed_window": FixedWindow,
+    "sliding_window": SlidingWindow,
+    "sliding_log": SlidingLog,
+}
+
+
+@dataclass(frozen=True)
+class ModelCase:
+    """One replay against the reference models: a configuration, one model per key, and
+    the pseudo-random requests of ``replay``. The period is 100 ns, so the oracle can
+    search every nanosecond."""
+
+    algorithm: str
+    limit: int
+    burst: int | None
+    keys: tuple[bytes, ...]
+    seed: str
+    gaps: tuple[int, ...]
+    horizon_periods: int
+    period: int = 100
+
+    def __str__(self) -> str:
+        return f"{self.algorithm}-{self.limit}-{self.burst}-{len(self.keys)}keys"
+
+    def run(self, make: MakeAcquire) -> None:
+        """Replays the case through the limiter ``make`` gives for its configuration."""
+        model = MODELS[self.algorithm]
+        burst = () if self.burst is None else (self.burst,)
+        models = {key: model(self.limit, self.period, *burst) for key in self.keys}
+        acquire = make(
+            algorithm=self.algorithm,
+            limit=self.limit,
+            period=Fraction(self.period, SECOND),
+            burst=self.burst,
+        )
+        replay(
+            acquire,
+            models,
+            seed=self.seed,
+            gaps=self.gaps,
+            horizon=self.horizon_periods * self.period,
+        )
+
+
+#: GCRA on one key (test_limiter.py).
+LIMITER_CASES = [
+    ModelCase("gcra", limit, burst, (b"",), f"gcra{limit}{burst}", (0, 0, 1, 5, 13, 40), 4)
+    for limit, burst in [(4, None), (4, 1), (4, 7), (3, 2)]
+]
+#: The window algorithms on one key (test_windows.py).
+WINDOW_CASES = [
+    ModelCase(algorithm, limit, None, (b"",), f"{algorithm}{limit}", (0, 0, 1, 7, 30, 60, 150), 3)
+    for algorithm in ("fixed_window", "sliding_window", "sliding_log")
+    for limit in (1, 4, 7)
+]
+#: Every algorithm on three keys (test_keyed.py).
+KEYED_CASES = [
+    ModelCase(
+        algorithm, 4, burst, (b"a", b"b", b""), algorithm + str(burst), (0, 0, 1, 9, 40, 120), 4
+    )
+    for algorithm, burst in [
+        ("gcra", None),
+        ("gcra", 2),
+        ("fixed_window", None),
+        ("sliding_window", None),
+        ("sliding_log", None),
+    ]
+]

@@ -12,6 +12,7 @@ import math
 import re
 import threading
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
@@ -19,7 +20,7 @@ import librate
 from conftest import Serve
 from helpers import MS, SECOND, THREADS, VirtualClock, count_frees, get, hammer
 from librate import Decision, KeyedLimiter, _ffi, _limiter
-from models import FixedWindow, Gcra, SlidingLog, SlidingWindow, replay
+from models import KEYED_CASES, Acquire, ModelCase
 from test_errors import BAD_INTS
 from test_header_sync import header_functions
 
@@ -68,32 +69,13 @@ def test_query_reports_without_inserting() -> None:
     assert limiter.acquire("new", 0, now_ns=0) == Decision(True, 3, 1, 0, 2 * SECOND, 0)
 
 
-@pytest.mark.parametrize(
-    ("algorithm", "model", "burst"),
-    [
-        ("gcra", Gcra, None),
-        ("gcra", Gcra, 2),
-        ("fixed_window", FixedWindow, None),
-        ("sliding_window", SlidingWindow, None),
-        ("sliding_log", SlidingLog, None),
-    ],
-)
-def test_matches_reference_model_per_key(algorithm: str, model: type, burst: int | None) -> None:
-    period, limit = 100, 4
-    models = {
-        key: (model(limit, period, burst) if burst else model(limit, period))
-        for key in (b"a", b"b", b"")
-    }
-    limiter = KeyedLimiter(
-        algorithm=algorithm, limit=limit, period=Fraction(period, SECOND), burst=burst, capacity=16
-    )
-    replay(
-        lambda key, n, t: limiter.acquire(key, n, now_ns=t),
-        models,
-        seed=algorithm + str(burst),
-        gaps=(0, 0, 1, 9, 40, 120),
-        horizon=4 * period,
-    )
+@pytest.mark.parametrize("case", KEYED_CASES, ids=str)
+def test_matches_reference_model_per_key(case: ModelCase) -> None:
+    def make(**config: Any) -> Acquire:
+        limiter = KeyedLimiter(**config, capacity=16)
+        return lambda key, n, t: limiter.acquire(key, n, now_ns=t)
+
+    case.run(make)
 
 
 def test_table_full_and_reclaim() -> None:

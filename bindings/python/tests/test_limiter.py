@@ -5,15 +5,15 @@ from __future__ import annotations
 import math
 import re
 from datetime import timedelta
-from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import librate
 from helpers import MS, SECOND
 from librate import Decision, Limiter
-from models import Gcra, replay
+from models import LIMITER_CASES, Acquire, ModelCase
 
 
 def test_seed_bob_and_alice_one_per_two_seconds() -> None:
@@ -70,19 +70,13 @@ def test_earlier_time_never_admits_more() -> None:
     assert back.retry_after_ns == 12 * SECOND  # TAT + T - 0 - tau
 
 
-@pytest.mark.parametrize(("limit", "burst"), [(4, None), (4, 1), (4, 7), (3, 2)])
-def test_matches_reference_model(limit: int, burst: int | None) -> None:
-    # Small periods so the reference oracle can search every nanosecond.
-    period = 100
-    model = Gcra(limit, period, burst or 0)
-    limiter = Limiter(limit=limit, period=Fraction(period, SECOND), burst=burst)
-    replay(
-        lambda key, n, t: limiter.acquire(n, now_ns=t),
-        {b"": model},
-        seed=f"gcra{limit}{burst}",
-        gaps=(0, 0, 1, 5, 13, 40),
-        horizon=4 * period,
-    )
+@pytest.mark.parametrize("case", LIMITER_CASES, ids=str)
+def test_matches_reference_model(case: ModelCase) -> None:
+    def make(**config: Any) -> Acquire:
+        limiter = Limiter(**config)
+        return lambda key, n, t: limiter.acquire(n, now_ns=t)
+
+    case.run(make)
 
 
 def test_period_forms() -> None:

@@ -5,11 +5,14 @@ timeline. DESIGN.md wins where a peer's conventions differ: a peer's -1 "no retr
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import librate
 from helpers import MS
 from librate import Decision, Limiter
+from models import Acquire, MakeAcquire
 
 # throttled/throttled rate_test.go TestRateLimit: PerSec(1) with MaxBurst 4, a burst of 5
 # (throttled's burst counts the request in hand). (at ms, n, allowed, remaining, reset
@@ -32,10 +35,20 @@ THROTTLED = [
 ]
 
 
-def test_throttled_rate_limit_vectors() -> None:
-    limiter = Limiter(limit=1, period=1, burst=5)
+def throttled_rate_limit(make: MakeAcquire) -> None:
+    """The vectors through the limiter ``make`` gives for their configuration (see
+    ``models.MakeAcquire``), on one key."""
+    acquire = make(algorithm="gcra", limit=1, period=1, burst=5)
     with pytest.raises(librate.InsufficientCapacity):
-        limiter.acquire(6, now_ns=0)
+        acquire(b"k", 6, 0)
     for i, (at_ms, n, allowed, remaining, reset_ms, retry_ms) in enumerate(THROTTLED, 1):
         want = Decision(allowed, 5, remaining, retry_ms * MS, reset_ms * MS)
-        assert limiter.acquire(n, now_ns=at_ms * MS) == want, f"case {i}"
+        assert acquire(b"k", n, at_ms * MS) == want, f"case {i}"
+
+
+def test_throttled_rate_limit_vectors() -> None:
+    def make(**config: Any) -> Acquire:
+        limiter = Limiter(**config)
+        return lambda key, n, t: limiter.acquire(n, now_ns=t)
+
+    throttled_rate_limit(make)

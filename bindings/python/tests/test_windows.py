@@ -4,14 +4,14 @@ Python API, against DESIGN §3-4: scenarios by hand and a brute-force reference 
 from __future__ import annotations
 
 from datetime import timedelta
-from fractions import Fraction
+from typing import Any
 
 import pytest
 
 import librate
 from helpers import MS, SECOND, VirtualClock, hammer
 from librate import Decision
-from models import FixedWindow, SlidingLog, SlidingWindow, replay
+from models import WINDOW_CASES, Acquire, ModelCase
 
 WINDOWS = ["fixed_window", "sliding_window", "sliding_log"]
 
@@ -49,22 +49,13 @@ def test_sliding_log_by_hand() -> None:
     assert limiter.acquire(now_ns=SECOND).allowed
 
 
-MODELS = {"fixed_window": FixedWindow, "sliding_window": SlidingWindow, "sliding_log": SlidingLog}
+@pytest.mark.parametrize("case", WINDOW_CASES, ids=str)
+def test_matches_reference_model(case: ModelCase) -> None:
+    def make(**config: Any) -> Acquire:
+        limiter = librate.Limiter(**config)
+        return lambda key, n, t: limiter.acquire(n, now_ns=t)
 
-
-@pytest.mark.parametrize("algorithm", WINDOWS)
-@pytest.mark.parametrize("limit", [1, 4, 7])
-def test_matches_reference_model(algorithm: str, limit: int) -> None:
-    period = 100  # ns, so the oracle can search every nanosecond
-    model = MODELS[algorithm](limit, period)
-    limiter = librate.Limiter(algorithm=algorithm, limit=limit, period=Fraction(period, SECOND))
-    replay(
-        lambda key, n, t: limiter.acquire(n, now_ns=t),
-        {b"": model},
-        seed=f"{algorithm}{limit}",
-        gaps=(0, 0, 1, 7, 30, 60, 150),
-        horizon=3 * period,
-    )
+    case.run(make)
 
 
 @pytest.mark.parametrize("algorithm", WINDOWS)

@@ -141,6 +141,14 @@ end
 
 -- t mod m for a modulus below 2^53, exactly: (s·1e9 + ns) mod m.
 local function modulo(t, m)
+    -- The periods people configure are whole seconds or divide one: then the seconds
+    -- reduce alone, or drop out (a multiple of 1e9 is one of m), without muldiv's loop.
+    if math.fmod(m, E9) == 0 then
+        return math.fmod(t[1], m / E9) * E9 + t[2]
+    end
+    if math.fmod(E9, m) == 0 then
+        return math.fmod(t[2], m)
+    end
     local _, r = muldiv(E9, math.fmod(t[1], m), m)
     return (add_mod(r, math.fmod(t[2], m), m))
 end

@@ -1,7 +1,8 @@
 """ASGI middleware (ASGI 3): rate-limits HTTP requests by a key, answers 429 when denied.
 
 Only ``http`` scopes are limited; ``websocket`` and ``lifespan`` pass through untouched.
-The decision is one non-blocking C call, made directly on the event loop.
+The decision is one non-blocking C call, made directly on the event loop, or a call to
+Redis awaited through an ``AsyncRedisLimiter``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ class ASGIRateLimit(RateLimitMiddleware[ASGIApp, Scope]):
     fail_open=False)``: see ``RateLimitMiddleware`` for the arguments.
     """
 
+    asynchronous = True
+
     @staticmethod
     def client_address(request: Scope) -> str:
         """The default key: the peer host from ``scope["client"]``, "" if the server gives
@@ -38,7 +41,7 @@ class ASGIRateLimit(RateLimitMiddleware[ASGIApp, Scope]):
         return str(client[0]) if client else ""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        verdict = None if scope["type"] != "http" else self._gate.check(scope)
+        verdict = None if scope["type"] != "http" else await self._gate.check_async(scope)
         if verdict is None:
             await self.app(scope, receive, send)
             return

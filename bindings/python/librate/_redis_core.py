@@ -1,0 +1,226 @@
+"""What ``RedisLimiter`` and ``AsyncRedisLimiter`` share, without redis-py: the script
+and its arguments (from ``rate_redis_prepare``, so every language sends the same bytes),
+the checks made before anything is sent, the Redis key of a key, and the decision a
+reply holds. The two clients in ``librate.redis`` only send; the middleware recognizes
+them by this base class, so it never imports redis-py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+from collections.abc import Iterable
+from ctypes import byref, create_string_buffer
+from typing import Any, Generic, TypeVar
+
+from ._convert import U64_MAX, Duration, duration_ns, key_bytes, u64
+from ._decision import Decision
+from ._errors import RedisError, error_for
+from ._ffi import (
+    RATE_E_INSUFFICIENT_CAPACITY,
+    RATE_E_INVALID_CONFIG,
+    RATE_E_UNSUPPORTED,
+    RATE_OK,
+    RATE_REASON_LEN,
+    lib,
+    rate_redis_script,
+)
+from ._limiter import Config, Key, _config, status_text
+
+#: What a public method returns: a ``Decision`` (sync), or an awaitable of one (asyncio).
+R = TypeVar("R")
+#: What ``acquire_batch`` returns: a list (sync), or an awaitable of one (asyncio).
+B = TypeVar("B")
+
+#: One script call: the Redis key, and ARGV (now, n, max_wait_ns, the configuration's).
+Call = tuple[bytes, list[bytes]]
+
+
+class Plan:
+    """A configuration's script on Redis: its source and SHA1, the arguments every call
+    ends with, and the checks the in-process limiter makes."""
+
+    __slots__ = ("config", "source", "sha", "config_args", "capacity")
+
+    def __init__(self, config: Config) -> None:
+        script = rate_redis_script()
+        c_config = config.to_c()
+        status = lib.rate_redis_prepare(byref(c_config), byref(script))
+        if status != RATE_OK:
+            raise error_for(status, _rejection(config, c_config))
+        self.config = config
+        self.source: bytes = script.source
+        self.sha = hashlib.sha1(self.source).hexdigest()
+        self.config_args = [
+            str(arg).encode() for arg in script.config_args[: script.config_args_len]
+        ]
+        self.capacity: int = script.limit
+
+    def check(self, n: int, reserve: bool) -> None:
+        """Refuses a request as the in-process limiter does: a reserve (even one that
+        would not wait) on a window algorithm, then ``n`` above the capacity."""
+        if reserve and self.config.algorithm != "gcra":
+            status = RATE_E_UNSUPPORTED
+        elif n > self.capacity:
+            status = RATE_E_INSUFFICIENT_CAPACITY
+        else:
+            return
+        # The in-process limiter's message, word for word.
+        raise error_for(status, f"{status_text(status)} (n={n}, {self.config})")
+
+    def args(self, n: int, now_ns: int | None, max_wait_ns: int) -> list[bytes]:
+        """ARGV: now ("" for the server's clock), n, max_wait_ns, the configuration's."""
+        now = b"" if now_ns is None else str(now_ns).encode()
+        return [now, str(n).encode(), str(max_wait_ns).encode(), *self.config_args]
+
+    def decision(self, reply: object) -> Decision:
+        """The decision a script returned: ``[allowed, limit, remaining, retry_after_ns,
+        reset_after_ns, wait_ns]``, integers or decimal strings (bytes, or str from a
+        client with ``decode_responses``); anything else is a ``RedisError``."""
+        if isinstance(reply, (list, tuple)) and len(reply) == 6:
+            fields = [_u64(field) for field in reply]
+            if None not in fields and fields[0] in (0, 1):
+                return Decision(bool(fields[0]), *fields[1:])  # type: ignore[arg-type]
+        raise RedisError(f"redis: unexpected reply {reply!r}")
+
+
+def _u64(field: object) -> int | None:
+    """A reply's field as a u64, or None."""
+    if isinstance(field, (bytes, str)):
+        text = field.decode("ascii", "replace") if isinstance(field, bytes) else field
+        # Digits only: int() would also take "+1", " 1" or "1_0".
+        field = int(text) if text.isascii() and text.isdigit() else None
+    if isinstance(field, int) and not isinstance(field, bool) and 0 <= field <= U64_MAX:
+        return field
+    return None
+
+
+def _rejection(config: Config, c_config: Any) -> str:
+    """Why ``rate_redis_prepare`` refused ``config``: the in-process limiter's reason,
+    or the bound of Lua's doubles."""
+    reason = create_string_buffer(RATE_REASON_LEN)
+    status = lib.rate_limiter_explain_config(byref(c_config), reason, RATE_REASON_LEN)
+    if status == RATE_E_INVALID_CONFIG:
+        return str(reason.value.decode())
+    return (
+        f"{config}: on Redis, burst x (period_ns / limit) and period_ns must be below "
+        "2**53 ns (about 104 days), which Lua's numbers hold exactly"
+    )
+
+
+class RedisBase(Generic[R, B]):
+    """The limiter API both clients share: each public method checks and encodes its
+    request, then hands it to ``_decide`` or ``_decide_batch``, which the sync client
+    runs and the asyncio one returns as a coroutine."""
+
+    #: Whether the methods return awaitables (the middleware's ASGI side needs this).
+    asynchronous = False
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        algorithm: str = "gcra",
+        limit: int,
+        period: Duration,
+        burst: int | None = None,
+        prefix: str | bytes,
+    ) -> None:
+        if not callable(getattr(client, "register_script", None)):
+            raise TypeError(f"client must be a redis-py client, not {type(client).__name__}")
+        execute = getattr(client, "execute_command", None)
+        if execute is not None and inspect.iscoroutinefunction(execute) != self.asynchronous:
+            raise TypeError(
+                f"{type(self).__name__} takes "
+                + (
+                    "an asyncio client (redis.asyncio.Redis)"
+                    if self.asynchronous
+                    else "a sync client"
+                )
+                + f", not {type(client).__module__}.{type(client).__name__}"
+            )
+        if not isinstance(prefix, (str, bytes)):
+            raise TypeError(f"prefix must be str or bytes, not {type(prefix).__name__}")
+        self._plan = Plan(_config(algorithm, limit, period, burst))
+        self._prefix = key_bytes(prefix)
+        self._client = client
+        self._script = client.register_script(self._plan.source)
+
+    @property
+    def config(self) -> Config:
+        """The configuration every key follows."""
+        return self._plan.config
+
+    @property
+    def prefix(self) -> bytes:
+        """The prefix of every Redis key this limiter writes."""
+        return self._prefix
+
+    @property
+    def client(self) -> Any:
+        """The redis-py client the limiter sends through."""
+        return self._client
+
+    def redis_key(self, key: Key) -> bytes:
+        """The Redis key holding ``key``'s state: the prefix, then ``{key}``, its Cluster
+        hash tag (``str`` keys as UTF-8, as ``KeyedLimiter`` sends them)."""
+        return b"%s{%s}" % (self._prefix, key_bytes(key))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._prefix!r} {self._plan.config}>"
+
+    def _call(self, key: Key, n: object, now_ns: object, max_wait: object) -> Call:
+        """A checked request: ``max_wait`` None for an acquire, else a reserve's."""
+        cost = u64(n, "n")
+        now = None if now_ns is None else u64(now_ns, "now_ns")
+        wait = 0 if max_wait is None else duration_ns(max_wait, "max_wait", saturate=True)
+        self._plan.check(cost, max_wait is not None)
+        return self.redis_key(key), self._plan.args(cost, now, wait)
+
+    def _batch(self, keys: Iterable[Key], n: object, now_ns: object) -> list[Call]:
+        cost = u64(n, "n")
+        now = None if now_ns is None else u64(now_ns, "now_ns")
+        self._plan.check(cost, False)
+        args = self._plan.args(cost, now, 0)
+        return [(self.redis_key(key), args) for key in keys]
+
+    def _decide(self, call: Call) -> R:
+        raise NotImplementedError
+
+    def _decide_batch(self, calls: list[Call]) -> B:
+        raise NotImplementedError
+
+    def acquire(self, key: Key, n: int = 1, *, now_ns: int | None = None) -> R:
+        """Acquires ``n`` units for ``key`` (``n == 0`` only reports the state) and
+        returns the decision: by the Redis server's clock (``TIME``), or at ``now_ns`` on
+        your own timeline (use one timeline per key).
+
+        Raises ``InsufficientCapacity`` if ``n`` exceeds ``config.capacity`` (nothing is
+        sent), ``RedisError`` if Redis gives no decision (never an admission)."""
+        return self._decide(self._call(key, n, now_ns, None))
+
+    def acquire_at(self, key: Key, n: int, now_ns: int) -> R:
+        """``acquire(key, n, now_ns=now_ns)``."""
+        return self._decide(self._call(key, n, now_ns, None))
+
+    def reserve(self, key: Key, n: int = 1, *, max_wait: Duration, now_ns: int | None = None) -> R:
+        """Reserves ``n`` units for ``key`` (GCRA only: the leaky bucket as a queue),
+        admitted if the caller would wait at most ``max_wait`` (seconds, timedelta or
+        ``math.inf``); ``decision.wait`` says how long. Window algorithms raise
+        ``Unsupported``, whatever ``max_wait`` is, as in process."""
+        return self._decide(self._call(key, n, now_ns, max_wait))
+
+    def reserve_at(self, key: Key, n: int, now_ns: int, *, max_wait: Duration) -> R:
+        """``reserve(key, n, max_wait=max_wait, now_ns=now_ns)``."""
+        return self._decide(self._call(key, n, now_ns, max_wait))
+
+    def acquire_batch(self, keys: Iterable[Key], n: int = 1, *, now_ns: int | None = None) -> B:
+        """Acquires ``n`` units for each of ``keys`` in one round trip (a pipeline of one
+        script call per key): one result per key, in order, each a ``Decision`` as
+        ``acquire`` would decide it, or the ``RedisError`` (returned, not raised) of a
+        key Redis could not decide, such as one holding something else. A key given
+        twice is decided twice.
+
+        Raises ``InsufficientCapacity`` (for every key alike) before sending, and
+        ``RedisError`` when no reply came at all."""
+        return self._decide_batch(self._batch(keys, n, now_ns))

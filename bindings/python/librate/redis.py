@@ -1,0 +1,176 @@
+"""Limits kept in Redis (or Valkey), so that one limit holds across hosts: librate's Lua
+scripts decide each request inside the server, atomically, with the decisions of the
+in-process limiters field for field for the same times.
+
+The client is yours: a ``redis.Redis`` or ``redis.cluster.RedisCluster`` for
+``RedisLimiter``, a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster`` for
+``AsyncRedisLimiter``, with its pool, TLS, auth, retries and timeouts. Needs redis-py
+(``pip install 'librate[redis]'``); ``import librate`` alone never imports it.
+
+>>> import redis, librate.redis
+>>> limiter = librate.redis.RedisLimiter(
+...     redis.Redis(), limit=10, period=1, prefix="api:")   # doctest: +SKIP
+>>> limiter.acquire("alice").allowed                       # doctest: +SKIP
+True
+
+Each key's state is one Redis key, ``prefix{key}`` (the braces make the key its Cluster
+hash tag), which expires once the state is fresh again. Time is the server's clock
+(``TIME``) unless a call passes ``now_ns``. A call Redis does not decide (unreachable,
+past the client's timeout, an error reply) raises ``librate.RedisError`` with the
+redis-py exception as ``__cause__``: never an admission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, TypeVar
+
+from ._decision import Decision
+from ._errors import RedisError
+from ._limiter import Key
+from ._redis_core import Call, RedisBase
+
+try:
+    import redis.exceptions as _redis_exceptions
+except ImportError as error:
+    raise ImportError(
+        "librate.redis needs redis-py: pip install 'librate[redis]' (or redis>=5)"
+    ) from error
+
+__all__ = ["AsyncRedisLimiter", "RedisError", "RedisLimiter"]
+
+#: What redis-py raises when Redis gives no answer (Cluster routing errors included).
+_FAILURES = (_redis_exceptions.RedisError, _redis_exceptions.RedisClusterException)
+
+#: A batch's results: a decision per key, or the error of a key Redis did not decide.
+Results = list[Decision | RedisError]
+
+T = TypeVar("T")
+
+#: A conversation with Redis, written once for both clients: it yields each redis-py
+#: call to make (a function of no arguments), receives its result, and returns the
+#: outcome. ``_block`` makes the calls; ``_pause`` awaits what they return.
+Conversation = Generator[Callable[[], Any], Any, T]
+
+
+def _failure(error: BaseException) -> RedisError:
+    """The ``RedisError`` for a redis-py exception, which becomes its ``__cause__``."""
+    failure = RedisError(f"redis: {error}")
+    failure.__cause__ = error
+    return failure
+
+
+def _block(conversation: Conversation[T]) -> T:
+    """Runs ``conversation`` on a sync client."""
+    try:
+        call = next(conversation)
+        while True:
+            call = conversation.send(call())
+    except StopIteration as finished:
+        return finished.value  # type: ignore[no-any-return]
+    except _FAILURES as error:
+        raise _failure(error) from error
+
+
+async def _pause(conversation: Conversation[T]) -> T:
+    """Runs ``conversation`` on an asyncio client."""
+    try:
+        call = next(conversation)
+        while True:
+            call = conversation.send(await call())
+    except StopIteration as finished:
+        return finished.value  # type: ignore[no-any-return]
+    except _FAILURES as error:
+        raise _failure(error) from error
+
+
+def _pipeline(client: Any, sha: str, calls: list[Call]) -> Callable[[], Any]:
+    """Sends a pipeline (no transaction) of one EVALSHA per call; errors come back in
+    place, as exceptions."""
+    pipeline = client.pipeline(transaction=False)
+    for key, args in calls:
+        # Not pipeline.evalsha(), which redis-py's Cluster pipeline refuses to queue,
+        # though it routes EVALSHA by its key as it routes any command.
+        pipeline.execute_command("EVALSHA", sha, 1, key, *args)
+    return lambda: pipeline.execute(raise_on_error=False)
+
+
+class _Limiter(RedisBase[T, Any]):
+    """The conversations both clients have with Redis."""
+
+    _run: Callable[[Conversation[Any]], Any]
+
+    def _decide(self, call: Call) -> Any:
+        return self._run(self._single(call))
+
+    def _decide_batch(self, calls: list[Call]) -> Any:
+        return self._run(self._batched(calls))
+
+    def _single(self, call: Call) -> Conversation[Decision]:
+        """EVALSHA through redis-py's registered script, which loads it after NOSCRIPT."""
+        key, args = call
+        reply = yield lambda: self._script(keys=[key], args=args)
+        return self._plan.decision(reply)
+
+    def _batched(self, calls: list[Call]) -> Conversation[Results]:
+        """One pipeline; after NOSCRIPT (a restart, ``SCRIPT FLUSH``, a Cluster node
+        that never saw the script), the script loaded and only the calls that failed
+        sent again: a call that failed with NOSCRIPT did nothing."""
+        if not calls:
+            return []
+        replies = yield _pipeline(self._client, self._plan.sha, calls)
+        missing = [
+            index
+            for index, reply in enumerate(replies)
+            if isinstance(reply, _redis_exceptions.NoScriptError)
+        ]
+        if missing:
+            yield lambda: self._client.script_load(self._plan.source)
+            again = yield _pipeline(self._client, self._plan.sha, [calls[i] for i in missing])
+            for index, reply in zip(missing, again, strict=True):
+                replies[index] = reply
+        return [self._result(reply) for reply in replies]
+
+    def _result(self, reply: Any) -> Decision | RedisError:
+        if isinstance(reply, _FAILURES):
+            return _failure(reply)
+        try:
+            return self._plan.decision(reply)
+        except RedisError as error:
+            return error
+
+
+class RedisLimiter(_Limiter[Decision]):
+    """Independent limits per key, kept in Redis: the ``KeyedLimiter`` of many hosts.
+
+    ``RedisLimiter(client, *, algorithm="gcra", limit, period, burst=None, prefix)``:
+    ``client`` a ``redis.Redis`` or ``redis.cluster.RedisCluster``; the configuration as
+    ``librate.Limiter`` takes it; ``prefix`` (str or bytes) starts every Redis key, so
+    give each configuration its own. A configuration the in-process limiter rejects,
+    or one with a duration of 2**53 ns (about 104 days) or more, which Lua's doubles do
+    not hold exactly, raises ``InvalidConfig``.
+
+    Thread-safety: as safe as the client (a ``redis.Redis``, with its connection pool,
+    may be shared between threads).
+    """
+
+    _run = staticmethod(_block)
+
+    def try_acquire(self, key: Key, n: int = 1) -> bool:
+        """``acquire(key, n).allowed``: whether ``n`` units were admitted now."""
+        return self.acquire(key, n).allowed
+
+
+class AsyncRedisLimiter(_Limiter[Awaitable[Decision]]):
+    """``RedisLimiter`` for asyncio, over a ``redis.asyncio.Redis`` (or
+    ``redis.asyncio.cluster.RedisCluster``): the same constructor and methods, each
+    returning an awaitable (``acquire``, ``acquire_at``, ``reserve``, ``reserve_at``
+    give a ``Decision``, ``try_acquire`` a bool, ``acquire_batch`` the list)."""
+
+    asynchronous = True
+    _run = staticmethod(_pause)
+
+    async def try_acquire(self, key: Key, n: int = 1) -> bool:
+        """``(await acquire(key, n)).allowed``."""
+        decision = await self.acquire(key, n)
+        return decision.allowed

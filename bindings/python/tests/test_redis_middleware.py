@@ -1,0 +1,134 @@
+"""The WSGI middleware over a ``RedisLimiter`` and the ASGI one over an
+``AsyncRedisLimiter``, through real HTTP requests on 127.0.0.1 against a real
+``redis-server``: the same answers as in process, and, with the server stopped, requests
+served or refused as ``fail_open`` says, logged either way."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from helpers import MS, VirtualClock, get, hello_asgi, hello_wsgi
+from librate.middleware import ASGIRateLimit, WSGIRateLimit
+from librate.redis import AsyncRedisLimiter, RedisLimiter
+from redis_server import RedisServer
+
+_prefixes = itertools.count()
+
+#: serve(server, calls, config, **options) -> the port of the hello app behind the
+#: middleware, limited in ``server``'s Redis.
+ServeRedis = Callable[..., int]
+
+
+@pytest.fixture(params=["wsgi", "asgi"])
+def serve_redis(request: pytest.FixtureRequest) -> ServeRedis:
+    """WSGI with a ``RedisLimiter``, ASGI with an ``AsyncRedisLimiter``; clients that
+    fail at once (no retries) when the server is down."""
+    kind = request.param
+    server_of = request.getfixturevalue(f"{kind}_server")
+
+    def serve(
+        redis_server: RedisServer, calls: list[str], config: dict[str, Any], **options: Any
+    ) -> int:
+        where = {"host": "127.0.0.1", "port": redis_server.port, "retry": Retry(NoBackoff(), 0)}
+        prefix = f"http:{next(_prefixes)}:"
+        if kind == "wsgi":
+            limiter = RedisLimiter(redis.Redis(**where), **config, prefix=prefix)
+            return int(server_of(WSGIRateLimit(hello_wsgi(calls), limiter, **options)))
+        # The asyncio client connects in uvicorn's event loop, on first use.
+        async_limiter = AsyncRedisLimiter(redis.asyncio.Redis(**where), **config, prefix=prefix)
+        return int(server_of(ASGIRateLimit(hello_asgi(calls), async_limiter, **options)))
+
+    return serve
+
+
+def test_seed_scenario_over_http(serve_redis: ServeRedis, redis_server: RedisServer) -> None:
+    # L=1 per 2 s at explicit times: admitted at 0, denied at 999 ms (Retry-After: 2),
+    # admitted at 2001 ms; another address has a limit of its own.
+    clock = VirtualClock(now=0)
+    calls: list[str] = []
+    port = serve_redis(redis_server, calls, {"limit": 1, "period": 2}, clock=clock)
+    first = get(port, "/a")
+    assert (first.status, first.body, first.headers["X-App"]) == (200, b"hello", "yes")
+    assert first.headers["RateLimit-Policy"] == '"default";q=1;w=2'
+    assert first.headers["RateLimit"] == '"default";r=0;t=2'
+    clock.now = 999 * MS
+    denied = get(port, "/b")
+    assert (denied.status, denied.body) == (429, b"429 Too Many Requests\n")
+    assert (denied.headers["Retry-After"], denied.headers["RateLimit"]) == (
+        "2",
+        '"default";r=0;t=2',
+    )
+    assert get(port, "/c", source="127.0.0.2").status == 200
+    clock.now = 2001 * MS
+    assert get(port, "/d").status == 200
+    assert calls == ["/a", "/c", "/d"]
+
+
+def test_the_servers_clock(serve_redis: ServeRedis, redis_server: RedisServer) -> None:
+    # Without a clock, Redis's TIME decides.
+    port = serve_redis(redis_server, [], {"limit": 1, "period": 3600})
+    assert get(port).status == 200
+    denied = get(port)
+    assert denied.status == 429
+    assert 3599 <= int(denied.headers["Retry-After"]) <= 3600
+
+
+@pytest.mark.parametrize("fail_open", [True, False])
+def test_redis_down(
+    serve_redis: ServeRedis,
+    own_redis_server: RedisServer,
+    caplog: pytest.LogCaptureFixture,
+    fail_open: bool,
+) -> None:
+    # The server stopped: each request is served unlimited, without headers, and a
+    # warning logged (fail open), or answered 503 and an error logged (fail closed, the
+    # default). Back up, the limit holds again.
+    calls: list[str] = []
+    options = {"fail_open": True} if fail_open else {}
+    port = serve_redis(own_redis_server, calls, {"limit": 1, "period": 3600}, **options)
+    assert get(port, "/up").status == 200
+    own_redis_server.stop()
+    caplog.set_level(logging.WARNING, logger="librate.middleware")
+    for path in ("/down1", "/down2"):
+        response = get(port, path)
+        if fail_open:
+            assert (response.status, response.body) == (200, b"hello")
+            assert "RateLimit" not in response.headers
+        else:
+            assert (response.status, response.body) == (503, b"503 Service Unavailable\n")
+            assert "Retry-After" not in response.headers
+    records = [r for r in caplog.records if r.name == "librate.middleware"]
+    assert len(records) == 2
+    for record in records:
+        if fail_open:
+            assert record.levelno == logging.WARNING
+            assert "served unlimited" in record.getMessage()
+        else:
+            assert record.levelno == logging.ERROR
+            assert "refused with 503" in record.getMessage()
+        assert "redis:" in record.getMessage()
+    assert calls == (["/up", "/down1", "/down2"] if fail_open else ["/up"])
+    own_redis_server.start()
+    assert get(port, "/back").status == 200  # the restarted server is empty
+    assert get(port, "/again").status == 429
+
+
+def test_each_middleware_takes_its_kind_of_limiter(redis_server: RedisServer) -> None:
+    sync = RedisLimiter(redis_server.client(), limit=1, period=1, prefix="kinds:")
+    asynchronous = AsyncRedisLimiter(redis_server.async_client(), limit=1, period=1, prefix="k:")
+    with pytest.raises(TypeError, match="ASGI takes an AsyncRedisLimiter"):
+        ASGIRateLimit(hello_asgi([]), sync)
+    with pytest.raises(TypeError, match="WSGI takes a RedisLimiter"):
+        WSGIRateLimit(hello_wsgi([]), asynchronous)
+    with pytest.raises(ValueError, match="capacity"):
+        WSGIRateLimit(hello_wsgi([]), sync, cost=2)
+    assert WSGIRateLimit(hello_wsgi([]), sync, key=lambda environ: "x")
