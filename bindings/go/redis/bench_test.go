@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,9 +29,11 @@ import (
 //
 // Each call is timed on its own: besides ns/op (wall time over calls), each benchmark
 // reports decisions/s, the median and 99th percentile of a call's latency (p50-ns,
-// p99-ns: for a batch, the whole batch's), and server-ns/call, the server's own time
-// per command (INFO commandstats: EVALSHA and EVAL for the scripts, each one key's
-// decision; PING for the floor).
+// p99-ns: for a batch, the whole batch's), server-ns/call, the server's own time per
+// command (INFO commandstats: EVALSHA and EVAL for the scripts, each one key's
+// decision; PING for the floor), and client-cpu-ns/decision, the CPU time, user and
+// system, of this process (the client: go-redis, the library, the benchmark's own
+// timing) over the decisions.
 var (
 	benchConfig    = librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: time.Second, Burst: 1_000_000}
 	benchRateLimit = redis_rate.Limit{Rate: 1, Period: time.Second, Burst: 1_000_000}
@@ -116,7 +119,7 @@ var benchContenders = []benchContender{
 
 // A benchCase is a contender ready to run in a shape: its client, its decide, and the
 // keys of each call in turn, every key already decided once (the script loaded, the
-// keys live).
+// keys live). Its owner closes its client.
 type benchCase struct {
 	shape     benchShape
 	contender benchContender
@@ -130,7 +133,6 @@ type benchCase struct {
 func newBenchCase(tb testing.TB, addr string, shape benchShape, contender benchContender) *benchCase {
 	tb.Helper()
 	client := redis.NewClient(&redis.Options{Addr: addr, PoolSize: shape.conns, ContextTimeoutEnabled: true})
-	tb.Cleanup(func() { client.Close() })
 	c := &benchCase{shape: shape, contender: contender, client: client, decide: contender.new(tb, client)}
 	for i := 0; i < benchKeys; i += shape.batch {
 		keys := make([]string, shape.batch)
@@ -141,6 +143,7 @@ func newBenchCase(tb testing.TB, addr string, shape benchShape, contender benchC
 	}
 	for _, keys := range c.callKeys {
 		if admitted, err := c.decide(keys); err != nil || admitted != len(keys) {
+			client.Close()
 			tb.Fatalf("%s, warming up: %d of %d admitted, %v", contender.name, admitted, len(keys), err)
 		}
 	}
@@ -159,6 +162,7 @@ func (c *benchCase) run(b *testing.B) {
 	latencies := make([][]time.Duration, c.shape.conns)
 	var wg sync.WaitGroup
 	b.ResetTimer()
+	cpu := processCPU(b)
 	started := time.Now()
 	for g := range latencies {
 		wg.Add(1)
@@ -183,6 +187,7 @@ func (c *benchCase) run(b *testing.B) {
 	}
 	wg.Wait()
 	elapsed := time.Since(started)
+	cpu = processCPU(b) - cpu
 	b.StopTimer()
 	if failures > 0 {
 		c.failure = fmt.Errorf("%d of %d calls failed or were denied; the first: %v", failures, b.N, failure)
@@ -194,6 +199,16 @@ func (c *benchCase) run(b *testing.B) {
 	b.ReportMetric(float64(percentile(all, 50)), "p50-ns")
 	b.ReportMetric(float64(percentile(all, 99)), "p99-ns")
 	b.ReportMetric(c.serverNsPerCall(b), "server-ns/call")
+	b.ReportMetric(float64(cpu)/float64(b.N*c.shape.batch), "client-cpu-ns/decision")
+}
+
+// processCPU is the CPU time this process has used so far, user and system.
+func processCPU(tb testing.TB) time.Duration {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(usage.Utime.Nano() + usage.Stime.Nano())
 }
 
 // percentile is the p-th percentile of sorted, by nearest rank.
@@ -235,7 +250,8 @@ func (c *benchCase) serverNsPerCall(tb testing.TB) float64 {
 	return usec * 1000 / calls
 }
 
-// BenchmarkRedis: each shape, each contender, on one server.
+// BenchmarkRedis: each shape, each contender, on one server. A case is set up when
+// -bench selects it, on its first run.
 func BenchmarkRedis(b *testing.B) {
 	addr := startServer(b).addr
 	for _, shape := range benchShapes {
@@ -243,8 +259,16 @@ func BenchmarkRedis(b *testing.B) {
 			if shape.batch > 1 && !contender.batches {
 				continue
 			}
-			c := newBenchCase(b, addr, shape, contender)
-			b.Run(shape.name+"/"+contender.name, c.run)
+			var c *benchCase
+			b.Run(shape.name+"/"+contender.name, func(b *testing.B) {
+				if c == nil {
+					c = newBenchCase(b, addr, shape, contender)
+				}
+				c.run(b)
+			})
+			if c != nil {
+				c.client.Close()
+			}
 		}
 	}
 }

@@ -25,12 +25,15 @@ func TestRedisBenchTable(t *testing.T) {
 	if *benchRounds <= 0 {
 		t.Skip("a benchmark: run it with -args -redisbench.rounds N")
 	}
+	loadBefore := loadAverage()
 	s := startServer(t)
 	cases := make([][]*benchCase, len(benchShapes))
 	for i, shape := range benchShapes {
 		for _, contender := range benchContenders {
 			if shape.batch == 1 || contender.batches {
-				cases[i] = append(cases[i], newBenchCase(t, s.addr, shape, contender))
+				c := newBenchCase(t, s.addr, shape, contender)
+				t.Cleanup(func() { c.client.Close() })
+				cases[i] = append(cases[i], c)
 			}
 		}
 	}
@@ -53,7 +56,28 @@ func TestRedisBenchTable(t *testing.T) {
 			}
 		}
 	}
-	printBenchTables(t, s, cases, results)
+	printBenchTables(t, s, cases, results, loadBefore)
+}
+
+// loadAverage is the last minute's load average, from /proc/loadavg ("?" without it).
+func loadAverage() string {
+	text, err := os.ReadFile("/proc/loadavg")
+	if fields := strings.Fields(string(text)); err == nil && len(fields) > 0 {
+		return fields[0]
+	}
+	return "?"
+}
+
+// moduleVersion is the version go.mod requires of the module at path ("?" if none): a
+// test binary's debug.BuildInfo lists no dependencies.
+func moduleVersion(path string) string {
+	text, _ := os.ReadFile("../go.mod")
+	for _, line := range strings.Split(string(text), "\n") {
+		if fields := strings.Fields(line); len(fields) >= 2 && fields[0] == path {
+			return fields[1]
+		}
+	}
+	return "?"
 }
 
 // metric is one metric of each round's result.
@@ -113,7 +137,7 @@ func micros(ns []float64) string {
 	}
 }
 
-func printBenchTables(t *testing.T, s *server, cases [][]*benchCase, results [][][]testing.BenchmarkResult) {
+func printBenchTables(t *testing.T, s *server, cases [][]*benchCase, results [][][]testing.BenchmarkResult, loadBefore string) {
 	client := s.client(t)
 	version := "?"
 	if info, err := client.InfoMap(ctx, "server").Result(); err == nil {
@@ -129,9 +153,13 @@ func printBenchTables(t *testing.T, s *server, cases [][]*benchCase, results [][
 		}
 	}
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n%s; %s, GOMAXPROCS %d, %d CPUs (%s); redis-server %s on 127.0.0.1; %d rounds of %s a case\n\n",
+	fmt.Fprintf(&out, "\n%s; %s, GOMAXPROCS %d, %d CPUs (%s); redis-server %s on 127.0.0.1 (TCP); "+
+		"go-redis %s, redis_rate %s; GCRA, %d a %v a key, burst %d, %d keys; %d rounds of %s a case; "+
+		"load average %s before, %s after\n\n",
 		time.Now().Format("2006-01-02"), runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), cpu,
-		version, *benchRounds, flag.Lookup("test.benchtime").Value)
+		version, moduleVersion("github.com/redis/go-redis/v9"), moduleVersion("github.com/go-redis/redis_rate/v10"),
+		benchConfig.Limit, benchConfig.Period, benchConfig.Burst, benchKeys,
+		*benchRounds, flag.Lookup("test.benchtime").Value, loadBefore, loadAverage())
 	out.WriteString("| connections | keys a call | librate decisions/s | redis_rate decisions/s | librate / redis_rate | " +
 		"librate p50 / p99 µs | redis_rate p50 / p99 µs | server µs a decision, librate / redis_rate |\n")
 	out.WriteString("|---|---|---:|---:|---|---:|---:|---:|\n")
@@ -156,13 +184,15 @@ func printBenchTables(t *testing.T, s *server, cases [][]*benchCase, results [][
 		fmt.Fprintf(&out, "| %d | %s | %s |\n", cases[i][0].shape.conns,
 			spread(ratios(perSecond[i+1][0], perSecond[i][0])), spread(ratios(perSecond[i+1][1], perSecond[i][1])))
 	}
-	out.WriteString("\n| one key a call | connections | calls/s | p50 / p99 µs | server µs a call |\n|---|---|---:|---:|---:|\n")
+	out.WriteString("\n| one key a call | connections | calls/s | p50 / p99 µs | server µs a call | client CPU µs a call |\n" +
+		"|---|---|---:|---:|---:|---:|\n")
 	for i, shapeCases := range cases {
 		for j, c := range shapeCases {
 			if c.shape.batch == 1 {
-				fmt.Fprintf(&out, "| %s | %d | %s | %s / %s | %s |\n", c.contender.name, c.shape.conns,
+				fmt.Fprintf(&out, "| %s | %d | %s | %s / %s | %s | %s |\n", c.contender.name, c.shape.conns,
 					thousands(median(perSecond[i][j])), micros(metric(results[i][j], "p50-ns")),
-					micros(metric(results[i][j], "p99-ns")), micros(metric(results[i][j], "server-ns/call")))
+					micros(metric(results[i][j], "p99-ns")), micros(metric(results[i][j], "server-ns/call")),
+					micros(metric(results[i][j], "client-cpu-ns/decision")))
 			}
 		}
 	}
