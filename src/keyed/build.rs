@@ -1,0 +1,146 @@
+//! Building a table: in this process's memory (`new`, `with_hasher`) or in a file every
+//! process maps (`open`, DESIGN §7), each ending in one `in_memory` over the region.
+
+use std::path::Path;
+use std::ptr::NonNull;
+
+use super::layout::Layout;
+use super::recover;
+use super::{KeyHasher, KeyedLimiter, Memory};
+use crate::config::Config;
+use crate::error::Error;
+use crate::policy::Policy;
+#[cfg(not(loom))]
+use crate::shared::{pid_namespace, Contents, Identity, Mapping, KIND_KEYED};
+use crate::sync::AtomicU64;
+use crate::time as clock;
+
+impl KeyedLimiter<KeyHasher> {
+    /// Builds a table for `capacity` keys under `config`, with a fresh random hash key.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] if `config` is invalid, or with
+    /// [`ConfigError::Capacity`](crate::error::ConfigError::Capacity) if `capacity` is 0 or its
+    /// table cannot be allocated.
+    pub fn new(config: &Config, capacity: u64) -> Result<Self, Error> {
+        Self::with_hasher(config, capacity, KeyHasher::random())
+    }
+
+    /// Opens the table whose keys live in the file at `path`, creating the file if it does
+    /// not exist: every process that opens the same file shares one table, each key's
+    /// limit holding across them exactly as across threads (DESIGN §7). The file is
+    /// created with mode 0600 and holds the table's secret hash key; one that exists must
+    /// have been created for the same `config` and `capacity`. A process killed mid-insert
+    /// leaves nothing claimed for good; a slot that a live process keeps claimed (stopped,
+    /// or named by forged bytes) is waited on for about a second, and then a call that
+    /// needs it returns [`Error::TableFull`].
+    ///
+    /// ```
+    /// use rate::{Config, KeyedLimiter};
+    /// let path = std::env::temp_dir().join(format!("librate-keyed-doc-{}", std::process::id()));
+    /// let config = Config::gcra(1, 1_000_000_000);
+    /// let first = KeyedLimiter::open(&path, &config, 1000).unwrap();
+    /// let second = KeyedLimiter::open(&path, &config, 1000).unwrap(); // another process
+    /// assert!(first.acquire_at(b"bob", 1, 0).unwrap().allowed);
+    /// assert!(!second.acquire_at(b"bob", 1, 0).unwrap().allowed); // one limit per key
+    /// assert!(second.acquire_at(b"alice", 1, 0).unwrap().allowed);
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`Error::Incompatible`] if the file is not a librate table of
+    /// this configuration and capacity (it is left untouched); [`Error::Io`] with the OS's
+    /// error number if the file cannot be created, opened or mapped.
+    pub fn open(path: impl AsRef<Path>, config: &Config, capacity: u64) -> Result<Self, Error> {
+        let policy = Policy::new(config)?;
+        let layout = Layout::new(capacity, policy.state_words(), recover::CLAIMS)?;
+        // loom's atomics are models, not words of memory a file could hold.
+        #[cfg(loom)]
+        {
+            let _ = (path, layout);
+            Err(Error::Unsupported)
+        }
+        #[cfg(not(loom))]
+        {
+            clock::prepare();
+            let identity = Identity::of(KIND_KEYED, config, &policy, capacity);
+            let contents = Contents {
+                state_words: layout.words(),
+                initial: &|index| layout.initial(index),
+                hash_key: KeyHasher::random().key(),
+                pid_namespace: pid_namespace(),
+            };
+            let mapping = Mapping::open(path.as_ref(), identity, &contents)?;
+            let words = NonNull::from(&mapping.state(layout.words())[0]);
+            let hasher = KeyHasher::with_key(mapping.hash_key());
+            Ok(Self::in_memory(
+                policy,
+                config,
+                capacity,
+                layout,
+                words,
+                hasher,
+                Memory::Shared { _mapping: mapping },
+            ))
+        }
+    }
+}
+
+impl<S> KeyedLimiter<S> {
+    /// Builds a table that hashes keys with `hasher`. Use a hasher with a secret random
+    /// key unless the keys are trusted: keys that collide share probe chains.
+    ///
+    /// # Errors
+    /// As [`new`](KeyedLimiter::new).
+    pub fn with_hasher(config: &Config, capacity: u64, hasher: S) -> Result<Self, Error> {
+        clock::prepare();
+        Self::private(config, capacity, hasher, 0)
+    }
+
+    /// A private table with a claim registry, as a shared table has: for the model
+    /// checks of crash recovery (loom cannot map files). Not public API.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_registry(config: &Config, capacity: u64, hasher: S) -> Result<Self, Error> {
+        Self::private(config, capacity, hasher, recover::CLAIMS)
+    }
+
+    /// A table in this process's own memory, with `claims` registry entries.
+    fn private(config: &Config, capacity: u64, hasher: S, claims: usize) -> Result<Self, Error> {
+        let policy = Policy::new(config)?;
+        let layout = Layout::new(capacity, policy.state_words(), claims)?;
+        let (words, start) = layout.allocate()?;
+        let region = NonNull::from(&words[start]);
+        Ok(Self::in_memory(
+            policy,
+            config,
+            capacity,
+            layout,
+            region,
+            hasher,
+            Memory::Private { _words: words },
+        ))
+    }
+
+    /// The table over the region at `words`, which `memory` owns.
+    fn in_memory(
+        policy: Policy,
+        config: &Config,
+        capacity: u64,
+        layout: Layout,
+        words: NonNull<AtomicU64>,
+        hasher: S,
+        memory: Memory,
+    ) -> Self {
+        Self {
+            policy,
+            config: *config,
+            capacity,
+            layout,
+            base: layout.slots_start(),
+            words,
+            hasher,
+            _memory: memory,
+        }
+    }
+}
