@@ -242,6 +242,37 @@ impl Limiter {
         self.decide(n, now_ns, Some(max_wait_ns))
     }
 
+    /// Makes the limiter new again (a customer's limit lifted once their ticket is
+    /// resolved): from the latest time it has seen on, it decides exactly as a new limiter
+    /// of the same configuration would. GCRA and the fixed window are new at any time; the
+    /// sliding window counter and the log judge a request from before that latest time as
+    /// made at it, as every decision does. It reads no clock, so it has no `_at` form. A
+    /// shared limiter is reset for every process that maps it.
+    ///
+    /// Each acquire racing a reset is decided wholly before it (and forgotten by it) or
+    /// wholly after it, never half counted: together they admit no more than some order
+    /// of them would. In two rare races a request may be denied where that order would
+    /// admit it, never the reverse: on the log, a request that comes while the resetting
+    /// thread is stalled between the reset's two writes; on the sliding window counter, a
+    /// request whose clock is already in the next window when the reset comes, while
+    /// others still count in the reset's window (the count it saw may then weigh in the
+    /// next window).
+    ///
+    /// ```
+    /// use rate::{Config, Limiter};
+    /// const SECOND: u64 = 1_000_000_000;
+    /// let limiter = Limiter::new(&Config::sliding_log(2, 60 * SECOND)).unwrap();
+    /// assert!(limiter.acquire_at(2, 10 * SECOND).unwrap().allowed);
+    /// assert!(!limiter.acquire_at(1, 20 * SECOND).unwrap().allowed);
+    /// limiter.reset();
+    /// let fresh = limiter.acquire_at(2, 20 * SECOND).unwrap();
+    /// assert!(fresh.allowed);
+    /// assert_eq!(fresh.reset_after_ns, 60 * SECOND);
+    /// ```
+    pub fn reset(&self) {
+        self.policy.reset(self.state());
+    }
+
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
     #[inline(always)]
     fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {

@@ -130,6 +130,12 @@ impl Policy {
         dispatch!(self, algorithm => algorithm.try_acquire_at(state, tenancy, now_ns, n))
     }
 
+    /// Makes a limiter's own `state` decide as a fresh one from the latest time it has
+    /// seen on; acquires racing it are each decided before or after it (`Stored::reset`).
+    pub(crate) fn reset(&self, state: &[AtomicU64]) {
+        dispatch!(self, algorithm => algorithm.reset(state))
+    }
+
     /// Whether `state` is indistinguishable from a fresh limiter's at `now_ns` (DESIGN §5),
     /// so its keyed slot may be reclaimed. A slot marker is never fresh.
     #[inline]
@@ -359,6 +365,10 @@ mod tests {
                     owned(policy.try_acquire(&state, &Owned, &time, n));
                 }
                 let _ = policy.is_fresh(&state, random.pick());
+                if round % 2 == 0 {
+                    policy.reset(&state);
+                    owned(policy.acquire_at(&state, &Owned, now, n, 0));
+                }
             }
         }
     }

@@ -45,8 +45,8 @@ use crate::sync::{AtomicU64, Ordering, ProcessAtomicU64};
 pub(crate) const HEADER_WORDS: usize = 16;
 /// "librate" and a NUL, read as a little-endian word.
 const MAGIC: u64 = u64::from_le_bytes(*b"librate\0");
-/// The layout this code reads and writes.
-const LAYOUT_VERSION: u64 = 1;
+/// The layout this code reads and writes. 2: the sliding log has a floor word.
+const LAYOUT_VERSION: u64 = 2;
 /// The boot word's mark of a reset in progress (boot ids use the low 60 bits).
 const RESETTING: u64 = 1 << 63;
 /// How long an opener waits for another process's reset before doing it itself.

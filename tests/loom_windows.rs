@@ -13,6 +13,15 @@ use rate::{Config, Decision, Limiter};
 /// Runs one acquire per `(n, now)` on its own thread, all at once; returns the decisions
 /// in the same order.
 fn race(limiter: &Arc<Limiter>, requests: &[(u64, u64)]) -> Vec<Decision> {
+    race_with(limiter, requests, || ())
+}
+
+/// [`race`], running `meanwhile` on this thread while the acquires run.
+fn race_with(
+    limiter: &Arc<Limiter>,
+    requests: &[(u64, u64)],
+    meanwhile: impl FnOnce(),
+) -> Vec<Decision> {
     let threads: Vec<_> = requests
         .iter()
         .map(|&(n, now)| {
@@ -20,6 +29,7 @@ fn race(limiter: &Arc<Limiter>, requests: &[(u64, u64)]) -> Vec<Decision> {
             thread::spawn(move || limiter.acquire_at(n, now).unwrap())
         })
         .collect();
+    meanwhile();
     threads.into_iter().map(|t| t.join().unwrap()).collect()
 }
 
@@ -143,5 +153,80 @@ fn sliding_log_reader_of_a_pending_slot_never_over_admits() {
         assert!(logged == 10 || logged == 15, "{logged}");
         assert_eq!(remaining(&limiter, logged + 9), 0);
         assert_eq!(remaining(&limiter, logged + 10), 1);
+    });
+}
+
+/// Two acquires of one unit at `now` racing a reset of `limiter` (on this thread): how
+/// many units they admitted, and how many remain at `now` once all is done.
+fn race_a_reset(limiter: &Arc<Limiter>, now: u64) -> (u64, u64) {
+    let decisions = race_with(limiter, &[(1, now), (1, now)], || limiter.reset());
+    (admitted(&decisions) as u64, remaining(limiter, now))
+}
+
+#[test]
+fn a_reset_racing_acquires_decides_each_before_or_after_it() {
+    for config in [
+        Config::fixed_window(1, 10),
+        Config::sliding_window(1, 10),
+        Config::sliding_log(1, 10),
+    ] {
+        loom::model(move || {
+            // L = 1, used up in window 1: before the reset nothing fits, after it one
+            // unit does (the sliding window's first admission after it bars window 0).
+            let limiter = Arc::new(Limiter::new(&config).unwrap());
+            assert!(limiter.acquire_at(1, 15).unwrap().allowed);
+            let (admitted, left) = race_a_reset(&limiter, 15);
+            // Every admitted unit came after the reset and is still counted.
+            assert_eq!(admitted + left, 1, "{config:?}");
+        });
+    }
+}
+
+#[test]
+fn a_reset_racing_a_roll_over_keeps_only_what_came_after_it() {
+    loom::model(|| {
+        // L = 2 per 10 ns; window 0 full. At 15 its 2 weigh 2·5/10 = 1: one unit fits
+        // before the reset, two after it. A roll-over in flight across the reset may
+        // record window 0's count; the first admission after the reset bars it.
+        let limiter = Arc::new(Limiter::new(&Config::sliding_window(2, 10)).unwrap());
+        assert!(limiter.acquire_at(2, 5).unwrap().allowed);
+        let (admitted, left) = race_a_reset(&limiter, 15);
+        // Window 0 weighs nothing after the reset: what remains is 2 less what came after.
+        let after = 2 - left;
+        assert!(
+            admitted >= after && admitted - after <= 1,
+            "{admitted} {after}"
+        );
+        // In window 2 only window 1's units after the reset weigh: ⌈after·5/10⌉.
+        assert_eq!(remaining(&limiter, 25), 2 - after.div_ceil(2));
+    });
+}
+
+#[test]
+fn a_reset_racing_claims_of_the_log_keeps_only_what_came_after_it() {
+    loom::model(|| {
+        // L = 2 per 10 ns, full of entries at 0: before the reset nothing fits, after it
+        // two units, logged at 5.
+        let limiter = Arc::new(Limiter::new(&Config::sliding_log(2, 10)).unwrap());
+        assert!(limiter.acquire_at(2, 0).unwrap().allowed);
+        let (admitted, left) = race_a_reset(&limiter, 5);
+        assert_eq!(admitted + left, 2);
+        assert_eq!(remaining(&limiter, 14), left);
+        assert_eq!(remaining(&limiter, 15), 2);
+    });
+}
+
+#[test]
+fn an_admission_racing_a_reset_of_the_log_reports_from_one_side_of_it() {
+    loom::model(|| {
+        // L = 2 per 10 ns, one entry at 0: a unit at 5 fits before the reset (leaving
+        // none) and after it (leaving one). Its report and the log left must agree on
+        // which: decided before the reset and then erased, or after it and still counted.
+        let limiter = Arc::new(Limiter::new(&Config::sliding_log(2, 10)).unwrap());
+        assert!(limiter.acquire_at(1, 0).unwrap().allowed);
+        let decision = race_with(&limiter, &[(1, 5)], || limiter.reset())[0];
+        assert!(decision.allowed);
+        let sides = (decision.remaining, remaining(&limiter, 5));
+        assert!(sides == (0, 2) || sides == (1, 1), "{sides:?}");
     });
 }

@@ -30,14 +30,43 @@
 //!   reused for a later window (tag ≥ k + 1). It then loads the current word again
 //!   rather than decide on a record that no longer describes window k − 1.
 //!
-//! Every word only ever grows, and the current word obeys the packed word's bound, so it
-//! never holds a slot marker.
+//! Every word only ever grows but for a reset's current word (below), and the current word
+//! obeys the packed word's bound, so it never holds a slot marker.
+//!
+//! # Reset
+//! [`Stored::reset`] swaps the current word from `(k, c)` to `(k, 0)`, which no admission
+//! writes (an admission counts at least one unit): the **reset word**. A current word
+//! counting nothing counts nothing in the window before it either, whatever the records
+//! hold, so the state decides as a fresh one from window k on (a request from an older
+//! window is evaluated at the start of k, as always).
+//! - **Before or after.** The swap is the reset's instant. An admission decided on the
+//!   state before it swaps from the word it read, and fails once the reset changed it;
+//!   it is then decided again on the reset state. A decision on a word equal to one it saw
+//!   before the reset is a decision on the state that word now heads (records included,
+//!   by what follows).
+//! - **Barriers.** The first admission out of a word counting nothing writes, before its
+//!   swap, a **barrier** over the record the new word would read: a record of count 0
+//!   tagged two windows later than it (the same record, by parity). Leaving for window k
+//!   it bars window k − 1's record; for window k + 1, window k's, where a roll-over in
+//!   flight across the reset may have recorded the count it saw before it. Records only
+//!   grow, so a late writer from before the reset cannot lower a barrier, and a later
+//!   window's own record rises above it.
+//! - A reader takes a record of count 0 tagged later than the window it needs as
+//!   "nothing counted" only once its current word is confirmed: after an Acquire fence
+//!   (pairing with the barrier's Release write, and through the writer's Acquire load of
+//!   the reset word, with the reset's Release swap) it loads the current word again, so a
+//!   reader holding a word from before the reset never decides on a barrier.
+//! - **What a barrier cannot cover.** A roll-over in flight across the reset records
+//!   window k's count as it saw it before the reset; if admissions after the reset then
+//!   count in window k again (their clocks behind that roll-over's), the roll-over out of
+//!   k keeps the larger of the two counts, and window k + 1 weighs it. That only ever
+//!   denies more.
 
 use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
 use super::Stored;
 use crate::algorithm::{Algorithm, Counted, Counts, Rule, SlidingWindow};
 use crate::decision::Decision;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
 
 /// Index of the current word in the state.
@@ -124,8 +153,37 @@ impl Stored for SlidingWindow {
         )
     }
 
+    /// Swaps the current word to the reset word (module docs, "Reset").
+    fn reset(&self, state: &[AtomicU64]) {
+        // Relaxed: the CAS revalidates it.
+        let mut current = state[CURRENT].load(Ordering::Relaxed);
+        loop {
+            let stored = self.0.unpack(current);
+            if stored.count == 0 {
+                return;
+            }
+            let reset = self.0.pack(Counted {
+                index: stored.index,
+                count: 0,
+            });
+            // Release: the first admission out of the reset word loads it (Acquire) before
+            // it writes a barrier, so a reader that finds the barrier finds the reset.
+            match state[CURRENT].compare_exchange_weak(
+                current,
+                reset,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// A snapshot the reclaimer's own CAS of `first` revalidates, so its records are
+    /// read as confirmed (see [`counts`]).
     fn is_fresh(&self, state: &[AtomicU64], first: u64, now: u64) -> bool {
-        counts(self, state, first, false)
+        counts(self, state, first, true)
             .is_some_and(|counts| Algorithm::is_fresh(self, &counts, now))
     }
 }
@@ -156,10 +214,18 @@ fn swap<T: Tenancy, R>(
             let Some(next) = next else {
                 return (Some(result), None);
             };
-            if next.index == counts.index + 1 && counts.cur > 0 {
-                // Roll-over to the next window: record the closed one's final count before
-                // the swap. Relaxed: the Release swap publishes it (module docs).
-                state[CLOSED + parity(counts.index)].fetch_max(current, Ordering::Relaxed);
+            if counts.cur > 0 {
+                if next.index == counts.index + 1 {
+                    // Roll-over to the next window: record the closed one's final count
+                    // before the swap. Relaxed: the Release swap publishes it (module docs).
+                    state[CLOSED + parity(counts.index)].fetch_max(current, Ordering::Relaxed);
+                }
+            } else if let Some(barred) = barred(counts.index, next.index) {
+                // Leaving a word that counts nothing (module docs, "Reset"). Release: a
+                // reader holding a word from before a reset that finds this barrier then
+                // finds the reset too (`counts`).
+                state[CLOSED + parity(barred)]
+                    .fetch_max(sliding.0.barrier(barred), Ordering::Release);
             }
             (Some(result), Some(sliding.0.pack(next)))
         })?;
@@ -170,21 +236,25 @@ fn swap<T: Tenancy, R>(
 }
 
 /// The counts behind the current word, or `None` if the record of the window before it
-/// has already been reused for a later window (the current word moved on).
+/// is tagged with a later window: the current word may have moved on (the record was
+/// reused), or a reset may have come (a barrier): load it again.
 ///
-/// With `reloaded`, the current word was found stale before and loaded again with the
-/// same value, so the record's later window did not come from a roll-over of this state
-/// (the words were reset under an old writer still in flight). Rather than loop forever,
-/// the counts then take the previous window as full, the strictest reading.
+/// With `confirmed`, the current word was loaded again with the same value (or the caller
+/// revalidates it with its own CAS). A barrier then means nothing was counted. A later
+/// record with a count did not come from a roll-over of this state (the words were reset
+/// for a new boot under an old writer still in flight); rather than loop forever, the
+/// counts then take the previous window as full, the strictest reading.
 #[inline(always)]
 fn counts(
     sliding: &SlidingWindow,
     state: &[AtomicU64],
     current: u64,
-    reloaded: bool,
+    confirmed: bool,
 ) -> Option<Counts> {
     let stored = sliding.0.unpack(current);
     let prev = match stored.index.checked_sub(1) {
+        // A word that counts nothing (fresh, or reset) counts nothing before it either.
+        _ if stored.count == 0 => 0,
         None => 0,
         Some(previous) => {
             // Relaxed: ordered after the Acquire load of the current word (module docs).
@@ -194,7 +264,14 @@ fn counts(
             match record.index {
                 i if i == previous => record.count,
                 i if i < previous => 0,
-                _ if reloaded => sliding.limit(),
+                _ if record.count == 0 && confirmed => 0,
+                _ if record.count == 0 => {
+                    // A barrier. Acquire: pairs with its Release write, so the current
+                    // word loaded again is at least the reset it follows.
+                    fence(Ordering::Acquire);
+                    return None;
+                }
+                _ if confirmed => sliding.limit(),
                 _ => return None,
             }
         }
@@ -204,6 +281,20 @@ fn counts(
         cur: stored.count,
         prev,
     })
+}
+
+/// Whose record an admission out of a word at window `index` that counts nothing must
+/// bar when it moves the word to window `next`: the one the new word reads (module docs,
+/// "Reset").
+#[inline(always)]
+fn barred(index: u64, next: u64) -> Option<u64> {
+    if next == index {
+        index.checked_sub(1)
+    } else if next == index + 1 {
+        Some(index)
+    } else {
+        None
+    }
 }
 
 /// Which closed-window record window `index` uses.
