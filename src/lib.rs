@@ -54,6 +54,9 @@
 //!   slot whose state is fresh, dropping its key (DESIGN §5). In a shared table an insert
 //!   is a **claimant** holding a registry entry; a waiter on a claim whose process died
 //!   **recovers** the slot (puts back what the claim replaced).
+//! - **reset**: make a limiter, or one key of a table, decide as a new one; a table
+//!   **retires** a reset key's slot (claims it, names it no key's, gives it back), and
+//!   the former state there is reclaimed once fresh.
 //!
 //! # Choosing an algorithm
 //! Pick an algorithm by the guarantee you need. GCRA spaces units evenly with bursts up

@@ -144,6 +144,14 @@ impl Policy {
         // other words it publishes (window records, the log's `latest`) are read at least
         // as new as it.
         let first = state[0].load(Ordering::Acquire);
+        self.is_fresh_on(state, first, now_ns)
+    }
+
+    /// [`is_fresh`](Self::is_fresh) on the first word `first`, which the caller loaded with
+    /// `Acquire` and will revalidate by a CAS from it: so a slot claimed since the load
+    /// (a reset's claim gives a fresh state back) is judged as it was, not as a marker.
+    #[inline]
+    pub(crate) fn is_fresh_on(&self, state: &[AtomicU64], first: u64, now_ns: u64) -> bool {
         !is_marker(first) && dispatch!(self, algorithm => algorithm.is_fresh(state, first, now_ns))
     }
 }

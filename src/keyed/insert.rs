@@ -258,7 +258,7 @@ impl<S> KeyedLimiter<S> {
     /// **Backing out** stores back the exact value the claim replaced, fingerprint
     /// untouched, so the slot is as it was. Nothing ever relies on a `VACANT` slot ending a
     /// probe, so restoring `VACANT` makes no hole.
-    fn back_out(&self, claimed: usize, replaced: u64) {
+    pub(super) fn back_out(&self, claimed: usize, replaced: u64) {
         // Release: passes on the slot's untouched fingerprint and state (see `claim`).
         self.first_word(claimed).store(replaced, Ordering::Release);
     }

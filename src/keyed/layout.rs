@@ -31,6 +31,9 @@ const STATE_OFFSET: usize = 1;
 pub(super) const CONTROL_WORDS: usize = 2 * LINE_WORDS;
 /// Index of `max_distance` in the control block.
 pub(super) const MAX_DISTANCE: usize = 0;
+/// The fingerprint of a slot that holds no key's state: a vacant slot's, and a retired
+/// one's (a reset key's former state: `reset.rs`). No key has it ([`KeyedLimiter::locate`]).
+pub(super) const NO_KEY: u64 = 0;
 
 /// A key as the table addresses it: its fingerprint and its home slot.
 #[derive(Clone, Copy)]
@@ -211,12 +214,14 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         }
     }
 
-    /// The key's 64-bit fingerprint: its hash under this table's hasher.
+    /// The key's 64-bit fingerprint: its hash under this table's hasher, but never
+    /// [`NO_KEY`] (a hash of 0 counts as 1: one more pair of keys that share a state, out
+    /// of 2⁶⁴ values).
     #[inline]
     fn fingerprint(&self, key: &[u8]) -> u64 {
         let mut hasher = self.hasher.build_hasher();
         hasher.write(key);
-        hasher.finish()
+        hasher.finish().max(NO_KEY + 1)
     }
 }
 

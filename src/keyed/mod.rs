@@ -17,7 +17,8 @@
 //! # Slot states
 //! The first state word doubles as the slot's status: `VACANT` (no key), `installing(c)`
 //! (claim c owns the slot while it installs a key), or a state (the slot holds the key
-//! whose fingerprint is in word 0). Algorithms never store those markers and only ever
+//! whose fingerprint is in word 0, or, under fingerprint `NO_KEY`, the former state of a
+//! key that was reset: `reset.rs`). Algorithms never store those markers and only ever
 //! grow the first word (see `state/cell.rs`). The fingerprint word changes only while its
 //! slot is claimed, and only its claimer changes it (or, in a shared table, a recovery of
 //! a claim whose process died: `recover.rs`).
@@ -40,6 +41,7 @@
 //! - `batch.rs`: many keys per call, their cache misses overlapped.
 //! - `recover.rs`: a shared table's claim registry, and the recovery of a claim whose
 //!   process died; `owner.rs`: process tokens and liveness.
+//! - `reset.rs`: reset a key, by retiring its slot (**Retire**).
 //!
 //! The protocol's argument is written beside the code it justifies: each bold name above
 //! heads a paragraph in the doc comment of the function that relies on it.
@@ -59,10 +61,11 @@ mod layout;
 mod lookup;
 mod owner;
 mod recover;
+mod reset;
 
 pub use self::hasher::KeyHasher;
 use self::insert::Request;
-use self::layout::{Layout, Located, SLOTS_PER_KEY};
+use self::layout::{Layout, Located, NO_KEY, SLOTS_PER_KEY};
 use self::lookup::{Evicted, Tenant};
 #[cfg(loom)]
 pub use self::owner::crashes;
@@ -176,13 +179,18 @@ impl<S> KeyedLimiter<S> {
     }
 
     /// How many keys hold a state that is not fresh at `now_ns`: a snapshot taken by
-    /// reading every slot (O(slots); for tests and metrics, not hot paths).
+    /// reading every slot (O(slots); for tests and metrics, not hot paths). A reset key's
+    /// former state is no key's, and not counted.
     pub fn live_keys_at(&self, now_ns: u64) -> u64 {
         (0..self.layout.slot_count)
             .filter(|&slot| {
-                // Relaxed: a snapshot with no ordering promise; is_fresh says no to markers.
-                let first = self.state(slot)[0].load(Ordering::Relaxed);
-                !is_marker(first) && !self.policy.is_fresh(self.state(slot), now_ns)
+                // Relaxed, both: a snapshot with no ordering promise; is_fresh says no to
+                // markers.
+                let first = self.first_word(slot).load(Ordering::Relaxed);
+                let fingerprint = self.fingerprint_word(slot).load(Ordering::Relaxed);
+                !is_marker(first)
+                    && fingerprint != NO_KEY
+                    && !self.policy.is_fresh(self.state(slot), now_ns)
             })
             .count() as u64
     }
