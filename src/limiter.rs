@@ -124,6 +124,7 @@ impl Limiter {
         let contents = Contents {
             state_words: policy.state_words(),
             initial: &|_| 0,
+            kept: 0..0,
             hash_key: [0, 0],
             pid_namespace: 0,
         };

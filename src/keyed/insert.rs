@@ -99,7 +99,11 @@ impl<S> KeyedLimiter<S> {
                 Insert::Done(decision) => return Ok(decision),
                 // `insert` has waited for the slot of a `Wait` already.
                 Insert::Retry | Insert::Wait(_) => continue,
-                Insert::Full => return Err(Error::TableFull),
+                Insert::Full => {
+                    // Relaxed: a statistic; nothing else is ordered by it.
+                    self.table_full().fetch_add(1, Ordering::Relaxed);
+                    return Err(Error::TableFull);
+                }
             }
         }
     }

@@ -42,6 +42,7 @@
 //! - `recover.rs`: a shared table's claim registry, and the recovery of a claim whose
 //!   process died; `owner.rs`: process tokens and liveness.
 //! - `reset.rs`: reset a key, by retiring its slot (**Retire**).
+//! - `stats.rs`: what a dashboard reads: sizes, live keys, refusals.
 //!
 //! The protocol's argument is written beside the code it justifies: each bold name above
 //! heads a paragraph in the doc comment of the function that relies on it.
@@ -62,21 +63,26 @@ mod lookup;
 mod owner;
 mod recover;
 mod reset;
+mod stats;
 
 pub use self::hasher::KeyHasher;
 use self::insert::Request;
-use self::layout::{Layout, Located, NO_KEY, SLOTS_PER_KEY};
+use self::layout::{Layout, Located, SLOTS_PER_KEY};
 use self::lookup::{Evicted, Tenant};
 #[cfg(loom)]
 pub use self::owner::crashes;
+pub use self::stats::KeyedStats;
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::policy::Policy;
 #[cfg(not(loom))]
 use crate::shared::Mapping;
+#[cfg(loom)]
 use crate::state::is_marker;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::AtomicU64;
+#[cfg(loom)]
+use crate::sync::Ordering;
 use crate::time::{self as clock, Monotonic};
 use std::fmt;
 use std::hash::BuildHasher;
@@ -176,23 +182,6 @@ impl<S> KeyedLimiter<S> {
     /// block of 128 bytes (and, in a shared table, its claim registry).
     pub fn table_bytes(&self) -> usize {
         self.layout.words() * std::mem::size_of::<u64>()
-    }
-
-    /// How many keys hold a state that is not fresh at `now_ns`: a snapshot taken by
-    /// reading every slot (O(slots); for tests and metrics, not hot paths). A reset key's
-    /// former state is no key's, and not counted.
-    pub fn live_keys_at(&self, now_ns: u64) -> u64 {
-        (0..self.layout.slot_count)
-            .filter(|&slot| {
-                // Relaxed, both: a snapshot with no ordering promise; is_fresh says no to
-                // markers.
-                let first = self.first_word(slot).load(Ordering::Relaxed);
-                let fingerprint = self.fingerprint_word(slot).load(Ordering::Relaxed);
-                !is_marker(first)
-                    && fingerprint != NO_KEY
-                    && !self.policy.is_fresh(self.state(slot), now_ns)
-            })
-            .count() as u64
     }
 }
 
