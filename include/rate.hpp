@@ -2,6 +2,7 @@
  *
  *   rate::Limiter        one limit, shared by every caller       (rate_limiter_*)
  *   rate::KeyedLimiter   one limit per key: user, IP, API key…   (rate_keyed_*)
+ *   rate::KeyedStats     a table's statistics, for dashboards    (rate_keyed_stats)
  *
  * Both are RAII handles: move-only, freed by their destructor. A moved-from or
  * default-constructed handle is empty, and every call on it returns Status::null.
@@ -164,6 +165,19 @@ struct Decision {
     }
 };
 
+/// A keyed table's statistics (rate_keyed_stats), for dashboards.
+struct KeyedStats {
+    std::uint64_t capacity = 0;   ///< the capacity it was created with
+    std::uint64_t max_keys = 0;   ///< the most keys it holds at once: twice the capacity
+    std::uint64_t live_keys = 0;  ///< keys whose state was not a new key's, when asked
+    std::uint64_t table_full = 0; ///< new keys refused with Status::table_full, ever
+                                  ///< (a shared table: by every process)
+
+    static constexpr KeyedStats from_c(const rate_keyed_stats& s) noexcept {
+        return {s.capacity, s.max_keys, s.live_keys, s.table_full};
+    }
+};
+
 #if RATE_HPP_EXCEPTIONS
 /// Thrown by Result::value() on an error status, and by the throwing constructors.
 class Error : public std::runtime_error {
@@ -262,11 +276,18 @@ template <class T, void (*Free)(T*)> class Handle {
     T* raw_ = nullptr;
 };
 
+/// Calls a C function whose last argument is `COut *out` and wraps its answer as a
+/// `Value` (made by `Value::from_c`).
+template <class Value, class COut, class Fn, class... Args>
+Result<Value> with_out(Fn fn, Args... args) noexcept {
+    COut out{};
+    const auto status = static_cast<Status>(fn(args..., &out));
+    return {status, is_error(status) ? Value{} : Value::from_c(out)};
+}
+
 /// Calls a C function whose last argument is `rate_decision *out` and wraps its answer.
 template <class Fn, class... Args> Result<Decision> decide(Fn fn, Args... args) noexcept {
-    rate_decision out{};
-    const auto status = static_cast<Status>(fn(args..., &out));
-    return {status, is_error(status) ? Decision{} : Decision::from_c(out)};
+    return with_out<Decision, rate_decision>(fn, args...);
 }
 
 /// Creates a handle with a C constructor `fn(args..., T **out)`.
@@ -335,6 +356,10 @@ class Limiter : public detail::Handle<rate_limiter, rate_limiter_free> {
         return detail::decide(rate_limiter_reserve_at, native_handle(), n, detail::to_ns(now),
                               detail::to_ns(max_wait));
     }
+    /// Makes the limiter new again (rate_limiter_reset): from the latest time it has seen
+    /// on it decides as a new limiter would; each acquire racing it is decided wholly
+    /// before or after it. Status::ok (Status::null on an empty handle).
+    Status reset() noexcept { return static_cast<Status>(rate_limiter_reset(native_handle())); }
 
   private:
     template <class Owner, class T, class Fn, class... Args>
@@ -429,6 +454,25 @@ class KeyedLimiter : public detail::Handle<rate_keyed, rate_keyed_free> {
                                 std::chrono::nanoseconds max_wait) noexcept {
         return detail::decide(rate_keyed_reserve_at, native_handle(), detail::bytes(key), key.size(), n,
                               detail::to_ns(now), detail::to_ns(max_wait));
+    }
+    /// Resets `key` (rate_keyed_reset): its next request is decided as a new key's, at
+    /// any time; a key not in the table stays out. Its former state keeps a slot until it
+    /// is fresh. Status::ok, or Status::table_full (a shared table whose slot a stopped
+    /// process keeps claimed; nothing was reset).
+    Status reset(std::string_view key) noexcept {
+        return static_cast<Status>(
+            rate_keyed_reset(native_handle(), detail::bytes(key), key.size()));
+    }
+    /// The table's statistics, its live keys counted now (rate_keyed_read_stats). Reads
+    /// every slot: for dashboards, not hot paths.
+    Result<KeyedStats> stats() const noexcept {
+        return detail::with_out<KeyedStats, rate_keyed_stats>(rate_keyed_read_stats,
+                                                              native_handle());
+    }
+    /// stats() with the live keys counted at `now` on the caller's timeline.
+    Result<KeyedStats> stats_at(Clock::time_point now) const noexcept {
+        return detail::with_out<KeyedStats, rate_keyed_stats>(
+            rate_keyed_read_stats_at, native_handle(), detail::to_ns(now));
     }
 
   private:

@@ -1,8 +1,8 @@
 //! `rate_keyed_*`: a limiter per key (user id, IP, API key…) in one bounded table.
 
 use super::{
-    boundary, construct, construct_at, outcome_status, rate_config, rate_decision, report,
-    RATE_E_NULL,
+    boundary, construct, construct_at, outcome_status, rate_config, rate_decision,
+    rate_keyed_stats, report, status_of, RATE_E_NULL, RATE_OK,
 };
 use crate::keyed::KeyedLimiter;
 use std::ffi::c_char;
@@ -257,4 +257,102 @@ pub unsafe extern "C" fn rate_keyed_reserve_at(
     };
     // SAFETY: passed on from this function's contract.
     unsafe { with_key(keyed, key, key_len, body) }
+}
+
+/// Resets the key of `key_len` bytes at `key`, as when a customer's limit is lifted: its
+/// next request is decided as a new key's, at any time (as if it had never been seen). A
+/// key not in the table is left out of it. The key's former state keeps its slot, under
+/// no key, until it is fresh (at most a period, or GCRA's burst, after its last
+/// admission): until then that slot is taken as by a live key, so resetting many busy keys
+/// at once can fill a table for that long. A shared table's key is reset for every
+/// process.
+///
+/// Thread-safety: safe to call concurrently on one handle. Each acquire of the key racing
+/// the reset is decided wholly before it (and forgotten by it) or wholly after it.
+///
+/// NULL: as `rate_keyed_acquire`.
+///
+/// Returns RATE_OK (the key is reset, or was not in the table), RATE_E_NULL, or
+/// RATE_E_TABLE_FULL (a shared table only: a slot the reset needs stayed claimed by a
+/// live process for about a second, as an acquire would report; nothing was reset).
+///
+/// # Safety
+/// `keyed` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_reset(
+    keyed: *mut rate_keyed,
+    key: *const u8,
+    key_len: usize,
+) -> i32 {
+    let body = |table: &KeyedLimiter, key: &[u8]| match table.reset(key) {
+        Ok(()) => RATE_OK,
+        Err(error) => status_of(error),
+    };
+    // SAFETY: passed on from this function's contract.
+    unsafe { with_key(keyed, key, key_len, body) }
+}
+
+/// Writes the table's statistics to `*out`, its live keys counted now (CLOCK_MONOTONIC):
+/// its capacity and slots, the keys whose state is not a new key's, and the requests for
+/// new keys refused with RATE_E_TABLE_FULL since it was created (in a shared table, by
+/// every process, since the file was created). Counting live keys reads every slot: call
+/// it for a dashboard, not on a hot path.
+///
+/// Thread-safety: safe to call concurrently on one handle; the counts are a snapshot.
+///
+/// NULL: `keyed` or `out` NULL is RATE_E_NULL.
+///
+/// Returns RATE_OK or RATE_E_NULL (`out` untouched).
+///
+/// # Safety
+/// `keyed` is NULL or a live handle; `out` is NULL or points to a writable
+/// `rate_keyed_stats`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_read_stats(
+    keyed: *const rate_keyed,
+    out: *mut rate_keyed_stats,
+) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe { read_stats(keyed, out, KeyedLimiter::stats) }
+}
+
+/// `rate_keyed_read_stats` with the live keys counted at `now_ns` (nanoseconds on the
+/// caller's timeline, as `rate_keyed_acquire_at`).
+///
+/// Thread-safety: safe to call concurrently on one handle; the counts are a snapshot.
+///
+/// NULL: as `rate_keyed_read_stats`.
+///
+/// Returns as `rate_keyed_read_stats`.
+///
+/// # Safety
+/// As `rate_keyed_read_stats`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_read_stats_at(
+    keyed: *const rate_keyed,
+    now_ns: u64,
+    out: *mut rate_keyed_stats,
+) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe { read_stats(keyed, out, |table| table.stats_at(now_ns)) }
+}
+
+/// The body of the `rate_keyed_read_stats` exports: `stats` of the table, written to
+/// `out`.
+///
+/// # Safety
+/// As `rate_keyed_read_stats`.
+unsafe fn read_stats(
+    keyed: *const rate_keyed,
+    out: *mut rate_keyed_stats,
+    stats: impl FnOnce(&KeyedLimiter) -> crate::keyed::KeyedStats,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: per this function's contract; `as_ref` and `as_mut` check NULL.
+        let (Some(keyed), Some(out)) = (unsafe { keyed.as_ref() }, unsafe { out.as_mut() }) else {
+            return RATE_E_NULL;
+        };
+        *out = rate_keyed_stats::from(stats(&keyed.table));
+        RATE_OK
+    })
 }

@@ -3,6 +3,7 @@
 use crate::config::Algorithm;
 use crate::config::Config;
 use crate::decision::Decision;
+use crate::keyed::KeyedStats;
 
 /// Algorithm: GCRA (leaky bucket as a meter; token bucket). Takes `burst`.
 pub const RATE_GCRA: u32 = 0;
@@ -88,6 +89,32 @@ impl From<Decision> for rate_decision {
             retry_after_ns: d.retry_after_ns,
             reset_after_ns: d.reset_after_ns,
             wait_ns: d.wait_ns,
+        }
+    }
+}
+
+/// A keyed table's statistics, for dashboards: what `rate_keyed_read_stats` writes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct rate_keyed_stats {
+    /// The capacity the table was created with: this many live keys always fit.
+    pub capacity: u64,
+    /// The most keys the table holds at once: its slots, twice `capacity`.
+    pub max_keys: u64,
+    /// Keys whose state was not fresh (a new key's) at the time asked.
+    pub live_keys: u64,
+    /// Requests for new keys refused with RATE_E_TABLE_FULL since the table was created;
+    /// for a shared table, since its file was created, by every process that opened it.
+    pub table_full: u64,
+}
+
+impl From<KeyedStats> for rate_keyed_stats {
+    fn from(stats: KeyedStats) -> Self {
+        Self {
+            capacity: stats.capacity,
+            max_keys: stats.max_keys,
+            live_keys: stats.live_keys,
+            table_full: stats.table_full,
         }
     }
 }
