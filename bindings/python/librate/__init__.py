@@ -31,6 +31,7 @@ from ._errors import (
 )
 from ._ffi import lib as _lib
 from ._limiter import ALGORITHMS, Config, KeyedLimiter, Limiter
+from ._stats import KeyedStats
 
 __version__ = "0.1.0"
 
@@ -50,6 +51,7 @@ __all__ = [
     "InternalError",
     "InvalidConfig",
     "KeyedLimiter",
+    "KeyedStats",
     "LibrateError",
     "LibraryError",
     "Limiter",

@@ -42,6 +42,7 @@ C_TYPES: dict[str, Any] = {
     "const size_t *": POINTER(c_size_t),
     "int32_t *": POINTER(c_int32),
     "struct rate_decision *": POINTER(_ffi.rate_decision),
+    "struct rate_keyed_stats *": POINTER(_ffi.rate_keyed_stats),
     "struct rate_redis_script *": POINTER(_ffi.rate_redis_script),
 }
 
@@ -91,7 +92,7 @@ def test_every_header_function_is_declared(name: str) -> None:
     assert list(argtypes) == [C_TYPES[p] for p in parameters], f"{name}({', '.join(parameters)})"
 
 
-@pytest.mark.parametrize("struct", [_ffi.rate_config, _ffi.rate_decision])
+@pytest.mark.parametrize("struct", [_ffi.rate_config, _ffi.rate_decision, _ffi.rate_keyed_stats])
 def test_structs_match(struct: Any) -> None:
     name = struct.__name__
     body = re.search(rf"typedef struct {name} \{{(.*?)\}} {name};", header_text(), re.DOTALL)
