@@ -226,6 +226,19 @@ fn a_reset_key_decides_as_a_new_key_at_any_time() {
     }
 }
 
+/// The README's example ("Resetting a limit, and table statistics"), line for line
+/// (scripts/check-docs.py checks it).
+#[test]
+fn the_readme_example() {
+    use rate::{Config, KeyedLimiter};
+    const SECOND: u64 = 1_000_000_000;
+    let users = KeyedLimiter::new(&Config::gcra(1, 60 * SECOND), 1000).unwrap();
+    assert!(users.acquire_at(b"bob", 1, 0).unwrap().allowed);
+    assert!(!users.acquire_at(b"bob", 1, SECOND).unwrap().allowed);
+    users.reset(b"bob").unwrap(); // bob's ticket is resolved
+    assert!(users.acquire_at(b"bob", 1, SECOND).unwrap().allowed);
+}
+
 /// A reset of a key not in the table inserts nothing: a full table stays full, and the
 /// key is refused as new.
 #[test]

@@ -9,8 +9,8 @@
 //! [`Claim`] of positions `[head, head + n)` at one time. How the ring lives in atomic
 //! words and how claims race is `state/ring/`.
 //!
-//! Memory: `16 + 16·L` bytes of state (a single limiter adds 256 bytes of
-//! cache-line padding). L is capped at [`SlidingLog::MAX_LIMIT`] = 2²⁰ (16 MiB + 16 bytes);
+//! Memory: `24 + 16·L` bytes of state (a single limiter adds 256 bytes of
+//! cache-line padding). L is capped at [`SlidingLog::MAX_LIMIT`] = 2²⁰ (16 MiB + 24 bytes);
 //! a larger L is [`ConfigError::LimitTooLarge`].
 //!
 //! # O(1) admission from the ring's order

@@ -67,6 +67,15 @@ def test_a_reset_key_and_the_statistics() -> None:
     assert table.stats().table_full == 3
 
 
+def test_the_readme_example(capsys: pytest.CaptureFixture[str]) -> None:
+    # The README's lines, as they are there (scripts/check-docs.py checks them).
+    users = librate.KeyedLimiter(limit=10, period=60, capacity=100_000)
+    users.reset("customer-42")  # support lifted their limit
+    stats = users.stats()
+    print(f"{stats.live_keys}/{stats.capacity} live, {stats.table_full} refused")
+    assert capsys.readouterr().out == "0/100000 live, 0 refused\n"
+
+
 def test_a_closed_limiter_cannot_be_reset_or_read() -> None:
     limiter = librate.Limiter(limit=1, period=1)
     table = librate.KeyedLimiter(limit=1, period=1, capacity=1)
