@@ -49,9 +49,9 @@
 //!
 //! # Progress
 //! Operations on keys in the table never wait, except on a key whose own slot another
-//! thread is reclaiming (its state was fresh at that thread's clock). An insert may wait
-//! for an insert in flight in its probe range to finish its few steps.
-//! `tests/loom_keyed.rs` model-checks the races.
+//! thread is reclaiming (its state was fresh at that thread's clock) or retiring (a reset
+//! of the key: `reset.rs`). An insert may wait for an insert in flight in its probe range
+//! to finish its few steps. `tests/loom_keyed.rs` model-checks the races.
 
 mod batch;
 mod build;

@@ -40,7 +40,9 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// it resets the key for every process.
     ///
     /// Each acquire of the key racing a reset is decided wholly before it (and forgotten by
-    /// it) or wholly after it. The key's former state keeps its slot, under no key, until
+    /// it) or wholly after it; requests for the key wait out the few instructions the reset
+    /// holds its slot, as they do while another key takes over a fresh slot of theirs. The
+    /// key's former state keeps its slot, under no key, until
     /// it is fresh (at most a period, or GCRA's burst, after its last admission), then the
     /// slot is reused: resets of busy keys can fill a table for that long.
     ///
