@@ -26,7 +26,10 @@
 //!   logged, so the reader waits briefly and may decide as if the reset had not come
 //!   (never admitting more). Its decision stands only if the floor is still the old one at
 //!   its end: only while the resetting thread is stalled between its two writes, as a
-//!   claim's writer can be between its claim and its slot.
+//!   claim's writer can be between its claim and its slot. A process that dies there (a
+//!   shared file) leaves the skip without the floor: the reset did not happen, and the
+//!   skipped position stays pending for good, read as the newest entry (`read.rs`), which
+//!   only ever denies more, and only while the log's last L positions include it.
 //!
 //! The skip costs one position per reset (see the log's bounds). A reset of a shared file
 //! for a new boot zeroes every word together, with no writer of the old boot in flight.
