@@ -254,10 +254,9 @@ impl Limiter {
     /// wholly after it, never half counted: together they admit no more than some order
     /// of them would. In two rare races a request may be denied where that order would
     /// admit it, never the reverse: on the log, a request that comes while the resetting
-    /// thread is stalled between the reset's two writes; on the sliding window counter, a
-    /// request whose clock is already in the next window when the reset comes, while
-    /// others still count in the reset's window (the count it saw may then weigh in the
-    /// next window).
+    /// thread is stalled between the reset's two writes; on the sliding window counter, the
+    /// first request of a new window racing the reset, which may record the old window's
+    /// count as it stood before the reset, to weigh in the new window.
     ///
     /// ```
     /// use rate::{Config, Limiter};

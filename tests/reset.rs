@@ -70,11 +70,15 @@ fn a_reset_sliding_window_forgets_both_windows() {
     assert!(decision(&limiter, 3, 75 * SECOND).allowed);
     assert!(!decision(&limiter, 1, 75 * SECOND).allowed);
     limiter.reset();
-    // All 10 fit; both counts are 0 again at the start of window 3 (180 s).
+    // Window 0's 9 weigh nothing now: 5 fit with 5 left, and both counts are 0 again at
+    // the start of window 3 (180 s). At 80 s window 0's record would weigh 9·40/60 = 6
+    // (the first admission after the reset bars it), so 5 are still left.
     assert_eq!(
-        fields(decision(&limiter, 10, 75 * SECOND)),
-        (true, 0, 0, 105 * SECOND)
+        fields(decision(&limiter, 5, 75 * SECOND)),
+        (true, 5, 0, 105 * SECOND)
     );
+    assert_eq!(decision(&limiter, 0, 80 * SECOND).remaining, 5);
+    assert!(decision(&limiter, 5, 80 * SECOND).allowed);
     // Window 2 at 130 s: window 1's 10 weigh 10·50/60 = 8.33, ⌈⌉ 9, so 1 is left.
     assert_eq!(decision(&limiter, 0, 130 * SECOND).remaining, 1);
     limiter.reset();

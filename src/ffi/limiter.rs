@@ -219,9 +219,9 @@ pub unsafe extern "C" fn rate_limiter_reserve_at(
 /// is decided wholly before it (and forgotten by it) or wholly after it: together they
 /// never admit more than some order of them would. In two rare races an acquire may be
 /// denied where that order would admit it: on the log, while the resetting thread is
-/// stalled between the reset's two writes; on the sliding window counter, an acquire whose
-/// clock is already in the next window when the reset comes while others still count in
-/// the reset's window.
+/// stalled between the reset's two writes; on the sliding window counter, the first acquire
+/// of a new window racing the reset, which may record the old window's count as it stood
+/// before the reset, to weigh in the new window.
 ///
 /// NULL: `limiter` NULL is RATE_E_NULL.
 ///

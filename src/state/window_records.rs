@@ -44,23 +44,27 @@
 //!   it is then decided again on the reset state. A decision on a word equal to one it saw
 //!   before the reset is a decision on the state that word now heads (records included,
 //!   by what follows).
-//! - **Barriers.** The first admission out of a word counting nothing writes, before its
-//!   swap, a **barrier** over the record the new word would read: a record of count 0
-//!   tagged two windows later than it (the same record, by parity). Leaving for window k
-//!   it bars window k − 1's record; for window k + 1, window k's, where a roll-over in
-//!   flight across the reset may have recorded the count it saw before it. Records only
-//!   grow, so a late writer from before the reset cannot lower a barrier, and a later
-//!   window's own record rises above it.
+//! - **Barriers.** An admission that moves a word counting nothing at window k ≥ 1 to a
+//!   count in window k writes, before its swap, a **barrier** over window k − 1's record,
+//!   which the new word reads: a record of count 0 tagged k + 1 (the same record, by
+//!   parity). Records only grow, so a late writer from before the reset cannot lower it.
+//!   It never stands above a record that counts: the word is already at window k, so the
+//!   next record written there is window k + 1's own (count ≥ 1, above it), even if this
+//!   admission's swap fails or a policy's refund (`refund.rs`) puts the word back. (A
+//!   barrier over window k's record, for a word moving on to window k + 1, would not be
+//!   safe: if that swap failed and the word counted in window k after all, window k's
+//!   record would stay below it.)
 //! - A reader takes a record of count 0 tagged later than the window it needs as
 //!   "nothing counted" only once its current word is confirmed: after an Acquire fence
 //!   (pairing with the barrier's Release write, and through the writer's Acquire load of
 //!   the reset word, with the reset's Release swap) it loads the current word again, so a
 //!   reader holding a word from before the reset never decides on a barrier.
-//! - **What a barrier cannot cover.** A roll-over in flight across the reset records
-//!   window k's count as it saw it before the reset; if admissions after the reset then
-//!   count in window k again (their clocks behind that roll-over's), the roll-over out of
-//!   k keeps the larger of the two counts, and window k + 1 weighs it. That only ever
-//!   denies more.
+//! - **What no barrier covers.** A roll-over to window k + 1 in flight across the reset
+//!   records window k's count as it stood before the reset (its swap then fails, and it
+//!   decides again). Window k + 1 then weighs that count, though the reset cleared it: as
+//!   if the reset had come just before the last of those units. That only ever denies
+//!   more, and only in window k + 1; it needs the reset to race the first request of a new
+//!   window.
 
 use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
 use super::Stored;
@@ -220,12 +224,14 @@ fn swap<T: Tenancy, R>(
                     // before the swap. Relaxed: the Release swap publishes it (module docs).
                     state[CLOSED + parity(counts.index)].fetch_max(current, Ordering::Relaxed);
                 }
-            } else if let Some(barred) = barred(counts.index, next.index) {
-                // Leaving a word that counts nothing (module docs, "Reset"). Release: a
-                // reader holding a word from before a reset that finds this barrier then
-                // finds the reset too (`counts`).
-                state[CLOSED + parity(barred)]
-                    .fetch_max(sliding.0.barrier(barred), Ordering::Release);
+            } else if let Some(previous) = counts.index.checked_sub(1) {
+                if next.index == counts.index {
+                    // Counting in the window of a word that counts nothing (module docs,
+                    // "Reset"). Release: a reader holding a word from before a reset that
+                    // finds this barrier then finds the reset too (`counts`).
+                    state[CLOSED + parity(previous)]
+                        .fetch_max(sliding.0.barrier(previous), Ordering::Release);
+                }
             }
             (Some(result), Some(sliding.0.pack(next)))
         })?;
@@ -281,20 +287,6 @@ fn counts(
         cur: stored.count,
         prev,
     })
-}
-
-/// Whose record an admission out of a word at window `index` that counts nothing must
-/// bar when it moves the word to window `next`: the one the new word reads (module docs,
-/// "Reset").
-#[inline(always)]
-fn barred(index: u64, next: u64) -> Option<u64> {
-    if next == index {
-        index.checked_sub(1)
-    } else if next == index + 1 {
-        Some(index)
-    } else {
-        None
-    }
 }
 
 /// Which closed-window record window `index` uses.
