@@ -119,7 +119,7 @@ pub unsafe extern "C" fn rate_keyed_free(keyed: *mut rate_keyed) {
 ///
 /// # Safety
 /// `key` is NULL or points to `key_len` readable bytes that outlive `'a`.
-unsafe fn key_bytes<'a>(key: *const u8, key_len: usize) -> Option<&'a [u8]> {
+pub(super) unsafe fn key_bytes<'a>(key: *const u8, key_len: usize) -> Option<&'a [u8]> {
     if key_len == 0 {
         Some(&[])
     } else if key.is_null() {

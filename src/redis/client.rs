@@ -170,14 +170,18 @@ impl RedisLimiter {
         self.decide(connection, key, n, Some(now_ns), Some(max_wait_ns))
     }
 
-    /// Decides `n` units for each of `keys` now, in one round trip (a pipeline of one
-    /// script call per key): the decision or error of each key, in order. Each key is
-    /// decided as [`acquire`](Self::acquire) decides it, at the server's time of its call.
+    /// Decides `n` units for each of `keys` now, in one round trip and one script call:
+    /// the decision or error of each key, in order. Each key is decided as
+    /// [`acquire`](Self::acquire) decides it, all at one server time. On a Cluster, whose
+    /// nodes refuse a call naming keys of several hash slots (`CROSSSLOT`), the keys are
+    /// then sent as one script call per slot, a round trip each (the Python and Go
+    /// clients pipeline those on their Cluster clients).
     ///
     /// # Errors
     /// The outer error when no reply came at all (Redis unreachable, past the timeout) or
     /// the request is refused for every key ([`Error::InsufficientCapacity`]); a key whose
-    /// script failed (its Redis key holds something else) has its own error.
+    /// Redis key holds something else has its own error; an error for a whole script call
+    /// (OOM, READONLY, where the script writes nothing) is each of its keys' error.
     pub fn acquire_batch(
         &self,
         connection: &mut impl redis::ConnectionLike,
@@ -212,27 +216,69 @@ impl RedisLimiter {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let mut pipeline = redis::pipe();
-        for key in keys {
-            pipeline
-                .cmd("EVALSHA")
-                .arg(self.script.get_hash())
-                .arg(1)
-                .arg(self.redis_key(key))
-                .arg(now_ns.map_or_else(String::new, |now| now.to_string()))
-                .arg(n)
-                .arg(0)
-                .arg(&self.plan.config_args);
+        let redis_keys: Vec<Vec<u8>> = keys.iter().map(|key| self.redis_key(key)).collect();
+        let every_key: Vec<usize> = (0..keys.len()).collect();
+        match self.script_call(connection, &redis_keys, &every_key, n, now_ns) {
+            // CROSSSLOT as the node's reply, or as a Cluster connection's error.
+            Ok(redis::Value::ServerError(error)) if error.code() == "CROSSSLOT" => {}
+            Err(RedisError::Redis(error)) if error.kind() == redis::ErrorKind::CrossSlot => {}
+            Ok(reply) => return Ok(group_decisions(reply, keys.len())),
+            Err(error) => return Err(error),
         }
-        let packed = pipeline.get_packed_pipeline();
-        let mut replies = connection.req_packed_commands(&packed, 0, keys.len())?;
-        if replies.iter().any(is_no_script) {
+        // A Cluster (or a proxy in front of one) refuses a call naming keys of several
+        // hash slots: one script call per slot, each its own request, since a Cluster
+        // connection sends a request to the node of its first key.
+        let mut by_slot = std::collections::BTreeMap::<u16, Vec<usize>>::new();
+        for (index, key) in redis_keys.iter().enumerate() {
+            by_slot.entry(super::slot(key)).or_default().push(index);
+        }
+        let mut decisions: Vec<Option<Result<Decision, RedisError>>> =
+            (0..keys.len()).map(|_| None).collect();
+        for group in by_slot.into_values() {
+            let reply = self.script_call(connection, &redis_keys, &group, n, now_ns)?;
+            for (index, decision) in group.iter().zip(group_decisions(reply, group.len())) {
+                decisions[*index] = Some(decision);
+            }
+        }
+        Ok(decisions.into_iter().flatten().collect())
+    }
+
+    /// One script call for the `group` of `redis_keys` (indices into it): its reply, a
+    /// decision or an array of them, or the error Redis answered.
+    fn script_call(
+        &self,
+        connection: &mut impl redis::ConnectionLike,
+        redis_keys: &[Vec<u8>],
+        group: &[usize],
+        n: u64,
+        now_ns: Option<u64>,
+    ) -> Result<redis::Value, RedisError> {
+        let mut call = redis::cmd("EVALSHA");
+        call.arg(self.script.get_hash()).arg(group.len());
+        for &index in group {
+            call.arg(&redis_keys[index]);
+        }
+        call.arg(now_ns.map_or_else(String::new, |now| now.to_string()))
+            .arg(n)
+            .arg(0)
+            .arg(&self.plan.config_args);
+        // A pipeline of one: its reply is the script's error as a value, not the call's.
+        let packed = redis::pipe().add_command(call).get_packed_pipeline();
+        let mut replies = connection.req_packed_commands(&packed, 0, 1);
+        let no_script = match &replies {
+            Ok(replies) => replies.iter().any(is_no_script),
+            // A Cluster connection answers a node's error as its own.
+            Err(error) => error.kind() == redis::ErrorKind::NoScriptError,
+        };
+        if no_script {
             // Redis restarted or flushed its scripts: load the script, then send again
             // (a call that failed with NOSCRIPT did nothing).
             self.script.prepare_invoke().load(connection)?;
-            replies = connection.req_packed_commands(&packed, 0, keys.len())?;
+            replies = connection.req_packed_commands(&packed, 0, 1);
         }
-        Ok(replies.into_iter().map(reply_decision).collect())
+        replies?
+            .pop()
+            .ok_or_else(|| RedisError::Reply("no reply".to_owned()))
     }
 
     fn decide(
@@ -260,7 +306,28 @@ fn is_no_script(reply: &redis::Value) -> bool {
     matches!(reply, redis::Value::ServerError(error) if error.code() == "NOSCRIPT")
 }
 
-/// One script call's reply in a pipeline: a decision, or the error Redis answered.
+/// The decisions of a script call for `keys` keys: one key's reply is its decision, several
+/// keys' the array of theirs, each a decision or that key's error; an error for the whole
+/// call (OOM, READONLY: the script wrote nothing) is every key's.
+fn group_decisions(reply: redis::Value, keys: usize) -> Vec<Result<Decision, RedisError>> {
+    match reply {
+        _ if keys == 1 => vec![reply_decision(reply)],
+        redis::Value::Array(replies) if replies.len() == keys => {
+            replies.into_iter().map(reply_decision).collect()
+        }
+        redis::Value::ServerError(error) => (0..keys)
+            .map(|_| Err(RedisError::Redis(error.clone().into())))
+            .collect(),
+        other => {
+            let reply = format!("{other:?}");
+            (0..keys)
+                .map(|_| Err(RedisError::Reply(reply.clone())))
+                .collect()
+        }
+    }
+}
+
+/// One key's reply: a decision, or the error Redis answered.
 fn reply_decision(reply: redis::Value) -> Result<Decision, RedisError> {
     match reply {
         redis::Value::Array(fields) => decision_of(&fields),

@@ -2,8 +2,9 @@
 //! Redis (or Valkey) by librate's Lua scripts, with the decisions of §3 and §4 bit for bit.
 //!
 //! The scripts live in `src/redis/lua/`, once for every language: `time.lua` (exact u64
-//! instants in Lua's doubles) followed by one algorithm's file (the window counters' by
-//! `windows.lua`, which they share, first). Redis runs each call of a script atomically,
+//! instants in Lua's doubles), one algorithm's file (the window counters' preceded by
+//! `windows.lua`, which they share) and `keys.lua`, which decides each key a call names,
+//! so a batch of keys is one script call. Redis runs each call of a script atomically,
 //! so concurrent clients on any number of hosts decide one key as threads decide one
 //! in-process limiter. Time is the server's clock (`TIME`), so the clients' clocks never
 //! matter; the `_at` forms pass the time instead.
@@ -15,9 +16,11 @@
 
 #[cfg(feature = "redis")]
 mod client;
+mod slot;
 
 #[cfg(feature = "redis")]
 pub use client::{RedisError, RedisLimiter};
+pub use slot::{slot, SLOTS};
 
 use crate::config::{Algorithm, Config};
 use crate::error::{ConfigError, Error};
@@ -26,19 +29,22 @@ use crate::policy::Policy;
 /// The largest duration the scripts hold as one Lua number: below it, doubles are exact.
 const EXACT: u64 = 1 << 53;
 
-/// The GCRA script: the instants prelude, then the algorithm (NUL-terminated for C).
+/// The GCRA script: the instants prelude, the algorithm, then the loop over the keys
+/// (NUL-terminated for C).
 const GCRA: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/gcra.lua"),
+    include_str!("lua/keys.lua"),
     "\0"
 );
 
-/// The fixed window script: the instants prelude, the windows both counters share, then
-/// the algorithm.
+/// The fixed window script: the instants prelude, the windows both counters share, the
+/// algorithm, then the loop over the keys.
 const FIXED_WINDOW: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/fixed_window.lua"),
+    include_str!("lua/keys.lua"),
     "\0"
 );
 
@@ -47,13 +53,15 @@ const SLIDING_WINDOW: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/sliding_window.lua"),
+    include_str!("lua/keys.lua"),
     "\0"
 );
 
-/// The sliding log script: the instants prelude, then the ring.
+/// The sliding log script: the instants prelude, the ring, then the loop over the keys.
 const SLIDING_LOG: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/sliding_log.lua"),
+    include_str!("lua/keys.lua"),
     "\0"
 );
 

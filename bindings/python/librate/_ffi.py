@@ -30,6 +30,7 @@ from ctypes import (
     c_int32,
     c_size_t,
     c_uint8,
+    c_uint16,
     c_uint32,
     c_uint64,
     c_void_p,
@@ -160,6 +161,7 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_status_str": (c_char_p, (c_int32,)),
     "rate_version": (c_char_p, ()),
     "rate_redis_prepare": (c_int32, (POINTER(rate_config), POINTER(rate_redis_script))),
+    "rate_redis_slot": (c_int32, (KEY, c_size_t, POINTER(c_uint16))),
 }
 
 
