@@ -51,6 +51,29 @@ type server struct {
 // installed.
 func startServer(t testing.TB) *server {
 	t.Helper()
+	return startServerOn(t, freePorts(t, 1)[0])
+}
+
+// freePorts returns n distinct ports the kernel just found free on 127.0.0.1, all held
+// at once so that none is handed out twice; a server takes each a moment later.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		listener, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer listener.Close()
+		ports[i] = listener.Addr().(*net.TCPAddr).Port
+	}
+	return ports
+}
+
+// startServerOn is startServer on port, with more redis-server arguments (a Cluster
+// node's).
+func startServerOn(t testing.TB, port int, extra ...string) *server {
+	t.Helper()
 	binary, path := serverBinary()
 	if path == "" {
 		if os.Getenv("CI") != "" {
@@ -58,16 +81,10 @@ func startServer(t testing.TB) *server {
 		}
 		t.Skipf("%s is not installed (apt-get install redis-server)", binary)
 	}
-	// A port the kernel just found free; the server takes it a moment later.
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := listener.Addr().(*net.TCPAddr).Port
-	listener.Close()
 	s := &server{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-	s.cmd = exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--save", "", "--appendonly", "no", "--dir", t.TempDir()}
+	s.cmd = exec.Command(path, append(args, extra...)...)
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
