@@ -41,6 +41,14 @@ local period_s, period_ns = split(period)
 -- functions below, which a script would otherwise rebuild as closures for every key.
 local key
 local has_horizon, horizon_s, horizon_ns
+-- Whether the decision stopped at a ring that is not one (see no_log).
+local corrupt
+
+-- Stops the decision of a key whose ring is not one: decide answers its error.
+local function no_log()
+    corrupt = true
+    error('librate: no sliding log')
+end
 
 local function expired(s, ns)
     return has_horizon and not less(horizon_s, horizon_ns, s, ns)
@@ -61,7 +69,7 @@ local function logged(position)
     local offset = HEADER + SLOT * math.fmod(position, limit)
     local s, ns = struct.unpack('>I5I4', redis.call('GETRANGE', key, offset, offset + SLOT - 1))
     if not is_instant(s, ns) then
-        error(not_state(key, 'sliding log'))
+        no_log()
     end
     return s, ns
 end
@@ -101,7 +109,7 @@ local function standing(h, latest_s, latest_ns, known_live)
     return limit - (h - first), field(expiry(latest_s, latest_ns))
 end
 
--- The decision for `key`; a ring that is not one raises its error reply.
+-- The decision for `key`, or its error reply for another type at the key.
 local function decide_log()
     local h, latest_s, latest_ns = 0, 0, 0
     local size = redis.pcall('STRLEN', key)
@@ -113,10 +121,10 @@ local function decide_log()
         h, latest_s, latest_ns = struct.unpack('>I4I5I4', redis.call('GETRANGE', key, 0, HEADER - 1))
         if not is_instant(latest_s, latest_ns) or h < 1 or h >= 2 * limit
             or size ~= HEADER + SLOT * math.min(h, limit) then
-            error(not_state(key, 'sliding log'))
+            no_log()
         end
     elseif size > 0 or redis.call('EXISTS', key) == 1 then
-        error(not_state(key, 'sliding log'))
+        no_log()
     end
 
     local at_s, at_ns = now_s, now_ns
@@ -170,14 +178,16 @@ local function decide_log()
     return {1, limit, remaining, 0, field(reset_s, reset_ns), 0}
 end
 
--- A key's decision, or its error reply, for this key alone: a ring that is no log (the
--- error decide_log raises as a table), or another type at the key. Any other error (a
--- write Redis refused) fails the whole call.
+-- A key's decision, or its error reply, for this key alone: a ring that is no log, or
+-- another type at the key. Any other error (a write Redis refused) fails the whole call.
 local function decide(name)
-    key = name
+    key, corrupt = name, false
     local ok, reply = pcall(decide_log)
-    if ok or type(reply) == 'table' then
+    if ok then
         return reply
+    end
+    if corrupt then
+        return not_state(key, 'sliding log')
     end
     error(reply)
 end
