@@ -58,8 +58,8 @@ end
 -- of the timeline when s, ns + P is past it (as `until` in process).
 local function expiry(s, ns)
     s, ns = add(s, ns, period_s, period_ns)
-    if less(END_S, END_NS, s, ns) then
-        return END_S, END_NS
+    if past_end(s, ns) then
+        return 18446744073, 709551615
     end
     return sub(s, ns, now_s, now_ns)
 end

@@ -17,61 +17,72 @@
 -- {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, each an integer,
 -- a duration at or above 2^53 as its decimal string.
 
-local E9 = 1000000000
--- 2^53: every integer below it is a double, exactly.
-local EXACT = 9007199254740992
--- 2^64 - 1, the largest u64, where every time saturates, in seconds and nanoseconds.
-local END_S, END_NS = 18446744073, 709551615
--- 2^64 - 257, the largest state a limiter stores (DESIGN §2; src/algorithm/mod.rs).
-local STATE_S, STATE_NS = 18446744073, 709551359
+-- The constants are literals in the functions below rather than named locals: a script's
+-- functions are built again on every call, and each outer local a function refers to
+-- costs about as much to capture as the arithmetic of a decision. They are 1e9 (the
+-- nanoseconds of a second); 2^53 = 9007199254740992 (every integer below it is a double,
+-- exactly); the largest u64, 2^64 - 1, where every time saturates: 18446744073 s and
+-- 709551615 ns, '18446744073709551615' as a reply field; the largest state a limiter
+-- stores, 2^64 - 257 (DESIGN §2; src/algorithm/mod.rs): 18446744073 s and 709551359 ns.
 
 -- Whether instant a is before instant b.
 local function less(a_s, a_ns, b_s, b_ns)
     return a_s < b_s or (a_s == b_s and a_ns < b_ns)
 end
 
+-- Whether the instant s, ns lies past the largest u64: no u64 time reaches it.
+local function past_end(s, ns)
+    return s > 18446744073 or (s == 18446744073 and ns > 709551615)
+end
+
+-- Whether the instant s, ns lies past the largest state.
+local function past_state(s, ns)
+    return s > 18446744073 or (s == 18446744073 and ns > 709551359)
+end
+
+-- Whether seconds and nanoseconds read back from a state name a u64 instant.
+local function is_instant(s, ns)
+    return ns < 1e9 and not past_end(s, ns)
+end
+
 -- a + b, which may lie past the end of the u64 timeline (the seconds of any sum of a u64
 -- and durations below 2^53 stay far below 2^53).
 local function add(a_s, a_ns, b_s, b_ns)
     local ns = a_ns + b_ns
-    if ns >= E9 then
-        return a_s + b_s + 1, ns - E9
+    if ns >= 1e9 then
+        return a_s + b_s + 1, ns - 1e9
     end
     return a_s + b_s, ns
 end
 
--- a - b, or 0 when b is later.
+-- a - b, or 0 when b is not before a.
 local function sub(a_s, a_ns, b_s, b_ns)
-    if not less(b_s, b_ns, a_s, a_ns) then
+    if b_s > a_s or (b_s == a_s and b_ns >= a_ns) then
         return 0, 0
     end
     local ns = a_ns - b_ns
     if ns < 0 then
-        return a_s - b_s - 1, ns + E9
+        return a_s - b_s - 1, ns + 1e9
     end
     return a_s - b_s, ns
 end
 
 -- The instant `d` nanoseconds after 0, for a duration below 2^53.
 local function split(d)
-    local ns = math.fmod(d, E9)
-    return (d - ns) / E9, ns
-end
-
--- Whether seconds and nanoseconds read back from a state name a u64 instant.
-local function is_instant(s, ns)
-    return ns < E9 and not less(END_S, END_NS, s, ns)
+    local ns = math.fmod(d, 1e9)
+    return (d - ns) / 1e9, ns
 end
 
 -- A duration as a reply field: the number itself below 2^53 (a product at or above 2^53
 -- rounds to at least 2^53, so the test is exact), else its decimal string, saturated at
 -- the largest u64.
 local function field(s, ns)
-    if s * E9 + ns < EXACT then
-        return s * E9 + ns
+    local d = s * 1e9 + ns
+    if d < 9007199254740992 then
+        return d
     end
-    if less(END_S, END_NS, s, ns) then
-        s, ns = END_S, END_NS
+    if past_end(s, ns) then
+        return '18446744073709551615'
     end
     return string.format('%d%09d', s, ns)
 end

@@ -35,7 +35,7 @@ end
 -- every value below c or q.
 local function muldiv(a, b, c)
     local product = a * b
-    if product < EXACT then
+    if product < 9007199254740992 then
         local r = math.fmod(product, c)
         return (product - r) / c, r
     end
@@ -62,12 +62,12 @@ local function modulo(s, ns)
     -- The periods people configure are whole seconds or divide one: then the seconds
     -- reduce alone, or drop out (a multiple of 1e9 is one of P), without muldiv's loop.
     if period_ns == 0 then
-        return math.fmod(s, period_s) * E9 + ns
+        return math.fmod(s, period_s) * 1e9 + ns
     end
-    if math.fmod(E9, period) == 0 then
+    if math.fmod(1e9, period) == 0 then
         return math.fmod(ns, period)
     end
-    local _, r = muldiv(E9, math.fmod(s, period), period)
+    local _, r = muldiv(1e9, math.fmod(s, period), period)
     return (add_mod(r, math.fmod(ns, period), period))
 end
 
@@ -131,8 +131,8 @@ end
 -- the end of the u64 timeline, where no now + d reaches it, the largest u64 ("never", as
 -- windows.rs `until`).
 local function until_field(s, ns)
-    if less(END_S, END_NS, s, ns) then
-        return field(END_S, END_NS)
+    if past_end(s, ns) then
+        return '18446744073709551615'
     end
     return field(sub(s, ns, now_s, now_ns))
 end
