@@ -3,8 +3,8 @@
 
 use std::ffi::c_char;
 
-use super::{boundary, rate_config, status_of, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK};
 use super::keyed::key_bytes;
+use super::{boundary, rate_config, status_of, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK};
 use crate::redis::{slot, Script};
 
 /// The most configuration arguments a script takes.
