@@ -357,6 +357,9 @@ class _Replying:
     def register_script(self, source: bytes) -> Any:
         return lambda keys, args: self.reply
 
+    def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
+        return self.reply
+
 
 def test_a_decoding_client(clients: Clients, redis_server: RedisServer) -> None:
     # decode_responses=True: the replies are str, the decisions the same.
