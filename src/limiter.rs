@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::policy::Policy;
 #[cfg(not(loom))]
 use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
-use crate::state::{owned, Owned};
+use crate::state::{owned, Owned, Refund};
 use crate::sync::AtomicU64;
 use crate::time::{self, ClockHint, Hinted, Monotonic, TimeSource};
 use std::path::Path;
@@ -240,6 +240,31 @@ impl Limiter {
     #[inline]
     pub fn reserve_at(&self, n: u64, now_ns: u64, max_wait_ns: u64) -> Result<Decision, Error> {
         self.decide(n, now_ns, Some(max_wait_ns))
+    }
+
+    /// The rule this limiter enforces, for a policy of several ([`crate::Policy`]).
+    pub(crate) fn rule(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Acquires `n` units (checked by the caller) at `now_ns`, with what giving them back
+    /// takes: see [`Refund`].
+    pub(crate) fn acquire_refundable_at(&self, n: u64, now_ns: u64) -> (Decision, Option<Refund>) {
+        owned(
+            self.policy
+                .acquire_refundable_at(self.state(), &Owned, now_ns, n),
+        )
+    }
+
+    /// The decision an acquire of `n` units (checked by the caller) at `now_ns` would make,
+    /// with nothing written.
+    pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
+        owned(self.policy.peek_at(self.state(), &Owned, now_ns, n))
+    }
+
+    /// Gives back an admission of this limiter's, if nothing moved its state on since.
+    pub(crate) fn refund(&self, refund: Refund) -> bool {
+        refund.apply(self.state())
     }
 
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.

@@ -3,7 +3,7 @@
 //! rule on the value it read; a denial or a query never writes.
 
 use super::cell::{decide_and_swap, Tenancy};
-use super::Stored;
+use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, FixedWindow, Gcra};
 use crate::decision::Decision;
 use crate::sync::{AtomicU64, Ordering};
@@ -61,6 +61,32 @@ impl<A: OneWord> Stored for A {
         decide_and_swap(&state[0], tenancy, |word| {
             let outcome = self.decide(&word, now, n);
             (outcome.decision, outcome.update)
+        })
+    }
+
+    fn acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
+        decide_and_swap(&state[0], tenancy, |word| {
+            let outcome = self.decide(&word, now, n);
+            let refund = outcome.update.map(|after| Refund::new(0, word, after));
+            ((outcome.decision, refund), outcome.update)
+        })
+    }
+
+    fn peek_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted> {
+        decide_and_swap(&state[0], tenancy, |word| {
+            (self.decide(&word, now, n).decision, None)
         })
     }
 

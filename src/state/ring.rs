@@ -47,7 +47,7 @@
 //! of 0 with tags of a former life would make every entry look overwritten).
 
 use super::cell::Tenancy;
-use super::Stored;
+use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Claim, LogRead, Rule, SlidingLog, MAX_STATE};
 use crate::decision::Decision;
 use crate::sync::{spin_wait, AtomicU64, Ordering};
@@ -107,6 +107,37 @@ impl Stored for SlidingLog {
             }
         }
         unreachable!("the attempts never run out")
+    }
+
+    /// The log gives nothing back: its claimed positions and their timestamps only grow,
+    /// and readers trust a slot by its tag (module docs), so a position given back and
+    /// claimed again would show the old timestamp as the new one's.
+    fn acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
+        Ok((self.acquire_at(state, tenancy, now, n)?, None))
+    }
+
+    /// As `acquire_at`'s reads, claiming nothing: the decision stands if no unit was
+    /// admitted while it read.
+    fn peek_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted> {
+        loop {
+            let ring = Ring::load(self, state, tenancy)?;
+            let decision = self.decide(&ring, now, n).decision;
+            if ring.unchanged() {
+                return Ok(decision);
+            }
+        }
     }
 
     /// The admission test reads one slot, and without a report no search for the oldest

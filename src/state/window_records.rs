@@ -34,7 +34,7 @@
 //! never holds a slot marker.
 
 use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
-use super::Stored;
+use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Counted, Counts, Rule, SlidingWindow};
 use crate::decision::Decision;
 use crate::sync::{AtomicU64, Ordering};
@@ -70,6 +70,48 @@ impl Stored for SlidingWindow {
                 self.try_decide(counts, now, n)
             };
             ((*counts, n == 0 || next.is_some()), next)
+        })?;
+        Ok(self.report(&counts, now, n, allowed))
+    }
+
+    /// The refund puts the current word back; a roll-over's record of the closed window
+    /// keeps the count it was given, which is that window's count again.
+    fn acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
+        let (counts, next) = swap(self, state, tenancy, |counts| {
+            let next = if n == 0 {
+                None
+            } else {
+                self.try_decide(counts, now, n)
+            };
+            ((*counts, next), next)
+        })?;
+        let refund = next.map(|next| {
+            let before = Counted {
+                index: counts.index,
+                count: counts.cur,
+            };
+            Refund::new(CURRENT, self.0.pack(before), self.0.pack(next))
+        });
+        let allowed = n == 0 || next.is_some();
+        Ok((self.report(&counts, now, n, allowed), refund))
+    }
+
+    fn peek_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted> {
+        let (counts, allowed) = swap(self, state, tenancy, |counts| {
+            let allowed = n == 0 || self.try_decide(counts, now, n).is_some();
+            ((*counts, allowed), None)
         })?;
         Ok(self.report(&counts, now, n, allowed))
     }
