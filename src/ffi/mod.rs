@@ -8,6 +8,7 @@
 mod keyed;
 mod limiter;
 mod misc;
+mod policy;
 mod redis;
 #[cfg(feature = "testing")]
 mod testing;
@@ -19,6 +20,7 @@ pub use explain::*;
 pub use keyed::*;
 pub use limiter::*;
 pub use misc::*;
+pub use policy::*;
 pub use redis::*;
 #[cfg(feature = "testing")]
 pub use testing::*;

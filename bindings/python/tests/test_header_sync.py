@@ -44,6 +44,9 @@ C_TYPES: dict[str, Any] = {
     "uint16_t *": POINTER(c_uint16),
     "struct rate_decision *": POINTER(_ffi.rate_decision),
     "struct rate_redis_script *": POINTER(_ffi.rate_redis_script),
+    "struct rate_policy *": c_void_p,
+    "struct rate_policy * *": POINTER(c_void_p),
+    "struct rate_policy_decision *": POINTER(_ffi.rate_policy_decision),
 }
 
 
