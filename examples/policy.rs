@@ -16,11 +16,8 @@ fn main() -> Result<(), rate::Error> {
     let d = api.acquire_at(1, 0)?;
     if !d.decision.allowed {
         // denied_by: Some(0), the per-second rule; the day still has 990 left.
-        println!(
-            "rule {:?}: retry in {} ms",
-            d.denied_by,
-            d.decision.retry_after_ns / 1_000_000
-        );
+        let wait_ms = d.decision.retry_after_ns / 1_000_000;
+        println!("rule {:?}: retry in {wait_ms} ms", d.denied_by);
     }
     assert_eq!(d.denied_by, Some(0));
     assert_eq!(d.rules()[1].remaining, 990);
