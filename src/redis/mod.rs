@@ -16,8 +16,11 @@
 //!
 //! The Rust client is split by job: `exchange.rs` is one request's conversation with
 //! Redis without its I/O (the script calls, `NOSCRIPT` and `CROSSSLOT`), `reply.rs` turns
-//! replies into decisions, and `client.rs` sends the calls over a blocking connection.
+//! replies into decisions, `client.rs` sends the calls over a blocking connection and
+//! `asynchronous.rs` (the `redis-async` cargo feature) over an async one.
 
+#[cfg(feature = "redis-async")]
+mod asynchronous;
 #[cfg(feature = "redis")]
 mod client;
 #[cfg(feature = "redis")]
