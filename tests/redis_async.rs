@@ -202,6 +202,7 @@ async fn the_servers_clock_decides() {
 
 /// A batch is one EVALSHA for every algorithm, once the script is loaded; a key holding a
 /// list fails alone, and the others decide as fresh keys of the in-process limiter do.
+/// Asked alone, the list key is an error too.
 #[tokio::test]
 async fn a_batch_is_one_script_call() {
     let Some((server, mut blocking)) = server() else {
@@ -246,6 +247,11 @@ async fn a_batch_is_one_script_call() {
                 assert_same(decision, fresh, &format!("{config:?}"));
             }
         }
+        // Alone, the list key is the call's error.
+        let alone = limiter
+            .acquire_at_async(&mut redis, b"list", 1, SECOND)
+            .await;
+        assert!(matches!(alone, Err(RedisError::Redis(_))), "{config:?}");
     }
 }
 
