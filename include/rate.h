@@ -61,6 +61,16 @@
 #define RATE_E_INCOMPATIBLE (0 - 8)
 
 /**
+ * The most rules a policy holds.
+ */
+#define RATE_POLICY_MAX_RULES 8
+
+/**
+ * `denied_by` of an admitted request: no rule denied it.
+ */
+#define RATE_POLICY_NO_RULE UINT32_MAX
+
+/**
  * The most configuration arguments a script takes.
  */
 #define RATE_REDIS_MAX_ARGS 4
@@ -102,6 +112,13 @@ typedef struct rate_keyed rate_keyed;
  * must not race with any other call on the same handle.
  */
 typedef struct rate_limiter rate_limiter;
+
+/**
+ * An opaque policy: up to `RATE_POLICY_MAX_RULES` rules over one subject. Safe to use
+ * from many threads at once; `rate_policy_free` must not race with any other call on the
+ * same handle.
+ */
+typedef struct rate_policy rate_policy;
 
 /**
  * The outcome of an acquire, reserve or query. Durations are nanoseconds from the
@@ -191,6 +208,32 @@ typedef struct rate_keyed_stats {
    */
   uint64_t table_full;
 } rate_keyed_stats;
+
+/**
+ * A policy's decision: the combined decision, which rule denied, and each rule's own.
+ */
+typedef struct rate_policy_decision {
+  /**
+   * Admitted iff every rule admitted. `limit` and `remaining` are the least over the
+   * rules, `retry_after_ns` and `reset_after_ns` the greatest, `wait_ns` 0.
+   */
+  struct rate_decision decision;
+  /**
+   * The index of the first rule, in the order given, that denied the request;
+   * RATE_POLICY_NO_RULE when admitted.
+   */
+  uint32_t denied_by;
+  /**
+   * How many entries of `rules` are used: the policy's rule count.
+   */
+  uint32_t rules_len;
+  /**
+   * Each rule's own decision, in the order given. Admitted: what each rule decided,
+   * units taken. Denied: what each rule would decide alone, with `remaining` and
+   * `reset_after_ns` of its state as it is, since nothing was taken.
+   */
+  struct rate_decision rules[RATE_POLICY_MAX_RULES];
+} rate_policy_decision;
 
 /**
  * A Redis script of librate and the arguments it takes: see `rate_redis_prepare`.
@@ -742,12 +785,91 @@ int32_t rate_limiter_reset(struct rate_limiter *limiter);
 uint64_t rate_now_ns(void);
 
 /**
+ * Acquires `n` units now (CLOCK_MONOTONIC, see `rate_now_ns`) from every rule, or from
+ * none. `n == 0` is a query: admitted, changes nothing. With `out` NULL only the outcome
+ * is computed.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `policy` NULL is RATE_E_NULL; `out` may be NULL.
+ *
+ * Returns RATE_OK (admitted), RATE_LIMITED (denied), RATE_E_NULL, or
+ * RATE_E_INSUFFICIENT_CAPACITY (`n` above a rule's limit; `out` untouched).
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `out` is NULL or points to a writable
+ * `rate_policy_decision`.
+ */
+int32_t rate_policy_acquire(struct rate_policy *policy,
+                            uint64_t n,
+                            struct rate_policy_decision *out);
+
+/**
+ * Acquires `n` units at `now_ns` (nanoseconds on the caller's timeline; use one timeline
+ * per policy) from every rule, or from none.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `policy` NULL is RATE_E_NULL; `out` may be NULL.
+ *
+ * Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, or RATE_E_INSUFFICIENT_CAPACITY.
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `out` is NULL or points to a writable
+ * `rate_policy_decision`.
+ */
+int32_t rate_policy_acquire_at(struct rate_policy *policy,
+                               uint64_t n,
+                               uint64_t now_ns,
+                               struct rate_policy_decision *out);
+
+/**
+ * Frees a policy made by `rate_policy_new`.
+ *
+ * Ownership: takes back the handle; it must not be used afterwards.
+ *
+ * Thread-safety: must not race with any other call on the same handle.
+ *
+ * NULL: a no-op.
+ *
+ * # Safety
+ * `policy` is NULL or a live handle from `rate_policy_new`, not used again afterwards.
+ */
+void rate_policy_free(struct rate_policy *policy);
+
+/**
+ * Creates a policy of the `rules_len` rules at `rules` (1 to RATE_POLICY_MAX_RULES, any
+ * mix of algorithms), each full at any time. A request is admitted iff every rule admits
+ * it, and a denied request takes nothing from any rule (see the README for what
+ * concurrent callers of one policy may observe).
+ *
+ * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
+ * release with `rate_policy_free`; on error `*out` is left untouched. `rules` is only
+ * read during the call.
+ *
+ * NULL: `rules` NULL with a non-zero `rules_len`, or `out` NULL, is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (no rule, more than
+ * RATE_POLICY_MAX_RULES, or a rule `rate_limiter_new` rejects).
+ *
+ * # Safety
+ * `rules` is NULL or points to `rules_len` readable `rate_config`s; `out` is NULL or
+ * points to a writable `rate_policy *`.
+ */
+int32_t rate_policy_new(const struct rate_config *rules,
+                        size_t rules_len,
+                        struct rate_policy **out);
+
+/**
  * The Lua script that decides `config`'s algorithm on Redis, with its arguments (DESIGN
- * §8). A client sends it with EVALSHA (loading it after NOSCRIPT) with one key, the
- * limited key's state, and the arguments `now` (a decimal u64, or "" for the server's
- * clock), `n`, `max_wait_ns` (0 but for a GCRA reserve), then `config_args`. The reply is
- * {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, integers or
- * decimal strings, every one a u64.
+ * §8). A client sends it with EVALSHA (loading it after NOSCRIPT) with the keys to decide
+ * (their states; on a Cluster, all of one hash slot: see `rate_redis_slot`) and the
+ * arguments `now` (a decimal u64, or "" for the server's clock), `n`, `max_wait_ns` (0
+ * but for a GCRA reserve), then `config_args`. Every key is decided at the one `now`. The
+ * reply for one key is its decision, {allowed, limit, remaining, retry_after_ns,
+ * reset_after_ns, wait_ns}, each an integer or a decimal string, every one a u64; for
+ * several keys it is the array of their decisions in the order of the keys, where a key
+ * holding something else is that key's error reply.
  *
  * Ownership: `out->source` is static; nothing is allocated.
  *
@@ -760,6 +882,20 @@ uint64_t rate_now_ns(void);
  * `config` is NULL or points to a readable `rate_config`; `out` is NULL or writable.
  */
 int32_t rate_redis_prepare(const struct rate_config *config, struct rate_redis_script *out);
+
+/**
+ * The Redis Cluster hash slot (0..16383) of the Redis key `key[0..key_len)`: CRC16 of its
+ * hash tag, or of the whole key without one, as every Cluster node computes it. A client
+ * groups a batch's keys by slot on a Cluster, one script call per slot.
+ *
+ * NULL: `key` NULL with a non-zero `key_len`, or `out` NULL, is RATE_E_NULL.
+ *
+ * Returns RATE_OK or RATE_E_NULL.
+ *
+ * # Safety
+ * `key` is NULL or points to `key_len` readable bytes; `out` is NULL or writable.
+ */
+int32_t rate_redis_slot(const uint8_t *key, size_t key_len, uint16_t *out);
 
 /**
  * A static, NUL-terminated English description of a status code; never NULL, never to be

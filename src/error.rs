@@ -24,6 +24,8 @@ pub enum ConfigError {
     /// interval`, a window's period) reaches 2⁵³ ns (104 days), past what Redis's Lua,
     /// whose numbers are doubles, decides exactly.
     NotExactOnRedis,
+    /// Policies: no rule, or more than [`MAX_RULES`](crate::MAX_RULES).
+    PolicyRules,
 }
 
 impl ConfigError {
@@ -42,6 +44,7 @@ impl ConfigError {
             Self::NotExactOnRedis => {
                 "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns"
             }
+            Self::PolicyRules => "a policy has 1 to 8 rules",
         }
     }
 }

@@ -90,6 +90,7 @@ mod keyed;
 mod limiter;
 mod policy;
 pub mod redis;
+mod rules;
 #[cfg(not(loom))]
 mod shared;
 mod state;
@@ -104,4 +105,5 @@ pub use error::{ConfigError, Error};
 pub use keyed::crashes;
 pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
 pub use limiter::Limiter;
+pub use rules::{Policy, PolicyDecision, MAX_RULES};
 pub use time::now_ns;

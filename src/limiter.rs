@@ -6,9 +6,9 @@ use crate::error::Error;
 use crate::policy::Policy;
 #[cfg(not(loom))]
 use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
-use crate::state::{owned, Owned};
+use crate::state::{owned, Owned, Refund};
 use crate::sync::AtomicU64;
-use crate::time::{self, ClockHint, Hinted, Monotonic, TimeSource};
+use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::path::Path;
 use std::ptr::NonNull;
 
@@ -271,6 +271,59 @@ impl Limiter {
     /// ```
     pub fn reset(&self) {
         self.policy.reset(self.state());
+    }
+
+    /// The rule this limiter enforces, for a policy of several ([`crate::Policy`]).
+    #[inline]
+    pub(crate) fn rule(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Acquires `n` units (checked by the caller) at `now_ns`, with what giving them back
+    /// takes: see [`Refund`].
+    #[inline]
+    pub(crate) fn acquire_refundable_at(&self, n: u64, now_ns: u64) -> (Decision, Option<Refund>) {
+        owned(
+            self.policy
+                .acquire_refundable_at(self.state(), &Owned, now_ns, n),
+        )
+    }
+
+    /// [`acquire_refundable_at`](Self::acquire_refundable_at) without the report, for
+    /// `1 ≤ n` units.
+    #[inline]
+    pub(crate) fn try_acquire_refundable_at(&self, n: u64, now_ns: u64) -> (bool, Option<Refund>) {
+        owned(
+            self.policy
+                .try_acquire_refundable_at(self.state(), &Owned, now_ns, n),
+        )
+    }
+
+    /// [`try_acquire_refundable_at`](Self::try_acquire_refundable_at) for every instant
+    /// within `bounds` at once: `None` (nothing written) when the instants disagree.
+    #[inline]
+    pub(crate) fn settle_refundable(
+        &self,
+        n: u64,
+        bounds: Bounds,
+    ) -> Option<(bool, Option<Refund>)> {
+        owned(
+            self.policy
+                .settle_refundable(self.state(), &Owned, bounds, n),
+        )
+    }
+
+    /// The decision an acquire of `n` units (checked by the caller) at `now_ns` would make,
+    /// with nothing written.
+    #[inline]
+    pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
+        owned(self.policy.peek_at(self.state(), &Owned, now_ns, n))
+    }
+
+    /// Gives back an admission of this limiter's, if nothing moved its state on since.
+    #[inline]
+    pub(crate) fn refund(&self, refund: Refund) -> bool {
+        refund.apply(self.state())
     }
 
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.

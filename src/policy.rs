@@ -8,9 +8,9 @@ use crate::config::Algorithm;
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::state::{is_marker, reserve_at, Stored, Tenancy};
+use crate::state::{is_marker, reserve_at, Refund, Stored, Tenancy};
 use crate::sync::{AtomicU64, Ordering};
-use crate::time::TimeSource;
+use crate::time::{Bounds, TimeSource};
 
 /// A validated algorithm with its parameters.
 #[derive(Clone, Copy, Debug)]
@@ -96,6 +96,68 @@ impl Policy {
             Self::Gcra(gcra) => reserve_at(gcra, state, tenancy, now_ns, n, max_wait_ns),
             _ => dispatch!(self, algorithm => algorithm.acquire_at(state, tenancy, now_ns, n)),
         }
+    }
+
+    /// [`acquire_at`](Self::acquire_at) without a wait, with what giving the units back
+    /// takes (`None` for a denial, a query, or the sliding log, which cannot give back).
+    #[inline]
+    pub(crate) fn acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
+        debug_assert!(self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.acquire_refundable_at(state, tenancy, now_ns, n))
+    }
+
+    /// [`try_acquire_at`](Self::try_acquire_at), with what giving the units back takes.
+    #[inline]
+    pub(crate) fn try_acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+    ) -> Result<(bool, Option<Refund>), T::Evicted> {
+        debug_assert!(n >= 1 && self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.try_acquire_refundable_at(state, tenancy, now_ns, n))
+    }
+
+    /// Acquires `1 ≤ n` units for every instant within `bounds` at once, with what giving
+    /// them back takes: `None` (nothing written) when the instants disagree.
+    #[inline(always)]
+    pub(crate) fn settle_refundable<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
+        debug_assert!(n >= 1 && self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.settle_refundable(state, tenancy, bounds, n))
+    }
+
+    /// The decision an acquire of `n` units at `now_ns` would make, with nothing written.
+    #[inline]
+    pub(crate) fn peek_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted> {
+        debug_assert!(self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.peek_at(state, tenancy, now_ns, n))
+    }
+
+    /// Whether an admission can be given back ([`acquire_refundable_at`]): all but the
+    /// sliding log's.
+    ///
+    /// [`acquire_refundable_at`]: Self::acquire_refundable_at
+    pub(crate) fn gives_back(&self) -> bool {
+        !matches!(self, Self::SlidingLog(_))
     }
 
     /// Acquires `n` units now, by `time`, reporting only whether they were admitted: on

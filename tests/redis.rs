@@ -197,6 +197,61 @@ fn a_batch_decides_as_single_calls() {
     ));
 }
 
+/// A batch is one script call for every algorithm, the list key among its keys failing
+/// alone, and the others admitted as fresh keys are.
+#[test]
+fn a_batch_is_one_script_call() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    for (index, config) in [
+        Config::gcra(3, SECOND),
+        Config::fixed_window(3, SECOND),
+        Config::sliding_window(3, SECOND),
+        Config::sliding_log(3, SECOND),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let limiter = RedisLimiter::new(config, format!("one-call:{index}:")).unwrap();
+        redis::cmd("RPUSH")
+            .arg(limiter.redis_key(b"list"))
+            .arg("x")
+            .query::<()>(&mut redis)
+            .unwrap();
+        // Loads the script, so the count below is the batch's alone.
+        limiter.acquire_at(&mut redis, b"a", 0, SECOND).unwrap();
+        redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query::<()>(&mut redis)
+            .unwrap();
+        let keys: [&[u8]; 5] = [b"a", b"b", b"list", b"c", b"d"];
+        let decisions = limiter
+            .acquire_batch_at(&mut redis, &keys, 2, SECOND)
+            .unwrap();
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut redis)
+            .unwrap();
+        assert!(
+            stats.contains("cmdstat_evalsha:calls=1,"),
+            "{config:?}: {stats}"
+        );
+        for (key, decision) in keys.iter().zip(decisions) {
+            if *key == b"list" {
+                assert!(matches!(decision, Err(RedisError::Redis(_))), "{config:?}");
+            } else {
+                let decision = decision.unwrap();
+                assert_eq!(
+                    (decision.allowed, decision.remaining),
+                    (true, 1),
+                    "{config:?}"
+                );
+            }
+        }
+    }
+}
+
 /// A Redis that dies mid-run: calls fail (never admit) while it is down; once it is back
 /// (empty, its scripts gone), a new connection decides again, the script loaded anew.
 #[test]

@@ -7,33 +7,8 @@ mod common;
 
 use common::redis_server::RedisCluster;
 use common::SECOND;
-use rate::redis::RedisLimiter;
+use rate::redis::{slot, RedisLimiter};
 use rate::{Config, Limiter};
-
-/// The Cluster slot of a Redis key: CRC16 (XMODEM) of its hash tag, or of the whole key
-/// without one, modulo 16384 (the Cluster specification).
-fn slot(key: &[u8]) -> u16 {
-    let tagged = key
-        .iter()
-        .position(|&b| b == b'{')
-        .and_then(|open| {
-            let close = key[open + 1..].iter().position(|&b| b == b'}')?;
-            (close > 0).then(|| &key[open + 1..open + 1 + close])
-        })
-        .unwrap_or(key);
-    let mut crc: u16 = 0;
-    for &byte in tagged {
-        crc ^= u16::from(byte) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                crc << 1 ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc % 16384
-}
 
 /// 40 keys over three masters: each decides exactly as an in-process limiter of its own,
 /// and the Redis keys of one user under two prefixes share a slot (their hash tag).
@@ -80,4 +55,88 @@ fn keys_across_the_masters_decide_as_in_process() {
     }
     // 40 keys land on every third of the slot range, so every master decided some.
     assert_eq!(slots.len(), 3);
+}
+
+/// `slot` agrees with the Cluster's own CLUSTER KEYSLOT on keys with and without hash
+/// tags, empty and nested ones, and random bytes.
+#[test]
+fn slots_are_the_clusters() {
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
+    let mut redis = client.get_connection().unwrap();
+    let mut keys: Vec<Vec<u8>> = [
+        &b""[..],
+        b"123456789",
+        b"{user1000}.following",
+        b"foo{}{bar}",
+        b"foo{{bar}}zap",
+        b"foo{bar}{zap}",
+        b"{",
+        b"}{",
+        b"a{b",
+    ]
+    .iter()
+    .map(|key| key.to_vec())
+    .collect();
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    for length in 0..200 {
+        keys.push(
+            (0..length % 24)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    // Braces often, so tags of every shape turn up.
+                    [b'{', b'}', b'x', (state >> 32) as u8][(state % 4) as usize]
+                })
+                .collect(),
+        );
+    }
+    for key in keys {
+        let want: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(&key)
+            .query(&mut redis)
+            .unwrap();
+        assert_eq!(slot(&key), want, "{key:?}");
+    }
+}
+
+/// A batch of 30 keys spread over the three masters: the nodes refuse one script call
+/// across slots, so the client decides them slot by slot, and every key decides as an
+/// in-process limiter of its own.
+#[test]
+fn batches_across_the_masters_decide_as_in_process() {
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
+    let mut redis = client.get_connection().unwrap();
+    let config = Config::gcra(2, SECOND);
+    let limiter = RedisLimiter::new(&config, "cluster:batch:").unwrap();
+    let names: Vec<String> = (0..30).map(|user| format!("user-{user}")).collect();
+    let keys: Vec<&[u8]> = names.iter().map(|name| name.as_bytes()).collect();
+    let masters: std::collections::HashSet<u16> = keys
+        .iter()
+        .map(|key| slot(&limiter.redis_key(key)) * 3 / 16384)
+        .collect();
+    assert_eq!(masters.len(), 3);
+    let locals: Vec<Limiter> = keys
+        .iter()
+        .map(|_| Limiter::new(&config).unwrap())
+        .collect();
+    for step in 0..5u64 {
+        let now = 1_000 * SECOND + step * SECOND / 3;
+        let got = limiter.acquire_batch_at(&mut redis, &keys, 1, now).unwrap();
+        assert_eq!(got.len(), keys.len());
+        for ((name, local), got) in names.iter().zip(&locals).zip(got) {
+            assert_eq!(
+                got.unwrap(),
+                local.acquire_at(1, now).unwrap(),
+                "{name} step {step}"
+            );
+        }
+    }
 }

@@ -30,7 +30,7 @@ fn fixed_window_doc_example() {
     // Back to 0:50, an older window: decided at 1:00, the start of the latest one.
     assert_eq!(at(50), (true, 0, 0, 70));
     assert_eq!(at(50), (false, 0, 70, 70));
-    assert_eq!(stored(&mut redis, &limiter), "60000000000 2");
+    assert_eq!(stored(&mut redis, &limiter), window_state(60, 0, &[2]));
 }
 
 /// The sliding window counter's doc example (src/algorithm/sliding_window.rs) on Redis:
@@ -57,7 +57,7 @@ fn sliding_window_doc_example() {
     assert_eq!(at(4, 75), (false, 3, 5, 45));
     // 3 fit; with 3 counted in window 1, both counts are 0 at 3:00.
     assert_eq!(at(3, 75), (true, 0, 0, 105));
-    assert_eq!(stored(&mut redis, &limiter), "60000000000 3 9");
+    assert_eq!(stored(&mut redis, &limiter), window_state(60, 0, &[3, 9]));
 }
 
 /// A decision of the doc examples, with limit `limit` and no wait: (allowed, remaining,
@@ -76,11 +76,22 @@ fn in_seconds(limit: u64, decision: Result<Decision, RedisError>) -> (bool, u64,
 }
 
 /// The state Redis holds for `k`.
-fn stored(redis: &mut redis::Connection, limiter: &RedisLimiter) -> String {
+fn stored(redis: &mut redis::Connection, limiter: &RedisLimiter) -> Vec<u8> {
     redis::cmd("GET")
         .arg(limiter.redis_key(b"k"))
         .query(redis)
         .unwrap()
+}
+
+/// A window state as the README describes it: the window's start as seconds (5 bytes)
+/// and nanoseconds (4), then each count (7 bytes), big-endian.
+fn window_state(seconds: u64, nanoseconds: u32, counts: &[u64]) -> Vec<u8> {
+    let mut state = seconds.to_be_bytes()[3..].to_vec();
+    state.extend_from_slice(&nanoseconds.to_be_bytes());
+    for count in counts {
+        state.extend_from_slice(&count.to_be_bytes()[1..]);
+    }
+    state
 }
 
 /// Random fixed window and sliding window configurations over the whole range the Redis
@@ -219,10 +230,10 @@ fn window_keys_expire_when_fresh() {
     }
 }
 
-/// A window key holding anything its script does not write (another algorithm's state,
-/// text, a start that is no window's or lies past the timeline, no count, a count above
-/// the limit, digits past what a double holds exactly) is an error naming the key, and
-/// is left as it was; a key of another type is Redis's own error.
+/// A key holding anything its script does not write (another algorithm's state, text, a
+/// start that is no window's or lies past the timeline, nanoseconds past a second, no
+/// count, a count above the limit, a byte too many) is an error naming the key, and is
+/// left as it was; a key of another type is Redis's own error.
 #[test]
 fn window_state_of_another_shape_is_an_error() {
     let Some((_server, mut redis)) = server() else {
@@ -233,55 +244,60 @@ fn window_state_of_another_shape_is_an_error() {
     let sliding = RedisLimiter::new(&Config::sliding_window(2, minute), "sliding:").unwrap();
     let gcra = RedisLimiter::new(&Config::gcra(2, minute), "gcra:").unwrap();
     // Text, for every algorithm.
-    let text = [
-        "",
-        "12ab",
-        " 60000000000 1",
-        "60000000000  1",
-        "60000000000 -1 0",
-    ];
-    let cases = [
+    let text: [&[u8]; 4] = [b"", b"12ab", b"60000000000 1", b"60000000000 1 0"];
+    // 2^64 ns is 18446744073 s and 709551616 ns: no u64 instant.
+    let past_end = window_state(18_446_744_073, 709_551_616, &[]);
+    let gcra_state = window_state(60, 0, &[]);
+    let cases: [(&RedisLimiter, &str, Vec<Vec<u8>>); 3] = [
         (
             &fixed,
             "fixed window",
             vec![
-                "5",               // a GCRA TAT
-                "60000000000 1 0", // a sliding window's
-                "60000000001 1",   // no window's start
-                "60000000000 0",   // nothing counted
-                "60000000000 3",   // more than L
-                "60000000000 1.0",
-                "60000000000 00000000000000001",
-                "18446744100000000000 1", // the first window past the timeline
-                "060000000000000000000 1",
+                gcra_state.clone(),
+                window_state(60, 0, &[1, 0]), // a sliding window's
+                window_state(60, 1, &[1]),    // no window's start
+                window_state(59, 1_000_000_000, &[1]), // nanoseconds past a second
+                window_state(60, 0, &[0]),    // nothing counted
+                window_state(60, 0, &[3]),    // more than L
+                window_state(18_446_744_100, 0, &[1]), // the first window past the timeline
+                [&past_end[..], &[0, 0, 0, 0, 0, 0, 1]].concat(),
+                [&window_state(60, 0, &[1])[..], &[0]].concat(), // a byte too many
             ],
         ),
         (
             &sliding,
             "sliding window",
             vec![
-                "5",
-                "60000000000 1", // a fixed window's
-                "60000000000 1 0 0",
-                "60000000001 1 0",
-                "60000000000 0 0",
-                "60000000000 3 0",
-                "60000000000 1 3", // a previous count above L
-                "60000000000 1 00000000000000001",
-                "18446744100000000000 1 0",
+                gcra_state.clone(),
+                window_state(60, 0, &[1]), // a fixed window's
+                window_state(60, 0, &[1, 0, 0]),
+                window_state(60, 1, &[1, 0]),
+                window_state(60, 0, &[0, 0]),
+                window_state(60, 0, &[3, 0]),
+                window_state(60, 0, &[1, 3]), // a previous count above L
+                window_state(18_446_744_100, 0, &[1, 0]),
             ],
         ),
-        (&gcra, "GCRA", vec!["60000000000 1", "60000000000 1 0"]),
+        (
+            &gcra,
+            "GCRA",
+            vec![
+                window_state(60, 0, &[1]),
+                window_state(60, 0, &[1, 0]),
+                window_state(59, 1_000_000_000, &[]),
+                past_end,
+            ],
+        ),
     ];
     for (limiter, name, wrong) in cases {
         // The script reads back what it wrote.
         assert!(limiter.acquire_at(&mut redis, b"own", 1, minute).is_ok());
         assert!(limiter.acquire_at(&mut redis, b"own", 1, minute).is_ok());
-        for value in text.into_iter().chain(wrong) {
+        for value in text.iter().map(|text| text.to_vec()).chain(wrong) {
             let key = limiter.redis_key(b"k");
             redis::cmd("SET")
                 .arg(&key)
-                .arg(value)
+                .arg(&value)
                 .query::<()>(&mut redis)
                 .unwrap();
             let error = limiter.acquire_at(&mut redis, b"k", 1, minute).unwrap_err();
@@ -292,7 +308,7 @@ fn window_state_of_another_shape_is_an_error() {
                     && message.contains(&format!("holds no {name} state")),
                 "{name} {value:?}: {error}"
             );
-            let kept: String = redis::cmd("GET").arg(&key).query(&mut redis).unwrap();
+            let kept: Vec<u8> = redis::cmd("GET").arg(&key).query(&mut redis).unwrap();
             assert_eq!(kept, value);
         }
     }

@@ -4,6 +4,8 @@ package librate
 #include "rate.h"
 #cgo noescape rate_redis_prepare
 #cgo nocallback rate_redis_prepare
+#cgo noescape rate_redis_slot
+#cgo nocallback rate_redis_slot
 */
 import "C"
 
@@ -18,10 +20,13 @@ import (
 // what a client over another Redis library sends to get the same decisions. The scripts
 // are librate's own, the same bytes for every language.
 //
-// A script takes one key, the limited key's state, and the arguments now (a decimal
-// uint64 of nanoseconds, or "" for the server's clock), n, maxWait (nanoseconds; 0 but
-// for a GCRA reserve), then ConfigArgs in order. It replies {allowed, limit, remaining,
-// retry_after_ns, reset_after_ns, wait_ns}, integers or decimal strings, each a uint64.
+// A script takes the keys to decide (their states; on a Redis Cluster, all in one hash
+// slot: see RedisSlot) and the arguments now (a decimal uint64 of nanoseconds, or "" for
+// the server's clock), n, maxWait (nanoseconds; 0 but for a GCRA reserve), then
+// ConfigArgs in order, and decides every key at the one now. For one key it replies its
+// decision, {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns},
+// integers or decimal strings, each a uint64; for several, the array of their decisions
+// in the order of the keys, where a key holding something else is that key's error.
 // Check a request before sending it: an n above Limit is ErrInsufficientCapacity, and
 // only GCRA has a reserve.
 type RedisScript struct {
@@ -84,4 +89,15 @@ func limiterAt(l *Limiter, n int, nowNs, maxWaitNs uint64, reserve bool) (Decisi
 	}
 	runtime.KeepAlive(l)
 	return result(status, &out)
+}
+
+// RedisSlot is the Redis Cluster hash slot (0 to 16383) of the Redis key redisKey: CRC16
+// of its hash tag, or of the whole key without one, as every Cluster node computes it.
+func RedisSlot(redisKey string) uint16 {
+	var slot C.uint16_t
+	key := stringKey(redisKey)
+	// Cannot fail: the key is never NULL with a non-zero length, and out is non-NULL.
+	C.rate_redis_slot(key.ptr, key.len, &slot)
+	runtime.KeepAlive(redisKey)
+	return uint16(slot)
 }

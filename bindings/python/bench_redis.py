@@ -16,7 +16,7 @@ Each librate algorithm is paired with the closest ``limits`` strategy:
 Shapes: one connection (one thread, a ``redis.Redis`` on a pool of ``max_connections=1``)
 and a pool of 8 (8 threads sharing a ``redis.Redis`` with ``max_connections=8``); one key
 a call, the calls going round 1,000 keys, or 100 keys a call: librate's
-``acquire_batch`` (one pipeline of 100 script calls), against 100 ``hit``s of ``limits``
+``acquire_batch`` (one script call for 100 keys), against 100 ``hit``s of ``limits``
 in turn (``limits`` has no batch call and its ``hit`` cannot join a pipeline: it reads
 its reply before returning). Concurrent calls take the next key (or 100 keys) in turn, so
 they decide different keys. A ``PING`` per call is the floor under any single call.

@@ -9,6 +9,7 @@ mod batch;
 mod keyed;
 mod limiter;
 mod misc;
+mod policy;
 mod redis;
 #[cfg(feature = "testing")]
 mod testing;
@@ -21,6 +22,7 @@ pub use explain::*;
 pub use keyed::*;
 pub use limiter::*;
 pub use misc::*;
+pub use policy::*;
 pub use redis::*;
 #[cfg(feature = "testing")]
 pub use testing::*;

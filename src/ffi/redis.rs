@@ -3,8 +3,9 @@
 
 use std::ffi::c_char;
 
+use super::keyed::key_bytes;
 use super::{boundary, rate_config, status_of, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK};
-use crate::redis::Script;
+use crate::redis::{slot, Script};
 
 /// The most configuration arguments a script takes.
 pub const RATE_REDIS_MAX_ARGS: usize = 4;
@@ -25,11 +26,14 @@ pub struct rate_redis_script {
 }
 
 /// The Lua script that decides `config`'s algorithm on Redis, with its arguments (DESIGN
-/// §8). A client sends it with EVALSHA (loading it after NOSCRIPT) with one key, the
-/// limited key's state, and the arguments `now` (a decimal u64, or "" for the server's
-/// clock), `n`, `max_wait_ns` (0 but for a GCRA reserve), then `config_args`. The reply is
-/// {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, integers or
-/// decimal strings, every one a u64.
+/// §8). A client sends it with EVALSHA (loading it after NOSCRIPT) with the keys to decide
+/// (their states; on a Cluster, all of one hash slot: see `rate_redis_slot`) and the
+/// arguments `now` (a decimal u64, or "" for the server's clock), `n`, `max_wait_ns` (0
+/// but for a GCRA reserve), then `config_args`. Every key is decided at the one `now`. The
+/// reply for one key is its decision, {allowed, limit, remaining, retry_after_ns,
+/// reset_after_ns, wait_ns}, each an integer or a decimal string, every one a u64; for
+/// several keys it is the array of their decisions in the order of the keys, where a key
+/// holding something else is that key's error reply.
 ///
 /// Ownership: `out->source` is static; nothing is allocated.
 ///
@@ -69,5 +73,31 @@ pub unsafe extern "C" fn rate_redis_prepare(
             }
             Err(error) => status_of(error),
         }
+    })
+}
+
+/// The Redis Cluster hash slot (0..16383) of the Redis key `key[0..key_len)`: CRC16 of its
+/// hash tag, or of the whole key without one, as every Cluster node computes it. A client
+/// groups a batch's keys by slot on a Cluster, one script call per slot.
+///
+/// NULL: `key` NULL with a non-zero `key_len`, or `out` NULL, is RATE_E_NULL.
+///
+/// Returns RATE_OK or RATE_E_NULL.
+///
+/// # Safety
+/// `key` is NULL or points to `key_len` readable bytes; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn rate_redis_slot(key: *const u8, key_len: usize, out: *mut u16) -> i32 {
+    boundary(|| {
+        // SAFETY: per this function's contract.
+        let Some(key) = (unsafe { key_bytes(key, key_len) }) else {
+            return RATE_E_NULL;
+        };
+        if out.is_null() {
+            return RATE_E_NULL;
+        }
+        // SAFETY: `out` is non-NULL and the caller promised it is writable.
+        unsafe { out.write(slot(key)) };
+        RATE_OK
     })
 }

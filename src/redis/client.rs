@@ -1,56 +1,10 @@
 //! [`RedisLimiter`]: the Redis tier through the `redis` crate (the `redis` cargo feature).
 
-use std::fmt;
-
-use super::Script;
+use super::exchange::{only, Call, Decisions, Exchange, Request};
+use super::{RedisError, Script};
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::Error;
-
-/// Why a call to Redis gave no decision.
-#[derive(Debug)]
-pub enum RedisError {
-    /// The request or configuration was refused before reaching Redis, as the in-process
-    /// limiter refuses it.
-    Rate(Error),
-    /// Redis could not be reached or answered an error (a timeout, a refused connection,
-    /// OOM, READONLY, a key holding something else).
-    Redis(redis::RedisError),
-    /// Redis answered something the script never returns.
-    Reply(String),
-}
-
-impl From<Error> for RedisError {
-    fn from(error: Error) -> Self {
-        Self::Rate(error)
-    }
-}
-
-impl From<redis::RedisError> for RedisError {
-    fn from(error: redis::RedisError) -> Self {
-        Self::Redis(error)
-    }
-}
-
-impl fmt::Display for RedisError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Rate(error) => error.fmt(f),
-            Self::Redis(error) => write!(f, "redis: {error}"),
-            Self::Reply(reply) => write!(f, "redis: unexpected reply {reply}"),
-        }
-    }
-}
-
-impl std::error::Error for RedisError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Rate(error) => Some(error),
-            Self::Redis(error) => Some(error),
-            Self::Reply(_) => None,
-        }
-    }
-}
 
 /// A limit of one configuration for every key under a prefix, kept in Redis.
 ///
@@ -120,7 +74,7 @@ impl RedisLimiter {
         key: &[u8],
         n: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, None, None)
+        only(run(connection, self.single(key, n, None, None)?)?)
     }
 
     /// [`acquire`](Self::acquire) at `now_ns` on the caller's timeline instead of the
@@ -135,7 +89,7 @@ impl RedisLimiter {
         n: u64,
         now_ns: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, Some(now_ns), None)
+        only(run(connection, self.single(key, n, Some(now_ns), None)?)?)
     }
 
     /// GCRA's queue (DESIGN §4): admits `n` units if the caller will wait at most
@@ -151,7 +105,10 @@ impl RedisLimiter {
         n: u64,
         max_wait_ns: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, None, Some(max_wait_ns))
+        only(run(
+            connection,
+            self.single(key, n, None, Some(max_wait_ns))?,
+        )?)
     }
 
     /// [`reserve`](Self::reserve) at `now_ns` (the arguments in the order of
@@ -167,24 +124,29 @@ impl RedisLimiter {
         now_ns: u64,
         max_wait_ns: u64,
     ) -> Result<Decision, RedisError> {
-        self.decide(connection, key, n, Some(now_ns), Some(max_wait_ns))
+        let exchange = self.single(key, n, Some(now_ns), Some(max_wait_ns))?;
+        only(run(connection, exchange)?)
     }
 
-    /// Decides `n` units for each of `keys` now, in one round trip (a pipeline of one
-    /// script call per key): the decision or error of each key, in order. Each key is
-    /// decided as [`acquire`](Self::acquire) decides it, at the server's time of its call.
+    /// Decides `n` units for each of `keys` now, in one round trip and one script call:
+    /// the decision or error of each key, in order. Each key is decided as
+    /// [`acquire`](Self::acquire) decides it, all at one server time. On a Cluster, whose
+    /// nodes refuse a call naming keys of several hash slots (`CROSSSLOT`), the keys are
+    /// then sent as one script call per slot, a round trip each (the Python and Go
+    /// clients pipeline those on their Cluster clients).
     ///
     /// # Errors
     /// The outer error when no reply came at all (Redis unreachable, past the timeout) or
     /// the request is refused for every key ([`Error::InsufficientCapacity`]); a key whose
-    /// script failed (its Redis key holds something else) has its own error.
+    /// Redis key holds something else has its own error; an error for a whole script call
+    /// (OOM, READONLY, where the script writes nothing) is each of its keys' error.
     pub fn acquire_batch(
         &self,
         connection: &mut impl redis::ConnectionLike,
         keys: &[&[u8]],
         n: u64,
     ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
-        self.decide_batch(connection, keys, n, None)
+        run(connection, self.batch(keys, n, None)?)
     }
 
     /// [`acquire_batch`](Self::acquire_batch) at `now_ns`.
@@ -198,95 +160,61 @@ impl RedisLimiter {
         n: u64,
         now_ns: u64,
     ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
-        self.decide_batch(connection, keys, n, Some(now_ns))
+        run(connection, self.batch(keys, n, Some(now_ns))?)
     }
 
-    fn decide_batch(
+    /// A single decision's exchange, once `n` (and a reserve) pass the checks the
+    /// in-process limiter makes.
+    pub(super) fn single(
         &self,
-        connection: &mut impl redis::ConnectionLike,
-        keys: &[&[u8]],
-        n: u64,
-        now_ns: Option<u64>,
-    ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
-        self.plan.check(n, None)?;
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut pipeline = redis::pipe();
-        for key in keys {
-            pipeline
-                .cmd("EVALSHA")
-                .arg(self.script.get_hash())
-                .arg(1)
-                .arg(self.redis_key(key))
-                .arg(now_ns.map_or_else(String::new, |now| now.to_string()))
-                .arg(n)
-                .arg(0)
-                .arg(&self.plan.config_args);
-        }
-        let packed = pipeline.get_packed_pipeline();
-        let mut replies = connection.req_packed_commands(&packed, 0, keys.len())?;
-        if replies.iter().any(is_no_script) {
-            // Redis restarted or flushed its scripts: load the script, then send again
-            // (a call that failed with NOSCRIPT did nothing).
-            self.script.prepare_invoke().load(connection)?;
-            replies = connection.req_packed_commands(&packed, 0, keys.len())?;
-        }
-        Ok(replies.into_iter().map(reply_decision).collect())
-    }
-
-    fn decide(
-        &self,
-        connection: &mut impl redis::ConnectionLike,
         key: &[u8],
         n: u64,
         now_ns: Option<u64>,
         max_wait_ns: Option<u64>,
-    ) -> Result<Decision, RedisError> {
+    ) -> Result<Exchange<'_>, Error> {
         // A reserve is one even with no wait: unsupported by the windows, as in process.
         self.plan.check(n, max_wait_ns)?;
-        let mut invocation = self.script.key(self.redis_key(key));
-        invocation
-            .arg(now_ns.map_or_else(String::new, |now| now.to_string()))
-            .arg(n)
-            .arg(max_wait_ns.unwrap_or(0))
-            .arg(&self.plan.config_args);
-        let reply: Vec<redis::Value> = invocation.invoke(connection)?;
-        decision_of(&reply)
+        let request = self.request(n, now_ns, max_wait_ns.unwrap_or(0));
+        Ok(Exchange::single(request, self.redis_key(key)))
+    }
+
+    /// A batch's exchange, once `n` passes the checks the in-process limiter makes.
+    pub(super) fn batch(
+        &self,
+        keys: &[&[u8]],
+        n: u64,
+        now_ns: Option<u64>,
+    ) -> Result<Exchange<'_>, Error> {
+        self.plan.check(n, None)?;
+        let redis_keys = keys.iter().map(|key| self.redis_key(key)).collect();
+        Ok(Exchange::batch(self.request(n, now_ns, 0), redis_keys))
+    }
+
+    fn request(&self, n: u64, now_ns: Option<u64>, max_wait_ns: u64) -> Request<'_> {
+        Request {
+            sha: self.script.get_hash(),
+            source: self.plan.source(),
+            config_args: &self.plan.config_args,
+            now_ns,
+            n,
+            max_wait_ns,
+        }
     }
 }
 
-fn is_no_script(reply: &redis::Value) -> bool {
-    matches!(reply, redis::Value::ServerError(error) if error.code() == "NOSCRIPT")
-}
-
-/// One script call's reply in a pipeline: a decision, or the error Redis answered.
-fn reply_decision(reply: redis::Value) -> Result<Decision, RedisError> {
-    match reply {
-        redis::Value::Array(fields) => decision_of(&fields),
-        redis::Value::ServerError(error) => Err(RedisError::Redis(error.into())),
-        other => Err(RedisError::Reply(format!("{other:?}"))),
+/// Runs `exchange` over a blocking connection.
+fn run(
+    connection: &mut impl redis::ConnectionLike,
+    mut exchange: Exchange<'_>,
+) -> Result<Decisions, RedisError> {
+    while let Some(call) = exchange.next() {
+        let replies = match call {
+            Call::Command(command) => connection.req_command(command).map(|reply| vec![reply]),
+            Call::Pipeline(pipeline) => {
+                connection.req_packed_commands(&pipeline.get_packed_pipeline(), 0, 1)
+            }
+        };
+        exchange.answer(replies);
     }
-}
-
-/// The decision a script returned: `{allowed, limit, remaining, retry_after_ns,
-/// reset_after_ns, wait_ns}`, integers or decimal strings.
-fn decision_of(reply: &[redis::Value]) -> Result<Decision, RedisError> {
-    let field = |index: usize| -> Result<u64, RedisError> {
-        let value = reply
-            .get(index)
-            .ok_or_else(|| RedisError::Reply(format!("{reply:?}")))?;
-        redis::from_redis_value::<u64>(value).map_err(|_| RedisError::Reply(format!("{reply:?}")))
-    };
-    if reply.len() != 6 {
-        return Err(RedisError::Reply(format!("{reply:?}")));
-    }
-    Ok(Decision {
-        allowed: field(0)? == 1,
-        limit: field(1)?,
-        remaining: field(2)?,
-        retry_after_ns: field(3)?,
-        reset_after_ns: field(4)?,
-        wait_ns: field(5)?,
-    })
+    exchange.finish()
 }

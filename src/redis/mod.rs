@@ -2,8 +2,9 @@
 //! Redis (or Valkey) by librate's Lua scripts, with the decisions of §3 and §4 bit for bit.
 //!
 //! The scripts live in `src/redis/lua/`, once for every language: `time.lua` (exact u64
-//! instants in Lua's doubles) followed by one algorithm's file (the window counters' by
-//! `windows.lua`, which they share, first). Redis runs each call of a script atomically,
+//! instants in Lua's doubles), one algorithm's file (the window counters' preceded by
+//! `windows.lua`, which they share) and `keys.lua`, which decides each key a call names,
+//! so a batch of keys is one script call. Redis runs each call of a script atomically,
 //! so concurrent clients on any number of hosts decide one key as threads decide one
 //! in-process limiter. Time is the server's clock (`TIME`), so the clients' clocks never
 //! matter; the `_at` forms pass the time instead.
@@ -12,12 +13,29 @@
 //! are each language's: [`RedisLimiter`] over the `redis` crate (the `redis` cargo feature),
 //! and the Python and Go packages, which take the script and its arguments from librate's
 //! C ABI (`rate_redis_prepare`), so every language runs the same bytes.
+//!
+//! The Rust client is split by job: `exchange.rs` is one request's conversation with
+//! Redis without its I/O (the script calls, `NOSCRIPT` and `CROSSSLOT`), `reply.rs` turns
+//! replies into decisions, `client.rs` sends the calls over a blocking connection and
+//! `asynchronous.rs` (the `redis-async` cargo feature) over an async one.
 
+#[cfg(feature = "redis-async")]
+mod asynchronous;
 #[cfg(feature = "redis")]
 mod client;
+#[cfg(feature = "redis")]
+mod error;
+#[cfg(feature = "redis")]
+mod exchange;
+#[cfg(feature = "redis")]
+mod reply;
+mod slot;
 
 #[cfg(feature = "redis")]
-pub use client::{RedisError, RedisLimiter};
+pub use client::RedisLimiter;
+#[cfg(feature = "redis")]
+pub use error::RedisError;
+pub use slot::{slot, SLOTS};
 
 use crate::config::{Algorithm, Config};
 use crate::error::{ConfigError, Error};
@@ -26,19 +44,22 @@ use crate::policy::Policy;
 /// The largest duration the scripts hold as one Lua number: below it, doubles are exact.
 const EXACT: u64 = 1 << 53;
 
-/// The GCRA script: the instants prelude, then the algorithm (NUL-terminated for C).
+/// The GCRA script: the instants prelude, the algorithm, then the loop over the keys
+/// (NUL-terminated for C).
 const GCRA: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/gcra.lua"),
+    include_str!("lua/keys.lua"),
     "\0"
 );
 
-/// The fixed window script: the instants prelude, the windows both counters share, then
-/// the algorithm.
+/// The fixed window script: the instants prelude, the windows both counters share, the
+/// algorithm, then the loop over the keys.
 const FIXED_WINDOW: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/fixed_window.lua"),
+    include_str!("lua/keys.lua"),
     "\0"
 );
 
@@ -47,13 +68,15 @@ const SLIDING_WINDOW: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/sliding_window.lua"),
+    include_str!("lua/keys.lua"),
     "\0"
 );
 
-/// The sliding log script: the instants prelude, then the ring.
+/// The sliding log script: the instants prelude, the ring, then the loop over the keys.
 const SLIDING_LOG: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/sliding_log.lua"),
+    include_str!("lua/keys.lua"),
     "\0"
 );
 

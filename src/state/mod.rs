@@ -12,11 +12,13 @@
 //! - `window_records.rs`: the sliding window counter's current word and closed-window
 //!   records.
 //! - `ring/`: the sliding log's ring of timestamps (`read.rs`: one read of it, and claims).
+//! - `refund.rs`: what giving an admission back takes, for a policy of several rules.
 //!
 //! Each store implements [`Stored`], the one interface the layer above dispatches to.
 
 mod cell;
 mod one_word;
+mod refund;
 mod ring;
 mod window_records;
 
@@ -24,6 +26,7 @@ pub(crate) use cell::{
     claim_of, installing, is_installing, is_marker, owned, Owned, Tenancy, CLAIM_MARKERS, VACANT,
 };
 pub(crate) use one_word::reserve_at;
+pub(crate) use refund::Refund;
 
 use crate::algorithm::Rule;
 use crate::decision::Decision;
@@ -39,6 +42,45 @@ pub(crate) trait Stored: Rule {
 
     /// Acquires `n` units at `now` (`n == 0` queries), with the full report.
     fn acquire_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted>;
+
+    /// [`acquire_at`](Self::acquire_at), with what giving the units back takes (`None` for
+    /// a denial or a query, and for a state that cannot give units back).
+    fn acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(Decision, Option<Refund>), T::Evicted>;
+
+    /// [`try_acquire_at`](Self::try_acquire_at) of `1 ≤ n` units, with what giving them
+    /// back takes, as [`acquire_refundable_at`](Self::acquire_refundable_at).
+    fn try_acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(bool, Option<Refund>), T::Evicted>;
+
+    /// [`settle`](Self::settle), with what giving the units back takes.
+    fn settle_refundable<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted>;
+
+    /// The decision [`acquire_at`](Self::acquire_at) would make on the state as it is, with
+    /// nothing written: `remaining` and `reset_after_ns` as if the units were taken.
+    fn peek_at<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,

@@ -67,8 +67,8 @@
 //!   window.
 
 use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
-use super::Stored;
-use crate::algorithm::{Algorithm, Counted, Counts, Rule, SlidingWindow};
+use super::{Refund, Stored};
+use crate::algorithm::{Algorithm, Counted, Counts, Rule, Settled, SlidingWindow};
 use crate::decision::Decision;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
@@ -103,6 +103,92 @@ impl Stored for SlidingWindow {
                 self.try_decide(counts, now, n)
             };
             ((*counts, n == 0 || next.is_some()), next)
+        })?;
+        Ok(self.report(&counts, now, n, allowed))
+    }
+
+    /// The refund puts the current word back; a roll-over's record of the closed window
+    /// keeps the count it was given, which is that window's count again.
+    fn acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
+        let (counts, next) = swap(self, state, tenancy, |counts| {
+            let next = if n == 0 {
+                None
+            } else {
+                self.try_decide(counts, now, n)
+            };
+            ((*counts, next), next)
+        })?;
+        let refund = next.map(|next| {
+            let before = Counted {
+                index: counts.index,
+                count: counts.cur,
+            };
+            Refund::new(CURRENT, self.0.pack(before), self.0.pack(next))
+        });
+        let allowed = n == 0 || next.is_some();
+        Ok((self.report(&counts, now, n, allowed), refund))
+    }
+
+    fn try_acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(bool, Option<Refund>), T::Evicted> {
+        let refund = swap(self, state, tenancy, |counts| {
+            let next = self.try_decide(counts, now, n);
+            let refund = next.map(|next| {
+                let before = Counted {
+                    index: counts.index,
+                    count: counts.cur,
+                };
+                Refund::new(CURRENT, self.0.pack(before), self.0.pack(next))
+            });
+            (refund, next)
+        })?;
+        Ok((refund.is_some(), refund))
+    }
+
+    fn settle_refundable<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
+        swap(self, state, tenancy, |counts| {
+            match Algorithm::settle(self, counts, bounds.earliest, bounds.latest, n) {
+                Settled::Admit(next) => {
+                    let before = Counted {
+                        index: counts.index,
+                        count: counts.cur,
+                    };
+                    let refund = Refund::new(CURRENT, self.0.pack(before), self.0.pack(next));
+                    (Some((true, Some(refund))), Some(next))
+                }
+                Settled::Deny => (Some((false, None)), None),
+                Settled::Undecided => (None, None),
+            }
+        })
+    }
+
+    fn peek_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted> {
+        let (counts, allowed) = swap(self, state, tenancy, |counts| {
+            let allowed = n == 0 || self.try_decide(counts, now, n).is_some();
+            ((*counts, allowed), None)
         })?;
         Ok(self.report(&counts, now, n, allowed))
     }

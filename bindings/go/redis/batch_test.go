@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,14 @@ func TestBatchEdges(t *testing.T) {
 		results[2] != (librateredis.Result{Decision: admitted}) || !errors.As(results[1].Err, &failure) ||
 		failure.Key != l.Key("list") || results[1].Decision != (librate.Decision{}) || err != results[1].Err {
 		t.Errorf("a list among the keys: %s, %v", fmt.Sprint(results), err)
+	}
+	// One script call for the whole batch (the script is loaded by now).
+	client.ConfigResetStat(ctx)
+	if _, err := l.AcquireManyAt(ctx, []string{"d", "e", "list", "f", "g"}, 1, 0); err == nil {
+		t.Errorf("a list among the keys: no error")
+	}
+	if stats := client.Info(ctx, "commandstats").Val(); !strings.Contains(stats, "cmdstat_evalsha:calls=1,") {
+		t.Errorf("a batch of 5 keys is not one script call: %s", stats)
 	}
 }
 

@@ -161,7 +161,7 @@ func printBenchTables(t *testing.T, s *server, cases [][]*benchCase, results [][
 		benchConfig.Limit, benchConfig.Period, benchConfig.Burst, benchKeys,
 		*benchRounds, flag.Lookup("test.benchtime").Value, loadBefore, loadAverage())
 	out.WriteString("| connections | keys a call | librate decisions/s | redis_rate decisions/s | librate / redis_rate | " +
-		"librate p50 / p99 µs | redis_rate p50 / p99 µs | server µs a decision, librate / redis_rate |\n")
+		"librate p50 / p99 µs | redis_rate p50 / p99 µs | server µs a script call, librate / redis_rate |\n")
 	out.WriteString("|---|---|---:|---:|---|---:|---:|---:|\n")
 	// perSecond[shape][contender]: each round's decisions/s.
 	perSecond := make([][][]float64, len(cases))

@@ -159,7 +159,7 @@ func (l *Limiter) decide(ctx context.Context, key string, r request) (librate.De
 	redisKey := l.Key(key)
 	// EVALSHA, then EVAL (which caches the script again) after NOSCRIPT.
 	cmd := l.script.Run(ctx, l.client, []string{redisKey}, l.args(r)...)
-	return decisionOf(redisKey, cmd)
+	return decisionOf(redisKey, cmd.Val(), cmd.Err())
 }
 
 // Error is a call that Redis did not decide: the server could not be reached within
@@ -186,11 +186,10 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrReply is the Err of an *Error for a reply that no librate script gives.
 var ErrReply = errors.New("unexpected reply")
 
-// decisionOf reads a script's reply: {allowed, limit, remaining, retry_after_ns,
-// reset_after_ns, wait_ns}, integers or decimal strings. Durations saturate at
-// librate.Never, as the in-process limiter's do.
-func decisionOf(redisKey string, cmd *redis.Cmd) (librate.Decision, error) {
-	reply, err := cmd.Result()
+// decisionOf reads a key's reply from a script, or the error in its place:
+// {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, integers or
+// decimal strings. Durations saturate at librate.Never, as the in-process limiter's do.
+func decisionOf(redisKey string, reply any, err error) (librate.Decision, error) {
 	if err != nil {
 		return librate.Decision{}, &Error{Key: redisKey, Err: err}
 	}

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	librate "librate/bindings/go"
 )
 
@@ -23,7 +21,7 @@ func TestReplies(t *testing.T) {
 			librate.Decision{Limit: 5, RetryAfter: librate.Never, ResetAfter: librate.Never, Wait: librate.Never - 1}},
 	}
 	for _, c := range decided {
-		if got, err := decisionOf("k", redis.NewCmdResult(c.reply, nil)); err != nil || got != c.want {
+		if got, err := decisionOf("k", c.reply, nil); err != nil || got != c.want {
 			t.Errorf("%v: %+v, %v; want %+v", c.reply, got, err, c.want)
 		}
 	}
@@ -38,7 +36,7 @@ func TestReplies(t *testing.T) {
 		"OK",
 		int64(1),
 	} {
-		got, err := decisionOf("k", redis.NewCmdResult(reply, nil))
+		got, err := decisionOf("k", reply, nil)
 		var failure *Error
 		if !errors.Is(err, ErrReply) || !errors.As(err, &failure) || failure.Key != "k" || got != (librate.Decision{}) {
 			t.Errorf("%v: %+v, %v; want ErrReply", reply, got, err)

@@ -30,6 +30,7 @@ from ctypes import (
     c_int32,
     c_size_t,
     c_uint8,
+    c_uint16,
     c_uint32,
     c_uint64,
     c_void_p,
@@ -61,6 +62,10 @@ RATE_SLIDING_LOG = 3
 RATE_REASON_LEN = 256
 #: The most configuration arguments a Redis script takes (``rate_redis_prepare``).
 RATE_REDIS_MAX_ARGS = 4
+#: The most rules a policy holds (``rate_policy_new``).
+RATE_POLICY_MAX_RULES = 8
+#: ``denied_by`` of an admitted policy decision: no rule denied it.
+RATE_POLICY_NO_RULE = 2**32 - 1
 
 
 class rate_config(Structure):  # noqa: N801 - the C name
@@ -95,6 +100,17 @@ class rate_keyed_stats(Structure):  # noqa: N801 - the C name
         ("max_keys", c_uint64),
         ("live_keys", c_uint64),
         ("table_full", c_uint64),
+    ]
+
+
+class rate_policy_decision(Structure):  # noqa: N801 - the C name
+    """``struct rate_policy_decision``: a policy's decision, and each rule's."""
+
+    _fields_ = [
+        ("decision", rate_decision),
+        ("denied_by", c_uint32),
+        ("rules_len", c_uint32),
+        ("rules", rate_decision * RATE_POLICY_MAX_RULES),
     ]
 
 
@@ -175,6 +191,14 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_status_str": (c_char_p, (c_int32,)),
     "rate_version": (c_char_p, ()),
     "rate_redis_prepare": (c_int32, (POINTER(rate_config), POINTER(rate_redis_script))),
+    "rate_redis_slot": (c_int32, (KEY, c_size_t, POINTER(c_uint16))),
+    "rate_policy_new": (c_int32, (POINTER(rate_config), c_size_t, POINTER(HANDLE))),
+    "rate_policy_free": (None, (HANDLE,)),
+    "rate_policy_acquire": (c_int32, (HANDLE, c_uint64, POINTER(rate_policy_decision))),
+    "rate_policy_acquire_at": (
+        c_int32,
+        (HANDLE, c_uint64, c_uint64, POINTER(rate_policy_decision)),
+    ),
 }
 
 

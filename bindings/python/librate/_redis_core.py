@@ -215,9 +215,10 @@ class RedisBase(Generic[R, B]):
         return self._decide(self._call(key, n, now_ns, max_wait))
 
     def acquire_batch(self, keys: Iterable[Key], n: int = 1, *, now_ns: int | None = None) -> B:
-        """Acquires ``n`` units for each of ``keys`` in one round trip (a pipeline of one
-        script call per key): one result per key, in order, each a ``Decision`` as
-        ``acquire`` would decide it, or the ``RedisError`` (returned, not raised) of a
+        """Acquires ``n`` units for each of ``keys`` in one round trip and one script
+        call (on a Cluster client, one script call per hash slot, pipelined): one result
+        per key, in order, each a ``Decision`` as ``acquire`` would decide it (all at one
+        server time), or the ``RedisError`` (returned, not raised) of a
         key Redis could not decide, such as one holding something else. A key given
         twice is decided twice.
 

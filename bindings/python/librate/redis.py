@@ -84,15 +84,29 @@ async def _pause(conversation: Conversation[T]) -> T:
         raise _failure(error) from error
 
 
-def _pipeline(client: Any, sha: str, calls: list[Call]) -> Callable[[], Any]:
-    """Sends a pipeline (no transaction) of one EVALSHA per call; errors come back in
-    place, as exceptions."""
+def _pipeline(client: Any, sha: str, calls: list[Call], groups: list[list[int]]) -> Callable[[], Any]:
+    """Sends a pipeline (no transaction) of one EVALSHA per group of calls (indices into
+    ``calls``, which share their arguments); errors come back in place, as exceptions."""
     pipeline = client.pipeline(transaction=False)
-    for key, args in calls:
+    for group in groups:
+        keys = [calls[index][0] for index in group]
         # Not pipeline.evalsha(), which redis-py's Cluster pipeline refuses to queue,
-        # though it routes EVALSHA by its key as it routes any command.
-        pipeline.execute_command("EVALSHA", sha, 1, key, *args)
+        # though it routes EVALSHA by its first key as it routes any command.
+        pipeline.execute_command("EVALSHA", sha, len(keys), *keys, *calls[group[0]][1])
     return lambda: pipeline.execute(raise_on_error=False)
+
+
+def _groups(client: Any, calls: list[Call]) -> list[list[int]]:
+    """The calls (indices) one script call decides together: all of them on a client of
+    one server; on a Cluster client (which has ``keyslot``), whose nodes refuse a script
+    call naming keys of several hash slots, those of each slot."""
+    keyslot = getattr(client, "keyslot", None)
+    if keyslot is None:
+        return [list(range(len(calls)))]
+    by_slot: dict[int, list[int]] = {}
+    for index, (key, _) in enumerate(calls):
+        by_slot.setdefault(keyslot(key), []).append(index)
+    return list(by_slot.values())
 
 
 class _Limiter(RedisBase[T, Any]):
@@ -107,18 +121,21 @@ class _Limiter(RedisBase[T, Any]):
         return self._run(self._batched(calls))
 
     def _single(self, call: Call) -> Conversation[Decision]:
-        """EVALSHA through redis-py's registered script, which loads it after NOSCRIPT."""
+        """EVALSHA through redis-py's registered script, which loads it after NOSCRIPT
+        (the asyncio client's path; the sync client calls Redis directly)."""
         key, args = call
         reply = yield lambda: self._script(keys=[key], args=args)
         return self._plan.decision(reply)
 
     def _batched(self, calls: list[Call]) -> Conversation[Results]:
-        """One pipeline; after NOSCRIPT (a restart, ``SCRIPT FLUSH``, a Cluster node
-        that never saw the script), the script loaded and only the calls that failed
-        sent again: a call that failed with NOSCRIPT did nothing."""
+        """One pipeline of one script call per group of keys (all of them, or a Cluster's
+        slot's); after NOSCRIPT (a restart, ``SCRIPT FLUSH``, a Cluster node that never
+        saw the script), the script loaded and only the calls that failed sent again: a
+        call that failed with NOSCRIPT did nothing."""
         if not calls:
             return []
-        replies = yield _pipeline(self._client, self._plan.sha, calls)
+        groups = _groups(self._client, calls)
+        replies = yield _pipeline(self._client, self._plan.sha, calls, groups)
         missing = [
             index
             for index, reply in enumerate(replies)
@@ -126,10 +143,28 @@ class _Limiter(RedisBase[T, Any]):
         ]
         if missing:
             yield lambda: self._client.script_load(self._plan.source)
-            again = yield _pipeline(self._client, self._plan.sha, [calls[i] for i in missing])
+            again = yield _pipeline(
+                self._client, self._plan.sha, calls, [groups[i] for i in missing]
+            )
             for index, reply in zip(missing, again, strict=True):
                 replies[index] = reply
-        return [self._result(reply) for reply in replies]
+        results: list[Decision | RedisError] = [None] * len(calls)  # type: ignore[list-item]
+        for group, reply in zip(groups, replies, strict=True):
+            for index, result in zip(group, self._group_results(reply, len(group)), strict=True):
+                results[index] = result
+        return results
+
+    def _group_results(self, reply: Any, keys: int) -> Results:
+        """One script call's results: one key's reply is its decision; several keys' the
+        list of theirs, each a decision or that key's error; an error for the whole call
+        (OOM, READONLY: the script wrote nothing) is each key's."""
+        if keys == 1:
+            return [self._result(reply)]
+        if isinstance(reply, list) and len(reply) == keys:
+            return [self._result(each) for each in reply]
+        if isinstance(reply, _FAILURES):
+            return [_failure(reply) for _ in range(keys)]
+        return [RedisError(f"redis: unexpected reply {reply!r}") for _ in range(keys)]
 
     def _result(self, reply: Any) -> Decision | RedisError:
         if isinstance(reply, _FAILURES):
@@ -155,6 +190,21 @@ class RedisLimiter(_Limiter[Decision]):
     """
 
     _run = staticmethod(_block)
+
+    def _decide(self, call: Call) -> Decision:
+        """One key's EVALSHA (the script loaded again after NOSCRIPT), called directly:
+        the hot path, where a conversation's generator and redis-py's ``Script`` object
+        would cost a fifth of the client's time."""
+        key, args = call
+        try:
+            try:
+                reply = self._client.evalsha(self._plan.sha, 1, key, *args)
+            except _redis_exceptions.NoScriptError:
+                self._client.script_load(self._plan.source)
+                reply = self._client.evalsha(self._plan.sha, 1, key, *args)
+        except _FAILURES as error:
+            raise _failure(error) from error
+        return self._plan.decision(reply)
 
     def try_acquire(self, key: Key, n: int = 1) -> bool:
         """``acquire(key, n).allowed``: whether ``n`` units were admitted now."""

@@ -6,7 +6,7 @@ the Rust source by cbindgen and checked for drift there; this closes the loop to
 from __future__ import annotations
 
 import re
-from ctypes import POINTER, c_char, c_char_p, c_int32, c_size_t, c_uint8, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, c_char, c_char_p, c_int32, c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,13 @@ C_TYPES: dict[str, Any] = {
     "const uint8_t * const *": POINTER(c_char_p),
     "const size_t *": POINTER(c_size_t),
     "int32_t *": POINTER(c_int32),
+    "uint16_t *": POINTER(c_uint16),
     "struct rate_decision *": POINTER(_ffi.rate_decision),
     "struct rate_keyed_stats *": POINTER(_ffi.rate_keyed_stats),
     "struct rate_redis_script *": POINTER(_ffi.rate_redis_script),
+    "struct rate_policy *": c_void_p,
+    "struct rate_policy * *": POINTER(c_void_p),
+    "struct rate_policy_decision *": POINTER(_ffi.rate_policy_decision),
 }
 
 

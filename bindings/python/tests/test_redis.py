@@ -159,9 +159,11 @@ def test_a_batch_decides_as_single_calls(
         decisions = batched.acquire_batch(keys, now_ns=now)
         assert decisions == [single.acquire(key, now_ns=now) for key in keys], round_
     assert batched.acquire_batch([]) == []
-    # Sent in one pipeline: a key that holds something else fails alone.
+    # One script call for the whole batch: a key that holds something else fails alone.
     redis_client.rpush(batched.redis_key("list"), "x")
+    redis_client.config_resetstat()
     fresh, listed = batched.acquire_batch(["fresh", "list"], now_ns=0)
+    assert redis_client.info("commandstats")["cmdstat_evalsha"]["calls"] == 1
     assert fresh == Decision(True, 3, 2, 0, SECOND // 3)
     assert isinstance(listed, librate.RedisError) and "WRONGTYPE" in str(listed)
     assert isinstance(listed.__cause__, redis.ResponseError)
@@ -354,6 +356,9 @@ class _Replying:
 
     def register_script(self, source: bytes) -> Any:
         return lambda keys, args: self.reply
+
+    def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
+        return self.reply
 
 
 def test_a_decoding_client(clients: Clients, redis_server: RedisServer) -> None:

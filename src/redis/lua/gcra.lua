@@ -1,66 +1,81 @@
--- librate's Redis scripts, part 2 of 2: GCRA acquire and reserve (DESIGN §4, §8), the same
--- arithmetic as src/algorithm/gcra.rs on the instants of time.lua.
+-- librate's Redis scripts: GCRA acquire and reserve (DESIGN §4, §8), the same arithmetic
+-- as src/algorithm/gcra.rs on the instants of time.lua.
 --
--- KEYS[1]: the key's TAT, a decimal u64 (absent: 0, a fresh bucket).
--- ARGV: now ('' for the server's clock), n (1..burst, or 0 for a query), max_wait (a
--- decimal u64; 0 for an acquire), the emission interval T, the burst B (B·T below 2^53).
--- Returns {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, the
--- durations as decimal strings.
+-- KEYS: each key's TAT, 9 bytes big-endian: seconds (5 bytes), then nanoseconds (4), so
+-- every u64 instant, packed and unpacked in one call each (absent: 0, a fresh bucket).
+-- ARGV: now, n (1..burst, or 0 for a query), max_wait (a decimal u64; 0 for an acquire),
+-- the emission interval T, the burst B (B·T below 2^53).
 
-local key = KEYS[1]
-local now = now_from(ARGV[1])
-local n = tonumber(ARGV[2])
-local max_wait = instant(ARGV[3])
+local max_wait = ARGV[3]
 local interval = tonumber(ARGV[4])
 local burst = tonumber(ARGV[5])
-local tolerance = span(burst * interval)
 
-local tat = {0, 0}
-local stored = redis.call('GET', key)
-if stored then
-    if not string.match(stored, '^%d+$') or #stored > 20 or less(U64_MAX, instant(stored)) then
-        return redis.error_reply('librate: ' .. key .. ' holds no GCRA state')
+-- Each key's decision: its reply, {allowed, limit, remaining, retry_after_ns,
+-- reset_after_ns, wait_ns}, or its error. One function, reading the call's arguments
+-- itself, since every outer local it named would be captured again on each call.
+local function decide(key)
+    local stored = redis.pcall('GET', key)
+    if type(stored) == 'table' then
+        -- Redis's own error: another type at the key.
+        return stored
     end
-    tat = instant(stored)
-end
+    local tat_s, tat_ns = 0, 0
+    if stored then
+        if #stored ~= 9 then
+            return not_state(key, 'GCRA')
+        end
+        tat_s, tat_ns = struct.unpack('>I5I4', stored)
+        if not is_instant(tat_s, tat_ns) then
+            return not_state(key, 'GCRA')
+        end
+    end
+    local tolerance = burst * interval
+    local tolerance_s, tolerance_ns = split(tolerance)
+    local allowed, retry_after, wait = 1, 0, 0
+    if n > 0 then
+        -- max(TAT, now) + n·T, if it is storable, is the TAT an admission leaves.
+        local new_s, new_ns = tat_s, tat_ns
+        if less(tat_s, tat_ns, now_s, now_ns) then
+            new_s, new_ns = now_s, now_ns
+        end
+        local cost_s, cost_ns = split(n * interval)
+        new_s, new_ns = add(new_s, new_ns, cost_s, cost_ns)
+        -- now + τ + max_wait: the latest TAT an admission may leave (past the end of the
+        -- timeline for a long enough wait, which no storable TAT reaches).
+        local bound_s, bound_ns = add(now_s, now_ns, tolerance_s, tolerance_ns)
+        bound_s, bound_ns = add(bound_s, bound_ns, instant(max_wait))
+        if past_state(new_s, new_ns) then
+            allowed, retry_after = 0, '18446744073709551615'
+        elseif less(bound_s, bound_ns, new_s, new_ns) then
+            allowed, retry_after = 0, field(sub(new_s, new_ns, bound_s, bound_ns))
+        else
+            local ahead_s, ahead_ns = sub(new_s, new_ns, now_s, now_ns)
+            -- Kept until the TAT has passed: then the bucket is fresh again.
+            redis.call('SET', key, struct.pack('>I5I4', new_s, new_ns), 'PX', keep_ms(ahead_s, ahead_ns))
+            wait = field(sub(ahead_s, ahead_ns, tolerance_s, tolerance_ns))
+            tat_s, tat_ns = new_s, new_ns
+        end
+    end
 
--- remaining and reset_after_ns for the TAT `after` a decision.
-local function report(after)
-    local debt = minus(after, now)
+    -- remaining and reset_after_ns for the TAT the decision leaves.
+    local debt_s, debt_ns = sub(tat_s, tat_ns, now_s, now_ns)
+    -- Exact below 2^53, and at least 2^53 (past τ) otherwise.
+    local debt = debt_s * 1e9 + debt_ns
     local remaining = 0
-    if less(debt, tolerance) then
-        remaining = quotient(minus(tolerance, debt), interval)
+    if debt < tolerance then
+        remaining = quotient(tolerance - debt, interval)
     end
-    local reset_after = debt
-    local start = later(after, now)
-    if less(MAX_STATE, plus(start, tolerance)) then
-        -- The end of the timeline: only the units that fit below MAX_STATE.
-        remaining = math.min(remaining, quotient(minus(MAX_STATE, start), interval))
-        reset_after = U64_MAX
+    local reset_after = field(debt_s, debt_ns)
+    local start_s, start_ns = tat_s, tat_ns
+    if less(tat_s, tat_ns, now_s, now_ns) then
+        start_s, start_ns = now_s, now_ns
     end
-    return remaining, decimal(reset_after)
+    -- Near the end of the timeline (the seconds alone rule it out almost always), only
+    -- the units that fit below the largest state (fewer than τ's), and never full again.
+    if start_s + tolerance_s + 1 >= 18446744073 and past_state(add(start_s, start_ns, tolerance_s, tolerance_ns)) then
+        local room_s, room_ns = sub(18446744073, 709551359, start_s, start_ns)
+        remaining = math.min(remaining, quotient(room_s * 1e9 + room_ns, interval))
+        reset_after = '18446744073709551615'
+    end
+    return {allowed, burst, remaining, retry_after, reset_after, wait}
 end
-
-if n == 0 then
-    local remaining, reset_after = report(tat)
-    return {1, burst, remaining, '0', reset_after, '0'}
-end
-
--- max(TAT, now) + n·T, if it is storable.
-local new_tat = plus(later(tat, now), span(n * interval))
-if less(MAX_STATE, new_tat) then
-    new_tat = nil
-end
-if new_tat and not less(plus(now, plus(tolerance, max_wait)), new_tat) then
-    local wait = minus(minus(new_tat, now), tolerance)
-    local remaining, reset_after = report(new_tat)
-    redis.call('SET', key, decimal(new_tat))
-    keep_for(key, minus(new_tat, now))
-    return {1, burst, remaining, '0', reset_after, decimal(wait)}
-end
-local retry_after = U64_MAX
-if new_tat then
-    retry_after = minus(minus(minus(new_tat, now), tolerance), max_wait)
-end
-local remaining, reset_after = report(tat)
-return {0, burst, remaining, decimal(retry_after), reset_after, '0'}

@@ -1,4 +1,4 @@
--- librate's Redis scripts, part 2 of 2: the sliding window log (DESIGN §4, §8), the same
+-- librate's Redis scripts: the sliding window log (DESIGN §4, §8), the same
 -- decisions as src/algorithm/sliding_log.rs on the instants of time.lua.
 --
 -- Every admitted unit takes the next position 0, 1, 2, … and its timestamp is kept in
@@ -8,7 +8,7 @@
 -- (one slot read), and the live entries are a suffix found by galloping (O(log L) reads
 -- at worst, O(1) when the log is full or empty).
 --
--- KEYS[1]: the key's ring, one string (absent: a fresh log), big-endian (struct):
+-- KEYS: each key's ring, one string (absent: a fresh log), big-endian (struct):
 --   bytes 0..12: h (I4), then the latest timestamp logged, seconds (I5) and nanoseconds
 --     (I4): every u64 instant (seconds < 2^35), each part an integer struct packs exactly;
 --   then slot i (0 <= i < L) at byte 13 + 9·i: a timestamp, seconds (I5), nanoseconds (I4).
@@ -18,7 +18,7 @@
 -- An admission to a live log is STRLEN, GETRANGE of the header and of the slot that must
 -- be gone, a GETRANGE per probe of the search (one when the log is full), SETRANGE of the
 -- new slots (twice if they wrap) and of the header, and PEXPIRE; to a fresh one, STRLEN,
--- EXISTS, SET and PEXPIRE. A denial or a query writes nothing.
+-- EXISTS and SET. A denial or a query writes nothing.
 -- h is the head (the next position, the units ever admitted) as far as it matters: the
 -- head itself below L, else L + (head - L) mod L. A decision reads only head mod L and
 -- whether head has reached L, and every position it names is within L of the head, so
@@ -26,79 +26,52 @@
 -- stay below 3L <= 3·2^20 whatever the configuration (the in-process head may reach
 -- L·(2^64/P)).
 --
--- ARGV: now ('' for the server's clock), n (0..L), max_wait (always 0: the client refuses
+-- ARGV: now, n (0..L), max_wait (always 0: the client refuses
 -- a reserve on the log before calling), L (1..2^20), the period P (1..2^53 - 1).
--- Returns {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, the
--- durations as decimal strings.
 
 local HEADER = 13
 local SLOT = 9
 
-local key = KEYS[1]
-local now = now_from(ARGV[1])
-local n = tonumber(ARGV[2])
 local limit = tonumber(ARGV[4])
-local period = span(tonumber(ARGV[5]))
+local period = tonumber(ARGV[5])
+local period_s, period_ns = split(period)
 
+-- The key being decided, and the horizon of its decision: an entry logged at or before
+-- it has left the window (at - P, at] (no horizon while at < P). Set by decide for the
+-- functions below, which a script would otherwise rebuild as closures for every key.
+local key
+local has_horizon, horizon_s, horizon_ns
+-- Whether the decision stopped at a ring that is not one (see no_log).
+local corrupt
+
+-- Stops the decision of a key whose ring is not one: decide answers its error.
 local function no_log()
-    return redis.error_reply('librate: ' .. key .. ' holds no sliding log state')
+    corrupt = true
+    error('librate: no sliding log')
 end
 
--- The instant of seconds `s` and nanoseconds `ns` as unpacked, or nil if it is no u64.
-local function checked(s, ns)
-    local t = {s, ns}
-    if ns >= E9 or less(U64_MAX, t) then
-        return nil
+local function expired(s, ns)
+    return has_horizon and not less(horizon_s, horizon_ns, s, ns)
+end
+
+-- The time from now until an entry logged at s, ns expires: s, ns + P - now, or the end
+-- of the timeline when s, ns + P is past it (as `until` in process).
+local function expiry(s, ns)
+    s, ns = add(s, ns, period_s, period_ns)
+    if past_end(s, ns) then
+        return 18446744073, 709551615
     end
-    return t
-end
-
-local h, latest = 0, {0, 0}
-local size = redis.call('STRLEN', key)
-if size >= HEADER + SLOT then
-    local head, s, ns = struct.unpack('>I4I5I4', redis.call('GETRANGE', key, 0, HEADER - 1))
-    h, latest = head, checked(s, ns)
-    if not latest or h < 1 or h >= 2 * limit or size ~= HEADER + SLOT * math.min(h, limit) then
-        return no_log()
-    end
-elseif size > 0 or redis.call('EXISTS', key) == 1 then
-    return no_log()
-end
-
-local at = later(now, latest)
--- An entry logged at or before at - P has left the window (at - P, at].
-local horizon = nil
-if not less(at, period) then
-    horizon = minus(at, period)
-end
-
-local function expired(ts)
-    return horizon ~= nil and not less(horizon, ts)
-end
-
--- Nanoseconds from now until an entry logged at ts expires: ts + P - now, U64_MAX when
--- ts + P is past the end of the timeline (as `until` in process).
-local function expiry(ts)
-    local s, ns = ts[1] + period[1], ts[2] + period[2]
-    if ns >= E9 then
-        s, ns = s + 1, ns - E9
-    end
-    local due = {s, ns}
-    if less(U64_MAX, due) then
-        return U64_MAX
-    end
-    return minus(due, now)
+    return sub(s, ns, now_s, now_ns)
 end
 
 -- The timestamp at a position within L of h (its slot holds it).
 local function logged(position)
     local offset = HEADER + SLOT * math.fmod(position, limit)
-    local bytes = redis.call('GETRANGE', key, offset, offset + SLOT - 1)
-    local ts = checked(struct.unpack('>I5I4', bytes))
-    if not ts then
-        error(no_log())
+    local s, ns = struct.unpack('>I5I4', redis.call('GETRANGE', key, offset, offset + SLOT - 1))
+    if not is_instant(s, ns) then
+        no_log()
     end
-    return ts
+    return s, ns
 end
 
 -- The first position in [low, high) live at `at`, or high if all have expired: gallops up
@@ -125,55 +98,96 @@ local function first_live(low, high)
     return low
 end
 
--- remaining and reset_after_ns of the log as it is, given a position that is live if any
--- is. The newest entry is at `latest` (the script logs every admission there).
-local function standing(known_live)
-    if expired(latest) then
-        return limit, '0'
+-- remaining and reset_after_ns (a reply field) of the log as it is, given its head h,
+-- its newest entry (the script logs every admission at the latest time) and a position
+-- that is live if any is.
+local function standing(h, latest_s, latest_ns, known_live)
+    if expired(latest_s, latest_ns) then
+        return limit, 0
     end
     local first = first_live(math.max(h - limit, 0), known_live)
-    return limit - (h - first), decimal(expiry(latest))
+    return limit - (h - first), field(expiry(latest_s, latest_ns))
 end
 
-if n == 0 then
-    local remaining, reset_after = limit, '0'
-    if h > 0 then
-        remaining, reset_after = standing(h - 1)
+-- The decision for `key`, or its error reply for another type at the key.
+local function decide_log()
+    local h, latest_s, latest_ns = 0, 0, 0
+    local size = redis.pcall('STRLEN', key)
+    if type(size) == 'table' then
+        -- Redis's own error: another type at the key.
+        return size
     end
-    return {1, limit, remaining, '0', reset_after, '0'}
+    if size >= HEADER + SLOT then
+        h, latest_s, latest_ns = struct.unpack('>I4I5I4', redis.call('GETRANGE', key, 0, HEADER - 1))
+        if not is_instant(latest_s, latest_ns) or h < 1 or h >= 2 * limit
+            or size ~= HEADER + SLOT * math.min(h, limit) then
+            no_log()
+        end
+    elseif size > 0 or redis.call('EXISTS', key) == 1 then
+        no_log()
+    end
+
+    local at_s, at_ns = now_s, now_ns
+    if less(now_s, now_ns, latest_s, latest_ns) then
+        at_s, at_ns = latest_s, latest_ns
+    end
+    has_horizon = not less(at_s, at_ns, period_s, period_ns)
+    horizon_s, horizon_ns = sub(at_s, at_ns, period_s, period_ns)
+
+    if n == 0 then
+        local remaining, reset_after = limit, 0
+        if h > 0 then
+            remaining, reset_after = standing(h, latest_s, latest_ns, h - 1)
+        end
+        return {1, limit, remaining, 0, reset_after, 0}
+    end
+
+    -- The newest position that must have expired for n more units to fit.
+    local gone = h + n - 1 - limit
+    if gone >= 0 then
+        local s, ns = logged(gone)
+        if not expired(s, ns) then
+            local remaining, reset_after = standing(h, latest_s, latest_ns, gone)
+            return {0, limit, remaining, field(expiry(s, ns)), reset_after, 0}
+        end
+    end
+
+    -- Admitted: positions [h, h + n) logged at `at`. The new units are live (P >= 1);
+    -- search the older positions still kept.
+    local new_h = h + n
+    local remaining = limit - (new_h - first_live(math.max(new_h - limit, 0), h))
+    local reset_s, reset_ns = expiry(at_s, at_ns)
+    if new_h >= 2 * limit then
+        new_h = new_h - limit
+    end
+    local stamp = struct.pack('>I5I4', at_s, at_ns)
+    local header = struct.pack('>I4I5I4', new_h, at_s, at_ns)
+    if h == 0 then
+        redis.call('SET', key, header .. string.rep(stamp, n), 'PX', keep_ms(reset_s, reset_ns))
+    else
+        -- Slots h mod L onwards, wrapping to slot 0.
+        local start = math.fmod(h, limit)
+        local run = math.min(n, limit - start)
+        redis.call('SETRANGE', key, HEADER + SLOT * start, string.rep(stamp, run))
+        if run < n then
+            redis.call('SETRANGE', key, HEADER, string.rep(stamp, n - run))
+        end
+        redis.call('SETRANGE', key, 0, header)
+        redis.call('PEXPIRE', key, keep_ms(reset_s, reset_ns))
+    end
+    return {1, limit, remaining, 0, field(reset_s, reset_ns), 0}
 end
 
--- The newest position that must have expired for n more units to fit.
-local gone = h + n - 1 - limit
-if gone >= 0 then
-    local ts = logged(gone)
-    if not expired(ts) then
-        local remaining, reset_after = standing(gone)
-        return {0, limit, remaining, decimal(expiry(ts)), reset_after, '0'}
+-- A key's decision, or its error reply, for this key alone: a ring that is no log, or
+-- another type at the key. Any other error (a write Redis refused) fails the whole call.
+local function decide(name)
+    key, corrupt = name, false
+    local ok, reply = pcall(decide_log)
+    if ok then
+        return reply
     end
-end
-
--- Admitted: positions [h, h + n) logged at `at`. The new units are live (P >= 1); search
--- the older positions still kept.
-local new_h = h + n
-local remaining = limit - (new_h - first_live(math.max(new_h - limit, 0), h))
-local reset_after = expiry(at)
-if new_h >= 2 * limit then
-    new_h = new_h - limit
-end
-local header = struct.pack('>I4I5I4', new_h, at[1], at[2])
-local stamp = struct.pack('>I5I4', at[1], at[2])
-if h == 0 then
-    redis.call('SET', key, header .. string.rep(stamp, n))
-else
-    -- Slots h mod L onwards, wrapping to slot 0.
-    local start = math.fmod(h, limit)
-    local run = math.min(n, limit - start)
-    redis.call('SETRANGE', key, HEADER + SLOT * start, string.rep(stamp, run))
-    if run < n then
-        redis.call('SETRANGE', key, HEADER, string.rep(stamp, n - run))
+    if corrupt then
+        return not_state(key, 'sliding log')
     end
-    redis.call('SETRANGE', key, 0, header)
+    error(reply)
 end
-keep_for(key, reset_after)
-return {1, limit, remaining, '0', decimal(reset_after), '0'}

@@ -2,174 +2,124 @@
 -- (DESIGN §8).
 --
 -- Lua numbers are doubles, exact only up to 2^53, and a time in nanoseconds since the
--- epoch (or any u64 the caller passes to an `_at` call) is larger. So an instant is a
--- pair {s, ns}: whole seconds and the nanoseconds after them (0 <= ns < 1e9), each exact,
--- able to hold every u64. A duration that the configuration bounds (an emission interval,
--- a tolerance, a period: all below 2^53, which the clients check) is a plain number.
--- Every value these functions compute stays below 2^53.
+-- epoch (or any u64 the caller passes to an `_at` call) is larger. So an instant is two
+-- numbers, always passed and returned side by side: whole seconds and the nanoseconds
+-- after them (0 <= ns < 1e9), each exact, together able to hold every u64. Two locals
+-- rather than a table, because a script runs per request and a table per instant costs
+-- more than the rest of the arithmetic. A duration that the configuration bounds (an
+-- emission interval, a tolerance, a period: all below 2^53, which the clients check) is a
+-- plain number. Every value these functions compute stays below 2^53.
 --
--- Each algorithm's script is this file followed by the algorithm's own file (the window
--- algorithms' by windows.lua, which they share, first). Every script takes KEYS[1], the
--- key's state, and ARGV: now ('' for the server's clock), n, max_wait, then its
--- configuration; every script returns {allowed, limit, remaining, retry_after_ns,
--- reset_after_ns, wait_ns}, the last three as decimal strings.
+-- Each algorithm's script is this file, the algorithm's own file (the window algorithms'
+-- preceded by windows.lua, which they share) and keys.lua, which decides every key the
+-- call names. Every script takes KEYS, the keys' states (one or more), and ARGV: now (''
+-- for the server's clock), n, max_wait, then its configuration. Every key's decision is
+-- {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, each an integer,
+-- a duration at or above 2^53 as its decimal string.
 
-local E9 = 1000000000
--- 2^53: every integer below it is a double, exactly.
-local EXACT = 9007199254740992
--- 2^64 - 1, the largest u64: where every sum saturates.
-local U64_MAX = {18446744073, 709551615}
--- 2^64 - 257, the largest state a limiter stores (DESIGN §2; src/algorithm/mod.rs).
-local MAX_STATE = {18446744073, 709551359}
+-- The constants are literals in the functions below rather than named locals: a script's
+-- functions are built again on every call, and each outer local a function refers to
+-- costs about as much to capture as the arithmetic of a decision. They are 1e9 (the
+-- nanoseconds of a second); 2^53 = 9007199254740992 (every integer below it is a double,
+-- exactly); the largest u64, 2^64 - 1, where every time saturates: 18446744073 s and
+-- 709551615 ns, '18446744073709551615' as a reply field; the largest state a limiter
+-- stores, 2^64 - 257 (DESIGN §2; src/algorithm/mod.rs): 18446744073 s and 709551359 ns.
 
--- The instant a decimal u64 string names.
-local function instant(text)
-    local digits = #text
-    if digits <= 9 then
-        return {0, tonumber(text)}
-    end
-    return {tonumber(string.sub(text, 1, digits - 9)), tonumber(string.sub(text, digits - 8))}
+-- Whether instant a is before instant b.
+local function less(a_s, a_ns, b_s, b_ns)
+    return a_s < b_s or (a_s == b_s and a_ns < b_ns)
 end
 
--- The decimal string of an instant, as the clients parse it back into a u64.
-local function decimal(t)
-    if t[1] == 0 then
-        return string.format('%d', t[2])
+-- Whether the instant s, ns lies past the largest u64: no u64 time reaches it.
+local function past_end(s, ns)
+    return s > 18446744073 or (s == 18446744073 and ns > 709551615)
+end
+
+-- Whether the instant s, ns lies past the largest state.
+local function past_state(s, ns)
+    return s > 18446744073 or (s == 18446744073 and ns > 709551359)
+end
+
+-- Whether seconds and nanoseconds read back from a state name a u64 instant.
+local function is_instant(s, ns)
+    return ns < 1e9 and not past_end(s, ns)
+end
+
+-- a + b, which may lie past the end of the u64 timeline (the seconds of any sum of a u64
+-- and durations below 2^53 stay far below 2^53).
+local function add(a_s, a_ns, b_s, b_ns)
+    local ns = a_ns + b_ns
+    if ns >= 1e9 then
+        return a_s + b_s + 1, ns - 1e9
     end
-    return string.format('%d%09d', t[1], t[2])
+    return a_s + b_s, ns
+end
+
+-- a - b, or 0 when b is not before a.
+local function sub(a_s, a_ns, b_s, b_ns)
+    if b_s > a_s or (b_s == a_s and b_ns >= a_ns) then
+        return 0, 0
+    end
+    local ns = a_ns - b_ns
+    if ns < 0 then
+        return a_s - b_s - 1, ns + 1e9
+    end
+    return a_s - b_s, ns
 end
 
 -- The instant `d` nanoseconds after 0, for a duration below 2^53.
-local function span(d)
-    local ns = math.fmod(d, E9)
-    return {(d - ns) / E9, ns}
+local function split(d)
+    local ns = math.fmod(d, 1e9)
+    return (d - ns) / 1e9, ns
 end
 
--- A duration below 2^53 as a plain number (only for values known to be that small).
-local function number(t)
-    return t[1] * E9 + t[2]
-end
-
-local function less(a, b)
-    return a[1] < b[1] or (a[1] == b[1] and a[2] < b[2])
-end
-
-local function later(a, b)
-    if less(a, b) then
-        return b
+-- A duration as a reply field: the number itself below 2^53 (a product at or above 2^53
+-- rounds to at least 2^53, so the test is exact), else its decimal string, saturated at
+-- the largest u64.
+local function field(s, ns)
+    local d = s * 1e9 + ns
+    if d < 9007199254740992 then
+        return d
     end
-    return a
-end
-
-local function earlier(a, b)
-    if less(a, b) then
-        return a
+    if past_end(s, ns) then
+        return '18446744073709551615'
     end
-    return b
+    return string.format('%d%09d', s, ns)
 end
 
--- a + b, which may lie past U64_MAX (the seconds of any sum of a u64 and durations below
--- 2^53 stay far below 2^53).
-local function shifted(a, b)
-    local s, ns = a[1] + b[1], a[2] + b[2]
-    if ns >= E9 then
-        s, ns = s + 1, ns - E9
-    end
-    return {s, ns}
+-- The milliseconds a key is kept for a state live for the duration s, ns: rounded up, so
+-- it expires only once it is fresh.
+local function keep_ms(s, ns)
+    return s * 1000 + math.ceil(ns / 1000000)
 end
 
--- a + b, saturating at U64_MAX.
-local function plus(a, b)
-    return earlier(shifted(a, b), U64_MAX)
-end
-
--- a - b, or 0 when b is later.
-local function minus(a, b)
-    if not less(b, a) then
-        return {0, 0}
-    end
-    local s, ns = a[1] - b[1], a[2] - b[2]
-    if ns < 0 then
-        s, ns = s - 1, ns + E9
-    end
-    return {s, ns}
-end
-
--- ⌊t / divisor⌋ for a quotient below 2^53 and a divisor below 2^53 (math.fmod is exact).
+-- ⌊t / divisor⌋ for a quotient below 2^53 and a divisor below 2^53 (math.fmod is exact),
+-- of a duration t below 2^53.
 local function quotient(t, divisor)
-    local whole = number(t)
-    return (whole - math.fmod(whole, divisor)) / divisor
+    return (t - math.fmod(t, divisor)) / divisor
 end
 
--- (x + y) mod m, and whether it wrapped (1 or 0), for x and y below m: nothing held
--- reaches m, so no sum is ever above 2^53 for a modulus below it.
-local function add_mod(x, y, m)
-    if x >= m - y then
-        return x - (m - y), 1
-    end
-    return x + y, 0
+-- The error a key that holds another algorithm's state (or anything else) gives.
+local function not_state(key, algorithm)
+    return redis.error_reply('librate: ' .. key .. ' holds no ' .. algorithm .. ' state')
 end
 
--- q and r with a·b = q·c + r and 0 <= r < c, exactly, for a below 2^53 and b <= c below
--- 2^53 (so q <= a). A product below 2^53 is one exact division (a product at or above
--- 2^53 rounds to at least 2^53, so the test is exact, and such a product is not used); a
--- larger one is built from a's bits, highest first, doubling and adding modulo c, with
--- every value below c or q.
-local function muldiv(a, b, c)
-    local product = a * b
-    if product < EXACT then
-        local r = math.fmod(product, c)
-        return (product - r) / c, r
+-- The instant a decimal u64 names.
+local function instant(text)
+    local digits = #text
+    if digits <= 9 then
+        return 0, tonumber(text)
     end
-    local bit = 1
-    while bit <= a - bit do
-        bit = bit * 2
-    end
-    local q, r, carry = 0, 0, 0
-    while bit >= 1 do
-        r, carry = add_mod(r, r, c)
-        q = q * 2 + carry
-        if a >= bit then
-            a = a - bit
-            r, carry = add_mod(r, b, c)
-            q = q + carry
-        end
-        bit = bit / 2
-    end
-    return q, r
+    return tonumber(string.sub(text, 1, digits - 9)), tonumber(string.sub(text, digits - 8))
 end
 
--- t mod m for a modulus below 2^53, exactly: (s·1e9 + ns) mod m.
-local function modulo(t, m)
-    -- The periods people configure are whole seconds or divide one: then the seconds
-    -- reduce alone, or drop out (a multiple of 1e9 is one of m), without muldiv's loop.
-    if math.fmod(m, E9) == 0 then
-        return math.fmod(t[1], m / E9) * E9 + t[2]
-    end
-    if math.fmod(E9, m) == 0 then
-        return math.fmod(t[2], m)
-    end
-    local _, r = muldiv(E9, math.fmod(t[1], m), m)
-    return (add_mod(r, math.fmod(t[2], m), m))
-end
-
--- This call's now: the caller's explicit time, or the server's clock (TIME: seconds and
--- microseconds since the epoch).
-local function now_from(arg)
-    if arg ~= '' then
-        return instant(arg)
-    end
+-- This call's now, read once for every key: the caller's explicit time, or the server's
+-- clock (TIME: seconds and microseconds since the epoch).
+local now_s, now_ns
+if ARGV[1] ~= '' then
+    now_s, now_ns = instant(ARGV[1])
+else
     local clock = redis.call('TIME')
-    return {tonumber(clock[1]), tonumber(clock[2]) * 1000}
+    now_s, now_ns = tonumber(clock[1]), tonumber(clock[2]) * 1000
 end
-
--- Keeps `key` while its state is live: it expires `lead` after now, rounded up to a
--- millisecond, and at once when there is no lead.
-local function keep_for(key, lead)
-    local ms = lead[1] * 1000 + math.ceil(lead[2] / 1000000)
-    if ms > 0 then
-        redis.call('PEXPIRE', key, ms)
-    else
-        redis.call('DEL', key)
-    end
-end
+local n = tonumber(ARGV[2])

@@ -1,106 +1,153 @@
 -- librate's Redis scripts: what the fixed window and the sliding window counter share
 -- (DESIGN §4, §8; src/algorithm/windows.rs), after time.lua and before either's own file.
 --
--- KEYS[1]: the key's state (absent: a fresh one, nothing counted).
--- ARGV: now ('' for the server's clock), n (0..L), max_wait (always 0: the clients refuse
--- a reserve on a window algorithm), the limit L, the period P (below 2^53, so L is below
--- 2^52: the window bound of src/algorithm/windows.rs; the clients check both).
+-- KEYS: each key's state (absent: a fresh one, nothing counted).
+-- ARGV: now, n (0..L), max_wait (always 0: the clients refuse a reserve on a window
+-- algorithm), the limit L, the period P (below 2^53, so L is below 2^52: the window
+-- bound of src/algorithm/windows.rs; the clients check both).
 --
 -- The windows are [k·P, (k+1)·P) on the u64 timeline. A window is named by its start, an
--- instant, so no window index is needed. The state is one string of decimals, the latest
--- window anything was admitted in, its count (1..L) and, for the sliding window only, the
--- final count of the window before it (0..L):
---   fixed window   '<start> <count>'
---   sliding window '<start> <count> <prev>'
+-- instant, so no window index is needed. The state is the latest window anything was
+-- admitted in, its count (1..L) and, for the sliding window only, the final count of the
+-- window before it (0..L), big-endian: the start's seconds (5 bytes) and nanoseconds (4),
+-- then each count in 7 bytes (every count below 2^52):
+--   fixed window   16 bytes: start, count
+--   sliding window 23 bytes: start, count, prev
 -- The state changes only on an admission, to the window the request was decided in.
 
-local key = KEYS[1]
-local now = now_from(ARGV[1])
-local n = tonumber(ARGV[2])
 local limit = tonumber(ARGV[4])
 local period = tonumber(ARGV[5])
-local PERIOD = span(period)
+local period_s, period_ns = split(period)
 
--- The stored state as {start, count, prev} (prev 0 without the field): window 0 with
--- nothing counted when the key is absent (a fresh state, which nothing clamps to), nil
--- when the key holds anything the script for `fields` (2 or 3) does not write.
-local function stored_state(fields)
-    local stored = redis.call('GET', key)
+-- (x + y) mod m, and whether it wrapped (1 or 0), for x and y below m: nothing held
+-- reaches m, so no sum is ever above 2^53 for a modulus below it.
+local function add_mod(x, y, m)
+    if x >= m - y then
+        return x - (m - y), 1
+    end
+    return x + y, 0
+end
+
+-- q and r with a·b = q·c + r and 0 <= r < c, exactly, for a below 2^53 and b <= c below
+-- 2^53 (so q <= a). A product below 2^53 is one exact division (a product at or above
+-- 2^53 rounds to at least 2^53, so the test is exact, and such a product is not used); a
+-- larger one is built from a's bits, highest first, doubling and adding modulo c, with
+-- every value below c or q.
+local function muldiv(a, b, c)
+    local product = a * b
+    if product < 9007199254740992 then
+        local r = math.fmod(product, c)
+        return (product - r) / c, r
+    end
+    local bit = 1
+    while bit <= a - bit do
+        bit = bit * 2
+    end
+    local q, r, carry = 0, 0, 0
+    while bit >= 1 do
+        r, carry = add_mod(r, r, c)
+        q = q * 2 + carry
+        if a >= bit then
+            a = a - bit
+            r, carry = add_mod(r, b, c)
+            q = q + carry
+        end
+        bit = bit / 2
+    end
+    return q, r
+end
+
+-- The instant s, ns modulo P, exactly: (s·1e9 + ns) mod P.
+local function modulo(s, ns)
+    -- The periods people configure are whole seconds or divide one: then the seconds
+    -- reduce alone, or drop out (a multiple of 1e9 is one of P), without muldiv's loop.
+    if period_ns == 0 then
+        return math.fmod(s, period_s) * 1e9 + ns
+    end
+    if math.fmod(1e9, period) == 0 then
+        return math.fmod(ns, period)
+    end
+    local _, r = muldiv(1e9, math.fmod(s, period), period)
+    return (add_mod(r, math.fmod(ns, period), period))
+end
+
+-- The stored state of `key` as its window's start (seconds, nanoseconds), count and prev
+-- (0 without the field): window 0 with nothing counted when the key is absent (a fresh
+-- state, which nothing clamps to). Returns false and the error reply when the key holds
+-- anything the script for `fields` (2 or 3) does not write.
+local function read(key, fields, algorithm)
+    local stored = redis.pcall('GET', key)
+    if type(stored) == 'table' then
+        return false, stored
+    end
     if not stored then
-        return {start = {0, 0}, count = 0, prev = 0}
+        return true, 0, 0, 0, 0
     end
-    local pattern = '^(%d+) (%d+)$'
-    if fields == 3 then
-        pattern = '^(%d+) (%d+) (%d+)$'
+    local start_s, start_ns, count, prev
+    if fields == 2 and #stored == 16 then
+        start_s, start_ns, count = struct.unpack('>I5I4I7', stored)
+        prev = 0
+    elseif fields == 3 and #stored == 23 then
+        start_s, start_ns, count, prev = struct.unpack('>I5I4I7I7', stored)
     end
-    local start, count, prev = string.match(stored, pattern)
-    prev = prev or '0'
-    -- At most 16 digits: a larger count is not an exact double; one of 16 digits above
-    -- 2^53 still rounds to above L.
-    if not start or #start > 20 or #count > 16 or #prev > 16 then
-        return nil
+    if not count or not is_instant(start_s, start_ns) or modulo(start_s, start_ns) ~= 0
+        or count < 1 or count > limit or prev > limit then
+        return false, not_state(key, algorithm)
     end
-    start, count, prev = instant(start), tonumber(count), tonumber(prev)
-    if less(U64_MAX, start) or modulo(start, period) ~= 0 or count < 1 or count > limit
-        or prev > limit then
-        return nil
-    end
-    return {start = start, count = count, prev = prev}
+    return true, start_s, start_ns, count, prev
 end
 
--- Where a request at now is decided (windows.rs `locate`, sliding_window.rs `view`): the
--- window of now, or, if now lies in an older window than the stored one (time went
--- backwards), the start of the stored window, the strictest instant in it. Returns the
--- window's start, the time elapsed in it, its count and the previous window's count.
-local function view(state)
-    local elapsed = modulo(now, period)
-    local start = minus(now, span(elapsed))
-    if less(start, state.start) then
-        return {start = state.start, elapsed = 0, cur = state.count, prev = state.prev}
+-- Where a request at now is decided (windows.rs `locate`, sliding_window.rs `view`), for
+-- the stored window starting at s, ns with `count` and `prev`: the window of now, or, if
+-- now lies in an older window than the stored one (time went backwards), the start of
+-- the stored window, the strictest instant in it. Returns the window's start, the time
+-- elapsed in it, its count and the previous window's count.
+local function view(s, ns, count, prev)
+    local elapsed = modulo(now_s, now_ns)
+    local start_s, start_ns = sub(now_s, now_ns, split(elapsed))
+    if less(start_s, start_ns, s, ns) then
+        return s, ns, 0, count, prev
     end
-    if not less(state.start, start) then
-        return {start = start, elapsed = elapsed, cur = state.count, prev = state.prev}
+    if not less(s, ns, start_s, start_ns) then
+        return start_s, start_ns, elapsed, count, prev
     end
-    local next_start = shifted(state.start, PERIOD)
-    if next_start[1] == start[1] and next_start[2] == start[2] then
-        return {start = start, elapsed = elapsed, cur = 0, prev = state.count}
+    local next_s, next_ns = add(s, ns, period_s, period_ns)
+    if next_s == start_s and next_ns == start_ns then
+        return start_s, start_ns, elapsed, 0, count
     end
-    return {start = start, elapsed = elapsed, cur = 0, prev = 0}
+    return start_s, start_ns, elapsed, 0, 0
 end
 
--- The start of the window `windows_later` windows after the one starting at `start`,
--- which may lie past U64_MAX.
-local function window_after(start, windows_later)
-    for _ = 1, windows_later do
-        start = shifted(start, PERIOD)
+-- The start of the window `later` windows after the one starting at s, ns, which may lie
+-- past the end of the u64 timeline.
+local function window_after(s, ns, later)
+    for _ = 1, later do
+        s, ns = add(s, ns, period_s, period_ns)
     end
-    return start
+    return s, ns
 end
 
--- Nanoseconds from now until the instant `at` (not before now), or U64_MAX ("never") if
--- `at` lies past the end of the u64 timeline, where no now + d reaches it (windows.rs
--- `until`).
-local function time_until(at)
-    if less(U64_MAX, at) then
-        return U64_MAX
+-- The reply field of the time from now until the instant s, ns (not before now): past
+-- the end of the u64 timeline, where no now + d reaches it, the largest u64 ("never", as
+-- windows.rs `until`).
+local function until_field(s, ns)
+    if past_end(s, ns) then
+        return '18446744073709551615'
     end
-    return minus(at, now)
+    return field(sub(s, ns, now_s, now_ns))
 end
 
--- Stores an admission: `count` units in the window starting at `start` and, given
--- `prev`, that count for the window before it. The key is kept until the state is fresh
--- (DESIGN §5: nothing counted in the window of now or the one before), the start of the
--- window after next.
-local function store(start, count, prev)
-    local value = decimal(start) .. string.format(' %d', count)
+-- Stores an admission: `count` units in the window starting at s, ns and, given `prev`,
+-- that count for the window before it. The key is kept until the state is fresh (DESIGN
+-- §5: nothing counted in the window of now or the one before), the start of the window
+-- after next.
+local function store(key, s, ns, count, prev)
+    local state
     if prev then
-        value = value .. string.format(' %d', prev)
+        state = struct.pack('>I5I4I7I7', s, ns, count, prev)
+    else
+        state = struct.pack('>I5I4I7', s, ns, count)
     end
-    redis.call('SET', key, value)
-    keep_for(key, minus(window_after(start, 2), now))
-end
-
--- The error a state that is not this algorithm's gives.
-local function not_state(algorithm)
-    return redis.error_reply('librate: ' .. key .. ' holds no ' .. algorithm .. ' state')
+    local fresh_s, fresh_ns = window_after(s, ns, 2)
+    redis.call('SET', key, state, 'PX', keep_ms(sub(fresh_s, fresh_ns, now_s, now_ns)))
 end

@@ -37,7 +37,7 @@
 mod read;
 
 use self::read::Ring;
-use super::Stored;
+use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Claim, LogRead, Rule, SlidingLog, MAX_STATE};
 use crate::decision::Decision;
 use crate::state::cell::Tenancy;
@@ -96,6 +96,57 @@ impl Stored for SlidingLog {
             }
         }
         unreachable!("the attempts never run out")
+    }
+
+    /// The log gives nothing back: its claimed positions and their timestamps only grow,
+    /// and readers trust a slot by its tag (`read.rs`), so a position given back and
+    /// claimed again would show the old timestamp as the new one's.
+    fn acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
+        Ok((self.acquire_at(state, tenancy, now, n)?, None))
+    }
+
+    fn try_acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(bool, Option<Refund>), T::Evicted> {
+        Ok((self.try_acquire_at(state, tenancy, now, n)?, None))
+    }
+
+    fn settle_refundable<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
+        Ok(Stored::settle(self, state, tenancy, bounds, n)?.map(|allowed| (allowed, None)))
+    }
+
+    /// As `acquire_at`'s reads, claiming nothing: the decision stands if no unit was
+    /// admitted (and no reset finished) while it read.
+    fn peek_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted> {
+        loop {
+            let ring = Ring::load(self, state, tenancy)?;
+            let decision = self.decide(&ring, now, n).decision;
+            if ring.unchanged() {
+                return Ok(decision);
+            }
+        }
     }
 
     /// The admission test reads one slot, and without a report no search for the oldest

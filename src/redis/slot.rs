@@ -1,0 +1,49 @@
+//! The Redis Cluster hash slot of a key: CRC16 (XMODEM) of its hash tag (the bytes between
+//! the first `{` and the first `}` after it, when there are any) or of the whole key,
+//! modulo 16384, as every Cluster node computes it. A batch groups its keys by slot, since
+//! one script call may only name keys of one slot on a Cluster.
+
+/// The number of hash slots of a Redis Cluster.
+pub const SLOTS: u16 = 16384;
+
+/// The hash slot of the Redis key `key`.
+///
+/// ```
+/// use rate::redis::slot;
+/// // The examples of the Redis Cluster specification.
+/// assert_eq!(slot(b"123456789"), 12739);
+/// assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));
+/// assert_eq!(slot(b"foo{{bar}}zap"), slot(b"{bar"));
+/// ```
+pub fn slot(key: &[u8]) -> u16 {
+    crc16(hash_tag(key)) % SLOTS
+}
+
+/// The bytes of `key` its slot is computed from.
+fn hash_tag(key: &[u8]) -> &[u8] {
+    let Some(open) = key.iter().position(|&byte| byte == b'{') else {
+        return key;
+    };
+    match key[open + 1..].iter().position(|&byte| byte == b'}') {
+        // An empty tag (`{}`) hashes the whole key.
+        Some(0) | None => key,
+        Some(length) => &key[open + 1..open + 1 + length],
+    }
+}
+
+/// CRC-16/XMODEM (polynomial 0x1021, initial value 0), bit by bit: a batch hashes a few
+/// short keys, where a table would cost more cache than it saves.
+fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &byte in bytes {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}

@@ -1,0 +1,106 @@
+/* Policies of several rules through include/rate.h: all or nothing, the combined fields,
+ * which rule denied and each rule's own, and bad input. Plain C99; every case returns 0
+ * on success. Expected values follow from DESIGN.md sections 3, 4 and 9 and are worked
+ * out in the comments. */
+
+#include "check.h"
+
+#define MINUTE (60 * SECOND)
+
+static rate_config rule(uint32_t algorithm, uint64_t limit, uint64_t period_ns) {
+    rate_config config;
+    memset(&config, 0, sizeof config);
+    config.algorithm = algorithm;
+    config.limit = limit;
+    config.period_ns = period_ns;
+    return config;
+}
+
+/* 2 a second (GCRA, burst 2) and 3 a minute (fixed window). */
+static rate_policy *two_rules(void) {
+    rate_config rules[2];
+    rate_policy *policy = NULL;
+    rules[0] = rule(RATE_GCRA, 2, SECOND);
+    rules[1] = rule(RATE_FIXED_WINDOW, 3, MINUTE);
+    if (rate_policy_new(rules, 2, &policy) != RATE_OK) {
+        return NULL;
+    }
+    return policy;
+}
+
+static int test_all_or_nothing(void) {
+    rate_policy_decision d;
+    rate_policy *policy = two_rules();
+    CHECK(policy != NULL);
+    /* At 0: the first unit leaves the GCRA rule 1 of 2 (TAT 0.5 s) and the window 2 of 3. */
+    CHECK(rate_policy_acquire_at(policy, 1, 0, &d) == RATE_OK);
+    CHECK(d.decision.allowed == 1 && d.denied_by == RATE_POLICY_NO_RULE && d.rules_len == 2);
+    CHECK_EQ_U64(d.decision.limit, 2);
+    CHECK_EQ_U64(d.decision.remaining, 1);
+    CHECK_EQ_U64(d.rules[0].remaining, 1);
+    CHECK_EQ_U64(d.rules[1].remaining, 2);
+    /* reset: GCRA full at 0.5 s, the window at 1:00; the greatest. */
+    CHECK_EQ_U64(d.rules[0].reset_after_ns, 500 * MS);
+    CHECK_EQ_U64(d.decision.reset_after_ns, MINUTE);
+    CHECK(rate_policy_acquire_at(policy, 1, 0, NULL) == RATE_OK);
+    /* The GCRA rule is empty until 0.5 s; the window gives its unit back: 1 left. */
+    CHECK(rate_policy_acquire_at(policy, 1, 0, &d) == RATE_LIMITED);
+    CHECK(d.decision.allowed == 0 && d.denied_by == 0);
+    CHECK_EQ_U64(d.decision.retry_after_ns, 500 * MS);
+    CHECK(d.rules[1].allowed == 1);
+    CHECK_EQ_U64(d.rules[1].remaining, 1);
+    CHECK_EQ_U64(d.decision.remaining, 0);
+    /* At 1 s the third unit fits both; at 2 s the window denies until 1:00. */
+    CHECK(rate_policy_acquire_at(policy, 1, SECOND, NULL) == RATE_OK);
+    CHECK(rate_policy_acquire_at(policy, 1, 2 * SECOND, &d) == RATE_LIMITED);
+    CHECK(d.denied_by == 1 && d.rules[0].allowed == 1);
+    CHECK_EQ_U64(d.decision.retry_after_ns, 58 * SECOND);
+    /* A query: admitted, nothing taken. */
+    CHECK(rate_policy_acquire_at(policy, 0, 2 * SECOND, &d) == RATE_OK);
+    CHECK_EQ_U64(d.rules[0].remaining, 2);
+    CHECK_EQ_U64(d.rules[1].remaining, 0);
+    rate_policy_free(policy);
+    return 0;
+}
+
+static int test_bad_input(void) {
+    rate_config rules[9];
+    rate_policy *policy = NULL;
+    rate_policy_decision d;
+    size_t i;
+    for (i = 0; i < 9; i++) {
+        rules[i] = rule(RATE_SLIDING_LOG, 3, SECOND);
+    }
+    CHECK(rate_policy_new(NULL, 1, &policy) == RATE_E_NULL);
+    CHECK(rate_policy_new(rules, 1, NULL) == RATE_E_NULL);
+    CHECK(rate_policy_new(NULL, 0, &policy) == RATE_E_INVALID_CONFIG);
+    CHECK(rate_policy_new(rules, 9, &policy) == RATE_E_INVALID_CONFIG);
+    rules[1].limit = 0;
+    CHECK(rate_policy_new(rules, 2, &policy) == RATE_E_INVALID_CONFIG);
+    rules[1].algorithm = 99;
+    rules[1].limit = 1;
+    CHECK(rate_policy_new(rules, 2, &policy) == RATE_E_INVALID_CONFIG);
+    CHECK(policy == NULL);
+    CHECK(rate_policy_new(rules, RATE_POLICY_MAX_RULES, &policy) == RATE_E_INVALID_CONFIG);
+    rules[1].algorithm = RATE_SLIDING_LOG;
+    CHECK(rate_policy_new(rules, RATE_POLICY_MAX_RULES, &policy) == RATE_OK);
+    CHECK(rate_policy_acquire_at(NULL, 1, 0, &d) == RATE_E_NULL);
+    CHECK(rate_policy_acquire(NULL, 1, NULL) == RATE_E_NULL);
+    /* Rule 1 allows 1: a cost of 2 can never be admitted, and out is left alone. */
+    memset(&d, 0xab, sizeof d);
+    CHECK(rate_policy_acquire_at(policy, 2, 0, &d) == RATE_E_INSUFFICIENT_CAPACITY);
+    CHECK(d.denied_by == 0xabababab);
+    CHECK(rate_policy_acquire(policy, 1, NULL) == RATE_OK);
+    CHECK(rate_policy_acquire(policy, 1, NULL) == RATE_LIMITED);
+    rate_policy_free(policy);
+    rate_policy_free(NULL);
+    return 0;
+}
+
+int main(void) {
+    static const struct test_case cases[] = {
+        TEST_CASE(test_all_or_nothing),
+        TEST_CASE(test_bad_input),
+    };
+    return run_tests("test_policy", cases, sizeof cases / sizeof cases[0]);
+}

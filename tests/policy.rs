@@ -1,0 +1,254 @@
+//! Policies of several rules (DESIGN §9) against a sequential model built from the rules'
+//! own limiters: a request is admitted iff every rule, having admitted exactly the
+//! policy's earlier admissions, admits it; a denial changes no rule.
+
+mod common;
+
+use common::{Rng, MS, SECOND};
+use rate::{Algorithm, Config, ConfigError, Decision, Error, Limiter, Policy, PolicyDecision};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The model of one rule: a fresh limiter of it, given the policy's admissions so far.
+fn replayed(rule: &Config, admitted: &[(u64, u64)]) -> Limiter {
+    let limiter = Limiter::new(rule).unwrap();
+    for &(n, at) in admitted {
+        assert!(
+            limiter.acquire_at(n, at).unwrap().allowed,
+            "the model replays admissions"
+        );
+    }
+    limiter
+}
+
+/// What the policy of `rules` must decide for `n` units at `now` after `admitted`.
+fn model(rules: &[Config], admitted: &[(u64, u64)], n: u64, now: u64) -> PolicyDecision {
+    let taken: Vec<Decision> = rules
+        .iter()
+        .map(|rule| replayed(rule, admitted).acquire_at(n, now).unwrap())
+        .collect();
+    let denied_by = taken.iter().position(|decision| !decision.allowed);
+    let each: Vec<Decision> = match denied_by {
+        None => taken,
+        // Nothing taken: each rule's state as it is, and its own answer to the request.
+        Some(_) => rules
+            .iter()
+            .zip(&taken)
+            .map(|(rule, request)| Decision {
+                allowed: request.allowed,
+                retry_after_ns: request.retry_after_ns,
+                ..replayed(rule, admitted).acquire_at(0, now).unwrap()
+            })
+            .collect(),
+    };
+    let decision = Decision {
+        allowed: denied_by.is_none(),
+        limit: each.iter().map(|d| d.limit).min().unwrap(),
+        remaining: each.iter().map(|d| d.remaining).min().unwrap(),
+        retry_after_ns: each.iter().map(|d| d.retry_after_ns).max().unwrap(),
+        reset_after_ns: each.iter().map(|d| d.reset_after_ns).max().unwrap(),
+        wait_ns: 0,
+    };
+    // A PolicyDecision is compared through its public parts (see `same`).
+    let policy = Policy::new(rules).unwrap();
+    let mut expected = policy.acquire_at(0, 0).unwrap();
+    expected.decision = decision;
+    expected.denied_by = denied_by;
+    assert_eq!(expected.rules().len(), each.len());
+    EXPECTED_RULES.with(|slot| *slot.borrow_mut() = each);
+    expected
+}
+
+thread_local! {
+    /// The rules' decisions of the last `model` call.
+    static EXPECTED_RULES: std::cell::RefCell<Vec<Decision>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A random rule of any algorithm, limits small enough that sequences reach them.
+fn random_rule(rng: &mut Rng) -> Config {
+    let limit = rng.range(1, 6);
+    let period = [100 * MS, SECOND, 7 * SECOND, 60 * SECOND][rng.below(4) as usize];
+    match rng.below(4) {
+        0 => Config::gcra(limit, period).with_burst(rng.range(1, 6)),
+        1 => Config::fixed_window(limit, period),
+        2 => Config::sliding_window(limit, period),
+        _ => Config::sliding_log(limit, period),
+    }
+}
+
+/// Random policies of 1 to 4 rules of any mix, random costs (queries and costs past the
+/// limit included) and times (mostly forward, sometimes back): every decision, every
+/// rule's, and every refusal is the model's.
+#[test]
+fn policies_decide_as_their_rules_would_together() {
+    let mut rng = Rng::new(0x5eed_0004);
+    for case in 0..300 {
+        let rules: Vec<Config> = (0..rng.range(1, 5))
+            .map(|_| random_rule(&mut rng))
+            .collect();
+        let policy = Policy::new(&rules).unwrap();
+        let limit = rules
+            .iter()
+            .map(|rule| Limiter::new(rule).unwrap().acquire_at(0, 0).unwrap().limit)
+            .min()
+            .unwrap();
+        assert_eq!(policy.limit(), limit);
+        let mut admitted = Vec::new();
+        let mut now = rng.below(10 * SECOND);
+        for step in 0..40 {
+            now = if rng.chance(10) {
+                now.saturating_sub(rng.below(2 * SECOND))
+            } else {
+                now + rng.below(700 * MS)
+            };
+            let n = rng.below(limit + 2);
+            if n > limit {
+                assert_eq!(policy.acquire_at(n, now), Err(Error::InsufficientCapacity));
+                assert_eq!(
+                    policy.try_acquire_at(n, now),
+                    Err(Error::InsufficientCapacity)
+                );
+                continue;
+            }
+            let want = model(&rules, &admitted, n, now);
+            let got = if rng.chance(30) && n > 0 {
+                // The bool form takes as the full one does.
+                let allowed = policy.try_acquire_at(n, now).unwrap();
+                assert_eq!(
+                    allowed, want.decision.allowed,
+                    "case {case} step {step}: {rules:?}"
+                );
+                if allowed {
+                    admitted.push((n, now));
+                }
+                continue;
+            } else {
+                policy.acquire_at(n, now).unwrap()
+            };
+            let context = format!("case {case} step {step}: n {n} at {now}, {rules:?}");
+            assert_eq!(got.decision, want.decision, "{context}");
+            assert_eq!(got.denied_by, want.denied_by, "{context}");
+            EXPECTED_RULES.with(|each| assert_eq!(got.rules(), &each.borrow()[..], "{context}"));
+            if got.decision.allowed && n > 0 {
+                admitted.push((n, now));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_policy_has_one_to_eight_valid_rules() {
+    let rule = Config::gcra(1, SECOND);
+    assert_eq!(
+        Policy::new(&[]).unwrap_err(),
+        Error::InvalidConfig(ConfigError::PolicyRules)
+    );
+    assert_eq!(
+        Policy::new(&[rule; 9]).unwrap_err(),
+        Error::InvalidConfig(ConfigError::PolicyRules)
+    );
+    assert!(Policy::new(&[rule; 8]).is_ok());
+    assert_eq!(
+        Policy::new(&[rule, Config::new(Algorithm::FixedWindow, 0, SECOND)]).unwrap_err(),
+        Error::InvalidConfig(ConfigError::ZeroLimit)
+    );
+    let policy = Policy::new(&[rule, Config::sliding_log(3, SECOND)]).unwrap();
+    assert_eq!(
+        policy.rules().copied().collect::<Vec<_>>(),
+        [rule, Config::sliding_log(3, SECOND)]
+    );
+}
+
+/// Two sliding logs: the first is asked before it takes, so the second's denial leaves
+/// it as it was.
+#[test]
+fn a_log_denied_by_a_later_log_keeps_nothing() {
+    let policy = Policy::new(&[
+        Config::sliding_log(5, SECOND),
+        Config::sliding_log(2, 60 * SECOND),
+    ])
+    .unwrap();
+    assert!(policy.acquire_at(1, 0).unwrap().decision.allowed);
+    assert!(policy.acquire_at(1, 0).unwrap().decision.allowed);
+    let denied = policy.acquire_at(1, 0).unwrap();
+    assert_eq!(denied.denied_by, Some(1));
+    // The per-second log holds the two admitted units only: 3 left of 5.
+    assert_eq!(denied.rules()[0].remaining, 3);
+    assert_eq!(denied.decision.retry_after_ns, 60 * SECOND);
+}
+
+/// 4 threads take one unit at a time from a two-rule policy at one frozen time until each
+/// is denied: exactly the tighter rule's limit is admitted, and neither rule is past its
+/// limit, whichever rule is the tighter and whichever comes first.
+#[test]
+fn threads_admit_exactly_the_tightest_limit() {
+    let pairs = [
+        [Config::gcra(50, SECOND), Config::gcra(20, SECOND)],
+        [Config::gcra(20, SECOND), Config::gcra(50, SECOND)],
+        [
+            Config::fixed_window(30, SECOND),
+            Config::sliding_window(25, SECOND),
+        ],
+        [Config::sliding_log(40, SECOND), Config::gcra(35, SECOND)],
+    ];
+    for rules in pairs {
+        for _ in 0..20 {
+            let policy = Policy::new(&rules).unwrap();
+            let admitted = AtomicU64::new(0);
+            std::thread::scope(|scope| {
+                for _ in 0..4 {
+                    scope.spawn(|| {
+                        while policy.try_acquire_at(1, SECOND).unwrap() {
+                            admitted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    });
+                }
+            });
+            let tightest = policy.limit();
+            assert_eq!(admitted.load(Ordering::Relaxed), tightest, "{rules:?}");
+            let state = policy.acquire_at(0, SECOND).unwrap();
+            for (rule, decision) in rules.iter().zip(state.rules()) {
+                // Within its limit: what it holds is at least the admitted units.
+                assert!(decision.limit - decision.remaining >= tightest, "{rule:?}");
+            }
+        }
+    }
+}
+
+/// Through the library's clock (the cheap clock's bounds, or the exact time for a rule
+/// they leave undecided): the tighter rule's limit exactly, and the other rule holds
+/// exactly the admitted units, the denied ones given back.
+#[test]
+fn through_the_clock_as_at_one_time() {
+    const HOUR: u64 = 3_600 * SECOND;
+    for rules in [
+        [
+            Config::gcra(1, HOUR).with_burst(5),
+            Config::fixed_window(3, HOUR),
+        ],
+        [
+            Config::sliding_window(3, HOUR),
+            Config::gcra(1, HOUR).with_burst(5),
+        ],
+        [
+            Config::gcra(1_000_000, SECOND).with_burst(5),
+            Config::sliding_log(3, HOUR),
+        ],
+    ] {
+        let policy = Policy::new(&rules).unwrap();
+        let admitted = (0..10).filter(|_| policy.try_acquire(1).unwrap()).count();
+        assert_eq!(admitted, 3, "{rules:?}");
+        let state = policy.acquire(0).unwrap();
+        let held: Vec<u64> = state
+            .rules()
+            .iter()
+            .map(|d| d.limit - d.remaining)
+            .collect();
+        // The per-hour rules hold exactly the 3 admitted units; a million a second drains
+        // in microseconds.
+        for (rule, held) in rules.iter().zip(held) {
+            if rule.period_ns == HOUR {
+                assert_eq!(held, 3, "{rule:?}");
+            }
+        }
+    }
+}
