@@ -37,6 +37,31 @@ func ExampleNewGCRA() {
 	// D at 1s: allowed=true remaining=0 retry after 0s
 }
 
+// Two limits at once, 2 a second and 3 a minute, on a caller's clock: a request is
+// admitted only if both admit it, and a denial names the rule and takes nothing from the
+// other.
+func ExampleNewPolicy() {
+	policy, err := librate.NewPolicy(
+		librate.Config{Algorithm: librate.GCRA, Limit: 2, Period: time.Second},        // 2 a second
+		librate.Config{Algorithm: librate.FixedWindow, Limit: 3, Period: time.Minute}, // 3 a minute
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer policy.Close()
+	for _, at := range []time.Duration{0, 0, 0, time.Second, 2 * time.Second} {
+		d, _ := policy.AcquireAt(1, at)
+		fmt.Printf("at %v: allowed=%v denied by %d, retry after %v; per minute %d left\n",
+			at, d.Allowed, d.DeniedBy, d.RetryAfter, d.Rules[1].Remaining)
+	}
+	// Output:
+	// at 0s: allowed=true denied by -1, retry after 0s; per minute 2 left
+	// at 0s: allowed=true denied by -1, retry after 0s; per minute 1 left
+	// at 0s: allowed=false denied by 0, retry after 500ms; per minute 1 left
+	// at 1s: allowed=true denied by -1, retry after 0s; per minute 0 left
+	// at 2s: allowed=false denied by 1, retry after 58s; per minute 0 left
+}
+
 // Allow on librate's clock is the fast path for "may I?".
 func ExampleLimiter_Allow() {
 	limiter, err := librate.NewGCRA(100, time.Second, 0)
