@@ -483,7 +483,9 @@ class KeyedLimiter : public detail::Handle<rate_keyed, rate_keyed_free> {
 ///   moment later).
 /// - A rule gives units back only if no other request changed it in between; otherwise
 ///   the denied request's units stay taken, as if admitted, and expire as admitted units
-///   do. Either way a rule only ever errs on the side of its limit.
+///   do. So do a sliding log's (logs take last and never give back) when a later sliding
+///   log denies because a concurrent request changed it after it was asked. Either way a
+///   rule only ever errs on the side of its limit.
 class Policy : public detail::Handle<rate_policy, rate_policy_free> {
   public:
     /// The most rules one policy holds (RATE_POLICY_MAX_RULES).

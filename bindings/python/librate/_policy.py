@@ -97,7 +97,9 @@ class Policy(_Owner):
       a moment later).
     - A rule gives units back only if no other request changed it in between; otherwise
       the denied request's units stay taken, as if admitted, and expire as admitted
-      units do. Either way a rule only ever errs on the side of its limit.
+      units do. So do a sliding log's (logs take last and never give back) when a later
+      sliding log denies because a concurrent request changed it after it was asked.
+      Either way a rule only ever errs on the side of its limit.
 
     Times are nanoseconds on CLOCK_MONOTONIC (``librate.now_ns()``); ``now_ns=`` takes
     your own timeline (one per policy).
