@@ -22,8 +22,11 @@ rm -f "$plot"
 step "Rust: build the release library the bindings link"
 cargo build --release
 
-step "Rust: unit, integration, doc and C tests (tests/c_api.rs drives the C compiler), the Redis tier against a redis-server of its own"
-cargo test --features testing,redis
+step "Rust: unit, integration, doc and C tests (tests/c_api.rs drives the C compiler), the Redis tier (blocking and async) against a redis-server of its own"
+cargo test --features testing,redis,redis-async
+
+step "Rust: the blocking Redis tier builds without the async one (the release build above has neither)"
+cargo build --quiet --features redis
 
 step "Rust: loom models"
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \

@@ -8,7 +8,7 @@ use crate::policy::Policy;
 use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
 use crate::state::{owned, Owned, Refund};
 use crate::sync::AtomicU64;
-use crate::time::{self, ClockHint, Hinted, Monotonic, TimeSource};
+use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::path::Path;
 use std::ptr::NonNull;
 
@@ -243,12 +243,14 @@ impl Limiter {
     }
 
     /// The rule this limiter enforces, for a policy of several ([`crate::Policy`]).
+    #[inline]
     pub(crate) fn rule(&self) -> &Policy {
         &self.policy
     }
 
     /// Acquires `n` units (checked by the caller) at `now_ns`, with what giving them back
     /// takes: see [`Refund`].
+    #[inline]
     pub(crate) fn acquire_refundable_at(&self, n: u64, now_ns: u64) -> (Decision, Option<Refund>) {
         owned(
             self.policy
@@ -256,13 +258,39 @@ impl Limiter {
         )
     }
 
+    /// [`acquire_refundable_at`](Self::acquire_refundable_at) without the report, for
+    /// `1 ≤ n` units.
+    #[inline]
+    pub(crate) fn try_acquire_refundable_at(&self, n: u64, now_ns: u64) -> (bool, Option<Refund>) {
+        owned(
+            self.policy
+                .try_acquire_refundable_at(self.state(), &Owned, now_ns, n),
+        )
+    }
+
+    /// [`try_acquire_refundable_at`](Self::try_acquire_refundable_at) for every instant
+    /// within `bounds` at once: `None` (nothing written) when the instants disagree.
+    #[inline]
+    pub(crate) fn settle_refundable(
+        &self,
+        n: u64,
+        bounds: Bounds,
+    ) -> Option<(bool, Option<Refund>)> {
+        owned(
+            self.policy
+                .settle_refundable(self.state(), &Owned, bounds, n),
+        )
+    }
+
     /// The decision an acquire of `n` units (checked by the caller) at `now_ns` would make,
     /// with nothing written.
+    #[inline]
     pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
         owned(self.policy.peek_at(self.state(), &Owned, now_ns, n))
     }
 
     /// Gives back an admission of this limiter's, if nothing moved its state on since.
+    #[inline]
     pub(crate) fn refund(&self, refund: Refund) -> bool {
         refund.apply(self.state())
     }

@@ -10,7 +10,7 @@ use crate::decision::Decision;
 use crate::error::Error;
 use crate::state::{is_marker, reserve_at, Refund, Stored, Tenancy};
 use crate::sync::{AtomicU64, Ordering};
-use crate::time::TimeSource;
+use crate::time::{Bounds, TimeSource};
 
 /// A validated algorithm with its parameters.
 #[derive(Clone, Copy, Debug)]
@@ -110,6 +110,33 @@ impl Policy {
     ) -> Result<(Decision, Option<Refund>), T::Evicted> {
         debug_assert!(self.check(n, None).is_ok());
         dispatch!(self, algorithm => algorithm.acquire_refundable_at(state, tenancy, now_ns, n))
+    }
+
+    /// [`try_acquire_at`](Self::try_acquire_at), with what giving the units back takes.
+    #[inline]
+    pub(crate) fn try_acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+    ) -> Result<(bool, Option<Refund>), T::Evicted> {
+        debug_assert!(n >= 1 && self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.try_acquire_refundable_at(state, tenancy, now_ns, n))
+    }
+
+    /// Acquires `1 ≤ n` units for every instant within `bounds` at once, with what giving
+    /// them back takes: `None` (nothing written) when the instants disagree.
+    #[inline(always)]
+    pub(crate) fn settle_refundable<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
+        debug_assert!(n >= 1 && self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.settle_refundable(state, tenancy, bounds, n))
     }
 
     /// The decision an acquire of `n` units at `now_ns` would make, with nothing written.

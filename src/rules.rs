@@ -28,7 +28,7 @@ use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::limiter::Limiter;
 use crate::state::Refund;
-use crate::time;
+use crate::time::{self, Monotonic, TimeSource};
 
 /// The most rules one policy holds.
 pub const MAX_RULES: usize = 8;
@@ -70,6 +70,16 @@ pub struct Policy {
     givers: usize,
     /// The least of the rules' limits: the largest cost the policy can ever admit.
     limit: u64,
+}
+
+/// How far [`Policy::take_each`] got.
+enum Taken {
+    /// Every rule admitted.
+    All,
+    /// The rule of this index denied; the rules before it gave back.
+    Denied(usize),
+    /// A rule could not decide; the rules before it gave back.
+    Undecided,
 }
 
 /// A policy's decision: the combined [`Decision`], which rule denied, and each rule's own.
@@ -153,7 +163,7 @@ impl Policy {
             }
             return Ok(self.combined(decisions, None));
         }
-        match self.take(n, now_ns, &mut decisions) {
+        match self.take(n, now_ns, Some(&mut decisions)) {
             Ok(()) => Ok(self.combined(decisions, None)),
             Err(denying) => Ok(self.denial(n, now_ns, denying, decisions[denying])),
         }
@@ -165,7 +175,43 @@ impl Policy {
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit.
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
-        self.try_acquire_at(n, time::now_ns())
+        self.check(n)?;
+        if n == 0 {
+            return Ok(true);
+        }
+        let time = Monotonic;
+        // On the cheap clock's bounds where the rules settle there, as a limiter's
+        // `try_acquire` does: each rule's outcome then holds at every instant within them.
+        // A policy whose sliding logs need asking first (see `take`) takes the exact time.
+        let bounds = if self.rules.len() - self.givers <= 1 {
+            time.bounds()
+        } else {
+            None
+        };
+        if let Some(bounds) = bounds {
+            // A rule the bounds leave undecided (an idle GCRA bucket) is decided at the
+            // exact time, and so are the rules after it, if that time lies within the
+            // bounds: the rules settled before it hold at that instant too.
+            let mut exact = None;
+            let taken = self.take_each(|_, rule| {
+                if let Some(now) = exact {
+                    return Some(rule.try_acquire_refundable_at(n, now));
+                }
+                rule.settle_refundable(n, bounds).or_else(|| {
+                    let now = time.now_after(bounds);
+                    (now <= bounds.latest).then(|| {
+                        exact = Some(now);
+                        rule.try_acquire_refundable_at(n, now)
+                    })
+                })
+            });
+            match taken {
+                Taken::All => return Ok(true),
+                Taken::Denied(_) => return Ok(false),
+                Taken::Undecided => {}
+            }
+        }
+        Ok(self.take(n, time.now(), None).is_ok())
     }
 
     /// [`try_acquire`](Self::try_acquire) at `now_ns`.
@@ -174,8 +220,7 @@ impl Policy {
     /// As [`try_acquire`](Self::try_acquire).
     pub fn try_acquire_at(&self, n: u64, now_ns: u64) -> Result<bool, Error> {
         self.check(n)?;
-        let mut decisions = [Decision::default(); MAX_RULES];
-        Ok(n == 0 || self.take(n, now_ns, &mut decisions).is_ok())
+        Ok(n == 0 || self.take(n, now_ns, None).is_ok())
     }
 
     fn check(&self, n: u64) -> Result<(), Error> {
@@ -185,13 +230,14 @@ impl Policy {
     }
 
     /// Takes `1 ≤ n` units at `now_ns` from each rule in turn, each rule's decision in
-    /// `decisions`. A rule that denies ends it: the rules before it give their units back,
-    /// and the denying rule's index is the error.
+    /// `decisions` if asked for (else only whether it admits, without the report's work).
+    /// A rule that denies ends it: the rules before it give their units back, and the
+    /// denying rule's index is the error.
     fn take(
         &self,
         n: u64,
         now_ns: u64,
-        decisions: &mut [Decision; MAX_RULES],
+        mut decisions: Option<&mut [Decision; MAX_RULES]>,
     ) -> Result<(), usize> {
         // The rules that cannot give back take last, the first of them before the others:
         // those others are asked first, so that (but for a concurrent request changing an
@@ -199,25 +245,57 @@ impl Policy {
         for &index in self.order[self.givers..].iter().skip(1) {
             let decision = self.rules[index].peek_at(n, now_ns);
             if !decision.allowed {
-                decisions[index] = decision;
-                return Err(index);
-            }
-        }
-        let mut refunds: [Option<Refund>; MAX_RULES] = [None; MAX_RULES];
-        for (step, &index) in self.order.iter().enumerate() {
-            let (decision, refund) = self.rules[index].acquire_refundable_at(n, now_ns);
-            decisions[index] = decision;
-            if !decision.allowed {
-                for &taken in self.order[..step].iter().rev() {
-                    if let Some(refund) = refunds[taken] {
-                        self.rules[taken].refund(refund);
-                    }
+                if let Some(decisions) = decisions.as_deref_mut() {
+                    decisions[index] = decision;
                 }
                 return Err(index);
             }
-            refunds[index] = refund;
         }
-        Ok(())
+        let taken = self.take_each(|index, rule| {
+            let (allowed, refund) = match decisions.as_deref_mut() {
+                Some(decisions) => {
+                    let (decision, refund) = rule.acquire_refundable_at(n, now_ns);
+                    decisions[index] = decision;
+                    (decision.allowed, refund)
+                }
+                None => rule.try_acquire_refundable_at(n, now_ns),
+            };
+            Some((allowed, refund))
+        });
+        match taken {
+            Taken::Denied(index) => Err(index),
+            // Every step above decides, at the exact time.
+            Taken::All | Taken::Undecided => Ok(()),
+        }
+    }
+
+    /// Runs `step` on each rule in the order they take: its outcome (`Some((admitted,
+    /// refund))`) or `None` when it cannot decide. A rule that denies or cannot decide
+    /// ends it, and the rules before it give their units back.
+    #[inline(always)]
+    fn take_each(
+        &self,
+        mut step: impl FnMut(usize, &Limiter) -> Option<(bool, Option<Refund>)>,
+    ) -> Taken {
+        // What each rule that took gives back, by its index.
+        let mut refunds: [Option<Refund>; MAX_RULES] = [None; MAX_RULES];
+        for (position, &index) in self.order.iter().enumerate() {
+            let outcome = step(index, &self.rules[index]);
+            if let Some((true, refund)) = outcome {
+                refunds[index] = refund;
+                continue;
+            }
+            for &taken in self.order[..position].iter().rev() {
+                if let Some(refund) = refunds[taken] {
+                    self.rules[taken].refund(refund);
+                }
+            }
+            return match outcome {
+                Some(_) => Taken::Denied(index),
+                None => Taken::Undecided,
+            };
+        }
+        Taken::All
     }
 
     /// The report of a request of `n` units at `now_ns` that rule `denying` denied (with

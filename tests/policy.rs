@@ -213,3 +213,42 @@ fn threads_admit_exactly_the_tightest_limit() {
         }
     }
 }
+
+/// Through the library's clock (the cheap clock's bounds, or the exact time for a rule
+/// they leave undecided): the tighter rule's limit exactly, and the other rule holds
+/// exactly the admitted units, the denied ones given back.
+#[test]
+fn through_the_clock_as_at_one_time() {
+    const HOUR: u64 = 3_600 * SECOND;
+    for rules in [
+        [
+            Config::gcra(1, HOUR).with_burst(5),
+            Config::fixed_window(3, HOUR),
+        ],
+        [
+            Config::sliding_window(3, HOUR),
+            Config::gcra(1, HOUR).with_burst(5),
+        ],
+        [
+            Config::gcra(1_000_000, SECOND).with_burst(5),
+            Config::sliding_log(3, HOUR),
+        ],
+    ] {
+        let policy = Policy::new(&rules).unwrap();
+        let admitted = (0..10).filter(|_| policy.try_acquire(1).unwrap()).count();
+        assert_eq!(admitted, 3, "{rules:?}");
+        let state = policy.acquire(0).unwrap();
+        let held: Vec<u64> = state
+            .rules()
+            .iter()
+            .map(|d| d.limit - d.remaining)
+            .collect();
+        // The per-hour rules hold exactly the 3 admitted units; a million a second drains
+        // in microseconds.
+        for (rule, held) in rules.iter().zip(held) {
+            if rule.period_ns == HOUR {
+                assert_eq!(held, 3, "{rule:?}");
+            }
+        }
+    }
+}

@@ -13,13 +13,28 @@
 //! are each language's: [`RedisLimiter`] over the `redis` crate (the `redis` cargo feature),
 //! and the Python and Go packages, which take the script and its arguments from librate's
 //! C ABI (`rate_redis_prepare`), so every language runs the same bytes.
+//!
+//! The Rust client is split by job: `exchange.rs` is one request's conversation with
+//! Redis without its I/O (the script calls, `NOSCRIPT` and `CROSSSLOT`), `reply.rs` turns
+//! replies into decisions, `client.rs` sends the calls over a blocking connection and
+//! `asynchronous.rs` (the `redis-async` cargo feature) over an async one.
 
+#[cfg(feature = "redis-async")]
+mod asynchronous;
 #[cfg(feature = "redis")]
 mod client;
+#[cfg(feature = "redis")]
+mod error;
+#[cfg(feature = "redis")]
+mod exchange;
+#[cfg(feature = "redis")]
+mod reply;
 mod slot;
 
 #[cfg(feature = "redis")]
-pub use client::{RedisError, RedisLimiter};
+pub use client::RedisLimiter;
+#[cfg(feature = "redis")]
+pub use error::RedisError;
 pub use slot::{slot, SLOTS};
 
 use crate::config::{Algorithm, Config};

@@ -59,6 +59,25 @@ pub(crate) trait Stored: Rule {
         n: u64,
     ) -> Result<(Decision, Option<Refund>), T::Evicted>;
 
+    /// [`try_acquire_at`](Self::try_acquire_at) of `1 ≤ n` units, with what giving them
+    /// back takes, as [`acquire_refundable_at`](Self::acquire_refundable_at).
+    fn try_acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(bool, Option<Refund>), T::Evicted>;
+
+    /// [`settle`](Self::settle), with what giving the units back takes.
+    fn settle_refundable<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted>;
+
     /// The decision [`acquire_at`](Self::acquire_at) would make on the state as it is, with
     /// nothing written: `remaining` and `reset_after_ns` as if the units were taken.
     fn peek_at<T: Tenancy>(

@@ -4,7 +4,7 @@
 
 use super::cell::{decide_and_swap, Tenancy};
 use super::{Refund, Stored};
-use crate::algorithm::{Algorithm, FixedWindow, Gcra};
+use crate::algorithm::{Algorithm, FixedWindow, Gcra, Settled};
 use crate::decision::Decision;
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
@@ -75,6 +75,40 @@ impl<A: OneWord> Stored for A {
             let outcome = self.decide(&word, now, n);
             let refund = outcome.update.map(|after| Refund::new(0, word, after));
             ((outcome.decision, refund), outcome.update)
+        })
+    }
+
+    #[inline(always)]
+    fn try_acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(bool, Option<Refund>), T::Evicted> {
+        let refund = decide_and_swap(&state[0], tenancy, |word| {
+            let next = self.try_decide(&word, now, n);
+            (next.map(|after| Refund::new(0, word, after)), next)
+        })?;
+        Ok((refund.is_some(), refund))
+    }
+
+    #[inline(always)]
+    fn settle_refundable<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
+        decide_and_swap(&state[0], tenancy, |word| {
+            match Algorithm::settle(self, &word, bounds.earliest, bounds.latest, n) {
+                Settled::Admit(after) => {
+                    (Some((true, Some(Refund::new(0, word, after)))), Some(after))
+                }
+                Settled::Deny => (Some((false, None)), None),
+                Settled::Undecided => (None, None),
+            }
         })
     }
 

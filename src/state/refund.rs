@@ -12,6 +12,7 @@ pub(crate) struct Refund {
 }
 
 impl Refund {
+    #[inline]
     pub(crate) fn new(word: usize, before: u64, after: u64) -> Self {
         Self {
             word,
@@ -26,6 +27,7 @@ impl Refund {
     /// refund, which puts back exactly what an admission changed), so putting it back is
     /// exact either way. A word another admission moved on keeps the units: taken, never
     /// admitted twice.
+    #[inline]
     pub(crate) fn apply(self, state: &[AtomicU64]) -> bool {
         // Release on success: the value put back was read with (at least) the ordering of
         // the admission's swap, so whatever other words it publishes (a window record) were

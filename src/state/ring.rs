@@ -122,6 +122,26 @@ impl Stored for SlidingLog {
         Ok((self.acquire_at(state, tenancy, now, n)?, None))
     }
 
+    fn try_acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(bool, Option<Refund>), T::Evicted> {
+        Ok((self.try_acquire_at(state, tenancy, now, n)?, None))
+    }
+
+    fn settle_refundable<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
+        Ok(Stored::settle(self, state, tenancy, bounds, n)?.map(|allowed| (allowed, None)))
+    }
+
     /// As `acquire_at`'s reads, claiming nothing: the decision stands if no unit was
     /// admitted while it read.
     fn peek_at<T: Tenancy>(

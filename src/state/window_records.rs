@@ -35,7 +35,7 @@
 
 use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
 use super::{Refund, Stored};
-use crate::algorithm::{Algorithm, Counted, Counts, Rule, SlidingWindow};
+use crate::algorithm::{Algorithm, Counted, Counts, Rule, Settled, SlidingWindow};
 use crate::decision::Decision;
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
@@ -100,6 +100,50 @@ impl Stored for SlidingWindow {
         });
         let allowed = n == 0 || next.is_some();
         Ok((self.report(&counts, now, n, allowed), refund))
+    }
+
+    fn try_acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now: u64,
+        n: u64,
+    ) -> Result<(bool, Option<Refund>), T::Evicted> {
+        let refund = swap(self, state, tenancy, |counts| {
+            let next = self.try_decide(counts, now, n);
+            let refund = next.map(|next| {
+                let before = Counted {
+                    index: counts.index,
+                    count: counts.cur,
+                };
+                Refund::new(CURRENT, self.0.pack(before), self.0.pack(next))
+            });
+            (refund, next)
+        })?;
+        Ok((refund.is_some(), refund))
+    }
+
+    fn settle_refundable<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
+        swap(self, state, tenancy, |counts| {
+            match Algorithm::settle(self, counts, bounds.earliest, bounds.latest, n) {
+                Settled::Admit(next) => {
+                    let before = Counted {
+                        index: counts.index,
+                        count: counts.cur,
+                    };
+                    let refund = Refund::new(CURRENT, self.0.pack(before), self.0.pack(next));
+                    (Some((true, Some(refund))), Some(next))
+                }
+                Settled::Deny => (Some((false, None)), None),
+                Settled::Undecided => (None, None),
+            }
+        })
     }
 
     fn peek_at<T: Tenancy>(

@@ -1,0 +1,138 @@
+//! [`RedisLimiter`]'s async methods (the `redis-async` cargo feature), over the caller's
+//! `redis::aio::ConnectionLike`: a `MultiplexedConnection`, a `ConnectionManager`, a
+//! Cluster's async connection. The caller brings the runtime and the connection; these
+//! methods only send requests on it and await the replies, so librate spawns nothing
+//! and runs on whichever runtime the `redis` crate is built for.
+//!
+//! They are methods of the same type as the blocking ones, not of an async twin: a
+//! `RedisLimiter` holds no connection (a configuration, a prefix, a script), so one value
+//! serves both kinds of callers, and the two sets differ only in how a request travels.
+//! Each method checks, sends and reads exactly as its blocking namesake does: both run
+//! the same [`Exchange`], this file only sends its calls.
+
+use super::exchange::{only, Call, Decisions, Exchange};
+use super::{RedisError, RedisLimiter};
+use crate::decision::Decision;
+
+/// The async methods: each is the blocking method of the same name without `_async`,
+/// awaited on an async connection.
+///
+/// ```no_run
+/// # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
+/// use rate::redis::RedisLimiter;
+/// use rate::Config;
+/// let client = redis::Client::open("redis://127.0.0.1/")?;
+/// // One multiplexed connection serves every task: clone it into each.
+/// let mut connection = client.get_multiplexed_async_connection().await?;
+/// // Each user may make one request per 2 s, whichever host serves it.
+/// let limiter = RedisLimiter::new(&Config::gcra(1, 2_000_000_000), "api:")?;
+/// if !limiter.acquire_async(&mut connection, b"bob", 1).await?.allowed {
+///     // answer 429
+/// }
+/// # Ok(())
+/// # }
+/// ```
+impl RedisLimiter {
+    /// [`acquire`](Self::acquire), awaited: `n` units for `key` now, by the server's clock.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire): never an admission when Redis fails.
+    pub async fn acquire_async(
+        &self,
+        connection: &mut impl redis::aio::ConnectionLike,
+        key: &[u8],
+        n: u64,
+    ) -> Result<Decision, RedisError> {
+        only(run(connection, self.single(key, n, None, None)?).await?)
+    }
+
+    /// [`acquire_at`](Self::acquire_at), awaited: at `now_ns` on the caller's timeline.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub async fn acquire_at_async(
+        &self,
+        connection: &mut impl redis::aio::ConnectionLike,
+        key: &[u8],
+        n: u64,
+        now_ns: u64,
+    ) -> Result<Decision, RedisError> {
+        only(run(connection, self.single(key, n, Some(now_ns), None)?).await?)
+    }
+
+    /// [`reserve`](Self::reserve), awaited: GCRA's queue, waiting at most `max_wait_ns`.
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub async fn reserve_async(
+        &self,
+        connection: &mut impl redis::aio::ConnectionLike,
+        key: &[u8],
+        n: u64,
+        max_wait_ns: u64,
+    ) -> Result<Decision, RedisError> {
+        only(run(connection, self.single(key, n, None, Some(max_wait_ns))?).await?)
+    }
+
+    /// [`reserve_at`](Self::reserve_at), awaited.
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub async fn reserve_at_async(
+        &self,
+        connection: &mut impl redis::aio::ConnectionLike,
+        key: &[u8],
+        n: u64,
+        now_ns: u64,
+        max_wait_ns: u64,
+    ) -> Result<Decision, RedisError> {
+        let exchange = self.single(key, n, Some(now_ns), Some(max_wait_ns))?;
+        only(run(connection, exchange).await?)
+    }
+
+    /// [`acquire_batch`](Self::acquire_batch), awaited: every key in one script call (one
+    /// per hash slot on a Cluster), each key's decision or error its own.
+    ///
+    /// # Errors
+    /// As [`acquire_batch`](Self::acquire_batch).
+    pub async fn acquire_batch_async(
+        &self,
+        connection: &mut impl redis::aio::ConnectionLike,
+        keys: &[&[u8]],
+        n: u64,
+    ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
+        run(connection, self.batch(keys, n, None)?).await
+    }
+
+    /// [`acquire_batch_at`](Self::acquire_batch_at), awaited.
+    ///
+    /// # Errors
+    /// As [`acquire_batch`](Self::acquire_batch).
+    pub async fn acquire_batch_at_async(
+        &self,
+        connection: &mut impl redis::aio::ConnectionLike,
+        keys: &[&[u8]],
+        n: u64,
+        now_ns: u64,
+    ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
+        run(connection, self.batch(keys, n, Some(now_ns))?).await
+    }
+}
+
+/// Runs `exchange` over an async connection.
+async fn run(
+    connection: &mut impl redis::aio::ConnectionLike,
+    mut exchange: Exchange<'_>,
+) -> Result<Decisions, RedisError> {
+    while let Some(call) = exchange.next() {
+        let replies = match call {
+            Call::Command(command) => connection
+                .req_packed_command(command)
+                .await
+                .map(|reply| vec![reply]),
+            Call::Pipeline(pipeline) => connection.req_packed_commands(pipeline, 0, 1).await,
+        };
+        exchange.answer(replies);
+    }
+    exchange.finish()
+}
