@@ -2,11 +2,12 @@
  *
  *   rate::Limiter        one limit, shared by every caller       (rate_limiter_*)
  *   rate::KeyedLimiter   one limit per key: user, IP, API key…   (rate_keyed_*)
+ *   rate::Policy         several limits at once, all or nothing  (rate_policy_*)
  *   rate::KeyedStats     a table's statistics, for dashboards    (rate_keyed_stats)
  *
- * Both are RAII handles: move-only, freed by their destructor. A moved-from or
- * default-constructed handle is empty, and every call on it returns Status::null.
- * Both are safe to use from many threads at once; destroying or assigning one must not
+ * The three limiters are RAII handles: move-only, freed by their destructor. A moved-from
+ * or default-constructed handle is empty, and every call on it returns Status::null.
+ * All are safe to use from many threads at once; destroying or assigning one must not
  * race with any other call on it.
  *
  * No exceptions are needed: a call returns a rate::Result<T>, which holds a Status and,
@@ -27,10 +28,14 @@
 #ifndef RATE_HPP
 #define RATE_HPP
 
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -178,6 +183,33 @@ struct KeyedStats {
     }
 };
 
+/// A policy's decision (rate_policy_decision): the combined decision, which rule denied,
+/// and each rule's own.
+struct PolicyDecision {
+    /// Allowed iff every rule admitted; `limit` and `remaining` the least over the rules,
+    /// `retry_after` and `reset_after` the greatest; `wait` 0.
+    Decision decision;
+    /// The first rule, in the order given, that denied the request; empty when admitted.
+    std::optional<std::size_t> denied_by;
+    /// How many entries of `rules` are used: the policy's rule count.
+    std::size_t rules_len = 0;
+    /// Each rule's own decision, in the order given (the first `rules_len`). Admitted: what
+    /// each rule decided, units taken. Denied: what each rule would decide alone, with
+    /// `remaining` and `reset_after` of its state as it is, since nothing was taken.
+    std::array<Decision, RATE_POLICY_MAX_RULES> rules{};
+
+    static PolicyDecision from_c(const rate_policy_decision& d) noexcept {
+        PolicyDecision out;
+        out.decision = Decision::from_c(d.decision);
+        if (d.denied_by != RATE_POLICY_NO_RULE)
+            out.denied_by = d.denied_by;
+        out.rules_len = d.rules_len < out.rules.size() ? d.rules_len : out.rules.size();
+        for (std::size_t i = 0; i < out.rules_len; i++)
+            out.rules[i] = Decision::from_c(d.rules[i]);
+        return out;
+    }
+};
+
 #if RATE_HPP_EXCEPTIONS
 /// Thrown by Result::value() on an error status, and by the throwing constructors.
 class Error : public std::runtime_error {
@@ -276,18 +308,13 @@ template <class T, void (*Free)(T*)> class Handle {
     T* raw_ = nullptr;
 };
 
-/// Calls a C function whose last argument is `COut *out` and wraps its answer as a
-/// `Value` (made by `Value::from_c`).
-template <class Value, class COut, class Fn, class... Args>
-Result<Value> with_out(Fn fn, Args... args) noexcept {
-    COut out{};
+/// Calls a C function whose last argument is `Out *out` (a rate_decision, a
+/// rate_policy_decision or a rate_keyed_stats) and wraps its answer as a T.
+template <class T = Decision, class Out = rate_decision, class Fn, class... Args>
+Result<T> decide(Fn fn, Args... args) noexcept {
+    Out out{};
     const auto status = static_cast<Status>(fn(args..., &out));
-    return {status, is_error(status) ? Value{} : Value::from_c(out)};
-}
-
-/// Calls a C function whose last argument is `rate_decision *out` and wraps its answer.
-template <class Fn, class... Args> Result<Decision> decide(Fn fn, Args... args) noexcept {
-    return with_out<Decision, rate_decision>(fn, args...);
+    return {status, is_error(status) ? T{} : T::from_c(out)};
 }
 
 /// Creates a handle with a C constructor `fn(args..., T **out)`.
@@ -466,13 +493,83 @@ class KeyedLimiter : public detail::Handle<rate_keyed, rate_keyed_free> {
     /// The table's statistics, its live keys counted now (rate_keyed_read_stats). Reads
     /// every slot: for dashboards, not hot paths.
     Result<KeyedStats> stats() const noexcept {
-        return detail::with_out<KeyedStats, rate_keyed_stats>(rate_keyed_read_stats,
-                                                              native_handle());
+        return detail::decide<KeyedStats, rate_keyed_stats>(rate_keyed_read_stats,
+                                                            native_handle());
     }
     /// stats() with the live keys counted at `now` on the caller's timeline.
     Result<KeyedStats> stats_at(Clock::time_point now) const noexcept {
-        return detail::with_out<KeyedStats, rate_keyed_stats>(
+        return detail::decide<KeyedStats, rate_keyed_stats>(
             rate_keyed_read_stats_at, native_handle(), detail::to_ns(now));
+    }
+
+  private:
+    template <class Owner, class T, class Fn, class... Args>
+    friend Result<Owner> detail::create(Fn, Args...) noexcept;
+    using Handle::Handle; // adopts a raw handle: for create() only
+};
+
+/// Several limits over one subject at once, all or nothing (rate_policy_*): "10 a second
+/// and 1,000 a day". A request is admitted iff every rule admits it, and a denied request
+/// takes nothing from any rule. What concurrent callers may observe:
+/// - No rule ever admits past its limit.
+/// - From one thread at a time every decision is exact: a denial leaves every rule as it
+///   was, so the decisions are those of the rules' own limiters on the admitted requests.
+/// - A request takes from the rules one after the other. While it holds units of the
+///   rules it passed, before a later rule denies it and they are given back, another
+///   request can find one of those rules full and be denied (a denial it would not get a
+///   moment later).
+/// - A rule gives units back only if no other request changed it in between; otherwise
+///   the denied request's units stay taken, as if admitted, and expire as admitted units
+///   do. So do a sliding log's (logs take last and never give back) when a later sliding
+///   log denies because a concurrent request changed it after it was asked. Either way a
+///   rule only ever errs on the side of its limit.
+class Policy : public detail::Handle<rate_policy, rate_policy_free> {
+  public:
+    /// The most rules one policy holds (RATE_POLICY_MAX_RULES).
+    static constexpr std::size_t max_rules = RATE_POLICY_MAX_RULES;
+
+    /// An empty handle; every call on it returns Status::null.
+    Policy() noexcept = default;
+
+    /// A new policy of the `count` rules at `rules` (1 to max_rules, any algorithms), each
+    /// full at any time: Status::invalid_config for no rule, more than max_rules, or a
+    /// rule that Limiter::create() would reject; Status::null for `rules` NULL with a
+    /// non-zero `count`.
+    static Result<Policy> create(const Config* rules, std::size_t count) noexcept {
+        if (rules == nullptr && count > 0)
+            return {Status::null, Policy()};
+        if (count > max_rules) // rate_policy_new's verdict too, without reading past ours
+            return {Status::invalid_config, Policy()};
+        std::array<rate_config, max_rules> c{};
+        for (std::size_t i = 0; i < count; i++)
+            c[i] = rules[i].to_c();
+        return detail::create<Policy, rate_policy>(rate_policy_new, c.data(), count);
+    }
+    /// create() of a list of rules: `rate::Policy::create({rate::Config::gcra(10, 1s),
+    /// rate::Config::fixed_window(1000, 24h)})`.
+    static Result<Policy> create(std::initializer_list<Config> rules) noexcept {
+        return create(rules.begin(), rules.size());
+    }
+#if RATE_HPP_EXCEPTIONS
+    /// Like create(), throwing rate::Error on bad rules.
+    explicit Policy(std::initializer_list<Config> rules) : Policy(create(rules).value()) {}
+#endif
+
+    /// Acquires `n` units now from every rule, or from none (`n == 0` only reports), and
+    /// returns the combined decision, which rule denied and each rule's own.
+    /// Status::insufficient_capacity when `n` exceeds a rule's limit.
+    Result<PolicyDecision> acquire(std::uint64_t n = 1) noexcept {
+        return detail::decide<PolicyDecision, rate_policy_decision>(rate_policy_acquire,
+                                                                    native_handle(), n);
+    }
+    /// acquire() returning only the outcome: Status::ok or Status::limited (or an error).
+    [[nodiscard]] Status try_acquire(std::uint64_t n = 1) noexcept {
+        return static_cast<Status>(rate_policy_acquire(native_handle(), n, nullptr));
+    }
+    /// acquire() at `now` on the caller's timeline.
+    Result<PolicyDecision> acquire_at(std::uint64_t n, Clock::time_point now) noexcept {
+        return detail::decide<PolicyDecision, rate_policy_decision>(
+            rate_policy_acquire_at, native_handle(), n, detail::to_ns(now));
     }
 
   private:

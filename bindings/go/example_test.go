@@ -37,6 +37,31 @@ func ExampleNewGCRA() {
 	// D at 1s: allowed=true remaining=0 retry after 0s
 }
 
+// Two limits at once, 2 a second and 3 a minute, on a caller's clock: a request is
+// admitted only if both admit it, and a denial names the rule and takes nothing from the
+// other.
+func ExampleNewPolicy() {
+	policy, err := librate.NewPolicy(
+		librate.Config{Algorithm: librate.GCRA, Limit: 2, Period: time.Second},        // 2 a second
+		librate.Config{Algorithm: librate.FixedWindow, Limit: 3, Period: time.Minute}, // 3 a minute
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer policy.Close()
+	for _, at := range []time.Duration{0, 0, 0, time.Second, 2 * time.Second} {
+		d, _ := policy.AcquireAt(1, at)
+		fmt.Printf("at %v: allowed=%v denied by %d, retry after %v; per minute %d left\n",
+			at, d.Allowed, d.DeniedBy, d.RetryAfter, d.Rules[1].Remaining)
+	}
+	// Output:
+	// at 0s: allowed=true denied by -1, retry after 0s; per minute 2 left
+	// at 0s: allowed=true denied by -1, retry after 0s; per minute 1 left
+	// at 0s: allowed=false denied by 0, retry after 500ms; per minute 1 left
+	// at 1s: allowed=true denied by -1, retry after 0s; per minute 0 left
+	// at 2s: allowed=false denied by 1, retry after 58s; per minute 0 left
+}
+
 // Allow on librate's clock is the fast path for "may I?".
 func ExampleLimiter_Allow() {
 	limiter, err := librate.NewGCRA(100, time.Second, 0)
@@ -130,6 +155,46 @@ func ExampleMiddleware() {
 	// 200 RateLimit: "default";r=0;t=60 Retry-After: ""
 	// 429 RateLimit: "default";r=0;t=30 Retry-After: "30"
 	// RateLimit-Policy: "default";q=2;w=60
+}
+
+// A policy of two rules, named in the fields, in front of a handler: RateLimit-Policy
+// lists both, RateLimit reports the one closest to its limit, or the one that denied. A
+// fake clock keeps the output fixed.
+func ExampleNewPolicyMiddleware() {
+	policy, err := librate.NewPolicy(
+		librate.Config{Algorithm: librate.GCRA, Limit: 2, Period: time.Second},           // 2 a second
+		librate.Config{Algorithm: librate.FixedWindow, Limit: 3, Period: 24 * time.Hour}, // 3 a day
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer policy.Close()
+	var now time.Duration
+	m, err := librate.NewPolicyMiddleware(librate.SharedPolicy(policy), librate.MiddlewareOptions{
+		RuleNames: []string{"burst", "daily"},
+		Now:       func() time.Duration { return now },
+	})
+	if err != nil {
+		panic(err)
+	}
+	handler := m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "hello")
+	}))
+	var rec *httptest.ResponseRecorder
+	for _, now = range []time.Duration{0, 0, 0, time.Second, 2 * time.Second} {
+		rec = httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		fmt.Printf("at %v: %d RateLimit: %s Retry-After: %q\n",
+			now, rec.Code, rec.Header().Get("RateLimit"), rec.Header().Get("Retry-After"))
+	}
+	fmt.Println("RateLimit-Policy:", rec.Header().Get("RateLimit-Policy"))
+	// Output:
+	// at 0s: 200 RateLimit: "burst";r=1;t=1 Retry-After: ""
+	// at 0s: 200 RateLimit: "burst";r=0;t=1 Retry-After: ""
+	// at 0s: 429 RateLimit: "burst";r=0;t=1 Retry-After: "1"
+	// at 1s: 200 RateLimit: "daily";r=0;t=86399 Retry-After: ""
+	// at 2s: 429 RateLimit: "daily";r=0;t=86398 Retry-After: "86398"
+	// RateLimit-Policy: "burst";q=2;w=1, "daily";q=3;w=86400
 }
 
 // The README's first Go snippet (scripts/check-docs.py checks that each of its lines is

@@ -7,7 +7,7 @@ import (
 	librate "librate/bindings/go"
 )
 
-// Limiters made and dropped without Close while other goroutines do the same. Under
+// Limiters and policies made and dropped without Close while other goroutines do the same. Under
 // `GOGC=1 go test -tags debug` every C call first runs a full collection, so a handle
 // freed too early (a missing runtime.KeepAlive) would show up as a crash or a wrong
 // decision here; without the tag it is a quick smoke test.
@@ -28,7 +28,18 @@ func TestGCStress(t *testing.T) {
 				t.Errorf("got %+v %v, %+v %v; want %+v, %+v", first, err1, second, err2, admitted, denied)
 				return
 			}
-			// l is dropped here, unclosed: only the cleanup frees it.
+			p, err := librate.NewPolicy(l.Config())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			firstOf, err1 := p.AcquireAt(1, 0)
+			secondOf, err2 := p.AcquireAt(1, 0)
+			if err1 != nil || err2 != nil || firstOf.Rules[0] != admitted || secondOf.Rules[0] != denied {
+				t.Errorf("policy: got %+v %v, %+v %v; want %+v, %+v", firstOf, err1, secondOf, err2, admitted, denied)
+				return
+			}
+			// l and p are dropped here, unclosed: only the cleanups free them.
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -253,17 +254,8 @@ func fromC(ns uint64) time.Duration {
 
 // The Python and Go middlewares write the same headers for the same decision.
 func TestMiddlewareHeaderVectors(t *testing.T) {
-	data, err := os.ReadFile("../testdata/ratelimit_headers.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var vectors headerVectors
-	if err := json.Unmarshal(data, &vectors); err != nil {
-		t.Fatal(err)
-	}
-	if len(vectors.Cases) < 10 {
-		t.Fatalf("%d vectors", len(vectors.Cases))
-	}
+	readVectors(t, "ratelimit_headers.json", &vectors, func() int { return len(vectors.Cases) })
 	for _, c := range vectors.Cases {
 		d := c.Decision
 		limiter := vectorLimiter{
@@ -271,13 +263,199 @@ func TestMiddlewareHeaderVectors(t *testing.T) {
 			decision: librate.Decision{Allowed: d.Allowed, Remaining: d.Remaining,
 				RetryAfter: fromC(d.RetryAfterNs), ResetAfter: fromC(d.ResetAfterNs)},
 		}
-		got := serve(newMiddleware(t, limiter, librate.MiddlewareOptions{Policy: c.Name}), "192.0.2.1:1234", nil)
-		want := response{status: http.StatusOK, rateLimit: c.RateLimit, policy: c.Policy}
-		if c.RetryAfter != nil {
-			want.status, want.retryAfter = http.StatusTooManyRequests, *c.RetryAfter
+		h := newMiddleware(t, limiter, librate.MiddlewareOptions{Policy: c.Name})
+		checkVector(t, h, c.What, c.Policy, c.RateLimit, c.RetryAfter)
+	}
+}
+
+// readVectors decodes bindings/testdata/name into v, whose number of cases count gives:
+// at least 10.
+func readVectors(t *testing.T, name string, v any, count func() int) {
+	t.Helper()
+	data, err := os.ReadFile("../testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatal(err)
+	}
+	if count() < 10 {
+		t.Fatalf("%s: %d vectors", name, count())
+	}
+}
+
+// checkVector serves one request through h and checks it gets the fields a vector
+// expects: admitted if retryAfter is nil, else a 429 with that Retry-After.
+func checkVector(t *testing.T, h http.Handler, what, policy, rateLimit string, retryAfter *string) {
+	t.Helper()
+	got := serve(h, "192.0.2.1:1234", nil)
+	want := response{status: http.StatusOK, rateLimit: rateLimit, policy: policy}
+	if retryAfter != nil {
+		want.status, want.retryAfter = http.StatusTooManyRequests, *retryAfter
+	}
+	if got != want {
+		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
+	}
+}
+
+// A Policy for all requests, over HTTP: 2 a second (GCRA, T = 500 ms) and 3 a minute (a
+// fixed window). RateLimit reports the rule with the least left, or the one that denied.
+func TestPolicyMiddleware(t *testing.T) {
+	clock := &fakeClock{}
+	m, err := librate.NewPolicyMiddleware(librate.SharedPolicy(mustPolicy(t, twoRules...)),
+		librate.MiddlewareOptions{Now: clock.Now, RuleNames: []string{"second", "minute"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served int
+	h := m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served++ }))
+	const policy = `"second";q=2;w=1, "minute";q=3;w=60`
+	steps := []struct {
+		at   time.Duration
+		addr string
+		want response
+	}{
+		// The per-second rule has the least left: 1 (full again in 0.5 s), then 0 (1 s).
+		{0, "192.0.2.1:1000", response{200, `"second";r=1;t=1`, policy, ""}},
+		{0, "192.0.2.1:1000", response{200, `"second";r=0;t=1`, policy, ""}},
+		// Denied by the per-second rule for 0.5 s, another client too: one policy for all.
+		{0, "198.51.100.7:2000", response{429, `"second";r=0;t=1`, policy, "1"}},
+		// At 1 s the minute rule has 0 left, until 1:00.
+		{time.Second, "192.0.2.1:1000", response{200, `"minute";r=0;t=59`, policy, ""}},
+		{2 * time.Second, "192.0.2.1:1000", response{429, `"minute";r=0;t=58`, policy, "58"}},
+	}
+	for _, s := range steps {
+		clock.now = s.at
+		if got := serve(h, s.addr, nil); got != s.want {
+			t.Errorf("at %v from %s:\n got %+v\nwant %+v", s.at, s.addr, got, s.want)
 		}
-		if got != want {
-			t.Errorf("%s:\n got %+v\nwant %+v", c.What, got, want)
+	}
+	if served != 3 {
+		t.Errorf("served %d requests, want the 3 admitted", served)
+	}
+}
+
+// Rule names default to rule0, rule1, …; a closed policy fails closed like a limiter.
+func TestPolicyMiddlewareDefaultsAndFailure(t *testing.T) {
+	p := mustPolicy(t, librate.Config{Algorithm: librate.SlidingLog, Limit: 10, Period: time.Second},
+		librate.Config{Algorithm: librate.GCRA, Limit: 4, Period: time.Minute})
+	h := newPolicyMiddleware(t, librate.SharedPolicy(p), librate.MiddlewareOptions{Now: func() time.Duration { return 0 }})
+	// 3 of the 4 a minute (T = 15 s) left, full again in 15 s.
+	want := response{200, `"rule1";r=3;t=15`, `"rule0";q=10;w=1, "rule1";q=4;w=60`, ""}
+	if got := serve(h, "192.0.2.1:1", nil); got != want {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	p.Close()
+	h = newPolicyMiddleware(t, librate.SharedPolicy(p), librate.MiddlewareOptions{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if got := serve(h, "192.0.2.1:1", nil); got != (response{status: http.StatusServiceUnavailable}) {
+		t.Errorf("closed policy: %+v, want 503", got)
+	}
+}
+
+func newPolicyMiddleware(t *testing.T, limiter librate.PolicyLimiter, options librate.MiddlewareOptions) http.Handler {
+	t.Helper()
+	m, err := librate.NewPolicyMiddleware(limiter, options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Wrap(okHandler)
+}
+
+func TestNewPolicyMiddlewareErrors(t *testing.T) {
+	policy := librate.SharedPolicy(mustPolicy(t, twoRules...))
+	cases := []struct {
+		name    string
+		limiter librate.PolicyLimiter
+		options librate.MiddlewareOptions
+	}{
+		{"nil limiter", nil, librate.MiddlewareOptions{}},
+		{"a nil policy: no rules", librate.SharedPolicy(nil), librate.MiddlewareOptions{}},
+		{"one name for two rules", policy, librate.MiddlewareOptions{RuleNames: []string{"a"}}},
+		{"three names for two rules", policy, librate.MiddlewareOptions{RuleNames: []string{"a", "b", "c"}}},
+		{"a name not ASCII", policy, librate.MiddlewareOptions{RuleNames: []string{"a", "naïve"}}},
+		{"a Policy name", policy, librate.MiddlewareOptions{Policy: "api"}},
+	}
+	for _, c := range cases {
+		if _, err := librate.NewPolicyMiddleware(c.limiter, c.options); !errors.Is(err, librate.ErrInvalidArgument) {
+			t.Errorf("%s: %v; want ErrInvalidArgument", c.name, err)
 		}
+	}
+	limiter := librate.Shared(mustGCRA(t, 1, time.Second, 0))
+	if _, err := librate.NewMiddleware(limiter, librate.MiddlewareOptions{RuleNames: []string{"a"}}); !errors.Is(err, librate.ErrInvalidArgument) {
+		t.Errorf("NewMiddleware with RuleNames: %v; want ErrInvalidArgument", err)
+	}
+}
+
+// policyVectors is bindings/testdata/policy_headers.json: a policy's rules, each rule's
+// decision, and the fields both middlewares (this one and Python's) must write for them.
+type policyVectors struct {
+	Cases []struct {
+		What  string
+		Names []string
+		Rules []struct {
+			Limit    uint64
+			PeriodNs uint64 `json:"period_ns"`
+			Burst    uint64
+		}
+		Decisions []struct {
+			Allowed      bool
+			Remaining    uint64
+			RetryAfterNs uint64 `json:"retry_after_ns"`
+			ResetAfterNs uint64 `json:"reset_after_ns"`
+		}
+		DeniedBy          *int `json:"denied_by"`
+		Policy, RateLimit string
+		RetryAfter        *string `json:"retry_after"`
+	}
+}
+
+// vectorPolicy answers every request with one fixed decision.
+type vectorPolicy struct {
+	rules    []librate.Config
+	decision librate.PolicyDecision
+}
+
+func (v vectorPolicy) AcquireAt(string, int, time.Duration) (librate.PolicyDecision, error) {
+	return v.decision, nil
+}
+
+func (v vectorPolicy) Rules() []librate.Config { return v.rules }
+
+// The Python and Go middlewares write the same fields for the same policy decision.
+func TestPolicyMiddlewareHeaderVectors(t *testing.T) {
+	var vectors policyVectors
+	readVectors(t, "policy_headers.json", &vectors, func() int { return len(vectors.Cases) })
+	for _, c := range vectors.Cases {
+		var v vectorPolicy
+		// The policy's decision combines the rules' (DESIGN.md §9).
+		combined := librate.PolicyDecision{Decision: librate.Decision{Allowed: c.DeniedBy == nil, Remaining: math.MaxUint64}, DeniedBy: -1}
+		if c.DeniedBy != nil {
+			combined.DeniedBy = *c.DeniedBy
+		}
+		for i, rule := range c.Rules {
+			d := c.Decisions[i]
+			v.rules = append(v.rules, librate.Config{Limit: rule.Limit, Period: time.Duration(rule.PeriodNs), Burst: rule.Burst})
+			own := librate.Decision{Allowed: d.Allowed, Remaining: d.Remaining,
+				RetryAfter: fromC(d.RetryAfterNs), ResetAfter: fromC(d.ResetAfterNs)}
+			combined.Rules = append(combined.Rules, own)
+			combined.Remaining = min(combined.Remaining, own.Remaining)
+			combined.RetryAfter = max(combined.RetryAfter, own.RetryAfter)
+			combined.ResetAfter = max(combined.ResetAfter, own.ResetAfter)
+		}
+		v.decision = combined
+		h := newPolicyMiddleware(t, v, librate.MiddlewareOptions{RuleNames: c.Names})
+		checkVector(t, h, c.What, c.Policy, c.RateLimit, c.RetryAfter)
+	}
+}
+
+// A PolicyLimiter that decides another number of rules than it has is a failure of the
+// limiter, not a crash.
+func TestPolicyMiddlewareRulesMismatch(t *testing.T) {
+	v := vectorPolicy{rules: twoRules, decision: librate.PolicyDecision{DeniedBy: -1,
+		Decision: librate.Decision{Allowed: true}, Rules: []librate.Decision{{Allowed: true}}}}
+	h := newPolicyMiddleware(t, v, librate.MiddlewareOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if got := serve(h, "192.0.2.1:1", nil); got != (response{status: http.StatusServiceUnavailable}) {
+		t.Errorf("got %+v, want 503", got)
 	}
 }

@@ -1,5 +1,6 @@
 """librate: lock-free rate limiters (GCRA, fixed window, sliding window counter, sliding
-log; direct or keyed) for the price of one foreign call, safe across threads.
+log; direct, keyed, or several rules at once as a policy) for the price of one foreign
+call, safe across threads.
 
 >>> import librate
 >>> limiter = librate.Limiter(limit=1, period=1.0, burst=2)   # 1/s, bursts of 2
@@ -15,7 +16,7 @@ redis-py installed) keeps limits in Redis, shared across hosts.
 from __future__ import annotations
 
 from . import _errors
-from ._decision import Decision
+from ._decision import Decision, PolicyDecision
 from ._errors import (
     ClosedError,
     Incompatible,
@@ -31,6 +32,7 @@ from ._errors import (
 )
 from ._ffi import lib as _lib
 from ._limiter import ALGORITHMS, Config, KeyedLimiter, Limiter
+from ._policy import Policy
 from ._stats import KeyedStats
 
 __version__ = "0.1.0"
@@ -55,6 +57,8 @@ __all__ = [
     "LibrateError",
     "LibraryError",
     "Limiter",
+    "Policy",
+    "PolicyDecision",
     "RateLimited",
     "RedisError",
     "TableFull",

@@ -1,4 +1,5 @@
-"""The outcome of one acquire, reserve or query (docs/semantics.md, "The decision")."""
+"""The outcome of one acquire, reserve or query (docs/semantics.md, "The decision"), and of
+one acquire on a policy of several rules."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from ._convert import NS_PER_SECOND, U64_MAX
-from ._ffi import rate_decision
+from ._ffi import RATE_POLICY_NO_RULE, rate_decision, rate_policy_decision
 
 
 def seconds(ns: int) -> float:
@@ -63,3 +64,27 @@ class Decision:
             out.reset_after_ns,
             out.wait_ns,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDecision:
+    """What a ``Policy`` decided: the combined decision, which rule denied, and each
+    rule's own decision."""
+
+    #: ``allowed`` iff every rule admitted; ``limit`` and ``remaining`` the least over
+    #: the rules, ``retry_after_ns`` and ``reset_after_ns`` the greatest; ``wait_ns`` 0.
+    decision: Decision
+    #: The index of the first rule, in the order given, that denied the request; None
+    #: when admitted.
+    denied_by: int | None
+    #: Each rule's own decision, in the order given. Admitted: what each rule decided,
+    #: units taken. Denied: what each rule would decide alone, with ``remaining`` and
+    #: ``reset_after_ns`` of its state as it is, since nothing was taken.
+    rules: tuple[Decision, ...]
+
+    @classmethod
+    def from_c(cls, out: rate_policy_decision) -> PolicyDecision:
+        """Copies a C policy decision."""
+        denied_by = None if out.denied_by == RATE_POLICY_NO_RULE else out.denied_by
+        rules = tuple(Decision.from_c(rule) for rule in out.rules[: out.rules_len])
+        return cls(Decision.from_c(out.decision), denied_by, rules)

@@ -188,12 +188,64 @@ def status_text(status: int) -> str:
 @dataclass(frozen=True)
 class Config:
     """What a limiter enforces: at most ``limit`` units per ``period_ns``, by
-    ``algorithm``; GCRA admits bursts of up to ``burst`` (None: ``limit``)."""
+    ``algorithm``; GCRA admits bursts of up to ``burst`` (None: ``limit``).
+
+    ``Config.gcra(limit, period, burst=None)``, ``Config.fixed_window(limit, period)``,
+    ``Config.sliding_window(…)`` and ``Config.sliding_log(…)`` take ``period`` as the
+    limiters do (seconds or a ``timedelta``); ``Config(algorithm, limit, period_ns,
+    burst)`` takes nanoseconds. Either way every field is checked when the Config is
+    made, as the limiters check their arguments (``TypeError``, or ``InvalidConfig``
+    naming the field), so no Config holds a value that C would wrap around.
+    """
 
     algorithm: str
     limit: int
     period_ns: int
     burst: int | None = None
+
+    def __post_init__(self) -> None:
+        # What Python must check, because it cannot become a C field: types, negative
+        # numbers, 0. The rest (too high a rate, a window's bound, overflow) is the C
+        # library's verdict, which it explains (``rate_limiter_explain_config``), so
+        # there is one rule book.
+        if not isinstance(self.algorithm, str):
+            raise TypeError(f"algorithm must be a str, not {type(self.algorithm).__name__}")
+        if self.algorithm not in ALGORITHMS:
+            raise InvalidConfig(
+                f"algorithm {self.algorithm!r}: must be one of {', '.join(sorted(ALGORITHMS))}"
+            )
+        if self.burst is not None:
+            if self.algorithm != "gcra":
+                raise InvalidConfig(
+                    f"burst {self.burst!r}: applies to gcra only, not {self.algorithm}"
+                )
+            burst = u64(self.burst, "burst", error=InvalidConfig)
+            if burst == 0:
+                raise InvalidConfig("burst 0: must be at least 1 (None means limit)")
+            object.__setattr__(self, "burst", burst)
+        object.__setattr__(self, "limit", u64(self.limit, "limit", least=1, error=InvalidConfig))
+        period_ns = u64(self.period_ns, "period_ns", least=1, error=InvalidConfig)
+        object.__setattr__(self, "period_ns", period_ns)
+
+    @classmethod
+    def gcra(cls, limit: int, period: Duration, burst: int | None = None) -> Config:
+        """GCRA: ``limit`` units per ``period``, bursts of up to ``burst`` (None: ``limit``)."""
+        return _config("gcra", limit, period, burst)
+
+    @classmethod
+    def fixed_window(cls, limit: int, period: Duration) -> Config:
+        """A fixed window: ``limit`` units per window of ``period``."""
+        return _config("fixed_window", limit, period, None)
+
+    @classmethod
+    def sliding_window(cls, limit: int, period: Duration) -> Config:
+        """A sliding window counter: ``limit`` units per ``period``."""
+        return _config("sliding_window", limit, period, None)
+
+    @classmethod
+    def sliding_log(cls, limit: int, period: Duration) -> Config:
+        """A sliding log: ``limit`` units in any ``period``."""
+        return _config("sliding_log", limit, period, None)
 
     @property
     def period(self) -> float:
@@ -211,30 +263,12 @@ class Config:
 
 
 def _config(algorithm: object, limit: object, period: object, burst: object) -> Config:
-    """Checks the constructor arguments as far as Python must: types, and what cannot
-    become a C field (a negative number, a period under 1 ns, which would round to 0).
-    The rest (too high a rate, a window's bound, overflow) is left to the C library,
-    which explains its verdict (``rate_limiter_explain_config``), so there is one rule book.
-    Every bad value is an ``InvalidConfig`` naming the field, its value and the bound."""
-    if not isinstance(algorithm, str):
-        raise TypeError(f"algorithm must be a str, not {type(algorithm).__name__}")
-    if algorithm not in ALGORITHMS:
-        raise InvalidConfig(
-            f"algorithm {algorithm!r}: must be one of {', '.join(sorted(ALGORITHMS))}"
-        )
-    checked_burst = None
-    if burst is not None:
-        if algorithm != "gcra":
-            raise InvalidConfig(f"burst {burst!r}: applies to gcra only, not {algorithm}")
-        checked_burst = u64(burst, "burst", error=InvalidConfig)
-        if checked_burst == 0:
-            raise InvalidConfig("burst 0: must be at least 1 (None means limit)")
-    return Config(
-        algorithm,
-        u64(limit, "limit", least=1, error=InvalidConfig),
-        duration_ns(period, "period", least_ns=1, error=InvalidConfig),
-        checked_burst,
-    )
+    """The Config of the constructors' arguments, ``period`` in seconds or a
+    ``timedelta``: a period under 1 ns (which would round to 0) is an ``InvalidConfig``,
+    and Config checks the rest. Every bad value is an ``InvalidConfig`` naming the field,
+    its value and the bound (or a ``TypeError``)."""
+    period_ns = duration_ns(period, "period", least_ns=1, error=InvalidConfig)
+    return Config(algorithm, limit, period_ns, burst)  # type: ignore[arg-type]
 
 
 def _rejection(c: _CFunctions, config: Any, extra: tuple[int, ...], status: int) -> str:
@@ -247,13 +281,58 @@ def _rejection(c: _CFunctions, config: Any, extra: tuple[int, ...], status: int)
     return status_text(status)
 
 
-class _Base:
+class _Owner:
+    """An object over one C handle (a ``_Handle``, or ``_CLOSED``): ``close()``,
+    ``closed``, ``with``, no pickling, and a ``repr`` and error messages that say what
+    it enforces (``_enforces``)."""
+
+    __slots__ = ("_handle", "__weakref__")
+
+    _handle: c_void_p
+
+    def _enforces(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+        return self._handle is _CLOSED
+
+    def close(self) -> None:
+        """Releases the native state. Idempotent; later calls raise ``ClosedError``.
+        Safe while other threads are inside a call: the memory is freed when the last
+        of those calls returns."""
+        self._handle = _CLOSED
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        raise TypeError(f"{type(self).__name__} cannot be pickled or copied: it owns native state")
+
+    def __repr__(self) -> str:
+        state = " closed" if self.closed else ""
+        return f"<{type(self).__name__}{state} {self._enforces()}>"
+
+    def _fail(self, status: int, n: object = None) -> LibrateError:
+        if self.closed:
+            return error_for(status, f"{type(self).__name__} is closed")
+        cost = "" if n is None else f"n={n}, "
+        return error_for(status, f"{status_text(status)} ({cost}{self._enforces()})")
+
+
+_Self = TypeVar("_Self", bound=_Owner)
+
+
+class _Base(_Owner):
     """What ``Limiter`` and ``KeyedLimiter`` share. ``target`` arguments are what a C call
     takes between the handle and ``n``: ``()`` direct, ``(key, len(key))`` keyed."""
 
-    __slots__ = ("_handle", "_config", "_c", "__weakref__")
+    __slots__ = ("_config", "_c")
 
-    _handle: c_void_p
     _config: Config
     _c: _CFunctions
 
@@ -290,35 +369,8 @@ class _Base:
         """The configuration this limiter enforces."""
         return self._config
 
-    @property
-    def closed(self) -> bool:
-        """Whether ``close()`` was called."""
-        return self._handle is _CLOSED
-
-    def close(self) -> None:
-        """Releases the native limiter. Idempotent; later calls raise ``ClosedError``.
-        Safe while other threads are inside a call: the memory is freed when the last
-        of those calls returns."""
-        self._handle = _CLOSED
-
-    def __enter__(self: _Self) -> _Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __reduce__(self) -> Any:
-        raise TypeError(f"{type(self).__name__} cannot be pickled or copied: it owns native state")
-
-    def __repr__(self) -> str:
-        state = " closed" if self.closed else ""
-        return f"<{type(self).__name__}{state} {self._config}>"
-
-    def _fail(self, status: int, n: int | None = None) -> LibrateError:
-        if self.closed:
-            return error_for(status, f"{type(self).__name__} is closed")
-        cost = "" if n is None else f"n={n}, "
-        return error_for(status, f"{status_text(status)} ({cost}{self._config})")
+    def _enforces(self) -> str:
+        return str(self._config)
 
     def _decide(self, function: Any, target: tuple[Any, ...], n: int, *after: int) -> Decision:
         out = rate_decision()
@@ -404,9 +456,6 @@ class _Base:
                 admitted(self._acquire(target, cost, None))
 
         return functools.partial(decorate, admit=admit, admit_async=admit_async)
-
-
-_Self = TypeVar("_Self", bound=_Base)
 
 
 def _no_target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[()]:

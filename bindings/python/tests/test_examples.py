@@ -1,7 +1,7 @@
 """The Python examples, run as a user runs them: examples/python/first_screen.py (the
-README's snippet); flask_app.py, a process serving 127.0.0.1, asked over HTTP until its
-per-IP limit answers 429; and prefork_per_ip.py, worker processes sharing one per-IP
-limit through a keyed table in a file."""
+README's snippet); policy.py (the policy snippets); flask_app.py, a process serving
+127.0.0.1, asked over HTTP until its per-IP limit answers 429; and prefork_per_ip.py,
+worker processes sharing one per-IP limit through a keyed table in a file."""
 
 from __future__ import annotations
 
@@ -38,15 +38,29 @@ def serving(example: str, *args: str) -> Iterator[int]:
         process.wait(timeout=10)
 
 
+def output(example: str) -> str:
+    """What ``examples/python/<example>`` prints, run to its end."""
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / example)], capture_output=True, text=True, check=True
+    ).stdout
+
+
 def test_first_screen() -> None:
     # The README's Python snippet, in a program of its own.
-    result = subprocess.run(
-        [sys.executable, str(EXAMPLES / "first_screen.py")],
-        capture_output=True,
-        text=True,
-        check=True,
+    assert output("first_screen.py") == "api: True; 203.0.113.7: admitted True, 9 left\n"
+
+
+def test_policy() -> None:
+    # 3 a minute (T = 20 s) and 1,000 a day: one unit taken, two requests through the
+    # middleware, then the per-minute rule denies for 20 s; all within a second, so every
+    # duration rounds up to the same whole second.
+    assert output("policy.py") == (
+        "True None [2, 999]\n"
+        '200 OK "minute";r=1;t=40 None\n'
+        '200 OK "minute";r=0;t=60 None\n'
+        '429 Too Many Requests "minute";r=0;t=20 20\n'
+        'RateLimit-Policy: "minute";q=3;w=60, "day";q=1000;w=86400\n'
     )
-    assert result.stdout == "api: True; 203.0.113.7: admitted True, 9 left\n"
 
 
 def test_flask_app_limits_each_ip() -> None:

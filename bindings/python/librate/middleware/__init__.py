@@ -1,5 +1,6 @@
-"""WSGI and ASGI middleware: per-client rate limits with 429, ``Retry-After`` and the
-IETF ``RateLimit`` / ``RateLimit-Policy`` headers (see ``_headers`` for the format)."""
+"""WSGI and ASGI middleware: per-client rate limits (or one limit, or a policy of several,
+for all clients) with 429, ``Retry-After`` and the IETF ``RateLimit`` /
+``RateLimit-Policy`` headers (see ``_headers`` for the format)."""
 
 from ._gate import RateLimitMiddleware
 from .asgi import ASGIRateLimit

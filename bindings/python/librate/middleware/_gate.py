@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from .._convert import u64
-from .._decision import Decision
+from .._decision import Decision, PolicyDecision
 from .._errors import RedisError, TableFull
-from .._limiter import Key, KeyedLimiter, Limiter
+from .._limiter import Config, Key, KeyedLimiter, Limiter
+from .._policy import Policy
 from .._redis_core import RedisBase
-from ._headers import policy_header, ratelimit_header, retry_after, seconds_up, sf_string
+from ._headers import (
+    binding_rule,
+    policies_header,
+    ratelimit_header,
+    retry_after,
+    seconds_up,
+    sf_string,
+)
 
 Request = TypeVar("Request")
 App = TypeVar("App")
@@ -24,8 +32,9 @@ REASONS = {TOO_MANY_REQUESTS: "Too Many Requests", SERVICE_UNAVAILABLE: "Service
 #: Where the middleware reports a limiter that could not decide (Redis down or erring).
 logger = logging.getLogger("librate.middleware")
 
-#: What a middleware can limit with: in process, or in Redis (librate.redis).
-AnyLimiter = Limiter | KeyedLimiter | RedisBase[Any, Any]
+#: What a middleware can limit with: in process (one limit, one per key, or a policy of
+#: several), or in Redis (librate.redis).
+AnyLimiter = Limiter | KeyedLimiter | Policy | RedisBase[Any, Any]
 
 
 @dataclass(frozen=True)
@@ -56,38 +65,41 @@ class Gate(Generic[Request]):
         key: Callable[[Request], Key | None] | None,
         default_key: Callable[[Request], Key | None],
         cost: int,
-        policy: str,
+        policy: str | None,
+        rule_names: Sequence[str] | None,
         clock: Callable[[], int] | None,
         fail_open: bool,
         asynchronous: bool,
     ) -> None:
-        if not isinstance(limiter, (Limiter, KeyedLimiter, RedisBase)):
+        if not isinstance(limiter, (Limiter, KeyedLimiter, Policy, RedisBase)):
             raise TypeError(
-                "limiter must be a Limiter, KeyedLimiter, RedisLimiter or AsyncRedisLimiter, "
-                f"not {type(limiter).__name__}"
+                "limiter must be a Limiter, KeyedLimiter, Policy, RedisLimiter or "
+                f"AsyncRedisLimiter, not {type(limiter).__name__}"
             )
-        if isinstance(limiter, Limiter) and key is not None:
-            raise TypeError("key= needs a KeyedLimiter; a Limiter has one limit for all")
+        if isinstance(limiter, (Limiter, Policy)) and key is not None:
+            raise TypeError(
+                f"key= needs a KeyedLimiter; a {type(limiter).__name__} has one limit for all"
+            )
         if isinstance(limiter, RedisBase) and limiter.asynchronous != asynchronous:
             raise TypeError(
                 "ASGI takes an AsyncRedisLimiter (a RedisLimiter would block the event loop)"
                 if asynchronous
                 else "WSGI takes a RedisLimiter, not an AsyncRedisLimiter"
             )
+        rules, names = _named_rules(limiter, policy, rule_names)
+        capacity = min(rule.capacity for rule in rules)
         self._cost = u64(cost, "cost")
-        if self._cost > limiter.config.capacity:
-            raise ValueError(
-                f"cost {self._cost} exceeds the limiter's capacity {limiter.config.capacity}"
-            )
+        if self._cost > capacity:
+            raise ValueError(f"cost {self._cost} exceeds the limiter's capacity {capacity}")
         self._limiter = limiter
         self._key = key or default_key
-        self._name = sf_string(policy)
+        self._names = [sf_string(name) for name in names]
         self._clock = clock
         self._fail_open = fail_open
-        self._policy = policy_header(self._name, limiter.config)
+        self._policy = policies_header(self._names, rules)
         self._table_full = Verdict(
             SERVICE_UNAVAILABLE,
-            [("Retry-After", str(max(seconds_up(limiter.config.period_ns), 1)))],
+            [("Retry-After", str(max(seconds_up(rules[0].period_ns), 1)))],
         )
 
     def check(self, request: Request) -> Verdict | None:
@@ -96,6 +108,8 @@ class Gate(Generic[Request]):
         limiter = self._limiter
         if isinstance(limiter, Limiter):
             return self._verdict(limiter.acquire(self._cost, now_ns=now_ns))
+        if isinstance(limiter, Policy):
+            return self._policy_verdict(limiter.acquire(self._cost, now_ns=now_ns))
         key = self._key(request)
         if key is None:
             return None
@@ -122,14 +136,20 @@ class Gate(Generic[Request]):
             return self._undecided(error)
         return self._verdict(decision)
 
-    def _verdict(self, decision: Decision) -> Verdict:
+    def _verdict(self, decision: Decision, rule: int = 0, own: Decision | None = None) -> Verdict:
+        """The verdict on ``decision``, whose ``RateLimit`` reports rule ``rule`` with its
+        own decision ``own`` (a single limiter's: ``decision`` itself)."""
         headers = [
             ("RateLimit-Policy", self._policy),
-            ("RateLimit", ratelimit_header(self._name, decision)),
+            ("RateLimit", ratelimit_header(self._names[rule], own or decision)),
         ]
         if decision.allowed:
             return Verdict(None, headers)
         return Verdict(TOO_MANY_REQUESTS, [("Retry-After", retry_after(decision)), *headers])
+
+    def _policy_verdict(self, decision: PolicyDecision) -> Verdict:
+        rule = binding_rule(decision)
+        return self._verdict(decision.decision, rule, decision.rules[rule])
 
     def _undecided(self, error: RedisError) -> Verdict | None:
         """Redis gave no decision: let the request through unlimited (fail open), or
@@ -141,18 +161,50 @@ class Gate(Generic[Request]):
         return _UNAVAILABLE
 
 
+def _named_rules(
+    limiter: AnyLimiter, policy: str | None, rule_names: Sequence[str] | None
+) -> tuple[tuple[Config, ...], list[str]]:
+    """The rules the headers advertise and their names: a Policy's rules named by
+    ``rule_names`` ("rule0", "rule1"… by default), or a limiter's one rule named by
+    ``policy`` ("default" by default)."""
+    if not isinstance(limiter, Policy):
+        if rule_names is not None:
+            raise TypeError("rule_names= names a Policy's rules; name a limiter's with policy=")
+        return (limiter.config,), ["default" if policy is None else policy]
+    if policy is not None:
+        raise TypeError("policy= names a limiter's one rule; name a Policy's with rule_names=")
+    if rule_names is None:
+        return limiter.rules, [f"rule{index}" for index in range(len(limiter.rules))]
+    if isinstance(rule_names, str):
+        raise TypeError("rule_names must be a sequence of names, one per rule, not a str")
+    names = list(rule_names)
+    if len(names) != len(limiter.rules):
+        raise ValueError(f"rule_names has {len(names)} names for {len(limiter.rules)} rules")
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"rule names must be str, not {type(name).__name__}")
+    return limiter.rules, names
+
+
 class RateLimitMiddleware(Generic[App, Request]):
     """The constructor both middlewares share.
 
     - ``app``: the application to protect.
     - ``limiter``: a ``KeyedLimiter`` (one limit per key), a ``Limiter`` (one limit for
-      every request), or a limit per key kept in Redis, shared across hosts
-      (``librate.redis``): a ``RedisLimiter`` for WSGI, an ``AsyncRedisLimiter`` for ASGI.
+      every request), a ``Policy`` (several limits, all or nothing, for every request),
+      or a limit per key kept in Redis, shared across hosts (``librate.redis``): a
+      ``RedisLimiter`` for WSGI, an ``AsyncRedisLimiter`` for ASGI.
     - ``key``: a function of the request (WSGI environ / ASGI scope) giving its key, str
       or bytes, or None to let that request through unlimited and without headers.
-      Default: the client address. Not with a ``Limiter``.
+      Default: the client address. Not with a ``Limiter`` or a ``Policy``.
     - ``cost``: units each request takes (default 1).
-    - ``policy``: the policy name in the ``RateLimit`` headers (default "default").
+    - ``policy``: the policy name in the ``RateLimit`` headers (default "default"). Not
+      with a ``Policy``, whose rules each have a name:
+    - ``rule_names``: a ``Policy``'s rules' names, one per rule, in order (default
+      "rule0", "rule1"…). ``RateLimit-Policy`` lists every rule; ``RateLimit`` reports
+      the one that binds: on a denial, the rule that denied with the longest
+      ``retry_after`` (so its ``t`` is ``Retry-After``); when admitted, the rule with the
+      least ``remaining``, of those the one with the longest ``reset_after``.
     - ``clock``: a function giving ``now_ns`` on the limiter's timeline (default: the
       library's CLOCK_MONOTONIC; for a Redis limiter, the Redis server's clock); for
       tests and simulations.
@@ -179,7 +231,8 @@ class RateLimitMiddleware(Generic[App, Request]):
         *,
         key: Callable[[Request], Key | None] | None = None,
         cost: int = 1,
-        policy: str = "default",
+        policy: str | None = None,
+        rule_names: Sequence[str] | None = None,
         clock: Callable[[], int] | None = None,
         fail_open: bool = False,
     ) -> None:
@@ -190,6 +243,7 @@ class RateLimitMiddleware(Generic[App, Request]):
             default_key=self.client_address,
             cost=cost,
             policy=policy,
+            rule_names=rule_names,
             clock=clock,
             fail_open=fail_open,
             asynchronous=self.asynchronous,

@@ -11,11 +11,18 @@ draft-ietf-httpapi-ratelimit-headers-11 (Structured Field Lists, RFC 9651):
     RateLimit-Policy: "default";q=100;w=60
     RateLimit: "default";r=42;t=7
 
+A ``Policy`` of several rules lists every rule in ``RateLimit-Policy``, one list member a
+rule (RFC 9651 §4.1.1 joins members with ", "), and reports in ``RateLimit`` the rule that
+binds (``binding_rule``), as the draft's example of several windows (Appendix B.3.1) does:
+
+    RateLimit-Policy: "hour";q=1000;w=3600, "day";q=5000;w=86400
+    RateLimit: "day";r=100;t=36000
+
 - ``w`` is the period rounded up to whole seconds (at least 1), and ``q`` the limit scaled
   to that window and rounded down, so the advertised rate never exceeds the real one:
   10 per 100 ms is ``q=100;w=1``, 3 per 1.5 s is ``q=4;w=2``. A GCRA burst is not
   advertised (the draft has no parameter for it); ``r`` shows what it allows now.
-- ``r`` is the decision's ``remaining``.
+- ``r`` is the decision's ``remaining`` (a policy's: the binding rule's own).
 - ``t`` is, on a denial, ``Retry-After`` (so the two never disagree); when admitted, the
   seconds until the quota is whole again (``reset_after``), rounded up.
 - Integers are clamped to RFC 9651's largest (15 digits), and a duration to 2**63-1 ns
@@ -24,8 +31,10 @@ draft-ietf-httpapi-ratelimit-headers-11 (Structured Field Lists, RFC 9651):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .._convert import NS_PER_SECOND
-from .._decision import Decision
+from .._decision import Decision, PolicyDecision
 from .._limiter import Config
 
 # RFC 9651 §3.3.1: an sf-integer has at most 15 digits.
@@ -64,6 +73,12 @@ def policy_header(name: str, config: Config) -> str:
     return f"{name};q={_sf_integer(quota)};w={window}"
 
 
+def policies_header(names: Sequence[str], rules: Sequence[Config]) -> str:
+    """The ``RateLimit-Policy`` value listing every rule, ``names[i]`` (an sf-string
+    already) naming ``rules[i]``: RFC 9651 §4.1.1 joins list members with ", "."""
+    return ", ".join(map(policy_header, names, rules))
+
+
 def retry_after(decision: Decision) -> str:
     """The ``Retry-After`` value for a denial."""
     return str(_seconds(decision.retry_after_ns))
@@ -73,3 +88,15 @@ def ratelimit_header(name: str, decision: Decision) -> str:
     """The ``RateLimit`` value for one decision."""
     window_ns = decision.reset_after_ns if decision.allowed else decision.retry_after_ns
     return f"{name};r={_sf_integer(decision.remaining)};t={_seconds(window_ns)}"
+
+
+def binding_rule(decision: PolicyDecision) -> int:
+    """The index of the rule a policy's ``RateLimit`` reports. On a denial, of the rules
+    that denied, the one with the longest ``retry_after``: the policy's own, so ``t``
+    equals ``Retry-After``, as the draft's §6 wants. When admitted, the rule closest to
+    its limit: the least ``remaining``, and of those the longest ``reset_after`` (the
+    rule whose quota comes back last). Ties go to the first rule."""
+    rules = decision.rules
+    if decision.decision.allowed:
+        return max(range(len(rules)), key=lambda i: (-rules[i].remaining, rules[i].reset_after_ns))
+    return max(range(len(rules)), key=lambda i: (not rules[i].allowed, rules[i].retry_after_ns))

@@ -26,8 +26,8 @@ def _encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
 class ASGIRateLimit(RateLimitMiddleware[ASGIApp, Scope]):
     """Wraps an ASGI app; the same behaviour as ``WSGIRateLimit``, with ``key(scope)``.
 
-    ``ASGIRateLimit(app, limiter, *, key=None, cost=1, policy="default", clock=None,
-    fail_open=False)``: see ``RateLimitMiddleware`` for the arguments.
+    ``ASGIRateLimit(app, limiter, *, key=None, cost=1, policy=None, rule_names=None,
+    clock=None, fail_open=False)``: see ``RateLimitMiddleware`` for the arguments.
     """
 
     asynchronous = True

@@ -17,8 +17,8 @@ class WSGIRateLimit(RateLimitMiddleware[WSGIApp, Environ]):
     ``RateLimit-Policy`` and ``RateLimit`` headers; denied ones get ``429 Too Many
     Requests`` with ``Retry-After`` and the same headers, and never reach ``app``.
 
-    ``WSGIRateLimit(app, limiter, *, key=None, cost=1, policy="default", clock=None,
-    fail_open=False)``: see ``RateLimitMiddleware`` for the arguments.
+    ``WSGIRateLimit(app, limiter, *, key=None, cost=1, policy=None, rule_names=None,
+    clock=None, fail_open=False)``: see ``RateLimitMiddleware`` for the arguments.
     """
 
     @staticmethod

@@ -1,0 +1,168 @@
+"""``Policy``: several rules over one subject, decided all or nothing (``rate_policy_*``)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from ctypes import byref, c_uint64, create_string_buffer
+from typing import Any, NamedTuple
+
+from ._convert import u64
+from ._decision import PolicyDecision
+from ._errors import error_for
+from ._ffi import (
+    RATE_E_INVALID_CONFIG,
+    RATE_LIMITED,
+    RATE_OK,
+    RATE_POLICY_MAX_RULES,
+    RATE_REASON_LEN,
+    lib,
+    rate_config,
+    rate_policy_decision,
+)
+from ._limiter import _C_ONE, _CLOSED, _ONE, Config, _Handle, _Owner, status_text
+
+
+class _PolicyHandle(_Handle):
+    __slots__ = ()
+
+    @staticmethod
+    def _free(handle: Any, _lib: Any = lib) -> None:
+        # Bound as a default so it still works during interpreter shutdown.
+        _lib.rate_policy_free(handle)
+
+
+class _PolicyC(NamedTuple):
+    """The C functions of a policy."""
+
+    new: Any
+    acquire: Any
+    acquire_at: Any
+    #: ``acquire`` unchecked (see ``Library.unchecked``), for ``try_acquire``.
+    fast: Any
+
+
+@functools.cache
+def _policy_c() -> _PolicyC:
+    # Looked up at the first Policy, not at import, as the keyed functions are: a library
+    # without policies still serves the limiters, and Policy() names the missing symbol.
+    return _PolicyC(
+        lib.rate_policy_new,
+        lib.rate_policy_acquire,
+        lib.rate_policy_acquire_at,
+        lib.unchecked("rate_policy_acquire"),
+    )
+
+
+def _rejection(rules: tuple[Config, ...], status: int) -> str:
+    """The message for a failed ``rate_policy_new``: for an invalid configuration, the
+    wrong number of rules or the first rule the C library rejects, with its reason."""
+    if status == RATE_E_INVALID_CONFIG:
+        if not 1 <= len(rules) <= RATE_POLICY_MAX_RULES:
+            return f"a policy holds 1 to {RATE_POLICY_MAX_RULES} rules, not {len(rules)}"
+        reason = create_string_buffer(RATE_REASON_LEN)
+        for index, rule in enumerate(rules):
+            explained = lib.rate_limiter_explain_config(byref(rule.to_c()), reason, RATE_REASON_LEN)
+            if explained == RATE_E_INVALID_CONFIG:
+                return f"rules[{index}]: {reason.value.decode()}"
+    return status_text(status)
+
+
+class Policy(_Owner):
+    """Several limits over one subject at once ("10 a second and 1,000 a day"): a request
+    is admitted iff every rule admits it, and a denied request takes nothing from any
+    rule. ``rules`` are 1 to 8 ``Config``s of any algorithms.
+
+    >>> import librate
+    >>> policy = librate.Policy([
+    ...     librate.Config.gcra(2, 1),              # 2 a second
+    ...     librate.Config.fixed_window(3, 60),     # and 3 a minute
+    ... ])
+    >>> [policy.acquire(now_ns=0).decision.allowed for _ in range(3)]
+    [True, True, False]
+    >>> denied = policy.acquire(now_ns=0)
+    >>> denied.denied_by, denied.rules[1].remaining   # the minute rule gave its unit back
+    (0, 1)
+
+    Thread-safety: share one policy between any number of threads; every call is one
+    lock-free C call, made with the GIL released. What concurrent callers may observe:
+
+    - No rule ever admits past its limit.
+    - From one thread at a time every decision is exact: a denial leaves every rule as
+      it was, so the decisions are those of the rules' own limiters on the admitted
+      requests alone.
+    - A request takes from the rules one after the other. While it holds units of the
+      rules it passed, before a later rule denies it and they are given back, another
+      request can find one of those rules full and be denied (a denial it would not get
+      a moment later).
+    - A rule gives units back only if no other request changed it in between; otherwise
+      the denied request's units stay taken, as if admitted, and expire as admitted
+      units do. So do a sliding log's (logs take last and never give back) when a later
+      sliding log denies because a concurrent request changed it after it was asked.
+      Either way a rule only ever errs on the side of its limit.
+
+    Times are nanoseconds on CLOCK_MONOTONIC (``librate.now_ns()``); ``now_ns=`` takes
+    your own timeline (one per policy).
+    """
+
+    __slots__ = ("_rules", "_c")
+
+    def __init__(self, rules: Iterable[Config]) -> None:
+        self._handle = _CLOSED
+        if isinstance(rules, Config):
+            raise TypeError("rules must be a sequence of Config: put one rule in a list")
+        checked = tuple(rules)
+        for index, rule in enumerate(checked):
+            if not isinstance(rule, Config):
+                raise TypeError(f"rules[{index}] must be a Config, not {type(rule).__name__}")
+        self._rules = checked
+        self._c = _policy_c()
+        handle = _PolicyHandle()
+        array = (rate_config * len(checked))(*(rule.to_c() for rule in checked))
+        status = self._c.new(array, len(checked), byref(handle))
+        if status != RATE_OK:
+            raise error_for(status, _rejection(checked, status))
+        self._handle = handle
+
+    @property
+    def rules(self) -> tuple[Config, ...]:
+        """The rules, in the order given."""
+        return self._rules
+
+    @property
+    def capacity(self) -> int:
+        """The largest ``n`` the policy can ever admit: the least of its rules'
+        capacities (a larger one is an ``InsufficientCapacity`` error)."""
+        return min(rule.capacity for rule in self._rules)
+
+    def _enforces(self) -> str:
+        return ", ".join(map(str, self._rules))
+
+    def try_acquire(self, n: int = _ONE) -> bool:
+        """Acquires ``n`` units now from every rule, or from none, and says only whether
+        they were admitted.
+
+        Raises ``InsufficientCapacity`` if ``n`` exceeds ``capacity``."""
+        units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
+        status = self._c.fast(self._handle, units, None)
+        if status == RATE_OK:
+            return True
+        if status == RATE_LIMITED:
+            return False
+        raise self._fail(status, n)
+
+    def acquire(self, n: int = 1, *, now_ns: int | None = None) -> PolicyDecision:
+        """Acquires ``n`` units from every rule, or from none (``n == 0`` only reports
+        the state), and returns the combined decision, which rule denied and each
+        rule's own; at ``now_ns`` if given, else now.
+
+        Raises ``InsufficientCapacity`` if ``n`` exceeds ``capacity``."""
+        n = u64(n, "n")
+        out = rate_policy_decision()
+        if now_ns is None:
+            status = self._c.acquire(self._handle, n, out)
+        else:
+            status = self._c.acquire_at(self._handle, n, u64(now_ns, "now_ns"), out)
+        if status == RATE_OK or status == RATE_LIMITED:
+            return PolicyDecision.from_c(out)
+        raise self._fail(status, n)
