@@ -161,7 +161,7 @@ typedef struct rate_decision {
  *   2^bits(limit) + limit <= 2^64 - 257`, where bits(limit) is the bit length of `limit`;
  *   always met when `limit <= period_ns / 4`. State: 8 and 24 bytes.
  * - RATE_SLIDING_LOG: `limit <= 2^20` and `limit * (floor((2^64-1) / period_ns) + 1)
- *   <= 2^64 - 257` (about `limit < period_ns`). State: 16 + 16 * limit bytes.
+ *   <= 2^64 - 257` (about `limit < period_ns`). State: 24 + 16 * limit bytes.
  *
  * Each `rate_limiter` also takes 256 bytes of cache-line padding.
  */
@@ -185,6 +185,29 @@ typedef struct rate_config {
    */
   uint64_t burst;
 } rate_config;
+
+/**
+ * A keyed table's statistics, for dashboards: what `rate_keyed_read_stats` writes.
+ */
+typedef struct rate_keyed_stats {
+  /**
+   * The capacity the table was created with: this many live keys always fit.
+   */
+  uint64_t capacity;
+  /**
+   * The most keys the table holds at once: its slots, twice `capacity`.
+   */
+  uint64_t max_keys;
+  /**
+   * Keys whose state was not fresh (a new key's) at the time asked.
+   */
+  uint64_t live_keys;
+  /**
+   * Requests for new keys refused with RATE_E_TABLE_FULL since the table was created;
+   * for a shared table, since its file was created, by every process that opened it.
+   */
+  uint64_t table_full;
+} rate_keyed_stats;
 
 /**
  * A policy's decision: the combined decision, which rule denied, and each rule's own.
@@ -492,6 +515,42 @@ int32_t rate_keyed_open(const char *path,
                         struct rate_keyed **out);
 
 /**
+ * Writes the table's statistics to `*out`, its live keys counted now (CLOCK_MONOTONIC):
+ * its capacity and slots, the keys whose state is not a new key's, and the requests for
+ * new keys refused with RATE_E_TABLE_FULL since it was created (in a shared table, by
+ * every process, since the file was created). Counting live keys reads every slot: call
+ * it for a dashboard, not on a hot path.
+ *
+ * Thread-safety: safe to call concurrently on one handle; the counts are a snapshot.
+ *
+ * NULL: `keyed` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK or RATE_E_NULL (`out` untouched).
+ *
+ * # Safety
+ * `keyed` is NULL or a live handle; `out` is NULL or points to a writable
+ * `rate_keyed_stats`.
+ */
+int32_t rate_keyed_read_stats(const struct rate_keyed *keyed, struct rate_keyed_stats *out);
+
+/**
+ * `rate_keyed_read_stats` with the live keys counted at `now_ns` (nanoseconds on the
+ * caller's timeline, as `rate_keyed_acquire_at`).
+ *
+ * Thread-safety: safe to call concurrently on one handle; the counts are a snapshot.
+ *
+ * NULL: as `rate_keyed_read_stats`.
+ *
+ * Returns as `rate_keyed_read_stats`.
+ *
+ * # Safety
+ * As `rate_keyed_read_stats`.
+ */
+int32_t rate_keyed_read_stats_at(const struct rate_keyed *keyed,
+                                 uint64_t now_ns,
+                                 struct rate_keyed_stats *out);
+
+/**
  * Reserves `n` units for the key at `now_ns`: the leaky bucket as a queue (traffic
  * shaper), per key. Admitted iff the caller would wait at most `max_wait_ns` before
  * acting; `out->wait_ns` says how long. With `max_wait_ns == 0` it is exactly
@@ -515,6 +574,29 @@ int32_t rate_keyed_reserve_at(struct rate_keyed *keyed,
                               uint64_t now_ns,
                               uint64_t max_wait_ns,
                               struct rate_decision *out);
+
+/**
+ * Resets the key of `key_len` bytes at `key`, as when a customer's limit is lifted: its
+ * next request is decided as a new key's, at any time (as if it had never been seen). A
+ * key not in the table is left out of it. The key's former state keeps its slot, under
+ * no key, until it is fresh (at most a period, or GCRA's burst, after its last
+ * admission): until then that slot is taken as by a live key, so resetting many busy keys
+ * at once can fill a table for that long. A shared table's key is reset for every
+ * process.
+ *
+ * Thread-safety: safe to call concurrently on one handle. Each acquire of the key racing
+ * the reset is decided wholly before it (and forgotten by it) or wholly after it.
+ *
+ * NULL: as `rate_keyed_acquire`.
+ *
+ * Returns RATE_OK (the key is reset, or was not in the table), RATE_E_NULL, or
+ * RATE_E_TABLE_FULL (a shared table only: a slot the reset needs stayed claimed by a
+ * live process for about a second, as an acquire would report; nothing was reset).
+ *
+ * # Safety
+ * `keyed` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes.
+ */
+int32_t rate_keyed_reset(struct rate_keyed *keyed, const uint8_t *key, size_t key_len);
 
 /**
  * Acquires `n` units now (CLOCK_MONOTONIC, see `rate_now_ns`). `n == 0` is a query:
@@ -667,6 +749,30 @@ int32_t rate_limiter_reserve_at(struct rate_limiter *limiter,
                                 uint64_t now_ns,
                                 uint64_t max_wait_ns,
                                 struct rate_decision *out);
+
+/**
+ * Resets the limiter, as when a customer's limit is lifted: it then decides as a new
+ * limiter of its configuration would (full), from the latest time it has seen on. GCRA
+ * and the fixed window are new at any time; the sliding window counter and the log judge
+ * a request from before that latest time as made at it, as every call does. It reads no
+ * clock. A shared limiter (`rate_limiter_open`) is reset for every process.
+ *
+ * Thread-safety: safe to call concurrently on one handle. Each acquire racing the reset
+ * is decided wholly before it (and forgotten by it) or wholly after it: together they
+ * never admit more than some order of them would. In two rare races an acquire may be
+ * denied where that order would admit it: on the log, while the resetting thread is
+ * stalled between the reset's two writes; on the sliding window counter, the first acquire
+ * of a new window racing the reset, which may record the old window's count as it stood
+ * before the reset, to weigh in the new window.
+ *
+ * NULL: `limiter` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK or RATE_E_NULL.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle.
+ */
+int32_t rate_limiter_reset(struct rate_limiter *limiter);
 
 /**
  * Nanoseconds on CLOCK_MONOTONIC: the timeline of `rate_*_acquire`, shared by every

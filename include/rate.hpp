@@ -3,9 +3,10 @@
  *   rate::Limiter        one limit, shared by every caller       (rate_limiter_*)
  *   rate::KeyedLimiter   one limit per key: user, IP, API key…   (rate_keyed_*)
  *   rate::Policy         several limits at once, all or nothing  (rate_policy_*)
+ *   rate::KeyedStats     a table's statistics, for dashboards    (rate_keyed_stats)
  *
- * All are RAII handles: move-only, freed by their destructor. A moved-from or
- * default-constructed handle is empty, and every call on it returns Status::null.
+ * The three limiters are RAII handles: move-only, freed by their destructor. A moved-from
+ * or default-constructed handle is empty, and every call on it returns Status::null.
  * All are safe to use from many threads at once; destroying or assigning one must not
  * race with any other call on it.
  *
@@ -169,6 +170,19 @@ struct Decision {
     }
 };
 
+/// A keyed table's statistics (rate_keyed_stats), for dashboards.
+struct KeyedStats {
+    std::uint64_t capacity = 0;   ///< the capacity it was created with
+    std::uint64_t max_keys = 0;   ///< the most keys it holds at once: twice the capacity
+    std::uint64_t live_keys = 0;  ///< keys whose state was not a new key's, when asked
+    std::uint64_t table_full = 0; ///< new keys refused with Status::table_full, ever
+                                  ///< (a shared table: by every process)
+
+    static constexpr KeyedStats from_c(const rate_keyed_stats& s) noexcept {
+        return {s.capacity, s.max_keys, s.live_keys, s.table_full};
+    }
+};
+
 /// A policy's decision (rate_policy_decision): the combined decision, which rule denied,
 /// and each rule's own.
 struct PolicyDecision {
@@ -294,8 +308,8 @@ template <class T, void (*Free)(T*)> class Handle {
     T* raw_ = nullptr;
 };
 
-/// Calls a C function whose last argument is `Out *out` (a rate_decision, or a
-/// rate_policy_decision) and wraps its answer as a T.
+/// Calls a C function whose last argument is `Out *out` (a rate_decision, a
+/// rate_policy_decision or a rate_keyed_stats) and wraps its answer as a T.
 template <class T = Decision, class Out = rate_decision, class Fn, class... Args>
 Result<T> decide(Fn fn, Args... args) noexcept {
     Out out{};
@@ -369,6 +383,10 @@ class Limiter : public detail::Handle<rate_limiter, rate_limiter_free> {
         return detail::decide(rate_limiter_reserve_at, native_handle(), n, detail::to_ns(now),
                               detail::to_ns(max_wait));
     }
+    /// Makes the limiter new again (rate_limiter_reset): from the latest time it has seen
+    /// on it decides as a new limiter would; each acquire racing it is decided wholly
+    /// before or after it. Status::ok (Status::null on an empty handle).
+    Status reset() noexcept { return static_cast<Status>(rate_limiter_reset(native_handle())); }
 
   private:
     template <class Owner, class T, class Fn, class... Args>
@@ -463,6 +481,25 @@ class KeyedLimiter : public detail::Handle<rate_keyed, rate_keyed_free> {
                                 std::chrono::nanoseconds max_wait) noexcept {
         return detail::decide(rate_keyed_reserve_at, native_handle(), detail::bytes(key), key.size(), n,
                               detail::to_ns(now), detail::to_ns(max_wait));
+    }
+    /// Resets `key` (rate_keyed_reset): its next request is decided as a new key's, at
+    /// any time; a key not in the table stays out. Its former state keeps a slot until it
+    /// is fresh. Status::ok, or Status::table_full (a shared table whose slot a stopped
+    /// process keeps claimed; nothing was reset).
+    Status reset(std::string_view key) noexcept {
+        return static_cast<Status>(
+            rate_keyed_reset(native_handle(), detail::bytes(key), key.size()));
+    }
+    /// The table's statistics, its live keys counted now (rate_keyed_read_stats). Reads
+    /// every slot: for dashboards, not hot paths.
+    Result<KeyedStats> stats() const noexcept {
+        return detail::decide<KeyedStats, rate_keyed_stats>(rate_keyed_read_stats,
+                                                            native_handle());
+    }
+    /// stats() with the live keys counted at `now` on the caller's timeline.
+    Result<KeyedStats> stats_at(Clock::time_point now) const noexcept {
+        return detail::decide<KeyedStats, rate_keyed_stats>(
+            rate_keyed_read_stats_at, native_handle(), detail::to_ns(now));
     }
 
   private:

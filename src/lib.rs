@@ -54,6 +54,10 @@
 //!   slot whose state is fresh, dropping its key (DESIGN §5). In a shared table an insert
 //!   is a **claimant** holding a registry entry; a waiter on a claim whose process died
 //!   **recovers** the slot (puts back what the claim replaced).
+//! - **reset**: make a limiter, or one key of a table, decide as a new one; a table
+//!   **retires** a reset key's slot (claims it, names it no key's, gives it back), and
+//!   the former state there is reclaimed once fresh. **Stats**: what a table reports for
+//!   dashboards (sizes, live keys, `TableFull` refusals).
 //!
 //! # Choosing an algorithm
 //! Pick an algorithm by the guarantee you need. GCRA spaces units evenly with bursts up
@@ -99,7 +103,7 @@ pub use error::{ConfigError, Error};
 #[cfg(loom)]
 #[doc(hidden)]
 pub use keyed::crashes;
-pub use keyed::{KeyHasher, KeyedLimiter};
+pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
 pub use limiter::Limiter;
 pub use rules::{Policy, PolicyDecision, MAX_RULES};
 pub use time::now_ns;

@@ -124,6 +124,7 @@ impl Limiter {
         let contents = Contents {
             state_words: policy.state_words(),
             initial: &|_| 0,
+            kept: 0..0,
             hash_key: [0, 0],
             pid_namespace: 0,
         };
@@ -240,6 +241,36 @@ impl Limiter {
     #[inline]
     pub fn reserve_at(&self, n: u64, now_ns: u64, max_wait_ns: u64) -> Result<Decision, Error> {
         self.decide(n, now_ns, Some(max_wait_ns))
+    }
+
+    /// Makes the limiter new again (a customer's limit lifted once their ticket is
+    /// resolved): from the latest time it has seen on, it decides exactly as a new limiter
+    /// of the same configuration would. GCRA and the fixed window are new at any time; the
+    /// sliding window counter and the log judge a request from before that latest time as
+    /// made at it, as every decision does. It reads no clock, so it has no `_at` form. A
+    /// shared limiter is reset for every process that maps it.
+    ///
+    /// Each acquire racing a reset is decided wholly before it (and forgotten by it) or
+    /// wholly after it, never half counted: together they admit no more than some order
+    /// of them would. In two rare races a request may be denied where that order would
+    /// admit it, never the reverse: on the log, a request that comes while the resetting
+    /// thread is stalled between the reset's two writes; on the sliding window counter, the
+    /// first request of a new window racing the reset, which may record the old window's
+    /// count as it stood before the reset, to weigh in the new window.
+    ///
+    /// ```
+    /// use rate::{Config, Limiter};
+    /// const SECOND: u64 = 1_000_000_000;
+    /// let limiter = Limiter::new(&Config::sliding_log(2, 60 * SECOND)).unwrap();
+    /// assert!(limiter.acquire_at(2, 10 * SECOND).unwrap().allowed);
+    /// assert!(!limiter.acquire_at(1, 20 * SECOND).unwrap().allowed);
+    /// limiter.reset();
+    /// let fresh = limiter.acquire_at(2, 20 * SECOND).unwrap();
+    /// assert!(fresh.allowed);
+    /// assert_eq!(fresh.reset_after_ns, 60 * SECOND);
+    /// ```
+    pub fn reset(&self) {
+        self.policy.reset(self.state());
     }
 
     /// The rule this limiter enforces, for a policy of several ([`crate::Policy`]).

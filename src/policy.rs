@@ -192,6 +192,12 @@ impl Policy {
         dispatch!(self, algorithm => algorithm.try_acquire_at(state, tenancy, now_ns, n))
     }
 
+    /// Makes a limiter's own `state` decide as a fresh one from the latest time it has
+    /// seen on; acquires racing it are each decided before or after it (`Stored::reset`).
+    pub(crate) fn reset(&self, state: &[AtomicU64]) {
+        dispatch!(self, algorithm => algorithm.reset(state))
+    }
+
     /// Whether `state` is indistinguishable from a fresh limiter's at `now_ns` (DESIGN §5),
     /// so its keyed slot may be reclaimed. A slot marker is never fresh.
     #[inline]
@@ -200,6 +206,14 @@ impl Policy {
         // other words it publishes (window records, the log's `latest`) are read at least
         // as new as it.
         let first = state[0].load(Ordering::Acquire);
+        self.is_fresh_on(state, first, now_ns)
+    }
+
+    /// [`is_fresh`](Self::is_fresh) on the first word `first`, which the caller loaded with
+    /// `Acquire` and will revalidate by a CAS from it: so a slot claimed since the load
+    /// (a reset's claim gives a fresh state back) is judged as it was, not as a marker.
+    #[inline]
+    pub(crate) fn is_fresh_on(&self, state: &[AtomicU64], first: u64, now_ns: u64) -> bool {
         !is_marker(first) && dispatch!(self, algorithm => algorithm.is_fresh(state, first, now_ns))
     }
 }
@@ -421,6 +435,10 @@ mod tests {
                     owned(policy.try_acquire(&state, &Owned, &time, n));
                 }
                 let _ = policy.is_fresh(&state, random.pick());
+                if round % 2 == 0 {
+                    policy.reset(&state);
+                    owned(policy.acquire_at(&state, &Owned, now, n, 0));
+                }
             }
         }
     }

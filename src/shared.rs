@@ -20,8 +20,10 @@
 //! # Another boot
 //! Times are `CLOCK_MONOTONIC`, which restarts at boot, so a table written in an earlier
 //! boot is reset when opened: its boot word is swapped to "being reset for this boot",
-//! the state zeroed, then the boot stored (`Release`), and openers wait for that
-//! (`Acquire`). A resetter that does not finish within [`RESET_PATIENCE`] is taken over.
+//! the state zeroed (but for words that hold no time, such as a keyed table's count of
+//! refusals, which counts from the file's creation), then the boot stored (`Release`),
+//! and openers wait for that (`Acquire`). A resetter that does not finish within
+//! [`RESET_PATIENCE`] is taken over.
 //!
 //! The state words are input from other processes; the algorithms decide on any words
 //! (see `policy.rs`' tests), and a writer who can change the file can change decisions.
@@ -45,8 +47,10 @@ use crate::sync::{AtomicU64, Ordering, ProcessAtomicU64};
 pub(crate) const HEADER_WORDS: usize = 16;
 /// "librate" and a NUL, read as a little-endian word.
 const MAGIC: u64 = u64::from_le_bytes(*b"librate\0");
-/// The layout this code reads and writes.
-const LAYOUT_VERSION: u64 = 1;
+/// The layout this code reads and writes. 2: the sliding log has a floor word, a keyed
+/// table counts its `TableFull` refusals in its control block, and fingerprint 0 names
+/// the former state of a reset key.
+const LAYOUT_VERSION: u64 = 2;
 /// The boot word's mark of a reset in progress (boot ids use the low 60 bits).
 const RESETTING: u64 = 1 << 63;
 /// How long an opener waits for another process's reset before doing it itself.
@@ -112,6 +116,8 @@ pub(crate) struct Contents<'a> {
     pub(crate) state_words: usize,
     /// The initial value of state word `index`.
     pub(crate) initial: &'a dyn Fn(usize) -> u64,
+    /// State words a reset for a new boot leaves as they are: they hold no time.
+    pub(crate) kept: std::ops::Range<usize>,
     /// A keyed table's hash key (`[0, 0]` for a limiter); a new file keeps it for good.
     pub(crate) hash_key: [u64; 2],
     /// The PID namespace the table's processes must share ([`pid_namespace`]), or 0 where
@@ -294,6 +300,7 @@ impl Mapping {
                     for (index, state) in self.words()[HEADER_WORDS..][..contents.state_words]
                         .iter()
                         .enumerate()
+                        .filter(|(index, _)| !contents.kept.contains(index))
                     {
                         // Relaxed: published by the Release store below.
                         state.store((contents.initial)(index), Ordering::Relaxed);

@@ -85,19 +85,21 @@ fn two_inserts_whose_clocks_disagree_on_a_free_slot_make_one_state() {
     });
 }
 
+/// A table whose slot 0 holds A with TAT T (fresh at T) and slot 1 C, live until 10T: a
+/// new key at home in slot 0 can only have slot 0.
+fn a_fresh_at_t_and_c_live() -> Arc<Table> {
+    let table = table();
+    assert!(acquire(&table, A, 0).unwrap().allowed);
+    assert!(acquire(&table, C, 9 * T).unwrap().allowed);
+    table
+}
+
 #[test]
 fn an_insert_racing_a_reclaim_never_loses_a_live_key() {
     // Slot 0: A with TAT T (fresh at T). Slot 1: C, live until 10T. B (home 0) can only
     // have slot 0, and only while A is fresh; A's own request at T makes it live.
     loom::model(|| {
-        let table = table();
-        assert!(acquire(&table, A, 0).unwrap().allowed);
-        assert!(
-            table
-                .acquire_at(&C.to_le_bytes(), 1, 9 * T)
-                .unwrap()
-                .allowed
-        );
+        let table = a_fresh_at_t_and_c_live();
         let (b, a) = race(&table, |t| acquire(t, B, T), |t| acquire(t, A, T));
         match (a, b) {
             (Ok(a), Err(Error::TableFull)) => {
@@ -149,5 +151,53 @@ fn two_inserts_and_an_update_of_the_key_they_may_evict() {
         assert_b_at_0_took_its_turn(&early_b);
         assert_single_state(&table, A, 2 * T, T);
         assert_single_state(&table, B, 2 * T, T);
+    });
+}
+
+#[test]
+fn a_reset_racing_a_request_of_its_key_decides_it_before_or_after() {
+    // A (slot 0) used its one unit at 0. Its request at 0 racing a reset is denied before
+    // it (A is then absent) or admitted after it, as a new key: A's new state (TAT T) in
+    // slot 1, while slot 0 keeps A's former state, under no key, until T.
+    loom::model(|| {
+        let table = table();
+        assert!(acquire(&table, A, 0).unwrap().allowed);
+        let (request, _) = race(
+            &table,
+            |t| Some(acquire(t, A, 0).unwrap()),
+            |t| t.reset(&A.to_le_bytes()).map(|()| None).unwrap(),
+        );
+        if request.unwrap().allowed {
+            assert_single_state(&table, A, T, 0);
+        } else {
+            assert_eq!(table.slots_holding(&A.to_le_bytes()), 0);
+            assert_eq!(
+                acquire(&table, A, 0).unwrap().remaining,
+                0,
+                "a new key's unit"
+            );
+        }
+        assert_eq!(table.live_keys_at(0), 1);
+        assert_eq!(table.claimed_slots(), 0);
+    });
+}
+
+#[test]
+fn a_reset_racing_a_reclaim_of_its_slot_leaves_each_key_one_state() {
+    // Slot 0: A, admitted at 0, so fresh at T. Slot 1: C, live until 10T. At T, B (home
+    // 0) can only reclaim slot 0, which the reset of A claims too: whichever goes first,
+    // the slot is fresh for B (A's state, or A's former state), B gets it, and A is gone.
+    loom::model(|| {
+        let table = a_fresh_at_t_and_c_live();
+        let (b, _) = race(
+            &table,
+            |t| Some(acquire(t, B, T).unwrap()),
+            |t| t.reset(&A.to_le_bytes()).map(|()| None).unwrap(),
+        );
+        assert!(b.unwrap().allowed);
+        assert_single_state(&table, B, 2 * T, T);
+        assert_eq!(table.slots_holding(&A.to_le_bytes()), 0);
+        assert_single_state(&table, C, 10 * T, T);
+        assert_eq!(table.claimed_slots(), 0);
     });
 }

@@ -80,3 +80,27 @@ fn acquire_and_reserve_together_stay_within_the_burst() {
         assert_eq!(admitted.iter().filter(|&&a| a).count(), 2);
     });
 }
+
+#[test]
+fn a_reset_racing_acquires_decides_each_before_or_after_it() {
+    loom::model(|| {
+        // Burst 1, drained at 1000: before the reset nothing fits, after it one unit does.
+        let limiter = limiter(1);
+        assert!(limiter.acquire_at(1, 1000).unwrap().allowed);
+        let acquirers: Vec<_> = (0..2)
+            .map(|_| {
+                let l = Arc::clone(&limiter);
+                thread::spawn(move || l.acquire_at(1, 1000).unwrap().allowed)
+            })
+            .collect();
+        limiter.reset();
+        let admitted: u64 = acquirers
+            .into_iter()
+            .map(|t| u64::from(t.join().unwrap()))
+            .sum();
+        // Every admitted unit came after the reset and is still counted: never one
+        // admitted and then erased by it, nor two.
+        let remaining = limiter.acquire_at(0, 1000).unwrap().remaining;
+        assert_eq!(admitted + remaining, 1);
+    });
+}

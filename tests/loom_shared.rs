@@ -144,3 +144,33 @@ fn a_process_that_dies_recovering_a_dead_claim_leaves_it_recoverable() {
         });
     }
 }
+
+#[test]
+fn a_process_that_dies_resetting_a_key_leaves_it_reset_or_not() {
+    // A (slot 0) used its unit at 0. A process resetting A stops at step `k` while this
+    // thread's request for A at 0 is in flight: the request is denied (before the reset,
+    // or the reset died first) or admitted (after it). Either way A then has one state,
+    // and once A and C (home 1) are used at T, when every state so far is fresh, nothing
+    // is left claimed.
+    for stop_at in 0..STEPS {
+        loom::model(move || {
+            let table = shared_table();
+            assert!(acquire(&table, A, 0).unwrap().allowed);
+            let (_, mine) = race_with_crash(
+                &table,
+                DOOMED,
+                stop_at,
+                |t| t.reset(&A.to_le_bytes()).map(|()| None).unwrap(),
+                |t| Some(acquire(t, A, 0).unwrap()),
+            );
+            if mine.is_some_and(|mine| mine.allowed) {
+                assert_single_state(&table, A, T, 0);
+            }
+            assert!(acquire(&table, A, T).unwrap().allowed, "step {stop_at}");
+            assert_single_state(&table, A, 2 * T, T);
+            assert!(acquire(&table, C, T).unwrap().allowed, "step {stop_at}");
+            assert_single_state(&table, C, 2 * T, T);
+            assert_eq!(table.claimed_slots(), 0, "step {stop_at}");
+        });
+    }
+}

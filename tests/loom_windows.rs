@@ -13,6 +13,15 @@ use rate::{Config, Decision, Limiter};
 /// Runs one acquire per `(n, now)` on its own thread, all at once; returns the decisions
 /// in the same order.
 fn race(limiter: &Arc<Limiter>, requests: &[(u64, u64)]) -> Vec<Decision> {
+    race_with(limiter, requests, || ())
+}
+
+/// [`race`], running `meanwhile` on this thread while the acquires run.
+fn race_with(
+    limiter: &Arc<Limiter>,
+    requests: &[(u64, u64)],
+    meanwhile: impl FnOnce(),
+) -> Vec<Decision> {
     let threads: Vec<_> = requests
         .iter()
         .map(|&(n, now)| {
@@ -20,6 +29,7 @@ fn race(limiter: &Arc<Limiter>, requests: &[(u64, u64)]) -> Vec<Decision> {
             thread::spawn(move || limiter.acquire_at(n, now).unwrap())
         })
         .collect();
+    meanwhile();
     threads.into_iter().map(|t| t.join().unwrap()).collect()
 }
 
@@ -143,5 +153,100 @@ fn sliding_log_reader_of_a_pending_slot_never_over_admits() {
         assert!(logged == 10 || logged == 15, "{logged}");
         assert_eq!(remaining(&limiter, logged + 9), 0);
         assert_eq!(remaining(&limiter, logged + 10), 1);
+    });
+}
+
+/// Two acquires of one unit at `now` racing a reset of `limiter` (on this thread): how
+/// many units they admitted, and how many remain at `now` once all is done.
+fn race_a_reset(limiter: &Arc<Limiter>, now: u64) -> (u64, u64) {
+    let decisions = race_with(limiter, &[(1, now), (1, now)], || limiter.reset());
+    (admitted(&decisions) as u64, remaining(limiter, now))
+}
+
+#[test]
+fn a_reset_racing_acquires_decides_each_before_or_after_it() {
+    for config in [
+        Config::fixed_window(1, 10),
+        Config::sliding_window(1, 10),
+        Config::sliding_log(1, 10),
+    ] {
+        loom::model(move || {
+            // L = 1, used up in window 1: before the reset nothing fits, after it one
+            // unit does (the sliding window's first admission after it bars window 0).
+            let limiter = Arc::new(Limiter::new(&config).unwrap());
+            assert!(limiter.acquire_at(1, 15).unwrap().allowed);
+            let (admitted, left) = race_a_reset(&limiter, 15);
+            // Every admitted unit came after the reset and is still counted.
+            assert_eq!(admitted + left, 1, "{config:?}");
+        });
+    }
+}
+
+#[test]
+fn a_reset_racing_a_roll_over_never_admits_more_than_either_order() {
+    loom::model(|| {
+        // L = 2 per 10 ns; window 0 full. At 15 its 2 weigh 2·5/10 = 1: one unit fits
+        // before the reset, two after it. A roll-over in flight across the reset may
+        // record window 0's count as it stood before the reset, which then still weighs in
+        // window 1 (module docs of state/window_records.rs, "What no barrier covers"):
+        // that can deny more, never admit more.
+        let limiter = Arc::new(Limiter::new(&Config::sliding_window(2, 10)).unwrap());
+        assert!(limiter.acquire_at(2, 5).unwrap().allowed);
+        let (admitted, left) = race_a_reset(&limiter, 15);
+        // At 20 (window 2, its start) window 1 weighs in full: exactly the units counted
+        // there after the reset.
+        let after = 2 - remaining(&limiter, 20);
+        assert!(
+            admitted >= after && admitted - after <= 1,
+            "{admitted} {after}"
+        );
+        // At 15 window 0 weighs nothing after an exact reset, or what the roll-over saw.
+        assert!(left <= 2 - after, "{left} {after}");
+    });
+}
+
+#[test]
+fn a_reset_racing_claims_of_the_log_keeps_only_what_came_after_it() {
+    loom::model(|| {
+        // L = 2 per 10 ns, full of entries at 0: before the reset nothing fits, after it
+        // two units, logged at 5.
+        let limiter = Arc::new(Limiter::new(&Config::sliding_log(2, 10)).unwrap());
+        assert!(limiter.acquire_at(2, 0).unwrap().allowed);
+        let (admitted, left) = race_a_reset(&limiter, 5);
+        assert_eq!(admitted + left, 2);
+        assert_eq!(remaining(&limiter, 14), left);
+        assert_eq!(remaining(&limiter, 15), 2);
+    });
+}
+
+#[test]
+fn an_admission_racing_a_reset_of_the_log_reports_from_one_side_of_it() {
+    loom::model(|| {
+        // L = 2 per 10 ns, one entry at 0: a unit at 5 fits before the reset (leaving
+        // none) and after it (leaving one). Its report and the log left must agree on
+        // which: decided before the reset and then erased, or after it and still counted.
+        let limiter = Arc::new(Limiter::new(&Config::sliding_log(2, 10)).unwrap());
+        assert!(limiter.acquire_at(1, 0).unwrap().allowed);
+        let decision = race_with(&limiter, &[(1, 5)], || limiter.reset())[0];
+        assert!(decision.allowed);
+        let sides = (decision.remaining, remaining(&limiter, 5));
+        assert!(sides == (0, 2) || sides == (1, 1), "{sides:?}");
+    });
+}
+
+#[test]
+fn racing_first_admissions_out_of_a_reset_word_lose_no_count() {
+    loom::model(|| {
+        // L = 2 per 10 ns, reset in window 1 after 2 units there. A request at 15 (window
+        // 1) and one at 25 (window 2) race out of the reset word. Either order admits both
+        // and leaves nothing at 25: at 15 first, window 2 holds 1 and window 1's 1 weighs
+        // ⌈1·5/10⌉ = 1; at 25 first, the one at 15 is judged at 20 and counted in window
+        // 2 too. Neither may lose the count window 1 records when it closes.
+        let limiter = Arc::new(Limiter::new(&Config::sliding_window(2, 10)).unwrap());
+        assert!(limiter.acquire_at(2, 15).unwrap().allowed);
+        limiter.reset();
+        let decisions = race(&limiter, &[(1, 15), (1, 25)]);
+        assert_eq!(admitted(&decisions), 2);
+        assert_eq!(remaining(&limiter, 25), 0);
     });
 }

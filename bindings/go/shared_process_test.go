@@ -22,17 +22,19 @@ import (
 
 // The process tests run this very test binary again as child processes: with
 // -test.run=^TestHelperProcess$ and helperEnv naming what the child does (helperTake,
-// helperInsert or helperNobody), TestHelperProcess is the child's whole work.
+// helperInsert, helperNobody or helperReset), TestHelperProcess is the child's whole work.
 const (
 	helperEnv    = "LIBRATE_TEST_HELPER"
 	helperTake   = "take"   // take units from a shared file until denied
 	helperInsert = "insert" // insert fresh keys into a shared keyed file until killed
 	helperNobody = "nobody" // as another user, try to attach to a 0600 file
+	helperReset  = "reset"  // have new keys refused by a full keyed file, maybe reset one
 	kindEnv      = "LIBRATE_TEST_KIND"
 	pathEnv      = "LIBRATE_TEST_PATH"
 	copyEnv      = "LIBRATE_TEST_COPY"
 	algorithmEnv = "LIBRATE_TEST_ALGORITHM"
 	unitsEnv     = "LIBRATE_TEST_UNITS"
+	resetEnv     = "LIBRATE_TEST_RESET"
 )
 
 // frozen is the instant every process decides at: 1000 s into the first hour-long window.
@@ -108,6 +110,8 @@ func TestHelperProcess(t *testing.T) {
 		insertUntilKilled(t)
 	case helperNobody:
 		attachAsAnotherUser(t)
+	case helperReset:
+		resetAndRefuse(t)
 	default:
 		t.Skip("the child process of the shared-file tests")
 	}

@@ -7,10 +7,10 @@
 //! through [`LogRead`]: the **head** (the next position, i.e. the units ever admitted),
 //! the **latest** timestamp logged, and the timestamp at a position. An admission is a
 //! [`Claim`] of positions `[head, head + n)` at one time. How the ring lives in atomic
-//! words and how claims race is `state/ring.rs`.
+//! words and how claims race is `state/ring/`.
 //!
-//! Memory: `16 + 16·L` bytes of state (a single limiter adds 256 bytes of
-//! cache-line padding). L is capped at [`SlidingLog::MAX_LIMIT`] = 2²⁰ (16 MiB + 16 bytes);
+//! Memory: `24 + 16·L` bytes of state (a single limiter adds 256 bytes of
+//! cache-line padding). L is capped at [`SlidingLog::MAX_LIMIT`] = 2²⁰ (16 MiB + 24 bytes);
 //! a larger L is [`ConfigError::LimitTooLarge`].
 //!
 //! # O(1) admission from the ring's order
@@ -29,8 +29,18 @@
 //! so `ts(p) ≥ ⌊p/L⌋·P`, and as timestamps are u64 the head never exceeds
 //! `L · (⌊(2⁶⁴−1)/P⌋ + 1)`. A config is accepted only if that is at most 2⁶⁴ − 257, so head
 //! (the first word) never exceeds [`MAX_STATE`] and never wraps. Roughly: L < P, at most one unit per nanosecond.
+//! A reset (below) lets up to L + 1 more positions pass without time passing; the head
+//! still never passes [`MAX_STATE`], so a log reset some 2⁶⁴/(L + 1) times (2⁴⁴ at the
+//! largest L) denies every request from then on rather than wrap.
 //!
 //! A state whose entries have all expired behaves as a fresh one and may be kept as it is.
+//!
+//! # Reset: the floor
+//! Positions below the **floor** are not in the log. A reset raises the floor to the head
+//! (after moving the head past one unused position, so that an admission decided before
+//! the reset cannot claim after it: `state/ring/`), and the log then decides as a fresh
+//! one from the latest time logged on. Entries stay in the ring beneath the floor, and the
+//! head and every other word keep growing, so nothing of the ring's protocol changes.
 //!
 //! ```
 //! use rate::{Config, Limiter};
@@ -63,6 +73,8 @@ pub(crate) trait LogRead {
     fn head(&self) -> u64;
     /// The largest timestamp logged, or about to be.
     fn latest(&self) -> u64;
+    /// The first position in the log: those below it were reset away (0 if none were).
+    fn floor(&self) -> u64;
     /// The timestamp at `position` (below head, at least head − L), or an upper bound on
     /// it while its slot is not yet written: a bound only makes an entry look younger.
     fn logged(&self, position: u64) -> u64;
@@ -109,14 +121,22 @@ impl SlidingLog {
     }
 
     /// The newest position that must have expired for n more units to fit,
-    /// `head + n − 1 − L`; `None` if it precedes the log.
+    /// `head + n − 1 − L`; `None` if it precedes the log (or its floor).
     #[inline(always)]
-    pub(crate) fn must_be_gone(&self, head: u64, n: u64) -> Option<u64> {
-        if head >= self.limit {
+    pub(crate) fn must_be_gone(&self, head: u64, floor: u64, n: u64) -> Option<u64> {
+        let position = if head >= self.limit {
             Some(head - self.limit + (n - 1))
         } else {
             (head + n - 1).checked_sub(self.limit)
-        }
+        };
+        position.filter(|&position| position >= floor)
+    }
+
+    /// The oldest position a log with head `head` may still hold: L back, or its floor
+    /// (never past `head`, whatever bytes a file holds).
+    #[inline(always)]
+    fn oldest_kept(&self, log: &impl LogRead, head: u64) -> u64 {
+        head.saturating_sub(self.limit).max(log.floor().min(head))
     }
 
     /// Whether `n` more units fit at `at` (at least the latest time logged).
@@ -136,7 +156,7 @@ impl SlidingLog {
         {
             return Admission::Never;
         }
-        let Some(position) = self.must_be_gone(log.head(), n) else {
+        let Some(position) = self.must_be_gone(log.head(), log.floor(), n) else {
             return Admission::Admit;
         };
         let ts = log.logged(position);
@@ -166,11 +186,14 @@ impl SlidingLog {
     /// one a denial found).
     fn standing(&self, log: &impl LogRead, at: u64, now: u64, known_live: u64) -> (u64, u64) {
         let head = log.head();
+        if head <= log.floor() {
+            return (self.limit, 0);
+        }
         let newest = log.logged(head - 1);
         if self.expired(newest, at) {
             return (self.limit, 0);
         }
-        let first_live = self.first_live(log, at, head.saturating_sub(self.limit), known_live);
+        let first_live = self.first_live(log, at, self.oldest_kept(log, head), known_live);
         (self.limit - (head - first_live), self.expiry(newest, now))
     }
 
@@ -216,10 +239,8 @@ impl<R: LogRead> Algorithm<R> for SlidingLog {
         let at = now.max(log.latest());
         let head = log.head();
         if n == 0 {
-            let (remaining, reset_after_ns) = match head.checked_sub(1) {
-                Some(newest) => self.standing(log, at, now, newest),
-                None => (self.limit, 0),
-            };
+            // The newest position, if any, is the one live if anything is.
+            let (remaining, reset_after_ns) = self.standing(log, at, now, head.saturating_sub(1));
             let decision = Decision {
                 allowed: true,
                 limit: self.limit,
@@ -237,8 +258,7 @@ impl<R: LogRead> Algorithm<R> for SlidingLog {
             Admission::Admit => {
                 let new_head = head + n;
                 // The new units are live (P ≥ 1); search the older positions still kept.
-                let first_live =
-                    self.first_live(log, at, new_head.saturating_sub(self.limit), head);
+                let first_live = self.first_live(log, at, self.oldest_kept(log, new_head), head);
                 let decision = Decision {
                     allowed: true,
                     limit: self.limit,
@@ -302,17 +322,19 @@ impl<R: LogRead> Algorithm<R> for SlidingLog {
         }
     }
 
-    /// Fresh (DESIGN §5): every entry has expired at `now`. Reads only `latest`, an upper
-    /// bound on every timestamp logged, so it may say "not fresh" of a state that is.
+    /// Fresh (DESIGN §5): every entry has expired at `now`, or none is above the floor.
+    /// Reads only `latest`, an upper bound on every timestamp logged, so it may say "not
+    /// fresh" of a state that is.
     fn is_fresh(&self, log: &R, now: u64) -> bool {
-        log.head() == 0 || u128::from(log.latest()) + u128::from(self.period_ns) <= u128::from(now)
+        log.head() <= log.floor()
+            || u128::from(log.latest()) + u128::from(self.period_ns) <= u128::from(now)
     }
 
     /// Admission is certain at any time once the entry that must be gone left before the
     /// latest time logged (or there is none): only the exact time to log remains to read.
     #[inline(always)]
     fn needs_exact(&self, log: &R, _passed: u64, n: u64) -> bool {
-        match self.must_be_gone(log.head(), n) {
+        match self.must_be_gone(log.head(), log.floor(), n) {
             None => true,
             Some(position) => log
                 .written(position)

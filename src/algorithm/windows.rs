@@ -122,6 +122,15 @@ impl Windows {
                 .map_or(true, |elapsed| elapsed < self.period_ns)
     }
 
+    /// A closed-window record that reads as "nothing counted" and stands above every
+    /// record of window `index`: count 0 at window `index + 2` (the same record, by
+    /// parity), or at the largest window the word can name, which is later than `index`
+    /// since a window after it exists (`state/window_records.rs`, "Reset").
+    pub(crate) fn barrier(&self, index: u64) -> u64 {
+        let largest = u64::MAX >> self.count_bits;
+        index.saturating_add(2).min(largest) << self.count_bits
+    }
+
     /// The start of window `index + windows_later` in ns, in u128: past the last window
     /// of the u64 timeline it does not fit u64.
     pub(crate) fn start(&self, index: u64, windows_later: u64) -> u128 {

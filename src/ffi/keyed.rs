@@ -1,8 +1,8 @@
 //! `rate_keyed_*`: a limiter per key (user id, IP, API key…) in one bounded table.
 
 use super::{
-    boundary, construct, construct_at, outcome_status, rate_config, rate_decision, report,
-    status_of, RATE_E_NULL, RATE_OK,
+    boundary, construct, construct_at, outcome_status, rate_config, rate_decision,
+    rate_keyed_stats, report, status_of, RATE_E_NULL, RATE_OK,
 };
 use crate::keyed::KeyedLimiter;
 use std::ffi::c_char;
@@ -11,7 +11,7 @@ use std::ffi::c_char;
 /// from many threads at once; `rate_keyed_free` must not race with any other call on the
 /// same handle.
 pub struct rate_keyed {
-    table: KeyedLimiter,
+    pub(super) table: KeyedLimiter,
 }
 
 /// Creates a keyed limiter for `capacity` keys under `config`; a key not yet seen
@@ -259,279 +259,100 @@ pub unsafe extern "C" fn rate_keyed_reserve_at(
     unsafe { with_key(keyed, key, key_len, body) }
 }
 
-/// Acquires `n` units for each of `count` keys, now, reporting only whether each was
-/// admitted: `statuses[i]` receives RATE_OK, RATE_LIMITED or RATE_E_TABLE_FULL for key i
-/// (`key_lens[i]` bytes at `keys[i]`), exactly as `rate_keyed_acquire_at(keyed, keys[i],
-/// key_lens[i], n, t, NULL)` would key after key, `t` being one reading of the library
-/// clock per group of up to 16 consecutive keys. A key that appears twice is decided
-/// twice, in order.
+/// Resets the key of `key_len` bytes at `key`, as when a customer's limit is lifted: its
+/// next request is decided as a new key's, at any time (as if it had never been seen). A
+/// key not in the table is left out of it. The key's former state keeps its slot, under
+/// no key, until it is fresh (at most a period, or GCRA's burst, after its last
+/// admission): until then that slot is taken as by a live key, so resetting many busy keys
+/// at once can fill a table for that long. A shared table's key is reset for every
+/// process.
 ///
-/// Faster per key than one call per key on a table larger than the CPU caches: the slots
-/// of a group's keys are fetched from memory at once before any is read, and the group's
-/// clock reading is taken after the fetches.
+/// Thread-safety: safe to call concurrently on one handle. Each acquire of the key racing
+/// the reset is decided wholly before it (and forgotten by it) or wholly after it.
 ///
-/// Thread-safety: safe to call concurrently on one handle.
+/// NULL: as `rate_keyed_acquire`.
 ///
-/// NULL: `keyed` NULL, or with `count > 0` `keys`, `key_lens` or `statuses` NULL, or any
-/// `keys[i]` NULL with `key_lens[i] > 0`, is RATE_E_NULL; with `count == 0` the arrays
-/// may be NULL.
-///
-/// Returns RATE_OK once every key is decided, RATE_E_NULL, or
-/// RATE_E_INSUFFICIENT_CAPACITY (`n` > limit). On an error no key is decided and
-/// `statuses` is untouched.
+/// Returns RATE_OK (the key is reset, or was not in the table), RATE_E_NULL, or
+/// RATE_E_TABLE_FULL (a shared table only: a slot the reset needs stayed claimed by a
+/// live process for about a second, as an acquire would report; nothing was reset).
 ///
 /// # Safety
-/// `keyed` is NULL or a live handle; `keys` and `key_lens` are NULL or point to `count`
-/// readable elements, each `keys[i]` NULL or pointing to `key_lens[i]` readable bytes;
-/// `statuses` is NULL or points to `count` writable `int32_t` that overlap none of those.
+/// `keyed` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes.
 #[no_mangle]
-pub unsafe extern "C" fn rate_keyed_acquire_batch(
+pub unsafe extern "C" fn rate_keyed_reset(
     keyed: *mut rate_keyed,
-    keys: *const *const u8,
-    key_lens: *const usize,
-    count: usize,
-    n: u64,
-    statuses: *mut i32,
+    key: *const u8,
+    key_len: usize,
 ) -> i32 {
+    let body = |table: &KeyedLimiter, key: &[u8]| match table.reset(key) {
+        Ok(()) => RATE_OK,
+        Err(error) => status_of(error),
+    };
     // SAFETY: passed on from this function's contract.
-    unsafe {
-        acquire_batch(keyed, key_lens, count, n, None, statuses, |lens| {
-            scattered_keys(keys, lens)
-        })
-    }
+    unsafe { with_key(keyed, key, key_len, body) }
 }
 
-/// `rate_keyed_acquire_batch` with every key decided at `now_ns` (nanoseconds on the
-/// caller's timeline, as `rate_keyed_acquire_at`).
+/// Writes the table's statistics to `*out`, its live keys counted now (CLOCK_MONOTONIC):
+/// its capacity and slots, the keys whose state is not a new key's, and the requests for
+/// new keys refused with RATE_E_TABLE_FULL since it was created (in a shared table, by
+/// every process, since the file was created). Counting live keys reads every slot: call
+/// it for a dashboard, not on a hot path.
 ///
-/// Thread-safety: safe to call concurrently on one handle.
+/// Thread-safety: safe to call concurrently on one handle; the counts are a snapshot.
 ///
-/// NULL: as `rate_keyed_acquire_batch`.
+/// NULL: `keyed` or `out` NULL is RATE_E_NULL.
 ///
-/// Returns as `rate_keyed_acquire_batch`.
+/// Returns RATE_OK or RATE_E_NULL (`out` untouched).
 ///
 /// # Safety
-/// As `rate_keyed_acquire_batch`.
+/// `keyed` is NULL or a live handle; `out` is NULL or points to a writable
+/// `rate_keyed_stats`.
 #[no_mangle]
-pub unsafe extern "C" fn rate_keyed_acquire_batch_at(
-    keyed: *mut rate_keyed,
-    keys: *const *const u8,
-    key_lens: *const usize,
-    count: usize,
-    n: u64,
-    now_ns: u64,
-    statuses: *mut i32,
-) -> i32 {
-    // SAFETY: passed on from this function's contract.
-    unsafe {
-        acquire_batch(keyed, key_lens, count, n, Some(now_ns), statuses, |lens| {
-            scattered_keys(keys, lens)
-        })
-    }
-}
-
-/// `rate_keyed_acquire_batch` with the keys packed into one buffer, for callers (language
-/// bindings above all) that would rather build one buffer than an array of pointers: key
-/// i is the `key_lens[i]` bytes that follow keys 0 to i − 1 in `keys`.
-///
-/// Thread-safety: safe to call concurrently on one handle.
-///
-/// NULL: as `rate_keyed_acquire_batch`, where `keys` may be NULL when every length is 0.
-/// Lengths whose sum overflows `size_t` (no buffer can hold them) are RATE_E_NULL too.
-///
-/// Returns as `rate_keyed_acquire_batch`.
-///
-/// # Safety
-/// `keyed` is NULL or a live handle; `key_lens` is NULL or points to `count` readable
-/// lengths; `keys` is NULL or points to as many readable bytes as they sum to; `statuses`
-/// is NULL or points to `count` writable `int32_t` that overlap neither.
-#[no_mangle]
-pub unsafe extern "C" fn rate_keyed_acquire_packed(
-    keyed: *mut rate_keyed,
-    keys: *const u8,
-    key_lens: *const usize,
-    count: usize,
-    n: u64,
-    statuses: *mut i32,
-) -> i32 {
-    // SAFETY: passed on from this function's contract.
-    unsafe {
-        acquire_batch(keyed, key_lens, count, n, None, statuses, |lens| {
-            packed_keys(keys, lens)
-        })
-    }
-}
-
-/// `rate_keyed_acquire_packed` with every key decided at `now_ns` (nanoseconds on the
-/// caller's timeline, as `rate_keyed_acquire_at`).
-///
-/// Thread-safety: safe to call concurrently on one handle.
-///
-/// NULL: as `rate_keyed_acquire_packed`.
-///
-/// Returns as `rate_keyed_acquire_batch`.
-///
-/// # Safety
-/// As `rate_keyed_acquire_packed`.
-#[no_mangle]
-pub unsafe extern "C" fn rate_keyed_acquire_packed_at(
-    keyed: *mut rate_keyed,
-    keys: *const u8,
-    key_lens: *const usize,
-    count: usize,
-    n: u64,
-    now_ns: u64,
-    statuses: *mut i32,
-) -> i32 {
-    // SAFETY: passed on from this function's contract.
-    unsafe {
-        acquire_batch(keyed, key_lens, count, n, Some(now_ns), statuses, |lens| {
-            packed_keys(keys, lens)
-        })
-    }
-}
-
-/// Keys handed to the table at a time: a stack array of slices, so a batch of any size
-/// allocates nothing.
-const BATCH_CHUNK: usize = 64;
-
-/// The batch exports' body, at `now_ns` or now (`None`): `keys` turns the checked lengths
-/// into a function giving key `i` (asked for once each, in order), or `None` for
-/// RATE_E_NULL. Every key is checked before any is decided, so an error leaves all
-/// undecided.
-///
-/// # Safety
-/// As `rate_keyed_acquire_batch` for `keyed`, `key_lens` and `statuses`.
-unsafe fn acquire_batch<'a, K: FnMut(usize) -> &'a [u8]>(
+pub unsafe extern "C" fn rate_keyed_read_stats(
     keyed: *const rate_keyed,
-    key_lens: *const usize,
-    count: usize,
-    n: u64,
-    now_ns: Option<u64>,
-    statuses: *mut i32,
-    keys: impl FnOnce(&'a [usize]) -> Option<K>,
+    out: *mut rate_keyed_stats,
+) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe { read_stats(keyed, out, KeyedLimiter::stats) }
+}
+
+/// `rate_keyed_read_stats` with the live keys counted at `now_ns` (nanoseconds on the
+/// caller's timeline, as `rate_keyed_acquire_at`).
+///
+/// Thread-safety: safe to call concurrently on one handle; the counts are a snapshot.
+///
+/// NULL: as `rate_keyed_read_stats`.
+///
+/// Returns as `rate_keyed_read_stats`.
+///
+/// # Safety
+/// As `rate_keyed_read_stats`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_read_stats_at(
+    keyed: *const rate_keyed,
+    now_ns: u64,
+    out: *mut rate_keyed_stats,
+) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe { read_stats(keyed, out, |table| table.stats_at(now_ns)) }
+}
+
+/// The body of the `rate_keyed_read_stats` exports: `stats` of the table, written to
+/// `out`.
+///
+/// # Safety
+/// As `rate_keyed_read_stats`.
+unsafe fn read_stats(
+    keyed: *const rate_keyed,
+    out: *mut rate_keyed_stats,
+    stats: impl FnOnce(&KeyedLimiter) -> crate::keyed::KeyedStats,
 ) -> i32 {
     boundary(|| {
-        // SAFETY: per this function's contract.
-        let arrays = unsafe { batch_arrays(keyed, key_lens, count, statuses) };
-        let Some((keyed, key_lens, statuses)) = arrays else {
+        // SAFETY: per this function's contract; `as_ref` and `as_mut` check NULL.
+        let (Some(keyed), Some(out)) = (unsafe { keyed.as_ref() }, unsafe { out.as_mut() }) else {
             return RATE_E_NULL;
         };
-        match keys(key_lens) {
-            Some(key) => decide_chunks(&keyed.table, n, now_ns, statuses, key),
-            None => RATE_E_NULL,
-        }
+        *out = rate_keyed_stats::from(stats(&keyed.table));
+        RATE_OK
     })
-}
-
-/// The keys of `rate_keyed_acquire_batch`: `key_lens.len()` pointers at `keys`; `None`
-/// if `keys` is NULL (with keys to read) or a key is NULL with a non-zero length.
-///
-/// # Safety
-/// As `rate_keyed_acquire_batch` for `keys`.
-unsafe fn scattered_keys<'a>(
-    keys: *const *const u8,
-    key_lens: &'a [usize],
-) -> Option<impl FnMut(usize) -> &'a [u8]> {
-    let keys: &[*const u8] = match key_lens.len() {
-        0 => &[],
-        _ if keys.is_null() => return None,
-        // SAFETY: non-NULL, and the caller promised `count` readable pointers.
-        count => unsafe { std::slice::from_raw_parts(keys, count) },
-    };
-    // SAFETY: per this function's contract, each key is NULL or readable for the call.
-    let key = move |i: usize| unsafe { key_bytes(keys[i], key_lens[i]) };
-    (0..key_lens.len())
-        .all(|i| key(i).is_some())
-        .then_some(move |i| key(i).unwrap_or_default())
-}
-
-/// The keys of `rate_keyed_acquire_packed`: back to back at `keys`; `None` if their
-/// lengths overflow `usize` or `keys` is NULL with a non-zero total.
-///
-/// # Safety
-/// As `rate_keyed_acquire_packed` for `keys`.
-unsafe fn packed_keys<'a>(
-    keys: *const u8,
-    key_lens: &'a [usize],
-) -> Option<impl FnMut(usize) -> &'a [u8]> {
-    let total = key_lens
-        .iter()
-        .try_fold(0usize, |sum, &len| sum.checked_add(len))?;
-    // SAFETY: the caller promised `total` readable bytes at `keys` (or NULL if 0).
-    let packed = unsafe { key_bytes(keys, total) }?;
-    let mut start = 0;
-    Some(move |i: usize| {
-        // Keys are asked for in order, so each starts where the last ended.
-        let key = &packed[start..start + key_lens[i]];
-        start += key_lens[i];
-        key
-    })
-}
-
-/// The handle, lengths and statuses of a batch call; `None` if the handle is NULL, or
-/// (with `count > 0`) the lengths or statuses are.
-///
-/// # Safety
-/// As `rate_keyed_acquire_batch` for these three arguments.
-unsafe fn batch_arrays<'a>(
-    keyed: *const rate_keyed,
-    key_lens: *const usize,
-    count: usize,
-    statuses: *mut i32,
-) -> Option<(&'a rate_keyed, &'a [usize], &'a mut [i32])> {
-    // SAFETY: per this function's contract; `as_ref` checks NULL.
-    let keyed = unsafe { keyed.as_ref() }?;
-    if count == 0 {
-        return Some((keyed, &[], &mut []));
-    }
-    if key_lens.is_null() || statuses.is_null() {
-        return None;
-    }
-    // SAFETY: non-NULL, and the caller promised `count` readable lengths and `count`
-    // writable statuses that overlap neither the lengths nor the keys (statuses are the
-    // only memory written).
-    unsafe {
-        Some((
-            keyed,
-            std::slice::from_raw_parts(key_lens, count),
-            std::slice::from_raw_parts_mut(statuses, count),
-        ))
-    }
-}
-
-/// Decides `key(0)`, `key(1)`, … (asked for once each, in order) in chunks of
-/// [`BATCH_CHUNK`], writing each outcome's status; `n` over the limit is returned before
-/// any status is written.
-fn decide_chunks<'k>(
-    table: &KeyedLimiter,
-    n: u64,
-    now_ns: Option<u64>,
-    statuses: &mut [i32],
-    mut key: impl FnMut(usize) -> &'k [u8],
-) -> i32 {
-    let count = statuses.len();
-    let mut start = 0;
-    // At least once, so `n` is checked against the limit even for no keys.
-    loop {
-        let end = count.min(start + BATCH_CHUNK);
-        let mut chunk: [&[u8]; BATCH_CHUNK] = [&[]; BATCH_CHUNK];
-        for (place, i) in chunk.iter_mut().zip(start..end) {
-            *place = key(i);
-        }
-        let chunk = &chunk[..end - start];
-        let record = |offset: usize, outcome| statuses[start + offset] = outcome_status(outcome);
-        let decided = match now_ns {
-            None => table.try_acquire_batch(chunk, n, record),
-            Some(now_ns) => table.try_acquire_batch_at(chunk, n, now_ns, record),
-        };
-        // Only `n` over the limit fails, on the first chunk, before any status is set.
-        if let Err(error) = decided {
-            return status_of(error);
-        }
-        if end == count {
-            return RATE_OK;
-        }
-        start = end;
-    }
 }

@@ -2,7 +2,7 @@
 
 use super::{
     boundary, construct, construct_at, outcome_status, rate_config, rate_decision, report,
-    RATE_E_NULL,
+    RATE_E_NULL, RATE_OK,
 };
 use crate::limiter::Limiter;
 use std::ffi::c_char;
@@ -206,5 +206,37 @@ pub unsafe extern "C" fn rate_limiter_reserve_at(
         };
         // SAFETY: the caller passes NULL or a writable decision.
         unsafe { report(limiter.reserve_at(n, now_ns, max_wait_ns), out) }
+    })
+}
+
+/// Resets the limiter, as when a customer's limit is lifted: it then decides as a new
+/// limiter of its configuration would (full), from the latest time it has seen on. GCRA
+/// and the fixed window are new at any time; the sliding window counter and the log judge
+/// a request from before that latest time as made at it, as every call does. It reads no
+/// clock. A shared limiter (`rate_limiter_open`) is reset for every process.
+///
+/// Thread-safety: safe to call concurrently on one handle. Each acquire racing the reset
+/// is decided wholly before it (and forgotten by it) or wholly after it: together they
+/// never admit more than some order of them would. In two rare races an acquire may be
+/// denied where that order would admit it: on the log, while the resetting thread is
+/// stalled between the reset's two writes; on the sliding window counter, the first acquire
+/// of a new window racing the reset, which may record the old window's count as it stood
+/// before the reset, to weigh in the new window.
+///
+/// NULL: `limiter` NULL is RATE_E_NULL.
+///
+/// Returns RATE_OK or RATE_E_NULL.
+///
+/// # Safety
+/// `limiter` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_reset(limiter: *mut rate_limiter) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let Some(limiter) = (unsafe { limiter_ref(limiter) }) else {
+            return RATE_E_NULL;
+        };
+        limiter.reset();
+        RATE_OK
     })
 }

@@ -5,6 +5,7 @@
 
 #![allow(non_camel_case_types)] // C names are part of the contract (DESIGN §6).
 
+mod batch;
 mod keyed;
 mod limiter;
 mod misc;
@@ -16,6 +17,7 @@ mod types;
 // Last, so cbindgen meets the older items first and keeps their order in the header.
 mod explain;
 
+pub use batch::*;
 pub use explain::*;
 pub use keyed::*;
 pub use limiter::*;

@@ -3,6 +3,7 @@
 use crate::config::Algorithm;
 use crate::config::Config;
 use crate::decision::Decision;
+use crate::keyed::KeyedStats;
 
 /// Algorithm: GCRA (leaky bucket as a meter; token bucket). Takes `burst`.
 pub const RATE_GCRA: u32 = 0;
@@ -21,7 +22,7 @@ pub const RATE_SLIDING_LOG: u32 = 3;
 ///   2^bits(limit) + limit <= 2^64 - 257`, where bits(limit) is the bit length of `limit`;
 ///   always met when `limit <= period_ns / 4`. State: 8 and 24 bytes.
 /// - RATE_SLIDING_LOG: `limit <= 2^20` and `limit * (floor((2^64-1) / period_ns) + 1)
-///   <= 2^64 - 257` (about `limit < period_ns`). State: 16 + 16 * limit bytes.
+///   <= 2^64 - 257` (about `limit < period_ns`). State: 24 + 16 * limit bytes.
 ///
 /// Each `rate_limiter` also takes 256 bytes of cache-line padding.
 #[repr(C)]
@@ -88,6 +89,32 @@ impl From<Decision> for rate_decision {
             retry_after_ns: d.retry_after_ns,
             reset_after_ns: d.reset_after_ns,
             wait_ns: d.wait_ns,
+        }
+    }
+}
+
+/// A keyed table's statistics, for dashboards: what `rate_keyed_read_stats` writes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct rate_keyed_stats {
+    /// The capacity the table was created with: this many live keys always fit.
+    pub capacity: u64,
+    /// The most keys the table holds at once: its slots, twice `capacity`.
+    pub max_keys: u64,
+    /// Keys whose state was not fresh (a new key's) at the time asked.
+    pub live_keys: u64,
+    /// Requests for new keys refused with RATE_E_TABLE_FULL since the table was created;
+    /// for a shared table, since its file was created, by every process that opened it.
+    pub table_full: u64,
+}
+
+impl From<KeyedStats> for rate_keyed_stats {
+    fn from(stats: KeyedStats) -> Self {
+        Self {
+            capacity: stats.capacity,
+            max_keys: stats.max_keys,
+            live_keys: stats.live_keys,
+            table_full: stats.table_full,
         }
     }
 }

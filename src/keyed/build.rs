@@ -5,6 +5,8 @@ use std::path::Path;
 use std::ptr::NonNull;
 
 use super::layout::Layout;
+#[cfg(not(loom))]
+use super::layout::TABLE_FULL;
 use super::recover;
 use super::{KeyHasher, KeyedLimiter, Memory};
 use crate::config::Config;
@@ -67,6 +69,7 @@ impl KeyedLimiter<KeyHasher> {
             let contents = Contents {
                 state_words: layout.words(),
                 initial: &|index| layout.initial(index),
+                kept: TABLE_FULL..TABLE_FULL + 1,
                 hash_key: KeyHasher::random().key(),
                 pid_namespace: pid_namespace(),
             };

@@ -99,7 +99,11 @@ impl<S> KeyedLimiter<S> {
                 Insert::Done(decision) => return Ok(decision),
                 // `insert` has waited for the slot of a `Wait` already.
                 Insert::Retry | Insert::Wait(_) => continue,
-                Insert::Full => return Err(Error::TableFull),
+                Insert::Full => {
+                    // Relaxed: a statistic; nothing else is ordered by it.
+                    self.table_full().fetch_add(1, Ordering::Relaxed);
+                    return Err(Error::TableFull);
+                }
             }
         }
     }
@@ -258,7 +262,7 @@ impl<S> KeyedLimiter<S> {
     /// **Backing out** stores back the exact value the claim replaced, fingerprint
     /// untouched, so the slot is as it was. Nothing ever relies on a `VACANT` slot ending a
     /// probe, so restoring `VACANT` makes no hole.
-    fn back_out(&self, claimed: usize, replaced: u64) {
+    pub(super) fn back_out(&self, claimed: usize, replaced: u64) {
         // Release: passes on the slot's untouched fingerprint and state (see `claim`).
         self.first_word(claimed).store(replaced, Ordering::Release);
     }

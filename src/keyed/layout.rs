@@ -4,8 +4,9 @@
 //!
 //! One region, made at creation and never resized, of plain `u64`s with no pointers, so it
 //! can live in a file that processes share (`shared.rs`):
-//! - the **control block**, [`CONTROL_WORDS`]: `max_distance`, alone on its pair of lines
-//!   (inserts write it, every miss reads it);
+//! - the **control block**, [`CONTROL_WORDS`]: `max_distance` (inserts write it, every
+//!   miss reads it) and the count of `TableFull` refusals (written only by a refusal, which
+//!   has just written `max_distance` too: `confirm_full`), alone on their pair of lines;
 //! - the **claim registry**, `claims` entries of a line each (a shared table's; a private
 //!   table has none): see `recover.rs`;
 //! - the **slots**, `SLOTS_PER_KEY × capacity` of them, each `[fingerprint, state word 0,
@@ -26,11 +27,17 @@ const LINE_BYTES: usize = 64;
 pub(super) const LINE_WORDS: usize = LINE_BYTES / std::mem::size_of::<u64>();
 /// Word 0 of a slot is the fingerprint; the state follows.
 const STATE_OFFSET: usize = 1;
-/// Words of the control block: `max_distance` and padding to 128 bytes, the unit x86-64's
-/// adjacent-line prefetcher pulls in pairs (crossbeam-utils' `CachePadded` figure).
+/// Words of the control block: `max_distance`, the refusal count and padding to 128
+/// bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (crossbeam-utils'
+/// `CachePadded` figure).
 pub(super) const CONTROL_WORDS: usize = 2 * LINE_WORDS;
 /// Index of `max_distance` in the control block.
 pub(super) const MAX_DISTANCE: usize = 0;
+/// Index of the count of requests for new keys refused with `TableFull`.
+pub(super) const TABLE_FULL: usize = 1;
+/// The fingerprint of a slot that holds no key's state: a vacant slot's, and a retired
+/// one's (a reset key's former state: `reset.rs`). No key has it ([`KeyedLimiter::locate`]).
+pub(super) const NO_KEY: u64 = 0;
 
 /// A key as the table addresses it: its fingerprint and its home slot.
 #[derive(Clone, Copy)]
@@ -146,6 +153,12 @@ impl<S> KeyedLimiter<S> {
         &self.words()[MAX_DISTANCE]
     }
 
+    /// How many requests for new keys were refused with `TableFull`: only ever incremented.
+    #[inline]
+    pub(super) fn table_full(&self) -> &AtomicU64 {
+        &self.words()[TABLE_FULL]
+    }
+
     /// The claim registry's entry `claim` (a line of words).
     pub(super) fn registry_entry(&self, claim: usize) -> &[AtomicU64] {
         let start = CONTROL_WORDS + claim * LINE_WORDS;
@@ -211,12 +224,14 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         }
     }
 
-    /// The key's 64-bit fingerprint: its hash under this table's hasher.
+    /// The key's 64-bit fingerprint: its hash under this table's hasher, but never
+    /// [`NO_KEY`] (a hash of 0 counts as 1: one more pair of keys that share a state, out
+    /// of 2⁶⁴ values).
     #[inline]
     fn fingerprint(&self, key: &[u8]) -> u64 {
         let mut hasher = self.hasher.build_hasher();
         hasher.write(key);
-        hasher.finish()
+        hasher.finish().max(NO_KEY + 1)
     }
 }
 

@@ -86,7 +86,7 @@ impl<S> KeyedLimiter<S> {
     // acquire's path, and as a call it made keyed acquires measurably slower (the
     // `keyed/1000_*` groups of benches/keyed.rs).
     #[inline(always)]
-    fn find(&self, key: Located, bound: u64) -> Option<usize> {
+    pub(super) fn find(&self, key: Located, bound: u64) -> Option<usize> {
         for distance in self.distances(bound) {
             let slot = self.probe(key.home, distance);
             // Relaxed: a filter; the update re-checks the fingerprint after its Acquire load.

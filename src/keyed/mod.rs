@@ -17,7 +17,8 @@
 //! # Slot states
 //! The first state word doubles as the slot's status: `VACANT` (no key), `installing(c)`
 //! (claim c owns the slot while it installs a key), or a state (the slot holds the key
-//! whose fingerprint is in word 0). Algorithms never store those markers and only ever
+//! whose fingerprint is in word 0, or, under fingerprint `NO_KEY`, the former state of a
+//! key that was reset: `reset.rs`). Algorithms never store those markers and only ever
 //! grow the first word (see `state/cell.rs`). The fingerprint word changes only while its
 //! slot is claimed, and only its claimer changes it (or, in a shared table, a recovery of
 //! a claim whose process died: `recover.rs`).
@@ -40,15 +41,17 @@
 //! - `batch.rs`: many keys per call, their cache misses overlapped.
 //! - `recover.rs`: a shared table's claim registry, and the recovery of a claim whose
 //!   process died; `owner.rs`: process tokens and liveness.
+//! - `reset.rs`: reset a key, by retiring its slot (**Retire**).
+//! - `stats.rs`: what a dashboard reads: sizes, live keys, refusals.
 //!
 //! The protocol's argument is written beside the code it justifies: each bold name above
 //! heads a paragraph in the doc comment of the function that relies on it.
 //!
 //! # Progress
 //! Operations on keys in the table never wait, except on a key whose own slot another
-//! thread is reclaiming (its state was fresh at that thread's clock). An insert may wait
-//! for an insert in flight in its probe range to finish its few steps.
-//! `tests/loom_keyed.rs` model-checks the races.
+//! thread is reclaiming (its state was fresh at that thread's clock) or retiring (a reset
+//! of the key: `reset.rs`). An insert may wait for an insert in flight in its probe range
+//! to finish its few steps. `tests/loom_keyed.rs` model-checks the races.
 
 mod batch;
 mod build;
@@ -59,6 +62,8 @@ mod layout;
 mod lookup;
 mod owner;
 mod recover;
+mod reset;
+mod stats;
 
 pub use self::hasher::KeyHasher;
 use self::insert::Request;
@@ -66,14 +71,18 @@ use self::layout::{Layout, Located, SLOTS_PER_KEY};
 use self::lookup::{Evicted, Tenant};
 #[cfg(loom)]
 pub use self::owner::crashes;
+pub use self::stats::KeyedStats;
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::policy::Policy;
 #[cfg(not(loom))]
 use crate::shared::Mapping;
+#[cfg(loom)]
 use crate::state::is_marker;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::AtomicU64;
+#[cfg(loom)]
+use crate::sync::Ordering;
 use crate::time::{self as clock, Monotonic};
 use std::fmt;
 use std::hash::BuildHasher;
@@ -173,18 +182,6 @@ impl<S> KeyedLimiter<S> {
     /// block of 128 bytes (and, in a shared table, its claim registry).
     pub fn table_bytes(&self) -> usize {
         self.layout.words() * std::mem::size_of::<u64>()
-    }
-
-    /// How many keys hold a state that is not fresh at `now_ns`: a snapshot taken by
-    /// reading every slot (O(slots); for tests and metrics, not hot paths).
-    pub fn live_keys_at(&self, now_ns: u64) -> u64 {
-        (0..self.layout.slot_count)
-            .filter(|&slot| {
-                // Relaxed: a snapshot with no ordering promise; is_fresh says no to markers.
-                let first = self.state(slot)[0].load(Ordering::Relaxed);
-                !is_marker(first) && !self.policy.is_fresh(self.state(slot), now_ns)
-            })
-            .count() as u64
     }
 }
 

@@ -8,11 +8,14 @@
 //!    `algorithm/mod.rs`), and the markers are the values above it.
 //! 2. The first state word strictly increases with every change an algorithm makes, so a
 //!    value it held once never comes back (no ABA for a CAS that expects it): the
-//!    algorithms' promise too, checked here on every swap in debug builds.
+//!    algorithms' promise too, checked here on every swap in debug builds. Only a reset
+//!    ([`Stored::reset`](super::Stored::reset)) lowers it, and only in a limiter's own
+//!    words, which no other tenancy can take over; a keyed table retires a reset key's
+//!    slot instead (`keyed/reset.rs`).
 //! 3. Every decision is committed by a compare-and-swap of the first word that re-checks
 //!    the slot's tenancy ([`Tenancy::check`]) on each value it is about to decide on: this
 //!    layer's promise, kept by every store in it (`one_word.rs`, `window_records.rs`,
-//!    `ring.rs`).
+//!    `ring/`).
 
 use crate::algorithm::MAX_STATE;
 use crate::sync::{AtomicU64, Ordering};

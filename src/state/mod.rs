@@ -11,7 +11,7 @@
 //! - `one_word.rs`: states of one word (GCRA, fixed window).
 //! - `window_records.rs`: the sliding window counter's current word and closed-window
 //!   records.
-//! - `ring.rs`: the sliding log's ring of timestamps.
+//! - `ring/`: the sliding log's ring of timestamps (`read.rs`: one read of it, and claims).
 //! - `refund.rs`: what giving an admission back takes, for a policy of several rules.
 //!
 //! Each store implements [`Stored`], the one interface the layer above dispatches to.
@@ -119,6 +119,12 @@ pub(crate) trait Stored: Rule {
         time: C,
         n: u64,
     ) -> Result<bool, T::Evicted>;
+
+    /// Makes a state nobody else can repurpose (a limiter's own words) decide as a fresh
+    /// one from the latest time it has seen on. Each acquire racing it is decided wholly
+    /// before or after it; every store says how, and what a reader caught between its
+    /// writes may see.
+    fn reset(&self, state: &[AtomicU64]);
 
     /// Whether the state is fresh at `now` (DESIGN §5). `first` is its first word, loaded
     /// with `Acquire` by the caller (pairing with the swap that installed it, so the other

@@ -1,6 +1,12 @@
 //! States of one word: GCRA's TAT and the fixed window's packed `(window, count)`. Every
 //! operation is one [`decide_and_swap`] on the word, deciding with the algorithm's pure
 //! rule on the value it read; a denial or a query never writes.
+//!
+//! A reset stores 0, the fresh word, which decides as a new limiter at any time. A
+//! decision is a function of the value it read alone, so an acquire racing the reset is
+//! decided before it (its swap came first, and the reset erased it) or after it (its swap
+//! failed and it decided again on the value it then read), even if that value equals one
+//! it saw before the reset.
 
 use super::cell::{decide_and_swap, Tenancy};
 use super::{Refund, Stored};
@@ -187,6 +193,11 @@ impl<A: OneWord> Stored for A {
             Some(allowed) => Ok(allowed),
             None => exact(self, state, tenancy, time, Some(bounds), n),
         }
+    }
+
+    fn reset(&self, state: &[AtomicU64]) {
+        // Relaxed: the word is the whole state; its swaps are ordered by coherence alone.
+        state[0].store(0, Ordering::Relaxed);
     }
 
     #[inline]

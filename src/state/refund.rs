@@ -26,7 +26,9 @@ impl Refund {
     /// too (every other change of the word is an admission, which only moves it on, or a
     /// refund, which puts back exactly what an admission changed), so putting it back is
     /// exact either way. A word another admission moved on keeps the units: taken, never
-    /// admitted twice.
+    /// admitted twice. (A reset, which lowers a word, could bring `after` back without
+    /// giving anything back; a policy never resets its rules, which are its own private
+    /// limiters.)
     #[inline]
     pub(crate) fn apply(self, state: &[AtomicU64]) -> bool {
         // Release on success: the value put back was read with (at least) the ordering of

@@ -30,14 +30,47 @@
 //!   reused for a later window (tag ≥ k + 1). It then loads the current word again
 //!   rather than decide on a record that no longer describes window k − 1.
 //!
-//! Every word only ever grows, and the current word obeys the packed word's bound, so it
-//! never holds a slot marker.
+//! Every word only ever grows but for a reset's current word (below), and the current word
+//! obeys the packed word's bound, so it never holds a slot marker.
+//!
+//! # Reset
+//! [`Stored::reset`] swaps the current word from `(k, c)` to `(k, 0)`, which no admission
+//! writes (an admission counts at least one unit): the **reset word**. A current word
+//! counting nothing counts nothing in the window before it either, whatever the records
+//! hold, so the state decides as a fresh one from window k on (a request from an older
+//! window is evaluated at the start of k, as always).
+//! - **Before or after.** The swap is the reset's instant. An admission decided on the
+//!   state before it swaps from the word it read, and fails once the reset changed it;
+//!   it is then decided again on the reset state. A decision on a word equal to one it saw
+//!   before the reset is a decision on the state that word now heads (records included,
+//!   by what follows).
+//! - **Barriers.** An admission that moves a word counting nothing at window k ≥ 1 to a
+//!   count in window k writes, before its swap, a **barrier** over window k − 1's record,
+//!   which the new word reads: a record of count 0 tagged k + 1 (the same record, by
+//!   parity). Records only grow, so a late writer from before the reset cannot lower it.
+//!   It never stands above a record that counts: the word is already at window k, so the
+//!   next record written there is window k + 1's own (count ≥ 1, above it), even if this
+//!   admission's swap fails or a policy's refund (`refund.rs`) puts the word back. (A
+//!   barrier over window k's record, for a word moving on to window k + 1, would not be
+//!   safe: if that swap failed and the word counted in window k after all, window k's
+//!   record would stay below it.)
+//! - A reader takes a record of count 0 tagged later than the window it needs as
+//!   "nothing counted" only once its current word is confirmed: after an Acquire fence
+//!   (pairing with the barrier's Release write, and through the writer's Acquire load of
+//!   the reset word, with the reset's Release swap) it loads the current word again, so a
+//!   reader holding a word from before the reset never decides on a barrier.
+//! - **What no barrier covers.** A roll-over to window k + 1 in flight across the reset
+//!   records window k's count as it stood before the reset (its swap then fails, and it
+//!   decides again). Window k + 1 then weighs that count, though the reset cleared it: as
+//!   if the reset had come just before the last of those units. That only ever denies
+//!   more, and only in window k + 1; it needs the reset to race the first request of a new
+//!   window.
 
 use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Counted, Counts, Rule, Settled, SlidingWindow};
 use crate::decision::Decision;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
 
 /// Index of the current word in the state.
@@ -210,8 +243,37 @@ impl Stored for SlidingWindow {
         )
     }
 
+    /// Swaps the current word to the reset word (module docs, "Reset").
+    fn reset(&self, state: &[AtomicU64]) {
+        // Relaxed: the CAS revalidates it.
+        let mut current = state[CURRENT].load(Ordering::Relaxed);
+        loop {
+            let stored = self.0.unpack(current);
+            if stored.count == 0 {
+                return;
+            }
+            let reset = self.0.pack(Counted {
+                index: stored.index,
+                count: 0,
+            });
+            // Release: the first admission out of the reset word loads it (Acquire) before
+            // it writes a barrier, so a reader that finds the barrier finds the reset.
+            match state[CURRENT].compare_exchange_weak(
+                current,
+                reset,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// A snapshot the reclaimer's own CAS of `first` revalidates, so its records are
+    /// read as confirmed (see [`counts`]).
     fn is_fresh(&self, state: &[AtomicU64], first: u64, now: u64) -> bool {
-        counts(self, state, first, false)
+        counts(self, state, first, true)
             .is_some_and(|counts| Algorithm::is_fresh(self, &counts, now))
     }
 }
@@ -242,10 +304,20 @@ fn swap<T: Tenancy, R>(
             let Some(next) = next else {
                 return (Some(result), None);
             };
-            if next.index == counts.index + 1 && counts.cur > 0 {
-                // Roll-over to the next window: record the closed one's final count before
-                // the swap. Relaxed: the Release swap publishes it (module docs).
-                state[CLOSED + parity(counts.index)].fetch_max(current, Ordering::Relaxed);
+            if counts.cur > 0 {
+                if next.index == counts.index + 1 {
+                    // Roll-over to the next window: record the closed one's final count
+                    // before the swap. Relaxed: the Release swap publishes it (module docs).
+                    state[CLOSED + parity(counts.index)].fetch_max(current, Ordering::Relaxed);
+                }
+            } else if let Some(previous) = counts.index.checked_sub(1) {
+                if next.index == counts.index {
+                    // Counting in the window of a word that counts nothing (module docs,
+                    // "Reset"). Release: a reader holding a word from before a reset that
+                    // finds this barrier then finds the reset too (`counts`).
+                    state[CLOSED + parity(previous)]
+                        .fetch_max(sliding.0.barrier(previous), Ordering::Release);
+                }
             }
             (Some(result), Some(sliding.0.pack(next)))
         })?;
@@ -256,21 +328,25 @@ fn swap<T: Tenancy, R>(
 }
 
 /// The counts behind the current word, or `None` if the record of the window before it
-/// has already been reused for a later window (the current word moved on).
+/// is tagged with a later window: the current word may have moved on (the record was
+/// reused), or a reset may have come (a barrier): load it again.
 ///
-/// With `reloaded`, the current word was found stale before and loaded again with the
-/// same value, so the record's later window did not come from a roll-over of this state
-/// (the words were reset under an old writer still in flight). Rather than loop forever,
-/// the counts then take the previous window as full, the strictest reading.
+/// With `confirmed`, the current word was loaded again with the same value (or the caller
+/// revalidates it with its own CAS). A barrier then means nothing was counted. A later
+/// record with a count did not come from a roll-over of this state (the words were reset
+/// for a new boot under an old writer still in flight); rather than loop forever, the
+/// counts then take the previous window as full, the strictest reading.
 #[inline(always)]
 fn counts(
     sliding: &SlidingWindow,
     state: &[AtomicU64],
     current: u64,
-    reloaded: bool,
+    confirmed: bool,
 ) -> Option<Counts> {
     let stored = sliding.0.unpack(current);
     let prev = match stored.index.checked_sub(1) {
+        // A word that counts nothing (fresh, or reset) counts nothing before it either.
+        _ if stored.count == 0 => 0,
         None => 0,
         Some(previous) => {
             // Relaxed: ordered after the Acquire load of the current word (module docs).
@@ -280,7 +356,14 @@ fn counts(
             match record.index {
                 i if i == previous => record.count,
                 i if i < previous => 0,
-                _ if reloaded => sliding.limit(),
+                _ if record.count == 0 && confirmed => 0,
+                _ if record.count == 0 => {
+                    // A barrier. Acquire: pairs with its Release write, so the current
+                    // word loaded again is at least the reset it follows.
+                    fence(Ordering::Acquire);
+                    return None;
+                }
+                _ if confirmed => sliding.limit(),
                 _ => return None,
             }
         }

@@ -101,6 +101,18 @@ static inline int check_decision(const char *file, int line, const char *name,
     return failed;
 }
 
+/* A configuration as one value, for arguments and initializers. */
+static inline rate_config make_config(uint32_t algorithm, uint64_t limit, uint64_t period_ns,
+                                      uint64_t burst) {
+    rate_config config;
+    memset(&config, 0, sizeof config);
+    config.algorithm = algorithm;
+    config.limit = limit;
+    config.period_ns = period_ns;
+    config.burst = burst;
+    return config;
+}
+
 /* Fills a decision with a pattern no call writes, to prove that an error leaves it alone. */
 static inline void fill_sentinel(rate_decision *d) {
     memset(d, 0xA5, sizeof *d);
@@ -161,12 +173,9 @@ static inline int run_steps(rate_limiter *limiter, const struct step *steps, siz
 /* Runs the steps on a fresh GCRA limiter of limit L, period P, burst B. */
 static inline int run_gcra_steps(uint64_t limit, uint64_t period_ns, uint64_t burst,
                                  const struct step *steps, size_t count) {
-    rate_config config = {RATE_GCRA, 0, 0, 0};
+    rate_config config = make_config(RATE_GCRA, limit, period_ns, burst);
     rate_limiter *limiter = NULL;
     int failed;
-    config.limit = limit;
-    config.period_ns = period_ns;
-    config.burst = burst;
     if (rate_limiter_new(&config, &limiter) != RATE_OK) {
         fprintf(stderr, "%s:%d: rate_limiter_new failed\n", steps[0].file, steps[0].line);
         return 1;

@@ -19,12 +19,7 @@
   } while (0)
 
 static rate_config gcra(uint64_t limit, uint64_t period_ns, uint64_t burst) {
-  rate_config config;
-  config.algorithm = RATE_GCRA;
-  config.limit = limit;
-  config.period_ns = period_ns;
-  config.burst = burst;
-  return config;
+  return make_config(RATE_GCRA, limit, period_ns, burst);
 }
 
 static rate_keyed *make(uint64_t limit, uint64_t period_ns, uint64_t burst,

@@ -11,13 +11,7 @@ static const uint32_t WINDOW_ALGORITHMS[] = {RATE_FIXED_WINDOW, RATE_SLIDING_WIN
 #define WINDOW_ALGORITHM_COUNT (sizeof WINDOW_ALGORITHMS / sizeof WINDOW_ALGORITHMS[0])
 
 static rate_config config_of(uint32_t algorithm, uint64_t limit, uint64_t period_ns) {
-    rate_config config;
-    memset(&config, 0, sizeof config);
-    config.algorithm = algorithm;
-    config.limit = limit;
-    config.period_ns = period_ns;
-    config.burst = 0;
-    return config;
+    return make_config(algorithm, limit, period_ns, 0);
 }
 
 static rate_limiter *make(uint32_t algorithm, uint64_t limit, uint64_t period_ns) {

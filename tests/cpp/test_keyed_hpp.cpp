@@ -172,6 +172,33 @@ static int test_full_table(void) {
     return 0;
 }
 
+static int test_reset_and_stats(void) {
+    /* Capacity 1 (two slots), L=1 per 10 s, B=1: T = tau = 10 s. a and b fill the table
+     * at 0; c is refused; a reset a is new again, but its former state (TAT 10 s) keeps its
+     * slot until 10 s, so a is refused until then too. */
+    rate::KeyedLimiter table = keyed(1, 10s, 1, 1);
+    CHECK_RESULT(table.acquire_at("a", 1, at(0s)), Status::ok, 1, 1, 0, 0s, 10s, 0s);
+    CHECK_RESULT(table.acquire_at("b", 1, at(0s)), Status::ok, 1, 1, 0, 0s, 10s, 0s);
+    CHECK_IS(table.acquire_at("c", 1, at(0s)).status(), Status::table_full);
+    CHECK_IS(table.reset("c"), Status::ok); /* not in the table: stays out */
+    CHECK_IS(table.reset("a"), Status::ok);
+    CHECK_RESULT(table.acquire_at("a", 0, at(1s)), Status::ok, 1, 1, 1, 0s, 0s, 0s);
+    CHECK_IS(table.acquire_at("a", 1, at(1s)).status(), Status::table_full);
+    CHECK_RESULT(table.acquire_at("a", 1, at(10s)), Status::ok, 1, 1, 0, 0s, 10s, 0s);
+    /* At 10 s: a live (TAT 20 s), b fresh; c and a refused once each. */
+    const auto stats = table.stats_at(at(10s));
+    CHECK_IS(stats.status(), Status::ok);
+    CHECK_EQ_U64(stats->capacity, 1);
+    CHECK_EQ_U64(stats->max_keys, 2);
+    CHECK_EQ_U64(stats->live_keys, 1);
+    CHECK_EQ_U64(stats->table_full, 2);
+    CHECK_EQ_U64(table.stats()->table_full, 2);
+    rate::KeyedLimiter empty;
+    CHECK_IS(empty.reset("a"), Status::null);
+    CHECK_IS(empty.stats().status(), Status::null);
+    return 0;
+}
+
 static int test_batch(void) {
     /* One per hour: bob and alice admitted, bob's repeat denied, in order. */
     rate::KeyedLimiter users = keyed(1, 1h, 1, 16);
@@ -294,6 +321,7 @@ int main(void) {
         TEST_CASE(test_queries_and_costs),
         TEST_CASE(test_reserve_waits_in_line),
         TEST_CASE(test_full_table),
+        TEST_CASE(test_reset_and_stats),
         TEST_CASE(test_batch),
         TEST_CASE(test_moves_transfer_the_handle),
         TEST_CASE(test_threads_share_one_key),

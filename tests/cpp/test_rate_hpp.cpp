@@ -147,6 +147,18 @@ static int test_seed_bob(void) {
     return 0;
 }
 
+static int test_reset_makes_bob_new(void) {
+    /* L=1, P=2 s, B=1, as above: denied at 1 s, then reset, then admitted as new (TAT 3 s,
+     * debt 2 s). An empty handle resets nothing. */
+    rate::Limiter bob = gcra(1, 2s, 1);
+    CHECK_RESULT(bob.acquire_at(1, at(0ms)), Status::ok, 1, 1, 0, 0s, 2s, 0s);
+    CHECK_RESULT(bob.acquire_at(1, at(1s)), Status::limited, 0, 1, 0, 1s, 1s, 0s);
+    CHECK_IS(bob.reset(), Status::ok);
+    CHECK_RESULT(bob.acquire_at(1, at(1s)), Status::ok, 1, 1, 0, 0s, 2s, 0s);
+    CHECK_IS(rate::Limiter{}.reset(), Status::null);
+    return 0;
+}
+
 static int test_queries_and_costs(void) {
     /* L=5, P=1 s, B=5: T = 200 ms, tau = 1 s. */
     rate::Limiter limiter = gcra(5, 1s, 5);
@@ -332,6 +344,7 @@ int main(void) {
         TEST_CASE(test_config_maps_to_the_c_struct),
         TEST_CASE(test_create_reports_bad_configs),
         TEST_CASE(test_seed_bob),
+        TEST_CASE(test_reset_makes_bob_new),
         TEST_CASE(test_queries_and_costs),
         TEST_CASE(test_reserve_waits_in_line),
         TEST_CASE(test_time_before_zero_counts_as_zero),

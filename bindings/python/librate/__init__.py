@@ -33,6 +33,7 @@ from ._errors import (
 from ._ffi import lib as _lib
 from ._limiter import ALGORITHMS, Config, KeyedLimiter, Limiter
 from ._policy import Policy
+from ._stats import KeyedStats
 
 __version__ = "0.1.0"
 
@@ -52,6 +53,7 @@ __all__ = [
     "InternalError",
     "InvalidConfig",
     "KeyedLimiter",
+    "KeyedStats",
     "LibrateError",
     "LibraryError",
     "Limiter",

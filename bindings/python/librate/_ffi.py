@@ -92,6 +92,17 @@ class rate_decision(Structure):  # noqa: N801 - the C name
     ]
 
 
+class rate_keyed_stats(Structure):  # noqa: N801 - the C name
+    """``struct rate_keyed_stats``: a keyed table's statistics."""
+
+    _fields_ = [
+        ("capacity", c_uint64),
+        ("max_keys", c_uint64),
+        ("live_keys", c_uint64),
+        ("table_full", c_uint64),
+    ]
+
+
 class rate_policy_decision(Structure):  # noqa: N801 - the C name
     """``struct rate_policy_decision``: a policy's decision, and each rule's."""
 
@@ -133,6 +144,7 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (HANDLE, c_uint64, c_uint64, c_uint64, DECISION),
     ),
+    "rate_limiter_reset": (c_int32, (HANDLE,)),
     "rate_keyed_new": (c_int32, (POINTER(rate_config), c_uint64, POINTER(HANDLE))),
     "rate_keyed_open": (
         c_int32,
@@ -148,6 +160,9 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (HANDLE, KEY, c_size_t, c_uint64, c_uint64, c_uint64, DECISION),
     ),
+    "rate_keyed_reset": (c_int32, (HANDLE, KEY, c_size_t)),
+    "rate_keyed_read_stats": (c_int32, (HANDLE, POINTER(rate_keyed_stats))),
+    "rate_keyed_read_stats_at": (c_int32, (HANDLE, c_uint64, POINTER(rate_keyed_stats))),
     "rate_keyed_acquire_batch": (
         c_int32,
         (HANDLE, POINTER(KEY), POINTER(c_size_t), c_size_t, c_uint64, POINTER(c_int32)),

@@ -41,7 +41,9 @@ from ._ffi import (
     lib,
     rate_config,
     rate_decision,
+    rate_keyed_stats,
 )
+from ._stats import KeyedStats
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -315,10 +317,11 @@ class _Owner:
         state = " closed" if self.closed else ""
         return f"<{type(self).__name__}{state} {self._enforces()}>"
 
-    def _fail(self, status: int, n: object) -> LibrateError:
+    def _fail(self, status: int, n: object = None) -> LibrateError:
         if self.closed:
             return error_for(status, f"{type(self).__name__} is closed")
-        return error_for(status, f"{status_text(status)} (n={n}, {self._enforces()})")
+        cost = "" if n is None else f"n={n}, "
+        return error_for(status, f"{status_text(status)} ({cost}{self._enforces()})")
 
 
 _Self = TypeVar("_Self", bound=_Owner)
@@ -529,6 +532,17 @@ class Limiter(_Base):
         raise ``Unsupported``."""
         return self._reserve((), n, max_wait, now_ns)
 
+    def reset(self) -> None:
+        """Makes the limiter new again (a customer's limit lifted): from the latest time
+        it has seen on, it decides as a new limiter of its configuration would (GCRA and
+        the fixed window at any time). Each acquire racing it, in any thread (or, for a
+        shared limiter, any process), is decided wholly before it or wholly after it.
+
+        Raises ``ClosedError`` once closed."""
+        status = lib.rate_limiter_reset(self._handle)
+        if status != RATE_OK:
+            raise self._fail(status)
+
     def wait(self, n: int = 1, timeout: Duration | None = None) -> Decision:
         """Blocks until ``n`` units are admitted and returns the decision; with a
         ``timeout`` (seconds or timedelta), returns the denial instead once it is clear
@@ -681,6 +695,33 @@ class KeyedLimiter(_Base):
     ) -> Decision:
         """``Limiter.reserve`` for ``key``."""
         return self._reserve(_key_target(key), n, max_wait, now_ns)
+
+    def reset(self, key: Key) -> None:
+        """Resets ``key``: its next request is decided as a new key's, at any time. A key
+        not in the table stays out of it. Its former state keeps a slot, under no key,
+        until it is fresh (at most a period, or GCRA's burst, after its last admission), so
+        resetting many busy keys at once can fill a table for that long. Each acquire of
+        the key racing the reset is decided wholly before or after it.
+
+        Raises ``TableFull`` only for a shared table whose slot a stopped process keeps
+        claimed (nothing is reset), and ``ClosedError`` once closed."""
+        data = key_bytes(key)
+        status = lib.rate_keyed_reset(self._handle, data, len(data))
+        if status != RATE_OK:
+            raise self._fail(status)
+
+    def stats(self, *, now_ns: int | None = None) -> KeyedStats:
+        """The table's statistics, for dashboards: capacity, slots, the keys live now
+        (or at ``now_ns``), and the new keys refused with ``TableFull`` since the table
+        (a shared table: its file) was created. Reads every slot: not for hot paths."""
+        out = rate_keyed_stats()
+        if now_ns is None:
+            status = lib.rate_keyed_read_stats(self._handle, out)
+        else:
+            status = lib.rate_keyed_read_stats_at(self._handle, u64(now_ns, "now_ns"), out)
+        if status != RATE_OK:
+            raise self._fail(status)
+        return KeyedStats.from_c(out)
 
     def wait(self, key: Key, n: int = 1, timeout: Duration | None = None) -> Decision:
         """``Limiter.wait`` for ``key``."""

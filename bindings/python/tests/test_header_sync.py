@@ -43,6 +43,7 @@ C_TYPES: dict[str, Any] = {
     "int32_t *": POINTER(c_int32),
     "uint16_t *": POINTER(c_uint16),
     "struct rate_decision *": POINTER(_ffi.rate_decision),
+    "struct rate_keyed_stats *": POINTER(_ffi.rate_keyed_stats),
     "struct rate_redis_script *": POINTER(_ffi.rate_redis_script),
     "struct rate_policy *": c_void_p,
     "struct rate_policy * *": POINTER(c_void_p),
@@ -95,7 +96,7 @@ def test_every_header_function_is_declared(name: str) -> None:
     assert list(argtypes) == [C_TYPES[p] for p in parameters], f"{name}({', '.join(parameters)})"
 
 
-@pytest.mark.parametrize("struct", [_ffi.rate_config, _ffi.rate_decision])
+@pytest.mark.parametrize("struct", [_ffi.rate_config, _ffi.rate_decision, _ffi.rate_keyed_stats])
 def test_structs_match(struct: Any) -> None:
     name = struct.__name__
     body = re.search(rf"typedef struct {name} \{{(.*?)\}} {name};", header_text(), re.DOTALL)
