@@ -21,12 +21,14 @@
 //! ```text
 //!  ffi/            the C ABI (include/rate.h is generated from it)
 //!   │
-//!  limiter.rs      Limiter: a policy over its own padded words, with a clock hint
+//!  policy.rs       Policy: several rules decided all or nothing, over limiters
+//!   │
+//!  limiter.rs      Limiter: a decider over its own padded words, with a clock hint
 //!  keyed/          KeyedLimiter: a bounded lock-free table of per-key states, and in a
 //!   │              shared table, its claim registry and crash recovery
 //!  shared.rs       the file every process maps: create or attach, validate, reset
 //!   │
-//!  policy.rs       Policy: a validated config, dispatching to the algorithm's store
+//!  decider.rs      Decider: a validated config, dispatching to the algorithm's store
 //!   │
 //!  state/          how each algorithm's state lives in atomic words, and is read,
 //!   │              decided on and swapped (a private cell or a keyed slot alike)
@@ -83,6 +85,7 @@
 
 mod algorithm;
 mod config;
+mod decider;
 mod decision;
 mod error;
 pub mod ffi;
@@ -90,7 +93,7 @@ mod keyed;
 mod limiter;
 mod policy;
 pub mod redis;
-mod rules;
+
 #[cfg(not(loom))]
 mod shared;
 mod state;
@@ -105,5 +108,5 @@ pub use error::{ConfigError, Error};
 pub use keyed::crashes;
 pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
 pub use limiter::Limiter;
-pub use rules::{Policy, PolicyDecision, MAX_RULES};
+pub use policy::{Policy, PolicyDecision, MAX_RULES};
 pub use time::now_ns;

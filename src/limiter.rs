@@ -1,9 +1,9 @@
-//! A single limiter: a [`Policy`] over its own padded block of state words.
+//! A single limiter: a [`Decider`] over its own padded block of state words.
 
 use crate::config::Config;
+use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::policy::Policy;
 #[cfg(not(loom))]
 use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
 use crate::state::{owned, Owned, Refund};
@@ -37,12 +37,12 @@ const PAD_WORDS: usize = if cfg!(loom) { 0 } else { 16 };
 /// ```
 #[derive(Debug)]
 pub struct Limiter {
-    policy: Policy,
-    /// Which clock `try_acquire` reads first. Beside the policy, read on every call too,
+    decider: Decider,
+    /// Which clock `try_acquire` reads first. Beside the decider, read on every call too,
     /// and away from the state words, which admissions write.
     hint: ClockHint,
     config: Config,
-    /// The state words, in `_memory`: `state_len` of them (the policy's `state_words()`,
+    /// The state words, in `_memory`: `state_len` of them (the decider's `state_words()`,
     /// kept here so the hot path does not dispatch for it).
     state: NonNull<AtomicU64>,
     state_len: usize,
@@ -69,14 +69,14 @@ unsafe impl Sync for Limiter {}
 impl Limiter {
     /// Builds a limiter, full at any time, or says why `config` is invalid.
     pub fn new(config: &Config) -> Result<Self, Error> {
-        let policy = Policy::new(config)?;
+        let decider = Decider::new(config)?;
         time::prepare();
-        let words: Box<[AtomicU64]> = (0..policy.state_words() + 2 * PAD_WORDS)
+        let words: Box<[AtomicU64]> = (0..decider.state_words() + 2 * PAD_WORDS)
             .map(|_| AtomicU64::new(0))
             .collect();
         let state = NonNull::from(&words[PAD_WORDS]);
         Ok(Self::in_memory(
-            policy,
+            decider,
             config,
             state,
             Memory::Private { _words: words },
@@ -105,33 +105,33 @@ impl Limiter {
     /// [`Error::Io`] with the OS's error number if the file cannot be created, opened or
     /// mapped.
     pub fn open(path: impl AsRef<Path>, config: &Config) -> Result<Self, Error> {
-        let policy = Policy::new(config)?;
+        let decider = Decider::new(config)?;
         // loom's atomics are models, not words of memory a file could hold.
         #[cfg(loom)]
         {
-            let _ = (path, policy);
+            let _ = (path, decider);
             Err(Error::Unsupported)
         }
         #[cfg(not(loom))]
-        Self::open_file(path.as_ref(), policy, config)
+        Self::open_file(path.as_ref(), decider, config)
     }
 
-    /// [`open`](Self::open) with a validated policy.
+    /// [`open`](Self::open) with a validated decider.
     #[cfg(not(loom))]
-    fn open_file(path: &Path, policy: Policy, config: &Config) -> Result<Self, Error> {
+    fn open_file(path: &Path, decider: Decider, config: &Config) -> Result<Self, Error> {
         time::prepare();
-        let identity = Identity::of(KIND_LIMITER, config, &policy, 0);
+        let identity = Identity::of(KIND_LIMITER, config, &decider, 0);
         let contents = Contents {
-            state_words: policy.state_words(),
+            state_words: decider.state_words(),
             initial: &|_| 0,
             kept: 0..0,
             hash_key: [0, 0],
             pid_namespace: 0,
         };
         let mapping = Mapping::open(path, identity, &contents)?;
-        let state = NonNull::from(&mapping.state(policy.state_words())[0]);
+        let state = NonNull::from(&mapping.state(decider.state_words())[0]);
         Ok(Self::in_memory(
-            policy,
+            decider,
             config,
             state,
             Memory::Shared { _mapping: mapping },
@@ -139,14 +139,14 @@ impl Limiter {
     }
 
     fn in_memory(
-        policy: Policy,
+        decider: Decider,
         config: &Config,
         state: NonNull<AtomicU64>,
         memory: Memory,
     ) -> Self {
         Self {
-            state_len: policy.state_words(),
-            policy,
+            state_len: decider.state_words(),
+            decider,
             hint: ClockHint::default(),
             config: *config,
             state,
@@ -203,9 +203,9 @@ impl Limiter {
     /// clock hint.
     #[inline(always)]
     fn try_acquire_by(&self, time: impl TimeSource, n: u64) -> Result<bool, Error> {
-        self.policy.check(n, None)?;
+        self.decider.check(n, None)?;
         let time = Hinted::new(time, &self.hint);
-        Ok(owned(self.policy.try_acquire(
+        Ok(owned(self.decider.try_acquire(
             self.state(),
             &Owned,
             time,
@@ -270,13 +270,13 @@ impl Limiter {
     /// assert_eq!(fresh.reset_after_ns, 60 * SECOND);
     /// ```
     pub fn reset(&self) {
-        self.policy.reset(self.state());
+        self.decider.reset(self.state());
     }
 
     /// The rule this limiter enforces, for a policy of several ([`crate::Policy`]).
     #[inline]
-    pub(crate) fn rule(&self) -> &Policy {
-        &self.policy
+    pub(crate) fn rule(&self) -> &Decider {
+        &self.decider
     }
 
     /// Acquires `n` units (checked by the caller) at `now_ns`, with what giving them back
@@ -284,7 +284,7 @@ impl Limiter {
     #[inline]
     pub(crate) fn acquire_refundable_at(&self, n: u64, now_ns: u64) -> (Decision, Option<Refund>) {
         owned(
-            self.policy
+            self.decider
                 .acquire_refundable_at(self.state(), &Owned, now_ns, n),
         )
     }
@@ -294,7 +294,7 @@ impl Limiter {
     #[inline]
     pub(crate) fn try_acquire_refundable_at(&self, n: u64, now_ns: u64) -> (bool, Option<Refund>) {
         owned(
-            self.policy
+            self.decider
                 .try_acquire_refundable_at(self.state(), &Owned, now_ns, n),
         )
     }
@@ -308,7 +308,7 @@ impl Limiter {
         bounds: Bounds,
     ) -> Option<(bool, Option<Refund>)> {
         owned(
-            self.policy
+            self.decider
                 .settle_refundable(self.state(), &Owned, bounds, n),
         )
     }
@@ -317,7 +317,7 @@ impl Limiter {
     /// with nothing written.
     #[inline]
     pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
-        owned(self.policy.peek_at(self.state(), &Owned, now_ns, n))
+        owned(self.decider.peek_at(self.state(), &Owned, now_ns, n))
     }
 
     /// Gives back an admission of this limiter's, if nothing moved its state on since.
@@ -329,9 +329,9 @@ impl Limiter {
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
     #[inline(always)]
     fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
-        self.policy.check(n, max_wait_ns)?;
+        self.decider.check(n, max_wait_ns)?;
         let max_wait_ns = max_wait_ns.unwrap_or(0);
-        Ok(owned(self.policy.acquire_at(
+        Ok(owned(self.decider.acquire_at(
             self.state(),
             &Owned,
             now_ns,

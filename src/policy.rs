@@ -1,467 +1,350 @@
-//! One enum over the algorithms: it validates a [`Config`] and dispatches every operation
-//! to the chosen algorithm's store (`src/state/`), so the direct limiter and the keyed
-//! table share every line of decision code and differ only in where the words live, who
-//! else may repurpose them (the [`Tenancy`]) and the time source they pass in.
+//! Policies (DESIGN §9): several rules over one subject ("10 a second and 1,000 a day"),
+//! decided all or nothing.
+//!
+//! A request is taken from each rule in turn, at one time. When a rule denies it, the
+//! rules that took it before give their units back, so a denied request costs no rule
+//! anything. The rules that can give back (GCRA and the window counters: see
+//! [`Refund`]) take a request first and the sliding logs last, in the order given: a
+//! rule that admits last never has to give back, and every sliding log but the first is
+//! asked whether it would admit before any rule takes.
+//!
+//! What concurrent callers may see, on one policy:
+//! - No rule ever admits past its limit: each rule's step is its own atomic admission.
+//! - Called from one thread at a time, every decision is exact: a denial leaves every
+//!   rule as it was, so the decisions are those of the rules' own limiters on the
+//!   admitted requests alone.
+//! - While a request holds units of the rules it passed, before a later rule denies it
+//!   and they are given back, another request can find one of those rules full and be
+//!   denied (a denial it would not get a moment later).
+//! - A rule gives back only if no other request changed it since it admitted: otherwise
+//!   (another request took units of it in between) the denied request's units stay taken,
+//!   as if admitted, and expire as admitted units do. So does a sliding log's, when a
+//!   later sliding log denies a request that it admitted because a concurrent request
+//!   changed the later log's answer after it was asked. Either way a rule only ever errs
+//!   on the side of its limit.
 
-use crate::algorithm::{FixedWindow, Gcra, Rule, SlidingLog, SlidingWindow, Windows};
-use crate::config::Algorithm;
 use crate::config::Config;
 use crate::decision::Decision;
-use crate::error::Error;
-use crate::state::{is_marker, reserve_at, Refund, Stored, Tenancy};
-use crate::sync::{AtomicU64, Ordering};
-use crate::time::{Bounds, TimeSource};
+use crate::error::{ConfigError, Error};
+use crate::limiter::Limiter;
+use crate::state::Refund;
+use crate::time::{self, Monotonic, TimeSource};
 
-/// A validated algorithm with its parameters.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Policy {
-    Gcra(Gcra),
-    FixedWindow(FixedWindow),
-    SlidingWindow(SlidingWindow),
-    SlidingLog(SlidingLog),
+/// The most rules one policy holds.
+pub const MAX_RULES: usize = 8;
+
+/// Several limits over one subject at once, each a [`Config`] of any algorithm: a request
+/// is admitted iff every rule admits it, and a denied request takes nothing from any rule.
+///
+/// A `Policy` is `Send + Sync` and lock-free, as a [`Limiter`] is; see the module
+/// documentation for what concurrent callers may observe.
+///
+/// ```
+/// use rate::{Config, Policy};
+/// const SECOND: u64 = 1_000_000_000;
+/// // 2 a second, and 3 a minute.
+/// let policy = Policy::new(&[
+///     Config::gcra(2, SECOND),
+///     Config::fixed_window(3, 60 * SECOND),
+/// ])
+/// .unwrap();
+/// assert!(policy.acquire_at(1, 0).unwrap().decision.allowed);
+/// assert!(policy.acquire_at(1, 0).unwrap().decision.allowed);
+/// // The per-second rule denies; the per-minute one gives its unit back.
+/// let denied = policy.acquire_at(1, 0).unwrap();
+/// assert_eq!(denied.denied_by, Some(0));
+/// assert_eq!(denied.rules()[1].remaining, 1);
+/// assert!(policy.acquire_at(1, SECOND).unwrap().decision.allowed);
+/// // Three this minute: now the per-minute rule denies, until the next minute.
+/// let denied = policy.acquire_at(1, 2 * SECOND).unwrap();
+/// assert_eq!(denied.denied_by, Some(1));
+/// assert_eq!(denied.decision.retry_after_ns, 58 * SECOND);
+/// ```
+#[derive(Debug)]
+pub struct Policy {
+    /// One limiter per rule, in the order given.
+    rules: Box<[Limiter]>,
+    /// The order the rules take a request in (indices into `rules`): the `givers` rules
+    /// that can give units back, then those that cannot.
+    order: Box<[usize]>,
+    givers: usize,
+    /// The least of the rules' limits: the largest cost the policy can ever admit.
+    limit: u64,
 }
 
-/// Runs `$body` with `$algorithm` bound to the policy's algorithm, whichever it is.
-macro_rules! dispatch {
-    ($policy:expr, $algorithm:ident => $body:expr) => {
-        match $policy {
-            Policy::Gcra($algorithm) => $body,
-            Policy::FixedWindow($algorithm) => $body,
-            Policy::SlidingWindow($algorithm) => $body,
-            Policy::SlidingLog($algorithm) => $body,
-        }
-    };
+/// How far [`Policy::take_each`] got.
+enum Taken {
+    /// Every rule admitted.
+    All,
+    /// The rule of this index denied; the rules before it gave back.
+    Denied(usize),
+    /// A rule could not decide; the rules before it gave back.
+    Undecided,
+}
+
+/// A policy's decision: the combined [`Decision`], which rule denied, and each rule's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PolicyDecision {
+    /// The policy's decision: `allowed` iff every rule admitted; `limit` and `remaining`
+    /// the least over the rules, `retry_after_ns` and `reset_after_ns` the greatest (the
+    /// request is admitted, and every rule full, once each rule is); `wait_ns` 0.
+    pub decision: Decision,
+    /// The first rule, in the order given, that denied the request; `None` when admitted.
+    pub denied_by: Option<usize>,
+    rules: [Decision; MAX_RULES],
+    len: usize,
+}
+
+impl PolicyDecision {
+    /// Each rule's own decision, in the order the rules were given. Admitted: what each
+    /// rule decided, units taken. Denied: what each rule would decide on its own, with
+    /// `remaining` and `reset_after_ns` of the state as it is, since nothing was taken.
+    pub fn rules(&self) -> &[Decision] {
+        &self.rules[..self.len]
+    }
 }
 
 impl Policy {
-    pub(crate) fn new(config: &Config) -> Result<Self, Error> {
-        let (limit, period_ns) = (config.limit, config.period_ns);
-        Ok(match config.algorithm {
-            Algorithm::Gcra => Self::Gcra(Gcra::new(limit, period_ns, config.burst)?),
-            Algorithm::FixedWindow => {
-                Self::FixedWindow(FixedWindow(Windows::new(limit, period_ns)?))
-            }
-            Algorithm::SlidingWindow => {
-                Self::SlidingWindow(SlidingWindow(Windows::new(limit, period_ns)?))
-            }
-            Algorithm::SlidingLog => Self::SlidingLog(SlidingLog::new(limit, period_ns)?),
+    /// A policy of `rules`, each full at any time.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRules`] for no rule or more than
+    /// [`MAX_RULES`], else the first invalid rule's reason.
+    pub fn new(rules: &[Config]) -> Result<Self, Error> {
+        if rules.is_empty() || rules.len() > MAX_RULES {
+            return Err(Error::InvalidConfig(ConfigError::PolicyRules));
+        }
+        let rules: Box<[Limiter]> = rules.iter().map(Limiter::new).collect::<Result<_, _>>()?;
+        let mut order: Box<[usize]> = (0..rules.len()).collect();
+        // Stable: in the order given, those that give back first.
+        order.sort_by_key(|&index| !rules[index].rule().gives_back());
+        let givers = rules.iter().filter(|rule| rule.rule().gives_back()).count();
+        let limit = rules
+            .iter()
+            .map(|rule| rule.rule().limit())
+            .min()
+            .unwrap_or(0);
+        Ok(Self {
+            rules,
+            order,
+            givers,
+            limit,
         })
     }
 
-    /// How many `AtomicU64` words of state one limiter of this policy needs. A fresh state
-    /// is all zeros.
-    #[inline]
-    pub(crate) fn state_words(&self) -> usize {
-        dispatch!(self, algorithm => algorithm.state_words())
+    /// The rules, in the order given.
+    pub fn rules(&self) -> impl ExactSizeIterator<Item = &Config> {
+        self.rules.iter().map(Limiter::config)
     }
 
-    /// The decision's `limit`: the largest cost that can ever be admitted.
-    #[inline]
-    pub(crate) fn limit(&self) -> u64 {
-        dispatch!(self, algorithm => algorithm.limit())
+    /// The largest cost the policy can ever admit: the least of its rules' limits.
+    pub fn limit(&self) -> u64 {
+        self.limit
     }
 
-    /// Checks a request before it is run: `Err(Unsupported)` for a reserve (`max_wait_ns`
-    /// given) on an algorithm without a queue, `Err(InsufficientCapacity)` if `n` can never
-    /// be admitted. The operations below run only requests that passed, so once the state
-    /// is touched nothing can fail but the tenancy.
-    #[inline]
-    pub(crate) fn check(&self, n: u64, max_wait_ns: Option<u64>) -> Result<(), Error> {
-        if max_wait_ns.is_some() && !matches!(self, Self::Gcra(_)) {
-            // The window algorithms have no queue to wait in, whatever `n` is.
-            Err(Error::Unsupported)
-        } else if n > self.limit() {
-            Err(Error::InsufficientCapacity)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Acquires `n` units at `now_ns` (`n == 0` queries), as a reserve willing to wait
-    /// `max_wait_ns` (0: a plain acquire), with the full report. The request passed
-    /// [`check`](Self::check), so only GCRA ever sees a non-zero `max_wait_ns`.
-    #[inline(always)]
-    pub(crate) fn acquire_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now_ns: u64,
-        n: u64,
-        max_wait_ns: u64,
-    ) -> Result<Decision, T::Evicted> {
-        debug_assert!(self
-            .check(n, Some(max_wait_ns).filter(|&wait| wait > 0))
-            .is_ok());
-        match self {
-            Self::Gcra(gcra) => reserve_at(gcra, state, tenancy, now_ns, n, max_wait_ns),
-            _ => dispatch!(self, algorithm => algorithm.acquire_at(state, tenancy, now_ns, n)),
-        }
-    }
-
-    /// [`acquire_at`](Self::acquire_at) without a wait, with what giving the units back
-    /// takes (`None` for a denial, a query, or the sliding log, which cannot give back).
-    #[inline]
-    pub(crate) fn acquire_refundable_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now_ns: u64,
-        n: u64,
-    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
-        debug_assert!(self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.acquire_refundable_at(state, tenancy, now_ns, n))
-    }
-
-    /// [`try_acquire_at`](Self::try_acquire_at), with what giving the units back takes.
-    #[inline]
-    pub(crate) fn try_acquire_refundable_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now_ns: u64,
-        n: u64,
-    ) -> Result<(bool, Option<Refund>), T::Evicted> {
-        debug_assert!(n >= 1 && self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.try_acquire_refundable_at(state, tenancy, now_ns, n))
-    }
-
-    /// Acquires `1 ≤ n` units for every instant within `bounds` at once, with what giving
-    /// them back takes: `None` (nothing written) when the instants disagree.
-    #[inline(always)]
-    pub(crate) fn settle_refundable<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
-        debug_assert!(n >= 1 && self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.settle_refundable(state, tenancy, bounds, n))
-    }
-
-    /// The decision an acquire of `n` units at `now_ns` would make, with nothing written.
-    #[inline]
-    pub(crate) fn peek_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now_ns: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        debug_assert!(self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.peek_at(state, tenancy, now_ns, n))
-    }
-
-    /// Whether an admission can be given back ([`acquire_refundable_at`]): all but the
-    /// sliding log's.
+    /// Acquires `n` units now from every rule, or from none. `n == 0` only reports.
     ///
-    /// [`acquire_refundable_at`]: Self::acquire_refundable_at
-    pub(crate) fn gives_back(&self) -> bool {
-        !matches!(self, Self::SlidingLog(_))
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit.
+    pub fn acquire(&self, n: u64) -> Result<PolicyDecision, Error> {
+        self.acquire_at(n, time::now_ns())
     }
 
-    /// Acquires `n` units now, by `time`, reporting only whether they were admitted: on
-    /// the cheap bounds when they settle the outcome, else at the exact time, and either
-    /// way the outcome an exact reading at some instant within the call would give.
-    #[inline(always)]
-    pub(crate) fn try_acquire<T: Tenancy, C: TimeSource>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        time: C,
-        n: u64,
-    ) -> Result<bool, T::Evicted> {
-        debug_assert!(self.check(n, None).is_ok());
+    /// [`acquire`](Self::acquire) at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub fn acquire_at(&self, n: u64, now_ns: u64) -> Result<PolicyDecision, Error> {
+        self.check(n)?;
+        let mut decisions = [Decision::default(); MAX_RULES];
+        if n == 0 {
+            for (decision, rule) in decisions.iter_mut().zip(self.rules.iter()) {
+                *decision = rule.peek_at(0, now_ns);
+            }
+            return Ok(self.combined(decisions, None));
+        }
+        match self.take(n, now_ns, Some(&mut decisions)) {
+            Ok(()) => Ok(self.combined(decisions, None)),
+            Err(denying) => Ok(self.denial(n, now_ns, denying, decisions[denying])),
+        }
+    }
+
+    /// Acquires `n` units now from every rule, or from none, and says only whether they
+    /// were admitted.
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit.
+    pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
+        self.check(n)?;
         if n == 0 {
             return Ok(true);
         }
-        dispatch!(self, algorithm => algorithm.try_acquire(state, tenancy, time, n))
+        let time = Monotonic;
+        // On the cheap clock's bounds where the rules settle there, as a limiter's
+        // `try_acquire` does: each rule's outcome then holds at every instant within them.
+        // A policy whose sliding logs need asking first (see `take`) takes the exact time.
+        let bounds = if self.rules.len() - self.givers <= 1 {
+            time.bounds()
+        } else {
+            None
+        };
+        if let Some(bounds) = bounds {
+            // A rule the bounds leave undecided (an idle GCRA bucket) is decided at the
+            // exact time, and so are the rules after it, if that time lies within the
+            // bounds: the rules settled before it hold at that instant too.
+            let mut exact = None;
+            let taken = self.take_each(|_, rule| {
+                if let Some(now) = exact {
+                    return Some(rule.try_acquire_refundable_at(n, now));
+                }
+                rule.settle_refundable(n, bounds).or_else(|| {
+                    let now = time.now_after(bounds);
+                    (now <= bounds.latest).then(|| {
+                        exact = Some(now);
+                        rule.try_acquire_refundable_at(n, now)
+                    })
+                })
+            });
+            match taken {
+                Taken::All => return Ok(true),
+                Taken::Denied(_) => return Ok(false),
+                Taken::Undecided => {}
+            }
+        }
+        Ok(self.take(n, time.now(), None).is_ok())
     }
 
-    /// Acquires `1 ≤ n ≤ limit` units at `now_ns`, reporting only whether they were
-    /// admitted (without the report's work: GCRA's division, the log's search).
-    #[inline]
-    pub(crate) fn try_acquire_at<T: Tenancy>(
+    /// [`try_acquire`](Self::try_acquire) at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`try_acquire`](Self::try_acquire).
+    pub fn try_acquire_at(&self, n: u64, now_ns: u64) -> Result<bool, Error> {
+        self.check(n)?;
+        Ok(n == 0 || self.take(n, now_ns, None).is_ok())
+    }
+
+    fn check(&self, n: u64) -> Result<(), Error> {
+        self.rules
+            .iter()
+            .try_for_each(|rule| rule.rule().check(n, None))
+    }
+
+    /// Takes `1 ≤ n` units at `now_ns` from each rule in turn, each rule's decision in
+    /// `decisions` if asked for (else only whether it admits, without the report's work).
+    /// A rule that denies ends it: the rules before it give their units back, and the
+    /// denying rule's index is the error.
+    fn take(
         &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now_ns: u64,
         n: u64,
-    ) -> Result<bool, T::Evicted> {
-        debug_assert!(n >= 1 && self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.try_acquire_at(state, tenancy, now_ns, n))
-    }
-
-    /// Makes a limiter's own `state` decide as a fresh one from the latest time it has
-    /// seen on; acquires racing it are each decided before or after it (`Stored::reset`).
-    pub(crate) fn reset(&self, state: &[AtomicU64]) {
-        dispatch!(self, algorithm => algorithm.reset(state))
-    }
-
-    /// Whether `state` is indistinguishable from a fresh limiter's at `now_ns` (DESIGN §5),
-    /// so its keyed slot may be reclaimed. A slot marker is never fresh.
-    #[inline]
-    pub(crate) fn is_fresh(&self, state: &[AtomicU64], now_ns: u64) -> bool {
-        // Acquire: pairs with the Release swap or store that installed this value, so the
-        // other words it publishes (window records, the log's `latest`) are read at least
-        // as new as it.
-        let first = state[0].load(Ordering::Acquire);
-        self.is_fresh_on(state, first, now_ns)
-    }
-
-    /// [`is_fresh`](Self::is_fresh) on the first word `first`, which the caller loaded with
-    /// `Acquire` and will revalidate by a CAS from it: so a slot claimed since the load
-    /// (a reset's claim gives a fresh state back) is judged as it was, not as a marker.
-    #[inline]
-    pub(crate) fn is_fresh_on(&self, state: &[AtomicU64], first: u64, now_ns: u64) -> bool {
-        !is_marker(first) && dispatch!(self, algorithm => algorithm.is_fresh(state, first, now_ns))
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::state::{owned, Owned};
-    use crate::time::fake::FakeTime;
-    use crate::time::Bounds;
-
-    /// Histories (time, units) the settling tests start from.
-    const HISTORIES: [&[(u64, u64)]; 5] = [
-        &[],
-        &[(40, 1)],
-        &[(40, 1), (90, 1)],
-        &[(50, 3), (150, 1)],
-        &[(120, 2), (130, 1)],
-    ];
-
-    /// A fresh state of `policy` after `history`'s acquires.
-    fn prepared(policy: &Policy, history: &[(u64, u64)]) -> Vec<AtomicU64> {
-        let state: Vec<AtomicU64> = (0..policy.state_words())
-            .map(|_| AtomicU64::new(0))
-            .collect();
-        for &(t, n) in history {
-            owned(policy.acquire_at(&state, &Owned, t, n, 0));
+        now_ns: u64,
+        mut decisions: Option<&mut [Decision; MAX_RULES]>,
+    ) -> Result<(), usize> {
+        // The rules that cannot give back take last, the first of them before the others:
+        // those others are asked first, so that (but for a concurrent request changing an
+        // answer) none of them denies once one has taken.
+        for &index in self.order[self.givers..].iter().skip(1) {
+            let decision = self.rules[index].peek_at(n, now_ns);
+            if !decision.allowed {
+                if let Some(decisions) = decisions.as_deref_mut() {
+                    decisions[index] = decision;
+                }
+                return Err(index);
+            }
         }
-        state
-    }
-
-    fn words(state: &[AtomicU64]) -> Vec<u64> {
-        state.iter().map(|w| w.load(Ordering::Relaxed)).collect()
-    }
-
-    /// The windows of a window counter (fixed or sliding), whose packed current word
-    /// alone can show a request denied; `None` for the other algorithms.
-    fn counter_windows(policy: &Policy) -> Option<&Windows> {
-        match policy {
-            Policy::FixedWindow(fixed) => Some(&fixed.0),
-            Policy::SlidingWindow(sliding) => Some(&sliding.0),
-            Policy::Gcra(_) | Policy::SlidingLog(_) => None,
+        let taken = self.take_each(|index, rule| {
+            let (allowed, refund) = match decisions.as_deref_mut() {
+                Some(decisions) => {
+                    let (decision, refund) = rule.acquire_refundable_at(n, now_ns);
+                    decisions[index] = decision;
+                    (decision.allowed, refund)
+                }
+                None => rule.try_acquire_refundable_at(n, now_ns),
+            };
+            Some((allowed, refund))
+        });
+        match taken {
+            Taken::Denied(index) => Err(index),
+            // Every step above decides, at the exact time.
+            Taken::All | Taken::Undecided => Ok(()),
         }
     }
 
-    /// For every algorithm but the log (next test), from several states: whenever
-    /// `settle` decides an interval, acquiring at each instant in it gives the same
-    /// outcome and the same new state; and whenever a counter's `full_through` denies, so
-    /// does an acquire at every instant.
-    #[test]
-    fn settle_agrees_with_acquire_at_every_instant() {
-        let configs = [
-            Config::gcra(4, 400),
-            Config::fixed_window(3, 100),
-            Config::sliding_window(4, 100),
-        ];
-        for config in configs {
-            let policy = Policy::new(&config).unwrap();
-            let prepared = |history: &[(u64, u64)]| prepared(&policy, history);
-            let (mut admits, mut denials, mut shortcut_denials) = (0, 0, 0);
-            for history in HISTORIES {
-                for earliest in (0..450).step_by(11) {
-                    for width in [0u64, 6, 40, 150] {
-                        for n in 1..=3 {
-                            let latest = earliest + width;
-                            let state = prepared(history);
-                            let full = counter_windows(&policy).is_some_and(|windows| {
-                                windows.full_through(state[0].load(Ordering::Relaxed), latest, n)
-                            });
-                            if full {
-                                shortcut_denials += 1;
-                                for t in earliest..=latest {
-                                    let state = prepared(history);
-                                    let precise = owned(policy.acquire_at(&state, &Owned, t, n, 0));
-                                    assert!(!precise.allowed, "{config:?} {t}");
-                                }
-                            }
-                            let bounds = Bounds { earliest, latest };
-                            let Some(settled) =
-                                owned(dispatch!(&policy, a => a.settle(&state, &Owned, bounds, n)))
-                            else {
-                                continue;
-                            };
-                            if settled {
-                                admits += 1;
-                            } else {
-                                denials += 1;
-                            }
-                            let after = words(&state);
-                            for t in earliest..=latest {
-                                let state = prepared(history);
-                                let precise = owned(policy.acquire_at(&state, &Owned, t, n, 0));
-                                assert_eq!(precise.allowed, settled, "{config:?} {t}");
-                                assert_eq!(words(&state), after, "{config:?} {t}");
-                            }
-                        }
-                    }
+    /// Runs `step` on each rule in the order they take: its outcome (`Some((admitted,
+    /// refund))`) or `None` when it cannot decide. A rule that denies or cannot decide
+    /// ends it, and the rules before it give their units back.
+    #[inline(always)]
+    fn take_each(
+        &self,
+        mut step: impl FnMut(usize, &Limiter) -> Option<(bool, Option<Refund>)>,
+    ) -> Taken {
+        // What each rule that took gives back, by its index.
+        let mut refunds: [Option<Refund>; MAX_RULES] = [None; MAX_RULES];
+        for (position, &index) in self.order.iter().enumerate() {
+            let outcome = step(index, &self.rules[index]);
+            if let Some((true, refund)) = outcome {
+                refunds[index] = refund;
+                continue;
+            }
+            for &taken in self.order[..position].iter().rev() {
+                if let Some(refund) = refunds[taken] {
+                    self.rules[taken].refund(refund);
                 }
             }
-            assert!(
-                admits >= 20 && denials >= 20,
-                "{config:?}: {admits} {denials}"
-            );
-            // Only the counters have the shortcut, and it is used.
-            let counter = matches!(policy, Policy::FixedWindow(_) | Policy::SlidingWindow(_));
-            assert_eq!(
-                shortcut_denials > 0,
-                counter,
-                "{config:?}: {shortcut_denials}"
-            );
+            return match outcome {
+                Some(_) => Taken::Denied(index),
+                None => Taken::Undecided,
+            };
         }
+        Taken::All
     }
 
-    /// The log's `try_acquire`, from several states, with the time known to lie within
-    /// bounds ending at `latest` and to be exactly `t`: whenever it decides without
-    /// reading the exact time, every `t` in the bounds gives that outcome and new state,
-    /// and whenever it reads it, the result is an acquire's at `t`. Both shortcuts are
-    /// exercised.
-    #[test]
-    fn the_log_decides_as_an_acquire_at_the_exact_time() {
-        let policy = Policy::new(&Config::sliding_log(3, 100)).unwrap();
-        let (mut bounds_unread, mut exact_unread) = (0, 0);
-        for history in HISTORIES {
-            for earliest in (0..450).step_by(11) {
-                for width in [0u64, 6, 40, 150] {
-                    for n in 1..=3 {
-                        let latest = earliest + width;
-                        // Bounds two wide, ending at `latest` (the only end the log uses).
-                        let Some(coarse) = latest.checked_sub(2) else {
-                            continue;
-                        };
-                        for t in earliest..=latest {
-                            let state = prepared(&policy, history);
-                            let time = FakeTime::new(Some(1));
-                            time.set(coarse, t);
-                            let allowed = owned(policy.try_acquire(&state, &Owned, &time, n));
-                            let (bounds_read, exact_read) = time.take_reads();
-                            let expected = prepared(&policy, history);
-                            let at_t = owned(policy.acquire_at(&expected, &Owned, t, n, 0));
-                            let case = format!("{history:?} [{earliest}, {latest}] n={n} t={t}");
-                            assert_eq!(allowed, at_t.allowed, "{case}");
-                            assert_eq!(words(&state), words(&expected), "{case}");
-                            bounds_unread += u64::from(bounds_read == 0);
-                            exact_unread += u64::from(exact_read == 0);
-                        }
-                    }
+    /// The report of a request of `n` units at `now_ns` that rule `denying` denied (with
+    /// `denial`), after the rules before it gave their units back: each other rule's own
+    /// decision on the state as it is.
+    fn denial(&self, n: u64, now_ns: u64, denying: usize, denial: Decision) -> PolicyDecision {
+        let mut decisions = [Decision::default(); MAX_RULES];
+        for (index, (decision, rule)) in decisions.iter_mut().zip(self.rules.iter()).enumerate() {
+            *decision = if index == denying {
+                denial
+            } else {
+                let state = rule.peek_at(0, now_ns);
+                let request = rule.peek_at(n, now_ns);
+                Decision {
+                    allowed: request.allowed,
+                    retry_after_ns: request.retry_after_ns,
+                    ..state
                 }
-            }
+            };
         }
-        assert!(
-            bounds_unread > 1000 && exact_unread > 1000,
-            "{bounds_unread} {exact_unread}"
-        );
+        let denied_by = decisions[..self.rules.len()]
+            .iter()
+            .position(|decision| !decision.allowed);
+        self.combined(decisions, denied_by)
     }
 
-    /// DESIGN §5: windows are fresh once nothing is counted in the current or previous
-    /// window, the log once every entry has expired.
-    #[test]
-    fn freshness_of_the_window_algorithms() {
-        let cases: [(Config, &[u64], &[u64]); 3] = [
-            // One unit admitted at 150 (window 1 of 100 ns).
-            (Config::fixed_window(4, 100), &[0, 150, 299], &[300, 1000]),
-            (Config::sliding_window(4, 100), &[0, 150, 299], &[300, 1000]),
-            (Config::sliding_log(2, 100), &[0, 150, 249], &[250, 1000]),
-        ];
-        for (config, live, fresh) in cases {
-            let policy = Policy::new(&config).unwrap();
-            let state: Vec<AtomicU64> = (0..policy.state_words())
-                .map(|_| AtomicU64::new(0))
-                .collect();
-            assert!(policy.is_fresh(&state, 0) && policy.is_fresh(&state, 150));
-            assert!(
-                policy
-                    .acquire_at(&state, &Owned, 150, 1, 0)
-                    .unwrap()
-                    .allowed
-            );
-            for &now in live {
-                assert!(!policy.is_fresh(&state, now), "{config:?} live at {now}");
-            }
-            for &now in fresh {
-                assert!(policy.is_fresh(&state, now), "{config:?} fresh at {now}");
-            }
-        }
-    }
-
-    /// Words a state never holds when only this library writes it: anything at all, as a
-    /// file shared with other processes may hold. Every operation on such a state returns
-    /// a decision (whatever it is) without panicking, overflowing or looping: checked here
-    /// in a debug build, where arithmetic overflow panics.
-    #[test]
-    fn any_words_give_a_decision() {
-        let configs = [
-            Config::gcra(3, 300),
-            Config::gcra(1, u64::MAX / 2),
-            Config::fixed_window(5, 1000),
-            Config::fixed_window(1, 3),
-            Config::sliding_window(5, 1000),
-            Config::sliding_window(1, 3),
-            Config::sliding_log(3, 1000),
-            Config::sliding_log(1, 2),
-        ];
-        let mut random = Words(0x9E37_79B9_7F4A_7C15);
-        for config in configs {
-            let policy = Policy::new(&config).unwrap();
-            for round in 0..20_000 {
-                let words: Vec<u64> = (0..policy.state_words()).map(|_| random.pick()).collect();
-                let state: Vec<AtomicU64> = words.iter().map(|&w| AtomicU64::new(w)).collect();
-                let now = random.pick();
-                let n = random.next() % (policy.limit() + 1);
-                let case = format!("{config:?} round {round}: {words:?} now={now} n={n}");
-                let decision = owned(policy.acquire_at(&state, &Owned, now, n, 0));
-                assert!(decision.remaining <= policy.limit(), "{case}: {decision:?}");
-                if n > 0 {
-                    owned(policy.try_acquire_at(&state, &Owned, now, n));
-                    let time = FakeTime::new(Some(1 + random.next() % 1000));
-                    let exact = random.pick();
-                    time.set(exact.saturating_sub(random.next() % 1000), exact);
-                    owned(policy.try_acquire(&state, &Owned, &time, n));
-                }
-                let _ = policy.is_fresh(&state, random.pick());
-                if round % 2 == 0 {
-                    policy.reset(&state);
-                    owned(policy.acquire_at(&state, &Owned, now, n, 0));
-                }
-            }
-        }
-    }
-
-    /// Words for [`any_words_give_a_decision`]: xorshift64*, a fixed sequence so a failure
-    /// reproduces, mixed with small numbers and the extremes of the u64 range.
-    struct Words(u64);
-
-    impl Words {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-
-        fn pick(&mut self) -> u64 {
-            const EXTREMES: [u64; 7] = [0, 1, 2, u64::MAX, u64::MAX - 1, u64::MAX - 2, 1 << 63];
-            match self.next() % 4 {
-                0 => EXTREMES[(self.next() % EXTREMES.len() as u64) as usize],
-                1 => self.next() % 64,
-                _ => self.next(),
-            }
+    fn combined(&self, rules: [Decision; MAX_RULES], denied_by: Option<usize>) -> PolicyDecision {
+        let each = &rules[..self.rules.len()];
+        let decision = Decision {
+            allowed: denied_by.is_none(),
+            limit: self.limit,
+            remaining: each.iter().map(|rule| rule.remaining).min().unwrap_or(0),
+            retry_after_ns: each
+                .iter()
+                .map(|rule| rule.retry_after_ns)
+                .max()
+                .unwrap_or(0),
+            reset_after_ns: each
+                .iter()
+                .map(|rule| rule.reset_after_ns)
+                .max()
+                .unwrap_or(0),
+            wait_ns: 0,
+        };
+        PolicyDecision {
+            decision,
+            denied_by,
+            rules,
+            len: self.rules.len(),
         }
     }
 }

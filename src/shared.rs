@@ -26,7 +26,7 @@
 //! [`RESET_PATIENCE`] is taken over.
 //!
 //! The state words are input from other processes; the algorithms decide on any words
-//! (see `policy.rs`' tests), and a writer who can change the file can change decisions.
+//! (see `decider.rs`' tests), and a writer who can change the file can change decisions.
 //! Truncating a mapped file makes the next access fault (SIGBUS): outside what a library
 //! can guard against.
 
@@ -39,8 +39,8 @@ use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
 use crate::config::{Algorithm, Config};
+use crate::decider::Decider;
 use crate::error::Error;
-use crate::policy::Policy;
 use crate::sync::{AtomicU64, Ordering, ProcessAtomicU64};
 
 /// Words before the state.
@@ -92,16 +92,16 @@ pub(crate) struct Identity {
 }
 
 impl Identity {
-    /// The identity of a table of `kind` for `config` (with its `policy`) and `capacity`
+    /// The identity of a table of `kind` for `config` (with its `decider`) and `capacity`
     /// (0 for a limiter).
-    pub(crate) fn of(kind: u64, config: &Config, policy: &Policy, capacity: u64) -> Self {
+    pub(crate) fn of(kind: u64, config: &Config, decider: &Decider, capacity: u64) -> Self {
         Self {
             kind,
             algorithm: config.algorithm as u64,
             limit: config.limit,
             period_ns: config.period_ns,
             burst: match config.algorithm {
-                Algorithm::Gcra => policy.limit(),
+                Algorithm::Gcra => decider.limit(),
                 _ => 0,
             },
             capacity,

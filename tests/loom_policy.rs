@@ -1,5 +1,5 @@
 //! loom models of a policy of two rules shared by two threads at a frozen time: what the
-//! module documentation of `src/rules.rs` says concurrent callers may observe, and no more.
+//! module documentation of `src/policy.rs` says concurrent callers may observe, and no more.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
 //!       cargo test --release --test loom_policy`

@@ -4,7 +4,7 @@ use super::{boundary, outcome_status, rate_config, rate_decision, status_of};
 use super::{RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_LIMITED, RATE_OK};
 use crate::config::Config;
 use crate::error::Error;
-use crate::rules::{Policy, PolicyDecision, MAX_RULES};
+use crate::policy::{Policy, PolicyDecision, MAX_RULES};
 
 /// The most rules a policy holds.
 pub const RATE_POLICY_MAX_RULES: usize = 8;

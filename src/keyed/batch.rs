@@ -73,7 +73,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         now_ns: Option<u64>,
         mut each: impl FnMut(usize, Result<bool, Error>),
     ) -> Result<(), Error> {
-        self.policy.check(n, None)?;
+        self.decider.check(n, None)?;
         for (group, chunk) in keys.chunks(BATCH_KEYS).enumerate() {
             let mut located = [Located {
                 fingerprint: 0,

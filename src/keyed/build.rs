@@ -10,8 +10,8 @@ use super::layout::TABLE_FULL;
 use super::recover;
 use super::{KeyHasher, KeyedLimiter, Memory};
 use crate::config::Config;
+use crate::decider::Decider;
 use crate::error::Error;
-use crate::policy::Policy;
 #[cfg(not(loom))]
 use crate::shared::{pid_namespace, Contents, Identity, Mapping, KIND_KEYED};
 use crate::sync::AtomicU64;
@@ -54,8 +54,8 @@ impl KeyedLimiter<KeyHasher> {
     /// this configuration and capacity (it is left untouched); [`Error::Io`] with the OS's
     /// error number if the file cannot be created, opened or mapped.
     pub fn open(path: impl AsRef<Path>, config: &Config, capacity: u64) -> Result<Self, Error> {
-        let policy = Policy::new(config)?;
-        let layout = Layout::new(capacity, policy.state_words(), recover::CLAIMS)?;
+        let decider = Decider::new(config)?;
+        let layout = Layout::new(capacity, decider.state_words(), recover::CLAIMS)?;
         // loom's atomics are models, not words of memory a file could hold.
         #[cfg(loom)]
         {
@@ -65,7 +65,7 @@ impl KeyedLimiter<KeyHasher> {
         #[cfg(not(loom))]
         {
             clock::prepare();
-            let identity = Identity::of(KIND_KEYED, config, &policy, capacity);
+            let identity = Identity::of(KIND_KEYED, config, &decider, capacity);
             let contents = Contents {
                 state_words: layout.words(),
                 initial: &|index| layout.initial(index),
@@ -77,7 +77,7 @@ impl KeyedLimiter<KeyHasher> {
             let words = NonNull::from(&mapping.state(layout.words())[0]);
             let hasher = KeyHasher::with_key(mapping.hash_key());
             Ok(Self::in_memory(
-                policy,
+                decider,
                 config,
                 capacity,
                 layout,
@@ -110,12 +110,12 @@ impl<S> KeyedLimiter<S> {
 
     /// A table in this process's own memory, with `claims` registry entries.
     fn private(config: &Config, capacity: u64, hasher: S, claims: usize) -> Result<Self, Error> {
-        let policy = Policy::new(config)?;
-        let layout = Layout::new(capacity, policy.state_words(), claims)?;
+        let decider = Decider::new(config)?;
+        let layout = Layout::new(capacity, decider.state_words(), claims)?;
         let (words, start) = layout.allocate()?;
         let region = NonNull::from(&words[start]);
         Ok(Self::in_memory(
-            policy,
+            decider,
             config,
             capacity,
             layout,
@@ -127,7 +127,7 @@ impl<S> KeyedLimiter<S> {
 
     /// The table over the region at `words`, which `memory` owns.
     fn in_memory(
-        policy: Policy,
+        decider: Decider,
         config: &Config,
         capacity: u64,
         layout: Layout,
@@ -136,7 +136,7 @@ impl<S> KeyedLimiter<S> {
         memory: Memory,
     ) -> Self {
         Self {
-            policy,
+            decider,
             config: *config,
             capacity,
             layout,

@@ -100,7 +100,7 @@ impl<S> KeyedLimiter<S> {
                     in_flight.get_or_insert(slot);
                     break;
                 }
-                if first != VACANT && !self.policy.is_fresh_on(self.state(slot), first, now_ns) {
+                if first != VACANT && !self.decider.is_fresh_on(self.state(slot), first, now_ns) {
                     // Relaxed: ordered after the Acquire load of `first`.
                     if self.fingerprint_word(slot).load(Ordering::Relaxed) == key.fingerprint {
                         return Err(Insert::Retry);

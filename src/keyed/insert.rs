@@ -14,16 +14,16 @@ use super::layout::Located;
 use super::owner::crash_point;
 use super::recover::Claimant;
 use super::KeyedLimiter;
+use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::policy::Policy;
 use crate::state::{owned, Owned, Tenancy, VACANT};
 use crate::sync::{AtomicU64, Ordering};
 
 /// States of at most this many words are decided on the stack when a key is new.
 const INLINE_STATE_WORDS: usize = 4;
 
-/// A request for one key, already [checked](Policy::check) against the policy.
+/// A request for one key, already [checked](Decider::check) against the decider.
 #[derive(Clone, Copy)]
 pub(super) struct Request {
     now_ns: u64,
@@ -36,12 +36,12 @@ impl Request {
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`, checked.
     #[inline]
     pub(super) fn checked(
-        policy: &Policy,
+        decider: &Decider,
         now_ns: u64,
         n: u64,
         max_wait_ns: Option<u64>,
     ) -> Result<Self, Error> {
-        policy.check(n, max_wait_ns)?;
+        decider.check(n, max_wait_ns)?;
         Ok(Self {
             now_ns,
             n,
@@ -53,11 +53,11 @@ impl Request {
     #[inline]
     fn acquire<T: Tenancy>(
         &self,
-        policy: &Policy,
+        decider: &Decider,
         state: &[AtomicU64],
         tenancy: &T,
     ) -> Result<Decision, T::Evicted> {
-        policy.acquire_at(state, tenancy, self.now_ns, self.n, self.max_wait_ns)
+        decider.acquire_at(state, tenancy, self.now_ns, self.n, self.max_wait_ns)
     }
 }
 
@@ -79,7 +79,7 @@ impl<S> KeyedLimiter<S> {
         loop {
             if !just_missed {
                 let existing = self.on_existing(key, known_bound, |state, tenant| {
-                    request.acquire(&self.policy, state, tenant)
+                    request.acquire(&self.decider, state, tenant)
                 });
                 if let Some(decision) = existing {
                     return Ok(decision);
@@ -87,7 +87,7 @@ impl<S> KeyedLimiter<S> {
             }
             just_missed = false;
             let inserted = self.with_fresh_state(|fresh| {
-                let decision = owned(request.acquire(&self.policy, fresh, &Owned));
+                let decision = owned(request.acquire(&self.decider, fresh, &Owned));
                 // Relaxed: a private state. A fresh state is all zeros, and any change
                 // grows the first word, so zero means nothing to store (a query, a denial).
                 if fresh[0].load(Ordering::Relaxed) == 0 {
@@ -108,9 +108,9 @@ impl<S> KeyedLimiter<S> {
         }
     }
 
-    /// Calls `f` with a private fresh state (all zeros) of this policy's size.
+    /// Calls `f` with a private fresh state (all zeros) of this decider's size.
     fn with_fresh_state<R>(&self, f: impl FnOnce(&[AtomicU64]) -> R) -> R {
-        let words = self.policy.state_words();
+        let words = self.decider.state_words();
         if words <= INLINE_STATE_WORDS {
             let inline: [AtomicU64; INLINE_STATE_WORDS] =
                 std::array::from_fn(|_| AtomicU64::new(0));
@@ -227,7 +227,7 @@ impl<S> KeyedLimiter<S> {
                     copy.store(word.load(Ordering::Relaxed), Ordering::Relaxed);
                 }
             }
-            let decision = owned(request.acquire(&self.policy, next, &Owned));
+            let decision = owned(request.acquire(&self.decider, next, &Owned));
             // Relaxed: a private state.
             let first = next[0].load(Ordering::Relaxed);
             if first == replaced || first == 0 {

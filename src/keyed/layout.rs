@@ -172,7 +172,7 @@ impl<S> KeyedLimiter<S> {
 
     #[inline]
     pub(super) fn state(&self, slot: usize) -> &[AtomicU64] {
-        &self.slot(slot)[STATE_OFFSET..STATE_OFFSET + self.policy.state_words()]
+        &self.slot(slot)[STATE_OFFSET..STATE_OFFSET + self.decider.state_words()]
     }
 
     #[inline]

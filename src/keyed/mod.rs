@@ -73,9 +73,9 @@ use self::lookup::{Evicted, Tenant};
 pub use self::owner::crashes;
 pub use self::stats::KeyedStats;
 use crate::config::Config;
+use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::policy::Policy;
 #[cfg(not(loom))]
 use crate::shared::Mapping;
 #[cfg(loom)]
@@ -119,7 +119,7 @@ const CACHED_TABLE_BYTES: usize = 8 << 20;
 /// assert!(users.acquire_at(b"alice", 1, 999 * MS).unwrap().allowed);
 /// ```
 pub struct KeyedLimiter<S = KeyHasher> {
-    policy: Policy,
+    decider: Decider,
     config: Config,
     capacity: u64,
     layout: Layout,
@@ -203,7 +203,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<Decision, Error> {
-        let request = Request::checked(&self.policy, now_ns, n, None)?;
+        let request = Request::checked(&self.decider, now_ns, n, None)?;
         self.acquire_located(self.locate(key), request, false)
     }
 
@@ -215,7 +215,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, Error> {
-        self.policy.check(n, None)?;
+        self.decider.check(n, None)?;
         let key = self.locate(key);
         if self.table_bytes() > CACHED_TABLE_BYTES {
             // The key's slot is most likely a cache miss, which costs several clock reads:
@@ -227,7 +227,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         self.try_acquire_located(
             key,
             n,
-            |state, tenant| self.policy.try_acquire(state, tenant, Monotonic, n),
+            |state, tenant| self.decider.try_acquire(state, tenant, Monotonic, n),
             clock::now_ns,
         )
     }
@@ -242,7 +242,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         self.try_acquire_located(
             key,
             n,
-            |state, tenant| self.policy.try_acquire_at(state, tenant, now_ns, n),
+            |state, tenant| self.decider.try_acquire_at(state, tenant, now_ns, n),
             || now_ns,
         )
     }
@@ -260,7 +260,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         match self.on_existing(key, 0, decide) {
             Some(allowed) => Ok(allowed),
             None => {
-                let request = Request::checked(&self.policy, now(), n, None)?;
+                let request = Request::checked(&self.decider, now(), n, None)?;
                 Ok(self.acquire_located(key, request, true)?.allowed)
             }
         }
@@ -287,7 +287,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         now_ns: u64,
         max_wait_ns: u64,
     ) -> Result<Decision, Error> {
-        let request = Request::checked(&self.policy, now_ns, n, Some(max_wait_ns))?;
+        let request = Request::checked(&self.decider, now_ns, n, Some(max_wait_ns))?;
         self.acquire_located(self.locate(key), request, false)
     }
 
@@ -304,7 +304,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     ) -> Result<Decision, Error> {
         let key = self.locate(key);
         self.prefetch_home(key);
-        let request = Request::checked(&self.policy, clock::now_ns(), n, max_wait_ns)?;
+        let request = Request::checked(&self.decider, clock::now_ns(), n, max_wait_ns)?;
         self.acquire_located(key, request, false)
     }
 

@@ -35,7 +35,7 @@ impl<S> KeyedLimiter<S> {
                 let fingerprint = self.fingerprint_word(slot).load(Ordering::Relaxed);
                 !is_marker(first)
                     && fingerprint != NO_KEY
-                    && !self.policy.is_fresh(self.state(slot), now_ns)
+                    && !self.decider.is_fresh(self.state(slot), now_ns)
             })
             .count() as u64
     }

@@ -38,8 +38,8 @@ pub use error::RedisError;
 pub use slot::{slot, SLOTS};
 
 use crate::config::{Algorithm, Config};
+use crate::decider::Decider;
 use crate::error::{ConfigError, Error};
-use crate::policy::Policy;
 
 /// The largest duration the scripts hold as one Lua number: below it, doubles are exact.
 const EXACT: u64 = 1 << 53;
@@ -90,7 +90,7 @@ pub struct Script {
     /// The configuration arguments.
     pub config_args: Vec<u64>,
     /// Checks each request as the in-process limiter does.
-    policy: Policy,
+    decider: Decider,
 }
 
 impl Script {
@@ -109,12 +109,12 @@ impl Script {
     /// remainder, so every position it holds is below `3 × limit ≤ 3 × 2²⁰`. Its
     /// timestamps are exact u64 instants (seconds and nanoseconds), so no time is refused.
     pub fn of(config: &Config) -> Result<Self, Error> {
-        let policy = Policy::new(config)?;
-        let (source, config_args) = script_of(config, &policy)?;
+        let decider = Decider::new(config)?;
+        let (source, config_args) = script_of(config, &decider)?;
         Ok(Self {
             source,
             config_args,
-            policy,
+            decider,
         })
     }
 
@@ -130,7 +130,7 @@ impl Script {
 
     /// The most units one request may take (GCRA: the burst; windows: the limit).
     pub fn limit(&self) -> u64 {
-        self.policy.limit()
+        self.decider.limit()
     }
 
     /// Checks a request as the in-process limiter does: `n` within the limit, and a
@@ -139,17 +139,17 @@ impl Script {
     /// # Errors
     /// [`Error::InsufficientCapacity`], or [`Error::Unsupported`].
     pub fn check(&self, n: u64, max_wait_ns: Option<u64>) -> Result<(), Error> {
-        self.policy.check(n, max_wait_ns)
+        self.decider.check(n, max_wait_ns)
     }
 }
 
 /// The script deciding `config`'s algorithm, and the configuration arguments it takes after
 /// the three every script takes (now, n, max_wait).
-fn script_of(config: &Config, policy: &Policy) -> Result<(&'static str, Vec<u64>), Error> {
+fn script_of(config: &Config, decider: &Decider) -> Result<(&'static str, Vec<u64>), Error> {
     let not_exact = Error::InvalidConfig(ConfigError::NotExactOnRedis);
     match config.algorithm {
         Algorithm::Gcra => {
-            let burst = policy.limit();
+            let burst = decider.limit();
             let emission_interval = config.period_ns / config.limit;
             // τ = B·T bounds every duration the script holds as a number (n·T ≤ τ).
             match burst.checked_mul(emission_interval) {
@@ -165,7 +165,7 @@ fn script_of(config: &Config, policy: &Policy) -> Result<(&'static str, Vec<u64>
             };
             // Every duration the scripts hold as a number is below P (a time elapsed in a
             // window, a remainder modulo P). With P < 2⁵³ the window bound (checked by
-            // `Policy::new`) leaves L < 2⁵², so a count plus a cost stays below 2⁵³ too.
+            // `Decider::new`) leaves L < 2⁵², so a count plus a cost stays below 2⁵³ too.
             debug_assert!(config.period_ns >= EXACT || config.limit < EXACT / 2);
             if config.period_ns < EXACT {
                 Ok((script, vec![config.limit, config.period_ns]))

@@ -1,4 +1,4 @@
-//! Giving units back: a policy of several rules (`src/rules.rs`) takes a request from each
+//! Giving units back: a policy of several rules (`src/policy.rs`) takes a request from each
 //! rule in turn, and when a later rule denies it, gives back what the earlier ones took.
 
 use crate::sync::{AtomicU64, Ordering};

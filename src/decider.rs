@@ -1,0 +1,471 @@
+//! One enum over the algorithms: it validates a [`Config`] and dispatches every operation
+//! to the chosen algorithm's store (`src/state/`), so the direct limiter and the keyed
+//! table share every line of decision code and differ only in where the words live, who
+//! else may repurpose them (the [`Tenancy`]) and the time source they pass in.
+
+use crate::algorithm::{FixedWindow, Gcra, Rule, SlidingLog, SlidingWindow, Windows};
+use crate::config::Algorithm;
+use crate::config::Config;
+use crate::decision::Decision;
+use crate::error::Error;
+use crate::state::{is_marker, reserve_at, Refund, Stored, Tenancy};
+use crate::sync::{AtomicU64, Ordering};
+use crate::time::{Bounds, TimeSource};
+
+/// A validated algorithm with its parameters.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Decider {
+    Gcra(Gcra),
+    FixedWindow(FixedWindow),
+    SlidingWindow(SlidingWindow),
+    SlidingLog(SlidingLog),
+}
+
+/// Runs `$body` with `$algorithm` bound to the decider's algorithm, whichever it is.
+macro_rules! dispatch {
+    ($decider:expr, $algorithm:ident => $body:expr) => {
+        match $decider {
+            Decider::Gcra($algorithm) => $body,
+            Decider::FixedWindow($algorithm) => $body,
+            Decider::SlidingWindow($algorithm) => $body,
+            Decider::SlidingLog($algorithm) => $body,
+        }
+    };
+}
+
+impl Decider {
+    pub(crate) fn new(config: &Config) -> Result<Self, Error> {
+        let (limit, period_ns) = (config.limit, config.period_ns);
+        Ok(match config.algorithm {
+            Algorithm::Gcra => Self::Gcra(Gcra::new(limit, period_ns, config.burst)?),
+            Algorithm::FixedWindow => {
+                Self::FixedWindow(FixedWindow(Windows::new(limit, period_ns)?))
+            }
+            Algorithm::SlidingWindow => {
+                Self::SlidingWindow(SlidingWindow(Windows::new(limit, period_ns)?))
+            }
+            Algorithm::SlidingLog => Self::SlidingLog(SlidingLog::new(limit, period_ns)?),
+        })
+    }
+
+    /// How many `AtomicU64` words of state one limiter of this decider needs. A fresh state
+    /// is all zeros.
+    #[inline]
+    pub(crate) fn state_words(&self) -> usize {
+        dispatch!(self, algorithm => algorithm.state_words())
+    }
+
+    /// The decision's `limit`: the largest cost that can ever be admitted.
+    #[inline]
+    pub(crate) fn limit(&self) -> u64 {
+        dispatch!(self, algorithm => algorithm.limit())
+    }
+
+    /// Checks a request before it is run: `Err(Unsupported)` for a reserve (`max_wait_ns`
+    /// given) on an algorithm without a queue, `Err(InsufficientCapacity)` if `n` can never
+    /// be admitted. The operations below run only requests that passed, so once the state
+    /// is touched nothing can fail but the tenancy.
+    #[inline]
+    pub(crate) fn check(&self, n: u64, max_wait_ns: Option<u64>) -> Result<(), Error> {
+        if max_wait_ns.is_some() && !matches!(self, Self::Gcra(_)) {
+            // The window algorithms have no queue to wait in, whatever `n` is.
+            Err(Error::Unsupported)
+        } else if n > self.limit() {
+            Err(Error::InsufficientCapacity)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Acquires `n` units at `now_ns` (`n == 0` queries), as a reserve willing to wait
+    /// `max_wait_ns` (0: a plain acquire), with the full report. The request passed
+    /// [`check`](Self::check), so only GCRA ever sees a non-zero `max_wait_ns`.
+    #[inline(always)]
+    pub(crate) fn acquire_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+        max_wait_ns: u64,
+    ) -> Result<Decision, T::Evicted> {
+        debug_assert!(self
+            .check(n, Some(max_wait_ns).filter(|&wait| wait > 0))
+            .is_ok());
+        match self {
+            Self::Gcra(gcra) => reserve_at(gcra, state, tenancy, now_ns, n, max_wait_ns),
+            _ => dispatch!(self, algorithm => algorithm.acquire_at(state, tenancy, now_ns, n)),
+        }
+    }
+
+    /// [`acquire_at`](Self::acquire_at) without a wait, with what giving the units back
+    /// takes (`None` for a denial, a query, or the sliding log, which cannot give back).
+    #[inline]
+    pub(crate) fn acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
+        debug_assert!(self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.acquire_refundable_at(state, tenancy, now_ns, n))
+    }
+
+    /// [`try_acquire_at`](Self::try_acquire_at), with what giving the units back takes.
+    #[inline]
+    pub(crate) fn try_acquire_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+    ) -> Result<(bool, Option<Refund>), T::Evicted> {
+        debug_assert!(n >= 1 && self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.try_acquire_refundable_at(state, tenancy, now_ns, n))
+    }
+
+    /// Acquires `1 ≤ n` units for every instant within `bounds` at once, with what giving
+    /// them back takes: `None` (nothing written) when the instants disagree.
+    #[inline(always)]
+    pub(crate) fn settle_refundable<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        bounds: Bounds,
+        n: u64,
+    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
+        debug_assert!(n >= 1 && self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.settle_refundable(state, tenancy, bounds, n))
+    }
+
+    /// The decision an acquire of `n` units at `now_ns` would make, with nothing written.
+    #[inline]
+    pub(crate) fn peek_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+    ) -> Result<Decision, T::Evicted> {
+        debug_assert!(self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.peek_at(state, tenancy, now_ns, n))
+    }
+
+    /// Whether an admission can be given back ([`acquire_refundable_at`]): all but the
+    /// sliding log's.
+    ///
+    /// [`acquire_refundable_at`]: Self::acquire_refundable_at
+    pub(crate) fn gives_back(&self) -> bool {
+        !matches!(self, Self::SlidingLog(_))
+    }
+
+    /// Acquires `n` units now, by `time`, reporting only whether they were admitted: on
+    /// the cheap bounds when they settle the outcome, else at the exact time, and either
+    /// way the outcome an exact reading at some instant within the call would give.
+    #[inline(always)]
+    pub(crate) fn try_acquire<T: Tenancy, C: TimeSource>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        time: C,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
+        debug_assert!(self.check(n, None).is_ok());
+        if n == 0 {
+            return Ok(true);
+        }
+        dispatch!(self, algorithm => algorithm.try_acquire(state, tenancy, time, n))
+    }
+
+    /// Acquires `1 ≤ n ≤ limit` units at `now_ns`, reporting only whether they were
+    /// admitted (without the report's work: GCRA's division, the log's search).
+    #[inline]
+    pub(crate) fn try_acquire_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
+        debug_assert!(n >= 1 && self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.try_acquire_at(state, tenancy, now_ns, n))
+    }
+
+    /// Makes a limiter's own `state` decide as a fresh one from the latest time it has
+    /// seen on; acquires racing it are each decided before or after it (`Stored::reset`).
+    pub(crate) fn reset(&self, state: &[AtomicU64]) {
+        dispatch!(self, algorithm => algorithm.reset(state))
+    }
+
+    /// Whether `state` is indistinguishable from a fresh limiter's at `now_ns` (DESIGN §5),
+    /// so its keyed slot may be reclaimed. A slot marker is never fresh.
+    #[inline]
+    pub(crate) fn is_fresh(&self, state: &[AtomicU64], now_ns: u64) -> bool {
+        // Acquire: pairs with the Release swap or store that installed this value, so the
+        // other words it publishes (window records, the log's `latest`) are read at least
+        // as new as it.
+        let first = state[0].load(Ordering::Acquire);
+        self.is_fresh_on(state, first, now_ns)
+    }
+
+    /// [`is_fresh`](Self::is_fresh) on the first word `first`, which the caller loaded with
+    /// `Acquire` and will revalidate by a CAS from it: so a slot claimed since the load
+    /// (a reset's claim gives a fresh state back) is judged as it was, not as a marker.
+    #[inline]
+    pub(crate) fn is_fresh_on(&self, state: &[AtomicU64], first: u64, now_ns: u64) -> bool {
+        !is_marker(first) && dispatch!(self, algorithm => algorithm.is_fresh(state, first, now_ns))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::state::{owned, Owned};
+    use crate::time::fake::FakeTime;
+    use crate::time::Bounds;
+
+    /// Histories (time, units) the settling tests start from.
+    const HISTORIES: [&[(u64, u64)]; 5] = [
+        &[],
+        &[(40, 1)],
+        &[(40, 1), (90, 1)],
+        &[(50, 3), (150, 1)],
+        &[(120, 2), (130, 1)],
+    ];
+
+    /// A fresh state of `decider` after `history`'s acquires.
+    fn prepared(decider: &Decider, history: &[(u64, u64)]) -> Vec<AtomicU64> {
+        let state: Vec<AtomicU64> = (0..decider.state_words())
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        for &(t, n) in history {
+            owned(decider.acquire_at(&state, &Owned, t, n, 0));
+        }
+        state
+    }
+
+    fn words(state: &[AtomicU64]) -> Vec<u64> {
+        state.iter().map(|w| w.load(Ordering::Relaxed)).collect()
+    }
+
+    /// The windows of a window counter (fixed or sliding), whose packed current word
+    /// alone can show a request denied; `None` for the other algorithms.
+    fn counter_windows(decider: &Decider) -> Option<&Windows> {
+        match decider {
+            Decider::FixedWindow(fixed) => Some(&fixed.0),
+            Decider::SlidingWindow(sliding) => Some(&sliding.0),
+            Decider::Gcra(_) | Decider::SlidingLog(_) => None,
+        }
+    }
+
+    /// For every algorithm but the log (next test), from several states: whenever
+    /// `settle` decides an interval, acquiring at each instant in it gives the same
+    /// outcome and the same new state; and whenever a counter's `full_through` denies, so
+    /// does an acquire at every instant.
+    #[test]
+    fn settle_agrees_with_acquire_at_every_instant() {
+        let configs = [
+            Config::gcra(4, 400),
+            Config::fixed_window(3, 100),
+            Config::sliding_window(4, 100),
+        ];
+        for config in configs {
+            let decider = Decider::new(&config).unwrap();
+            let prepared = |history: &[(u64, u64)]| prepared(&decider, history);
+            let (mut admits, mut denials, mut shortcut_denials) = (0, 0, 0);
+            for history in HISTORIES {
+                for earliest in (0..450).step_by(11) {
+                    for width in [0u64, 6, 40, 150] {
+                        for n in 1..=3 {
+                            let latest = earliest + width;
+                            let state = prepared(history);
+                            let full = counter_windows(&decider).is_some_and(|windows| {
+                                windows.full_through(state[0].load(Ordering::Relaxed), latest, n)
+                            });
+                            if full {
+                                shortcut_denials += 1;
+                                for t in earliest..=latest {
+                                    let state = prepared(history);
+                                    let precise =
+                                        owned(decider.acquire_at(&state, &Owned, t, n, 0));
+                                    assert!(!precise.allowed, "{config:?} {t}");
+                                }
+                            }
+                            let bounds = Bounds { earliest, latest };
+                            let Some(settled) = owned(
+                                dispatch!(&decider, a => a.settle(&state, &Owned, bounds, n)),
+                            ) else {
+                                continue;
+                            };
+                            if settled {
+                                admits += 1;
+                            } else {
+                                denials += 1;
+                            }
+                            let after = words(&state);
+                            for t in earliest..=latest {
+                                let state = prepared(history);
+                                let precise = owned(decider.acquire_at(&state, &Owned, t, n, 0));
+                                assert_eq!(precise.allowed, settled, "{config:?} {t}");
+                                assert_eq!(words(&state), after, "{config:?} {t}");
+                            }
+                        }
+                    }
+                }
+            }
+            assert!(
+                admits >= 20 && denials >= 20,
+                "{config:?}: {admits} {denials}"
+            );
+            // Only the counters have the shortcut, and it is used.
+            let counter = matches!(decider, Decider::FixedWindow(_) | Decider::SlidingWindow(_));
+            assert_eq!(
+                shortcut_denials > 0,
+                counter,
+                "{config:?}: {shortcut_denials}"
+            );
+        }
+    }
+
+    /// The log's `try_acquire`, from several states, with the time known to lie within
+    /// bounds ending at `latest` and to be exactly `t`: whenever it decides without
+    /// reading the exact time, every `t` in the bounds gives that outcome and new state,
+    /// and whenever it reads it, the result is an acquire's at `t`. Both shortcuts are
+    /// exercised.
+    #[test]
+    fn the_log_decides_as_an_acquire_at_the_exact_time() {
+        let decider = Decider::new(&Config::sliding_log(3, 100)).unwrap();
+        let (mut bounds_unread, mut exact_unread) = (0, 0);
+        for history in HISTORIES {
+            for earliest in (0..450).step_by(11) {
+                for width in [0u64, 6, 40, 150] {
+                    for n in 1..=3 {
+                        let latest = earliest + width;
+                        // Bounds two wide, ending at `latest` (the only end the log uses).
+                        let Some(coarse) = latest.checked_sub(2) else {
+                            continue;
+                        };
+                        for t in earliest..=latest {
+                            let state = prepared(&decider, history);
+                            let time = FakeTime::new(Some(1));
+                            time.set(coarse, t);
+                            let allowed = owned(decider.try_acquire(&state, &Owned, &time, n));
+                            let (bounds_read, exact_read) = time.take_reads();
+                            let expected = prepared(&decider, history);
+                            let at_t = owned(decider.acquire_at(&expected, &Owned, t, n, 0));
+                            let case = format!("{history:?} [{earliest}, {latest}] n={n} t={t}");
+                            assert_eq!(allowed, at_t.allowed, "{case}");
+                            assert_eq!(words(&state), words(&expected), "{case}");
+                            bounds_unread += u64::from(bounds_read == 0);
+                            exact_unread += u64::from(exact_read == 0);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            bounds_unread > 1000 && exact_unread > 1000,
+            "{bounds_unread} {exact_unread}"
+        );
+    }
+
+    /// DESIGN §5: windows are fresh once nothing is counted in the current or previous
+    /// window, the log once every entry has expired.
+    #[test]
+    fn freshness_of_the_window_algorithms() {
+        let cases: [(Config, &[u64], &[u64]); 3] = [
+            // One unit admitted at 150 (window 1 of 100 ns).
+            (Config::fixed_window(4, 100), &[0, 150, 299], &[300, 1000]),
+            (Config::sliding_window(4, 100), &[0, 150, 299], &[300, 1000]),
+            (Config::sliding_log(2, 100), &[0, 150, 249], &[250, 1000]),
+        ];
+        for (config, live, fresh) in cases {
+            let decider = Decider::new(&config).unwrap();
+            let state: Vec<AtomicU64> = (0..decider.state_words())
+                .map(|_| AtomicU64::new(0))
+                .collect();
+            assert!(decider.is_fresh(&state, 0) && decider.is_fresh(&state, 150));
+            assert!(
+                decider
+                    .acquire_at(&state, &Owned, 150, 1, 0)
+                    .unwrap()
+                    .allowed
+            );
+            for &now in live {
+                assert!(!decider.is_fresh(&state, now), "{config:?} live at {now}");
+            }
+            for &now in fresh {
+                assert!(decider.is_fresh(&state, now), "{config:?} fresh at {now}");
+            }
+        }
+    }
+
+    /// Words a state never holds when only this library writes it: anything at all, as a
+    /// file shared with other processes may hold. Every operation on such a state returns
+    /// a decision (whatever it is) without panicking, overflowing or looping: checked here
+    /// in a debug build, where arithmetic overflow panics.
+    #[test]
+    fn any_words_give_a_decision() {
+        let configs = [
+            Config::gcra(3, 300),
+            Config::gcra(1, u64::MAX / 2),
+            Config::fixed_window(5, 1000),
+            Config::fixed_window(1, 3),
+            Config::sliding_window(5, 1000),
+            Config::sliding_window(1, 3),
+            Config::sliding_log(3, 1000),
+            Config::sliding_log(1, 2),
+        ];
+        let mut random = Words(0x9E37_79B9_7F4A_7C15);
+        for config in configs {
+            let decider = Decider::new(&config).unwrap();
+            for round in 0..20_000 {
+                let words: Vec<u64> = (0..decider.state_words()).map(|_| random.pick()).collect();
+                let state: Vec<AtomicU64> = words.iter().map(|&w| AtomicU64::new(w)).collect();
+                let now = random.pick();
+                let n = random.next() % (decider.limit() + 1);
+                let case = format!("{config:?} round {round}: {words:?} now={now} n={n}");
+                let decision = owned(decider.acquire_at(&state, &Owned, now, n, 0));
+                assert!(
+                    decision.remaining <= decider.limit(),
+                    "{case}: {decision:?}"
+                );
+                if n > 0 {
+                    owned(decider.try_acquire_at(&state, &Owned, now, n));
+                    let time = FakeTime::new(Some(1 + random.next() % 1000));
+                    let exact = random.pick();
+                    time.set(exact.saturating_sub(random.next() % 1000), exact);
+                    owned(decider.try_acquire(&state, &Owned, &time, n));
+                }
+                let _ = decider.is_fresh(&state, random.pick());
+                if round % 2 == 0 {
+                    decider.reset(&state);
+                    owned(decider.acquire_at(&state, &Owned, now, n, 0));
+                }
+            }
+        }
+    }
+
+    /// Words for [`any_words_give_a_decision`]: xorshift64*, a fixed sequence so a failure
+    /// reproduces, mixed with small numbers and the extremes of the u64 range.
+    struct Words(u64);
+
+    impl Words {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+
+        fn pick(&mut self) -> u64 {
+            const EXTREMES: [u64; 7] = [0, 1, 2, u64::MAX, u64::MAX - 1, u64::MAX - 2, 1 << 63];
+            match self.next() % 4 {
+                0 => EXTREMES[(self.next() % EXTREMES.len() as u64) as usize],
+                1 => self.next() % 64,
+                _ => self.next(),
+            }
+        }
+    }
+}
