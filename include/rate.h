@@ -948,7 +948,9 @@ int32_t rate_redis_prepare(const struct rate_config *config, struct rate_redis_s
 /**
  * The Redis Cluster hash slot (0..16383) of the Redis key `key[0..key_len)`: CRC16 of its
  * hash tag, or of the whole key without one, as every Cluster node computes it. A client
- * groups a batch's keys by slot on a Cluster, one script call per slot.
+ * groups a batch's keys by slot on a Cluster, one script call per slot. The keys of one
+ * request share a slot: a limiter's `prefix{key}` is one key, and a policy's rules'
+ * `prefix{=key}:i` (see `rate_redis_policy_prepare`) all hash the tag `=key`.
  *
  * NULL: `key` NULL with a non-zero `key_len`, or `out` NULL, is RATE_E_NULL.
  *

@@ -406,3 +406,29 @@ fn policies_on_a_cluster() {
     }
     assert_eq!(masters.len(), 3);
 }
+
+/// The README's example: 10 a second and 1,000 a day for each customer, and support
+/// lifting a customer's limit.
+#[test]
+fn readme_example() -> Result<(), Box<dyn std::error::Error>> {
+    let Some((_server, mut connection)) = server() else {
+        return Ok(());
+    };
+    let policy = RedisPolicy::new(
+        &[
+            Config::gcra(10, SECOND),
+            Config::fixed_window(1_000, 86_400 * SECOND),
+        ],
+        "api:",
+    )?;
+    let decision = policy.acquire(&mut connection, b"customer-7", 1)?;
+    if !decision.decision.allowed {
+        return Err(format!("429: rule {:?} denied", decision.denied_by).into());
+    }
+    policy.reset(&mut connection, b"customer-7")?; // support lifts the customer's limit
+    let keys: usize = redis::cmd("EXISTS")
+        .arg(policy.redis_keys(b"customer-7"))
+        .query(&mut connection)?;
+    assert_eq!(keys, 0);
+    Ok(())
+}

@@ -130,6 +130,8 @@ func limiterAt(l *Limiter, n int, nowNs, maxWaitNs uint64, reserve bool) (Decisi
 
 // RedisSlot is the Redis Cluster hash slot (0 to 16383) of the Redis key redisKey: CRC16
 // of its hash tag, or of the whole key without one, as every Cluster node computes it.
+// The keys of one request share a slot: a limiter's "prefix{key}" is one key, and a
+// policy's rules' "prefix{=key}:i" (see PrepareRedisPolicy) all hash the tag "=key".
 func RedisSlot(redisKey string) uint16 {
 	var slot C.uint16_t
 	key := stringKey(redisKey)

@@ -186,3 +186,18 @@ def test_failures_are_errors(own_redis_server: RedisServer) -> None:
             policy.acquire("k", now_ns=0)
         with pytest.raises(librate.RedisError):
             policy.reset("k")
+
+
+def test_readme_example(redis_client: redis.Redis) -> None:
+    client = redis_client
+    policy = RedisPolicy(
+        client,
+        [librate.Config.gcra(10, 1), librate.Config.fixed_window(1000, 86400)],
+        prefix="api:",
+    )
+    decision = policy.acquire("customer-7")
+    if not decision.decision.allowed:
+        print("429: rule", decision.denied_by, "denied")
+    policy.reset("customer-7")  # support lifts the customer's limit
+    assert decision.decision.allowed
+    assert client.exists(*policy.redis_keys("customer-7")) == 0
