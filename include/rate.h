@@ -76,6 +76,12 @@
 #define RATE_REDIS_MAX_ARGS 4
 
 /**
+ * The most configuration arguments a policy's script takes: the rule count, then three
+ * per rule.
+ */
+#define RATE_REDIS_POLICY_MAX_ARGS 25
+
+/**
  * Algorithm: GCRA (leaky bucket as a meter; token bucket). Takes `burst`.
  */
 #define RATE_GCRA 0
@@ -234,6 +240,31 @@ typedef struct rate_policy_decision {
    */
   struct rate_decision rules[RATE_POLICY_MAX_RULES];
 } rate_policy_decision;
+
+/**
+ * A policy's Redis script and the arguments it takes: see `rate_redis_policy_prepare`.
+ */
+typedef struct rate_redis_policy_script {
+  /**
+   * The Lua source, NUL-terminated and static: valid for the life of the process.
+   */
+  const char *source;
+  /**
+   * The configuration arguments, sent after `now`, `n` and `max_wait_ns` (always 0),
+   * in this order: the rule count, then each rule's algorithm (RATE_GCRA, ...) and
+   * its two arguments.
+   */
+  uint64_t config_args[RATE_REDIS_POLICY_MAX_ARGS];
+  /**
+   * How many of `config_args` are used.
+   */
+  uint32_t config_args_len;
+  /**
+   * The most units a request may ask for: the least of the rules' limits. A larger
+   * `n` is RATE_E_INSUFFICIENT_CAPACITY, decided by the client before sending.
+   */
+  uint64_t limit;
+} rate_redis_policy_script;
 
 /**
  * A Redis script of librate and the arguments it takes: see `rate_redis_prepare`.
@@ -861,6 +892,37 @@ int32_t rate_policy_new(const struct rate_config *rules,
                         struct rate_policy **out);
 
 /**
+ * The Lua script that decides a policy of the `rules_len` rules at `rules` on Redis,
+ * with its arguments: one call decides every rule of one key, at one `now`, and writes
+ * their states only if all admit, so a denied request takes from no rule. A client sends
+ * it with EVALSHA (loading it after NOSCRIPT) naming the rules' keys in rule order (rule
+ * `i` of `key` under `prefix` at `prefix{=key}:i`, `i` in decimal: all in one hash slot
+ * for a prefix without `{` or `}`, which clients refuse), and the arguments `now` (a
+ * decimal u64, or "" for the server's clock), `n`, `0`, then `config_args`. The reply is
+ * the array of the rules' decisions in rule order, each {allowed, limit, remaining,
+ * retry_after_ns, reset_after_ns, wait_ns} as `rate_redis_prepare`'s; on a denial a rule
+ * that would admit reports `remaining` and `reset_after_ns` of its state as it is, as
+ * `rate_policy_acquire` does. A rule's key holding something else is an error reply, and
+ * nothing is written. The combined decision is the client's to compute, as
+ * `rate_policy_decision` documents.
+ *
+ * Ownership: `out->source` is static; nothing is allocated. `rules` is only read during
+ * the call.
+ *
+ * NULL: `rules` NULL with a non-zero `rules_len`, or `out` NULL, is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (no rule, more than
+ * RATE_POLICY_MAX_RULES, or a rule `rate_redis_prepare` rejects).
+ *
+ * # Safety
+ * `rules` is NULL or points to `rules_len` readable `rate_config`s; `out` is NULL or
+ * writable.
+ */
+int32_t rate_redis_policy_prepare(const struct rate_config *rules,
+                                  size_t rules_len,
+                                  struct rate_redis_policy_script *out);
+
+/**
  * The Lua script that decides `config`'s algorithm on Redis, with its arguments (DESIGN
  * §8). A client sends it with EVALSHA (loading it after NOSCRIPT) with the keys to decide
  * (their states; on a Cluster, all of one hash slot: see `rate_redis_slot`) and the
@@ -886,7 +948,9 @@ int32_t rate_redis_prepare(const struct rate_config *config, struct rate_redis_s
 /**
  * The Redis Cluster hash slot (0..16383) of the Redis key `key[0..key_len)`: CRC16 of its
  * hash tag, or of the whole key without one, as every Cluster node computes it. A client
- * groups a batch's keys by slot on a Cluster, one script call per slot.
+ * groups a batch's keys by slot on a Cluster, one script call per slot. The keys of one
+ * request share a slot: a limiter's `prefix{key}` is one key, and a policy's rules'
+ * `prefix{=key}:i` (see `rate_redis_policy_prepare`) all hash the tag `=key`.
  *
  * NULL: `key` NULL with a non-zero `key_len`, or `out` NULL, is RATE_E_NULL.
  *

@@ -26,6 +26,9 @@ pub enum ConfigError {
     NotExactOnRedis,
     /// Policies: no rule, or more than [`MAX_RULES`](crate::MAX_RULES).
     PolicyRules,
+    /// The Redis tier: a policy's key prefix holds `{` or `}`, which would make (part of)
+    /// the prefix the Cluster hash tag of the rules' keys instead of the key's.
+    RedisPrefix,
 }
 
 impl ConfigError {
@@ -45,6 +48,7 @@ impl ConfigError {
                 "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns"
             }
             Self::PolicyRules => "a policy has 1 to 8 rules",
+            Self::RedisPrefix => "a Redis policy's prefix must not contain '{' or '}'",
         }
     }
 }

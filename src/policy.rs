@@ -161,10 +161,10 @@ impl Policy {
             for (decision, rule) in decisions.iter_mut().zip(self.rules.iter()) {
                 *decision = rule.peek_at(0, now_ns);
             }
-            return Ok(self.combined(decisions, None));
+            return Ok(self.combined(decisions));
         }
         match self.take(n, now_ns, Some(&mut decisions)) {
-            Ok(()) => Ok(self.combined(decisions, None)),
+            Ok(()) => Ok(self.combined(decisions)),
             Err(denying) => Ok(self.denial(n, now_ns, denying, decisions[denying])),
         }
     }
@@ -316,17 +316,24 @@ impl Policy {
                 }
             };
         }
-        let denied_by = decisions[..self.rules.len()]
-            .iter()
-            .position(|decision| !decision.allowed);
-        self.combined(decisions, denied_by)
+        self.combined(decisions)
     }
 
-    fn combined(&self, rules: [Decision; MAX_RULES], denied_by: Option<usize>) -> PolicyDecision {
-        let each = &rules[..self.rules.len()];
+    fn combined(&self, rules: [Decision; MAX_RULES]) -> PolicyDecision {
+        PolicyDecision::of_rules(self.limit, rules, self.rules.len())
+    }
+}
+
+impl PolicyDecision {
+    /// The policy's decision from each rule's own (the first `len` of `rules`, in the
+    /// order given), for a policy whose least limit is `limit`: denied by the first rule
+    /// that denies.
+    pub(crate) fn of_rules(limit: u64, rules: [Decision; MAX_RULES], len: usize) -> Self {
+        let each = &rules[..len];
+        let denied_by = each.iter().position(|rule| !rule.allowed);
         let decision = Decision {
             allowed: denied_by.is_none(),
-            limit: self.limit,
+            limit,
             remaining: each.iter().map(|rule| rule.remaining).min().unwrap_or(0),
             retry_after_ns: each
                 .iter()
@@ -340,11 +347,11 @@ impl Policy {
                 .unwrap_or(0),
             wait_ns: 0,
         };
-        PolicyDecision {
+        Self {
             decision,
             denied_by,
             rules,
-            len: self.rules.len(),
+            len,
         }
     }
 }

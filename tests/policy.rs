@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Rng, MS, SECOND};
+use common::{random_rule, Rng, MS, SECOND};
 use rate::{Algorithm, Config, ConfigError, Decision, Error, Limiter, Policy, PolicyDecision};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -61,18 +61,6 @@ fn model(rules: &[Config], admitted: &[(u64, u64)], n: u64, now: u64) -> PolicyD
 thread_local! {
     /// The rules' decisions of the last `model` call.
     static EXPECTED_RULES: std::cell::RefCell<Vec<Decision>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// A random rule of any algorithm, limits small enough that sequences reach them.
-fn random_rule(rng: &mut Rng) -> Config {
-    let limit = rng.range(1, 6);
-    let period = [100 * MS, SECOND, 7 * SECOND, 60 * SECOND][rng.below(4) as usize];
-    match rng.below(4) {
-        0 => Config::gcra(limit, period).with_burst(rng.range(1, 6)),
-        1 => Config::fixed_window(limit, period),
-        2 => Config::sliding_window(limit, period),
-        _ => Config::sliding_log(limit, period),
-    }
 }
 
 /// Random policies of 1 to 4 rules of any mix, random costs (queries and costs past the

@@ -80,21 +80,13 @@ pub unsafe extern "C" fn rate_policy_new(
     out: *mut *mut rate_policy,
 ) -> i32 {
     boundary(|| {
-        if out.is_null() || (rules.is_null() && rules_len > 0) {
+        if out.is_null() {
             return RATE_E_NULL;
         }
-        if rules_len == 0 || rules_len > RATE_POLICY_MAX_RULES {
-            return RATE_E_INVALID_CONFIG;
-        }
-        // SAFETY: non-NULL, and the caller promised `rules_len` readable configs (at most
-        // RATE_POLICY_MAX_RULES, checked above).
-        let rules = unsafe { std::slice::from_raw_parts(rules, rules_len) };
-        let Some(configs) = rules
-            .iter()
-            .map(|rule| rule.to_config())
-            .collect::<Option<Vec<Config>>>()
-        else {
-            return RATE_E_INVALID_CONFIG;
+        // SAFETY: per this function's contract.
+        let configs = match unsafe { rule_configs(rules, rules_len) } {
+            Ok(configs) => configs,
+            Err(status) => return status,
         };
         match Policy::new(&configs) {
             Ok(policy) => {
@@ -105,6 +97,32 @@ pub unsafe extern "C" fn rate_policy_new(
             Err(error) => status_of(error),
         }
     })
+}
+
+/// The rules at `rules`, or the status refusing them: RATE_E_NULL for `rules` NULL with a
+/// non-zero `rules_len`, RATE_E_INVALID_CONFIG for no rule, more than
+/// RATE_POLICY_MAX_RULES, or an unknown algorithm.
+///
+/// # Safety
+/// `rules` is NULL or points to `rules_len` readable `rate_config`s.
+pub(super) unsafe fn rule_configs(
+    rules: *const rate_config,
+    rules_len: usize,
+) -> Result<Vec<Config>, i32> {
+    if rules.is_null() && rules_len > 0 {
+        return Err(RATE_E_NULL);
+    }
+    if rules_len == 0 || rules_len > RATE_POLICY_MAX_RULES {
+        return Err(RATE_E_INVALID_CONFIG);
+    }
+    // SAFETY: non-NULL, and the caller promised `rules_len` readable configs (at most
+    // RATE_POLICY_MAX_RULES, checked above).
+    let rules = unsafe { std::slice::from_raw_parts(rules, rules_len) };
+    rules
+        .iter()
+        .map(|rule| rule.to_config())
+        .collect::<Option<Vec<Config>>>()
+        .ok_or(RATE_E_INVALID_CONFIG)
 }
 
 /// Frees a policy made by `rate_policy_new`.
