@@ -109,4 +109,4 @@ pub use keyed::crashes;
 pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
 pub use limiter::Limiter;
 pub use policy::{Policy, PolicyDecision, MAX_RULES};
-pub use time::now_ns;
+pub use time::{clock_source, now_ns, ClockSource};
