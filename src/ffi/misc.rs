@@ -6,7 +6,8 @@ use std::ffi::{c_char, CStr};
 /// Nanoseconds on CLOCK_MONOTONIC: the timeline of `rate_*_acquire`, shared by every
 /// process on the host. Pass it (or your own timeline) as `now_ns` to the `_at` functions.
 /// Where the kernel keeps CLOCK_MONOTONIC with the TSC, it is read from the TSC and stays
-/// within 1 us of CLOCK_MONOTONIC (set LIBRATE_CLOCK=monotonic in the environment to read
+/// within 1 us of CLOCK_MONOTONIC (up to 4 us behind while another thread, descheduled,
+/// is re-anchoring; set LIBRATE_CLOCK=monotonic in the environment to read
 /// CLOCK_MONOTONIC itself); each thread's readings never decrease.
 ///
 /// Async-signal-safe once the process has created a limiter or a keyed table, or called
