@@ -102,6 +102,15 @@
 #define RATE_SLIDING_LOG 3
 
 /**
+ * `period_ns`: a period that never ends, a rule that never refills (a rate of zero).
+ * RATE_GCRA admits `burst` (0 means `limit`) units, ever; the other algorithms `limit`
+ * units, ever. A denial's `retry_after_ns` is then `UINT64_MAX` ("never"), and so is
+ * `reset_after_ns` once anything was admitted. Bound: `limit` (and GCRA's `burst`)
+ * `<= 2^64 - 257`; the sliding log's cap of 2^20 does not apply. State: 8 bytes.
+ */
+#define RATE_FOREVER UINT64_MAX
+
+/**
  * Bytes a reason buffer needs to hold any reason librate writes, its NUL included.
  */
 #define RATE_REASON_LEN 256
@@ -161,7 +170,8 @@ typedef struct rate_decision {
 /**
  * What a limiter enforces: at most `limit` units per `period_ns`.
  *
- * Bounds beyond `limit >= 1` and `period_ns >= 1` (else RATE_E_INVALID_CONFIG):
+ * Bounds beyond `limit >= 1` and `period_ns >= 1` (else RATE_E_INVALID_CONFIG), for a
+ * period other than `RATE_FOREVER`:
  * - RATE_GCRA: `period_ns / limit >= 1` and `burst * (period_ns / limit)` fits 64 bits.
  * - RATE_FIXED_WINDOW, RATE_SLIDING_WINDOW: `floor((2^64-1) / period_ns) *
  *   2^bits(limit) + limit <= 2^64 - 257`, where bits(limit) is the bit length of `limit`;
@@ -182,7 +192,7 @@ typedef struct rate_config {
    */
   uint64_t limit;
   /**
-   * P >= 1: the period in nanoseconds.
+   * P >= 1: the period in nanoseconds; `RATE_FOREVER` never ends.
    */
   uint64_t period_ns;
   /**

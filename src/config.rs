@@ -37,7 +37,8 @@ pub struct Config {
     pub algorithm: Algorithm,
     /// L ≥ 1: units admitted per period.
     pub limit: u64,
-    /// P ≥ 1: the period, in nanoseconds.
+    /// P ≥ 1: the period, in nanoseconds. [`Config::FOREVER`] is a period that never ends:
+    /// a rate of zero.
     pub period_ns: u64,
     /// GCRA only: the most units admitted at once; 0 means `limit`. The window
     /// algorithms ignore it.
@@ -45,6 +46,24 @@ pub struct Config {
 }
 
 impl Config {
+    /// A period that never ends, the last instant of the timeline (`u64::MAX` ns): a rule
+    /// that never refills, whatever its algorithm. GCRA admits its `burst` (0 means
+    /// `limit`) and then nothing ever, as a token bucket of rate zero; the fixed window,
+    /// the sliding window counter and the sliding log admit `limit` in one window or one
+    /// period that never ends. A denial's `retry_after_ns` is then `u64::MAX` ("never"),
+    /// and so is `reset_after_ns` once anything was admitted. `limit ≤ 2⁶⁴ − 257` (burst
+    /// too, for GCRA), and the log's cap of 2²⁰ does not apply: no log is kept.
+    ///
+    /// ```
+    /// use rate::{Config, Limiter};
+    /// // A free trial: 100 requests, ever.
+    /// let trial = Limiter::new(&Config::fixed_window(100, Config::FOREVER)).unwrap();
+    /// assert!(trial.acquire_at(100, 0).unwrap().allowed);
+    /// let denied = trial.acquire_at(1, 3_600_000_000_000).unwrap();
+    /// assert_eq!((denied.allowed, denied.retry_after_ns), (false, u64::MAX));
+    /// ```
+    pub const FOREVER: u64 = u64::MAX;
+
     /// A configuration for `algorithm` with no explicit burst.
     pub const fn new(algorithm: Algorithm, limit: u64, period_ns: u64) -> Self {
         Self {

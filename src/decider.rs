@@ -3,7 +3,7 @@
 //! table share every line of decision code and differ only in where the words live, who
 //! else may repurpose them (the [`Tenancy`]) and the time source they pass in.
 
-use crate::algorithm::{FixedWindow, Gcra, Rule, SlidingLog, SlidingWindow, Windows};
+use crate::algorithm::{Allowance, FixedWindow, Gcra, Rule, SlidingLog, SlidingWindow, Windows};
 use crate::config::Algorithm;
 use crate::config::Config;
 use crate::decision::Decision;
@@ -19,6 +19,8 @@ pub(crate) enum Decider {
     FixedWindow(FixedWindow),
     SlidingWindow(SlidingWindow),
     SlidingLog(SlidingLog),
+    /// Any algorithm with a period of [`Config::FOREVER`]: a rate of zero.
+    Allowance(Allowance),
 }
 
 /// Runs `$body` with `$algorithm` bound to the decider's algorithm, whichever it is.
@@ -29,6 +31,7 @@ macro_rules! dispatch {
             Decider::FixedWindow($algorithm) => $body,
             Decider::SlidingWindow($algorithm) => $body,
             Decider::SlidingLog($algorithm) => $body,
+            Decider::Allowance($algorithm) => $body,
         }
     };
 }
@@ -36,6 +39,10 @@ macro_rules! dispatch {
 impl Decider {
     pub(crate) fn new(config: &Config) -> Result<Self, Error> {
         let (limit, period_ns) = (config.limit, config.period_ns);
+        if period_ns == Config::FOREVER {
+            let allowance = Allowance::new(config.algorithm, limit, config.burst)?;
+            return Ok(Self::Allowance(allowance));
+        }
         Ok(match config.algorithm {
             Algorithm::Gcra => Self::Gcra(Gcra::new(limit, period_ns, config.burst)?),
             Algorithm::FixedWindow => {
@@ -67,7 +74,7 @@ impl Decider {
     /// is touched nothing can fail but the tenancy.
     #[inline]
     pub(crate) fn check(&self, n: u64, max_wait_ns: Option<u64>) -> Result<(), Error> {
-        if max_wait_ns.is_some() && !matches!(self, Self::Gcra(_)) {
+        if max_wait_ns.is_some() && self.algorithm() != Algorithm::Gcra {
             // The window algorithms have no queue to wait in, whatever `n` is.
             Err(Error::Unsupported)
         } else if n > self.limit() {
@@ -152,12 +159,25 @@ impl Decider {
         dispatch!(self, algorithm => algorithm.peek_at(state, tenancy, now_ns, n))
     }
 
+    /// The algorithm the configuration named.
+    #[inline]
+    pub(crate) fn algorithm(&self) -> Algorithm {
+        match self {
+            Self::Gcra(_) => Algorithm::Gcra,
+            Self::FixedWindow(_) => Algorithm::FixedWindow,
+            Self::SlidingWindow(_) => Algorithm::SlidingWindow,
+            Self::SlidingLog(_) => Algorithm::SlidingLog,
+            Self::Allowance(allowance) => allowance.configured(),
+        }
+    }
+
     /// Whether an admission can be given back ([`acquire_refundable_at`]): all but the
-    /// sliding log's.
+    /// sliding log's. A log that never refills could, but keeps the log's place in a
+    /// policy's order, so that a policy's rules can change between the two (`policy.rs`).
     ///
     /// [`acquire_refundable_at`]: Self::acquire_refundable_at
     pub(crate) fn gives_back(&self) -> bool {
-        !matches!(self, Self::SlidingLog(_))
+        self.algorithm() != Algorithm::SlidingLog
     }
 
     /// Acquires `n` units now, by `time`, reporting only whether they were admitted: on
@@ -255,7 +275,7 @@ mod tests {
         match decider {
             Decider::FixedWindow(fixed) => Some(&fixed.0),
             Decider::SlidingWindow(sliding) => Some(&sliding.0),
-            Decider::Gcra(_) | Decider::SlidingLog(_) => None,
+            Decider::Gcra(_) | Decider::SlidingLog(_) | Decider::Allowance(_) => None,
         }
     }
 

@@ -97,7 +97,7 @@ fn errors_are_typed() {
         Error::InvalidConfig(ConfigError::RateTooHigh)
     );
     assert_eq!(
-        invalid(Config::gcra(1, u64::MAX).with_burst(2)),
+        invalid(Config::gcra(1, u64::MAX - 1).with_burst(2)),
         Error::InvalidConfig(ConfigError::ToleranceTooLarge)
     );
     // τ = B·T must be at most END (a fresh bucket's B units must fit below it).

@@ -12,6 +12,9 @@
 
 #![cfg(not(loom))]
 
+mod common;
+
+use common::decision;
 use rate::{Algorithm, Config, ConfigError, Decision, Error, Limiter};
 use std::collections::BTreeMap;
 
@@ -436,17 +439,6 @@ fn sliding_log_matches_its_model() {
     random_runs(Algorithm::SlidingLog, LogModel::new);
 }
 
-fn decision(allowed: bool, limit: u64, remaining: u64, retry: u64, reset: u64) -> Decision {
-    Decision {
-        allowed,
-        limit,
-        remaining,
-        retry_after_ns: retry,
-        reset_after_ns: reset,
-        wait_ns: 0,
-    }
-}
-
 #[test]
 fn seed_fixed_window_two_per_minute() {
     let limiter = Limiter::new(&Config::fixed_window(2, MINUTE)).unwrap();
@@ -608,9 +600,10 @@ fn config_bounds() {
         );
         assert!(Limiter::new(&Config::new(algorithm, 1, 3)).is_ok());
         assert!(Limiter::new(&Config::new(algorithm, 250_000_000, SECOND)).is_ok());
-        assert!(Limiter::new(&Config::new(algorithm, (1 << 63) - 257, u64::MAX)).is_ok());
+        // P = 2⁶⁴ − 2: the longest period that ends (2⁶⁴ − 1 never does: an allowance).
+        assert!(Limiter::new(&Config::new(algorithm, (1 << 63) - 257, u64::MAX - 1)).is_ok());
         assert_eq!(
-            invalid(algorithm, (1 << 63) - 256, u64::MAX),
+            invalid(algorithm, (1 << 63) - 256, u64::MAX - 1),
             Error::InvalidConfig(ConfigError::LimitTooLarge)
         );
     }
@@ -622,43 +615,46 @@ fn config_bounds() {
     );
     assert!(Limiter::new(&Config::sliding_log(1 << 20, 1 << 21)).is_ok());
     assert_eq!(
-        invalid(Algorithm::SlidingLog, (1 << 20) + 1, u64::MAX),
+        invalid(Algorithm::SlidingLog, (1 << 20) + 1, u64::MAX - 1),
         Error::InvalidConfig(ConfigError::LimitTooLarge)
     );
 }
 
 #[test]
 fn extreme_configs_decide_without_overflow() {
-    // One window spans the whole timeline: window 1 starts at u64::MAX, window 2 never.
+    // One window spans the timeline but its last instant: window 1 starts at u64::MAX − 1,
+    // window 2 never.
     let huge = (1u64 << 63) - 257;
-    let fixed = Limiter::new(&Config::fixed_window(huge, u64::MAX)).unwrap();
+    let period = u64::MAX - 1;
+    let fixed = Limiter::new(&Config::fixed_window(huge, period)).unwrap();
     assert_eq!(
         fixed.acquire_at(huge, 7).unwrap(),
-        decision(true, huge, 0, 0, u64::MAX - 7)
+        decision(true, huge, 0, 0, period - 7)
     );
     assert_eq!(
-        fixed.acquire_at(1, u64::MAX - 1).unwrap(),
+        fixed.acquire_at(1, period - 1).unwrap(),
         decision(false, huge, 0, 1, 1)
     );
     assert_eq!(
-        fixed.acquire_at(1, u64::MAX).unwrap(),
+        fixed.acquire_at(1, period).unwrap(),
         decision(true, huge, huge - 1, 0, u64::MAX)
     );
     // The sliding window's full window weighs on window 1 too, and window 2 never comes.
-    let sliding = Limiter::new(&Config::sliding_window(huge, u64::MAX)).unwrap();
+    let sliding = Limiter::new(&Config::sliding_window(huge, period)).unwrap();
     assert_eq!(
         sliding.acquire_at(huge, 7).unwrap(),
         decision(true, huge, 0, 0, u64::MAX)
     );
     assert_eq!(
-        sliding.acquire_at(1, u64::MAX - 1).unwrap(),
+        sliding.acquire_at(1, period - 1).unwrap(),
         decision(false, huge, 0, u64::MAX, u64::MAX)
     );
     assert_eq!(
-        sliding.acquire_at(1, u64::MAX).unwrap(),
+        sliding.acquire_at(1, period).unwrap(),
         decision(false, huge, 0, u64::MAX, u64::MAX)
     );
-    let log = Limiter::new(&Config::sliding_log(1 << 20, u64::MAX)).unwrap();
+    // Logged at 5, the units expire at 5 + P = 2⁶⁴ + 3: past the timeline.
+    let log = Limiter::new(&Config::sliding_log(1 << 20, period)).unwrap();
     assert!(log.acquire_at(1 << 20, 5).unwrap().allowed);
     assert_eq!(
         log.acquire_at(1, 6).unwrap(),

@@ -70,9 +70,10 @@ func TestConfigErrorsNameTheFieldAndTheBound(t *testing.T) {
 			"limit 1000000001: must be at most 1000000000 for GCRA with period_ns 1000000000 (at most one unit per ns)"},
 		{librate.Config{Algorithm: 99, Limit: 1, Period: time.Second},
 			"algorithm 99: must be 0 (GCRA), 1 (fixed window), 2 (sliding window) or 3 (sliding log)"},
-		// T = P = 2^63 - 1 ns; 2T = 2^64 - 2 is one past 2^64 - 257, so only B = 1 fits.
-		{librate.Config{Limit: 1, Period: librate.Never, Burst: 3},
-			"burst 3: must be at most 1 for GCRA with limit 1 and period_ns 9223372036854775807 " + tolerance},
+		// T = P = 2^63 - 2 ns; 2T = 2^64 - 4 is past 2^64 - 257, so only B = 1 fits. (A
+		// Period of Never is Forever, which never refills: valid.)
+		{librate.Config{Limit: 1, Period: librate.Never - 1, Burst: 3},
+			"burst 3: must be at most 1 for GCRA with limit 1 and period_ns 9223372036854775806 " + tolerance},
 		// floor((2^64-1) / 10^9) * 2^bits(L) + L <= 2^64-257 holds for 29 bits, not 30.
 		{librate.Config{Algorithm: librate.FixedWindow, Limit: 1e9, Period: time.Second},
 			"limit 1000000000: must be at most 536870911 for the fixed window with period_ns 1000000000"},

@@ -108,12 +108,19 @@ func (a Algorithm) String() string {
 	}
 }
 
+// Forever is the Period that never ends: a rule that never refills, a rate of zero.
+// GCRA admits Burst units (0: Limit), ever; the other algorithms Limit units, ever; a
+// denial's RetryAfter is then Never, and so is ResetAfter once anything was admitted.
+// It is C's RATE_FOREVER (2⁶⁴−1 ns), which no time.Duration holds: a Period of
+// math.MaxInt64 (292 years, the same value as Never) stands for it.
+const Forever = Never
+
 // Config is what a limiter enforces: at most Limit units per Period.
 type Config struct {
 	Algorithm Algorithm
 	// Limit is L ≥ 1, the units admitted per Period.
 	Limit uint64
-	// Period is P > 0.
+	// Period is P > 0, or Forever.
 	Period time.Duration
 	// Burst is, for GCRA only, the most units admitted at once; 0 means Limit. The
 	// window algorithms ignore it.
@@ -126,10 +133,14 @@ func (c Config) toC() (C.rate_config, error) {
 	if c.Period <= 0 {
 		return C.rate_config{}, &ConfigError{Reason: fmt.Sprintf("period %v: must be at least 1ns", c.Period)}
 	}
+	periodNs := C.uint64_t(c.Period)
+	if c.Period == Forever {
+		periodNs = C.RATE_FOREVER
+	}
 	return C.rate_config{
 		algorithm: C.uint32_t(c.Algorithm),
 		limit:     C.uint64_t(c.Limit),
-		period_ns: C.uint64_t(c.Period),
+		period_ns: periodNs,
 		burst:     C.uint64_t(c.Burst),
 	}, nil
 }

@@ -331,8 +331,8 @@ func TestErrors(t *testing.T) {
 		{"zero limit", librate.Config{Period: time.Second}, librate.ErrInvalidConfig},
 		{"unknown algorithm", librate.Config{Algorithm: 99, Limit: 1, Period: time.Second}, librate.ErrInvalidConfig},
 		{"more than one unit per ns", librate.Config{Limit: 10, Period: 9}, librate.ErrInvalidConfig},
-		// T = 2⁶³−1 ns and B = 3: B·T does not fit 64 bits.
-		{"tolerance overflows", librate.Config{Limit: 1, Period: librate.Never, Burst: 3}, librate.ErrInvalidConfig},
+		// T = 2⁶³−2 ns and B = 3: B·T does not fit 64 bits.
+		{"tolerance overflows", librate.Config{Limit: 1, Period: librate.Never - 1, Burst: 3}, librate.ErrInvalidConfig},
 	}
 	for _, c := range configs {
 		if l, err := librate.New(c.config); !errors.Is(err, c.want) || l != nil {
@@ -427,20 +427,22 @@ func TestHugeDurations(t *testing.T) {
 	check("AcquireAt(1, M)", func() (librate.Decision, error) { return l.AcquireAt(1, M) },
 		librate.Decision{Allowed: true, Limit: 1, ResetAfter: time.Second})
 
-	// The longest period: 1 per M, burst 1, so T = τ = M. The second unit is due at 2M,
-	// a wait of M: the most a Duration holds.
-	long := mustGCRA(t, 1, M, 1)
+	// The longest period that ends (M is Forever): 1 per M − 1, burst 1, so T = τ =
+	// M − 1. The first unit's TAT plus τ, and the second unit's TAT, would be 2⁶⁴ − 4,
+	// past the largest storable TAT: the bucket is never full again, and the second unit
+	// never admitted (Never).
+	long := mustGCRA(t, 1, M-1, 1)
 	check("first unit", func() (librate.Decision, error) { return long.AcquireAt(1, 0) },
 		librate.Decision{Allowed: true, Limit: 1, ResetAfter: M})
 	check("second unit", func() (librate.Decision, error) { return long.AcquireAt(1, 0) },
 		librate.Decision{Limit: 1, RetryAfter: M, ResetAfter: M})
 
-	// 2 per M, burst 1: T = τ = 2⁶²−1. Three reserves at 0 that accept waiting M: the
-	// third waits 2T = M − 1 (exact) and the bucket is full again only at 3T > M
+	// 2 per M − 1, burst 1: T = τ = 2⁶²−1. Three reserves at 0 that accept waiting M:
+	// the third waits 2T = M − 1 (exact) and the bucket is full again only at 3T > M
 	// (saturated).
-	shaper := mustGCRA(t, 2, M, 1)
+	shaper := mustGCRA(t, 2, M-1, 1)
 	reserve := func() (librate.Decision, error) { return shaper.ReserveAt(1, 0, M) }
-	T := M / 2
+	T := (M - 1) / 2
 	check("first reserve", reserve, librate.Decision{Allowed: true, Limit: 1, ResetAfter: T})
 	check("second reserve", reserve, librate.Decision{Allowed: true, Limit: 1, ResetAfter: 2 * T, Wait: T})
 	check("third reserve", reserve, librate.Decision{Allowed: true, Limit: 1, ResetAfter: librate.Never, Wait: 2 * T})

@@ -11,8 +11,10 @@
 //! - `windows.rs`: the timeline cut into windows, and the packed `(window, count)` word.
 //! - `fixed_window.rs`, `sliding_window.rs`: the two window counters.
 //! - `sliding_log.rs`: the exact log of admitted timestamps.
+//! - `allowance.rs`: any of them with a period that never ends (a rate of zero).
 //! - `divisor.rs`: division by a constant without a `div`, for GCRA's `remaining`.
 
+mod allowance;
 mod divisor;
 mod fixed_window;
 mod gcra;
@@ -20,6 +22,7 @@ mod sliding_log;
 mod sliding_window;
 mod windows;
 
+pub(crate) use allowance::Allowance;
 pub(crate) use fixed_window::FixedWindow;
 pub(crate) use gcra::Gcra;
 pub(crate) use sliding_log::{Claim, LogRead, SlidingLog};

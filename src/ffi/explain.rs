@@ -405,19 +405,20 @@ mod tests {
                  9223372036854775807 (burst x (period_ns / limit) must be at most 2^64 - 257 ns)"
             )
         );
-        // L = 2: 2 * floor(P / 2) <= 2^64 - 257 holds up to P = 2^64 - 257.
+        // L = 2: 2 * floor(P / 2) <= 2^64 - 257 holds up to P = 2^64 - 257 (and P = 2^64 - 1
+        // is the period that never ends, which every limit accepts).
         assert_eq!(
-            explained(config(RATE_GCRA, 2, u64::MAX, 0)),
+            explained(config(RATE_GCRA, 2, u64::MAX - 1, 0)),
             invalid(
-                "period_ns 18446744073709551615: must be at most 18446744073709551359 for \
+                "period_ns 18446744073709551614: must be at most 18446744073709551359 for \
                  GCRA with limit 2 (limit x (period_ns / limit) must be at most 2^64 - 257 ns)"
             )
         );
         // burst 0 means limit: L = 1, T = P, so P itself must be at most 2^64 - 257.
         assert_eq!(
-            explained(config(RATE_GCRA, 1, u64::MAX, 0)),
+            explained(config(RATE_GCRA, 1, u64::MAX - 1, 0)),
             invalid(
-                "period_ns 18446744073709551615: must be at most 18446744073709551359 for \
+                "period_ns 18446744073709551614: must be at most 18446744073709551359 for \
                  GCRA with limit 1 (limit x (period_ns / limit) must be at most 2^64 - 257 ns)"
             )
         );

@@ -14,9 +14,17 @@ pub const RATE_SLIDING_WINDOW: u32 = 2;
 /// Algorithm: sliding window log (exact rolling count).
 pub const RATE_SLIDING_LOG: u32 = 3;
 
+/// `period_ns`: a period that never ends, a rule that never refills (a rate of zero).
+/// RATE_GCRA admits `burst` (0 means `limit`) units, ever; the other algorithms `limit`
+/// units, ever. A denial's `retry_after_ns` is then `UINT64_MAX` ("never"), and so is
+/// `reset_after_ns` once anything was admitted. Bound: `limit` (and GCRA's `burst`)
+/// `<= 2^64 - 257`; the sliding log's cap of 2^20 does not apply. State: 8 bytes.
+pub const RATE_FOREVER: u64 = u64::MAX;
+
 /// What a limiter enforces: at most `limit` units per `period_ns`.
 ///
-/// Bounds beyond `limit >= 1` and `period_ns >= 1` (else RATE_E_INVALID_CONFIG):
+/// Bounds beyond `limit >= 1` and `period_ns >= 1` (else RATE_E_INVALID_CONFIG), for a
+/// period other than `RATE_FOREVER`:
 /// - RATE_GCRA: `period_ns / limit >= 1` and `burst * (period_ns / limit)` fits 64 bits.
 /// - RATE_FIXED_WINDOW, RATE_SLIDING_WINDOW: `floor((2^64-1) / period_ns) *
 ///   2^bits(limit) + limit <= 2^64 - 257`, where bits(limit) is the bit length of `limit`;
@@ -33,7 +41,7 @@ pub struct rate_config {
     pub algorithm: u32,
     /// L >= 1: units admitted per period.
     pub limit: u64,
-    /// P >= 1: the period in nanoseconds.
+    /// P >= 1: the period in nanoseconds; `RATE_FOREVER` never ends.
     pub period_ns: u64,
     /// GCRA only: the most units admitted at once; 0 means `limit`. Ignored by the
     /// window algorithms.

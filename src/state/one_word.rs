@@ -1,4 +1,5 @@
-//! States of one word: GCRA's TAT and the fixed window's packed `(window, count)`. Every
+//! States of one word: GCRA's TAT, the fixed window's packed `(window, count)` and an
+//! allowance's units used. Every
 //! operation is one [`decide_and_swap`] on the word, deciding with the algorithm's pure
 //! rule on the value it read; a denial or a query never writes.
 //!
@@ -10,7 +11,7 @@
 
 use super::cell::{decide_and_swap, Tenancy};
 use super::{Refund, Stored};
-use crate::algorithm::{Algorithm, FixedWindow, Gcra, Settled};
+use crate::algorithm::{Algorithm, Allowance, FixedWindow, Gcra, Settled};
 use crate::decision::Decision;
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
@@ -29,6 +30,10 @@ impl OneWord for Gcra {
 }
 
 impl OneWord for FixedWindow {
+    const HINTED: bool = false;
+}
+
+impl OneWord for Allowance {
     const HINTED: bool = false;
 }
 

@@ -140,13 +140,13 @@ static int test_new_rejects_invalid_configs(void) {
         {RATE_GCRA, MAX, MAX - 1, 0},       /* T = floor((2^64-2) / (2^64-1)) = 0 */
         {4, 1, SECOND, 0},                  /* no algorithm 4 */
         {UINT32_MAX, 1, SECOND, 0},         /* nor 2^32-1 */
-        {RATE_GCRA, 1, MAX, 2},             /* T = 2^64-1, B*T = 2*(2^64-1) > 2^64-1 */
-        {RATE_GCRA, 2, MAX, 3},             /* T = 2^63-1, B*T = 3*2^63-3 > 2^64-1 */
+        {RATE_GCRA, 1, MAX - 1, 2},         /* T = 2^64-2, B*T = 2*(2^64-2) > 2^64-1 */
+        {RATE_GCRA, 2, MAX - 1, 3},         /* T = 2^63-1, B*T = 3*2^63-3 > 2^64-1 */
         {RATE_GCRA, 1, UINT64_C(1) << 32, UINT64_C(1) << 32}, /* B*T = 2^64 */
         {RATE_GCRA, 1, SECOND, MAX},        /* B*T = (2^64-1)*10^9 */
         {RATE_GCRA, 1, END + 1, 1},         /* B*T = 2^64-256 > END */
-        {RATE_GCRA, MAX, MAX, 0},           /* T = 1, B*T = 2^64-1 > END */
-        {RATE_GCRA, 2, MAX, 0},             /* T = 2^63-1, B*T = 2^64-2 > END */
+        {RATE_GCRA, MAX, MAX, 0},           /* RATE_FOREVER: 2^64-1 units > END */
+        {RATE_GCRA, 2, MAX - 1, 0},         /* T = 2^63-1, B*T = 2^64-2 > END */
     };
     size_t i;
     for (i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {

@@ -148,7 +148,7 @@ static int test_invalid_configs(void) {
         {RATE_SLIDING_LOG, 0, SECOND},
         {RATE_SLIDING_LOG, 1, 0},
         {RATE_SLIDING_LOG, 3, 3},
-        {RATE_SLIDING_LOG, (UINT64_C(1) << 20) + 1, UINT64_MAX},
+        {RATE_SLIDING_LOG, (UINT64_C(1) << 20) + 1, UINT64_MAX - 1},
         {4, 1, SECOND},
     };
     size_t i;
@@ -214,6 +214,26 @@ static int test_burst_is_ignored(void) {
     return 0;
 }
 
+/* RATE_FOREVER never refills: every algorithm admits its allowance once (GCRA its burst),
+ * at any times, and reports UINT64_MAX ("never") for what never comes. */
+static int test_forever(void) {
+    static const uint32_t algorithms[] = {RATE_GCRA, RATE_FIXED_WINDOW, RATE_SLIDING_WINDOW,
+                                          RATE_SLIDING_LOG};
+    size_t i;
+    for (i = 0; i < sizeof algorithms / sizeof algorithms[0]; i++) {
+        rate_config config = config_of(algorithms[i], 3, RATE_FOREVER);
+        rate_limiter *limiter = NULL;
+        rate_decision d;
+        CHECK(rate_limiter_new(&config, &limiter) == RATE_OK);
+        CHECK(rate_limiter_acquire_at(limiter, 2, UINT64_MAX, &d) == RATE_OK);
+        CHECK(is(&d, 1, 3, 1, 0, UINT64_MAX));
+        CHECK(rate_limiter_acquire_at(limiter, 2, 0, &d) == RATE_LIMITED);
+        CHECK(is(&d, 0, 3, 1, UINT64_MAX, UINT64_MAX));
+        rate_limiter_free(limiter);
+    }
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_fixed_window_seed),
@@ -224,6 +244,7 @@ int main(void) {
         TEST_CASE(test_invalid_configs),
         TEST_CASE(test_acquire_now_without_out),
         TEST_CASE(test_burst_is_ignored),
+        TEST_CASE(test_forever),
     };
     return run_tests("test_windows", cases, sizeof cases / sizeof cases[0]);
 }

@@ -88,3 +88,21 @@ pub fn smallest(bound: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
     }
     high
 }
+
+/// A decision with these fields and no wait: every decision but a reserve's.
+pub fn decision(
+    allowed: bool,
+    limit: u64,
+    remaining: u64,
+    retry: u64,
+    reset: u64,
+) -> rate::Decision {
+    rate::Decision {
+        allowed,
+        limit,
+        remaining,
+        retry_after_ns: retry,
+        reset_after_ns: reset,
+        wait_ns: 0,
+    }
+}

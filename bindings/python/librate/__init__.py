@@ -31,6 +31,7 @@ from ._errors import (
     Unsupported,
 )
 from ._ffi import lib as _lib
+from ._convert import FOREVER
 from ._limiter import ALGORITHMS, Config, KeyedLimiter, Limiter
 from ._policy import Policy
 from ._stats import KeyedStats
@@ -49,6 +50,7 @@ __all__ = [
     "Config",
     "Incompatible",
     "Decision",
+    "FOREVER",
     "InsufficientCapacity",
     "InternalError",
     "InvalidConfig",

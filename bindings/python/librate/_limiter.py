@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 from . import _waiting
-from ._convert import U64_MAX, Duration, duration_ns, key_bytes, u64
+from ._convert import FOREVER, U64_MAX, Duration, duration_ns, key_bytes, u64
 from ._decision import Decision, seconds
 from ._decorator import decorate
 from ._errors import InvalidConfig, LibrateError, RateLimited, error_for
@@ -266,7 +266,10 @@ def _config(algorithm: object, limit: object, period: object, burst: object) -> 
     """The Config of the constructors' arguments, ``period`` in seconds or a
     ``timedelta``: a period under 1 ns (which would round to 0) is an ``InvalidConfig``,
     and Config checks the rest. Every bad value is an ``InvalidConfig`` naming the field,
-    its value and the bound (or a ``TypeError``)."""
+    its value and the bound (or a ``TypeError``). ``FOREVER`` (``math.inf``) is the
+    period that never ends, 2**64-1 ns: a rule that never refills."""
+    if period == FOREVER:
+        return Config(algorithm, limit, U64_MAX, burst)  # type: ignore[arg-type]
     period_ns = duration_ns(period, "period", least_ns=1, error=InvalidConfig)
     return Config(algorithm, limit, period_ns, burst)  # type: ignore[arg-type]
 

@@ -85,7 +85,6 @@ def test_status_constants_are_the_contract() -> None:
         ({"period": -1}, ValueError),
         ({"period": timedelta(microseconds=-1)}, ValueError),
         ({"period": math.nan}, ValueError),
-        ({"period": math.inf}, ValueError),
         ({"period": 18_446_744_074}, ValueError),  # past 2**64-1 ns
         ({"period": 1e300}, ValueError),
         ({"period": "1"}, TypeError),

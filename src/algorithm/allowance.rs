@@ -1,0 +1,173 @@
+//! A rule that never refills: a period of [`Config::FOREVER`](crate::Config::FOREVER), the
+//! rate of zero. Every algorithm means the same by it: an allowance of C units over the
+//! whole timeline, then nothing ever (GCRA: its burst B, so C = B, as a token bucket of
+//! rate 0; the window algorithms and the log: their limit, so C = L, one window or one
+//! period that never ends).
+//!
+//! The state is one word, the units used so far, `u ≤ C ≤` [`MAX_STATE`]: it only grows
+//! and no time is in it. A request of n units is admitted iff `u + n ≤ C`.
+//!
+//! Decision fields, "never" being `u64::MAX` (no `now + d` reaches it):
+//! `remaining = C − u` after the decision; `retry_after_ns` is 0 when admitted, else
+//! `u64::MAX`; `reset_after_ns` is `u64::MAX` once anything was used, else 0. A GCRA
+//! reserve never waits: it is admitted with `wait_ns` 0 or denied as an acquire is.
+//!
+//! ```
+//! use rate::{Config, Limiter};
+//! // Three units, ever.
+//! let trial = Limiter::new(&Config::gcra(3, Config::FOREVER)).unwrap();
+//! assert!(trial.acquire_at(2, 0).unwrap().allowed);
+//! let last = trial.acquire_at(1, 1_000).unwrap();
+//! assert_eq!((last.remaining, last.reset_after_ns), (0, u64::MAX));
+//! let denied = trial.acquire_at(1, u64::MAX).unwrap();
+//! assert_eq!((denied.allowed, denied.retry_after_ns), (false, u64::MAX));
+//! ```
+
+use super::{Algorithm, Outcome, Rule, Settled, MAX_STATE};
+use crate::config::Algorithm as Configured;
+use crate::decision::Decision;
+use crate::error::ConfigError;
+
+/// A validated rule of rate zero: C units, never refilled.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Allowance {
+    /// C: the units ever admitted.
+    capacity: u64,
+    /// The algorithm the configuration named: GCRA keeps its reserve.
+    configured: Configured,
+}
+
+impl Allowance {
+    /// The allowance of a configuration whose period is `FOREVER`: GCRA's burst (0 means
+    /// `limit`), the others' `limit`.
+    pub(crate) fn new(configured: Configured, limit: u64, burst: u64) -> Result<Self, ConfigError> {
+        if limit == 0 {
+            return Err(ConfigError::ZeroLimit);
+        }
+        let capacity = match configured {
+            Configured::Gcra if burst > 0 => burst,
+            _ => limit,
+        };
+        if capacity > MAX_STATE {
+            return Err(ConfigError::LimitTooLarge);
+        }
+        Ok(Self {
+            capacity,
+            configured,
+        })
+    }
+
+    /// The algorithm the configuration named.
+    pub(crate) fn configured(&self) -> Configured {
+        self.configured
+    }
+
+    /// The units used, `u` read as at most C (a word from a file another process writes
+    /// may hold anything).
+    #[inline(always)]
+    pub(crate) fn used(&self, word: u64) -> u64 {
+        word.min(self.capacity)
+    }
+}
+
+impl Rule for Allowance {
+    /// C: the units ever admitted.
+    #[inline(always)]
+    fn limit(&self) -> u64 {
+        self.capacity
+    }
+}
+
+impl Algorithm<u64> for Allowance {
+    /// The units used after the admission.
+    type Update = u64;
+
+    #[inline(always)]
+    fn decide(&self, word: &u64, _now: u64, n: u64) -> Outcome<u64> {
+        let used = self.used(*word);
+        let allowed = used + n <= self.capacity;
+        let after = if allowed { used + n } else { used };
+        let decision = Decision {
+            allowed,
+            limit: self.capacity,
+            remaining: self.capacity - after,
+            retry_after_ns: if allowed { 0 } else { u64::MAX },
+            reset_after_ns: if after > 0 { u64::MAX } else { 0 },
+            wait_ns: 0,
+        };
+        Outcome {
+            decision,
+            update: (allowed && n > 0).then_some(after),
+        }
+    }
+
+    #[inline(always)]
+    fn try_decide(&self, word: &u64, _now: u64, n: u64) -> Option<u64> {
+        let used = self.used(*word);
+        (used + n <= self.capacity).then_some(used + n)
+    }
+
+    /// No time is in the state: every interval decides as any instant in it.
+    #[inline(always)]
+    fn settle(&self, word: &u64, earliest: u64, _latest: u64, n: u64) -> Settled<u64> {
+        match self.try_decide(word, earliest, n) {
+            Some(after) => Settled::Admit(after),
+            None => Settled::Deny,
+        }
+    }
+
+    /// Fresh only while nothing was used: the units never come back.
+    fn is_fresh(&self, word: &u64, _now: u64) -> bool {
+        self.used(*word) == 0
+    }
+
+    #[inline(always)]
+    fn denied_through(&self, word: &u64, _latest: u64, n: u64) -> bool {
+        self.used(*word) + n > self.capacity
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_capacity_is_the_burst_for_gcra_and_the_limit_otherwise() {
+        let gcra = Allowance::new(Configured::Gcra, 10, 3).unwrap();
+        assert_eq!(gcra.limit(), 3);
+        assert_eq!(Allowance::new(Configured::Gcra, 10, 0).unwrap().limit(), 10);
+        let log = Allowance::new(Configured::SlidingLog, 10, 3).unwrap();
+        assert_eq!(log.limit(), 10);
+        assert_eq!(
+            Allowance::new(Configured::FixedWindow, 0, 0).unwrap_err(),
+            ConfigError::ZeroLimit
+        );
+        assert_eq!(
+            Allowance::new(Configured::Gcra, 1, MAX_STATE + 1).unwrap_err(),
+            ConfigError::LimitTooLarge
+        );
+    }
+
+    #[test]
+    fn admits_the_capacity_once_and_reports_never() {
+        let allowance = Allowance::new(Configured::FixedWindow, 5, 0).unwrap();
+        let first = allowance.decide(&0, 7, 0);
+        assert_eq!(first.update, None);
+        assert_eq!(
+            (first.decision.remaining, first.decision.reset_after_ns),
+            (5, 0)
+        );
+        let taken = allowance.decide(&0, 7, 4);
+        assert_eq!(taken.update, Some(4));
+        assert_eq!(taken.decision.remaining, 1);
+        assert_eq!(taken.decision.reset_after_ns, u64::MAX);
+        let denied = allowance.decide(&4, u64::MAX, 2);
+        assert_eq!(denied.update, None);
+        assert!(!denied.decision.allowed);
+        assert_eq!(denied.decision.retry_after_ns, u64::MAX);
+        assert_eq!(denied.decision.remaining, 1);
+        assert_eq!(allowance.settle(&4, 0, u64::MAX, 1), Settled::Admit(5));
+        assert_eq!(allowance.settle(&5, 0, 0, 1), Settled::Deny);
+        assert!(allowance.is_fresh(&0, u64::MAX) && !allowance.is_fresh(&1, 0));
+    }
+}

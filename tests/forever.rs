@@ -1,0 +1,115 @@
+//! A rule that never refills: a period of `Config::FOREVER` (u64::MAX ns), for every
+//! algorithm, through limiters, keyed tables and policies. Every expected value follows
+//! from the definition: C units ever (GCRA: its burst, else its limit), "never" reported
+//! as u64::MAX.
+
+mod common;
+
+use common::decision;
+use rate::{Algorithm, Config, ConfigError, Error, KeyedLimiter, Limiter, Policy};
+
+const ALGORITHMS: [Algorithm; 4] = [
+    Algorithm::Gcra,
+    Algorithm::FixedWindow,
+    Algorithm::SlidingWindow,
+    Algorithm::SlidingLog,
+];
+
+#[test]
+fn every_algorithm_admits_its_allowance_once_at_any_times() {
+    for algorithm in ALGORITHMS {
+        let limiter = Limiter::new(&Config::new(algorithm, 3, Config::FOREVER)).unwrap();
+        let never = u64::MAX;
+        assert_eq!(
+            limiter.acquire_at(0, 0).unwrap(),
+            decision(true, 3, 3, 0, 0)
+        );
+        assert_eq!(
+            limiter.acquire_at(2, 0).unwrap(),
+            decision(true, 3, 1, 0, never)
+        );
+        // Time going backwards or to the end of the timeline changes nothing.
+        assert_eq!(
+            limiter.acquire_at(2, u64::MAX).unwrap(),
+            decision(false, 3, 1, never, never)
+        );
+        assert_eq!(
+            limiter.acquire_at(1, 5).unwrap(),
+            decision(true, 3, 0, 0, never)
+        );
+        assert!(!limiter.try_acquire(1).unwrap(), "{algorithm:?}");
+        assert_eq!(limiter.acquire_at(4, 0), Err(Error::InsufficientCapacity));
+        // A reset gives the allowance back.
+        limiter.reset();
+        assert!(limiter.try_acquire(3).unwrap(), "{algorithm:?}");
+    }
+}
+
+#[test]
+fn gcra_admits_its_burst_and_keeps_its_reserve() {
+    let limiter = Limiter::new(&Config::gcra(10, Config::FOREVER).with_burst(2)).unwrap();
+    // A reserve never waits: admitted at once while units are left, else denied for ever.
+    assert_eq!(
+        limiter.reserve_at(1, 0, 1_000).unwrap(),
+        decision(true, 2, 1, 0, u64::MAX)
+    );
+    assert!(limiter.acquire_at(1, 0).unwrap().allowed);
+    assert_eq!(
+        limiter.reserve_at(1, 0, u64::MAX).unwrap(),
+        decision(false, 2, 0, u64::MAX, u64::MAX)
+    );
+    // The windows have no queue, forever or not.
+    let window = Limiter::new(&Config::fixed_window(2, Config::FOREVER)).unwrap();
+    assert_eq!(window.reserve_at(1, 0, 1), Err(Error::Unsupported));
+}
+
+#[test]
+fn bounds_of_an_allowance() {
+    let invalid = |config: Config| Limiter::new(&config).unwrap_err();
+    for algorithm in ALGORITHMS {
+        assert_eq!(
+            invalid(Config::new(algorithm, 0, Config::FOREVER)),
+            Error::InvalidConfig(ConfigError::ZeroLimit)
+        );
+        // Up to 2⁶⁴ − 257 units, the log's cap of 2²⁰ included: no log is kept.
+        let most = u64::MAX - 256;
+        let limiter = Limiter::new(&Config::new(algorithm, most, Config::FOREVER)).unwrap();
+        assert_eq!(limiter.acquire_at(most, 0).unwrap().remaining, 0);
+        assert_eq!(
+            invalid(Config::new(algorithm, most + 1, Config::FOREVER)),
+            Error::InvalidConfig(ConfigError::LimitTooLarge)
+        );
+    }
+}
+
+#[test]
+fn keyed_tables_keep_each_keys_allowance() {
+    let table = KeyedLimiter::new(&Config::sliding_window(2, Config::FOREVER), 16).unwrap();
+    assert!(table.acquire_at(b"alice", 2, 0).unwrap().allowed);
+    assert_eq!(
+        table.acquire_at(b"alice", 1, u64::MAX).unwrap(),
+        decision(false, 2, 0, u64::MAX, u64::MAX)
+    );
+    assert_eq!(
+        table.acquire_at(b"bob", 1, u64::MAX).unwrap(),
+        decision(true, 2, 1, 0, u64::MAX)
+    );
+}
+
+#[test]
+fn a_policy_of_a_quota_and_a_rate() {
+    const SECOND: u64 = 1_000_000_000;
+    // 2 a second, 3 ever.
+    let policy = Policy::new(&[
+        Config::gcra(2, SECOND),
+        Config::fixed_window(3, Config::FOREVER),
+    ])
+    .unwrap();
+    assert!(policy.acquire_at(2, 0).unwrap().decision.allowed);
+    let denied = policy.acquire_at(2, SECOND).unwrap();
+    assert_eq!(denied.denied_by, Some(1));
+    assert_eq!(denied.decision.retry_after_ns, u64::MAX);
+    // The rate rule gave its units back: 1 more is admitted at once.
+    assert!(policy.acquire_at(1, SECOND).unwrap().decision.allowed);
+    assert_eq!(policy.acquire_at(1, 9 * SECOND).unwrap().denied_by, Some(1));
+}
