@@ -232,6 +232,9 @@ impl PolicyScript {
 fn script_of(config: &Config, decider: &Decider) -> Result<(&'static str, Vec<u64>), Error> {
     let not_exact = Error::InvalidConfig(ConfigError::NotExactOnRedis);
     match config.algorithm {
+        // A rule that never refills (an allowance) has no script: refused, rather than
+        // run as a bucket refilling once per 2⁶⁴/L ns.
+        _ if config.period_ns == Config::FOREVER => Err(not_exact),
         Algorithm::Gcra => {
             let burst = decider.limit();
             let emission_interval = config.period_ns / config.limit;
