@@ -26,6 +26,8 @@ pub enum ConfigError {
     NotExactOnRedis,
     /// Policies: no rule, or more than [`MAX_RULES`](crate::MAX_RULES).
     PolicyRules,
+    /// Policies: a request's costs, one per rule, are not as many as the rules.
+    PolicyCosts,
 }
 
 impl ConfigError {
@@ -45,6 +47,7 @@ impl ConfigError {
                 "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns"
             }
             Self::PolicyRules => "a policy has 1 to 8 rules",
+            Self::PolicyCosts => "a policy request gives one cost per rule",
         }
     }
 }

@@ -42,6 +42,8 @@
 //! - `recover.rs`: a shared table's claim registry, and the recovery of a claim whose
 //!   process died; `owner.rs`: process tokens and liveness.
 //! - `reset.rs`: reset a key, by retiring its slot (**Retire**).
+//! - `give_back.rs`: a keyed policy's admissions, and giving them back (**In place**, **An
+//!   insert**).
 //! - `stats.rs`: what a dashboard reads: sizes, live keys, refusals.
 //!
 //! The protocol's argument is written beside the code it justifies: each bold name above
@@ -56,6 +58,7 @@
 mod batch;
 mod build;
 mod claim;
+mod give_back;
 mod hasher;
 mod insert;
 mod layout;
@@ -65,6 +68,7 @@ mod recover;
 mod reset;
 mod stats;
 
+pub(crate) use self::give_back::KeyedRefund;
 pub use self::hasher::KeyHasher;
 use self::insert::Request;
 use self::layout::{Layout, Located, SLOTS_PER_KEY};
@@ -156,6 +160,12 @@ impl<S> KeyedLimiter<S> {
         // SAFETY: `words` points to `layout.words()` words owned by `_memory` for this
         // value's life, aligned, and only ever accessed atomically.
         unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.layout.words()) }
+    }
+
+    /// The rule every key's state follows, for a keyed policy of several
+    /// (`src/policy/keyed.rs`).
+    pub(crate) fn decider(&self) -> &Decider {
+        &self.decider
     }
 
     /// The configuration every key's state follows.
