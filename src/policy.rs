@@ -109,7 +109,7 @@ impl Policy {
             return Err(Error::InvalidConfig(ConfigError::PolicyRules));
         }
         let rules: Box<[Limiter]> = rules.iter().map(Limiter::new).collect::<Result<_, _>>()?;
-        let engine = Engine::new(rules.iter().map(Limiter::rule));
+        let engine = Engine::new(rules.iter().map(|rule| (rule.rule(), false)));
         Ok(Self { rules, engine })
     }
 

@@ -57,19 +57,25 @@ pub(super) struct Engine {
     /// cannot, each group in the order given.
     order: Box<[usize]>,
     givers: usize,
+    /// The rules asked whether they would admit before any rule takes, besides the
+    /// takers after the first: a keyed policy's global rules (see `policy/keyed.rs`).
+    asked_first: [bool; MAX_RULES],
     limits: Costs,
     len: usize,
 }
 
 impl Engine {
-    /// The engine of a policy of `rules` (1 to [`MAX_RULES`], checked by the caller).
-    pub(super) fn new<'a>(rules: impl ExactSizeIterator<Item = &'a Decider>) -> Self {
+    /// The engine of a policy of `rules` (1 to [`MAX_RULES`], checked by the caller), each
+    /// with whether to ask it first.
+    pub(super) fn new<'a>(rules: impl ExactSizeIterator<Item = (&'a Decider, bool)>) -> Self {
         let len = rules.len();
         let mut limits = [0; MAX_RULES];
         let mut gives_back = [false; MAX_RULES];
-        for (index, rule) in rules.enumerate() {
+        let mut asked_first = [false; MAX_RULES];
+        for (index, (rule, asked)) in rules.enumerate() {
             limits[index] = rule.limit();
             gives_back[index] = rule.gives_back();
+            asked_first[index] = asked;
         }
         let mut order: Box<[usize]> = (0..len).collect();
         // Stable: in the order given, those that give back first.
@@ -78,6 +84,7 @@ impl Engine {
         Self {
             order,
             givers,
+            asked_first,
             limits,
             len,
         }
@@ -146,7 +153,15 @@ impl Engine {
         }
         Ok(
             match self.take(rules, costs, now_ns, Some(&mut decisions))? {
-                Ok(()) => self.combined(decisions, costs, None),
+                Ok(()) => {
+                    // The rules the request leaves out report their state.
+                    for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
+                        if costs[index] == 0 {
+                            *decision = rules.peek_at(index, 0, now_ns);
+                        }
+                    }
+                    self.combined(decisions, costs, None)
+                }
                 Err(denying) => self.denial(rules, costs, now_ns, denying, decisions[denying]),
             },
         )
@@ -179,12 +194,15 @@ impl Engine {
     ) -> Result<Result<(), usize>, Error> {
         // The rules that cannot give back take last, the first of them before the others:
         // those others are asked first, so that (but for a concurrent request changing an
-        // answer) none of them denies once one has taken.
-        let asked = self.order[self.givers..]
+        // answer) none of them denies once one has taken. So are the rules marked to be.
+        let takers = self.order[self.givers..]
             .iter()
             .filter(|&&index| costs[index] > 0)
             .skip(1);
-        for &index in asked {
+        let marked = self.order[..self.givers]
+            .iter()
+            .filter(|&&index| costs[index] > 0 && self.asked_first[index]);
+        for &index in marked.chain(takers) {
             let decision = rules.peek_at(index, costs[index], now_ns);
             if !decision.allowed {
                 if let Some(decisions) = decisions.as_deref_mut() {

@@ -232,7 +232,16 @@ impl KeyedPolicy {
 
     /// The policy over rules already built.
     fn of(rules: Box<[Scoped]>, capacity: u64) -> Self {
-        let engine = Engine::new(rules.iter().map(Scoped::decider));
+        // A global rule is asked before any rule takes: a request it denies then inserts
+        // no key (whose slot, given back, would stay taken until fresh: `give_back.rs` in
+        // `src/keyed/`), and a busy global rule's word is written only by requests that
+        // every per-key rule admitted.
+        let per_key = rules.iter().any(|rule| matches!(rule, Scoped::PerKey(_)));
+        let engine = Engine::new(
+            rules
+                .iter()
+                .map(|rule| (rule.decider(), per_key && matches!(rule, Scoped::Global(_)))),
+        );
         Self {
             rules,
             engine,
