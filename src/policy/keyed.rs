@@ -14,10 +14,11 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
-use crate::keyed::{KeyedLimiter, KeyedRefund, KeyedStats};
+use crate::keyed::{KeyHasher, KeyedLimiter, KeyedRefund, KeyedStats};
 use crate::limiter::Limiter;
 use crate::state::Refund;
 use crate::time;
+use std::hash::BuildHasher;
 
 use super::MAX_RULES;
 
@@ -58,12 +59,12 @@ impl KeyedRule {
 
 /// Where a rule of a keyed policy keeps its state.
 #[derive(Debug)]
-enum Scoped {
-    PerKey(KeyedLimiter),
+enum Scoped<S> {
+    PerKey(KeyedLimiter<S>),
     Global(Limiter),
 }
 
-impl Scoped {
+impl<S> Scoped<S> {
     fn decider(&self) -> &Decider {
         match self {
             Self::PerKey(table) => table.decider(),
@@ -119,26 +120,26 @@ enum ScopedRefund {
 /// assert_eq!(site.acquire_costs_at(b"carol", &like, 0).unwrap().denied_by, Some(2));
 /// ```
 #[derive(Debug)]
-pub struct KeyedPolicy {
+pub struct KeyedPolicy<S = KeyHasher> {
     /// One table or limiter per rule, in the order given.
-    rules: Box<[Scoped]>,
+    rules: Box<[Scoped<S>]>,
     engine: Engine,
     capacity: u64,
 }
 
 /// A keyed policy's rules, for one key.
-struct ForKey<'a> {
-    rules: &'a [Scoped],
+struct ForKey<'a, S> {
+    rules: &'a [Scoped<S>],
     key: &'a [u8],
 }
 
-impl ForKey<'_> {
+impl<S: BuildHasher> ForKey<'_, S> {
     /// A step on rule `rule`: `per_key` on its table, `global` on its limiter.
     #[inline(always)]
     fn take<A>(
         &self,
         rule: usize,
-        per_key: impl FnOnce(&KeyedLimiter) -> Result<(A, Option<KeyedRefund>), Error>,
+        per_key: impl FnOnce(&KeyedLimiter<S>) -> Result<(A, Option<KeyedRefund>), Error>,
         global: impl FnOnce(&Limiter) -> (A, Option<Refund>),
     ) -> Result<(A, Option<ScopedRefund>), Error> {
         Ok(match &self.rules[rule] {
@@ -154,7 +155,7 @@ impl ForKey<'_> {
     }
 }
 
-impl Rules for ForKey<'_> {
+impl<S: BuildHasher> Rules for ForKey<'_, S> {
     type Refund = ScopedRefund;
 
     fn peek_at(&self, rule: usize, n: u64, now_ns: u64) -> Decision {
@@ -211,17 +212,42 @@ impl KeyedPolicy {
     /// [`MAX_RULES`], [`ConfigError::Capacity`] for a `capacity` of 0 or too large, else
     /// the first invalid rule's reason.
     pub fn new(rules: &[KeyedRule], capacity: u64) -> Result<Self, Error> {
+        Self::build(rules, capacity, |config| {
+            KeyedLimiter::new(config, capacity)
+        })
+    }
+}
+
+impl<S: Clone> KeyedPolicy<S> {
+    /// A keyed policy whose tables hash keys with `hasher`: for the model checks, which
+    /// place keys in the slots their races need. Exists only under `cfg(loom)`.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_hasher(rules: &[KeyedRule], capacity: u64, hasher: S) -> Result<Self, Error> {
+        Self::build(rules, capacity, |config| {
+            KeyedLimiter::with_hasher(config, capacity, hasher.clone())
+        })
+    }
+}
+
+impl<S> KeyedPolicy<S> {
+    /// The policy of `rules`, each per-key rule's table built by `table`.
+    fn build(
+        rules: &[KeyedRule],
+        capacity: u64,
+        table: impl Fn(&Config) -> Result<KeyedLimiter<S>, Error>,
+    ) -> Result<Self, Error> {
         if rules.is_empty() || rules.len() > MAX_RULES {
             return Err(Error::InvalidConfig(ConfigError::PolicyRules));
         }
         if capacity == 0 {
             return Err(Error::InvalidConfig(ConfigError::Capacity));
         }
-        let rules: Box<[Scoped]> = rules
+        let rules: Box<[Scoped<S>]> = rules
             .iter()
             .map(|rule| {
                 Ok(if rule.per_key {
-                    Scoped::PerKey(KeyedLimiter::new(&rule.config, capacity)?)
+                    Scoped::PerKey(table(&rule.config)?)
                 } else {
                     Scoped::Global(Limiter::new(&rule.config)?)
                 })
@@ -231,7 +257,7 @@ impl KeyedPolicy {
     }
 
     /// The policy over rules already built.
-    fn of(rules: Box<[Scoped]>, capacity: u64) -> Self {
+    fn of(rules: Box<[Scoped<S>]>, capacity: u64) -> Self {
         // A global rule is asked before any rule takes: a request it denies then inserts
         // no key (whose slot, given back, would stay taken until fresh: `give_back.rs` in
         // `src/keyed/`), and a busy global rule's word is written only by requests that
@@ -248,7 +274,9 @@ impl KeyedPolicy {
             capacity,
         }
     }
+}
 
+impl<S: BuildHasher> KeyedPolicy<S> {
     /// The rules, in the order given.
     pub fn rules(&self) -> impl ExactSizeIterator<Item = KeyedRule> + '_ {
         self.rules.iter().map(|rule| match rule {
@@ -400,14 +428,14 @@ impl KeyedPolicy {
         self.stats_at(time::now_ns())
     }
 
-    fn tables(&self) -> impl Iterator<Item = &KeyedLimiter> {
+    fn tables(&self) -> impl Iterator<Item = &KeyedLimiter<S>> {
         self.rules.iter().filter_map(|rule| match rule {
             Scoped::PerKey(table) => Some(table),
             Scoped::Global(_) => None,
         })
     }
 
-    fn for_key<'a>(&'a self, key: &'a [u8]) -> ForKey<'a> {
+    fn for_key<'a>(&'a self, key: &'a [u8]) -> ForKey<'a, S> {
         ForKey {
             rules: &self.rules,
             key,
