@@ -28,6 +28,7 @@
 //!   on the side of its limit.
 
 mod engine;
+mod file;
 mod keyed;
 
 use self::engine::{Costs, Engine, Rules, Taken};

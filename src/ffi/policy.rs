@@ -2,7 +2,6 @@
 
 use super::{boundary, outcome_status, rate_config, rate_decision, status_of};
 use super::{RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_LIMITED, RATE_OK};
-use crate::config::Config;
 use crate::error::Error;
 use crate::policy::{Policy, PolicyDecision, MAX_RULES};
 
@@ -80,21 +79,13 @@ pub unsafe extern "C" fn rate_policy_new(
     out: *mut *mut rate_policy,
 ) -> i32 {
     boundary(|| {
-        if out.is_null() || (rules.is_null() && rules_len > 0) {
+        if out.is_null() {
             return RATE_E_NULL;
         }
-        if rules_len == 0 || rules_len > RATE_POLICY_MAX_RULES {
-            return RATE_E_INVALID_CONFIG;
-        }
-        // SAFETY: non-NULL, and the caller promised `rules_len` readable configs (at most
-        // RATE_POLICY_MAX_RULES, checked above).
-        let rules = unsafe { std::slice::from_raw_parts(rules, rules_len) };
-        let Some(configs) = rules
-            .iter()
-            .map(|rule| rule.to_config())
-            .collect::<Option<Vec<Config>>>()
-        else {
-            return RATE_E_INVALID_CONFIG;
+        // SAFETY: passed on from this function's contract.
+        let configs = match unsafe { rules_of(rules, rules_len, rate_config::to_config) } {
+            Ok(configs) => configs,
+            Err(status) => return status,
         };
         match Policy::new(&configs) {
             Ok(policy) => {
@@ -105,6 +96,33 @@ pub unsafe extern "C" fn rate_policy_new(
             Err(error) => status_of(error),
         }
     })
+}
+
+/// The `rules_len` rules at `rules`, each converted by `convert`: RATE_E_NULL for NULL
+/// with a non-zero length; RATE_E_INVALID_CONFIG for no rule, more than
+/// RATE_POLICY_MAX_RULES, or one `convert` rejects.
+///
+/// # Safety
+/// `rules` is NULL or points to `rules_len` readable values.
+pub(super) unsafe fn rules_of<C: Copy, R>(
+    rules: *const C,
+    rules_len: usize,
+    convert: impl Fn(C) -> Option<R>,
+) -> Result<Vec<R>, i32> {
+    if rules.is_null() && rules_len > 0 {
+        return Err(RATE_E_NULL);
+    }
+    if rules_len == 0 || rules_len > RATE_POLICY_MAX_RULES {
+        return Err(RATE_E_INVALID_CONFIG);
+    }
+    // SAFETY: non-NULL, and the caller promised `rules_len` readable values (at most
+    // RATE_POLICY_MAX_RULES, checked above).
+    let rules = unsafe { std::slice::from_raw_parts(rules, rules_len) };
+    rules
+        .iter()
+        .map(|&rule| convert(rule))
+        .collect::<Option<Vec<R>>>()
+        .ok_or(RATE_E_INVALID_CONFIG)
 }
 
 /// Frees a policy made by `rate_policy_new`.
@@ -210,7 +228,7 @@ unsafe fn acquire(
 ///
 /// # Safety
 /// `out` points to a writable `rate_policy_decision`.
-unsafe fn report_policy(
+pub(super) unsafe fn report_policy(
     result: Result<PolicyDecision, Error>,
     out: *mut rate_policy_decision,
 ) -> i32 {

@@ -68,6 +68,8 @@ mod recover;
 mod reset;
 mod stats;
 
+#[cfg(not(loom))]
+pub(crate) use self::build::FileTable;
 pub(crate) use self::give_back::KeyedRefund;
 pub use self::hasher::KeyHasher;
 use self::insert::Request;
@@ -91,6 +93,8 @@ use crate::time::{self as clock, Monotonic};
 use std::fmt;
 use std::hash::BuildHasher;
 use std::ptr::NonNull;
+#[cfg(not(loom))]
+use std::sync::Arc;
 
 /// A table larger than this is taken to live mostly outside the CPU's caches, so that the
 /// slot of a key is a cache miss: `try_acquire` then prefetches the slot and reads the
@@ -144,7 +148,7 @@ enum Memory {
     Private { _words: Box<[AtomicU64]> },
     /// A file every process that opens it maps.
     #[cfg(not(loom))]
-    Shared { _mapping: Mapping },
+    Shared { _mapping: Arc<Mapping> },
 }
 
 // SAFETY: `words` points into `_memory`, which the table owns and which never moves (a

@@ -59,7 +59,7 @@ impl KeyedRule {
 
 /// Where a rule of a keyed policy keeps its state.
 #[derive(Debug)]
-enum Scoped<S> {
+pub(super) enum Scoped<S> {
     PerKey(KeyedLimiter<S>),
     Global(Limiter),
 }
@@ -257,7 +257,7 @@ impl<S> KeyedPolicy<S> {
     }
 
     /// The policy over rules already built.
-    fn of(rules: Box<[Scoped<S>]>, capacity: u64) -> Self {
+    pub(super) fn of(rules: Box<[Scoped<S>]>, capacity: u64) -> Self {
         // A global rule is asked before any rule takes: a request it denies then inserts
         // no key (whose slot, given back, would stay taken until fresh: `give_back.rs` in
         // `src/keyed/`), and a busy global rule's word is written only by requests that
