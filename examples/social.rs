@@ -47,7 +47,8 @@ fn main() -> Result<(), rate::Error> {
     assert_eq!(like.decision.remaining, 4);
     // 150 friend adds a day, then none until the next day.
     for _ in 0..150 {
-        assert!(site.acquire_costs_at(b"alice", &FRIEND, SECOND)?.decision.allowed);
+        let added = site.acquire_costs_at(b"alice", &FRIEND, SECOND)?;
+        assert!(added.decision.allowed);
     }
     let friend = site.acquire_costs_at(b"alice", &FRIEND, SECOND)?;
     assert_eq!(friend.denied_by, Some(2));
@@ -55,7 +56,8 @@ fn main() -> Result<(), rate::Error> {
     // Memory: 32 bytes per customer of capacity for each per-key rule (two slots of 16).
     assert_eq!(site.bytes_per_key(), 96);
     // bob is another customer: his post is his own.
-    assert!(site.acquire_costs_at(b"bob", &POST, SECOND)?.decision.allowed);
+    let bob = site.acquire_costs_at(b"bob", &POST, SECOND)?;
+    assert!(bob.decision.allowed);
     Ok(())
 }
 
