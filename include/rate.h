@@ -1071,6 +1071,42 @@ int32_t rate_policy_acquire_at(struct rate_policy *policy,
                                struct rate_policy_decision *out);
 
 /**
+ * `rate_policy_acquire_costs_at` now (CLOCK_MONOTONIC).
+ *
+ * Thread-safety, NULL, returns: as `rate_policy_acquire_costs_at`.
+ *
+ * # Safety
+ * As `rate_policy_acquire_costs_at`.
+ */
+int32_t rate_policy_acquire_costs(struct rate_policy *policy,
+                                  const uint64_t *costs,
+                                  size_t costs_len,
+                                  struct rate_policy_decision *out);
+
+/**
+ * Acquires `costs[i]` units of rule `i` at `now_ns`, for every rule, or nothing: a rule
+ * of cost 0 takes no part (its entry in `out->rules` only reports its state, and the
+ * combined decision leaves it out). `costs_len` must be the policy's rule count. All
+ * costs 0 is a query. With `out` NULL only the outcome is computed.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `policy` or `costs` NULL is RATE_E_NULL; `out` may be NULL.
+ *
+ * Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY (a cost
+ * above its rule's limit), or RATE_E_INVALID_CONFIG (`costs_len` is not the rule count).
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `costs` is NULL or points to `costs_len` readable
+ * `uint64_t`s; `out` is NULL or points to a writable `rate_policy_decision`.
+ */
+int32_t rate_policy_acquire_costs_at(struct rate_policy *policy,
+                                     const uint64_t *costs,
+                                     size_t costs_len,
+                                     uint64_t now_ns,
+                                     struct rate_policy_decision *out);
+
+/**
  * Frees a policy made by `rate_policy_new`.
  *
  * Ownership: takes back the handle; it must not be used afterwards.

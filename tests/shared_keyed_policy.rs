@@ -9,7 +9,7 @@ use rate::{Config, Error, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter};
 
 mod common;
 
-use common::processes::{in_processes, in_threads, kill_and_reap, spawn, Scratch};
+use common::processes::{in_processes, in_threads, kill_and_reap, rewrite_word, spawn, Scratch};
 use common::Rng;
 
 const SECOND: u64 = 1_000_000_000;
@@ -101,6 +101,38 @@ fn a_file_of_other_rules_is_refused_untouched() {
     let denied = again.acquire_at(b"a", 1, FROZEN).unwrap();
     assert_eq!(denied.denied_by, Some(0));
     assert_eq!(denied.rules()[1].remaining, 99);
+}
+
+/// A policy file written during another boot (its boot word, header word 9, differs) is
+/// reset when opened: every rule's state is fresh, its description and each table's count
+/// of refusals kept.
+#[test]
+fn a_policy_from_another_boot_is_reset() {
+    let scratch = Scratch::new("keyed-policy-boot");
+    let path = scratch.path("policy");
+    let rules = [
+        KeyedRule::per_key(Config::gcra(1, HOUR)),
+        KeyedRule::global(Config::fixed_window(10, HOUR)),
+    ];
+    let policy = KeyedPolicy::open(&path, &rules, 1).unwrap();
+    for key in [b"a", b"b"] {
+        assert!(policy.acquire_at(key, 1, FROZEN).unwrap().decision.allowed);
+    }
+    assert_eq!(policy.acquire_at(b"c", 1, FROZEN), Err(Error::TableFull));
+    drop(policy);
+    rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
+    let reset = KeyedPolicy::open(&path, &rules, 1).unwrap();
+    let stats = reset.stats_at(FROZEN);
+    assert_eq!((stats.live_keys, stats.table_full), (0, 1));
+    let again = reset.acquire_at(b"a", 1, FROZEN).unwrap();
+    assert!(again.decision.allowed);
+    assert_eq!(again.rules()[1].remaining, 9);
+    // Its description survived the reset: other rules are still refused.
+    let other = [rules[1], rules[0]];
+    assert_eq!(
+        KeyedPolicy::open(&path, &other, 1).unwrap_err(),
+        Error::Incompatible
+    );
 }
 
 /// Workers in 4 processes of 4 threads request fresh keys of a three-rule policy without

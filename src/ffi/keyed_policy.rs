@@ -2,7 +2,7 @@
 //! nothing (DESIGN §9), in process or in a file every process maps (DESIGN §7).
 
 use super::keyed::with_key;
-use super::policy::{report_policy, rules_of};
+use super::policy::{costs_of, report_policy, rules_of};
 use super::{boundary, outcome_status, path_of, rate_config, rate_keyed_stats, status_of};
 use super::{rate_policy_decision, RATE_E_NULL, RATE_OK};
 use crate::error::Error;
@@ -268,11 +268,11 @@ pub unsafe extern "C" fn rate_keyed_policy_acquire_costs_at(
     out: *mut rate_policy_decision,
 ) -> i32 {
     let body = |policy: &KeyedPolicy, key: &[u8]| {
-        if costs.is_null() {
-            return RATE_E_NULL;
-        }
-        // SAFETY: non-NULL, and the caller promised `costs_len` readable words.
-        let costs = unsafe { std::slice::from_raw_parts(costs, costs_len) };
+        // SAFETY: passed on from this function's contract.
+        let costs = match unsafe { costs_of(costs, costs_len) } {
+            Ok(costs) => costs,
+            Err(status) => return status,
+        };
         // SAFETY: the caller passes NULL or a writable decision.
         unsafe { decide(policy, key, costs, now_ns, out) }
     };
