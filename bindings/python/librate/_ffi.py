@@ -213,6 +213,14 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (HANDLE, c_uint64, c_uint64, POINTER(rate_policy_decision)),
     ),
+    "rate_policy_acquire_costs": (
+        c_int32,
+        (HANDLE, POINTER(c_uint64), c_size_t, POINTER(rate_policy_decision)),
+    ),
+    "rate_policy_acquire_costs_at": (
+        c_int32,
+        (HANDLE, POINTER(c_uint64), c_size_t, c_uint64, POINTER(rate_policy_decision)),
+    ),
     "rate_keyed_policy_new": (
         c_int32,
         (POINTER(rate_keyed_rule), c_size_t, c_uint64, POINTER(HANDLE)),
