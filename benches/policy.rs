@@ -123,7 +123,8 @@ fn keyed_at_frozen_time(c: &mut Criterion) {
     .unwrap();
     for key in &keys {
         assert!(table.acquire_at(key, 1, FROZEN_NS).unwrap().allowed);
-        assert!(policy.acquire_at(key, 1, FROZEN_NS).unwrap().decision.allowed);
+        let admitted = policy.acquire_at(key, 1, FROZEN_NS).unwrap();
+        assert!(admitted.decision.allowed);
     }
     let mut next = keys.iter().cycle();
     single(
@@ -137,10 +138,14 @@ fn keyed_at_frozen_time(c: &mut Criterion) {
             )
         },
     );
-    single(&mut group, BenchmarkId::new("keyed_policy", "admit"), || {
-        let key = next.next().unwrap();
-        policy.acquire_at(key, 1, black_box(FROZEN_NS)).unwrap()
-    });
+    single(
+        &mut group,
+        BenchmarkId::new("keyed_policy", "admit"),
+        || {
+            let key = next.next().unwrap();
+            policy.acquire_at(key, 1, black_box(FROZEN_NS)).unwrap()
+        },
+    );
     group.finish();
 }
 
