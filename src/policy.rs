@@ -274,10 +274,12 @@ impl Policy {
 impl Rules for [Limiter] {
     type Refund = Refund;
 
+    #[inline]
     fn peek_at(&self, rule: usize, n: u64, now_ns: u64) -> Decision {
         self[rule].peek_at(n, now_ns)
     }
 
+    #[inline]
     fn acquire_refundable_at(
         &self,
         rule: usize,
@@ -287,6 +289,7 @@ impl Rules for [Limiter] {
         Ok(self[rule].acquire_refundable_at(n, now_ns))
     }
 
+    #[inline]
     fn try_acquire_refundable_at(
         &self,
         rule: usize,
@@ -296,6 +299,7 @@ impl Rules for [Limiter] {
         Ok(self[rule].try_acquire_refundable_at(n, now_ns))
     }
 
+    #[inline]
     fn refund(&self, rule: usize, refund: Refund) {
         self[rule].refund(refund);
     }

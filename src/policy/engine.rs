@@ -138,6 +138,7 @@ impl Engine {
     /// # Errors
     /// What a rule's step returns ([`Error::TableFull`] for a keyed rule's new key), after
     /// the rules before it gave back.
+    #[inline]
     pub(super) fn acquire_at<R: Rules + ?Sized>(
         &self,
         rules: &R,
@@ -172,6 +173,7 @@ impl Engine {
     ///
     /// # Errors
     /// As [`acquire_at`](Self::acquire_at).
+    #[inline]
     pub(super) fn try_acquire_at<R: Rules + ?Sized>(
         &self,
         rules: &R,
@@ -185,6 +187,7 @@ impl Engine {
     /// `decisions` if asked for (else only whether it admits, without the report's work).
     /// A rule that denies ends it: the rules before it give their units back, and the
     /// denying rule's index is the inner error.
+    #[inline]
     fn take<R: Rules + ?Sized>(
         &self,
         rules: &R,
@@ -304,24 +307,21 @@ impl Engine {
         denied_by: Option<usize>,
     ) -> PolicyDecision {
         let query = costs.iter().all(|&cost| cost == 0);
-        let counted = || (0..self.len).filter(move |&index| query || costs[index] > 0);
-        let decision = Decision {
+        let mut decision = Decision {
             allowed: denied_by.is_none(),
-            limit: counted().map(|index| self.limits[index]).min().unwrap_or(0),
-            remaining: counted()
-                .map(|index| rules[index].remaining)
-                .min()
-                .unwrap_or(0),
-            retry_after_ns: counted()
-                .map(|index| rules[index].retry_after_ns)
-                .max()
-                .unwrap_or(0),
-            reset_after_ns: counted()
-                .map(|index| rules[index].reset_after_ns)
-                .max()
-                .unwrap_or(0),
-            wait_ns: 0,
+            limit: u64::MAX,
+            remaining: u64::MAX,
+            ..Decision::default()
         };
+        // One pass over the rules the request costs (all of them for a query).
+        for (index, rule) in rules[..self.len].iter().enumerate() {
+            if query || costs[index] > 0 {
+                decision.limit = decision.limit.min(self.limits[index]);
+                decision.remaining = decision.remaining.min(rule.remaining);
+                decision.retry_after_ns = decision.retry_after_ns.max(rule.retry_after_ns);
+                decision.reset_after_ns = decision.reset_after_ns.max(rule.reset_after_ns);
+            }
+        }
         PolicyDecision {
             decision,
             denied_by,
