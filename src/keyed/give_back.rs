@@ -68,14 +68,14 @@ enum Taken {
 }
 
 impl<S: BuildHasher> KeyedLimiter<S> {
-    /// Acquires `n` units (checked by the caller) for `key` at `now_ns`, with the full
-    /// report and what giving them back takes.
+    /// Acquires `n` units (checked by the caller) for `key` (as [`locate`](Self::locate)
+    /// found it) at `now_ns`, with the full report and what giving them back takes.
     ///
     /// # Errors
     /// [`Error::TableFull`] as [`acquire_at`](Self::acquire_at).
     pub(crate) fn acquire_refundable_at(
         &self,
-        key: &[u8],
+        key: Located,
         n: u64,
         now_ns: u64,
     ) -> Result<(Decision, Option<KeyedRefund>), Error> {
@@ -96,7 +96,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// As [`acquire_refundable_at`](Self::acquire_refundable_at).
     pub(crate) fn try_acquire_refundable_at(
         &self,
-        key: &[u8],
+        key: Located,
         n: u64,
         now_ns: u64,
     ) -> Result<(bool, Option<KeyedRefund>), Error> {
@@ -117,13 +117,12 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     #[inline(always)]
     fn refundable<A>(
         &self,
-        key: &[u8],
+        key: Located,
         n: u64,
         now_ns: u64,
         existing: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<(A, Option<Refund>), Evicted>,
         inserted: impl FnOnce(Decision) -> A,
     ) -> Result<(A, Option<KeyedRefund>), Error> {
-        let key = self.locate(key);
         let request = Request::checked(&self.decider, now_ns, n, None)?;
         self.acquire_tracked(
             key,
@@ -144,8 +143,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
 
     /// The decision an acquire of `n` units (checked by the caller) for `key` at `now_ns`
     /// would make, with nothing written: on a fresh state if the key is absent.
-    pub(crate) fn peek_at(&self, key: &[u8], n: u64, now_ns: u64) -> Decision {
-        let key = self.locate(key);
+    pub(crate) fn peek_at(&self, key: Located, n: u64, now_ns: u64) -> Decision {
         self.on_existing(key, 0, |state, tenant| {
             self.decider.peek_at(state, tenant, now_ns, n)
         })

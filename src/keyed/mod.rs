@@ -73,7 +73,8 @@ pub(crate) use self::build::FileTable;
 pub(crate) use self::give_back::KeyedRefund;
 pub use self::hasher::KeyHasher;
 use self::insert::Request;
-use self::layout::{Layout, Located, SLOTS_PER_KEY};
+pub(crate) use self::layout::Located;
+use self::layout::{Layout, SLOTS_PER_KEY};
 use self::lookup::{Evicted, Tenant};
 #[cfg(loom)]
 pub use self::owner::crashes;

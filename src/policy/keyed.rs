@@ -14,7 +14,7 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
-use crate::keyed::{KeyHasher, KeyedLimiter, KeyedRefund, KeyedStats};
+use crate::keyed::{KeyHasher, KeyedLimiter, KeyedRefund, KeyedStats, Located};
 use crate::limiter::Limiter;
 use crate::state::Refund;
 use crate::time;
@@ -121,7 +121,8 @@ enum ScopedRefund {
 /// ```
 #[derive(Debug)]
 pub struct KeyedPolicy<S = KeyHasher> {
-    /// One table or limiter per rule, in the order given.
+    /// One table or limiter per rule, in the order given; every table of `capacity` keys
+    /// and the same hasher, so a key's location in one is its location in all.
     rules: Box<[Scoped<S>]>,
     engine: Engine,
     capacity: u64,
@@ -130,7 +131,9 @@ pub struct KeyedPolicy<S = KeyHasher> {
 /// A keyed policy's rules, for one key.
 struct ForKey<'a, S> {
     rules: &'a [Scoped<S>],
-    key: &'a [u8],
+    /// The key as the per-key rules' tables locate it: they share one hasher and one slot
+    /// count, so one location (one hash of the key) serves them all.
+    key: Located,
 }
 
 impl<S: BuildHasher> ForKey<'_, S> {
@@ -212,8 +215,10 @@ impl KeyedPolicy {
     /// [`MAX_RULES`], [`ConfigError::Capacity`] for a `capacity` of 0 or too large, else
     /// the first invalid rule's reason.
     pub fn new(rules: &[KeyedRule], capacity: u64) -> Result<Self, Error> {
+        // One hasher for every table: see `ForKey::key`.
+        let hasher = KeyHasher::random();
         Self::build(rules, capacity, |config| {
-            KeyedLimiter::new(config, capacity)
+            KeyedLimiter::with_hasher(config, capacity, hasher)
         })
     }
 }
@@ -435,10 +440,12 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         })
     }
 
-    fn for_key<'a>(&'a self, key: &'a [u8]) -> ForKey<'a, S> {
+    fn for_key(&self, key: &[u8]) -> ForKey<'_, S> {
+        // Without a per-key rule the location is never read: the empty key's will do.
+        let table = self.tables().next();
         ForKey {
             rules: &self.rules,
-            key,
+            key: table.map_or(Located::NOWHERE, |table| table.locate(key)),
         }
     }
 
