@@ -161,10 +161,11 @@ fn killed_processes_leave_a_usable_policy() {
                     in_threads(4, |thread| loop {
                         for i in 0u64.. {
                             let key = format!("{round}-{worker}-{thread}-{i}");
-                            // Times move on, so older keys go fresh and are reclaimed;
-                            // every other request is denied by the window after taking
-                            // from the GCRA rule, which gives back.
-                            let now = FROZEN + i * SECOND / 8;
+                            // Times move on (within FROZEN + 1,000 s, below the
+                            // survivor's), so older keys go fresh and are reclaimed; every
+                            // other request is denied by the window after taking from the
+                            // GCRA rule, which gives back.
+                            let now = FROZEN + (i % 8_000) * SECOND / 8;
                             let _ = policy.acquire_at(key.as_bytes(), 1, now);
                             let _ = policy.acquire_at(key.as_bytes(), 1, now);
                         }
@@ -178,13 +179,13 @@ fn killed_processes_leave_a_usable_policy() {
         }
         // The survivor's own key decides exactly: one a second by the window.
         let key = format!("survivor-{round}");
-        let now = FROZEN + 1_000 * SECOND * (round + 1);
+        let now = FROZEN + 1_000_000 * SECOND * (round + 1);
         let first = policy.acquire_at(key.as_bytes(), 1, now).unwrap();
         assert!(first.decision.allowed, "{round}");
         let second = policy.acquire_at(key.as_bytes(), 1, now).unwrap();
         assert_eq!(second.denied_by, Some(1), "{round}");
     }
-    let later = FROZEN + 1_000_000 * SECOND;
+    let later = FROZEN + 1_000_000 * SECOND * 100;
     let max_keys = policy.stats_at(later).max_keys;
     assert_eq!(max_keys, 2 * capacity);
     for i in 0..max_keys {
