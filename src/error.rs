@@ -29,6 +29,8 @@ pub enum ConfigError {
     /// The Redis tier: a policy's key prefix holds `{` or `}`, which would make (part of)
     /// the prefix the Cluster hash tag of the rules' keys instead of the key's.
     RedisPrefix,
+    /// Policies: a request's costs, one per rule, are not as many as the rules.
+    PolicyCosts,
 }
 
 impl ConfigError {
@@ -49,6 +51,7 @@ impl ConfigError {
             }
             Self::PolicyRules => "a policy has 1 to 8 rules",
             Self::RedisPrefix => "a Redis policy's prefix must not contain '{' or '}'",
+            Self::PolicyCosts => "a policy request gives one cost per rule",
         }
     }
 }

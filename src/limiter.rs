@@ -11,6 +11,8 @@ use crate::sync::AtomicU64;
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::path::Path;
 use std::ptr::NonNull;
+#[cfg(not(loom))]
+use std::sync::Arc;
 
 /// Words of padding on each side of the state, so no other allocation shares its cache
 /// lines: 128 bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (the same
@@ -57,7 +59,7 @@ enum Memory {
     Private { _words: Box<[AtomicU64]> },
     /// A file every process that opens it maps.
     #[cfg(not(loom))]
-    Shared { _mapping: Mapping },
+    Shared { _mapping: Arc<Mapping> },
 }
 
 // SAFETY: `state` points into `_memory`, which the limiter owns and which never moves (a
@@ -124,18 +126,33 @@ impl Limiter {
         let contents = Contents {
             state_words: decider.state_words(),
             initial: &|_| 0,
-            kept: 0..0,
+            kept: &|_| false,
+            descriptor: &[],
             hash_key: [0, 0],
             pid_namespace: 0,
         };
-        let mapping = Mapping::open(path, identity, &contents)?;
-        let state = NonNull::from(&mapping.state(decider.state_words())[0]);
-        Ok(Self::in_memory(
+        let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
+        Ok(Self::in_file(decider, config, &mapping, 0))
+    }
+
+    /// The limiter whose state words start at state word `start` of a file's `mapping`,
+    /// whose layout holds them there.
+    #[cfg(not(loom))]
+    pub(crate) fn in_file(
+        decider: Decider,
+        config: &Config,
+        mapping: &Arc<Mapping>,
+        start: usize,
+    ) -> Self {
+        let state = NonNull::from(&mapping.state(start + decider.state_words())[start]);
+        Self::in_memory(
             decider,
             config,
             state,
-            Memory::Shared { _mapping: mapping },
-        ))
+            Memory::Shared {
+                _mapping: Arc::clone(mapping),
+            },
+        )
     }
 
     fn in_memory(

@@ -60,6 +60,9 @@ const RESET_PATIENCE: Duration = Duration::from_secs(1);
 pub(crate) const KIND_LIMITER: u64 = 1;
 /// The kind of table a file holds: a keyed table.
 pub(crate) const KIND_KEYED: u64 = 2;
+/// The kind of table a file holds: a keyed policy's rules, each a keyed table or a
+/// limiter's words, described after the header.
+pub(crate) const KIND_KEYED_POLICY: u64 = 3;
 
 /// Header word indexes.
 const W_MAGIC: usize = 0;
@@ -116,8 +119,13 @@ pub(crate) struct Contents<'a> {
     pub(crate) state_words: usize,
     /// The initial value of state word `index`.
     pub(crate) initial: &'a dyn Fn(usize) -> u64,
-    /// State words a reset for a new boot leaves as they are: they hold no time.
-    pub(crate) kept: std::ops::Range<usize>,
+    /// Whether a reset for a new boot leaves state word `index` as it is: it holds no
+    /// time.
+    pub(crate) kept: &'a dyn Fn(usize) -> bool,
+    /// The first state words, which say what the table is beyond what the header says (a
+    /// keyed policy's rules), compared as the header is: empty for most tables. They are
+    /// among `initial`'s values, and `kept`.
+    pub(crate) descriptor: &'a [u64],
     /// A keyed table's hash key (`[0, 0]` for a limiter); a new file keeps it for good.
     pub(crate) hash_key: [u64; 2],
     /// The PID namespace the table's processes must share ([`pid_namespace`]), or 0 where
@@ -259,7 +267,12 @@ impl Mapping {
         // Relaxed: the header never changes once linked (but for the boot word below).
         let matches =
             (0..W_BOOT).all(|index| found[index].load(Ordering::Relaxed) == expected[index]);
-        if !matches {
+        // Relaxed: written before the file was linked, never changed (a reset keeps them).
+        let described = found[HEADER_WORDS..]
+            .iter()
+            .zip(contents.descriptor)
+            .all(|(word, &expected)| word.load(Ordering::Relaxed) == expected);
+        if !matches || !described || contents.descriptor.len() > contents.state_words {
             return Err(Error::Incompatible);
         }
         mapping.settle_boot(boot_id(), contents);
@@ -300,7 +313,7 @@ impl Mapping {
                     for (index, state) in self.words()[HEADER_WORDS..][..contents.state_words]
                         .iter()
                         .enumerate()
-                        .filter(|(index, _)| !contents.kept.contains(index))
+                        .filter(|&(index, _)| !(contents.kept)(index))
                     {
                         // Relaxed: published by the Release store below.
                         state.store((contents.initial)(index), Ordering::Relaxed);

@@ -13,7 +13,9 @@ use rate::{Config, Error, KeyedLimiter, Limiter};
 
 mod common;
 
-use common::processes::{in_processes, kill_and_reap, read_word, rewrite_word, spawn, Scratch};
+use common::processes::{
+    in_processes, in_threads, kill_and_reap, read_word, rewrite_word, spawn, Scratch,
+};
 use common::Rng;
 
 const SECOND: u64 = 1_000_000_000;
@@ -45,19 +47,6 @@ fn configs(limit: u64) -> [Config; 4] {
         Config::sliding_window(limit, HOUR),
         Config::sliding_log(limit, HOUR),
     ]
-}
-
-/// Runs `threads` threads of `body(thread index)` and sums what they return.
-fn in_threads(threads: usize, body: impl Fn(usize) -> u64 + Sync) -> u64 {
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|thread| {
-                let body = &body;
-                scope.spawn(move || body(thread))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
-    })
 }
 
 /// 4 processes × 4 threads take units of 10 keys at a frozen time until every key is

@@ -4,7 +4,7 @@
 use std::ffi::c_char;
 
 use super::keyed::key_bytes;
-use super::policy::{rule_configs, RATE_POLICY_MAX_RULES};
+use super::policy::{rules_of, RATE_POLICY_MAX_RULES};
 use super::{boundary, rate_config, status_of, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK};
 use crate::error::Error;
 use crate::redis::{slot, PolicyScript, Script};
@@ -122,7 +122,7 @@ pub unsafe extern "C" fn rate_redis_policy_prepare(
 ) -> i32 {
     boundary(|| {
         // SAFETY: per this function's contract.
-        let configs = unsafe { rule_configs(rules, rules_len) };
+        let configs = unsafe { rules_of(rules, rules_len, rate_config::to_config) };
         let script = match (out.is_null(), configs) {
             (true, _) => return RATE_E_NULL,
             (false, Err(status)) => return status,

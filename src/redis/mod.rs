@@ -27,6 +27,7 @@ mod client;
 mod error;
 #[cfg(feature = "redis")]
 mod exchange;
+#[cfg(feature = "redis")]
 mod layout;
 #[cfg(feature = "redis")]
 mod policy;

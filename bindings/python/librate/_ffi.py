@@ -117,6 +117,20 @@ class rate_policy_decision(Structure):  # noqa: N801 - the C name
     ]
 
 
+#: Scopes of a keyed policy's rule (``rate_keyed_rule.scope``).
+RATE_RULE_GLOBAL = 0
+RATE_RULE_PER_KEY = 1
+
+
+class rate_keyed_rule(Structure):  # noqa: N801 - the C name
+    """``struct rate_keyed_rule``: a keyed policy's rule and its scope."""
+
+    _fields_ = [
+        ("config", rate_config),
+        ("scope", c_uint32),
+    ]
+
+
 class rate_redis_script(Structure):  # noqa: N801 - the C name
     """``struct rate_redis_script``: a Lua script of the Redis tier and its arguments."""
 
@@ -216,6 +230,53 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_policy_acquire_at": (
         c_int32,
         (HANDLE, c_uint64, c_uint64, POINTER(rate_policy_decision)),
+    ),
+    "rate_policy_acquire_costs": (
+        c_int32,
+        (HANDLE, POINTER(c_uint64), c_size_t, POINTER(rate_policy_decision)),
+    ),
+    "rate_policy_acquire_costs_at": (
+        c_int32,
+        (HANDLE, POINTER(c_uint64), c_size_t, c_uint64, POINTER(rate_policy_decision)),
+    ),
+    "rate_keyed_policy_new": (
+        c_int32,
+        (POINTER(rate_keyed_rule), c_size_t, c_uint64, POINTER(HANDLE)),
+    ),
+    "rate_keyed_policy_open": (
+        c_int32,
+        (c_char_p, POINTER(rate_keyed_rule), c_size_t, c_uint64, POINTER(HANDLE)),
+    ),
+    "rate_keyed_policy_free": (None, (HANDLE,)),
+    "rate_keyed_policy_acquire": (
+        c_int32,
+        (HANDLE, KEY, c_size_t, c_uint64, POINTER(rate_policy_decision)),
+    ),
+    "rate_keyed_policy_acquire_at": (
+        c_int32,
+        (HANDLE, KEY, c_size_t, c_uint64, c_uint64, POINTER(rate_policy_decision)),
+    ),
+    "rate_keyed_policy_acquire_costs": (
+        c_int32,
+        (HANDLE, KEY, c_size_t, POINTER(c_uint64), c_size_t, POINTER(rate_policy_decision)),
+    ),
+    "rate_keyed_policy_acquire_costs_at": (
+        c_int32,
+        (
+            HANDLE,
+            KEY,
+            c_size_t,
+            POINTER(c_uint64),
+            c_size_t,
+            c_uint64,
+            POINTER(rate_policy_decision),
+        ),
+    ),
+    "rate_keyed_policy_reset": (c_int32, (HANDLE, KEY, c_size_t)),
+    "rate_keyed_policy_read_stats": (c_int32, (HANDLE, POINTER(rate_keyed_stats))),
+    "rate_keyed_policy_read_stats_at": (
+        c_int32,
+        (HANDLE, c_uint64, POINTER(rate_keyed_stats)),
     ),
 }
 

@@ -49,6 +49,11 @@ C_TYPES: dict[str, Any] = {
     "struct rate_policy *": c_void_p,
     "struct rate_policy * *": POINTER(c_void_p),
     "struct rate_policy_decision *": POINTER(_ffi.rate_policy_decision),
+    "struct rate_keyed_policy *": c_void_p,
+    "const struct rate_keyed_policy *": c_void_p,
+    "struct rate_keyed_policy * *": POINTER(c_void_p),
+    "const struct rate_keyed_rule *": POINTER(_ffi.rate_keyed_rule),
+    "const uint64_t *": POINTER(c_uint64),
 }
 
 
