@@ -73,23 +73,31 @@ fn the_tsc_serves_where_the_kernel_keeps_time_with_it() {
 }
 
 /// Every reading lies within the bound of `CLOCK_MONOTONIC` read just before and just
-/// after it, over ten seconds of reads in bursts and pauses (pauses let anchors expire).
-/// A reading taken while another thread, descheduled, holds the next anchor up may be
-/// up to `MAX_ERROR_NS` behind: documented as rare, so allowed once in 10,000 reads.
+/// after it, over ten seconds of reads in bursts and pauses (pauses let anchors expire),
+/// in a process of its own with one thread: the documented exception (a reading taken
+/// while another thread, descheduled, is taking a new anchor, up to `MAX_ERROR_NS`
+/// behind) needs a second thread, which `each_threads_readings_never_decrease` brings to
+/// this process.
 #[test]
 fn within_a_microsecond_of_clock_monotonic_for_ten_seconds() {
+    let status = child("agree_for_ten_seconds", &[]).status().unwrap();
+    assert!(status.success());
+}
+
+/// Run by `within_a_microsecond_of_clock_monotonic_for_ten_seconds`, alone in its process.
+#[test]
+#[ignore = "run by within_a_microsecond_of_clock_monotonic_for_ten_seconds in a process of its own"]
+fn agree_for_ten_seconds() {
     let start = Instant::now();
-    let (mut reads, mut worst_ahead, mut worst_behind, mut far) = (0u64, 0u64, 0u64, 0u64);
+    let (mut reads, mut worst_ahead, mut worst_behind) = (0u64, 0u64, 0u64);
     let mut round = 0u32;
     while start.elapsed() < Duration::from_secs(10) {
         for _ in 0..10_000 {
             let before = monotonic();
             let now = now_ns();
             let after = monotonic();
-            let (ahead, behind) = (now.saturating_sub(after), before.saturating_sub(now));
-            worst_ahead = worst_ahead.max(ahead);
-            worst_behind = worst_behind.max(behind);
-            far += u64::from(behind > BOUND_NS);
+            worst_ahead = worst_ahead.max(now.saturating_sub(after));
+            worst_behind = worst_behind.max(before.saturating_sub(now));
             reads += 1;
         }
         round += 1;
@@ -97,15 +105,35 @@ fn within_a_microsecond_of_clock_monotonic_for_ten_seconds() {
         std::thread::sleep(Duration::from_micros(u64::from(round % 7) * 500));
     }
     println!(
-        "{:?}: {reads} reads, at most {worst_ahead} ns ahead of and {worst_behind} ns behind CLOCK_MONOTONIC, {far} more than {BOUND_NS} ns behind",
+        "{:?}: {reads} reads, at most {worst_ahead} ns ahead of and {worst_behind} ns behind CLOCK_MONOTONIC",
         clock_source()
     );
     assert!(worst_ahead <= BOUND_NS, "{worst_ahead} ns ahead");
-    assert!(worst_behind <= MAX_ERROR_NS, "{worst_behind} ns behind");
-    assert!(
-        far <= reads / 10_000,
-        "{far} of {reads} more than {BOUND_NS} ns behind"
-    );
+    assert!(worst_behind <= BOUND_NS, "{worst_behind} ns behind");
+}
+
+/// Within the documented exception's bound with other threads reading too.
+#[test]
+fn within_the_bound_beside_other_readers() {
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            std::thread::spawn(|| {
+                let deadline = now_ns() + 1_000_000_000;
+                while now_ns() < deadline {}
+            })
+        })
+        .collect();
+    let deadline = now_ns() + 1_000_000_000;
+    while now_ns() < deadline {
+        let before = monotonic();
+        let now = now_ns();
+        let after = monotonic();
+        assert!(now <= after + BOUND_NS, "{} ns ahead", now - after);
+        assert!(before <= now + MAX_ERROR_NS, "{} ns behind", before - now);
+    }
+    readers
+        .into_iter()
+        .for_each(|reader| reader.join().unwrap());
 }
 
 #[test]
