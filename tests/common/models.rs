@@ -501,6 +501,37 @@ impl PolicyModel {
     }
 }
 
+/// A keyed GCRA table per DESIGN §4–§5, one TAT per key, as obviously as possible: a new
+/// key is refused exactly when every one of `slots` holds a live key.
+pub struct KeyedGcraModel {
+    pub emission_interval: u64,
+    pub tolerance: u64,
+    pub slots: u64,
+    pub tats: HashMap<u64, u64>,
+}
+
+impl KeyedGcraModel {
+    /// `Err(())` for TableFull, else whether `n` units are admitted.
+    pub fn acquire(&mut self, key: u64, n: u64, now: u64) -> Result<(bool, u64), ()> {
+        let tat = self.tats.get(&key).copied().unwrap_or(0);
+        let live = |tat: u64| tat > now;
+        if !live(tat) {
+            let others_live = self.tats.values().filter(|&&tat| live(tat)).count() as u64;
+            if others_live == self.slots {
+                return Err(());
+            }
+        }
+        let start = tat.max(now);
+        let due = start + n * self.emission_interval;
+        if due - now <= self.tolerance {
+            self.tats.insert(key, due);
+            Ok((true, 0))
+        } else {
+            Ok((false, due - now - self.tolerance))
+        }
+    }
+}
+
 /// A keyed table (DESIGN §5) as rule models per key, with what the table may do beyond
 /// one limiter per key: a key whose state is fresh may be forgotten at any time (so, time
 /// going back, it may be decided as a new key's), a reset key's former state holds its
