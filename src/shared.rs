@@ -397,7 +397,9 @@ fn check_room(file: &File, bytes: u64) -> io::Result<()> {
     }
     // SAFETY: fstatvfs returned 0, so it filled `stats`.
     let stats = unsafe { stats.assume_init() };
-    if bytes > stats.f_bavail.saturating_mul(stats.f_frsize) {
+    // A file system that reports no blocks at all (ramfs, an unlimited tmpfs) has no
+    // free-space figure to compare with.
+    if stats.f_blocks != 0 && bytes > stats.f_bavail.saturating_mul(stats.f_frsize) {
         return Err(io::Error::from_raw_os_error(libc::ENOSPC));
     }
     Ok(())
