@@ -5,7 +5,7 @@
 //!
 //! Tables are created once per configuration and kept mapped; each input first restores
 //! the state as created, then writes its words over it through the file (the mapping is
-//! the file's page cache), so most inputs cost no open. One input in sixteen opens the
+//! the file's page cache), so most inputs cost no open. One input in 64 opens the
 //! written file anew instead, through the path that attaches to an existing table.
 
 #![no_main]
@@ -140,7 +140,7 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
     let keyed = input.arbitrary::<bool>()?;
     let config = config(input)?;
     let capacity = if keyed { input.int_in_range(1..=4)? } else { 0 };
-    let reopen = input.int_in_range(0u8..=15)? == 0;
+    let reopen = input.int_in_range(0u8..=63)? == 0;
     let id = (
         keyed,
         [

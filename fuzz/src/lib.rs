@@ -11,7 +11,7 @@ use rate::ffi::{
 use rate::{Decision, Error};
 
 #[path = "../../tests/common/models.rs"]
-#[allow(dead_code, unreachable_pub, missing_docs)]
+#[allow(dead_code, unreachable_pub, missing_docs, clippy::result_unit_err)]
 pub mod models;
 
 /// A configuration the models can follow quickly: small limits mostly (so sequences reach
