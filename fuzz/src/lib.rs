@@ -41,7 +41,10 @@ pub fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
         _ => limit
             .saturating_mul(4)
             .saturating_add(input.int_in_range(0..=64)?),
-    };
+    }
+    // Short of u64::MAX, the period that never refills (`Config::FOREVER`), which the
+    // models do not follow.
+    .min(u64::MAX - 1);
     let burst = match input.int_in_range(0u8..=3)? {
         0 => 0,
         1 => input.int_in_range(1..=8)?,
