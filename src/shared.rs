@@ -208,6 +208,7 @@ impl Mapping {
         let built = (|| {
             // Exactly 0600, whatever the umask removed or not.
             file.set_permissions(fs::Permissions::from_mode(0o600))?;
+            check_room(&file, (words as u64).saturating_mul(8))?;
             let mut header = header(identity, words, boot_id(), contents.hash_key);
             header[W_PID_NAMESPACE] = contents.pid_namespace;
             let value = |index: usize| match index.checked_sub(HEADER_WORDS) {
@@ -397,6 +398,24 @@ fn create_beside(path: &Path) -> Result<(PathBuf, File), Error> {
             Err(error) => return Err(os_error(&error)),
         }
     }
+}
+
+/// Refuses a file of `bytes` larger than its file system's free space before any of it
+/// is written: written word by word, it would fill the file system first (`ENOSPC`).
+fn check_room(file: &File, bytes: u64) -> io::Result<()> {
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `file`'s descriptor is open, and `stats` is writable for fstatvfs to fill.
+    if unsafe { libc::fstatvfs(file.as_raw_fd(), stats.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstatvfs returned 0, so it filled `stats`.
+    let stats = unsafe { stats.assume_init() };
+    // A file system that reports no blocks at all (ramfs, an unlimited tmpfs) has no
+    // free-space figure to compare with.
+    if stats.f_blocks != 0 && bytes > stats.f_bavail.saturating_mul(stats.f_frsize) {
+        return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+    }
+    Ok(())
 }
 
 /// A name beside `path` that no other opener uses: the process id and a counter.

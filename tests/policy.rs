@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::models::combine;
 use common::{random_rule, Rng, MS, SECOND};
 use rate::{Algorithm, Config, ConfigError, Decision, Error, Limiter, Policy, PolicyDecision};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,28 +27,9 @@ fn model(rules: &[Config], admitted: &[(u64, u64)], n: u64, now: u64) -> PolicyD
         .iter()
         .map(|rule| replayed(rule, admitted).acquire_at(n, now).unwrap())
         .collect();
-    let denied_by = taken.iter().position(|decision| !decision.allowed);
-    let each: Vec<Decision> = match denied_by {
-        None => taken,
-        // Nothing taken: each rule's state as it is, and its own answer to the request.
-        Some(_) => rules
-            .iter()
-            .zip(&taken)
-            .map(|(rule, request)| Decision {
-                allowed: request.allowed,
-                retry_after_ns: request.retry_after_ns,
-                ..replayed(rule, admitted).acquire_at(0, now).unwrap()
-            })
-            .collect(),
-    };
-    let decision = Decision {
-        allowed: denied_by.is_none(),
-        limit: each.iter().map(|d| d.limit).min().unwrap(),
-        remaining: each.iter().map(|d| d.remaining).min().unwrap(),
-        retry_after_ns: each.iter().map(|d| d.retry_after_ns).max().unwrap(),
-        reset_after_ns: each.iter().map(|d| d.reset_after_ns).max().unwrap(),
-        wait_ns: 0,
-    };
+    let (decision, denied_by, each) = combine(taken, |i| {
+        replayed(&rules[i], admitted).acquire_at(0, now).unwrap()
+    });
     // A PolicyDecision is compared through its public parts (see `same`).
     let policy = Policy::new(rules).unwrap();
     let mut expected = policy.acquire_at(0, 0).unwrap();

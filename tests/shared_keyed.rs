@@ -144,6 +144,20 @@ fn a_file_for_another_table_is_refused_untouched() {
     );
 }
 
+/// A table larger than its file system's free space (here half a petabyte) is refused
+/// before any of it is written, rather than written until the file system is full, and
+/// leaves no file behind.
+#[test]
+fn a_table_larger_than_the_free_space_is_refused_at_once() {
+    let scratch = Scratch::new("keyed-huge");
+    let path = scratch.path("table");
+    assert_eq!(
+        KeyedLimiter::open(&path, &Config::gcra(3, HOUR), 1 << 44).unwrap_err(),
+        Error::Io(libc::ENOSPC)
+    );
+    assert_eq!(fs::read_dir(scratch.path("")).unwrap().count(), 0);
+}
+
 /// A table of another boot is reset: every slot vacant again, every key full.
 #[test]
 fn a_table_from_another_boot_is_reset() {

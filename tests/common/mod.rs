@@ -4,6 +4,7 @@
 
 #[cfg(loom)]
 pub mod loom_keys;
+pub mod models;
 pub mod peer_vectors;
 #[cfg(not(loom))]
 pub mod processes;
@@ -66,27 +67,6 @@ pub fn random_rule(rng: &mut Rng) -> rate::Config {
         2 => rate::Config::sliding_window(limit, period),
         _ => rate::Config::sliding_log(limit, period),
     }
-}
-
-/// The smallest `d` in `0..=bound` for which `holds(d)` is true, given that `holds` is
-/// monotone there (false … false true … true); `u64::MAX` ("never") if it never holds.
-pub fn smallest(bound: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
-    if !holds(bound) {
-        return u64::MAX;
-    }
-    let (mut low, mut high) = (0u64, bound); // holds(high) is true
-    if holds(low) {
-        return 0;
-    }
-    while high - low > 1 {
-        let mid = low + (high - low) / 2;
-        if holds(mid) {
-            high = mid;
-        } else {
-            low = mid;
-        }
-    }
-    high
 }
 
 /// A decision with these fields and no wait: every decision but a reserve's.
