@@ -98,30 +98,30 @@ impl PolicyDecision {
         &self.rules[..self.len]
     }
 
-    /// The decision of a request of the same cost on every rule, from each rule's own (the
-    /// first `len` of `rules`, in the order given), for a policy whose least limit is
-    /// `limit`: denied by the first rule that denies. (The Redis tier's, whose script
-    /// decides every rule.)
-    #[cfg(feature = "redis")]
-    pub(crate) fn of_rules(limit: u64, rules: [Decision; MAX_RULES], len: usize) -> Self {
-        let each = &rules[..len];
-        let denied_by = each.iter().position(|rule| !rule.allowed);
-        let decision = Decision {
+    /// The policy's decision from each rule's own (the first `len` of `rules`, in the
+    /// order given), denied by `denied_by`: `limit` and `remaining` the least, the waits
+    /// the greatest, over the rules `taking_part` gives a limit for (the rules the request
+    /// costs).
+    pub(crate) fn combine(
+        rules: [Decision; MAX_RULES],
+        len: usize,
+        taking_part: impl Fn(usize) -> Option<u64>,
+        denied_by: Option<usize>,
+    ) -> Self {
+        let mut decision = Decision {
             allowed: denied_by.is_none(),
-            limit,
-            remaining: each.iter().map(|rule| rule.remaining).min().unwrap_or(0),
-            retry_after_ns: each
-                .iter()
-                .map(|rule| rule.retry_after_ns)
-                .max()
-                .unwrap_or(0),
-            reset_after_ns: each
-                .iter()
-                .map(|rule| rule.reset_after_ns)
-                .max()
-                .unwrap_or(0),
-            wait_ns: 0,
+            limit: u64::MAX,
+            remaining: u64::MAX,
+            ..Decision::default()
         };
+        for (index, rule) in rules[..len].iter().enumerate() {
+            if let Some(limit) = taking_part(index) {
+                decision.limit = decision.limit.min(limit);
+                decision.remaining = decision.remaining.min(rule.remaining);
+                decision.retry_after_ns = decision.retry_after_ns.max(rule.retry_after_ns);
+                decision.reset_after_ns = decision.reset_after_ns.max(rule.reset_after_ns);
+            }
+        }
         Self {
             decision,
             denied_by,

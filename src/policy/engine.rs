@@ -307,26 +307,11 @@ impl Engine {
         denied_by: Option<usize>,
     ) -> PolicyDecision {
         let query = costs.iter().all(|&cost| cost == 0);
-        let mut decision = Decision {
-            allowed: denied_by.is_none(),
-            limit: u64::MAX,
-            remaining: u64::MAX,
-            ..Decision::default()
-        };
-        // One pass over the rules the request costs (all of them for a query).
-        for (index, rule) in rules[..self.len].iter().enumerate() {
-            if query || costs[index] > 0 {
-                decision.limit = decision.limit.min(self.limits[index]);
-                decision.remaining = decision.remaining.min(rule.remaining);
-                decision.retry_after_ns = decision.retry_after_ns.max(rule.retry_after_ns);
-                decision.reset_after_ns = decision.reset_after_ns.max(rule.reset_after_ns);
-            }
-        }
-        PolicyDecision {
-            decision,
-            denied_by,
+        PolicyDecision::combine(
             rules,
-            len: self.len,
-        }
+            self.len,
+            |index| (query || costs[index] > 0).then_some(self.limits[index]),
+            denied_by,
+        )
     }
 }

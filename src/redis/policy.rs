@@ -155,11 +155,17 @@ impl RedisPolicy {
 
     /// The decision a finished exchange holds.
     pub(super) fn decision(&self, exchange: Exchange<'_>) -> Result<PolicyDecision, RedisError> {
-        let rules = rule_decisions(exchange.finish_together()?, self.rules.len())?;
-        Ok(PolicyDecision::of_rules(
-            self.plan.limit(),
+        let len = self.rules.len();
+        let rules = rule_decisions(exchange.finish_together()?, len)?;
+        // Every rule takes part (the script decides them all at the same cost), and the
+        // first that denies is the one that denied.
+        let denied_by = rules[..len].iter().position(|rule| !rule.allowed);
+        let least = self.plan.limit();
+        Ok(PolicyDecision::combine(
             rules,
-            self.rules.len(),
+            len,
+            |_| Some(least),
+            denied_by,
         ))
     }
 }
