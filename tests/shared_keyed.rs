@@ -278,6 +278,45 @@ fn a_claim_whose_process_died_is_put_back() {
     assert_eq!(read_word(&path, REGISTRY + 7 * ENTRY_WORDS), 0);
 }
 
+/// A key stored further from its home than the file's probe bound says (bytes another
+/// process overwrote: here the bound is 0 and the key's home holds another key) is found
+/// by the insert that meets it on its scan, and the request is decided on its state,
+/// rather than looked up within the bound, missed and inserted again for ever.
+#[test]
+fn a_key_past_the_recorded_bound_is_found() {
+    let scratch = Scratch::new("keyed-past-bound");
+    let path = scratch.path("table");
+    // GCRA, 1 per hour: a key's TAT after one admission at FROZEN is FROZEN + 1 h.
+    let config = Config::gcra(1, HOUR);
+    let table = KeyedLimiter::open(&path, &config, 8).unwrap();
+    let empty = fs::read(&path).unwrap();
+    assert!(table.acquire_at(b"k", 1, FROZEN).unwrap().allowed);
+    let home = changed_slot(&empty, &fs::read(&path).unwrap());
+    let fingerprint = read_word(&path, SLOTS + 2 * home);
+    // Every slot live until FROZEN + 1 h: the home one another key's, every other one
+    // this key's, and no slot vacant, so an insert must scan the whole table.
+    let slots = (fs::read(&path).unwrap().len() / 8 - SLOTS) / 2;
+    for slot in 0..slots {
+        let key = if slot == home {
+            !fingerprint
+        } else {
+            fingerprint
+        };
+        rewrite_word(&path, SLOTS + 2 * slot, key);
+        rewrite_word(&path, SLOTS + 2 * slot + 1, FROZEN + HOUR);
+    }
+    // The control block's max_distance.
+    rewrite_word(&path, HEADER, 0);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || sender.send(table.acquire_at(b"k", 1, FROZEN + 1)));
+    let decision = receiver
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the acquire returns")
+        .unwrap();
+    assert!(!decision.allowed);
+    assert_eq!(decision.retry_after_ns, HOUR - 1);
+}
+
 /// This process's token as a claim registry holds it: pid, then the low half of its start
 /// time in clock ticks (field 22 of `/proc/self/stat`).
 fn own_token() -> u64 {
