@@ -85,10 +85,17 @@ fn decides_as_the_in_process_limiter() {
         return;
     };
     let mut rng = Rng::new(53);
-    for case in 0..200 {
+    for case in 0..250 {
         let limit = rng.range(1, 20);
-        let period = rng.range(limit, 10 * SECOND);
         let burst = if rng.chance(50) { 0 } else { rng.range(1, 40) };
+        let period = if case < 200 {
+            rng.range(limit, 10 * SECOND)
+        } else {
+            // A tolerance B·T on either side of 2⁵², where the script leaves plain
+            // numbers for instants, up to the 2⁵³ it accepts.
+            let burst = if burst == 0 { limit } else { burst };
+            rng.range((1 << 51) / burst, ((1 << 53) - 1) / burst) * limit
+        };
         replay(
             &mut redis,
             &Config::gcra(limit, period).with_burst(burst),

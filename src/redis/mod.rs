@@ -1,10 +1,11 @@
 //! The Redis tier (DESIGN §8): one limit per key across hosts, decided inside the caller's
 //! Redis (or Valkey) by librate's Lua scripts, with the decisions of §3 and §4 bit for bit.
 //!
-//! The scripts live in `src/redis/lua/`, once for every language: `time.lua` (exact u64
-//! instants in Lua's doubles), one algorithm's file (the window counters' preceded by
-//! `windows.lua`, which they share) and `keys.lua`, which decides each key a call names,
-//! so a batch of keys is one script call. Redis runs each call of a script atomically,
+//! The scripts live in `src/redis/lua/`, once for every language: `request.lua` (the
+//! request's time and cost), `time.lua` (exact u64 instants in Lua's doubles), one
+//! algorithm's file (the window counters' preceded by `windows.lua`, which they share;
+//! GCRA's `gcra_near.lua` before its exact `gcra.lua`) and `keys.lua`, which decides each
+//! key a call names, so a batch of keys is one script call. Redis runs each call of a script atomically,
 //! so concurrent clients on any number of hosts decide one key as threads decide one
 //! in-process limiter. Time is the server's clock (`TIME`), so the clients' clocks never
 //! matter; the `_at` forms pass the time instead.
@@ -50,19 +51,26 @@ use crate::error::{ConfigError, Error};
 /// The largest duration the scripts hold as one Lua number: below it, doubles are exact.
 const EXACT: u64 = 1 << 53;
 
-/// The GCRA script: the instants prelude, the algorithm, the line naming its function
-/// `decide`, then the loop over the keys (NUL-terminated for C).
+/// The GCRA script: the request, then gcra.lua's exact decision on instants inside a
+/// function built only when the decision near now cannot be made in plain numbers
+/// (building a script's functions costs on every call, so the common call builds one),
+/// that near decision named `decide`, then the loop over the keys (NUL-terminated for C).
 const GCRA: &str = concat!(
+    include_str!("lua/request.lua"),
+    "local function exact_gcra()\n",
     include_str!("lua/time.lua"),
     include_str!("lua/gcra.lua"),
-    "local decide = gcra\n",
+    "return gcra\nend\n",
+    include_str!("lua/gcra_near.lua"),
+    "local decide = gcra_near\n",
     include_str!("lua/keys.lua"),
     "\0"
 );
 
-/// The fixed window script: the instants prelude, the windows both counters share, the
-/// algorithm, then the loop over the keys.
+/// The fixed window script: the request, the instants, the windows both counters share,
+/// the algorithm, then the loop over the keys.
 const FIXED_WINDOW: &str = concat!(
+    include_str!("lua/request.lua"),
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/fixed_window.lua"),
@@ -73,6 +81,7 @@ const FIXED_WINDOW: &str = concat!(
 
 /// The sliding window counter's script, built as [`FIXED_WINDOW`] is.
 const SLIDING_WINDOW: &str = concat!(
+    include_str!("lua/request.lua"),
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/sliding_window.lua"),
@@ -81,8 +90,10 @@ const SLIDING_WINDOW: &str = concat!(
     "\0"
 );
 
-/// The sliding log script: the instants prelude, the ring, then the loop over the keys.
+/// The sliding log script: the request, the instants, the ring, then the loop over the
+/// keys.
 const SLIDING_LOG: &str = concat!(
+    include_str!("lua/request.lua"),
     include_str!("lua/time.lua"),
     include_str!("lua/sliding_log.lua"),
     "local decide = sliding_log\n",
@@ -90,16 +101,20 @@ const SLIDING_LOG: &str = concat!(
     "\0"
 );
 
-/// The policy script: the instants prelude, every algorithm (the log last: its file's
-/// locals `limit` and `period` would otherwise be those the window functions name), then
-/// the rules of one subject decided together.
+/// The policy script: the request, the instants, every algorithm (the log last among the
+/// exact ones: its file's locals `limit` and `period` would otherwise be those the window
+/// functions name), GCRA's near decision over the exact one already built, then the rules
+/// of one subject decided together.
 const POLICY: &str = concat!(
+    include_str!("lua/request.lua"),
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/fixed_window.lua"),
     include_str!("lua/sliding_window.lua"),
     include_str!("lua/gcra.lua"),
     include_str!("lua/sliding_log.lua"),
+    "local function exact_gcra()\nreturn gcra\nend\n",
+    include_str!("lua/gcra_near.lua"),
     include_str!("lua/policy.lua"),
     "\0"
 );

@@ -1,5 +1,5 @@
--- librate's Redis scripts, the prelude of every one: exact u64 nanosecond times in Lua
--- (DESIGN §8).
+-- librate's Redis scripts: exact u64 nanosecond instants in Lua (DESIGN §8), after
+-- request.lua, for every algorithm's exact decision.
 --
 -- Lua numbers are doubles, exact only up to 2^53, and a time in nanoseconds since the
 -- epoch (or any u64 the caller passes to an `_at` call) is larger. So an instant is two
@@ -9,16 +9,6 @@
 -- more than the rest of the arithmetic. A duration that the configuration bounds (an
 -- emission interval, a tolerance, a period: all below 2^53, which the clients check) is a
 -- plain number. Every value these functions compute stays below 2^53.
---
--- Each algorithm's file defines one function, named after it, deciding one key:
--- (key, n, its two configuration arguments, whether to write). A single limiter's script
--- is this file, the algorithm's own file (the window algorithms' preceded by windows.lua,
--- which they share), a line naming that function `decide`, and keys.lua, which decides
--- every key the call names. A policy's script is this file, every algorithm's, and
--- policy.lua. Every script takes KEYS, the keys' states (one or more), and ARGV: now (''
--- for the server's clock), n, max_wait, then its configuration. Every key's decision is
--- {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, each an integer,
--- a duration at or above 2^53 as its decimal string.
 
 -- The constants are literals in the functions below rather than named locals: a script's
 -- functions are built again on every call, and each outer local a function refers to
@@ -106,23 +96,3 @@ end
 local function not_state(key, algorithm)
     return redis.error_reply('librate: ' .. key .. ' holds no ' .. algorithm .. ' state')
 end
-
--- The instant a decimal u64 names.
-local function instant(text)
-    local digits = #text
-    if digits <= 9 then
-        return 0, tonumber(text)
-    end
-    return tonumber(string.sub(text, 1, digits - 9)), tonumber(string.sub(text, digits - 8))
-end
-
--- This call's now, read once for every key: the caller's explicit time, or the server's
--- clock (TIME: seconds and microseconds since the epoch).
-local now_s, now_ns
-if ARGV[1] ~= '' then
-    now_s, now_ns = instant(ARGV[1])
-else
-    local clock = redis.call('TIME')
-    now_s, now_ns = tonumber(clock[1]), tonumber(clock[2]) * 1000
-end
-local n = tonumber(ARGV[2])
