@@ -112,13 +112,15 @@ fn windows_decide_as_the_in_process_limiter() {
         } else {
             Algorithm::SlidingWindow
         };
-        let period = match rng.below(6) {
+        let period = match rng.below(7) {
             0 => rng.range(1, 64),
             1 => rng.range(1 << 10, 1 << 12),
             2 => rng.range(MS, 100 * SECOND),
             // Whole seconds, and divisors of a second: the scripts' shortcuts.
             3 => SECOND * rng.range(1, 100_000),
             4 => SECOND / [1, 2, 4, 5, 10, 1_000, 1_000_000, 1_000_000_000][rng.below(8) as usize],
+            // Whole seconds on either side of 2⁵² ns, where the shortcuts stop.
+            5 => SECOND * ((1 << 52) / SECOND + rng.below(2)),
             _ => EXACT - rng.range(1, 1 << 20) + u64::from(rng.chance(5)),
         };
         let Some(largest) = largest_window_limit(period) else {

@@ -3,9 +3,10 @@
 //!
 //! The scripts live in `src/redis/lua/`, once for every language: `request.lua` (the
 //! request's time and cost), `time.lua` (exact u64 instants in Lua's doubles), one
-//! algorithm's file (the window counters' preceded by `windows.lua`, which they share;
-//! GCRA's `gcra_near.lua` before its exact `gcra.lua`) and `keys.lua`, which decides each
-//! key a call names, so a batch of keys is one script call. Redis runs each call of a script atomically,
+//! algorithm's file (the window counters' preceded by `windows.lua`, which they share),
+//! each algorithm's decision near now in plain numbers (`*_near.lua`, falling back to the
+//! exact file, which it builds only then), and `keys.lua`, which decides each key a call
+//! names, so a batch of keys is one script call. Redis runs each call of a script atomically,
 //! so concurrent clients on any number of hosts decide one key as threads decide one
 //! in-process limiter. Time is the server's clock (`TIME`), so the clients' clocks never
 //! matter; the `_at` forms pass the time instead.
@@ -67,14 +68,21 @@ const GCRA: &str = concat!(
     "\0"
 );
 
-/// The fixed window script: the request, the instants, the windows both counters share,
-/// the algorithm, then the loop over the keys.
+/// The fixed window script: the request, what the window counters' decisions share, the
+/// exact decision (the instants, the windows, the algorithm) inside a function built only
+/// when needed, as GCRA's, the decision near now and what it shares with the sliding
+/// window's, then the loop over the keys.
 const FIXED_WINDOW: &str = concat!(
     include_str!("lua/request.lua"),
+    include_str!("lua/windows_common.lua"),
+    "local function exact_fixed_window()\n",
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/fixed_window.lua"),
-    "local decide = fixed_window\n",
+    "return fixed_window\nend\n",
+    include_str!("lua/windows_near.lua"),
+    include_str!("lua/fixed_window_near.lua"),
+    "local decide = fixed_window_near\n",
     include_str!("lua/keys.lua"),
     "\0"
 );
@@ -82,10 +90,15 @@ const FIXED_WINDOW: &str = concat!(
 /// The sliding window counter's script, built as [`FIXED_WINDOW`] is.
 const SLIDING_WINDOW: &str = concat!(
     include_str!("lua/request.lua"),
+    include_str!("lua/windows_common.lua"),
+    "local function exact_sliding_window()\n",
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/sliding_window.lua"),
-    "local decide = sliding_window\n",
+    "return sliding_window\nend\n",
+    include_str!("lua/windows_near.lua"),
+    include_str!("lua/sliding_window_near.lua"),
+    "local decide = sliding_window_near\n",
     include_str!("lua/keys.lua"),
     "\0"
 );
@@ -103,10 +116,11 @@ const SLIDING_LOG: &str = concat!(
 
 /// The policy script: the request, the instants, every algorithm (the log last among the
 /// exact ones: its file's locals `limit` and `period` would otherwise be those the window
-/// functions name), GCRA's near decision over the exact one already built, then the rules
-/// of one subject decided together.
+/// functions name), the decisions near now over the exact ones already built, then the
+/// rules of one subject decided together.
 const POLICY: &str = concat!(
     include_str!("lua/request.lua"),
+    include_str!("lua/windows_common.lua"),
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/fixed_window.lua"),
@@ -114,7 +128,12 @@ const POLICY: &str = concat!(
     include_str!("lua/gcra.lua"),
     include_str!("lua/sliding_log.lua"),
     "local function exact_gcra()\nreturn gcra\nend\n",
+    "local function exact_fixed_window()\nreturn fixed_window\nend\n",
+    "local function exact_sliding_window()\nreturn sliding_window\nend\n",
     include_str!("lua/gcra_near.lua"),
+    include_str!("lua/windows_near.lua"),
+    include_str!("lua/fixed_window_near.lua"),
+    include_str!("lua/sliding_window_near.lua"),
     include_str!("lua/policy.lua"),
     "\0"
 );

@@ -10,20 +10,10 @@ local function fixed_window(key, n, rule_limit, rule_period, write)
     if not ok then
         return s
     end
-    local start_s, start_ns, _, counted = view(s, ns, count, 0)
-    local allowed = counted + n <= limit
-    if allowed then
-        counted = counted + n
-    end
-    -- Window k + 1, where the count is 0 and any n <= L fits.
+    local start_s, start_ns, _, count_now = view(s, ns, count, 0)
+    -- Window k + 1's start.
     local next_window = until_field(window_after(start_s, start_ns, 1))
-    local retry_after, reset_after = 0, 0
-    if not allowed then
-        retry_after = next_window
-    end
-    if counted > 0 then
-        reset_after = next_window
-    end
+    local allowed, counted, retry_after, reset_after = fixed_verdict(n, limit, count_now, next_window)
     if allowed and n > 0 and write then
         store(key, start_s, start_ns, counted)
     end

@@ -14,7 +14,7 @@
 -- and retry_after_ns, as the in-process policy reports it. A key holding something else
 -- is the reply's error, and nothing is written.
 
-local algorithms = {[0] = gcra_near, fixed_window, sliding_window, sliding_log}
+local algorithms = {[0] = gcra_near, fixed_window_near, sliding_window_near, sliding_log}
 local rules = tonumber(ARGV[4])
 local deciders, firsts, seconds = {}, {}, {}
 for i = 1, rules do

@@ -88,13 +88,7 @@ local function read(key, fields, algorithm)
     if not stored then
         return true, 0, 0, 0, 0
     end
-    local start_s, start_ns, count, prev
-    if fields == 2 and #stored == 16 then
-        start_s, start_ns, count = struct.unpack('>I5I4I7', stored)
-        prev = 0
-    elseif fields == 3 and #stored == 23 then
-        start_s, start_ns, count, prev = struct.unpack('>I5I4I7I7', stored)
-    end
+    local start_s, start_ns, count, prev = unpack_window(stored, fields)
     if not count or not is_instant(start_s, start_ns) or modulo(start_s, start_ns) ~= 0
         or count < 1 or count > limit or prev > limit then
         return false, not_state(key, algorithm)
@@ -147,12 +141,6 @@ end
 -- §5: nothing counted in the window of now or the one before), the start of the window
 -- after next.
 local function store(key, s, ns, count, prev)
-    local state
-    if prev then
-        state = struct.pack('>I5I4I7I7', s, ns, count, prev)
-    else
-        state = struct.pack('>I5I4I7', s, ns, count)
-    end
     local fresh_s, fresh_ns = window_after(s, ns, 2)
-    redis.call('SET', key, state, 'PX', keep_ms(sub(fresh_s, fresh_ns, now_s, now_ns)))
+    redis.call('SET', key, pack_window(s, ns, count, prev), 'PX', keep_ms(sub(fresh_s, fresh_ns, now_s, now_ns)))
 end
