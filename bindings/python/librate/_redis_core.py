@@ -92,7 +92,11 @@ class Plan:
 def _decision(reply: object) -> Decision:
     """One decision of a script's reply (see ``Plan.decision``)."""
     if isinstance(reply, (list, tuple)) and len(reply) == 6:
-        fields = [_u64(field) for field in reply]
+        # Integer replies (nearly every field) checked inline; the rest by _u64.
+        fields = [
+            field if type(field) is int and 0 <= field <= U64_MAX else _u64(field)
+            for field in reply
+        ]
         if None not in fields and fields[0] in (0, 1):
             return Decision(bool(fields[0]), *fields[1:])  # type: ignore[arg-type]
     raise RedisError(f"redis: unexpected reply {reply!r}")
