@@ -246,7 +246,7 @@ impl Policy {
 
     /// `n` of every rule, checked.
     fn uniform(&self, n: u64) -> Result<Costs, Error> {
-        self.costs(&self.engine.uniform(n)[..self.rules.len()])
+        self.engine.uniform(self.rules.iter().map(Limiter::rule), n)
     }
 
     /// One cost per rule, checked.

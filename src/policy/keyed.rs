@@ -459,7 +459,8 @@ impl<S: BuildHasher> KeyedPolicy<S> {
 
     /// `n` of every rule, checked.
     fn uniform(&self, n: u64) -> Result<Costs, Error> {
-        self.costs(&self.engine.uniform(n)[..self.rules.len()])
+        self.engine
+            .uniform(self.rules.iter().map(Scoped::decider), n)
     }
 
     /// One cost per rule, checked.
