@@ -44,6 +44,9 @@ type Limiter struct {
 	// configuration arguments, as decimal strings.
 	limit      uint64
 	configArgs []any
+	// oneNow is the script's arguments for one unit now (Allow), built once: go-redis
+	// copies arguments, so they can be shared by concurrent calls.
+	oneNow []any
 }
 
 // New returns a Limiter of config for the keys under prefix, deciding through client.
@@ -60,15 +63,20 @@ func New(client redis.UniversalClient, config librate.Config, prefix string) (*L
 	if err != nil {
 		return nil, err
 	}
-	return &Limiter{
+	l := &Limiter{
 		client:     client,
 		config:     config,
 		prefix:     prefix,
 		script:     redis.NewScript(script.Source),
 		limit:      script.Limit,
 		configArgs: decimals(script.ConfigArgs),
-	}, nil
+	}
+	l.oneNow = l.args(oneNow)
+	return l, nil
 }
+
+// oneNow is the request of Allow: one unit now, by the server's clock.
+var oneNow = request{n: 1}
 
 // Config returns the configuration every key follows.
 func (l *Limiter) Config() librate.Config { return l.config }
@@ -79,7 +87,7 @@ func (l *Limiter) Key(key string) string { return l.prefix + "{" + key + "}" }
 // Allow reports whether one unit is admitted now for key, by the server's clock. A
 // denial is false with a nil error; an error is never an admission.
 func (l *Limiter) Allow(ctx context.Context, key string) (bool, error) {
-	d, err := l.Acquire(ctx, key, 1)
+	d, err := l.decide(ctx, key, oneNow)
 	return d.Allowed, err
 }
 
@@ -166,8 +174,12 @@ func (l *Limiter) decide(ctx context.Context, key string, r request) (librate.De
 		return librate.Decision{}, err
 	}
 	redisKey := l.Key(key)
+	args := l.oneNow
+	if r != oneNow {
+		args = l.args(r)
+	}
 	// EVALSHA, then EVAL (which caches the script again) after NOSCRIPT.
-	cmd := l.script.Run(ctx, l.client, []string{redisKey}, l.args(r)...)
+	cmd := l.script.Run(ctx, l.client, []string{redisKey}, args...)
 	return decisionOf(redisKey, cmd.Val(), cmd.Err())
 }
 
