@@ -1,0 +1,103 @@
+//! The TSC clock's arithmetic: anchors, scales and retirement, on made-up ticks.
+
+use super::*;
+
+#[test]
+fn an_anchor_converts_ticks_on_its_line() {
+    // 0.5 ns per tick (a 2 GHz TSC).
+    let anchor = Anchor {
+        tsc: 1_000,
+        ns: 5_000,
+        scale: 1 << 31,
+    };
+    assert_eq!(anchor.at(1_000), 5_000);
+    assert_eq!(anchor.at(3_000), 6_000);
+    // Another CPU's read a little before the anchor's: the anchor's own time.
+    assert_eq!(anchor.at(999), 5_000);
+}
+
+/// An anchor at tick 1,000,000 on a 2 GHz TSC (0.5 ns a tick), 100 ns ahead of the
+/// pair taken at tick 2,000,000, with the first pair at (0, 0): a long-run rate of
+/// exactly 0.5 ns a tick.
+const HALF: u64 = 1 << 31;
+const AHEAD: Anchor = Anchor {
+    tsc: 1_000_000,
+    ns: 500_100,
+    scale: HALF,
+};
+const WINDOW_TICKS: u64 = 1_200_000;
+const PAIR: (u64, u64) = (2_000_000, 1_000_000);
+
+#[test]
+fn a_new_anchor_starts_on_the_old_line_and_meets_the_clock_a_period_on() {
+    let next = aim(AHEAD, WINDOW_TICKS, (0, 0), PAIR).unwrap();
+    assert_eq!(next.tsc, 2_000_000);
+    // The old line is at 1,000,100 there; the new one starts no lower.
+    assert!(next.ns >= 1_000_100);
+    // `AIM_NS` is 2,000,000 ticks at the long-run rate: the new line then reads the
+    // clock's 2,000,000, but for the lead over the old line's last 200,000 ticks
+    // (the slope 100 ns lower over 2,000,000 ticks: 10 ns, and 2 for rounding).
+    let met = next.at(4_000_000);
+    assert!((2_000_000..=2_000_013).contains(&met), "{met}");
+}
+
+#[test]
+fn a_new_anchor_stays_above_the_old_line_to_the_end_of_its_window() {
+    let next = aim(AHEAD, WINDOW_TICKS, (0, 0), PAIR).unwrap();
+    // The new line is less steep (it works off the 100 ns), so it leads the old one
+    // at its start by what the old one gains by the end of its window.
+    assert!(next.scale < HALF);
+    for tick in (2_000_000..=2_200_000).step_by(1_000) {
+        assert!(next.at(tick) >= AHEAD.at(tick), "tick {tick}");
+    }
+}
+
+#[test]
+fn a_clock_behind_the_pair_is_caught_up_at_once() {
+    // The clock 100 ns past the line: the new anchor starts at the clock.
+    let behind = Anchor {
+        ns: 499_900,
+        ..AHEAD
+    };
+    let next = aim(behind, WINDOW_TICKS, (0, 0), PAIR).unwrap();
+    assert_eq!(next.ns, 1_000_000);
+    assert_eq!(next.scale, HALF, "on the clock: the long-run rate");
+}
+
+#[test]
+fn after_a_window_no_one_used_the_new_anchor_starts_at_the_clock() {
+    // An anchor 10 ms old, whose line would be far off by now: no reader used it past
+    // its window's end (tick 2,200,000 here: 1,100,000 on its line).
+    let old = Anchor {
+        tsc: 1_000_000,
+        ns: 500_000,
+        scale: HALF + (HALF >> 4),
+    };
+    let next = aim(old, WINDOW_TICKS, (0, 0), (20_000_000, 10_000_000)).unwrap();
+    assert_eq!(
+        (next.tsc, next.ns, next.scale),
+        (20_000_000, 10_000_000, HALF)
+    );
+}
+
+#[test]
+fn a_pair_far_off_the_line_retires_the_tsc() {
+    let far = Anchor {
+        ns: 500_000 + RETIRE_NS + 1,
+        ..AHEAD
+    };
+    assert_eq!(aim(far, WINDOW_TICKS, (0, 0), PAIR), None);
+    let within = Anchor {
+        ns: 500_000 + RETIRE_NS,
+        ..AHEAD
+    };
+    assert!(aim(within, WINDOW_TICKS, (0, 0), PAIR).is_some());
+}
+
+#[test]
+fn the_scale_between_two_pairs_is_nanoseconds_per_tick() {
+    assert_eq!(scale_between((0, 0), (2_000, 1_000)), Some(1 << 31));
+    assert_eq!(scale_between((0, 0), (1_000, 3_000)), Some(3 << 32));
+    assert_eq!(scale_between((5, 0), (5, 1_000)), None);
+    assert_eq!(scale_between((5, 0), (4, 1_000)), None);
+}
