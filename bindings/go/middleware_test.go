@@ -484,6 +484,8 @@ type policyVectors struct {
 	Cases []struct {
 		What  string
 		Names []string
+		// Costs are the request's, one per rule; nil: 1 of every rule.
+		Costs []int
 		Rules []struct {
 			Limit    uint64
 			PeriodNs uint64 `json:"period_ns"`
@@ -513,6 +515,14 @@ func (v vectorPolicy) AcquireAt(string, int, time.Duration) (librate.PolicyDecis
 
 func (v vectorPolicy) Rules() []librate.Config { return v.rules }
 
+// costedVector is a vectorPolicy that takes a cost per rule (a CostsLimiter), answering
+// every request with the same decision still.
+type costedVector struct{ vectorPolicy }
+
+func (v costedVector) AcquireCostsAt(key string, _ []int, now time.Duration) (librate.PolicyDecision, error) {
+	return v.AcquireAt(key, 1, now)
+}
+
 // The Python and Go middlewares write the same fields for the same policy decision.
 func TestPolicyMiddlewareHeaderVectors(t *testing.T) {
 	var vectors policyVectors
@@ -530,12 +540,15 @@ func TestPolicyMiddlewareHeaderVectors(t *testing.T) {
 			own := librate.Decision{Allowed: d.Allowed, Remaining: d.Remaining,
 				RetryAfter: fromC(d.RetryAfterNs), ResetAfter: fromC(d.ResetAfterNs)}
 			combined.Rules = append(combined.Rules, own)
+			if c.Costs != nil && c.Costs[i] == 0 {
+				continue // a rule the request does not cost only reports
+			}
 			combined.Remaining = min(combined.Remaining, own.Remaining)
 			combined.RetryAfter = max(combined.RetryAfter, own.RetryAfter)
 			combined.ResetAfter = max(combined.ResetAfter, own.ResetAfter)
 		}
 		v.decision = combined
-		h := newPolicyMiddleware(t, v, librate.MiddlewareOptions{RuleNames: c.Names})
+		h := newPolicyMiddleware(t, costedVector{v}, librate.MiddlewareOptions{RuleNames: c.Names, Costs: c.Costs})
 		checkVector(t, h, c.What, c.Policy, c.RateLimit, c.RetryAfter)
 	}
 }

@@ -292,16 +292,19 @@ def test_policy_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
         )
         for rule, d in zip(rules, case["decisions"], strict=True)
     )
+    # The rules the request costs: every rule, unless costs say otherwise.
+    costs = case.get("costs") or [1] * len(rules)
+    counted = [index for index, cost in enumerate(costs) if cost]
     combined = librate.Decision(
         case["denied_by"] is None,
-        min(rule.capacity for rule in rules),
-        min(d.remaining for d in each),
-        max(d.retry_after_ns for d in each),
-        max(d.reset_after_ns for d in each),
+        min(rules[i].capacity for i in counted),
+        min(each[i].remaining for i in counted),
+        max(each[i].retry_after_ns for i in counted),
+        max(each[i].reset_after_ns for i in counted),
     )
     decision = librate.PolicyDecision(combined, case["denied_by"], each)
     names = [sf_string(name) for name in case["names"] or [f"rule{i}" for i in range(len(rules))]]
     assert policies_header(names, rules) == case["policy"]
-    rule = binding_rule(decision)
+    rule = binding_rule(decision, counted)
     assert ratelimit_header(names[rule], each[rule]) == case["ratelimit"]
     assert (None if combined.allowed else retry_after(combined)) == case["retry_after"]
