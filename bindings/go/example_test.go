@@ -197,6 +197,45 @@ func ExampleNewPolicyMiddleware() {
 	// RateLimit-Policy: "burst";q=2;w=1, "daily";q=3;w=86400
 }
 
+// One site's limits as one keyed policy, with a cost per rule for each route: a post
+// costs the client's post rule and everybody's rule, a like the client's like rule and
+// everybody's. RateLimit reports the binding rule of those the route costs: the like
+// reports the like rule, not the spent post rule it does not cost.
+func ExampleNewPolicyMiddleware_costs() {
+	site, err := librate.NewKeyedPolicy(100_000,
+		librate.PerKeyRule(librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: time.Minute}),    // per client: 1 post a minute
+		librate.PerKeyRule(librate.Config{Algorithm: librate.GCRA, Limit: 5, Period: time.Minute}),    // and 5 likes a minute
+		librate.GlobalRule(librate.Config{Algorithm: librate.GCRA, Limit: 1000, Period: time.Second}), // everybody: 1,000 a second
+	)
+	if err != nil {
+		panic(err)
+	}
+	defer site.Close()
+	now := func() time.Duration { return 0 }
+	names := []string{"posts", "likes", "all"}
+	posts, err := librate.NewPolicyMiddleware(site, librate.MiddlewareOptions{RuleNames: names, Costs: []int{1, 0, 1}, Now: now})
+	if err != nil {
+		panic(err)
+	}
+	likes, err := librate.NewPolicyMiddleware(site, librate.MiddlewareOptions{RuleNames: names, Costs: []int{0, 1, 1}, Now: now})
+	if err != nil {
+		panic(err)
+	}
+	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
+	mux := http.NewServeMux()
+	mux.Handle("POST /posts", posts.Wrap(hello))
+	mux.Handle("POST /likes", likes.Wrap(hello))
+	for _, path := range []string{"/posts", "/likes", "/posts"} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, nil))
+		fmt.Println(path, rec.Code, rec.Header().Get("RateLimit"))
+	}
+	// Output:
+	// /posts 200 "posts";r=0;t=60
+	// /likes 200 "likes";r=4;t=12
+	// /posts 429 "posts";r=0;t=60
+}
+
 // The README's first Go snippet (scripts/check-docs.py checks that each of its lines is
 // here): one limit for an API, and one per client IP.
 func Example_firstScreen() {

@@ -228,15 +228,9 @@ func (p *KeyedPolicy) AcquireCostsAt(key string, costs []int, now time.Duration)
 
 // acquireCosts decides costs for key at now, or now on librate's clock when now is -1.
 func (p *KeyedPolicy) acquireCosts(key string, costs []int, now time.Duration) (PolicyDecision, error) {
-	var cCosts [MaxRules]C.uint64_t
-	if len(costs) > MaxRules {
-		return PolicyDecision{}, &ConfigError{Reason: fmt.Sprintf("%d costs: a policy request gives one cost per rule", len(costs))}
-	}
-	for i, cost := range costs {
-		if cost < 0 {
-			return PolicyDecision{}, negative("cost", int64(cost))
-		}
-		cCosts[i] = C.uint64_t(cost)
+	cCosts, err := costArray(costs)
+	if err != nil {
+		return PolicyDecision{}, err
 	}
 	k := stringKey(key)
 	var out C.rate_policy_decision

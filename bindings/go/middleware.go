@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,7 +59,20 @@ func (s sharedPolicy) AcquireAt(_ string, n int, now time.Duration) (PolicyDecis
 	return s.policy.AcquireAt(n, now)
 }
 
+func (s sharedPolicy) AcquireCostsAt(_ string, costs []int, now time.Duration) (PolicyDecision, error) {
+	return s.policy.AcquireCostsAt(costs, now)
+}
+
 func (s sharedPolicy) Rules() []Config { return s.policy.Rules() }
+
+// CostsLimiter is a PolicyLimiter that takes a cost per rule, as MiddlewareOptions.Costs
+// needs: SharedPolicy(policy) and a *KeyedPolicy are.
+type CostsLimiter interface {
+	PolicyLimiter
+	// AcquireCostsAt takes costs[i] units of rule i for key at now, for every rule, or
+	// nothing, as KeyedPolicy.AcquireCostsAt.
+	AcquireCostsAt(key string, costs []int, now time.Duration) (PolicyDecision, error)
+}
 
 // ContextLimiter is a RequestLimiter that decides over the network, such as the Redis
 // limiter of package librate/bindings/go/redis (through its ForMiddleware). Middleware
@@ -74,6 +88,18 @@ type ContextLimiter interface {
 	AcquireAtContext(ctx context.Context, key string, n int, now time.Duration) (Decision, error)
 }
 
+// ContextPolicyLimiter is a PolicyLimiter that decides over the network, such as the
+// Redis policy of package librate/bindings/go/redis (through its ForMiddleware): to
+// NewPolicyMiddleware what a ContextLimiter is to NewMiddleware.
+type ContextPolicyLimiter interface {
+	PolicyLimiter
+	// AcquireContext takes n units for key now from every rule, or from none, by the
+	// limiter's own clock.
+	AcquireContext(ctx context.Context, key string, n int) (PolicyDecision, error)
+	// AcquireAtContext takes n units for key at now on the caller's timeline.
+	AcquireAtContext(ctx context.Context, key string, n int, now time.Duration) (PolicyDecision, error)
+}
+
 // MiddlewareOptions configures NewMiddleware. The zero value limits by remote IP on
 // librate's clock, fails closed, and names its policy "default".
 type MiddlewareOptions struct {
@@ -86,6 +112,13 @@ type MiddlewareOptions struct {
 	// each an sf-string of printable ASCII; nil means "rule0", "rule1", …
 	// NewPolicyMiddleware only.
 	RuleNames []string
+	// Costs are the units each request takes of each rule, one cost per rule in order
+	// (a post costs [1, 0, 0, 1]: the post rule and the global rule), each from 0 to its
+	// rule's capacity (GCRA: Burst, or Limit when 0; the windows: Limit), not all 0; a
+	// rule of cost 0 takes no part. nil means 1 of every rule. NewPolicyMiddleware with a
+	// CostsLimiter only (SharedPolicy, *KeyedPolicy; a Redis policy takes one cost for
+	// every rule), which decides at Now.
+	Costs []int
 	// FailOpen serves requests when the limiter fails (ErrTableFull, a closed
 	// limiter, Redis unreachable or answering an error); otherwise they get 503
 	// Service Unavailable. Either way each failure is logged to Logger.
@@ -123,16 +156,24 @@ type MiddlewareOptions struct {
 // On a 429 that is, of the rules that denied, the one with the longest RetryAfter (the
 // policy's, so t still equals Retry-After); on an admitted request, the rule with the
 // least Remaining, and of those the one with the longest ResetAfter (whose quota comes
-// back last). Ties go to the first rule; r and t are that rule's own.
+// back last). Ties go to the first rule; r and t are that rule's own. With
+// MiddlewareOptions.Costs the binding rule is one of those the request costs.
 type Middleware struct {
 	limiter RequestLimiter
 	// contextual is limiter as a ContextLimiter, or nil.
 	contextual ContextLimiter
 	// rules replaces limiter in a Middleware from NewPolicyMiddleware.
 	rules PolicyLimiter
-	key   func(*http.Request) string
-	now   func() time.Duration
-	// ownClock: the limiter is a ContextLimiter reading its own clock (Now is nil).
+	// contextualRules is rules as a ContextPolicyLimiter, or nil.
+	contextualRules ContextPolicyLimiter
+	// costed is rules as a CostsLimiter when MiddlewareOptions.Costs is set, with costs
+	// those costs; else nil, and a request takes 1 of every rule.
+	costed CostsLimiter
+	costs  []int
+	key    func(*http.Request) string
+	now    func() time.Duration
+	// ownClock: the limiter is a ContextLimiter or ContextPolicyLimiter reading its own
+	// clock (Now is nil).
 	ownClock bool
 	failOpen bool
 	logger   *slog.Logger
@@ -142,14 +183,17 @@ type Middleware struct {
 }
 
 // NewMiddleware builds a Middleware over limiter. The error is ErrInvalidArgument for
-// a nil limiter, a Policy name that is not printable ASCII, or RuleNames (which name a
-// policy's rules: see NewPolicyMiddleware).
+// a nil limiter, a Policy name that is not printable ASCII, or RuleNames or Costs (which
+// name and cost a policy's rules: see NewPolicyMiddleware).
 func NewMiddleware(limiter RequestLimiter, options MiddlewareOptions) (*Middleware, error) {
 	if limiter == nil {
 		return nil, fmt.Errorf("librate: NewMiddleware: nil limiter: %w", ErrInvalidArgument)
 	}
 	if options.RuleNames != nil {
 		return nil, fmt.Errorf("librate: NewMiddleware: RuleNames name a policy's rules; name a limiter's with Policy: %w", ErrInvalidArgument)
+	}
+	if options.Costs != nil {
+		return nil, fmt.Errorf("librate: NewMiddleware: Costs cost a policy's rules; a limiter has one: %w", ErrInvalidArgument)
 	}
 	name := options.Policy
 	if name == "" {
@@ -166,10 +210,12 @@ func NewMiddleware(limiter RequestLimiter, options MiddlewareOptions) (*Middlewa
 }
 
 // NewPolicyMiddleware builds a Middleware over several rules decided together, each
-// named by MiddlewareOptions.RuleNames in the fields. The error is ErrInvalidArgument
-// for a nil limiter or one without rules, RuleNames of another length than the rules or
-// with a name that is not printable ASCII, or a Policy name (which names a single
-// limiter's rule).
+// named by MiddlewareOptions.RuleNames in the fields. A ContextPolicyLimiter decides
+// with each request's context, as a ContextLimiter does in NewMiddleware. The error is
+// ErrInvalidArgument for a nil limiter or one without rules, RuleNames of another length
+// than the rules or with a name that is not printable ASCII, a Policy name (which names
+// a single limiter's rule), or Costs that are not one per rule, each from 0 to its
+// rule's capacity, not all 0, or that limiter is not a CostsLimiter.
 func NewPolicyMiddleware(limiter PolicyLimiter, options MiddlewareOptions) (*Middleware, error) {
 	if limiter == nil {
 		return nil, fmt.Errorf("librate: NewPolicyMiddleware: nil limiter: %w", ErrInvalidArgument)
@@ -192,7 +238,48 @@ func NewPolicyMiddleware(limiter PolicyLimiter, options MiddlewareOptions) (*Mid
 		return nil, fmt.Errorf("librate: NewPolicyMiddleware: %w", err)
 	}
 	m.rules = limiter
+	m.contextualRules, _ = limiter.(ContextPolicyLimiter)
+	m.ownClock = options.Now == nil && m.contextualRules != nil
+	if options.Costs != nil {
+		costed, ok := limiter.(CostsLimiter)
+		if !ok {
+			return nil, fmt.Errorf("librate: NewPolicyMiddleware: Costs need a CostsLimiter (SharedPolicy, *KeyedPolicy); a %T takes one cost for every rule (per-rule costs are not supported on Redis): %w", limiter, ErrInvalidArgument)
+		}
+		if err := checkCosts(options.Costs, rules); err != nil {
+			return nil, fmt.Errorf("librate: NewPolicyMiddleware: %w", err)
+		}
+		m.costed, m.costs = costed, slices.Clone(options.Costs)
+		m.ownClock = false
+	}
 	return m, nil
+}
+
+// checkCosts checks MiddlewareOptions.Costs against rules: one cost per rule, each from
+// 0 to its rule's capacity, not all 0. The error wraps ErrInvalidArgument.
+func checkCosts(costs []int, rules []Config) error {
+	if len(costs) != len(rules) {
+		return fmt.Errorf("Costs has %d costs for %d rules: %w", len(costs), len(rules), ErrInvalidArgument)
+	}
+	taking := false
+	for i, cost := range costs {
+		if capacity := capacityOf(rules[i]); cost < 0 || uint64(cost) > capacity {
+			return fmt.Errorf("Costs[%d] is %d: must be 0 to rule %d's capacity %d: %w", i, cost, i, capacity, ErrInvalidArgument)
+		}
+		taking = taking || cost > 0
+	}
+	if !taking {
+		return fmt.Errorf("Costs are all 0: a request would take from no rule: %w", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// capacityOf is the most units config admits at once: GCRA's Burst (0 means Limit), a
+// window's Limit.
+func capacityOf(config Config) uint64 {
+	if config.Algorithm == GCRA && config.Burst != 0 {
+		return config.Burst
+	}
+	return config.Limit
 }
 
 // newMiddleware is what both constructors share: the options, and the RateLimit-Policy
@@ -269,14 +356,16 @@ type reported struct {
 	own  Decision
 }
 
-// acquire takes one unit for r's key: with r's context from a ContextLimiter.
+// acquire takes one unit (or a policy's Costs) for r's key: with r's context from a
+// ContextLimiter or ContextPolicyLimiter.
 func (m *Middleware) acquire(r *http.Request) (reported, error) {
 	key := m.key(r)
+	if m.rules != nil {
+		return m.acquireRules(r.Context(), key)
+	}
 	var d Decision
 	var err error
 	switch {
-	case m.rules != nil:
-		return m.acquireRules(key)
 	case m.ownClock:
 		d, err = m.contextual.AcquireContext(r.Context(), key, 1)
 	case m.contextual != nil:
@@ -287,25 +376,46 @@ func (m *Middleware) acquire(r *http.Request) (reported, error) {
 	return reported{d, 0, d}, err
 }
 
-// acquireRules takes one unit for key from every rule of a PolicyLimiter, or from none.
-func (m *Middleware) acquireRules(key string) (reported, error) {
-	d, err := m.rules.AcquireAt(key, 1, m.now())
+// acquireRules takes one unit (or its cost) for key from every rule of a PolicyLimiter,
+// or from none.
+func (m *Middleware) acquireRules(ctx context.Context, key string) (reported, error) {
+	var d PolicyDecision
+	var err error
+	switch {
+	case m.costed != nil:
+		d, err = m.costed.AcquireCostsAt(key, m.costs, m.now())
+	case m.ownClock:
+		d, err = m.contextualRules.AcquireContext(ctx, key, 1)
+	case m.contextualRules != nil:
+		d, err = m.contextualRules.AcquireAtContext(ctx, key, 1, m.now())
+	default:
+		d, err = m.rules.AcquireAt(key, 1, m.now())
+	}
 	if err != nil {
 		return reported{}, err
 	}
 	if len(d.Rules) != len(m.names) {
 		return reported{}, fmt.Errorf("librate: a PolicyLimiter decided %d rules, not its %d: %w", len(d.Rules), len(m.names), ErrInternal)
 	}
-	rule := bindingRule(d)
+	rule := bindingRule(d, m.costs)
 	return reported{d.Decision, rule, d.Rules[rule]}, nil
 }
 
-// bindingRule is the rule RateLimit reports of a policy's decision: denied, of the rules
-// that denied, the one with the longest RetryAfter; admitted, the one with the least
-// Remaining and, of those, the longest ResetAfter. Ties go to the first rule.
-func bindingRule(d PolicyDecision) int {
-	binding := 0
-	for i, rule := range d.Rules[1:] {
+// bindingRule is the rule RateLimit reports of a policy's decision, of the rules the
+// request costs (costs nil: every rule; else those of a cost above 0, one at least):
+// denied, of the rules that denied, the one with the longest RetryAfter; admitted, the
+// one with the least Remaining and, of those, the longest ResetAfter. Ties go to the
+// first rule.
+func bindingRule(d PolicyDecision, costs []int) int {
+	binding := -1
+	for i, rule := range d.Rules {
+		if costs != nil && costs[i] == 0 {
+			continue
+		}
+		if binding < 0 {
+			binding = i
+			continue
+		}
 		best := d.Rules[binding]
 		var binds bool
 		if d.Allowed {
@@ -315,7 +425,7 @@ func bindingRule(d PolicyDecision) int {
 			binds = !rule.Allowed && (best.Allowed || rule.RetryAfter > best.RetryAfter)
 		}
 		if binds {
-			binding = i + 1
+			binding = i
 		}
 	}
 	return binding

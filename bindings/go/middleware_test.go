@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -335,6 +336,83 @@ func TestPolicyMiddleware(t *testing.T) {
 	}
 }
 
+// socialRules are posts (3 per 3 s: GCRA, T = 1 s, burst 3), likes (5 a second), friend
+// adds (1 a day) and everything (4 a minute, a fixed window), named so in the fields.
+var (
+	socialRules = []librate.Config{
+		{Algorithm: librate.GCRA, Limit: 3, Period: 3 * time.Second},
+		{Algorithm: librate.GCRA, Limit: 5, Period: time.Second},
+		{Algorithm: librate.FixedWindow, Limit: 1, Period: 24 * time.Hour},
+		{Algorithm: librate.FixedWindow, Limit: 4, Period: time.Minute},
+	}
+	socialNames = []string{"post", "like", "friend", "all"}
+)
+
+// A cost per rule: every request a post, [1, 0, 0, 1], for all clients (a Policy) or per
+// client (a KeyedPolicy). RateLimit reports the binding rule of those a post costs.
+func TestPolicyMiddlewareCosts(t *testing.T) {
+	policy := mustPolicy(t, socialRules...)
+	var perKey []librate.KeyedRule
+	for _, rule := range socialRules {
+		perKey = append(perKey, librate.PerKeyRule(rule))
+	}
+	keyed := mustKeyedPolicy(t, 8, perKey...)
+	for _, c := range []struct {
+		name    string
+		limiter librate.PolicyLimiter
+		// query asks each rule's state at now, taking nothing.
+		query func(now time.Duration) (librate.PolicyDecision, error)
+	}{
+		{"Policy", librate.SharedPolicy(policy), func(now time.Duration) (librate.PolicyDecision, error) { return policy.AcquireAt(0, now) }},
+		{"KeyedPolicy", keyed, func(now time.Duration) (librate.PolicyDecision, error) { return keyed.AcquireAt("192.0.2.1", 0, now) }},
+	} {
+		clock := &fakeClock{}
+		m, err := librate.NewPolicyMiddleware(c.limiter, librate.MiddlewareOptions{Now: clock.Now, RuleNames: socialNames, Costs: []int{1, 0, 0, 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := 0
+		h := m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served++ }))
+		const policy = `"post";q=3;w=3, "like";q=5;w=1, "friend";q=1;w=86400, "all";q=4;w=60`
+		for _, s := range []struct {
+			at   time.Duration
+			want response
+		}{
+			// The post rule has 2 left (full again in 1 s), everything 3: the post rule
+			// binds. The friend rule has 1 left, fewer, but a post costs it nothing.
+			{0, response{200, `"post";r=2;t=1`, policy, ""}},
+			{0, response{200, `"post";r=1;t=2`, policy, ""}},
+			{0, response{200, `"post";r=0;t=3`, policy, ""}},
+			// Denied by the post rule for 1 s; everything gave its unit back (1 left).
+			{0, response{429, `"post";r=0;t=1`, policy, "1"}},
+			// At 2 s the post rule has 2, takes 1 (TAT 4 s); everything 0 until 1:00.
+			{2 * time.Second, response{200, `"all";r=0;t=58`, policy, ""}},
+			// Denied by everything for 57 s; the post rule gave its unit back.
+			{3 * time.Second, response{429, `"all";r=0;t=57`, policy, "57"}},
+		} {
+			clock.now = s.at
+			if got := serve(h, "192.0.2.1:1000", nil); got != s.want {
+				t.Errorf("%s at %v:\n got %+v\nwant %+v", c.name, s.at, got, s.want)
+			}
+		}
+		if served != 4 {
+			t.Errorf("%s: served %d requests, want the 4 admitted", c.name, served)
+		}
+		// The like and friend rules untouched, full; the post rule 2 of 3 at 3 s.
+		d, err := c.query(3 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var remaining []uint64
+		for _, rule := range d.Rules {
+			remaining = append(remaining, rule.Remaining)
+		}
+		if !slices.Equal(remaining, []uint64{2, 5, 1, 0}) {
+			t.Errorf("%s: remaining %v, want [2 5 1 0]", c.name, remaining)
+		}
+	}
+}
+
 // Rule names default to rule0, rule1, …; a closed policy fails closed like a limiter.
 func TestPolicyMiddlewareDefaultsAndFailure(t *testing.T) {
 	p := mustPolicy(t, librate.Config{Algorithm: librate.SlidingLog, Limit: 10, Period: time.Second},
@@ -375,6 +453,12 @@ func TestNewPolicyMiddlewareErrors(t *testing.T) {
 		{"three names for two rules", policy, librate.MiddlewareOptions{RuleNames: []string{"a", "b", "c"}}},
 		{"a name not ASCII", policy, librate.MiddlewareOptions{RuleNames: []string{"a", "naïve"}}},
 		{"a Policy name", policy, librate.MiddlewareOptions{Policy: "api"}},
+		{"one cost for two rules", policy, librate.MiddlewareOptions{Costs: []int{1}}},
+		{"three costs for two rules", policy, librate.MiddlewareOptions{Costs: []int{1, 1, 1}}},
+		{"a cost above its rule's capacity", policy, librate.MiddlewareOptions{Costs: []int{3, 0}}},
+		{"a negative cost", policy, librate.MiddlewareOptions{Costs: []int{1, -1}}},
+		{"every cost 0", policy, librate.MiddlewareOptions{Costs: []int{0, 0}}},
+		{"costs on a PolicyLimiter without AcquireCostsAt", vectorPolicy{rules: twoRules}, librate.MiddlewareOptions{Costs: []int{1, 1}}},
 	}
 	for _, c := range cases {
 		if _, err := librate.NewPolicyMiddleware(c.limiter, c.options); !errors.Is(err, librate.ErrInvalidArgument) {
@@ -385,6 +469,13 @@ func TestNewPolicyMiddlewareErrors(t *testing.T) {
 	if _, err := librate.NewMiddleware(limiter, librate.MiddlewareOptions{RuleNames: []string{"a"}}); !errors.Is(err, librate.ErrInvalidArgument) {
 		t.Errorf("NewMiddleware with RuleNames: %v; want ErrInvalidArgument", err)
 	}
+	if _, err := librate.NewMiddleware(limiter, librate.MiddlewareOptions{Costs: []int{1}}); !errors.Is(err, librate.ErrInvalidArgument) {
+		t.Errorf("NewMiddleware with Costs: %v; want ErrInvalidArgument", err)
+	}
+	// Each cost up to its own rule's capacity: 2 of the GCRA rule's burst of 2, 3 of 3.
+	if _, err := librate.NewPolicyMiddleware(policy, librate.MiddlewareOptions{Costs: []int{2, 3}}); err != nil {
+		t.Errorf("Costs at the capacities: %v", err)
+	}
 }
 
 // policyVectors is bindings/testdata/policy_headers.json: a policy's rules, each rule's
@@ -393,6 +484,8 @@ type policyVectors struct {
 	Cases []struct {
 		What  string
 		Names []string
+		// Costs are the request's, one per rule; nil: 1 of every rule.
+		Costs []int
 		Rules []struct {
 			Limit    uint64
 			PeriodNs uint64 `json:"period_ns"`
@@ -422,6 +515,14 @@ func (v vectorPolicy) AcquireAt(string, int, time.Duration) (librate.PolicyDecis
 
 func (v vectorPolicy) Rules() []librate.Config { return v.rules }
 
+// costedVector is a vectorPolicy that takes a cost per rule (a CostsLimiter), answering
+// every request with the same decision still.
+type costedVector struct{ vectorPolicy }
+
+func (v costedVector) AcquireCostsAt(key string, _ []int, now time.Duration) (librate.PolicyDecision, error) {
+	return v.AcquireAt(key, 1, now)
+}
+
 // The Python and Go middlewares write the same fields for the same policy decision.
 func TestPolicyMiddlewareHeaderVectors(t *testing.T) {
 	var vectors policyVectors
@@ -439,12 +540,15 @@ func TestPolicyMiddlewareHeaderVectors(t *testing.T) {
 			own := librate.Decision{Allowed: d.Allowed, Remaining: d.Remaining,
 				RetryAfter: fromC(d.RetryAfterNs), ResetAfter: fromC(d.ResetAfterNs)}
 			combined.Rules = append(combined.Rules, own)
+			if c.Costs != nil && c.Costs[i] == 0 {
+				continue // a rule the request does not cost only reports
+			}
 			combined.Remaining = min(combined.Remaining, own.Remaining)
 			combined.RetryAfter = max(combined.RetryAfter, own.RetryAfter)
 			combined.ResetAfter = max(combined.ResetAfter, own.ResetAfter)
 		}
 		v.decision = combined
-		h := newPolicyMiddleware(t, v, librate.MiddlewareOptions{RuleNames: c.Names})
+		h := newPolicyMiddleware(t, costedVector{v}, librate.MiddlewareOptions{RuleNames: c.Names, Costs: c.Costs})
 		checkVector(t, h, c.What, c.Policy, c.RateLimit, c.RetryAfter)
 	}
 }

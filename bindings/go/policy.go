@@ -19,6 +19,10 @@ static int32_t librate_go_policy_allow(uintptr_t policy, uint64_t n) {
 #cgo nocallback rate_policy_acquire
 #cgo noescape rate_policy_acquire_at
 #cgo nocallback rate_policy_acquire_at
+#cgo noescape rate_policy_acquire_costs
+#cgo nocallback rate_policy_acquire_costs
+#cgo noescape rate_policy_acquire_costs_at
+#cgo nocallback rate_policy_acquire_costs_at
 #cgo noescape librate_go_policy_allow
 #cgo nocallback librate_go_policy_allow
 */
@@ -193,6 +197,57 @@ func (p *Policy) AcquireAt(n int, now time.Duration) (PolicyDecision, error) {
 	status := C.rate_policy_acquire_at(p.handle(), C.uint64_t(n), C.uint64_t(now), &out)
 	runtime.KeepAlive(p)
 	return policyResult(status, &out)
+}
+
+// AcquireCosts takes costs[i] units of rule i now, for every rule, or nothing: a rule
+// of cost 0 takes no part (its entry in Rules only reports its state, and the combined
+// Decision leaves it out); all costs 0 is a query. Errors: ErrInvalidConfig for other
+// than one cost per rule, ErrInsufficientCapacity for a cost above its rule's limit,
+// ErrInvalidArgument for a negative cost, ErrNull (nil or closed).
+func (p *Policy) AcquireCosts(costs []int) (PolicyDecision, error) {
+	return p.acquireCosts(costs, -1)
+}
+
+// AcquireCostsAt is AcquireCosts at time now on the caller's timeline.
+func (p *Policy) AcquireCostsAt(costs []int, now time.Duration) (PolicyDecision, error) {
+	if now < 0 {
+		return PolicyDecision{}, negative("now", int64(now))
+	}
+	return p.acquireCosts(costs, now)
+}
+
+// acquireCosts decides costs at now, or now on librate's clock when now is -1.
+func (p *Policy) acquireCosts(costs []int, now time.Duration) (PolicyDecision, error) {
+	cCosts, err := costArray(costs)
+	if err != nil {
+		return PolicyDecision{}, err
+	}
+	var out C.rate_policy_decision
+	var status C.int32_t
+	if now < 0 {
+		status = C.rate_policy_acquire_costs(p.handle(), &cCosts[0], C.size_t(len(costs)), &out)
+	} else {
+		status = C.rate_policy_acquire_costs_at(p.handle(), &cCosts[0], C.size_t(len(costs)), C.uint64_t(now), &out)
+	}
+	runtime.KeepAlive(p)
+	return policyResult(status, &out)
+}
+
+// costArray is costs as the C *_acquire_costs functions take them (which check their
+// number against the rules'): a *ConfigError for more than MaxRules, ErrInvalidArgument
+// for a negative cost.
+func costArray(costs []int) ([MaxRules]C.uint64_t, error) {
+	var cCosts [MaxRules]C.uint64_t
+	if len(costs) > MaxRules {
+		return cCosts, &ConfigError{Reason: fmt.Sprintf("%d costs: a policy request gives one cost per rule", len(costs))}
+	}
+	for i, cost := range costs {
+		if cost < 0 {
+			return cCosts, negative("cost", int64(cost))
+		}
+		cCosts[i] = C.uint64_t(cost)
+	}
+	return cCosts, nil
 }
 
 // Close frees the policy. It is idempotent and always returns nil; afterwards every call

@@ -196,6 +196,11 @@ func TestPolicyBadInput(t *testing.T) {
 		{"Acquire(-1)", func() error { _, err := p.Acquire(-1); return err }, librate.ErrInvalidArgument},
 		{"AcquireAt(-1, 0)", func() error { _, err := p.AcquireAt(-1, 0); return err }, librate.ErrInvalidArgument},
 		{"AcquireAt(1, -1)", func() error { _, err := p.AcquireAt(1, -1); return err }, librate.ErrInvalidArgument},
+		{"AcquireCosts([3, 0])", func() error { _, err := p.AcquireCosts([]int{3, 0}); return err }, librate.ErrInsufficientCapacity},
+		{"AcquireCosts([1])", func() error { _, err := p.AcquireCosts([]int{1}); return err }, librate.ErrInvalidConfig},
+		{"AcquireCosts(nine)", func() error { _, err := p.AcquireCosts(make([]int, 9)); return err }, librate.ErrInvalidConfig},
+		{"AcquireCosts([0, -1])", func() error { _, err := p.AcquireCosts([]int{0, -1}); return err }, librate.ErrInvalidArgument},
+		{"AcquireCostsAt([1, 1], -1)", func() error { _, err := p.AcquireCostsAt([]int{1, 1}, -1); return err }, librate.ErrInvalidArgument},
 	}
 	for _, c := range calls {
 		if err := c.call(); !errors.Is(err, c.want) {
@@ -208,6 +213,43 @@ func TestPolicyBadInput(t *testing.T) {
 	// None of the failed calls took anything.
 	if d, err := p.AcquireAt(0, 0); err != nil || d.Rules[0].Remaining != 2 || d.Rules[1].Remaining != 3 {
 		t.Fatalf("after errors: %+v, %v; want both rules full", d, err)
+	}
+}
+
+// A cost per rule: a rule of cost 0 takes no part, and the combined decision leaves it
+// out. GCRA with T = 500 ms (burst 2); the window counts units in [0, 1 min).
+func TestPolicyAcquireCosts(t *testing.T) {
+	p := mustPolicy(t, twoRules...)
+	minute := librate.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: time.Minute}
+	// [0, 1]: the minute rule alone takes 1, and alone makes the combined decision
+	// (Limit 3); the GCRA rule only reports, full.
+	d, err := p.AcquireCostsAt([]int{0, 1}, 0)
+	if err != nil || d.Decision != minute || d.Rules[0] != (librate.Decision{Allowed: true, Limit: 2, Remaining: 2}) || d.Rules[1] != minute {
+		t.Fatalf("[0, 1]: %+v, %v", d, err)
+	}
+	// [2, 2]: both take 2; the GCRA rule is empty until 1 s, the minute rule until 1:00.
+	d, err = p.AcquireCostsAt([]int{2, 2}, 0)
+	want := librate.Decision{Allowed: true, Limit: 2, Remaining: 0, ResetAfter: time.Minute}
+	if err != nil || d.Decision != want {
+		t.Fatalf("[2, 2]: %+v, %v; want %+v", d.Decision, err, want)
+	}
+	// [2, 0] at 1 s: the GCRA rule, full again, admits; the spent minute rule only
+	// reports.
+	d, err = p.AcquireCostsAt([]int{2, 0}, time.Second)
+	if err != nil || !d.Allowed || d.Limit != 2 || d.Rules[1] != (librate.Decision{Allowed: true, Limit: 3, ResetAfter: time.Minute - time.Second}) {
+		t.Fatalf("[2, 0] at 1 s: %+v, %v", d, err)
+	}
+	// [0, 1] at 1 s: denied by the minute rule until 1:00; the GCRA rule untouched.
+	d, err = p.AcquireCostsAt([]int{0, 1}, time.Second)
+	if err != nil || d.Allowed || d.DeniedBy != 1 || d.RetryAfter != time.Minute-time.Second {
+		t.Fatalf("[0, 1] at 1 s: %+v, %v", d, err)
+	}
+	// All 0 is a query; the call without a time reads librate's clock.
+	if d, err = p.AcquireCostsAt([]int{0, 0}, time.Second); err != nil || d.Rules[0].Remaining != 0 || d.Rules[1].Remaining != 0 {
+		t.Fatalf("query: %+v, %v", d, err)
+	}
+	if d, err = p.AcquireCosts([]int{0, 0}); err != nil || !d.Allowed {
+		t.Fatalf("AcquireCosts query: %+v, %v", d, err)
 	}
 }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from ctypes import byref, c_uint64, get_errno
+from ctypes import byref, get_errno
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ from ._ffi import (
     rate_policy_decision,
 )
 from ._limiter import _CLOSED, Config, Key, _Handle, _Owner
-from ._policy import _rejection
+from ._policy import _rejection, cost_array
 from ._stats import KeyedStats
 
 
@@ -180,20 +180,15 @@ class KeyedPolicy(_Owner):
 
     def _call(self, key: Key, costs: Sequence[int], now_ns: int | None, out: Any) -> int:
         data = key_bytes(key)
-        if isinstance(costs, (str, bytes)):
-            raise TypeError("costs must be a sequence of ints, one per rule")
-        values = [u64(cost, "cost") for cost in costs]
-        array = (c_uint64 * max(len(values), 1))(*values)
+        array, count = cost_array(costs)
         if now_ns is None:
             return int(
-                lib.rate_keyed_policy_acquire_costs(
-                    self._handle, data, len(data), array, len(values), out
-                )
+                lib.rate_keyed_policy_acquire_costs(self._handle, data, len(data), array, count, out)
             )
         now = u64(now_ns, "now_ns")
         return int(
             lib.rate_keyed_policy_acquire_costs_at(
-                self._handle, data, len(data), array, len(values), now, out
+                self._handle, data, len(data), array, count, now, out
             )
         )
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
-from ctypes import byref, c_uint64, create_string_buffer
+from collections.abc import Iterable, Sequence
+from ctypes import Array, byref, c_uint64, create_string_buffer
 from typing import Any, NamedTuple
 
 from ._convert import u64
@@ -38,6 +38,8 @@ class _PolicyC(NamedTuple):
     new: Any
     acquire: Any
     acquire_at: Any
+    acquire_costs: Any
+    acquire_costs_at: Any
     #: ``acquire`` unchecked (see ``Library.unchecked``), for ``try_acquire``.
     fast: Any
 
@@ -50,6 +52,8 @@ def _policy_c() -> _PolicyC:
         lib.rate_policy_new,
         lib.rate_policy_acquire,
         lib.rate_policy_acquire_at,
+        lib.rate_policy_acquire_costs,
+        lib.rate_policy_acquire_costs_at,
         lib.unchecked("rate_policy_acquire"),
     )
 
@@ -66,6 +70,16 @@ def _rejection(rules: tuple[Config, ...], status: int) -> str:
             if explained == RATE_E_INVALID_CONFIG:
                 return f"rules[{index}]: {reason.value.decode()}"
     return status_text(status)
+
+
+def cost_array(costs: Sequence[int]) -> tuple[Array[c_uint64], int]:
+    """``costs`` as the C array and length the ``*_acquire_costs`` functions take (C
+    checks the length against the rule count; a ``TypeError`` for a str, bytes or a
+    cost that is not an int, a ``ValueError`` for one outside u64)."""
+    if isinstance(costs, (str, bytes)):
+        raise TypeError("costs must be a sequence of ints, one per rule")
+    values = [u64(cost, "cost") for cost in costs]
+    return (c_uint64 * max(len(values), 1))(*values), len(values)
 
 
 def checked_rules(rules: Iterable[Config]) -> tuple[Config, ...]:
@@ -172,3 +186,38 @@ class Policy(_Owner):
         if status == RATE_OK or status == RATE_LIMITED:
             return PolicyDecision.from_c(out)
         raise self._fail(status, n)
+
+    def acquire_costs(
+        self, costs: Sequence[int], *, now_ns: int | None = None
+    ) -> PolicyDecision:
+        """Acquires ``costs[i]`` units of rule ``i``, for every rule, or nothing: a rule
+        of cost 0 takes no part (its entry in ``rules`` only reports its state, and the
+        combined decision leaves it out); all costs 0 is a query. At ``now_ns`` if
+        given, else now.
+
+        >>> import librate
+        >>> site = librate.Policy([
+        ...     librate.Config.fixed_window(1, 60),   # posts: 1 a minute
+        ...     librate.Config.fixed_window(5, 60),   # likes: 5 a minute
+        ...     librate.Config.fixed_window(5, 60),   # anything: 5 a minute
+        ... ])
+        >>> post, like = [1, 0, 1], [0, 1, 1]
+        >>> site.acquire_costs(post, now_ns=0).decision.allowed
+        True
+        >>> site.acquire_costs(post, now_ns=0).denied_by      # the post rule
+        0
+        >>> decision = site.acquire_costs(like, now_ns=0)
+        >>> decision.decision.allowed, decision.rules[1].remaining, decision.rules[2].remaining
+        (True, 4, 3)
+
+        Raises ``InvalidConfig`` unless there is one cost per rule, and
+        ``InsufficientCapacity`` for a cost above its rule's capacity."""
+        array, count = cost_array(costs)
+        out = rate_policy_decision()
+        if now_ns is None:
+            status = self._c.acquire_costs(self._handle, array, count, out)
+        else:
+            status = self._c.acquire_costs_at(self._handle, array, count, u64(now_ns, "now_ns"), out)
+        if status == RATE_OK or status == RATE_LIMITED:
+            return PolicyDecision.from_c(out)
+        raise self._fail(status, list(costs))

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import librate
+
 MS = 1_000_000
 SECOND = 1_000_000_000
 
@@ -116,3 +118,43 @@ def count_frees(monkeypatch: Any, handle_class: Any) -> list[int]:
 
     monkeypatch.setattr(handle_class, "_free", staticmethod(counting_free))
     return freed
+
+
+#: One request of a scripted exchange with a middleware: (its time on the middleware's
+#: clock, the status, RateLimit and Retry-After expected).
+Step = tuple[int, int, str, "str | None"]
+
+
+def replay(port: int, clock: VirtualClock, advertised: str, steps: list[Step]) -> None:
+    """Sends request ``/i`` of ``steps[i]`` at its time, and checks its answer: the
+    status and body (the hello app's, or the 429's), ``RateLimit-Policy`` (``advertised``
+    every time), ``RateLimit`` and ``Retry-After``."""
+    for index, (now, status, ratelimit, retry) in enumerate(steps):
+        clock.now = now
+        answer = get(port, f"/{index}")
+        body = b"hello" if status == 200 else b"429 Too Many Requests\n"
+        assert (answer.status, answer.body) == (status, body), index
+        assert answer.headers["RateLimit-Policy"] == advertised, index
+        assert answer.headers["RateLimit"] == ratelimit, index
+        assert answer.headers["Retry-After"] == retry, index
+
+
+#: A policy of 2 a second (GCRA, T = 500 ms) and 3 a minute (a fixed window), its rules
+#: named "second" and "minute" (``SECOND_AND_MINUTE_NAMES``), as its RateLimit-Policy
+#: advertises them, and its exchange from time 0 (``replay``), requests 0, 1 and 3
+#: admitted: the same in process and on Redis.
+SECOND_AND_MINUTE = [librate.Config.gcra(2, 1), librate.Config.fixed_window(3, 60)]
+SECOND_AND_MINUTE_NAMES = ["second", "minute"]
+SECOND_AND_MINUTE_ADVERTISED = '"second";q=2;w=1, "minute";q=3;w=60'
+SECOND_AND_MINUTE_STEPS: list[Step] = [
+    # (time, status, RateLimit, Retry-After)
+    # The per-second rule has the least left: 1 (full again in 0.5 s), then 0 (1 s).
+    (0, 200, '"second";r=1;t=1', None),
+    (0, 200, '"second";r=0;t=1', None),
+    # Denied by the per-second rule for 0.5 s; the minute rule gave its unit back.
+    (0, 429, '"second";r=0;t=1', "1"),
+    # At 1 s the minute rule has 0 left, until 1:00; the per-second rule 1.
+    (SECOND, 200, '"minute";r=0;t=59', None),
+    # Denied by the minute rule for 58 s.
+    (2 * SECOND, 429, '"minute";r=0;t=58', "58"),
+]

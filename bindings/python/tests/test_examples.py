@@ -1,7 +1,8 @@
 """The Python examples, run as a user runs them: examples/python/first_screen.py (the
-README's snippet); policy.py (the policy snippets); flask_app.py, a process serving
-127.0.0.1, asked over HTTP until its per-IP limit answers 429; and prefork_per_ip.py,
-worker processes sharing one per-IP limit through a keyed table in a file."""
+README's snippet); policy.py (the policy snippets); costs.py (a cost per rule);
+flask_app.py, a process serving 127.0.0.1, asked over HTTP until its per-IP limit
+answers 429; and prefork_per_ip.py, worker processes sharing one per-IP limit through a
+keyed table in a file."""
 
 from __future__ import annotations
 
@@ -60,6 +61,18 @@ def test_policy() -> None:
         '200 OK "minute";r=0;t=60 None\n'
         '429 Too Many Requests "minute";r=0;t=20 20\n'
         'RateLimit-Policy: "minute";q=3;w=60, "day";q=1000;w=86400\n'
+    )
+
+
+def test_costs() -> None:
+    # A post takes the client's post rule (1 a minute) and everybody's; a like the like
+    # rule (5 a minute, T = 12 s) and everybody's. The like reports the like rule, not the
+    # spent post rule it does not cost; the second post is denied for 60 s. Within a
+    # second, so every duration rounds up to the same whole second.
+    assert output("costs.py") == (
+        '/posts 200 OK "posts";r=0;t=60\n'
+        '/likes 200 OK "likes";r=4;t=12\n'
+        '/posts 429 Too Many Requests "posts";r=0;t=60\n'
     )
 
 

@@ -13,7 +13,20 @@ import pytest
 
 import librate
 from conftest import Serve
-from helpers import MS, SECOND, VirtualClock, get, hello_asgi, hello_wsgi
+from helpers import (
+    MS,
+    SECOND,
+    SECOND_AND_MINUTE,
+    SECOND_AND_MINUTE_ADVERTISED,
+    SECOND_AND_MINUTE_NAMES,
+    SECOND_AND_MINUTE_STEPS,
+    Step,
+    VirtualClock,
+    get,
+    hello_asgi,
+    hello_wsgi,
+    replay,
+)
 from librate.middleware import ASGIRateLimit, WSGIRateLimit
 from librate.middleware._headers import (
     binding_rule,
@@ -148,31 +161,12 @@ def test_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
 
 
 def test_policy_over_http(serve: Serve) -> None:
-    # 2 a second (GCRA, T = 500 ms) and 3 a minute (a fixed window), for all requests.
+    # 2 a second and 3 a minute, for all requests.
     clock = VirtualClock(now=0)
     calls: list[str] = []
-    policy = librate.Policy([librate.Config.gcra(2, 1), librate.Config.fixed_window(3, 60)])
-    port = serve(policy, calls, clock=clock, rule_names=["second", "minute"])
-    advertised = '"second";q=2;w=1, "minute";q=3;w=60'
-    steps = [
-        # (time, status, RateLimit, Retry-After)
-        # The per-second rule has the least left: 1 (full again in 0.5 s), then 0 (1 s).
-        (0, 200, '"second";r=1;t=1', None),
-        (0, 200, '"second";r=0;t=1', None),
-        # Denied by the per-second rule for 0.5 s; the minute rule gave its unit back.
-        (0, 429, '"second";r=0;t=1', "1"),
-        # At 1 s the minute rule has 0 left, until 1:00; the per-second rule 1.
-        (SECOND, 200, '"minute";r=0;t=59', None),
-        # Denied by the minute rule for 58 s.
-        (2 * SECOND, 429, '"minute";r=0;t=58', "58"),
-    ]
-    for index, (now, status, ratelimit, retry) in enumerate(steps):
-        clock.now = now
-        answer = get(port, f"/{index}")
-        assert answer.status == status, index
-        assert answer.headers["RateLimit-Policy"] == advertised
-        assert answer.headers["RateLimit"] == ratelimit, index
-        assert answer.headers["Retry-After"] == retry, index
+    policy = librate.Policy(SECOND_AND_MINUTE)
+    port = serve(policy, calls, clock=clock, rule_names=SECOND_AND_MINUTE_NAMES)
+    replay(port, clock, SECOND_AND_MINUTE_ADVERTISED, SECOND_AND_MINUTE_STEPS)
     assert calls == ["/0", "/1", "/3"]
 
 
@@ -207,6 +201,82 @@ def test_policy_middleware_arguments() -> None:
         WSGIRateLimit(app, policy, cost=3)
 
 
+#: Posts (3 per 3 s: GCRA, T = 1 s, burst 3), likes (5 a second), friend adds (1 a day)
+#: and everything (4 a minute, a fixed window).
+SOCIAL = [
+    librate.Config.gcra(3, 3),
+    librate.Config.gcra(5, 1),
+    librate.Config.fixed_window(1, 86400),
+    librate.Config.fixed_window(4, 60),
+]
+SOCIAL_NAMES = ["post", "like", "friend", "all"]
+#: A post costs the post rule and the everything rule.
+POST = [1, 0, 0, 1]
+
+
+@pytest.mark.parametrize("keyed", [False, True], ids=["policy", "keyed_policy"])
+def test_costs_per_rule_over_http(serve: Serve, keyed: bool) -> None:
+    # Every request a post, for all clients (a Policy) or per client (a KeyedPolicy).
+    policy: librate.Policy | librate.KeyedPolicy
+    if keyed:
+        policy = librate.KeyedPolicy([librate.KeyedRule.per_key(rule) for rule in SOCIAL], capacity=8)
+    else:
+        policy = librate.Policy(SOCIAL)
+
+    def query(now_ns: int) -> list[int]:
+        """Each rule's remaining units, asked with a cost of 0."""
+        if isinstance(policy, librate.KeyedPolicy):
+            return [rule.remaining for rule in policy.acquire("127.0.0.1", 0, now_ns=now_ns).rules]
+        return [rule.remaining for rule in policy.acquire(0, now_ns=now_ns).rules]
+
+    clock = VirtualClock(now=0)
+    calls: list[str] = []
+    port = serve(policy, calls, clock=clock, cost=POST, rule_names=SOCIAL_NAMES)
+    advertised = '"post";q=3;w=3, "like";q=5;w=1, "friend";q=1;w=86400, "all";q=4;w=60'
+    steps: list[Step] = [
+        # (time, status, RateLimit, Retry-After)
+        # The post rule has 2 left (full again in 1 s), everything 3: the post rule binds.
+        # The friend rule has 1 left, fewer, but a post costs it nothing.
+        (0, 200, '"post";r=2;t=1', None),
+        (0, 200, '"post";r=1;t=2', None),
+        (0, 200, '"post";r=0;t=3', None),
+        # Denied by the post rule for 1 s; everything gave its unit back (1 left).
+        (0, 429, '"post";r=0;t=1', "1"),
+        # At 2 s the post rule has 2, takes 1 (TAT 4 s); everything has 0 until 1:00.
+        (2 * SECOND, 200, '"all";r=0;t=58', None),
+        # Denied by everything for 57 s; the post rule gave its unit back.
+        (3 * SECOND, 429, '"all";r=0;t=57', "57"),
+    ]
+    replay(port, clock, advertised, steps)
+    assert calls == ["/0", "/1", "/2", "/4"]
+    # The like and friend rules untouched, full; the post rule 2 of 3 at 3 s (TAT 4 s).
+    assert query(3 * SECOND) == [2, 5, 1, 0]
+
+
+def test_cost_per_rule_arguments() -> None:
+    policy = librate.Policy(SOCIAL)
+    keyed = librate.KeyedPolicy([librate.KeyedRule.global_(rule) for rule in SOCIAL], capacity=1)
+    app = hello_wsgi([])
+    for limiter in (policy, keyed):
+        with pytest.raises(ValueError, match="cost has 2 costs for 4 rules"):
+            WSGIRateLimit(app, limiter, cost=[1, 0])
+        with pytest.raises(ValueError, match="cost\\[1\\] 6 exceeds rule 1's capacity 5"):
+            WSGIRateLimit(app, limiter, cost=[1, 6, 0, 1])
+        with pytest.raises(ValueError, match="cost is all zero"):
+            ASGIRateLimit(hello_asgi([]), limiter, cost=(0, 0, 0, 0))
+        with pytest.raises(ValueError, match="cost\\[3\\] -1: must be at least 0"):
+            WSGIRateLimit(app, limiter, cost=[1, 0, 0, -1])
+        with pytest.raises(TypeError, match="cost\\[0\\] must be an int, not str"):
+            WSGIRateLimit(app, limiter, cost=["1", 0, 0, 1])
+    with pytest.raises(TypeError, match="cost must be an int, not str"):
+        WSGIRateLimit(app, policy, cost="1001")  # type: ignore[arg-type]
+    for one in (librate.Limiter(limit=1, period=1), librate.KeyedLimiter(limit=1, period=1, capacity=1)):
+        with pytest.raises(TypeError, match="needs a Policy or KeyedPolicy; a .*Limiter has one rule"):
+            WSGIRateLimit(app, one, cost=[1])
+    # Nothing was taken by the constructors.
+    assert [rule.remaining for rule in policy.acquire(0, now_ns=0).rules] == [3, 5, 1, 4]
+
+
 @pytest.mark.parametrize(
     "case", json.loads(POLICY_VECTORS.read_text())["cases"], ids=lambda case: str(case["what"])
 )
@@ -222,16 +292,19 @@ def test_policy_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
         )
         for rule, d in zip(rules, case["decisions"], strict=True)
     )
+    # The rules the request costs: every rule, unless costs say otherwise.
+    costs = case.get("costs") or [1] * len(rules)
+    counted = [index for index, cost in enumerate(costs) if cost]
     combined = librate.Decision(
         case["denied_by"] is None,
-        min(rule.capacity for rule in rules),
-        min(d.remaining for d in each),
-        max(d.retry_after_ns for d in each),
-        max(d.reset_after_ns for d in each),
+        min(rules[i].capacity for i in counted),
+        min(each[i].remaining for i in counted),
+        max(each[i].retry_after_ns for i in counted),
+        max(each[i].reset_after_ns for i in counted),
     )
     decision = librate.PolicyDecision(combined, case["denied_by"], each)
     names = [sf_string(name) for name in case["names"] or [f"rule{i}" for i in range(len(rules))]]
     assert policies_header(names, rules) == case["policy"]
-    rule = binding_rule(decision)
+    rule = binding_rule(decision, counted)
     assert ratelimit_header(names[rule], each[rule]) == case["ratelimit"]
     assert (None if combined.allowed else retry_after(combined)) == case["retry_after"]

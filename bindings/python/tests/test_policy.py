@@ -169,6 +169,40 @@ def test_bad_costs_and_times() -> None:
     assert [rule.remaining for rule in policy.acquire(0, now_ns=0).rules] == [2, 3]
 
 
+def test_costs_per_rule() -> None:
+    policy = two_rules()
+    # [0, 1]: the minute rule alone takes 1 (2 of 3 left, the window full again at
+    # 1:00), and alone makes the combined decision (limit 3); the GCRA rule only
+    # reports, full (2, nothing to reset).
+    first = policy.acquire_costs([0, 1], now_ns=0)
+    assert first.decision == librate.Decision(True, 3, 2, 0, MINUTE)
+    assert [(rule.remaining, rule.reset_after_ns) for rule in first.rules] == [(2, 0), (2, MINUTE)]
+    # [2, 2] at 0: both rules take 2; the minute rule has 2 left: admitted, 0 left, and
+    # the GCRA rule empty until 1 s (TAT 2 x 500 ms).
+    both = policy.acquire_costs([2, 2], now_ns=0)
+    assert both.decision == librate.Decision(True, 2, 0, 0, MINUTE)
+    # [2, 0] at 1 s: the GCRA rule is full again and admits; the spent minute rule is
+    # left out of the request, and of the combined decision.
+    second = policy.acquire_costs([2, 0], now_ns=SECOND)
+    assert (second.decision.allowed, second.decision.remaining) == (True, 0)
+    assert second.rules[1] == librate.Decision(True, 3, 0, 0, MINUTE - SECOND)
+    # [0, 1] at 1 s: denied by the minute rule until 1:00; the GCRA rule untouched.
+    denied = policy.acquire_costs([0, 1], now_ns=SECOND)
+    assert (denied.decision.allowed, denied.denied_by) == (False, 1)
+    assert denied.decision.retry_after_ns == MINUTE - SECOND
+    # All 0 is a query.
+    query = policy.acquire_costs([0, 0], now_ns=SECOND)
+    assert [rule.remaining for rule in query.rules] == [0, 0]
+    with pytest.raises(librate.InvalidConfig):
+        policy.acquire_costs([1])
+    with pytest.raises(librate.InsufficientCapacity, match=r"n=\[3, 0\]"):
+        policy.acquire_costs([3, 0])
+    with pytest.raises(ValueError, match="cost -1"):
+        policy.acquire_costs([0, -1])
+    with pytest.raises(TypeError, match="sequence of ints"):
+        policy.acquire_costs(b"\x01\x01")
+
+
 def test_closed_policy() -> None:
     with two_rules() as policy:
         assert policy.try_acquire()

@@ -1,7 +1,7 @@
-"""The WSGI middleware over a ``RedisLimiter`` and the ASGI one over an
-``AsyncRedisLimiter``, through real HTTP requests on 127.0.0.1 against a real
-``redis-server``: the same answers as in process, and, with the server stopped, requests
-served or refused as ``fail_open`` says, logged either way."""
+"""The WSGI middleware over a ``RedisLimiter`` or ``RedisPolicy`` and the ASGI one over an
+``AsyncRedisLimiter`` or ``AsyncRedisPolicy``, through real HTTP requests on 127.0.0.1
+against a real ``redis-server``: the same answers as in process, and, with the server
+stopped, requests served or refused as ``fail_open`` says, logged either way."""
 
 from __future__ import annotations
 
@@ -16,35 +16,62 @@ import redis.asyncio
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from helpers import MS, VirtualClock, get, hello_asgi, hello_wsgi
+import librate
+from helpers import (
+    MS,
+    SECOND_AND_MINUTE,
+    SECOND_AND_MINUTE_ADVERTISED,
+    SECOND_AND_MINUTE_NAMES,
+    SECOND_AND_MINUTE_STEPS,
+    VirtualClock,
+    get,
+    hello_asgi,
+    hello_wsgi,
+    replay,
+)
 from librate.middleware import ASGIRateLimit, WSGIRateLimit
-from librate.redis import AsyncRedisLimiter, RedisLimiter
+from librate.redis import AsyncRedisLimiter, AsyncRedisPolicy, RedisLimiter, RedisPolicy
 from redis_server import RedisServer
 
 _prefixes = itertools.count()
 
-#: serve(server, calls, config, **options) -> the port of the hello app behind the
-#: middleware, limited in ``server``'s Redis.
+#: serve(server, calls, limits, **options) -> the port of the hello app behind the
+#: middleware, limited in ``server``'s Redis: ``limits`` a limiter's configuration (a dict
+#: of its keyword arguments), or a policy's rules (a list of ``Config``).
 ServeRedis = Callable[..., int]
 
 
 @pytest.fixture(params=["wsgi", "asgi"])
 def serve_redis(request: pytest.FixtureRequest) -> ServeRedis:
-    """WSGI with a ``RedisLimiter``, ASGI with an ``AsyncRedisLimiter``; clients that
-    fail at once (no retries) when the server is down."""
+    """WSGI with a ``RedisLimiter`` or ``RedisPolicy``, ASGI with an ``AsyncRedisLimiter``
+    or ``AsyncRedisPolicy``; clients that fail at once (no retries) when the server is
+    down."""
     kind = request.param
     server_of = request.getfixturevalue(f"{kind}_server")
 
     def serve(
-        redis_server: RedisServer, calls: list[str], config: dict[str, Any], **options: Any
+        redis_server: RedisServer,
+        calls: list[str],
+        limits: dict[str, Any] | list[librate.Config],
+        **options: Any,
     ) -> int:
         where = {"host": "127.0.0.1", "port": redis_server.port, "retry": Retry(NoBackoff(), 0)}
         prefix = f"http:{next(_prefixes)}:"
         if kind == "wsgi":
-            limiter = RedisLimiter(redis.Redis(**where), **config, prefix=prefix)
+            client = redis.Redis(**where)
+            limiter: Any = (
+                RedisPolicy(client, limits, prefix=prefix)
+                if isinstance(limits, list)
+                else RedisLimiter(client, **limits, prefix=prefix)
+            )
             return int(server_of(WSGIRateLimit(hello_wsgi(calls), limiter, **options)))
         # The asyncio client connects in uvicorn's event loop, on first use.
-        async_limiter = AsyncRedisLimiter(redis.asyncio.Redis(**where), **config, prefix=prefix)
+        async_client = redis.asyncio.Redis(**where)
+        async_limiter: Any = (
+            AsyncRedisPolicy(async_client, limits, prefix=prefix)
+            if isinstance(limits, list)
+            else AsyncRedisLimiter(async_client, **limits, prefix=prefix)
+        )
         return int(server_of(ASGIRateLimit(hello_asgi(calls), async_limiter, **options)))
 
     return serve
@@ -82,19 +109,28 @@ def test_the_servers_clock(serve_redis: ServeRedis, redis_server: RedisServer) -
     assert 3599 <= int(denied.headers["Retry-After"]) <= 3600
 
 
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"limit": 1, "period": 3600},
+        [librate.Config.gcra(5, 1), librate.Config.fixed_window(1, 3600)],
+    ],
+    ids=["limiter", "policy"],
+)
 @pytest.mark.parametrize("fail_open", [True, False])
 def test_redis_down(
     serve_redis: ServeRedis,
     own_redis_server: RedisServer,
     caplog: pytest.LogCaptureFixture,
     fail_open: bool,
+    limits: dict[str, Any] | list[librate.Config],
 ) -> None:
     # The server stopped: each request is served unlimited, without headers, and a
     # warning logged (fail open), or answered 503 and an error logged (fail closed, the
-    # default). Back up, the limit holds again.
+    # default). Back up, the limit (of 1 an hour) holds again.
     calls: list[str] = []
     options = {"fail_open": True} if fail_open else {}
-    port = serve_redis(own_redis_server, calls, {"limit": 1, "period": 3600}, **options)
+    port = serve_redis(own_redis_server, calls, limits, **options)
     assert get(port, "/up").status == 200
     own_redis_server.stop()
     caplog.set_level(logging.WARNING, logger="librate.middleware")
@@ -122,13 +158,62 @@ def test_redis_down(
     assert get(port, "/again").status == 429
 
 
-def test_each_middleware_takes_its_kind_of_limiter(redis_server: RedisServer) -> None:
-    sync = RedisLimiter(redis_server.client(), limit=1, period=1, prefix="kinds:")
-    asynchronous = AsyncRedisLimiter(redis_server.async_client(), limit=1, period=1, prefix="k:")
-    with pytest.raises(TypeError, match="ASGI takes an AsyncRedisLimiter"):
+def test_policy_over_http(serve_redis: ServeRedis, redis_server: RedisServer) -> None:
+    # Per client, 2 a second and 3 a minute, at explicit times: the in-process policy's
+    # answers (test_middleware.py).
+    clock = VirtualClock(now=0)
+    calls: list[str] = []
+    port = serve_redis(
+        redis_server, calls, SECOND_AND_MINUTE, clock=clock, rule_names=SECOND_AND_MINUTE_NAMES
+    )
+    replay(port, clock, SECOND_AND_MINUTE_ADVERTISED, SECOND_AND_MINUTE_STEPS)
+    assert calls == ["/0", "/1", "/3"]
+    # Another client has rules of its own.
+    other = get(port, "/other", source="127.0.0.2")
+    assert (other.status, other.headers["RateLimit"]) == (200, '"second";r=1;t=1')
+
+
+def test_policy_cost(serve_redis: ServeRedis, redis_server: RedisServer) -> None:
+    # cost=2 takes 2 of every rule: 10 a second (GCRA, T = 100 ms) and 4 a minute.
+    clock = VirtualClock(now=0)
+    rules = [librate.Config.gcra(10, 1), librate.Config.fixed_window(4, 60)]
+    port = serve_redis(redis_server, [], rules, clock=clock, cost=2)
+    # The minute rule has 2 left, fewer than the second rule's 8.
+    assert get(port).headers["RateLimit"] == '"rule1";r=2;t=60'
+    assert get(port).headers["RateLimit"] == '"rule1";r=0;t=60'
+    denied = get(port)
+    assert (denied.status, denied.headers["Retry-After"]) == (429, "60")
+
+
+@pytest.mark.parametrize("kind", ["Limiter", "Policy"])
+def test_each_middleware_takes_its_kind_of_limiter(redis_server: RedisServer, kind: str) -> None:
+    rules = [librate.Config.gcra(2, 1), librate.Config.fixed_window(3, 60)]
+    if kind == "Limiter":
+        sync: Any = RedisLimiter(redis_server.client(), limit=2, period=1, prefix="kinds:")
+        asynchronous: Any = AsyncRedisLimiter(
+            redis_server.async_client(), limit=2, period=1, prefix="kinds:"
+        )
+    else:
+        sync = RedisPolicy(redis_server.client(), rules, prefix="kinds:")
+        asynchronous = AsyncRedisPolicy(redis_server.async_client(), rules, prefix="kinds:")
+    with pytest.raises(TypeError, match=f"ASGI takes an AsyncRedis{kind}"):
         ASGIRateLimit(hello_asgi([]), sync)
-    with pytest.raises(TypeError, match="WSGI takes a RedisLimiter"):
+    with pytest.raises(TypeError, match=f"WSGI takes a Redis{kind}, not an AsyncRedis{kind}"):
         WSGIRateLimit(hello_wsgi([]), asynchronous)
-    with pytest.raises(ValueError, match="capacity"):
-        WSGIRateLimit(hello_wsgi([]), sync, cost=2)
-    assert WSGIRateLimit(hello_wsgi([]), sync, key=lambda environ: "x")
+    with pytest.raises(ValueError, match="cost 3 exceeds the limiter's capacity 2"):
+        WSGIRateLimit(hello_wsgi([]), sync, cost=3)
+    # One cost for every rule: a sequence is refused, the Redis script takes one.
+    refused = "not supported on Redis" if kind == "Policy" else "needs a Policy or KeyedPolicy"
+    for limiter, middleware in ((sync, WSGIRateLimit), (asynchronous, ASGIRateLimit)):
+        with pytest.raises(TypeError, match=refused):
+            middleware(hello_wsgi([]), limiter, cost=[1, 0])
+    assert WSGIRateLimit(hello_wsgi([]), sync, key=lambda environ: "x", cost=2)
+
+
+def test_a_redis_policys_rules_are_named_as_in_process(redis_server: RedisServer) -> None:
+    rules = [librate.Config.gcra(2, 1), librate.Config.fixed_window(3, 60)]
+    policy = RedisPolicy(redis_server.client(), rules, prefix="names:")
+    with pytest.raises(TypeError, match="policy="):
+        WSGIRateLimit(hello_wsgi([]), policy, policy="api")
+    with pytest.raises(ValueError, match="1 names for 2 rules"):
+        WSGIRateLimit(hello_wsgi([]), policy, rule_names=["a"])

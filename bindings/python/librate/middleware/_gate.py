@@ -13,7 +13,7 @@ from .._errors import RedisError, TableFull
 from .._keyed_policy import KeyedPolicy, KeyedRule
 from .._limiter import Config, Key, KeyedLimiter, Limiter
 from .._policy import Policy
-from .._redis_core import RedisBase
+from .._redis_core import RedisBase, RedisPolicyBase
 from ._headers import (
     binding_rule,
     policies_header,
@@ -34,10 +34,22 @@ REASONS = {TOO_MANY_REQUESTS: "Too Many Requests", SERVICE_UNAVAILABLE: "Service
 logger = logging.getLogger("librate.middleware")
 
 #: What a middleware can limit with: in process (one limit, one per key, a policy of
-#: several, or a keyed policy of per-key and global rules), or in Redis (librate.redis).
-AnyLimiter = Limiter | KeyedLimiter | Policy | KeyedPolicy | RedisBase[Any, Any]
+#: several, or a keyed policy of per-key and global rules), or in Redis (librate.redis:
+#: one limit per key, or a policy of several per key).
+AnyLimiter = (
+    Limiter | KeyedLimiter | Policy | KeyedPolicy | RedisBase[Any, Any] | RedisPolicyBase[Any]
+)
 #: The limiters of several rules, whose headers name each rule.
-_POLICIES = (Policy, KeyedPolicy)
+_POLICIES = (Policy, KeyedPolicy, RedisPolicyBase)
+#: The limiters of one limit (or policy) for all requests, which take no key.
+_UNKEYED = (Limiter, Policy)
+#: The limiters kept in Redis, sync or asyncio.
+_REDIS = (RedisBase, RedisPolicyBase)
+
+#: How a gate asks its limiter: (the request's key, None for an unkeyed limiter; now_ns,
+#: None for the limiter's clock) to a ``Decision`` or ``PolicyDecision``, or, from an
+#: asyncio Redis limiter, an awaitable of one.
+Acquire = Callable[[Any, int | None], Any]
 
 
 @dataclass(frozen=True)
@@ -67,35 +79,35 @@ class Gate(Generic[Request]):
         *,
         key: Callable[[Request], Key | None] | None,
         default_key: Callable[[Request], Key | None],
-        cost: int,
+        cost: int | Sequence[int],
         policy: str | None,
         rule_names: Sequence[str] | None,
         clock: Callable[[], int] | None,
         fail_open: bool,
         asynchronous: bool,
     ) -> None:
-        if not isinstance(limiter, (Limiter, KeyedLimiter, Policy, KeyedPolicy, RedisBase)):
+        if not isinstance(limiter, (Limiter, KeyedLimiter, Policy, KeyedPolicy, *_REDIS)):
             raise TypeError(
-                "limiter must be a Limiter, KeyedLimiter, Policy, KeyedPolicy, RedisLimiter "
-                f"or AsyncRedisLimiter, not {type(limiter).__name__}"
+                "limiter must be a Limiter, KeyedLimiter, Policy, KeyedPolicy, RedisLimiter, "
+                "AsyncRedisLimiter, RedisPolicy or AsyncRedisPolicy, "
+                f"not {type(limiter).__name__}"
             )
-        if isinstance(limiter, (Limiter, Policy)) and key is not None:
+        if isinstance(limiter, _UNKEYED) and key is not None:
             raise TypeError(
                 f"key= needs a KeyedLimiter or KeyedPolicy; a {type(limiter).__name__} has "
                 "one limit for all"
             )
-        if isinstance(limiter, RedisBase) and limiter.asynchronous != asynchronous:
+        if isinstance(limiter, _REDIS) and limiter.asynchronous != asynchronous:
+            kind = "Policy" if isinstance(limiter, RedisPolicyBase) else "Limiter"
             raise TypeError(
-                "ASGI takes an AsyncRedisLimiter (a RedisLimiter would block the event loop)"
+                f"ASGI takes an AsyncRedis{kind} (a Redis{kind} would block the event loop)"
                 if asynchronous
-                else "WSGI takes a RedisLimiter, not an AsyncRedisLimiter"
+                else f"WSGI takes a Redis{kind}, not an AsyncRedis{kind}"
             )
         rules, names = _named_rules(limiter, policy, rule_names)
-        capacity = min(rule.capacity for rule in rules)
-        self._cost = u64(cost, "cost")
-        if self._cost > capacity:
-            raise ValueError(f"cost {self._cost} exceeds the limiter's capacity {capacity}")
-        self._limiter = limiter
+        self._acquire, self._counted = _acquirer(limiter, cost, rules)
+        self._keyed = not isinstance(limiter, _UNKEYED)
+        self._awaits = isinstance(limiter, _REDIS) and limiter.asynchronous
         self._key = key or default_key
         self._names = [sf_string(name) for name in names]
         self._clock = clock
@@ -108,38 +120,40 @@ class Gate(Generic[Request]):
 
     def check(self, request: Request) -> Verdict | None:
         """The verdict for one request; None lets it through untouched."""
+        key = None
+        if self._keyed:
+            key = self._key(request)
+            if key is None:
+                return None
         now_ns = None if self._clock is None else self._clock()
-        limiter = self._limiter
-        if isinstance(limiter, Limiter):
-            return self._verdict(limiter.acquire(self._cost, now_ns=now_ns))
-        if isinstance(limiter, Policy):
-            return self._policy_verdict(limiter.acquire(self._cost, now_ns=now_ns))
-        key = self._key(request)
-        if key is None:
-            return None
         try:
-            if isinstance(limiter, KeyedPolicy):
-                return self._policy_verdict(limiter.acquire(key, self._cost, now_ns=now_ns))
-            decision = limiter.acquire(key, self._cost, now_ns=now_ns)
+            decision = self._acquire(key, now_ns)
         except TableFull:
             return None if self._fail_open else self._table_full
         except RedisError as error:
             return self._undecided(error)
-        return self._verdict(decision)
+        return self._decided(decision)
 
     async def check_async(self, request: Request) -> Verdict | None:
-        """``check`` for ASGI: awaits an ``AsyncRedisLimiter``; others decide at once."""
-        limiter = self._limiter
-        if not isinstance(limiter, RedisBase):
+        """``check`` for ASGI: awaits an asyncio Redis limiter; others decide at once."""
+        if not self._awaits:
             return self.check(request)
         key = self._key(request)
         if key is None:
             return None
         now_ns = None if self._clock is None else self._clock()
         try:
-            decision = await limiter.acquire(key, self._cost, now_ns=now_ns)
+            decision = await self._acquire(key, now_ns)
         except RedisError as error:
             return self._undecided(error)
+        return self._decided(decision)
+
+    def _decided(self, decision: Decision | PolicyDecision) -> Verdict:
+        """The verdict on a limiter's decision; a policy's ``RateLimit`` reports the rule
+        that binds, of those the request costs."""
+        if isinstance(decision, PolicyDecision):
+            rule = binding_rule(decision, self._counted)
+            return self._verdict(decision.decision, rule, decision.rules[rule])
         return self._verdict(decision)
 
     def _verdict(self, decision: Decision, rule: int = 0, own: Decision | None = None) -> Verdict:
@@ -153,10 +167,6 @@ class Gate(Generic[Request]):
             return Verdict(None, headers)
         return Verdict(TOO_MANY_REQUESTS, [("Retry-After", retry_after(decision)), *headers])
 
-    def _policy_verdict(self, decision: PolicyDecision) -> Verdict:
-        rule = binding_rule(decision)
-        return self._verdict(decision.decision, rule, decision.rules[rule])
-
     def _undecided(self, error: RedisError) -> Verdict | None:
         """Redis gave no decision: let the request through unlimited (fail open), or
         answer it 503 (fail closed); logged either way."""
@@ -165,6 +175,54 @@ class Gate(Generic[Request]):
             return None
         logger.error("librate: rate limiter failed, request refused with 503: %s", error)
         return _UNAVAILABLE
+
+
+def _acquirer(
+    limiter: AnyLimiter, cost: int | Sequence[int], rules: tuple[Config, ...]
+) -> tuple[Acquire, tuple[int, ...] | None]:
+    """How a gate asks ``limiter`` for ``cost`` (units of every rule, or a sequence of
+    one cost per rule), and the rules a request costs (None: every rule). The cost is
+    checked here, once, so that no request meets a cost error."""
+    if isinstance(cost, Sequence) and not isinstance(cost, (str, bytes)):
+        costs = _per_rule_costs(limiter, cost, rules)
+        counted = tuple(index for index, each in enumerate(costs) if each)
+        if isinstance(limiter, Policy):
+            return (lambda key, now_ns: limiter.acquire_costs(costs, now_ns=now_ns)), counted
+        assert isinstance(limiter, KeyedPolicy)
+        return (lambda key, now_ns: limiter.acquire_costs(key, costs, now_ns=now_ns)), counted
+    n = u64(cost, "cost")
+    capacity = min(rule.capacity for rule in rules)
+    if n > capacity:
+        raise ValueError(f"cost {n} exceeds the limiter's capacity {capacity}")
+    if isinstance(limiter, _UNKEYED):
+        return (lambda key, now_ns: limiter.acquire(n, now_ns=now_ns)), None
+    return (lambda key, now_ns: limiter.acquire(key, n, now_ns=now_ns)), None
+
+
+def _per_rule_costs(
+    limiter: AnyLimiter, cost: Sequence[int], rules: tuple[Config, ...]
+) -> tuple[int, ...]:
+    """``cost``, a sequence of one cost per rule, checked: for an in-process policy,
+    each within its rule's capacity, not all zero."""
+    if isinstance(limiter, RedisPolicyBase):
+        raise TypeError(
+            f"cost= per rule is not supported on Redis: a {type(limiter).__name__} takes "
+            "one cost for every rule (cost=n)"
+        )
+    if not isinstance(limiter, (Policy, KeyedPolicy)):
+        raise TypeError(
+            f"cost= per rule needs a Policy or KeyedPolicy; a {type(limiter).__name__} "
+            "has one rule (cost=n)"
+        )
+    costs = tuple(u64(each, f"cost[{index}]") for index, each in enumerate(cost))
+    if len(costs) != len(rules):
+        raise ValueError(f"cost has {len(costs)} costs for {len(rules)} rules: give one per rule")
+    for index, (each, rule) in enumerate(zip(costs, rules, strict=True)):
+        if each > rule.capacity:
+            raise ValueError(f"cost[{index}] {each} exceeds rule {index}'s capacity {rule.capacity}")
+    if not any(costs):
+        raise ValueError("cost is all zero: a request would take from no rule")
+    return costs
 
 
 def _named_rules(
@@ -202,13 +260,18 @@ class RateLimitMiddleware(Generic[App, Request]):
     - ``limiter``: a ``KeyedLimiter`` (one limit per key), a ``Limiter`` (one limit for
       every request), a ``Policy`` (several limits, all or nothing, for every request),
       a ``KeyedPolicy`` (per-key and global rules, all or nothing, for the request's key),
-      or a limit per key kept in Redis, shared across hosts (``librate.redis``): a
-      ``RedisLimiter`` for WSGI, an ``AsyncRedisLimiter`` for ASGI.
+      or limits per key kept in Redis, shared across hosts (``librate.redis``): one
+      limit, a ``RedisLimiter`` for WSGI, an ``AsyncRedisLimiter`` for ASGI; or a policy
+      of several, a ``RedisPolicy`` for WSGI, an ``AsyncRedisPolicy`` for ASGI.
     - ``key``: a function of the request (WSGI environ / ASGI scope) giving its key, str
       or bytes, or None to let that request through unlimited and without headers.
-      Default: the client address. Not with a ``Limiter`` or a ``Policy``. A
-      ``KeyedPolicy`` takes ``cost`` units of each rule.
-    - ``cost``: units each request takes (default 1).
+      Default: the client address. Not with a ``Limiter`` or a ``Policy``.
+    - ``cost``: units each request takes of every rule (default 1), at most the least
+      rule's capacity. Or, for a ``Policy`` or ``KeyedPolicy``, a sequence of one cost
+      per rule (``[1, 0, 0, 1]``), each at most its rule's capacity and not all 0: a rule
+      of cost 0 takes no part, and ``RateLimit`` reports the binding rule of those the
+      request costs. A Redis policy takes one cost for every rule (a sequence is a
+      ``TypeError``).
     - ``policy``: the policy name in the ``RateLimit`` headers (default "default"). Not
       with a ``Policy``, whose rules each have a name:
     - ``rule_names``: a (keyed) policy's rules' names, one per rule, in order (default
@@ -224,7 +287,8 @@ class RateLimitMiddleware(Generic[App, Request]):
       request with a new key through without headers (True), or answer it 503 with
       ``Retry-After`` of one period (False,
       the default: an attacker who fills the table gains nothing). When Redis gives no
-      decision (``RedisError``: down, past the client's timeout, an error reply), let the
+      decision (``RedisError``: down, past the client's timeout, an error reply; for a
+      limiter or a policy alike), let the
       request through without headers, logged as a warning to the ``librate.middleware``
       logger (True), or answer it 503, logged as an error (False, the default).
     """
@@ -242,7 +306,7 @@ class RateLimitMiddleware(Generic[App, Request]):
         limiter: AnyLimiter,
         *,
         key: Callable[[Request], Key | None] | None = None,
-        cost: int = 1,
+        cost: int | Sequence[int] = 1,
         policy: str | None = None,
         rule_names: Sequence[str] | None = None,
         clock: Callable[[], int] | None = None,

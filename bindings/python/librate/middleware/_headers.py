@@ -13,7 +13,8 @@ draft-ietf-httpapi-ratelimit-headers-11 (Structured Field Lists, RFC 9651):
 
 A ``Policy`` of several rules lists every rule in ``RateLimit-Policy``, one list member a
 rule (RFC 9651 §4.1.1 joins members with ", "), and reports in ``RateLimit`` the rule that
-binds (``binding_rule``), as the draft's example of several windows (Appendix B.3.1) does:
+binds (``binding_rule``; of the rules the request costs, when it costs rules
+differently), as the draft's example of several windows (Appendix B.3.1) does:
 
     RateLimit-Policy: "hour";q=1000;w=3600, "day";q=5000;w=86400
     RateLimit: "day";r=100;t=36000
@@ -90,13 +91,15 @@ def ratelimit_header(name: str, decision: Decision) -> str:
     return f"{name};r={_sf_integer(decision.remaining)};t={_seconds(window_ns)}"
 
 
-def binding_rule(decision: PolicyDecision) -> int:
-    """The index of the rule a policy's ``RateLimit`` reports. On a denial, of the rules
-    that denied, the one with the longest ``retry_after``: the policy's own, so ``t``
-    equals ``Retry-After``, as the draft's §6 wants. When admitted, the rule closest to
-    its limit: the least ``remaining``, and of those the longest ``reset_after`` (the
+def binding_rule(decision: PolicyDecision, counted: Sequence[int] | None = None) -> int:
+    """The index of the rule a policy's ``RateLimit`` reports, of the rules ``counted``
+    (the indices of the rules the request costs; None: every rule). On a denial, of the
+    rules that denied, the one with the longest ``retry_after``: the policy's own, so
+    ``t`` equals ``Retry-After``, as the draft's §6 wants. When admitted, the rule closest
+    to its limit: the least ``remaining``, and of those the longest ``reset_after`` (the
     rule whose quota comes back last). Ties go to the first rule."""
     rules = decision.rules
+    among = range(len(rules)) if counted is None else counted
     if decision.decision.allowed:
-        return max(range(len(rules)), key=lambda i: (-rules[i].remaining, rules[i].reset_after_ns))
-    return max(range(len(rules)), key=lambda i: (not rules[i].allowed, rules[i].retry_after_ns))
+        return max(among, key=lambda i: (-rules[i].remaining, rules[i].reset_after_ns))
+    return max(among, key=lambda i: (not rules[i].allowed, rules[i].retry_after_ns))
