@@ -14,12 +14,11 @@ TARGETS=(abi_sequence shared_bytes config)
 export CARGO_TARGET_DIR="$PWD/target/fuzz"
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 BIN="$CARGO_TARGET_DIR/$TRIPLE/release"
-# What cargo-fuzz passes, less the sanitizer (-Zsanitizer needs nightly). An explicit
-# --target keeps these flags off build scripts and proc macros, which cannot link the
-# coverage callbacks libFuzzer defines.
-export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
--Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
--Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing"
+# The coverage flags go to the code under test alone (scripts/fuzz-rustc); `fuzzing` to
+# every crate, the library's fuzz build included. An explicit --target keeps it off build
+# scripts and proc macros.
+export RUSTC_WRAPPER="$PWD/scripts/fuzz-rustc"
+export RUSTFLAGS="--cfg fuzzing"
 
 build() {
     (cd fuzz && cargo build --release --locked --target "$TRIPLE" --bins)

@@ -12,7 +12,6 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use librate_fuzz::rust_config;
 use rate::ffi::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::CString;
@@ -69,15 +68,17 @@ fn any_config(input: &mut Unstructured<'_>) -> Result<rate_config> {
         period_ns: number(input)?,
         burst: number(input)?,
     };
-    // A log's state grows with its limit (16 MiB at 2²⁰): only one configuration in 256
-    // builds a large one, the others keep their limit small or invalid.
+    // A log's state grows with its limit (16 MiB at 2²⁰), and every word of a state is
+    // written when it is built: only one configuration in 256 builds a log of more than
+    // 64 units, the others keep their limit small or invalid. (No bound of the log lies
+    // between 64 and 2²⁰, and the allocations are checked at every size.)
     let large_log = input.int_in_range(0u8..=255)? == 0;
     if config.algorithm == RATE_SLIDING_LOG
-        && config.limit > 4096
+        && config.limit > 64
         && config.limit <= 1 << 20
         && !large_log
     {
-        config.limit %= 4097;
+        config.limit %= 65;
     }
     Ok(config)
 }
@@ -135,12 +136,13 @@ fn explained(status: i32, reason: &[u8; RATE_REASON_LEN]) -> i32 {
     status
 }
 
-/// The C status of a Rust constructor's outcome.
-fn verdict_of(outcome: std::result::Result<(), rate::Error>) -> i32 {
-    match outcome {
-        Ok(()) => RATE_OK,
-        Err(_) => RATE_E_INVALID_CONFIG,
-    }
+/// The verdict of `rate_limiter_explain_config` on `config`, its reason checked.
+fn explain(config: &rate_config) -> i32 {
+    let mut reason = [0xFFu8; RATE_REASON_LEN];
+    // SAFETY: live locals; `reason` holds RATE_REASON_LEN bytes.
+    let status =
+        unsafe { rate_limiter_explain_config(config, reason.as_mut_ptr().cast(), reason.len()) };
+    explained(status, &reason)
 }
 
 fn run(input: &mut Unstructured<'_>) -> Result<()> {
@@ -156,24 +158,7 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
         capacity = capacity.min(1);
     }
 
-    // Explaining a log rejected for its limit bisects the limit with real limiters (tens
-    // of milliseconds near 2²⁰): one input in sixteen asks; the others take the verdict
-    // of the Rust constructors, which the explanations are checked against here.
-    let explain = config.algorithm != RATE_SLIDING_LOG
-        || config.limit <= 4096
-        || input.int_in_range(0u8..=15)? == 0;
-    let mut reason = [0xFFu8; RATE_REASON_LEN];
-    let verdict = if explain {
-        // SAFETY: live locals; `reason` holds RATE_REASON_LEN bytes.
-        explained(
-            unsafe {
-                rate_limiter_explain_config(&config, reason.as_mut_ptr().cast(), reason.len())
-            },
-            &reason,
-        )
-    } else {
-        verdict_of(rate::Limiter::new(&rust_config(&config)).map(drop))
-    };
+    let verdict = explain(&config);
     LARGEST.store(0, Ordering::Relaxed);
     let mut limiter = ptr::null_mut();
     // SAFETY: live locals.
@@ -183,22 +168,13 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
     unsafe { rate_limiter_free(limiter) };
 
     let mut reason = [0xFFu8; RATE_REASON_LEN];
-    let keyed_verdict = if explain {
-        // SAFETY: as above.
-        explained(
-            unsafe {
-                rate_keyed_explain_config(
-                    &config,
-                    capacity,
-                    reason.as_mut_ptr().cast(),
-                    reason.len(),
-                )
-            },
-            &reason,
-        )
-    } else {
-        verdict_of(rate::KeyedLimiter::new(&rust_config(&config), capacity).map(drop))
-    };
+    // SAFETY: live locals; `reason` holds RATE_REASON_LEN bytes.
+    let keyed_verdict = explained(
+        unsafe {
+            rate_keyed_explain_config(&config, capacity, reason.as_mut_ptr().cast(), reason.len())
+        },
+        &reason,
+    );
     LARGEST.store(0, Ordering::Relaxed);
     let mut keyed = ptr::null_mut();
     // SAFETY: live locals.
@@ -216,15 +192,15 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
         rules.push(any_config(input)?);
     }
     rules.truncate(input.int_in_range(0..=rules.len())?);
-    let valid = |rule: &rate_config| {
-        rule.algorithm <= RATE_SLIDING_LOG && rate::Limiter::new(&rust_config(rule)).is_ok()
+    // Each rule's verdict is its explanation's, which this target checks against
+    // `rate_limiter_new` (on every input's first rule).
+    let policy_verdict = if (1..=RATE_POLICY_MAX_RULES).contains(&rules.len())
+        && rules.iter().all(|rule| explain(rule) == RATE_OK)
+    {
+        RATE_OK
+    } else {
+        RATE_E_INVALID_CONFIG
     };
-    let policy_verdict =
-        if (1..=RATE_POLICY_MAX_RULES).contains(&rules.len()) && rules.iter().all(valid) {
-            RATE_OK
-        } else {
-            RATE_E_INVALID_CONFIG
-        };
     LARGEST.store(0, Ordering::Relaxed);
     let mut policy = ptr::null_mut();
     // SAFETY: `rules` holds `rules.len()` configurations (a dangling pointer for none).

@@ -138,15 +138,18 @@ impl WindowModel for SlidingModel {
     }
 }
 
-/// Every admitted unit's timestamp. A request is evaluated (and logged) at the latest
-/// logged timestamp if it is older.
+/// Every admitted unit's timestamp that can still count. A request is evaluated (and
+/// logged) at the latest logged timestamp if it is older.
 #[derive(Clone, PartialEq)]
 pub struct LogModel {
     limit: u64,
     period: u64,
+    /// The timestamps in `(latest − P, latest]`: those older never count again, every
+    /// request being evaluated at `latest` or later.
     stamps: Vec<u64>,
-    /// The latest time of a log emptied by a reset, below which nothing is judged.
-    floor: u64,
+    /// The latest logged timestamp, or the latest time of a log emptied by a reset, below
+    /// which nothing is judged.
+    latest: u64,
 }
 
 impl LogModel {
@@ -155,12 +158,12 @@ impl LogModel {
             limit,
             period,
             stamps: Vec::new(),
-            floor: 0,
+            latest: 0,
         }
     }
 
     pub fn instant(&self, t: u64) -> u64 {
-        t.max(self.stamps.iter().copied().max().unwrap_or(self.floor))
+        t.max(self.latest)
     }
 
     /// Logged units in `(t − P, t]`.
@@ -180,6 +183,10 @@ impl WindowModel for LogModel {
     }
     fn record(&mut self, t: u64, n: u64) {
         let at = self.instant(t);
+        self.latest = at;
+        let period = u128::from(self.period);
+        self.stamps
+            .retain(|&s| u128::from(s) + period > u128::from(at));
         self.stamps.extend((0..n).map(|_| at));
     }
     fn remaining(&self, t: u64) -> u64 {
@@ -408,10 +415,7 @@ impl RuleModel {
     pub fn reset(&mut self, config: &Config) {
         match self {
             Self::Sliding(SlidingModel(windows)) => windows.counts.clear(),
-            Self::Log(log) => {
-                log.floor = log.instant(0);
-                log.stamps.clear();
-            }
+            Self::Log(log) => log.stamps.clear(),
             _ => *self = Self::new(config),
         }
     }
