@@ -2,7 +2,9 @@
 //! `rate_keyed_new`, `rate_policy_new`, the `_open` forms now and then) and both
 //! `explain_config`s: a handle or RATE_E_INVALID_CONFIG, the same verdict from the
 //! constructor and its explanation, never a panic (RATE_E_INTERNAL), and no allocation
-//! larger than the state the configuration and capacity ask for.
+//! larger than the state the configuration and capacity ask for. The same
+//! configurations prepare Redis scripts (`rate_redis_prepare`, `rate_redis_policy_prepare`,
+//! which need no server): the documented verdicts, arguments and limits.
 //!
 //! Capacities are small, or so large (2⁴⁴ and up) that no allocator grants them: a
 //! capacity in between would be granted and its table written whole, which tests only
@@ -57,7 +59,8 @@ fn any_config(input: &mut Unstructured<'_>) -> Result<rate_config> {
             0 => (1 << 20) + input.int_in_range(0..=2)? - 1,
             1..=3 => 0,
             4..=7 => input.int_in_range(1..=64)?,
-            8 | 9 => u64::MAX - input.int_in_range(0..=300)?,
+            8 => u64::MAX, // `Config::FOREVER` as a period: the allowance that never refills
+            9 => u64::MAX - input.int_in_range(0..=300)?,
             10..=12 => 1 << input.int_in_range(0..=63)?,
             _ => input.arbitrary()?,
         })
@@ -214,6 +217,8 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
     // SAFETY: NULL or the handle just made.
     unsafe { rate_policy_free(policy) };
 
+    redis(&config, verdict, &rules);
+
     if open {
         let dir = std::path::Path::new("/dev/shm");
         let dir = if dir.is_dir() {
@@ -244,4 +249,115 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
         let _ = std::fs::remove_file(&path);
     }
     Ok(())
+}
+
+/// Checks that an output a call failed on is as it was before (compared as printed: the
+/// C structs have no equality).
+fn assert_untouched<T: std::fmt::Debug>(out: &T, before: &T) {
+    assert_eq!(
+        format!("{out:?}"),
+        format!("{before:?}"),
+        "an error wrote its output"
+    );
+}
+
+/// Durations a Redis script holds as Lua numbers must be below 2⁵³ ns, which doubles hold
+/// exactly.
+const EXACT: u64 = 1 << 53;
+
+/// The most units one request may take: GCRA's burst (0 means the limit), the others'
+/// limit.
+fn most_units(config: &rate_config) -> u64 {
+    if config.algorithm == RATE_GCRA && config.burst > 0 {
+        config.burst
+    } else {
+        config.limit
+    }
+}
+
+/// `rate_redis_prepare`'s expected verdict on a configuration whose limiter verdict is
+/// `verdict`: refused as by `rate_limiter_new`, and also for a period that never ends (no
+/// script keeps an allowance) or a duration a script holds of 2⁵³ ns or more (GCRA: its
+/// tolerance, burst × ⌊period / limit⌋; the others: the period).
+fn redis_verdict(config: &rate_config, verdict: i32) -> i32 {
+    if verdict != RATE_OK {
+        return verdict;
+    }
+    let exact = match config.algorithm {
+        _ if config.period_ns == u64::MAX => false,
+        RATE_GCRA => most_units(config)
+            .checked_mul(config.period_ns / config.limit)
+            .is_some_and(|tolerance| tolerance < EXACT),
+        _ => config.period_ns < EXACT,
+    };
+    if exact {
+        RATE_OK
+    } else {
+        RATE_E_INVALID_CONFIG
+    }
+}
+
+/// The prepared scripts of `config` (a limiter's, whose verdict is `verdict`) and of the
+/// policy of `rules`: their statuses, arguments and limits as documented, and an output
+/// untouched on an error. Nothing here needs a server.
+fn redis(config: &rate_config, verdict: i32, rules: &[rate_config]) {
+    let untouched = rate_redis_script {
+        source: ptr::null(),
+        config_args: [0xAAAA; RATE_REDIS_MAX_ARGS],
+        config_args_len: 0xAAAA,
+        limit: 0xAAAA,
+    };
+    let mut script = untouched;
+    // SAFETY: live locals.
+    let status = unsafe { rate_redis_prepare(config, &mut script) };
+    assert_eq!(
+        status,
+        redis_verdict(config, verdict),
+        "rate_redis_prepare on {config:?}"
+    );
+    if status == RATE_OK {
+        let args = &script.config_args[..script.config_args_len as usize];
+        let per_algorithm = if config.algorithm == RATE_GCRA {
+            [config.period_ns / config.limit, most_units(config)]
+        } else {
+            [config.limit, config.period_ns]
+        };
+        assert_eq!(args, per_algorithm, "arguments for {config:?}");
+        assert_eq!(script.limit, most_units(config), "limit of {config:?}");
+        assert!(!script.source.is_null());
+    } else {
+        assert_untouched(&script, &untouched);
+    }
+
+    let untouched = rate_redis_policy_script {
+        source: ptr::null(),
+        config_args: [0xAAAA; RATE_REDIS_POLICY_MAX_ARGS],
+        config_args_len: 0xAAAA,
+        limit: 0xAAAA,
+    };
+    let mut script = untouched;
+    // SAFETY: `rules` holds `rules.len()` configurations (a dangling pointer for none).
+    let status = unsafe { rate_redis_policy_prepare(rules.as_ptr(), rules.len(), &mut script) };
+    let each_prepared = rules
+        .iter()
+        .all(|rule| redis_verdict(rule, explain(rule)) == RATE_OK);
+    let want = if (1..=RATE_POLICY_MAX_RULES).contains(&rules.len()) && each_prepared {
+        RATE_OK
+    } else {
+        RATE_E_INVALID_CONFIG
+    };
+    assert_eq!(status, want, "rate_redis_policy_prepare on {rules:?}");
+    if status == RATE_OK {
+        let args = &script.config_args[..script.config_args_len as usize];
+        assert_eq!(args.len(), 1 + 3 * rules.len(), "{rules:?}");
+        assert_eq!(args[0], rules.len() as u64);
+        for (rule, rule_args) in rules.iter().zip(args[1..].chunks(3)) {
+            assert_eq!(rule_args[0], u64::from(rule.algorithm), "{rules:?}");
+        }
+        let least = rules.iter().map(most_units).min();
+        assert_eq!(Some(script.limit), least, "limit of {rules:?}");
+        assert!(!script.source.is_null());
+    } else {
+        assert_untouched(&script, &untouched);
+    }
 }

@@ -197,6 +197,36 @@ impl WindowModel for LogModel {
     }
 }
 
+/// A rule whose period is `Config::FOREVER`: `capacity` units over the whole timeline,
+/// never refilled. Time plays no part: a request fits iff the units used so far and its
+/// own are at most the capacity.
+#[derive(Clone, PartialEq)]
+pub struct AllowanceModel {
+    capacity: u64,
+    used: u64,
+}
+
+impl AllowanceModel {
+    pub fn new(capacity: u64) -> Self {
+        Self { capacity, used: 0 }
+    }
+}
+
+impl WindowModel for AllowanceModel {
+    fn fits(&self, _t: u64, n: u64) -> bool {
+        u128::from(self.used) + u128::from(n) <= u128::from(self.capacity)
+    }
+    fn record(&mut self, _t: u64, n: u64) {
+        self.used += n;
+    }
+    fn remaining(&self, _t: u64) -> u64 {
+        self.capacity - self.used
+    }
+    fn limit(&self) -> u64 {
+        self.capacity
+    }
+}
+
 /// The smallest d with `holds(t + d)`, given it is monotone in d; `u64::MAX` if it does
 /// not hold even at the end of the timeline.
 pub fn first_d(t: u64, holds: impl Fn(u64) -> bool) -> u64 {
@@ -360,20 +390,36 @@ pub enum RuleModel {
     Fixed(FixedModel),
     Sliding(SlidingModel),
     Log(LogModel),
+    /// Any algorithm with a period of `Config::FOREVER`. GCRA's allowance is its burst and
+    /// keeps its reserve (never waiting: what an acquire admits); the others' is their
+    /// limit, and they have no reserve.
+    Allowance {
+        model: AllowanceModel,
+        gcra: bool,
+    },
 }
 
 impl RuleModel {
     /// The model of a fresh limiter of `config`, which must be valid.
     pub fn new(config: &Config) -> Self {
         let (limit, period) = (config.limit, config.period_ns);
+        let burst = if config.burst == 0 {
+            limit
+        } else {
+            config.burst
+        };
+        if period == Config::FOREVER {
+            let gcra = config.algorithm == Algorithm::Gcra;
+            let capacity = if gcra { burst } else { limit };
+            return Self::Allowance {
+                model: AllowanceModel::new(capacity),
+                gcra,
+            };
+        }
         match config.algorithm {
             Algorithm::Gcra => Self::Gcra(GcraModel {
                 emission_interval: u128::from(period / limit),
-                burst: u128::from(if config.burst == 0 {
-                    limit
-                } else {
-                    config.burst
-                }),
+                burst: u128::from(burst),
                 tat: 0,
             }),
             Algorithm::FixedWindow => Self::Fixed(FixedModel::new(limit, period)),
@@ -389,13 +435,15 @@ impl RuleModel {
             Self::Fixed(model) => model.limit(),
             Self::Sliding(model) => model.limit(),
             Self::Log(model) => model.limit(),
+            Self::Allowance { model, .. } => model.limit(),
         }
     }
 
     /// The decision on `n` units at `t`, an acquire (`max_wait` `None`) or a reserve;
     /// records what it admits. Windows have no reserve; a cost above the limit is an error.
     pub fn decide(&mut self, t: u64, n: u64, max_wait: Option<u64>) -> Result<Decision, Error> {
-        if max_wait.is_some() && !matches!(self, Self::Gcra(_)) {
+        if max_wait.is_some() && !matches!(self, Self::Gcra(_) | Self::Allowance { gcra: true, .. })
+        {
             return Err(Error::Unsupported);
         }
         if n > self.limit() {
@@ -406,6 +454,7 @@ impl RuleModel {
             Self::Fixed(model) => model_decide(model, t, n),
             Self::Sliding(model) => model_decide(model, t, n),
             Self::Log(model) => model_decide(model, t, n),
+            Self::Allowance { model, .. } => model_decide(model, t, n),
         }
     }
 
@@ -422,7 +471,7 @@ impl RuleModel {
 
     /// Whether the state is a new rule's at `t` (DESIGN §5), so a keyed table may drop
     /// it: GCRA's TAT is not after `t`; a window counted nothing in the window of `t` or
-    /// the one before; every log entry expired.
+    /// the one before; every log entry expired; an allowance used nothing.
     pub fn is_fresh(&self, t: u64) -> bool {
         let windows_empty = |windows: &WindowCounts| {
             let window = windows.instant(t) / windows.period;
@@ -434,6 +483,7 @@ impl RuleModel {
                 windows_empty(windows)
             }
             Self::Log(log) => log.live(t) == 0,
+            Self::Allowance { model, .. } => model.used == 0,
         }
     }
 
