@@ -18,8 +18,9 @@ pub trait WindowModel: Clone {
     fn limit(&self) -> u64;
 }
 
-/// Per-window counts, for both window models. A request from a window older than the
-/// latest one anything was admitted in is evaluated at the start of that latest window.
+/// Per-window counts, for both window models, of the windows that can still count. A
+/// request from a window older than the latest one anything was admitted in is evaluated
+/// at the start of that latest window.
 #[derive(Clone, PartialEq)]
 pub struct WindowCounts {
     limit: u64,
@@ -54,6 +55,9 @@ impl WindowCounts {
         let window = self.instant(t) / self.period;
         *self.counts.entry(window).or_default() += n;
         self.latest_window = window;
+        // Every request is now evaluated in this window or a later one, so only this
+        // window and the one before can count again.
+        self.counts.retain(|&counted, _| counted + 1 >= window);
     }
 }
 
