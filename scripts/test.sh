@@ -29,7 +29,7 @@ cargo test --features testing,redis,redis-async
 step "Rust: the blocking Redis tier builds without the async one (the release build above has neither)"
 cargo build --quiet --features redis
 
-step "Fuzz: each libFuzzer target over its committed corpus, then 15 s of mutations (a build failure fails here)"
+step "Fuzz: each libFuzzer target over its committed corpus, then 12 s of mutations (a build failure fails here)"
 scripts/fuzz.sh smoke
 
 step "Rust: loom models"

@@ -83,6 +83,36 @@ fn bounds_of_an_allowance() {
 }
 
 #[test]
+fn an_allowance_past_half_the_range_never_wraps() {
+    // C = 2⁶⁴ − 257. After 2⁶³ units, 2⁶³ more would make 2⁶⁴ (one past u64): 2⁶³ − 257 are
+    // left, so 2⁶³ is denied and 2⁶³ − 257 admitted. The sum once wrapped to 0 and was
+    // admitted (an overflow panic in a checked build); keyed tables and policies share the
+    // rule, through the direct and the keyed paths.
+    let most = u64::MAX - 256;
+    let half = 1 << 63;
+    let never = u64::MAX;
+    for algorithm in ALGORITHMS {
+        let config = Config::new(algorithm, most, Config::FOREVER);
+        let limiter = Limiter::new(&config).unwrap();
+        assert!(limiter.acquire_at(half, 0).unwrap().allowed);
+        assert_eq!(
+            limiter.acquire_at(half, 1).unwrap(),
+            decision(false, most, half - 257, never, never)
+        );
+        assert_eq!(
+            limiter.acquire_at(half - 257, 2).unwrap(),
+            decision(true, most, 0, 0, never)
+        );
+        let table = KeyedLimiter::new(&config, 4).unwrap();
+        assert!(table.acquire_at(b"k", half, 0).unwrap().allowed);
+        assert!(!table.acquire_at(b"k", half, 1).unwrap().allowed);
+        let policy = Policy::new(&[config]).unwrap();
+        assert!(policy.acquire_at(half, 0).unwrap().decision.allowed);
+        assert!(!policy.acquire_at(half, 1).unwrap().decision.allowed);
+    }
+}
+
+#[test]
 fn keyed_tables_keep_each_keys_allowance() {
     let table = KeyedLimiter::new(&Config::sliding_window(2, Config::FOREVER), 16).unwrap();
     assert!(table.acquire_at(b"alice", 2, 0).unwrap().allowed);

@@ -2,7 +2,9 @@
 //! `rate_keyed_new`, `rate_policy_new`, the `_open` forms now and then) and both
 //! `explain_config`s: a handle or RATE_E_INVALID_CONFIG, the same verdict from the
 //! constructor and its explanation, never a panic (RATE_E_INTERNAL), and no allocation
-//! larger than the state the configuration and capacity ask for.
+//! larger than the state the configuration and capacity ask for. The same
+//! configurations prepare Redis scripts (`rate_redis_prepare`, `rate_redis_policy_prepare`,
+//! which need no server): the documented verdicts, arguments and limits.
 //!
 //! Capacities are small, or so large (2⁴⁴ and up) that no allocator grants them: a
 //! capacity in between would be granted and its table written whole, which tests only
@@ -12,7 +14,6 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use librate_fuzz::rust_config;
 use rate::ffi::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::CString;
@@ -53,12 +54,13 @@ fn any_config(input: &mut Unstructured<'_>) -> Result<rate_config> {
         choice => u32::from(choice % 5),
     };
     let number = |input: &mut Unstructured<'_>| -> Result<u64> {
-        // The log's largest limit (2²⁰) costs 16 MiB a state to build: rarely.
+        // Around the log's largest limit (2²⁰): rarely.
         Ok(match input.int_in_range(0u8..=15)? {
             0 => (1 << 20) + input.int_in_range(0..=2)? - 1,
             1..=3 => 0,
             4..=7 => input.int_in_range(1..=64)?,
-            8 | 9 => u64::MAX - input.int_in_range(0..=300)?,
+            8 => u64::MAX, // `Config::FOREVER` as a period: the allowance that never refills
+            9 => u64::MAX - input.int_in_range(0..=300)?,
             10..=12 => 1 << input.int_in_range(0..=63)?,
             _ => input.arbitrary()?,
         })
@@ -69,15 +71,20 @@ fn any_config(input: &mut Unstructured<'_>) -> Result<rate_config> {
         period_ns: number(input)?,
         burst: number(input)?,
     };
-    // A log's state grows with its limit (16 MiB at 2²⁰): only one configuration in 256
-    // builds a large one, the others keep their limit small or invalid.
-    let large_log = input.int_in_range(0u8..=255)? == 0;
+    // A log's state grows with its limit (16 MiB at 2²⁰), and every word of a state is
+    // written when it is built, some times an input: a valid log is built with at most 64
+    // units, or in one configuration of 256 at most 4096, never more. (The log's one bound
+    // on its limit, 2²⁰, lies past them, but what rejects 2²⁰ + 1 and accepts 2²⁰ is
+    // the validation every constructor runs before it allocates, which `explain_config`
+    // runs too; its unit tests build logs of 2²⁰ units. The allocations grow linearly,
+    // and are checked here at every size built.)
+    let medium_log = input.int_in_range(0u8..=255)? == 0;
     if config.algorithm == RATE_SLIDING_LOG
-        && config.limit > 4096
+        && config.limit > 64
         && config.limit <= 1 << 20
-        && !large_log
+        && config.period_ns != u64::MAX
     {
-        config.limit %= 4097;
+        config.limit %= if medium_log { 4097 } else { 65 };
     }
     Ok(config)
 }
@@ -135,12 +142,13 @@ fn explained(status: i32, reason: &[u8; RATE_REASON_LEN]) -> i32 {
     status
 }
 
-/// The C status of a Rust constructor's outcome.
-fn verdict_of(outcome: std::result::Result<(), rate::Error>) -> i32 {
-    match outcome {
-        Ok(()) => RATE_OK,
-        Err(_) => RATE_E_INVALID_CONFIG,
-    }
+/// The verdict of `rate_limiter_explain_config` on `config`, its reason checked.
+fn explain(config: &rate_config) -> i32 {
+    let mut reason = [0xFFu8; RATE_REASON_LEN];
+    // SAFETY: live locals; `reason` holds RATE_REASON_LEN bytes.
+    let status =
+        unsafe { rate_limiter_explain_config(config, reason.as_mut_ptr().cast(), reason.len()) };
+    explained(status, &reason)
 }
 
 fn run(input: &mut Unstructured<'_>) -> Result<()> {
@@ -151,29 +159,15 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
         1 | 2 => input.int_in_range(1..=64)?,
         _ => input.arbitrary::<u64>()? | 1 << 44,
     };
-    // A log's state grows with its limit: keep a granted table small.
-    if config.algorithm == RATE_SLIDING_LOG && config.limit > 64 && capacity < 1 << 44 {
-        capacity = capacity.min(1);
+    // A log's state grows with its limit: keep a granted table to some thousands of words
+    // (each key two slots of 8 + 2 × limit words), every one of which is written when it
+    // is built, three times an input.
+    if config.algorithm == RATE_SLIDING_LOG && capacity < 1 << 44 {
+        let fits = 512 / config.limit.saturating_add(4);
+        capacity = capacity.min(fits.max(1));
     }
 
-    // Explaining a log rejected for its limit bisects the limit with real limiters (tens
-    // of milliseconds near 2²⁰): one input in sixteen asks; the others take the verdict
-    // of the Rust constructors, which the explanations are checked against here.
-    let explain = config.algorithm != RATE_SLIDING_LOG
-        || config.limit <= 4096
-        || input.int_in_range(0u8..=15)? == 0;
-    let mut reason = [0xFFu8; RATE_REASON_LEN];
-    let verdict = if explain {
-        // SAFETY: live locals; `reason` holds RATE_REASON_LEN bytes.
-        explained(
-            unsafe {
-                rate_limiter_explain_config(&config, reason.as_mut_ptr().cast(), reason.len())
-            },
-            &reason,
-        )
-    } else {
-        verdict_of(rate::Limiter::new(&rust_config(&config)).map(drop))
-    };
+    let verdict = explain(&config);
     LARGEST.store(0, Ordering::Relaxed);
     let mut limiter = ptr::null_mut();
     // SAFETY: live locals.
@@ -183,22 +177,13 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
     unsafe { rate_limiter_free(limiter) };
 
     let mut reason = [0xFFu8; RATE_REASON_LEN];
-    let keyed_verdict = if explain {
-        // SAFETY: as above.
-        explained(
-            unsafe {
-                rate_keyed_explain_config(
-                    &config,
-                    capacity,
-                    reason.as_mut_ptr().cast(),
-                    reason.len(),
-                )
-            },
-            &reason,
-        )
-    } else {
-        verdict_of(rate::KeyedLimiter::new(&rust_config(&config), capacity).map(drop))
-    };
+    // SAFETY: live locals; `reason` holds RATE_REASON_LEN bytes.
+    let keyed_verdict = explained(
+        unsafe {
+            rate_keyed_explain_config(&config, capacity, reason.as_mut_ptr().cast(), reason.len())
+        },
+        &reason,
+    );
     LARGEST.store(0, Ordering::Relaxed);
     let mut keyed = ptr::null_mut();
     // SAFETY: live locals.
@@ -216,15 +201,15 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
         rules.push(any_config(input)?);
     }
     rules.truncate(input.int_in_range(0..=rules.len())?);
-    let valid = |rule: &rate_config| {
-        rule.algorithm <= RATE_SLIDING_LOG && rate::Limiter::new(&rust_config(rule)).is_ok()
+    // Each rule's verdict is its explanation's, which this target checks against
+    // `rate_limiter_new` (on every input's first rule).
+    let policy_verdict = if (1..=RATE_POLICY_MAX_RULES).contains(&rules.len())
+        && rules.iter().all(|rule| explain(rule) == RATE_OK)
+    {
+        RATE_OK
+    } else {
+        RATE_E_INVALID_CONFIG
     };
-    let policy_verdict =
-        if (1..=RATE_POLICY_MAX_RULES).contains(&rules.len()) && rules.iter().all(valid) {
-            RATE_OK
-        } else {
-            RATE_E_INVALID_CONFIG
-        };
     LARGEST.store(0, Ordering::Relaxed);
     let mut policy = ptr::null_mut();
     // SAFETY: `rules` holds `rules.len()` configurations (a dangling pointer for none).
@@ -237,6 +222,8 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
     check("rate_policy_new", status, policy_verdict, &largest_rule, 0);
     // SAFETY: NULL or the handle just made.
     unsafe { rate_policy_free(policy) };
+
+    redis(&config, verdict, &rules);
 
     if open {
         let dir = std::path::Path::new("/dev/shm");
@@ -268,4 +255,115 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
         let _ = std::fs::remove_file(&path);
     }
     Ok(())
+}
+
+/// Checks that an output a call failed on is as it was before (compared as printed: the
+/// C structs have no equality).
+fn assert_untouched<T: std::fmt::Debug>(out: &T, before: &T) {
+    assert_eq!(
+        format!("{out:?}"),
+        format!("{before:?}"),
+        "an error wrote its output"
+    );
+}
+
+/// Durations a Redis script holds as Lua numbers must be below 2⁵³ ns, which doubles hold
+/// exactly.
+const EXACT: u64 = 1 << 53;
+
+/// The most units one request may take: GCRA's burst (0 means the limit), the others'
+/// limit.
+fn most_units(config: &rate_config) -> u64 {
+    if config.algorithm == RATE_GCRA && config.burst > 0 {
+        config.burst
+    } else {
+        config.limit
+    }
+}
+
+/// `rate_redis_prepare`'s expected verdict on a configuration whose limiter verdict is
+/// `verdict`: refused as by `rate_limiter_new`, and also for a period that never ends (no
+/// script keeps an allowance) or a duration a script holds of 2⁵³ ns or more (GCRA: its
+/// tolerance, burst × ⌊period / limit⌋; the others: the period).
+fn redis_verdict(config: &rate_config, verdict: i32) -> i32 {
+    if verdict != RATE_OK {
+        return verdict;
+    }
+    let exact = match config.algorithm {
+        _ if config.period_ns == u64::MAX => false,
+        RATE_GCRA => most_units(config)
+            .checked_mul(config.period_ns / config.limit)
+            .is_some_and(|tolerance| tolerance < EXACT),
+        _ => config.period_ns < EXACT,
+    };
+    if exact {
+        RATE_OK
+    } else {
+        RATE_E_INVALID_CONFIG
+    }
+}
+
+/// The prepared scripts of `config` (a limiter's, whose verdict is `verdict`) and of the
+/// policy of `rules`: their statuses, arguments and limits as documented, and an output
+/// untouched on an error. Nothing here needs a server.
+fn redis(config: &rate_config, verdict: i32, rules: &[rate_config]) {
+    let untouched = rate_redis_script {
+        source: ptr::null(),
+        config_args: [0xAAAA; RATE_REDIS_MAX_ARGS],
+        config_args_len: 0xAAAA,
+        limit: 0xAAAA,
+    };
+    let mut script = untouched;
+    // SAFETY: live locals.
+    let status = unsafe { rate_redis_prepare(config, &mut script) };
+    assert_eq!(
+        status,
+        redis_verdict(config, verdict),
+        "rate_redis_prepare on {config:?}"
+    );
+    if status == RATE_OK {
+        let args = &script.config_args[..script.config_args_len as usize];
+        let per_algorithm = if config.algorithm == RATE_GCRA {
+            [config.period_ns / config.limit, most_units(config)]
+        } else {
+            [config.limit, config.period_ns]
+        };
+        assert_eq!(args, per_algorithm, "arguments for {config:?}");
+        assert_eq!(script.limit, most_units(config), "limit of {config:?}");
+        assert!(!script.source.is_null());
+    } else {
+        assert_untouched(&script, &untouched);
+    }
+
+    let untouched = rate_redis_policy_script {
+        source: ptr::null(),
+        config_args: [0xAAAA; RATE_REDIS_POLICY_MAX_ARGS],
+        config_args_len: 0xAAAA,
+        limit: 0xAAAA,
+    };
+    let mut script = untouched;
+    // SAFETY: `rules` holds `rules.len()` configurations (a dangling pointer for none).
+    let status = unsafe { rate_redis_policy_prepare(rules.as_ptr(), rules.len(), &mut script) };
+    let each_prepared = rules
+        .iter()
+        .all(|rule| redis_verdict(rule, explain(rule)) == RATE_OK);
+    let want = if (1..=RATE_POLICY_MAX_RULES).contains(&rules.len()) && each_prepared {
+        RATE_OK
+    } else {
+        RATE_E_INVALID_CONFIG
+    };
+    assert_eq!(status, want, "rate_redis_policy_prepare on {rules:?}");
+    if status == RATE_OK {
+        let args = &script.config_args[..script.config_args_len as usize];
+        assert_eq!(args.len(), 1 + 3 * rules.len(), "{rules:?}");
+        assert_eq!(args[0], rules.len() as u64);
+        for (rule, rule_args) in rules.iter().zip(args[1..].chunks(3)) {
+            assert_eq!(rule_args[0], u64::from(rule.algorithm), "{rules:?}");
+        }
+        let least = rules.iter().map(most_units).min();
+        assert_eq!(Some(script.limit), least, "limit of {rules:?}");
+        assert!(!script.source.is_null());
+    } else {
+        assert_untouched(&script, &untouched);
+    }
 }

@@ -154,7 +154,7 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
     let table = TABLES.with(|tables| {
         let mut tables = tables.borrow_mut();
         if !tables.contains_key(&id) {
-            if tables.len() >= 64 {
+            if tables.len() >= 1024 {
                 // Many configurations seen: start over rather than keep them all mapped.
                 for (_, table) in tables.drain() {
                     free(table.handle);

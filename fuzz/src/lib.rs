@@ -16,7 +16,9 @@ pub mod models;
 
 /// A configuration the models can follow quickly: small limits mostly (so sequences reach
 /// them), large ones sometimes (so products overflow), any period from 1 ns to the end of
-/// the timeline. It may be invalid; the targets then expect the constructors to say so.
+/// the timeline, and now and then the period that never ends (`Config::FOREVER`, a rule
+/// that never refills). It may be invalid; the targets then expect the constructors to
+/// say so.
 pub fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
     let algorithm = [
         RATE_GCRA,
@@ -34,17 +36,15 @@ pub fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
         0 => most.min(input.arbitrary::<u64>()?),
         _ => input.int_in_range(1..=8)?,
     };
-    let period_ns = match input.int_in_range(0u8..=3)? {
+    let period_ns = match input.int_in_range(0u8..=7)? {
         0 => input.arbitrary::<u64>()?,
         1 => limit.saturating_mul(input.int_in_range(1..=1000)?),
         2 => [1_000_000, 1_000_000_000, 60_000_000_000][usize::from(input.int_in_range(0u8..=2)?)],
+        3 => rate::Config::FOREVER,
         _ => limit
             .saturating_mul(4)
             .saturating_add(input.int_in_range(0..=64)?),
-    }
-    // Short of u64::MAX, the period that never refills (`Config::FOREVER`), which the
-    // models do not follow.
-    .min(u64::MAX - 1);
+    };
     let burst = match input.int_in_range(0u8..=3)? {
         0 => 0,
         1 => input.int_in_range(1..=8)?,

@@ -5,7 +5,8 @@
 //! period that never ends).
 //!
 //! The state is one word, the units used so far, `u ≤ C ≤` [`MAX_STATE`]: it only grows
-//! and no time is in it. A request of n units is admitted iff `u + n ≤ C`.
+//! and no time is in it. A request of n units is admitted iff `u + n ≤ C`, computed as
+//! `n ≤ C − u` (`u + n` may not fit in 64 bits).
 //!
 //! Decision fields, "never" being `u64::MAX` (no `now + d` reaches it):
 //! `remaining = C − u` after the decision; `retry_after_ns` is 0 when admitted, else
@@ -85,7 +86,8 @@ impl Algorithm<u64> for Allowance {
     #[inline(always)]
     fn decide(&self, word: &u64, _now: u64, n: u64) -> Outcome<u64> {
         let used = self.used(*word);
-        let allowed = used + n <= self.capacity;
+        // `n` against what is left, never `used + n` against C: both may pass 2⁶³.
+        let allowed = n <= self.capacity - used;
         let after = if allowed { used + n } else { used };
         let decision = Decision {
             allowed,
@@ -104,7 +106,8 @@ impl Algorithm<u64> for Allowance {
     #[inline(always)]
     fn try_decide(&self, word: &u64, _now: u64, n: u64) -> Option<u64> {
         let used = self.used(*word);
-        (used + n <= self.capacity).then_some(used + n)
+        // As in `decide`: the sum is formed only once it is known to be at most C.
+        (n <= self.capacity - used).then(|| used + n)
     }
 
     /// No time is in the state: every interval decides as any instant in it.
@@ -123,7 +126,7 @@ impl Algorithm<u64> for Allowance {
 
     #[inline(always)]
     fn denied_through(&self, word: &u64, _latest: u64, n: u64) -> bool {
-        self.used(*word) + n > self.capacity
+        n > self.capacity - self.used(*word)
     }
 }
 
@@ -169,5 +172,26 @@ mod tests {
         assert_eq!(allowance.settle(&4, 0, u64::MAX, 1), Settled::Admit(5));
         assert_eq!(allowance.settle(&5, 0, 0, 1), Settled::Deny);
         assert!(allowance.is_fresh(&0, u64::MAX) && !allowance.is_fresh(&1, 0));
+    }
+
+    #[test]
+    fn a_capacity_past_half_the_range_never_overflows() {
+        // C = 2^64 - 257: after 2^63 units, a request of 2^63 would sum to 2^64, past u64.
+        // What is left is 2^63 - 257, so it is denied, and 2^63 - 257 is admitted.
+        let allowance = Allowance::new(Configured::Gcra, 1, MAX_STATE).unwrap();
+        let used = 1 << 63;
+        let denied = allowance.decide(&used, 0, 1 << 63);
+        assert!(!denied.decision.allowed);
+        assert_eq!(denied.decision.remaining, (1 << 63) - 257);
+        assert_eq!(denied.update, None);
+        assert_eq!(allowance.try_decide(&used, 0, 1 << 63), None);
+        assert!(allowance.denied_through(&used, 0, 1 << 63));
+        assert_eq!(allowance.settle(&used, 0, 0, 1 << 63), Settled::Deny);
+        let last = (1 << 63) - 257;
+        let admitted = allowance.decide(&used, 0, last);
+        assert_eq!(admitted.update, Some(MAX_STATE));
+        assert_eq!(admitted.decision.remaining, 0);
+        assert_eq!(allowance.try_decide(&used, 0, last), Some(MAX_STATE));
+        assert!(!allowance.denied_through(&used, 0, last));
     }
 }

@@ -2,16 +2,20 @@
 //! capacity is rejected, as one English sentence that names the field, its value and the
 //! bound it broke.
 //!
-//! The verdict is always the constructors' own (`Limiter::new`, `KeyedLimiter::new`), so
-//! these functions cannot disagree with `rate_limiter_new` or `rate_keyed_new`. A bound is
-//! found by asking the same constructors about neighbouring values (every bound is
-//! monotonic in the field it limits), never by a second copy of the rules.
+//! The verdict is always the constructors' own, so these functions cannot disagree with
+//! `rate_limiter_new` or `rate_keyed_new`: a configuration is judged by the validation
+//! `Limiter::new` runs before it allocates anything (`Decider::new`), a capacity by
+//! `KeyedLimiter::new`. A bound is found by asking the same validation about neighbouring
+//! values (every bound is monotonic in the field it limits), never by a second copy of the
+//! rules. The validation allocates nothing, so a search costs some dozens of checks of
+//! arithmetic, where building a limiter per probe would allocate a sliding log's ring (16
+//! bytes per unit of its limit) each time.
 
 use super::{boundary, rate_config, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK};
 use crate::config::{Algorithm, Config};
+use crate::decider::Decider;
 use crate::error::{ConfigError, Error};
 use crate::keyed::KeyedLimiter;
-use crate::limiter::Limiter;
 use std::ffi::c_char;
 
 /// Bytes a reason buffer needs to hold any reason librate writes, its NUL included.
@@ -126,7 +130,7 @@ fn limiter_reason(raw: &rate_config) -> Option<String> {
     let Some(config) = raw.to_config() else {
         return Some(unknown_algorithm(raw.algorithm));
     };
-    match Limiter::new(&config) {
+    match Decider::new(&config) {
         Ok(_) => None,
         Err(error) => Some(explain(&config, error)),
     }
@@ -164,8 +168,10 @@ fn algorithm_name(algorithm: Algorithm) -> &'static str {
 }
 
 /// Whether a limiter accepts `config`: the one rule book every bound is searched in.
+/// `Limiter::new` fails only where this does (what it does next, allocating the state,
+/// cannot fail but by aborting).
 fn accepts(config: Config) -> bool {
-    Limiter::new(&config).is_ok()
+    Decider::new(&config).is_ok()
 }
 
 /// The largest value in `low..=high` that `ok` accepts, given that `ok` accepts every
@@ -290,6 +296,7 @@ fn capacity_reason(config: &Config, capacity: u64) -> String {
 mod tests {
     use super::*;
     use crate::ffi::{RATE_FIXED_WINDOW, RATE_GCRA, RATE_SLIDING_LOG, RATE_SLIDING_WINDOW};
+    use crate::limiter::Limiter;
     use std::ffi::CStr;
 
     const SECOND: u64 = 1_000_000_000;
@@ -511,6 +518,96 @@ mod tests {
             );
         }
         assert_eq!(buffer[7], 0);
+    }
+
+    /// The bound a reason of the form "FIELD VALUE: must be at most|least BOUND for …"
+    /// names: whether it is an upper one, the bound, and the configuration with that field
+    /// at a given value.
+    fn named_bound(raw: rate_config, reason: &str) -> Option<(bool, u64, impl Fn(u64) -> Config)> {
+        let (subject, rest) = reason.split_once(": must be at ")?;
+        let (field, _value) = subject.split_once(' ')?;
+        let (side, rest) = rest.split_once(' ')?;
+        let (bound, rest) = rest.split_once(' ')?;
+        if !rest.starts_with("for ") {
+            return None;
+        }
+        let bound: u64 = bound.parse().ok()?;
+        let base = raw.to_config()?;
+        let field = field.to_owned();
+        Some((side == "most", bound, move |value| match field.as_str() {
+            "limit" => Config {
+                limit: value,
+                ..base
+            },
+            "period_ns" => Config {
+                period_ns: value,
+                ..base
+            },
+            "burst" => Config {
+                burst: value,
+                ..base
+            },
+            other => panic!("a bound on {other}"),
+        }))
+    }
+
+    #[test]
+    fn bounds_are_the_real_limiters_bounds() {
+        // Each bound a reason names is where real limiters (`Limiter::new`, which allocates
+        // the state) change their verdict: the answer a bisection over them gives.
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let edges = [
+            1,
+            2,
+            3,
+            4,
+            64,
+            1000,
+            SECOND,
+            1 << 29,
+            1 << 30,
+            (1 << 20) + 1,
+        ];
+        let mut named = 0;
+        for round in 0..2000 {
+            let algorithm = (round % 4) as u32;
+            let number = |next: &mut dyn FnMut() -> u64| match next() % 4 {
+                0 => edges[(next() % edges.len() as u64) as usize],
+                1 => u64::MAX - next() % 300,
+                2 => 1 << (next() % 64),
+                _ => next() >> (next() % 64),
+            };
+            let raw = config(
+                algorithm,
+                number(&mut next),
+                number(&mut next),
+                number(&mut next),
+            );
+            let accepted = Limiter::new(&raw.to_config().unwrap()).is_ok();
+            let (status, reason) = explained(raw);
+            assert_eq!(status == RATE_OK, accepted, "{raw:?}: {reason}");
+            let Some((at_most, bound, with)) = named_bound(raw, &reason) else {
+                continue;
+            };
+            named += 1;
+            assert!(Limiter::new(&with(bound)).is_ok(), "{raw:?}: {reason}");
+            let beyond = if at_most {
+                bound.checked_add(1)
+            } else {
+                bound.checked_sub(1)
+            };
+            if let Some(beyond) = beyond {
+                assert!(Limiter::new(&with(beyond)).is_err(), "{raw:?}: {reason}");
+            }
+        }
+        // Most rejections name a bound: the loop above checked hundreds.
+        assert!(named > 250, "{named} bounds checked");
     }
 
     #[test]

@@ -56,15 +56,23 @@ const FINGERPRINT: usize = 3;
 
 /// How long a waiter waits on a claimed slot before it asks whether the claimer lives: far
 /// longer than an insert takes, short enough that nobody notices a dead one.
-#[cfg(not(loom))]
+#[cfg(not(any(loom, fuzzing)))]
 const PATIENCE: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// How long a waiter without a claim of its own waits on a slot whose claimer lives before
 /// it stops waiting (the call then reports the table full): a claimer stopped mid-insert
 /// (SIGSTOP, a debugger), or bytes a writer forged to name a live process, must not hang
 /// every process that needs the slot.
-#[cfg(not(loom))]
+#[cfg(not(any(loom, fuzzing)))]
 const GIVE_UP: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The fuzz build's waits (`scripts/fuzz.sh`), a thousandth of the real ones: its
+/// inputs forge claimed slots by the thousand, each a wait, and one thread runs every
+/// insert, so no claim it waits on is ever in progress. The waits run the same code.
+#[cfg(all(fuzzing, not(loom)))]
+const PATIENCE: std::time::Duration = std::time::Duration::from_micros(10);
+#[cfg(all(fuzzing, not(loom)))]
+const GIVE_UP: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// An insert's right to claim slots: the marker its claim writes, and its registry entry
 /// in a shared table.

@@ -18,8 +18,9 @@ pub trait WindowModel: Clone {
     fn limit(&self) -> u64;
 }
 
-/// Per-window counts, for both window models. A request from a window older than the
-/// latest one anything was admitted in is evaluated at the start of that latest window.
+/// Per-window counts, for both window models, of the windows that can still count. A
+/// request from a window older than the latest one anything was admitted in is evaluated
+/// at the start of that latest window.
 #[derive(Clone, PartialEq)]
 pub struct WindowCounts {
     limit: u64,
@@ -54,6 +55,9 @@ impl WindowCounts {
         let window = self.instant(t) / self.period;
         *self.counts.entry(window).or_default() += n;
         self.latest_window = window;
+        // Every request is now evaluated in this window or a later one, so only this
+        // window and the one before can count again.
+        self.counts.retain(|&counted, _| counted + 1 >= window);
     }
 }
 
@@ -138,15 +142,18 @@ impl WindowModel for SlidingModel {
     }
 }
 
-/// Every admitted unit's timestamp. A request is evaluated (and logged) at the latest
-/// logged timestamp if it is older.
+/// Every admitted unit's timestamp that can still count. A request is evaluated (and
+/// logged) at the latest logged timestamp if it is older.
 #[derive(Clone, PartialEq)]
 pub struct LogModel {
     limit: u64,
     period: u64,
+    /// The timestamps in `(latest − P, latest]`: those older never count again, every
+    /// request being evaluated at `latest` or later.
     stamps: Vec<u64>,
-    /// The latest time of a log emptied by a reset, below which nothing is judged.
-    floor: u64,
+    /// The latest logged timestamp, or the latest time of a log emptied by a reset, below
+    /// which nothing is judged.
+    latest: u64,
 }
 
 impl LogModel {
@@ -155,12 +162,12 @@ impl LogModel {
             limit,
             period,
             stamps: Vec::new(),
-            floor: 0,
+            latest: 0,
         }
     }
 
     pub fn instant(&self, t: u64) -> u64 {
-        t.max(self.stamps.iter().copied().max().unwrap_or(self.floor))
+        t.max(self.latest)
     }
 
     /// Logged units in `(t − P, t]`.
@@ -180,6 +187,10 @@ impl WindowModel for LogModel {
     }
     fn record(&mut self, t: u64, n: u64) {
         let at = self.instant(t);
+        self.latest = at;
+        let period = u128::from(self.period);
+        self.stamps
+            .retain(|&s| u128::from(s) + period > u128::from(at));
         self.stamps.extend((0..n).map(|_| at));
     }
     fn remaining(&self, t: u64) -> u64 {
@@ -187,6 +198,36 @@ impl WindowModel for LogModel {
     }
     fn limit(&self) -> u64 {
         self.limit
+    }
+}
+
+/// A rule whose period is `Config::FOREVER`: `capacity` units over the whole timeline,
+/// never refilled. Time plays no part: a request fits iff the units used so far and its
+/// own are at most the capacity.
+#[derive(Clone, PartialEq)]
+pub struct AllowanceModel {
+    capacity: u64,
+    used: u64,
+}
+
+impl AllowanceModel {
+    pub fn new(capacity: u64) -> Self {
+        Self { capacity, used: 0 }
+    }
+}
+
+impl WindowModel for AllowanceModel {
+    fn fits(&self, _t: u64, n: u64) -> bool {
+        u128::from(self.used) + u128::from(n) <= u128::from(self.capacity)
+    }
+    fn record(&mut self, _t: u64, n: u64) {
+        self.used += n;
+    }
+    fn remaining(&self, _t: u64) -> u64 {
+        self.capacity - self.used
+    }
+    fn limit(&self) -> u64 {
+        self.capacity
     }
 }
 
@@ -353,20 +394,36 @@ pub enum RuleModel {
     Fixed(FixedModel),
     Sliding(SlidingModel),
     Log(LogModel),
+    /// Any algorithm with a period of `Config::FOREVER`. GCRA's allowance is its burst and
+    /// keeps its reserve (never waiting: what an acquire admits); the others' is their
+    /// limit, and they have no reserve.
+    Allowance {
+        model: AllowanceModel,
+        gcra: bool,
+    },
 }
 
 impl RuleModel {
     /// The model of a fresh limiter of `config`, which must be valid.
     pub fn new(config: &Config) -> Self {
         let (limit, period) = (config.limit, config.period_ns);
+        let burst = if config.burst == 0 {
+            limit
+        } else {
+            config.burst
+        };
+        if period == Config::FOREVER {
+            let gcra = config.algorithm == Algorithm::Gcra;
+            let capacity = if gcra { burst } else { limit };
+            return Self::Allowance {
+                model: AllowanceModel::new(capacity),
+                gcra,
+            };
+        }
         match config.algorithm {
             Algorithm::Gcra => Self::Gcra(GcraModel {
                 emission_interval: u128::from(period / limit),
-                burst: u128::from(if config.burst == 0 {
-                    limit
-                } else {
-                    config.burst
-                }),
+                burst: u128::from(burst),
                 tat: 0,
             }),
             Algorithm::FixedWindow => Self::Fixed(FixedModel::new(limit, period)),
@@ -382,13 +439,15 @@ impl RuleModel {
             Self::Fixed(model) => model.limit(),
             Self::Sliding(model) => model.limit(),
             Self::Log(model) => model.limit(),
+            Self::Allowance { model, .. } => model.limit(),
         }
     }
 
     /// The decision on `n` units at `t`, an acquire (`max_wait` `None`) or a reserve;
     /// records what it admits. Windows have no reserve; a cost above the limit is an error.
     pub fn decide(&mut self, t: u64, n: u64, max_wait: Option<u64>) -> Result<Decision, Error> {
-        if max_wait.is_some() && !matches!(self, Self::Gcra(_)) {
+        if max_wait.is_some() && !matches!(self, Self::Gcra(_) | Self::Allowance { gcra: true, .. })
+        {
             return Err(Error::Unsupported);
         }
         if n > self.limit() {
@@ -399,6 +458,7 @@ impl RuleModel {
             Self::Fixed(model) => model_decide(model, t, n),
             Self::Sliding(model) => model_decide(model, t, n),
             Self::Log(model) => model_decide(model, t, n),
+            Self::Allowance { model, .. } => model_decide(model, t, n),
         }
     }
 
@@ -408,17 +468,14 @@ impl RuleModel {
     pub fn reset(&mut self, config: &Config) {
         match self {
             Self::Sliding(SlidingModel(windows)) => windows.counts.clear(),
-            Self::Log(log) => {
-                log.floor = log.instant(0);
-                log.stamps.clear();
-            }
+            Self::Log(log) => log.stamps.clear(),
             _ => *self = Self::new(config),
         }
     }
 
     /// Whether the state is a new rule's at `t` (DESIGN §5), so a keyed table may drop
     /// it: GCRA's TAT is not after `t`; a window counted nothing in the window of `t` or
-    /// the one before; every log entry expired.
+    /// the one before; every log entry expired; an allowance used nothing.
     pub fn is_fresh(&self, t: u64) -> bool {
         let windows_empty = |windows: &WindowCounts| {
             let window = windows.instant(t) / windows.period;
@@ -430,6 +487,7 @@ impl RuleModel {
                 windows_empty(windows)
             }
             Self::Log(log) => log.live(t) == 0,
+            Self::Allowance { model, .. } => model.used == 0,
         }
     }
 
