@@ -7,8 +7,11 @@ use crate::algorithm::{Allowance, FixedWindow, Gcra, Rule, SlidingLog, SlidingWi
 use crate::config::Algorithm;
 use crate::config::Config;
 use crate::decision::Decision;
+use crate::error::ConfigError;
 use crate::error::Error;
-use crate::state::{is_marker, reserve_at, Refund, Stored, Tenancy};
+use crate::state::{
+    is_marker, replaced_counts, reserve_at, store_counts, Refund, Replaced, Stored, Tenancy,
+};
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
 
@@ -214,8 +217,67 @@ impl Decider {
 
     /// Makes a limiter's own `state` decide as a fresh one from the latest time it has
     /// seen on; acquires racing it are each decided before or after it (`Stored::reset`).
-    pub(crate) fn reset(&self, state: &[AtomicU64]) {
+    /// `Err` if a change of rule replaced the words.
+    pub(crate) fn reset(&self, state: &[AtomicU64]) -> Result<(), Replaced> {
         dispatch!(self, algorithm => algorithm.reset(state))
+    }
+
+    /// Whether a state of this rule can be carried over to `new` (`algorithm/carry.rs`):
+    /// the same algorithm, a period that never ends counting as the same, and no sliding
+    /// log with a period that ends on either side (its ring's entries are not carried).
+    pub(crate) fn carries_to(&self, new: &Decider) -> Result<(), ConfigError> {
+        let log = |decider: &Decider| matches!(decider, Self::SlidingLog(_));
+        if self.algorithm() != new.algorithm() || log(self) || log(new) {
+            return Err(ConfigError::LiveChange);
+        }
+        Ok(())
+    }
+
+    /// Writes into `new_state`, fresh (all zeros) and not yet shared, the state of `new`
+    /// holding at `now` what `state` holds, whose first word last held `first` before it
+    /// was replaced (the carry-over rules, `algorithm/carry.rs`). A pair that
+    /// [`carries_to`](Self::carries_to) refuses leaves `new_state` fresh.
+    pub(crate) fn carry_over(
+        &self,
+        state: &[AtomicU64],
+        first: u64,
+        now: u64,
+        new: &Decider,
+        new_state: &[AtomicU64],
+    ) {
+        let first_word = match (self, new) {
+            (Self::Gcra(old), Self::Gcra(new)) => new.holding(old.tokens(first, now), now),
+            (Self::Gcra(old), Self::Allowance(new)) => new.holding_tokens(old.tokens(first, now)),
+            (Self::Allowance(old), Self::Gcra(new)) => new.holding(old.tokens(first), now),
+            (Self::Allowance(old), Self::Allowance(new)) if old.configured() == Algorithm::Gcra => {
+                new.holding_tokens(old.tokens(first))
+            }
+            (Self::Allowance(old), Self::Allowance(new)) => {
+                new.holding_tally(old.tally(first, now))
+            }
+            (Self::FixedWindow(old), Self::FixedWindow(new)) => new.holding(old.tally(first, now)),
+            (Self::FixedWindow(old), Self::Allowance(new)) => {
+                new.holding_tally(old.tally(first, now))
+            }
+            (Self::Allowance(old), Self::FixedWindow(new)) => new.holding(old.tally(first, now)),
+            (Self::SlidingWindow(old), _) => {
+                let tally = old.tally(&replaced_counts(old, state, first), now);
+                match new {
+                    Self::SlidingWindow(new) => {
+                        return store_counts(new, new_state, new.holding(tally))
+                    }
+                    Self::Allowance(new) => new.holding_tally(tally),
+                    _ => return,
+                }
+            }
+            (Self::Allowance(old), Self::SlidingWindow(new)) => {
+                let counts = new.holding(old.tally(first, now));
+                return store_counts(new, new_state, counts);
+            }
+            _ => return,
+        };
+        // Relaxed: the new words are published by the release of their address.
+        new_state[0].store(first_word, Ordering::Relaxed);
     }
 
     /// Whether `state` is indistinguishable from a fresh limiter's at `now_ns` (DESIGN §5),
@@ -460,7 +522,7 @@ mod tests {
                 }
                 let _ = decider.is_fresh(&state, random.pick());
                 if round % 2 == 0 {
-                    decider.reset(&state);
+                    decider.reset(&state).unwrap();
                     owned(decider.acquire_at(&state, &Owned, now, n, 0));
                 }
             }

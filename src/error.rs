@@ -26,6 +26,12 @@ pub enum ConfigError {
     NotExactOnRedis,
     /// Policies: no rule, or more than [`MAX_RULES`](crate::MAX_RULES).
     PolicyRules,
+    /// A change of rule at run time (`set_config`, `set_rules`) that cannot carry the
+    /// state over: to another algorithm (a period of [`Config::FOREVER`] keeps it), to or
+    /// from a sliding log's own rule, or to another number of rules.
+    ///
+    /// [`Config::FOREVER`]: crate::Config::FOREVER
+    LiveChange,
 }
 
 impl ConfigError {
@@ -45,6 +51,10 @@ impl ConfigError {
                 "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns"
             }
             Self::PolicyRules => "a policy has 1 to 8 rules",
+            Self::LiveChange => {
+                "a live change keeps the algorithm (and the number of rules), and a sliding \
+                 log's rule does not change"
+            }
         }
     }
 }

@@ -89,6 +89,7 @@ mod decider;
 mod decision;
 mod error;
 pub mod ffi;
+mod generations;
 mod keyed;
 mod limiter;
 mod policy;

@@ -5,17 +5,15 @@ use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
 #[cfg(not(loom))]
+use crate::generations::Memory;
+use crate::generations::{Generation, Generations};
+#[cfg(not(loom))]
 use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
-use crate::state::{owned, Owned, Refund};
-use crate::sync::AtomicU64;
+use crate::state::Refund;
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::path::Path;
+#[cfg(not(loom))]
 use std::ptr::NonNull;
-
-/// Words of padding on each side of the state, so no other allocation shares its cache
-/// lines: 128 bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (the same
-/// figure as crossbeam-utils' `CachePadded`). loom models each word, so it gets none.
-const PAD_WORDS: usize = if cfg!(loom) { 0 } else { 16 };
 
 /// One rate limiter: at most `limit` units per `period_ns`, by the configured algorithm.
 ///
@@ -37,50 +35,35 @@ const PAD_WORDS: usize = if cfg!(loom) { 0 } else { 16 };
 /// ```
 #[derive(Debug)]
 pub struct Limiter {
-    decider: Decider,
-    /// Which clock `try_acquire` reads first. Beside the decider, read on every call too,
-    /// and away from the state words, which admissions write.
+    /// The rule in force and its state words, replaced whole by a change of rule.
+    generations: Generations,
+    /// Which clock `try_acquire` reads first. Beside the rule's address, read on every call
+    /// too, and away from the state words, which admissions write.
     hint: ClockHint,
-    config: Config,
-    /// The state words, in `_memory`: `state_len` of them (the decider's `state_words()`,
-    /// kept here so the hot path does not dispatch for it).
-    state: NonNull<AtomicU64>,
-    state_len: usize,
-    /// Owns the state words: kept, never read.
-    _memory: Memory,
 }
 
-/// Where a limiter's state words live.
-#[derive(Debug)]
-enum Memory {
-    /// This process's heap, padded on both sides.
-    Private { _words: Box<[AtomicU64]> },
-    /// A file every process that opens it maps.
-    #[cfg(not(loom))]
-    Shared { _mapping: Mapping },
+/// What giving back an admission of one of a limiter's rules takes: the words' own
+/// [`Refund`], on the generation it was admitted in (a refund on words since replaced
+/// gives nothing back: the admission was carried over).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RuleRefund<'a> {
+    refund: Refund,
+    generation: &'a Generation,
 }
-
-// SAFETY: `state` points into `_memory`, which the limiter owns and which never moves (a
-// heap block or a mapping); the words are only ever accessed atomically.
-unsafe impl Send for Limiter {}
-// SAFETY: as above.
-unsafe impl Sync for Limiter {}
 
 impl Limiter {
     /// Builds a limiter, full at any time, or says why `config` is invalid.
     pub fn new(config: &Config) -> Result<Self, Error> {
         let decider = Decider::new(config)?;
         time::prepare();
-        let words: Box<[AtomicU64]> = (0..decider.state_words() + 2 * PAD_WORDS)
-            .map(|_| AtomicU64::new(0))
-            .collect();
-        let state = NonNull::from(&words[PAD_WORDS]);
-        Ok(Self::in_memory(
-            decider,
-            config,
-            state,
-            Memory::Private { _words: words },
-        ))
+        Ok(Self::of(Generation::private(decider, config)))
+    }
+
+    fn of(generation: Generation) -> Self {
+        Self {
+            generations: Generations::new(generation),
+            hint: ClockHint::default(),
+        }
     }
 
     /// Opens the limiter whose state lives in the file at `path`, creating the file if it
@@ -130,40 +113,14 @@ impl Limiter {
         };
         let mapping = Mapping::open(path, identity, &contents)?;
         let state = NonNull::from(&mapping.state(decider.state_words())[0]);
-        Ok(Self::in_memory(
-            decider,
-            config,
-            state,
-            Memory::Shared { _mapping: mapping },
-        ))
+        let memory = Memory::Shared { _mapping: mapping };
+        Ok(Self::of(Generation::new(decider, config, state, memory)))
     }
 
-    fn in_memory(
-        decider: Decider,
-        config: &Config,
-        state: NonNull<AtomicU64>,
-        memory: Memory,
-    ) -> Self {
-        Self {
-            state_len: decider.state_words(),
-            decider,
-            hint: ClockHint::default(),
-            config: *config,
-            state,
-            _memory: memory,
-        }
-    }
-
-    /// The configuration this limiter was built from.
+    /// The configuration in force: the one this limiter was built from, or the last
+    /// [`set_config`](Self::set_config) gave.
     pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    #[inline]
-    fn state(&self) -> &[AtomicU64] {
-        // SAFETY: `state` points to `state_len` words inside `_memory`, which lives as long
-        // as `self` and never moves.
-        unsafe { std::slice::from_raw_parts(self.state.as_ptr(), self.state_len) }
+        &self.generations.current().config
     }
 
     /// Acquires `n` units now. `n == 0` only reports the current state.
@@ -203,14 +160,14 @@ impl Limiter {
     /// clock hint.
     #[inline(always)]
     fn try_acquire_by(&self, time: impl TimeSource, n: u64) -> Result<bool, Error> {
-        self.decider.check(n, None)?;
         let time = Hinted::new(time, &self.hint);
-        Ok(owned(self.decider.try_acquire(
-            self.state(),
-            &Owned,
-            time,
-            n,
-        )))
+        self.generations
+            .decide(|rule| match rule.decider.check(n, None) {
+                Ok(()) => (rule.decider)
+                    .try_acquire(rule.state(), &rule.tenancy, time, n)
+                    .map(Ok),
+                Err(error) => Ok(Err(error)),
+            })
     }
 
     /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
@@ -270,33 +227,100 @@ impl Limiter {
     /// assert_eq!(fresh.reset_after_ns, 60 * SECOND);
     /// ```
     pub fn reset(&self) {
-        self.decider.reset(self.state());
+        self.generations
+            .decide(|rule| rule.decider.reset(rule.state()));
+    }
+
+    /// Replaces the rule this limiter enforces, now, keeping what was consumed under the
+    /// old one (a customer changes plan, an operator tightens a limit during an incident).
+    /// See [`set_config_at`](Self::set_config_at).
+    ///
+    /// # Errors
+    /// As [`set_config_at`](Self::set_config_at).
+    pub fn set_config(&self, config: &Config) -> Result<(), Error> {
+        self.set_config_at(config, time::now_ns())
+    }
+
+    /// Replaces the rule this limiter enforces at `now_ns`, carrying the state over:
+    /// - **GCRA keeps the tokens** (as x/time/rate's `SetLimit`): the units a request could
+    ///   take at `now_ns` stay (fractions included, and reserves queued past the burst as
+    ///   negative tokens), then refill at the new rate, capped at the new burst.
+    /// - **The fixed window and the sliding window counter keep what is counted**, in
+    ///   units: the count of the window holding `now_ns` (and, for the sliding window
+    ///   counter, of the window before it) moves to the new period's window holding
+    ///   `now_ns` (and the one before it), each capped at the new limit. Windows are cut
+    ///   from 0 at the new period, `[k·P', (k+1)·P')`, as for any limiter of it.
+    /// - **A period of [`Config::FOREVER`]** keeps its algorithm's rule: a bucket becomes
+    ///   an allowance of its whole tokens left, and back; a window counter an allowance
+    ///   with what it counts used (the sliding window's weighted estimate), and back, the
+    ///   units used then counted in the current window.
+    ///
+    /// Each decision racing a change is made wholly under the old rule, on the old state
+    /// (and carried over with it), or wholly under the new one: the change takes effect at
+    /// one instant, and acquires stay lock-free (one meeting a change in flight waits for
+    /// it to publish, a few steps). The old rule's words stay allocated until the limiter
+    /// is dropped (a thread may still be reading them): a few hundred bytes per change.
+    ///
+    /// ```
+    /// use rate::{Config, Limiter};
+    /// const SECOND: u64 = 1_000_000_000;
+    /// // 10 a second; 6 taken, 4 tokens left.
+    /// let limiter = Limiter::new(&Config::gcra(10, SECOND)).unwrap();
+    /// assert!(limiter.acquire_at(6, 0).unwrap().allowed);
+    /// // An incident: 1 a second, bursts of 2. The 4 tokens are capped at 2.
+    /// limiter.set_config_at(&Config::gcra(1, SECOND).with_burst(2), 0).unwrap();
+    /// assert_eq!(limiter.acquire_at(0, 0).unwrap().remaining, 2);
+    /// assert!(limiter.acquire_at(2, 0).unwrap().allowed);
+    /// assert_eq!(limiter.acquire_at(1, 0).unwrap().retry_after_ns, SECOND);
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] as [`new`](Self::new), or with [`ConfigError::LiveChange`]
+    /// for a change of algorithm, or of a sliding log's rule (its entries are not carried);
+    /// [`Error::Unsupported`] for a limiter in a shared file ([`open`](Self::open)), whose
+    /// configuration every process checks when it opens the file. Either way nothing
+    /// changes.
+    ///
+    /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
+    pub fn set_config_at(&self, config: &Config, now_ns: u64) -> Result<(), Error> {
+        let decider = Decider::new(config)?;
+        self.generations.replace(decider, config, now_ns)
     }
 
     /// The rule this limiter enforces, for a policy of several ([`crate::Policy`]).
     #[inline]
     pub(crate) fn rule(&self) -> &Decider {
-        &self.decider
+        &self.generations.current().decider
     }
 
     /// Acquires `n` units (checked by the caller) at `now_ns`, with what giving them back
     /// takes: see [`Refund`].
     #[inline]
-    pub(crate) fn acquire_refundable_at(&self, n: u64, now_ns: u64) -> (Decision, Option<Refund>) {
-        owned(
-            self.decider
-                .acquire_refundable_at(self.state(), &Owned, now_ns, n),
-        )
+    pub(crate) fn acquire_refundable_at(
+        &self,
+        n: u64,
+        now_ns: u64,
+    ) -> (Decision, Option<RuleRefund<'_>>) {
+        self.generations.decide(|rule| {
+            let (decision, refund) =
+                (rule.decider).acquire_refundable_at(rule.state(), &rule.tenancy, now_ns, n)?;
+            Ok((decision, RuleRefund::on(rule, refund)))
+        })
     }
 
     /// [`acquire_refundable_at`](Self::acquire_refundable_at) without the report, for
     /// `1 ≤ n` units.
     #[inline]
-    pub(crate) fn try_acquire_refundable_at(&self, n: u64, now_ns: u64) -> (bool, Option<Refund>) {
-        owned(
-            self.decider
-                .try_acquire_refundable_at(self.state(), &Owned, now_ns, n),
-        )
+    pub(crate) fn try_acquire_refundable_at(
+        &self,
+        n: u64,
+        now_ns: u64,
+    ) -> (bool, Option<RuleRefund<'_>>) {
+        self.generations.decide(|rule| {
+            let (allowed, refund) =
+                (rule.decider).try_acquire_refundable_at(rule.state(), &rule.tenancy, now_ns, n)?;
+            Ok((allowed, RuleRefund::on(rule, refund)))
+        })
     }
 
     /// [`try_acquire_refundable_at`](Self::try_acquire_refundable_at) for every instant
@@ -306,38 +330,47 @@ impl Limiter {
         &self,
         n: u64,
         bounds: Bounds,
-    ) -> Option<(bool, Option<Refund>)> {
-        owned(
-            self.decider
-                .settle_refundable(self.state(), &Owned, bounds, n),
-        )
+    ) -> Option<(bool, Option<RuleRefund<'_>>)> {
+        self.generations.decide(|rule| {
+            let settled =
+                (rule.decider).settle_refundable(rule.state(), &rule.tenancy, bounds, n)?;
+            Ok(settled.map(|(allowed, refund)| (allowed, RuleRefund::on(rule, refund))))
+        })
     }
 
     /// The decision an acquire of `n` units (checked by the caller) at `now_ns` would make,
     /// with nothing written.
     #[inline]
     pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
-        owned(self.decider.peek_at(self.state(), &Owned, now_ns, n))
+        self.generations
+            .decide(|rule| (rule.decider).peek_at(rule.state(), &rule.tenancy, now_ns, n))
     }
 
     /// Gives back an admission of this limiter's, if nothing moved its state on since.
     #[inline]
-    pub(crate) fn refund(&self, refund: Refund) -> bool {
-        refund.apply(self.state())
+    pub(crate) fn refund(&self, refund: RuleRefund<'_>) -> bool {
+        refund.refund.apply(refund.generation.state())
     }
 
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
     #[inline(always)]
     fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
-        self.decider.check(n, max_wait_ns)?;
-        let max_wait_ns = max_wait_ns.unwrap_or(0);
-        Ok(owned(self.decider.acquire_at(
-            self.state(),
-            &Owned,
-            now_ns,
-            n,
-            max_wait_ns,
-        )))
+        self.generations.decide(|rule| {
+            if let Err(error) = rule.decider.check(n, max_wait_ns) {
+                return Ok(Err(error));
+            }
+            let max_wait_ns = max_wait_ns.unwrap_or(0);
+            (rule.decider)
+                .acquire_at(rule.state(), &rule.tenancy, now_ns, n, max_wait_ns)
+                .map(Ok)
+        })
+    }
+}
+
+impl<'a> RuleRefund<'a> {
+    /// The refund of an admission on `generation`'s words, if it has one.
+    fn on(generation: &'a Generation, refund: Option<Refund>) -> Option<Self> {
+        refund.map(|refund| Self { refund, generation })
     }
 }
 

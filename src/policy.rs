@@ -26,8 +26,7 @@
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
-use crate::limiter::Limiter;
-use crate::state::Refund;
+use crate::limiter::{Limiter, RuleRefund};
 use crate::time::{self, Monotonic, TimeSource};
 
 /// The most rules one policy holds.
@@ -275,10 +274,10 @@ impl Policy {
     #[inline(always)]
     fn take_each(
         &self,
-        mut step: impl FnMut(usize, &Limiter) -> Option<(bool, Option<Refund>)>,
+        mut step: impl FnMut(usize, &Limiter) -> Option<(bool, Option<RuleRefund<'_>>)>,
     ) -> Taken {
         // What each rule that took gives back, by its index.
-        let mut refunds: [Option<Refund>; MAX_RULES] = [None; MAX_RULES];
+        let mut refunds: [Option<RuleRefund<'_>>; MAX_RULES] = [None; MAX_RULES];
         for (position, &index) in self.order.iter().enumerate() {
             let outcome = step(index, &self.rules[index]);
             if let Some((true, refund)) = outcome {

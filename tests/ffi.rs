@@ -204,7 +204,7 @@ fn invalid_numbers_are_invalid_config() {
         gcra(0, SECOND, 0),        // L = 0
         gcra(1, 0, 0),             // P = 0
         gcra(10, 9, 0),            // T = ⌊9/10⌋ = 0
-        gcra(1, u64::MAX, 2),      // B·T = 2·(2^64 − 1)
+        gcra(1, u64::MAX - 1, 2),  // B·T = 2·(2^64 − 2)
         gcra(1, 1 << 32, 1 << 32), // B·T = 2^64
     ] {
         let (status, limiter) = new_limiter(&config);

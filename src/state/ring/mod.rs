@@ -40,7 +40,7 @@ use self::read::Ring;
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Claim, LogRead, Rule, SlidingLog, MAX_STATE};
 use crate::decision::Decision;
-use crate::state::cell::Tenancy;
+use crate::state::cell::{Replaced, Tenancy, REPLACED};
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
 
@@ -260,13 +260,16 @@ impl Stored for SlidingLog {
 
     /// Skips the head past one position, then raises the floor to it (module docs,
     /// "Reset").
-    fn reset(&self, state: &[AtomicU64]) {
+    fn reset(&self, state: &[AtomicU64]) -> Result<(), Replaced> {
         loop {
             // Relaxed, both: the CAS below revalidates the head, and the floor only tells
             // whether anything was logged since the last reset.
             let head = state[HEAD].load(Ordering::Relaxed);
+            if head == REPLACED {
+                return Err(Replaced);
+            }
             if head <= state[FLOOR].load(Ordering::Relaxed) {
-                return;
+                return Ok(());
             }
             // At the end of the timeline (the log's bounds) nothing is skipped: the head
             // then admits nothing more anyway.
@@ -288,7 +291,7 @@ impl Stored for SlidingLog {
             // Relaxed: the floor publishes nothing; a reader pairs it with the head it
             // loaded and revalidates both before its decision stands (`unchanged`).
             state[FLOOR].fetch_max(floor, Ordering::Relaxed);
-            return;
+            return Ok(());
         }
     }
 }

@@ -1,0 +1,225 @@
+//! A limiter's rule and its state words as one **generation**, which a change of rule
+//! (`Limiter::set_config`) replaces whole, lock-free for every decision.
+//!
+//! # Replacing a generation
+//! The current generation sits behind an atomic pointer. A change:
+//! 1. swaps the current generation's first state word to [`REPLACED`] (a marker no state
+//!    ever holds), from the value `v` it last held: the change's instant. Every decision
+//!    commits by a compare-and-swap of that word from the value it decided on (the state
+//!    layer's promise, `state/cell.rs`), so every decision either committed before this
+//!    swap (it is in `v`) or fails against the marker and commits nothing;
+//! 2. converts the state `v` heads into fresh words of the new rule (the carry-over rules,
+//!    `algorithm/carry.rs`), which no other thread can see yet;
+//! 3. publishes the new generation by a `Release` store of the pointer.
+//!
+//! A decision loads the pointer (`Acquire`: it then sees the new words as the change wrote
+//! them), decides with that generation's rule on that generation's words, and finds the
+//! marker at its first load or its compare-and-swap if it lost the race: it then loads
+//! the pointer again and decides anew (waiting, in the short step between 1 and 3, for the
+//! change to publish). So each decision is made wholly under one rule, on one state, and
+//! the new state is the conversion of the old at one instant: no admission is lost or
+//! counted twice. The marker never leaves the replaced words, so a compare-and-swap that
+//! expects an older value can never succeed there (no ABA).
+//!
+//! Two changes racing order themselves by the same swap: the one that finds the marker
+//! waits for the other's generation and replaces that one.
+//!
+//! # Memory
+//! A thread may still be deciding on a replaced generation (it loaded the pointer before
+//! the change): the generation stays allocated, linked from its successor, until the
+//! limiter is dropped. Each change keeps one generation: its rule and its state words
+//! (with their cache-line padding, 256 bytes), so memory grows with the number of changes
+//! a limiter sees over its life and with nothing else; a limiter changed very often
+//! (thousands of times) is better rebuilt.
+
+use crate::config::Config;
+use crate::decider::Decider;
+use crate::error::Error;
+#[cfg(not(loom))]
+use crate::shared::Mapping;
+use crate::state::{Replaceable, Replaced, REPLACED};
+use crate::sync::{spin_wait, AtomicPtr, AtomicU64, Ordering};
+use std::ptr::NonNull;
+
+/// Words of padding on each side of the state, so no other allocation shares its cache
+/// lines: 128 bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (the same
+/// figure as crossbeam-utils' `CachePadded`). loom models each word, so it gets none.
+const PAD_WORDS: usize = if cfg!(loom) { 0 } else { 16 };
+
+/// A rule and the state words it decides on.
+#[derive(Debug)]
+pub(crate) struct Generation {
+    pub(crate) decider: Decider,
+    pub(crate) config: Config,
+    /// Whether a change may replace these words (what a decision shows their first word).
+    pub(crate) tenancy: Replaceable,
+    /// The state words, in `_memory`: `state_len` of them (the decider's `state_words()`,
+    /// kept here so the hot path does not dispatch for it).
+    state: NonNull<AtomicU64>,
+    state_len: usize,
+    /// Owns the state words: kept, never read.
+    _memory: Memory,
+    /// The generation this one replaced, kept for threads still deciding on it; freed
+    /// with this one.
+    replaced: Option<NonNull<Generation>>,
+}
+
+/// Where a generation's state words live.
+#[derive(Debug)]
+pub(crate) enum Memory {
+    /// This process's heap, padded on both sides.
+    Private { _words: Box<[AtomicU64]> },
+    /// A file every process that opens it maps.
+    #[cfg(not(loom))]
+    Shared { _mapping: Mapping },
+}
+
+impl Generation {
+    /// A generation of `decider` over fresh (all zero) words on this process's heap.
+    pub(crate) fn private(decider: Decider, config: &Config) -> Self {
+        let words: Box<[AtomicU64]> = (0..decider.state_words() + 2 * PAD_WORDS)
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        let state = NonNull::from(&words[PAD_WORDS]);
+        Self::new(decider, config, state, Memory::Private { _words: words })
+    }
+
+    /// A generation of `decider` over the words at `state` in `memory`, which a change
+    /// may replace only if they are this process's own.
+    pub(crate) fn new(
+        decider: Decider,
+        config: &Config,
+        state: NonNull<AtomicU64>,
+        memory: Memory,
+    ) -> Self {
+        let replaceable = matches!(memory, Memory::Private { .. });
+        Self {
+            state_len: decider.state_words(),
+            decider,
+            config: *config,
+            tenancy: Replaceable { replaceable },
+            state,
+            _memory: memory,
+            replaced: None,
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn state(&self) -> &[AtomicU64] {
+        // SAFETY: `state` points to `state_len` words inside `_memory`, which lives as long
+        // as `self` and never moves.
+        unsafe { std::slice::from_raw_parts(self.state.as_ptr(), self.state_len) }
+    }
+}
+
+/// The current generation of a limiter and, linked from it, every one it replaced.
+#[derive(Debug)]
+pub(crate) struct Generations {
+    current: AtomicPtr<Generation>,
+}
+
+// SAFETY: the generations are owned by this value (freed only in `drop`, which has it
+// alone); their words are only ever accessed atomically, and the rest never changes once
+// published.
+unsafe impl Send for Generations {}
+// SAFETY: as above.
+unsafe impl Sync for Generations {}
+
+impl Generations {
+    pub(crate) fn new(first: Generation) -> Self {
+        Self {
+            current: AtomicPtr::new(Box::into_raw(Box::new(first))),
+        }
+    }
+
+    /// The generation in force.
+    #[inline(always)]
+    pub(crate) fn current(&self) -> &Generation {
+        // Acquire: pairs with the Release store that published it, so its words are read
+        // at least as the change wrote them.
+        let current = self.current.load(Ordering::Acquire);
+        // SAFETY: every pointer stored is a leaked `Box`, freed only when `self` drops.
+        unsafe { &*current }
+    }
+
+    /// Runs `operation` on the generation in force until it runs on words that were not
+    /// replaced under it, and returns its result.
+    #[inline(always)]
+    pub(crate) fn decide<'a, R>(
+        &'a self,
+        mut operation: impl FnMut(&'a Generation) -> Result<R, Replaced>,
+    ) -> R {
+        loop {
+            if let Ok(result) = operation(self.current()) {
+                return result;
+            }
+            // Replaced: the change publishes the next generation in a few steps.
+            spin_wait();
+        }
+    }
+
+    /// Replaces the generation in force by one of `decider` whose state is the old one's
+    /// carried over at `now` (module docs).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a limiter in a shared file; [`Error::InvalidConfig`] if
+    /// the state cannot be carried over to `decider` ([`Decider::carries_to`]).
+    pub(crate) fn replace(&self, decider: Decider, config: &Config, now: u64) -> Result<(), Error> {
+        loop {
+            let old_pointer = self.current.load(Ordering::Acquire);
+            // SAFETY: as in `current`.
+            let old = unsafe { &*old_pointer };
+            if !old.tenancy.replaceable {
+                return Err(Error::Unsupported);
+            }
+            old.decider.carries_to(&decider)?;
+            let Some(first) = freeze(&old.state()[0]) else {
+                // Another change replaced it: wait for its generation, and replace that.
+                while self.current.load(Ordering::Acquire) == old_pointer {
+                    spin_wait();
+                }
+                continue;
+            };
+            let mut new = Generation::private(decider, config);
+            old.decider
+                .carry_over(old.state(), first, now, &new.decider, new.state());
+            new.replaced = NonNull::new(old_pointer);
+            // Release: publishes the new words (and this generation) to every decision
+            // that loads the pointer.
+            self.current
+                .store(Box::into_raw(Box::new(new)), Ordering::Release);
+            return Ok(());
+        }
+    }
+}
+
+/// Swaps `first` to [`REPLACED`] and returns the value it held, or `None` if it already
+/// held the marker.
+fn freeze(first: &AtomicU64) -> Option<u64> {
+    // Acquire, the load and the swap: pairs with the Release swap that installed the
+    // value, so the other words it publishes (window records) are read as new as it.
+    let mut held = first.load(Ordering::Acquire);
+    loop {
+        if held == REPLACED {
+            return None;
+        }
+        match first.compare_exchange_weak(held, REPLACED, Ordering::Acquire, Ordering::Acquire) {
+            Ok(_) => return Some(held),
+            Err(actual) => held = actual,
+        }
+    }
+}
+
+impl Drop for Generations {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self`, so no other thread touches the pointer.
+        let mut next = NonNull::new(self.current.load(Ordering::Relaxed));
+        while let Some(generation) = next {
+            // SAFETY: every generation was a leaked `Box`, linked once (as the current one
+            // or as its successor's `replaced`), and `&mut self` means no thread decides
+            // on any of them any more.
+            let generation = unsafe { Box::from_raw(generation.as_ptr()) };
+            next = generation.replaced;
+        }
+    }
+}
