@@ -9,9 +9,7 @@ use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::ConfigError;
 use crate::error::Error;
-use crate::state::{
-    is_marker, replaced_counts, reserve_at, store_counts, Refund, Replaced, Stored, Tenancy,
-};
+use crate::state::{is_marker, replaced_counts, reserve_at, store_counts, Refund, Stored, Tenancy};
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
 
@@ -217,9 +215,13 @@ impl Decider {
 
     /// Makes a limiter's own `state` decide as a fresh one from the latest time it has
     /// seen on; acquires racing it are each decided before or after it (`Stored::reset`).
-    /// `Err` if a change of rule replaced the words.
-    pub(crate) fn reset(&self, state: &[AtomicU64]) -> Result<(), Replaced> {
-        dispatch!(self, algorithm => algorithm.reset(state))
+    /// `Err` if `tenancy` refuses the words (a change of rule replaced them).
+    pub(crate) fn reset<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+    ) -> Result<(), T::Evicted> {
+        dispatch!(self, algorithm => algorithm.reset(state, tenancy))
     }
 
     /// Whether a state of this rule can be carried over to `new` (`algorithm/carry.rs`):
@@ -522,7 +524,7 @@ mod tests {
                 }
                 let _ = decider.is_fresh(&state, random.pick());
                 if round % 2 == 0 {
-                    decider.reset(&state).unwrap();
+                    owned(decider.reset(&state, &Owned));
                     owned(decider.acquire_at(&state, &Owned, now, n, 0));
                 }
             }

@@ -16,7 +16,7 @@
 //! them), decides with that generation's rule on that generation's words, and finds the
 //! marker at its first load or its compare-and-swap if it lost the race: it then loads
 //! the pointer again and decides anew (waiting, in the short step between 1 and 3, for the
-//! change to publish). So each decision is made wholly under one rule, on one state, and
+//! change to publish: acquires are lock-free but while a change is in flight). So each decision is made wholly under one rule, on one state, and
 //! the new state is the conversion of the old at one instant: no admission is lost or
 //! counted twice. The marker never leaves the replaced words, so a compare-and-swap that
 //! expects an older value can never succeed there (no ABA).
@@ -38,7 +38,7 @@ use crate::error::Error;
 #[cfg(not(loom))]
 use crate::shared::Mapping;
 use crate::state::{Replaceable, Replaced, REPLACED};
-use crate::sync::{spin_wait, AtomicPtr, AtomicU64, Ordering};
+use crate::sync::{AtomicPtr, AtomicU64, Backoff, Ordering};
 use std::ptr::NonNull;
 
 /// Words of padding on each side of the state, so no other allocation shares its cache
@@ -149,13 +149,32 @@ impl Generations {
         &'a self,
         mut operation: impl FnMut(&'a Generation) -> Result<R, Replaced>,
     ) -> R {
+        let mut generation = self.current();
+        let mut backoff = Backoff::default();
         loop {
-            if let Ok(result) = operation(self.current()) {
+            if let Ok(result) = operation(generation) {
                 return result;
             }
-            // Replaced: the change publishes the next generation in a few steps.
-            spin_wait();
+            // Replaced: the change publishes the next generation in a few steps; spin, then
+            // yield, in case its thread was descheduled between them.
+            backoff.snooze();
+            generation = self.latest();
         }
+    }
+
+    /// The generation in force, by a read-modify-write, which reads the pointer's latest
+    /// value (a load may return an older one for a while): for a decision that found its
+    /// generation replaced, so that it waits only while the change is unpublished.
+    fn latest(&self) -> &Generation {
+        // Acquire: as in `current`. The exchange never succeeds: the pointer is never null.
+        let null = std::ptr::null_mut();
+        let latest =
+            match (self.current).compare_exchange(null, null, Ordering::Acquire, Ordering::Acquire)
+            {
+                Ok(latest) | Err(latest) => latest,
+            };
+        // SAFETY: as in `current`.
+        unsafe { &*latest }
     }
 
     /// Replaces the generation in force by one of `decider` whose state is the old one's
@@ -175,8 +194,9 @@ impl Generations {
             old.decider.carries_to(&decider)?;
             let Some(first) = freeze(&old.state()[0]) else {
                 // Another change replaced it: wait for its generation, and replace that.
-                while self.current.load(Ordering::Acquire) == old_pointer {
-                    spin_wait();
+                let mut backoff = Backoff::default();
+                while std::ptr::eq(self.latest(), old) {
+                    backoff.snooze();
                 }
                 continue;
             };

@@ -228,7 +228,7 @@ impl Limiter {
     /// ```
     pub fn reset(&self) {
         self.generations
-            .decide(|rule| rule.decider.reset(rule.state()));
+            .decide(|rule| rule.decider.reset(rule.state(), &rule.tenancy));
     }
 
     /// Replaces the rule this limiter enforces, now, keeping what was consumed under the

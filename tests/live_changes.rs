@@ -399,3 +399,60 @@ fn changes_racing_acquires_lose_and_double_count_nothing() {
         assert_eq!(limiter.config().algorithm, first.algorithm);
     }
 }
+
+#[test]
+fn a_policy_changes_every_rule_or_none() {
+    use rate::Policy;
+    // 2 a second and 5 a minute; 2 taken at 0.
+    let policy = Policy::new(&[
+        Config::gcra(2, SECOND),
+        Config::fixed_window(5, 60 * SECOND),
+    ])
+    .unwrap();
+    assert!(policy.acquire_at(2, 0).unwrap().decision.allowed);
+    let live_change = Err(Error::InvalidConfig(ConfigError::LiveChange));
+    // Another number of rules, or another algorithm for the second: nothing changes.
+    assert_eq!(
+        policy.set_rules_at(&[Config::gcra(9, SECOND)], 0),
+        live_change
+    );
+    let mixed = [Config::gcra(9, SECOND), Config::sliding_window(9, SECOND)];
+    assert_eq!(policy.set_rules_at(&mixed, 0), live_change);
+    assert_eq!(policy.rules().next(), Some(&Config::gcra(2, SECOND)));
+    // 1 a second, burst 4: 0 tokens stay 0 (TAT 4 s); 3 a minute: the 2 counted stay.
+    let tighter = [
+        Config::gcra(1, SECOND).with_burst(4),
+        Config::fixed_window(3, 60 * SECOND),
+    ];
+    policy.set_rules_at(&tighter, 0).unwrap();
+    assert_eq!(policy.limit(), 3);
+    let query = policy.acquire_at(0, SECOND).unwrap();
+    assert_eq!(query.rules()[0], decision(true, 4, 1, 0, 3 * SECOND));
+    assert_eq!(query.rules()[1], decision(true, 3, 1, 0, 59 * SECOND));
+    assert_eq!(policy.rules().copied().collect::<Vec<_>>(), tighter);
+}
+
+/// The README's example, line for line.
+#[test]
+fn readme_a_customer_changes_plan() {
+    use rate::Policy;
+    const MINUTE: u64 = 60 * SECOND;
+    // Free plan: 1 a second, 100 a day.
+    let day = 24 * 60 * MINUTE;
+    let customer = Policy::new(&[Config::gcra(1, SECOND), Config::fixed_window(100, day)]).unwrap();
+    assert!(customer.acquire_at(1, 0).unwrap().decision.allowed);
+    // Upgraded: 10 a second, bursts of 20, 10,000 a day. What was used stays used.
+    let pro = [
+        Config::gcra(10, SECOND).with_burst(20),
+        Config::fixed_window(10_000, day),
+    ];
+    customer.set_rules_at(&pro, 0).unwrap();
+    let now = customer.acquire_at(0, 0).unwrap();
+    assert_eq!(now.rules()[1].remaining, 9_999);
+    // The bucket was empty (its 1 unit taken): it refills at the new rate, 1 per 100 ms.
+    assert_eq!(now.rules()[0].remaining, 0);
+    assert_eq!(
+        customer.acquire_at(0, 100_000_000).unwrap().rules()[0].remaining,
+        1
+    );
+}

@@ -80,21 +80,13 @@ pub unsafe extern "C" fn rate_policy_new(
     out: *mut *mut rate_policy,
 ) -> i32 {
     boundary(|| {
-        if out.is_null() || (rules.is_null() && rules_len > 0) {
+        if out.is_null() {
             return RATE_E_NULL;
         }
-        if rules_len == 0 || rules_len > RATE_POLICY_MAX_RULES {
-            return RATE_E_INVALID_CONFIG;
-        }
-        // SAFETY: non-NULL, and the caller promised `rules_len` readable configs (at most
-        // RATE_POLICY_MAX_RULES, checked above).
-        let rules = unsafe { std::slice::from_raw_parts(rules, rules_len) };
-        let Some(configs) = rules
-            .iter()
-            .map(|rule| rule.to_config())
-            .collect::<Option<Vec<Config>>>()
-        else {
-            return RATE_E_INVALID_CONFIG;
+        // SAFETY: passed on from this function's contract.
+        let configs = match unsafe { configs_of(rules, rules_len) } {
+            Ok(configs) => configs,
+            Err(status) => return status,
         };
         match Policy::new(&configs) {
             Ok(policy) => {
@@ -103,6 +95,92 @@ pub unsafe extern "C" fn rate_policy_new(
                 RATE_OK
             }
             Err(error) => status_of(error),
+        }
+    })
+}
+
+/// The `rules_len` rules at `rules` as Rust configurations, or the status that refuses
+/// them: RATE_E_NULL (`rules` NULL with a non-zero `rules_len`) or RATE_E_INVALID_CONFIG
+/// (no rule, more than RATE_POLICY_MAX_RULES, or an unknown algorithm).
+///
+/// # Safety
+/// `rules` is NULL or points to `rules_len` readable `rate_config`s.
+unsafe fn configs_of(rules: *const rate_config, rules_len: usize) -> Result<Vec<Config>, i32> {
+    if rules.is_null() && rules_len > 0 {
+        return Err(RATE_E_NULL);
+    }
+    if rules_len == 0 || rules_len > RATE_POLICY_MAX_RULES {
+        return Err(RATE_E_INVALID_CONFIG);
+    }
+    // SAFETY: non-NULL, and the caller promised `rules_len` readable configs (at most
+    // RATE_POLICY_MAX_RULES, checked above).
+    let rules = unsafe { std::slice::from_raw_parts(rules, rules_len) };
+    rules
+        .iter()
+        .map(|rule| rule.to_config())
+        .collect::<Option<Vec<Config>>>()
+        .ok_or(RATE_E_INVALID_CONFIG)
+}
+
+/// Replaces the policy's rules, now (`rate_now_ns`): as `rate_policy_set_rules_at`.
+///
+/// Thread-safety: safe to call concurrently on one handle, with any other call.
+///
+/// NULL: `policy` NULL, or `rules` NULL with a non-zero `rules_len`, is RATE_E_NULL.
+///
+/// Returns as `rate_policy_set_rules_at`.
+///
+/// # Safety
+/// `policy` is NULL or a live handle; `rules` is NULL or points to `rules_len` readable
+/// `rate_config`s.
+#[no_mangle]
+pub unsafe extern "C" fn rate_policy_set_rules(
+    policy: *mut rate_policy,
+    rules: *const rate_config,
+    rules_len: usize,
+) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe { rate_policy_set_rules_at(policy, rules, rules_len, crate::time::now_ns()) }
+}
+
+/// Replaces the policy's rules at `now_ns` (a customer changes plan), each rule carrying
+/// its state over as `rate_limiter_set_config_at` does. The new rules are as many as the
+/// old, in the same order, each of the same algorithm as the one it replaces (a period of
+/// RATE_FOREVER counts as the same).
+///
+/// Thread-safety: safe to call concurrently on one handle, with any other call. Each
+/// rule's step of a racing request is decided wholly under that rule's old or new
+/// configuration, so no rule admits past its limit; a racing request may see some rules
+/// changed and others not yet. `rules` is only read during the call.
+///
+/// NULL: `policy` NULL, or `rules` NULL with a non-zero `rules_len`, is RATE_E_NULL.
+///
+/// Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (another number of rules, a
+/// rule `rate_limiter_new` rejects, or one that cannot carry its state over, as
+/// `rate_limiter_set_config_at` says); on error no rule changes.
+///
+/// # Safety
+/// `policy` is NULL or a live handle; `rules` is NULL or points to `rules_len` readable
+/// `rate_config`s.
+#[no_mangle]
+pub unsafe extern "C" fn rate_policy_set_rules_at(
+    policy: *mut rate_policy,
+    rules: *const rate_config,
+    rules_len: usize,
+    now_ns: u64,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let Some(policy) = (unsafe { policy_ref(policy) }) else {
+            return RATE_E_NULL;
+        };
+        // SAFETY: passed on from this function's contract.
+        match unsafe { configs_of(rules, rules_len) } {
+            Ok(configs) => match policy.set_rules_at(&configs, now_ns) {
+                Ok(()) => RATE_OK,
+                Err(error) => status_of(error),
+            },
+            Err(status) => status,
         }
     })
 }

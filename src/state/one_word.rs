@@ -9,7 +9,7 @@
 //! failed and it decided again on the value it then read), even if that value equals one
 //! it saw before the reset.
 
-use super::cell::{decide_and_swap, Replaceable, Replaced, Tenancy};
+use super::cell::{decide_and_swap, Tenancy};
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Allowance, FixedWindow, Gcra, Settled};
 use crate::decision::Decision;
@@ -200,10 +200,9 @@ impl<A: OneWord> Stored for A {
         }
     }
 
-    fn reset(&self, state: &[AtomicU64]) -> Result<(), Replaced> {
+    fn reset<T: Tenancy>(&self, state: &[AtomicU64], tenancy: &T) -> Result<(), T::Evicted> {
         // A swap rather than a store, so that words a change replaced stay replaced.
-        let limiter = Replaceable { replaceable: true };
-        decide_and_swap(&state[0], &limiter, |word| ((), (word != 0).then_some(0)))
+        decide_and_swap(&state[0], tenancy, |word| ((), (word != 0).then_some(0)))
     }
 
     #[inline]

@@ -66,7 +66,7 @@
 //!   more, and only in window k + 1; it needs the reset to race the first request of a new
 //!   window.
 
-use super::cell::{decide_and_publish, decide_and_swap, Replaced, Tenancy, REPLACED};
+use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Counted, Counts, Rule, Settled, SlidingWindow};
 use crate::decision::Decision;
@@ -244,13 +244,11 @@ impl Stored for SlidingWindow {
     }
 
     /// Swaps the current word to the reset word (module docs, "Reset").
-    fn reset(&self, state: &[AtomicU64]) -> Result<(), Replaced> {
+    fn reset<T: Tenancy>(&self, state: &[AtomicU64], tenancy: &T) -> Result<(), T::Evicted> {
         // Relaxed: the CAS revalidates it.
         let mut current = state[CURRENT].load(Ordering::Relaxed);
         loop {
-            if current == REPLACED {
-                return Err(Replaced);
-            }
+            tenancy.check(current)?;
             let stored = self.0.unpack(current);
             if stored.count == 0 {
                 return Ok(());

@@ -40,7 +40,7 @@ use self::read::Ring;
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Claim, LogRead, Rule, SlidingLog, MAX_STATE};
 use crate::decision::Decision;
-use crate::state::cell::{Replaced, Tenancy, REPLACED};
+use crate::state::cell::Tenancy;
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
 
@@ -260,14 +260,12 @@ impl Stored for SlidingLog {
 
     /// Skips the head past one position, then raises the floor to it (module docs,
     /// "Reset").
-    fn reset(&self, state: &[AtomicU64]) -> Result<(), Replaced> {
+    fn reset<T: Tenancy>(&self, state: &[AtomicU64], tenancy: &T) -> Result<(), T::Evicted> {
         loop {
             // Relaxed, both: the CAS below revalidates the head, and the floor only tells
             // whether anything was logged since the last reset.
             let head = state[HEAD].load(Ordering::Relaxed);
-            if head == REPLACED {
-                return Err(Replaced);
-            }
+            tenancy.check(head)?;
             if head <= state[FLOOR].load(Ordering::Relaxed) {
                 return Ok(());
             }
