@@ -2,7 +2,8 @@
 //! (`Limiter::set_config`) replaces whole, lock-free for every decision.
 //!
 //! # Replacing a generation
-//! The current generation sits behind an atomic pointer. A change:
+//! The current generation sits behind an atomic pointer (null for the generation the
+//! limiter was built with, which it holds in place). A change:
 //! 1. swaps the current generation's first state word to [`REPLACED`] (a marker no state
 //!    ever holds), from the value `v` it last held: the change's instant. Every decision
 //!    commits by a compare-and-swap of that word from the value it decided on (the state
@@ -115,12 +116,16 @@ impl Generation {
 /// The current generation of a limiter and, linked from it, every one it replaced.
 #[derive(Debug)]
 pub(crate) struct Generations {
+    /// The generation the limiter was built with, in place: a limiter whose rule never
+    /// changes reads it beside the pointer, with no pointer to follow.
+    first: Generation,
+    /// The generation in force: null for `first`, else a leaked `Box`.
     current: AtomicPtr<Generation>,
 }
 
-// SAFETY: the generations are owned by this value (freed only in `drop`, which has it
-// alone); their words are only ever accessed atomically, and the rest never changes once
-// published.
+// SAFETY: the generations are owned by this value (`first` in place, the others freed
+// only in `drop`, which has it alone); their words are only ever accessed atomically, and
+// the rest never changes once published.
 unsafe impl Send for Generations {}
 // SAFETY: as above.
 unsafe impl Sync for Generations {}
@@ -128,7 +133,8 @@ unsafe impl Sync for Generations {}
 impl Generations {
     pub(crate) fn new(first: Generation) -> Self {
         Self {
-            current: AtomicPtr::new(Box::into_raw(Box::new(first))),
+            first,
+            current: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -137,9 +143,19 @@ impl Generations {
     pub(crate) fn current(&self) -> &Generation {
         // Acquire: pairs with the Release store that published it, so its words are read
         // at least as the change wrote them.
-        let current = self.current.load(Ordering::Acquire);
-        // SAFETY: every pointer stored is a leaked `Box`, freed only when `self` drops.
-        unsafe { &*current }
+        self.generation(self.current.load(Ordering::Acquire))
+    }
+
+    /// The generation `pointer` names: `first` for null.
+    #[inline(always)]
+    fn generation(&self, pointer: *mut Generation) -> &Generation {
+        if pointer.is_null() {
+            &self.first
+        } else {
+            // SAFETY: every non-null pointer stored is a leaked `Box`, freed only when
+            // `self` drops.
+            unsafe { &*pointer }
+        }
     }
 
     /// Runs `operation` on the generation in force until it runs on words that were not
@@ -149,16 +165,28 @@ impl Generations {
         &'a self,
         mut operation: impl FnMut(&'a Generation) -> Result<R, Replaced>,
     ) -> R {
-        let mut generation = self.current();
+        match operation(self.current()) {
+            Ok(result) => result,
+            Err(Replaced) => self.decide_again(operation),
+        }
+    }
+
+    /// [`decide`](Self::decide) after its generation was found replaced: out of line, so
+    /// the waiting stays off the path of every other decision.
+    #[cold]
+    #[inline(never)]
+    fn decide_again<'a, R>(
+        &'a self,
+        mut operation: impl FnMut(&'a Generation) -> Result<R, Replaced>,
+    ) -> R {
         let mut backoff = Backoff::default();
         loop {
-            if let Ok(result) = operation(generation) {
+            // The change publishes the next generation in a few steps; spin, then yield,
+            // in case its thread was descheduled between them.
+            backoff.snooze();
+            if let Ok(result) = operation(self.latest()) {
                 return result;
             }
-            // Replaced: the change publishes the next generation in a few steps; spin, then
-            // yield, in case its thread was descheduled between them.
-            backoff.snooze();
-            generation = self.latest();
         }
     }
 
@@ -166,32 +194,41 @@ impl Generations {
     /// value (a load may return an older one for a while): for a decision that found its
     /// generation replaced, so that it waits only while the change is unpublished.
     fn latest(&self) -> &Generation {
-        // Acquire: as in `current`. The exchange never succeeds: the pointer is never null.
-        let null = std::ptr::null_mut();
-        let latest =
-            match (self.current).compare_exchange(null, null, Ordering::Acquire, Ordering::Acquire)
-            {
-                Ok(latest) | Err(latest) => latest,
-            };
-        // SAFETY: as in `current`.
-        unsafe { &*latest }
+        self.generation(self.latest_pointer())
+    }
+
+    fn latest_pointer(&self) -> *mut Generation {
+        // Acquire: as in `current`. A swap of the value for itself: it writes nothing new.
+        let mut latest = self.current.load(Ordering::Relaxed);
+        loop {
+            match (self.current).compare_exchange_weak(
+                latest,
+                latest,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return latest,
+                Err(actual) => latest = actual,
+            }
+        }
     }
 
     /// Replaces the generation in force by one of `decider` whose state is the old one's
-    /// carried over at `now` (module docs).
+    /// carried over at `now` (module docs). The new words are allocated before the old
+    /// are frozen, so decisions wait only while the state is converted.
     ///
     /// # Errors
     /// [`Error::Unsupported`] for a limiter in a shared file; [`Error::InvalidConfig`] if
     /// the state cannot be carried over to `decider` ([`Decider::carries_to`]).
     pub(crate) fn replace(&self, decider: Decider, config: &Config, now: u64) -> Result<(), Error> {
+        let mut new = Generation::private(decider, config);
         loop {
-            let old_pointer = self.current.load(Ordering::Acquire);
-            // SAFETY: as in `current`.
-            let old = unsafe { &*old_pointer };
+            let old_pointer = self.latest_pointer();
+            let old = self.generation(old_pointer);
             if !old.tenancy.replaceable {
                 return Err(Error::Unsupported);
             }
-            old.decider.carries_to(&decider)?;
+            old.decider.carries_to(&new.decider)?;
             let Some(first) = freeze(&old.state()[0]) else {
                 // Another change replaced it: wait for its generation, and replace that.
                 let mut backoff = Backoff::default();
@@ -200,9 +237,9 @@ impl Generations {
                 }
                 continue;
             };
-            let mut new = Generation::private(decider, config);
             old.decider
                 .carry_over(old.state(), first, now, &new.decider, new.state());
+            // `first` (null) is no leaked `Box`: it is freed with `self`, not linked.
             new.replaced = NonNull::new(old_pointer);
             // Release: publishes the new words (and this generation) to every decision
             // that loads the pointer.
@@ -235,9 +272,9 @@ impl Drop for Generations {
         // Relaxed: `&mut self`, so no other thread touches the pointer.
         let mut next = NonNull::new(self.current.load(Ordering::Relaxed));
         while let Some(generation) = next {
-            // SAFETY: every generation was a leaked `Box`, linked once (as the current one
-            // or as its successor's `replaced`), and `&mut self` means no thread decides
-            // on any of them any more.
+            // SAFETY: every generation but `first` was a leaked `Box`, linked once (as the
+            // current one or as its successor's `replaced`), and `&mut self` means no
+            // thread decides on any of them any more.
             let generation = unsafe { Box::from_raw(generation.as_ptr()) };
             next = generation.replaced;
         }
