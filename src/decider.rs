@@ -531,6 +531,50 @@ mod tests {
         }
     }
 
+    /// The premise of `generations.rs`: every rule that can be changed reads words a change
+    /// replaced (first word [`REPLACED`]) as a state that admits nothing, at any time,
+    /// reserve and coarse bounds included, and writes nothing there.
+    #[test]
+    fn replaced_words_admit_nothing() {
+        use crate::state::REPLACED;
+        let configs = [
+            Config::gcra(3, 300),
+            Config::gcra(1, u64::MAX / 2),
+            Config::fixed_window(5, 1000),
+            Config::sliding_window(5, 1000),
+            Config::gcra(3, Config::FOREVER),
+            Config::sliding_window(3, Config::FOREVER),
+        ];
+        let mut random = Words(0x2545_F491_4F6C_DD1D);
+        for config in configs {
+            let decider = Decider::new(&config).unwrap();
+            for _ in 0..2_000 {
+                let mut words: Vec<u64> =
+                    (0..decider.state_words()).map(|_| random.pick()).collect();
+                words[0] = REPLACED;
+                let state: Vec<AtomicU64> = words.iter().map(|&w| AtomicU64::new(w)).collect();
+                let (now, n) = (random.pick(), 1 + random.next() % decider.limit());
+                let wait = if matches!(decider.algorithm(), Algorithm::Gcra) {
+                    random.pick()
+                } else {
+                    0
+                };
+                assert!(!owned(decider.acquire_at(&state, &Owned, now, n, wait)).allowed);
+                assert!(!owned(decider.try_acquire_at(&state, &Owned, now, n)));
+                let bounds = Bounds {
+                    earliest: now.saturating_sub(random.next() % 1000),
+                    latest: now,
+                };
+                let settled = owned(decider.settle_refundable(&state, &Owned, bounds, n));
+                assert!(!matches!(settled, Some((true, _))), "{config:?}");
+                let time = FakeTime::new(Some(1 + random.next() % 1000));
+                time.set(bounds.earliest, now);
+                assert!(!owned(decider.try_acquire(&state, &Owned, &time, n)));
+                assert_eq!(self::words(&state), words, "{config:?}: written");
+            }
+        }
+    }
+
     /// Words for [`any_words_give_a_decision`]: xorshift64*, a fixed sequence so a failure
     /// reproduces, mixed with small numbers and the extremes of the u64 range.
     struct Words(u64);

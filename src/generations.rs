@@ -14,10 +14,14 @@
 //! 3. publishes the new generation by a `Release` store of the pointer.
 //!
 //! A decision loads the pointer (`Acquire`: it then sees the new words as the change wrote
-//! them), decides with that generation's rule on that generation's words, and finds the
-//! marker at its first load or its compare-and-swap if it lost the race: it then loads
-//! the pointer again and decides anew (waiting, in the short step between 1 and 3, for the
-//! change to publish: acquires are lock-free but while a change is in flight). So each decision is made wholly under one rule, on one state, and
+//! them) and decides with that generation's rule on that generation's words. If it lost
+//! the race, it read the marker (at its first load, or from its failed compare-and-swap),
+//! which every store but the sliding log's (whose rule never changes) reads as a state
+//! that admits nothing: a denial, which writes nothing. A decision that did not admit
+//! checks the marker after it, and if it is there loads the pointer again and decides
+//! anew (waiting, in the short step between 1 and 3, for the change to publish: acquires
+//! are lock-free but while a change is in flight). An admission, the common case, checks
+//! nothing. So each decision is made wholly under one rule, on one state, and
 //! the new state is the conversion of the old at one instant: no admission is lost or
 //! counted twice. The marker never leaves the replaced words, so a compare-and-swap that
 //! expects an older value can never succeed there (no ABA).
@@ -38,7 +42,7 @@ use crate::decider::Decider;
 use crate::error::Error;
 #[cfg(not(loom))]
 use crate::shared::Mapping;
-use crate::state::{Replaceable, Replaced, REPLACED};
+use crate::state::{Replaceable, REPLACED};
 use crate::sync::{AtomicPtr, AtomicU64, Backoff, Ordering};
 use std::ptr::NonNull;
 
@@ -105,6 +109,13 @@ impl Generation {
         }
     }
 
+    /// Whether a change replaced these words. Relaxed: the marker is final, so a load
+    /// after a decision that read it sees it too (coherence), and it publishes nothing.
+    #[inline]
+    fn is_replaced(&self) -> bool {
+        self.tenancy.replaceable && self.state()[0].load(Ordering::Relaxed) == REPLACED
+    }
+
     #[inline(always)]
     pub(crate) fn state(&self) -> &[AtomicU64] {
         // SAFETY: `state` points to `state_len` words inside `_memory`, which lives as long
@@ -158,17 +169,27 @@ impl Generations {
         }
     }
 
-    /// Runs `operation` on the generation in force until it runs on words that were not
-    /// replaced under it, and returns its result.
+    /// Runs `operation` on the generation in force and returns its result, unless the
+    /// generation turns out to be replaced: then it runs it again on the next.
+    ///
+    /// `operation` decides on the words as their only owner would (no marker check on the
+    /// hot path): on words a change replaced, every algorithm but the sliding log (whose
+    /// rule never changes) reads the marker as a state that admits nothing, so a decision
+    /// there is a denial or a query and writes nothing. So a result that `admitted`
+    /// (admitted units) stands as it is, and any other stands if the first word is not the
+    /// marker after it: a decision of the old rule on its last state, or of the new one.
     #[inline(always)]
     pub(crate) fn decide<'a, R>(
         &'a self,
-        mut operation: impl FnMut(&'a Generation) -> Result<R, Replaced>,
+        mut operation: impl FnMut(&'a Generation) -> R,
+        admitted: impl Fn(&R) -> bool,
     ) -> R {
-        match operation(self.current()) {
-            Ok(result) => result,
-            Err(Replaced) => self.decide_again(operation),
+        let generation = self.current();
+        let result = operation(generation);
+        if admitted(&result) || !generation.is_replaced() {
+            return result;
         }
+        self.decide_again(operation, admitted)
     }
 
     /// [`decide`](Self::decide) after its generation was found replaced: out of line, so
@@ -177,14 +198,17 @@ impl Generations {
     #[inline(never)]
     fn decide_again<'a, R>(
         &'a self,
-        mut operation: impl FnMut(&'a Generation) -> Result<R, Replaced>,
+        mut operation: impl FnMut(&'a Generation) -> R,
+        admitted: impl Fn(&R) -> bool,
     ) -> R {
         let mut backoff = Backoff::default();
         loop {
             // The change publishes the next generation in a few steps; spin, then yield,
             // in case its thread was descheduled between them.
             backoff.snooze();
-            if let Ok(result) = operation(self.latest()) {
+            let generation = self.latest();
+            let result = operation(generation);
+            if admitted(&result) || !generation.is_replaced() {
                 return result;
             }
         }

@@ -9,7 +9,7 @@ use crate::generations::Memory;
 use crate::generations::{Generation, Generations};
 #[cfg(not(loom))]
 use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
-use crate::state::Refund;
+use crate::state::{owned, Owned, Refund};
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::path::Path;
 #[cfg(not(loom))]
@@ -161,13 +161,18 @@ impl Limiter {
     #[inline(always)]
     fn try_acquire_by(&self, time: impl TimeSource, n: u64) -> Result<bool, Error> {
         let time = Hinted::new(time, &self.hint);
-        self.generations
-            .decide(|rule| match rule.decider.check(n, None) {
-                Ok(()) => (rule.decider)
-                    .try_acquire(rule.state(), &rule.tenancy, time, n)
-                    .map(Ok),
-                Err(error) => Ok(Err(error)),
-            })
+        self.generations.decide(
+            |rule| {
+                rule.decider.check(n, None)?;
+                Ok(owned(rule.decider.try_acquire(
+                    rule.state(),
+                    &Owned,
+                    time,
+                    n,
+                )))
+            },
+            |allowed| !matches!(allowed, Ok(false)),
+        )
     }
 
     /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
@@ -227,8 +232,10 @@ impl Limiter {
     /// assert_eq!(fresh.reset_after_ns, 60 * SECOND);
     /// ```
     pub fn reset(&self) {
-        self.generations
-            .decide(|rule| rule.decider.reset(rule.state(), &rule.tenancy));
+        let _ = self.generations.decide(
+            |rule| rule.decider.reset(rule.state(), &rule.tenancy),
+            Result::is_ok,
+        );
     }
 
     /// Replaces the rule this limiter enforces, now, keeping what was consumed under the
@@ -301,11 +308,15 @@ impl Limiter {
         n: u64,
         now_ns: u64,
     ) -> (Decision, Option<RuleRefund<'_>>) {
-        self.generations.decide(|rule| {
-            let (decision, refund) =
-                (rule.decider).acquire_refundable_at(rule.state(), &rule.tenancy, now_ns, n)?;
-            Ok((decision, RuleRefund::on(rule, refund)))
-        })
+        self.generations.decide(
+            |rule| {
+                let state = rule.state();
+                let (decision, refund) =
+                    owned((rule.decider).acquire_refundable_at(state, &Owned, now_ns, n));
+                (decision, RuleRefund::on(rule, refund))
+            },
+            |(decision, _)| admits(decision, n),
+        )
     }
 
     /// [`acquire_refundable_at`](Self::acquire_refundable_at) without the report, for
@@ -316,11 +327,15 @@ impl Limiter {
         n: u64,
         now_ns: u64,
     ) -> (bool, Option<RuleRefund<'_>>) {
-        self.generations.decide(|rule| {
-            let (allowed, refund) =
-                (rule.decider).try_acquire_refundable_at(rule.state(), &rule.tenancy, now_ns, n)?;
-            Ok((allowed, RuleRefund::on(rule, refund)))
-        })
+        self.generations.decide(
+            |rule| {
+                let state = rule.state();
+                let (allowed, refund) =
+                    owned((rule.decider).try_acquire_refundable_at(state, &Owned, now_ns, n));
+                (allowed, RuleRefund::on(rule, refund))
+            },
+            |&(allowed, _)| allowed,
+        )
     }
 
     /// [`try_acquire_refundable_at`](Self::try_acquire_refundable_at) for every instant
@@ -331,19 +346,24 @@ impl Limiter {
         n: u64,
         bounds: Bounds,
     ) -> Option<(bool, Option<RuleRefund<'_>>)> {
-        self.generations.decide(|rule| {
-            let settled =
-                (rule.decider).settle_refundable(rule.state(), &rule.tenancy, bounds, n)?;
-            Ok(settled.map(|(allowed, refund)| (allowed, RuleRefund::on(rule, refund))))
-        })
+        self.generations.decide(
+            |rule| {
+                let settled =
+                    owned((rule.decider).settle_refundable(rule.state(), &Owned, bounds, n));
+                settled.map(|(allowed, refund)| (allowed, RuleRefund::on(rule, refund)))
+            },
+            |settled| matches!(settled, Some((true, _))),
+        )
     }
 
     /// The decision an acquire of `n` units (checked by the caller) at `now_ns` would make,
     /// with nothing written.
     #[inline]
     pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
-        self.generations
-            .decide(|rule| (rule.decider).peek_at(rule.state(), &rule.tenancy, now_ns, n))
+        self.generations.decide(
+            |rule| owned((rule.decider).peek_at(rule.state(), &Owned, now_ns, n)),
+            |decision| admits(decision, n),
+        )
     }
 
     /// Gives back an admission of this limiter's, if nothing moved its state on since.
@@ -355,16 +375,33 @@ impl Limiter {
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
     #[inline(always)]
     fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
-        self.generations.decide(|rule| {
-            if let Err(error) = rule.decider.check(n, max_wait_ns) {
-                return Ok(Err(error));
-            }
-            let max_wait_ns = max_wait_ns.unwrap_or(0);
-            (rule.decider)
-                .acquire_at(rule.state(), &rule.tenancy, now_ns, n, max_wait_ns)
-                .map(Ok)
-        })
+        self.generations.decide(
+            |rule| {
+                rule.decider.check(n, max_wait_ns)?;
+                let max_wait_ns = max_wait_ns.unwrap_or(0);
+                let state = rule.state();
+                Ok(owned((rule.decider).acquire_at(
+                    state,
+                    &Owned,
+                    now_ns,
+                    n,
+                    max_wait_ns,
+                )))
+            },
+            |decision| {
+                decision
+                    .as_ref()
+                    .map_or(true, |decision| admits(decision, n))
+            },
+        )
     }
+}
+
+/// Whether a decision on `n` units admitted units (a query admits none): a result that
+/// proves its words were not replaced (`Generations::decide`).
+#[inline(always)]
+fn admits(decision: &Decision, n: u64) -> bool {
+    decision.allowed && n > 0
 }
 
 impl<'a> RuleRefund<'a> {
