@@ -6,6 +6,7 @@
 //! | `policy_through_clock` | `Policy::try_acquire` against two `Limiter::try_acquire`s, the clock included, with both rules fresh and busy (see `BUSY`) |
 //! | `policy_contended_2_threads` | 2 threads on one policy against 2 threads on the two limiters, busy (the slower thread's time per call) |
 //! | `policy_at_frozen_time` | `Policy::acquire_at` against two `Limiter::acquire_at`s on a black-boxed frozen time: the decisions alone, with every field |
+//! | `keyed_policy_at_frozen_time` | `KeyedPolicy::acquire_at` of a per-key and a global rule against `KeyedLimiter::acquire_at` and `Limiter::acquire_at` asked in turn, over 1,000 keys in the table, at a frozen time |
 //!
 //! Both rules admit every measured call (a per-second rule and a per-hour one, with far
 //! more room than a run takes), the path every request under its limits takes. The
@@ -15,7 +16,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use rate::{Config, Limiter, Policy};
+use rate::{Config, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
 
 mod timing;
 use timing::{contended, single};
@@ -106,5 +107,53 @@ fn contended_2_threads(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, through_clock, at_frozen_time, contended_2_threads);
+/// Keys the keyed group cycles through, each already in the table.
+const KEYS: u64 = 1_000;
+
+fn keyed_at_frozen_time(c: &mut Criterion) {
+    let mut group = c.benchmark_group("keyed_policy_at_frozen_time");
+    let keys: Vec<[u8; 8]> = (0..KEYS).map(u64::to_le_bytes).collect();
+    let [per_key, global] = rules();
+    let table = KeyedLimiter::new(&per_key, KEYS).unwrap();
+    let limiter = Limiter::new(&global).unwrap();
+    let policy = KeyedPolicy::new(
+        &[KeyedRule::per_key(per_key), KeyedRule::global(global)],
+        KEYS,
+    )
+    .unwrap();
+    for key in &keys {
+        assert!(table.acquire_at(key, 1, FROZEN_NS).unwrap().allowed);
+        let admitted = policy.acquire_at(key, 1, FROZEN_NS).unwrap();
+        assert!(admitted.decision.allowed);
+    }
+    let mut next = keys.iter().cycle();
+    single(
+        &mut group,
+        BenchmarkId::new("keyed_and_limiter", "admit"),
+        || {
+            let (key, now) = (next.next().unwrap(), black_box(FROZEN_NS));
+            (
+                table.acquire_at(key, 1, now).unwrap(),
+                limiter.acquire_at(1, now).unwrap(),
+            )
+        },
+    );
+    single(
+        &mut group,
+        BenchmarkId::new("keyed_policy", "admit"),
+        || {
+            let key = next.next().unwrap();
+            policy.acquire_at(key, 1, black_box(FROZEN_NS)).unwrap()
+        },
+    );
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    through_clock,
+    at_frozen_time,
+    contended_2_threads,
+    keyed_at_frozen_time
+);
 criterion_main!(benches);

@@ -61,6 +61,16 @@
 #define RATE_E_INCOMPATIBLE (0 - 8)
 
 /**
+ * Scope of a keyed policy's rule: one state for every key.
+ */
+#define RATE_RULE_GLOBAL 0
+
+/**
+ * Scope of a keyed policy's rule: a state per key, in a keyed table.
+ */
+#define RATE_RULE_PER_KEY 1
+
+/**
  * The most rules a policy holds.
  */
 #define RATE_POLICY_MAX_RULES 8
@@ -74,6 +84,12 @@
  * The most configuration arguments a script takes.
  */
 #define RATE_REDIS_MAX_ARGS 4
+
+/**
+ * The most configuration arguments a policy's script takes: the rule count, then three
+ * per rule.
+ */
+#define RATE_REDIS_POLICY_MAX_ARGS 25
 
 /**
  * Algorithm: GCRA (leaky bucket as a meter; token bucket). Takes `burst`.
@@ -115,6 +131,13 @@
  * same handle.
  */
 typedef struct rate_keyed rate_keyed;
+
+/**
+ * An opaque keyed policy: up to `RATE_POLICY_MAX_RULES` rules, each per key or global.
+ * Safe to use from many threads at once; `rate_keyed_policy_free` must not race with any
+ * other call on the same handle.
+ */
+typedef struct rate_keyed_policy rate_keyed_policy;
 
 /**
  * An opaque rate limiter. Safe to use from many threads at once; `rate_limiter_free`
@@ -197,29 +220,6 @@ typedef struct rate_config {
 } rate_config;
 
 /**
- * A keyed table's statistics, for dashboards: what `rate_keyed_read_stats` writes.
- */
-typedef struct rate_keyed_stats {
-  /**
-   * The capacity the table was created with: this many live keys always fit.
-   */
-  uint64_t capacity;
-  /**
-   * The most keys the table holds at once: its slots, twice `capacity`.
-   */
-  uint64_t max_keys;
-  /**
-   * Keys whose state was not fresh (a new key's) at the time asked.
-   */
-  uint64_t live_keys;
-  /**
-   * Requests for new keys refused with RATE_E_TABLE_FULL since the table was created;
-   * for a shared table, since its file was created, by every process that opened it.
-   */
-  uint64_t table_full;
-} rate_keyed_stats;
-
-/**
  * A policy's decision: the combined decision, which rule denied, and each rule's own.
  */
 typedef struct rate_policy_decision {
@@ -244,6 +244,68 @@ typedef struct rate_policy_decision {
    */
   struct rate_decision rules[RATE_POLICY_MAX_RULES];
 } rate_policy_decision;
+
+/**
+ * One rule of a keyed policy: a configuration and its scope.
+ */
+typedef struct rate_keyed_rule {
+  /**
+   * What the rule enforces, as for `rate_limiter_new`.
+   */
+  struct rate_config config;
+  /**
+   * `RATE_RULE_PER_KEY` or `RATE_RULE_GLOBAL`; anything else is RATE_E_INVALID_CONFIG.
+   */
+  uint32_t scope;
+} rate_keyed_rule;
+
+/**
+ * A keyed table's statistics, for dashboards: what `rate_keyed_read_stats` writes.
+ */
+typedef struct rate_keyed_stats {
+  /**
+   * The capacity the table was created with: this many live keys always fit.
+   */
+  uint64_t capacity;
+  /**
+   * The most keys the table holds at once: its slots, twice `capacity`.
+   */
+  uint64_t max_keys;
+  /**
+   * Keys whose state was not fresh (a new key's) at the time asked.
+   */
+  uint64_t live_keys;
+  /**
+   * Requests for new keys refused with RATE_E_TABLE_FULL since the table was created;
+   * for a shared table, since its file was created, by every process that opened it.
+   */
+  uint64_t table_full;
+} rate_keyed_stats;
+
+/**
+ * A policy's Redis script and the arguments it takes: see `rate_redis_policy_prepare`.
+ */
+typedef struct rate_redis_policy_script {
+  /**
+   * The Lua source, NUL-terminated and static: valid for the life of the process.
+   */
+  const char *source;
+  /**
+   * The configuration arguments, sent after `now`, `n` and `max_wait_ns` (always 0),
+   * in this order: the rule count, then each rule's algorithm (RATE_GCRA, ...) and
+   * its two arguments.
+   */
+  uint64_t config_args[RATE_REDIS_POLICY_MAX_ARGS];
+  /**
+   * How many of `config_args` are used.
+   */
+  uint32_t config_args_len;
+  /**
+   * The most units a request may ask for: the least of the rules' limits. A larger
+   * `n` is RATE_E_INSUFFICIENT_CAPACITY, decided by the client before sending.
+   */
+  uint64_t limit;
+} rate_redis_policy_script;
 
 /**
  * A Redis script of librate and the arguments it takes: see `rate_redis_prepare`.
@@ -523,6 +585,222 @@ int32_t rate_keyed_open(const char *path,
                         const struct rate_config *config,
                         uint64_t capacity,
                         struct rate_keyed **out);
+
+/**
+ * Acquires `n` units of every rule for the key of `key_len` bytes at `key`, now
+ * (CLOCK_MONOTONIC, see `rate_now_ns`), or nothing. Keys are arbitrary bytes, as for
+ * `rate_keyed_acquire`. `n == 0` is a query: admitted, changes nothing, adds no key.
+ * With `out` NULL only the outcome is computed.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `policy` NULL, or `key` NULL with `key_len > 0`, is RATE_E_NULL; `out` may be
+ * NULL.
+ *
+ * Returns RATE_OK (admitted), RATE_LIMITED (denied), RATE_E_NULL,
+ * RATE_E_INSUFFICIENT_CAPACITY (`n` above a rule's limit), or RATE_E_TABLE_FULL (the key
+ * is new to a per-key rule whose table is full of live keys: nothing was taken). On an
+ * error `out` is untouched.
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `key` is NULL or points to `key_len` readable
+ * bytes; `out` is NULL or points to a writable `rate_policy_decision`.
+ */
+int32_t rate_keyed_policy_acquire(struct rate_keyed_policy *policy,
+                                  const uint8_t *key,
+                                  size_t key_len,
+                                  uint64_t n,
+                                  struct rate_policy_decision *out);
+
+/**
+ * Acquires `n` units of every rule for the key at `now_ns` (nanoseconds on the caller's
+ * timeline; use one timeline per policy), or nothing.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: as `rate_keyed_policy_acquire`.
+ *
+ * Returns as `rate_keyed_policy_acquire`.
+ *
+ * # Safety
+ * As `rate_keyed_policy_acquire`.
+ */
+int32_t rate_keyed_policy_acquire_at(struct rate_keyed_policy *policy,
+                                     const uint8_t *key,
+                                     size_t key_len,
+                                     uint64_t n,
+                                     uint64_t now_ns,
+                                     struct rate_policy_decision *out);
+
+/**
+ * `rate_keyed_policy_acquire_costs_at` now (CLOCK_MONOTONIC).
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: as `rate_keyed_policy_acquire_costs_at`.
+ *
+ * Returns as `rate_keyed_policy_acquire_costs_at`.
+ *
+ * # Safety
+ * As `rate_keyed_policy_acquire_costs_at`.
+ */
+int32_t rate_keyed_policy_acquire_costs(struct rate_keyed_policy *policy,
+                                        const uint8_t *key,
+                                        size_t key_len,
+                                        const uint64_t *costs,
+                                        size_t costs_len,
+                                        struct rate_policy_decision *out);
+
+/**
+ * Acquires `costs[i]` units of rule `i` for the key at `now_ns`, for every rule, or
+ * nothing: a rule of cost 0 takes no part (its entry in `out->rules` only reports its
+ * state, and the combined decision leaves it out), so one policy holds the limits of
+ * several kinds of request (a post costs the post rule and the global rule, a like the
+ * like rule and the global rule). `costs_len` must be the policy's rule count. All costs
+ * 0 is a query.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: as `rate_keyed_policy_acquire`, and `costs` NULL is RATE_E_NULL.
+ *
+ * Returns as `rate_keyed_policy_acquire`, and RATE_E_INVALID_CONFIG if `costs_len` is not
+ * the policy's rule count.
+ *
+ * # Safety
+ * As `rate_keyed_policy_acquire`; `costs` is NULL or points to `costs_len` readable
+ * `uint64_t`s.
+ */
+int32_t rate_keyed_policy_acquire_costs_at(struct rate_keyed_policy *policy,
+                                           const uint8_t *key,
+                                           size_t key_len,
+                                           const uint64_t *costs,
+                                           size_t costs_len,
+                                           uint64_t now_ns,
+                                           struct rate_policy_decision *out);
+
+/**
+ * Frees a keyed policy made by `rate_keyed_policy_new` or `rate_keyed_policy_open`.
+ *
+ * Ownership: takes back the handle; it must not be used afterwards.
+ *
+ * Thread-safety: must not race with any other call on the same handle.
+ *
+ * NULL: a no-op.
+ *
+ * # Safety
+ * `policy` is NULL or a live handle, not used again afterwards.
+ */
+void rate_keyed_policy_free(struct rate_keyed_policy *policy);
+
+/**
+ * Creates a keyed policy of the `rules_len` rules at `rules` (1 to
+ * RATE_POLICY_MAX_RULES, any mix of algorithms and scopes), every per-key rule a table
+ * of `capacity` keys as for `rate_keyed_new` (its memory allocated now), every rule full
+ * at any time. A request for a key is admitted iff every rule admits it (a per-key rule
+ * on the key's own state, a global rule on everybody's), and a denied request takes
+ * nothing from any rule (see the README for what concurrent callers may observe).
+ *
+ * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
+ * release with `rate_keyed_policy_free`; on error `*out` is left untouched. `rules` is
+ * only read during the call.
+ *
+ * NULL: `rules` NULL with a non-zero `rules_len`, or `out` NULL, is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (no rule, more than
+ * RATE_POLICY_MAX_RULES, an unknown scope, a rule `rate_limiter_new` rejects, or a
+ * `capacity` `rate_keyed_new` rejects).
+ *
+ * # Safety
+ * `rules` is NULL or points to `rules_len` readable `rate_keyed_rule`s; `out` is NULL or
+ * points to a writable `rate_keyed_policy *`.
+ */
+int32_t rate_keyed_policy_new(const struct rate_keyed_rule *rules,
+                              size_t rules_len,
+                              uint64_t capacity,
+                              struct rate_keyed_policy **out);
+
+/**
+ * Opens the keyed policy whose rules live in the file at `path`, creating the file if it
+ * does not exist: every process that opens the same file shares one policy, each rule's
+ * limit holding across them exactly as across threads sharing one handle. The file holds
+ * every rule (each per-key rule's table, each global rule's state) behind one header
+ * naming the whole policy; one that exists must have been created for the same rules, in
+ * the same order, and `capacity`. Creation, another boot and a process killed mid-call
+ * are as for `rate_keyed_open`.
+ *
+ * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
+ * release with `rate_keyed_policy_free`, which unmaps the file and leaves it in place; on
+ * error `*out` is left untouched. `path` and `rules` are only read during the call.
+ *
+ * NULL: `path` or `out` NULL, or `rules` NULL with a non-zero `rules_len`, is
+ * RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_keyed_policy_new`),
+ * RATE_E_INCOMPATIBLE (the file is not a librate keyed policy of these rules and this
+ * capacity; it is left untouched), or RATE_E_IO (`errno` says why).
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `rules` is NULL or points to `rules_len`
+ * readable `rate_keyed_rule`s; `out` is NULL or points to a writable
+ * `rate_keyed_policy *`.
+ */
+int32_t rate_keyed_policy_open(const char *path,
+                               const struct rate_keyed_rule *rules,
+                               size_t rules_len,
+                               uint64_t capacity,
+                               struct rate_keyed_policy **out);
+
+/**
+ * `rate_keyed_policy_read_stats_at` now (CLOCK_MONOTONIC).
+ *
+ * Thread-safety, NULL, returns: as `rate_keyed_policy_read_stats_at`.
+ *
+ * # Safety
+ * As `rate_keyed_policy_read_stats_at`.
+ */
+int32_t rate_keyed_policy_read_stats(const struct rate_keyed_policy *policy,
+                                     struct rate_keyed_stats *out);
+
+/**
+ * Writes the per-key rules' tables' statistics to `*out`, live keys counted at `now_ns`:
+ * each table's capacity and slots, the live keys of the fullest table (the one that
+ * refuses new keys first), and the requests refused with RATE_E_TABLE_FULL since the
+ * policy was created (in a shared file, by every process). All zeros without a per-key
+ * rule. Reads every slot: for a dashboard, not a hot path.
+ *
+ * Thread-safety: safe to call concurrently on one handle; the counts are a snapshot.
+ *
+ * NULL: `policy` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK or RATE_E_NULL (`out` untouched).
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `out` is NULL or points to a writable
+ * `rate_keyed_stats`.
+ */
+int32_t rate_keyed_policy_read_stats_at(const struct rate_keyed_policy *policy,
+                                        uint64_t now_ns,
+                                        struct rate_keyed_stats *out);
+
+/**
+ * Resets the key in every per-key rule, as `rate_keyed_reset` does in a table: its next
+ * request is decided by those rules as a new key's. The global rules are left as they
+ * are. A request of the key racing the reset is decided wholly before or after it in
+ * each rule.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: as `rate_keyed_policy_acquire`.
+ *
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_TABLE_FULL (a shared file only, as
+ * `rate_keyed_reset`).
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes.
+ */
+int32_t rate_keyed_policy_reset(struct rate_keyed_policy *policy,
+                                const uint8_t *key,
+                                size_t key_len);
 
 /**
  * Writes the table's statistics to `*out`, its live keys counted now (CLOCK_MONOTONIC):
@@ -832,10 +1110,14 @@ int32_t rate_limiter_set_config_at(struct rate_limiter *limiter,
 /**
  * Nanoseconds on CLOCK_MONOTONIC: the timeline of `rate_*_acquire`, shared by every
  * process on the host. Pass it (or your own timeline) as `now_ns` to the `_at` functions.
+ * Where the kernel keeps CLOCK_MONOTONIC with the TSC, it is read from the TSC and stays
+ * within 1 us of CLOCK_MONOTONIC (up to 4 us behind while another thread, descheduled,
+ * is re-anchoring; set LIBRATE_CLOCK=monotonic in the environment to read
+ * CLOCK_MONOTONIC itself); each thread's readings never decrease.
  *
  * Async-signal-safe once the process has created a limiter or a keyed table, or called
  * this function once outside a signal handler: the first clock read looks the kernel's
- * vDSO clock up with the dynamic loader.
+ * vDSO clock up with the dynamic loader, and calibrates the TSC.
  */
 uint64_t rate_now_ns(void);
 
@@ -877,6 +1159,42 @@ int32_t rate_policy_acquire_at(struct rate_policy *policy,
                                uint64_t n,
                                uint64_t now_ns,
                                struct rate_policy_decision *out);
+
+/**
+ * `rate_policy_acquire_costs_at` now (CLOCK_MONOTONIC).
+ *
+ * Thread-safety, NULL, returns: as `rate_policy_acquire_costs_at`.
+ *
+ * # Safety
+ * As `rate_policy_acquire_costs_at`.
+ */
+int32_t rate_policy_acquire_costs(struct rate_policy *policy,
+                                  const uint64_t *costs,
+                                  size_t costs_len,
+                                  struct rate_policy_decision *out);
+
+/**
+ * Acquires `costs[i]` units of rule `i` at `now_ns`, for every rule, or nothing: a rule
+ * of cost 0 takes no part (its entry in `out->rules` only reports its state, and the
+ * combined decision leaves it out). `costs_len` must be the policy's rule count. All
+ * costs 0 is a query. With `out` NULL only the outcome is computed.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `policy` or `costs` NULL is RATE_E_NULL; `out` may be NULL.
+ *
+ * Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY (a cost
+ * above its rule's limit), or RATE_E_INVALID_CONFIG (`costs_len` is not the rule count).
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `costs` is NULL or points to `costs_len` readable
+ * `uint64_t`s; `out` is NULL or points to a writable `rate_policy_decision`.
+ */
+int32_t rate_policy_acquire_costs_at(struct rate_policy *policy,
+                                     const uint64_t *costs,
+                                     size_t costs_len,
+                                     uint64_t now_ns,
+                                     struct rate_policy_decision *out);
 
 /**
  * Frees a policy made by `rate_policy_new`.
@@ -959,6 +1277,37 @@ int32_t rate_policy_set_rules_at(struct rate_policy *policy,
                                  uint64_t now_ns);
 
 /**
+ * The Lua script that decides a policy of the `rules_len` rules at `rules` on Redis,
+ * with its arguments: one call decides every rule of one key, at one `now`, and writes
+ * their states only if all admit, so a denied request takes from no rule. A client sends
+ * it with EVALSHA (loading it after NOSCRIPT) naming the rules' keys in rule order (rule
+ * `i` of `key` under `prefix` at `prefix{=key}:i`, `i` in decimal: all in one hash slot
+ * for a prefix without `{` or `}`, which clients refuse), and the arguments `now` (a
+ * decimal u64, or "" for the server's clock), `n`, `0`, then `config_args`. The reply is
+ * the array of the rules' decisions in rule order, each {allowed, limit, remaining,
+ * retry_after_ns, reset_after_ns, wait_ns} as `rate_redis_prepare`'s; on a denial a rule
+ * that would admit reports `remaining` and `reset_after_ns` of its state as it is, as
+ * `rate_policy_acquire` does. A rule's key holding something else is an error reply, and
+ * nothing is written. The combined decision is the client's to compute, as
+ * `rate_policy_decision` documents.
+ *
+ * Ownership: `out->source` is static; nothing is allocated. `rules` is only read during
+ * the call.
+ *
+ * NULL: `rules` NULL with a non-zero `rules_len`, or `out` NULL, is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (no rule, more than
+ * RATE_POLICY_MAX_RULES, or a rule `rate_redis_prepare` rejects).
+ *
+ * # Safety
+ * `rules` is NULL or points to `rules_len` readable `rate_config`s; `out` is NULL or
+ * writable.
+ */
+int32_t rate_redis_policy_prepare(const struct rate_config *rules,
+                                  size_t rules_len,
+                                  struct rate_redis_policy_script *out);
+
+/**
  * The Lua script that decides `config`'s algorithm on Redis, with its arguments (DESIGN
  * §8). A client sends it with EVALSHA (loading it after NOSCRIPT) with the keys to decide
  * (their states; on a Cluster, all of one hash slot: see `rate_redis_slot`) and the
@@ -984,7 +1333,9 @@ int32_t rate_redis_prepare(const struct rate_config *config, struct rate_redis_s
 /**
  * The Redis Cluster hash slot (0..16383) of the Redis key `key[0..key_len)`: CRC16 of its
  * hash tag, or of the whole key without one, as every Cluster node computes it. A client
- * groups a batch's keys by slot on a Cluster, one script call per slot.
+ * groups a batch's keys by slot on a Cluster, one script call per slot. The keys of one
+ * request share a slot: a limiter's `prefix{key}` is one key, and a policy's rules'
+ * `prefix{=key}:i` (see `rate_redis_policy_prepare`) all hash the tag `=key`.
  *
  * NULL: `key` NULL with a non-zero `key_len`, or `out` NULL, is RATE_E_NULL.
  *

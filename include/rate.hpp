@@ -3,9 +3,10 @@
  *   rate::Limiter        one limit, shared by every caller       (rate_limiter_*)
  *   rate::KeyedLimiter   one limit per key: user, IP, API key…   (rate_keyed_*)
  *   rate::Policy         several limits at once, all or nothing  (rate_policy_*)
+ *   rate::KeyedPolicy    per-key and global limits for one key   (rate_keyed_policy_*)
  *   rate::KeyedStats     a table's statistics, for dashboards    (rate_keyed_stats)
  *
- * The three limiters are RAII handles: move-only, freed by their destructor. A moved-from
+ * The limiters are RAII handles: move-only, freed by their destructor. A moved-from
  * or default-constructed handle is empty, and every call on it returns Status::null.
  * All are safe to use from many threads at once; destroying or assigning one must not
  * race with any other call on it.
@@ -603,6 +604,154 @@ class Policy : public detail::Handle<rate_policy, rate_policy_free> {
     template <class Owner, class T, class Fn, class... Args>
     friend Result<Owner> detail::create(Fn, Args...) noexcept;
     using Handle::Handle; // adopts a raw handle: for create() only
+};
+
+/// One rule of a KeyedPolicy: a Config kept per key or once for every key.
+struct KeyedRule {
+    /// Whether each key has its own state of the rule (RATE_RULE_PER_KEY), or every key
+    /// shares one (RATE_RULE_GLOBAL).
+    enum class Scope : std::uint32_t { global = RATE_RULE_GLOBAL, per_key = RATE_RULE_PER_KEY };
+
+    Config config;
+    Scope scope;
+
+    /// A rule each key has its own state of, in a bounded table.
+    static constexpr KeyedRule per_key(const Config& config) noexcept {
+        return {config, Scope::per_key};
+    }
+    /// A rule every key shares one state of.
+    static constexpr KeyedRule global(const Config& config) noexcept {
+        return {config, Scope::global};
+    }
+
+    constexpr rate_keyed_rule to_c() const noexcept {
+        return {config.to_c(), static_cast<std::uint32_t>(scope)};
+    }
+};
+
+/// Per-key and global limits over one request at once, all or nothing
+/// (rate_keyed_policy_*): per customer 1 post a second, for everybody 10,000 requests a
+/// second. A request for a key is admitted iff every rule admits it (a per-key rule on the
+/// key's own state, a global rule on everybody's), and a denied request takes nothing from
+/// any rule. Each per-key rule is a table of `capacity` keys, as a KeyedLimiter's: a new
+/// key that finds one full of live keys is Status::table_full, and nothing is taken. A
+/// request may cost each rule differently (acquire_costs()): a cost of 0 leaves a rule
+/// out. What concurrent callers may observe is what they may observe of a Policy, rule by
+/// rule.
+class KeyedPolicy : public detail::Handle<rate_keyed_policy, rate_keyed_policy_free> {
+  public:
+    /// The most rules one policy holds (RATE_POLICY_MAX_RULES).
+    static constexpr std::size_t max_rules = RATE_POLICY_MAX_RULES;
+
+    /// An empty handle; every call on it returns Status::null.
+    KeyedPolicy() noexcept = default;
+
+    /// A new keyed policy of the `count` rules at `rules` (1 to max_rules), each per-key
+    /// rule a table of `capacity` keys: Status::invalid_config for no rule, more than
+    /// max_rules, a rule Limiter::create() would reject or a capacity KeyedLimiter's
+    /// would; Status::null for `rules` NULL with a non-zero `count`.
+    static Result<KeyedPolicy> create(const KeyedRule* rules, std::size_t count,
+                                      std::uint64_t capacity) noexcept {
+        return build(rules, count, [&](const rate_keyed_rule* c) {
+            return detail::create<KeyedPolicy, rate_keyed_policy>(rate_keyed_policy_new, c,
+                                                                  count, capacity);
+        });
+    }
+    /// create() of a list of rules.
+    static Result<KeyedPolicy> create(std::initializer_list<KeyedRule> rules,
+                                      std::uint64_t capacity) noexcept {
+        return create(rules.begin(), rules.size(), capacity);
+    }
+    /// The keyed policy whose rules live in the file at `path`, created (mode 0600) if
+    /// absent and shared by every process that opens it (rate_keyed_policy_open):
+    /// Status::incompatible for a file of other rules or another capacity, Status::io with
+    /// errno set if the OS refuses the file.
+    static Result<KeyedPolicy> open(const char* path, std::initializer_list<KeyedRule> rules,
+                                    std::uint64_t capacity) noexcept {
+        return build(rules.begin(), rules.size(), [&](const rate_keyed_rule* c) {
+            return detail::create<KeyedPolicy, rate_keyed_policy>(
+                rate_keyed_policy_open, path, c, rules.size(), capacity);
+        });
+    }
+#if RATE_HPP_EXCEPTIONS
+    /// Like create(), throwing rate::Error on bad rules or capacity.
+    KeyedPolicy(std::initializer_list<KeyedRule> rules, std::uint64_t capacity)
+        : KeyedPolicy(create(rules, capacity).value()) {}
+#endif
+
+    /// Acquires `n` units of every rule for `key` now, or nothing (`n == 0` only reports).
+    Result<PolicyDecision> acquire(std::string_view key, std::uint64_t n = 1) noexcept {
+        return detail::decide<PolicyDecision, rate_policy_decision>(
+            rate_keyed_policy_acquire, native_handle(), detail::bytes(key), key.size(), n);
+    }
+    /// acquire() at `now` on the caller's timeline.
+    Result<PolicyDecision> acquire_at(std::string_view key, std::uint64_t n,
+                                      Clock::time_point now) noexcept {
+        return detail::decide<PolicyDecision, rate_policy_decision>(
+            rate_keyed_policy_acquire_at, native_handle(), detail::bytes(key), key.size(), n,
+            detail::to_ns(now));
+    }
+    /// acquire() returning only the outcome: Status::ok or Status::limited (or an error).
+    [[nodiscard]] Status try_acquire(std::string_view key, std::uint64_t n = 1) noexcept {
+        return static_cast<Status>(rate_keyed_policy_acquire(
+            native_handle(), detail::bytes(key), key.size(), n, nullptr));
+    }
+    /// Acquires `costs[i]` units of rule `i` for `key` now, for each of the `count` rules,
+    /// or nothing: a rule of cost 0 takes no part. Status::invalid_config unless `count`
+    /// is the rule count.
+    Result<PolicyDecision> acquire_costs(std::string_view key, const std::uint64_t* costs,
+                                         std::size_t count) noexcept {
+        return detail::decide<PolicyDecision, rate_policy_decision>(
+            rate_keyed_policy_acquire_costs, native_handle(), detail::bytes(key), key.size(),
+            costs, count);
+    }
+    /// acquire_costs() at `now` on the caller's timeline.
+    Result<PolicyDecision> acquire_costs_at(std::string_view key, const std::uint64_t* costs,
+                                            std::size_t count, Clock::time_point now) noexcept {
+        return detail::decide<PolicyDecision, rate_policy_decision>(
+            rate_keyed_policy_acquire_costs_at, native_handle(), detail::bytes(key),
+            key.size(), costs, count, detail::to_ns(now));
+    }
+    /// acquire_costs() of a list: `site.acquire_costs("alice", {1, 0, 1})`.
+    Result<PolicyDecision> acquire_costs(std::string_view key,
+                                         std::initializer_list<std::uint64_t> costs) noexcept {
+        return acquire_costs(key, costs.begin(), costs.size());
+    }
+    /// Resets `key` in every per-key rule; the global rules keep their counts.
+    Status reset(std::string_view key) noexcept {
+        return static_cast<Status>(
+            rate_keyed_policy_reset(native_handle(), detail::bytes(key), key.size()));
+    }
+    /// The per-key rules' tables' statistics, live keys counted now: the live keys of the
+    /// fullest table, and the requests refused as table-full. Reads every slot.
+    Result<KeyedStats> stats() const noexcept {
+        return detail::decide<KeyedStats, rate_keyed_stats>(rate_keyed_policy_read_stats,
+                                                            native_handle());
+    }
+    /// stats() with the live keys counted at `now` on the caller's timeline.
+    Result<KeyedStats> stats_at(Clock::time_point now) const noexcept {
+        return detail::decide<KeyedStats, rate_keyed_stats>(
+            rate_keyed_policy_read_stats_at, native_handle(), detail::to_ns(now));
+    }
+
+  private:
+    template <class Owner, class T, class Fn, class... Args>
+    friend Result<Owner> detail::create(Fn, Args...) noexcept;
+    using Handle::Handle; // adopts a raw handle: for create() only
+
+    /// `make(c_rules)` of the rules in C form, after the checks create() and open() share.
+    template <class Make>
+    static Result<KeyedPolicy> build(const KeyedRule* rules, std::size_t count,
+                                     Make make) noexcept {
+        if (rules == nullptr && count > 0)
+            return {Status::null, KeyedPolicy()};
+        if (count > max_rules) // librate's verdict too, without reading past ours
+            return {Status::invalid_config, KeyedPolicy()};
+        std::array<rate_keyed_rule, max_rules> c{};
+        for (std::size_t i = 0; i < count; i++)
+            c[i] = rules[i].to_c();
+        return make(c.data());
+    }
 };
 
 } // namespace rate

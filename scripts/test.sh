@@ -5,7 +5,8 @@
 # Needs: Rust >= 1.77, cc (C99) and c++ (C++17) with libasan/libubsan, binutils, pkg-config,
 #        valgrind, redis-server (the Redis tier's tests start their own on 127.0.0.1),
 #        python3 >= 3.10 with venv, go >= 1.24. Installs pytest, uvicorn and Flask from PyPI
-#        into .venv.
+#        into .venv; the fuzz step fetches libfuzzer-sys from crates.io and builds libFuzzer
+#        with the C++ compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +28,9 @@ cargo test --features testing,redis,redis-async
 
 step "Rust: the blocking Redis tier builds without the async one (the release build above has neither)"
 cargo build --quiet --features redis
+
+step "Fuzz: each libFuzzer target over its committed corpus, then 15 s of mutations (a build failure fails here)"
+scripts/fuzz.sh smoke
 
 step "Rust: loom models"
 RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \

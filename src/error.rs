@@ -26,6 +26,11 @@ pub enum ConfigError {
     NotExactOnRedis,
     /// Policies: no rule, or more than [`MAX_RULES`](crate::MAX_RULES).
     PolicyRules,
+    /// The Redis tier: a policy's key prefix holds `{` or `}`, which would make (part of)
+    /// the prefix the Cluster hash tag of the rules' keys instead of the key's.
+    RedisPrefix,
+    /// Policies: a request's costs, one per rule, are not as many as the rules.
+    PolicyCosts,
     /// A change of rule at run time (`set_config`, `set_rules`) that cannot carry the
     /// state over: to another algorithm (a period of [`Config::FOREVER`] keeps it), to or
     /// from a sliding log's own rule, or to another number of rules.
@@ -51,6 +56,8 @@ impl ConfigError {
                 "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns"
             }
             Self::PolicyRules => "a policy has 1 to 8 rules",
+            Self::RedisPrefix => "a Redis policy's prefix must not contain '{' or '}'",
+            Self::PolicyCosts => "a policy request gives one cost per rule",
             Self::LiveChange => {
                 "a live change keeps the algorithm (and the number of rules), and a sliding \
                  log's rule does not change"

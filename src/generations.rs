@@ -45,6 +45,8 @@ use crate::shared::Mapping;
 use crate::state::{Replaceable, REPLACED};
 use crate::sync::{AtomicPtr, AtomicU64, Backoff, Ordering};
 use std::ptr::NonNull;
+#[cfg(not(loom))]
+use std::sync::Arc;
 
 /// Words of padding on each side of the state, so no other allocation shares its cache
 /// lines: 128 bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (the same
@@ -76,7 +78,7 @@ pub(crate) enum Memory {
     Private { _words: Box<[AtomicU64]> },
     /// A file every process that opens it maps.
     #[cfg(not(loom))]
-    Shared { _mapping: Mapping },
+    Shared { _mapping: Arc<Mapping> },
 }
 
 impl Generation {

@@ -21,8 +21,9 @@
 //! ```text
 //!  ffi/            the C ABI (include/rate.h is generated from it)
 //!   │
-//!  policy.rs       Policy: several rules decided all or nothing, over limiters
-//!   │
+//!  policy.rs       Policy: several rules decided all or nothing, over limiters;
+//!  policy/         the engine they share, and KeyedPolicy: per-key rules in keyed
+//!   │              tables and global rules in limiters, for one key at a time
 //!  limiter.rs      Limiter: a decider over its own padded words, with a clock hint
 //!  generations.rs  a limiter's rule and words as one generation, replaced whole by a
 //!   │              change of rule (the old words frozen, carried over, kept until drop)
@@ -115,5 +116,5 @@ pub use error::{ConfigError, Error};
 pub use keyed::crashes;
 pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
 pub use limiter::Limiter;
-pub use policy::{Policy, PolicyDecision, MAX_RULES};
-pub use time::now_ns;
+pub use policy::{KeyedPolicy, KeyedRule, Policy, PolicyDecision, MAX_RULES};
+pub use time::{clock_source, now_ns, ClockSource};

@@ -14,6 +14,8 @@ use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::path::Path;
 #[cfg(not(loom))]
 use std::ptr::NonNull;
+#[cfg(not(loom))]
+use std::sync::Arc;
 
 /// One rate limiter: at most `limit` units per `period_ns`, by the configured algorithm.
 ///
@@ -46,9 +48,12 @@ pub struct Limiter {
 /// [`Refund`], on the generation it was admitted in (a refund on words since replaced
 /// gives nothing back: the admission was carried over).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct RuleRefund<'a> {
+pub(crate) struct RuleRefund {
     refund: Refund,
-    generation: &'a Generation,
+    /// The generation admitted on, by address: compared with the one in force, never
+    /// followed (generations are never freed while their limiter lives, so no other takes
+    /// its address).
+    generation: *const Generation,
 }
 
 impl Limiter {
@@ -107,14 +112,29 @@ impl Limiter {
         let contents = Contents {
             state_words: decider.state_words(),
             initial: &|_| 0,
-            kept: 0..0,
+            kept: &|_| false,
+            descriptor: &[],
             hash_key: [0, 0],
             pid_namespace: 0,
         };
-        let mapping = Mapping::open(path, identity, &contents)?;
-        let state = NonNull::from(&mapping.state(decider.state_words())[0]);
-        let memory = Memory::Shared { _mapping: mapping };
-        Ok(Self::of(Generation::new(decider, config, state, memory)))
+        let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
+        Ok(Self::in_file(decider, config, &mapping, 0))
+    }
+
+    /// The limiter whose state words start at state word `start` of a file's `mapping`,
+    /// whose layout holds them there.
+    #[cfg(not(loom))]
+    pub(crate) fn in_file(
+        decider: Decider,
+        config: &Config,
+        mapping: &Arc<Mapping>,
+        start: usize,
+    ) -> Self {
+        let state = NonNull::from(&mapping.state(start + decider.state_words())[start]);
+        let memory = Memory::Shared {
+            _mapping: Arc::clone(mapping),
+        };
+        Self::of(Generation::new(decider, config, state, memory))
     }
 
     /// The configuration in force: the one this limiter was built from, or the last
@@ -307,7 +327,7 @@ impl Limiter {
         &self,
         n: u64,
         now_ns: u64,
-    ) -> (Decision, Option<RuleRefund<'_>>) {
+    ) -> (Decision, Option<RuleRefund>) {
         self.generations.decide(
             |rule| {
                 let state = rule.state();
@@ -326,7 +346,7 @@ impl Limiter {
         &self,
         n: u64,
         now_ns: u64,
-    ) -> (bool, Option<RuleRefund<'_>>) {
+    ) -> (bool, Option<RuleRefund>) {
         self.generations.decide(
             |rule| {
                 let state = rule.state();
@@ -345,7 +365,7 @@ impl Limiter {
         &self,
         n: u64,
         bounds: Bounds,
-    ) -> Option<(bool, Option<RuleRefund<'_>>)> {
+    ) -> Option<(bool, Option<RuleRefund>)> {
         self.generations.decide(
             |rule| {
                 let settled =
@@ -368,8 +388,11 @@ impl Limiter {
 
     /// Gives back an admission of this limiter's, if nothing moved its state on since.
     #[inline]
-    pub(crate) fn refund(&self, refund: RuleRefund<'_>) -> bool {
-        refund.refund.apply(refund.generation.state())
+    pub(crate) fn refund(&self, refund: RuleRefund) -> bool {
+        // Words a change replaced since hold the marker, so the refund's swap fails there
+        // even if the change comes between the comparison and the swap.
+        let generation = self.generations.current();
+        std::ptr::eq(generation, refund.generation) && refund.refund.apply(generation.state())
     }
 
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
@@ -404,9 +427,9 @@ fn admits(decision: &Decision, n: u64) -> bool {
     decision.allowed && n > 0
 }
 
-impl<'a> RuleRefund<'a> {
+impl RuleRefund {
     /// The refund of an admission on `generation`'s words, if it has one.
-    fn on(generation: &'a Generation, refund: Option<Refund>) -> Option<Self> {
+    fn on(generation: &Generation, refund: Option<Refund>) -> Option<Self> {
         refund.map(|refund| Self { refund, generation })
     }
 }

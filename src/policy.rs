@@ -8,6 +8,10 @@
 //! rule that admits last never has to give back, and every sliding log but the first is
 //! asked whether it would admit before any rule takes.
 //!
+//! The decision is the engine's (`policy/engine.rs`), which [`KeyedPolicy`] shares
+//! (`policy/keyed.rs`): there each rule is per key or global, and what follows holds rule
+//! by rule, a per-key rule's state being one key's.
+//!
 //! What concurrent callers may see, on one policy:
 //! - No rule ever admits past its limit: each rule's step is its own atomic admission.
 //! - Called from one thread at a time, every decision is exact: a denial leaves every
@@ -23,6 +27,12 @@
 //!   changed the later log's answer after it was asked. Either way a rule only ever errs
 //!   on the side of its limit.
 
+mod engine;
+mod file;
+mod keyed;
+
+use self::engine::{Costs, Engine, Rules, Taken};
+pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::decision::Decision;
@@ -64,20 +74,7 @@ pub const MAX_RULES: usize = 8;
 pub struct Policy {
     /// One limiter per rule, in the order given.
     rules: Box<[Limiter]>,
-    /// The order the rules take a request in (indices into `rules`): the `givers` rules
-    /// that can give units back, then those that cannot.
-    order: Box<[usize]>,
-    givers: usize,
-}
-
-/// How far [`Policy::take_each`] got.
-enum Taken {
-    /// Every rule admitted.
-    All,
-    /// The rule of this index denied; the rules before it gave back.
-    Denied(usize),
-    /// A rule could not decide; the rules before it gave back.
-    Undecided,
+    engine: Engine,
 }
 
 /// A policy's decision: the combined [`Decision`], which rule denied, and each rule's own.
@@ -100,6 +97,38 @@ impl PolicyDecision {
     pub fn rules(&self) -> &[Decision] {
         &self.rules[..self.len]
     }
+
+    /// The policy's decision from each rule's own (the first `len` of `rules`, in the
+    /// order given), denied by `denied_by`: `limit` and `remaining` the least, the waits
+    /// the greatest, over the rules `taking_part` gives a limit for (the rules the request
+    /// costs).
+    pub(crate) fn combine(
+        rules: [Decision; MAX_RULES],
+        len: usize,
+        taking_part: impl Fn(usize) -> Option<u64>,
+        denied_by: Option<usize>,
+    ) -> Self {
+        let mut decision = Decision {
+            allowed: denied_by.is_none(),
+            limit: u64::MAX,
+            remaining: u64::MAX,
+            ..Decision::default()
+        };
+        for (index, rule) in rules[..len].iter().enumerate() {
+            if let Some(limit) = taking_part(index) {
+                decision.limit = decision.limit.min(limit);
+                decision.remaining = decision.remaining.min(rule.remaining);
+                decision.retry_after_ns = decision.retry_after_ns.max(rule.retry_after_ns);
+                decision.reset_after_ns = decision.reset_after_ns.max(rule.reset_after_ns);
+            }
+        }
+        Self {
+            decision,
+            denied_by,
+            rules,
+            len,
+        }
+    }
 }
 
 impl Policy {
@@ -113,15 +142,8 @@ impl Policy {
             return Err(Error::InvalidConfig(ConfigError::PolicyRules));
         }
         let rules: Box<[Limiter]> = rules.iter().map(Limiter::new).collect::<Result<_, _>>()?;
-        let mut order: Box<[usize]> = (0..rules.len()).collect();
-        // Stable: in the order given, those that give back first.
-        order.sort_by_key(|&index| !rules[index].rule().gives_back());
-        let givers = rules.iter().filter(|rule| rule.rule().gives_back()).count();
-        Ok(Self {
-            rules,
-            order,
-            givers,
-        })
+        let engine = Engine::new(rules.iter().map(|rule| (rule.rule(), false)));
+        Ok(Self { rules, engine })
     }
 
     /// The rules, in the order given.
@@ -147,18 +169,41 @@ impl Policy {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn acquire_at(&self, n: u64, now_ns: u64) -> Result<PolicyDecision, Error> {
-        self.check(n)?;
-        let mut decisions = [Decision::default(); MAX_RULES];
-        if n == 0 {
-            for (decision, rule) in decisions.iter_mut().zip(self.rules.iter()) {
-                *decision = rule.peek_at(0, now_ns);
-            }
-            return Ok(self.combined(decisions, None));
-        }
-        match self.take(n, now_ns, Some(&mut decisions)) {
-            Ok(()) => Ok(self.combined(decisions, None)),
-            Err(denying) => Ok(self.denial(n, now_ns, denying, decisions[denying])),
-        }
+        let costs = self.uniform(n)?;
+        self.engine.acquire_at(&*self.rules, &costs, now_ns)
+    }
+
+    /// Acquires `costs[i]` units of rule `i` now, for every rule, or nothing: a rule of
+    /// cost 0 takes no part (its decision in [`PolicyDecision::rules`] only reports its
+    /// state, and the combined decision leaves it out). All costs 0 only reports.
+    ///
+    /// ```
+    /// use rate::{Config, Policy};
+    /// const SECOND: u64 = 1_000_000_000;
+    /// // Writes: 1 a second; all requests: 3 a second.
+    /// let policy = Policy::new(&[Config::gcra(1, SECOND), Config::gcra(3, SECOND)]).unwrap();
+    /// assert!(policy.acquire_costs_at(&[1, 1], 0).unwrap().decision.allowed); // a write
+    /// assert_eq!(policy.acquire_costs_at(&[1, 1], 0).unwrap().denied_by, Some(0));
+    /// let read = policy.acquire_costs_at(&[0, 1], 0).unwrap();
+    /// assert!(read.decision.allowed);
+    /// assert_eq!(read.decision.remaining, 1); // the write rule is left out
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if a cost exceeds its rule's limit;
+    /// [`Error::InvalidConfig`] with [`ConfigError::PolicyCosts`] if there is not one cost
+    /// per rule.
+    pub fn acquire_costs(&self, costs: &[u64]) -> Result<PolicyDecision, Error> {
+        self.acquire_costs_at(costs, time::now_ns())
+    }
+
+    /// [`acquire_costs`](Self::acquire_costs) at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`acquire_costs`](Self::acquire_costs).
+    pub fn acquire_costs_at(&self, costs: &[u64], now_ns: u64) -> Result<PolicyDecision, Error> {
+        let costs = self.costs(costs)?;
+        self.engine.acquire_at(&*self.rules, &costs, now_ns)
     }
 
     /// Acquires `n` units now from every rule, or from none, and says only whether they
@@ -167,15 +212,60 @@ impl Policy {
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit.
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
-        self.check(n)?;
-        if n == 0 {
-            return Ok(true);
+        let costs = self.uniform(n)?;
+        Ok(self.try_acquire_now(&costs))
+    }
+
+    /// [`try_acquire`](Self::try_acquire) of one cost per rule, as
+    /// [`acquire_costs`](Self::acquire_costs).
+    ///
+    /// # Errors
+    /// As [`acquire_costs`](Self::acquire_costs).
+    pub fn try_acquire_costs(&self, costs: &[u64]) -> Result<bool, Error> {
+        let costs = self.costs(costs)?;
+        Ok(self.try_acquire_now(&costs))
+    }
+
+    /// [`try_acquire`](Self::try_acquire) at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`try_acquire`](Self::try_acquire).
+    pub fn try_acquire_at(&self, n: u64, now_ns: u64) -> Result<bool, Error> {
+        let costs = self.uniform(n)?;
+        self.engine.try_acquire_at(&*self.rules, &costs, now_ns)
+    }
+
+    /// [`try_acquire_costs`](Self::try_acquire_costs) at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`acquire_costs`](Self::acquire_costs).
+    pub fn try_acquire_costs_at(&self, costs: &[u64], now_ns: u64) -> Result<bool, Error> {
+        let costs = self.costs(costs)?;
+        self.engine.try_acquire_at(&*self.rules, &costs, now_ns)
+    }
+
+    /// `n` of every rule, checked.
+    fn uniform(&self, n: u64) -> Result<Costs, Error> {
+        self.costs(&self.engine.uniform(n)[..self.rules.len()])
+    }
+
+    /// One cost per rule, checked.
+    fn costs(&self, costs: &[u64]) -> Result<Costs, Error> {
+        self.engine
+            .costs(self.rules.iter().map(Limiter::rule), costs)
+    }
+
+    /// A try_acquire of checked `costs` now.
+    fn try_acquire_now(&self, costs: &Costs) -> bool {
+        if costs.iter().all(|&cost| cost == 0) {
+            return true;
         }
         let time = Monotonic;
         // On the cheap clock's bounds where the rules settle there, as a limiter's
         // `try_acquire` does: each rule's outcome then holds at every instant within them.
-        // A policy whose sliding logs need asking first (see `take`) takes the exact time.
-        let bounds = if self.rules.len() - self.givers <= 1 {
+        // A request whose sliding logs need asking first (see `Engine::take`) takes the
+        // exact time.
+        let bounds = if self.engine.takers(costs) <= 1 {
             time.bounds()
         } else {
             None
@@ -185,159 +275,65 @@ impl Policy {
             // exact time, and so are the rules after it, if that time lies within the
             // bounds: the rules settled before it hold at that instant too.
             let mut exact = None;
-            let taken = self.take_each(|_, rule| {
+            let taken = self.engine.take_each(&*self.rules, costs, |index, n| {
+                let rule = &self.rules[index];
                 if let Some(now) = exact {
-                    return Some(rule.try_acquire_refundable_at(n, now));
+                    return Ok(Some(rule.try_acquire_refundable_at(n, now)));
                 }
-                rule.settle_refundable(n, bounds).or_else(|| {
+                Ok(rule.settle_refundable(n, bounds).or_else(|| {
                     let now = time.now_after(bounds);
                     (now <= bounds.latest).then(|| {
                         exact = Some(now);
                         rule.try_acquire_refundable_at(n, now)
                     })
-                })
+                }))
             });
             match taken {
-                Taken::All => return Ok(true),
-                Taken::Denied(_) => return Ok(false),
-                Taken::Undecided => {}
+                Ok(Taken::All) => return true,
+                Ok(Taken::Denied(_)) => return false,
+                // A limiter's steps never fail.
+                Ok(Taken::Undecided) | Err(_) => {}
             }
         }
-        Ok(self.take(n, time.now(), None).is_ok())
+        // A limiter's steps never fail.
+        self.engine
+            .try_acquire_at(&*self.rules, costs, time.now())
+            .unwrap_or(false)
+    }
+}
+
+/// A policy's own limiters, as the engine takes from them.
+impl Rules for [Limiter] {
+    type Refund = RuleRefund;
+
+    #[inline]
+    fn peek_at(&self, rule: usize, n: u64, now_ns: u64) -> Decision {
+        self[rule].peek_at(n, now_ns)
     }
 
-    /// [`try_acquire`](Self::try_acquire) at `now_ns`.
-    ///
-    /// # Errors
-    /// As [`try_acquire`](Self::try_acquire).
-    pub fn try_acquire_at(&self, n: u64, now_ns: u64) -> Result<bool, Error> {
-        self.check(n)?;
-        Ok(n == 0 || self.take(n, now_ns, None).is_ok())
-    }
-
-    fn check(&self, n: u64) -> Result<(), Error> {
-        self.rules
-            .iter()
-            .try_for_each(|rule| rule.rule().check(n, None))
-    }
-
-    /// Takes `1 ≤ n` units at `now_ns` from each rule in turn, each rule's decision in
-    /// `decisions` if asked for (else only whether it admits, without the report's work).
-    /// A rule that denies ends it: the rules before it give their units back, and the
-    /// denying rule's index is the error.
-    fn take(
+    #[inline]
+    fn acquire_refundable_at(
         &self,
+        rule: usize,
         n: u64,
         now_ns: u64,
-        mut decisions: Option<&mut [Decision; MAX_RULES]>,
-    ) -> Result<(), usize> {
-        // The rules that cannot give back take last, the first of them before the others:
-        // those others are asked first, so that (but for a concurrent request changing an
-        // answer) none of them denies once one has taken.
-        for &index in self.order[self.givers..].iter().skip(1) {
-            let decision = self.rules[index].peek_at(n, now_ns);
-            if !decision.allowed {
-                if let Some(decisions) = decisions.as_deref_mut() {
-                    decisions[index] = decision;
-                }
-                return Err(index);
-            }
-        }
-        let taken = self.take_each(|index, rule| {
-            let (allowed, refund) = match decisions.as_deref_mut() {
-                Some(decisions) => {
-                    let (decision, refund) = rule.acquire_refundable_at(n, now_ns);
-                    decisions[index] = decision;
-                    (decision.allowed, refund)
-                }
-                None => rule.try_acquire_refundable_at(n, now_ns),
-            };
-            Some((allowed, refund))
-        });
-        match taken {
-            Taken::Denied(index) => Err(index),
-            // Every step above decides, at the exact time.
-            Taken::All | Taken::Undecided => Ok(()),
-        }
+    ) -> Result<(Decision, Option<RuleRefund>), Error> {
+        Ok(self[rule].acquire_refundable_at(n, now_ns))
     }
 
-    /// Runs `step` on each rule in the order they take: its outcome (`Some((admitted,
-    /// refund))`) or `None` when it cannot decide. A rule that denies or cannot decide
-    /// ends it, and the rules before it give their units back.
-    #[inline(always)]
-    fn take_each(
+    #[inline]
+    fn try_acquire_refundable_at(
         &self,
-        mut step: impl FnMut(usize, &Limiter) -> Option<(bool, Option<RuleRefund<'_>>)>,
-    ) -> Taken {
-        // What each rule that took gives back, by its index.
-        let mut refunds: [Option<RuleRefund<'_>>; MAX_RULES] = [None; MAX_RULES];
-        for (position, &index) in self.order.iter().enumerate() {
-            let outcome = step(index, &self.rules[index]);
-            if let Some((true, refund)) = outcome {
-                refunds[index] = refund;
-                continue;
-            }
-            for &taken in self.order[..position].iter().rev() {
-                if let Some(refund) = refunds[taken] {
-                    self.rules[taken].refund(refund);
-                }
-            }
-            return match outcome {
-                Some(_) => Taken::Denied(index),
-                None => Taken::Undecided,
-            };
-        }
-        Taken::All
+        rule: usize,
+        n: u64,
+        now_ns: u64,
+    ) -> Result<(bool, Option<RuleRefund>), Error> {
+        Ok(self[rule].try_acquire_refundable_at(n, now_ns))
     }
 
-    /// The report of a request of `n` units at `now_ns` that rule `denying` denied (with
-    /// `denial`), after the rules before it gave their units back: each other rule's own
-    /// decision on the state as it is.
-    fn denial(&self, n: u64, now_ns: u64, denying: usize, denial: Decision) -> PolicyDecision {
-        let mut decisions = [Decision::default(); MAX_RULES];
-        for (index, (decision, rule)) in decisions.iter_mut().zip(self.rules.iter()).enumerate() {
-            *decision = if index == denying {
-                denial
-            } else {
-                let state = rule.peek_at(0, now_ns);
-                let request = rule.peek_at(n, now_ns);
-                Decision {
-                    allowed: request.allowed,
-                    retry_after_ns: request.retry_after_ns,
-                    ..state
-                }
-            };
-        }
-        let denied_by = decisions[..self.rules.len()]
-            .iter()
-            .position(|decision| !decision.allowed);
-        self.combined(decisions, denied_by)
-    }
-
-    fn combined(&self, rules: [Decision; MAX_RULES], denied_by: Option<usize>) -> PolicyDecision {
-        let each = &rules[..self.rules.len()];
-        let decision = Decision {
-            allowed: denied_by.is_none(),
-            limit: self.least_limit(),
-            remaining: each.iter().map(|rule| rule.remaining).min().unwrap_or(0),
-            retry_after_ns: each
-                .iter()
-                .map(|rule| rule.retry_after_ns)
-                .max()
-                .unwrap_or(0),
-            reset_after_ns: each
-                .iter()
-                .map(|rule| rule.reset_after_ns)
-                .max()
-                .unwrap_or(0),
-            wait_ns: 0,
-        };
-        PolicyDecision {
-            decision,
-            denied_by,
-            rules,
-            len: self.rules.len(),
-        }
+    #[inline]
+    fn refund(&self, rule: usize, refund: RuleRefund) {
+        self[rule].refund(refund);
     }
 }
 

@@ -60,6 +60,9 @@ const RESET_PATIENCE: Duration = Duration::from_secs(1);
 pub(crate) const KIND_LIMITER: u64 = 1;
 /// The kind of table a file holds: a keyed table.
 pub(crate) const KIND_KEYED: u64 = 2;
+/// The kind of table a file holds: a keyed policy's rules, each a keyed table or a
+/// limiter's words, described after the header.
+pub(crate) const KIND_KEYED_POLICY: u64 = 3;
 
 /// Header word indexes.
 const W_MAGIC: usize = 0;
@@ -116,8 +119,13 @@ pub(crate) struct Contents<'a> {
     pub(crate) state_words: usize,
     /// The initial value of state word `index`.
     pub(crate) initial: &'a dyn Fn(usize) -> u64,
-    /// State words a reset for a new boot leaves as they are: they hold no time.
-    pub(crate) kept: std::ops::Range<usize>,
+    /// Whether a reset for a new boot leaves state word `index` as it is: it holds no
+    /// time.
+    pub(crate) kept: &'a dyn Fn(usize) -> bool,
+    /// The first state words, which say what the table is beyond what the header says (a
+    /// keyed policy's rules), compared as the header is: empty for most tables. They are
+    /// among `initial`'s values, and `kept`.
+    pub(crate) descriptor: &'a [u64],
     /// A keyed table's hash key (`[0, 0]` for a limiter); a new file keeps it for good.
     pub(crate) hash_key: [u64; 2],
     /// The PID namespace the table's processes must share ([`pid_namespace`]), or 0 where
@@ -200,6 +208,7 @@ impl Mapping {
         let built = (|| {
             // Exactly 0600, whatever the umask removed or not.
             file.set_permissions(fs::Permissions::from_mode(0o600))?;
+            check_room(&file, (words as u64).saturating_mul(8))?;
             let mut header = header(identity, words, boot_id(), contents.hash_key);
             header[W_PID_NAMESPACE] = contents.pid_namespace;
             let value = |index: usize| match index.checked_sub(HEADER_WORDS) {
@@ -259,7 +268,12 @@ impl Mapping {
         // Relaxed: the header never changes once linked (but for the boot word below).
         let matches =
             (0..W_BOOT).all(|index| found[index].load(Ordering::Relaxed) == expected[index]);
-        if !matches {
+        // Relaxed: written before the file was linked, never changed (a reset keeps them).
+        let described = found[HEADER_WORDS..]
+            .iter()
+            .zip(contents.descriptor)
+            .all(|(word, &expected)| word.load(Ordering::Relaxed) == expected);
+        if !matches || !described || contents.descriptor.len() > contents.state_words {
             return Err(Error::Incompatible);
         }
         mapping.settle_boot(boot_id(), contents);
@@ -300,7 +314,7 @@ impl Mapping {
                     for (index, state) in self.words()[HEADER_WORDS..][..contents.state_words]
                         .iter()
                         .enumerate()
-                        .filter(|(index, _)| !contents.kept.contains(index))
+                        .filter(|&(index, _)| !(contents.kept)(index))
                     {
                         // Relaxed: published by the Release store below.
                         state.store((contents.initial)(index), Ordering::Relaxed);
@@ -384,6 +398,24 @@ fn create_beside(path: &Path) -> Result<(PathBuf, File), Error> {
             Err(error) => return Err(os_error(&error)),
         }
     }
+}
+
+/// Refuses a file of `bytes` larger than its file system's free space before any of it
+/// is written: written word by word, it would fill the file system first (`ENOSPC`).
+fn check_room(file: &File, bytes: u64) -> io::Result<()> {
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `file`'s descriptor is open, and `stats` is writable for fstatvfs to fill.
+    if unsafe { libc::fstatvfs(file.as_raw_fd(), stats.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstatvfs returned 0, so it filled `stats`.
+    let stats = unsafe { stats.assume_init() };
+    // A file system that reports no blocks at all (ramfs, an unlimited tmpfs) has no
+    // free-space figure to compare with.
+    if stats.f_blocks != 0 && bytes > stats.f_bavail.saturating_mul(stats.f_frsize) {
+        return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+    }
+    Ok(())
 }
 
 /// A name beside `path` that no other opener uses: the process id and a counter.

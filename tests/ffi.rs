@@ -557,3 +557,70 @@ fn redis_script_gives_the_script_and_its_arguments() {
         );
     }
 }
+
+/// `rate_redis_policy_prepare` hands out the policy script and its arguments: the rule
+/// count, then each rule's algorithm and two arguments (GCRA: T and B; windows and log: L
+/// and P), and the least limit; bad input is a status, never a crash.
+#[test]
+fn redis_policy_script_gives_the_script_and_its_arguments() {
+    let rules = [
+        gcra(10, SECOND, 20),
+        rate_config {
+            algorithm: RATE_SLIDING_LOG,
+            limit: 5,
+            period_ns: 60 * SECOND,
+            burst: 0,
+        },
+    ];
+    let mut out = std::mem::MaybeUninit::<rate_redis_policy_script>::uninit();
+    // SAFETY: two live configs and a writable out.
+    let status = unsafe { rate_redis_policy_prepare(rules.as_ptr(), 2, out.as_mut_ptr()) };
+    assert_eq!(status, RATE_OK);
+    // SAFETY: written on RATE_OK.
+    let script = unsafe { out.assume_init() };
+    assert_eq!(script.config_args_len, 7);
+    assert_eq!(
+        script.config_args[..7],
+        [2, 0, SECOND / 10, 20, 3, 5, 60 * SECOND]
+    );
+    assert_eq!(script.limit, 5);
+    // SAFETY: the source is static and NUL-terminated.
+    let source = unsafe { CStr::from_ptr(script.source) }.to_str().unwrap();
+    assert!(source.contains("the last part of a policy's"), "{source}");
+
+    let nine = [gcra(1, SECOND, 0); 9];
+    let mut unknown = gcra(1, SECOND, 0);
+    unknown.algorithm = 7;
+    // SAFETY: as above, and NULL pointers and bad rules the function must refuse.
+    unsafe {
+        assert_eq!(
+            rate_redis_policy_prepare(ptr::null(), 1, out.as_mut_ptr()),
+            RATE_E_NULL
+        );
+        assert_eq!(
+            rate_redis_policy_prepare(rules.as_ptr(), 2, ptr::null_mut()),
+            RATE_E_NULL
+        );
+        for (rules, len) in [
+            (nine.as_ptr(), 0),
+            (nine.as_ptr(), 9),
+            (&unknown as *const _, 1),
+        ] {
+            assert_eq!(
+                rate_redis_policy_prepare(rules, len, out.as_mut_ptr()),
+                RATE_E_INVALID_CONFIG
+            );
+        }
+        // A window's period of 2^53 ns: not exact in Lua's doubles.
+        let long = rate_config {
+            algorithm: RATE_FIXED_WINDOW,
+            limit: 1,
+            period_ns: 1 << 53,
+            burst: 0,
+        };
+        assert_eq!(
+            rate_redis_policy_prepare([rules[0], long].as_ptr(), 2, out.as_mut_ptr()),
+            RATE_E_INVALID_CONFIG
+        );
+    }
+}

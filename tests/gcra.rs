@@ -4,12 +4,9 @@
 
 mod common;
 
-use common::{smallest, Rng, MS, SECOND};
+use common::models::{GcraModel, END};
+use common::{Rng, MS, SECOND};
 use rate::{Config, ConfigError, Decision, Error, Limiter};
-
-/// The largest TAT a state stores, 2⁶⁴ − 257: the values above it mark keyed-table
-/// slots, so the timeline of a TAT ends there (src/gcra.rs).
-const END: u64 = u64::MAX - 256;
 
 fn gcra(limit: u64, period_ns: u64, burst: u64) -> Limiter {
     Limiter::new(&Config::gcra(limit, period_ns).with_burst(burst)).unwrap()
@@ -171,86 +168,6 @@ fn try_acquire_matches_acquire_on_the_same_history() {
     );
 }
 
-/// DESIGN §4 GCRA, sequentially, in u128 so nothing can overflow.
-#[derive(Clone)]
-struct Model {
-    emission_interval: u128,
-    burst: u128,
-    tat: u128,
-}
-
-impl Model {
-    /// The new TAT if `n` units at `t` with `max_wait` would be admitted, ignoring that
-    /// the TAT must fit in u64: this part of the rule is monotone in `t`.
-    fn admits_unbounded(&self, t: u128, n: u128, max_wait: u128) -> Option<u128> {
-        let new_tat = self.tat.max(t) + n * self.emission_interval;
-        (new_tat - t <= self.burst * self.emission_interval + max_wait).then_some(new_tat)
-    }
-
-    /// The whole rule: also, the new TAT must be storable, at most END.
-    fn admits(&self, t: u128, n: u128, max_wait: u128) -> Option<u128> {
-        self.admits_unbounded(t, n, max_wait)
-            .filter(|&new_tat| new_tat <= u128::from(END))
-    }
-
-    fn remaining(&self, t: u128) -> u128 {
-        // The most units a plain acquire could take at t: search 0..=burst.
-        (1..=self.burst)
-            .rev()
-            .find(|&m| self.admits(t, m, 0).is_some())
-            .unwrap_or(0)
-    }
-
-    /// The smallest d with `holds(d)`, where `holds` = (a monotone rising condition, found
-    /// by `rising`) ∧ (the end-of-time condition, which only falls): search the first,
-    /// then check the second there.
-    fn first(t: u64, rising: impl FnMut(u64) -> bool, holds: impl Fn(u64) -> bool) -> u64 {
-        match smallest(u64::MAX - t, rising) {
-            d if d != u64::MAX && holds(d) => d,
-            _ => u64::MAX,
-        }
-    }
-
-    fn decide(&mut self, t: u64, n: u64, max_wait: u64) -> Decision {
-        let (t128, n128, w128) = (u128::from(t), u128::from(n), u128::from(max_wait));
-        let at = |d: u64| t128 + u128::from(d);
-        // A query (n = 0) is always admitted and changes nothing (DESIGN §3).
-        let new_tat = if n == 0 {
-            Some(self.tat)
-        } else {
-            self.admits(t128, n128, w128)
-        };
-        let retry_after_ns = match new_tat {
-            Some(_) => 0,
-            None => Self::first(
-                t,
-                |d| self.admits_unbounded(at(d), n128, w128).is_some(),
-                |d| self.admits(at(d), n128, w128).is_some(),
-            ),
-        };
-        let wait_ns = match new_tat.filter(|_| n > 0) {
-            Some(new_tat) => {
-                self.tat = new_tat;
-                (new_tat - t128).saturating_sub(self.burst * self.emission_interval) as u64
-            }
-            None => 0,
-        };
-        let reset_after_ns = Self::first(
-            t,
-            |d| self.admits_unbounded(at(d), self.burst, 0).is_some(),
-            |d| self.remaining(at(d)) == self.burst,
-        );
-        Decision {
-            allowed: new_tat.is_some(),
-            limit: self.burst as u64,
-            remaining: self.remaining(t128) as u64,
-            retry_after_ns,
-            reset_after_ns,
-            wait_ns,
-        }
-    }
-}
-
 #[test]
 fn matches_the_sequential_model_on_random_histories() {
     let mut rng = Rng::new(0x6C69_6272_6174_6531);
@@ -260,7 +177,7 @@ fn matches_the_sequential_model_on_random_histories() {
         let burst = if rng.chance(30) { 0 } else { rng.range(1, 10) };
         let limiter = gcra(limit, period_ns, burst);
         let effective_burst = if burst == 0 { limit } else { burst };
-        let mut model = Model {
+        let mut model = GcraModel {
             emission_interval: u128::from(period_ns / limit),
             burst: u128::from(effective_burst),
             tat: 0,

@@ -1,6 +1,9 @@
 //! The keyed limiter's Rust API on a virtual clock: the seed scenario, the table's bounds,
 //! reclaim, queries, errors, threads, and a sequential reference model.
 
+mod common;
+
+use common::models::KeyedGcraModel;
 use rate::{Config, ConfigError, Error, KeyedLimiter};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -332,41 +335,11 @@ impl Lcg {
     }
 }
 
-/// GCRA per DESIGN §4, one TAT per key, as obviously as possible.
-struct Model {
-    emission_interval: u64,
-    tolerance: u64,
-    slots: u64,
-    tats: HashMap<u64, u64>,
-}
-
-impl Model {
-    /// `Err(())` for TableFull, else whether `n` units are admitted.
-    fn acquire(&mut self, key: u64, n: u64, now: u64) -> Result<(bool, u64), ()> {
-        let tat = self.tats.get(&key).copied().unwrap_or(0);
-        let live = |tat: u64| tat > now;
-        if !live(tat) {
-            let others_live = self.tats.values().filter(|&&tat| live(tat)).count() as u64;
-            if others_live == self.slots {
-                return Err(());
-            }
-        }
-        let start = tat.max(now);
-        let due = start + n * self.emission_interval;
-        if due - now <= self.tolerance {
-            self.tats.insert(key, due);
-            Ok((true, 0))
-        } else {
-            Ok((false, due - now - self.tolerance))
-        }
-    }
-}
-
 /// A small table that churns and fills (L=3 per 300 ns, so T=100 and B=3; capacity 4,
 /// so 8 slots for the tests' 14 keys) and its model, both empty.
-fn churn_table() -> (KeyedLimiter, Model) {
+fn churn_table() -> (KeyedLimiter, KeyedGcraModel) {
     let table = KeyedLimiter::new(&Config::gcra(3, 300), 4).unwrap();
-    let model = Model {
+    let model = KeyedGcraModel {
         emission_interval: 100,
         tolerance: 300,
         slots: table.max_keys(),

@@ -8,8 +8,10 @@
 use loom::sync::Arc;
 use loom::thread;
 use rate::{Config, Policy};
-use std::collections::BTreeSet;
-use std::sync::Mutex;
+
+mod common;
+
+use common::loom_keys::outcomes;
 
 const T: u64 = 100; // emission interval: 1 per 100 ns
 const NOW: u64 = 1000;
@@ -25,18 +27,6 @@ fn race(policy: &Arc<Policy>, costs: &[u64]) -> Vec<bool> {
         })
         .collect();
     handles.into_iter().map(|h| h.join().unwrap()).collect()
-}
-
-/// Runs `model` under loom, and returns the outcomes it gave over all interleavings.
-fn outcomes<O: Ord + Send + 'static>(model: fn() -> O) -> BTreeSet<O> {
-    let seen = std::sync::Arc::new(Mutex::new(BTreeSet::new()));
-    let outcomes = std::sync::Arc::clone(&seen);
-    loom::model(move || {
-        let outcome = model();
-        outcomes.lock().unwrap().insert(outcome);
-    });
-    let mut seen = seen.lock().unwrap();
-    std::mem::take(&mut *seen)
 }
 
 /// Each rule's remaining units after the race.

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{Rng, MS, SECOND};
+use common::models::combine;
+use common::{random_rule, Rng, MS, SECOND};
 use rate::{Algorithm, Config, ConfigError, Decision, Error, Limiter, Policy, PolicyDecision};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,28 +27,9 @@ fn model(rules: &[Config], admitted: &[(u64, u64)], n: u64, now: u64) -> PolicyD
         .iter()
         .map(|rule| replayed(rule, admitted).acquire_at(n, now).unwrap())
         .collect();
-    let denied_by = taken.iter().position(|decision| !decision.allowed);
-    let each: Vec<Decision> = match denied_by {
-        None => taken,
-        // Nothing taken: each rule's state as it is, and its own answer to the request.
-        Some(_) => rules
-            .iter()
-            .zip(&taken)
-            .map(|(rule, request)| Decision {
-                allowed: request.allowed,
-                retry_after_ns: request.retry_after_ns,
-                ..replayed(rule, admitted).acquire_at(0, now).unwrap()
-            })
-            .collect(),
-    };
-    let decision = Decision {
-        allowed: denied_by.is_none(),
-        limit: each.iter().map(|d| d.limit).min().unwrap(),
-        remaining: each.iter().map(|d| d.remaining).min().unwrap(),
-        retry_after_ns: each.iter().map(|d| d.retry_after_ns).max().unwrap(),
-        reset_after_ns: each.iter().map(|d| d.reset_after_ns).max().unwrap(),
-        wait_ns: 0,
-    };
+    let (decision, denied_by, each) = combine(taken, |i| {
+        replayed(&rules[i], admitted).acquire_at(0, now).unwrap()
+    });
     // A PolicyDecision is compared through its public parts (see `same`).
     let policy = Policy::new(rules).unwrap();
     let mut expected = policy.acquire_at(0, 0).unwrap();
@@ -61,18 +43,6 @@ fn model(rules: &[Config], admitted: &[(u64, u64)], n: u64, now: u64) -> PolicyD
 thread_local! {
     /// The rules' decisions of the last `model` call.
     static EXPECTED_RULES: std::cell::RefCell<Vec<Decision>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// A random rule of any algorithm, limits small enough that sequences reach them.
-fn random_rule(rng: &mut Rng) -> Config {
-    let limit = rng.range(1, 6);
-    let period = [100 * MS, SECOND, 7 * SECOND, 60 * SECOND][rng.below(4) as usize];
-    match rng.below(4) {
-        0 => Config::gcra(limit, period).with_burst(rng.range(1, 6)),
-        1 => Config::fixed_window(limit, period),
-        2 => Config::sliding_window(limit, period),
-        _ => Config::sliding_log(limit, period),
-    }
 }
 
 /// Random policies of 1 to 4 rules of any mix, random costs (queries and costs past the

@@ -286,6 +286,12 @@ fn failures_are_errors() {
         Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
     ));
     assert!(RedisLimiter::new(&Config::gcra(1, (1 << 53) - 1), "x").is_ok());
+    // A rule that never refills has no script, even where a bucket refilling once per
+    // 2⁶⁴/L ns would hold its numbers exactly (L = 2²⁰, burst 1: τ = 2⁴⁴).
+    assert!(matches!(
+        RedisLimiter::new(&Config::gcra(1 << 20, Config::FOREVER).with_burst(1), "x"),
+        Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
+    ));
     for algorithm in [Algorithm::FixedWindow, Algorithm::SlidingWindow] {
         assert!(matches!(
             RedisLimiter::new(&Config::new(algorithm, 1, 1 << 53), "x"),

@@ -2,8 +2,9 @@
 //! `redis-server` the test starts on a loopback port, through a
 //! `redis::aio::MultiplexedConnection` on tokio: the same decisions as the blocking
 //! methods and the in-process limiter for every algorithm, a batch as one script call,
-//! script reloads, a key of another type failing alone, a dead server an error; and on a
-//! three-master Cluster through its async connection, batches split by hash slot.
+//! script reloads, a key of another type failing alone, a dead server an error; a policy
+//! as the in-process one, and its reset; and on a three-master Cluster through its async
+//! connection, batches split by hash slot.
 // Not under loom, where tokio, the runtime these tests use, is left out (Cargo.toml).
 #![cfg(all(feature = "redis-async", not(loom)))]
 
@@ -15,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use common::redis_server::{server, RedisCluster, RedisServer};
 use common::{MS, SECOND};
-use rate::redis::{slot, RedisError, RedisLimiter, SLOTS};
-use rate::{Config, Decision, Error, Limiter};
+use rate::redis::{slot, RedisError, RedisLimiter, RedisPolicy, SLOTS};
+use rate::{Config, Decision, Error, Limiter, Policy};
 use redis::aio::MultiplexedConnection;
 
 /// An async connection to `server`, which answers within a second or fails.
@@ -369,4 +370,48 @@ async fn a_cluster_decides_slot_by_slot() {
         .map(|step| 1_000 * SECOND + step * SECOND / 3)
         .collect();
     assert_decides_as_in_process(&mut redis, &limiter, &keys, &times).await;
+}
+
+/// A policy of every algorithm through the async methods, with times forward and back and
+/// costs past the least limit: each decision the in-process policy's; a reset lifts the
+/// key's limit, and a single limiter's reset its key's.
+#[tokio::test]
+async fn a_policy_decides_as_in_process_and_resets() {
+    let Some((server, _)) = server() else {
+        return;
+    };
+    let mut redis = connect(&server).await;
+    let rules = every_algorithm();
+    let local = Policy::new(&rules).unwrap();
+    let remote = RedisPolicy::new(&rules, "async:policy:").unwrap();
+    for (n, ms) in [
+        (1, 0),
+        (2, 0),
+        (1, 10),
+        (0, 20),
+        (4, 30),
+        (3, 1_000),
+        (1, 900),
+    ] {
+        let got = remote.acquire_at_async(&mut redis, b"k", n, ms * MS).await;
+        match (got, local.acquire_at(n, ms * MS)) {
+            (Ok(got), Ok(want)) => assert_eq!(got, want, "{n} at {ms} ms"),
+            (Err(RedisError::Rate(got)), Err(want)) => assert_eq!(got, want),
+            (got, want) => panic!("{n} at {ms} ms: {got:?} against {want:?}"),
+        }
+    }
+    remote.reset_async(&mut redis, b"k").await.unwrap();
+    let fresh = remote.acquire_at_async(&mut redis, b"k", 3, 900 * MS).await;
+    assert!(fresh.unwrap().decision.allowed);
+    let other = remote.acquire_async(&mut redis, b"other", 3).await;
+    assert!(other.unwrap().decision.allowed);
+
+    let limiter = RedisLimiter::new(&rules[1], "async:reset:").unwrap();
+    for reset in [false, true] {
+        if reset {
+            limiter.reset_async(&mut redis, b"k").await.unwrap();
+        }
+        let full = limiter.acquire_at_async(&mut redis, b"k", 3, 0).await;
+        assert_eq!(full.unwrap().remaining, 0, "reset {reset}");
+    }
 }

@@ -13,7 +13,9 @@ use rate::{Config, Error, KeyedLimiter, Limiter};
 
 mod common;
 
-use common::processes::{in_processes, kill_and_reap, read_word, rewrite_word, spawn, Scratch};
+use common::processes::{
+    in_processes, in_threads, kill_and_reap, read_word, rewrite_word, spawn, Scratch,
+};
 use common::Rng;
 
 const SECOND: u64 = 1_000_000_000;
@@ -45,19 +47,6 @@ fn configs(limit: u64) -> [Config; 4] {
         Config::sliding_window(limit, HOUR),
         Config::sliding_log(limit, HOUR),
     ]
-}
-
-/// Runs `threads` threads of `body(thread index)` and sums what they return.
-fn in_threads(threads: usize, body: impl Fn(usize) -> u64 + Sync) -> u64 {
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|thread| {
-                let body = &body;
-                scope.spawn(move || body(thread))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
-    })
 }
 
 /// 4 processes × 4 threads take units of 10 keys at a frozen time until every key is
@@ -153,6 +142,20 @@ fn a_file_for_another_table_is_refused_untouched() {
         KeyedLimiter::open(scratch.path("none/table"), &config, 1).unwrap_err(),
         Error::Io(libc::ENOENT)
     );
+}
+
+/// A table larger than its file system's free space (here half a petabyte) is refused
+/// before any of it is written, rather than written until the file system is full, and
+/// leaves no file behind.
+#[test]
+fn a_table_larger_than_the_free_space_is_refused_at_once() {
+    let scratch = Scratch::new("keyed-huge");
+    let path = scratch.path("table");
+    assert_eq!(
+        KeyedLimiter::open(&path, &Config::gcra(3, HOUR), 1 << 44).unwrap_err(),
+        Error::Io(libc::ENOSPC)
+    );
+    assert_eq!(fs::read_dir(scratch.path("")).unwrap().count(), 0);
 }
 
 /// A table of another boot is reset: every slot vacant again, every key full.

@@ -15,8 +15,8 @@
 mod common;
 
 use common::decision;
+use common::models::{model_decide, FixedModel, LogModel, SlidingModel, WindowModel};
 use rate::{Algorithm, Config, ConfigError, Decision, Error, Limiter};
-use std::collections::BTreeMap;
 
 const SECOND: u64 = 1_000_000_000;
 const MINUTE: u64 = 60 * SECOND;
@@ -40,229 +40,6 @@ impl SplitMix64 {
             None => self.next(),
         }
     }
-}
-
-/// A sequential reference model of one algorithm.
-trait Model: Clone {
-    /// Whether `n ≥ 1` units would be admitted at `t`.
-    fn fits(&self, t: u64, n: u64) -> bool;
-    /// Logs `n` admitted units at `t`.
-    fn record(&mut self, t: u64, n: u64);
-    /// Units that could be admitted at `t`.
-    fn remaining(&self, t: u64) -> u64;
-    fn limit(&self) -> u64;
-}
-
-/// Per-window counts, for both window models. A request from a window older than the
-/// latest one anything was admitted in is evaluated at the start of that latest window.
-#[derive(Clone)]
-struct WindowCounts {
-    limit: u64,
-    period: u64,
-    counts: BTreeMap<u64, u64>,
-    latest_window: u64,
-}
-
-impl WindowCounts {
-    fn new(limit: u64, period: u64) -> Self {
-        Self {
-            limit,
-            period,
-            counts: BTreeMap::new(),
-            latest_window: 0,
-        }
-    }
-
-    /// The instant a request at `t` is evaluated at.
-    fn instant(&self, t: u64) -> u64 {
-        t.max(self.latest_window * self.period)
-    }
-
-    fn count(&self, window: Option<u64>) -> u64 {
-        window
-            .and_then(|w| self.counts.get(&w))
-            .copied()
-            .unwrap_or(0)
-    }
-
-    fn record(&mut self, t: u64, n: u64) {
-        let window = self.instant(t) / self.period;
-        *self.counts.entry(window).or_default() += n;
-        self.latest_window = window;
-    }
-}
-
-/// Fixed window: the count of the window the request is evaluated in.
-#[derive(Clone)]
-struct FixedModel(WindowCounts);
-
-impl FixedModel {
-    fn new(limit: u64, period: u64) -> Self {
-        Self(WindowCounts::new(limit, period))
-    }
-
-    fn count(&self, t: u64) -> u64 {
-        let windows = &self.0;
-        windows.count(Some(windows.instant(t) / windows.period))
-    }
-}
-
-impl Model for FixedModel {
-    fn fits(&self, t: u64, n: u64) -> bool {
-        self.count(t) + n <= self.0.limit
-    }
-    fn record(&mut self, t: u64, n: u64) {
-        self.0.record(t, n);
-    }
-    fn remaining(&self, t: u64) -> u64 {
-        self.0.limit - self.count(t)
-    }
-    fn limit(&self) -> u64 {
-        self.0.limit
-    }
-}
-
-/// Sliding window counter: the previous window's count weighted by its overlap.
-#[derive(Clone)]
-struct SlidingModel(WindowCounts);
-
-impl SlidingModel {
-    fn new(limit: u64, period: u64) -> Self {
-        Self(WindowCounts::new(limit, period))
-    }
-
-    /// prev·(P − e) + (cur + extra)·P ≤ L·P, in u128.
-    fn fits_extra(&self, t: u64, extra: u64) -> bool {
-        let windows = &self.0;
-        let t = windows.instant(t);
-        let window = t / windows.period;
-        let elapsed = u128::from(t - window * windows.period);
-        let period = u128::from(windows.period);
-        let prev = u128::from(windows.count(window.checked_sub(1)));
-        let cur = u128::from(windows.count(Some(window)));
-        prev * (period - elapsed) + (cur + u128::from(extra)) * period
-            <= u128::from(windows.limit) * period
-    }
-}
-
-impl Model for SlidingModel {
-    fn fits(&self, t: u64, n: u64) -> bool {
-        self.fits_extra(t, n)
-    }
-    fn record(&mut self, t: u64, n: u64) {
-        self.0.record(t, n);
-    }
-    /// The largest m ≤ L that fits (fitting is monotone in m), by bisection.
-    fn remaining(&self, t: u64) -> u64 {
-        let (mut fits, mut too_many) = (0, self.0.limit + 1);
-        if !self.fits_extra(t, 0) {
-            return 0;
-        }
-        while too_many - fits > 1 {
-            let middle = fits + (too_many - fits) / 2;
-            if self.fits_extra(t, middle) {
-                fits = middle;
-            } else {
-                too_many = middle;
-            }
-        }
-        fits
-    }
-    fn limit(&self) -> u64 {
-        self.0.limit
-    }
-}
-
-/// Every admitted unit's timestamp. A request is evaluated (and logged) at the latest
-/// logged timestamp if it is older.
-#[derive(Clone)]
-struct LogModel {
-    limit: u64,
-    period: u64,
-    stamps: Vec<u64>,
-}
-
-impl LogModel {
-    fn new(limit: u64, period: u64) -> Self {
-        Self {
-            limit,
-            period,
-            stamps: Vec::new(),
-        }
-    }
-
-    fn instant(&self, t: u64) -> u64 {
-        t.max(self.stamps.iter().copied().max().unwrap_or(0))
-    }
-
-    /// Logged units in `(t − P, t]`.
-    fn live(&self, t: u64) -> u64 {
-        let t = u128::from(self.instant(t));
-        let period = u128::from(self.period);
-        self.stamps
-            .iter()
-            .filter(|&&s| u128::from(s) + period > t)
-            .count() as u64
-    }
-}
-
-impl Model for LogModel {
-    fn fits(&self, t: u64, n: u64) -> bool {
-        self.live(t) + n <= self.limit
-    }
-    fn record(&mut self, t: u64, n: u64) {
-        let at = self.instant(t);
-        self.stamps.extend((0..n).map(|_| at));
-    }
-    fn remaining(&self, t: u64) -> u64 {
-        self.limit - self.live(t)
-    }
-    fn limit(&self) -> u64 {
-        self.limit
-    }
-}
-
-/// The smallest d with `holds(t + d)`, given it is monotone in d; `u64::MAX` if it does
-/// not hold even at the end of the timeline.
-fn first_d(t: u64, holds: impl Fn(u64) -> bool) -> u64 {
-    let (mut low, mut high) = (0u64, u64::MAX - t);
-    if !holds(u64::MAX) {
-        return u64::MAX;
-    }
-    while low < high {
-        let middle = low + (high - low) / 2;
-        if holds(t + middle) {
-            high = middle;
-        } else {
-            low = middle + 1;
-        }
-    }
-    low
-}
-
-/// The model's decision for `n` at `t`, every field by its definition; records it.
-fn model_decide<M: Model>(model: &mut M, t: u64, n: u64) -> Result<Decision, Error> {
-    let limit = model.limit();
-    if n > limit {
-        return Err(Error::InsufficientCapacity);
-    }
-    let allowed = n == 0 || model.fits(t, n);
-    if allowed && n > 0 {
-        model.record(t, n);
-    }
-    let retry_after_ns = if allowed {
-        0
-    } else {
-        first_d(t, |at| model.fits(at, n))
-    };
-    Ok(Decision {
-        allowed,
-        limit,
-        remaining: model.remaining(t),
-        retry_after_ns,
-        reset_after_ns: first_d(t, |at| model.remaining(at) == limit),
-        wait_ns: 0,
-    })
 }
 
 /// A limiter with the same admitted history as the one under test.
@@ -318,7 +95,7 @@ struct Seen {
 }
 
 /// Drives one limiter and its model through a random sequence, comparing every field.
-fn run_random<M: Model>(
+fn run_random<M: WindowModel>(
     config: Config,
     mut model: M,
     rng: &mut SplitMix64,
@@ -391,11 +168,11 @@ fn large_config(rng: &mut SplitMix64, algorithm: Algorithm) -> Config {
     Config::new(algorithm, limit, 4 * limit + rng.up_to(1 << 62))
 }
 
-fn random_runs<M: Model>(algorithm: Algorithm, model: impl Fn(u64, u64) -> M) {
+fn random_runs<M: WindowModel>(algorithm: Algorithm, model: impl Fn(u64, u64) -> M) {
     random_runs_of(algorithm, random_config, &model);
 }
 
-fn random_runs_of<M: Model>(
+fn random_runs_of<M: WindowModel>(
     algorithm: Algorithm,
     config_of: fn(&mut SplitMix64, Algorithm) -> Config,
     model: impl Fn(u64, u64) -> M,

@@ -36,7 +36,8 @@ func (s shared) AcquireAt(_ string, n int, now time.Duration) (Decision, error) 
 func (s shared) Config() Config { return s.limiter.Config() }
 
 // PolicyLimiter is what a Middleware made by NewPolicyMiddleware consults for each
-// request: several rules decided together, such as SharedPolicy(policy).
+// request: several rules decided together, such as SharedPolicy(policy) (every key shares
+// them) or a *KeyedPolicy (per-key rules for the request's key, and global rules).
 type PolicyLimiter interface {
 	// AcquireAt takes n units for key at now from every rule, or from none, as
 	// Policy.AcquireAt.

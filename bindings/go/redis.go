@@ -6,10 +6,13 @@ package librate
 #cgo nocallback rate_redis_prepare
 #cgo noescape rate_redis_slot
 #cgo nocallback rate_redis_slot
+#cgo noescape rate_redis_policy_prepare
+#cgo nocallback rate_redis_policy_prepare
 */
 import "C"
 
 import (
+	"fmt"
 	"runtime"
 
 	"librate/bindings/go/internal/hook"
@@ -63,12 +66,46 @@ func PrepareRedis(config Config) (RedisScript, error) {
 	if status != C.RATE_OK {
 		return RedisScript{}, statusError(status)
 	}
-	args := make([]uint64, out.config_args_len)
-	for i := range args {
-		args[i] = uint64(out.config_args[i])
+	return redisScript(out.source, out.config_args[:out.config_args_len], out.limit), nil
+}
+
+// redisScript is a prepared script in Go memory (the source is static in librate: copied
+// once here).
+func redisScript(source *C.char, configArgs []C.uint64_t, limit C.uint64_t) RedisScript {
+	args := make([]uint64, len(configArgs))
+	for i, arg := range configArgs {
+		args[i] = uint64(arg)
 	}
-	// The source is static in librate: copied once into Go memory here.
-	return RedisScript{Source: C.GoString(out.source), ConfigArgs: args, Limit: uint64(out.limit)}, nil
+	return RedisScript{Source: C.GoString(source), ConfigArgs: args, Limit: uint64(limit)}
+}
+
+// PrepareRedisPolicy returns the script deciding a policy of rules (1 to MaxRules, any
+// algorithms) on Redis: one call decides every rule of one key at one now and writes
+// their states only if all admit, so a denied request takes from no rule. Send it as a
+// RedisScript with the rules' keys in rule order (rule i of key under prefix at
+// prefix + "{=" + key + "}:" + i, all in one Cluster hash slot for a prefix without "{"
+// or "}") and the arguments now, n, "0", then ConfigArgs. The reply is the array of the
+// rules' decisions in rule order (on a denial, a rule that would admit reports Remaining
+// and ResetAfter of its state as it is, as Policy does); Limit is the least of the
+// rules'; the combined decision is the caller's, as PolicyDecision documents. The error
+// is a *ConfigError for a wrong number of rules or the first rule PrepareRedis rejects.
+func PrepareRedisPolicy(rules ...Config) (RedisScript, error) {
+	if len(rules) == 0 || len(rules) > MaxRules {
+		return RedisScript{}, &ConfigError{Reason: fmt.Sprintf("a policy holds 1 to %d rules, not %d", MaxRules, len(rules))}
+	}
+	var cRules [MaxRules]C.rate_config
+	for i, rule := range rules {
+		if _, err := PrepareRedis(rule); err != nil {
+			return RedisScript{}, ruleError(i, err)
+		}
+		// Cannot fail: PrepareRedis converted it.
+		cRules[i], _ = rule.toC()
+	}
+	var out C.rate_redis_policy_script
+	if status := C.rate_redis_policy_prepare(&cRules[0], C.size_t(len(rules)), &out); status != C.RATE_OK {
+		return RedisScript{}, statusError(status)
+	}
+	return redisScript(out.source, out.config_args[:out.config_args_len], out.limit), nil
 }
 
 func init() {
@@ -93,6 +130,8 @@ func limiterAt(l *Limiter, n int, nowNs, maxWaitNs uint64, reserve bool) (Decisi
 
 // RedisSlot is the Redis Cluster hash slot (0 to 16383) of the Redis key redisKey: CRC16
 // of its hash tag, or of the whole key without one, as every Cluster node computes it.
+// The keys of one request share a slot: a limiter's "prefix{key}" is one key, and a
+// policy's rules' "prefix{=key}:i" (see PrepareRedisPolicy) all hash the tag "=key".
 func RedisSlot(redisKey string) uint16 {
 	var slot C.uint16_t
 	key := stringKey(redisKey)

@@ -130,29 +130,36 @@ pub(super) unsafe fn key_bytes<'a>(key: *const u8, key_len: usize) -> Option<&'a
     }
 }
 
-/// Runs an export's body on the table and key behind its pointers, inside the boundary:
-/// RATE_E_NULL if the handle is NULL, or the key is NULL with a non-zero length.
+/// Runs an export's body on the handle's `inner` value (a table, a policy) and the key
+/// behind its pointers, inside the boundary: RATE_E_NULL if the handle is NULL, or the
+/// key is NULL with a non-zero length.
 ///
 /// # Safety
-/// `keyed` is NULL or a live handle from `rate_keyed_new`; `key` is NULL or points to
-/// `key_len` readable bytes for the duration of the call.
-unsafe fn with_key(
-    keyed: *const rate_keyed,
+/// `handle` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes
+/// for the duration of the call.
+pub(super) unsafe fn with_key<H, T>(
+    handle: *const H,
     key: *const u8,
     key_len: usize,
-    body: impl FnOnce(&KeyedLimiter, &[u8]) -> i32,
+    inner: impl FnOnce(&H) -> &T,
+    body: impl FnOnce(&T, &[u8]) -> i32,
 ) -> i32 {
     boundary(|| {
         // SAFETY: per this function's contract; `as_ref` checks NULL.
-        let Some(keyed) = (unsafe { keyed.as_ref() }) else {
+        let Some(handle) = (unsafe { handle.as_ref() }) else {
             return RATE_E_NULL;
         };
         // SAFETY: per this function's contract.
         let Some(key) = (unsafe { key_bytes(key, key_len) }) else {
             return RATE_E_NULL;
         };
-        body(&keyed.table, key)
+        body(inner(handle), key)
     })
+}
+
+/// The table behind a handle.
+fn table(keyed: &rate_keyed) -> &KeyedLimiter {
+    &keyed.table
 }
 
 /// Acquires `n` units for the key of `key_len` bytes at `key`, now (CLOCK_MONOTONIC, see
@@ -193,7 +200,7 @@ pub unsafe extern "C" fn rate_keyed_acquire(
         unsafe { report(table.acquire(key, n), out) }
     };
     // SAFETY: passed on from this function's contract.
-    unsafe { with_key(keyed, key, key_len, body) }
+    unsafe { with_key(keyed, key, key_len, table, body) }
 }
 
 /// Acquires `n` units for the key at `now_ns` (nanoseconds on the caller's timeline; use
@@ -223,7 +230,7 @@ pub unsafe extern "C" fn rate_keyed_acquire_at(
         unsafe { report(table.acquire_at(key, n, now_ns), out) }
     };
     // SAFETY: passed on from this function's contract.
-    unsafe { with_key(keyed, key, key_len, body) }
+    unsafe { with_key(keyed, key, key_len, table, body) }
 }
 
 /// Reserves `n` units for the key at `now_ns`: the leaky bucket as a queue (traffic
@@ -256,7 +263,7 @@ pub unsafe extern "C" fn rate_keyed_reserve_at(
         unsafe { report(table.reserve_at(key, n, now_ns, max_wait_ns), out) }
     };
     // SAFETY: passed on from this function's contract.
-    unsafe { with_key(keyed, key, key_len, body) }
+    unsafe { with_key(keyed, key, key_len, table, body) }
 }
 
 /// Resets the key of `key_len` bytes at `key`, as when a customer's limit is lifted: its
@@ -289,7 +296,7 @@ pub unsafe extern "C" fn rate_keyed_reset(
         Err(error) => status_of(error),
     };
     // SAFETY: passed on from this function's contract.
-    unsafe { with_key(keyed, key, key_len, body) }
+    unsafe { with_key(keyed, key, key_len, table, body) }
 }
 
 /// Writes the table's statistics to `*out`, its live keys counted now (CLOCK_MONOTONIC):

@@ -7,6 +7,7 @@
 
 mod batch;
 mod keyed;
+mod keyed_policy;
 mod limiter;
 mod misc;
 mod policy;
@@ -20,6 +21,7 @@ mod explain;
 pub use batch::*;
 pub use explain::*;
 pub use keyed::*;
+pub use keyed_policy::*;
 pub use limiter::*;
 pub use misc::*;
 pub use policy::*;
@@ -129,14 +131,24 @@ pub(crate) unsafe fn construct_at<T>(
     out: *mut *mut T,
     build: impl FnOnce(&Path, &Config) -> Result<T, Error>,
 ) -> i32 {
-    // SAFETY: a non-NULL `path` is NUL-terminated, by the caller's contract; `as_ref`
-    // checks NULL.
-    let Some(path) = (unsafe { path.as_ref().map(|path| CStr::from_ptr(path).to_bytes()) }) else {
+    // SAFETY: passed on from this function's contract.
+    let Some(path) = (unsafe { path_of(path) }) else {
         return RATE_E_NULL;
     };
-    let path = Path::new(OsStr::from_bytes(path));
     // SAFETY: passed on from this function's contract.
     unsafe { construct(config, out, |config| build(path, config)) }
+}
+
+/// The path a C string names (any bytes but NUL: Linux paths need not be UTF-8); `None`
+/// for NULL.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string that outlives `'a`.
+pub(crate) unsafe fn path_of<'a>(path: *const c_char) -> Option<&'a Path> {
+    // SAFETY: a non-NULL `path` is NUL-terminated, by the caller's contract; `as_ref`
+    // checks NULL.
+    let bytes = unsafe { path.as_ref().map(|path| CStr::from_ptr(path).to_bytes()) }?;
+    Some(Path::new(OsStr::from_bytes(bytes)))
 }
 
 /// Builds a handle from a C configuration and gives it to the caller through `out`: the

@@ -2,7 +2,6 @@
 
 use super::{boundary, outcome_status, rate_config, rate_decision, status_of};
 use super::{RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_LIMITED, RATE_OK};
-use crate::config::Config;
 use crate::error::Error;
 use crate::policy::{Policy, PolicyDecision, MAX_RULES};
 
@@ -84,7 +83,7 @@ pub unsafe extern "C" fn rate_policy_new(
             return RATE_E_NULL;
         }
         // SAFETY: passed on from this function's contract.
-        let configs = match unsafe { configs_of(rules, rules_len) } {
+        let configs = match unsafe { rules_of(rules, rules_len, rate_config::to_config) } {
             Ok(configs) => configs,
             Err(status) => return status,
         };
@@ -99,26 +98,30 @@ pub unsafe extern "C" fn rate_policy_new(
     })
 }
 
-/// The `rules_len` rules at `rules` as Rust configurations, or the status that refuses
-/// them: RATE_E_NULL (`rules` NULL with a non-zero `rules_len`) or RATE_E_INVALID_CONFIG
-/// (no rule, more than RATE_POLICY_MAX_RULES, or an unknown algorithm).
+/// The `rules_len` rules at `rules`, each converted by `convert`: RATE_E_NULL for NULL
+/// with a non-zero length; RATE_E_INVALID_CONFIG for no rule, more than
+/// RATE_POLICY_MAX_RULES, or one `convert` rejects.
 ///
 /// # Safety
-/// `rules` is NULL or points to `rules_len` readable `rate_config`s.
-unsafe fn configs_of(rules: *const rate_config, rules_len: usize) -> Result<Vec<Config>, i32> {
+/// `rules` is NULL or points to `rules_len` readable values.
+pub(super) unsafe fn rules_of<C: Copy, R>(
+    rules: *const C,
+    rules_len: usize,
+    convert: impl Fn(C) -> Option<R>,
+) -> Result<Vec<R>, i32> {
     if rules.is_null() && rules_len > 0 {
         return Err(RATE_E_NULL);
     }
     if rules_len == 0 || rules_len > RATE_POLICY_MAX_RULES {
         return Err(RATE_E_INVALID_CONFIG);
     }
-    // SAFETY: non-NULL, and the caller promised `rules_len` readable configs (at most
+    // SAFETY: non-NULL, and the caller promised `rules_len` readable values (at most
     // RATE_POLICY_MAX_RULES, checked above).
     let rules = unsafe { std::slice::from_raw_parts(rules, rules_len) };
     rules
         .iter()
-        .map(|rule| rule.to_config())
-        .collect::<Option<Vec<Config>>>()
+        .map(|&rule| convert(rule))
+        .collect::<Option<Vec<R>>>()
         .ok_or(RATE_E_INVALID_CONFIG)
 }
 
@@ -175,7 +178,7 @@ pub unsafe extern "C" fn rate_policy_set_rules_at(
             return RATE_E_NULL;
         };
         // SAFETY: passed on from this function's contract.
-        match unsafe { configs_of(rules, rules_len) } {
+        match unsafe { rules_of(rules, rules_len, rate_config::to_config) } {
             Ok(configs) => match policy.set_rules_at(&configs, now_ns) {
                 Ok(()) => RATE_OK,
                 Err(error) => status_of(error),
@@ -262,6 +265,80 @@ pub unsafe extern "C" fn rate_policy_acquire_at(
     boundary(|| unsafe { acquire(policy, n, now_ns, out) })
 }
 
+/// Acquires `costs[i]` units of rule `i` at `now_ns`, for every rule, or nothing: a rule
+/// of cost 0 takes no part (its entry in `out->rules` only reports its state, and the
+/// combined decision leaves it out). `costs_len` must be the policy's rule count. All
+/// costs 0 is a query. With `out` NULL only the outcome is computed.
+///
+/// Thread-safety: safe to call concurrently on one handle.
+///
+/// NULL: `policy` or `costs` NULL is RATE_E_NULL; `out` may be NULL.
+///
+/// Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, RATE_E_INSUFFICIENT_CAPACITY (a cost
+/// above its rule's limit), or RATE_E_INVALID_CONFIG (`costs_len` is not the rule count).
+///
+/// # Safety
+/// `policy` is NULL or a live handle; `costs` is NULL or points to `costs_len` readable
+/// `uint64_t`s; `out` is NULL or points to a writable `rate_policy_decision`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_policy_acquire_costs_at(
+    policy: *mut rate_policy,
+    costs: *const u64,
+    costs_len: usize,
+    now_ns: u64,
+    out: *mut rate_policy_decision,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let Some(policy) = (unsafe { policy_ref(policy) }) else {
+            return RATE_E_NULL;
+        };
+        // SAFETY: passed on from this function's contract.
+        let costs = match unsafe { costs_of(costs, costs_len) } {
+            Ok(costs) => costs,
+            Err(status) => return status,
+        };
+        if out.is_null() {
+            return outcome_status(policy.try_acquire_costs_at(costs, now_ns));
+        }
+        // SAFETY: `out` is non-NULL and the caller promised it is writable.
+        unsafe { report_policy(policy.acquire_costs_at(costs, now_ns), out) }
+    })
+}
+
+/// `rate_policy_acquire_costs_at` now (CLOCK_MONOTONIC).
+///
+/// Thread-safety, NULL, returns: as `rate_policy_acquire_costs_at`.
+///
+/// # Safety
+/// As `rate_policy_acquire_costs_at`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_policy_acquire_costs(
+    policy: *mut rate_policy,
+    costs: *const u64,
+    costs_len: usize,
+    out: *mut rate_policy_decision,
+) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe { rate_policy_acquire_costs_at(policy, costs, costs_len, crate::time::now_ns(), out) }
+}
+
+/// The `costs_len` costs at `costs`: RATE_E_NULL for NULL; RATE_E_INVALID_CONFIG for more
+/// than RATE_POLICY_MAX_RULES, before reading any (no policy has that many rules).
+///
+/// # Safety
+/// `costs` is NULL or points to `costs_len` readable words that outlive `'a`.
+pub(super) unsafe fn costs_of<'a>(costs: *const u64, costs_len: usize) -> Result<&'a [u64], i32> {
+    if costs.is_null() {
+        return Err(RATE_E_NULL);
+    }
+    if costs_len > RATE_POLICY_MAX_RULES {
+        return Err(RATE_E_INVALID_CONFIG);
+    }
+    // SAFETY: non-NULL, and the caller promised `costs_len` readable words.
+    Ok(unsafe { std::slice::from_raw_parts(costs, costs_len) })
+}
+
 /// Both acquires: the outcome alone when `out` is NULL, else the whole decision.
 ///
 /// # Safety
@@ -288,7 +365,7 @@ unsafe fn acquire(
 ///
 /// # Safety
 /// `out` points to a writable `rate_policy_decision`.
-unsafe fn report_policy(
+pub(super) unsafe fn report_policy(
     result: Result<PolicyDecision, Error>,
     out: *mut rate_policy_decision,
 ) -> i32 {

@@ -3,6 +3,8 @@
 
 use std::path::Path;
 use std::ptr::NonNull;
+#[cfg(not(loom))]
+use std::sync::Arc;
 
 use super::layout::Layout;
 #[cfg(not(loom))]
@@ -66,26 +68,81 @@ impl KeyedLimiter<KeyHasher> {
         {
             clock::prepare();
             let identity = Identity::of(KIND_KEYED, config, &decider, capacity);
+            let table = FileTable { layout };
             let contents = Contents {
-                state_words: layout.words(),
-                initial: &|index| layout.initial(index),
-                kept: TABLE_FULL..TABLE_FULL + 1,
+                state_words: table.words(),
+                initial: &|index| table.initial(index),
+                kept: &|index| table.kept(index),
+                descriptor: &[],
                 hash_key: KeyHasher::random().key(),
                 pid_namespace: pid_namespace(),
             };
-            let mapping = Mapping::open(path.as_ref(), identity, &contents)?;
-            let words = NonNull::from(&mapping.state(layout.words())[0]);
-            let hasher = KeyHasher::with_key(mapping.hash_key());
-            Ok(Self::in_memory(
-                decider,
-                config,
-                capacity,
-                layout,
-                words,
-                hasher,
-                Memory::Shared { _mapping: mapping },
-            ))
+            let mapping = Arc::new(Mapping::open(path.as_ref(), identity, &contents)?);
+            Ok(Self::in_file(decider, config, capacity, &mapping, 0))
         }
+    }
+
+    /// The table whose region starts at state word `start` of a file's `mapping`, whose
+    /// layout holds a [`FileTable`] of `config` and `capacity` there, hashing keys with the
+    /// file's hash key.
+    #[cfg(not(loom))]
+    pub(crate) fn in_file(
+        decider: Decider,
+        config: &Config,
+        capacity: u64,
+        mapping: &Arc<Mapping>,
+        start: usize,
+    ) -> Self {
+        let table = FileTable::of(&decider, capacity)
+            .expect("the file was laid out for this table, so its layout is valid");
+        let words = NonNull::from(&mapping.state(start + table.words())[start]);
+        let hasher = KeyHasher::with_key(mapping.hash_key());
+        Self::in_memory(
+            decider,
+            config,
+            capacity,
+            table.layout,
+            words,
+            hasher,
+            Memory::Shared {
+                _mapping: Arc::clone(mapping),
+            },
+        )
+    }
+}
+
+/// A keyed table's region in a file that processes share: its size, and what a new file
+/// holds there.
+#[cfg(not(loom))]
+pub(crate) struct FileTable {
+    layout: Layout,
+}
+
+#[cfg(not(loom))]
+impl FileTable {
+    /// The region of a table of `capacity` keys under `decider`, with a claim registry.
+    ///
+    /// # Errors
+    /// As [`KeyedLimiter::new`] for the capacity.
+    pub(crate) fn of(decider: &Decider, capacity: u64) -> Result<Self, Error> {
+        let layout = Layout::new(capacity, decider.state_words(), recover::CLAIMS)?;
+        Ok(Self { layout })
+    }
+
+    /// Words of the region.
+    pub(crate) fn words(&self) -> usize {
+        self.layout.words()
+    }
+
+    /// The value of the region's word `index` in a new file.
+    pub(crate) fn initial(&self, index: usize) -> u64 {
+        self.layout.initial(index)
+    }
+
+    /// Whether a reset for a new boot leaves word `index` as it is: the count of refusals,
+    /// which holds no time.
+    pub(crate) fn kept(&self, index: usize) -> bool {
+        index == TABLE_FULL
     }
 }
 

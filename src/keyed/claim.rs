@@ -28,9 +28,9 @@ const VACANT_REACH: u64 = 7;
 
 /// What one insert attempt did.
 pub(super) enum Insert {
-    /// The key's state is now in the table, after this decision (or the request changed
-    /// nothing and needs no slot).
-    Done(Decision),
+    /// The key's state is now in the table, after this decision, installed by this insert
+    /// where `Installed` says (`None`: the request changed nothing and needs no slot).
+    Done(Decision, Option<Installed>),
     /// Another thread holds or is installing the key, or claimed a slot first: look again.
     Retry,
     /// Every slot held a live key of another key.
@@ -38,6 +38,14 @@ pub(super) enum Insert {
     /// This slot is in flight: wait for it, holding nothing (see `settled`), and look
     /// again.
     Wait(usize),
+}
+
+/// Where an insert installed its key, and the first word it installed: what giving its
+/// units back needs (`give_back.rs`).
+#[derive(Clone, Copy)]
+pub(super) struct Installed {
+    pub(super) slot: usize,
+    pub(super) first: u64,
 }
 
 /// What stands in the way of an insert (see `KeyedLimiter::rival`).

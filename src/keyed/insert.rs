@@ -9,8 +9,9 @@
 //!   [`KeyedLimiter::rival`]).
 //! - A back-out leaves the slot exactly as it was ([`KeyedLimiter::back_out`]).
 
-use super::claim::{Insert, Rival};
+use super::claim::{Insert, Installed, Rival};
 use super::layout::Located;
+use super::lookup::{Evicted, Tenant};
 use super::owner::crash_point;
 use super::recover::Claimant;
 use super::KeyedLimiter;
@@ -73,30 +74,49 @@ impl<S> KeyedLimiter<S> {
         &self,
         key: Located,
         request: Request,
-        mut just_missed: bool,
+        just_missed: bool,
     ) -> Result<Decision, Error> {
+        self.acquire_tracked(
+            key,
+            request,
+            just_missed,
+            |_, state, tenant| request.acquire(&self.decider, state, tenant),
+            |decision, _| decision,
+        )
+    }
+
+    /// [`acquire_located`](Self::acquire_located) with its outcome told by where it was
+    /// decided: `existing` decides it on the key's state in a slot of the table, and
+    /// `inserted` reports the decision of an insert (with the slot it installed the key
+    /// in, if it did).
+    #[inline(always)]
+    pub(super) fn acquire_tracked<R>(
+        &self,
+        key: Located,
+        request: Request,
+        mut just_missed: bool,
+        existing: impl Fn(usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+        inserted: impl FnOnce(Decision, Option<Installed>) -> R,
+    ) -> Result<R, Error> {
         let mut known_bound = 0;
         loop {
             if !just_missed {
-                let existing = self.on_existing(key, known_bound, |state, tenant| {
-                    request.acquire(&self.decider, state, tenant)
-                });
-                if let Some(decision) = existing {
-                    return Ok(decision);
+                if let Some(outcome) = self.on_existing_slot(key, known_bound, &existing) {
+                    return Ok(outcome);
                 }
             }
             just_missed = false;
-            let inserted = self.with_fresh_state(|fresh| {
+            let outcome = self.with_fresh_state(|fresh| {
                 let decision = owned(request.acquire(&self.decider, fresh, &Owned));
                 // Relaxed: a private state. A fresh state is all zeros, and any change
                 // grows the first word, so zero means nothing to store (a query, a denial).
                 if fresh[0].load(Ordering::Relaxed) == 0 {
-                    return Insert::Done(decision);
+                    return Insert::Done(decision, None);
                 }
                 self.insert(key, request, &mut known_bound)
             });
-            match inserted {
-                Insert::Done(decision) => return Ok(decision),
+            match outcome {
+                Insert::Done(decision, installed) => return Ok(inserted(decision, installed)),
                 // `insert` has waited for the slot of a `Wait` already.
                 Insert::Retry | Insert::Wait(_) => continue,
                 Insert::Full => {
@@ -109,7 +129,7 @@ impl<S> KeyedLimiter<S> {
     }
 
     /// Calls `f` with a private fresh state (all zeros) of this decider's size.
-    fn with_fresh_state<R>(&self, f: impl FnOnce(&[AtomicU64]) -> R) -> R {
+    pub(super) fn with_fresh_state<R>(&self, f: impl FnOnce(&[AtomicU64]) -> R) -> R {
         let words = self.decider.state_words();
         if words <= INLINE_STATE_WORDS {
             let inline: [AtomicU64; INLINE_STATE_WORDS] =
@@ -234,7 +254,7 @@ impl<S> KeyedLimiter<S> {
                 // The replaced words decided otherwise (only stricter: see "Reclaim"), and
                 // a state that did not change must not be installed over itself.
                 self.back_out(claimed, replaced);
-                return Insert::Done(decision);
+                return Insert::Done(decision, None);
             }
             for (word, value) in state.iter().zip(next).skip(1) {
                 // Relaxed: published by the Release store of the first word below.
@@ -252,7 +272,13 @@ impl<S> KeyedLimiter<S> {
             // Release: publishes the fingerprint and state words to every Acquire load of
             // this value or of a later CAS on it.
             state[0].store(first, Ordering::Release);
-            Insert::Done(decision)
+            Insert::Done(
+                decision,
+                Some(Installed {
+                    slot: claimed,
+                    first,
+                }),
+            )
         })
     }
 

@@ -41,12 +41,20 @@ pub(super) const NO_KEY: u64 = 0;
 
 /// A key as the table addresses it: its fingerprint and its home slot.
 #[derive(Clone, Copy)]
-pub(super) struct Located {
+pub(crate) struct Located {
     /// The key's 64-bit hash under the table's hasher; two keys share a state only if
     /// their fingerprints are equal.
     pub(super) fingerprint: u64,
     /// The slot where the key's probe starts.
     pub(super) home: usize,
+}
+
+impl Located {
+    /// A location no table's key has (fingerprint [`NO_KEY`]), for where none is needed.
+    pub(crate) const NOWHERE: Self = Self {
+        fingerprint: NO_KEY,
+        home: 0,
+    };
 }
 
 /// Where a table's words lie in its region.
@@ -216,7 +224,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     // Always inlined: a plain composition, so that each caller inlines (or calls) the hash
     // as it would on its own.
     #[inline(always)]
-    pub(super) fn locate(&self, key: &[u8]) -> Located {
+    pub(crate) fn locate(&self, key: &[u8]) -> Located {
         let fingerprint = self.fingerprint(key);
         Located {
             fingerprint,

@@ -125,12 +125,23 @@ impl<S> KeyedLimiter<S> {
         known_bound: u64,
         op: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
     ) -> Option<R> {
+        self.on_existing_slot(key, known_bound, |_, state, tenant| op(state, tenant))
+    }
+
+    /// [`on_existing`](Self::on_existing), telling `op` the slot it runs on.
+    #[inline(always)]
+    pub(super) fn on_existing_slot<R>(
+        &self,
+        key: Located,
+        known_bound: u64,
+        op: impl Fn(usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+    ) -> Option<R> {
         loop {
             // Relaxed: a stale bound only makes a present key look absent, and the insert
             // that follows then finds it through its AcqRel fetch_max.
             let bound = known_bound.max(self.max_distance().load(Ordering::Relaxed));
             let slot = self.find(key, bound)?;
-            if let Ok(result) = op(self.state(slot), &self.tenant(slot, key.fingerprint)) {
+            if let Ok(result) = op(slot, self.state(slot), &self.tenant(slot, key.fingerprint)) {
                 return Some(result);
             }
         }

@@ -42,6 +42,8 @@
 //! - `recover.rs`: a shared table's claim registry, and the recovery of a claim whose
 //!   process died; `owner.rs`: process tokens and liveness.
 //! - `reset.rs`: reset a key, by retiring its slot (**Retire**).
+//! - `give_back.rs`: a keyed policy's admissions, and giving them back (**In place**, **An
+//!   insert**).
 //! - `stats.rs`: what a dashboard reads: sizes, live keys, refusals.
 //!
 //! The protocol's argument is written beside the code it justifies: each bold name above
@@ -56,6 +58,7 @@
 mod batch;
 mod build;
 mod claim;
+mod give_back;
 mod hasher;
 mod insert;
 mod layout;
@@ -65,9 +68,13 @@ mod recover;
 mod reset;
 mod stats;
 
+#[cfg(not(loom))]
+pub(crate) use self::build::FileTable;
+pub(crate) use self::give_back::KeyedRefund;
 pub use self::hasher::KeyHasher;
 use self::insert::Request;
-use self::layout::{Layout, Located, SLOTS_PER_KEY};
+pub(crate) use self::layout::Located;
+use self::layout::{Layout, SLOTS_PER_KEY};
 use self::lookup::{Evicted, Tenant};
 #[cfg(loom)]
 pub use self::owner::crashes;
@@ -87,6 +94,8 @@ use crate::time::{self as clock, Monotonic};
 use std::fmt;
 use std::hash::BuildHasher;
 use std::ptr::NonNull;
+#[cfg(not(loom))]
+use std::sync::Arc;
 
 /// A table larger than this is taken to live mostly outside the CPU's caches, so that the
 /// slot of a key is a cache miss: `try_acquire` then prefetches the slot and reads the
@@ -140,7 +149,7 @@ enum Memory {
     Private { _words: Box<[AtomicU64]> },
     /// A file every process that opens it maps.
     #[cfg(not(loom))]
-    Shared { _mapping: Mapping },
+    Shared { _mapping: Arc<Mapping> },
 }
 
 // SAFETY: `words` points into `_memory`, which the table owns and which never moves (a
@@ -156,6 +165,12 @@ impl<S> KeyedLimiter<S> {
         // SAFETY: `words` points to `layout.words()` words owned by `_memory` for this
         // value's life, aligned, and only ever accessed atomically.
         unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.layout.words()) }
+    }
+
+    /// The rule every key's state follows, for a keyed policy of several
+    /// (`src/policy/keyed.rs`).
+    pub(crate) fn decider(&self) -> &Decider {
+        &self.decider
     }
 
     /// The configuration every key's state follows.

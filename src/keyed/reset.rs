@@ -74,7 +74,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             let Some(claimant) = self.claimant(key.home) else {
                 return Err(Error::TableFull);
             };
-            let retired = self.retire(claimant, key, slot);
+            let retired = self.retire(claimant, key, slot, None);
             self.release(claimant);
             if retired {
                 return Ok(());
@@ -82,9 +82,22 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         }
     }
 
-    /// Retires `slot` if it holds `key`'s state (module docs); `false` if it no longer
-    /// does, or another thread got there first: look the key up again.
-    fn retire(&self, claimant: Claimant, key: Located, slot: usize) -> bool {
+    /// Retires `slot` if it holds `key`'s state (module docs), and if `only_from` is given,
+    /// only while its first word is that value, which it then gives back one higher;
+    /// `false` if it no longer does, or another thread got there first.
+    ///
+    /// A reset gives the first word back unchanged: an updater of the key that checked its
+    /// tenancy before the claim may land its swap in the retired state, decided before the
+    /// reset, which forgets it. A give-back of an insert (`give_back.rs`) must not forget
+    /// such an update, whose decision counted the units given back: one higher, the word
+    /// holds no value any updater of the key expects, and still only grows.
+    pub(super) fn retire(
+        &self,
+        claimant: Claimant,
+        key: Located,
+        slot: usize,
+        only_from: Option<u64>,
+    ) -> bool {
         // Acquire: pairs with the store that installed this value, so the fingerprint read
         // next is its key's or a later tenant's.
         let first = self.first_word(slot).load(Ordering::Acquire);
@@ -94,6 +107,12 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         {
             return false;
         }
+        let given_back = match only_from {
+            None => first,
+            // Not a marker, so one more does not overflow.
+            Some(from) if from == first && !is_marker(first + 1) => first + 1,
+            Some(_) => return false,
+        };
         self.announce(claimant, slot, first);
         // AcqRel on success, as an insert's claim: Release so a recovery that reads the
         // marker reads the announcement (`recover.rs`). Relaxed on failure: the caller
@@ -118,7 +137,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         self.fingerprint_word(slot).store(NO_KEY, Ordering::Release);
         crash_point();
         // Release: as a back-out's, publishes the fingerprint with the first word.
-        self.first_word(slot).store(first, Ordering::Release);
+        self.first_word(slot).store(given_back, Ordering::Release);
         true
     }
 }

@@ -10,9 +10,11 @@
 //! Each method checks, sends and reads exactly as its blocking namesake does: both run
 //! the same [`Exchange`], this file only sends its calls.
 
+use super::client::reset_command;
 use super::exchange::{only, Call, Decisions, Exchange};
-use super::{RedisError, RedisLimiter};
+use super::{RedisError, RedisLimiter, RedisPolicy};
 use crate::decision::Decision;
+use crate::policy::PolicyDecision;
 
 /// The async methods: each is the blocking method of the same name without `_async`,
 /// awaited on an async connection.
@@ -104,6 +106,21 @@ impl RedisLimiter {
         run(connection, self.batch(keys, n, None)?).await
     }
 
+    /// [`reset`](Self::reset), awaited.
+    ///
+    /// # Errors
+    /// As [`reset`](Self::reset).
+    pub async fn reset_async(
+        &self,
+        connection: &mut impl redis::aio::ConnectionLike,
+        key: &[u8],
+    ) -> Result<(), RedisError> {
+        reset_command(&[self.redis_key(key)])
+            .exec_async(connection)
+            .await?;
+        Ok(())
+    }
+
     /// [`acquire_batch_at`](Self::acquire_batch_at), awaited.
     ///
     /// # Errors
@@ -119,11 +136,78 @@ impl RedisLimiter {
     }
 }
 
+/// [`RedisPolicy`]'s async methods, as [`RedisLimiter`]'s: each the blocking method of the
+/// same name without `_async`, awaited on an async connection.
+impl RedisPolicy {
+    /// [`acquire`](Self::acquire), awaited: `n` units for `key` now, by the server's
+    /// clock, from every rule or from none.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire): never an admission when Redis fails.
+    pub async fn acquire_async(
+        &self,
+        connection: &mut impl redis::aio::ConnectionLike,
+        key: &[u8],
+        n: u64,
+    ) -> Result<PolicyDecision, RedisError> {
+        self.decide_async(connection, key, n, None).await
+    }
+
+    /// [`acquire_at`](Self::acquire_at), awaited: every rule decided at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub async fn acquire_at_async(
+        &self,
+        connection: &mut impl redis::aio::ConnectionLike,
+        key: &[u8],
+        n: u64,
+        now_ns: u64,
+    ) -> Result<PolicyDecision, RedisError> {
+        self.decide_async(connection, key, n, Some(now_ns)).await
+    }
+
+    /// [`reset`](Self::reset), awaited.
+    ///
+    /// # Errors
+    /// As [`reset`](Self::reset).
+    pub async fn reset_async(
+        &self,
+        connection: &mut impl redis::aio::ConnectionLike,
+        key: &[u8],
+    ) -> Result<(), RedisError> {
+        reset_command(&self.redis_keys(key))
+            .exec_async(connection)
+            .await?;
+        Ok(())
+    }
+    async fn decide_async(
+        &self,
+        connection: &mut impl redis::aio::ConnectionLike,
+        key: &[u8],
+        n: u64,
+        now_ns: Option<u64>,
+    ) -> Result<PolicyDecision, RedisError> {
+        let mut exchange = self.exchange(key, n, now_ns)?;
+        converse(connection, &mut exchange).await;
+        self.decision(exchange)
+    }
+}
+
 /// Runs `exchange` over an async connection.
 async fn run(
     connection: &mut impl redis::aio::ConnectionLike,
     mut exchange: Exchange<'_>,
 ) -> Result<Decisions, RedisError> {
+    converse(connection, &mut exchange).await;
+    exchange.finish()
+}
+
+/// Sends `exchange`'s calls over an async connection until it is over.
+pub(super) async fn converse(
+    connection: &mut impl redis::aio::ConnectionLike,
+    exchange: &mut Exchange<'_>,
+) {
     while let Some(call) = exchange.next() {
         let replies = match call {
             Call::Command(command) => connection
@@ -134,5 +218,4 @@ async fn run(
         };
         exchange.answer(replies);
     }
-    exchange.finish()
 }

@@ -1,6 +1,7 @@
 //! [`RedisLimiter`]: the Redis tier through the `redis` crate (the `redis` cargo feature).
 
 use super::exchange::{only, Call, Decisions, Exchange, Request};
+use super::layout::limiter_key;
 use super::{RedisError, Script};
 use crate::config::Config;
 use crate::decision::Decision;
@@ -9,8 +10,8 @@ use crate::error::Error;
 /// A limit of one configuration for every key under a prefix, kept in Redis.
 ///
 /// The Redis key of `key` is the prefix followed by `{key}`: the braces make the key its
-/// Cluster hash tag, so the keys of one request share a slot. Each Redis key expires when
-/// its state is fresh again, so Redis holds live keys only.
+/// Cluster hash tag (see [`slot`](super::slot) for the layout of every key). Each Redis key
+/// expires when its state is fresh again, so Redis holds live keys only.
 ///
 /// ```no_run
 /// use rate::redis::RedisLimiter;
@@ -54,12 +55,21 @@ impl RedisLimiter {
 
     /// The Redis key that holds `key`'s state.
     pub fn redis_key(&self, key: &[u8]) -> Vec<u8> {
-        let mut full = Vec::with_capacity(self.prefix.len() + key.len() + 2);
-        full.extend_from_slice(&self.prefix);
-        full.push(b'{');
-        full.extend_from_slice(key);
-        full.push(b'}');
-        full
+        limiter_key(&self.prefix, key)
+    }
+
+    /// Deletes `key`'s state (`DEL` of its Redis key), so its next request finds the
+    /// limit full, as a fresh key does; other keys keep theirs.
+    ///
+    /// # Errors
+    /// [`RedisError::Redis`] if Redis cannot be reached or answers an error.
+    pub fn reset(
+        &self,
+        connection: &mut impl redis::ConnectionLike,
+        key: &[u8],
+    ) -> Result<(), RedisError> {
+        reset_command(&[self.redis_key(key)]).exec(connection)?;
+        Ok(())
     }
 
     /// Decides `n` units for `key` now, by the server's clock.
@@ -207,6 +217,12 @@ fn run(
     connection: &mut impl redis::ConnectionLike,
     mut exchange: Exchange<'_>,
 ) -> Result<Decisions, RedisError> {
+    converse(connection, &mut exchange);
+    exchange.finish()
+}
+
+/// Sends `exchange`'s calls over a blocking connection until it is over.
+pub(super) fn converse(connection: &mut impl redis::ConnectionLike, exchange: &mut Exchange<'_>) {
     while let Some(call) = exchange.next() {
         let replies = match call {
             Call::Command(command) => connection.req_command(command).map(|reply| vec![reply]),
@@ -216,5 +232,11 @@ fn run(
         };
         exchange.answer(replies);
     }
-    exchange.finish()
+}
+
+/// The `DEL` of `redis_keys`: a key's state, gone, is a fresh state.
+pub(super) fn reset_command(redis_keys: &[Vec<u8>]) -> redis::Cmd {
+    let mut delete = redis::cmd("DEL");
+    delete.arg(redis_keys);
+    delete
 }

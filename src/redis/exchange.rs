@@ -8,7 +8,8 @@
 //! script and sends the call again, once. `CROSSSLOT` (a Cluster node refusing keys of
 //! several hash slots) splits the keys into one script call per [`slot`](super::slot),
 //! each its own request, since a Cluster connection sends a request to the node of its
-//! first key.
+//! first key. A policy's call names its rules' keys, which share a slot by their layout,
+//! and its reply is read whole: its keys are never split.
 
 use std::collections::BTreeMap;
 
@@ -63,6 +64,10 @@ pub(super) struct Exchange<'a> {
     reloaded: bool,
     /// Whether the call in flight names every key: only that call is split by slot.
     whole: bool,
+    /// Whether the keys are decided together (a policy's rules): the reply is then kept
+    /// whole in `reply` rather than read as one decision per key.
+    together: bool,
+    reply: Option<redis::Value>,
     /// The groups to send after `group`, the last first.
     pending: Vec<Vec<usize>>,
     decisions: Vec<Option<Result<Decision, RedisError>>>,
@@ -81,6 +86,15 @@ impl<'a> Exchange<'a> {
         Self::new(request, redis_keys, true)
     }
 
+    /// One script call deciding `redis_keys` together, its reply kept whole (see
+    /// [`finish_together`](Self::finish_together)).
+    pub(super) fn together(request: Request<'a>, redis_keys: Vec<Vec<u8>>) -> Self {
+        let mut exchange = Self::new(request, redis_keys, false);
+        exchange.together = true;
+        exchange.whole = false;
+        exchange
+    }
+
     fn new(request: Request<'a>, redis_keys: Vec<Vec<u8>>, pipelined: bool) -> Self {
         let mut exchange = Self {
             request,
@@ -92,6 +106,8 @@ impl<'a> Exchange<'a> {
             loading: None,
             reloaded: false,
             whole: true,
+            together: false,
+            reply: None,
             pending: Vec::new(),
             failure: None,
         };
@@ -143,6 +159,11 @@ impl<'a> Exchange<'a> {
         {
             return self.split();
         }
+        if self.together {
+            self.reply = Some(reply);
+            self.call = None;
+            return;
+        }
         for (index, decision) in self
             .group
             .iter()
@@ -158,6 +179,16 @@ impl<'a> Exchange<'a> {
         match self.failure {
             Some(error) => Err(error),
             None => Ok(self.decisions.into_iter().flatten().collect()),
+        }
+    }
+
+    /// The reply of a call deciding its keys [`together`](Self::together), or the error
+    /// that left it without one.
+    pub(super) fn finish_together(self) -> Result<redis::Value, RedisError> {
+        match (self.failure, self.reply) {
+            (Some(error), _) => Err(error),
+            (None, Some(reply)) => Ok(reply),
+            (None, None) => Err(RedisError::Reply("no reply".to_owned())),
         }
     }
 

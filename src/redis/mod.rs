@@ -28,6 +28,10 @@ mod error;
 #[cfg(feature = "redis")]
 mod exchange;
 #[cfg(feature = "redis")]
+mod layout;
+#[cfg(feature = "redis")]
+mod policy;
+#[cfg(feature = "redis")]
 mod reply;
 mod slot;
 
@@ -35,6 +39,8 @@ mod slot;
 pub use client::RedisLimiter;
 #[cfg(feature = "redis")]
 pub use error::RedisError;
+#[cfg(feature = "redis")]
+pub use policy::RedisPolicy;
 pub use slot::{slot, SLOTS};
 
 use crate::config::{Algorithm, Config};
@@ -44,11 +50,12 @@ use crate::error::{ConfigError, Error};
 /// The largest duration the scripts hold as one Lua number: below it, doubles are exact.
 const EXACT: u64 = 1 << 53;
 
-/// The GCRA script: the instants prelude, the algorithm, then the loop over the keys
-/// (NUL-terminated for C).
+/// The GCRA script: the instants prelude, the algorithm, the line naming its function
+/// `decide`, then the loop over the keys (NUL-terminated for C).
 const GCRA: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/gcra.lua"),
+    "local decide = gcra\n",
     include_str!("lua/keys.lua"),
     "\0"
 );
@@ -59,6 +66,7 @@ const FIXED_WINDOW: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/fixed_window.lua"),
+    "local decide = fixed_window\n",
     include_str!("lua/keys.lua"),
     "\0"
 );
@@ -68,6 +76,7 @@ const SLIDING_WINDOW: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/windows.lua"),
     include_str!("lua/sliding_window.lua"),
+    "local decide = sliding_window\n",
     include_str!("lua/keys.lua"),
     "\0"
 );
@@ -76,7 +85,22 @@ const SLIDING_WINDOW: &str = concat!(
 const SLIDING_LOG: &str = concat!(
     include_str!("lua/time.lua"),
     include_str!("lua/sliding_log.lua"),
+    "local decide = sliding_log\n",
     include_str!("lua/keys.lua"),
+    "\0"
+);
+
+/// The policy script: the instants prelude, every algorithm (the log last: its file's
+/// locals `limit` and `period` would otherwise be those the window functions name), then
+/// the rules of one subject decided together.
+const POLICY: &str = concat!(
+    include_str!("lua/time.lua"),
+    include_str!("lua/windows.lua"),
+    include_str!("lua/fixed_window.lua"),
+    include_str!("lua/sliding_window.lua"),
+    include_str!("lua/gcra.lua"),
+    include_str!("lua/sliding_log.lua"),
+    include_str!("lua/policy.lua"),
     "\0"
 );
 
@@ -143,11 +167,75 @@ impl Script {
     }
 }
 
+/// What a client needs to decide a policy on Redis: the policy script and the arguments
+/// it takes after the three every script takes (`now`, `n`, `max_wait`, always 0): the
+/// rule count, then each rule's algorithm number and its two configuration arguments.
+#[derive(Clone, Debug)]
+pub struct PolicyScript {
+    /// The arguments after `now`, `n` and `max_wait`.
+    pub config_args: Vec<u64>,
+    /// The least of the rules' limits: the largest cost the policy can ever admit.
+    limit: u64,
+}
+
+impl PolicyScript {
+    /// The script and arguments for a policy of `rules`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRules`] for no rule or more than
+    /// [`MAX_RULES`](crate::MAX_RULES), else the first rule [`Script::of`] refuses.
+    pub fn of(rules: &[Config]) -> Result<Self, Error> {
+        if rules.is_empty() || rules.len() > crate::policy::MAX_RULES {
+            return Err(Error::InvalidConfig(ConfigError::PolicyRules));
+        }
+        let mut config_args = vec![rules.len() as u64];
+        let mut limit = u64::MAX;
+        for rule in rules {
+            let decider = Decider::new(rule)?;
+            let (_, rule_args) = script_of(rule, &decider)?;
+            config_args.push(rule.algorithm as u64);
+            config_args.extend(rule_args);
+            limit = limit.min(decider.limit());
+        }
+        Ok(Self { config_args, limit })
+    }
+
+    /// The Lua source.
+    pub fn source(&self) -> &'static str {
+        POLICY.trim_end_matches('\0')
+    }
+
+    /// The Lua source with its NUL, for C.
+    pub(crate) fn source_with_nul(&self) -> &'static str {
+        POLICY
+    }
+
+    /// The largest cost the policy can ever admit: the least of its rules' limits.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Checks a request as the in-process policy does: `n` within every rule's limit.
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`].
+    pub fn check(&self, n: u64) -> Result<(), Error> {
+        if n > self.limit {
+            Err(Error::InsufficientCapacity)
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// The script deciding `config`'s algorithm, and the configuration arguments it takes after
 /// the three every script takes (now, n, max_wait).
 fn script_of(config: &Config, decider: &Decider) -> Result<(&'static str, Vec<u64>), Error> {
     let not_exact = Error::InvalidConfig(ConfigError::NotExactOnRedis);
     match config.algorithm {
+        // A rule that never refills (an allowance) has no script: refused, rather than
+        // run as a bucket refilling once per 2⁶⁴/L ns.
+        _ if config.period_ns == Config::FOREVER => Err(not_exact),
         Algorithm::Gcra => {
             let burst = decider.limit();
             let emission_interval = config.period_ns / config.limit;

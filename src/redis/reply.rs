@@ -1,8 +1,9 @@
 //! A script call's reply turned into decisions: what every client, sync or async, reads
-//! back from `keys.lua`.
+//! back from `keys.lua` and `policy.lua`.
 
 use super::RedisError;
 use crate::decision::Decision;
+use crate::policy::MAX_RULES;
 
 /// The decisions of a script call for `keys` keys: one key's reply is its decision, several
 /// keys' the array of theirs, each a decision or that key's error; an error for the whole
@@ -57,4 +58,23 @@ fn decision_of(reply: &[redis::Value]) -> Result<Decision, RedisError> {
         reset_after_ns: field(4)?,
         wait_ns: field(5)?,
     })
+}
+
+/// The rules' decisions a policy's script returned, in rule order, for a policy of `rules`
+/// rules; its error reply (a key holding something else) is the request's error.
+pub(super) fn rule_decisions(
+    reply: redis::Value,
+    rules: usize,
+) -> Result<[Decision; MAX_RULES], RedisError> {
+    let mut decisions = [Decision::default(); MAX_RULES];
+    match reply {
+        redis::Value::Array(replies) if replies.len() == rules && rules <= MAX_RULES => {
+            for (decision, reply) in decisions.iter_mut().zip(replies) {
+                *decision = reply_decision(reply)?;
+            }
+            Ok(decisions)
+        }
+        redis::Value::ServerError(error) => Err(RedisError::Redis(error.into())),
+        other => Err(RedisError::Reply(format!("{other:?}"))),
+    }
 }

@@ -8,12 +8,23 @@ pub const SLOTS: u16 = 16384;
 
 /// The hash slot of the Redis key `key`.
 ///
+/// The keys of one request always share a slot. A single limiter keeps `key` at
+/// `prefix{key}` ([`RedisLimiter::redis_key`](super::RedisLimiter::redis_key)), one Redis
+/// key a request. A policy keeps rule `i` of `key` at `prefix{=key}:i`
+/// ([`RedisPolicy::redis_keys`](super::RedisPolicy::redis_keys)): every rule's key
+/// starts with `prefix{=key}`, where the first `{` opens a tag that is never empty (an
+/// empty key's tag is `=`), and the prefix may hold no brace, so Redis hashes the same
+/// bytes for every rule.
+///
 /// ```
 /// use rate::redis::slot;
 /// // The examples of the Redis Cluster specification.
 /// assert_eq!(slot(b"123456789"), 12739);
 /// assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));
 /// assert_eq!(slot(b"foo{{bar}}zap"), slot(b"{bar"));
+/// // A policy's rules of the empty key: the tag "=" for each, where "{}" would have
+/// // hashed each whole key.
+/// assert_eq!(slot(b"api:{=}:0"), slot(b"api:{=}:1"));
 /// ```
 pub fn slot(key: &[u8]) -> u16 {
     crc16(hash_tag(key)) % SLOTS

@@ -1,13 +1,19 @@
 //! The host's clocks: `CLOCK_MONOTONIC` in nanoseconds, shared by every process on the
-//! host, and `CLOCK_MONOTONIC_COARSE`, cheaper and one scheduler tick behind at most
-//! (see `slack.rs` for what "at most" costs to keep true). Only `monotonic.rs` reads them.
+//! host (read through the TSC where the kernel keeps it with the TSC: `tsc.rs`), and
+//! `CLOCK_MONOTONIC_COARSE`, cheaper and one scheduler tick behind at most (see `slack.rs`
+//! for what "at most" costs to keep true). Only `monotonic.rs` reads them.
 
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
+use super::tsc;
 use crate::sync::{Ordering, ProcessAtomicU64};
 
 /// Nanoseconds on `CLOCK_MONOTONIC`: the timeline every `now_ns` in this crate is on.
+///
+/// Where the kernel's clocksource is the TSC (and the environment variable `LIBRATE_CLOCK`
+/// is not `monotonic`), it is read from the TSC and stays within a microsecond of
+/// `CLOCK_MONOTONIC`; each thread's readings never decrease either way.
 ///
 /// ```
 /// let a = rate::now_ns();
@@ -16,9 +22,44 @@ use crate::sync::{Ordering, ProcessAtomicU64};
 /// ```
 #[inline]
 pub fn now_ns() -> u64 {
-    let now = read(libc::CLOCK_MONOTONIC);
+    // First: the clocks are resolved (and the TSC clock started, where it serves) before
+    // any reading, so no reading from before the TSC clock started follows one after.
+    let function = clock_gettime();
+    let now = match tsc::now(|| read(libc::CLOCK_MONOTONIC)) {
+        Some(now) => now,
+        None => read_with(function, libc::CLOCK_MONOTONIC)
+            .unwrap_or(0)
+            .max(tsc::floor()),
+    };
     publish(now);
     now
+}
+
+/// Which clock [`now_ns`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockSource {
+    /// The TSC, converted to `CLOCK_MONOTONIC` and kept within a microsecond of it: where
+    /// the kernel's clocksource is `tsc` on a CPU with an invariant TSC.
+    Tsc,
+    /// `CLOCK_MONOTONIC` itself, through the vDSO (or the C library where there is none):
+    /// elsewhere, under valgrind, or when the environment variable `LIBRATE_CLOCK` is
+    /// `monotonic` as the process starts.
+    Monotonic,
+}
+
+/// The clock [`now_ns`] reads in this process.
+///
+/// ```
+/// let source = rate::clock_source();
+/// assert!(matches!(source, rate::ClockSource::Tsc | rate::ClockSource::Monotonic));
+/// ```
+pub fn clock_source() -> ClockSource {
+    clock_gettime();
+    if tsc::running() {
+        ClockSource::Tsc
+    } else {
+        ClockSource::Monotonic
+    }
 }
 
 /// A time `CLOCK_MONOTONIC` has certainly reached: a precise reading some thread of this
@@ -101,9 +142,21 @@ pub(crate) fn prepare() {
 
 /// Finds the vDSO's `clock_gettime` (vdso(7) names it per architecture), or falls back to
 /// the C library's where there is no vDSO to find: another C library, a static binary,
-/// a process run under valgrind.
+/// a process run under valgrind. With the vDSO's, starts the TSC clock where it serves.
 #[cold]
 fn resolve() -> ClockGettime {
+    match find_in_vdso() {
+        Some(function) => {
+            tsc::start(|| read_with(function, libc::CLOCK_MONOTONIC).unwrap_or(0));
+            function
+        }
+        None => libc::clock_gettime,
+    }
+}
+
+/// The vDSO's `clock_gettime`, if the process has a vDSO that exports one.
+#[cold]
+fn find_in_vdso() -> Option<ClockGettime> {
     const SYMBOLS: [&CStr; 2] = [c"__vdso_clock_gettime", c"__kernel_clock_gettime"];
     // SAFETY: with RTLD_NOLOAD, dlopen only returns a handle to an object the process has
     // already loaded (glibc names the vDSO "linux-vdso.so.1"), or NULL; it is never closed,
@@ -115,7 +168,7 @@ fn resolve() -> ClockGettime {
         )
     };
     if vdso.is_null() {
-        return libc::clock_gettime;
+        return None;
     }
     for symbol in SYMBOLS {
         // SAFETY: `vdso` is a live handle and `symbol` a NUL-terminated string.
@@ -127,10 +180,10 @@ fn resolve() -> ClockGettime {
         // clock_gettime's C signature.
         let vdso_clock_gettime: ClockGettime = unsafe { std::mem::transmute(address) };
         if agrees_with_libc(vdso_clock_gettime) {
-            return vdso_clock_gettime;
+            return Some(vdso_clock_gettime);
         }
     }
-    libc::clock_gettime
+    None
 }
 
 /// Whether `candidate` reads `CLOCK_MONOTONIC` as the C library does: it succeeds and its

@@ -10,6 +10,7 @@
 //! in once, and hands the algorithms plain nanoseconds.
 //!
 //! - `clock.rs`: the reads of the host's clocks and the published `passed` time.
+//! - `tsc.rs`: `CLOCK_MONOTONIC` read through the TSC, where the kernel keeps it so.
 //! - `slack.rs`: the width of the coarse bounds, calibrated once and widened after a late tick.
 //! - `monotonic.rs`: [`Monotonic`], the library's time source.
 //! - `hint.rs`: [`ClockHint`], a limiter's memory of which reading its decisions needed,
@@ -22,9 +23,10 @@ pub(crate) mod fake;
 mod hint;
 mod monotonic;
 mod slack;
+mod tsc;
 
-pub use clock::now_ns;
 pub(crate) use clock::prepare;
+pub use clock::{clock_source, now_ns, ClockSource};
 pub(crate) use hint::{ClockHint, Hinted};
 pub(crate) use monotonic::Monotonic;
 

@@ -1,6 +1,7 @@
 //! The library's time source: `CLOCK_MONOTONIC` exactly, `CLOCK_MONOTONIC_COARSE` for bounds.
 
 use super::slack::Slack;
+use super::tsc::MAX_ERROR_NS;
 use super::{clock, Bounds, TimeSource};
 
 /// `CLOCK_MONOTONIC`, the timeline of every `now_ns` in this crate, read as cheaply as a
@@ -28,13 +29,16 @@ impl TimeSource for Monotonic {
         SLACK.get(clock::coarse_resolution_ns)
     }
 
+    /// The coarse reading bounds `CLOCK_MONOTONIC` to `[coarse, coarse + slack]`; the
+    /// exact reading (through the TSC, where it serves) may be off that clock by up to
+    /// `tsc::MAX_ERROR_NS`, so the bounds are that much wider on each side.
     #[inline(always)]
     fn bounds(self) -> Option<Bounds> {
         let slack = self.slack()?;
-        let earliest = clock::coarse_ns();
+        let coarse = clock::coarse_ns();
         Some(Bounds {
-            earliest,
-            latest: earliest.saturating_add(slack),
+            earliest: coarse.saturating_sub(MAX_ERROR_NS),
+            latest: coarse.saturating_add(slack + MAX_ERROR_NS),
         })
     }
 

@@ -63,6 +63,32 @@ static int test_all_or_nothing(void) {
     return 0;
 }
 
+static int test_costs_per_rule(void) {
+    rate_policy_decision d;
+    rate_policy *policy = two_rules();
+    const uint64_t gcra_only[2] = {1, 0}, both[2] = {1, 1}, nine[9] = {0};
+    CHECK(policy != NULL);
+    /* A unit of the GCRA rule alone: the window is left out, and reports 3 of 3. */
+    CHECK(rate_policy_acquire_costs_at(policy, gcra_only, 2, 0, &d) == RATE_OK);
+    CHECK_EQ_U64(d.decision.limit, 2);
+    CHECK_EQ_U64(d.decision.remaining, 1);
+    CHECK_EQ_U64(d.decision.reset_after_ns, 500 * MS);
+    CHECK_EQ_U64(d.rules[1].remaining, 3);
+    /* Both: the GCRA rule's last unit, the window's first. */
+    CHECK(rate_policy_acquire_costs_at(policy, both, 2, 0, NULL) == RATE_OK);
+    CHECK(rate_policy_acquire_costs_at(policy, both, 2, 0, &d) == RATE_LIMITED);
+    CHECK(d.denied_by == 0);
+    CHECK_EQ_U64(d.rules[1].remaining, 2);
+    /* One cost per rule; never read past RATE_POLICY_MAX_RULES. */
+    CHECK(rate_policy_acquire_costs_at(policy, both, 1, 0, &d) == RATE_E_INVALID_CONFIG);
+    CHECK(rate_policy_acquire_costs_at(policy, nine, 9, 0, &d) == RATE_E_INVALID_CONFIG);
+    CHECK(rate_policy_acquire_costs_at(policy, NULL, 2, 0, &d) == RATE_E_NULL);
+    CHECK(rate_policy_acquire_costs(NULL, both, 2, &d) == RATE_E_NULL);
+    CHECK(rate_policy_acquire_costs(policy, gcra_only, 2, NULL) == RATE_OK);
+    rate_policy_free(policy);
+    return 0;
+}
+
 static int test_bad_input(void) {
     rate_config rules[9];
     rate_policy *policy = NULL;
@@ -129,6 +155,7 @@ static int test_set_rules(void) {
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_all_or_nothing),
+        TEST_CASE(test_costs_per_rule),
         TEST_CASE(test_bad_input),
         TEST_CASE(test_set_rules),
     };

@@ -1,11 +1,13 @@
-//! The keyed tables of the loom models (`tests/loom_keyed.rs`, `tests/loom_shared.rs`):
+//! What the loom models share (`tests/loom_*.rs`): `outcomes` of a model, and keyed tables:
 //! capacity 1 (two slots), GCRA of 1 per `T`, and keys that are their own hashes, so a
 //! model puts each key in the slot its race needs.
 
 use loom::sync::Arc;
 use loom::thread;
 use rate::{Config, Decision, Error, KeyedLimiter};
+use std::collections::BTreeSet;
 use std::hash::{BuildHasher, Hasher};
+use std::sync::Mutex;
 
 pub const T: u64 = 1_000;
 
@@ -65,4 +67,16 @@ pub fn assert_single_state(table: &Table, key: u64, tat: u64, now: u64) {
     let denied = acquire(table, key, now).unwrap();
     assert!(!denied.allowed, "key {key}");
     assert_eq!(denied.retry_after_ns, tat - now, "key {key}");
+}
+
+/// Runs `model` under loom, and returns the outcomes it gave over all interleavings.
+pub fn outcomes<O: Ord + Send + 'static>(model: fn() -> O) -> BTreeSet<O> {
+    let seen = std::sync::Arc::new(Mutex::new(BTreeSet::new()));
+    let outcomes = std::sync::Arc::clone(&seen);
+    loom::model(move || {
+        let outcome = model();
+        outcomes.lock().unwrap().insert(outcome);
+    });
+    let mut seen = seen.lock().unwrap();
+    std::mem::take(&mut *seen)
 }

@@ -4,6 +4,7 @@
 
 #[cfg(loom)]
 pub mod loom_keys;
+pub mod models;
 pub mod peer_vectors;
 #[cfg(not(loom))]
 pub mod processes;
@@ -47,25 +48,25 @@ impl Rng {
 pub const MS: u64 = 1_000_000;
 pub const SECOND: u64 = 1_000_000_000;
 
-/// The smallest `d` in `0..=bound` for which `holds(d)` is true, given that `holds` is
-/// monotone there (false … false true … true); `u64::MAX` ("never") if it never holds.
-pub fn smallest(bound: u64, mut holds: impl FnMut(u64) -> bool) -> u64 {
-    if !holds(bound) {
-        return u64::MAX;
+/// A random rule of any algorithm, for policies: small limits, so sequences reach them,
+/// and periods of every shape the Redis window scripts treat apart (whole seconds,
+/// divisors of a second, and neither).
+pub fn random_rule(rng: &mut Rng) -> rate::Config {
+    let limit = rng.range(1, 6);
+    let period = [
+        100 * MS,
+        SECOND,
+        7 * SECOND,
+        60 * SECOND,
+        1_234_567_891,
+        rng.range(MS, 3 * SECOND),
+    ][rng.below(6) as usize];
+    match rng.below(4) {
+        0 => rate::Config::gcra(limit, period).with_burst(rng.range(1, 6)),
+        1 => rate::Config::fixed_window(limit, period),
+        2 => rate::Config::sliding_window(limit, period),
+        _ => rate::Config::sliding_log(limit, period),
     }
-    let (mut low, mut high) = (0u64, bound); // holds(high) is true
-    if holds(low) {
-        return 0;
-    }
-    while high - low > 1 {
-        let mid = low + (high - low) / 2;
-        if holds(mid) {
-            high = mid;
-        } else {
-            low = mid;
-        }
-    }
-    high
 }
 
 /// A decision with these fields and no wait: every decision but a reserve's.

@@ -99,3 +99,16 @@ pub fn read_word(path: &Path, index: usize) -> u64 {
     let bytes = fs::read(path).unwrap();
     u64::from_le_bytes(bytes[index * 8..index * 8 + 8].try_into().unwrap())
 }
+
+/// Runs `threads` threads of `body(thread index)` and sums what they return.
+pub fn in_threads(threads: usize, body: impl Fn(usize) -> u64 + Sync) -> u64 {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|thread| {
+                let body = &body;
+                scope.spawn(move || body(thread))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    })
+}

@@ -19,7 +19,7 @@ pub const MAX_STATE: u64 = u64::MAX - 256;
 pub fn replay(redis: &mut redis::Connection, config: &Config, case: u64, rng: &mut Rng) {
     let local = Limiter::new(config).unwrap();
     let remote = RedisLimiter::new(config, format!("model:{case}:")).unwrap();
-    let mut redis = Unexpiring::new(redis, remote.redis_key(b"k"));
+    let mut redis = Unexpiring::new(redis, vec![remote.redis_key(b"k")]);
     let period = config.period_ns;
     let capacity = match config.algorithm {
         Algorithm::Gcra if config.burst > 0 => config.burst,
@@ -75,7 +75,7 @@ pub fn replay(redis: &mut redis::Connection, config: &Config, case: u64, rng: &m
             Some(wait) => remote.reserve_at(redis, b"k", n, now, wait),
         };
         let mut got = call(&mut redis);
-        while matches!(&got, Ok(admitted) if admitted.allowed && n > 0) && redis.ttl == -2 {
+        while matches!(&got, Ok(admitted) if admitted.allowed && n > 0) && redis.expired() {
             // The key expired between the script and `PERSIST` (Unexpiring): again.
             redis.undo();
             got = call(&mut redis);
@@ -107,46 +107,54 @@ fn expiry(config: &Config, admitted: &Decision) -> Option<u128> {
     })
 }
 
-/// A connection on which a key never expires by Redis's own clock, which runs unrelated
+/// A connection on which some keys never expire by Redis's own clock, which runs unrelated
 /// to the times the replay passes (a period of microseconds would end in Redis long before
 /// the replay's time reaches it): each command runs in a transaction with `PTTL` and
-/// `PERSIST` of the key, so the expiry a script set is read, then cleared.
+/// `PERSIST` of each key, so the expiry a script set is read, then cleared.
 ///
 /// Redis 7.0 does not stop its clock during a transaction, so a key that a script left to
 /// live for 1 ms can still expire before `PERSIST` if Redis is descheduled for that long;
-/// the transaction also saves the key as it was before (`DUMP`), so that the replay can
-/// [`undo`](Self::undo) such a command and run it again.
-struct Unexpiring<'a> {
+/// the transaction also saves the keys as they were before (`DUMP`), so that the replay
+/// can [`undo`](Self::undo) such a command and run it again.
+pub struct Unexpiring<'a> {
     connection: &'a mut redis::Connection,
-    key: Vec<u8>,
-    /// The key's `DUMP` before the last command (`None`: it did not exist).
-    before: Option<Vec<u8>>,
-    /// The key's `PTTL` right after the last command (-2: it does not exist).
-    ttl: i64,
+    keys: Vec<Vec<u8>>,
+    /// Each key's `DUMP` before the last command (`None`: it did not exist).
+    before: Vec<Option<Vec<u8>>>,
+    /// Each key's `PTTL` right after the last command (-2: it does not exist).
+    ttls: Vec<i64>,
 }
 
 impl<'a> Unexpiring<'a> {
-    fn new(connection: &'a mut redis::Connection, key: Vec<u8>) -> Self {
+    pub fn new(connection: &'a mut redis::Connection, keys: Vec<Vec<u8>>) -> Self {
         Self {
             connection,
-            key,
-            before: None,
-            ttl: -2,
+            before: vec![None; keys.len()],
+            ttls: vec![-2; keys.len()],
+            keys,
         }
     }
 
-    /// Puts the key back as it was before the last command.
-    fn undo(&mut self) {
-        let command = match &self.before {
-            Some(dump) => redis::cmd("RESTORE")
-                .arg(&self.key)
-                .arg(0)
-                .arg(dump)
-                .arg("REPLACE")
-                .clone(),
-            None => redis::cmd("DEL").arg(&self.key).clone(),
-        };
-        command.query::<()>(self.connection).unwrap();
+    /// Whether a key was gone right after the last command: after a write to every key,
+    /// one that expired before `PERSIST`.
+    pub fn expired(&self) -> bool {
+        self.ttls.contains(&-2)
+    }
+
+    /// Puts the keys back as they were before the last command.
+    pub fn undo(&mut self) {
+        for (key, before) in self.keys.iter().zip(&self.before) {
+            let command = match before {
+                Some(dump) => redis::cmd("RESTORE")
+                    .arg(key)
+                    .arg(0)
+                    .arg(dump)
+                    .arg("REPLACE")
+                    .clone(),
+                None => redis::cmd("DEL").arg(key).clone(),
+            };
+            command.query::<()>(self.connection).unwrap();
+        }
     }
 
     /// The last command left the key to expire `lead_ns` after now, rounded up to a
@@ -156,30 +164,42 @@ impl<'a> Unexpiring<'a> {
             return;
         };
         let want = i64::try_from(lead_ns.div_ceil(u128::from(MS))).unwrap();
+        let ttl = self.ttls[0];
         assert!(
-            self.ttl <= want && self.ttl >= want - 50,
-            "{context}: PTTL {} ms, want {want}",
-            self.ttl
+            ttl <= want && ttl >= want - 50,
+            "{context}: PTTL {ttl} ms, want {want}"
         );
     }
 }
 
 impl redis::ConnectionLike for Unexpiring<'_> {
     fn req_packed_command(&mut self, cmd: &[u8]) -> redis::RedisResult<redis::Value> {
+        let keys = self.keys.len();
         let mut packed = redis::cmd("MULTI").get_packed_command();
-        packed.extend(redis::cmd("DUMP").arg(&self.key).get_packed_command());
+        for key in &self.keys {
+            packed.extend(redis::cmd("DUMP").arg(key).get_packed_command());
+        }
         packed.extend_from_slice(cmd);
-        packed.extend(redis::cmd("PTTL").arg(&self.key).get_packed_command());
-        packed.extend(redis::cmd("PERSIST").arg(&self.key).get_packed_command());
+        for command in ["PTTL", "PERSIST"] {
+            for key in &self.keys {
+                packed.extend(redis::cmd(command).arg(key).get_packed_command());
+            }
+        }
         packed.extend(redis::cmd("EXEC").get_packed_command());
-        // Past MULTI's OK and four QUEUED: EXEC's reply.
-        let mut replies = self.connection.req_packed_commands(&packed, 5, 1)?;
+        // Past MULTI's OK and a QUEUED for each command: EXEC's reply.
+        let mut replies = self
+            .connection
+            .req_packed_commands(&packed, 2 + 3 * keys, 1)?;
         let Some(redis::Value::Array(mut results)) = replies.pop() else {
             panic!("EXEC answered {replies:?}");
         };
-        self.before = redis::from_redis_value(&results[0])?;
-        self.ttl = redis::from_redis_value(&results[2])?;
-        results.swap_remove(1).extract_error()
+        for (index, before) in self.before.iter_mut().enumerate() {
+            *before = redis::from_redis_value(&results[index])?;
+        }
+        for (index, ttl) in self.ttls.iter_mut().enumerate() {
+            *ttl = redis::from_redis_value(&results[keys + 1 + index])?;
+        }
+        results.swap_remove(keys).extract_error()
     }
 
     fn req_packed_commands(

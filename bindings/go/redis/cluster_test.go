@@ -1,6 +1,7 @@
 package librateredis_test
 
 import (
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,6 +91,41 @@ func TestCluster(t *testing.T) {
 	t.Run("BatchesOverEveryMaster", func(t *testing.T) { batchesOverEveryMaster(t, c, client) })
 	t.Run("OneKeysRedisKeysShareASlot", func(t *testing.T) { oneKeysRedisKeysShareASlot(t, c, client) })
 	t.Run("FlushedScriptsAreLoadedAgain", func(t *testing.T) { flushedScriptsAreLoadedAgain(t, c, client) })
+	t.Run("PoliciesOnEveryMaster", func(t *testing.T) { policiesOnEveryMaster(t, c, client) })
+}
+
+// A policy's keys on every master, and keys whose hash tag is odd (empty, braces in
+// it): every rule of a key in the key's one slot, each decision librate.Policy's, and a
+// reset through the Cluster client.
+func policiesOnEveryMaster(t *testing.T, c *cluster, client *redis.ClusterClient) {
+	rules := []librate.Config{gcra2, threeAnHour(librate.SlidingWindow)}
+	p := newPolicy(t, client, rules, "cluster:policy:")
+	limiter := newLimiter(t, client, gcra2, "cluster:policy:")
+	keys := append(c.keysOnEveryMaster(t, limiter, 2), "", "}", "{x}")
+	for _, key := range keys {
+		local, err := librate.NewPolicy(rules...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := range 4 {
+			now := time.Duration(step) * time.Second / 4
+			want, _ := local.AcquireAt(1, now)
+			if got, err := p.AcquireAt(ctx, key, 1, uint64(now)); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q step %d: %+v, %v\nwant %+v", key, step, got, err, want)
+			}
+		}
+		redisKeys := p.Keys(key)
+		if c.master(t, redisKeys[0]) != c.master(t, redisKeys[1]) ||
+			librate.RedisSlot(redisKeys[0]) != librate.RedisSlot(redisKeys[1]) {
+			t.Errorf("%q: %q in two slots", key, redisKeys)
+		}
+		if err := p.Reset(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := p.AcquireAt(ctx, key, 2, 0); err != nil || !d.Allowed {
+			t.Errorf("%q after reset: %+v, %v", key, d, err)
+		}
+	}
 }
 
 // Two keys on each master, every algorithm, a short walk of explicit times and costs

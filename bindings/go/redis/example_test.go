@@ -1,6 +1,7 @@
 package librateredis_test
 
 import (
+	"context"
 	"io"
 	"log"
 	"log/slog"
@@ -54,4 +55,30 @@ func ExampleLimiter_ForMiddleware() {
 		log.Fatal(err)
 	}
 	log.Fatal(http.ListenAndServe(":8080", m.Wrap(http.DefaultServeMux)))
+}
+
+// Each customer may make 10 requests a second and 1,000 a day, whichever host serves
+// them: one script call decides both rules at once, all or nothing.
+func ExamplePolicy() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	rules := []librate.Config{
+		{Algorithm: librate.GCRA, Limit: 10, Period: time.Second},
+		{Algorithm: librate.FixedWindow, Limit: 1000, Period: 24 * time.Hour},
+	}
+	policy, err := librateredis.NewPolicy(client, rules, "api:")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	d, err := policy.Acquire(ctx, "customer-7", 1)
+	if err != nil {
+		log.Fatal(err) // Redis gave no decision: fail open or closed
+	}
+	if !d.Allowed {
+		log.Printf("429: rule %d denied", d.DeniedBy)
+	}
+	// Support lifts the customer's limit:
+	if err := policy.Reset(ctx, "customer-7"); err != nil {
+		log.Fatal(err)
+	}
 }

@@ -60,17 +60,13 @@ func New(client redis.UniversalClient, config librate.Config, prefix string) (*L
 	if err != nil {
 		return nil, err
 	}
-	configArgs := make([]any, len(script.ConfigArgs))
-	for i, arg := range script.ConfigArgs {
-		configArgs[i] = strconv.FormatUint(arg, 10)
-	}
 	return &Limiter{
 		client:     client,
 		config:     config,
 		prefix:     prefix,
 		script:     redis.NewScript(script.Source),
 		limit:      script.Limit,
-		configArgs: configArgs,
+		configArgs: decimals(script.ConfigArgs),
 	}, nil
 }
 
@@ -116,6 +112,12 @@ func (l *Limiter) ReserveAt(ctx context.Context, key string, n int, now uint64, 
 	return l.decide(ctx, key, request{n: n, now: strconv.FormatUint(now, 10), maxWait: maxWait, reserve: true})
 }
 
+// Reset deletes key's state (DEL of its Redis key), so its next request finds the limit
+// full, as a fresh key does; other keys keep theirs.
+func (l *Limiter) Reset(ctx context.Context, key string) error {
+	return deleted(ctx, l.client, []string{l.Key(key)})
+}
+
 // request is one call's arguments: now is "" for the server's clock.
 type request struct {
 	n       int
@@ -127,6 +129,13 @@ type request struct {
 // check refuses what the in-process limiter refuses, in its order, and a context that
 // is nil or already done, before anything is sent.
 func (l *Limiter) check(ctx context.Context, r request) error {
+	return checked(ctx, r, l.limit, r.reserve && l.config.Algorithm != librate.GCRA)
+}
+
+// checked refuses a request that no state admits (n negative or above limit, a negative
+// maxWait, a reserve where unsupported) and a context that is nil or already done,
+// before anything is sent.
+func checked(ctx context.Context, r request, limit uint64, unsupported bool) error {
 	switch {
 	case ctx == nil:
 		return fmt.Errorf("librateredis: nil context: %w", librate.ErrInvalidArgument)
@@ -134,9 +143,9 @@ func (l *Limiter) check(ctx context.Context, r request) error {
 		return fmt.Errorf("librateredis: n is %d: %w", r.n, librate.ErrInvalidArgument)
 	case r.maxWait < 0:
 		return fmt.Errorf("librateredis: maxWait is %v: %w", r.maxWait, librate.ErrInvalidArgument)
-	case r.reserve && l.config.Algorithm != librate.GCRA:
+	case unsupported:
 		return librate.ErrUnsupported
-	case uint64(r.n) > l.limit:
+	case uint64(r.n) > limit:
 		return librate.ErrInsufficientCapacity
 	}
 	if err := ctx.Err(); err != nil {

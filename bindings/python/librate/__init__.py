@@ -1,5 +1,5 @@
 """librate: lock-free rate limiters (GCRA, fixed window, sliding window counter, sliding
-log; direct, keyed, or several rules at once as a policy) for the price of one foreign
+log; direct, keyed, or several rules at once as a policy, per key or global) for the price of one foreign
 call, safe across threads.
 
 >>> import librate
@@ -33,6 +33,7 @@ from ._errors import (
 from ._ffi import lib as _lib
 from ._convert import FOREVER
 from ._limiter import ALGORITHMS, Config, KeyedLimiter, Limiter
+from ._keyed_policy import KeyedPolicy, KeyedRule
 from ._policy import Policy
 from ._stats import KeyedStats
 
@@ -55,6 +56,8 @@ __all__ = [
     "InternalError",
     "InvalidConfig",
     "KeyedLimiter",
+    "KeyedPolicy",
+    "KeyedRule",
     "KeyedStats",
     "LibrateError",
     "LibraryError",

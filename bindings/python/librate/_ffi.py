@@ -64,6 +64,9 @@ RATE_REASON_LEN = 256
 RATE_REDIS_MAX_ARGS = 4
 #: The most rules a policy holds (``rate_policy_new``).
 RATE_POLICY_MAX_RULES = 8
+#: The most configuration arguments a policy's Redis script takes
+#: (``rate_redis_policy_prepare``): the rule count, then three per rule.
+RATE_REDIS_POLICY_MAX_ARGS = 25
 #: ``denied_by`` of an admitted policy decision: no rule denied it.
 RATE_POLICY_NO_RULE = 2**32 - 1
 
@@ -114,12 +117,37 @@ class rate_policy_decision(Structure):  # noqa: N801 - the C name
     ]
 
 
+#: Scopes of a keyed policy's rule (``rate_keyed_rule.scope``).
+RATE_RULE_GLOBAL = 0
+RATE_RULE_PER_KEY = 1
+
+
+class rate_keyed_rule(Structure):  # noqa: N801 - the C name
+    """``struct rate_keyed_rule``: a keyed policy's rule and its scope."""
+
+    _fields_ = [
+        ("config", rate_config),
+        ("scope", c_uint32),
+    ]
+
+
 class rate_redis_script(Structure):  # noqa: N801 - the C name
     """``struct rate_redis_script``: a Lua script of the Redis tier and its arguments."""
 
     _fields_ = [
         ("source", c_char_p),
         ("config_args", c_uint64 * RATE_REDIS_MAX_ARGS),
+        ("config_args_len", c_uint32),
+        ("limit", c_uint64),
+    ]
+
+
+class rate_redis_policy_script(Structure):  # noqa: N801 - the C name
+    """``struct rate_redis_policy_script``: a policy's Lua script and its arguments."""
+
+    _fields_ = [
+        ("source", c_char_p),
+        ("config_args", c_uint64 * RATE_REDIS_POLICY_MAX_ARGS),
         ("config_args_len", c_uint32),
         ("limit", c_uint64),
     ]
@@ -194,6 +222,10 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_version": (c_char_p, ()),
     "rate_redis_prepare": (c_int32, (POINTER(rate_config), POINTER(rate_redis_script))),
     "rate_redis_slot": (c_int32, (KEY, c_size_t, POINTER(c_uint16))),
+    "rate_redis_policy_prepare": (
+        c_int32,
+        (POINTER(rate_config), c_size_t, POINTER(rate_redis_policy_script)),
+    ),
     "rate_policy_new": (c_int32, (POINTER(rate_config), c_size_t, POINTER(HANDLE))),
     "rate_policy_set_rules": (c_int32, (HANDLE, POINTER(rate_config), c_size_t)),
     "rate_policy_set_rules_at": (c_int32, (HANDLE, POINTER(rate_config), c_size_t, c_uint64)),
@@ -202,6 +234,53 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_policy_acquire_at": (
         c_int32,
         (HANDLE, c_uint64, c_uint64, POINTER(rate_policy_decision)),
+    ),
+    "rate_policy_acquire_costs": (
+        c_int32,
+        (HANDLE, POINTER(c_uint64), c_size_t, POINTER(rate_policy_decision)),
+    ),
+    "rate_policy_acquire_costs_at": (
+        c_int32,
+        (HANDLE, POINTER(c_uint64), c_size_t, c_uint64, POINTER(rate_policy_decision)),
+    ),
+    "rate_keyed_policy_new": (
+        c_int32,
+        (POINTER(rate_keyed_rule), c_size_t, c_uint64, POINTER(HANDLE)),
+    ),
+    "rate_keyed_policy_open": (
+        c_int32,
+        (c_char_p, POINTER(rate_keyed_rule), c_size_t, c_uint64, POINTER(HANDLE)),
+    ),
+    "rate_keyed_policy_free": (None, (HANDLE,)),
+    "rate_keyed_policy_acquire": (
+        c_int32,
+        (HANDLE, KEY, c_size_t, c_uint64, POINTER(rate_policy_decision)),
+    ),
+    "rate_keyed_policy_acquire_at": (
+        c_int32,
+        (HANDLE, KEY, c_size_t, c_uint64, c_uint64, POINTER(rate_policy_decision)),
+    ),
+    "rate_keyed_policy_acquire_costs": (
+        c_int32,
+        (HANDLE, KEY, c_size_t, POINTER(c_uint64), c_size_t, POINTER(rate_policy_decision)),
+    ),
+    "rate_keyed_policy_acquire_costs_at": (
+        c_int32,
+        (
+            HANDLE,
+            KEY,
+            c_size_t,
+            POINTER(c_uint64),
+            c_size_t,
+            c_uint64,
+            POINTER(rate_policy_decision),
+        ),
+    ),
+    "rate_keyed_policy_reset": (c_int32, (HANDLE, KEY, c_size_t)),
+    "rate_keyed_policy_read_stats": (c_int32, (HANDLE, POINTER(rate_keyed_stats))),
+    "rate_keyed_policy_read_stats_at": (
+        c_int32,
+        (HANDLE, c_uint64, POINTER(rate_keyed_stats)),
     ),
 }
 

@@ -68,6 +68,17 @@ def _rejection(rules: tuple[Config, ...], status: int) -> str:
     return status_text(status)
 
 
+def checked_rules(rules: Iterable[Config]) -> tuple[Config, ...]:
+    """``rules`` as a tuple, each a ``Config`` (else ``TypeError``)."""
+    if isinstance(rules, Config):
+        raise TypeError("rules must be a sequence of Config: put one rule in a list")
+    checked = tuple(rules)
+    for index, rule in enumerate(checked):
+        if not isinstance(rule, Config):
+            raise TypeError(f"rules[{index}] must be a Config, not {type(rule).__name__}")
+    return checked
+
+
 class Policy(_Owner):
     """Several limits over one subject at once ("10 a second and 1,000 a day"): a request
     is admitted iff every rule admits it, and a denied request takes nothing from any
@@ -109,12 +120,7 @@ class Policy(_Owner):
 
     def __init__(self, rules: Iterable[Config]) -> None:
         self._handle = _CLOSED
-        if isinstance(rules, Config):
-            raise TypeError("rules must be a sequence of Config: put one rule in a list")
-        checked = tuple(rules)
-        for index, rule in enumerate(checked):
-            if not isinstance(rule, Config):
-                raise TypeError(f"rules[{index}] must be a Config, not {type(rule).__name__}")
+        checked = checked_rules(rules)
         self._rules = checked
         self._c = _policy_c()
         handle = _PolicyHandle()

@@ -1,8 +1,8 @@
-"""What ``RedisLimiter`` and ``AsyncRedisLimiter`` share, without redis-py: the script
-and its arguments (from ``rate_redis_prepare``, so every language sends the same bytes),
-the checks made before anything is sent, the Redis key of a key, and the decision a
-reply holds. The two clients in ``librate.redis`` only send; the middleware recognizes
-them by this base class, so it never imports redis-py.
+"""What the clients of ``librate.redis`` share, without redis-py: the script and its
+arguments (from ``rate_redis_prepare`` and ``rate_redis_policy_prepare``, so every
+language sends the same bytes), the checks made before anything is sent, the Redis keys
+of a key, and the decision a reply holds. The clients in ``librate.redis`` only send;
+the middleware recognizes the limiters by their base class, so it never imports redis-py.
 """
 
 from __future__ import annotations
@@ -14,18 +14,22 @@ from ctypes import byref, create_string_buffer
 from typing import Any, Generic, TypeVar
 
 from ._convert import U64_MAX, Duration, duration_ns, key_bytes, u64
-from ._decision import Decision
-from ._errors import RedisError, error_for
+from ._decision import Decision, PolicyDecision
+from ._errors import InvalidConfig, RedisError, error_for
 from ._ffi import (
     RATE_E_INSUFFICIENT_CAPACITY,
     RATE_E_INVALID_CONFIG,
     RATE_E_UNSUPPORTED,
     RATE_OK,
+    RATE_POLICY_MAX_RULES,
     RATE_REASON_LEN,
     lib,
+    rate_config,
+    rate_redis_policy_script,
     rate_redis_script,
 )
 from ._limiter import Config, Key, _config, status_text
+from ._policy import checked_rules
 
 #: What a public method returns: a ``Decision`` (sync), or an awaitable of one (asyncio).
 R = TypeVar("R")
@@ -34,6 +38,16 @@ B = TypeVar("B")
 
 #: One script call: the Redis key, and ARGV (now, n, max_wait_ns, the configuration's).
 Call = tuple[bytes, list[bytes]]
+#: A policy's script call: its rules' Redis keys, and ARGV.
+PolicyCall = tuple[list[bytes], list[bytes]]
+
+
+def _prepared(script: Any) -> tuple[bytes, str, list[bytes], int]:
+    """A prepared script's source, its SHA1, its arguments as ARGV takes them, and the
+    largest cost it admits."""
+    source: bytes = script.source
+    args = [str(arg).encode() for arg in script.config_args[: script.config_args_len]]
+    return source, hashlib.sha1(source).hexdigest(), args, script.limit
 
 
 class Plan:
@@ -49,12 +63,7 @@ class Plan:
         if status != RATE_OK:
             raise error_for(status, _rejection(config, c_config))
         self.config = config
-        self.source: bytes = script.source
-        self.sha = hashlib.sha1(self.source).hexdigest()
-        self.config_args = [
-            str(arg).encode() for arg in script.config_args[: script.config_args_len]
-        ]
-        self.capacity: int = script.limit
+        self.source, self.sha, self.config_args, self.capacity = _prepared(script)
 
     def check(self, n: int, reserve: bool) -> None:
         """Refuses a request as the in-process limiter does: a reserve (even one that
@@ -77,11 +86,76 @@ class Plan:
         """The decision a script returned: ``[allowed, limit, remaining, retry_after_ns,
         reset_after_ns, wait_ns]``, integers or decimal strings (bytes, or str from a
         client with ``decode_responses``); anything else is a ``RedisError``."""
-        if isinstance(reply, (list, tuple)) and len(reply) == 6:
-            fields = [_u64(field) for field in reply]
-            if None not in fields and fields[0] in (0, 1):
-                return Decision(bool(fields[0]), *fields[1:])  # type: ignore[arg-type]
-        raise RedisError(f"redis: unexpected reply {reply!r}")
+        return _decision(reply)
+
+
+def _decision(reply: object) -> Decision:
+    """One decision of a script's reply (see ``Plan.decision``)."""
+    if isinstance(reply, (list, tuple)) and len(reply) == 6:
+        fields = [_u64(field) for field in reply]
+        if None not in fields and fields[0] in (0, 1):
+            return Decision(bool(fields[0]), *fields[1:])  # type: ignore[arg-type]
+    raise RedisError(f"redis: unexpected reply {reply!r}")
+
+
+class PolicyPlan:
+    """A policy's script on Redis (``rate_redis_policy_prepare``): its source and SHA1,
+    the arguments every call ends with, and the largest cost it admits."""
+
+    __slots__ = ("rules", "source", "sha", "config_args", "capacity")
+
+    def __init__(self, rules: tuple[Config, ...]) -> None:
+        script = rate_redis_policy_script()
+        array = (rate_config * len(rules))(*(rule.to_c() for rule in rules))
+        status = lib.rate_redis_policy_prepare(array, len(rules), byref(script))
+        if status != RATE_OK:
+            raise error_for(status, _policy_rejection(rules, status))
+        self.rules = rules
+        self.source, self.sha, self.config_args, self.capacity = _prepared(script)
+
+    def check(self, n: int) -> None:
+        """Refuses ``n`` above the least capacity, as the in-process policy does."""
+        if n > self.capacity:
+            raise error_for(
+                RATE_E_INSUFFICIENT_CAPACITY,
+                f"{status_text(RATE_E_INSUFFICIENT_CAPACITY)} (n={n}, capacity {self.capacity})",
+            )
+
+    def args(self, n: int, now_ns: int | None) -> list[bytes]:
+        """ARGV: now ("" for the server's clock), n, 0 (no reserve), the rules'."""
+        now = b"" if now_ns is None else str(now_ns).encode()
+        return [now, str(n).encode(), b"0", *self.config_args]
+
+    def decision(self, reply: object) -> PolicyDecision:
+        """The policy's decision from the rules' the script returned (one each, in rule
+        order), combined as the in-process policy combines them: admitted iff every rule
+        admitted, denied by the first that denied, ``limit`` and ``remaining`` the least,
+        ``retry_after_ns`` and ``reset_after_ns`` the greatest, ``wait_ns`` 0."""
+        if not isinstance(reply, (list, tuple)) or len(reply) != len(self.rules):
+            raise RedisError(f"redis: unexpected reply {reply!r}")
+        rules = tuple(_decision(each) for each in reply)
+        denied_by = next((i for i, rule in enumerate(rules) if not rule.allowed), None)
+        combined = Decision(
+            denied_by is None,
+            self.capacity,
+            min(rule.remaining for rule in rules),
+            max(rule.retry_after_ns for rule in rules),
+            max(rule.reset_after_ns for rule in rules),
+        )
+        return PolicyDecision(combined, denied_by, rules)
+
+
+def _policy_rejection(rules: tuple[Config, ...], status: int) -> str:
+    """Why ``rate_redis_policy_prepare`` refused ``rules``: their count, or the first rule
+    that a limiter on Redis refuses, with its reason."""
+    if not 1 <= len(rules) <= RATE_POLICY_MAX_RULES:
+        return f"a policy holds 1 to {RATE_POLICY_MAX_RULES} rules, not {len(rules)}"
+    for index, rule in enumerate(rules):
+        try:
+            Plan(rule)
+        except InvalidConfig as error:
+            return f"rules[{index}]: {error}"
+    return status_text(status)
 
 
 def _u64(field: object) -> int | None:
@@ -108,7 +182,39 @@ def _rejection(config: Config, c_config: Any) -> str:
     )
 
 
-class RedisBase(Generic[R, B]):
+def _check_client(client: Any, asynchronous: bool, name: str) -> None:
+    """Refuses a client that is not redis-py's, or not of the kind (sync or asyncio) the
+    class ``name`` takes."""
+    if not callable(getattr(client, "register_script", None)):
+        raise TypeError(f"client must be a redis-py client, not {type(client).__name__}")
+    execute = getattr(client, "execute_command", None)
+    if execute is not None and inspect.iscoroutinefunction(execute) != asynchronous:
+        raise TypeError(
+            f"{name} takes "
+            + ("an asyncio client (redis.asyncio.Redis)" if asynchronous else "a sync client")
+            + f", not {type(client).__module__}.{type(client).__name__}"
+        )
+
+
+class _Sender:
+    """What every client keeps: the redis-py client it sends through, and the prefix of
+    the Redis keys it writes."""
+
+    _client: Any
+    _prefix: bytes
+
+    @property
+    def prefix(self) -> bytes:
+        """The prefix of every Redis key this writes."""
+        return self._prefix
+
+    @property
+    def client(self) -> Any:
+        """The redis-py client this sends through."""
+        return self._client
+
+
+class RedisBase(_Sender, Generic[R, B]):
     """The limiter API both clients share: each public method checks and encodes its
     request, then hands it to ``_decide`` or ``_decide_batch``, which the sync client
     runs and the asyncio one returns as a coroutine."""
@@ -126,19 +232,7 @@ class RedisBase(Generic[R, B]):
         burst: int | None = None,
         prefix: str | bytes,
     ) -> None:
-        if not callable(getattr(client, "register_script", None)):
-            raise TypeError(f"client must be a redis-py client, not {type(client).__name__}")
-        execute = getattr(client, "execute_command", None)
-        if execute is not None and inspect.iscoroutinefunction(execute) != self.asynchronous:
-            raise TypeError(
-                f"{type(self).__name__} takes "
-                + (
-                    "an asyncio client (redis.asyncio.Redis)"
-                    if self.asynchronous
-                    else "a sync client"
-                )
-                + f", not {type(client).__module__}.{type(client).__name__}"
-            )
+        _check_client(client, self.asynchronous, type(self).__name__)
         if not isinstance(prefix, (str, bytes)):
             raise TypeError(f"prefix must be str or bytes, not {type(prefix).__name__}")
         self._plan = Plan(_config(algorithm, limit, period, burst))
@@ -150,16 +244,6 @@ class RedisBase(Generic[R, B]):
     def config(self) -> Config:
         """The configuration every key follows."""
         return self._plan.config
-
-    @property
-    def prefix(self) -> bytes:
-        """The prefix of every Redis key this limiter writes."""
-        return self._prefix
-
-    @property
-    def client(self) -> Any:
-        """The redis-py client the limiter sends through."""
-        return self._client
 
     def redis_key(self, key: Key) -> bytes:
         """The Redis key holding ``key``'s state: the prefix, then ``{key}``, its Cluster
@@ -225,3 +309,75 @@ class RedisBase(Generic[R, B]):
         Raises ``InsufficientCapacity`` (for every key alike) before sending, and
         ``RedisError`` when no reply came at all."""
         return self._decide_batch(self._batch(keys, n, now_ns))
+
+
+class RedisPolicyBase(_Sender, Generic[R]):
+    """The policy API both clients share: each public method checks and encodes its
+    request, then hands it to ``_decide`` (or ``_reset``), which the sync client runs and
+    the asyncio one returns as a coroutine."""
+
+    asynchronous = False
+
+    def __init__(self, client: Any, rules: Iterable[Config], *, prefix: str | bytes) -> None:
+        _check_client(client, self.asynchronous, type(self).__name__)
+        checked = checked_rules(rules)
+        if not isinstance(prefix, (str, bytes)):
+            raise TypeError(f"prefix must be str or bytes, not {type(prefix).__name__}")
+        self._prefix = key_bytes(prefix)
+        if b"{" in self._prefix or b"}" in self._prefix:
+            # The prefix would hold (part of) the Cluster hash tag of the rules' keys.
+            raise InvalidConfig(f"a Redis policy's prefix must not contain '{{' or '}}': {prefix!r}")
+        self._plan = PolicyPlan(checked)
+        self._client = client
+        self._script = client.register_script(self._plan.source)
+
+    @property
+    def rules(self) -> tuple[Config, ...]:
+        """The rules, in the order given."""
+        return self._plan.rules
+
+    @property
+    def capacity(self) -> int:
+        """The largest ``n`` the policy can ever admit: the least of its rules'
+        capacities (a larger one is an ``InsufficientCapacity`` error)."""
+        return self._plan.capacity
+
+    def redis_keys(self, key: Key) -> list[bytes]:
+        """The Redis keys holding ``key``'s rules' states, in rule order: rule ``i`` at
+        ``prefix{=key}:i``, all with the hash tag ``=key``, so in one Cluster slot."""
+        common = b"%s{=%s}:" % (self._prefix, key_bytes(key))
+        return [common + str(index).encode() for index in range(len(self._plan.rules))]
+
+    def __repr__(self) -> str:
+        rules = ", ".join(map(str, self._plan.rules))
+        return f"<{type(self).__name__} {self._prefix!r} [{rules}]>"
+
+    def _decide(self, call: PolicyCall) -> R:
+        raise NotImplementedError
+
+    def _reset(self, redis_keys: list[bytes]) -> Any:
+        raise NotImplementedError
+
+    def acquire(self, key: Key, n: int = 1, *, now_ns: int | None = None) -> R:
+        """Acquires ``n`` units for ``key`` from every rule, or from none (``n == 0`` only
+        reports), in one script call deciding every rule at one time: by the Redis
+        server's clock (``TIME``), or at ``now_ns`` on your own timeline (one per key).
+        Returns a ``PolicyDecision``, the in-process ``Policy``'s for the same times.
+
+        Raises ``InsufficientCapacity`` if ``n`` exceeds ``capacity`` (nothing is sent),
+        ``RedisError`` if Redis gives no decision (never an admission; a rule's key
+        holding something else is one, and nothing is written)."""
+        cost = u64(n, "n")
+        now = None if now_ns is None else u64(now_ns, "now_ns")
+        self._plan.check(cost)
+        return self._decide((self.redis_keys(key), self._plan.args(cost, now)))
+
+    def acquire_at(self, key: Key, n: int, now_ns: int) -> R:
+        """``acquire(key, n, now_ns=now_ns)``."""
+        return self.acquire(key, n, now_ns=now_ns)
+
+    def reset(self, key: Key) -> Any:
+        """Deletes ``key``'s state in every rule (one ``DEL`` of its rules' keys), so its
+        next request finds every rule full; other keys keep theirs. Raises ``RedisError``
+        if Redis does not answer."""
+        return self._reset(self.redis_keys(key))

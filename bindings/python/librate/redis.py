@@ -14,10 +14,12 @@ The client is yours: a ``redis.Redis`` or ``redis.cluster.RedisCluster`` for
 True
 
 Each key's state is one Redis key, ``prefix{key}`` (the braces make the key its Cluster
-hash tag), which expires once the state is fresh again. Time is the server's clock
-(``TIME``) unless a call passes ``now_ns``. A call Redis does not decide (unreachable,
-past the client's timeout, an error reply) raises ``librate.RedisError`` with the
-redis-py exception as ``__cause__``: never an admission.
+hash tag), which expires once the state is fresh again. ``RedisPolicy`` and
+``AsyncRedisPolicy`` decide several rules per key at once, all or nothing, in one script
+call: rule ``i`` of a key at ``prefix{=key}:i``, every rule of a key in one Cluster slot.
+Time is the server's clock (``TIME``) unless a call passes ``now_ns``. A call Redis does
+not decide (unreachable, past the client's timeout, an error reply) raises
+``librate.RedisError`` with the redis-py exception as ``__cause__``: never an admission.
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, TypeVar
 
-from ._decision import Decision
+from ._decision import Decision, PolicyDecision
 from ._errors import RedisError
 from ._limiter import Key
-from ._redis_core import Call, RedisBase
+from ._redis_core import Call, PolicyCall, RedisBase, RedisPolicyBase
 
 try:
     import redis.exceptions as _redis_exceptions
@@ -37,7 +39,7 @@ except ImportError as error:
         "librate.redis needs redis-py: pip install 'librate[redis]' (or redis>=5)"
     ) from error
 
-__all__ = ["AsyncRedisLimiter", "RedisError", "RedisLimiter"]
+__all__ = ["AsyncRedisLimiter", "AsyncRedisPolicy", "RedisError", "RedisLimiter", "RedisPolicy"]
 
 #: What redis-py raises when Redis gives no answer (Cluster routing errors included).
 _FAILURES = (_redis_exceptions.RedisError, _redis_exceptions.RedisClusterException)
@@ -119,6 +121,12 @@ class _Limiter(RedisBase[T, Any]):
 
     def _decide_batch(self, calls: list[Call]) -> Any:
         return self._run(self._batched(calls))
+
+    def reset(self, key: Key) -> Any:
+        """Deletes ``key``'s state (``DEL`` of its Redis key), so its next request finds
+        the limit full, as a fresh key does; other keys keep theirs. Raises
+        ``RedisError`` if Redis does not answer."""
+        return self._run(_deleted(self._client, [self.redis_key(key)]))
 
     def _single(self, call: Call) -> Conversation[Decision]:
         """EVALSHA through redis-py's registered script, which loads it after NOSCRIPT
@@ -224,3 +232,61 @@ class AsyncRedisLimiter(_Limiter[Awaitable[Decision]]):
         """``(await acquire(key, n)).allowed``."""
         decision = await self.acquire(key, n)
         return decision.allowed
+
+
+def _deleted(client: Any, redis_keys: list[bytes]) -> Conversation[None]:
+    """``DEL`` of ``redis_keys``: a key's state, gone, is a fresh state."""
+    yield lambda: client.delete(*redis_keys)
+
+
+class _Policy(RedisPolicyBase[T]):
+    """The conversations both policy clients have with Redis."""
+
+    _run: Callable[[Conversation[Any]], Any]
+
+    def _decide(self, call: PolicyCall) -> Any:
+        return self._run(self._one(call))
+
+    def _reset(self, redis_keys: list[bytes]) -> Any:
+        return self._run(_deleted(self._client, redis_keys))
+
+    def _one(self, call: PolicyCall) -> Conversation[PolicyDecision]:
+        """EVALSHA of every rule's key through redis-py's registered script, which loads
+        it after NOSCRIPT; on a Cluster client it goes to the node of the keys' slot."""
+        keys, args = call
+        reply = yield lambda: self._script(keys=keys, args=args)
+        return self._plan.decision(reply)
+
+
+class RedisPolicy(_Policy[PolicyDecision]):
+    """Several limits per key at once, kept in Redis: the ``Policy`` of many hosts, one
+    per key. A request is admitted iff every rule admits it, and a denied request takes
+    from no rule: one script call decides every rule at one time and writes their states
+    only if all admit, so the decisions are exact, as ``Policy``'s from one thread.
+
+    ``RedisPolicy(client, rules, *, prefix)``: ``client`` a ``redis.Redis`` or
+    ``redis.cluster.RedisCluster``; ``rules`` 1 to 8 ``Config``s of any algorithms;
+    ``prefix`` (str or bytes, without ``{`` or ``}``) starts every Redis key. A rule a
+    ``RedisLimiter`` would refuse raises ``InvalidConfig``, as does a brace in the prefix.
+
+    >>> import redis, librate, librate.redis
+    >>> policy = librate.redis.RedisPolicy(redis.Redis(), [
+    ...     librate.Config.gcra(10, 1),            # 10 a second
+    ...     librate.Config.fixed_window(1000, 86400),  # and 1,000 a day
+    ... ], prefix="api:")                                  # doctest: +SKIP
+    >>> policy.acquire("customer-7").decision.allowed      # doctest: +SKIP
+    True
+
+    Thread-safety: as safe as the client.
+    """
+
+    _run = staticmethod(_block)
+
+
+class AsyncRedisPolicy(_Policy[Awaitable[PolicyDecision]]):
+    """``RedisPolicy`` for asyncio, over a ``redis.asyncio.Redis`` (or
+    ``redis.asyncio.cluster.RedisCluster``): the same constructor and methods, each
+    returning an awaitable."""
+
+    asynchronous = True
+    _run = staticmethod(_pause)

@@ -182,8 +182,9 @@ class Blocking:
 
 
 class Clients:
-    """Makes limiters of one kind, ``RedisLimiter`` ("sync") or ``AsyncRedisLimiter``
-    behind ``Blocking`` ("asyncio"), each on a client of its own; closes them all."""
+    """Makes limiters (and policies) of one kind, ``RedisLimiter`` ("sync") or
+    ``AsyncRedisLimiter`` behind ``Blocking`` ("asyncio"), each on a client of its own;
+    closes them all."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
@@ -196,12 +197,29 @@ class Clients:
         """A limiter of ``config`` over a new client of the server on ``port``."""
         from librate.redis import AsyncRedisLimiter, RedisLimiter
 
+        return self._made(port, client_options, RedisLimiter, AsyncRedisLimiter, config)
+
+    def policy(self, port: int, rules: list[Any], prefix: str) -> Any:
+        """A policy of ``rules`` over a new client of the server on ``port``."""
+        from librate.redis import AsyncRedisPolicy, RedisPolicy
+
+        config = {"rules": rules, "prefix": prefix}
+        return self._made(port, None, RedisPolicy, AsyncRedisPolicy, config)
+
+    def _made(
+        self,
+        port: int,
+        client_options: dict[str, Any] | None,
+        sync: Any,
+        asynchronous: Any,
+        config: dict[str, Any],
+    ) -> Any:
         options = {"host": "127.0.0.1", "port": port, "socket_timeout": 5, **(client_options or {})}
         if self.kind == "sync":
             self.clients.append(redis.Redis(**options))
-            return RedisLimiter(self.clients[-1], **config)
+            return sync(self.clients[-1], **config)
         self.clients.append(redis.asyncio.Redis(**options))
-        return Blocking(AsyncRedisLimiter(self.clients[-1], **config), self.loop)
+        return Blocking(asynchronous(self.clients[-1], **config), self.loop)
 
     def close(self) -> None:
         for client in self.clients:

@@ -45,9 +45,15 @@ C_TYPES: dict[str, Any] = {
     "struct rate_decision *": POINTER(_ffi.rate_decision),
     "struct rate_keyed_stats *": POINTER(_ffi.rate_keyed_stats),
     "struct rate_redis_script *": POINTER(_ffi.rate_redis_script),
+    "struct rate_redis_policy_script *": POINTER(_ffi.rate_redis_policy_script),
     "struct rate_policy *": c_void_p,
     "struct rate_policy * *": POINTER(c_void_p),
     "struct rate_policy_decision *": POINTER(_ffi.rate_policy_decision),
+    "struct rate_keyed_policy *": c_void_p,
+    "const struct rate_keyed_policy *": c_void_p,
+    "struct rate_keyed_policy * *": POINTER(c_void_p),
+    "const struct rate_keyed_rule *": POINTER(_ffi.rate_keyed_rule),
+    "const uint64_t *": POINTER(c_uint64),
 }
 
 

@@ -189,7 +189,7 @@ def test_policy_rule_names_default_and_cost(serve: Serve) -> None:
 def test_policy_middleware_arguments() -> None:
     policy = librate.Policy([librate.Config.gcra(2, 1), librate.Config.gcra(5, 60)])
     app = hello_wsgi([])
-    with pytest.raises(TypeError, match="key= needs a KeyedLimiter; a Policy"):
+    with pytest.raises(TypeError, match="key= needs a KeyedLimiter or KeyedPolicy; a Policy"):
         WSGIRateLimit(app, policy, key=lambda environ: "x")
     with pytest.raises(TypeError, match="rule_names="):
         WSGIRateLimit(app, policy, policy="api")

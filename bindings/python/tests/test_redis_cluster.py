@@ -123,3 +123,45 @@ def test_cluster_errors_are_errors(cluster: RedisCluster) -> None:
         limiter.acquire("list")
     assert isinstance(wrong.value.__cause__, redis.ResponseError)
     client.close()
+
+
+def test_policies_on_the_cluster(cluster: RedisCluster) -> None:
+    # Every rule of a key in one slot, whatever the key (an empty one, braces in it): one
+    # script call on its master, deciding as in process; reset through the Cluster client.
+    from redis.asyncio.cluster import ClusterNode
+    from redis.asyncio.cluster import RedisCluster as AsyncCluster
+
+    from librate.redis import AsyncRedisPolicy, RedisPolicy
+
+    rules = [librate.Config.gcra(2, 1), librate.Config.sliding_window(3, 10)]
+    keys = ["", "}", "{x}", *(f"user-{user}" for user in range(20))]
+    client = cluster.client()
+    policy = RedisPolicy(client, rules, prefix="cluster:policy:")
+    masters = set()
+    for key in keys:
+        local = librate.Policy(rules)
+        for step in range(4):
+            now = 1000 * SECOND + step * SECOND // 4
+            assert policy.acquire(key, now_ns=now) == local.acquire(now_ns=now), key
+        redis_keys = policy.redis_keys(key)
+        assert len({client.keyslot(each) for each in redis_keys}) == 1
+        masters.add(client.get_node_from_key(redis_keys[0]).port)
+        policy.reset(key)
+        assert policy.acquire(key, 2, now_ns=1000 * SECOND).decision.allowed
+    assert masters == {node.port for node in cluster.nodes}
+    client.close()
+
+    async def run() -> None:
+        nodes = [ClusterNode("127.0.0.1", node.port) for node in cluster.nodes]
+        client = AsyncCluster(startup_nodes=nodes, socket_timeout=5)
+        policy = AsyncRedisPolicy(client, rules, prefix="cluster:policy:async:")
+        for key in keys:
+            local = librate.Policy(rules)
+            for step in range(4):
+                now = step * SECOND // 4
+                assert await policy.acquire(key, now_ns=now) == local.acquire(now_ns=now)
+            await policy.reset(key)
+            assert (await policy.acquire(key, 2, now_ns=0)).decision.allowed
+        await client.aclose()
+
+    asyncio.run(run())

@@ -2,7 +2,10 @@
 -- src/algorithm/fixed_window.rs on the windows of windows.lua: at most L units in each
 -- window [k·P, (k+1)·P). State: start, count (windows.lua).
 
-local function decide(key)
+-- The decision of n units (0..L) for `key` with limit L and period P (see `gcra` in
+-- gcra.lua), the state written only if `write`.
+local function fixed_window(key, n, rule_limit, rule_period, write)
+    configure(rule_limit, rule_period)
     local ok, s, ns, count = read(key, 2, 'fixed window')
     if not ok then
         return s
@@ -21,7 +24,7 @@ local function decide(key)
     if counted > 0 then
         reset_after = next_window
     end
-    if allowed and n > 0 then
+    if allowed and n > 0 and write then
         store(key, start_s, start_ns, counted)
     end
     return {allowed and 1 or 0, limit, limit - counted, retry_after, reset_after, 0}

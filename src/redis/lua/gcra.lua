@@ -3,17 +3,16 @@
 --
 -- KEYS: each key's TAT, 9 bytes big-endian: seconds (5 bytes), then nanoseconds (4), so
 -- every u64 instant, packed and unpacked in one call each (absent: 0, a fresh bucket).
--- ARGV: now, n (1..burst, or 0 for a query), max_wait (a decimal u64; 0 for an acquire),
--- the emission interval T, the burst B (B·T below 2^53).
+-- Configuration: the emission interval T, the burst B (B·T below 2^53). ARGV[3] is
+-- max_wait (a decimal u64; 0 for an acquire and for every rule of a policy).
 
 local max_wait = ARGV[3]
-local interval = tonumber(ARGV[4])
-local burst = tonumber(ARGV[5])
 
--- Each key's decision: its reply, {allowed, limit, remaining, retry_after_ns,
--- reset_after_ns, wait_ns}, or its error. One function, reading the call's arguments
--- itself, since every outer local it named would be captured again on each call.
-local function decide(key)
+-- The decision of n units (1..B, or 0 for a query) for `key`: its reply, {allowed, limit,
+-- remaining, retry_after_ns, reset_after_ns, wait_ns}, or its error; the new TAT written
+-- only if `write`. One function taking its configuration as arguments, since every outer
+-- local it named would be captured again on each call.
+local function gcra(key, n, interval, burst, write)
     local stored = redis.pcall('GET', key)
     if type(stored) == 'table' then
         -- Redis's own error: another type at the key.
@@ -50,8 +49,10 @@ local function decide(key)
             allowed, retry_after = 0, field(sub(new_s, new_ns, bound_s, bound_ns))
         else
             local ahead_s, ahead_ns = sub(new_s, new_ns, now_s, now_ns)
-            -- Kept until the TAT has passed: then the bucket is fresh again.
-            redis.call('SET', key, struct.pack('>I5I4', new_s, new_ns), 'PX', keep_ms(ahead_s, ahead_ns))
+            if write then
+                -- Kept until the TAT has passed: then the bucket is fresh again.
+                redis.call('SET', key, struct.pack('>I5I4', new_s, new_ns), 'PX', keep_ms(ahead_s, ahead_ns))
+            end
             wait = field(sub(ahead_s, ahead_ns, tolerance_s, tolerance_ns))
             tat_s, tat_ns = new_s, new_ns
         end

@@ -26,20 +26,17 @@
 -- stay below 3L <= 3·2^20 whatever the configuration (the in-process head may reach
 -- L·(2^64/P)).
 --
--- ARGV: now, n (0..L), max_wait (always 0: the client refuses
--- a reserve on the log before calling), L (1..2^20), the period P (1..2^53 - 1).
+-- Configuration: L (1..2^20), the period P (1..2^53 - 1). ARGV[3], max_wait, is always
+-- 0: the clients refuse a reserve on the log before calling.
 
 local HEADER = 13
 local SLOT = 9
 
-local limit = tonumber(ARGV[4])
-local period = tonumber(ARGV[5])
-local period_s, period_ns = split(period)
-
--- The key being decided, and the horizon of its decision: an entry logged at or before
--- it has left the window (at - P, at] (no horizon while at < P). Set by decide for the
--- functions below, which a script would otherwise rebuild as closures for every key.
-local key
+-- The key being decided, its configuration, and the horizon of its decision: an entry
+-- logged at or before it has left the window (at - P, at] (no horizon while at < P). Set
+-- by sliding_log for the functions below, which a script would otherwise rebuild as
+-- closures for every key.
+local key, limit, period, period_s, period_ns
 local has_horizon, horizon_s, horizon_ns
 -- Whether the decision stopped at a ring that is not one (see no_log).
 local corrupt
@@ -109,8 +106,9 @@ local function standing(h, latest_s, latest_ns, known_live)
     return limit - (h - first), field(expiry(latest_s, latest_ns))
 end
 
--- The decision for `key`, or its error reply for another type at the key.
-local function decide_log()
+-- The decision of n units for `key`, or its error reply for another type at the key;
+-- the log written only if `write`.
+local function decide_log(n, write)
     local h, latest_s, latest_ns = 0, 0, 0
     local size = redis.pcall('STRLEN', key)
     if type(size) == 'table' then
@@ -157,6 +155,10 @@ local function decide_log()
     local new_h = h + n
     local remaining = limit - (new_h - first_live(math.max(new_h - limit, 0), h))
     local reset_s, reset_ns = expiry(at_s, at_ns)
+    local admitted = {1, limit, remaining, 0, field(reset_s, reset_ns), 0}
+    if not write then
+        return admitted
+    end
     if new_h >= 2 * limit then
         new_h = new_h - limit
     end
@@ -175,14 +177,16 @@ local function decide_log()
         redis.call('SETRANGE', key, 0, header)
         redis.call('PEXPIRE', key, keep_ms(reset_s, reset_ns))
     end
-    return {1, limit, remaining, 0, field(reset_s, reset_ns), 0}
+    return admitted
 end
 
--- A key's decision, or its error reply, for this key alone: a ring that is no log, or
--- another type at the key. Any other error (a write Redis refused) fails the whole call.
-local function decide(name)
-    key, corrupt = name, false
-    local ok, reply = pcall(decide_log)
+-- The decision of n units (0..L) for the key `name` with limit L and period P (see `gcra`
+-- in gcra.lua), or its error reply, for this key alone: a ring that is no log, or another
+-- type at the key. Any other error (a write Redis refused) fails the whole call.
+local function sliding_log(name, n, rule_limit, rule_period, write)
+    key, corrupt, limit, period = name, false, rule_limit, rule_period
+    period_s, period_ns = split(rule_period)
+    local ok, reply = pcall(decide_log, n, write)
     if ok then
         return reply
     end

@@ -14,7 +14,10 @@ local function first_fit(prev, space)
     return period - muldiv(period, space, prev)
 end
 
-local function decide(key)
+-- The decision of n units (0..L) for `key` with limit L and period P (see `gcra` in
+-- gcra.lua), the state written only if `write`.
+local function sliding_window(key, n, rule_limit, rule_period, write)
+    configure(rule_limit, rule_period)
     local ok, s, ns, count, stored_prev = read(key, 3, 'sliding window')
     if not ok then
         return s
@@ -61,7 +64,7 @@ local function decide(key)
         reset_after = until_field(window_after(start_s, start_ns, 1))
     end
 
-    if allowed and n > 0 then
+    if allowed and n > 0 and write then
         store(key, start_s, start_ns, cur, prev)
     end
     return {allowed and 1 or 0, limit, remaining, retry_after, reset_after, 0}

@@ -10,9 +10,12 @@
 -- emission interval, a tolerance, a period: all below 2^53, which the clients check) is a
 -- plain number. Every value these functions compute stays below 2^53.
 --
--- Each algorithm's script is this file, the algorithm's own file (the window algorithms'
--- preceded by windows.lua, which they share) and keys.lua, which decides every key the
--- call names. Every script takes KEYS, the keys' states (one or more), and ARGV: now (''
+-- Each algorithm's file defines one function, named after it, deciding one key:
+-- (key, n, its two configuration arguments, whether to write). A single limiter's script
+-- is this file, the algorithm's own file (the window algorithms' preceded by windows.lua,
+-- which they share), a line naming that function `decide`, and keys.lua, which decides
+-- every key the call names. A policy's script is this file, every algorithm's, and
+-- policy.lua. Every script takes KEYS, the keys' states (one or more), and ARGV: now (''
 -- for the server's clock), n, max_wait, then its configuration. Every key's decision is
 -- {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, each an integer,
 -- a duration at or above 2^53 as its decimal string.

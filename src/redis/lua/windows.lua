@@ -2,9 +2,9 @@
 -- (DESIGN §4, §8; src/algorithm/windows.rs), after time.lua and before either's own file.
 --
 -- KEYS: each key's state (absent: a fresh one, nothing counted).
--- ARGV: now, n (0..L), max_wait (always 0: the clients refuse a reserve on a window
--- algorithm), the limit L, the period P (below 2^53, so L is below 2^52: the window
--- bound of src/algorithm/windows.rs; the clients check both).
+-- Configuration: the limit L, the period P (below 2^53, so L is below 2^52: the window
+-- bound of src/algorithm/windows.rs; the clients check both). ARGV[3], max_wait, is
+-- always 0: the clients refuse a reserve on a window algorithm.
 --
 -- The windows are [k·P, (k+1)·P) on the u64 timeline. A window is named by its start, an
 -- instant, so no window index is needed. The state is the latest window anything was
@@ -15,9 +15,14 @@
 --   sliding window 23 bytes: start, count, prev
 -- The state changes only on an admission, to the window the request was decided in.
 
-local limit = tonumber(ARGV[4])
-local period = tonumber(ARGV[5])
-local period_s, period_ns = split(period)
+-- The configuration of the rule being decided, which `configure` sets as each decision
+-- starts (a policy decides rules of several configurations in one call).
+local limit, period, period_s, period_ns
+
+local function configure(rule_limit, rule_period)
+    limit, period = rule_limit, rule_period
+    period_s, period_ns = split(rule_period)
+end
 
 -- (x + y) mod m, and whether it wrapped (1 or 0), for x and y below m: nothing held
 -- reaches m, so no sum is ever above 2^53 for a modulus below it.

@@ -10,6 +10,7 @@ from typing import Any, Generic, TypeVar
 from .._convert import u64
 from .._decision import Decision, PolicyDecision
 from .._errors import RedisError, TableFull
+from .._keyed_policy import KeyedPolicy, KeyedRule
 from .._limiter import Config, Key, KeyedLimiter, Limiter
 from .._policy import Policy
 from .._redis_core import RedisBase
@@ -32,9 +33,11 @@ REASONS = {TOO_MANY_REQUESTS: "Too Many Requests", SERVICE_UNAVAILABLE: "Service
 #: Where the middleware reports a limiter that could not decide (Redis down or erring).
 logger = logging.getLogger("librate.middleware")
 
-#: What a middleware can limit with: in process (one limit, one per key, or a policy of
-#: several), or in Redis (librate.redis).
-AnyLimiter = Limiter | KeyedLimiter | Policy | RedisBase[Any, Any]
+#: What a middleware can limit with: in process (one limit, one per key, a policy of
+#: several, or a keyed policy of per-key and global rules), or in Redis (librate.redis).
+AnyLimiter = Limiter | KeyedLimiter | Policy | KeyedPolicy | RedisBase[Any, Any]
+#: The limiters of several rules, whose headers name each rule.
+_POLICIES = (Policy, KeyedPolicy)
 
 
 @dataclass(frozen=True)
@@ -71,14 +74,15 @@ class Gate(Generic[Request]):
         fail_open: bool,
         asynchronous: bool,
     ) -> None:
-        if not isinstance(limiter, (Limiter, KeyedLimiter, Policy, RedisBase)):
+        if not isinstance(limiter, (Limiter, KeyedLimiter, Policy, KeyedPolicy, RedisBase)):
             raise TypeError(
-                "limiter must be a Limiter, KeyedLimiter, Policy, RedisLimiter or "
-                f"AsyncRedisLimiter, not {type(limiter).__name__}"
+                "limiter must be a Limiter, KeyedLimiter, Policy, KeyedPolicy, RedisLimiter "
+                f"or AsyncRedisLimiter, not {type(limiter).__name__}"
             )
         if isinstance(limiter, (Limiter, Policy)) and key is not None:
             raise TypeError(
-                f"key= needs a KeyedLimiter; a {type(limiter).__name__} has one limit for all"
+                f"key= needs a KeyedLimiter or KeyedPolicy; a {type(limiter).__name__} has "
+                "one limit for all"
             )
         if isinstance(limiter, RedisBase) and limiter.asynchronous != asynchronous:
             raise TypeError(
@@ -114,6 +118,8 @@ class Gate(Generic[Request]):
         if key is None:
             return None
         try:
+            if isinstance(limiter, KeyedPolicy):
+                return self._policy_verdict(limiter.acquire(key, self._cost, now_ns=now_ns))
             decision = limiter.acquire(key, self._cost, now_ns=now_ns)
         except TableFull:
             return None if self._fail_open else self._table_full
@@ -164,26 +170,29 @@ class Gate(Generic[Request]):
 def _named_rules(
     limiter: AnyLimiter, policy: str | None, rule_names: Sequence[str] | None
 ) -> tuple[tuple[Config, ...], list[str]]:
-    """The rules the headers advertise and their names: a Policy's rules named by
+    """The rules the headers advertise and their names: a (keyed) policy's rules named by
     ``rule_names`` ("rule0", "rule1"… by default), or a limiter's one rule named by
     ``policy`` ("default" by default)."""
-    if not isinstance(limiter, Policy):
+    if not isinstance(limiter, _POLICIES):
         if rule_names is not None:
             raise TypeError("rule_names= names a Policy's rules; name a limiter's with policy=")
         return (limiter.config,), ["default" if policy is None else policy]
     if policy is not None:
         raise TypeError("policy= names a limiter's one rule; name a Policy's with rule_names=")
+    rules = tuple(
+        rule.config if isinstance(rule, KeyedRule) else rule for rule in limiter.rules
+    )
     if rule_names is None:
-        return limiter.rules, [f"rule{index}" for index in range(len(limiter.rules))]
+        return rules, [f"rule{index}" for index in range(len(rules))]
     if isinstance(rule_names, str):
         raise TypeError("rule_names must be a sequence of names, one per rule, not a str")
     names = list(rule_names)
-    if len(names) != len(limiter.rules):
-        raise ValueError(f"rule_names has {len(names)} names for {len(limiter.rules)} rules")
+    if len(names) != len(rules):
+        raise ValueError(f"rule_names has {len(names)} names for {len(rules)} rules")
     for name in names:
         if not isinstance(name, str):
             raise TypeError(f"rule names must be str, not {type(name).__name__}")
-    return limiter.rules, names
+    return rules, names
 
 
 class RateLimitMiddleware(Generic[App, Request]):
@@ -192,15 +201,17 @@ class RateLimitMiddleware(Generic[App, Request]):
     - ``app``: the application to protect.
     - ``limiter``: a ``KeyedLimiter`` (one limit per key), a ``Limiter`` (one limit for
       every request), a ``Policy`` (several limits, all or nothing, for every request),
+      a ``KeyedPolicy`` (per-key and global rules, all or nothing, for the request's key),
       or a limit per key kept in Redis, shared across hosts (``librate.redis``): a
       ``RedisLimiter`` for WSGI, an ``AsyncRedisLimiter`` for ASGI.
     - ``key``: a function of the request (WSGI environ / ASGI scope) giving its key, str
       or bytes, or None to let that request through unlimited and without headers.
-      Default: the client address. Not with a ``Limiter`` or a ``Policy``.
+      Default: the client address. Not with a ``Limiter`` or a ``Policy``. A
+      ``KeyedPolicy`` takes ``cost`` units of each rule.
     - ``cost``: units each request takes (default 1).
     - ``policy``: the policy name in the ``RateLimit`` headers (default "default"). Not
       with a ``Policy``, whose rules each have a name:
-    - ``rule_names``: a ``Policy``'s rules' names, one per rule, in order (default
+    - ``rule_names``: a (keyed) policy's rules' names, one per rule, in order (default
       "rule0", "rule1"…). ``RateLimit-Policy`` lists every rule; ``RateLimit`` reports
       the one that binds: on a denial, the rule that denied with the longest
       ``retry_after`` (so its ``t`` is ``Retry-After``); when admitted, the rule with the
@@ -209,8 +220,9 @@ class RateLimitMiddleware(Generic[App, Request]):
       library's CLOCK_MONOTONIC; for a Redis limiter, the Redis server's clock); for
       tests and simulations.
     - ``fail_open``: what to do with a request the limiter cannot decide. When a
-      ``KeyedLimiter`` is full of live keys, let a request with a new key through
-      without headers (True), or answer it 503 with ``Retry-After`` of one period (False,
+      ``KeyedLimiter`` (or a ``KeyedPolicy``'s table) is full of live keys, let a
+      request with a new key through without headers (True), or answer it 503 with
+      ``Retry-After`` of one period (False,
       the default: an attacker who fills the table gains nothing). When Redis gives no
       decision (``RedisError``: down, past the client's timeout, an error reply), let the
       request through without headers, logged as a warning to the ``librate.middleware``

@@ -1,0 +1,290 @@
+package librate
+
+/*
+#include <stdlib.h>
+#include "rate.h"
+
+// As in rate.go: librate keeps no pointer past a call and never calls back into Go, so
+// the rules, costs and decision on the Go stack stay there.
+#cgo noescape rate_keyed_policy_new
+#cgo nocallback rate_keyed_policy_new
+#cgo noescape rate_keyed_policy_free
+#cgo nocallback rate_keyed_policy_free
+#cgo noescape rate_keyed_policy_acquire_costs
+#cgo nocallback rate_keyed_policy_acquire_costs
+#cgo noescape rate_keyed_policy_acquire_costs_at
+#cgo nocallback rate_keyed_policy_acquire_costs_at
+#cgo noescape rate_keyed_policy_reset
+#cgo nocallback rate_keyed_policy_reset
+#cgo noescape rate_keyed_policy_read_stats_at
+#cgo nocallback rate_keyed_policy_read_stats_at
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+	"unsafe"
+)
+
+// Scope says whether a KeyedPolicy's rule is kept per key or once for every key.
+type Scope uint32
+
+const (
+	// Global: one state of the rule for every key (rate.h's RATE_RULE_GLOBAL).
+	Global Scope = C.RATE_RULE_GLOBAL
+	// PerKey: each key its own state of the rule, in a bounded table (RATE_RULE_PER_KEY).
+	PerKey Scope = C.RATE_RULE_PER_KEY
+)
+
+// KeyedRule is one rule of a KeyedPolicy: a Config and its Scope.
+type KeyedRule struct {
+	Config Config
+	Scope  Scope
+}
+
+// PerKeyRule is a rule each key has its own state of.
+func PerKeyRule(config Config) KeyedRule { return KeyedRule{Config: config, Scope: PerKey} }
+
+// GlobalRule is a rule every key shares one state of.
+func GlobalRule(config Config) KeyedRule { return KeyedRule{Config: config, Scope: Global} }
+
+// KeyedPolicy enforces per-key and global rules over one request at once: a request for
+// a key is admitted iff every rule admits it (a per-key rule on the key's own state, a
+// global rule on the state all keys share), and a denied request takes nothing from any
+// rule. Each per-key rule is a table of the policy's capacity, as a *Keyed: a new key
+// that finds one full of live keys is ErrTableFull, and nothing is taken.
+//
+// A request may cost each rule differently (AcquireCosts): a cost of 0 leaves a rule out,
+// so one policy holds a site's limits for every kind of request. Its methods are safe for
+// concurrent use and never block; what concurrent callers may observe is what they may
+// observe of a Policy, rule by rule. It is a PolicyLimiter, for NewPolicyMiddleware.
+//
+// A nil or closed KeyedPolicy answers every call with ErrNull (and Allow with false).
+type KeyedPolicy struct {
+	ptr      *C.rate_keyed_policy
+	rules    []KeyedRule
+	capacity int
+	cleanup  runtime.Cleanup
+}
+
+// NewKeyedPolicy creates a KeyedPolicy of 1 to MaxRules rules, each per-key rule a table
+// of capacity keys, every rule full at any time. A wrong number of rules, a capacity
+// below 1 or a rule librate rejects is a *ConfigError.
+func NewKeyedPolicy(capacity int, rules ...KeyedRule) (*KeyedPolicy, error) {
+	return makeKeyedPolicy(capacity, rules, func(cRules *C.rate_keyed_rule, out **C.rate_keyed_policy) (C.int32_t, error) {
+		return C.rate_keyed_policy_new(cRules, C.size_t(len(rules)), C.uint64_t(capacity), out), nil
+	})
+}
+
+// OpenKeyedPolicy opens the keyed policy whose rules live in the file at path, creating
+// the file (mode 0600) if it does not exist: every process that opens the same file with
+// the same rules, in the same order, and capacity shares one policy, each rule's limit
+// holding across the processes as across goroutines. As OpenKeyed otherwise; a file of
+// other rules or another capacity is ErrIncompatible, left untouched.
+func OpenKeyedPolicy(path string, capacity int, rules ...KeyedRule) (*KeyedPolicy, error) {
+	cPath := C.CString(path)
+	defer C.free(unsafe.Pointer(cPath))
+	return makeKeyedPolicy(capacity, rules, func(cRules *C.rate_keyed_rule, out **C.rate_keyed_policy) (C.int32_t, error) {
+		status, errno := C.rate_keyed_policy_open(cPath, cRules, C.size_t(len(rules)), C.uint64_t(capacity), out)
+		if status == C.RATE_E_IO {
+			return status, refusedByOS(path, errno)
+		}
+		return status, nil
+	})
+}
+
+// makeKeyedPolicy checks the rules and capacity, and wraps the handle build creates.
+func makeKeyedPolicy(capacity int, rules []KeyedRule, build func(*C.rate_keyed_rule, **C.rate_keyed_policy) (C.int32_t, error)) (*KeyedPolicy, error) {
+	if len(rules) == 0 || len(rules) > MaxRules {
+		return nil, &ConfigError{Reason: fmt.Sprintf("a policy holds 1 to %d rules, not %d", MaxRules, len(rules))}
+	}
+	if capacity <= 0 {
+		return nil, badCapacity(capacity)
+	}
+	var cRules [MaxRules]C.rate_keyed_rule
+	var configs [MaxRules]C.rate_config
+	for i, rule := range rules {
+		c, err := rule.Config.toC()
+		if err != nil {
+			return nil, ruleError(i, err)
+		}
+		if rule.Scope != PerKey && rule.Scope != Global {
+			return nil, &ConfigError{Reason: fmt.Sprintf("rule %d: scope %d: must be PerKey or Global", i, rule.Scope)}
+		}
+		cRules[i] = C.rate_keyed_rule{config: c, scope: C.uint32_t(rule.Scope)}
+		configs[i] = c
+	}
+	var ptr *C.rate_keyed_policy
+	status, err := build(&cRules[0], &ptr)
+	if err != nil {
+		return nil, err
+	}
+	if status != C.RATE_OK {
+		return nil, policyRejected(status, configs[:len(rules)])
+	}
+	p := &KeyedPolicy{ptr: ptr, rules: slices.Clone(rules), capacity: capacity}
+	// As for Limiter: the cleanup holds the C pointer, never p.
+	p.cleanup = runtime.AddCleanup(p, freeKeyedPolicy, ptr)
+	return p, nil
+}
+
+func freeKeyedPolicy(ptr *C.rate_keyed_policy) {
+	C.rate_keyed_policy_free(ptr)
+	noteFreed()
+}
+
+// KeyedRules returns a copy of the rules, in the order given.
+func (p *KeyedPolicy) KeyedRules() []KeyedRule {
+	if p == nil {
+		return nil
+	}
+	return slices.Clone(p.rules)
+}
+
+// Rules returns the rules' configurations, in the order given: what RateLimit-Policy
+// advertises (PolicyLimiter).
+func (p *KeyedPolicy) Rules() []Config {
+	if p == nil {
+		return nil
+	}
+	configs := make([]Config, len(p.rules))
+	for i, rule := range p.rules {
+		configs[i] = rule.Config
+	}
+	return configs
+}
+
+// Capacity is the capacity each per-key rule's table was created with.
+func (p *KeyedPolicy) Capacity() int {
+	if p == nil {
+		return 0
+	}
+	return p.capacity
+}
+
+// handle is the C handle for one call (NULL when nil or closed; librate answers
+// RATE_E_NULL). Every caller follows its C call with runtime.KeepAlive(p).
+func (p *KeyedPolicy) handle() *C.rate_keyed_policy {
+	if p == nil {
+		return nil
+	}
+	ptr := p.ptr
+	maybeGC() // as in Limiter.handle
+	return ptr
+}
+
+// uniform is n of every rule (0 rules for a nil policy, which librate answers ErrNull).
+func (p *KeyedPolicy) uniform(n int) []int {
+	if p == nil {
+		return nil
+	}
+	costs := make([]int, len(p.rules))
+	for i := range costs {
+		costs[i] = n
+	}
+	return costs
+}
+
+// Allow reports whether one unit of every rule is admitted now for key.
+func (p *KeyedPolicy) Allow(key string) bool { return p.AllowN(key, 1) }
+
+// AllowN reports whether n units of every rule are admitted now for key (and takes
+// them). It returns false on any error; use Acquire to tell those apart from a denial.
+func (p *KeyedPolicy) AllowN(key string, n int) bool {
+	d, err := p.AcquireCosts(key, p.uniform(n))
+	return err == nil && d.Allowed
+}
+
+// Acquire takes n units of every rule for key now, or nothing, and reports the decision.
+// n == 0 is a query. Errors: ErrInsufficientCapacity (n above a rule's limit),
+// ErrTableFull (a new key a per-key rule's full table refuses), ErrInvalidArgument (n
+// negative), ErrNull (nil or closed).
+func (p *KeyedPolicy) Acquire(key string, n int) (PolicyDecision, error) {
+	return p.AcquireCosts(key, p.uniform(n))
+}
+
+// AcquireAt is Acquire at time now on the caller's timeline (PolicyLimiter).
+func (p *KeyedPolicy) AcquireAt(key string, n int, now time.Duration) (PolicyDecision, error) {
+	return p.AcquireCostsAt(key, p.uniform(n), now)
+}
+
+// AcquireCosts takes costs[i] units of rule i for key now, for every rule, or nothing:
+// a rule of cost 0 takes no part (its entry in Rules only reports its state, and the
+// combined Decision leaves it out). Not one cost per rule is ErrInvalidConfig.
+func (p *KeyedPolicy) AcquireCosts(key string, costs []int) (PolicyDecision, error) {
+	return p.acquireCosts(key, costs, -1)
+}
+
+// AcquireCostsAt is AcquireCosts at time now on the caller's timeline.
+func (p *KeyedPolicy) AcquireCostsAt(key string, costs []int, now time.Duration) (PolicyDecision, error) {
+	if now < 0 {
+		return PolicyDecision{}, negative("now", int64(now))
+	}
+	return p.acquireCosts(key, costs, now)
+}
+
+// acquireCosts decides costs for key at now, or now on librate's clock when now is -1.
+func (p *KeyedPolicy) acquireCosts(key string, costs []int, now time.Duration) (PolicyDecision, error) {
+	var cCosts [MaxRules]C.uint64_t
+	if len(costs) > MaxRules {
+		return PolicyDecision{}, &ConfigError{Reason: fmt.Sprintf("%d costs: a policy request gives one cost per rule", len(costs))}
+	}
+	for i, cost := range costs {
+		if cost < 0 {
+			return PolicyDecision{}, negative("cost", int64(cost))
+		}
+		cCosts[i] = C.uint64_t(cost)
+	}
+	k := stringKey(key)
+	var out C.rate_policy_decision
+	var status C.int32_t
+	if now < 0 {
+		status = C.rate_keyed_policy_acquire_costs(p.handle(), k.ptr, k.len, &cCosts[0], C.size_t(len(costs)), &out)
+	} else {
+		status = C.rate_keyed_policy_acquire_costs_at(p.handle(), k.ptr, k.len, &cCosts[0], C.size_t(len(costs)), C.uint64_t(now), &out)
+	}
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(key)
+	return policyResult(status, &out)
+}
+
+// Reset makes key new in every per-key rule: its next request is decided by them as a
+// new key's. The global rules keep their counts.
+func (p *KeyedPolicy) Reset(key string) error {
+	k := stringKey(key)
+	status := C.rate_keyed_policy_reset(p.handle(), k.ptr, k.len)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(key)
+	return okOrError(status)
+}
+
+// Stats reports the per-key rules' tables: their capacity and slots, the live keys of the
+// fullest, and the requests refused with ErrTableFull. It reads every slot: for a
+// dashboard, not a hot path.
+func (p *KeyedPolicy) Stats() (KeyedStats, error) {
+	return p.StatsAt(Now())
+}
+
+// StatsAt is Stats with the live keys counted at time now on the caller's timeline.
+func (p *KeyedPolicy) StatsAt(now time.Duration) (KeyedStats, error) {
+	if now < 0 {
+		return KeyedStats{}, negative("now", int64(now))
+	}
+	var out C.rate_keyed_stats
+	status := C.rate_keyed_policy_read_stats_at(p.handle(), C.uint64_t(now), &out)
+	runtime.KeepAlive(p)
+	return statsOf(status, &out)
+}
+
+// Close frees the policy (and unmaps a shared file). It is idempotent and always returns
+// nil; afterwards every call returns ErrNull. It must not run concurrently with other
+// calls on p.
+func (p *KeyedPolicy) Close() error {
+	if p != nil {
+		release(&p.ptr, p.cleanup, func(ptr *C.rate_keyed_policy) { C.rate_keyed_policy_free(ptr) })
+	}
+	return nil
+}

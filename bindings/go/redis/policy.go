@@ -1,0 +1,167 @@
+package librateredis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	librate "librate/bindings/go"
+)
+
+// Policy enforces several librate.Configs over each key under a prefix at once, in
+// Redis: a request is admitted iff every rule admits it, and a denied request takes from
+// no rule. One script call decides every rule of a key at one time and writes their
+// states only if all admit, so each decision is exact and atomic on Redis: that of
+// librate.Policy, field for field, for the same times. Rule i of a key is kept at
+// "prefix{=key}:i": every rule's key has the hash tag "=key", so a request stays in one
+// Cluster slot. A Policy is safe for concurrent use and holds no state of its own
+// besides the client.
+type Policy struct {
+	client redis.UniversalClient
+	rules  []librate.Config
+	prefix string
+	script *redis.Script
+	// limit is the most units one request may take (the least of the rules');
+	// configArgs the script's configuration arguments, as decimal strings.
+	limit      uint64
+	configArgs []any
+}
+
+// NewPolicy returns a Policy of rules (1 to librate.MaxRules, any algorithms) for the
+// keys under prefix, deciding through client. The error is librate's: a
+// *librate.ConfigError (matching librate.ErrInvalidConfig) for a wrong number of rules,
+// a rule New refuses, or a prefix holding "{" or "}" (which would make part of it the
+// rules' hash tag); librate.ErrInvalidArgument for a nil client.
+func NewPolicy(client redis.UniversalClient, rules []librate.Config, prefix string) (*Policy, error) {
+	if client == nil {
+		return nil, fmt.Errorf("librateredis: NewPolicy with a nil client: %w", librate.ErrInvalidArgument)
+	}
+	if strings.ContainsAny(prefix, "{}") {
+		return nil, &librate.ConfigError{Reason: fmt.Sprintf("a Redis policy's prefix must not contain '{' or '}': %q", prefix)}
+	}
+	script, err := librate.PrepareRedisPolicy(rules...)
+	if err != nil {
+		return nil, err
+	}
+	return &Policy{
+		client:     client,
+		rules:      append([]librate.Config(nil), rules...),
+		prefix:     prefix,
+		script:     redis.NewScript(script.Source),
+		limit:      script.Limit,
+		configArgs: decimals(script.ConfigArgs),
+	}, nil
+}
+
+// decimals are args as the decimal strings a script takes.
+func decimals(args []uint64) []any {
+	strs := make([]any, len(args))
+	for i, arg := range args {
+		strs[i] = strconv.FormatUint(arg, 10)
+	}
+	return strs
+}
+
+// Rules returns the rules, in the order given.
+func (p *Policy) Rules() []librate.Config { return append([]librate.Config(nil), p.rules...) }
+
+// Limit returns the largest n the policy can ever admit: the least of its rules' limits.
+func (p *Policy) Limit() uint64 { return p.limit }
+
+// Keys returns the Redis keys holding key's rules' states, in rule order.
+func (p *Policy) Keys(key string) []string {
+	common := p.prefix + "{=" + key + "}:"
+	keys := make([]string, len(p.rules))
+	for i := range keys {
+		keys[i] = common + strconv.Itoa(i)
+	}
+	return keys
+}
+
+// Allow reports whether one unit is admitted now for key by every rule, by the server's
+// clock. A denial is false with a nil error; an error is never an admission.
+func (p *Policy) Allow(ctx context.Context, key string) (bool, error) {
+	d, err := p.Acquire(ctx, key, 1)
+	return d.Allowed, err
+}
+
+// Acquire takes n units for key now, by the server's clock, from every rule or from
+// none, and reports the decision; n == 0 is a query. A denial is a PolicyDecision with
+// Allowed false and a nil error. Errors: librate.ErrInsufficientCapacity (n above
+// Limit) and librate.ErrInvalidArgument (n negative, or a nil ctx), before anything is
+// sent; an *Error when Redis gives no decision (a rule's key holding something else is
+// one, and nothing is written).
+func (p *Policy) Acquire(ctx context.Context, key string, n int) (librate.PolicyDecision, error) {
+	return p.decide(ctx, key, n, "")
+}
+
+// AcquireAt is Acquire with every rule decided at now, in nanoseconds on the caller's
+// timeline, instead of the server's clock. Use one timeline per key.
+func (p *Policy) AcquireAt(ctx context.Context, key string, n int, now uint64) (librate.PolicyDecision, error) {
+	return p.decide(ctx, key, n, strconv.FormatUint(now, 10))
+}
+
+// Reset deletes key's state in every rule (one DEL of its rules' keys), so its next
+// request finds every rule full, as a fresh key does; other keys keep theirs.
+func (p *Policy) Reset(ctx context.Context, key string) error {
+	return deleted(ctx, p.client, p.Keys(key))
+}
+
+func (p *Policy) decide(ctx context.Context, key string, n int, now string) (librate.PolicyDecision, error) {
+	r := request{n: n, now: now}
+	if err := checked(ctx, r, p.limit, false); err != nil {
+		return librate.PolicyDecision{}, err
+	}
+	keys := p.Keys(key)
+	args := append([]any{now, strconv.Itoa(n), "0"}, p.configArgs...)
+	// EVALSHA, then EVAL (which caches the script again) after NOSCRIPT.
+	cmd := p.script.Run(ctx, p.client, keys, args...)
+	return p.decisionOf(keys[0], cmd.Val(), cmd.Err())
+}
+
+// decisionOf reads the rules' decisions a policy's script replied, in rule order, and
+// combines them as librate.Policy does: admitted iff every rule admitted, denied by the
+// first that denied, Limit and Remaining the least, RetryAfter and ResetAfter the
+// greatest, Wait 0.
+func (p *Policy) decisionOf(redisKey string, reply any, err error) (librate.PolicyDecision, error) {
+	if err != nil {
+		return librate.PolicyDecision{}, &Error{Key: redisKey, Err: err}
+	}
+	replies, ok := reply.([]any)
+	if !ok || len(replies) != len(p.rules) {
+		return librate.PolicyDecision{}, &Error{Key: redisKey, Err: fmt.Errorf("%w %v", ErrReply, reply)}
+	}
+	combined := librate.PolicyDecision{
+		Decision: librate.Decision{Allowed: true, Limit: p.limit, Remaining: p.limit},
+		DeniedBy: -1,
+		Rules:    make([]librate.Decision, len(replies)),
+	}
+	for i, each := range replies {
+		rule, err := decisionOf(redisKey, each, nil)
+		if err != nil {
+			return librate.PolicyDecision{}, err
+		}
+		combined.Rules[i] = rule
+		if !rule.Allowed && combined.Allowed {
+			combined.Allowed, combined.DeniedBy = false, i
+		}
+		combined.Remaining = min(combined.Remaining, rule.Remaining)
+		combined.RetryAfter = max(combined.RetryAfter, rule.RetryAfter)
+		combined.ResetAfter = max(combined.ResetAfter, rule.ResetAfter)
+	}
+	return combined, nil
+}
+
+// deleted is the DEL of redisKeys: a key's state, gone, is a fresh state.
+func deleted(ctx context.Context, client redis.UniversalClient, redisKeys []string) error {
+	if ctx == nil {
+		return fmt.Errorf("librateredis: nil context: %w", librate.ErrInvalidArgument)
+	}
+	if err := client.Del(ctx, redisKeys...).Err(); err != nil {
+		return &Error{Key: redisKeys[0], Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+//! Arbitrary `rate_config`s and capacities into every constructor (`rate_limiter_new`,
+//! `rate_keyed_new`, `rate_policy_new`, the `_open` forms now and then) and both
+//! `explain_config`s: a handle or RATE_E_INVALID_CONFIG, the same verdict from the
+//! constructor and its explanation, never a panic (RATE_E_INTERNAL), and no allocation
+//! larger than the state the configuration and capacity ask for.
+//!
+//! Capacities are small, or so large (2⁴⁴ and up) that no allocator grants them: a
+//! capacity in between would be granted and its table written whole, which tests only
+//! the machine's memory.
+
+#![no_main]
+
+use libfuzzer_sys::arbitrary::{Result, Unstructured};
+use libfuzzer_sys::fuzz_target;
+use librate_fuzz::rust_config;
+use rate::ffi::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::ffi::CString;
+use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The system allocator, remembering the largest request since it was last cleared.
+struct Measured;
+
+static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is passed on to the system allocator unchanged.
+unsafe impl GlobalAlloc for Measured {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // Relaxed: a statistic read by this thread after the calls it measures.
+        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        // SAFETY: passed on from this function's contract.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: passed on from this function's contract.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Measured = Measured;
+
+fuzz_target!(|data: &[u8]| {
+    let mut input = Unstructured::new(data);
+    let _ = run(&mut input);
+});
+
+/// Any configuration, its fields often at or near a boundary.
+fn any_config(input: &mut Unstructured<'_>) -> Result<rate_config> {
+    let algorithm = match input.int_in_range(0u8..=7)? {
+        0 => input.arbitrary()?,
+        choice => u32::from(choice % 5),
+    };
+    let number = |input: &mut Unstructured<'_>| -> Result<u64> {
+        // The log's largest limit (2²⁰) costs 16 MiB a state to build: rarely.
+        Ok(match input.int_in_range(0u8..=15)? {
+            0 => (1 << 20) + input.int_in_range(0..=2)? - 1,
+            1..=3 => 0,
+            4..=7 => input.int_in_range(1..=64)?,
+            8 | 9 => u64::MAX - input.int_in_range(0..=300)?,
+            10..=12 => 1 << input.int_in_range(0..=63)?,
+            _ => input.arbitrary()?,
+        })
+    };
+    let mut config = rate_config {
+        algorithm,
+        limit: number(input)?,
+        period_ns: number(input)?,
+        burst: number(input)?,
+    };
+    // A log's state grows with its limit (16 MiB at 2²⁰): only one configuration in 256
+    // builds a large one, the others keep their limit small or invalid.
+    let large_log = input.int_in_range(0u8..=255)? == 0;
+    if config.algorithm == RATE_SLIDING_LOG
+        && config.limit > 4096
+        && config.limit <= 1 << 20
+        && !large_log
+    {
+        config.limit %= 4097;
+    }
+    Ok(config)
+}
+
+/// The most bytes one allocation may take for `config` and `capacity` keys (0: a
+/// limiter): each key two slots of at most a line or its state words, whichever is more;
+/// the log's state is 16 bytes per unit of its limit.
+fn allowance(config: &rate_config, capacity: u64) -> u128 {
+    let state_words = if config.algorithm == RATE_SLIDING_LOG {
+        8 + 2 * u128::from(config.limit)
+    } else {
+        8
+    };
+    let slots = 2 * u128::from(capacity.max(1));
+    (slots * 8)
+        .saturating_mul((state_words + 1).max(8))
+        .saturating_add(64 * 1024)
+}
+
+/// Checks one constructor's status against the verdict of `explain`, and the largest
+/// allocation since `LARGEST` was cleared against the allowance.
+fn check(what: &str, status: i32, verdict: i32, config: &rate_config, capacity: u64) {
+    assert!(
+        matches!(status, RATE_OK | RATE_E_INVALID_CONFIG),
+        "{what}: {status} for {config:?}"
+    );
+    assert_eq!(
+        status, verdict,
+        "{what}: explain disagrees on {config:?}, capacity {capacity}"
+    );
+    // Relaxed: written by this thread alone.
+    let largest = LARGEST.swap(0, Ordering::Relaxed) as u128;
+    assert!(
+        largest <= allowance(config, capacity),
+        "{what}: {largest} bytes at once for {config:?}, capacity {capacity}"
+    );
+}
+
+/// The verdict of an explain call, with its reason checked: empty iff accepted.
+fn explained(status: i32, reason: &[u8; RATE_REASON_LEN]) -> i32 {
+    let len = reason
+        .iter()
+        .position(|&byte| byte == 0)
+        .expect("a NUL-terminated reason");
+    assert!(
+        matches!(status, RATE_OK | RATE_E_INVALID_CONFIG),
+        "explain: {status}"
+    );
+    assert_eq!(
+        len == 0,
+        status == RATE_OK,
+        "reason {:?}",
+        String::from_utf8_lossy(&reason[..len])
+    );
+    status
+}
+
+/// The C status of a Rust constructor's outcome.
+fn verdict_of(outcome: std::result::Result<(), rate::Error>) -> i32 {
+    match outcome {
+        Ok(()) => RATE_OK,
+        Err(_) => RATE_E_INVALID_CONFIG,
+    }
+}
+
+fn run(input: &mut Unstructured<'_>) -> Result<()> {
+    let config = any_config(input)?;
+    let open = input.int_in_range(0u8..=15)? == 0;
+    let mut capacity = match input.int_in_range(0u8..=3)? {
+        0 => 0,
+        1 | 2 => input.int_in_range(1..=64)?,
+        _ => input.arbitrary::<u64>()? | 1 << 44,
+    };
+    // A log's state grows with its limit: keep a granted table small.
+    if config.algorithm == RATE_SLIDING_LOG && config.limit > 64 && capacity < 1 << 44 {
+        capacity = capacity.min(1);
+    }
+
+    // Explaining a log rejected for its limit bisects the limit with real limiters (tens
+    // of milliseconds near 2²⁰): one input in sixteen asks; the others take the verdict
+    // of the Rust constructors, which the explanations are checked against here.
+    let explain = config.algorithm != RATE_SLIDING_LOG
+        || config.limit <= 4096
+        || input.int_in_range(0u8..=15)? == 0;
+    let mut reason = [0xFFu8; RATE_REASON_LEN];
+    let verdict = if explain {
+        // SAFETY: live locals; `reason` holds RATE_REASON_LEN bytes.
+        explained(
+            unsafe {
+                rate_limiter_explain_config(&config, reason.as_mut_ptr().cast(), reason.len())
+            },
+            &reason,
+        )
+    } else {
+        verdict_of(rate::Limiter::new(&rust_config(&config)).map(drop))
+    };
+    LARGEST.store(0, Ordering::Relaxed);
+    let mut limiter = ptr::null_mut();
+    // SAFETY: live locals.
+    let status = unsafe { rate_limiter_new(&config, &mut limiter) };
+    check("rate_limiter_new", status, verdict, &config, 0);
+    // SAFETY: NULL or the handle just made.
+    unsafe { rate_limiter_free(limiter) };
+
+    let mut reason = [0xFFu8; RATE_REASON_LEN];
+    let keyed_verdict = if explain {
+        // SAFETY: as above.
+        explained(
+            unsafe {
+                rate_keyed_explain_config(
+                    &config,
+                    capacity,
+                    reason.as_mut_ptr().cast(),
+                    reason.len(),
+                )
+            },
+            &reason,
+        )
+    } else {
+        verdict_of(rate::KeyedLimiter::new(&rust_config(&config), capacity).map(drop))
+    };
+    LARGEST.store(0, Ordering::Relaxed);
+    let mut keyed = ptr::null_mut();
+    // SAFETY: live locals.
+    let status = unsafe { rate_keyed_new(&config, capacity, &mut keyed) };
+    check("rate_keyed_new", status, keyed_verdict, &config, capacity);
+    // SAFETY: NULL or the handle just made.
+    unsafe { rate_keyed_free(keyed) };
+    assert!(
+        keyed_verdict == RATE_E_INVALID_CONFIG || verdict == RATE_OK,
+        "a keyed table of a rejected configuration"
+    );
+
+    let mut rules = vec![config];
+    for _ in 0..input.int_in_range(0..=9)? {
+        rules.push(any_config(input)?);
+    }
+    rules.truncate(input.int_in_range(0..=rules.len())?);
+    let valid = |rule: &rate_config| {
+        rule.algorithm <= RATE_SLIDING_LOG && rate::Limiter::new(&rust_config(rule)).is_ok()
+    };
+    let policy_verdict =
+        if (1..=RATE_POLICY_MAX_RULES).contains(&rules.len()) && rules.iter().all(valid) {
+            RATE_OK
+        } else {
+            RATE_E_INVALID_CONFIG
+        };
+    LARGEST.store(0, Ordering::Relaxed);
+    let mut policy = ptr::null_mut();
+    // SAFETY: `rules` holds `rules.len()` configurations (a dangling pointer for none).
+    let status = unsafe { rate_policy_new(rules.as_ptr(), rules.len(), &mut policy) };
+    let largest_rule = rules
+        .iter()
+        .max_by_key(|rule| allowance(rule, 0))
+        .copied()
+        .unwrap_or(config);
+    check("rate_policy_new", status, policy_verdict, &largest_rule, 0);
+    // SAFETY: NULL or the handle just made.
+    unsafe { rate_policy_free(policy) };
+
+    if open {
+        let dir = std::path::Path::new("/dev/shm");
+        let dir = if dir.is_dir() {
+            dir.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let path = dir.join(format!("librate-fuzz-config-{}", std::process::id()));
+        let c_path = CString::new(path.to_str().unwrap()).unwrap();
+        let mut limiter = ptr::null_mut();
+        // SAFETY: live locals, a NUL-terminated path.
+        let status = unsafe { rate_limiter_open(c_path.as_ptr(), &config, &mut limiter) };
+        assert_eq!(status, verdict, "rate_limiter_open on {config:?}");
+        // SAFETY: NULL or the handle just made.
+        unsafe { rate_limiter_free(limiter) };
+        let _ = std::fs::remove_file(&path);
+        let mut keyed = ptr::null_mut();
+        // SAFETY: as above.
+        let status = unsafe { rate_keyed_open(c_path.as_ptr(), &config, capacity, &mut keyed) };
+        // A table too large to allocate may also be one too large to map.
+        let io = verdict == RATE_OK && keyed_verdict != RATE_OK && status == RATE_E_IO;
+        assert!(
+            status == keyed_verdict || io,
+            "rate_keyed_open: {status} on {config:?}, capacity {capacity}"
+        );
+        // SAFETY: NULL or the handle just made.
+        unsafe { rate_keyed_free(keyed) };
+        let _ = std::fs::remove_file(&path);
+    }
+    Ok(())
+}

@@ -1,0 +1,147 @@
+//! What the fuzz targets share: the reference models (the integration tests' own, by
+//! path), decoding of configurations and times from fuzz input, and the C statuses of
+//! model outcomes.
+
+use libfuzzer_sys::arbitrary::{Result, Unstructured};
+use rate::ffi::{
+    rate_config, rate_decision, RATE_E_INSUFFICIENT_CAPACITY, RATE_E_TABLE_FULL,
+    RATE_E_UNSUPPORTED, RATE_FIXED_WINDOW, RATE_GCRA, RATE_LIMITED, RATE_OK, RATE_SLIDING_LOG,
+    RATE_SLIDING_WINDOW,
+};
+use rate::{Decision, Error};
+
+#[path = "../../tests/common/models.rs"]
+#[allow(dead_code, unreachable_pub, missing_docs, clippy::result_unit_err)]
+pub mod models;
+
+/// A configuration the models can follow quickly: small limits mostly (so sequences reach
+/// them), large ones sometimes (so products overflow), any period from 1 ns to the end of
+/// the timeline. It may be invalid; the targets then expect the constructors to say so.
+pub fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
+    let algorithm = [
+        RATE_GCRA,
+        RATE_FIXED_WINDOW,
+        RATE_SLIDING_WINDOW,
+        RATE_SLIDING_LOG,
+    ][usize::from(input.int_in_range(0u8..=3)?)];
+    // The log model keeps every admitted unit's timestamp: keep its limit small.
+    let most = if algorithm == RATE_SLIDING_LOG {
+        16
+    } else {
+        1 << 40
+    };
+    let limit = match input.int_in_range(0u8..=3)? {
+        0 => most.min(input.arbitrary::<u64>()?),
+        _ => input.int_in_range(1..=8)?,
+    };
+    let period_ns = match input.int_in_range(0u8..=3)? {
+        0 => input.arbitrary::<u64>()?,
+        1 => limit.saturating_mul(input.int_in_range(1..=1000)?),
+        2 => [1_000_000, 1_000_000_000, 60_000_000_000][usize::from(input.int_in_range(0u8..=2)?)],
+        _ => limit
+            .saturating_mul(4)
+            .saturating_add(input.int_in_range(0..=64)?),
+    }
+    // Short of u64::MAX, the period that never refills (`Config::FOREVER`), which the
+    // models do not follow.
+    .min(u64::MAX - 1);
+    let burst = match input.int_in_range(0u8..=3)? {
+        0 => 0,
+        1 => input.int_in_range(1..=8)?,
+        2 => input.arbitrary::<u64>()?,
+        _ => input.int_in_range(0..=64)?,
+    };
+    Ok(rate_config {
+        algorithm,
+        limit,
+        period_ns,
+        burst,
+    })
+}
+
+/// The next time of a sequence after `now`: the same, a little or a period or two later
+/// or earlier, anywhere, or near the end of the timeline.
+pub fn next_time(input: &mut Unstructured<'_>, now: u64, period_ns: u64) -> Result<u64> {
+    let span = period_ns.saturating_mul(2);
+    Ok(match input.int_in_range(0u8..=7)? {
+        0 => now,
+        1 => now.saturating_add(input.int_in_range(0..=255)?),
+        2 | 3 => now.saturating_add(input.int_in_range(0..=span)?),
+        4 => now.saturating_sub(input.int_in_range(0..=span)?),
+        5 => now.saturating_sub(input.int_in_range(0..=255)?),
+        6 => input.arbitrary()?,
+        _ => u64::MAX - input.int_in_range(0..=period_ns)?,
+    })
+}
+
+/// The C status of an outcome.
+pub fn status(outcome: &std::result::Result<Decision, Error>) -> i32 {
+    match outcome {
+        Ok(decision) if decision.allowed => RATE_OK,
+        Ok(_) => RATE_LIMITED,
+        Err(Error::InsufficientCapacity) => RATE_E_INSUFFICIENT_CAPACITY,
+        Err(Error::TableFull) => RATE_E_TABLE_FULL,
+        Err(Error::Unsupported) => RATE_E_UNSUPPORTED,
+        Err(error) => panic!("no call of a sequence returns {error:?}"),
+    }
+}
+
+/// The outcome a C call reported: its status, and the decision it wrote.
+pub fn outcome(status: i32, out: &rate_decision) -> std::result::Result<Decision, Error> {
+    match status {
+        RATE_OK | RATE_LIMITED => Ok(Decision {
+            allowed: out.allowed == 1,
+            limit: out.limit,
+            remaining: out.remaining,
+            retry_after_ns: out.retry_after_ns,
+            reset_after_ns: out.reset_after_ns,
+            wait_ns: out.wait_ns,
+        }),
+        RATE_E_INSUFFICIENT_CAPACITY => Err(Error::InsufficientCapacity),
+        RATE_E_TABLE_FULL => Err(Error::TableFull),
+        RATE_E_UNSUPPORTED => Err(Error::Unsupported),
+        other => panic!("status {other} from a call that never returns it"),
+    }
+}
+
+/// Bytes no decision writes, to see that an error leaves `out` untouched.
+pub const UNTOUCHED: rate_decision = rate_decision {
+    allowed: 0xAA,
+    limit: 0xAAAA,
+    remaining: 0xAAAA,
+    retry_after_ns: 0xAAAA,
+    reset_after_ns: 0xAAAA,
+    wait_ns: 0xAAAA,
+};
+
+/// The Rust configuration of a C one whose algorithm is known.
+pub fn rust_config(config: &rate_config) -> rate::Config {
+    let algorithm = match config.algorithm {
+        RATE_GCRA => rate::Algorithm::Gcra,
+        RATE_FIXED_WINDOW => rate::Algorithm::FixedWindow,
+        RATE_SLIDING_WINDOW => rate::Algorithm::SlidingWindow,
+        _ => rate::Algorithm::SlidingLog,
+    };
+    rate::Config {
+        algorithm,
+        limit: config.limit,
+        period_ns: config.period_ns,
+        burst: config.burst,
+    }
+}
+
+/// Whether to print each call (set `LIBRATE_FUZZ_TRACE=1` to read a finding).
+pub fn tracing() -> bool {
+    static TRACING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRACING.get_or_init(|| std::env::var_os("LIBRATE_FUZZ_TRACE").is_some())
+}
+
+/// Prints a call of a sequence when tracing.
+#[macro_export]
+macro_rules! trace {
+    ($($arg:tt)*) => {
+        if $crate::tracing() {
+            eprintln!($($arg)*);
+        }
+    };
+}

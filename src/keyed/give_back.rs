@@ -1,0 +1,171 @@
+//! Giving a key's units back: a keyed policy (`src/policy/keyed.rs`) takes a request from
+//! each of its rules in turn, and when a later rule denies it, the per-key rules that took
+//! it give their units back, as a policy's limiters do (`state/refund.rs`).
+//!
+//! # In place
+//! A request decided on the key's state in its slot changed one word from `before` to
+//! `after`; giving back is a CAS of that word from `after` to `before`. In a limiter's own
+//! words that is exact (`Refund::apply`). In a slot it must also never land in another
+//! key's state, which holds because the slot's first word (the word every algorithm that
+//! gives back changes: GCRA's TAT, a window counter's current word) cannot hold `after`
+//! again under another tenancy:
+//! - **While the admission is not given back, the word is at least `after`.** Every
+//!   change of it is an admission, which grows it, or a give-back, which puts back exactly
+//!   what an admission changed: one ordered after ours started from at least `after`, and
+//!   one ordered before ours expects a value at most our `before`, below what the word
+//!   holds. A reset retires the slot without lowering it (`reset.rs`).
+//! - **A reclaim installs a larger word.** A reclaimer claims the slot from the value `w`
+//!   it judged fresh at its time `now` (so `w ≥ after` while our give-back is pending),
+//!   and installs the state its request decides on a copy of `w` at that same `now`
+//!   (`install`): GCRA's TAT becomes `max(w, now) + cost·T > w`; a window counter moves to
+//!   the window of `now` or counts one more unit in it, either way a larger packed word
+//!   (window above count); the log's head continues from `w`'s (and a log never gives
+//!   back). A state installed into a `VACANT` slot is larger than nothing the slot held.
+//! - **The new key never goes back below it.** Its own in-place give-backs put back values
+//!   its tenancy held, and its insert's give-back does not lower the word (below).
+//!
+//! So the CAS from `after` fails once the slot changed tenancy, and the units stay with
+//! the key that was evicted: it was fresh at the reclaimer's time, so nothing is lost.
+//!
+//! # An insert
+//! A request that inserted its key cannot put the slot back as it was: the value the claim
+//! replaced is an earlier tenancy's, which stale updaters and give-backs of the former key
+//! may still expect. Its key was absent, which decides as a fresh state, so giving back
+//! makes it absent again: the slot is **retired** as a reset retires it, while its first
+//! word still holds the installed value, and given back one higher so that an updater of
+//! the key that decided on the installed state (counting the units given back) fails its
+//! swap and decides again. The former state keeps the slot, under no key, until it is
+//! fresh, as a reset key's does.
+//!
+//! # Racing a reset
+//! A reset of the key retires its slot. A give-back ordered after the retire either finds
+//! the slot claimed, or (in place) lands in the retired state, which no key reads; either
+//! way the key's next request is decided as a new key's, as after any reset, and the
+//! units the denied request held are forgotten with the reset.
+
+use super::claim::Installed;
+use super::insert::Request;
+use super::layout::Located;
+use super::lookup::{Evicted, Tenant};
+use super::KeyedLimiter;
+use crate::decision::Decision;
+use crate::error::Error;
+use crate::state::{owned, Owned, Refund};
+use crate::sync::AtomicU64;
+use std::hash::BuildHasher;
+
+/// What giving a keyed admission back takes (module docs).
+#[derive(Clone, Copy)]
+pub(crate) struct KeyedRefund(Taken);
+
+/// Where a keyed admission took its units.
+#[derive(Clone, Copy)]
+enum Taken {
+    /// The request was decided on the key's state in `slot`.
+    InPlace { slot: usize, refund: Refund },
+    /// The request inserted the key.
+    Inserted { key: Located, installed: Installed },
+}
+
+impl<S: BuildHasher> KeyedLimiter<S> {
+    /// Acquires `n` units (checked by the caller) for `key` (as [`locate`](Self::locate)
+    /// found it) at `now_ns`, with the full report and what giving them back takes.
+    ///
+    /// # Errors
+    /// [`Error::TableFull`] as [`acquire_at`](Self::acquire_at).
+    pub(crate) fn acquire_refundable_at(
+        &self,
+        key: Located,
+        n: u64,
+        now_ns: u64,
+    ) -> Result<(Decision, Option<KeyedRefund>), Error> {
+        self.refundable(
+            key,
+            n,
+            now_ns,
+            |state, tenant| self.decider.acquire_refundable_at(state, tenant, now_ns, n),
+            |decision| decision,
+        )
+    }
+
+    /// [`acquire_refundable_at`](Self::acquire_refundable_at) reporting only whether the
+    /// units were admitted, for `1 ≤ n`; a key in the table is decided without the
+    /// report's work.
+    ///
+    /// # Errors
+    /// As [`acquire_refundable_at`](Self::acquire_refundable_at).
+    pub(crate) fn try_acquire_refundable_at(
+        &self,
+        key: Located,
+        n: u64,
+        now_ns: u64,
+    ) -> Result<(bool, Option<KeyedRefund>), Error> {
+        self.refundable(
+            key,
+            n,
+            now_ns,
+            |state, tenant| {
+                self.decider
+                    .try_acquire_refundable_at(state, tenant, now_ns, n)
+            },
+            |decision| decision.allowed,
+        )
+    }
+
+    /// An acquire of `n` units for `key` at `now_ns`, decided by `existing` on the key's
+    /// state in the table, or by an insert whose decision `inserted` reports.
+    #[inline(always)]
+    fn refundable<A>(
+        &self,
+        key: Located,
+        n: u64,
+        now_ns: u64,
+        existing: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<(A, Option<Refund>), Evicted>,
+        inserted: impl FnOnce(Decision) -> A,
+    ) -> Result<(A, Option<KeyedRefund>), Error> {
+        let request = Request::checked(&self.decider, now_ns, n, None)?;
+        self.acquire_tracked(
+            key,
+            request,
+            false,
+            |slot, state, tenant| {
+                let (outcome, refund) = existing(state, tenant)?;
+                let refund = refund.map(|refund| KeyedRefund(Taken::InPlace { slot, refund }));
+                Ok((outcome, refund))
+            },
+            |decision, installed| {
+                let refund =
+                    installed.map(|installed| KeyedRefund(Taken::Inserted { key, installed }));
+                (inserted(decision), refund)
+            },
+        )
+    }
+
+    /// The decision an acquire of `n` units (checked by the caller) for `key` at `now_ns`
+    /// would make, with nothing written: on a fresh state if the key is absent.
+    pub(crate) fn peek_at(&self, key: Located, n: u64, now_ns: u64) -> Decision {
+        self.on_existing(key, 0, |state, tenant| {
+            self.decider.peek_at(state, tenant, now_ns, n)
+        })
+        .unwrap_or_else(|| {
+            self.with_fresh_state(|fresh| owned(self.decider.peek_at(fresh, &Owned, now_ns, n)))
+        })
+    }
+
+    /// Gives back an admission for a key, if nothing moved its state on since (module
+    /// docs); else the units stay taken, as a limiter's do.
+    pub(crate) fn refund(&self, refund: KeyedRefund) {
+        match refund.0 {
+            Taken::InPlace { slot, refund } => {
+                refund.apply(self.state(slot));
+            }
+            Taken::Inserted { key, installed } => {
+                // Without a claim (a shared table's registry stays busy) the units stay.
+                if let Some(claimant) = self.claimant(key.home) {
+                    self.retire(claimant, key, installed.slot, Some(installed.first));
+                    self.release(claimant);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! The all-or-nothing decision every policy makes, over rules it sees through [`Rules`]:
+//! a policy's own limiters ([`Policy`](super::Policy)), or a keyed policy's tables and
+//! limiters for one key ([`KeyedPolicy`](super::KeyedPolicy)). The order it takes rules
+//! in, and what concurrent callers may see, are in the parent module's docs.
+
+use super::{PolicyDecision, MAX_RULES};
+use crate::decider::Decider;
+use crate::decision::Decision;
+use crate::error::{ConfigError, Error};
+
+/// A policy's rules, for one request: what the engine asks of rule number `rule`.
+pub(super) trait Rules {
+    /// What giving an admission back takes.
+    type Refund: Copy;
+
+    /// The decision an acquire of `n` units at `now_ns` would make, with nothing written.
+    fn peek_at(&self, rule: usize, n: u64, now_ns: u64) -> Decision;
+
+    /// Acquires `1 ≤ n` units at `now_ns`, with what giving them back takes.
+    fn acquire_refundable_at(
+        &self,
+        rule: usize,
+        n: u64,
+        now_ns: u64,
+    ) -> Result<(Decision, Option<Self::Refund>), Error>;
+
+    /// [`acquire_refundable_at`](Self::acquire_refundable_at) without the report.
+    fn try_acquire_refundable_at(
+        &self,
+        rule: usize,
+        n: u64,
+        now_ns: u64,
+    ) -> Result<(bool, Option<Self::Refund>), Error>;
+
+    /// Gives an admission back, if nothing moved the rule's state on since.
+    fn refund(&self, rule: usize, refund: Self::Refund);
+}
+
+/// One cost per rule, in the order given: 0 leaves a rule out of the request.
+pub(super) type Costs = [u64; MAX_RULES];
+
+/// How far [`Engine::take_each`] got.
+pub(super) enum Taken {
+    /// Every rule the request costs admitted.
+    All,
+    /// The rule of this index denied; the rules before it gave back.
+    Denied(usize),
+    /// A rule could not decide; the rules before it gave back.
+    Undecided,
+}
+
+/// What a policy knows of its rules' kinds: the order they take a request in, and their
+/// limits.
+#[derive(Debug)]
+pub(super) struct Engine {
+    /// Indices of the rules: the `givers` rules that can give units back, then those that
+    /// cannot, each group in the order given.
+    order: Box<[usize]>,
+    givers: usize,
+    /// The rules asked whether they would admit before any rule takes, besides the
+    /// takers after the first: a keyed policy's global rules (see `policy/keyed.rs`).
+    asked_first: [bool; MAX_RULES],
+    limits: Costs,
+    len: usize,
+}
+
+impl Engine {
+    /// The engine of a policy of `rules` (1 to [`MAX_RULES`], checked by the caller), each
+    /// with whether to ask it first.
+    pub(super) fn new<'a>(rules: impl ExactSizeIterator<Item = (&'a Decider, bool)>) -> Self {
+        let len = rules.len();
+        let mut limits = [0; MAX_RULES];
+        let mut gives_back = [false; MAX_RULES];
+        let mut asked_first = [false; MAX_RULES];
+        for (index, (rule, asked)) in rules.enumerate() {
+            limits[index] = rule.limit();
+            gives_back[index] = rule.gives_back();
+            asked_first[index] = asked;
+        }
+        let mut order: Box<[usize]> = (0..len).collect();
+        // Stable: in the order given, those that give back first.
+        order.sort_by_key(|&index| !gives_back[index]);
+        let givers = gives_back[..len].iter().filter(|&&gives| gives).count();
+        Self {
+            order,
+            givers,
+            asked_first,
+            limits,
+            len,
+        }
+    }
+
+    /// The least of the rules' limits: the largest cost the policy can admit of each.
+    pub(super) fn limit(&self) -> u64 {
+        self.limits[..self.len].iter().copied().min().unwrap_or(0)
+    }
+
+    /// Checks a request's costs, one per rule, against the rules (`deciders`, in order).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] with [`ConfigError::PolicyCosts`] if there are not as many
+    /// costs as rules; [`Error::InsufficientCapacity`] if a cost exceeds its rule's limit.
+    pub(super) fn costs<'a>(
+        &self,
+        deciders: impl Iterator<Item = &'a Decider>,
+        costs: &[u64],
+    ) -> Result<Costs, Error> {
+        if costs.len() != self.len {
+            return Err(Error::InvalidConfig(ConfigError::PolicyCosts));
+        }
+        let mut checked = [0; MAX_RULES];
+        for ((slot, &cost), rule) in checked.iter_mut().zip(costs).zip(deciders) {
+            rule.check(cost, None)?;
+            *slot = cost;
+        }
+        Ok(checked)
+    }
+
+    /// The same cost `n` for every rule.
+    pub(super) fn uniform(&self, n: u64) -> Costs {
+        let mut costs = [0; MAX_RULES];
+        costs[..self.len].fill(n);
+        costs
+    }
+
+    /// How many rules that cannot give back the request costs: with more than one, all
+    /// but the first are asked before any rule takes (see `take`).
+    pub(super) fn takers(&self, costs: &Costs) -> usize {
+        self.order[self.givers..]
+            .iter()
+            .filter(|&&index| costs[index] > 0)
+            .count()
+    }
+
+    /// The whole decision of a request of `costs` at `now_ns`: taken from every rule it
+    /// costs, or from none.
+    ///
+    /// # Errors
+    /// What a rule's step returns ([`Error::TableFull`] for a keyed rule's new key), after
+    /// the rules before it gave back.
+    #[inline]
+    pub(super) fn acquire_at<R: Rules + ?Sized>(
+        &self,
+        rules: &R,
+        costs: &Costs,
+        now_ns: u64,
+    ) -> Result<PolicyDecision, Error> {
+        let mut decisions = [Decision::default(); MAX_RULES];
+        if costs.iter().all(|&cost| cost == 0) {
+            for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
+                *decision = rules.peek_at(index, 0, now_ns);
+            }
+            return Ok(self.combined(decisions, costs, None));
+        }
+        Ok(
+            match self.take(rules, costs, now_ns, Some(&mut decisions))? {
+                Ok(()) => {
+                    // The rules the request leaves out report their state.
+                    for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
+                        if costs[index] == 0 {
+                            *decision = rules.peek_at(index, 0, now_ns);
+                        }
+                    }
+                    self.combined(decisions, costs, None)
+                }
+                Err(denying) => self.denial(rules, costs, now_ns, denying, decisions[denying]),
+            },
+        )
+    }
+
+    /// Whether a request of `costs` at `now_ns` is admitted: taken from every rule it
+    /// costs, or from none.
+    ///
+    /// # Errors
+    /// As [`acquire_at`](Self::acquire_at).
+    #[inline]
+    pub(super) fn try_acquire_at<R: Rules + ?Sized>(
+        &self,
+        rules: &R,
+        costs: &Costs,
+        now_ns: u64,
+    ) -> Result<bool, Error> {
+        Ok(self.take(rules, costs, now_ns, None)?.is_ok())
+    }
+
+    /// Takes `costs` at `now_ns` from each rule in turn, each rule's decision in
+    /// `decisions` if asked for (else only whether it admits, without the report's work).
+    /// A rule that denies ends it: the rules before it give their units back, and the
+    /// denying rule's index is the inner error.
+    #[inline]
+    fn take<R: Rules + ?Sized>(
+        &self,
+        rules: &R,
+        costs: &Costs,
+        now_ns: u64,
+        mut decisions: Option<&mut [Decision; MAX_RULES]>,
+    ) -> Result<Result<(), usize>, Error> {
+        // The rules that cannot give back take last, the first of them before the others:
+        // those others are asked first, so that (but for a concurrent request changing an
+        // answer) none of them denies once one has taken. So are the rules marked to be.
+        let takers = self.order[self.givers..]
+            .iter()
+            .filter(|&&index| costs[index] > 0)
+            .skip(1);
+        let marked = self.order[..self.givers]
+            .iter()
+            .filter(|&&index| costs[index] > 0 && self.asked_first[index]);
+        for &index in marked.chain(takers) {
+            let decision = rules.peek_at(index, costs[index], now_ns);
+            if !decision.allowed {
+                if let Some(decisions) = decisions.as_deref_mut() {
+                    decisions[index] = decision;
+                }
+                return Ok(Err(index));
+            }
+        }
+        let taken = self.take_each(rules, costs, |index, n| {
+            let (allowed, refund) = match decisions.as_deref_mut() {
+                Some(decisions) => {
+                    let (decision, refund) = rules.acquire_refundable_at(index, n, now_ns)?;
+                    decisions[index] = decision;
+                    (decision.allowed, refund)
+                }
+                None => rules.try_acquire_refundable_at(index, n, now_ns)?,
+            };
+            Ok(Some((allowed, refund)))
+        })?;
+        Ok(match taken {
+            Taken::Denied(index) => Err(index),
+            // Every step above decides, at the exact time.
+            Taken::All | Taken::Undecided => Ok(()),
+        })
+    }
+
+    /// Runs `step` on each rule the request costs, in the order they take, with its cost:
+    /// its outcome (`Some((admitted, refund))`), `None` when it cannot decide, or an
+    /// error. A rule that denies, cannot decide or fails ends it, and the rules before it
+    /// give their units back.
+    #[inline(always)]
+    pub(super) fn take_each<R: Rules + ?Sized>(
+        &self,
+        rules: &R,
+        costs: &Costs,
+        mut step: impl FnMut(usize, u64) -> Result<Option<(bool, Option<R::Refund>)>, Error>,
+    ) -> Result<Taken, Error> {
+        // What each rule that took gives back, by its index.
+        let mut refunds: [Option<R::Refund>; MAX_RULES] = [None; MAX_RULES];
+        for (position, &index) in self.order.iter().enumerate() {
+            if costs[index] == 0 {
+                continue;
+            }
+            let outcome = step(index, costs[index]);
+            if let Ok(Some((true, refund))) = outcome {
+                refunds[index] = refund;
+                continue;
+            }
+            for &taken in self.order[..position].iter().rev() {
+                if let Some(refund) = refunds[taken] {
+                    rules.refund(taken, refund);
+                }
+            }
+            return Ok(match outcome? {
+                Some(_) => Taken::Denied(index),
+                None => Taken::Undecided,
+            });
+        }
+        Ok(Taken::All)
+    }
+
+    /// The report of a request of `costs` at `now_ns` that rule `denying` denied (with
+    /// `denial`), after the rules before it gave their units back: each other rule's own
+    /// decision on the state as it is.
+    fn denial<R: Rules + ?Sized>(
+        &self,
+        rules: &R,
+        costs: &Costs,
+        now_ns: u64,
+        denying: usize,
+        denial: Decision,
+    ) -> PolicyDecision {
+        let mut decisions = [Decision::default(); MAX_RULES];
+        for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
+            *decision = if index == denying {
+                denial
+            } else {
+                let state = rules.peek_at(index, 0, now_ns);
+                let request = rules.peek_at(index, costs[index], now_ns);
+                Decision {
+                    allowed: request.allowed,
+                    retry_after_ns: request.retry_after_ns,
+                    ..state
+                }
+            };
+        }
+        let denied_by = decisions[..self.len]
+            .iter()
+            .position(|decision| !decision.allowed);
+        self.combined(decisions, costs, denied_by)
+    }
+
+    /// The policy's decision from its rules' own: combined over the rules the request
+    /// costs (over all of them for a query).
+    fn combined(
+        &self,
+        rules: [Decision; MAX_RULES],
+        costs: &Costs,
+        denied_by: Option<usize>,
+    ) -> PolicyDecision {
+        let query = costs.iter().all(|&cost| cost == 0);
+        PolicyDecision::combine(
+            rules,
+            self.len,
+            |index| (query || costs[index] > 0).then_some(rules[index].limit),
+            denied_by,
+        )
+    }
+}

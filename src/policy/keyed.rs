@@ -1,0 +1,469 @@
+//! Keyed policies: a policy whose rules are each per key (a bounded keyed table, as a
+//! [`KeyedLimiter`]) or global (one state for every key), a request for a key decided
+//! against its key's per-key rules and the global rules together, all or nothing.
+//!
+//! The engine is a policy's (`engine.rs`), and so is what concurrent callers may observe
+//! (the parent module's docs), rule by rule: a per-key rule's state is its key's, a
+//! global rule's everybody's. A per-key rule gives back in its table as `give_back.rs` in
+//! `src/keyed/` argues: in place, or, for a request that inserted its key, by making the
+//! key absent again (its former state then holds its slot, under no key, until fresh).
+
+use super::engine::{Costs, Engine, Rules};
+use super::PolicyDecision;
+use crate::config::Config;
+use crate::decider::Decider;
+use crate::decision::Decision;
+use crate::error::{ConfigError, Error};
+use crate::keyed::{KeyHasher, KeyedLimiter, KeyedRefund, KeyedStats, Located};
+use crate::limiter::{Limiter, RuleRefund};
+use crate::time;
+use std::hash::BuildHasher;
+
+use super::MAX_RULES;
+
+/// One rule of a [`KeyedPolicy`]: a [`Config`], kept per key or once for every key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyedRule {
+    config: Config,
+    per_key: bool,
+}
+
+impl KeyedRule {
+    /// A rule each key has its own state of, in a keyed table.
+    pub fn per_key(config: Config) -> Self {
+        Self {
+            config,
+            per_key: true,
+        }
+    }
+
+    /// A rule every key shares one state of.
+    pub fn global(config: Config) -> Self {
+        Self {
+            config,
+            per_key: false,
+        }
+    }
+
+    /// The rule's configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Whether each key has its own state of this rule.
+    pub fn is_per_key(&self) -> bool {
+        self.per_key
+    }
+}
+
+/// Where a rule of a keyed policy keeps its state.
+#[derive(Debug)]
+pub(super) enum Scoped<S> {
+    PerKey(KeyedLimiter<S>),
+    Global(Limiter),
+}
+
+impl<S> Scoped<S> {
+    fn decider(&self) -> &Decider {
+        match self {
+            Self::PerKey(table) => table.decider(),
+            Self::Global(limiter) => limiter.rule(),
+        }
+    }
+}
+
+/// What giving back an admission of a keyed policy's rule takes.
+#[derive(Clone, Copy)]
+enum ScopedRefund {
+    PerKey(KeyedRefund),
+    Global(RuleRefund),
+}
+
+/// A policy of per-key and global rules: a request for a key is admitted iff each rule
+/// admits it (a per-key rule on the key's own state, a global rule on the one state all
+/// keys share), and a denied request takes nothing from any rule.
+///
+/// Each per-key rule is a bounded keyed table of `capacity` keys with a
+/// [`KeyedLimiter`]'s semantics: up to `capacity` live keys always fit, fresh keys may
+/// be dropped, and a new key that finds a table full of live keys is refused with
+/// [`Error::TableFull`] (the rules that took before it give back). A request may cost
+/// each rule differently ([`acquire_costs`](Self::acquire_costs)); a cost of 0 leaves a
+/// rule out, so one policy holds the limits of several kinds of request.
+///
+/// `KeyedPolicy` is `Send + Sync` and lock-free, as [`KeyedLimiter`] is; what concurrent
+/// callers may observe is what they may observe of a [`Policy`](crate::Policy), rule by
+/// rule.
+///
+/// ```
+/// use rate::{Config, KeyedPolicy, KeyedRule};
+/// const SECOND: u64 = 1_000_000_000;
+/// // Per customer: 1 post and 5 likes a second; everybody: 3 requests a second.
+/// let site = KeyedPolicy::new(
+///     &[
+///         KeyedRule::per_key(Config::gcra(1, SECOND)),
+///         KeyedRule::per_key(Config::gcra(5, SECOND)),
+///         KeyedRule::global(Config::fixed_window(3, SECOND)),
+///     ],
+///     1000,
+/// )
+/// .unwrap();
+/// let (post, like) = ([1, 0, 1], [0, 1, 1]);
+/// assert!(site.acquire_costs_at(b"alice", &post, 0).unwrap().decision.allowed);
+/// // alice's second post: her post rule denies, and the global rule gives back.
+/// let denied = site.acquire_costs_at(b"alice", &post, 0).unwrap();
+/// assert_eq!(denied.denied_by, Some(0));
+/// assert_eq!(denied.rules()[2].remaining, 2);
+/// assert!(site.acquire_costs_at(b"alice", &like, 0).unwrap().decision.allowed);
+/// assert!(site.acquire_costs_at(b"bob", &post, 0).unwrap().decision.allowed);
+/// // Three requests this second: the global rule denies everybody.
+/// assert_eq!(site.acquire_costs_at(b"carol", &like, 0).unwrap().denied_by, Some(2));
+/// ```
+#[derive(Debug)]
+pub struct KeyedPolicy<S = KeyHasher> {
+    /// One table or limiter per rule, in the order given; every table of `capacity` keys
+    /// and the same hasher, so a key's location in one is its location in all.
+    rules: Box<[Scoped<S>]>,
+    engine: Engine,
+    capacity: u64,
+}
+
+/// A keyed policy's rules, for one key.
+struct ForKey<'a, S> {
+    rules: &'a [Scoped<S>],
+    /// The key as the per-key rules' tables locate it: they share one hasher and one slot
+    /// count, so one location (one hash of the key) serves them all.
+    key: Located,
+}
+
+impl<S: BuildHasher> ForKey<'_, S> {
+    /// A step on rule `rule`: `per_key` on its table, `global` on its limiter.
+    #[inline(always)]
+    fn take<A>(
+        &self,
+        rule: usize,
+        per_key: impl FnOnce(&KeyedLimiter<S>) -> Result<(A, Option<KeyedRefund>), Error>,
+        global: impl FnOnce(&Limiter) -> (A, Option<RuleRefund>),
+    ) -> Result<(A, Option<ScopedRefund>), Error> {
+        Ok(match &self.rules[rule] {
+            Scoped::PerKey(table) => {
+                let (outcome, refund) = per_key(table)?;
+                (outcome, refund.map(ScopedRefund::PerKey))
+            }
+            Scoped::Global(limiter) => {
+                let (outcome, refund) = global(limiter);
+                (outcome, refund.map(ScopedRefund::Global))
+            }
+        })
+    }
+}
+
+impl<S: BuildHasher> Rules for ForKey<'_, S> {
+    type Refund = ScopedRefund;
+
+    fn peek_at(&self, rule: usize, n: u64, now_ns: u64) -> Decision {
+        match &self.rules[rule] {
+            Scoped::PerKey(table) => table.peek_at(self.key, n, now_ns),
+            Scoped::Global(limiter) => limiter.peek_at(n, now_ns),
+        }
+    }
+
+    fn acquire_refundable_at(
+        &self,
+        rule: usize,
+        n: u64,
+        now_ns: u64,
+    ) -> Result<(Decision, Option<ScopedRefund>), Error> {
+        self.take(
+            rule,
+            |table| table.acquire_refundable_at(self.key, n, now_ns),
+            |limiter| limiter.acquire_refundable_at(n, now_ns),
+        )
+    }
+
+    fn try_acquire_refundable_at(
+        &self,
+        rule: usize,
+        n: u64,
+        now_ns: u64,
+    ) -> Result<(bool, Option<ScopedRefund>), Error> {
+        self.take(
+            rule,
+            |table| table.try_acquire_refundable_at(self.key, n, now_ns),
+            |limiter| limiter.try_acquire_refundable_at(n, now_ns),
+        )
+    }
+
+    fn refund(&self, rule: usize, refund: ScopedRefund) {
+        match (&self.rules[rule], refund) {
+            (Scoped::PerKey(table), ScopedRefund::PerKey(refund)) => table.refund(refund),
+            (Scoped::Global(limiter), ScopedRefund::Global(refund)) => {
+                limiter.refund(refund);
+            }
+            // A rule's refunds are its own kind: the engine gives each back to its rule.
+            _ => {}
+        }
+    }
+}
+
+impl KeyedPolicy {
+    /// A keyed policy of `rules`, every key's per-key rules in tables of `capacity` keys,
+    /// every rule full at any time.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRules`] for no rule or more than
+    /// [`MAX_RULES`], [`ConfigError::Capacity`] for a `capacity` of 0 or too large, else
+    /// the first invalid rule's reason.
+    pub fn new(rules: &[KeyedRule], capacity: u64) -> Result<Self, Error> {
+        // One hasher for every table: see `ForKey::key`.
+        let hasher = KeyHasher::random();
+        Self::build(rules, capacity, |config| {
+            KeyedLimiter::with_hasher(config, capacity, hasher)
+        })
+    }
+}
+
+impl<S: Clone> KeyedPolicy<S> {
+    /// A keyed policy whose tables hash keys with `hasher`: for the model checks, which
+    /// place keys in the slots their races need. Exists only under `cfg(loom)`.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_hasher(rules: &[KeyedRule], capacity: u64, hasher: S) -> Result<Self, Error> {
+        Self::build(rules, capacity, |config| {
+            KeyedLimiter::with_hasher(config, capacity, hasher.clone())
+        })
+    }
+}
+
+impl<S> KeyedPolicy<S> {
+    /// The policy of `rules`, each per-key rule's table built by `table`.
+    fn build(
+        rules: &[KeyedRule],
+        capacity: u64,
+        table: impl Fn(&Config) -> Result<KeyedLimiter<S>, Error>,
+    ) -> Result<Self, Error> {
+        if rules.is_empty() || rules.len() > MAX_RULES {
+            return Err(Error::InvalidConfig(ConfigError::PolicyRules));
+        }
+        if capacity == 0 {
+            return Err(Error::InvalidConfig(ConfigError::Capacity));
+        }
+        let rules: Box<[Scoped<S>]> = rules
+            .iter()
+            .map(|rule| {
+                Ok(if rule.per_key {
+                    Scoped::PerKey(table(&rule.config)?)
+                } else {
+                    Scoped::Global(Limiter::new(&rule.config)?)
+                })
+            })
+            .collect::<Result<_, Error>>()?;
+        Ok(Self::of(rules, capacity))
+    }
+
+    /// The policy over rules already built.
+    pub(super) fn of(rules: Box<[Scoped<S>]>, capacity: u64) -> Self {
+        // A global rule is asked before any rule takes: a request it denies then inserts
+        // no key (whose slot, given back, would stay taken until fresh: `give_back.rs` in
+        // `src/keyed/`), and a busy global rule's word is written only by requests that
+        // every per-key rule admitted.
+        let per_key = rules.iter().any(|rule| matches!(rule, Scoped::PerKey(_)));
+        let engine = Engine::new(
+            rules
+                .iter()
+                .map(|rule| (rule.decider(), per_key && matches!(rule, Scoped::Global(_)))),
+        );
+        Self {
+            rules,
+            engine,
+            capacity,
+        }
+    }
+}
+
+impl<S: BuildHasher> KeyedPolicy<S> {
+    /// The rules, in the order given.
+    pub fn rules(&self) -> impl ExactSizeIterator<Item = KeyedRule> + '_ {
+        self.rules.iter().map(|rule| match rule {
+            Scoped::PerKey(table) => KeyedRule::per_key(*table.config()),
+            Scoped::Global(limiter) => KeyedRule::global(*limiter.config()),
+        })
+    }
+
+    /// The least of the rules' limits: the largest cost the policy can admit of each.
+    pub fn limit(&self) -> u64 {
+        self.engine.limit()
+    }
+
+    /// The capacity each per-key rule's table was built for.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Table memory per key of capacity, in bytes: the sum over the per-key rules of
+    /// [`KeyedLimiter::bytes_per_key`] (32 for each GCRA rule).
+    pub fn bytes_per_key(&self) -> usize {
+        self.tables().map(KeyedLimiter::bytes_per_key).sum()
+    }
+
+    /// Acquires `n` units of every rule for `key` now (`CLOCK_MONOTONIC`), or nothing.
+    /// `n == 0` only reports, and inserts no key.
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit; [`Error::TableFull`]
+    /// if `key` is new to a per-key rule whose table is full of live keys (nothing is
+    /// taken).
+    pub fn acquire(&self, key: &[u8], n: u64) -> Result<PolicyDecision, Error> {
+        self.acquire_at(key, n, time::now_ns())
+    }
+
+    /// [`acquire`](Self::acquire) at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub fn acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<PolicyDecision, Error> {
+        let costs = self.uniform(n)?;
+        self.engine.acquire_at(&self.for_key(key), &costs, now_ns)
+    }
+
+    /// Acquires `costs[i]` units of rule `i` for `key` now, for every rule, or nothing: a
+    /// rule of cost 0 takes no part (its decision in [`PolicyDecision::rules`] only
+    /// reports its state, and the combined decision leaves it out). All costs 0 only
+    /// reports.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire), and [`Error::InvalidConfig`] with
+    /// [`ConfigError::PolicyCosts`] if there is not one cost per rule.
+    pub fn acquire_costs(&self, key: &[u8], costs: &[u64]) -> Result<PolicyDecision, Error> {
+        self.acquire_costs_at(key, costs, time::now_ns())
+    }
+
+    /// [`acquire_costs`](Self::acquire_costs) at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`acquire_costs`](Self::acquire_costs).
+    pub fn acquire_costs_at(
+        &self,
+        key: &[u8],
+        costs: &[u64],
+        now_ns: u64,
+    ) -> Result<PolicyDecision, Error> {
+        let costs = self.costs(costs)?;
+        self.engine.acquire_at(&self.for_key(key), &costs, now_ns)
+    }
+
+    /// Acquires `n` units of every rule for `key` now, or nothing, and says only whether
+    /// they were admitted.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, Error> {
+        self.try_acquire_at(key, n, time::now_ns())
+    }
+
+    /// [`try_acquire`](Self::try_acquire) at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub fn try_acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<bool, Error> {
+        let costs = self.uniform(n)?;
+        self.try_acquire_checked(key, &costs, now_ns)
+    }
+
+    /// [`try_acquire`](Self::try_acquire) of one cost per rule, as
+    /// [`acquire_costs`](Self::acquire_costs).
+    ///
+    /// # Errors
+    /// As [`acquire_costs`](Self::acquire_costs).
+    pub fn try_acquire_costs(&self, key: &[u8], costs: &[u64]) -> Result<bool, Error> {
+        self.try_acquire_costs_at(key, costs, time::now_ns())
+    }
+
+    /// [`try_acquire_costs`](Self::try_acquire_costs) at `now_ns`.
+    ///
+    /// # Errors
+    /// As [`acquire_costs`](Self::acquire_costs).
+    pub fn try_acquire_costs_at(
+        &self,
+        key: &[u8],
+        costs: &[u64],
+        now_ns: u64,
+    ) -> Result<bool, Error> {
+        let costs = self.costs(costs)?;
+        self.try_acquire_checked(key, &costs, now_ns)
+    }
+
+    /// Resets `key` in every per-key rule (as [`KeyedLimiter::reset`]): its next request is
+    /// decided as a new key's by those rules. The global rules are left as they are.
+    ///
+    /// A request of the key racing the reset is decided wholly before or after it in each
+    /// rule. A denied one whose units a rule gives back after the reset gives them to the
+    /// key's former state, which no key reads: the key still starts afresh.
+    ///
+    /// # Errors
+    /// As [`KeyedLimiter::reset`].
+    pub fn reset(&self, key: &[u8]) -> Result<(), Error> {
+        self.tables().try_for_each(|table| table.reset(key))
+    }
+
+    /// The per-key rules' tables' statistics at `now_ns`, summed up: `capacity` and
+    /// `max_keys` of each table, `live_keys` of the fullest (the one that refuses new
+    /// keys first), and `table_full` the requests refused with [`Error::TableFull`] (each
+    /// counted once, by the table that refused it). All zeros without a per-key rule.
+    pub fn stats_at(&self, now_ns: u64) -> KeyedStats {
+        let each = self.tables().map(|table| table.stats_at(now_ns));
+        each.fold(
+            KeyedStats {
+                capacity: 0,
+                max_keys: 0,
+                live_keys: 0,
+                table_full: 0,
+            },
+            |all, table| KeyedStats {
+                capacity: table.capacity,
+                max_keys: table.max_keys,
+                live_keys: all.live_keys.max(table.live_keys),
+                table_full: all.table_full + table.table_full,
+            },
+        )
+    }
+
+    /// [`stats_at`](Self::stats_at) now (`CLOCK_MONOTONIC`).
+    pub fn stats(&self) -> KeyedStats {
+        self.stats_at(time::now_ns())
+    }
+
+    fn tables(&self) -> impl Iterator<Item = &KeyedLimiter<S>> {
+        self.rules.iter().filter_map(|rule| match rule {
+            Scoped::PerKey(table) => Some(table),
+            Scoped::Global(_) => None,
+        })
+    }
+
+    fn for_key(&self, key: &[u8]) -> ForKey<'_, S> {
+        // Without a per-key rule the location is never read: the empty key's will do.
+        let table = self.tables().next();
+        ForKey {
+            rules: &self.rules,
+            key: table.map_or(Located::NOWHERE, |table| table.locate(key)),
+        }
+    }
+
+    fn try_acquire_checked(&self, key: &[u8], costs: &Costs, now_ns: u64) -> Result<bool, Error> {
+        if costs.iter().all(|&cost| cost == 0) {
+            return Ok(true);
+        }
+        self.engine
+            .try_acquire_at(&self.for_key(key), costs, now_ns)
+    }
+
+    /// `n` of every rule, checked.
+    fn uniform(&self, n: u64) -> Result<Costs, Error> {
+        self.costs(&self.engine.uniform(n)[..self.rules.len()])
+    }
+
+    /// One cost per rule, checked.
+    fn costs(&self, costs: &[u64]) -> Result<Costs, Error> {
+        self.engine
+            .costs(self.rules.iter().map(Scoped::decider), costs)
+    }
+}

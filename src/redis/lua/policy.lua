@@ -1,0 +1,50 @@
+-- librate's Redis scripts, the last part of a policy's (DESIGN §9): the rules of one
+-- subject decided together, all or nothing, after every algorithm's file.
+--
+-- KEYS: each rule's state, in the order of the rules (each as its algorithm's file says).
+-- ARGV: now, n (0..the least limit), max_wait (always 0: a policy has no reserve), the
+-- rule count R (1..8), then for each rule its algorithm (0 GCRA, 1 fixed window,
+-- 2 sliding window, 3 sliding log) and its two configuration arguments.
+--
+-- Every rule is decided at the one now without writing; only if all admit are their
+-- states written (each decided again, writing: the same decision, since nothing changed
+-- in between), so a denied request takes from no rule. The reply is the array of the
+-- rules' decisions in their order. On a denial, a rule that would have admitted reports
+-- its state as it is (remaining and reset_after_ns of a query) with the request's allowed
+-- and retry_after_ns, as the in-process policy reports it. A key holding something else
+-- is the reply's error, and nothing is written.
+
+local algorithms = {[0] = gcra, fixed_window, sliding_window, sliding_log}
+local rules = tonumber(ARGV[4])
+local deciders, firsts, seconds = {}, {}, {}
+for i = 1, rules do
+    local at = 2 + 3 * i
+    deciders[i] = algorithms[tonumber(ARGV[at])]
+    firsts[i], seconds[i] = tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+end
+
+local decisions, admitted = {}, true
+for i = 1, rules do
+    local decision = deciders[i](KEYS[i], n, firsts[i], seconds[i], false)
+    if decision.err then
+        return decision
+    end
+    decisions[i] = decision
+    admitted = admitted and decision[1] == 1
+end
+if admitted then
+    if n > 0 then
+        for i = 1, rules do
+            deciders[i](KEYS[i], n, firsts[i], seconds[i], true)
+        end
+    end
+    return decisions
+end
+for i = 1, rules do
+    local decision = decisions[i]
+    if decision[1] == 1 then
+        local state = deciders[i](KEYS[i], 0, firsts[i], seconds[i], false)
+        decision[3], decision[5] = state[3], state[5]
+    end
+end
+return decisions

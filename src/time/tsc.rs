@@ -1,0 +1,506 @@
+//! `CLOCK_MONOTONIC` at the price of the TSC, where the kernel itself keeps time with it.
+//!
+//! The vDSO's `clock_gettime` reads the TSC too, but orders the read (a fence that waits
+//! for every earlier load) and retries around the kernel's sequence count; most of its
+//! cost is that fence. Where the kernel's clocksource is `tsc` it has verified that the
+//! counter is invariant and in step across CPUs, so a plain `rdtsc` is a valid reading of
+//! the same time, once converted. This module converts it with an *anchor*: a pair
+//! (`tsc`, `ns`) read together from the TSC and `CLOCK_MONOTONIC`, and `scale`, the
+//! nanoseconds per tick as a 32.32 fixed-point number:
+//! `now = anchor.ns + (rdtsc − anchor.tsc) · scale / 2³²`.
+//!
+//! # Staying on `CLOCK_MONOTONIC`
+//! An anchor is used for at most [`WINDOW_NS`] of ticks after it was taken. The first
+//! reader past five sixths of that takes a new one (the others go on with the old): it
+//! reads a fresh pair, and aims the new scale so that the line meets `CLOCK_MONOTONIC`
+//! [`AIM_NS`] later, at the rate the TSC has kept against `CLOCK_MONOTONIC` since the
+//! first anchor. So an error (a pair read across an interrupt, NTP slewing the clock) is
+//! worked off over the next anchors rather than kept, and a reading stays within
+//! [`BOUND_NS`] of `CLOCK_MONOTONIC`: NTP slews at most 500 ppm, 0.3 µs over a window.
+//! A new pair found more than [`RETIRE_NS`] off the line (the kernel left the TSC, a VM
+//! migrated) retires the TSC for the rest of the process: every later read is the
+//! vDSO's, never earlier than the last TSC reading could have been.
+//!
+//! # Never backwards
+//! A new anchor starts where the old line is at its `tsc` (or at the end of the old
+//! window, once that has passed), or later. While it is taken,
+//! readers on other threads still use the old anchor, up to the end of its window, on a
+//! line that may be steeper than the new one; so the new anchor starts at least as far
+//! above the old line as the old line could still climb above it by the end of the old
+//! window. Every reading on the new anchor is then at least every reading any thread took
+//! on the old one at an earlier tick: each thread's readings never decrease.
+//!
+//! # Without waiting
+//! A reader past the end of the window while another thread takes the next anchor does
+//! not wait for it (the thread may be descheduled, or be the one a signal handler
+//! interrupted): it reads `CLOCK_MONOTONIC` and returns it less [`MAX_ERROR_NS`], or
+//! the old line's end if that is later. Every reading on any anchor is at least the clock
+//! less that much, so the next anchor's readings are never below this one, and it is no
+//! lower than any reading on the old anchor. Such a reading may be up to
+//! [`MAX_ERROR_NS`] behind the clock: the bound for this rare case.
+//!
+//! # Publication
+//! Two anchors live in two banks, and a sequence number says which is current: even
+//! while the anchor of number `sequence / 2` is the current one, odd while a writer
+//! (the only one: it claimed the odd number with a CAS) fills the other bank. A reader
+//! reads the sequence, the current bank, then the sequence again: the bank it read was
+//! whole unless a later writer began to refill it, which makes the sequence at least
+//! `(first | 1) + 2`.
+
+use std::sync::OnceLock;
+
+use crate::sync::{process_fence as fence, Ordering, ProcessAtomicU64 as AtomicU64};
+
+/// How long an anchor is used at most, in nanoseconds.
+const WINDOW_NS: u64 = 600_000;
+/// The age at which a reader takes a new anchor (five sixths of the window), early
+/// enough that readers rarely reach the window's end.
+const fn reanchor_ticks(window_ticks: u64) -> u64 {
+    window_ticks / 6 * 5
+}
+/// How far ahead a new anchor aims its line at `CLOCK_MONOTONIC`: past the old window's
+/// end, so that the lead over the old line (see "Never backwards") takes only part of the
+/// correction back.
+const AIM_NS: u64 = 1_000_000;
+/// How far a reading may be from `CLOCK_MONOTONIC` read at the same instant, while NTP
+/// slews the clock at most 500 ppm (its limit) and the TSC keeps in step.
+pub(crate) const BOUND_NS: u64 = 1_000;
+/// The most a reading can be from `CLOCK_MONOTONIC` before the TSC is retired: a pair
+/// found up to [`RETIRE_NS`] off a line starts the next one at most that far ahead, and a
+/// line drifts at most a microsecond from the clock within its window. The coarse bounds
+/// are widened by this much (`monotonic.rs`).
+pub(crate) const MAX_ERROR_NS: u64 = 2 * RETIRE_NS;
+/// A new pair this far off the anchor's line (within its window) retires the TSC.
+const RETIRE_NS: u64 = 2 * BOUND_NS;
+/// A pair whose two TSC reads are further apart than this was interrupted: read again.
+const PAIR_TICKS_MAX: u64 = 2_000;
+/// How long the first calibration measures the TSC's rate over.
+const CALIBRATION_NS: u64 = 200_000;
+
+/// The sequence word's value once the TSC is retired (odd: no writer ever claims it).
+const RETIRED: u64 = u64::MAX;
+
+/// An anchor: a TSC reading, `CLOCK_MONOTONIC` at it, and nanoseconds per tick (32.32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Anchor {
+    tsc: u64,
+    ns: u64,
+    scale: u64,
+}
+
+impl Anchor {
+    /// The time at `tsc` on this anchor's line; a `tsc` before the anchor's (another
+    /// CPU's read a little earlier) is the anchor's own time.
+    #[inline(always)]
+    fn at(&self, tsc: u64) -> u64 {
+        let ticks = tsc.saturating_sub(self.tsc);
+        self.ns + ((u128::from(ticks) * u128::from(self.scale)) >> 32) as u64
+    }
+}
+
+/// The published anchors, one cache line that readers share and a writer changes once a
+/// period.
+#[repr(align(64))]
+struct Anchors {
+    sequence: AtomicU64,
+    /// `[tsc, ns, scale]` per bank.
+    banks: [[AtomicU64; 3]; 2],
+    /// The window in ticks: constant once the first anchor is published.
+    window_ticks: AtomicU64,
+}
+
+static ANCHORS: Anchors = Anchors {
+    sequence: AtomicU64::new(0),
+    banks: [
+        [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+        [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+    ],
+    window_ticks: AtomicU64::new(0),
+};
+
+/// The first anchor, the base of the long-run rate; written once, before the first
+/// publication.
+static FIRST: OnceLock<(u64, u64)> = OnceLock::new();
+/// Once retired: the least time a vDSO read may return (the latest any TSC reading was).
+static FLOOR_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the TSC clock can serve this process: x86-64, the kernel's clocksource is
+/// `tsc`, the CPU says its TSC is invariant, and `LIBRATE_CLOCK` does not ask for the
+/// plain clock. Decided once; `read_monotonic` calibrates the first anchor.
+pub(super) fn start(read_monotonic: impl Fn() -> u64) -> bool {
+    if !usable() {
+        return false;
+    }
+    let Some(first) = pair(&read_monotonic) else {
+        return false;
+    };
+    // Measure the rate over a short spin: long enough that the pairs' own jitter is a
+    // small part of it, short enough to pass unnoticed at startup.
+    let second = loop {
+        let Some(second) = pair(&read_monotonic) else {
+            return false;
+        };
+        if second.1 >= first.1 + CALIBRATION_NS {
+            break second;
+        }
+        std::hint::spin_loop();
+    };
+    let Some(scale) = scale_between(first, second) else {
+        return false;
+    };
+    let _ = FIRST.set(first);
+    let window_ticks = (u128::from(WINDOW_NS) << 32) / u128::from(scale);
+    ANCHORS.window_ticks.store(
+        window_ticks.min(u128::from(u64::MAX)) as u64,
+        Ordering::Relaxed,
+    );
+    publish(
+        0,
+        Anchor {
+            tsc: second.0,
+            ns: second.1,
+            scale,
+        },
+    );
+    true
+}
+
+/// Whether this host keeps `CLOCK_MONOTONIC` with an invariant TSC, and the user allows it.
+fn usable() -> bool {
+    if std::env::var_os("LIBRATE_CLOCK").is_some_and(|clock| clock == "monotonic") {
+        return false;
+    }
+    let clocksource =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+    clocksource.is_ok_and(|name| name.trim() == "tsc") && invariant_tsc()
+}
+
+/// CPUID leaf 0x8000_0007, EDX bit 8: the TSC runs at a constant rate in every power state.
+#[cfg(target_arch = "x86_64")]
+// `__cpuid` is a safe function since Rust 1.87; the crate builds on earlier ones too.
+#[allow(unused_unsafe)]
+fn invariant_tsc() -> bool {
+    use std::arch::x86_64::__cpuid;
+    // SAFETY: CPUID exists on every x86-64 CPU; leaf 0x8000_0000 reports the highest
+    // extended leaf, and 0x8000_0007 is read only when it is at most that.
+    let highest = unsafe { __cpuid(0x8000_0000) }.eax;
+    // SAFETY: as above.
+    highest >= 0x8000_0007 && unsafe { __cpuid(0x8000_0007) }.edx & (1 << 8) != 0
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn invariant_tsc() -> bool {
+    false
+}
+
+/// The time counter: a plain `rdtsc`, which the CPU may run a few instructions early or
+/// late; that is nanoseconds against the microsecond the clock allows.
+#[inline(always)]
+fn rdtsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: RDTSC exists on every x86-64 CPU; `usable` checked it counts time.
+    return unsafe { std::arch::x86_64::_rdtsc() };
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("the TSC clock starts only on x86-64")
+}
+
+/// A TSC reading and `CLOCK_MONOTONIC` at the same instant: the monotonic read between two
+/// ordered TSC reads close together, paired with their midpoint.
+fn pair(read_monotonic: &impl Fn() -> u64) -> Option<(u64, u64)> {
+    for _ in 0..100 {
+        // SeqCst fences: each TSC read happens after everything before it, so the
+        // monotonic read lies between the two.
+        fence(Ordering::SeqCst);
+        let before = rdtsc();
+        fence(Ordering::SeqCst);
+        let ns = read_monotonic();
+        fence(Ordering::SeqCst);
+        let after = rdtsc();
+        if after >= before && after - before <= PAIR_TICKS_MAX {
+            return Some((before + (after - before) / 2, ns));
+        }
+    }
+    None
+}
+
+/// Nanoseconds per tick (32.32) between two pairs, if the TSC advanced between them.
+fn scale_between(from: (u64, u64), to: (u64, u64)) -> Option<u64> {
+    let ticks = to.0.checked_sub(from.0).filter(|&ticks| ticks > 0)?;
+    let ns = to.1.checked_sub(from.1)?;
+    let scale = (u128::from(ns) << 32) / u128::from(ticks);
+    u64::try_from(scale).ok().filter(|&scale| scale > 0)
+}
+
+/// Publishes `anchor` as number `number` (the sequence becomes `2 · number`), filling
+/// its bank first. Called by the sequence's sole writer.
+fn publish(number: u64, anchor: Anchor) {
+    let bank = &ANCHORS.banks[(number & 1) as usize];
+    // Relaxed: the sequence's Release store below publishes them.
+    bank[0].store(anchor.tsc, Ordering::Relaxed);
+    bank[1].store(anchor.ns, Ordering::Relaxed);
+    bank[2].store(anchor.scale, Ordering::Relaxed);
+    // Release: a reader that reads this number (Acquire) reads the bank's words as
+    // written above.
+    ANCHORS.sequence.store(2 * number, Ordering::Release);
+}
+
+/// The current time, or `None` when the TSC clock was never started or is retired
+/// (then the caller reads the vDSO, no earlier than [`floor`]).
+#[inline(always)]
+pub(super) fn now(read_monotonic: impl Fn() -> u64) -> Option<u64> {
+    loop {
+        // Acquire: pairs with `publish`'s Release, for the bank's words.
+        let first = ANCHORS.sequence.load(Ordering::Acquire);
+        if first == RETIRED {
+            return None;
+        }
+        let bank = &ANCHORS.banks[((first >> 1) & 1) as usize];
+        // Relaxed: the fence below orders these before the second sequence read.
+        let anchor = Anchor {
+            tsc: bank[0].load(Ordering::Relaxed),
+            ns: bank[1].load(Ordering::Relaxed),
+            scale: bank[2].load(Ordering::Relaxed),
+        };
+        let tsc = rdtsc();
+        // Acquire fence: if a read above saw a later writer's store, the sequence read
+        // below sees that writer's claim (the CAS before its stores).
+        fence(Ordering::Acquire);
+        let second = ANCHORS.sequence.load(Ordering::Relaxed);
+        if second >= (first | 1) + 2 {
+            continue;
+        }
+        if anchor.scale == 0 {
+            return None;
+        }
+        let ticks = tsc.saturating_sub(anchor.tsc);
+        // Relaxed: constant since before the first publication, which the Acquire above
+        // synchronized with.
+        let window_ticks = ANCHORS.window_ticks.load(Ordering::Relaxed);
+        if ticks <= reanchor_ticks(window_ticks) {
+            return Some(anchor.at(tsc));
+        }
+        // Only the current anchor's reader may take the next: an anchor from one already
+        // replaced would not lead the one that replaced it.
+        let claimable = second == first && first & 1 == 0;
+        if ticks <= window_ticks {
+            // Old enough to replace: take the next anchor if no one is, and go on with
+            // this one, which the next leads.
+            if claimable {
+                reanchor(second, anchor, window_ticks, &read_monotonic);
+            }
+            return Some(anchor.at(tsc));
+        }
+        // Past its window: take the next anchor. If another thread is taking it (and was
+        // descheduled for most of a window), read the clock instead, never waiting: see
+        // "Without waiting".
+        if claimable {
+            reanchor(second, anchor, window_ticks, &read_monotonic);
+        } else if second & 1 == 1 {
+            let window_end = anchor.tsc.saturating_add(window_ticks);
+            let behind = read_monotonic().saturating_sub(MAX_ERROR_NS);
+            return Some(behind.max(anchor.at(window_end)));
+        }
+    }
+}
+
+/// Takes the anchor after `current` (published as number `sequence / 2`), unless another
+/// thread is already taking it.
+#[cold]
+#[inline(never)]
+fn reanchor(sequence: u64, current: Anchor, window_ticks: u64, read_monotonic: &impl Fn() -> u64) {
+    // Acquire: the bank stores below stay after the claim (the fence orders them).
+    if ANCHORS
+        .sequence
+        .compare_exchange(sequence, sequence + 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return;
+    }
+    // Release fence: a reader that sees any bank store below also sees the claim above.
+    fence(Ordering::Release);
+    let number = sequence / 2 + 1;
+    match next_anchor(current, window_ticks, read_monotonic) {
+        Some(next) => publish(number, next),
+        None => retire(current, window_ticks),
+    }
+}
+
+/// The anchor after `current`, from a fresh pair; `None` when the pair cannot be read or
+/// is far off the current line, which retires the TSC.
+fn next_anchor(
+    current: Anchor,
+    window_ticks: u64,
+    read_monotonic: &impl Fn() -> u64,
+) -> Option<Anchor> {
+    let first = *FIRST.get()?;
+    aim(current, window_ticks, first, pair(read_monotonic)?)
+}
+
+/// The anchor after `current` at the pair (`tsc`, `ns`), given the first anchor's pair;
+/// `None` when the pair is more than [`RETIRE_NS`] off the current line within its window.
+fn aim(
+    current: Anchor,
+    window_ticks: u64,
+    first: (u64, u64),
+    (tsc, ns): (u64, u64),
+) -> Option<Anchor> {
+    let window_end = current.tsc.saturating_add(window_ticks);
+    let on_line = current.at(tsc.min(window_end));
+    if tsc <= window_end && on_line.abs_diff(ns) > RETIRE_NS {
+        return None;
+    }
+    // The long-run rate, from the first anchor: NTP's corrections average out over it.
+    let rate = scale_between(first, (tsc, ns))?;
+    // Start no lower than any reading on the old line (the line here, or at the end of
+    // its window if that has passed), and at least at the clock; aim to meet the clock
+    // `AIM_NS` on.
+    let start = on_line.max(ns);
+    let aim_ticks = ((u128::from(AIM_NS) << 32) / u128::from(rate)).max(1);
+    let aimed = (u128::from((ns + AIM_NS).saturating_sub(start)) << 32) / aim_ticks;
+    let scale = u64::try_from(aimed).ok().filter(|&scale| scale > 0)?;
+    // Readers may still use the old line up to the end of its window: start as far above
+    // it as it can climb above the new one by then.
+    let lead = if current.scale > scale && window_end > tsc {
+        let ticks = u128::from(window_end - tsc);
+        // Each line's reading rounds down: 2 more covers the two roundings.
+        ((ticks * u128::from(current.scale - scale)) >> 32) as u64 + 2
+    } else {
+        0
+    };
+    Some(Anchor {
+        tsc,
+        ns: start + lead,
+        scale,
+    })
+}
+
+/// Retires the TSC clock for good: later reads are the vDSO's, no earlier than the end of
+/// `current`'s window, the latest time a TSC reading could have been.
+#[cold]
+fn retire(current: Anchor, window_ticks: u64) {
+    let floor = current.at(current.tsc.saturating_add(window_ticks));
+    // Relaxed: the sequence's Release store below publishes it.
+    FLOOR_NS.fetch_max(floor, Ordering::Relaxed);
+    // Release: a reader that sees RETIRED (Acquire in `now`) sees the floor.
+    ANCHORS.sequence.store(RETIRED, Ordering::Release);
+}
+
+/// Whether readings come from the TSC now: it was started and is not retired.
+pub(super) fn running() -> bool {
+    // Acquire: as in `now`, for the bank's scale.
+    let sequence = ANCHORS.sequence.load(Ordering::Acquire);
+    // Relaxed: the first bank's scale is set before the first publication.
+    sequence != RETIRED && ANCHORS.banks[0][2].load(Ordering::Relaxed) != 0
+}
+
+/// The least time a vDSO read may return once the TSC clock is retired.
+#[inline]
+pub(super) fn floor() -> u64 {
+    // Relaxed: read after `now` returned `None` with an Acquire load of the sequence.
+    FLOOR_NS.load(Ordering::Relaxed)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_anchor_converts_ticks_on_its_line() {
+        // 0.5 ns per tick (a 2 GHz TSC).
+        let anchor = Anchor {
+            tsc: 1_000,
+            ns: 5_000,
+            scale: 1 << 31,
+        };
+        assert_eq!(anchor.at(1_000), 5_000);
+        assert_eq!(anchor.at(3_000), 6_000);
+        // Another CPU's read a little before the anchor's: the anchor's own time.
+        assert_eq!(anchor.at(999), 5_000);
+    }
+
+    /// An anchor at tick 1,000,000 on a 2 GHz TSC (0.5 ns a tick), 100 ns ahead of the
+    /// pair taken at tick 2,000,000, with the first pair at (0, 0): a long-run rate of
+    /// exactly 0.5 ns a tick.
+    const HALF: u64 = 1 << 31;
+    const AHEAD: Anchor = Anchor {
+        tsc: 1_000_000,
+        ns: 500_100,
+        scale: HALF,
+    };
+    const WINDOW_TICKS: u64 = 1_200_000;
+    const PAIR: (u64, u64) = (2_000_000, 1_000_000);
+
+    #[test]
+    fn a_new_anchor_starts_on_the_old_line_and_meets_the_clock_a_period_on() {
+        let next = aim(AHEAD, WINDOW_TICKS, (0, 0), PAIR).unwrap();
+        assert_eq!(next.tsc, 2_000_000);
+        // The old line is at 1,000,100 there; the new one starts no lower.
+        assert!(next.ns >= 1_000_100);
+        // `AIM_NS` is 2,000,000 ticks at the long-run rate: the new line then reads the
+        // clock's 2,000,000, but for the lead over the old line's last 200,000 ticks
+        // (the slope 100 ns lower over 2,000,000 ticks: 10 ns, and 2 for rounding).
+        let met = next.at(4_000_000);
+        assert!((2_000_000..=2_000_013).contains(&met), "{met}");
+    }
+
+    #[test]
+    fn a_new_anchor_stays_above_the_old_line_to_the_end_of_its_window() {
+        let next = aim(AHEAD, WINDOW_TICKS, (0, 0), PAIR).unwrap();
+        // The new line is less steep (it works off the 100 ns), so it leads the old one
+        // at its start by what the old one gains by the end of its window.
+        assert!(next.scale < HALF);
+        for tick in (2_000_000..=2_200_000).step_by(1_000) {
+            assert!(next.at(tick) >= AHEAD.at(tick), "tick {tick}");
+        }
+    }
+
+    #[test]
+    fn a_clock_behind_the_pair_is_caught_up_at_once() {
+        // The clock 100 ns past the line: the new anchor starts at the clock.
+        let behind = Anchor {
+            ns: 499_900,
+            ..AHEAD
+        };
+        let next = aim(behind, WINDOW_TICKS, (0, 0), PAIR).unwrap();
+        assert_eq!(next.ns, 1_000_000);
+        assert_eq!(next.scale, HALF, "on the clock: the long-run rate");
+    }
+
+    #[test]
+    fn after_a_window_no_one_used_the_new_anchor_starts_at_the_clock() {
+        // An anchor 10 ms old, whose line would be far off by now: no reader used it past
+        // its window's end (tick 2,200,000 here: 1,100,000 on its line).
+        let old = Anchor {
+            tsc: 1_000_000,
+            ns: 500_000,
+            scale: HALF + (HALF >> 4),
+        };
+        let next = aim(old, WINDOW_TICKS, (0, 0), (20_000_000, 10_000_000)).unwrap();
+        assert_eq!(
+            (next.tsc, next.ns, next.scale),
+            (20_000_000, 10_000_000, HALF)
+        );
+    }
+
+    #[test]
+    fn a_pair_far_off_the_line_retires_the_tsc() {
+        let far = Anchor {
+            ns: 500_000 + RETIRE_NS + 1,
+            ..AHEAD
+        };
+        assert_eq!(aim(far, WINDOW_TICKS, (0, 0), PAIR), None);
+        let within = Anchor {
+            ns: 500_000 + RETIRE_NS,
+            ..AHEAD
+        };
+        assert!(aim(within, WINDOW_TICKS, (0, 0), PAIR).is_some());
+    }
+
+    #[test]
+    fn the_scale_between_two_pairs_is_nanoseconds_per_tick() {
+        assert_eq!(scale_between((0, 0), (2_000, 1_000)), Some(1 << 31));
+        assert_eq!(scale_between((0, 0), (1_000, 3_000)), Some(3 << 32));
+        assert_eq!(scale_between((5, 0), (5, 1_000)), None);
+        assert_eq!(scale_between((5, 0), (4, 1_000)), None);
+    }
+}
