@@ -13,18 +13,19 @@
 //!    `algorithm/carry.rs`), which no other thread can see yet;
 //! 3. publishes the new generation by a `Release` store of the pointer.
 //!
-//! A decision loads the pointer (`Acquire`: it then sees the new words as the change wrote
-//! them) and decides with that generation's rule on that generation's words. If it lost
-//! the race, it read the marker (at its first load, or from its failed compare-and-swap),
-//! which every store but the sliding log's (whose rule never changes) reads as a state
-//! that admits nothing: a denial, which writes nothing. A decision that did not admit
-//! checks the marker after it, and if it is there loads the pointer again and decides
-//! anew (waiting, in the short step between 1 and 3, for the change to publish: acquires
-//! are lock-free but while a change is in flight). An admission, the common case, checks
-//! nothing. So each decision is made wholly under one rule, on one state, and
-//! the new state is the conversion of the old at one instant: no admission is lost or
-//! counted twice. The marker never leaves the replaced words, so a compare-and-swap that
-//! expects an older value can never succeed there (no ABA).
+//! A decision runs first on the first generation, which the limiter holds in place, with
+//! the words' [`Replaceable`] tenancy: the state layer shows it every first-word value it
+//! decides on, and it refuses the marker, so no decision is ever made on it. A limiter
+//! whose rule never changed so decides as one that cannot change would, but for that one
+//! comparison. A decision refused there goes out of line: it loads the pointer (`Acquire`:
+//! it then sees the new words as the change wrote them) and decides with that
+//! generation's rule on that generation's words, and if those were replaced too (a later
+//! change), loads it again, waiting in the short step between 1 and 3 for the change to
+//! publish: acquires are lock-free but while a change is in flight. So each decision is
+//! made wholly under one rule, on one state, and the new state is the conversion of the
+//! old at one instant: no admission is lost or counted twice. The marker never leaves the
+//! replaced words, so a compare-and-swap that expects an older value can never succeed
+//! there (no ABA).
 //!
 //! Two changes racing order themselves by the same swap: the one that finds the marker
 //! waits for the other's generation and replaces that one.
@@ -42,7 +43,7 @@ use crate::decider::Decider;
 use crate::error::Error;
 #[cfg(not(loom))]
 use crate::shared::Mapping;
-use crate::state::{Replaceable, REPLACED};
+use crate::state::{Replaceable, Replaced, REPLACED};
 use crate::sync::{AtomicPtr, AtomicU64, Backoff, Ordering};
 use std::ptr::NonNull;
 #[cfg(not(loom))]
@@ -152,7 +153,7 @@ impl Generations {
     }
 
     /// The generation in force.
-    #[inline(always)]
+    #[inline]
     pub(crate) fn current(&self) -> &Generation {
         // Acquire: pairs with the Release store that published it, so its words are read
         // at least as the change wrote them.
@@ -171,48 +172,64 @@ impl Generations {
         }
     }
 
-    /// Runs `operation` on the generation in force and returns its result, unless the
-    /// generation turns out to be replaced: then it runs it again on the next.
+    /// Runs `operation` on the generation in force for a request of `n` units (and
+    /// `max_wait_ns`, a reserve's), and returns its result, or the error of the rule's
+    /// check of the request ([`Decider::check`]).
     ///
-    /// `operation` decides on the words as their only owner would (no marker check on the
-    /// hot path): on words a change replaced, every algorithm but the sliding log (whose
-    /// rule never changes) reads the marker as a state that admits nothing, so a decision
-    /// there is a denial or a query and writes nothing. So a result that `admitted`
-    /// (admitted units) stands as it is, and any other stands if the first word is not the
-    /// marker after it: a decision of the old rule on its last state, or of the new one.
+    /// It runs first on the first generation, in place, as a limiter whose rule never
+    /// changed decides: no pointer to follow, and the words' tenancy a comparison of each
+    /// first-word value with [`REPLACED`] that a state never fails. `operation` passes the
+    /// tenancy on to the state layer, which shows it every value it decides on, so it
+    /// never decides on the marker: `Err(Replaced)` means it decided nothing. Then, or if
+    /// the rule refuses the request, it goes out of line.
     #[inline(always)]
     pub(crate) fn decide<'a, R>(
         &'a self,
-        mut operation: impl FnMut(&'a Generation) -> R,
-        admitted: impl Fn(&R) -> bool,
-    ) -> R {
-        let generation = self.current();
-        let result = operation(generation);
-        if admitted(&result) || !generation.is_replaced() {
-            return result;
+        n: u64,
+        max_wait_ns: Option<u64>,
+        mut operation: impl FnMut(&'a Generation, &Replaceable) -> Result<R, Replaced>,
+    ) -> Result<R, Error> {
+        const MAY_BE_REPLACED: Replaceable = Replaceable { replaceable: true };
+        if self.first.decider.check(n, max_wait_ns).is_ok() {
+            if let Ok(result) = operation(&self.first, &MAY_BE_REPLACED) {
+                return Ok(result);
+            }
         }
-        self.decide_again(operation, admitted)
+        self.decide_again(n, max_wait_ns, operation)
     }
 
-    /// [`decide`](Self::decide) after its generation was found replaced: out of line, so
-    /// the waiting stays off the path of every other decision.
+    /// [`decide`](Self::decide) after the first generation's rule refused the request or
+    /// its words held the marker: a limiter whose rule changed, a request beyond the
+    /// limit, or words of a shared file that another process set to the marker's value
+    /// (which no change writes there, and which are then read as a state, as a limiter
+    /// that cannot change reads them). Out of line, so neither the pointer nor the waiting
+    /// is on the path of a limiter whose rule never changed.
     #[cold]
     #[inline(never)]
     fn decide_again<'a, R>(
         &'a self,
-        mut operation: impl FnMut(&'a Generation) -> R,
-        admitted: impl Fn(&R) -> bool,
-    ) -> R {
+        n: u64,
+        max_wait_ns: Option<u64>,
+        mut operation: impl FnMut(&'a Generation, &Replaceable) -> Result<R, Replaced>,
+    ) -> Result<R, Error> {
+        let mut generation = self.current();
         let mut backoff = Backoff::default();
         loop {
-            // The change publishes the next generation in a few steps; spin, then yield,
-            // in case its thread was descheduled between them.
-            backoff.snooze();
-            let generation = self.latest();
-            let result = operation(generation);
-            if admitted(&result) || !generation.is_replaced() {
-                return result;
+            match generation.decider.check(n, max_wait_ns) {
+                // A rule that was replaced refused it: the rule in force, which a change
+                // may have raised, checks it.
+                Err(error) if !generation.is_replaced() => return Err(error),
+                Err(_) => {}
+                Ok(()) => {
+                    if let Ok(result) = operation(generation, &generation.tenancy) {
+                        return Ok(result);
+                    }
+                }
             }
+            // A change publishes the next generation a few steps after it marks the words;
+            // spin, then yield, in case its thread was descheduled between them.
+            backoff.snooze();
+            generation = self.latest();
         }
     }
 

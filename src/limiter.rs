@@ -9,7 +9,7 @@ use crate::generations::Memory;
 use crate::generations::{Generation, Generations};
 #[cfg(not(loom))]
 use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
-use crate::state::{owned, Owned, Refund};
+use crate::state::Refund;
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::path::Path;
 #[cfg(not(loom))]
@@ -181,18 +181,9 @@ impl Limiter {
     #[inline(always)]
     fn try_acquire_by(&self, time: impl TimeSource, n: u64) -> Result<bool, Error> {
         let time = Hinted::new(time, &self.hint);
-        self.generations.decide(
-            |rule| {
-                rule.decider.check(n, None)?;
-                Ok(owned(rule.decider.try_acquire(
-                    rule.state(),
-                    &Owned,
-                    time,
-                    n,
-                )))
-            },
-            |allowed| !matches!(allowed, Ok(false)),
-        )
+        self.generations.decide(n, None, move |rule, tenancy| {
+            (rule.decider).try_acquire(rule.state(), tenancy, time, n)
+        })
     }
 
     /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
@@ -252,10 +243,11 @@ impl Limiter {
     /// assert_eq!(fresh.reset_after_ns, 60 * SECOND);
     /// ```
     pub fn reset(&self) {
-        let _ = self.generations.decide(
-            |rule| rule.decider.reset(rule.state(), &rule.tenancy),
-            Result::is_ok,
-        );
+        // A request of 0 units: no rule refuses it.
+        let reset = self.generations.decide(0, None, move |rule, tenancy| {
+            rule.decider.reset(rule.state(), tenancy)
+        });
+        debug_assert!(reset.is_ok());
     }
 
     /// Replaces the rule this limiter enforces, now, keeping what was consumed under the
@@ -328,15 +320,14 @@ impl Limiter {
         n: u64,
         now_ns: u64,
     ) -> (Decision, Option<RuleRefund>) {
-        self.generations.decide(
-            |rule| {
+        self.generations
+            .decide(n, None, move |rule, tenancy| {
                 let state = rule.state();
                 let (decision, refund) =
-                    owned((rule.decider).acquire_refundable_at(state, &Owned, now_ns, n));
-                (decision, RuleRefund::on(rule, refund))
-            },
-            |(decision, _)| admits(decision, n),
-        )
+                    (rule.decider).acquire_refundable_at(state, tenancy, now_ns, n)?;
+                Ok((decision, RuleRefund::on(rule, refund)))
+            })
+            .unwrap_or_else(|_| (self.beyond_limit(now_ns), None))
     }
 
     /// [`acquire_refundable_at`](Self::acquire_refundable_at) without the report, for
@@ -347,15 +338,14 @@ impl Limiter {
         n: u64,
         now_ns: u64,
     ) -> (bool, Option<RuleRefund>) {
-        self.generations.decide(
-            |rule| {
+        self.generations
+            .decide(n, None, move |rule, tenancy| {
                 let state = rule.state();
                 let (allowed, refund) =
-                    owned((rule.decider).try_acquire_refundable_at(state, &Owned, now_ns, n));
-                (allowed, RuleRefund::on(rule, refund))
-            },
-            |&(allowed, _)| allowed,
-        )
+                    (rule.decider).try_acquire_refundable_at(state, tenancy, now_ns, n)?;
+                Ok((allowed, RuleRefund::on(rule, refund)))
+            })
+            .unwrap_or((false, None))
     }
 
     /// [`try_acquire_refundable_at`](Self::try_acquire_refundable_at) for every instant
@@ -366,24 +356,36 @@ impl Limiter {
         n: u64,
         bounds: Bounds,
     ) -> Option<(bool, Option<RuleRefund>)> {
-        self.generations.decide(
-            |rule| {
-                let settled =
-                    owned((rule.decider).settle_refundable(rule.state(), &Owned, bounds, n));
-                settled.map(|(allowed, refund)| (allowed, RuleRefund::on(rule, refund)))
-            },
-            |settled| matches!(settled, Some((true, _))),
-        )
+        self.generations
+            .decide(n, None, move |rule, tenancy| {
+                let settled = (rule.decider).settle_refundable(rule.state(), tenancy, bounds, n)?;
+                Ok(settled.map(|(allowed, refund)| (allowed, RuleRefund::on(rule, refund))))
+            })
+            .unwrap_or(Some((false, None)))
     }
 
     /// The decision an acquire of `n` units (checked by the caller) at `now_ns` would make,
     /// with nothing written.
     #[inline]
     pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
-        self.generations.decide(
-            |rule| owned((rule.decider).peek_at(rule.state(), &Owned, now_ns, n)),
-            |decision| admits(decision, n),
-        )
+        self.generations
+            .decide(n, None, move |rule, tenancy| {
+                (rule.decider).peek_at(rule.state(), tenancy, now_ns, n)
+            })
+            .unwrap_or_else(|_| self.beyond_limit(now_ns))
+    }
+
+    /// The decision on a request of more units than the rule in force ever admits: one a
+    /// policy checked against the rule before a change lowered its limit. The refundable
+    /// operations above, whose callers checked the request, take the rule's refusal as
+    /// this denial for good, with the state's report.
+    #[cold]
+    fn beyond_limit(&self, now_ns: u64) -> Decision {
+        Decision {
+            allowed: false,
+            retry_after_ns: u64::MAX,
+            ..self.peek_at(0, now_ns)
+        }
     }
 
     /// Gives back an admission of this limiter's, if nothing moved its state on since.
@@ -398,33 +400,12 @@ impl Limiter {
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
     #[inline(always)]
     fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
-        self.generations.decide(
-            |rule| {
-                rule.decider.check(n, max_wait_ns)?;
+        self.generations
+            .decide(n, max_wait_ns, move |rule, tenancy| {
                 let max_wait_ns = max_wait_ns.unwrap_or(0);
-                let state = rule.state();
-                Ok(owned((rule.decider).acquire_at(
-                    state,
-                    &Owned,
-                    now_ns,
-                    n,
-                    max_wait_ns,
-                )))
-            },
-            |decision| {
-                decision
-                    .as_ref()
-                    .map_or(true, |decision| admits(decision, n))
-            },
-        )
+                (rule.decider).acquire_at(rule.state(), tenancy, now_ns, n, max_wait_ns)
+            })
     }
-}
-
-/// Whether a decision on `n` units admitted units (a query admits none): a result that
-/// proves its words were not replaced (`Generations::decide`).
-#[inline(always)]
-fn admits(decision: &Decision, n: u64) -> bool {
-    decision.allowed && n > 0
 }
 
 impl RuleRefund {

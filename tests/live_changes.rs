@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::processes::rewrite_word;
 use common::{decision, Rng, SECOND};
 use rate::{Config, ConfigError, Error, Limiter};
 
@@ -153,6 +154,36 @@ fn changes_that_cannot_carry_over_are_refused_and_change_nothing() {
         shared.set_config_at(&Config::gcra(3, SECOND), 0),
         Err(Error::Unsupported)
     );
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// A shared limiter's words are never replaced, so a first word that another process set
+/// to the value of the marker a change writes in private words is read as any state: a
+/// bucket whose TAT is `u64::MAX` admits nothing, ever, until a reset.
+#[test]
+fn a_shared_word_holding_the_marker_value_is_a_state() {
+    let path = std::env::temp_dir().join(format!("librate-marker-{}", std::process::id()));
+    let config = Config::gcra(2, SECOND);
+    let before = {
+        let shared = Limiter::open(&path, &config).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        assert!(shared.acquire_at(1, SECOND).unwrap().allowed);
+        before
+    };
+    // The one word the admission wrote is the state's first word.
+    let after = std::fs::read(&path).unwrap();
+    let changed: Vec<usize> = (0..after.len() / 8)
+        .filter(|&word| after[word * 8..word * 8 + 8] != before[word * 8..word * 8 + 8])
+        .collect();
+    assert_eq!(changed.len(), 1);
+    rewrite_word(&path, changed[0], u64::MAX);
+    let shared = Limiter::open(&path, &config).unwrap();
+    let denied = shared.acquire_at(1, SECOND).unwrap();
+    assert!(!denied.allowed);
+    assert_eq!(denied.retry_after_ns, u64::MAX);
+    assert_eq!(shared.try_acquire(1), Ok(false));
+    shared.reset();
+    assert!(shared.acquire_at(2, SECOND).unwrap().allowed);
     std::fs::remove_file(&path).unwrap();
 }
 

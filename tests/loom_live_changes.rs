@@ -86,3 +86,39 @@ fn a_change_racing_an_acquire_after_another() {
         assert_eq!((state.limit, state.remaining), (2, carried - 2 * after));
     });
 }
+
+/// A policy's request checked against a rule that a racing change then lowers below its
+/// cost: each rule's step is decided under the old rule (admitted) or under the new one,
+/// which can never admit it (denied, "never" to retry), and never panics or over-admits.
+#[test]
+fn a_change_lowering_a_rule_below_a_racing_request() {
+    loom::model(|| {
+        let policy = Arc::new(rate::Policy::new(&[Config::gcra(1, 100).with_burst(3)]).unwrap());
+        let requester = {
+            let policy = Arc::clone(&policy);
+            thread::spawn(move || policy.acquire_at(2, NOW))
+        };
+        policy
+            .set_rules_at(&[Config::gcra(1, 100).with_burst(1)], NOW)
+            .unwrap();
+        let after = policy.acquire_at(0, NOW).unwrap().decision;
+        match requester.join().unwrap() {
+            // Checked against the new rule's limit of 1.
+            Err(error) => {
+                assert_eq!(error, rate::Error::InsufficientCapacity);
+                assert_eq!(after.remaining, 1);
+            }
+            Ok(decided) if decided.decision.allowed => {
+                // Under the old rule: 1 token left of 3, capped at 1.
+                assert_eq!(decided.rules()[0].limit, 3);
+                assert_eq!(after.remaining, 1);
+            }
+            Ok(decided) => {
+                // Checked against the old rule, decided under the new one.
+                assert_eq!(decided.rules()[0].limit, 1);
+                assert_eq!(decided.decision.retry_after_ns, u64::MAX);
+                assert_eq!(after.remaining, 1);
+            }
+        }
+    });
+}

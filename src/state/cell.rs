@@ -81,12 +81,12 @@ impl Tenancy for Owned {
 /// value as [`VACANT`]: a limiter's words are never a keyed slot.
 pub(crate) const REPLACED: u64 = VACANT;
 
-/// A limiter's own words, which a change of its rule may replace: a write that finds them
-/// [`REPLACED`] (a reset) stops without writing, and the limiter makes it again on the
-/// new words. (Decisions need no such check: they read the marker as a state that admits
-/// nothing, see `generations.rs`.) Words in a shared file are never replaced (a change is
-/// refused there), so any value another process writes is read as a state, as [`Owned`]
-/// reads it.
+/// A limiter's own words, which a change of its rule may replace: an operation that finds
+/// them [`REPLACED`] stops without deciding or writing, and the limiter makes it again on
+/// the new words (`generations.rs`). Words in a shared file are never replaced (a change
+/// is refused there): a limiter tries them as replaceable too, so that its first try is
+/// the same whoever owns the words, and a value another process wrote that equals the
+/// marker is then read, out of line, as a state, as [`Owned`] reads it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Replaceable {
     /// Whether a change can replace these words at all.

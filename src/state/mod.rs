@@ -23,7 +23,7 @@ mod ring;
 mod window_records;
 
 pub(crate) use cell::{
-    claim_of, installing, is_installing, is_marker, owned, Owned, Replaceable, Tenancy,
+    claim_of, installing, is_installing, is_marker, owned, Owned, Replaceable, Replaced, Tenancy,
     CLAIM_MARKERS, REPLACED, VACANT,
 };
 pub(crate) use one_word::reserve_at;
