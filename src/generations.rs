@@ -127,6 +127,19 @@ impl Generation {
     }
 }
 
+/// One operation of a limiter on a generation's rule and words, as
+/// [`Generations::decide`] runs it: a trait rather than a closure, so that `run`, marked
+/// `#[inline(always)]`, is inlined into the decision as the state layer's own code is (a
+/// closure is a function the optimiser may leave out of line, a call on every decision).
+pub(crate) trait Operation: Copy {
+    /// What the operation returns.
+    type Output;
+
+    /// Runs the operation on `generation`'s words, shown to `tenancy`: `Err` if they were
+    /// replaced, with nothing decided or written.
+    fn run(self, generation: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced>;
+}
+
 /// The current generation of a limiter and, linked from it, every one it replaced.
 #[derive(Debug)]
 pub(crate) struct Generations {
@@ -181,55 +194,100 @@ impl Generations {
     /// first-word value with [`REPLACED`] that a state never fails. `operation` passes the
     /// tenancy on to the state layer, which shows it every value it decides on, so it
     /// never decides on the marker: `Err(Replaced)` means it decided nothing. Then, or if
-    /// the rule refuses the request, it goes out of line.
+    /// the rule refuses the request, it runs again where [`next`](Self::next) says.
     #[inline(always)]
-    pub(crate) fn decide<'a, R>(
-        &'a self,
+    pub(crate) fn decide<O: Operation>(
+        &self,
         n: u64,
         max_wait_ns: Option<u64>,
-        mut operation: impl FnMut(&'a Generation, &Replaceable) -> Result<R, Replaced>,
-    ) -> Result<R, Error> {
+        operation: O,
+    ) -> Result<O::Output, Error> {
         const MAY_BE_REPLACED: Replaceable = Replaceable { replaceable: true };
         if self.first.decider.check(n, max_wait_ns).is_ok() {
-            if let Ok(result) = operation(&self.first, &MAY_BE_REPLACED) {
+            if let Ok(result) = operation.run(&self.first, &MAY_BE_REPLACED) {
                 return Ok(result);
             }
         }
-        self.decide_again(n, max_wait_ns, operation)
+        // A result that fits the two registers a call returns comes back from an
+        // out-of-line call, which keeps the retries' code off the path; a larger one
+        // would be written to memory on every decision, to meet the call's, so the
+        // retries run here.
+        if std::mem::size_of::<Result<O::Output, Error>>() <= 2 * std::mem::size_of::<u64>() {
+            self.decide_again(n, max_wait_ns, operation)
+        } else {
+            self.run_again(n, max_wait_ns, operation)
+        }
     }
 
-    /// [`decide`](Self::decide) after the first generation's rule refused the request or
-    /// its words held the marker: a limiter whose rule changed, a request beyond the
-    /// limit, or words of a shared file that another process set to the marker's value
-    /// (which no change writes there, and which are then read as a state, as a limiter
-    /// that cannot change reads them). Out of line, so neither the pointer nor the waiting
-    /// is on the path of a limiter whose rule never changed.
+    /// [`run_again`](Self::run_again), out of line.
     #[cold]
     #[inline(never)]
-    fn decide_again<'a, R>(
-        &'a self,
+    fn decide_again<O: Operation>(
+        &self,
         n: u64,
         max_wait_ns: Option<u64>,
-        mut operation: impl FnMut(&'a Generation, &Replaceable) -> Result<R, Replaced>,
-    ) -> Result<R, Error> {
-        let mut generation = self.current();
+        operation: O,
+    ) -> Result<O::Output, Error> {
+        self.run_again(n, max_wait_ns, operation)
+    }
+
+    /// Runs `operation` after the first generation's rule refused the request or its
+    /// words held the marker, where [`next`](Self::next) says, until it decides.
+    #[inline(always)]
+    fn run_again<O: Operation>(
+        &self,
+        n: u64,
+        max_wait_ns: Option<u64>,
+        operation: O,
+    ) -> Result<O::Output, Error> {
+        let mut tried = &self.first;
         let mut backoff = Backoff::default();
         loop {
-            match generation.decider.check(n, max_wait_ns) {
-                // A rule that was replaced refused it: the rule in force, which a change
-                // may have raised, checks it.
-                Err(error) if !generation.is_replaced() => return Err(error),
-                Err(_) => {}
-                Ok(()) => {
-                    if let Ok(result) = operation(generation, &generation.tenancy) {
-                        return Ok(result);
-                    }
-                }
+            let generation = self.next(tried, n, max_wait_ns, &mut backoff)?;
+            if let Ok(result) = operation.run(generation, &generation.tenancy) {
+                return Ok(result);
             }
-            // A change publishes the next generation a few steps after it marks the words;
-            // spin, then yield, in case its thread was descheduled between them.
-            backoff.snooze();
-            generation = self.latest();
+            tried = generation;
+        }
+    }
+
+    /// Where [`decide`](Self::decide) runs a request again after `tried`'s rule refused
+    /// it or its words held the marker, checked by that generation's rule. A generation
+    /// in force (never replaced) that refused it gives its error; one whose words hold the
+    /// marker's value without being replaced (words of a shared file that another process
+    /// set to it: a change never writes it there) runs it again, with its own tenancy,
+    /// which reads the value as a state; else the generation in force runs it, waited for
+    /// while a change is in flight. Out of line, so neither the pointer nor the waiting is
+    /// on the path of a limiter whose rule never changed.
+    #[cold]
+    #[inline(never)]
+    fn next<'a>(
+        &'a self,
+        mut tried: &'a Generation,
+        n: u64,
+        max_wait_ns: Option<u64>,
+        backoff: &mut Backoff,
+    ) -> Result<&'a Generation, Error> {
+        loop {
+            let generation = if tried.is_replaced() {
+                let current = self.current();
+                if std::ptr::eq(current, tried) {
+                    // A change publishes the next generation a few steps after it marks
+                    // the words; spin, then yield, in case its thread was descheduled
+                    // between them.
+                    backoff.snooze();
+                    self.latest()
+                } else {
+                    current
+                }
+            } else {
+                tried.decider.check(n, max_wait_ns)?;
+                tried
+            };
+            if generation.decider.check(n, max_wait_ns).is_ok() {
+                return Ok(generation);
+            }
+            tried = generation;
         }
     }
 

@@ -6,10 +6,10 @@ use crate::decision::Decision;
 use crate::error::Error;
 #[cfg(not(loom))]
 use crate::generations::Memory;
-use crate::generations::{Generation, Generations};
+use crate::generations::{Generation, Generations, Operation};
 #[cfg(not(loom))]
 use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
-use crate::state::Refund;
+use crate::state::{Refund, Replaceable, Replaced};
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::path::Path;
 #[cfg(not(loom))]
@@ -181,9 +181,7 @@ impl Limiter {
     #[inline(always)]
     fn try_acquire_by(&self, time: impl TimeSource, n: u64) -> Result<bool, Error> {
         let time = Hinted::new(time, &self.hint);
-        self.generations.decide(n, None, move |rule, tenancy| {
-            (rule.decider).try_acquire(rule.state(), tenancy, time, n)
-        })
+        self.generations.decide(n, None, TryAcquire { time, n })
     }
 
     /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
@@ -244,9 +242,7 @@ impl Limiter {
     /// ```
     pub fn reset(&self) {
         // A request of 0 units: no rule refuses it.
-        let reset = self.generations.decide(0, None, move |rule, tenancy| {
-            rule.decider.reset(rule.state(), tenancy)
-        });
+        let reset = self.generations.decide(0, None, Reset);
         debug_assert!(reset.is_ok());
     }
 
@@ -321,12 +317,7 @@ impl Limiter {
         now_ns: u64,
     ) -> (Decision, Option<RuleRefund>) {
         self.generations
-            .decide(n, None, move |rule, tenancy| {
-                let state = rule.state();
-                let (decision, refund) =
-                    (rule.decider).acquire_refundable_at(state, tenancy, now_ns, n)?;
-                Ok((decision, RuleRefund::on(rule, refund)))
-            })
+            .decide(n, None, AcquireRefundable { now_ns, n })
             .unwrap_or_else(|_| (self.beyond_limit(now_ns), None))
     }
 
@@ -339,12 +330,7 @@ impl Limiter {
         now_ns: u64,
     ) -> (bool, Option<RuleRefund>) {
         self.generations
-            .decide(n, None, move |rule, tenancy| {
-                let state = rule.state();
-                let (allowed, refund) =
-                    (rule.decider).try_acquire_refundable_at(state, tenancy, now_ns, n)?;
-                Ok((allowed, RuleRefund::on(rule, refund)))
-            })
+            .decide(n, None, TryAcquireRefundable { now_ns, n })
             .unwrap_or((false, None))
     }
 
@@ -357,10 +343,7 @@ impl Limiter {
         bounds: Bounds,
     ) -> Option<(bool, Option<RuleRefund>)> {
         self.generations
-            .decide(n, None, move |rule, tenancy| {
-                let settled = (rule.decider).settle_refundable(rule.state(), tenancy, bounds, n)?;
-                Ok(settled.map(|(allowed, refund)| (allowed, RuleRefund::on(rule, refund))))
-            })
+            .decide(n, None, SettleRefundable { bounds, n })
             .unwrap_or(Some((false, None)))
     }
 
@@ -369,9 +352,7 @@ impl Limiter {
     #[inline]
     pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
         self.generations
-            .decide(n, None, move |rule, tenancy| {
-                (rule.decider).peek_at(rule.state(), tenancy, now_ns, n)
-            })
+            .decide(n, None, Peek { now_ns, n })
             .unwrap_or_else(|_| self.beyond_limit(now_ns))
     }
 
@@ -400,11 +381,133 @@ impl Limiter {
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
     #[inline(always)]
     fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
-        self.generations
-            .decide(n, max_wait_ns, move |rule, tenancy| {
-                let max_wait_ns = max_wait_ns.unwrap_or(0);
-                (rule.decider).acquire_at(rule.state(), tenancy, now_ns, n, max_wait_ns)
-            })
+        self.generations.decide(
+            n,
+            max_wait_ns,
+            Acquire {
+                now_ns,
+                n,
+                max_wait_ns,
+            },
+        )
+    }
+}
+
+/// [`Limiter::try_acquire`] of `n` units, by `time`.
+#[derive(Clone, Copy)]
+struct TryAcquire<'a, C> {
+    time: Hinted<'a, C>,
+    n: u64,
+}
+
+impl<C: TimeSource> Operation for TryAcquire<'_, C> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<bool, Replaced> {
+        (rule.decider).try_acquire(rule.state(), tenancy, self.time, self.n)
+    }
+}
+
+/// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+struct Acquire {
+    now_ns: u64,
+    n: u64,
+    max_wait_ns: Option<u64>,
+}
+
+impl Operation for Acquire {
+    type Output = Decision;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Decision, Replaced> {
+        let max_wait_ns = self.max_wait_ns.unwrap_or(0);
+        (rule.decider).acquire_at(rule.state(), tenancy, self.now_ns, self.n, max_wait_ns)
+    }
+}
+
+/// [`Limiter::reset`].
+#[derive(Clone, Copy)]
+struct Reset;
+
+impl Operation for Reset {
+    type Output = ();
+
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<(), Replaced> {
+        (rule.decider).reset(rule.state(), tenancy)
+    }
+}
+
+/// [`Limiter::acquire_refundable_at`] of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+struct AcquireRefundable {
+    now_ns: u64,
+    n: u64,
+}
+
+impl Operation for AcquireRefundable {
+    type Output = (Decision, Option<RuleRefund>);
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
+        let state = rule.state();
+        let (decision, refund) =
+            (rule.decider).acquire_refundable_at(state, tenancy, self.now_ns, self.n)?;
+        Ok((decision, RuleRefund::on(rule, refund)))
+    }
+}
+
+/// [`Limiter::try_acquire_refundable_at`] of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+struct TryAcquireRefundable {
+    now_ns: u64,
+    n: u64,
+}
+
+impl Operation for TryAcquireRefundable {
+    type Output = (bool, Option<RuleRefund>);
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
+        let state = rule.state();
+        let (allowed, refund) =
+            (rule.decider).try_acquire_refundable_at(state, tenancy, self.now_ns, self.n)?;
+        Ok((allowed, RuleRefund::on(rule, refund)))
+    }
+}
+
+/// [`Limiter::settle_refundable`] of `n` units within `bounds`.
+#[derive(Clone, Copy)]
+struct SettleRefundable {
+    bounds: Bounds,
+    n: u64,
+}
+
+impl Operation for SettleRefundable {
+    type Output = Option<(bool, Option<RuleRefund>)>;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
+        let settled =
+            (rule.decider).settle_refundable(rule.state(), tenancy, self.bounds, self.n)?;
+        Ok(settled.map(|(allowed, refund)| (allowed, RuleRefund::on(rule, refund))))
+    }
+}
+
+/// [`Limiter::peek_at`] of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+struct Peek {
+    now_ns: u64,
+    n: u64,
+}
+
+impl Operation for Peek {
+    type Output = Decision;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Decision, Replaced> {
+        (rule.decider).peek_at(rule.state(), tenancy, self.now_ns, self.n)
     }
 }
 
