@@ -1063,6 +1063,51 @@ int32_t rate_limiter_reserve_at(struct rate_limiter *limiter,
 int32_t rate_limiter_reset(struct rate_limiter *limiter);
 
 /**
+ * Replaces the rule the limiter enforces, now (`rate_now_ns`), keeping what it has
+ * consumed: as `rate_limiter_set_config_at`.
+ *
+ * Thread-safety: safe to call concurrently on one handle, with any other call.
+ *
+ * NULL: `limiter` or `config` NULL is RATE_E_NULL.
+ *
+ * Returns as `rate_limiter_set_config_at`.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `config` is NULL or points to a readable
+ * `rate_config`.
+ */
+int32_t rate_limiter_set_config(struct rate_limiter *limiter, const struct rate_config *config);
+
+/**
+ * Replaces the rule the limiter enforces at `now_ns` (a customer changes plan, an
+ * operator tightens a limit), carrying its state over: GCRA keeps its tokens (they then
+ * refill at the new rate, capped at the new burst); the fixed window and the sliding
+ * window counter keep their counts, moved to the new period's windows holding `now_ns`
+ * (the window before it too, for the sliding window counter), capped at the new limit;
+ * a period of RATE_FOREVER keeps its algorithm's rule (a bucket's whole tokens left, a
+ * window's count used). The README has the rules in full.
+ *
+ * Thread-safety: safe to call concurrently on one handle, with any other call. Each
+ * acquire racing the change is decided wholly under the old rule (and carried over) or
+ * wholly under the new one. The old rule's state stays allocated until
+ * `rate_limiter_free` (a few hundred bytes per change).
+ *
+ * NULL: `limiter` or `config` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (a configuration
+ * `rate_limiter_new` rejects, another algorithm, or a sliding log's rule, whose entries
+ * are not carried over), or RATE_E_UNSUPPORTED (a limiter in a shared file, whose
+ * configuration every process checks when it opens it). On error nothing changes.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `config` is NULL or points to a readable
+ * `rate_config`.
+ */
+int32_t rate_limiter_set_config_at(struct rate_limiter *limiter,
+                                   const struct rate_config *config,
+                                   uint64_t now_ns);
+
+/**
  * Nanoseconds on CLOCK_MONOTONIC: the timeline of `rate_*_acquire`, shared by every
  * process on the host. Pass it (or your own timeline) as `now_ns` to the `_at` functions.
  * Where the kernel keeps CLOCK_MONOTONIC with the TSC, it is read from the TSC and stays
@@ -1187,6 +1232,49 @@ void rate_policy_free(struct rate_policy *policy);
 int32_t rate_policy_new(const struct rate_config *rules,
                         size_t rules_len,
                         struct rate_policy **out);
+
+/**
+ * Replaces the policy's rules, now (`rate_now_ns`): as `rate_policy_set_rules_at`.
+ *
+ * Thread-safety: safe to call concurrently on one handle, with any other call.
+ *
+ * NULL: `policy` NULL, or `rules` NULL with a non-zero `rules_len`, is RATE_E_NULL.
+ *
+ * Returns as `rate_policy_set_rules_at`.
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `rules` is NULL or points to `rules_len` readable
+ * `rate_config`s.
+ */
+int32_t rate_policy_set_rules(struct rate_policy *policy,
+                              const struct rate_config *rules,
+                              size_t rules_len);
+
+/**
+ * Replaces the policy's rules at `now_ns` (a customer changes plan), each rule carrying
+ * its state over as `rate_limiter_set_config_at` does. The new rules are as many as the
+ * old, in the same order, each of the same algorithm as the one it replaces (a period of
+ * RATE_FOREVER counts as the same).
+ *
+ * Thread-safety: safe to call concurrently on one handle, with any other call. Each
+ * rule's step of a racing request is decided wholly under that rule's old or new
+ * configuration, so no rule admits past its limit; a racing request may see some rules
+ * changed and others not yet. `rules` is only read during the call.
+ *
+ * NULL: `policy` NULL, or `rules` NULL with a non-zero `rules_len`, is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (another number of rules, a
+ * rule `rate_limiter_new` rejects, or one that cannot carry its state over, as
+ * `rate_limiter_set_config_at` says); on error no rule changes.
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `rules` is NULL or points to `rules_len` readable
+ * `rate_config`s.
+ */
+int32_t rate_policy_set_rules_at(struct rate_policy *policy,
+                                 const struct rate_config *rules,
+                                 size_t rules_len,
+                                 uint64_t now_ns);
 
 /**
  * The Lua script that decides a policy of the `rules_len` rules at `rules` on Redis,

@@ -388,6 +388,20 @@ class Limiter : public detail::Handle<rate_limiter, rate_limiter_free> {
     /// on it decides as a new limiter would; each acquire racing it is decided wholly
     /// before or after it. Status::ok (Status::null on an empty handle).
     Status reset() noexcept { return static_cast<Status>(rate_limiter_reset(native_handle())); }
+    /// Replaces the rule now, keeping what was consumed (rate_limiter_set_config): GCRA
+    /// keeps its tokens, the window counters their counts. Status::ok;
+    /// Status::invalid_config for a bad rule, another algorithm or a sliding log's rule;
+    /// Status::unsupported for a shared limiter; Status::null on an empty handle.
+    Status set_config(const Config& config) noexcept {
+        const rate_config c = config.to_c();
+        return static_cast<Status>(rate_limiter_set_config(native_handle(), &c));
+    }
+    /// set_config() at `now` on the caller's timeline.
+    Status set_config_at(const Config& config, Clock::time_point now) noexcept {
+        const rate_config c = config.to_c();
+        return static_cast<Status>(
+            rate_limiter_set_config_at(native_handle(), &c, detail::to_ns(now)));
+    }
 
   private:
     template <class Owner, class T, class Fn, class... Args>
@@ -550,6 +564,19 @@ class Policy : public detail::Handle<rate_policy, rate_policy_free> {
     /// rate::Config::fixed_window(1000, 24h)})`.
     static Result<Policy> create(std::initializer_list<Config> rules) noexcept {
         return create(rules.begin(), rules.size());
+    }
+    /// Replaces the rules at `now` on the caller's timeline, keeping what each consumed
+    /// (rate_policy_set_rules_at): as many as before, each of the same algorithm.
+    /// Status::ok, Status::invalid_config (nothing changes), Status::null.
+    Status set_rules_at(std::initializer_list<Config> rules, Clock::time_point now) noexcept {
+        if (rules.size() > max_rules)
+            return Status::invalid_config;
+        std::array<rate_config, max_rules> c{};
+        std::size_t i = 0;
+        for (const Config& rule : rules)
+            c[i++] = rule.to_c();
+        return static_cast<Status>(rate_policy_set_rules_at(native_handle(), c.data(),
+                                                            rules.size(), detail::to_ns(now)));
     }
 #if RATE_HPP_EXCEPTIONS
     /// Like create(), throwing rate::Error on bad rules.

@@ -7,8 +7,9 @@ use crate::algorithm::{Allowance, FixedWindow, Gcra, Rule, SlidingLog, SlidingWi
 use crate::config::Algorithm;
 use crate::config::Config;
 use crate::decision::Decision;
+use crate::error::ConfigError;
 use crate::error::Error;
-use crate::state::{is_marker, reserve_at, Refund, Stored, Tenancy};
+use crate::state::{is_marker, replaced_counts, reserve_at, store_counts, Refund, Stored, Tenancy};
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
 
@@ -214,8 +215,71 @@ impl Decider {
 
     /// Makes a limiter's own `state` decide as a fresh one from the latest time it has
     /// seen on; acquires racing it are each decided before or after it (`Stored::reset`).
-    pub(crate) fn reset(&self, state: &[AtomicU64]) {
-        dispatch!(self, algorithm => algorithm.reset(state))
+    /// `Err` if `tenancy` refuses the words (a change of rule replaced them).
+    pub(crate) fn reset<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+    ) -> Result<(), T::Evicted> {
+        dispatch!(self, algorithm => algorithm.reset(state, tenancy))
+    }
+
+    /// Whether a state of this rule can be carried over to `new` (`algorithm/carry.rs`):
+    /// the same algorithm, a period that never ends counting as the same, and no sliding
+    /// log with a period that ends on either side (its ring's entries are not carried).
+    pub(crate) fn carries_to(&self, new: &Decider) -> Result<(), ConfigError> {
+        let log = |decider: &Decider| matches!(decider, Self::SlidingLog(_));
+        if self.algorithm() != new.algorithm() || log(self) || log(new) {
+            return Err(ConfigError::LiveChange);
+        }
+        Ok(())
+    }
+
+    /// Writes into `new_state`, fresh (all zeros) and not yet shared, the state of `new`
+    /// holding at `now` what `state` holds, whose first word last held `first` before it
+    /// was replaced (the carry-over rules, `algorithm/carry.rs`). A pair that
+    /// [`carries_to`](Self::carries_to) refuses leaves `new_state` fresh.
+    pub(crate) fn carry_over(
+        &self,
+        state: &[AtomicU64],
+        first: u64,
+        now: u64,
+        new: &Decider,
+        new_state: &[AtomicU64],
+    ) {
+        let first_word = match (self, new) {
+            (Self::Gcra(old), Self::Gcra(new)) => new.holding(old.tokens(first, now), now),
+            (Self::Gcra(old), Self::Allowance(new)) => new.holding_tokens(old.tokens(first, now)),
+            (Self::Allowance(old), Self::Gcra(new)) => new.holding(old.tokens(first), now),
+            (Self::Allowance(old), Self::Allowance(new)) if old.configured() == Algorithm::Gcra => {
+                new.holding_tokens(old.tokens(first))
+            }
+            (Self::Allowance(old), Self::Allowance(new)) => {
+                new.holding_tally(old.tally(first, now))
+            }
+            (Self::FixedWindow(old), Self::FixedWindow(new)) => new.holding(old.tally(first, now)),
+            (Self::FixedWindow(old), Self::Allowance(new)) => {
+                new.holding_tally(old.tally(first, now))
+            }
+            (Self::Allowance(old), Self::FixedWindow(new)) => new.holding(old.tally(first, now)),
+            (Self::SlidingWindow(old), _) => {
+                let tally = old.tally(&replaced_counts(old, state, first), now);
+                match new {
+                    Self::SlidingWindow(new) => {
+                        return store_counts(new, new_state, new.holding(tally))
+                    }
+                    Self::Allowance(new) => new.holding_tally(tally),
+                    _ => return,
+                }
+            }
+            (Self::Allowance(old), Self::SlidingWindow(new)) => {
+                let counts = new.holding(old.tally(first, now));
+                return store_counts(new, new_state, counts);
+            }
+            _ => return,
+        };
+        // Relaxed: the new words are published by the release of their address.
+        new_state[0].store(first_word, Ordering::Relaxed);
     }
 
     /// Whether `state` is indistinguishable from a fresh limiter's at `now_ns` (DESIGN §5),
@@ -460,9 +524,53 @@ mod tests {
                 }
                 let _ = decider.is_fresh(&state, random.pick());
                 if round % 2 == 0 {
-                    decider.reset(&state);
+                    owned(decider.reset(&state, &Owned));
                     owned(decider.acquire_at(&state, &Owned, now, n, 0));
                 }
+            }
+        }
+    }
+
+    /// The premise of `generations.rs`: every rule that can be changed reads words a change
+    /// replaced (first word [`REPLACED`]) as a state that admits nothing, at any time,
+    /// reserve and coarse bounds included, and writes nothing there.
+    #[test]
+    fn replaced_words_admit_nothing() {
+        use crate::state::REPLACED;
+        let configs = [
+            Config::gcra(3, 300),
+            Config::gcra(1, u64::MAX / 2),
+            Config::fixed_window(5, 1000),
+            Config::sliding_window(5, 1000),
+            Config::gcra(3, Config::FOREVER),
+            Config::sliding_window(3, Config::FOREVER),
+        ];
+        let mut random = Words(0x2545_F491_4F6C_DD1D);
+        for config in configs {
+            let decider = Decider::new(&config).unwrap();
+            for _ in 0..2_000 {
+                let mut words: Vec<u64> =
+                    (0..decider.state_words()).map(|_| random.pick()).collect();
+                words[0] = REPLACED;
+                let state: Vec<AtomicU64> = words.iter().map(|&w| AtomicU64::new(w)).collect();
+                let (now, n) = (random.pick(), 1 + random.next() % decider.limit());
+                let wait = if matches!(decider.algorithm(), Algorithm::Gcra) {
+                    random.pick()
+                } else {
+                    0
+                };
+                assert!(!owned(decider.acquire_at(&state, &Owned, now, n, wait)).allowed);
+                assert!(!owned(decider.try_acquire_at(&state, &Owned, now, n)));
+                let bounds = Bounds {
+                    earliest: now.saturating_sub(random.next() % 1000),
+                    latest: now,
+                };
+                let settled = owned(decider.settle_refundable(&state, &Owned, bounds, n));
+                assert!(!matches!(settled, Some((true, _))), "{config:?}");
+                let time = FakeTime::new(Some(1 + random.next() % 1000));
+                time.set(bounds.earliest, now);
+                assert!(!owned(decider.try_acquire(&state, &Owned, &time, n)));
+                assert_eq!(self::words(&state), words, "{config:?}: written");
             }
         }
     }

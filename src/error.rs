@@ -31,6 +31,12 @@ pub enum ConfigError {
     RedisPrefix,
     /// Policies: a request's costs, one per rule, are not as many as the rules.
     PolicyCosts,
+    /// A change of rule at run time (`set_config`, `set_rules`) that cannot carry the
+    /// state over: to another algorithm (a period of [`Config::FOREVER`] keeps it), to or
+    /// from a sliding log's own rule, or to another number of rules.
+    ///
+    /// [`Config::FOREVER`]: crate::Config::FOREVER
+    LiveChange,
 }
 
 impl ConfigError {
@@ -52,6 +58,10 @@ impl ConfigError {
             Self::PolicyRules => "a policy has 1 to 8 rules",
             Self::RedisPrefix => "a Redis policy's prefix must not contain '{' or '}'",
             Self::PolicyCosts => "a policy request gives one cost per rule",
+            Self::LiveChange => {
+                "a live change keeps the algorithm (and the number of rules), and a sliding \
+                 log's rule does not change"
+            }
         }
     }
 }

@@ -25,6 +25,8 @@
 //!  policy/         the engine they share, and KeyedPolicy: per-key rules in keyed
 //!   │              tables and global rules in limiters, for one key at a time
 //!  limiter.rs      Limiter: a decider over its own padded words, with a clock hint
+//!  generations.rs  a limiter's rule and words as one generation, replaced whole by a
+//!   │              change of rule (the old words frozen, carried over, kept until drop)
 //!  keyed/          KeyedLimiter: a bounded lock-free table of per-key states, and in a
 //!   │              shared table, its claim registry and crash recovery
 //!  shared.rs       the file every process maps: create or attach, validate, reset
@@ -57,6 +59,10 @@
 //!   slot whose state is fresh, dropping its key (DESIGN §5). In a shared table an insert
 //!   is a **claimant** holding a registry entry; a waiter on a claim whose process died
 //!   **recovers** the slot (puts back what the claim replaced).
+//! - **change** a rule: replace a limiter's or a policy's configuration at run time,
+//!   **carrying over** its state (GCRA keeps its tokens, the window counters what they
+//!   count); the replaced words are a **generation** that decisions still in flight may
+//!   read. **Allowance**: a rule whose period never ends ([`Config::FOREVER`]).
 //! - **reset**: make a limiter, or one key of a table, decide as a new one; a table
 //!   **retires** a reset key's slot (claims it, names it no key's, gives it back), and
 //!   the former state there is reclaimed once fresh. **Stats**: what a table reports for
@@ -90,6 +96,7 @@ mod decider;
 mod decision;
 mod error;
 pub mod ffi;
+mod generations;
 mod keyed;
 mod limiter;
 mod policy;

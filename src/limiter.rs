@@ -5,19 +5,17 @@ use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
 #[cfg(not(loom))]
+use crate::generations::Memory;
+use crate::generations::{Generation, Generations, Operation};
+#[cfg(not(loom))]
 use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
-use crate::state::{owned, Owned, Refund};
-use crate::sync::AtomicU64;
+use crate::state::{Refund, Replaceable, Replaced};
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::path::Path;
+#[cfg(not(loom))]
 use std::ptr::NonNull;
 #[cfg(not(loom))]
 use std::sync::Arc;
-
-/// Words of padding on each side of the state, so no other allocation shares its cache
-/// lines: 128 bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (the same
-/// figure as crossbeam-utils' `CachePadded`). loom models each word, so it gets none.
-const PAD_WORDS: usize = if cfg!(loom) { 0 } else { 16 };
 
 /// One rate limiter: at most `limit` units per `period_ns`, by the configured algorithm.
 ///
@@ -39,50 +37,38 @@ const PAD_WORDS: usize = if cfg!(loom) { 0 } else { 16 };
 /// ```
 #[derive(Debug)]
 pub struct Limiter {
-    decider: Decider,
-    /// Which clock `try_acquire` reads first. Beside the decider, read on every call too,
-    /// and away from the state words, which admissions write.
+    /// The rule in force and its state words, replaced whole by a change of rule.
+    generations: Generations,
+    /// Which clock `try_acquire` reads first. Beside the rule's address, read on every call
+    /// too, and away from the state words, which admissions write.
     hint: ClockHint,
-    config: Config,
-    /// The state words, in `_memory`: `state_len` of them (the decider's `state_words()`,
-    /// kept here so the hot path does not dispatch for it).
-    state: NonNull<AtomicU64>,
-    state_len: usize,
-    /// Owns the state words: kept, never read.
-    _memory: Memory,
 }
 
-/// Where a limiter's state words live.
-#[derive(Debug)]
-enum Memory {
-    /// This process's heap, padded on both sides.
-    Private { _words: Box<[AtomicU64]> },
-    /// A file every process that opens it maps.
-    #[cfg(not(loom))]
-    Shared { _mapping: Arc<Mapping> },
+/// What giving back an admission of one of a limiter's rules takes: the words' own
+/// [`Refund`], on the generation it was admitted in (a refund on words since replaced
+/// gives nothing back: the admission was carried over).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RuleRefund {
+    refund: Refund,
+    /// The generation admitted on, by address: compared with the one in force, never
+    /// followed (generations are never freed while their limiter lives, so no other takes
+    /// its address).
+    generation: *const Generation,
 }
-
-// SAFETY: `state` points into `_memory`, which the limiter owns and which never moves (a
-// heap block or a mapping); the words are only ever accessed atomically.
-unsafe impl Send for Limiter {}
-// SAFETY: as above.
-unsafe impl Sync for Limiter {}
 
 impl Limiter {
     /// Builds a limiter, full at any time, or says why `config` is invalid.
     pub fn new(config: &Config) -> Result<Self, Error> {
         let decider = Decider::new(config)?;
         time::prepare();
-        let words: Box<[AtomicU64]> = (0..decider.state_words() + 2 * PAD_WORDS)
-            .map(|_| AtomicU64::new(0))
-            .collect();
-        let state = NonNull::from(&words[PAD_WORDS]);
-        Ok(Self::in_memory(
-            decider,
-            config,
-            state,
-            Memory::Private { _words: words },
-        ))
+        Ok(Self::of(Generation::private(decider, config)))
+    }
+
+    fn of(generation: Generation) -> Self {
+        Self {
+            generations: Generations::new(generation),
+            hint: ClockHint::default(),
+        }
     }
 
     /// Opens the limiter whose state lives in the file at `path`, creating the file if it
@@ -145,42 +131,16 @@ impl Limiter {
         start: usize,
     ) -> Self {
         let state = NonNull::from(&mapping.state(start + decider.state_words())[start]);
-        Self::in_memory(
-            decider,
-            config,
-            state,
-            Memory::Shared {
-                _mapping: Arc::clone(mapping),
-            },
-        )
+        let memory = Memory::Shared {
+            _mapping: Arc::clone(mapping),
+        };
+        Self::of(Generation::new(decider, config, state, memory))
     }
 
-    fn in_memory(
-        decider: Decider,
-        config: &Config,
-        state: NonNull<AtomicU64>,
-        memory: Memory,
-    ) -> Self {
-        Self {
-            state_len: decider.state_words(),
-            decider,
-            hint: ClockHint::default(),
-            config: *config,
-            state,
-            _memory: memory,
-        }
-    }
-
-    /// The configuration this limiter was built from.
+    /// The configuration in force: the one this limiter was built from, or the last
+    /// [`set_config`](Self::set_config) gave.
     pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    #[inline]
-    fn state(&self) -> &[AtomicU64] {
-        // SAFETY: `state` points to `state_len` words inside `_memory`, which lives as long
-        // as `self` and never moves.
-        unsafe { std::slice::from_raw_parts(self.state.as_ptr(), self.state_len) }
+        &self.generations.current().config
     }
 
     /// Acquires `n` units now. `n == 0` only reports the current state.
@@ -220,14 +180,8 @@ impl Limiter {
     /// clock hint.
     #[inline(always)]
     fn try_acquire_by(&self, time: impl TimeSource, n: u64) -> Result<bool, Error> {
-        self.decider.check(n, None)?;
         let time = Hinted::new(time, &self.hint);
-        Ok(owned(self.decider.try_acquire(
-            self.state(),
-            &Owned,
-            time,
-            n,
-        )))
+        self.generations.decide(n, None, TryAcquire { time, n })
     }
 
     /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
@@ -287,33 +241,97 @@ impl Limiter {
     /// assert_eq!(fresh.reset_after_ns, 60 * SECOND);
     /// ```
     pub fn reset(&self) {
-        self.decider.reset(self.state());
+        // A request of 0 units: no rule refuses it.
+        let reset = self.generations.decide(0, None, Reset);
+        debug_assert!(reset.is_ok());
+    }
+
+    /// Replaces the rule this limiter enforces, now, keeping what was consumed under the
+    /// old one (a customer changes plan, an operator tightens a limit during an incident).
+    /// See [`set_config_at`](Self::set_config_at).
+    ///
+    /// # Errors
+    /// As [`set_config_at`](Self::set_config_at).
+    pub fn set_config(&self, config: &Config) -> Result<(), Error> {
+        self.set_config_at(config, time::now_ns())
+    }
+
+    /// Replaces the rule this limiter enforces at `now_ns`, carrying the state over:
+    /// - **GCRA keeps the tokens** (as x/time/rate's `SetLimit`): the units a request could
+    ///   take at `now_ns` stay (fractions included, and reserves queued past the burst as
+    ///   negative tokens), then refill at the new rate, capped at the new burst.
+    /// - **The fixed window and the sliding window counter keep what is counted**, in
+    ///   units: the count of the window holding `now_ns` (and, for the sliding window
+    ///   counter, of the window before it) moves to the new period's window holding
+    ///   `now_ns` (and the one before it), each capped at the new limit. Windows are cut
+    ///   from 0 at the new period, `[k·P', (k+1)·P')`, as for any limiter of it.
+    /// - **A period of [`Config::FOREVER`]** keeps its algorithm's rule: a bucket becomes
+    ///   an allowance of its whole tokens left, and back; a window counter an allowance
+    ///   with what it counts used (the sliding window's weighted estimate), and back, the
+    ///   units used then counted in the current window.
+    ///
+    /// Each decision racing a change is made wholly under the old rule, on the old state
+    /// (and carried over with it), or wholly under the new one: the change takes effect at
+    /// one instant, and acquires stay lock-free (one meeting a change in flight waits for
+    /// it to publish, a few steps). The old rule's words stay allocated until the limiter
+    /// is dropped (a thread may still be reading them): a few hundred bytes per change.
+    ///
+    /// ```
+    /// use rate::{Config, Limiter};
+    /// const SECOND: u64 = 1_000_000_000;
+    /// // 10 a second; 6 taken, 4 tokens left.
+    /// let limiter = Limiter::new(&Config::gcra(10, SECOND)).unwrap();
+    /// assert!(limiter.acquire_at(6, 0).unwrap().allowed);
+    /// // An incident: 1 a second, bursts of 2. The 4 tokens are capped at 2.
+    /// limiter.set_config_at(&Config::gcra(1, SECOND).with_burst(2), 0).unwrap();
+    /// assert_eq!(limiter.acquire_at(0, 0).unwrap().remaining, 2);
+    /// assert!(limiter.acquire_at(2, 0).unwrap().allowed);
+    /// assert_eq!(limiter.acquire_at(1, 0).unwrap().retry_after_ns, SECOND);
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] as [`new`](Self::new), or with [`ConfigError::LiveChange`]
+    /// for a change of algorithm, or of a sliding log's rule (its entries are not carried);
+    /// [`Error::Unsupported`] for a limiter in a shared file ([`open`](Self::open)), whose
+    /// configuration every process checks when it opens the file. Either way nothing
+    /// changes.
+    ///
+    /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
+    pub fn set_config_at(&self, config: &Config, now_ns: u64) -> Result<(), Error> {
+        let decider = Decider::new(config)?;
+        self.generations.replace(decider, config, now_ns)
     }
 
     /// The rule this limiter enforces, for a policy of several ([`crate::Policy`]).
     #[inline]
     pub(crate) fn rule(&self) -> &Decider {
-        &self.decider
+        &self.generations.current().decider
     }
 
     /// Acquires `n` units (checked by the caller) at `now_ns`, with what giving them back
     /// takes: see [`Refund`].
     #[inline]
-    pub(crate) fn acquire_refundable_at(&self, n: u64, now_ns: u64) -> (Decision, Option<Refund>) {
-        owned(
-            self.decider
-                .acquire_refundable_at(self.state(), &Owned, now_ns, n),
-        )
+    pub(crate) fn acquire_refundable_at(
+        &self,
+        n: u64,
+        now_ns: u64,
+    ) -> (Decision, Option<RuleRefund>) {
+        self.generations
+            .decide(n, None, AcquireRefundable { now_ns, n })
+            .unwrap_or_else(|_| (self.beyond_limit(now_ns), None))
     }
 
     /// [`acquire_refundable_at`](Self::acquire_refundable_at) without the report, for
     /// `1 ≤ n` units.
     #[inline]
-    pub(crate) fn try_acquire_refundable_at(&self, n: u64, now_ns: u64) -> (bool, Option<Refund>) {
-        owned(
-            self.decider
-                .try_acquire_refundable_at(self.state(), &Owned, now_ns, n),
-        )
+    pub(crate) fn try_acquire_refundable_at(
+        &self,
+        n: u64,
+        now_ns: u64,
+    ) -> (bool, Option<RuleRefund>) {
+        self.generations
+            .decide(n, None, TryAcquireRefundable { now_ns, n })
+            .unwrap_or((false, None))
     }
 
     /// [`try_acquire_refundable_at`](Self::try_acquire_refundable_at) for every instant
@@ -323,38 +341,180 @@ impl Limiter {
         &self,
         n: u64,
         bounds: Bounds,
-    ) -> Option<(bool, Option<Refund>)> {
-        owned(
-            self.decider
-                .settle_refundable(self.state(), &Owned, bounds, n),
-        )
+    ) -> Option<(bool, Option<RuleRefund>)> {
+        self.generations
+            .decide(n, None, SettleRefundable { bounds, n })
+            .unwrap_or(Some((false, None)))
     }
 
     /// The decision an acquire of `n` units (checked by the caller) at `now_ns` would make,
     /// with nothing written.
     #[inline]
     pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
-        owned(self.decider.peek_at(self.state(), &Owned, now_ns, n))
+        self.generations
+            .decide(n, None, Peek { now_ns, n })
+            .unwrap_or_else(|_| self.beyond_limit(now_ns))
+    }
+
+    /// The decision on a request of more units than the rule in force ever admits: one a
+    /// policy checked against the rule before a change lowered its limit. The refundable
+    /// operations above, whose callers checked the request, take the rule's refusal as
+    /// this denial for good, with the state's report.
+    #[cold]
+    fn beyond_limit(&self, now_ns: u64) -> Decision {
+        Decision {
+            allowed: false,
+            retry_after_ns: u64::MAX,
+            ..self.peek_at(0, now_ns)
+        }
     }
 
     /// Gives back an admission of this limiter's, if nothing moved its state on since.
     #[inline]
-    pub(crate) fn refund(&self, refund: Refund) -> bool {
-        refund.apply(self.state())
+    pub(crate) fn refund(&self, refund: RuleRefund) -> bool {
+        // Words a change replaced since hold the marker, so the refund's swap fails there
+        // even if the change comes between the comparison and the swap.
+        let generation = self.generations.current();
+        std::ptr::eq(generation, refund.generation) && refund.refund.apply(generation.state())
     }
 
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
     #[inline(always)]
     fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
-        self.decider.check(n, max_wait_ns)?;
-        let max_wait_ns = max_wait_ns.unwrap_or(0);
-        Ok(owned(self.decider.acquire_at(
-            self.state(),
-            &Owned,
-            now_ns,
+        self.generations.decide(
             n,
             max_wait_ns,
-        )))
+            Acquire {
+                now_ns,
+                n,
+                max_wait_ns,
+            },
+        )
+    }
+}
+
+/// [`Limiter::try_acquire`] of `n` units, by `time`.
+#[derive(Clone, Copy)]
+struct TryAcquire<'a, C> {
+    time: Hinted<'a, C>,
+    n: u64,
+}
+
+impl<C: TimeSource> Operation for TryAcquire<'_, C> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<bool, Replaced> {
+        (rule.decider).try_acquire(rule.state(), tenancy, self.time, self.n)
+    }
+}
+
+/// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+struct Acquire {
+    now_ns: u64,
+    n: u64,
+    max_wait_ns: Option<u64>,
+}
+
+impl Operation for Acquire {
+    type Output = Decision;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Decision, Replaced> {
+        let max_wait_ns = self.max_wait_ns.unwrap_or(0);
+        (rule.decider).acquire_at(rule.state(), tenancy, self.now_ns, self.n, max_wait_ns)
+    }
+}
+
+/// [`Limiter::reset`].
+#[derive(Clone, Copy)]
+struct Reset;
+
+impl Operation for Reset {
+    type Output = ();
+
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<(), Replaced> {
+        (rule.decider).reset(rule.state(), tenancy)
+    }
+}
+
+/// [`Limiter::acquire_refundable_at`] of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+struct AcquireRefundable {
+    now_ns: u64,
+    n: u64,
+}
+
+impl Operation for AcquireRefundable {
+    type Output = (Decision, Option<RuleRefund>);
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
+        let state = rule.state();
+        let (decision, refund) =
+            (rule.decider).acquire_refundable_at(state, tenancy, self.now_ns, self.n)?;
+        Ok((decision, RuleRefund::on(rule, refund)))
+    }
+}
+
+/// [`Limiter::try_acquire_refundable_at`] of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+struct TryAcquireRefundable {
+    now_ns: u64,
+    n: u64,
+}
+
+impl Operation for TryAcquireRefundable {
+    type Output = (bool, Option<RuleRefund>);
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
+        let state = rule.state();
+        let (allowed, refund) =
+            (rule.decider).try_acquire_refundable_at(state, tenancy, self.now_ns, self.n)?;
+        Ok((allowed, RuleRefund::on(rule, refund)))
+    }
+}
+
+/// [`Limiter::settle_refundable`] of `n` units within `bounds`.
+#[derive(Clone, Copy)]
+struct SettleRefundable {
+    bounds: Bounds,
+    n: u64,
+}
+
+impl Operation for SettleRefundable {
+    type Output = Option<(bool, Option<RuleRefund>)>;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
+        let settled =
+            (rule.decider).settle_refundable(rule.state(), tenancy, self.bounds, self.n)?;
+        Ok(settled.map(|(allowed, refund)| (allowed, RuleRefund::on(rule, refund))))
+    }
+}
+
+/// [`Limiter::peek_at`] of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+struct Peek {
+    now_ns: u64,
+    n: u64,
+}
+
+impl Operation for Peek {
+    type Output = Decision;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Decision, Replaced> {
+        (rule.decider).peek_at(rule.state(), tenancy, self.now_ns, self.n)
+    }
+}
+
+impl RuleRefund {
+    /// The refund of an admission on `generation`'s words, if it has one.
+    fn on(generation: &Generation, refund: Option<Refund>) -> Option<Self> {
+        refund.map(|refund| Self { refund, generation })
     }
 }
 

@@ -34,10 +34,10 @@ mod keyed;
 use self::engine::{Costs, Engine, Rules, Taken};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
+use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
-use crate::limiter::Limiter;
-use crate::state::Refund;
+use crate::limiter::{Limiter, RuleRefund};
 use crate::time::{self, Monotonic, TimeSource};
 
 /// The most rules one policy holds.
@@ -153,7 +153,7 @@ impl Policy {
 
     /// The largest cost the policy can ever admit: the least of its rules' limits.
     pub fn limit(&self) -> u64 {
-        self.engine.limit()
+        self.least_limit()
     }
 
     /// Acquires `n` units now from every rule, or from none. `n == 0` only reports.
@@ -246,7 +246,7 @@ impl Policy {
 
     /// `n` of every rule, checked.
     fn uniform(&self, n: u64) -> Result<Costs, Error> {
-        self.engine.uniform(self.rules.iter().map(Limiter::rule), n)
+        self.costs(&self.engine.uniform(n)[..self.rules.len()])
     }
 
     /// One cost per rule, checked.
@@ -304,7 +304,7 @@ impl Policy {
 
 /// A policy's own limiters, as the engine takes from them.
 impl Rules for [Limiter] {
-    type Refund = Refund;
+    type Refund = RuleRefund;
 
     #[inline]
     fn peek_at(&self, rule: usize, n: u64, now_ns: u64) -> Decision {
@@ -317,7 +317,7 @@ impl Rules for [Limiter] {
         rule: usize,
         n: u64,
         now_ns: u64,
-    ) -> Result<(Decision, Option<Refund>), Error> {
+    ) -> Result<(Decision, Option<RuleRefund>), Error> {
         Ok(self[rule].acquire_refundable_at(n, now_ns))
     }
 
@@ -327,12 +327,77 @@ impl Rules for [Limiter] {
         rule: usize,
         n: u64,
         now_ns: u64,
-    ) -> Result<(bool, Option<Refund>), Error> {
+    ) -> Result<(bool, Option<RuleRefund>), Error> {
         Ok(self[rule].try_acquire_refundable_at(n, now_ns))
     }
 
     #[inline]
-    fn refund(&self, rule: usize, refund: Refund) {
+    fn refund(&self, rule: usize, refund: RuleRefund) {
         self[rule].refund(refund);
+    }
+}
+
+impl Policy {
+    /// Replaces the policy's rules, now: see [`set_rules_at`](Self::set_rules_at).
+    ///
+    /// # Errors
+    /// As [`set_rules_at`](Self::set_rules_at).
+    pub fn set_rules(&self, rules: &[Config]) -> Result<(), Error> {
+        self.set_rules_at(rules, time::now_ns())
+    }
+
+    /// Replaces the policy's rules at `now_ns` (a customer changes plan), each rule in
+    /// turn as [`Limiter::set_config_at`] replaces a limiter's, keeping what it has
+    /// consumed. The new rules are as many as the old, each of the same algorithm as the
+    /// one it replaces (a period of [`Config::FOREVER`] counts as the same), so that the
+    /// order the rules take a request in stays.
+    ///
+    /// Each rule's step of a racing request is decided wholly under that rule's old or
+    /// new configuration, so no rule ever admits past its limit; a request racing the
+    /// change may see some rules already changed and others not yet.
+    ///
+    /// ```
+    /// use rate::{Config, Policy};
+    /// const SECOND: u64 = 1_000_000_000;
+    /// // 2 a second and 3 a minute; a customer upgrades to 4 a second and 10 a minute.
+    /// let policy = Policy::new(&[
+    ///     Config::gcra(2, SECOND),
+    ///     Config::fixed_window(3, 60 * SECOND),
+    /// ])
+    /// .unwrap();
+    /// assert!(policy.acquire_at(2, 0).unwrap().decision.allowed);
+    /// let upgrade = [Config::gcra(4, SECOND), Config::fixed_window(10, 60 * SECOND)];
+    /// policy.set_rules_at(&upgrade, 0).unwrap();
+    /// // The bucket's 0 tokens stay 0 (now 250 ms each); the window keeps its 2.
+    /// assert_eq!(policy.acquire_at(0, 0).unwrap().rules()[1].remaining, 8);
+    /// assert!(policy.acquire_at(1, 250_000_000).unwrap().decision.allowed);
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]: the first invalid rule's reason, or
+    /// [`ConfigError::LiveChange`] for another number of rules or a rule that cannot carry
+    /// its state over (see [`Limiter::set_config_at`]). Then no rule changes.
+    pub fn set_rules_at(&self, rules: &[Config], now_ns: u64) -> Result<(), Error> {
+        if rules.len() != self.rules.len() {
+            return Err(Error::InvalidConfig(ConfigError::LiveChange));
+        }
+        // Every rule is checked before any changes: whether a rule carries over depends
+        // only on algorithms, which no change alters, so none of the changes below fails.
+        for (rule, config) in self.rules.iter().zip(rules) {
+            rule.rule().carries_to(&Decider::new(config)?)?;
+        }
+        for (rule, config) in self.rules.iter().zip(rules) {
+            rule.set_config_at(config, now_ns)?;
+        }
+        Ok(())
+    }
+
+    /// The least of the rules' limits: the largest cost the policy can ever admit.
+    fn least_limit(&self) -> u64 {
+        self.rules
+            .iter()
+            .map(|rule| rule.rule().limit())
+            .min()
+            .unwrap_or(0)
     }
 }

@@ -6,9 +6,9 @@
 //! model (loom cannot model time) and must be constructible in a `static`.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 pub(crate) use std::sync::atomic::fence as process_fence;
 pub(crate) use std::sync::atomic::AtomicU64 as ProcessAtomicU64;

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -65,8 +66,9 @@ var _ [0]struct{} = [MaxRules - C.RATE_POLICY_MAX_RULES]struct{}{}
 //
 // A nil or closed Policy answers every call with ErrNull (and Allow with false).
 type Policy struct {
-	ptr     *C.rate_policy
-	rules   []Config
+	ptr *C.rate_policy
+	// rules are the rules in force: those given to NewPolicy, or to the last SetRules.
+	rules   atomic.Pointer[[]Config]
 	cleanup runtime.Cleanup
 }
 
@@ -104,7 +106,9 @@ func NewPolicy(rules ...Config) (*Policy, error) {
 	if status := C.rate_policy_new(&cRules[0], C.size_t(len(rules)), &ptr); status != C.RATE_OK {
 		return nil, policyRejected(status, cRules[:len(rules)])
 	}
-	p := &Policy{ptr: ptr, rules: slices.Clone(rules)}
+	p := &Policy{ptr: ptr}
+	given := slices.Clone(rules)
+	p.rules.Store(&given)
 	// As for Limiter: the cleanup holds the C pointer, never p.
 	p.cleanup = runtime.AddCleanup(p, freePolicy, ptr)
 	return p, nil
@@ -138,12 +142,12 @@ func freePolicy(ptr *C.rate_policy) {
 	noteFreed()
 }
 
-// Rules returns a copy of the rules, in the order given.
+// Rules returns a copy of the rules in force, in the order given.
 func (p *Policy) Rules() []Config {
 	if p == nil {
 		return nil
 	}
-	return slices.Clone(p.rules)
+	return slices.Clone(*p.rules.Load())
 }
 
 // handle is the C handle for one call (NULL when nil or closed; librate answers

@@ -61,6 +61,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -149,8 +150,9 @@ func (c Config) toC() (C.rate_config, error) {
 // block, except Wait. A nil or closed Limiter answers every call with ErrNull (and
 // Allow with false).
 type Limiter struct {
-	ptr     *C.rate_limiter
-	config  Config
+	ptr *C.rate_limiter
+	// config is the rule in force: the one given to New, or to the last SetConfig.
+	config  atomic.Pointer[Config]
 	cleanup runtime.Cleanup
 }
 
@@ -172,7 +174,8 @@ func New(config Config) (*Limiter, error) {
 
 // wrapLimiter gives a new C handle its Go owner.
 func wrapLimiter(ptr *C.rate_limiter, config Config) *Limiter {
-	l := &Limiter{ptr: ptr, config: config}
+	l := &Limiter{ptr: ptr}
+	l.config.Store(&config)
 	// The backstop for a Limiter dropped without Close. The cleanup holds the C
 	// pointer, not l, so it cannot keep l alive.
 	l.cleanup = runtime.AddCleanup(l, freeLimiter, ptr)
@@ -205,12 +208,13 @@ func NewSlidingLog(limit uint64, period time.Duration) (*Limiter, error) {
 	return New(Config{Algorithm: SlidingLog, Limit: limit, Period: period})
 }
 
-// Config returns the configuration the limiter was created with.
+// Config returns the configuration in force: the one the limiter was created with, or
+// the last SetConfig gave.
 func (l *Limiter) Config() Config {
 	if l == nil {
 		return Config{}
 	}
-	return l.config
+	return *l.config.Load()
 }
 
 // handle is the C handle for one call: NULL when l is nil or closed, which librate

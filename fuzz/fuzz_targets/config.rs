@@ -151,6 +151,27 @@ fn explain(config: &rate_config) -> i32 {
     explained(status, &reason)
 }
 
+/// A live change of a limiter, one unit in, to its own configuration: made (refused for
+/// a sliding log's ring, whose rule never changes), never leaving more units than before.
+fn change_to_itself(limiter: *mut rate_limiter, config: &rate_config) {
+    let (mut before, mut after) = (rate_decision::default(), rate_decision::default());
+    // SAFETY: the live handle just made; live locals.
+    let changed = unsafe {
+        rate_limiter_acquire_at(limiter, 1, 0, ptr::null_mut());
+        rate_limiter_acquire_at(limiter, 0, 0, &mut before);
+        let changed = rate_limiter_set_config_at(limiter, config, 0);
+        rate_limiter_acquire_at(limiter, 0, 0, &mut after);
+        changed
+    };
+    let ring = config.algorithm == RATE_SLIDING_LOG && config.period_ns != RATE_FOREVER;
+    let expected = if ring { RATE_E_INVALID_CONFIG } else { RATE_OK };
+    assert_eq!(changed, expected, "set_config to itself: {config:?}");
+    assert!(
+        after.remaining <= before.remaining,
+        "{config:?}: {before:?} then {after:?}"
+    );
+}
+
 fn run(input: &mut Unstructured<'_>) -> Result<()> {
     let config = any_config(input)?;
     let open = input.int_in_range(0u8..=15)? == 0;
@@ -173,6 +194,9 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
     // SAFETY: live locals.
     let status = unsafe { rate_limiter_new(&config, &mut limiter) };
     check("rate_limiter_new", status, verdict, &config, 0);
+    if status == RATE_OK {
+        change_to_itself(limiter, &config);
+    }
     // SAFETY: NULL or the handle just made.
     unsafe { rate_limiter_free(limiter) };
 

@@ -20,11 +20,11 @@ use crate::error::ConfigError;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Gcra {
     /// T: nanoseconds one unit occupies.
-    emission_interval: u64,
+    pub(super) emission_interval: u64,
     /// B: the most units admitted at once.
     burst: u64,
     /// τ = B·T: how far the TAT may run ahead of `now`.
-    tolerance: u64,
+    pub(super) tolerance: u64,
     /// T again, prepared to turn nanoseconds of room into whole units without a `div`.
     units_in: Divisor,
 }

@@ -12,9 +12,12 @@
 //! - `fixed_window.rs`, `sliding_window.rs`: the two window counters.
 //! - `sliding_log.rs`: the exact log of admitted timestamps.
 //! - `allowance.rs`: any of them with a period that never ends (a rate of zero).
+//! - `carry.rs`: what a state holds when its rule is replaced, and the new rule's state
+//!   holding the same.
 //! - `divisor.rs`: division by a constant without a `div`, for GCRA's `remaining`.
 
 mod allowance;
+mod carry;
 mod divisor;
 mod fixed_window;
 mod gcra;

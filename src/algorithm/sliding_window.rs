@@ -61,11 +61,11 @@ pub(crate) struct Counts {
 /// What a request sees: the window it is evaluated in, the time elapsed in it, and the
 /// two counts the estimate weighs.
 #[derive(Clone, Copy, Debug)]
-struct View {
-    index: u64,
-    elapsed: u64,
-    prev: u64,
-    cur: u64,
+pub(super) struct View {
+    pub(super) index: u64,
+    pub(super) elapsed: u64,
+    pub(super) prev: u64,
+    pub(super) cur: u64,
 }
 
 impl Rule for SlidingWindow {
@@ -135,7 +135,7 @@ impl SlidingWindow {
     /// one, or a later one (both counts 0). A `now` in an older window is evaluated at
     /// the start of the latest one, the strictest instant in it.
     #[inline(always)]
-    fn view(&self, counts: &Counts, now: u64) -> View {
+    pub(super) fn view(&self, counts: &Counts, now: u64) -> View {
         let (index, elapsed) = self.0.locate(counts.index, now);
         let (prev, cur) = if index == counts.index {
             (counts.prev, counts.cur)
@@ -191,7 +191,7 @@ impl SlidingWindow {
     }
 
     /// `L − cur − ⌈prev·(P − e)/P⌉`, at least 0: the largest m with `fits(cur + m)`.
-    fn remaining(&self, view: &View) -> u64 {
+    pub(super) fn remaining(&self, view: &View) -> u64 {
         let weight = scale(
             view.prev,
             self.period() - view.elapsed,

@@ -2,9 +2,10 @@
 
 use super::{
     boundary, construct, construct_at, outcome_status, rate_config, rate_decision, report,
-    RATE_E_NULL, RATE_OK,
+    status_of, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK,
 };
 use crate::limiter::Limiter;
+use crate::time;
 use std::ffi::c_char;
 
 /// An opaque rate limiter. Safe to use from many threads at once; `rate_limiter_free`
@@ -206,6 +207,73 @@ pub unsafe extern "C" fn rate_limiter_reserve_at(
         };
         // SAFETY: the caller passes NULL or a writable decision.
         unsafe { report(limiter.reserve_at(n, now_ns, max_wait_ns), out) }
+    })
+}
+
+/// Replaces the rule the limiter enforces, now (`rate_now_ns`), keeping what it has
+/// consumed: as `rate_limiter_set_config_at`.
+///
+/// Thread-safety: safe to call concurrently on one handle, with any other call.
+///
+/// NULL: `limiter` or `config` NULL is RATE_E_NULL.
+///
+/// Returns as `rate_limiter_set_config_at`.
+///
+/// # Safety
+/// `limiter` is NULL or a live handle; `config` is NULL or points to a readable
+/// `rate_config`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_set_config(
+    limiter: *mut rate_limiter,
+    config: *const rate_config,
+) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe { rate_limiter_set_config_at(limiter, config, time::now_ns()) }
+}
+
+/// Replaces the rule the limiter enforces at `now_ns` (a customer changes plan, an
+/// operator tightens a limit), carrying its state over: GCRA keeps its tokens (they then
+/// refill at the new rate, capped at the new burst); the fixed window and the sliding
+/// window counter keep their counts, moved to the new period's windows holding `now_ns`
+/// (the window before it too, for the sliding window counter), capped at the new limit;
+/// a period of RATE_FOREVER keeps its algorithm's rule (a bucket's whole tokens left, a
+/// window's count used). The README has the rules in full.
+///
+/// Thread-safety: safe to call concurrently on one handle, with any other call. Each
+/// acquire racing the change is decided wholly under the old rule (and carried over) or
+/// wholly under the new one. The old rule's state stays allocated until
+/// `rate_limiter_free` (a few hundred bytes per change).
+///
+/// NULL: `limiter` or `config` NULL is RATE_E_NULL.
+///
+/// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (a configuration
+/// `rate_limiter_new` rejects, another algorithm, or a sliding log's rule, whose entries
+/// are not carried over), or RATE_E_UNSUPPORTED (a limiter in a shared file, whose
+/// configuration every process checks when it opens it). On error nothing changes.
+///
+/// # Safety
+/// `limiter` is NULL or a live handle; `config` is NULL or points to a readable
+/// `rate_config`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_set_config_at(
+    limiter: *mut rate_limiter,
+    config: *const rate_config,
+    now_ns: u64,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle, and NULL or a readable config.
+        let (Some(limiter), Some(config)) =
+            (unsafe { limiter_ref(limiter) }, unsafe { config.as_ref() })
+        else {
+            return RATE_E_NULL;
+        };
+        let Some(config) = config.to_config() else {
+            return RATE_E_INVALID_CONFIG;
+        };
+        match limiter.set_config_at(&config, now_ns) {
+            Ok(()) => RATE_OK,
+            Err(error) => status_of(error),
+        }
     })
 }
 

@@ -125,6 +125,69 @@ pub(super) unsafe fn rules_of<C: Copy, R>(
         .ok_or(RATE_E_INVALID_CONFIG)
 }
 
+/// Replaces the policy's rules, now (`rate_now_ns`): as `rate_policy_set_rules_at`.
+///
+/// Thread-safety: safe to call concurrently on one handle, with any other call.
+///
+/// NULL: `policy` NULL, or `rules` NULL with a non-zero `rules_len`, is RATE_E_NULL.
+///
+/// Returns as `rate_policy_set_rules_at`.
+///
+/// # Safety
+/// `policy` is NULL or a live handle; `rules` is NULL or points to `rules_len` readable
+/// `rate_config`s.
+#[no_mangle]
+pub unsafe extern "C" fn rate_policy_set_rules(
+    policy: *mut rate_policy,
+    rules: *const rate_config,
+    rules_len: usize,
+) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe { rate_policy_set_rules_at(policy, rules, rules_len, crate::time::now_ns()) }
+}
+
+/// Replaces the policy's rules at `now_ns` (a customer changes plan), each rule carrying
+/// its state over as `rate_limiter_set_config_at` does. The new rules are as many as the
+/// old, in the same order, each of the same algorithm as the one it replaces (a period of
+/// RATE_FOREVER counts as the same).
+///
+/// Thread-safety: safe to call concurrently on one handle, with any other call. Each
+/// rule's step of a racing request is decided wholly under that rule's old or new
+/// configuration, so no rule admits past its limit; a racing request may see some rules
+/// changed and others not yet. `rules` is only read during the call.
+///
+/// NULL: `policy` NULL, or `rules` NULL with a non-zero `rules_len`, is RATE_E_NULL.
+///
+/// Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (another number of rules, a
+/// rule `rate_limiter_new` rejects, or one that cannot carry its state over, as
+/// `rate_limiter_set_config_at` says); on error no rule changes.
+///
+/// # Safety
+/// `policy` is NULL or a live handle; `rules` is NULL or points to `rules_len` readable
+/// `rate_config`s.
+#[no_mangle]
+pub unsafe extern "C" fn rate_policy_set_rules_at(
+    policy: *mut rate_policy,
+    rules: *const rate_config,
+    rules_len: usize,
+    now_ns: u64,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let Some(policy) = (unsafe { policy_ref(policy) }) else {
+            return RATE_E_NULL;
+        };
+        // SAFETY: passed on from this function's contract.
+        match unsafe { rules_of(rules, rules_len, rate_config::to_config) } {
+            Ok(configs) => match policy.set_rules_at(&configs, now_ns) {
+                Ok(()) => RATE_OK,
+                Err(error) => status_of(error),
+            },
+            Err(status) => status,
+        }
+    })
+}
+
 /// Frees a policy made by `rate_policy_new`.
 ///
 /// Ownership: takes back the handle; it must not be used afterwards.

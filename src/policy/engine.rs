@@ -61,8 +61,6 @@ pub(super) struct Engine {
     /// takers after the first: a keyed policy's global rules (see `policy/keyed.rs`).
     asked_first: [bool; MAX_RULES],
     limits: Costs,
-    /// The least of `limits`: a cost up to it passes every rule's check.
-    least: u64,
     len: usize,
 }
 
@@ -88,14 +86,13 @@ impl Engine {
             givers,
             asked_first,
             limits,
-            least: limits[..len].iter().copied().min().unwrap_or(0),
             len,
         }
     }
 
     /// The least of the rules' limits: the largest cost the policy can admit of each.
     pub(super) fn limit(&self) -> u64 {
-        self.least
+        self.limits[..self.len].iter().copied().min().unwrap_or(0)
     }
 
     /// Checks a request's costs, one per rule, against the rules (`deciders`, in order).
@@ -119,19 +116,11 @@ impl Engine {
         Ok(checked)
     }
 
-    /// The same cost `n` for every rule, checked as [`costs`](Self::costs) checks: up to
-    /// the least limit it passes every rule's check, so only a larger `n` asks the rules.
-    pub(super) fn uniform<'a>(
-        &self,
-        deciders: impl Iterator<Item = &'a Decider>,
-        n: u64,
-    ) -> Result<Costs, Error> {
+    /// The same cost `n` for every rule.
+    pub(super) fn uniform(&self, n: u64) -> Costs {
         let mut costs = [0; MAX_RULES];
         costs[..self.len].fill(n);
-        if n <= self.least {
-            return Ok(costs);
-        }
-        self.costs(deciders, &costs[..self.len])
+        costs
     }
 
     /// How many rules that cannot give back the request costs: with more than one, all
@@ -321,7 +310,7 @@ impl Engine {
         PolicyDecision::combine(
             rules,
             self.len,
-            |index| (query || costs[index] > 0).then_some(self.limits[index]),
+            |index| (query || costs[index] > 0).then_some(rules[index].limit),
             denied_by,
         )
     }

@@ -15,8 +15,7 @@ use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::keyed::{KeyHasher, KeyedLimiter, KeyedRefund, KeyedStats, Located};
-use crate::limiter::Limiter;
-use crate::state::Refund;
+use crate::limiter::{Limiter, RuleRefund};
 use crate::time;
 use std::hash::BuildHasher;
 
@@ -77,7 +76,7 @@ impl<S> Scoped<S> {
 #[derive(Clone, Copy)]
 enum ScopedRefund {
     PerKey(KeyedRefund),
-    Global(Refund),
+    Global(RuleRefund),
 }
 
 /// A policy of per-key and global rules: a request for a key is admitted iff each rule
@@ -143,7 +142,7 @@ impl<S: BuildHasher> ForKey<'_, S> {
         &self,
         rule: usize,
         per_key: impl FnOnce(&KeyedLimiter<S>) -> Result<(A, Option<KeyedRefund>), Error>,
-        global: impl FnOnce(&Limiter) -> (A, Option<Refund>),
+        global: impl FnOnce(&Limiter) -> (A, Option<RuleRefund>),
     ) -> Result<(A, Option<ScopedRefund>), Error> {
         Ok(match &self.rules[rule] {
             Scoped::PerKey(table) => {
@@ -459,8 +458,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
 
     /// `n` of every rule, checked.
     fn uniform(&self, n: u64) -> Result<Costs, Error> {
-        self.engine
-            .uniform(self.rules.iter().map(Scoped::decider), n)
+        self.costs(&self.engine.uniform(n)[..self.rules.len()])
     }
 
     /// One cost per rule, checked.

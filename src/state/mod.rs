@@ -23,10 +23,12 @@ mod ring;
 mod window_records;
 
 pub(crate) use cell::{
-    claim_of, installing, is_installing, is_marker, owned, Owned, Tenancy, CLAIM_MARKERS, VACANT,
+    claim_of, installing, is_installing, is_marker, owned, Owned, Replaceable, Replaced, Tenancy,
+    CLAIM_MARKERS, REPLACED, VACANT,
 };
 pub(crate) use one_word::reserve_at;
 pub(crate) use refund::Refund;
+pub(crate) use window_records::{replaced_counts, store_counts};
 
 use crate::algorithm::Rule;
 use crate::decision::Decision;
@@ -123,8 +125,9 @@ pub(crate) trait Stored: Rule {
     /// Makes a state nobody else can repurpose (a limiter's own words) decide as a fresh
     /// one from the latest time it has seen on. Each acquire racing it is decided wholly
     /// before or after it; every store says how, and what a reader caught between its
-    /// writes may see.
-    fn reset(&self, state: &[AtomicU64]);
+    /// writes may see. `Err` (nothing written) if `tenancy` refuses the first word (words
+    /// a change of rule [`REPLACED`]: the caller resets the words that replaced these).
+    fn reset<T: Tenancy>(&self, state: &[AtomicU64], tenancy: &T) -> Result<(), T::Evicted>;
 
     /// Whether the state is fresh at `now` (DESIGN §5). `first` is its first word, loaded
     /// with `Acquire` by the caller (pairing with the swap that installed it, so the other

@@ -3,7 +3,7 @@
 //! operation is one [`decide_and_swap`] on the word, deciding with the algorithm's pure
 //! rule on the value it read; a denial or a query never writes.
 //!
-//! A reset stores 0, the fresh word, which decides as a new limiter at any time. A
+//! A reset swaps in 0, the fresh word, which decides as a new limiter at any time. A
 //! decision is a function of the value it read alone, so an acquire racing the reset is
 //! decided before it (its swap came first, and the reset erased it) or after it (its swap
 //! failed and it decided again on the value it then read), even if that value equals one
@@ -200,9 +200,9 @@ impl<A: OneWord> Stored for A {
         }
     }
 
-    fn reset(&self, state: &[AtomicU64]) {
-        // Relaxed: the word is the whole state; its swaps are ordered by coherence alone.
-        state[0].store(0, Ordering::Relaxed);
+    fn reset<T: Tenancy>(&self, state: &[AtomicU64], tenancy: &T) -> Result<(), T::Evicted> {
+        // A swap rather than a store, so that words a change replaced stay replaced.
+        decide_and_swap(&state[0], tenancy, |word| ((), (word != 0).then_some(0)))
     }
 
     #[inline]

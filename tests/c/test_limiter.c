@@ -792,8 +792,40 @@ static int test_four_threads_reserve_each_slot_once(void) {
     return 0;
 }
 
+/* 10 a second (T = 100 ms): 6 taken at 0, 4 tokens left. Tightened at 0 to 1 a second,
+ * burst 2: the tokens are capped at 2 (TAT 0), then 1 per second. */
+static int test_set_config(void) {
+    rate_config config = make_config(RATE_GCRA, 10, SECOND, 0);
+    rate_limiter *limiter = NULL;
+    rate_decision d;
+    CHECK(rate_limiter_new(&config, &limiter) == RATE_OK);
+    CHECK(rate_limiter_acquire_at(limiter, 6, 0, NULL) == RATE_OK);
+    config = make_config(RATE_GCRA, 1, SECOND, 2);
+    CHECK(rate_limiter_set_config_at(limiter, &config, 0) == RATE_OK);
+    CHECK(rate_limiter_acquire_at(limiter, 2, 0, &d) == RATE_OK);
+    CHECK_EQ_U64(d.limit, 2);
+    CHECK(rate_limiter_acquire_at(limiter, 1, 0, &d) == RATE_LIMITED);
+    CHECK_EQ_U64(d.retry_after_ns, SECOND);
+    /* Refused, changing nothing: another algorithm, an invalid rule, NULL. */
+    config = make_config(RATE_FIXED_WINDOW, 2, SECOND, 0);
+    CHECK(rate_limiter_set_config(limiter, &config) == RATE_E_INVALID_CONFIG);
+    config = make_config(RATE_GCRA, 0, SECOND, 0);
+    CHECK(rate_limiter_set_config(limiter, &config) == RATE_E_INVALID_CONFIG);
+    config.algorithm = 99;
+    CHECK(rate_limiter_set_config(limiter, &config) == RATE_E_INVALID_CONFIG);
+    CHECK(rate_limiter_set_config(limiter, NULL) == RATE_E_NULL);
+    CHECK(rate_limiter_set_config(NULL, &config) == RATE_E_NULL);
+    /* Still 1 a second, burst 2: TAT 2 s, so 1 unit back at 1 s. */
+    CHECK(rate_limiter_acquire_at(limiter, 0, SECOND, &d) == RATE_OK);
+    CHECK_EQ_U64(d.limit, 2);
+    CHECK_EQ_U64(d.remaining, 1);
+    rate_limiter_free(limiter);
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
+        TEST_CASE(test_set_config),
         TEST_CASE(test_version_matches_cargo_toml),
         TEST_CASE(test_status_codes_have_the_contract_numbers),
         TEST_CASE(test_status_str_describes_every_code),

@@ -123,11 +123,41 @@ static int test_bad_input(void) {
     return 0;
 }
 
+/* A customer upgrades at 0, after 2 units: 4 a second (GCRA, T = 250 ms) keeps the
+ * bucket's 0 tokens (TAT 1 s); 10 a minute keeps the window's 2. */
+static int test_set_rules(void) {
+    rate_config rules[2];
+    rate_policy_decision d;
+    rate_policy *policy = two_rules();
+    CHECK(policy != NULL);
+    CHECK(rate_policy_acquire_at(policy, 2, 0, NULL) == RATE_OK);
+    rules[0] = rule(RATE_GCRA, 4, SECOND);
+    rules[1] = rule(RATE_FIXED_WINDOW, 10, MINUTE);
+    CHECK(rate_policy_set_rules_at(policy, rules, 2, 0) == RATE_OK);
+    CHECK(rate_policy_acquire_at(policy, 0, 0, &d) == RATE_OK);
+    CHECK_EQ_U64(d.rules[0].remaining, 0);
+    CHECK_EQ_U64(d.rules[0].reset_after_ns, SECOND);
+    CHECK_EQ_U64(d.rules[1].remaining, 8);
+    CHECK(rate_policy_acquire_at(policy, 1, 250 * MS, NULL) == RATE_OK);
+    /* Refused, changing nothing: another algorithm, another number of rules, NULL. */
+    rules[1] = rule(RATE_SLIDING_WINDOW, 10, MINUTE);
+    CHECK(rate_policy_set_rules_at(policy, rules, 2, 0) == RATE_E_INVALID_CONFIG);
+    CHECK(rate_policy_set_rules(policy, rules, 1) == RATE_E_INVALID_CONFIG);
+    CHECK(rate_policy_set_rules(policy, NULL, 2) == RATE_E_NULL);
+    CHECK(rate_policy_set_rules(NULL, rules, 2) == RATE_E_NULL);
+    CHECK(rate_policy_acquire_at(policy, 0, 250 * MS, &d) == RATE_OK);
+    CHECK_EQ_U64(d.rules[1].limit, 10);
+    CHECK_EQ_U64(d.rules[1].remaining, 7);
+    rate_policy_free(policy);
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_all_or_nothing),
         TEST_CASE(test_costs_per_rule),
         TEST_CASE(test_bad_input),
+        TEST_CASE(test_set_rules),
     };
     return run_tests("test_policy", cases, sizeof cases / sizeof cases[0]);
 }

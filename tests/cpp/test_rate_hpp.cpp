@@ -159,6 +159,18 @@ static int test_reset_makes_bob_new(void) {
     return 0;
 }
 
+static int test_set_config_keeps_the_tokens(void) {
+    /* L=5, P=1 s, B=5 (T = 200 ms): 3 taken at 0, 2 tokens. Changed to L=1, P=1 s, B=4
+     * (T = 1 s, tau = 4 s): 2 tokens, TAT 2 s: remaining 2, reset 2 s. */
+    rate::Limiter limiter = gcra(5, 1s, 5);
+    CHECK_IS(limiter.acquire_at(3, at(0s)).status(), Status::ok);
+    CHECK_IS(limiter.set_config_at(rate::Config::gcra(1, 1s, 4), at(0s)), Status::ok);
+    CHECK_RESULT(limiter.acquire_at(0, at(0s)), Status::ok, 1, 4, 2, 0s, 2s, 0s);
+    CHECK_IS(limiter.set_config(rate::Config::fixed_window(4, 1s)), Status::invalid_config);
+    CHECK_IS(rate::Limiter{}.set_config(rate::Config::gcra(1, 1s)), Status::null);
+    return 0;
+}
+
 static int test_queries_and_costs(void) {
     /* L=5, P=1 s, B=5: T = 200 ms, tau = 1 s. */
     rate::Limiter limiter = gcra(5, 1s, 5);
@@ -347,6 +359,7 @@ int main(void) {
         TEST_CASE(test_create_reports_bad_configs),
         TEST_CASE(test_seed_bob),
         TEST_CASE(test_reset_makes_bob_new),
+        TEST_CASE(test_set_config_keeps_the_tokens),
         TEST_CASE(test_queries_and_costs),
         TEST_CASE(test_reserve_waits_in_line),
         TEST_CASE(test_time_before_zero_counts_as_zero),

@@ -173,6 +173,8 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         (HANDLE, c_uint64, c_uint64, c_uint64, DECISION),
     ),
     "rate_limiter_reset": (c_int32, (HANDLE,)),
+    "rate_limiter_set_config": (c_int32, (HANDLE, POINTER(rate_config))),
+    "rate_limiter_set_config_at": (c_int32, (HANDLE, POINTER(rate_config), c_uint64)),
     "rate_keyed_new": (c_int32, (POINTER(rate_config), c_uint64, POINTER(HANDLE))),
     "rate_keyed_open": (
         c_int32,
@@ -225,6 +227,8 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         (POINTER(rate_config), c_size_t, POINTER(rate_redis_policy_script)),
     ),
     "rate_policy_new": (c_int32, (POINTER(rate_config), c_size_t, POINTER(HANDLE))),
+    "rate_policy_set_rules": (c_int32, (HANDLE, POINTER(rate_config), c_size_t)),
+    "rate_policy_set_rules_at": (c_int32, (HANDLE, POINTER(rate_config), c_size_t, c_uint64)),
     "rate_policy_free": (None, (HANDLE,)),
     "rate_policy_acquire": (c_int32, (HANDLE, c_uint64, POINTER(rate_policy_decision))),
     "rate_policy_acquire_at": (

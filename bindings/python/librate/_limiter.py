@@ -535,6 +535,29 @@ class Limiter(_Base):
         raise ``Unsupported``."""
         return self._reserve((), n, max_wait, now_ns)
 
+    def set_config(self, config: Config, *, now_ns: int | None = None) -> None:
+        """Replaces the rule this limiter enforces (a customer changes plan, an operator
+        tightens a limit), now or at ``now_ns``, keeping what was consumed: GCRA keeps
+        its tokens (capped at the new burst, then refilled at the new rate); the fixed
+        and sliding windows keep their counts, moved to the new period's windows holding
+        the instant (capped at the new limit); ``FOREVER`` keeps the algorithm. Each
+        acquire racing it, in any thread, is decided wholly under the old rule or wholly
+        under the new one. ``config`` then reports the new rule.
+
+        Raises ``InvalidConfig`` for an invalid rule, another algorithm, or a sliding
+        log's rule (its entries are not carried over), ``Unsupported`` for a shared
+        limiter (``Limiter.open``), and ``ClosedError`` once closed; nothing changes."""
+        if not isinstance(config, Config):
+            raise TypeError(f"config must be a Config, not {type(config).__name__}")
+        c_config = byref(config.to_c())
+        if now_ns is None:
+            status = lib.rate_limiter_set_config(self._handle, c_config)
+        else:
+            status = lib.rate_limiter_set_config_at(self._handle, c_config, u64(now_ns, "now_ns"))
+        if status != RATE_OK:
+            raise self._fail(status)
+        self._config = config
+
     def reset(self) -> None:
         """Makes the limiter new again (a customer's limit lifted): from the latest time
         it has seen on, it decides as a new limiter of its configuration would (GCRA and

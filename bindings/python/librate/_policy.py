@@ -144,6 +144,29 @@ class Policy(_Owner):
             raise error_for(status, _rejection(checked, status))
         self._handle = handle
 
+    def set_rules(self, rules: Iterable[Config], *, now_ns: int | None = None) -> None:
+        """Replaces the rules (a customer changes plan), now or at ``now_ns``: as many
+        as before, each of the same algorithm as the one it replaces, each keeping what
+        was consumed as ``Limiter.set_config`` does. Each rule's step of a racing request
+        is decided wholly under that rule's old or new configuration. ``rules`` then
+        reports the new ones.
+
+        Raises ``InvalidConfig`` (another number of rules, an invalid rule, or one that
+        cannot carry its state over) and ``ClosedError`` once closed; nothing changes."""
+        checked = tuple(rules)
+        for index, rule in enumerate(checked):
+            if not isinstance(rule, Config):
+                raise TypeError(f"rules[{index}] must be a Config, not {type(rule).__name__}")
+        array = (rate_config * len(checked))(*(rule.to_c() for rule in checked))
+        if now_ns is None:
+            status = lib.rate_policy_set_rules(self._handle, array, len(checked))
+        else:
+            at = u64(now_ns, "now_ns")
+            status = lib.rate_policy_set_rules_at(self._handle, array, len(checked), at)
+        if status != RATE_OK:
+            raise self._fail(status)
+        self._rules = checked
+
     @property
     def rules(self) -> tuple[Config, ...]:
         """The rules, in the order given."""

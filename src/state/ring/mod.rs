@@ -260,13 +260,14 @@ impl Stored for SlidingLog {
 
     /// Skips the head past one position, then raises the floor to it (module docs,
     /// "Reset").
-    fn reset(&self, state: &[AtomicU64]) {
+    fn reset<T: Tenancy>(&self, state: &[AtomicU64], tenancy: &T) -> Result<(), T::Evicted> {
         loop {
             // Relaxed, both: the CAS below revalidates the head, and the floor only tells
             // whether anything was logged since the last reset.
             let head = state[HEAD].load(Ordering::Relaxed);
+            tenancy.check(head)?;
             if head <= state[FLOOR].load(Ordering::Relaxed) {
-                return;
+                return Ok(());
             }
             // At the end of the timeline (the log's bounds) nothing is skipped: the head
             // then admits nothing more anyway.
@@ -288,7 +289,7 @@ impl Stored for SlidingLog {
             // Relaxed: the floor publishes nothing; a reader pairs it with the head it
             // loaded and revalidates both before its decision stands (`unchanged`).
             state[FLOOR].fetch_max(floor, Ordering::Relaxed);
-            return;
+            return Ok(());
         }
     }
 }

@@ -1,0 +1,118 @@
+package librate
+
+/*
+#include "rate.h"
+
+// As in rate.go: librate keeps no pointer past a call and never calls back into Go.
+#cgo noescape rate_limiter_set_config_at
+#cgo nocallback rate_limiter_set_config_at
+#cgo noescape rate_policy_set_rules_at
+#cgo nocallback rate_policy_set_rules_at
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"time"
+)
+
+// SetConfig replaces the rule the limiter enforces, now, keeping what was consumed: see
+// SetConfigAt.
+func (l *Limiter) SetConfig(config Config) error {
+	return l.SetConfigAt(config, Now())
+}
+
+// SetConfigAt replaces the rule the limiter enforces at time now (a customer changes
+// plan, an operator tightens a limit), carrying its state over: GCRA keeps its tokens
+// (capped at the new Burst, then refilled at the new rate); the fixed and sliding
+// windows keep their counts, moved to the new Period's windows holding now (capped at
+// the new Limit); a Period of Forever keeps the algorithm (a bucket's whole tokens left,
+// a window's count used). Each acquire racing it, in any goroutine, is decided wholly
+// under the old rule or wholly under the new one. Config then returns the new rule.
+//
+// The error is a *ConfigError matching ErrInvalidConfig for an invalid rule, another
+// algorithm, or a sliding log's rule (its entries are not carried over); ErrUnsupported
+// for a limiter from Open; ErrNull for a nil or closed Limiter. Nothing changes then.
+func (l *Limiter) SetConfigAt(config Config, now time.Duration) error {
+	if now < 0 {
+		return negativeArgument(0, now, 0)
+	}
+	cConfig, err := config.toC()
+	if err != nil {
+		return err
+	}
+	status := C.rate_limiter_set_config_at(l.handle(), &cConfig, C.uint64_t(now))
+	runtime.KeepAlive(l)
+	if status == C.RATE_E_INVALID_CONFIG {
+		return changeRejected(cConfig)
+	}
+	if err := okOrError(status); err != nil {
+		return err
+	}
+	l.config.Store(&config)
+	return nil
+}
+
+// SetRules replaces the policy's rules, now: see SetRulesAt.
+func (p *Policy) SetRules(rules ...Config) error {
+	return p.SetRulesAt(Now(), rules...)
+}
+
+// SetRulesAt replaces the policy's rules at time now (a customer changes plan): as many
+// as before, each of the same algorithm as the one it replaces, each keeping what was
+// consumed as SetConfigAt does. Each rule's step of a racing request is decided wholly
+// under that rule's old or new configuration. Rules then returns the new rules.
+//
+// The error is a *ConfigError matching ErrInvalidConfig for another number of rules, an
+// invalid rule, or a rule that cannot carry its state over; ErrNull for a nil or closed
+// Policy. Nothing changes then.
+func (p *Policy) SetRulesAt(now time.Duration, rules ...Config) error {
+	if now < 0 {
+		return negativeArgument(0, now, 0)
+	}
+	if len(rules) == 0 || len(rules) > MaxRules {
+		return &ConfigError{Reason: fmt.Sprintf("a policy holds 1 to %d rules, not %d", MaxRules, len(rules))}
+	}
+	var cRules [MaxRules]C.rate_config
+	for i, rule := range rules {
+		c, err := rule.toC()
+		if err != nil {
+			return ruleError(i, err)
+		}
+		cRules[i] = c
+	}
+	status := C.rate_policy_set_rules_at(p.handle(), &cRules[0], C.size_t(len(rules)), C.uint64_t(now))
+	runtime.KeepAlive(p)
+	if status == C.RATE_E_INVALID_CONFIG {
+		for i := range rules {
+			if err := changeRejected(cRules[i]); err != errCarriedOver {
+				return ruleError(i, err)
+			}
+		}
+		return errCarriedOver
+	}
+	if err := okOrError(status); err != nil {
+		return err
+	}
+	given := slices.Clone(rules)
+	p.rules.Store(&given)
+	return nil
+}
+
+// errCarriedOver is a change's error for a valid rule that cannot carry the state over.
+var errCarriedOver = &ConfigError{Reason: "a live change keeps each rule's algorithm (and the number of rules), " +
+	"and a sliding log's rule does not change"}
+
+// changeRejected is the error for a change to cConfig that librate refused as an invalid
+// configuration: why rate_limiter_new would reject it, or errCarriedOver if it would not.
+func changeRejected(cConfig C.rate_config) error {
+	err := rejected(C.RATE_E_INVALID_CONFIG, func(reason *C.char, length C.size_t) C.int32_t {
+		return C.rate_limiter_explain_config(&cConfig, reason, length)
+	})
+	if err == ErrInvalidConfig {
+		return errCarriedOver
+	}
+	return err
+}

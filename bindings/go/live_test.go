@@ -1,0 +1,78 @@
+package librate_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	librate "librate/bindings/go"
+)
+
+// 10 a second (T = 100 ms): 6 taken, 4 tokens. Tightened to 1 a second, burst 2: the
+// tokens are capped at 2, then one a second.
+func TestSetConfigKeepsTheTokens(t *testing.T) {
+	l := mustGCRA(t, 10, time.Second, 0)
+	if d, _ := l.AcquireAt(6, 0); !d.Allowed {
+		t.Fatal("6 of 10 denied")
+	}
+	tighter := librate.Config{Limit: 1, Period: time.Second, Burst: 2}
+	if err := l.SetConfigAt(tighter, 0); err != nil {
+		t.Fatal(err)
+	}
+	if l.Config() != tighter {
+		t.Errorf("Config() = %+v, want %+v", l.Config(), tighter)
+	}
+	want := librate.Decision{Allowed: true, Limit: 2, ResetAfter: 2 * time.Second}
+	if d, err := l.AcquireAt(2, 0); err != nil || d != want {
+		t.Errorf("AcquireAt(2, 0) = %+v, %v; want %+v", d, err, want)
+	}
+	window := librate.Config{Algorithm: librate.FixedWindow, Limit: 2, Period: time.Second}
+	if err := l.SetConfigAt(window, 0); !errors.Is(err, librate.ErrInvalidConfig) {
+		t.Errorf("a change of algorithm: %v, want ErrInvalidConfig", err)
+	}
+	if err := l.SetConfigAt(librate.Config{Period: time.Second}, 0); !errors.Is(err, librate.ErrInvalidConfig) {
+		t.Errorf("limit 0: %v, want ErrInvalidConfig", err)
+	}
+	if l.Config() != tighter {
+		t.Errorf("a refused change changed Config() to %+v", l.Config())
+	}
+	var closed *librate.Limiter
+	if err := closed.SetConfig(tighter); !errors.Is(err, librate.ErrNull) {
+		t.Errorf("nil Limiter: %v, want ErrNull", err)
+	}
+}
+
+// 2 a second and 3 a minute, 2 taken; upgraded to 4 a second and 10 a minute: the
+// bucket's 0 tokens stay 0 (250 ms each now), the window keeps its 2.
+func TestSetRulesChangesPlan(t *testing.T) {
+	p, err := librate.NewPolicy(
+		librate.Config{Limit: 2, Period: time.Second},
+		librate.Config{Algorithm: librate.FixedWindow, Limit: 3, Period: time.Minute},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if d, _ := p.AcquireAt(2, 0); !d.Allowed {
+		t.Fatal("2 denied")
+	}
+	upgrade := []librate.Config{
+		{Limit: 4, Period: time.Second},
+		{Algorithm: librate.FixedWindow, Limit: 10, Period: time.Minute},
+	}
+	if err := p.SetRulesAt(0, upgrade...); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p.AcquireAt(0, 0); d.Rules[1].Remaining != 8 || d.Rules[0].Remaining != 0 {
+		t.Errorf("after the upgrade: %+v", d)
+	}
+	if d, _ := p.AcquireAt(1, 250*time.Millisecond); !d.Allowed {
+		t.Errorf("at 250 ms: %+v", d)
+	}
+	if err := p.SetRulesAt(0, upgrade[0]); !errors.Is(err, librate.ErrInvalidConfig) {
+		t.Errorf("one rule for two: %v, want ErrInvalidConfig", err)
+	}
+	if got := p.Rules(); got[1] != upgrade[1] {
+		t.Errorf("Rules() = %+v", got)
+	}
+}

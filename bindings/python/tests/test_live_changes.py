@@ -1,0 +1,47 @@
+"""Changing rules at run time through the Python API: ``Limiter.set_config`` and
+``Policy.set_rules``, carrying the state over (expected values worked out by hand)."""
+
+from __future__ import annotations
+
+import pytest
+
+import librate
+from librate import Config, Decision
+
+SECOND = 1_000_000_000
+
+
+def test_gcra_keeps_its_tokens() -> None:
+    # 10 a second (T = 100 ms): 6 taken, 4 tokens. 1 a second, burst 2: capped at 2.
+    limiter = librate.Limiter(limit=10, period=1)
+    assert limiter.acquire(6, now_ns=0).allowed
+    limiter.set_config(Config.gcra(1, 1, burst=2), now_ns=0)
+    assert limiter.config == Config.gcra(1, 1, burst=2)
+    assert limiter.acquire(2, now_ns=0) == Decision(True, 2, 0, 0, 2 * SECOND, 0)
+    assert limiter.acquire(1, now_ns=0).retry_after_ns == SECOND
+
+
+def test_refused_changes_change_nothing() -> None:
+    limiter = librate.Limiter(limit=2, period=1)
+    with pytest.raises(librate.InvalidConfig):
+        limiter.set_config(Config.fixed_window(2, 1), now_ns=0)
+    with pytest.raises(TypeError):
+        limiter.set_config("gcra")  # type: ignore[arg-type]
+    assert limiter.config == Config.gcra(2, 1)
+    limiter.close()
+    with pytest.raises(librate.ClosedError):
+        limiter.set_config(Config.gcra(3, 1))
+
+
+def test_a_policy_changes_plan() -> None:
+    policy = librate.Policy([Config.gcra(2, 1), Config.fixed_window(3, 60)])
+    assert policy.acquire(2, now_ns=0).decision.allowed
+    upgrade = [Config.gcra(4, 1), Config.fixed_window(10, 60)]
+    policy.set_rules(upgrade, now_ns=0)
+    assert policy.rules == tuple(upgrade)
+    # The bucket's 0 tokens stay 0 (now 250 ms each); the window keeps its 2.
+    assert policy.acquire(0, now_ns=0).rules[1].remaining == 8
+    assert policy.acquire(1, now_ns=250_000_000).decision.allowed
+    with pytest.raises(librate.InvalidConfig):
+        policy.set_rules([Config.gcra(4, 1)])
+    assert policy.rules == tuple(upgrade)

@@ -1,0 +1,383 @@
+//! A limiter's rule and its state words as one **generation**, which a change of rule
+//! (`Limiter::set_config`) replaces whole, lock-free for every decision.
+//!
+//! # Replacing a generation
+//! The current generation sits behind an atomic pointer (null for the generation the
+//! limiter was built with, which it holds in place). A change:
+//! 1. swaps the current generation's first state word to [`REPLACED`] (a marker no state
+//!    ever holds), from the value `v` it last held: the change's instant. Every decision
+//!    commits by a compare-and-swap of that word from the value it decided on (the state
+//!    layer's promise, `state/cell.rs`), so every decision either committed before this
+//!    swap (it is in `v`) or fails against the marker and commits nothing;
+//! 2. converts the state `v` heads into fresh words of the new rule (the carry-over rules,
+//!    `algorithm/carry.rs`), which no other thread can see yet;
+//! 3. publishes the new generation by a `Release` store of the pointer.
+//!
+//! A decision runs first on the first generation, which the limiter holds in place, with
+//! the words' [`Replaceable`] tenancy: the state layer shows it every first-word value it
+//! decides on, and it refuses the marker, so no decision is ever made on it. A limiter
+//! whose rule never changed so decides as one that cannot change would, but for that one
+//! comparison. A decision refused there goes out of line: it loads the pointer (`Acquire`:
+//! it then sees the new words as the change wrote them) and decides with that
+//! generation's rule on that generation's words, and if those were replaced too (a later
+//! change), loads it again, waiting in the short step between 1 and 3 for the change to
+//! publish: acquires are lock-free but while a change is in flight. So each decision is
+//! made wholly under one rule, on one state, and the new state is the conversion of the
+//! old at one instant: no admission is lost or counted twice. The marker never leaves the
+//! replaced words, so a compare-and-swap that expects an older value can never succeed
+//! there (no ABA).
+//!
+//! Two changes racing order themselves by the same swap: the one that finds the marker
+//! waits for the other's generation and replaces that one.
+//!
+//! # Memory
+//! A thread may still be deciding on a replaced generation (it loaded the pointer before
+//! the change): the generation stays allocated, linked from its successor, until the
+//! limiter is dropped. Each change keeps one generation: its rule and its state words
+//! (with their cache-line padding, 256 bytes), so memory grows with the number of changes
+//! a limiter sees over its life and with nothing else; a limiter changed very often
+//! (thousands of times) is better rebuilt.
+
+use crate::config::Config;
+use crate::decider::Decider;
+use crate::error::Error;
+#[cfg(not(loom))]
+use crate::shared::Mapping;
+use crate::state::{Replaceable, Replaced, REPLACED};
+use crate::sync::{AtomicPtr, AtomicU64, Backoff, Ordering};
+use std::ptr::NonNull;
+#[cfg(not(loom))]
+use std::sync::Arc;
+
+/// Words of padding on each side of the state, so no other allocation shares its cache
+/// lines: 128 bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (the same
+/// figure as crossbeam-utils' `CachePadded`). loom models each word, so it gets none.
+const PAD_WORDS: usize = if cfg!(loom) { 0 } else { 16 };
+
+/// A rule and the state words it decides on.
+#[derive(Debug)]
+pub(crate) struct Generation {
+    pub(crate) decider: Decider,
+    pub(crate) config: Config,
+    /// Whether a change may replace these words (what a decision shows their first word).
+    pub(crate) tenancy: Replaceable,
+    /// The state words, in `_memory`: `state_len` of them (the decider's `state_words()`,
+    /// kept here so the hot path does not dispatch for it).
+    state: NonNull<AtomicU64>,
+    state_len: usize,
+    /// Owns the state words: kept, never read.
+    _memory: Memory,
+    /// The generation this one replaced, kept for threads still deciding on it; freed
+    /// with this one.
+    replaced: Option<NonNull<Generation>>,
+}
+
+/// Where a generation's state words live.
+#[derive(Debug)]
+pub(crate) enum Memory {
+    /// This process's heap, padded on both sides.
+    Private { _words: Box<[AtomicU64]> },
+    /// A file every process that opens it maps.
+    #[cfg(not(loom))]
+    Shared { _mapping: Arc<Mapping> },
+}
+
+impl Generation {
+    /// A generation of `decider` over fresh (all zero) words on this process's heap.
+    pub(crate) fn private(decider: Decider, config: &Config) -> Self {
+        let words: Box<[AtomicU64]> = (0..decider.state_words() + 2 * PAD_WORDS)
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        let state = NonNull::from(&words[PAD_WORDS]);
+        Self::new(decider, config, state, Memory::Private { _words: words })
+    }
+
+    /// A generation of `decider` over the words at `state` in `memory`, which a change
+    /// may replace only if they are this process's own.
+    pub(crate) fn new(
+        decider: Decider,
+        config: &Config,
+        state: NonNull<AtomicU64>,
+        memory: Memory,
+    ) -> Self {
+        let replaceable = matches!(memory, Memory::Private { .. });
+        Self {
+            state_len: decider.state_words(),
+            decider,
+            config: *config,
+            tenancy: Replaceable { replaceable },
+            state,
+            _memory: memory,
+            replaced: None,
+        }
+    }
+
+    /// Whether a change replaced these words. Relaxed: the marker is final, so a load
+    /// after a decision that read it sees it too (coherence), and it publishes nothing.
+    #[inline]
+    fn is_replaced(&self) -> bool {
+        self.tenancy.replaceable && self.state()[0].load(Ordering::Relaxed) == REPLACED
+    }
+
+    #[inline(always)]
+    pub(crate) fn state(&self) -> &[AtomicU64] {
+        // SAFETY: `state` points to `state_len` words inside `_memory`, which lives as long
+        // as `self` and never moves.
+        unsafe { std::slice::from_raw_parts(self.state.as_ptr(), self.state_len) }
+    }
+}
+
+/// One operation of a limiter on a generation's rule and words, as
+/// [`Generations::decide`] runs it: a trait rather than a closure, so that `run`, marked
+/// `#[inline(always)]`, is inlined into the decision as the state layer's own code is (a
+/// closure is a function the optimiser may leave out of line, a call on every decision).
+pub(crate) trait Operation: Copy {
+    /// What the operation returns.
+    type Output;
+
+    /// Runs the operation on `generation`'s words, shown to `tenancy`: `Err` if they were
+    /// replaced, with nothing decided or written.
+    fn run(self, generation: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced>;
+}
+
+/// The current generation of a limiter and, linked from it, every one it replaced.
+#[derive(Debug)]
+pub(crate) struct Generations {
+    /// The generation the limiter was built with, in place: a limiter whose rule never
+    /// changes reads it beside the pointer, with no pointer to follow.
+    first: Generation,
+    /// The generation in force: null for `first`, else a leaked `Box`.
+    current: AtomicPtr<Generation>,
+}
+
+// SAFETY: the generations are owned by this value (`first` in place, the others freed
+// only in `drop`, which has it alone); their words are only ever accessed atomically, and
+// the rest never changes once published.
+unsafe impl Send for Generations {}
+// SAFETY: as above.
+unsafe impl Sync for Generations {}
+
+impl Generations {
+    pub(crate) fn new(first: Generation) -> Self {
+        Self {
+            first,
+            current: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// The generation in force.
+    #[inline]
+    pub(crate) fn current(&self) -> &Generation {
+        // Acquire: pairs with the Release store that published it, so its words are read
+        // at least as the change wrote them.
+        self.generation(self.current.load(Ordering::Acquire))
+    }
+
+    /// The generation `pointer` names: `first` for null.
+    #[inline(always)]
+    fn generation(&self, pointer: *mut Generation) -> &Generation {
+        if pointer.is_null() {
+            &self.first
+        } else {
+            // SAFETY: every non-null pointer stored is a leaked `Box`, freed only when
+            // `self` drops.
+            unsafe { &*pointer }
+        }
+    }
+
+    /// Runs `operation` on the generation in force for a request of `n` units (and
+    /// `max_wait_ns`, a reserve's), and returns its result, or the error of the rule's
+    /// check of the request ([`Decider::check`]).
+    ///
+    /// It runs first on the first generation, in place, as a limiter whose rule never
+    /// changed decides: no pointer to follow, and the words' tenancy a comparison of each
+    /// first-word value with [`REPLACED`] that a state never fails. `operation` passes the
+    /// tenancy on to the state layer, which shows it every value it decides on, so it
+    /// never decides on the marker: `Err(Replaced)` means it decided nothing. Then, or if
+    /// the rule refuses the request, it runs again where [`next`](Self::next) says.
+    #[inline(always)]
+    pub(crate) fn decide<O: Operation>(
+        &self,
+        n: u64,
+        max_wait_ns: Option<u64>,
+        operation: O,
+    ) -> Result<O::Output, Error> {
+        const MAY_BE_REPLACED: Replaceable = Replaceable { replaceable: true };
+        if self.first.decider.check(n, max_wait_ns).is_ok() {
+            if let Ok(result) = operation.run(&self.first, &MAY_BE_REPLACED) {
+                return Ok(result);
+            }
+        }
+        // A result that fits the two registers a call returns comes back from an
+        // out-of-line call, which keeps the retries' code off the path; a larger one
+        // would be written to memory on every decision, to meet the call's, so the
+        // retries run here.
+        if std::mem::size_of::<Result<O::Output, Error>>() <= 2 * std::mem::size_of::<u64>() {
+            self.decide_again(n, max_wait_ns, operation)
+        } else {
+            self.run_again(n, max_wait_ns, operation)
+        }
+    }
+
+    /// [`run_again`](Self::run_again), out of line.
+    #[cold]
+    #[inline(never)]
+    fn decide_again<O: Operation>(
+        &self,
+        n: u64,
+        max_wait_ns: Option<u64>,
+        operation: O,
+    ) -> Result<O::Output, Error> {
+        self.run_again(n, max_wait_ns, operation)
+    }
+
+    /// Runs `operation` after the first generation's rule refused the request or its
+    /// words held the marker, where [`next`](Self::next) says, until it decides.
+    #[inline(always)]
+    fn run_again<O: Operation>(
+        &self,
+        n: u64,
+        max_wait_ns: Option<u64>,
+        operation: O,
+    ) -> Result<O::Output, Error> {
+        let mut tried = &self.first;
+        let mut backoff = Backoff::default();
+        loop {
+            let generation = self.next(tried, n, max_wait_ns, &mut backoff)?;
+            if let Ok(result) = operation.run(generation, &generation.tenancy) {
+                return Ok(result);
+            }
+            tried = generation;
+        }
+    }
+
+    /// Where [`decide`](Self::decide) runs a request again after `tried`'s rule refused
+    /// it or its words held the marker, checked by that generation's rule. A generation
+    /// in force (never replaced) that refused it gives its error; one whose words hold the
+    /// marker's value without being replaced (words of a shared file that another process
+    /// set to it: a change never writes it there) runs it again, with its own tenancy,
+    /// which reads the value as a state; else the generation in force runs it, waited for
+    /// while a change is in flight. Out of line, so neither the pointer nor the waiting is
+    /// on the path of a limiter whose rule never changed.
+    #[cold]
+    #[inline(never)]
+    fn next<'a>(
+        &'a self,
+        mut tried: &'a Generation,
+        n: u64,
+        max_wait_ns: Option<u64>,
+        backoff: &mut Backoff,
+    ) -> Result<&'a Generation, Error> {
+        loop {
+            let generation = if tried.is_replaced() {
+                let current = self.current();
+                if std::ptr::eq(current, tried) {
+                    // A change publishes the next generation a few steps after it marks
+                    // the words; spin, then yield, in case its thread was descheduled
+                    // between them.
+                    backoff.snooze();
+                    self.latest()
+                } else {
+                    current
+                }
+            } else {
+                tried.decider.check(n, max_wait_ns)?;
+                tried
+            };
+            if generation.decider.check(n, max_wait_ns).is_ok() {
+                return Ok(generation);
+            }
+            tried = generation;
+        }
+    }
+
+    /// The generation in force, by a read-modify-write, which reads the pointer's latest
+    /// value (a load may return an older one for a while): for a decision that found its
+    /// generation replaced, so that it waits only while the change is unpublished.
+    fn latest(&self) -> &Generation {
+        self.generation(self.latest_pointer())
+    }
+
+    fn latest_pointer(&self) -> *mut Generation {
+        // Acquire: as in `current`. A swap of the value for itself: it writes nothing new.
+        let mut latest = self.current.load(Ordering::Relaxed);
+        loop {
+            match (self.current).compare_exchange_weak(
+                latest,
+                latest,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return latest,
+                Err(actual) => latest = actual,
+            }
+        }
+    }
+
+    /// Replaces the generation in force by one of `decider` whose state is the old one's
+    /// carried over at `now` (module docs). The new words are allocated before the old
+    /// are frozen, so decisions wait only while the state is converted.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a limiter in a shared file; [`Error::InvalidConfig`] if
+    /// the state cannot be carried over to `decider` ([`Decider::carries_to`]).
+    pub(crate) fn replace(&self, decider: Decider, config: &Config, now: u64) -> Result<(), Error> {
+        let mut new = Generation::private(decider, config);
+        loop {
+            let old_pointer = self.latest_pointer();
+            let old = self.generation(old_pointer);
+            if !old.tenancy.replaceable {
+                return Err(Error::Unsupported);
+            }
+            old.decider.carries_to(&new.decider)?;
+            let Some(first) = freeze(&old.state()[0]) else {
+                // Another change replaced it: wait for its generation, and replace that.
+                let mut backoff = Backoff::default();
+                while std::ptr::eq(self.latest(), old) {
+                    backoff.snooze();
+                }
+                continue;
+            };
+            old.decider
+                .carry_over(old.state(), first, now, &new.decider, new.state());
+            // `first` (null) is no leaked `Box`: it is freed with `self`, not linked.
+            new.replaced = NonNull::new(old_pointer);
+            // Release: publishes the new words (and this generation) to every decision
+            // that loads the pointer.
+            self.current
+                .store(Box::into_raw(Box::new(new)), Ordering::Release);
+            return Ok(());
+        }
+    }
+}
+
+/// Swaps `first` to [`REPLACED`] and returns the value it held, or `None` if it already
+/// held the marker.
+fn freeze(first: &AtomicU64) -> Option<u64> {
+    // Acquire, the load and the swap: pairs with the Release swap that installed the
+    // value, so the other words it publishes (window records) are read as new as it.
+    let mut held = first.load(Ordering::Acquire);
+    loop {
+        if held == REPLACED {
+            return None;
+        }
+        match first.compare_exchange_weak(held, REPLACED, Ordering::Acquire, Ordering::Acquire) {
+            Ok(_) => return Some(held),
+            Err(actual) => held = actual,
+        }
+    }
+}
+
+impl Drop for Generations {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self`, so no other thread touches the pointer.
+        let mut next = NonNull::new(self.current.load(Ordering::Relaxed));
+        while let Some(generation) = next {
+            // SAFETY: every generation but `first` was a leaked `Box`, linked once (as the
+            // current one or as its successor's `replaced`), and `&mut self` means no
+            // thread decides on any of them any more.
+            let generation = unsafe { Box::from_raw(generation.as_ptr()) };
+            next = generation.replaced;
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! loom model of a limiter's rule changing while two threads acquire: every decision is
+//! made wholly under one rule, and the state after is the carry-over (GCRA keeps its
+//! tokens, capped at the new burst) of the state at the change's instant.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom \
+//!       cargo test --release --test loom_live_changes`
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::thread;
+use rate::{Config, Limiter};
+
+const NOW: u64 = 1_000;
+
+/// Old: T = 100 ns, burst 3 (3 tokens). New: T = 200 ns, burst 2. Each acquire takes 2
+/// units at a frozen time, so tokens never refill and carry over exactly.
+fn rules() -> (Config, Config) {
+    (
+        Config::gcra(1, 100).with_burst(3),
+        Config::gcra(1, 200).with_burst(2),
+    )
+}
+
+/// Two threads acquire while the main thread changes the rule. One preemption: with two,
+/// loom also explores the schedules where both acquirers, having met the replaced words,
+/// wait in turn while the changer sits between its two steps, and their waits multiply
+/// the paths past what it can visit (the next model races one waiter at two).
+#[test]
+fn a_change_racing_two_acquires() {
+    let (old, new) = rules();
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(1);
+    model.check(move || {
+        let limiter = Arc::new(Limiter::new(&old).unwrap());
+        let acquirers: Vec<_> = (0..2)
+            .map(|_| {
+                let limiter = Arc::clone(&limiter);
+                thread::spawn(move || limiter.acquire_at(2, NOW).unwrap())
+            })
+            .collect();
+        limiter.set_config_at(&new, NOW).unwrap();
+        let decisions: Vec<_> = acquirers.into_iter().map(|t| t.join().unwrap()).collect();
+        // A decision's limit is its rule's burst: which rule decided it.
+        let admitted_under = |burst: u64| {
+            let under: Vec<_> = decisions.iter().filter(|d| d.limit == burst).collect();
+            under.iter().filter(|d| d.allowed).count() as u64
+        };
+        let (before, after) = (admitted_under(3), admitted_under(2));
+        assert_eq!(
+            decisions
+                .iter()
+                .filter(|d| d.limit == 3 || d.limit == 2)
+                .count(),
+            2
+        );
+        // The model: 3 tokens, 2 per admission under the old rule; what is left at the
+        // change, capped at 2, then 2 per admission under the new rule.
+        let carried = (3 - 2 * before).min(2);
+        assert!(2 * after <= carried);
+        let state = limiter.acquire_at(0, NOW).unwrap();
+        assert_eq!((state.limit, state.remaining), (2, carried - 2 * after));
+    });
+}
+
+/// One thread acquires while the main thread acquires and then changes the rule: the
+/// thread races both, at two preemptions.
+#[test]
+fn a_change_racing_an_acquire_after_another() {
+    let (old, new) = rules();
+    loom::model(move || {
+        let limiter = Arc::new(Limiter::new(&old).unwrap());
+        let acquirer = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.acquire_at(2, NOW).unwrap())
+        };
+        let first = limiter.acquire_at(2, NOW).unwrap();
+        limiter.set_config_at(&new, NOW).unwrap();
+        let raced = acquirer.join().unwrap();
+        assert_eq!(first.limit, 3, "decided before the change");
+        let before = u64::from(first.allowed) + u64::from(raced.limit == 3 && raced.allowed);
+        let after = u64::from(raced.limit == 2 && raced.allowed);
+        assert!(raced.limit == 3 || raced.limit == 2);
+        let carried = (3 - 2 * before).min(2);
+        assert!(2 * after <= carried);
+        let state = limiter.acquire_at(0, NOW).unwrap();
+        assert_eq!((state.limit, state.remaining), (2, carried - 2 * after));
+    });
+}
+
+/// A policy's request checked against a rule that a racing change then lowers below its
+/// cost: each rule's step is decided under the old rule (admitted) or under the new one,
+/// which can never admit it (denied, "never" to retry), and never panics or over-admits.
+#[test]
+fn a_change_lowering_a_rule_below_a_racing_request() {
+    loom::model(|| {
+        let policy = Arc::new(rate::Policy::new(&[Config::gcra(1, 100).with_burst(3)]).unwrap());
+        let requester = {
+            let policy = Arc::clone(&policy);
+            thread::spawn(move || policy.acquire_at(2, NOW))
+        };
+        policy
+            .set_rules_at(&[Config::gcra(1, 100).with_burst(1)], NOW)
+            .unwrap();
+        let after = policy.acquire_at(0, NOW).unwrap().decision;
+        match requester.join().unwrap() {
+            // Checked against the new rule's limit of 1.
+            Err(error) => {
+                assert_eq!(error, rate::Error::InsufficientCapacity);
+                assert_eq!(after.remaining, 1);
+            }
+            Ok(decided) if decided.decision.allowed => {
+                // Under the old rule: 1 token left of 3, capped at 1.
+                assert_eq!(decided.rules()[0].limit, 3);
+                assert_eq!(after.remaining, 1);
+            }
+            Ok(decided) => {
+                // Checked against the old rule, decided under the new one.
+                assert_eq!(decided.rules()[0].limit, 1);
+                assert_eq!(decided.decision.retry_after_ns, u64::MAX);
+                assert_eq!(after.remaining, 1);
+            }
+        }
+    });
+}
