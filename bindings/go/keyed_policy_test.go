@@ -169,11 +169,7 @@ func TestKeyedPolicyMiddleware(t *testing.T) {
 	var served int
 	h := m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served++ }))
 	const policy = `"client";q=1;w=1, "all";q=3;w=60`
-	steps := []struct {
-		at   time.Duration
-		addr string
-		want response
-	}{
+	steps := []httpStep{
 		{0, "192.0.2.1:1000", response{200, `"client";r=0;t=1`, policy, ""}},
 		// The same client: its own rule denies for 1 s; the global unit given back.
 		{0, "192.0.2.1:1000", response{429, `"client";r=0;t=1`, policy, "1"}},
@@ -182,12 +178,7 @@ func TestKeyedPolicyMiddleware(t *testing.T) {
 		{0, "192.0.2.3:1000", response{200, `"all";r=0;t=60`, policy, ""}},
 		{time.Second, "192.0.2.4:1000", response{429, `"all";r=0;t=59`, policy, "59"}},
 	}
-	for _, s := range steps {
-		clock.now = s.at
-		if got := serve(h, s.addr, nil); got != s.want {
-			t.Errorf("at %v from %s:\n got %+v\nwant %+v", s.at, s.addr, got, s.want)
-		}
-	}
+	serveSteps(t, h, clock, steps)
 	if served != 3 {
 		t.Errorf("served %d requests, want the 3 admitted", served)
 	}

@@ -49,6 +49,25 @@ func serve(h http.Handler, remoteAddr string, header http.Header) response {
 	}
 }
 
+// An httpStep is one request: at a time, from an address, and the answer it must get.
+type httpStep struct {
+	at   time.Duration
+	addr string
+	want response
+}
+
+// serveSteps sends each step's request through h at its time on clock and checks its
+// answer.
+func serveSteps(t *testing.T, h http.Handler, clock *fakeClock, steps []httpStep) {
+	t.Helper()
+	for _, s := range steps {
+		clock.now = s.at
+		if got := serve(h, s.addr, nil); got != s.want {
+			t.Errorf("at %v from %s:\n got %+v\nwant %+v", s.at, s.addr, got, s.want)
+		}
+	}
+}
+
 func newMiddleware(t *testing.T, limiter librate.RequestLimiter, options librate.MiddlewareOptions) http.Handler {
 	t.Helper()
 	m, err := librate.NewMiddleware(limiter, options)
@@ -65,23 +84,14 @@ func TestMiddlewareSharedSeedScenario(t *testing.T) {
 	clock := &fakeClock{}
 	h := newMiddleware(t, librate.Shared(mustGCRA(t, 1, 2*time.Second, 1)), librate.MiddlewareOptions{Now: clock.Now})
 	const policy = `"default";q=1;w=2`
-	steps := []struct {
-		at   time.Duration
-		addr string
-		want response
-	}{
+	steps := []httpStep{
 		{0, "192.0.2.1:1000", response{200, `"default";r=0;t=2`, policy, ""}},
 		{999 * ms, "192.0.2.1:1000", response{429, `"default";r=0;t=2`, policy, "2"}},
 		// Shared: a different client is denied too.
 		{1000 * ms, "198.51.100.7:2000", response{429, `"default";r=0;t=1`, policy, "1"}},
 		{2001 * ms, "192.0.2.1:1000", response{200, `"default";r=0;t=2`, policy, ""}},
 	}
-	for _, s := range steps {
-		clock.now = s.at
-		if got := serve(h, s.addr, nil); got != s.want {
-			t.Errorf("at %v from %s:\n got %+v\nwant %+v", s.at, s.addr, got, s.want)
-		}
-	}
+	serveSteps(t, h, clock, steps)
 }
 
 // 5 per second, burst 5: remaining counts down, t is the time to refill (200 ms a
@@ -311,11 +321,7 @@ func TestPolicyMiddleware(t *testing.T) {
 	var served int
 	h := m.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served++ }))
 	const policy = `"second";q=2;w=1, "minute";q=3;w=60`
-	steps := []struct {
-		at   time.Duration
-		addr string
-		want response
-	}{
+	steps := []httpStep{
 		// The per-second rule has the least left: 1 (full again in 0.5 s), then 0 (1 s).
 		{0, "192.0.2.1:1000", response{200, `"second";r=1;t=1`, policy, ""}},
 		{0, "192.0.2.1:1000", response{200, `"second";r=0;t=1`, policy, ""}},
@@ -325,12 +331,7 @@ func TestPolicyMiddleware(t *testing.T) {
 		{time.Second, "192.0.2.1:1000", response{200, `"minute";r=0;t=59`, policy, ""}},
 		{2 * time.Second, "192.0.2.1:1000", response{429, `"minute";r=0;t=58`, policy, "58"}},
 	}
-	for _, s := range steps {
-		clock.now = s.at
-		if got := serve(h, s.addr, nil); got != s.want {
-			t.Errorf("at %v from %s:\n got %+v\nwant %+v", s.at, s.addr, got, s.want)
-		}
-	}
+	serveSteps(t, h, clock, steps)
 	if served != 3 {
 		t.Errorf("served %d requests, want the 3 admitted", served)
 	}
