@@ -60,10 +60,8 @@ impl<S> KeyedLimiter<S> {
     /// Claims a slot for a new key by CASing its first word to the claimant's marker, and returns
     /// the slot, its distance and the value it replaced: a `VACANT` slot within the lookup
     /// bound or [`VACANT_REACH`] if there is one, else the first claimable slot from home
-    /// (`VACANT`, or fresh at `now_ns`). Else `Retry` if the key itself turned up, with
-    /// `known_bound` raised to its distance so that the lookup that follows reaches it
-    /// (`max_distance` may say less where a shared file's bytes were overwritten, and a
-    /// lookup bound by it alone would miss the key for ever), or a slot was in flight
+    /// (`VACANT`, or fresh at `now_ns`). Else `Retry` if the key itself turned up (with
+    /// `max_distance` raised to its distance, should it say less) or a slot was in flight
     /// (after waiting for it: it may free up, or be the key), and `Full` if every slot
     /// held a live key.
     ///
@@ -82,7 +80,6 @@ impl<S> KeyedLimiter<S> {
         key: Located,
         now_ns: u64,
         claimant: Claimant,
-        known_bound: &mut u64,
     ) -> Result<(usize, usize, u64), Insert> {
         // Relaxed: any bound is correct here; this pass only prefers some slots to others.
         let bound = self.max_distance().load(Ordering::Relaxed);
@@ -115,7 +112,14 @@ impl<S> KeyedLimiter<S> {
                 if first != VACANT && !self.decider.is_fresh_on(self.state(slot), first, now_ns) {
                     // Relaxed: ordered after the Acquire load of `first`.
                     if self.fingerprint_word(slot).load(Ordering::Relaxed) == key.fingerprint {
-                        *known_bound = (*known_bound).max(distance as u64);
+                        // The bound only grows, but a shared file's bytes may have been
+                        // overwritten with less: lookups bound by it would miss the key,
+                        // and its inserts find it here, for ever. Restored, the lookup
+                        // that follows (and every later one) reaches it. Relaxed: this
+                        // thread's next load sees its own RMW; another's sees it, or
+                        // finds the key here as this one did.
+                        self.max_distance()
+                            .fetch_max(distance as u64, Ordering::Relaxed);
                         return Err(Insert::Retry);
                     }
                     break;

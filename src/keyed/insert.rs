@@ -177,12 +177,11 @@ impl<S> KeyedLimiter<S> {
         request: Request,
         known_bound: &mut u64,
     ) -> Insert {
-        let (claimed, distance, replaced) =
-            match self.claim(key, request.now_ns, claimant, known_bound) {
-                Ok(claimed) => claimed,
-                Err(Insert::Full) => return self.confirm_full(key, known_bound),
-                Err(outcome) => return outcome,
-            };
+        let (claimed, distance, replaced) = match self.claim(key, request.now_ns, claimant) {
+            Ok(claimed) => claimed,
+            Err(Insert::Full) => return self.confirm_full(key, known_bound),
+            Err(outcome) => return outcome,
+        };
         // AcqRel: every insert does this RMW after claiming and before checking, so of
         // two inserts the later one acquires the earlier one's claim (see above).
         let bound = self
