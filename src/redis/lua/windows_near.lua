@@ -61,19 +61,12 @@ local function window_near(key, fields, limit, period)
     return elapsed, start_s, start_ns, 0, 0
 end
 
--- The milliseconds a key is kept for a state live for the duration d (below 2^53),
--- rounded up: time.lua's keep_ms on a plain number.
-local function keep_near(d)
-    local rest = math.fmod(d, 1e6)
-    if rest > 0 then
-        return (d - rest) / 1e6 + 1
-    end
-    return d / 1e6
-end
-
 -- Stores an admission in now's window, starting at s, ns: `count` units and, given `prev`,
 -- the previous window's count; kept until the start of the window after next, 2P − elapsed
 -- from now (windows.lua's `store`).
 local function store_near(key, s, ns, count, prev, elapsed, period)
-    redis.call('SET', key, pack_window(s, ns, count, prev), 'PX', keep_near(2 * period - elapsed))
+    -- In milliseconds rounded up, as time.lua's keep_ms counts them.
+    local keep = 2 * period - elapsed
+    local keep_ns = math.fmod(keep, 1e9)
+    redis.call('SET', key, pack_window(s, ns, count, prev), 'PX', (keep - keep_ns) / 1e6 + math.ceil(keep_ns / 1e6))
 end
