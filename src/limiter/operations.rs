@@ -1,0 +1,127 @@
+//! What a limiter runs on the generation in force, one type an operation: each public
+//! method's decision, made again on the next generation when a change of rule replaced
+//! the words it ran on (`generations.rs`).
+
+use super::RuleRefund;
+use crate::decision::Decision;
+use crate::generations::{Generation, Operation};
+use crate::state::{Replaceable, Replaced};
+use crate::time::{Bounds, Hinted, TimeSource};
+
+/// [`Limiter::try_acquire`] of `n` units, by `time`.
+#[derive(Clone, Copy)]
+pub(super) struct TryAcquire<'a, C> {
+    pub(super) time: Hinted<'a, C>,
+    pub(super) n: u64,
+}
+
+impl<C: TimeSource> Operation for TryAcquire<'_, C> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<bool, Replaced> {
+        (rule.decider).try_acquire(rule.state(), tenancy, self.time, self.n)
+    }
+}
+
+/// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+pub(super) struct Acquire {
+    pub(super) now_ns: u64,
+    pub(super) n: u64,
+    pub(super) max_wait_ns: Option<u64>,
+}
+
+impl Operation for Acquire {
+    type Output = Decision;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Decision, Replaced> {
+        let max_wait_ns = self.max_wait_ns.unwrap_or(0);
+        (rule.decider).acquire_at(rule.state(), tenancy, self.now_ns, self.n, max_wait_ns)
+    }
+}
+
+/// [`Limiter::reset`].
+#[derive(Clone, Copy)]
+pub(super) struct Reset;
+
+impl Operation for Reset {
+    type Output = ();
+
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<(), Replaced> {
+        (rule.decider).reset(rule.state(), tenancy)
+    }
+}
+
+/// [`Limiter::acquire_refundable_at`] of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+pub(super) struct AcquireRefundable {
+    pub(super) now_ns: u64,
+    pub(super) n: u64,
+}
+
+impl Operation for AcquireRefundable {
+    type Output = (Decision, Option<RuleRefund>);
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
+        let state = rule.state();
+        let (decision, refund) =
+            (rule.decider).acquire_refundable_at(state, tenancy, self.now_ns, self.n)?;
+        Ok((decision, RuleRefund::on(rule, refund)))
+    }
+}
+
+/// [`Limiter::try_acquire_refundable_at`] of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+pub(super) struct TryAcquireRefundable {
+    pub(super) now_ns: u64,
+    pub(super) n: u64,
+}
+
+impl Operation for TryAcquireRefundable {
+    type Output = (bool, Option<RuleRefund>);
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
+        let state = rule.state();
+        let (allowed, refund) =
+            (rule.decider).try_acquire_refundable_at(state, tenancy, self.now_ns, self.n)?;
+        Ok((allowed, RuleRefund::on(rule, refund)))
+    }
+}
+
+/// [`Limiter::settle_refundable`] of `n` units within `bounds`.
+#[derive(Clone, Copy)]
+pub(super) struct SettleRefundable {
+    pub(super) bounds: Bounds,
+    pub(super) n: u64,
+}
+
+impl Operation for SettleRefundable {
+    type Output = Option<(bool, Option<RuleRefund>)>;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
+        let settled =
+            (rule.decider).settle_refundable(rule.state(), tenancy, self.bounds, self.n)?;
+        Ok(settled.map(|(allowed, refund)| (allowed, RuleRefund::on(rule, refund))))
+    }
+}
+
+/// [`Limiter::peek_at`] of `n` units at `now_ns`.
+#[derive(Clone, Copy)]
+pub(super) struct Peek {
+    pub(super) now_ns: u64,
+    pub(super) n: u64,
+}
+
+impl Operation for Peek {
+    type Output = Decision;
+
+    #[inline(always)]
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Decision, Replaced> {
+        (rule.decider).peek_at(rule.state(), tenancy, self.now_ns, self.n)
+    }
+}
