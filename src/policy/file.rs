@@ -20,7 +20,9 @@ use std::path::Path;
 #[cfg(not(loom))]
 use std::sync::Arc;
 
-use super::keyed::{KeyedPolicy, KeyedRule, Scoped};
+#[cfg(not(loom))]
+use super::keyed::Scoped;
+use super::keyed::{KeyedPolicy, KeyedRule};
 use super::MAX_RULES;
 use crate::decider::Decider;
 use crate::error::{ConfigError, Error};
@@ -32,14 +34,19 @@ use crate::limiter::Limiter;
 use crate::shared::{pid_namespace, Contents, Identity, Mapping, KIND_KEYED_POLICY};
 
 /// Words of one rule's description.
+#[cfg(not(loom))]
 const RULE_WORDS: usize = 5;
 /// Words of the descriptor: [`MAX_RULES`] descriptions, rounded up to whole cache lines.
+#[cfg(not(loom))]
 const DESCRIPTOR_WORDS: usize = (MAX_RULES * RULE_WORDS).next_multiple_of(8);
 /// Each region starts on a multiple of this many words: 128 bytes, the pair of lines
 /// x86-64's adjacent-line prefetcher pulls in together.
+#[cfg(not(loom))]
 const REGION_ALIGN: usize = 16;
 /// The descriptor's scope word of a per-key rule, and of a global one.
+#[cfg(not(loom))]
 const SCOPE_PER_KEY: u64 = 1;
+#[cfg(not(loom))]
 const SCOPE_GLOBAL: u64 = 2;
 
 /// Where one rule lives in the file.
