@@ -8,7 +8,7 @@
 //! of the window before it. An admission stores the window it counted in and its new count
 //! ([`Counted`]); the count of the window before that is then the old current count (a
 //! roll-over to the next window) or 0. How those counts live in atomic words, and how a
-//! roll-over closes a window's count in one atomic step, is `state/window_records.rs`.
+//! roll-over closes a window's count in one atomic step, is `state/window_records/`.
 //!
 //! # Decision fields
 //! With the request evaluated at window k, elapsed e (a request from a window older than

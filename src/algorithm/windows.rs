@@ -125,7 +125,7 @@ impl Windows {
     /// A closed-window record that reads as "nothing counted" and stands above every
     /// record of window `index`: count 0 at window `index + 2` (the same record, by
     /// parity), or at the largest window the word can name, which is later than `index`
-    /// since a window after it exists (`state/window_records.rs`, "Reset").
+    /// since a window after it exists (`state/window_records/`, "Reset").
     pub(crate) fn barrier(&self, index: u64) -> u64 {
         let largest = u64::MAX >> self.count_bits;
         index.saturating_add(2).min(largest) << self.count_bits

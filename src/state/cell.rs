@@ -14,7 +14,7 @@
 //!    slot instead (`keyed/reset.rs`).
 //! 3. Every decision is committed by a compare-and-swap of the first word that re-checks
 //!    the slot's tenancy ([`Tenancy::check`]) on each value it is about to decide on: this
-//!    layer's promise, kept by every store in it (`one_word.rs`, `window_records.rs`,
+//!    layer's promise, kept by every store in it (`one_word.rs`, `window_records/`,
 //!    `ring/`).
 
 use crate::algorithm::MAX_STATE;

@@ -9,8 +9,8 @@
 //! - `cell.rs`: the slot markers, [`Tenancy`], and the read-decide-swap loop on a state's
 //!   first word.
 //! - `one_word.rs`: states of one word (GCRA, fixed window).
-//! - `window_records.rs`: the sliding window counter's current word and closed-window
-//!   records.
+//! - `window_records/`: the sliding window counter's current word and closed-window
+//!   records (`carry.rs`: their counts carried over a change of rule).
 //! - `ring/`: the sliding log's ring of timestamps (`read.rs`: one read of it, and claims).
 //! - `refund.rs`: what giving an admission back takes, for a policy of several rules.
 //!

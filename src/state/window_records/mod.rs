@@ -73,10 +73,16 @@ use crate::decision::Decision;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
 
+mod carry;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+pub(crate) use self::carry::{replaced_counts, store_counts};
+
 /// Index of the current word in the state.
-const CURRENT: usize = 0;
+pub(super) const CURRENT: usize = 0;
 /// Index of the first of the two closed-window records.
-const CLOSED: usize = 1;
+pub(super) const CLOSED: usize = 1;
 
 impl Stored for SlidingWindow {
     #[inline(always)]
@@ -338,7 +344,7 @@ fn swap<T: Tenancy, R>(
 /// for a new boot under an old writer still in flight); rather than loop forever, the
 /// counts then take the previous window as full, the strictest reading.
 #[inline(always)]
-fn counts(
+pub(super) fn counts(
     sliding: &SlidingWindow,
     state: &[AtomicU64],
     current: u64,
@@ -376,96 +382,8 @@ fn counts(
     })
 }
 
-/// The counts of words whose current word last held `current` before a change of rule
-/// replaced it: nothing writes the current word any more, so the records are final but
-/// for late writers, whose values they already hold or exceed (module docs).
-pub(crate) fn replaced_counts(
-    sliding: &SlidingWindow,
-    state: &[AtomicU64],
-    current: u64,
-) -> Counts {
-    // Confirmed: the current word can no longer move on. `counts` reads a confirmed word
-    // whatever the records hold, so the fallback is never taken.
-    counts(sliding, state, current, true).unwrap_or(Counts {
-        index: 0,
-        cur: 0,
-        prev: 0,
-    })
-}
-
-/// Writes `counts` into fresh words (all zeros, not yet shared): the current word and the
-/// record of the window before it. Counts of nothing in the current window but some in
-/// the one before are the counts of that window, seen from the next.
-pub(crate) fn store_counts(sliding: &SlidingWindow, state: &[AtomicU64], counts: Counts) {
-    let windows = &sliding.0;
-    let (current, closed) = match counts.index.checked_sub(1) {
-        Some(previous) if counts.cur == 0 && counts.prev > 0 => (
-            Counted {
-                index: previous,
-                count: counts.prev,
-            },
-            None,
-        ),
-        Some(previous) if counts.prev > 0 => (
-            Counted {
-                index: counts.index,
-                count: counts.cur,
-            },
-            Some(Counted {
-                index: previous,
-                count: counts.prev,
-            }),
-        ),
-        _ => (
-            Counted {
-                index: counts.index,
-                count: counts.cur,
-            },
-            None,
-        ),
-    };
-    if current.count == 0 {
-        return; // all zeros: fresh
-    }
-    // Relaxed: the words are published by the release of the words' address.
-    state[CURRENT].store(windows.pack(current), Ordering::Relaxed);
-    if let Some(closed) = closed {
-        state[CLOSED + parity(closed.index)].store(windows.pack(closed), Ordering::Relaxed);
-    }
-}
-
 /// Which closed-window record window `index` uses.
 #[inline(always)]
-fn parity(index: u64) -> usize {
+pub(super) fn parity(index: u64) -> usize {
     (index % 2) as usize
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::algorithm::Windows;
-    use crate::state::{owned, Owned};
-
-    #[test]
-    fn a_record_from_a_later_window_under_an_unmoved_current_word_does_not_hang() {
-        // L = 4 per 100 ns. Current word: window 2 with 1 unit; the record of window 1's
-        // parity claims window 3, which this state never reached (words reset under a
-        // late writer). Decisions fall back to a full previous window instead of looping.
-        let sliding = SlidingWindow(Windows::new(4, 100).unwrap());
-        let state: Vec<AtomicU64> = [
-            sliding.0.pack(Counted { index: 2, count: 1 }),
-            0,
-            sliding.0.pack(Counted { index: 3, count: 2 }),
-        ]
-        .into_iter()
-        .map(AtomicU64::new)
-        .collect();
-        // At 250: 4·(100 − 50)/100 = 2 weigh, plus 1 counted: 1 left.
-        let acquire = |n| owned(sliding.acquire_at(&state, &Owned, 250, n));
-        assert_eq!(acquire(0).remaining, 1);
-        assert!(acquire(1).allowed);
-        assert!(!acquire(1).allowed);
-        let current = state[CURRENT].load(Ordering::Relaxed);
-        assert!(!Stored::is_fresh(&sliding, &state, current, 250));
-    }
 }
