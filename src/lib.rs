@@ -29,7 +29,8 @@
 //!   │              change of rule (the old words frozen, carried over, kept until drop)
 //!  keyed/          KeyedLimiter: a bounded lock-free table of per-key states, and in a
 //!   │              shared table, its claim registry and crash recovery
-//!  shared.rs       the file every process maps: create or attach, validate, reset
+//!  shared/         the file every process maps: create or attach, validate, reset
+//!   │              (header.rs: what it is and enforces; file.rs: making it)
 //!   │
 //!  decider.rs      Decider: a validated config, dispatching to the algorithm's store
 //!   │

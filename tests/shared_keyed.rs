@@ -23,7 +23,7 @@ const HOUR: u64 = 3600 * SECOND;
 /// The frozen time every process decides at.
 const FROZEN: u64 = 1_000 * SECOND;
 
-/// The file's layout, as `src/shared.rs` and `src/keyed/layout.rs` write it: a header of
+/// The file's layout, as `src/shared/header.rs` and `src/keyed/layout.rs` write it: a header of
 /// 16 words, a control block of 16, a claim registry of 64 entries of 8 words, then the
 /// slots (2 words each for GCRA: fingerprint, TAT).
 const HEADER: usize = 16;

@@ -3,7 +3,7 @@
 //! pages) that only change how fast the memory answers.
 //!
 //! One region, made at creation and never resized, of plain `u64`s with no pointers, so it
-//! can live in a file that processes share (`shared.rs`):
+//! can live in a file that processes share (`shared/`):
 //! - the **control block**, [`CONTROL_WORDS`]: `max_distance` (inserts write it, every
 //!   miss reads it) and the count of `TableFull` refusals (written only by a refusal, which
 //!   has just written `max_distance` too: `confirm_full`), alone on their pair of lines;

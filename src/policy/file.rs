@@ -2,8 +2,8 @@
 //! processes that open it share each per-key rule's table and each global rule's state.
 //!
 //! # The file
-//! The header of `shared.rs`, of kind [`KIND_KEYED_POLICY`], naming the rule count (in
-//! the algorithm's word) and the capacity; then the state words:
+//! The header of `shared/header.rs`, of kind [`KIND_KEYED_POLICY`], naming the rule count
+//! (in the algorithm's word) and the capacity; then the state words:
 //! - the **descriptor**, [`DESCRIPTOR_WORDS`]: per rule, in order, `[scope, algorithm,
 //!   limit, period, effective burst]`, compared by every opener as the header is, so a
 //!   file of other rules (or of the same rules in another order) is

@@ -32,85 +32,28 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
-use crate::config::{Algorithm, Config};
-use crate::decider::Decider;
 use crate::error::Error;
-use crate::sync::{AtomicU64, Ordering, ProcessAtomicU64};
+use crate::sync::{AtomicU64, Ordering};
 
-/// Words before the state.
-pub(crate) const HEADER_WORDS: usize = 16;
-/// "librate" and a NUL, read as a little-endian word.
-const MAGIC: u64 = u64::from_le_bytes(*b"librate\0");
-/// The layout this code reads and writes. 2: the sliding log has a floor word, a keyed
-/// table counts its `TableFull` refusals in its control block, and fingerprint 0 names
-/// the former state of a reset key.
-const LAYOUT_VERSION: u64 = 2;
+mod file;
+mod header;
+
+use self::file::{check_room, create_beside, os_error};
+use self::header::{boot_id, header, W_BOOT, W_HASH_KEY, W_PID_NAMESPACE};
+pub(crate) use self::header::{
+    pid_namespace, Identity, HEADER_WORDS, KIND_KEYED, KIND_KEYED_POLICY, KIND_LIMITER,
+};
+
 /// The boot word's mark of a reset in progress (boot ids use the low 60 bits).
 const RESETTING: u64 = 1 << 63;
 /// How long an opener waits for another process's reset before doing it itself.
 const RESET_PATIENCE: Duration = Duration::from_secs(1);
-
-/// The kind of table a file holds: a single limiter.
-pub(crate) const KIND_LIMITER: u64 = 1;
-/// The kind of table a file holds: a keyed table.
-pub(crate) const KIND_KEYED: u64 = 2;
-/// The kind of table a file holds: a keyed policy's rules, each a keyed table or a
-/// limiter's words, described after the header.
-pub(crate) const KIND_KEYED_POLICY: u64 = 3;
-
-/// Header word indexes.
-const W_MAGIC: usize = 0;
-const W_VERSION: usize = 1;
-const W_KIND: usize = 2;
-const W_ALGORITHM: usize = 3;
-const W_LIMIT: usize = 4;
-const W_PERIOD: usize = 5;
-const W_BURST: usize = 6;
-const W_CAPACITY: usize = 7;
-const W_SIZE: usize = 8;
-const W_BOOT: usize = 9;
-/// A keyed table's hash key, two words (random per file, so not part of its identity).
-const W_HASH_KEY: usize = 10;
-/// A keyed table's PID namespace (see [`Contents::pid_namespace`]), set for each boot.
-const W_PID_NAMESPACE: usize = 12;
-
-/// What a file must hold to be this table: the header words a creator writes and an
-/// opener compares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Identity {
-    /// [`KIND_LIMITER`].
-    pub(crate) kind: u64,
-    pub(crate) algorithm: u64,
-    pub(crate) limit: u64,
-    pub(crate) period_ns: u64,
-    /// GCRA's effective burst (`limit` when configured as 0); 0 for the windows.
-    pub(crate) burst: u64,
-    pub(crate) capacity: u64,
-}
-
-impl Identity {
-    /// The identity of a table of `kind` for `config` (with its `decider`) and `capacity`
-    /// (0 for a limiter).
-    pub(crate) fn of(kind: u64, config: &Config, decider: &Decider, capacity: u64) -> Self {
-        Self {
-            kind,
-            algorithm: config.algorithm as u64,
-            limit: config.limit,
-            period_ns: config.period_ns,
-            burst: match config.algorithm {
-                Algorithm::Gcra => decider.limit(),
-                _ => 0,
-            },
-            capacity,
-        }
-    }
-}
 
 /// What a new table's state holds, and its hash key: how the creator fills a new file,
 /// and how an opener resets a table of an earlier boot.
@@ -338,100 +281,4 @@ impl Drop for Mapping {
         // past `self`.
         unsafe { libc::munmap(self.words.as_ptr().cast(), self.len * 8) };
     }
-}
-
-/// The header words of a table of `words` words for `identity` in boot `boot`.
-fn header(identity: Identity, words: usize, boot: u64, hash_key: [u64; 2]) -> [u64; HEADER_WORDS] {
-    let mut header = [0; HEADER_WORDS];
-    header[W_MAGIC] = MAGIC;
-    header[W_VERSION] = LAYOUT_VERSION;
-    header[W_KIND] = identity.kind;
-    header[W_ALGORITHM] = identity.algorithm;
-    header[W_LIMIT] = identity.limit;
-    header[W_PERIOD] = identity.period_ns;
-    header[W_BURST] = identity.burst;
-    header[W_CAPACITY] = identity.capacity;
-    header[W_SIZE] = (words * 8) as u64;
-    header[W_BOOT] = boot;
-    header[W_HASH_KEY..W_HASH_KEY + 2].copy_from_slice(&hash_key);
-    header
-}
-
-/// This process's PID namespace: the inode of `/proc/self/ns/pid` (0 if unreadable).
-pub(crate) fn pid_namespace() -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    fs::metadata("/proc/self/ns/pid").map_or(0, |meta| meta.ino())
-}
-
-/// This boot of the host: the first 60 bits of the kernel's boot id, or 1 where it cannot
-/// be read (tables are then never reset).
-fn boot_id() -> u64 {
-    let text = fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let hex: String = text
-        .chars()
-        .filter(char::is_ascii_hexdigit)
-        .take(15)
-        .collect();
-    u64::from_str_radix(&hex, 16)
-        .ok()
-        .filter(|&id| id != 0)
-        .unwrap_or(1)
-}
-
-/// Creates a new file of mode 0600 beside `path`, under a name no other opener uses: one
-/// left behind by a process killed mid-create, or made by anybody else, is skipped.
-fn create_beside(path: &Path) -> Result<(PathBuf, File), Error> {
-    let mut attempts = 0;
-    loop {
-        let temporary = temporary_beside(path);
-        match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temporary)
-        {
-            Ok(file) => return Ok((temporary, file)),
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempts < 64 => {
-                attempts += 1;
-            }
-            Err(error) => return Err(os_error(&error)),
-        }
-    }
-}
-
-/// Refuses a file of `bytes` larger than its file system's free space before any of it
-/// is written: written word by word, it would fill the file system first (`ENOSPC`).
-fn check_room(file: &File, bytes: u64) -> io::Result<()> {
-    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `file`'s descriptor is open, and `stats` is writable for fstatvfs to fill.
-    if unsafe { libc::fstatvfs(file.as_raw_fd(), stats.as_mut_ptr()) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fstatvfs returned 0, so it filled `stats`.
-    let stats = unsafe { stats.assume_init() };
-    // A file system that reports no blocks at all (ramfs, an unlimited tmpfs) has no
-    // free-space figure to compare with.
-    if stats.f_blocks != 0 && bytes > stats.f_bavail.saturating_mul(stats.f_frsize) {
-        return Err(io::Error::from_raw_os_error(libc::ENOSPC));
-    }
-    Ok(())
-}
-
-/// A name beside `path` that no other opener uses: the process id and a counter.
-fn temporary_beside(path: &Path) -> PathBuf {
-    static NEXT: ProcessAtomicU64 = ProcessAtomicU64::new(0);
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(
-        ".{}.{}.tmp",
-        std::process::id(),
-        // Relaxed: a counter for unique names; nothing else is ordered by it.
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    path.with_file_name(name)
-}
-
-/// The error for a failed OS call: its errno.
-fn os_error(error: &io::Error) -> Error {
-    Error::Io(error.raw_os_error().unwrap_or(libc::EIO))
 }
