@@ -4,13 +4,13 @@
 -- (key, n, its two configuration arguments, whether to write). A single limiter's script
 -- is this file, time.lua, the algorithm's own file (the window algorithms' preceded by
 -- windows.lua, which they share), a line naming that function `decide`, and keys.lua,
--- which decides every key the call names; GCRA's puts time.lua and gcra.lua inside a
--- function built only when gcra_near.lua cannot decide (src/redis/mod.rs). A policy's
--- script is this file, time.lua, every algorithm's, and policy.lua. Every script takes
--- KEYS, the keys' states (one or more), and ARGV: now ('' for the server's clock), n,
--- max_wait, then its configuration. Every key's decision is {allowed, limit, remaining,
--- retry_after_ns, reset_after_ns, wait_ns}, each an integer, a duration at or above 2^53
--- as its decimal string.
+-- which decides every key the call names; each puts time.lua and its exact files inside
+-- a function built only when its decision near now (the *_near.lua files) cannot decide
+-- (src/redis/mod.rs). A policy's script is this file, time.lua, every algorithm's, and
+-- policy.lua. Every script takes KEYS, the keys' states (one or more), and ARGV: now (''
+-- for the server's clock), n, max_wait, then its configuration. Every key's decision is
+-- {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, each an integer,
+-- a duration at or above 2^53 as its decimal string.
 
 -- The instant (seconds, nanoseconds: see time.lua) a decimal u64 names.
 local function instant(text)
