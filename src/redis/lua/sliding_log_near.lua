@@ -42,7 +42,8 @@ local function sliding_log_near(key, n, limit, period, write)
             or size ~= 13 + 9 * math.min(h, limit) then
             return exact_sliding_log()(key, n, limit, period, write)
         end
-    elseif size > 0 or redis.call('EXISTS', key) == 1 then
+    elseif size > 0 or ((n == 0 or not write) and redis.call('EXISTS', key) == 1) then
+        -- Not a log (an empty string has no length either: an admission's write finds it).
         return exact_sliding_log()(key, n, limit, period, write)
     end
 
@@ -120,7 +121,11 @@ local function sliding_log_near(key, n, limit, period, write)
         local keep_ns = math.fmod(reset_after, 1e9)
         local keep = (reset_after - keep_ns) / 1e6 + math.ceil(keep_ns / 1e6)
         if h == 0 then
-            redis.call('SET', key, header .. string.rep(stamp, n), 'PX', keep)
+            -- Only where no key is: an empty string there is left to sliding_log, which
+            -- refuses it, and nothing is written.
+            if not redis.call('SET', key, header .. string.rep(stamp, n), 'NX', 'PX', keep) then
+                return exact_sliding_log()(key, n, limit, period, write)
+            end
         else
             local start = math.fmod(h, limit)
             local run = math.min(n, limit - start)
