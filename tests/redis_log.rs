@@ -54,7 +54,8 @@ fn sliding_log_decides_as_the_in_process_limiter() {
 /// (each sum odd there). An admission (L = 2, one entry at t0: the new one logged at t0,
 /// nothing left), a denial (L = 1: the entry at t0 leaves at t0 + P) and a query (the
 /// entry at t0 reported), with periods just below, at and above 2⁵² ns and distances
-/// below, at and past 4.5·10⁶ s (2⁵² ns is 4.5036·10⁶ s).
+/// below, at and past 4.5·10⁶ s (2⁵² ns is 4.5036·10⁶ s). Then queries as far after the
+/// entry, where it is in the log or has just left it.
 #[test]
 fn sliding_log_durations_near_2_52_are_exact() {
     let Some((_server, mut redis)) = server() else {
@@ -89,6 +90,15 @@ fn sliding_log_durations_near_2_52_are_exact() {
             assert_eq!(denied, decision(false, 1, 0, span, span), "{period} {back}");
         }
     }
+    // Later than the entry, by 4.5·10⁶ s (still in the log of P = 2⁵² − 1 ns, which ends
+    // 3,599,627,370,495 ns later) and by P (gone: at or before now − P).
+    let period = (1 << 52) - 1;
+    let limiter = RedisLimiter::new(&Config::sliding_log(2, period), "later:").unwrap();
+    assert!(limiter.acquire_at(&mut redis, b"k", 1, t0).unwrap().allowed);
+    let mut later = |at| limiter.acquire_at(&mut redis, b"k", 0, t0 + at).unwrap();
+    let kept = decision(true, 2, 1, 0, 3_599_627_370_495);
+    assert_eq!(later(4_500_000 * SECOND), kept);
+    assert_eq!(later(period), decision(true, 2, 2, 0, 0));
 }
 
 /// The example of `src/algorithm/sliding_log.rs` through Redis, every field by hand: 2 per

@@ -47,15 +47,17 @@ local function sliding_log_near(key, n, limit, period, write)
         return exact_sliding_log()(key, n, limit, period, write)
     end
 
-    -- Decided at `at`, the later of now and the latest timestamp: a timestamp t at or
-    -- before at − P has expired, so t, at most `at`, is live iff t − at > −P, a
-    -- difference exact below 2^53 and, further back, exact enough to lie below −2^52 < −P
-    -- (nothing has expired before P, where t − at > −P for every t from 0).
+    -- Decided at `at`, the later of now and the latest timestamp: a timestamp t (at most
+    -- `at`) at or before at − P has expired. One whose seconds lie 4.6e6 or more before
+    -- at's has (P < 2^52 ns, less than 4.6e6 s less a second); a nearer one is live iff
+    -- t − at > −P, one number below 2^53 (nothing has expired before P, where t − at > −P
+    -- for every t from 0).
     local at_s, at_ns = now_s, now_ns
     if latest_s > now_s or (latest_s == now_s and latest_ns > now_ns) then
         at_s, at_ns = latest_s, latest_ns
     end
-    local latest_live = (latest_s - at_s) * 1e9 + (latest_ns - at_ns) > -period
+    local latest_live = latest_s - at_s > -4.6e6
+        and (latest_s - at_s) * 1e9 + (latest_ns - at_ns) > -period
 
     -- The verdict, then the search for the first live position in [low, high) (high if
     -- none is) that `remaining` counts from `head`: sliding_log's `standing` for a query
@@ -72,7 +74,7 @@ local function sliding_log_near(key, n, limit, period, write)
             if not s then
                 return exact_sliding_log()(key, n, limit, period, write)
             end
-            if (s - at_s) * 1e9 + (ns - at_ns) > -period then
+            if s - at_s > -4.6e6 and (s - at_s) * 1e9 + (ns - at_ns) > -period then
                 allowed, retry_after, high = 0, (s - now_s) * 1e9 + (ns - now_ns) + period, gone
             end
         end
@@ -96,7 +98,7 @@ local function sliding_log_near(key, n, limit, period, write)
             if not s then
                 return exact_sliding_log()(key, n, limit, period, write)
             end
-            if (s - at_s) * 1e9 + (ns - at_ns) > -period then
+            if s - at_s > -4.6e6 and (s - at_s) * 1e9 + (ns - at_ns) > -period then
                 high, galloping = probe, false
             else
                 low, step = probe + 1, step * 2
