@@ -8,9 +8,10 @@ connection, over 1,000 keys (each key written N/1,000 times, so the first call o
 creates it and the others update it). Every limit allows 1,000 a day, so every call
 admits and no key expires during the run (were keys to expire, the count would depend on
 how long the run took, so on the machine's load). The count a call is the server's total
-over the run, less the total of N calls of `return 1` with one key, over N. Needs valgrind, redis-server,
-the librate Python package (for librate's scripts, as the clients send them), `limits` (its
-Lua files) and the Go module cache holding go-redis/redis_rate v10.0.1:
+over the run, less the total of N calls of `return 1` with one key, over N. Needs
+valgrind, redis-server, the librate Python package (for librate's scripts, as the clients
+send them), `limits` (its Lua files) and the Go module cache holding go-redis/redis_rate
+v10.0.1:
 
     cargo build --release && .venv/bin/pip install ./bindings/python limits
     (cd bindings/go && go mod download github.com/go-redis/redis_rate/v10)
