@@ -112,7 +112,7 @@ def _fields(reply: object) -> Sequence[int]:
     if isinstance(reply, (list, tuple)) and len(reply) == 6:
         allowed, limit, remaining, retry_after, reset_after, wait = reply
         # Integer replies (nearly always every field) checked inline, one by one, which
-        # costs a third of a loop over them; the rest by _u64.
+        # is cheaper than a loop over them; the rest by _u64.
         if (
             (allowed == 1 or allowed == 0)
             and type(allowed) is int
