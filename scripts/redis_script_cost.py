@@ -5,10 +5,13 @@ not depend on the machine's load as a timing does.
 
 Each script runs N times on a fresh redis-server under callgrind, through one pipelined
 connection, over 1,000 keys (each key written N/1,000 times, so the first call of a key
-creates it and the others update it). The count a call is the server's total over the run,
-less the total of N calls of `return 1` with one key, over N. Needs valgrind, redis-server,
-the librate Python package (for librate's scripts, as the clients send them), `limits` (its
-Lua files) and the Go module cache holding go-redis/redis_rate v10.0.1:
+creates it and the others update it). Every limit allows 1,000 a day, so every call
+admits and no key expires during the run (were keys to expire, the count would depend on
+how long the run took, so on the machine's load). The count a call is the server's total
+over the run, less the total of N calls of `return 1` with one key, over N. Needs
+valgrind, redis-server, the librate Python package (for librate's scripts, as the clients
+send them), `limits` (its Lua files) and the Go module cache holding go-redis/redis_rate
+v10.0.1:
 
     cargo build --release && .venv/bin/pip install ./bindings/python limits
     (cd bindings/go && go mod download github.com/go-redis/redis_rate/v10)
@@ -34,6 +37,8 @@ from librate._redis_core import Plan
 
 PORT = 16391
 KEYS = 1_000
+#: Every limit's: 1,000 a day.
+LIMIT, DAY = 1_000, 86_400
 #: A call's arguments after the script's SHA, for call number i.
 Args = Callable[[int], list[object]]
 
@@ -91,18 +96,18 @@ def librate(config: Config) -> tuple[str, Args]:
 def main() -> None:
     calls = int(sys.argv[1]) if len(sys.argv) > 1 else 2_000
     now = time.time()
+    day_ns = DAY * 1_000_000_000
     cases: list[tuple[str, str, Args]] = [
-        ("librate GCRA", *librate(Config("gcra", 1_000_000, 1_000_000_000))),
-        ("librate fixed window", *librate(Config("fixed_window", 1_000_000, 1_000_000_000))),
-        ("librate sliding window",
-         *librate(Config("sliding_window", 1_000_000, 1_000_000_000))),
-        ("librate sliding log", *librate(Config("sliding_log", 1_000, 1_000_000_000))),
+        ("librate GCRA", *librate(Config("gcra", LIMIT, day_ns))),
+        ("librate fixed window", *librate(Config("fixed_window", LIMIT, day_ns))),
+        ("librate sliding window", *librate(Config("sliding_window", LIMIT, day_ns))),
+        ("librate sliding log", *librate(Config("sliding_log", LIMIT, day_ns))),
         ("redis_rate GCRA", redis_rate_script(),
-         lambda i: [1, f"rr{i % KEYS}", 1_000_000, 1_000_000, 1, 1]),
+         lambda i: [1, f"rr{i % KEYS}", LIMIT, LIMIT, DAY, 1]),
         ("limits fixed window", limits_script("incr_expire.lua"),
-         lambda i: [1, f"lf{i % KEYS}", 1, 1]),
+         lambda i: [1, f"lf{i % KEYS}", DAY, 1]),
         ("limits moving window", limits_script("acquire_moving_window.lua"),
-         lambda i: [1, f"lm{i % KEYS}", repr(now + i / 1e6), 1_000, 1, 1]),
+         lambda i: [1, f"lm{i % KEYS}", repr(now + i / 1e6), LIMIT, DAY, 1]),
     ]
     empty = instructions("return 1", lambda i: [1, f"k{i % KEYS}"], calls)
     print(f"| script | instructions a call, above `return 1` ({calls:,} calls) |")

@@ -8,27 +8,32 @@ mod common;
 
 use common::redis_replay::replay;
 use common::redis_server::server;
-use common::{Rng, MS, SECOND};
+use common::{decision, Rng, MS, SECOND};
 use rate::redis::{RedisError, RedisLimiter};
 use rate::{Config, ConfigError, Decision, Error, Limiter};
 
 /// The sliding log on Redis: random configurations (L from 1 to 50, some larger, a few at
 /// the cap 2^20; periods from about one unit a nanosecond, where the in-process bound on
-/// positions decides, to just below 2^53 ns) replayed by [`replay`]: every decision and
-/// refusal is the in-process limiter's.
+/// positions decides, to just below 2^53 ns; the last cases on either side of 2^52 ns,
+/// where the script leaves its decision in plain numbers for the exact one, the replay's
+/// times going back by up to two periods so the latest timestamp also lies on either side
+/// of now + 2^52 ns) replayed by [`replay`]: every decision and refusal is the in-process
+/// limiter's.
 #[test]
 fn sliding_log_decides_as_the_in_process_limiter() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
     let mut rng = Rng::new(2);
-    for case in 0..300u64 {
+    for case in 0..340u64 {
         let limit = match case % 50 {
+            _ if case >= 300 => rng.range(1, 20),
             0 => 1 << 20,
             1..=5 => rng.range(51, 3000),
             _ => rng.range(1, 50),
         };
         let period = match rng.below(4) {
+            _ if case >= 300 => rng.range(1 << 51, (1 << 53) - 1),
             0 => rng.range(limit, 4 * limit),
             1 => (1 << 53) - 1 - rng.below(SECOND),
             _ => rng.range(1, 10 * SECOND),
@@ -41,6 +46,59 @@ fn sliding_log_decides_as_the_in_process_limiter() {
         }
         replay(&mut redis, &config, case, &mut rng);
     }
+}
+
+/// A request `back` ns before the log's newest entry, at t0 (near 2023 on the epoch), is
+/// decided at t0, and every duration it reports from now is `back + P`, by hand: at or
+/// above 2⁵³ for the largest periods and distances, where one plain number would round
+/// (each sum odd there). An admission (L = 2, one entry at t0: the new one logged at t0,
+/// nothing left), a denial (L = 1: the entry at t0 leaves at t0 + P) and a query (the
+/// entry at t0 reported), with periods just below, at and above 2⁵² ns and distances
+/// below, at and past 4.5·10⁶ s (2⁵² ns is 4.5036·10⁶ s). Then queries as far after the
+/// entry, where it is in the log or has just left it.
+#[test]
+fn sliding_log_durations_near_2_52_are_exact() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    let t0 = 1_700_000_000 * SECOND + 123;
+    let periods = [(1 << 52) - 1, 1 << 52, (1 << 53) - 1];
+    let distances = [
+        0,
+        1,
+        4_499_999 * SECOND,
+        4_500_000 * SECOND,
+        4_600_000 * SECOND,
+        9_000_000 * SECOND,
+    ];
+    for (p, period) in periods.into_iter().enumerate() {
+        for (d, back) in distances.into_iter().enumerate() {
+            let now = t0 - back;
+            let span = back + period;
+            let two = RedisLimiter::new(&Config::sliding_log(2, period), format!("near{p}:{d}:"));
+            let two = two.unwrap();
+            assert!(two.acquire_at(&mut redis, b"k", 1, t0).unwrap().allowed);
+            let admitted = two.acquire_at(&mut redis, b"k", 1, now).unwrap();
+            assert_eq!(admitted, decision(true, 2, 0, 0, span), "{period} {back}");
+            let queried = two.acquire_at(&mut redis, b"k", 0, now).unwrap();
+            assert_eq!(queried, decision(true, 2, 0, 0, span), "{period} {back}");
+
+            let one = RedisLimiter::new(&Config::sliding_log(1, period), format!("far{p}:{d}:"));
+            let one = one.unwrap();
+            assert!(one.acquire_at(&mut redis, b"k", 1, t0).unwrap().allowed);
+            let denied = one.acquire_at(&mut redis, b"k", 1, now).unwrap();
+            assert_eq!(denied, decision(false, 1, 0, span, span), "{period} {back}");
+        }
+    }
+    // Later than the entry, by 4.5·10⁶ s (still in the log of P = 2⁵² − 1 ns, which ends
+    // 3,599,627,370,495 ns later) and by P (gone: at or before now − P).
+    let period = (1 << 52) - 1;
+    let limiter = RedisLimiter::new(&Config::sliding_log(2, period), "later:").unwrap();
+    assert!(limiter.acquire_at(&mut redis, b"k", 1, t0).unwrap().allowed);
+    let mut later = |at| limiter.acquire_at(&mut redis, b"k", 0, t0 + at).unwrap();
+    let kept = decision(true, 2, 1, 0, 3_599_627_370_495);
+    assert_eq!(later(4_500_000 * SECOND), kept);
+    assert_eq!(later(period), decision(true, 2, 2, 0, 0));
 }
 
 /// The example of `src/algorithm/sliding_log.rs` through Redis, every field by hand: 2 per

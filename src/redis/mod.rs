@@ -103,13 +103,17 @@ const SLIDING_WINDOW: &str = concat!(
     "\0"
 );
 
-/// The sliding log script: the request, the instants, the ring, then the loop over the
-/// keys.
+/// The sliding log script: the request, the exact decision on the ring's instants inside
+/// a function built only when needed, as GCRA's, the decision near now, then the loop
+/// over the keys.
 const SLIDING_LOG: &str = concat!(
     include_str!("lua/request.lua"),
+    "local function exact_sliding_log()\n",
     include_str!("lua/time.lua"),
     include_str!("lua/sliding_log.lua"),
-    "local decide = sliding_log\n",
+    "return sliding_log\nend\n",
+    include_str!("lua/sliding_log_near.lua"),
+    "local decide = sliding_log_near\n",
     include_str!("lua/keys.lua"),
     "\0"
 );

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from ctypes import byref, create_string_buffer
 from typing import Any, Generic, TypeVar
 
@@ -54,7 +54,7 @@ class Plan:
     """A configuration's script on Redis: its source and SHA1, the arguments every call
     ends with, and the checks the in-process limiter makes."""
 
-    __slots__ = ("config", "source", "sha", "config_args", "capacity", "_one_now")
+    __slots__ = ("config", "source", "sha", "config_args", "capacity", "one_now")
 
     def __init__(self, config: Config) -> None:
         script = rate_redis_script()
@@ -65,8 +65,8 @@ class Plan:
         self.config = config
         self.source, self.sha, self.config_args, self.capacity = _prepared(script)
         # The arguments of the commonest request, one unit now, built once (redis-py
-        # only reads them).
-        self._one_now = [b"", b"1", b"0", *self.config_args]
+        # only reads them): ARGV as ``args(1, None, 0)`` gives it.
+        self.one_now = [b"", b"1", b"0", *self.config_args]
 
     def check(self, n: int, reserve: bool) -> None:
         """Refuses a request as the in-process limiter does: a reserve (even one that
@@ -83,7 +83,7 @@ class Plan:
     def args(self, n: int, now_ns: int | None, max_wait_ns: int) -> list[bytes]:
         """ARGV: now ("" for the server's clock), n, max_wait_ns, the configuration's."""
         if n == 1 and now_ns is None and max_wait_ns == 0:
-            return self._one_now
+            return self.one_now
         now = b"" if now_ns is None else str(now_ns).encode()
         return [now, str(n).encode(), str(max_wait_ns).encode(), *self.config_args]
 
@@ -93,17 +93,44 @@ class Plan:
         client with ``decode_responses``); anything else is a ``RedisError``."""
         return _decision(reply)
 
+    def allowed(self, reply: object) -> bool:
+        """Whether the decision a script returned admitted: ``decision(reply).allowed``
+        without building the ``Decision`` (the same ``RedisError`` for a reply that holds
+        none)."""
+        return _fields(reply)[0] == 1
+
 
 def _decision(reply: object) -> Decision:
     """One decision of a script's reply (see ``Plan.decision``)."""
+    allowed, limit, remaining, retry_after, reset_after, wait = _fields(reply)
+    return Decision(allowed == 1, limit, remaining, retry_after, reset_after, wait)
+
+
+def _fields(reply: object) -> Sequence[int]:
+    """The six fields of one decision of a script's reply (see ``Plan.decision``), each a
+    u64, the first 0 or 1; anything else is a ``RedisError``."""
     if isinstance(reply, (list, tuple)) and len(reply) == 6:
-        # Integer replies (nearly every field) checked inline; the rest by _u64.
-        fields = [
-            field if type(field) is int and 0 <= field <= U64_MAX else _u64(field)
-            for field in reply
-        ]
+        allowed, limit, remaining, retry_after, reset_after, wait = reply
+        # Integer replies (nearly always every field) checked inline, one by one, which
+        # is cheaper than a loop over them; the rest by _u64.
+        if (
+            (allowed == 1 or allowed == 0)
+            and type(allowed) is int
+            and type(limit) is int
+            and type(remaining) is int
+            and type(retry_after) is int
+            and type(reset_after) is int
+            and type(wait) is int
+            and 0 <= limit <= U64_MAX
+            and 0 <= remaining <= U64_MAX
+            and 0 <= retry_after <= U64_MAX
+            and 0 <= reset_after <= U64_MAX
+            and 0 <= wait <= U64_MAX
+        ):
+            return reply
+        fields = [_u64(field) for field in reply]
         if None not in fields and fields[0] in (0, 1):
-            return Decision(bool(fields[0]), *fields[1:])  # type: ignore[arg-type]
+            return fields  # type: ignore[return-value]
     raise RedisError(f"redis: unexpected reply {reply!r}")
 
 
@@ -264,6 +291,10 @@ class RedisBase(_Sender, Generic[R, B]):
 
     def _call(self, key: Key, n: object, now_ns: object, max_wait: object) -> Call:
         """A checked request: ``max_wait`` None for an acquire, else a reserve's."""
+        if n.__class__ is int and n == 1 and now_ns is None and max_wait is None:
+            # The commonest request, one unit now, which every limit admits (its
+            # capacity is at least 1): nothing to check or convert.
+            return self.redis_key(key), self._plan.one_now
         cost = u64(n, "n")
         now = None if now_ns is None else u64(now_ns, "now_ns")
         wait = 0 if max_wait is None else duration_ns(max_wait, "max_wait", saturate=True)

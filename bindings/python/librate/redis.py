@@ -200,23 +200,28 @@ class RedisLimiter(_Limiter[Decision]):
     _run = staticmethod(_block)
 
     def _decide(self, call: Call) -> Decision:
+        return self._plan.decision(self._send(call))
+
+    def _send(self, call: Call) -> Any:
         """One key's EVALSHA (the script loaded again after NOSCRIPT), called directly:
         the hot path, where a conversation's generator and redis-py's ``Script`` object
-        would cost a fifth of the client's time."""
+        would cost a fifth of the client's time, and ``execute_command`` rather than
+        ``evalsha``, which only passes its arguments on to it."""
         key, args = call
+        client = self._client
         try:
             try:
-                reply = self._client.evalsha(self._plan.sha, 1, key, *args)
+                return client.execute_command("EVALSHA", self._plan.sha, 1, key, *args)
             except _redis_exceptions.NoScriptError:
-                self._client.script_load(self._plan.source)
-                reply = self._client.evalsha(self._plan.sha, 1, key, *args)
+                client.script_load(self._plan.source)
+                return client.execute_command("EVALSHA", self._plan.sha, 1, key, *args)
         except _FAILURES as error:
             raise _failure(error) from error
-        return self._plan.decision(reply)
 
     def try_acquire(self, key: Key, n: int = 1) -> bool:
-        """``acquire(key, n).allowed``: whether ``n`` units were admitted now."""
-        return self.acquire(key, n).allowed
+        """``acquire(key, n).allowed``: whether ``n`` units were admitted now (the same
+        checks and errors, without building the ``Decision``)."""
+        return self._plan.allowed(self._send(self._call(key, n, None, None)))
 
 
 class AsyncRedisLimiter(_Limiter[Awaitable[Decision]]):

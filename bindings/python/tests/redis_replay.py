@@ -50,6 +50,14 @@ class Unexpiring:
     def script_load(self, source: bytes) -> Any:
         return self.client.script_load(source)
 
+    def execute_command(
+        self, command: str, sha: str, numkeys: int, key: bytes, *args: bytes
+    ) -> Any:
+        """``EVALSHA``, the one command the sync ``RedisLimiter`` sends this way (as
+        redis-py's ``evalsha`` passes its arguments on)."""
+        assert command == "EVALSHA"
+        return self.evalsha(sha, numkeys, key, *args)
+
     def evalsha(self, sha: str, numkeys: int, key: bytes, *args: bytes) -> Any:
         n = int(args[1])
         while True:

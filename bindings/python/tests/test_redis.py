@@ -216,8 +216,16 @@ def test_refusals_are_decided_before_sending(clients: Clients) -> None:
         gcra.acquire("k", -1)
     with pytest.raises(TypeError):
         gcra.acquire("k", now_ns=1.5)  # type: ignore[arg-type]
+    # One unit now is sent unchecked, but only an int 1 is one unit.
+    for call in (gcra.acquire, gcra.try_acquire):
+        with pytest.raises(TypeError):
+            call("k", True)
+        with pytest.raises(TypeError):
+            call(1)  # type: ignore[arg-type]
     with pytest.raises(librate.RedisError):
         gcra.acquire("k")  # a request that passes the checks does go out
+    with pytest.raises(librate.RedisError):
+        gcra.try_acquire("k")
 
 
 def test_invalid_configurations(redis_client: redis.Redis) -> None:
@@ -331,6 +339,10 @@ def test_unexpected_replies_are_errors() -> None:
     good = [1, 2, b"1", b"0", b"500000000", "0"]
     replying.reply = good
     assert limiter.acquire("k") == Decision(True, 2, 1, 0, 500 * MS)
+    assert limiter.try_acquire("k") is True
+    replying.reply = [0, 2, 0, 1, 2, 0]
+    assert limiter.acquire("k") == Decision(False, 2, 0, 1, 2)
+    assert limiter.try_acquire("k") is False
     for bad in (
         None,
         b"OK",
@@ -345,8 +357,9 @@ def test_unexpected_replies_are_errors() -> None:
         [*good[:2], True, *good[3:]],
     ):
         replying.reply = bad
-        with pytest.raises(librate.RedisError, match="unexpected reply"):
-            limiter.acquire("k")
+        for call in (limiter.acquire, limiter.try_acquire):
+            with pytest.raises(librate.RedisError, match="unexpected reply"):
+                call("k")
 
 
 class _Replying:
@@ -357,7 +370,7 @@ class _Replying:
     def register_script(self, source: bytes) -> Any:
         return lambda keys, args: self.reply
 
-    def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
+    def execute_command(self, *args: Any) -> Any:
         return self.reply
 
 

@@ -16,9 +16,10 @@
 local function gcra_near(key, n, interval, burst, write)
     local tolerance = burst * interval
     local max_wait = ARGV[3]
-    local wait_limit = 0
-    if #max_wait <= 15 then
+    local wait_limit = tolerance
+    if max_wait ~= '0' and #max_wait <= 15 then
         -- Below 1e15, so exact; the sum is exact below 2^53, and at least 2^53 otherwise.
+        -- An acquire's 0 is not read: a conversion costs as much as the arithmetic here.
         wait_limit = tolerance + tonumber(max_wait)
     end
     local stored = redis.pcall('GET', key)

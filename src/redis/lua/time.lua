@@ -18,6 +18,12 @@
 -- 709551615 ns, '18446744073709551615' as a reply field; the largest state a limiter
 -- stores, 2^64 - 257 (DESIGN §2; src/algorithm/mod.rs): 18446744073 s and 709551359 ns.
 
+-- The instant a decimal u64 names: its last nine digits are the nanoseconds, the others
+-- (if any) the seconds, as request.lua reads now.
+local function instant(text)
+    return tonumber(string.sub(text, 1, -10)) or 0, tonumber(string.sub(text, -9))
+end
+
 -- Whether instant a is before instant b.
 local function less(a_s, a_ns, b_s, b_ns)
     return a_s < b_s or (a_s == b_s and a_ns < b_ns)
