@@ -13,6 +13,7 @@
 //!   …]`. A slot's stride is rounded up to a power of two words when that is at most a
 //!   cache line, and the region starts on a line, so a small slot never straddles two.
 
+use super::region::Region;
 use super::KeyedLimiter;
 use crate::error::{ConfigError, Error};
 use crate::state::VACANT;
@@ -147,7 +148,7 @@ impl Layout {
     }
 }
 
-impl<S> KeyedLimiter<S> {
+impl Region {
     #[inline]
     pub(super) fn slot(&self, slot: usize) -> &[AtomicU64] {
         let start = self.base + slot * self.layout.stride;
@@ -190,7 +191,7 @@ impl<S> KeyedLimiter<S> {
 
     /// The key's home slot: fast range, `⌊fingerprint · slots / 2⁶⁴⌋`.
     #[inline]
-    fn home(&self, fingerprint: u64) -> usize {
+    pub(super) fn home(&self, fingerprint: u64) -> usize {
         ((u128::from(fingerprint) * self.layout.slot_count as u128) >> 64) as usize
     }
 
@@ -228,7 +229,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         let fingerprint = self.fingerprint(key);
         Located {
             fingerprint,
-            home: self.home(fingerprint),
+            home: self.first.home(fingerprint),
         }
     }
 
