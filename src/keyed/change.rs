@@ -62,7 +62,10 @@ impl<S> KeyedLimiter<S> {
     /// Replaces the rule every key of this table follows at `now_ns`, carrying each key's
     /// state over by the rules of [`Limiter::set_config_at`](crate::Limiter::set_config_at):
     /// GCRA keeps each key's tokens (capped at the new burst), the window counters what
-    /// each key's windows count (capped at the new limit).
+    /// each key's windows count (capped at the new limit). A key whose state is fresh (it
+    /// would admit as much as a new key) at `now_ns`, under the old rule or carried over
+    /// under the new one, starts anew under the new rule, as a new key: a table may drop
+    /// a fresh key's state at any time, and the change does.
     ///
     /// The change moves the keys into a new table region one slot after another. Each
     /// decision for a key is made wholly under the old rule, on the state the change then
@@ -141,7 +144,10 @@ impl Region {
         // Relaxed: ordered after `move_out`'s Acquire swap; the slot is final now, so
         // nobody writes its fingerprint again.
         let fingerprint = old.fingerprint_word(slot).load(Ordering::Relaxed);
-        if first == VACANT || fingerprint == NO_KEY {
+        if first == VACANT
+            || fingerprint == NO_KEY
+            || old.decider.is_fresh_on(old.state(slot), first, now_ns)
+        {
             return;
         }
         self.with_fresh_state(|carried| {
