@@ -105,9 +105,8 @@ impl<S> KeyedLimiter<S> {
     /// [`ConfigError::Capacity`]: crate::ConfigError::Capacity
     pub fn set_config_at(&self, config: &Config, now_ns: u64) -> Result<(), Error> {
         let decider = Decider::new(config)?;
-        // A changer that panicked (allocation aside, nothing here panics) left no lock
-        // state to repair: the sweep it was in is resumed by nobody, so the guard is
-        // taken as is.
+        // The lock guards no data: a change that panicked ended its sweep (`Sweep`), so
+        // the next one proceeds as usual.
         let _changing = self.changer.lock().unwrap_or_else(PoisonError::into_inner);
         // Relaxed: only changes store the pointer, and this one holds their lock.
         let old_pointer = self.current.load(Ordering::Relaxed);
@@ -127,12 +126,22 @@ impl<S> KeyedLimiter<S> {
         // Release: publishes the new region's words to every operation that loads it.
         self.current.store(new, Ordering::Release);
         // SAFETY: just leaked, freed only when the table drops.
-        let new = unsafe { &*new };
+        let sweep = Sweep(unsafe { &*new });
         for slot in 0..old.layout.slot_count {
-            new.sweep(old, slot, now_ns);
+            sweep.0.sweep(old, slot, now_ns);
         }
-        new.set_sweeping(false);
         Ok(())
+    }
+}
+
+/// A sweep into a region, which ends (step 3) when this is dropped: when every slot is
+/// moved, or should a bug panic in the middle, so that new keys never wait for a sweep
+/// nobody finishes (a key not moved yet would then start anew in the new region).
+struct Sweep<'a>(&'a Region);
+
+impl Drop for Sweep<'_> {
+    fn drop(&mut self) {
+        self.0.set_sweeping(false);
     }
 }
 

@@ -5,8 +5,10 @@
 //! One region, made at creation and never resized, of plain `u64`s with no pointers, so it
 //! can live in a file that processes share (`shared.rs`):
 //! - the **control block**, [`CONTROL_WORDS`]: `max_distance` (inserts write it, every
-//!   miss reads it) and the count of `TableFull` refusals (written only by a refusal, which
-//!   has just written `max_distance` too: `confirm_full`), alone on their pair of lines;
+//!   miss reads it), the count of `TableFull` refusals (written only by a refusal, which
+//!   has just written `max_distance` too: `confirm_full`) and, in a private table's
+//!   region, whether a change is sweeping keys into it (`change.rs`), alone on their pair
+//!   of lines;
 //! - the **claim registry**, `claims` entries of a line each (a shared table's; a private
 //!   table has none): see `recover.rs`;
 //! - the **slots**, `SLOTS_PER_KEY × capacity` of them, each `[fingerprint, state word 0,
@@ -36,6 +38,8 @@ pub(super) const CONTROL_WORDS: usize = 2 * LINE_WORDS;
 pub(super) const MAX_DISTANCE: usize = 0;
 /// Index of the count of requests for new keys refused with `TableFull`.
 pub(super) const TABLE_FULL: usize = 1;
+/// Index of the word saying (non-zero) that a change is sweeping keys into the region.
+pub(super) const SWEEPING: usize = 2;
 /// The fingerprint of a slot that holds no key's state: a vacant slot's, and a retired
 /// one's (a reset key's former state: `reset.rs`). No key has it ([`KeyedLimiter::locate`]).
 pub(super) const NO_KEY: u64 = 0;

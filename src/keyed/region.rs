@@ -2,20 +2,22 @@
 //! (`layout.rs`), and what a change of rule needs of it (`change.rs`): whether it is
 //! still being filled from the region it replaced, and that region.
 
-use super::layout::Layout;
+use super::layout::{Layout, SWEEPING};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 #[cfg(not(loom))]
 use crate::shared::Mapping;
 use crate::state::MOVED;
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering};
 use std::ptr::NonNull;
 #[cfg(not(loom))]
 use std::sync::Arc;
 
 /// A rule and the slots it decides on. A table holds the region it was built with in
-/// place, and each change of its rule adds one (`change.rs`).
+/// place, and each change of its rule adds one (`change.rs`). Every word that changes is
+/// in the region's words, behind a pointer: the rest is read-only, so the compiler keeps
+/// it in registers across the atomic operations of a decision.
 pub(super) struct Region {
     pub(super) decider: Decider,
     pub(super) config: Config,
@@ -24,14 +26,13 @@ pub(super) struct Region {
     /// hot path does not compute it).
     pub(super) base: usize,
     /// The region's first word: the control block, then the registry and the slots
-    /// (`layout.rs`), `layout.words()` of them, in `_memory`.
+    /// (`layout.rs`), `len` of them, in `_memory`.
     words: NonNull<AtomicU64>,
+    /// `layout.words()`, kept so that the hot path does not compute it.
+    len: usize,
     /// Whether a change may move these slots into a next region: this process's own
     /// memory only (a shared file's rule is checked by every process that opens it).
     pub(super) movable: bool,
-    /// Set while the change that built this region moves its predecessor's keys into it:
-    /// no insert but the change's writes here meanwhile (`change.rs`).
-    sweeping: AtomicBool,
     /// The region this one replaced, kept for threads still reading it: `None` for the
     /// table's first (held in place by the table) and for the first itself.
     pub(super) replaced: Option<NonNull<Region>>,
@@ -71,7 +72,7 @@ impl Region {
             layout,
             base: layout.slots_start(),
             words,
-            sweeping: AtomicBool::new(false),
+            len: layout.words(),
             replaced: None,
             _memory: memory,
         }
@@ -100,9 +101,9 @@ impl Region {
     /// The region's words.
     #[inline(always)]
     pub(super) fn words(&self) -> &[AtomicU64] {
-        // SAFETY: `words` points to `layout.words()` words owned by `_memory` for this
-        // value's life, aligned, and only ever accessed atomically.
-        unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.layout.words()) }
+        // SAFETY: `words` points to `len` words owned by `_memory` for this value's life,
+        // aligned, and only ever accessed atomically.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.len) }
     }
 
     /// Whether `first`, a slot's first word, says the slot was moved into a next region.
@@ -118,17 +119,18 @@ impl Region {
         self.moved(self.first_word(slot).load(Ordering::Relaxed))
     }
 
-    /// Whether a change is still moving the predecessor's keys into this region.
-    /// Acquire: pairs with the Release store that ended the sweep, so every slot it wrote
-    /// is seen.
+    /// Whether a change is still moving the predecessor's keys into this region: nothing
+    /// but the change writes here meanwhile (`change.rs`). Acquire: pairs with the
+    /// Release store that ended the sweep, so every slot it wrote is seen. A region that
+    /// cannot be moved is never swept into (a shared file's word is not read).
     #[inline]
     pub(super) fn is_sweeping(&self) -> bool {
-        self.sweeping.load(Ordering::Acquire)
+        self.movable && self.words()[SWEEPING].load(Ordering::Acquire) != 0
     }
 
     /// Marks the start (`true`, before the region is published) or the end of its sweep.
     /// Release: the end publishes every slot the sweep wrote (see `is_sweeping`).
     pub(super) fn set_sweeping(&self, sweeping: bool) {
-        self.sweeping.store(sweeping, Ordering::Release);
+        self.words()[SWEEPING].store(u64::from(sweeping), Ordering::Release);
     }
 }

@@ -64,18 +64,37 @@ impl<S> KeyedLimiter<S> {
         check: impl Fn(&Decider) -> Result<(), E>,
         op: impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
     ) -> Result<Result<R, &Region>, E> {
+        let region = self.current();
+        check(&region.decider)?;
+        match region.on_existing_slot(key, 0, &op) {
+            Lookup::Found(result) => Ok(Ok(result)),
+            Lookup::Absent if !region.is_sweeping() => Ok(Err(region)),
+            _ => self.on_key_again(key, &check, &op),
+        }
+    }
+
+    /// [`on_key`](Self::on_key) after its first try found the key's slot moved, or the
+    /// key missing from a region being swept into.
+    #[cold]
+    #[inline(never)]
+    fn on_key_again<R, E>(
+        &self,
+        key: Located,
+        check: &impl Fn(&Decider) -> Result<(), E>,
+        op: &impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+    ) -> Result<Result<R, &Region>, E> {
         let mut backoff = Backoff::default();
         let mut known_bound = 0;
         loop {
             let region = self.current();
             check(&region.decider)?;
-            match region.on_existing_slot(key, known_bound, &op) {
+            match region.on_existing_slot(key, known_bound, op) {
                 Lookup::Found(result) => return Ok(Ok(result)),
                 Lookup::Absent if !region.is_sweeping() => return Ok(Err(region)),
                 Lookup::Absent => {
                     let old = self.predecessor(region);
                     check(&old.decider)?;
-                    match old.on_existing_slot(key, 0, &op) {
+                    match old.on_existing_slot(key, 0, op) {
                         Lookup::Found(result) => return Ok(Ok(result)),
                         // The sweep is writing the key's slot: read the latest bound, which
                         // the sweep raises before it writes, so the next lookup reaches it.
@@ -97,42 +116,70 @@ impl<S> KeyedLimiter<S> {
         }
     }
 
-    /// Acquires `request` for `key`, inserting the key if the request changes its fresh state: `existing` decides it on
-    /// the key's state in a slot, and `inserted` reports an insert's decision. A caller
-    /// that has just missed the key in the region in force says where (`missed_in`).
-    pub(super) fn acquire_routed<R>(
-        &self,
+    /// Acquires `request` for `key`, inserting the key if the request changes its fresh
+    /// state: `existing` decides it on the key's state in a slot, and `inserted` reports
+    /// an insert's decision. A caller that has just missed the key in the region in force
+    /// says where (`missed_in`).
+    // Always inlined: its first try is the whole path of a key in a table whose rule does
+    // not change, and the decision is returned from it without a copy per layer.
+    #[inline(always)]
+    pub(super) fn acquire_routed<'a, R>(
+        &'a self,
         key: Located,
         request: Request,
-        missed_in: Option<&Region>,
+        mut missed_in: Option<&'a Region>,
         existing: impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
         inserted: impl Fn(&Region, Decision, Option<Installed>) -> R,
     ) -> Result<R, Error> {
+        if missed_in.is_none() {
+            let region = self.current();
+            request.check(&region.decider)?;
+            match region.on_existing_slot(key, 0, &existing) {
+                Lookup::Found(result) => return Ok(result),
+                Lookup::Absent => missed_in = Some(region),
+                Lookup::Moved => {}
+            }
+        }
+        self.acquire_elsewhere(key, request, missed_in, &existing, &inserted)
+    }
+
+    /// [`acquire_routed`](Self::acquire_routed) for a key its first try did not find
+    /// where the table keeps it (`missed_in`), or found moved: an insert, or a key that a
+    /// change is moving.
+    fn acquire_elsewhere<'a, R>(
+        &'a self,
+        key: Located,
+        request: Request,
+        missed_in: Option<&'a Region>,
+        existing: &impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+        inserted: &impl Fn(&Region, Decision, Option<Installed>) -> R,
+    ) -> Result<R, Error> {
         let mut missed_in = missed_in.filter(|region| !region.is_sweeping());
-        let mut backoff = Backoff::default();
         loop {
             let region = match missed_in.take() {
                 Some(region) => region,
-                None => match self.on_key(key, |rule| request.check(rule), &existing)? {
+                None => match self.on_key(key, |rule| request.check(rule), existing)? {
                     Ok(result) => return Ok(result),
                     Err(region) => region,
                 },
             };
             request.check(&region.decider)?;
-            match region.acquire_tracked(key, request, true, &existing, &inserted) {
+            match region.acquire_tracked(key, request, true, existing, inserted) {
                 Ok(result) => return Ok(result),
                 Err(Stop::Refused(error)) => return Err(error),
-                Err(Stop::Moved) => backoff.snooze(),
+                // The key's region was replaced: `on_key` looks again, and waits.
+                Err(Stop::Moved) => {}
             }
         }
     }
 
     /// [`acquire_routed`](Self::acquire_routed) reporting the whole decision.
-    pub(super) fn acquire_located(
-        &self,
+    #[inline]
+    pub(super) fn acquire_located<'a>(
+        &'a self,
         key: Located,
         request: Request,
-        missed_in: Option<&Region>,
+        missed_in: Option<&'a Region>,
     ) -> Result<Decision, Error> {
         self.acquire_routed(
             key,
