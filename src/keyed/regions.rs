@@ -43,6 +43,24 @@ impl<S> KeyedLimiter<S> {
         }
     }
 
+    /// The region in force, by a read-modify-write, which reads the pointer's latest value
+    /// (a load may return an older one for a while): for an operation that found its
+    /// region replaced, so that it does not retry on that region for ever.
+    fn latest(&self) -> &Region {
+        // Acquire: as in `current`. A swap of the value for itself: it writes nothing new.
+        let mut latest = self.current.load(Ordering::Relaxed);
+        while let Err(actual) = (self.current).compare_exchange_weak(
+            latest,
+            latest,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
+            latest = actual;
+        }
+        // SAFETY: as in `current`.
+        unsafe { latest.as_ref() }.unwrap_or(&self.first)
+    }
+
     /// The region `region` replaced.
     pub(super) fn predecessor(&self, region: &Region) -> &Region {
         match region.replaced {
@@ -69,12 +87,15 @@ impl<S> KeyedLimiter<S> {
         match region.on_existing_slot(key, 0, &op) {
             Lookup::Found(result) => Ok(Ok(result)),
             Lookup::Absent if !region.is_sweeping() => Ok(Err(region)),
-            _ => self.on_key_again(key, &check, &op),
+            Lookup::Absent => self.on_key_again(key, &check, &op, false),
+            Lookup::Moved => self.on_key_again(key, &check, &op, true),
         }
     }
 
-    /// [`on_key`](Self::on_key) after its first try found the key's slot moved, or the
-    /// key missing from a region being swept into.
+    /// [`on_key`](Self::on_key) after its first try found the key missing from a region
+    /// being swept into, or (`moved`) its slot moved out of the region it loaded: then
+    /// the next region is read by [`latest`](Self::latest), which this thread may not have
+    /// seen yet (once seen, a load returns it or a later one).
     #[cold]
     #[inline(never)]
     fn on_key_again<R, E>(
@@ -82,11 +103,13 @@ impl<S> KeyedLimiter<S> {
         key: Located,
         check: &impl Fn(&Decider) -> Result<(), E>,
         op: &impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+        mut moved: bool,
     ) -> Result<Result<R, &Region>, E> {
         let mut backoff = Backoff::default();
         let mut known_bound = 0;
         loop {
-            let region = self.current();
+            let region = if moved { self.latest() } else { self.current() };
+            moved = false;
             check(&region.decider)?;
             match region.on_existing_slot(key, known_bound, op) {
                 Lookup::Found(result) => return Ok(Ok(result)),
@@ -96,9 +119,10 @@ impl<S> KeyedLimiter<S> {
                     check(&old.decider)?;
                     match old.on_existing_slot(key, 0, op) {
                         Lookup::Found(result) => return Ok(Ok(result)),
-                        // The sweep is writing the key's slot: read the latest bound, which
-                        // the sweep raises before it writes, so the next lookup reaches it.
-                        // AcqRel: an RMW that changes nothing, reading the latest value.
+                        // The sweep is writing the key's slot (in `region`, which this
+                        // thread has seen): read the latest bound, which the sweep raises
+                        // before it writes, so the next lookup reaches it. AcqRel: an RMW
+                        // that changes nothing, reading the latest value.
                         Lookup::Moved => {
                             known_bound = region.max_distance().fetch_max(0, Ordering::AcqRel);
                         }
@@ -110,7 +134,7 @@ impl<S> KeyedLimiter<S> {
                         }
                     }
                 }
-                Lookup::Moved => {}
+                Lookup::Moved => moved = true,
             }
             backoff.snooze();
         }
@@ -131,26 +155,28 @@ impl<S> KeyedLimiter<S> {
         existing: impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
         inserted: impl Fn(&Region, Decision, Option<Installed>) -> R,
     ) -> Result<R, Error> {
+        let mut moved = false;
         if missed_in.is_none() {
             let region = self.current();
             request.check(&region.decider)?;
             match region.on_existing_slot(key, 0, &existing) {
                 Lookup::Found(result) => return Ok(result),
                 Lookup::Absent => missed_in = Some(region),
-                Lookup::Moved => {}
+                Lookup::Moved => moved = true,
             }
         }
-        self.acquire_elsewhere(key, request, missed_in, &existing, &inserted)
+        self.acquire_elsewhere(key, request, missed_in, moved, &existing, &inserted)
     }
 
     /// [`acquire_routed`](Self::acquire_routed) for a key its first try did not find
-    /// where the table keeps it (`missed_in`), or found moved: an insert, or a key that a
-    /// change is moving.
+    /// where the table keeps it (`missed_in`), or found `moved`: an insert, or a key that
+    /// a change is moving.
     fn acquire_elsewhere<'a, R>(
         &'a self,
         key: Located,
         request: Request,
         missed_in: Option<&'a Region>,
+        mut moved: bool,
         existing: &impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
         inserted: &impl Fn(&Region, Decision, Option<Installed>) -> R,
     ) -> Result<R, Error> {
@@ -158,17 +184,19 @@ impl<S> KeyedLimiter<S> {
         loop {
             let region = match missed_in.take() {
                 Some(region) => region,
-                None => match self.on_key(key, |rule| request.check(rule), existing)? {
-                    Ok(result) => return Ok(result),
-                    Err(region) => region,
-                },
+                None => {
+                    match self.on_key_again(key, &|rule| request.check(rule), existing, moved)? {
+                        Ok(result) => return Ok(result),
+                        Err(region) => region,
+                    }
+                }
             };
             request.check(&region.decider)?;
             match region.acquire_tracked(key, request, true, existing, inserted) {
                 Ok(result) => return Ok(result),
                 Err(Stop::Refused(error)) => return Err(error),
-                // The key's region was replaced: `on_key` looks again, and waits.
-                Err(Stop::Moved) => {}
+                // The key's region was replaced: look again, on the latest region.
+                Err(Stop::Moved) => moved = true,
             }
         }
     }
