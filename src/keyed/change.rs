@@ -108,9 +108,10 @@ impl<S> KeyedLimiter<S> {
         // The lock guards no data: a change that panicked ended its sweep (`Sweep`), so
         // the next one proceeds as usual.
         let _changing = self.changer.lock().unwrap_or_else(PoisonError::into_inner);
-        // Relaxed: only changes store the pointer, and this one holds their lock.
+        // Relaxed: only changes store the pointer, and this one holds their lock, which the
+        // change before released after its store.
         let old_pointer = self.current.load(Ordering::Relaxed);
-        let old = self.current();
+        let old = self.region(old_pointer);
         if !old.movable {
             return Err(Error::Unsupported);
         }

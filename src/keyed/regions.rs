@@ -33,7 +33,12 @@ impl<S> KeyedLimiter<S> {
     pub(super) fn current(&self) -> &Region {
         // Acquire: pairs with the Release store that published it, so its words are read
         // at least as the change wrote them before publishing it.
-        let pointer = self.current.load(Ordering::Acquire);
+        self.region(self.current.load(Ordering::Acquire))
+    }
+
+    /// The region `pointer` names: `first` for null.
+    #[inline(always)]
+    pub(super) fn region(&self, pointer: *mut Region) -> &Region {
         if pointer.is_null() {
             &self.first
         } else {
@@ -57,8 +62,7 @@ impl<S> KeyedLimiter<S> {
         ) {
             latest = actual;
         }
-        // SAFETY: as in `current`.
-        unsafe { latest.as_ref() }.unwrap_or(&self.first)
+        self.region(latest)
     }
 
     /// The region `region` replaced.
