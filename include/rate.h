@@ -887,6 +887,52 @@ int32_t rate_keyed_reserve_at(struct rate_keyed *keyed,
 int32_t rate_keyed_reset(struct rate_keyed *keyed, const uint8_t *key, size_t key_len);
 
 /**
+ * Replaces the rule every key of the table follows, now (`rate_now_ns`), keeping what
+ * each key has consumed: as `rate_keyed_set_config_at`.
+ *
+ * Thread-safety: safe to call concurrently on one handle, with any other call.
+ *
+ * NULL: `keyed` or `config` NULL is RATE_E_NULL.
+ *
+ * Returns as `rate_keyed_set_config_at`.
+ *
+ * # Safety
+ * `keyed` is NULL or a live handle; `config` is NULL or points to a readable
+ * `rate_config`.
+ */
+int32_t rate_keyed_set_config(struct rate_keyed *keyed, const struct rate_config *config);
+
+/**
+ * Replaces the rule every key of the table follows at `now_ns`, carrying each key's state
+ * over as `rate_limiter_set_config_at` does (GCRA keeps the tokens, the window counters
+ * their counts, capped at the new burst or limit). A key whose state is fresh (it would
+ * admit as much as a new key), before or after the carry-over, starts anew under the new
+ * rule. The README has the rules in full.
+ *
+ * Thread-safety: safe to call concurrently on one handle, with any other call. The keys
+ * move to the new rule one table slot after another: each acquire of a key racing the
+ * change is decided wholly under the old rule (and carried over) or wholly under the new
+ * one. Keys already in the table never wait for the change; a new key waits until every
+ * key has moved. Changes are serialized. The old rule's table stays allocated until
+ * `rate_keyed_free` (the table's size again per change).
+ *
+ * NULL: `keyed` or `config` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (a configuration
+ * `rate_keyed_new` rejects, another algorithm, a sliding log's rule, whose entries are
+ * not carried over, or a new table that cannot be allocated), or RATE_E_UNSUPPORTED (a
+ * table in a shared file, whose configuration every process checks when it opens it). On
+ * error nothing changes.
+ *
+ * # Safety
+ * `keyed` is NULL or a live handle; `config` is NULL or points to a readable
+ * `rate_config`.
+ */
+int32_t rate_keyed_set_config_at(struct rate_keyed *keyed,
+                                 const struct rate_config *config,
+                                 uint64_t now_ns);
+
+/**
  * Acquires `n` units now (CLOCK_MONOTONIC, see `rate_now_ns`). `n == 0` is a query:
  * admitted, changes nothing, reports the current state.
  *

@@ -330,6 +330,14 @@ inline std::uint64_t to_ns(Clock::time_point now) noexcept {
     return to_ns(now.time_since_epoch());
 }
 
+/// Changes a handle's rule with a C function `fn(handle, &config, args...)`
+/// (rate_limiter_set_config, rate_keyed_set_config and their `_at` forms).
+template <class Fn, class T, class... Args>
+Status set_config(Fn fn, T* handle, const Config& config, Args... args) noexcept {
+    const rate_config c = config.to_c();
+    return static_cast<Status>(fn(handle, &c, args...));
+}
+
 inline const std::uint8_t* bytes(std::string_view key) noexcept {
     return reinterpret_cast<const std::uint8_t*>(key.data());
 }
@@ -393,14 +401,12 @@ class Limiter : public detail::Handle<rate_limiter, rate_limiter_free> {
     /// Status::invalid_config for a bad rule, another algorithm or a sliding log's rule;
     /// Status::unsupported for a shared limiter; Status::null on an empty handle.
     Status set_config(const Config& config) noexcept {
-        const rate_config c = config.to_c();
-        return static_cast<Status>(rate_limiter_set_config(native_handle(), &c));
+        return detail::set_config(rate_limiter_set_config, native_handle(), config);
     }
     /// set_config() at `now` on the caller's timeline.
     Status set_config_at(const Config& config, Clock::time_point now) noexcept {
-        const rate_config c = config.to_c();
-        return static_cast<Status>(
-            rate_limiter_set_config_at(native_handle(), &c, detail::to_ns(now)));
+        return detail::set_config(rate_limiter_set_config_at, native_handle(), config,
+                                  detail::to_ns(now));
     }
 
   private:
@@ -504,6 +510,20 @@ class KeyedLimiter : public detail::Handle<rate_keyed, rate_keyed_free> {
     Status reset(std::string_view key) noexcept {
         return static_cast<Status>(
             rate_keyed_reset(native_handle(), detail::bytes(key), key.size()));
+    }
+    /// Replaces the rule every key follows, now, keeping what each key consumed
+    /// (rate_keyed_set_config): GCRA keeps each key's tokens, the window counters their
+    /// counts; a key fresh at the change starts anew. Keys move one slot at a time; new
+    /// keys wait for the move. Status::ok; Status::invalid_config for a bad rule, another
+    /// algorithm or a sliding log's rule; Status::unsupported for a shared table;
+    /// Status::null on an empty handle.
+    Status set_config(const Config& config) noexcept {
+        return detail::set_config(rate_keyed_set_config, native_handle(), config);
+    }
+    /// set_config() at `now` on the caller's timeline.
+    Status set_config_at(const Config& config, Clock::time_point now) noexcept {
+        return detail::set_config(rate_keyed_set_config_at, native_handle(), config,
+                                  detail::to_ns(now));
     }
     /// The table's statistics, its live keys counted now (rate_keyed_read_stats). Reads
     /// every slot: for dashboards, not hot paths.

@@ -60,10 +60,11 @@
 //!   slot whose state is fresh, dropping its key (DESIGN §5). In a shared table an insert
 //!   is a **claimant** holding a registry entry; a waiter on a claim whose process died
 //!   **recovers** the slot (puts back what the claim replaced).
-//! - **change** a rule: replace a limiter's or a policy's configuration at run time,
-//!   **carrying over** its state (GCRA keeps its tokens, the window counters what they
-//!   count); the replaced words are a **generation** that decisions still in flight may
-//!   read. **Allowance**: a rule whose period never ends ([`Config::FOREVER`]).
+//! - **change** a rule: replace a limiter's, a keyed table's or a policy's configuration
+//!   at run time, **carrying over** its state (GCRA keeps its tokens, the window counters
+//!   what they count); the replaced words are a **generation** that decisions still in
+//!   flight may read (a table's is a **region**, into which a change **sweeps** its keys,
+//!   **moving** them slot by slot). **Allowance**: a rule whose period never ends ([`Config::FOREVER`]).
 //! - **reset**: make a limiter, or one key of a table, decide as a new one; a table
 //!   **retires** a reset key's slot (claims it, names it no key's, gives it back), and
 //!   the former state there is reclaimed once fresh. **Stats**: what a table reports for

@@ -10,6 +10,12 @@ pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, Ord
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
+/// Serializes a keyed table's changes of rule (`keyed/change.rs`); no decision takes it.
+#[cfg(loom)]
+pub(crate) use loom::sync::Mutex;
+#[cfg(not(loom))]
+pub(crate) use std::sync::Mutex;
+
 pub(crate) use std::sync::atomic::fence as process_fence;
 pub(crate) use std::sync::atomic::AtomicU64 as ProcessAtomicU64;
 

@@ -41,6 +41,7 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -57,8 +58,10 @@ import (
 // makes a table private to this process; OpenKeyed one in a file that every process
 // opening it shares.
 type Keyed struct {
-	ptr      *C.rate_keyed
-	config   Config
+	ptr *C.rate_keyed
+	// config is the per-key rule in force: the one given to NewKeyed or OpenKeyed, or to
+	// the last SetConfig.
+	config   atomic.Pointer[Config]
 	capacity int
 	cleanup  runtime.Cleanup
 }
@@ -84,7 +87,8 @@ func NewKeyed(config Config, capacity int) (*Keyed, error) {
 }
 
 func wrapKeyed(ptr *C.rate_keyed, config Config, capacity int) *Keyed {
-	k := &Keyed{ptr: ptr, config: config, capacity: capacity}
+	k := &Keyed{ptr: ptr, capacity: capacity}
+	k.config.Store(&config)
 	// As for Limiter: the cleanup holds the C pointer, never k.
 	k.cleanup = runtime.AddCleanup(k, freeKeyed, ptr)
 	return k
@@ -95,12 +99,13 @@ func freeKeyed(ptr *C.rate_keyed) {
 	noteFreed()
 }
 
-// Config returns the per-key configuration.
+// Config returns the per-key configuration in force: the one the table was created
+// with, or the last SetConfig gave.
 func (k *Keyed) Config() Config {
 	if k == nil {
 		return Config{}
 	}
-	return k.config
+	return *k.config.Load()
 }
 
 // Capacity returns the number of live keys the table was sized for.

@@ -6,6 +6,8 @@ package librate
 // As in rate.go: librate keeps no pointer past a call and never calls back into Go.
 #cgo noescape rate_limiter_set_config_at
 #cgo nocallback rate_limiter_set_config_at
+#cgo noescape rate_keyed_set_config_at
+#cgo nocallback rate_keyed_set_config_at
 #cgo noescape rate_policy_set_rules_at
 #cgo nocallback rate_policy_set_rules_at
 */
@@ -36,6 +38,45 @@ func (l *Limiter) SetConfig(config Config) error {
 // algorithm, or a sliding log's rule (its entries are not carried over); ErrUnsupported
 // for a limiter from Open; ErrNull for a nil or closed Limiter. Nothing changes then.
 func (l *Limiter) SetConfigAt(config Config, now time.Duration) error {
+	set := func(cConfig *C.rate_config) C.int32_t {
+		defer runtime.KeepAlive(l)
+		return C.rate_limiter_set_config_at(l.handle(), cConfig, C.uint64_t(now))
+	}
+	return setConfigAt(config, now, set, func() { l.config.Store(&config) })
+}
+
+// SetConfig replaces the rule every key follows, now, keeping what each key consumed:
+// see SetConfigAt.
+func (k *Keyed) SetConfig(config Config) error {
+	return k.SetConfigAt(config, Now())
+}
+
+// SetConfigAt replaces the rule every key follows at time now (a customer changes plan,
+// an operator tightens a limit), carrying each key's state over as Limiter.SetConfigAt
+// does: GCRA keeps each key's tokens, the windows their counts, capped at the new Burst
+// or Limit. A key whose state is fresh (it would admit as much as a new key) starts anew
+// under the new rule. The keys move one table slot after another: each acquire racing
+// the change, in any goroutine, is decided wholly under the old rule or wholly under the
+// new one; keys already in the table never wait for it, new keys wait until every key
+// has moved. The old rule's table stays allocated until the table is freed. Config then
+// returns the new rule.
+//
+// The error is a *ConfigError matching ErrInvalidConfig for an invalid rule, another
+// algorithm, or a sliding log's rule (its entries are not carried over); ErrUnsupported
+// for a table from OpenKeyed; ErrNull for a nil or closed Keyed. Nothing changes then.
+func (k *Keyed) SetConfigAt(config Config, now time.Duration) error {
+	set := func(cConfig *C.rate_config) C.int32_t {
+		defer runtime.KeepAlive(k)
+		return C.rate_keyed_set_config_at(k.handle(), cConfig, C.uint64_t(now))
+	}
+	return setConfigAt(config, now, set, func() { k.config.Store(&config) })
+}
+
+// setConfigAt is the body of every SetConfigAt: config checked and given to set, which
+// calls librate, and once librate took it, store (which records it as the rule in force:
+// never called on a nil handle, which librate refuses).
+func setConfigAt(config Config, now time.Duration, set func(*C.rate_config) C.int32_t,
+	store func()) error {
 	if now < 0 {
 		return negativeArgument(0, now, 0)
 	}
@@ -43,15 +84,14 @@ func (l *Limiter) SetConfigAt(config Config, now time.Duration) error {
 	if err != nil {
 		return err
 	}
-	status := C.rate_limiter_set_config_at(l.handle(), &cConfig, C.uint64_t(now))
-	runtime.KeepAlive(l)
+	status := set(&cConfig)
 	if status == C.RATE_E_INVALID_CONFIG {
 		return changeRejected(cConfig)
 	}
 	if err := okOrError(status); err != nil {
 		return err
 	}
-	l.config.Store(&config)
+	store()
 	return nil
 }
 

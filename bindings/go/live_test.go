@@ -42,6 +42,55 @@ func TestSetConfigKeepsTheTokens(t *testing.T) {
 	}
 }
 
+// 10 a second (T = 100 ms): ann takes 6 (4 tokens), bob 1 (9). Tightened to 1 a second,
+// burst 2: both are capped at 2 tokens, then one a second; a refused change and a shared
+// table's change change nothing.
+func TestKeyedSetConfigKeepsEachKeysTokens(t *testing.T) {
+	users, err := librate.NewKeyed(librate.Config{Limit: 10, Period: time.Second}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer users.Close()
+	for key, n := range map[string]int{"ann": 6, "bob": 1} {
+		if d, _ := users.AcquireAt(key, n, 0); !d.Allowed {
+			t.Fatalf("%s: %d of 10 denied", key, n)
+		}
+	}
+	tighter := librate.Config{Limit: 1, Period: time.Second, Burst: 2}
+	if err := users.SetConfigAt(tighter, 0); err != nil {
+		t.Fatal(err)
+	}
+	if users.Config() != tighter {
+		t.Errorf("Config() = %+v, want %+v", users.Config(), tighter)
+	}
+	want := librate.Decision{Allowed: true, Limit: 2, ResetAfter: 2 * time.Second}
+	if d, err := users.AcquireAt("ann", 2, 0); err != nil || d != want {
+		t.Errorf("ann: AcquireAt(2, 0) = %+v, %v; want %+v", d, err, want)
+	}
+	if d, err := users.AcquireAt("bob", 0, 0); err != nil || d.Remaining != 2 {
+		t.Errorf("bob: AcquireAt(0, 0) = %+v, %v; want 2 remaining", d, err)
+	}
+	window := librate.Config{Algorithm: librate.FixedWindow, Limit: 2, Period: time.Second}
+	if err := users.SetConfigAt(window, 0); !errors.Is(err, librate.ErrInvalidConfig) {
+		t.Errorf("a change of algorithm: %v, want ErrInvalidConfig", err)
+	}
+	if users.Config() != tighter {
+		t.Errorf("a refused change changed Config() to %+v", users.Config())
+	}
+	shared, err := librate.OpenKeyed(t.TempDir()+"/users", tighter, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	if err := shared.SetConfig(window); !errors.Is(err, librate.ErrUnsupported) {
+		t.Errorf("a shared table: %v, want ErrUnsupported", err)
+	}
+	var closed *librate.Keyed
+	if err := closed.SetConfig(tighter); !errors.Is(err, librate.ErrNull) {
+		t.Errorf("nil Keyed: %v, want ErrNull", err)
+	}
+}
+
 // 2 a second and 3 a minute, 2 taken; upgraded to 4 a second and 10 a minute: the
 // bucket's 0 tokens stay 0 (250 ms each now), the window keeps its 2.
 func TestSetRulesChangesPlan(t *testing.T) {

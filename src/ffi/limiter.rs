@@ -2,7 +2,7 @@
 
 use super::{
     boundary, construct, construct_at, outcome_status, rate_config, rate_decision, report,
-    status_of, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK,
+    set_config_of, RATE_E_NULL, RATE_OK,
 };
 use crate::limiter::Limiter;
 use crate::time;
@@ -260,21 +260,12 @@ pub unsafe extern "C" fn rate_limiter_set_config_at(
     config: *const rate_config,
     now_ns: u64,
 ) -> i32 {
-    boundary(|| {
-        // SAFETY: the caller passes NULL or a live handle, and NULL or a readable config.
-        let (Some(limiter), Some(config)) =
-            (unsafe { limiter_ref(limiter) }, unsafe { config.as_ref() })
-        else {
-            return RATE_E_NULL;
-        };
-        let Some(config) = config.to_config() else {
-            return RATE_E_INVALID_CONFIG;
-        };
-        match limiter.set_config_at(&config, now_ns) {
-            Ok(()) => RATE_OK,
-            Err(error) => status_of(error),
-        }
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a readable config.
+    unsafe {
+        set_config_of(limiter_ref(limiter), config, |limiter, config| {
+            limiter.set_config_at(config, now_ns)
+        })
+    }
 }
 
 /// Resets the limiter, as when a customer's limit is lifted: it then decides as a new

@@ -93,6 +93,31 @@ pub(crate) fn boundary<R: PanicFallback>(body: impl FnOnce() -> R) -> R {
     catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| R::on_panic())
 }
 
+/// The body of every `rate_*_set_config_at`: `set` on the handle (`None`: it was NULL)
+/// with `config` read and checked, inside the boundary.
+///
+/// # Safety
+/// `config` is NULL or points to a readable `rate_config`.
+pub(crate) unsafe fn set_config_of<T>(
+    handle: Option<&T>,
+    config: *const rate_config,
+    set: impl FnOnce(&T, &Config) -> Result<(), Error>,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: per this function's contract; `as_ref` checks NULL.
+        let (Some(handle), Some(config)) = (handle, unsafe { config.as_ref() }) else {
+            return RATE_E_NULL;
+        };
+        let Some(config) = config.to_config() else {
+            return RATE_E_INVALID_CONFIG;
+        };
+        match set(handle, &config) {
+            Ok(()) => RATE_OK,
+            Err(error) => status_of(error),
+        }
+    })
+}
+
 /// The status code for an error of the Rust API.
 pub(crate) fn status_of(error: Error) -> i32 {
     match error {

@@ -73,20 +73,26 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         now_ns: Option<u64>,
         mut each: impl FnMut(usize, Result<bool, Error>),
     ) -> Result<(), Error> {
-        self.decider.check(n, None)?;
+        self.decider().check(n, None)?;
         for (group, chunk) in keys.chunks(BATCH_KEYS).enumerate() {
+            let region = self.current();
             let mut located = [Located {
                 fingerprint: 0,
                 home: 0,
             }; BATCH_KEYS];
             for (place, key) in located.iter_mut().zip(chunk) {
                 let key = self.locate(key);
-                self.prefetch_home(key);
+                region.prefetch_home(key);
                 *place = key;
             }
             let now_ns = now_ns.unwrap_or_else(clock::now_ns);
             for (offset, &key) in located[..chunk.len()].iter().enumerate() {
-                let outcome = self.try_acquire_located_at(key, now_ns, n);
+                // `n` was checked under the rule in force at the start: a change since
+                // may refuse it.
+                let outcome = match region.decider.check(n, None) {
+                    Ok(()) => self.try_acquire_located_at(region, key, now_ns, n),
+                    Err(error) => Err(error),
+                };
                 each(group * BATCH_KEYS + offset, outcome);
             }
         }

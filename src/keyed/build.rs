@@ -2,6 +2,7 @@
 //! process maps (`open`, DESIGN §7), each ending in one `in_memory` over the region.
 
 use std::path::Path;
+#[cfg(not(loom))]
 use std::ptr::NonNull;
 #[cfg(not(loom))]
 use std::sync::Arc;
@@ -10,13 +11,16 @@ use super::layout::Layout;
 #[cfg(not(loom))]
 use super::layout::TABLE_FULL;
 use super::recover;
-use super::{KeyHasher, KeyedLimiter, Memory};
+#[cfg(not(loom))]
+use super::region::Memory;
+use super::region::Region;
+use super::{KeyHasher, KeyedLimiter};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 #[cfg(not(loom))]
 use crate::shared::{pid_namespace, Contents, Identity, Mapping, KIND_KEYED};
-use crate::sync::AtomicU64;
+use crate::sync::{AtomicPtr, Mutex};
 use crate::time as clock;
 
 impl KeyedLimiter<KeyHasher> {
@@ -97,17 +101,11 @@ impl KeyedLimiter<KeyHasher> {
             .expect("the file was laid out for this table, so its layout is valid");
         let words = NonNull::from(&mapping.state(start + table.words())[start]);
         let hasher = KeyHasher::with_key(mapping.hash_key());
-        Self::in_memory(
-            decider,
-            config,
-            capacity,
-            table.layout,
-            words,
-            hasher,
-            Memory::Shared {
-                _mapping: Arc::clone(mapping),
-            },
-        )
+        let memory = Memory::Shared {
+            _mapping: Arc::clone(mapping),
+        };
+        let first = Region::new(decider, config, table.layout, words, memory);
+        Self::with_region(first, capacity, hasher)
     }
 }
 
@@ -169,38 +167,18 @@ impl<S> KeyedLimiter<S> {
     fn private(config: &Config, capacity: u64, hasher: S, claims: usize) -> Result<Self, Error> {
         let decider = Decider::new(config)?;
         let layout = Layout::new(capacity, decider.state_words(), claims)?;
-        let (words, start) = layout.allocate()?;
-        let region = NonNull::from(&words[start]);
-        Ok(Self::in_memory(
-            decider,
-            config,
-            capacity,
-            layout,
-            region,
-            hasher,
-            Memory::Private { _words: words },
-        ))
+        let first = Region::private(decider, config, layout)?;
+        Ok(Self::with_region(first, capacity, hasher))
     }
 
-    /// The table over the region at `words`, which `memory` owns.
-    fn in_memory(
-        decider: Decider,
-        config: &Config,
-        capacity: u64,
-        layout: Layout,
-        words: NonNull<AtomicU64>,
-        hasher: S,
-        memory: Memory,
-    ) -> Self {
+    /// The table whose first region is `first`, built for `capacity` keys.
+    fn with_region(first: Region, capacity: u64, hasher: S) -> Self {
         Self {
-            decider,
-            config: *config,
+            first,
+            current: AtomicPtr::new(std::ptr::null_mut()),
             capacity,
-            layout,
-            base: layout.slots_start(),
-            words,
             hasher,
-            _memory: memory,
+            changer: Mutex::new(()),
         }
     }
 }

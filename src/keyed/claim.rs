@@ -15,7 +15,7 @@
 use super::layout::Located;
 use super::owner::crash_point;
 use super::recover::Claimant;
-use super::KeyedLimiter;
+use super::region::Region;
 use crate::decision::Decision;
 use crate::state::{is_installing, is_marker, VACANT};
 use crate::sync::Ordering;
@@ -38,6 +38,9 @@ pub(super) enum Insert {
     /// This slot is in flight: wait for it, holding nothing (see `settled`), and look
     /// again.
     Wait(usize),
+    /// A slot of the key's probe range was moved into a next region (`change.rs`): look
+    /// again there.
+    Moved,
 }
 
 /// Where an insert installed its key, and the first word it installed: what giving its
@@ -52,11 +55,13 @@ pub(super) struct Installed {
 pub(super) enum Rival {
     /// A slot holds the key.
     Holds,
+    /// A slot was moved into a next region, which may hold the key.
+    Moved,
     /// This slot is in flight, and may be installing the key.
     InFlight(usize),
 }
 
-impl<S> KeyedLimiter<S> {
+impl Region {
     /// Claims a slot for a new key by CASing its first word to the claimant's marker, and returns
     /// the slot, its distance and the value it replaced: a `VACANT` slot within the lookup
     /// bound or [`VACANT_REACH`] if there is one, else the first claimable slot from home
@@ -105,6 +110,9 @@ impl<S> KeyedLimiter<S> {
             // the fingerprint read below see the rest of the same state.
             let mut first = self.first_word(slot).load(Ordering::Acquire);
             loop {
+                if self.moved(first) {
+                    return Err(Insert::Moved);
+                }
                 if is_installing(first) {
                     in_flight.get_or_insert(slot);
                     break;
@@ -162,6 +170,11 @@ impl<S> KeyedLimiter<S> {
     /// and start over; one at a higher index means wait for it and look again. An insert
     /// waits only for slots of higher index, so waits form no cycle, and of two claims of
     /// one key at most one completes.
+    ///
+    /// **Moved.** A slot of the range moved into a next region (a change of rule in
+    /// flight, `change.rs`) may have taken the key there: the insert gives up and looks
+    /// again in the table's current region. A slot moved after this scan read it was
+    /// swapped after this insert's claim, which the change then waits out and moves too.
     pub(super) fn rival(&self, key: Located, bound: u64, claimed: Option<usize>) -> Option<Rival> {
         for distance in self.distances(bound) {
             let slot = self.probe(key.home, distance);
@@ -171,7 +184,7 @@ impl<S> KeyedLimiter<S> {
             // Acquire: pairs with the store that installed the slot's key (fingerprint
             // below); a claim ordered before ours is visible through `max_distance`.
             let mut first = self.first_word(slot).load(Ordering::Acquire);
-            if is_installing(first) {
+            if is_installing(first) && !self.moved(first) {
                 if !claimed.is_some_and(|claimed| slot > claimed) {
                     return Some(Rival::InFlight(slot));
                 }
@@ -179,6 +192,9 @@ impl<S> KeyedLimiter<S> {
                     Some(settled) => first = settled,
                     None => return Some(Rival::InFlight(slot)),
                 }
+            }
+            if self.moved(first) {
+                return Some(Rival::Moved);
             }
             // Relaxed: ordered after the Acquire load of `first`.
             if !is_marker(first)
@@ -208,14 +224,15 @@ impl<S> KeyedLimiter<S> {
             None => Insert::Full,
             Some(Rival::Holds) => Insert::Retry,
             Some(Rival::InFlight(slot)) => Insert::Wait(slot),
+            Some(Rival::Moved) => Insert::Moved,
         }
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::KeyedLimiter;
     use crate::config::Config;
+    use crate::keyed::KeyedLimiter;
     use crate::sync::Ordering;
     use std::hash::{BuildHasher, Hasher};
 
@@ -257,7 +274,12 @@ mod tests {
             }
         }
         let slots: Vec<u64> = (0..3)
-            .map(|slot| table.fingerprint_word(slot).load(Ordering::Relaxed))
+            .map(|slot| {
+                table
+                    .current()
+                    .fingerprint_word(slot)
+                    .load(Ordering::Relaxed)
+            })
             .collect();
         assert_eq!(
             slots,

@@ -47,16 +47,23 @@ use super::claim::Installed;
 use super::insert::Request;
 use super::layout::Located;
 use super::lookup::{Evicted, Tenant};
+use super::region::Region;
 use super::KeyedLimiter;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::state::{owned, Owned, Refund};
 use crate::sync::AtomicU64;
+use std::convert::Infallible;
 use std::hash::BuildHasher;
+use std::ptr::NonNull;
 
-/// What giving a keyed admission back takes (module docs).
+/// What giving a keyed admission back takes (module docs): the region it was taken in,
+/// and where.
 #[derive(Clone, Copy)]
-pub(crate) struct KeyedRefund(Taken);
+pub(crate) struct KeyedRefund {
+    region: NonNull<Region>,
+    taken: Taken,
+}
 
 /// Where a keyed admission took its units.
 #[derive(Clone, Copy)]
@@ -65,6 +72,13 @@ enum Taken {
     InPlace { slot: usize, refund: Refund },
     /// The request inserted the key.
     Inserted { key: Located, installed: Installed },
+}
+
+impl KeyedRefund {
+    fn new(region: &Region, taken: Taken) -> Self {
+        let region = NonNull::from(region);
+        Self { region, taken }
+    }
 }
 
 impl<S: BuildHasher> KeyedLimiter<S> {
@@ -83,7 +97,9 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             key,
             n,
             now_ns,
-            |state, tenant| self.decider.acquire_refundable_at(state, tenant, now_ns, n),
+            |region, state, tenant| {
+                (region.decider).acquire_refundable_at(state, tenant, now_ns, n)
+            },
             |decision| decision,
         )
     }
@@ -104,9 +120,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             key,
             n,
             now_ns,
-            |state, tenant| {
-                self.decider
-                    .try_acquire_refundable_at(state, tenant, now_ns, n)
+            |region, state, tenant| {
+                (region.decider).try_acquire_refundable_at(state, tenant, now_ns, n)
             },
             |decision| decision.allowed,
         )
@@ -120,23 +135,22 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         key: Located,
         n: u64,
         now_ns: u64,
-        existing: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<(A, Option<Refund>), Evicted>,
-        inserted: impl FnOnce(Decision) -> A,
+        existing: impl Fn(&Region, &[AtomicU64], &Tenant<'_>) -> Result<(A, Option<Refund>), Evicted>,
+        inserted: impl Fn(Decision) -> A,
     ) -> Result<(A, Option<KeyedRefund>), Error> {
-        let request = Request::checked(&self.decider, now_ns, n, None)?;
-        self.acquire_tracked(
+        self.acquire_routed(
             key,
-            request,
-            false,
-            |slot, state, tenant| {
-                let (outcome, refund) = existing(state, tenant)?;
-                let refund = refund.map(|refund| KeyedRefund(Taken::InPlace { slot, refund }));
-                Ok((outcome, refund))
+            Request::new(now_ns, n, None),
+            None,
+            |region, slot, state, tenant| {
+                let (outcome, refund) = existing(region, state, tenant)?;
+                let taken = |refund| KeyedRefund::new(region, Taken::InPlace { slot, refund });
+                Ok((outcome, refund.map(taken)))
             },
-            |decision, installed| {
-                let refund =
-                    installed.map(|installed| KeyedRefund(Taken::Inserted { key, installed }));
-                (inserted(decision), refund)
+            |region, decision, installed| {
+                let taken =
+                    |installed| KeyedRefund::new(region, Taken::Inserted { key, installed });
+                (inserted(decision), installed.map(taken))
             },
         )
     }
@@ -144,26 +158,36 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// The decision an acquire of `n` units (checked by the caller) for `key` at `now_ns`
     /// would make, with nothing written: on a fresh state if the key is absent.
     pub(crate) fn peek_at(&self, key: Located, n: u64, now_ns: u64) -> Decision {
-        self.on_existing(key, 0, |state, tenant| {
-            self.decider.peek_at(state, tenant, now_ns, n)
-        })
-        .unwrap_or_else(|| {
-            self.with_fresh_state(|fresh| owned(self.decider.peek_at(fresh, &Owned, now_ns, n)))
-        })
+        let found = self.on_key(
+            key,
+            |_| Ok::<(), Infallible>(()),
+            |region, _, state, tenant| region.decider.peek_at(state, tenant, now_ns, n),
+        );
+        match found {
+            Ok(Ok(decision)) => decision,
+            Ok(Err(region)) => region
+                .with_fresh_state(|fresh| owned(region.decider.peek_at(fresh, &Owned, now_ns, n))),
+            Err(never) => match never {},
+        }
     }
 
-    /// Gives back an admission for a key, if nothing moved its state on since (module
-    /// docs); else the units stay taken, as a limiter's do.
+    /// Gives back an admission for a key, taken from this table, if nothing moved its
+    /// state on since (module docs); else the units stay taken, as a limiter's do.
     pub(crate) fn refund(&self, refund: KeyedRefund) {
-        match refund.0 {
+        // SAFETY: a region of this table (the caller's promise), kept until it drops.
+        let region = unsafe { refund.region.as_ref() };
+        match refund.taken {
+            // A moved slot holds its marker, which the refund's CAS never expects: the
+            // units stay, carried over (`change.rs`).
             Taken::InPlace { slot, refund } => {
-                refund.apply(self.state(slot));
+                refund.apply(region.state(slot));
             }
+            // Without a claim (a shared table's registry stays busy) the units stay, and
+            // `retire` leaves a moved slot as it is.
             Taken::Inserted { key, installed } => {
-                // Without a claim (a shared table's registry stays busy) the units stay.
-                if let Some(claimant) = self.claimant(key.home) {
-                    self.retire(claimant, key, installed.slot, Some(installed.first));
-                    self.release(claimant);
+                if let Some(claimant) = region.claimant(key.home) {
+                    region.retire(claimant, key, installed.slot, Some(installed.first));
+                    region.release(claimant);
                 }
             }
         }

@@ -11,98 +11,99 @@
 
 use super::claim::{Insert, Installed, Rival};
 use super::layout::Located;
-use super::lookup::{Evicted, Tenant};
+use super::lookup::{Evicted, Lookup, Tenant};
 use super::owner::crash_point;
 use super::recover::Claimant;
-use super::KeyedLimiter;
+use super::region::Region;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::state::{owned, Owned, Tenancy, VACANT};
 use crate::sync::{AtomicU64, Ordering};
 
+/// Why an operation on one region stopped without a result there.
+pub(super) enum Stop {
+    /// The request is refused: this error is its outcome.
+    Refused(Error),
+    /// The key's slot, or a slot of its probe range, was moved into a next region.
+    Moved,
+}
+
 /// States of at most this many words are decided on the stack when a key is new.
 const INLINE_STATE_WORDS: usize = 4;
 
-/// A request for one key, already [checked](Decider::check) against the decider.
+/// A request for one key: an acquire, or a reserve (GCRA's traffic shaper), of `n` units
+/// at `now_ns`. A region decides it only after [`check`](Self::check) passed it under
+/// that region's rule.
 #[derive(Clone, Copy)]
 pub(super) struct Request {
     now_ns: u64,
     n: u64,
-    /// How long a reserve (GCRA's traffic shaper) may wait; 0 for a plain acquire.
-    max_wait_ns: u64,
+    /// How long a reserve may wait; `None` for a plain acquire.
+    max_wait_ns: Option<u64>,
 }
 
 impl Request {
-    /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`, checked.
+    /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
     #[inline]
-    pub(super) fn checked(
-        decider: &Decider,
-        now_ns: u64,
-        n: u64,
-        max_wait_ns: Option<u64>,
-    ) -> Result<Self, Error> {
-        decider.check(n, max_wait_ns)?;
-        Ok(Self {
+    pub(super) fn new(now_ns: u64, n: u64, max_wait_ns: Option<u64>) -> Self {
+        Self {
             now_ns,
             n,
-            max_wait_ns: max_wait_ns.unwrap_or(0),
-        })
+            max_wait_ns,
+        }
+    }
+
+    /// Whether `decider` may decide the request ([`Decider::check`]).
+    ///
+    /// # Errors
+    /// As [`Decider::check`].
+    #[inline]
+    pub(super) fn check(&self, decider: &Decider) -> Result<(), Error> {
+        decider.check(self.n, self.max_wait_ns)
     }
 
     /// Acquires (or reserves) the request on `state`.
     #[inline]
-    fn acquire<T: Tenancy>(
+    pub(super) fn acquire<T: Tenancy>(
         &self,
         decider: &Decider,
         state: &[AtomicU64],
         tenancy: &T,
     ) -> Result<Decision, T::Evicted> {
-        decider.acquire_at(state, tenancy, self.now_ns, self.n, self.max_wait_ns)
+        let max_wait_ns = self.max_wait_ns.unwrap_or(0);
+        decider.acquire_at(state, tenancy, self.now_ns, self.n, max_wait_ns)
     }
 }
 
-impl<S> KeyedLimiter<S> {
-    /// Acquires `request` for `key`, inserting the key if the request changes its fresh
-    /// state.
+impl Region {
+    /// Acquires `request` (checked under this region's rule) for `key` in this region, inserting the key if the request
+    /// changes its fresh state, with its outcome told by where it was decided: `existing`
+    /// decides it on the key's state in a slot, and `inserted` reports the decision of an
+    /// insert (with the slot it installed the key in, if it did). The caller chose a
+    /// region no change is sweeping into (`regions.rs`); [`Stop::Moved`] if this one was
+    /// replaced meanwhile, which the caller then looks the key up in.
     ///
-    /// A caller that has just looked the key up and not found it says so (`just_missed`):
-    /// the first lookup is skipped. That changes nothing, because the insert copes with
-    /// the key appearing meanwhile (it returns `Retry`, and the loop looks again), exactly
-    /// as it does for the gap after this loop's own lookup.
-    pub(super) fn acquire_located(
-        &self,
-        key: Located,
-        request: Request,
-        just_missed: bool,
-    ) -> Result<Decision, Error> {
-        self.acquire_tracked(
-            key,
-            request,
-            just_missed,
-            |_, state, tenant| request.acquire(&self.decider, state, tenant),
-            |decision, _| decision,
-        )
-    }
-
-    /// [`acquire_located`](Self::acquire_located) with its outcome told by where it was
-    /// decided: `existing` decides it on the key's state in a slot of the table, and
-    /// `inserted` reports the decision of an insert (with the slot it installed the key
-    /// in, if it did).
+    /// A caller that has just looked the key up here and not found it says so
+    /// (`just_missed`): the first lookup is skipped. That changes nothing, because the
+    /// insert copes with the key appearing meanwhile (it returns `Retry`, and the loop
+    /// looks again), exactly as it does for the gap after this loop's own lookup.
     #[inline(always)]
     pub(super) fn acquire_tracked<R>(
         &self,
         key: Located,
         request: Request,
         mut just_missed: bool,
-        existing: impl Fn(usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
-        inserted: impl FnOnce(Decision, Option<Installed>) -> R,
-    ) -> Result<R, Error> {
+        existing: impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+        inserted: impl FnOnce(&Region, Decision, Option<Installed>) -> R,
+    ) -> Result<R, Stop> {
         let mut known_bound = 0;
         loop {
             if !just_missed {
-                if let Some(outcome) = self.on_existing_slot(key, known_bound, &existing) {
-                    return Ok(outcome);
+                match self.on_existing_slot(key, known_bound, &existing) {
+                    Lookup::Found(outcome) => return Ok(outcome),
+                    Lookup::Moved => return Err(Stop::Moved),
+                    Lookup::Absent => {}
                 }
             }
             just_missed = false;
@@ -116,13 +117,16 @@ impl<S> KeyedLimiter<S> {
                 self.insert(key, request, &mut known_bound)
             });
             match outcome {
-                Insert::Done(decision, installed) => return Ok(inserted(decision, installed)),
+                Insert::Done(decision, installed) => {
+                    return Ok(inserted(self, decision, installed));
+                }
                 // `insert` has waited for the slot of a `Wait` already.
                 Insert::Retry | Insert::Wait(_) => continue,
+                Insert::Moved => return Err(Stop::Moved),
                 Insert::Full => {
                     // Relaxed: a statistic; nothing else is ordered by it.
                     self.table_full().fetch_add(1, Ordering::Relaxed);
-                    return Err(Error::TableFull);
+                    return Err(Stop::Refused(Error::TableFull));
                 }
             }
         }
@@ -194,6 +198,7 @@ impl<S> KeyedLimiter<S> {
             return match rival {
                 Rival::Holds => Insert::Retry,
                 Rival::InFlight(slot) => Insert::Wait(slot),
+                Rival::Moved => Insert::Moved,
             };
         }
         self.install(key, claimed, replaced, request)
@@ -296,8 +301,8 @@ impl<S> KeyedLimiter<S> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::KeyedLimiter;
     use crate::config::Config;
+    use crate::keyed::KeyedLimiter;
     use crate::state::is_marker;
     use crate::sync::Ordering;
 
@@ -320,8 +325,8 @@ mod tests {
                 assert!(table.acquire_at(key, 1, 0).unwrap().allowed, "{config:?}");
             }
             let words = || -> Vec<u64> {
-                (0..table.layout.slot_count)
-                    .map(|slot| table.first_word(slot).load(Ordering::Relaxed))
+                (0..table.max_keys() as usize)
+                    .map(|slot| table.current().first_word(slot).load(Ordering::Relaxed))
                     .collect()
             };
             let before = words();
@@ -329,7 +334,7 @@ mod tests {
             // At 2 s both are fresh; z takes one slot.
             assert!(table.acquire_at(b"z", 1, 2 * SECOND).unwrap().allowed);
             let after = words();
-            let changed: Vec<_> = (0..table.layout.slot_count)
+            let changed: Vec<_> = (0..table.max_keys() as usize)
                 .filter(|&slot| after[slot] != before[slot])
                 .collect();
             assert_eq!(changed.len(), 1, "{config:?}: {before:?} {after:?}");

@@ -5,14 +5,17 @@
 //! One region, made at creation and never resized, of plain `u64`s with no pointers, so it
 //! can live in a file that processes share (`shared/`):
 //! - the **control block**, [`CONTROL_WORDS`]: `max_distance` (inserts write it, every
-//!   miss reads it) and the count of `TableFull` refusals (written only by a refusal, which
-//!   has just written `max_distance` too: `confirm_full`), alone on their pair of lines;
+//!   miss reads it), the count of `TableFull` refusals (written only by a refusal, which
+//!   has just written `max_distance` too: `confirm_full`) and, in a private table's
+//!   region, whether a change is sweeping keys into it (`change.rs`), alone on their pair
+//!   of lines;
 //! - the **claim registry**, `claims` entries of a line each (a shared table's; a private
 //!   table has none): see `recover.rs`;
 //! - the **slots**, `SLOTS_PER_KEY × capacity` of them, each `[fingerprint, state word 0,
 //!   …]`. A slot's stride is rounded up to a power of two words when that is at most a
 //!   cache line, and the region starts on a line, so a small slot never straddles two.
 
+use super::region::Region;
 use super::KeyedLimiter;
 use crate::error::{ConfigError, Error};
 use crate::state::VACANT;
@@ -35,6 +38,8 @@ pub(super) const CONTROL_WORDS: usize = 2 * LINE_WORDS;
 pub(super) const MAX_DISTANCE: usize = 0;
 /// Index of the count of requests for new keys refused with `TableFull`.
 pub(super) const TABLE_FULL: usize = 1;
+/// Index of the word saying (non-zero) that a change is sweeping keys into the region.
+pub(super) const SWEEPING: usize = 2;
 /// The fingerprint of a slot that holds no key's state: a vacant slot's, and a retired
 /// one's (a reset key's former state: `reset.rs`). No key has it ([`KeyedLimiter::locate`]).
 pub(super) const NO_KEY: u64 = 0;
@@ -147,7 +152,7 @@ impl Layout {
     }
 }
 
-impl<S> KeyedLimiter<S> {
+impl Region {
     #[inline]
     pub(super) fn slot(&self, slot: usize) -> &[AtomicU64] {
         let start = self.base + slot * self.layout.stride;
@@ -190,7 +195,7 @@ impl<S> KeyedLimiter<S> {
 
     /// The key's home slot: fast range, `⌊fingerprint · slots / 2⁶⁴⌋`.
     #[inline]
-    fn home(&self, fingerprint: u64) -> usize {
+    pub(super) fn home(&self, fingerprint: u64) -> usize {
         ((u128::from(fingerprint) * self.layout.slot_count as u128) >> 64) as usize
     }
 
@@ -228,7 +233,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         let fingerprint = self.fingerprint(key);
         Located {
             fingerprint,
-            home: self.home(fingerprint),
+            home: self.first.home(fingerprint),
         }
     }
 

@@ -11,7 +11,7 @@
 //! - `max_distance` only grows, and bounds how far from home any key was ever installed.
 
 use super::layout::Located;
-use super::KeyedLimiter;
+use super::region::Region;
 use crate::state::{is_installing, is_marker, Tenancy, VACANT};
 use crate::sync::{AtomicU64, Ordering};
 
@@ -64,7 +64,7 @@ impl Tenancy for Tenant<'_> {
     }
 }
 
-impl<S> KeyedLimiter<S> {
+impl Region {
     #[inline]
     fn tenant(&self, slot: usize, fingerprint: u64) -> Tenant<'_> {
         Tenant {
@@ -81,7 +81,9 @@ impl<S> KeyedLimiter<S> {
     /// installed. A slot matches when its fingerprint is the key's and its first word is a
     /// state; one that is claimed (`installing`) under the key's fingerprint may be handed back to
     /// the key (a reclaim of the key's own fresh slot that backs out), so the lookup waits
-    /// for it to settle. Nothing relies on a `VACANT` slot ending the probe.
+    /// for it to settle. Nothing relies on a `VACANT` slot ending the probe. A slot moved
+    /// into a next region (settled: `settled` returns its marker) matches under its key's
+    /// fingerprint: the caller's operation fails on it, and looks in the next region.
     // Always inlined: it is the whole lookup of a key already in the table, on every
     // acquire's path, and as a call it made keyed acquires measurably slower (the
     // `keyed/1000_*` groups of benches/keyed.rs).
@@ -115,17 +117,19 @@ impl<S> KeyedLimiter<S> {
         None
     }
 
-    /// Runs `op` on the key's state if the key is in the table, looking the key up again
-    /// whenever its slot is repurposed under it (`op` returns [`Evicted`]: see
-    /// [`Tenant`]); `None` if the key is absent.
+    /// Runs `op` on the key's state if the key is in this region, looking the key up
+    /// again whenever its slot is repurposed under it (`op` returns [`Evicted`]: see
+    /// [`Tenant`]): [`Lookup::Moved`] if the slot was moved into a next region.
     #[inline]
     pub(super) fn on_existing<R>(
         &self,
         key: Located,
         known_bound: u64,
-        op: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
-    ) -> Option<R> {
-        self.on_existing_slot(key, known_bound, |_, state, tenant| op(state, tenant))
+        op: impl Fn(&Region, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+    ) -> Lookup<R> {
+        self.on_existing_slot(key, known_bound, |region, _, state, tenant| {
+            op(region, state, tenant)
+        })
     }
 
     /// [`on_existing`](Self::on_existing), telling `op` the slot it runs on.
@@ -134,16 +138,32 @@ impl<S> KeyedLimiter<S> {
         &self,
         key: Located,
         known_bound: u64,
-        op: impl Fn(usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
-    ) -> Option<R> {
+        op: impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+    ) -> Lookup<R> {
         loop {
             // Relaxed: a stale bound only makes a present key look absent, and the insert
-            // that follows then finds it through its AcqRel fetch_max.
+            // that follows then finds it through its AcqRel fetch_max (a lookup during a
+            // change then looks in the region before: `regions.rs`).
             let bound = known_bound.max(self.max_distance().load(Ordering::Relaxed));
-            let slot = self.find(key, bound)?;
-            if let Ok(result) = op(slot, self.state(slot), &self.tenant(slot, key.fingerprint)) {
-                return Some(result);
+            let Some(slot) = self.find(key, bound) else {
+                return Lookup::Absent;
+            };
+            let tenant = self.tenant(slot, key.fingerprint);
+            match op(self, slot, self.state(slot), &tenant) {
+                Ok(result) => return Lookup::Found(result),
+                Err(Evicted) if self.is_moved(slot) => return Lookup::Moved,
+                Err(Evicted) => {}
             }
         }
     }
+}
+
+/// Where a lookup of a key in one region ended.
+pub(super) enum Lookup<R> {
+    /// The key's state was there, and this is what the operation on it returned.
+    Found(R),
+    /// The key is not in the region.
+    Absent,
+    /// The key's slot was moved into a next region (`change.rs`): look again there.
+    Moved,
 }

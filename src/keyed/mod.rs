@@ -28,10 +28,22 @@
 //! locate, find, insert, claim, reclaim, install and back out; a function named
 //! `…_located` takes a key already located.
 //!
+//! # Regions
+//! The slots live in a **region** (`region.rs`) with the rule that decides on them. A
+//! table holds the region it was built with in place, and each change of its rule
+//! ([`KeyedLimiter::set_config`]) publishes a new region behind an atomic pointer and
+//! moves every key's state into it, carried over (`change.rs`). Every operation loads
+//! the pointer once and works on that region (`regions.rs`): a table whose rule never
+//! changed pays that load and a branch. The hasher and the layout are the same in every
+//! region, so a key's home slot and probe order are too.
+//!
 //! # Files
 //! - `mod.rs`: the public [`KeyedLimiter`] API, and the clock choice of each path.
-//! - `layout.rs`: the region: allocation, where each word lies, home and probe order,
-//!   prefetch and huge-page advice.
+//! - `region.rs`: a region: a rule and its words; `layout.rs`: where each word of a
+//!   region lies, allocation, home and probe order, prefetch and huge-page advice.
+//! - `regions.rs`: which region an operation on a key runs in (**Routing**).
+//! - `change.rs`: changing the rule: a new region, and the sweep that moves the keys
+//!   into it (**Regions as generations**).
 //! - `hasher.rs`: the keyed hash ([`KeyHasher`]).
 //! - `lookup.rs`: find a key and update its state in place (**Lookup**, **Update**).
 //! - `claim.rs`: claim a slot for a new key, look for rivals, confirm that a table is
@@ -51,12 +63,18 @@
 //!
 //! # Progress
 //! Operations on keys in the table never wait, except on a key whose own slot another
-//! thread is reclaiming (its state was fresh at that thread's clock) or retiring (a reset
-//! of the key: `reset.rs`). An insert may wait for an insert in flight in its probe range
-//! to finish its few steps. `tests/loom_keyed.rs` model-checks the races.
+//! thread is reclaiming (its state was fresh at that thread's clock), retiring (a reset
+//! of the key: `reset.rs`) or moving into a new region (a change of rule: `change.rs`).
+//! An insert may wait for an insert in flight in its probe range to finish its few
+//! steps; while a change of rule sweeps the keys into a new region, an insert of a new
+//! key waits until the sweep ends (existing keys never wait for it). A change waits for
+//! the few steps of an insert or a reset holding a slot it moves, and for an earlier
+//! change to end. `tests/loom_keyed.rs` and `tests/loom_keyed_live.rs` model-check the
+//! races.
 
 mod batch;
 mod build;
+mod change;
 mod claim;
 mod give_back;
 mod hasher;
@@ -65,6 +83,8 @@ mod layout;
 mod lookup;
 mod owner;
 mod recover;
+mod region;
+mod regions;
 mod reset;
 mod stats;
 
@@ -74,28 +94,24 @@ pub(crate) use self::give_back::KeyedRefund;
 pub use self::hasher::KeyHasher;
 use self::insert::Request;
 pub(crate) use self::layout::Located;
-use self::layout::{Layout, SLOTS_PER_KEY};
-use self::lookup::{Evicted, Tenant};
+use self::layout::SLOTS_PER_KEY;
+use self::lookup::{Evicted, Lookup, Tenant};
 #[cfg(loom)]
 pub use self::owner::crashes;
+use self::region::Region;
 pub use self::stats::KeyedStats;
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
-#[cfg(not(loom))]
-use crate::shared::Mapping;
 #[cfg(loom)]
 use crate::state::is_marker;
-use crate::sync::AtomicU64;
 #[cfg(loom)]
 use crate::sync::Ordering;
+use crate::sync::{AtomicPtr, AtomicU64, Mutex};
 use crate::time::{self as clock, Monotonic};
 use std::fmt;
 use std::hash::BuildHasher;
-use std::ptr::NonNull;
-#[cfg(not(loom))]
-use std::sync::Arc;
 
 /// A table larger than this is taken to live mostly outside the CPU's caches, so that the
 /// slot of a key is a cache miss: `try_acquire` then prefetches the slot and reads the
@@ -114,7 +130,8 @@ const CACHED_TABLE_BYTES: usize = 8 << 20;
 ///
 /// `KeyedLimiter` is `Send + Sync` and lock-free for existing keys; see the module docs
 /// of `src/keyed/` for the protocol. Memory: [`bytes_per_key`](Self::bytes_per_key) (32 for
-/// GCRA) per key of capacity, allocated up front.
+/// GCRA) per key of capacity, allocated up front, and as much again for each change of
+/// rule ([`set_config`](Self::set_config)), kept until the table is dropped.
 ///
 /// ```
 /// use rate::{Config, KeyedLimiter};
@@ -128,54 +145,29 @@ const CACHED_TABLE_BYTES: usize = 8 << 20;
 /// assert!(users.acquire_at(b"alice", 1, 999 * MS).unwrap().allowed);
 /// ```
 pub struct KeyedLimiter<S = KeyHasher> {
-    decider: Decider,
-    config: Config,
+    /// The region the table was built with, in place: a table whose rule never changes
+    /// reads it beside the pointer, with no pointer to follow.
+    first: Region,
+    /// The region in force: null for `first`, else a leaked `Box` (`change.rs`).
+    current: AtomicPtr<Region>,
     capacity: u64,
-    layout: Layout,
-    /// Index of slot 0's first word in the region (`layout.slots_start()`, kept so the
-    /// hot path does not compute it).
-    base: usize,
-    /// The region's first word: the control block, then the registry and the slots
-    /// (`layout.rs`), `layout.words()` of them, in `_memory`.
-    words: NonNull<AtomicU64>,
+    /// One for every region, so a key's home slot is the same in each.
     hasher: S,
-    /// Owns the region: kept, never read.
-    _memory: Memory,
+    /// Held by a change of rule for its whole sweep; no decision takes it.
+    changer: Mutex<()>,
 }
-
-/// Where a table's region lives.
-enum Memory {
-    /// This process's heap.
-    Private { _words: Box<[AtomicU64]> },
-    /// A file every process that opens it maps.
-    #[cfg(not(loom))]
-    Shared { _mapping: Arc<Mapping> },
-}
-
-// SAFETY: `words` points into `_memory`, which the table owns and which never moves (a
-// heap block or a mapping); the words are only ever accessed atomically.
-unsafe impl<S: Send> Send for KeyedLimiter<S> {}
-// SAFETY: as above.
-unsafe impl<S: Sync> Sync for KeyedLimiter<S> {}
 
 impl<S> KeyedLimiter<S> {
-    /// The region's words.
-    #[inline(always)]
-    fn words(&self) -> &[AtomicU64] {
-        // SAFETY: `words` points to `layout.words()` words owned by `_memory` for this
-        // value's life, aligned, and only ever accessed atomically.
-        unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.layout.words()) }
-    }
-
-    /// The rule every key's state follows, for a keyed policy of several
+    /// The rule every key's state follows now, for a keyed policy of several
     /// (`src/policy/keyed.rs`).
     pub(crate) fn decider(&self) -> &Decider {
-        &self.decider
+        &self.current().decider
     }
 
-    /// The configuration every key's state follows.
+    /// The configuration every key's state follows: the one this table was built from,
+    /// or the last [`set_config`](Self::set_config) gave.
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.current().config
     }
 
     /// The capacity this table was built for: this many live keys always fit.
@@ -185,18 +177,19 @@ impl<S> KeyedLimiter<S> {
 
     /// The most keys the table can hold at once (its slot count, `2 × capacity`).
     pub fn max_keys(&self) -> u64 {
-        self.layout.slot_count as u64
+        self.first.layout.slot_count as u64
     }
 
     /// Table memory per key of capacity, in bytes: 32 for GCRA (two 16-byte slots).
     pub fn bytes_per_key(&self) -> usize {
-        SLOTS_PER_KEY as usize * self.layout.stride * std::mem::size_of::<u64>()
+        SLOTS_PER_KEY as usize * self.first.layout.stride * std::mem::size_of::<u64>()
     }
 
     /// The table's whole region, in bytes: `bytes_per_key() × capacity()` plus a control
-    /// block of 128 bytes (and, in a shared table, its claim registry).
+    /// block of 128 bytes (and, in a shared table, its claim registry). Each change of
+    /// rule ([`set_config`](Self::set_config)) keeps one more region of this size.
     pub fn table_bytes(&self) -> usize {
-        self.layout.words() * std::mem::size_of::<u64>()
+        self.first.layout.words() * std::mem::size_of::<u64>()
     }
 }
 
@@ -218,8 +211,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<Decision, Error> {
-        let request = Request::checked(&self.decider, now_ns, n, None)?;
-        self.acquire_located(self.locate(key), request, false)
+        let request = Request::new(now_ns, n, None);
+        self.acquire_located(self.locate(key), request, None)
     }
 
     /// Acquires `n` units for `key` now and says only whether they were admitted: the
@@ -230,55 +223,66 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, Error> {
-        self.decider.check(n, None)?;
+        let region = self.current();
+        region.decider.check(n, None)?;
         let key = self.locate(key);
         if self.table_bytes() > CACHED_TABLE_BYTES {
             // The key's slot is most likely a cache miss, which costs several clock reads:
             // read the exact time while the line travels rather than the coarse time now
             // and perhaps the exact time after it arrives.
-            self.prefetch_home(key);
-            return self.try_acquire_located_at(key, clock::now_ns(), n);
+            region.prefetch_home(key);
+            return self.try_acquire_located_at(region, key, clock::now_ns(), n);
         }
         self.try_acquire_located(
+            region,
             key,
             n,
-            |state, tenant| self.decider.try_acquire(state, tenant, Monotonic, n),
+            |region, state, tenant| region.decider.try_acquire(state, tenant, Monotonic, n),
             clock::now_ns,
         )
     }
 
-    /// A try_acquire of `n` (checked) at `now_ns` for `key`.
+    /// A try_acquire of `n` (checked under `region`'s rule) at `now_ns` for `key`.
     #[inline]
-    fn try_acquire_located_at(&self, key: Located, now_ns: u64, n: u64) -> Result<bool, Error> {
+    fn try_acquire_located_at(
+        &self,
+        region: &Region,
+        key: Located,
+        now_ns: u64,
+        n: u64,
+    ) -> Result<bool, Error> {
         if n == 0 {
             // A query: admitted, and a keyed query never inserts its key.
             return Ok(true);
         }
         self.try_acquire_located(
+            region,
             key,
             n,
-            |state, tenant| self.decider.try_acquire_at(state, tenant, now_ns, n),
+            |region, state, tenant| region.decider.try_acquire_at(state, tenant, now_ns, n),
             || now_ns,
         )
     }
 
-    /// A try_acquire of `n` (checked) for `key`: by `decide` on its state if the key is in
-    /// the table, else by an insert decided at `now()`.
+    /// A try_acquire of `n` (checked under `region`'s rule) for `key`: by `decide` on its
+    /// state if the key is in `region`, else as an acquire at `now()` wherever the table
+    /// keeps the key or inserts it (`regions.rs`).
     #[inline(always)]
     fn try_acquire_located(
         &self,
+        region: &Region,
         key: Located,
         n: u64,
-        decide: impl Fn(&[AtomicU64], &Tenant<'_>) -> Result<bool, Evicted>,
+        decide: impl Fn(&Region, &[AtomicU64], &Tenant<'_>) -> Result<bool, Evicted>,
         now: impl FnOnce() -> u64,
     ) -> Result<bool, Error> {
-        match self.on_existing(key, 0, decide) {
-            Some(allowed) => Ok(allowed),
-            None => {
-                let request = Request::checked(&self.decider, now(), n, None)?;
-                Ok(self.acquire_located(key, request, true)?.allowed)
-            }
-        }
+        let missed_in = match region.on_existing(key, 0, decide) {
+            Lookup::Found(allowed) => return Ok(allowed),
+            Lookup::Absent => Some(region),
+            Lookup::Moved => None,
+        };
+        let request = Request::new(now(), n, None);
+        Ok(self.acquire_located(key, request, missed_in)?.allowed)
     }
 
     /// Reserves `n` units for `key` now: GCRA's leaky bucket as a queue. Admits if the
@@ -302,8 +306,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         now_ns: u64,
         max_wait_ns: u64,
     ) -> Result<Decision, Error> {
-        let request = Request::checked(&self.decider, now_ns, n, Some(max_wait_ns))?;
-        self.acquire_located(self.locate(key), request, false)
+        let request = Request::new(now_ns, n, Some(max_wait_ns));
+        self.acquire_located(self.locate(key), request, None)
     }
 
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units for `key` now. The
@@ -318,9 +322,9 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         max_wait_ns: Option<u64>,
     ) -> Result<Decision, Error> {
         let key = self.locate(key);
-        self.prefetch_home(key);
-        let request = Request::checked(&self.decider, clock::now_ns(), n, max_wait_ns)?;
-        self.acquire_located(key, request, false)
+        self.current().prefetch_home(key);
+        let request = Request::new(clock::now_ns(), n, max_wait_ns);
+        self.acquire_located(key, request, None)
     }
 
     /// How many slots hold a state under `key`'s fingerprint: the model checks' proof that
@@ -329,12 +333,13 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     #[doc(hidden)]
     pub fn slots_holding(&self, key: &[u8]) -> usize {
         let fingerprint = self.locate(key).fingerprint;
-        (0..self.layout.slot_count)
+        let region = self.current();
+        (0..region.layout.slot_count)
             .filter(|&slot| {
                 // Acquire: pairs with the install's Release store, for the fingerprint.
-                let first = self.first_word(slot).load(Ordering::Acquire);
+                let first = region.first_word(slot).load(Ordering::Acquire);
                 !is_marker(first)
-                    && self.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint
+                    && region.fingerprint_word(slot).load(Ordering::Relaxed) == fingerprint
             })
             .count()
     }
@@ -344,10 +349,11 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn claimed_slots(&self) -> usize {
-        (0..self.layout.slot_count)
+        let region = self.current();
+        (0..region.layout.slot_count)
             .filter(|&slot| {
                 // Relaxed: read after every thread of the model has been joined.
-                crate::state::is_installing(self.first_word(slot).load(Ordering::Relaxed))
+                crate::state::is_installing(region.first_word(slot).load(Ordering::Relaxed))
             })
             .count()
     }
@@ -356,9 +362,9 @@ impl<S: BuildHasher> KeyedLimiter<S> {
 impl<S> fmt::Debug for KeyedLimiter<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KeyedLimiter")
-            .field("config", &self.config)
+            .field("config", self.config())
             .field("capacity", &self.capacity)
-            .field("max_keys", &self.layout.slot_count)
+            .field("max_keys", &self.max_keys())
             .field("bytes_per_key", &self.bytes_per_key())
             .finish_non_exhaustive()
     }

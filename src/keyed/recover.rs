@@ -39,7 +39,7 @@
 
 use super::layout::LINE_WORDS;
 use super::owner::{crash_point, is_alive, token};
-use super::KeyedLimiter;
+use super::region::Region;
 use crate::state::{claim_of, installing, is_marker, CLAIM_MARKERS, VACANT};
 use crate::sync::{Backoff, Ordering};
 
@@ -146,7 +146,7 @@ impl Patience {
     }
 }
 
-impl<S> KeyedLimiter<S> {
+impl Region {
     /// The right to claim for one insert: a registry entry of a shared table (waiting for
     /// one if all are taken), nothing in a private one. The search starts at entry
     /// `start` (the key's home), so concurrent inserts of different keys spread over the
@@ -311,7 +311,8 @@ impl<S> KeyedLimiter<S> {
     }
 
     /// Waits until `slot` is not claimed, and returns its first word then (Acquire: pairs
-    /// with the store that settled it, so the slot's fingerprint may be read next).
+    /// with the store that settled it, so the slot's fingerprint may be read next): a
+    /// state, `VACANT`, or the final marker of a slot moved into a next region.
     ///
     /// In a shared table a claim whose process died is put back (see the module docs),
     /// and a wait that lasts [`GIVE_UP`] ends with `None`. The caller holds no claim and
@@ -335,7 +336,7 @@ impl<S> KeyedLimiter<S> {
         let mut patience = Patience::new();
         loop {
             let first = self.first_word(slot).load(Ordering::Acquire);
-            if !crate::state::is_installing(first) {
+            if !crate::state::is_installing(first) || self.moved(first) {
                 return Some(first);
             }
             if self.layout.claims > 0 {

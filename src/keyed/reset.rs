@@ -20,6 +20,11 @@
 //!   was when the reset claimed the slot, so it is decided before the reset, which forgets
 //!   it. One that checks after the claim finds a marker or [`NO_KEY`], and looks the key
 //!   up again.
+//! - **A change of rule** (`change.rs`) moves the slot into the next region, or waits
+//!   while the reset holds it and then drops the retired state; a reset that finds the
+//!   slot moved resets the key in the next region. A key absent from a region still
+//!   being swept into is looked for in the region before, as every operation does
+//!   (`regions.rs`).
 //! - **Crashes.** The claim is an insert's, registered in a shared table's file: a
 //!   recovery puts back the key's fingerprint and first word (`recover.rs`), so a reset
 //!   whose process died did not happen.
@@ -27,10 +32,11 @@
 use super::layout::{Located, NO_KEY};
 use super::owner::crash_point;
 use super::recover::Claimant;
+use super::region::Region;
 use super::KeyedLimiter;
 use crate::error::Error;
 use crate::state::is_marker;
-use crate::sync::Ordering;
+use crate::sync::{Backoff, Ordering};
 use std::hash::BuildHasher;
 
 impl<S: BuildHasher> KeyedLimiter<S> {
@@ -63,13 +69,49 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// claimed by a live process for about a second, as an acquire would report.
     pub fn reset(&self, key: &[u8]) -> Result<(), Error> {
         let key = self.locate(key);
+        let mut backoff = Backoff::default();
+        loop {
+            let region = self.current();
+            let outcome = match region.reset_located(key)? {
+                // Absent from a region being swept into: the key may not be moved yet.
+                Reset::Absent if region.is_sweeping() => {
+                    self.predecessor(region).reset_located(key)?
+                }
+                outcome => outcome,
+            };
+            if outcome != Reset::Moved {
+                return Ok(());
+            }
+            // The key's slot was moved into a next region: reset it there.
+            backoff.snooze();
+        }
+    }
+}
+
+/// What a reset found in one region.
+#[derive(PartialEq, Eq)]
+pub(super) enum Reset {
+    /// The key's slot is retired.
+    Done,
+    /// The key is not in the region.
+    Absent,
+    /// The key's slot was moved into a next region.
+    Moved,
+}
+
+impl Region {
+    /// Resets `key` in this region: retires its slot if it holds the key.
+    ///
+    /// # Errors
+    /// As [`KeyedLimiter::reset`].
+    fn reset_located(&self, key: Located) -> Result<Reset, Error> {
         loop {
             // AcqRel, an RMW that changes nothing: it reads the latest bound, so a key
             // installed before this call is found, and it orders this lookup among the
             // inserts' own RMWs (`insert`), as `confirm_full` does.
             let bound = self.max_distance().fetch_max(0, Ordering::AcqRel);
             let Some(slot) = self.find(key, bound) else {
-                return Ok(());
+                return Ok(Reset::Absent);
             };
             let Some(claimant) = self.claimant(key.home) else {
                 return Err(Error::TableFull);
@@ -77,7 +119,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             let retired = self.retire(claimant, key, slot, None);
             self.release(claimant);
             if retired {
-                return Ok(());
+                return Ok(Reset::Done);
+            }
+            if self.is_moved(slot) {
+                return Ok(Reset::Moved);
             }
         }
     }

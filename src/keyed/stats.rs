@@ -1,6 +1,7 @@
 //! What a dashboard reads of a table: its sizes, its live keys and its refusals.
 
 use super::layout::NO_KEY;
+use super::region::Region;
 use super::KeyedLimiter;
 use crate::state::is_marker;
 use crate::sync::Ordering;
@@ -22,11 +23,10 @@ pub struct KeyedStats {
     pub table_full: u64,
 }
 
-impl<S> KeyedLimiter<S> {
-    /// How many keys hold a state that is not fresh at `now_ns`: a snapshot taken by
-    /// reading every slot (O(slots); for tests and metrics, not hot paths). A reset key's
-    /// former state is no key's, and not counted.
-    pub fn live_keys_at(&self, now_ns: u64) -> u64 {
+impl Region {
+    /// How many slots of this region hold a key's state not fresh at `now_ns` (moved slots
+    /// hold a marker, and are not counted).
+    fn live_keys_at(&self, now_ns: u64) -> u64 {
         (0..self.layout.slot_count)
             .filter(|&slot| {
                 // Relaxed, both: a snapshot with no ordering promise; is_fresh says no to
@@ -38,6 +38,22 @@ impl<S> KeyedLimiter<S> {
                     && !self.decider.is_fresh(self.state(slot), now_ns)
             })
             .count() as u64
+    }
+}
+
+impl<S> KeyedLimiter<S> {
+    /// How many keys hold a state that is not fresh at `now_ns`: a snapshot taken by
+    /// reading every slot (O(slots); for tests and metrics, not hot paths). A reset key's
+    /// former state is no key's, and not counted. During a change of rule it counts the
+    /// keys moved into the new region and those not moved yet.
+    pub fn live_keys_at(&self, now_ns: u64) -> u64 {
+        let region = self.current();
+        let moving = if region.is_sweeping() {
+            self.predecessor(region).live_keys_at(now_ns)
+        } else {
+            0
+        };
+        region.live_keys_at(now_ns) + moving
     }
 
     /// The table's statistics with its live keys at `now_ns`: a snapshot, O(slots).
@@ -59,9 +75,21 @@ impl<S> KeyedLimiter<S> {
             capacity: self.capacity,
             max_keys: self.max_keys(),
             live_keys: self.live_keys_at(now_ns),
-            // Relaxed: a statistic; nothing else is read with it.
-            table_full: self.table_full().load(Ordering::Relaxed),
+            table_full: self.table_full(),
         }
+    }
+
+    /// Requests for new keys refused with `TableFull`: the counts of every region the
+    /// table has had (each change of rule adds one: `change.rs`).
+    fn table_full(&self) -> u64 {
+        let mut region = self.current();
+        // Relaxed: a statistic; nothing else is read with it.
+        let mut refused = region.table_full().load(Ordering::Relaxed);
+        while !std::ptr::eq(region, &self.first) {
+            region = self.predecessor(region);
+            refused += region.table_full().load(Ordering::Relaxed);
+        }
+        refused
     }
 
     /// [`stats_at`](Self::stats_at) now (`CLOCK_MONOTONIC`).

@@ -23,8 +23,13 @@ use std::convert::Infallible;
 
 /// First-word marker of a keyed slot that holds no key.
 pub(crate) const VACANT: u64 = u64::MAX;
-/// How many claim markers there are: the values between [`MAX_STATE`] and [`VACANT`].
-pub(crate) const CLAIM_MARKERS: u64 = VACANT - MAX_STATE - 1;
+/// First-word marker of a keyed slot whose state a change of the table's rule carried
+/// over into the table's next region (`keyed/change.rs`): final, so no decision is ever
+/// made on the slot again. Only a private table's regions hold it; in a shared file it is
+/// one more value no claim writes, waited on and recovered as a forged claim marker is.
+pub(crate) const MOVED: u64 = VACANT - 1;
+/// How many claim markers there are: the values between [`MAX_STATE`] and [`MOVED`].
+pub(crate) const CLAIM_MARKERS: u64 = MOVED - MAX_STATE - 1;
 
 /// First-word marker of a keyed slot that one thread has claimed to install a key into,
 /// naming the claim: a shared table's entry in its claim registry, so that a claim whose
@@ -46,7 +51,8 @@ pub(crate) fn is_marker(word: u64) -> bool {
     word > MAX_STATE
 }
 
-/// Whether `word` marks a slot claimed by an insert in flight.
+/// Whether `word` marks a slot claimed by an insert in flight, or (in a private table)
+/// moved: a region tells the two apart (`keyed/region.rs`).
 #[inline]
 pub(crate) fn is_installing(word: u64) -> bool {
     is_marker(word) && word != VACANT

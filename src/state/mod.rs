@@ -24,7 +24,7 @@ mod window_records;
 
 pub(crate) use cell::{
     claim_of, installing, is_installing, is_marker, owned, Owned, Replaceable, Replaced, Tenancy,
-    CLAIM_MARKERS, REPLACED, VACANT,
+    CLAIM_MARKERS, MOVED, REPLACED, VACANT,
 };
 pub(crate) use one_word::reserve_at;
 pub(crate) use refund::Refund;

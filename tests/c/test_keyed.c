@@ -361,9 +361,44 @@ static int test_packed_bad_input(void) {
   return 0;
 }
 
+/* 10 a second (T = 100 ms): ann takes 6 at 0 (4 tokens left), bob 1 (9). Tightened at 0
+ * to 1 a second, burst 2: both keep 2 tokens (TAT 0), then 1 per second; a new key starts
+ * with the new burst. */
+static int test_set_config(void) {
+  rate_keyed *table = make(10, SECOND, 0, 16);
+  rate_config config = gcra(1, SECOND, 2);
+  rate_decision d;
+  CHECK(table != NULL);
+  CHECK_FREE(table, acquire_str(table, "ann", 6, 0, NULL) == RATE_OK);
+  CHECK_FREE(table, acquire_str(table, "bob", 1, 0, NULL) == RATE_OK);
+  CHECK_FREE(table, rate_keyed_set_config_at(table, &config, 0) == RATE_OK);
+  CHECK_FREE(table, acquire_str(table, "ann", 2, 0, &d) == RATE_OK);
+  CHECK_FREE(table, d.limit == 2 && d.remaining == 0 && d.reset_after_ns == 2 * SECOND);
+  CHECK_FREE(table, acquire_str(table, "ann", 1, 0, &d) == RATE_LIMITED);
+  CHECK_FREE(table, d.retry_after_ns == SECOND);
+  CHECK_FREE(table, acquire_str(table, "bob", 0, 0, &d) == RATE_OK && d.remaining == 2);
+  CHECK_FREE(table, acquire_str(table, "cat", 0, 0, &d) == RATE_OK && d.remaining == 2);
+  /* Refused, changing nothing: another algorithm, an invalid rule, NULL. */
+  config = make_config(RATE_FIXED_WINDOW, 2, SECOND, 0);
+  CHECK_FREE(table, rate_keyed_set_config(table, &config) == RATE_E_INVALID_CONFIG);
+  config = gcra(0, SECOND, 0);
+  CHECK_FREE(table, rate_keyed_set_config(table, &config) == RATE_E_INVALID_CONFIG);
+  config.algorithm = 99;
+  CHECK_FREE(table, rate_keyed_set_config(table, &config) == RATE_E_INVALID_CONFIG);
+  CHECK_FREE(table, rate_keyed_set_config(table, NULL) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_set_config(NULL, &config) == RATE_E_NULL);
+  CHECK_FREE(table, rate_keyed_set_config_at(NULL, NULL, 0) == RATE_E_NULL);
+  /* Still 1 a second, burst 2: bob's TAT 0, so 2 tokens at 0. */
+  CHECK_FREE(table, acquire_str(table, "bob", 0, 0, &d) == RATE_OK);
+  CHECK_FREE(table, d.limit == 2 && d.remaining == 2);
+  rate_keyed_free(table);
+  return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_bob_and_alice),
+        TEST_CASE(test_set_config),
         TEST_CASE(test_keys_are_bytes),
         TEST_CASE(test_query_never_inserts),
         TEST_CASE(test_full_table_until_keys_expire),

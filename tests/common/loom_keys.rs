@@ -6,32 +6,11 @@ use loom::sync::Arc;
 use loom::thread;
 use rate::{Config, Decision, Error, KeyedLimiter};
 use std::collections::BTreeSet;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Mutex;
 
+pub use super::key_is_hash::KeyIsHash;
+
 pub const T: u64 = 1_000;
-
-/// A hasher under which an 8-byte key is its own little-endian hash.
-#[derive(Clone, Copy, Default)]
-pub struct KeyIsHash;
-
-pub struct KeyHasher(u64);
-
-impl BuildHasher for KeyIsHash {
-    type Hasher = KeyHasher;
-    fn build_hasher(&self) -> KeyHasher {
-        KeyHasher(0)
-    }
-}
-
-impl Hasher for KeyHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0 = u64::from_le_bytes(bytes.try_into().expect("8-byte test keys"));
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
 
 /// Keys at home in slot 0 (top bit clear) and slot 1 (top bit set).
 pub const A: u64 = 1;

@@ -312,8 +312,25 @@ static int test_throwing_constructor(void) {
 }
 #endif
 
+static int test_set_config_keeps_each_keys_tokens(void) {
+    /* L=5, P=1 s, B=5 (T = 200 ms): bob takes 3 at 0 (2 tokens), ann 1 (4). Changed to
+     * L=1, P=1 s, B=4 (T = 1 s, tau = 4 s): bob's 2 tokens are TAT 2 s (reset 2 s), ann's
+     * 4 are a full bucket, which starts anew as a new key's: remaining 4, reset 0. */
+    rate::KeyedLimiter users = keyed(5, 1s, 5, 16);
+    CHECK_IS(users.acquire_at("bob", 3, at(0s)).status(), Status::ok);
+    CHECK_IS(users.acquire_at("ann", 1, at(0s)).status(), Status::ok);
+    CHECK_IS(users.set_config_at(rate::Config::gcra(1, 1s, 4), at(0s)), Status::ok);
+    CHECK_RESULT(users.acquire_at("bob", 0, at(0s)), Status::ok, 1, 4, 2, 0s, 2s, 0s);
+    CHECK_RESULT(users.acquire_at("ann", 0, at(0s)), Status::ok, 1, 4, 4, 0s, 0s, 0s);
+    CHECK_IS(users.set_config(rate::Config::fixed_window(4, 1s)), Status::invalid_config);
+    CHECK_RESULT(users.acquire_at("bob", 0, at(0s)), Status::ok, 1, 4, 2, 0s, 2s, 0s);
+    CHECK_IS(rate::KeyedLimiter{}.set_config(rate::Config::gcra(1, 1s)), Status::null);
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
+        TEST_CASE(test_set_config_keeps_each_keys_tokens),
         TEST_CASE(test_create_reports_bad_configs),
         TEST_CASE(test_open_shares_a_file),
         TEST_CASE(test_seed_bob_and_alice),

@@ -117,6 +117,8 @@ class _CFunctions(NamedTuple):
     reserve_at: Any
     #: ``acquire`` unchecked (see ``Library.unchecked``), for ``try_acquire``.
     fast: Any
+    set_config: Any
+    set_config_at: Any
 
 
 _LIMITER_C = _CFunctions(
@@ -126,6 +128,8 @@ _LIMITER_C = _CFunctions(
     lib.rate_limiter_acquire_at,
     lib.rate_limiter_reserve_at,
     lib.unchecked("rate_limiter_acquire"),
+    lib.rate_limiter_set_config,
+    lib.rate_limiter_set_config_at,
 )
 # The hot path's function, bound once: a global load is the cheapest lookup.
 _limiter_try = _LIMITER_C.fast
@@ -167,6 +171,8 @@ def _keyed_c() -> _CFunctions:
         lib.rate_keyed_acquire_at,
         lib.rate_keyed_reserve_at,
         lib.unchecked("rate_keyed_acquire"),
+        lib.rate_keyed_set_config,
+        lib.rate_keyed_set_config_at,
     )
 
 
@@ -375,6 +381,19 @@ class _Base(_Owner):
     def _enforces(self) -> str:
         return str(self._config)
 
+    def _set_config(self, config: Config, now_ns: object) -> None:
+        """Replaces the rule, now or at ``now_ns`` (``set_config`` of either kind)."""
+        if not isinstance(config, Config):
+            raise TypeError(f"config must be a Config, not {type(config).__name__}")
+        c_config = byref(config.to_c())
+        if now_ns is None:
+            status = self._c.set_config(self._handle, c_config)
+        else:
+            status = self._c.set_config_at(self._handle, c_config, u64(now_ns, "now_ns"))
+        if status != RATE_OK:
+            raise self._fail(status)
+        self._config = config
+
     def _decide(self, function: Any, target: tuple[Any, ...], n: int, *after: int) -> Decision:
         out = rate_decision()
         status = function(self._handle, *target, n, *after, out)
@@ -547,16 +566,7 @@ class Limiter(_Base):
         Raises ``InvalidConfig`` for an invalid rule, another algorithm, or a sliding
         log's rule (its entries are not carried over), ``Unsupported`` for a shared
         limiter (``Limiter.open``), and ``ClosedError`` once closed; nothing changes."""
-        if not isinstance(config, Config):
-            raise TypeError(f"config must be a Config, not {type(config).__name__}")
-        c_config = byref(config.to_c())
-        if now_ns is None:
-            status = lib.rate_limiter_set_config(self._handle, c_config)
-        else:
-            status = lib.rate_limiter_set_config_at(self._handle, c_config, u64(now_ns, "now_ns"))
-        if status != RATE_OK:
-            raise self._fail(status)
-        self._config = config
+        self._set_config(config, now_ns)
 
     def reset(self) -> None:
         """Makes the limiter new again (a customer's limit lifted): from the latest time
@@ -735,6 +745,22 @@ class KeyedLimiter(_Base):
         status = lib.rate_keyed_reset(self._handle, data, len(data))
         if status != RATE_OK:
             raise self._fail(status)
+
+    def set_config(self, config: Config, *, now_ns: int | None = None) -> None:
+        """Replaces the rule every key follows (a customer changes plan, an operator
+        tightens a limit), now or at ``now_ns``, keeping what each key consumed, by the
+        rules of ``Limiter.set_config``: GCRA keeps each key's tokens, the windows their
+        counts, capped at the new burst or limit. A key whose state is fresh (it would
+        admit as much as a new key) starts anew under the new rule. The keys move one
+        table slot after another: each acquire racing the change, in any thread, is
+        decided wholly under the old rule or wholly under the new one; requests for keys
+        already in the table never wait for it, new keys wait until every key has moved.
+        The old rule's table stays allocated until the table is closed.
+
+        Raises ``InvalidConfig`` for an invalid rule, another algorithm, or a sliding
+        log's rule (its entries are not carried over), ``Unsupported`` for a shared table
+        (``KeyedLimiter.open``), and ``ClosedError`` once closed; nothing changes."""
+        self._set_config(config, now_ns)
 
     def stats(self, *, now_ns: int | None = None) -> KeyedStats:
         """The table's statistics, for dashboards: capacity, slots, the keys live now

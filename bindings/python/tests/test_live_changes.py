@@ -1,7 +1,10 @@
-"""Changing rules at run time through the Python API: ``Limiter.set_config`` and
-``Policy.set_rules``, carrying the state over (expected values worked out by hand)."""
+"""Changing rules at run time through the Python API: ``Limiter.set_config``,
+``KeyedLimiter.set_config`` and ``Policy.set_rules``, carrying the state over (expected
+values worked out by hand)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -31,6 +34,35 @@ def test_refused_changes_change_nothing() -> None:
     limiter.close()
     with pytest.raises(librate.ClosedError):
         limiter.set_config(Config.gcra(3, 1))
+
+
+def test_a_table_keeps_each_keys_tokens() -> None:
+    # 10 a second (T = 100 ms): ann takes 6 (4 tokens), bob 1 (9). 1 a second, burst 2:
+    # both capped at 2 (TAT 0).
+    users = librate.KeyedLimiter(capacity=100, limit=10, period=1)
+    assert users.acquire("ann", 6, now_ns=0).allowed
+    assert users.acquire(b"bob", 1, now_ns=0).allowed
+    users.set_config(Config.gcra(1, 1, burst=2), now_ns=0)
+    assert users.config == Config.gcra(1, 1, burst=2)
+    assert users.acquire("ann", 2, now_ns=0) == Decision(True, 2, 0, 0, 2 * SECOND, 0)
+    assert users.acquire("ann", 1, now_ns=0).retry_after_ns == SECOND
+    assert users.acquire("bob", 0, now_ns=0).remaining == 2
+    with pytest.raises(librate.InvalidConfig):
+        users.set_config(Config.sliding_log(2, 1))
+    with pytest.raises(TypeError):
+        users.set_config("gcra")  # type: ignore[arg-type]
+    assert users.config == Config.gcra(1, 1, burst=2)
+    users.set_config(Config.gcra(1, 1, burst=2))  # now: ann's state carried again
+    users.close()
+    with pytest.raises(librate.ClosedError):
+        users.set_config(Config.gcra(3, 1))
+
+
+def test_a_shared_table_refuses_a_change(tmp_path: Path) -> None:
+    users = librate.KeyedLimiter.open(tmp_path / "users", capacity=16, limit=10, period=1)
+    with pytest.raises(librate.Unsupported):
+        users.set_config(Config.gcra(1, 1), now_ns=0)
+    assert users.config == Config.gcra(10, 1)
 
 
 def test_a_policy_changes_plan() -> None:

@@ -1,0 +1,227 @@
+//! Changing a table's rule at run time: a new region, and a **sweep** that moves every
+//! key's state into it, carried over (`algorithm/carry.rs`), slot by slot.
+//!
+//! # Regions as generations
+//! A limiter replaces its one state whole (`generations.rs`); a table has a state per key
+//! and cannot freeze them all at one instant without a lock. So a change builds a new
+//! region (all `VACANT`) for the new rule, publishes it (a Release store of the table's
+//! pointer) marked as being swept into, and then, under a lock that only changes take,
+//! moves the old region's slots into it one by one:
+//! 1. It swaps the slot's first word to [`MOVED`] (a marker no state and no other marker
+//!    holds), waiting while the slot holds an insert's or a reset's claim (a thread of
+//!    this process, a few steps from giving it up). Every decision commits by a CAS of
+//!    that word from the value it decided on, so each decision on the slot committed
+//!    before the swap (it is in the swapped-out value) or fails against the marker and
+//!    starts again in the new region: the key's change instant is its swap.
+//! 2. If the swapped-out value was a key's state (not `VACANT`, not a reset key's
+//!    retired state), it writes the key's fingerprint and the state carried over at the
+//!    change's `now` into the **same slot** of the new region, after raising its
+//!    `max_distance` to the key's distance. The table's hasher and capacity are the
+//!    same in both regions, and so are a key's home slot and probe order: the key lies at
+//!    the same distance from home, and the layout of every probe chain is kept. A state
+//!    whose carried-over form is fresh is left out, as any fresh state may be (DESIGN §5).
+//! 3. When every slot is moved, it clears the new region's `sweeping` flag (Release).
+//!
+//! How operations find a key while this runs is in `regions.rs`: an existing key is
+//! decided in whichever region holds its state, and never waits for the sweep but for the
+//! few steps between 1 and 2 of its own slot; a new key waits until the sweep ends, so
+//! that nothing but the sweep writes a region being swept into (the slot the sweep writes
+//! is then always vacant). A moved slot is never written again, so a CAS that expects an
+//! older value never succeeds there, and a refund taken before the move is dropped, as a
+//! limiter drops one taken from a replaced generation.
+//!
+//! # Memory
+//! A thread may still be reading a replaced region (it loaded the pointer before the
+//! change): each region stays allocated, linked from its successor, until the table is
+//! dropped. A change so keeps one more region, [`table_bytes`](KeyedLimiter::table_bytes)
+//! (`capacity × bytes_per_key` and a control block): a table changed often is better
+//! rebuilt.
+
+use super::layout::NO_KEY;
+use super::region::Region;
+use super::KeyedLimiter;
+use crate::config::Config;
+use crate::decider::Decider;
+use crate::error::Error;
+use crate::state::{is_installing, MOVED, VACANT};
+use crate::sync::{Backoff, Ordering};
+use crate::time as clock;
+use std::ptr::NonNull;
+use std::sync::PoisonError;
+
+impl<S> KeyedLimiter<S> {
+    /// Replaces the rule every key of this table follows, now, keeping what each key has
+    /// consumed. See [`set_config_at`](Self::set_config_at).
+    ///
+    /// # Errors
+    /// As [`set_config_at`](Self::set_config_at).
+    pub fn set_config(&self, config: &Config) -> Result<(), Error> {
+        self.set_config_at(config, clock::now_ns())
+    }
+
+    /// Replaces the rule every key of this table follows at `now_ns`, carrying each key's
+    /// state over by the rules of [`Limiter::set_config_at`](crate::Limiter::set_config_at):
+    /// GCRA keeps each key's tokens (capped at the new burst), the window counters what
+    /// each key's windows count (capped at the new limit). A key whose state is fresh (it
+    /// would admit as much as a new key) at `now_ns`, under the old rule or carried over
+    /// under the new one, starts anew under the new rule, as a new key: a table may drop
+    /// a fresh key's state at any time, and the change does.
+    ///
+    /// The change moves the keys into a new table region one slot after another. Each
+    /// decision for a key is made wholly under the old rule, on the state the change then
+    /// carries over, or wholly under the new one: a key's change instant is the moment
+    /// its slot is moved. Requests for keys already in the table never wait for the
+    /// change (but for the few instructions their own slot is moved in); requests for
+    /// new keys wait until every key is moved, then are inserted under the new rule.
+    /// Changes are serialized: a second one waits for the first to finish.
+    ///
+    /// Memory: the old region stays allocated until the table is dropped (a thread may
+    /// still be reading it): each change keeps [`table_bytes`](Self::table_bytes) more.
+    ///
+    /// ```
+    /// use rate::{Config, KeyedLimiter};
+    /// const SECOND: u64 = 1_000_000_000;
+    /// // 10 a second per user; bob has taken 6, so 4 tokens are left.
+    /// let users = KeyedLimiter::new(&Config::gcra(10, SECOND), 1000).unwrap();
+    /// assert!(users.acquire_at(b"bob", 6, 0).unwrap().allowed);
+    /// // An incident: 1 a second, bursts of 2. Bob's 4 tokens are capped at 2.
+    /// users.set_config_at(&Config::gcra(1, SECOND).with_burst(2), 0).unwrap();
+    /// assert_eq!(users.acquire_at(b"bob", 0, 0).unwrap().remaining, 2);
+    /// assert!(users.acquire_at(b"bob", 2, 0).unwrap().allowed);
+    /// assert_eq!(users.acquire_at(b"bob", 1, 0).unwrap().retry_after_ns, SECOND);
+    /// // A new user starts with the new burst.
+    /// assert_eq!(users.acquire_at(b"ann", 0, 0).unwrap().remaining, 2);
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] as [`new`](KeyedLimiter::new), or with
+    /// [`ConfigError::LiveChange`] for a change of algorithm, or of a sliding log's rule
+    /// (its entries are not carried), or with [`ConfigError::Capacity`] if the new region
+    /// cannot be allocated; [`Error::Unsupported`] for a table in a shared file
+    /// ([`open`](KeyedLimiter::open)), whose configuration every process checks when it
+    /// opens the file. Either way nothing changes.
+    ///
+    /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
+    /// [`ConfigError::Capacity`]: crate::ConfigError::Capacity
+    pub fn set_config_at(&self, config: &Config, now_ns: u64) -> Result<(), Error> {
+        let decider = Decider::new(config)?;
+        // The lock guards no data: a change that panicked ended its sweep (`Sweep`), so
+        // the next one proceeds as usual.
+        let _changing = self.changer.lock().unwrap_or_else(PoisonError::into_inner);
+        // Relaxed: only changes store the pointer, and this one holds their lock, which the
+        // change before released after its store.
+        let old_pointer = self.current.load(Ordering::Relaxed);
+        let old = self.region(old_pointer);
+        if !old.movable {
+            return Err(Error::Unsupported);
+        }
+        old.decider.carries_to(&decider)?;
+        let mut new = Region::private(decider, config, old.layout)?;
+        new.replaced = NonNull::new(old_pointer);
+        new.set_sweeping(true);
+        // Relaxed: a bound for the keys already installed; the pointer's Release store
+        // below publishes it with the region.
+        let bound = old.max_distance().load(Ordering::Relaxed);
+        new.max_distance().store(bound, Ordering::Relaxed);
+        let new = Box::into_raw(Box::new(new));
+        // Release: publishes the new region's words to every operation that loads it.
+        self.current.store(new, Ordering::Release);
+        // SAFETY: just leaked, freed only when the table drops.
+        let sweep = Sweep(unsafe { &*new });
+        for slot in 0..old.layout.slot_count {
+            sweep.0.sweep(old, slot, now_ns);
+        }
+        Ok(())
+    }
+}
+
+/// A sweep into a region, which ends (step 3) when this is dropped: when every slot is
+/// moved, or should a bug panic in the middle, so that new keys never wait for a sweep
+/// nobody finishes (a key not moved yet would then start anew in the new region).
+struct Sweep<'a>(&'a Region);
+
+impl Drop for Sweep<'_> {
+    fn drop(&mut self) {
+        self.0.set_sweeping(false);
+    }
+}
+
+impl Region {
+    /// Moves `slot` of `old`, this region's predecessor, into this region (module docs,
+    /// steps 1 and 2).
+    fn sweep(&self, old: &Region, slot: usize, now_ns: u64) {
+        let first = old.move_out(slot);
+        // Relaxed: ordered after `move_out`'s Acquire swap; the slot is final now, so
+        // nobody writes its fingerprint again.
+        let fingerprint = old.fingerprint_word(slot).load(Ordering::Relaxed);
+        if first == VACANT
+            || fingerprint == NO_KEY
+            || old.decider.is_fresh_on(old.state(slot), first, now_ns)
+        {
+            return;
+        }
+        self.with_fresh_state(|carried| {
+            old.decider
+                .carry_over(old.state(slot), first, now_ns, &self.decider, carried);
+            // Relaxed: a private state.
+            let carried_first = carried[0].load(Ordering::Relaxed);
+            if self.decider.is_fresh_on(carried, carried_first, now_ns) {
+                return;
+            }
+            let state = self.state(slot);
+            for (word, value) in state.iter().zip(carried).skip(1) {
+                // Relaxed: published by the Release store of the first word below.
+                word.store(value.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+            // Relaxed, as above. Nobody has written this slot: no claim is made in a
+            // region being swept into.
+            self.fingerprint_word(slot)
+                .store(fingerprint, Ordering::Relaxed);
+            let home = self.home(fingerprint);
+            let distance = (slot + self.layout.slot_count - home) % self.layout.slot_count;
+            // Relaxed: a lookup that misses the key for a stale bound finds the old slot
+            // moved, and reads the bound again by an RMW (`regions.rs`).
+            self.max_distance()
+                .fetch_max(distance as u64, Ordering::Relaxed);
+            // Release: publishes the fingerprint and the other words with the state.
+            state[0].store(carried_first, Ordering::Release);
+        });
+    }
+
+    /// Swaps `slot`'s first word to [`MOVED`], once no claim holds it, and returns the
+    /// value it held.
+    fn move_out(&self, slot: usize) -> u64 {
+        let word = self.first_word(slot);
+        let mut backoff = Backoff::default();
+        // Acquire, the loads and the swap: pairs with the Release store or swap that
+        // installed the value, so the fingerprint and the other state words are read at
+        // least as new as it.
+        let mut first = word.load(Ordering::Acquire);
+        loop {
+            if is_installing(first) {
+                // An insert or a reset of this process holds the slot for a few steps.
+                backoff.snooze();
+                first = word.load(Ordering::Acquire);
+                continue;
+            }
+            match word.compare_exchange_weak(first, MOVED, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => return first,
+                Err(actual) => first = actual,
+            }
+        }
+    }
+}
+
+impl<S> Drop for KeyedLimiter<S> {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self`, so no other thread touches the pointer.
+        let mut next = NonNull::new(self.current.load(Ordering::Relaxed));
+        while let Some(region) = next {
+            // SAFETY: every region but `first` was a leaked `Box`, linked once (as the
+            // current one or as its successor's `replaced`), and `&mut self` means no
+            // thread reads any of them any more.
+            let region = unsafe { Box::from_raw(region.as_ptr()) };
+            next = region.replaced;
+        }
+    }
+}

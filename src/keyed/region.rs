@@ -1,0 +1,136 @@
+//! A table's region as one generation of its rule: the rule, the words it decides on
+//! (`layout.rs`), and what a change of rule needs of it (`change.rs`): whether it is
+//! still being filled from the region it replaced, and that region.
+
+use super::layout::{Layout, SWEEPING};
+use crate::config::Config;
+use crate::decider::Decider;
+use crate::error::Error;
+#[cfg(not(loom))]
+use crate::shared::Mapping;
+use crate::state::MOVED;
+use crate::sync::{AtomicU64, Ordering};
+use std::ptr::NonNull;
+#[cfg(not(loom))]
+use std::sync::Arc;
+
+/// A rule and the slots it decides on. A table holds the region it was built with in
+/// place, and each change of its rule adds one (`change.rs`). Every word that changes is
+/// in the region's words, behind a pointer: the rest is read-only, so the compiler keeps
+/// it in registers across the atomic operations of a decision.
+pub(super) struct Region {
+    pub(super) decider: Decider,
+    pub(super) config: Config,
+    pub(super) layout: Layout,
+    /// Index of slot 0's first word in the region (`layout.slots_start()`, kept so the
+    /// hot path does not compute it).
+    pub(super) base: usize,
+    /// The region's first word: the control block, then the registry and the slots
+    /// (`layout.rs`), `len` of them, in `_memory`.
+    words: NonNull<AtomicU64>,
+    /// `layout.words()`, kept so that the hot path does not compute it.
+    len: usize,
+    /// Whether a change may move these slots into a next region: this process's own
+    /// memory only (a shared file's rule is checked by every process that opens it).
+    pub(super) movable: bool,
+    /// The region this one replaced, kept for threads still reading it: `None` for the
+    /// table's first (held in place by the table) and for the first itself.
+    pub(super) replaced: Option<NonNull<Region>>,
+    /// Owns the words: kept, never read.
+    _memory: Memory,
+}
+
+/// Where a region's words live.
+pub(super) enum Memory {
+    /// This process's heap.
+    Private { _words: Box<[AtomicU64]> },
+    /// A file every process that opens it maps.
+    #[cfg(not(loom))]
+    Shared { _mapping: Arc<Mapping> },
+}
+
+// SAFETY: `words` points into `_memory`, which the region owns and which never moves (a
+// heap block or a mapping), and `replaced` to a region its table keeps until it drops;
+// the words are only ever accessed atomically.
+unsafe impl Send for Region {}
+// SAFETY: as above.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// The region of `decider` over the words at `words`, which `memory` owns.
+    pub(super) fn new(
+        decider: Decider,
+        config: &Config,
+        layout: Layout,
+        words: NonNull<AtomicU64>,
+        memory: Memory,
+    ) -> Self {
+        Self {
+            movable: matches!(memory, Memory::Private { .. }),
+            decider,
+            config: *config,
+            layout,
+            base: layout.slots_start(),
+            words,
+            len: layout.words(),
+            replaced: None,
+            _memory: memory,
+        }
+    }
+
+    /// A new region of `decider` in this process's heap, laid out as `layout`.
+    ///
+    /// # Errors
+    /// [`ConfigError::Capacity`](crate::ConfigError::Capacity) if the allocator refuses.
+    pub(super) fn private(
+        decider: Decider,
+        config: &Config,
+        layout: Layout,
+    ) -> Result<Self, Error> {
+        let (words, start) = layout.allocate()?;
+        let region = NonNull::from(&words[start]);
+        Ok(Self::new(
+            decider,
+            config,
+            layout,
+            region,
+            Memory::Private { _words: words },
+        ))
+    }
+
+    /// The region's words.
+    #[inline(always)]
+    pub(super) fn words(&self) -> &[AtomicU64] {
+        // SAFETY: `words` points to `len` words owned by `_memory` for this value's life,
+        // aligned, and only ever accessed atomically.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.len) }
+    }
+
+    /// Whether `first`, a slot's first word, says the slot was moved into a next region.
+    /// In a region that cannot be moved, the marker's value is a forged claim marker's.
+    #[inline]
+    pub(super) fn moved(&self, first: u64) -> bool {
+        self.movable && first == MOVED
+    }
+
+    /// Whether `slot` was moved into a next region. Relaxed: the marker is final, and a
+    /// caller that finds it loads the table's current region with Acquire next.
+    pub(super) fn is_moved(&self, slot: usize) -> bool {
+        self.moved(self.first_word(slot).load(Ordering::Relaxed))
+    }
+
+    /// Whether a change is still moving the predecessor's keys into this region: nothing
+    /// but the change writes here meanwhile (`change.rs`). Acquire: pairs with the
+    /// Release store that ended the sweep, so every slot it wrote is seen. A region that
+    /// cannot be moved is never swept into (a shared file's word is not read).
+    #[inline]
+    pub(super) fn is_sweeping(&self) -> bool {
+        self.movable && self.words()[SWEEPING].load(Ordering::Acquire) != 0
+    }
+
+    /// Marks the start (`true`, before the region is published) or the end of its sweep.
+    /// Release: the end publishes every slot the sweep wrote (see `is_sweeping`).
+    pub(super) fn set_sweeping(&self, sweeping: bool) {
+        self.words()[SWEEPING].store(u64::from(sweeping), Ordering::Release);
+    }
+}

@@ -1,0 +1,224 @@
+//! Which region an operation on a key runs in: the table's current one, or while a change
+//! sweeps keys into it (`change.rs`), for a key not moved yet, the region before it.
+//!
+//! **Routing.** Every operation loads the current region once (Acquire) and works there.
+//! - A key found there is decided there. A key found in a slot that was moved on (the
+//!   region was replaced after the load) fails its decision, which committed nothing, and
+//!   the operation starts again on the region in force.
+//! - A key missing from a region that is still being swept into is looked up in the
+//!   region before: found with a state, it is decided there, under the old rule, and the
+//!   sweep carries that decision over when it reaches the slot; found moved (the sweep is
+//!   between its swap of the old slot and its write of the new one), the lookup starts
+//!   again; absent, the key is new, and waits until the sweep ends before it is inserted,
+//!   so that nothing but the sweep writes a region being swept into.
+//! - A key missing from a region no change sweeps into is inserted there. If the region
+//!   was replaced meanwhile, the insert meets a moved slot (its claim scan or its rival
+//!   scan) and starts again on the current region; or it claimed its slot before the
+//!   sweep reached it, and the sweep waits for the insert and moves what it installed.
+
+use super::claim::Installed;
+use super::insert::{Request, Stop};
+use super::layout::Located;
+use super::lookup::{Evicted, Lookup, Tenant};
+use super::region::Region;
+use super::KeyedLimiter;
+use crate::decider::Decider;
+use crate::decision::Decision;
+use crate::error::Error;
+use crate::sync::{AtomicU64, Backoff, Ordering};
+
+impl<S> KeyedLimiter<S> {
+    /// The region in force.
+    #[inline(always)]
+    pub(super) fn current(&self) -> &Region {
+        // Acquire: pairs with the Release store that published it, so its words are read
+        // at least as the change wrote them before publishing it.
+        self.region(self.current.load(Ordering::Acquire))
+    }
+
+    /// The region `pointer` names: `first` for null.
+    #[inline(always)]
+    pub(super) fn region(&self, pointer: *mut Region) -> &Region {
+        if pointer.is_null() {
+            &self.first
+        } else {
+            // SAFETY: every non-null pointer stored is a leaked `Box`, freed only when the
+            // table drops.
+            unsafe { &*pointer }
+        }
+    }
+
+    /// The region in force, by a read-modify-write, which reads the pointer's latest value
+    /// (a load may return an older one for a while): for an operation that found its
+    /// region replaced, so that it does not retry on that region for ever.
+    fn latest(&self) -> &Region {
+        // Acquire: as in `current`. A swap of the value for itself: it writes nothing new.
+        let mut latest = self.current.load(Ordering::Relaxed);
+        while let Err(actual) = (self.current).compare_exchange_weak(
+            latest,
+            latest,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
+            latest = actual;
+        }
+        self.region(latest)
+    }
+
+    /// The region `region` replaced.
+    pub(super) fn predecessor(&self, region: &Region) -> &Region {
+        match region.replaced {
+            // SAFETY: as in `current`: a leaked `Box`, freed only when the table drops.
+            Some(replaced) => unsafe { replaced.as_ref() },
+            None => &self.first,
+        }
+    }
+
+    /// Runs `op` on `key`'s state wherever the table keeps it (module docs), after `check`
+    /// passes the request under that region's rule; else (`Err`) the region, no longer
+    /// swept into, where the key would be inserted.
+    ///
+    /// # Errors
+    /// What `check` returns.
+    pub(super) fn on_key<R, E>(
+        &self,
+        key: Located,
+        check: impl Fn(&Decider) -> Result<(), E>,
+        op: impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+    ) -> Result<Result<R, &Region>, E> {
+        let region = self.current();
+        check(&region.decider)?;
+        match region.on_existing_slot(key, 0, &op) {
+            Lookup::Found(result) => Ok(Ok(result)),
+            Lookup::Absent if !region.is_sweeping() => Ok(Err(region)),
+            Lookup::Absent => self.on_key_again(key, &check, &op, false),
+            Lookup::Moved => self.on_key_again(key, &check, &op, true),
+        }
+    }
+
+    /// [`on_key`](Self::on_key) after its first try found the key missing from a region
+    /// being swept into, or (`moved`) its slot moved out of the region it loaded: then
+    /// the next region is read by [`latest`](Self::latest), which this thread may not have
+    /// seen yet (once seen, a load returns it or a later one).
+    #[cold]
+    #[inline(never)]
+    fn on_key_again<R, E>(
+        &self,
+        key: Located,
+        check: &impl Fn(&Decider) -> Result<(), E>,
+        op: &impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+        mut moved: bool,
+    ) -> Result<Result<R, &Region>, E> {
+        let mut backoff = Backoff::default();
+        let mut known_bound = 0;
+        loop {
+            let region = if moved { self.latest() } else { self.current() };
+            moved = false;
+            check(&region.decider)?;
+            match region.on_existing_slot(key, known_bound, op) {
+                Lookup::Found(result) => return Ok(Ok(result)),
+                Lookup::Absent if !region.is_sweeping() => return Ok(Err(region)),
+                Lookup::Absent => {
+                    let old = self.predecessor(region);
+                    check(&old.decider)?;
+                    match old.on_existing_slot(key, 0, op) {
+                        Lookup::Found(result) => return Ok(Ok(result)),
+                        // The sweep is writing the key's slot (in `region`, which this
+                        // thread has seen): read the latest bound, which the sweep raises
+                        // before it writes, so the next lookup reaches it. AcqRel: an RMW
+                        // that changes nothing, reading the latest value.
+                        Lookup::Moved => {
+                            known_bound = region.max_distance().fetch_max(0, Ordering::AcqRel);
+                        }
+                        // A new key (or one whose state was fresh): it waits for the sweep.
+                        Lookup::Absent => {
+                            while region.is_sweeping() {
+                                backoff.snooze();
+                            }
+                        }
+                    }
+                }
+                Lookup::Moved => moved = true,
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// Acquires `request` for `key`, inserting the key if the request changes its fresh
+    /// state: `existing` decides it on the key's state in a slot, and `inserted` reports
+    /// an insert's decision. A caller that has just missed the key in the region in force
+    /// says where (`missed_in`).
+    // Always inlined: its first try is the whole path of a key in a table whose rule does
+    // not change, and the decision is returned from it without a copy per layer.
+    #[inline(always)]
+    pub(super) fn acquire_routed<'a, R>(
+        &'a self,
+        key: Located,
+        request: Request,
+        mut missed_in: Option<&'a Region>,
+        existing: impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+        inserted: impl Fn(&Region, Decision, Option<Installed>) -> R,
+    ) -> Result<R, Error> {
+        let mut moved = false;
+        if missed_in.is_none() {
+            let region = self.current();
+            request.check(&region.decider)?;
+            match region.on_existing_slot(key, 0, &existing) {
+                Lookup::Found(result) => return Ok(result),
+                Lookup::Absent => missed_in = Some(region),
+                Lookup::Moved => moved = true,
+            }
+        }
+        self.acquire_elsewhere(key, request, missed_in, moved, &existing, &inserted)
+    }
+
+    /// [`acquire_routed`](Self::acquire_routed) for a key its first try did not find
+    /// where the table keeps it (`missed_in`), or found `moved`: an insert, or a key that
+    /// a change is moving.
+    fn acquire_elsewhere<'a, R>(
+        &'a self,
+        key: Located,
+        request: Request,
+        missed_in: Option<&'a Region>,
+        mut moved: bool,
+        existing: &impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
+        inserted: &impl Fn(&Region, Decision, Option<Installed>) -> R,
+    ) -> Result<R, Error> {
+        let mut missed_in = missed_in.filter(|region| !region.is_sweeping());
+        loop {
+            let region = match missed_in.take() {
+                Some(region) => region,
+                None => {
+                    match self.on_key_again(key, &|rule| request.check(rule), existing, moved)? {
+                        Ok(result) => return Ok(result),
+                        Err(region) => region,
+                    }
+                }
+            };
+            request.check(&region.decider)?;
+            match region.acquire_tracked(key, request, true, existing, inserted) {
+                Ok(result) => return Ok(result),
+                Err(Stop::Refused(error)) => return Err(error),
+                // The key's region was replaced: look again, on the latest region.
+                Err(Stop::Moved) => moved = true,
+            }
+        }
+    }
+
+    /// [`acquire_routed`](Self::acquire_routed) reporting the whole decision.
+    #[inline]
+    pub(super) fn acquire_located<'a>(
+        &'a self,
+        key: Located,
+        request: Request,
+        missed_in: Option<&'a Region>,
+    ) -> Result<Decision, Error> {
+        self.acquire_routed(
+            key,
+            request,
+            missed_in,
+            |region, _, state, tenant| request.acquire(&region.decider, state, tenant),
+            |_, decision, _| decision,
+        )
+    }
+}
