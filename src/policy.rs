@@ -31,7 +31,7 @@ mod engine;
 mod file;
 mod keyed;
 
-use self::engine::{Costs, Engine, Rules, Taken};
+use self::engine::{Cost, Costs, Engine, Rules, Taken, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
 use crate::decider::Decider;
@@ -169,8 +169,8 @@ impl Policy {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn acquire_at(&self, n: u64, now_ns: u64) -> Result<PolicyDecision, Error> {
-        let costs = self.uniform(n)?;
-        self.engine.acquire_at(&*self.rules, &costs, now_ns)
+        self.engine
+            .acquire_at(&*self.rules, self.uniform(n)?, now_ns)
     }
 
     /// Acquires `costs[i]` units of rule `i` now, for every rule, or nothing: a rule of
@@ -212,8 +212,7 @@ impl Policy {
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit.
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
-        let costs = self.uniform(n)?;
-        Ok(self.try_acquire_now(&costs))
+        Ok(self.try_acquire_now(self.uniform(n)?))
     }
 
     /// [`try_acquire`](Self::try_acquire) of one cost per rule, as
@@ -231,8 +230,8 @@ impl Policy {
     /// # Errors
     /// As [`try_acquire`](Self::try_acquire).
     pub fn try_acquire_at(&self, n: u64, now_ns: u64) -> Result<bool, Error> {
-        let costs = self.uniform(n)?;
-        self.engine.try_acquire_at(&*self.rules, &costs, now_ns)
+        self.engine
+            .try_acquire_at(&*self.rules, self.uniform(n)?, now_ns)
     }
 
     /// [`try_acquire_costs`](Self::try_acquire_costs) at `now_ns`.
@@ -244,9 +243,13 @@ impl Policy {
         self.engine.try_acquire_at(&*self.rules, &costs, now_ns)
     }
 
-    /// `n` of every rule, checked.
-    fn uniform(&self, n: u64) -> Result<Costs, Error> {
-        self.costs(&self.engine.uniform(n)[..self.rules.len()])
+    /// `n` of every rule, checked against each rule in force.
+    #[inline(always)]
+    fn uniform(&self, n: u64) -> Result<Uniform, Error> {
+        for rule in &*self.rules {
+            rule.rule().check(n, None)?;
+        }
+        Ok(Uniform(n))
     }
 
     /// One cost per rule, checked.
@@ -256,8 +259,9 @@ impl Policy {
     }
 
     /// A try_acquire of checked `costs` now.
-    fn try_acquire_now(&self, costs: &Costs) -> bool {
-        if costs.iter().all(|&cost| cost == 0) {
+    #[inline(always)]
+    fn try_acquire_now(&self, costs: impl Cost) -> bool {
+        if self.engine.is_query(costs) {
             return true;
         }
         let time = Monotonic;
@@ -275,19 +279,21 @@ impl Policy {
             // exact time, and so are the rules after it, if that time lies within the
             // bounds: the rules settled before it hold at that instant too.
             let mut exact = None;
-            let taken = self.engine.take_each(&*self.rules, costs, |index, n| {
-                let rule = &self.rules[index];
-                if let Some(now) = exact {
-                    return Ok(Some(rule.try_acquire_refundable_at(n, now)));
-                }
-                Ok(rule.settle_refundable(n, bounds).or_else(|| {
-                    let now = time.now_after(bounds);
-                    (now <= bounds.latest).then(|| {
-                        exact = Some(now);
-                        rule.try_acquire_refundable_at(n, now)
-                    })
-                }))
-            });
+            let taken = self
+                .engine
+                .take_each(&*self.rules, costs, |index, n, refund| {
+                    let rule = &self.rules[index];
+                    if let Some(now) = exact {
+                        return Ok(Some(rule.try_acquire_into(n, now, refund)));
+                    }
+                    Ok(rule.settle_into(n, bounds, refund).or_else(|| {
+                        let now = time.now_after(bounds);
+                        (now <= bounds.latest).then(|| {
+                            exact = Some(now);
+                            rule.try_acquire_into(n, now, refund)
+                        })
+                    }))
+                });
             match taken {
                 Ok(Taken::All) => return true,
                 Ok(Taken::Denied(_)) => return false,

@@ -7,6 +7,8 @@ use super::{PolicyDecision, MAX_RULES};
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
+use std::cell::Cell;
+use std::mem::MaybeUninit;
 
 /// A policy's rules, for one request: what the engine asks of rule number `rule`.
 pub(super) trait Rules {
@@ -38,6 +40,29 @@ pub(super) trait Rules {
 
 /// One cost per rule, in the order given: 0 leaves a rule out of the request.
 pub(super) type Costs = [u64; MAX_RULES];
+
+/// What a request costs each rule, by the rule's index: 0 leaves the rule out.
+pub(super) trait Cost: Copy {
+    fn of(self, rule: usize) -> u64;
+}
+
+impl Cost for &Costs {
+    #[inline(always)]
+    fn of(self, rule: usize) -> u64 {
+        self[rule]
+    }
+}
+
+/// The same cost for every rule: a request of `n` units, with no array to fill and read.
+#[derive(Clone, Copy)]
+pub(super) struct Uniform(pub(super) u64);
+
+impl Cost for Uniform {
+    #[inline(always)]
+    fn of(self, _rule: usize) -> u64 {
+        self.0
+    }
+}
 
 /// How far [`Engine::take_each`] got.
 pub(super) enum Taken {
@@ -123,12 +148,19 @@ impl Engine {
         costs
     }
 
+    /// Whether a request of `costs` is a query: it costs no rule anything.
+    #[inline(always)]
+    pub(super) fn is_query(&self, costs: impl Cost) -> bool {
+        (0..self.len).all(|rule| costs.of(rule) == 0)
+    }
+
     /// How many rules that cannot give back the request costs: with more than one, all
     /// but the first are asked before any rule takes (see `take`).
-    pub(super) fn takers(&self, costs: &Costs) -> usize {
+    #[inline(always)]
+    pub(super) fn takers(&self, costs: impl Cost) -> usize {
         self.order[self.givers..]
             .iter()
-            .filter(|&&index| costs[index] > 0)
+            .filter(|&&index| costs.of(index) > 0)
             .count()
     }
 
@@ -142,11 +174,11 @@ impl Engine {
     pub(super) fn acquire_at<R: Rules + ?Sized>(
         &self,
         rules: &R,
-        costs: &Costs,
+        costs: impl Cost,
         now_ns: u64,
     ) -> Result<PolicyDecision, Error> {
         let mut decisions = [Decision::default(); MAX_RULES];
-        if costs.iter().all(|&cost| cost == 0) {
+        if self.is_query(costs) {
             for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
                 *decision = rules.peek_at(index, 0, now_ns);
             }
@@ -157,7 +189,7 @@ impl Engine {
                 Ok(()) => {
                     // The rules the request leaves out report their state.
                     for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
-                        if costs[index] == 0 {
+                        if costs.of(index) == 0 {
                             *decision = rules.peek_at(index, 0, now_ns);
                         }
                     }
@@ -177,7 +209,7 @@ impl Engine {
     pub(super) fn try_acquire_at<R: Rules + ?Sized>(
         &self,
         rules: &R,
-        costs: &Costs,
+        costs: impl Cost,
         now_ns: u64,
     ) -> Result<bool, Error> {
         Ok(self.take(rules, costs, now_ns, None)?.is_ok())
@@ -191,7 +223,7 @@ impl Engine {
     fn take<R: Rules + ?Sized>(
         &self,
         rules: &R,
-        costs: &Costs,
+        costs: impl Cost,
         now_ns: u64,
         mut decisions: Option<&mut [Decision; MAX_RULES]>,
     ) -> Result<Result<(), usize>, Error> {
@@ -200,13 +232,13 @@ impl Engine {
         // answer) none of them denies once one has taken. So are the rules marked to be.
         let takers = self.order[self.givers..]
             .iter()
-            .filter(|&&index| costs[index] > 0)
+            .filter(|&&index| costs.of(index) > 0)
             .skip(1);
         let marked = self.order[..self.givers]
             .iter()
-            .filter(|&&index| costs[index] > 0 && self.asked_first[index]);
+            .filter(|&&index| costs.of(index) > 0 && self.asked_first[index]);
         for &index in marked.chain(takers) {
-            let decision = rules.peek_at(index, costs[index], now_ns);
+            let decision = rules.peek_at(index, costs.of(index), now_ns);
             if !decision.allowed {
                 if let Some(decisions) = decisions.as_deref_mut() {
                     decisions[index] = decision;
@@ -214,16 +246,20 @@ impl Engine {
                 return Ok(Err(index));
             }
         }
-        let taken = self.take_each(rules, costs, |index, n| {
-            let (allowed, refund) = match decisions.as_deref_mut() {
+        let taken = self.take_each(rules, costs, |index, n, refund| {
+            Ok(Some(match decisions.as_deref_mut() {
                 Some(decisions) => {
-                    let (decision, refund) = rules.acquire_refundable_at(index, n, now_ns)?;
+                    let (decision, taken) = rules.acquire_refundable_at(index, n, now_ns)?;
                     decisions[index] = decision;
-                    (decision.allowed, refund)
+                    refund.set(taken);
+                    decision.allowed
                 }
-                None => rules.try_acquire_refundable_at(index, n, now_ns)?,
-            };
-            Ok(Some((allowed, refund)))
+                None => {
+                    let (allowed, taken) = rules.try_acquire_refundable_at(index, n, now_ns)?;
+                    refund.set(taken);
+                    allowed
+                }
+            }))
         })?;
         Ok(match taken {
             Taken::Denied(index) => Err(index),
@@ -232,37 +268,37 @@ impl Engine {
         })
     }
 
-    /// Runs `step` on each rule the request costs, in the order they take, with its cost:
-    /// its outcome (`Some((admitted, refund))`), `None` when it cannot decide, or an
-    /// error. A rule that denies, cannot decide or fails ends it, and the rules before it
-    /// give their units back.
+    /// Runs `step` on each rule the request costs, in the order they take, with its cost
+    /// and where to put what giving an admission back takes: its outcome (`Some(admitted)`),
+    /// `None` when it cannot decide, or an error. A rule that denies, cannot decide or
+    /// fails ends it, and the rules before it give their units back.
     #[inline(always)]
     pub(super) fn take_each<R: Rules + ?Sized>(
         &self,
         rules: &R,
-        costs: &Costs,
-        mut step: impl FnMut(usize, u64) -> Result<Option<(bool, Option<R::Refund>)>, Error>,
+        costs: impl Cost,
+        mut step: impl FnMut(usize, u64, &Cell<Option<R::Refund>>) -> Result<Option<bool>, Error>,
     ) -> Result<Taken, Error> {
-        // What each rule that took gives back, by its index.
-        let mut refunds: [Option<R::Refund>; MAX_RULES] = [None; MAX_RULES];
-        for (position, &index) in self.order.iter().enumerate() {
-            if costs[index] == 0 {
+        let mut held = Held::new();
+        let refund = Cell::new(None);
+        for &index in self.order.iter() {
+            let n = costs.of(index);
+            if n == 0 {
                 continue;
             }
-            let outcome = step(index, costs[index]);
-            if let Ok(Some((true, refund))) = outcome {
-                refunds[index] = refund;
-                continue;
-            }
-            for &taken in self.order[..position].iter().rev() {
-                if let Some(refund) = refunds[taken] {
-                    rules.refund(taken, refund);
+            let ended = match step(index, n, &refund) {
+                Ok(Some(true)) => {
+                    if let Some(refund) = refund.take() {
+                        held.push(index, refund);
+                    }
+                    continue;
                 }
-            }
-            return Ok(match outcome? {
-                Some(_) => Taken::Denied(index),
-                None => Taken::Undecided,
-            });
+                Ok(Some(false)) => Ok(Taken::Denied(index)),
+                Ok(None) => Ok(Taken::Undecided),
+                Err(error) => Err(error),
+            };
+            held.give_back(rules);
+            return ended;
         }
         Ok(Taken::All)
     }
@@ -273,7 +309,7 @@ impl Engine {
     fn denial<R: Rules + ?Sized>(
         &self,
         rules: &R,
-        costs: &Costs,
+        costs: impl Cost,
         now_ns: u64,
         denying: usize,
         denial: Decision,
@@ -284,7 +320,7 @@ impl Engine {
                 denial
             } else {
                 let state = rules.peek_at(index, 0, now_ns);
-                let request = rules.peek_at(index, costs[index], now_ns);
+                let request = rules.peek_at(index, costs.of(index), now_ns);
                 Decision {
                     allowed: request.allowed,
                     retry_after_ns: request.retry_after_ns,
@@ -303,15 +339,52 @@ impl Engine {
     fn combined(
         &self,
         rules: [Decision; MAX_RULES],
-        costs: &Costs,
+        costs: impl Cost,
         denied_by: Option<usize>,
     ) -> PolicyDecision {
-        let query = costs.iter().all(|&cost| cost == 0);
+        let query = self.is_query(costs);
         PolicyDecision::combine(
             rules,
             self.len,
-            |index| (query || costs[index] > 0).then_some(rules[index].limit),
+            |index| (query || costs.of(index) > 0).then_some(rules[index].limit),
             denied_by,
         )
+    }
+}
+
+/// The admissions a request holds while it takes from its rules, in the order taken:
+/// each rule's index and refund, plain values in a fixed array, so that a denial gives
+/// them back, the last first.
+struct Held<T> {
+    taken: [MaybeUninit<(usize, T)>; MAX_RULES],
+    /// How many of `taken`, from the first, hold an admission.
+    len: usize,
+}
+
+impl<T: Copy> Held<T> {
+    #[inline(always)]
+    fn new() -> Self {
+        Self {
+            taken: [const { MaybeUninit::uninit() }; MAX_RULES],
+            len: 0,
+        }
+    }
+
+    /// Holds rule `rule`'s admission. A request takes from each rule at most once, so
+    /// there is room for every one.
+    #[inline(always)]
+    fn push(&mut self, rule: usize, refund: T) {
+        self.taken[self.len].write((rule, refund));
+        self.len += 1;
+    }
+
+    /// Gives every admission held back to its rule, the last taken first.
+    #[inline(always)]
+    fn give_back<R: Rules<Refund = T> + ?Sized>(&self, rules: &R) {
+        for held in self.taken[..self.len].iter().rev() {
+            // SAFETY: `push` wrote each of the first `len`.
+            let (rule, refund) = unsafe { held.assume_init() };
+            rules.refund(rule, refund);
+        }
     }
 }
