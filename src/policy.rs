@@ -38,6 +38,7 @@ use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::limiter::{Limiter, RuleRefund};
+use crate::sync::{AtomicBool, Ordering};
 use crate::time::{self, Monotonic, TimeSource};
 
 /// The most rules one policy holds.
@@ -74,7 +75,12 @@ pub const MAX_RULES: usize = 8;
 pub struct Policy {
     /// One limiter per rule, in the order given.
     rules: Box<[Limiter]>,
+    /// The order the rules take a request in, and the limits they were built with.
     engine: Engine,
+    /// Whether [`set_rules_at`](Self::set_rules_at) ever began to change the rules: until
+    /// then the engine's limits are the rules' own, and a cost within them needs no look
+    /// at each rule in force.
+    changed: AtomicBool,
 }
 
 /// A policy's decision: the combined [`Decision`], which rule denied, and each rule's own.
@@ -143,7 +149,11 @@ impl Policy {
         }
         let rules: Box<[Limiter]> = rules.iter().map(Limiter::new).collect::<Result<_, _>>()?;
         let engine = Engine::new(rules.iter().map(|rule| (rule.rule(), false)));
-        Ok(Self { rules, engine })
+        Ok(Self {
+            rules,
+            engine,
+            changed: AtomicBool::new(false),
+        })
     }
 
     /// The rules, in the order given.
@@ -246,8 +256,15 @@ impl Policy {
     /// `n` of every rule, checked against each rule in force.
     #[inline(always)]
     fn uniform(&self, n: u64) -> Result<Uniform, Error> {
-        for rule in &*self.rules {
-            rule.rule().check(n, None)?;
+        // Relaxed: a caller after a change (in happens-before) reads `true` (coherence),
+        // and checks the rules in force. A caller racing the change may check the limits
+        // the rules were built with; a rule whose change lowered its limit below `n` then
+        // denies the request for good (see `Limiter::beyond_limit`), as it would if the
+        // change came just after this check.
+        if n > self.engine.limit() || self.changed.load(Ordering::Relaxed) {
+            for rule in &*self.rules {
+                rule.rule().check(n, None)?;
+            }
         }
         Ok(Uniform(n))
     }
@@ -392,6 +409,9 @@ impl Policy {
         for (rule, config) in self.rules.iter().zip(rules) {
             rule.rule().carries_to(&Decider::new(config)?)?;
         }
+        // Relaxed: see `uniform`. Before any rule changes, so that no caller after a
+        // change checks a cost against the limits the rules were built with.
+        self.changed.store(true, Ordering::Relaxed);
         for (rule, config) in self.rules.iter().zip(rules) {
             rule.set_config_at(config, now_ns)?;
         }

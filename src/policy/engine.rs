@@ -74,8 +74,9 @@ pub(super) enum Taken {
     Undecided,
 }
 
-/// What a policy knows of its rules' kinds: the order they take a request in, and their
-/// limits.
+/// What a policy knows of its rules as they were built: the order they take a request
+/// in (which a change of rule keeps), and the least of their limits (which a change may
+/// lower: `Policy` checks the rules in force once one began).
 #[derive(Debug)]
 pub(super) struct Engine {
     /// Indices of the rules: the `givers` rules that can give units back, then those that
@@ -85,7 +86,8 @@ pub(super) struct Engine {
     /// The rules asked whether they would admit before any rule takes, besides the
     /// takers after the first: a keyed policy's global rules (see `policy/keyed.rs`).
     asked_first: [bool; MAX_RULES],
-    limits: Costs,
+    /// The least of the rules' limits.
+    least_limit: u64,
     len: usize,
 }
 
@@ -94,11 +96,11 @@ impl Engine {
     /// with whether to ask it first.
     pub(super) fn new<'a>(rules: impl ExactSizeIterator<Item = (&'a Decider, bool)>) -> Self {
         let len = rules.len();
-        let mut limits = [0; MAX_RULES];
+        let mut least_limit = u64::MAX;
         let mut gives_back = [false; MAX_RULES];
         let mut asked_first = [false; MAX_RULES];
         for (index, (rule, asked)) in rules.enumerate() {
-            limits[index] = rule.limit();
+            least_limit = least_limit.min(rule.limit());
             gives_back[index] = rule.gives_back();
             asked_first[index] = asked;
         }
@@ -110,14 +112,15 @@ impl Engine {
             order,
             givers,
             asked_first,
-            limits,
+            least_limit,
             len,
         }
     }
 
     /// The least of the rules' limits: the largest cost the policy can admit of each.
+    #[inline(always)]
     pub(super) fn limit(&self) -> u64 {
-        self.limits[..self.len].iter().copied().min().unwrap_or(0)
+        self.least_limit
     }
 
     /// Checks a request's costs, one per rule, against the rules (`deciders`, in order).
