@@ -39,7 +39,8 @@ use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::limiter::{Limiter, RuleRefund};
 use crate::sync::{AtomicBool, Ordering};
-use crate::time::{self, Monotonic, TimeSource};
+use crate::time::{self, Bounds, Monotonic, TimeSource};
+use std::cell::Cell;
 
 /// The most rules one policy holds.
 pub const MAX_RULES: usize = 8;
@@ -296,21 +297,22 @@ impl Policy {
             // exact time, and so are the rules after it, if that time lies within the
             // bounds: the rules settled before it hold at that instant too.
             let mut exact = None;
-            let taken = self
-                .engine
-                .take_each(&*self.rules, costs, |index, n, refund| {
+            let taken = self.engine.take_each(
+                &*self.rules,
+                costs,
+                // Into each of the engine's loops: called, a step costs more than the
+                // settling it makes.
+                #[inline(always)]
+                |index, n, refund| {
                     let rule = &self.rules[index];
-                    if let Some(now) = exact {
-                        return Ok(Some(rule.try_acquire_into(n, now, refund)));
-                    }
-                    Ok(rule.settle_into(n, bounds, refund).or_else(|| {
-                        let now = time.now_after(bounds);
-                        (now <= bounds.latest).then(|| {
-                            exact = Some(now);
-                            rule.try_acquire_into(n, now, refund)
-                        })
-                    }))
-                });
+                    Ok(match exact {
+                        None => rule
+                            .settle_into(n, bounds, refund)
+                            .or_else(|| exactly(rule, n, bounds, refund, &mut exact)),
+                        Some(now) => Some(rule.try_acquire_into(n, now, refund)),
+                    })
+                },
+            );
             match taken {
                 Ok(Taken::All) => return true,
                 Ok(Taken::Denied(_)) => return false,
@@ -426,4 +428,24 @@ impl Policy {
             .min()
             .unwrap_or(0)
     }
+}
+
+/// A rule's step of a `try_acquire` that the cheap clock's bounds left undecided, at the
+/// exact time read after them, if it lies within them (then the rules after it are decided
+/// at that time too: `exact`). Out of line, so that the busy path, where the bounds settle
+/// every rule, is the bounds' settling alone.
+#[cold]
+#[inline(never)]
+fn exactly(
+    rule: &Limiter,
+    n: u64,
+    bounds: Bounds,
+    refund: &Cell<Option<RuleRefund>>,
+    exact: &mut Option<u64>,
+) -> Option<bool> {
+    let now = Monotonic.now_after(bounds);
+    (now <= bounds.latest).then(|| {
+        *exact = Some(now);
+        rule.try_acquire_into(n, now, refund)
+    })
 }

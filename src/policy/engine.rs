@@ -8,7 +8,6 @@ use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use std::cell::Cell;
-use std::mem::MaybeUninit;
 
 /// A policy's rules, for one request: what the engine asks of rule number `rule`.
 pub(super) trait Rules {
@@ -280,30 +279,15 @@ impl Engine {
         &self,
         rules: &R,
         costs: impl Cost,
-        mut step: impl FnMut(usize, u64, &Cell<Option<R::Refund>>) -> Result<Option<bool>, Error>,
+        step: impl FnMut(usize, u64, &Cell<Option<R::Refund>>) -> Result<Option<bool>, Error>,
     ) -> Result<Taken, Error> {
-        let mut held = Held::new();
-        let refund = Cell::new(None);
-        for &index in self.order.iter() {
-            let n = costs.of(index);
-            if n == 0 {
-                continue;
-            }
-            let ended = match step(index, n, &refund) {
-                Ok(Some(true)) => {
-                    if let Some(refund) = refund.take() {
-                        held.push(index, refund);
-                    }
-                    continue;
-                }
-                Ok(Some(false)) => Ok(Taken::Denied(index)),
-                Ok(None) => Ok(Taken::Undecided),
-                Err(error) => Err(error),
-            };
-            held.give_back(rules);
-            return ended;
+        // The common policies of one and two rules by an order of known length: the loop
+        // unrolled, and no more places for refunds than rules.
+        match self.order.len() {
+            1 => take_in_order::<1, _>(rules, costs, &self.order[..1], step),
+            2 => take_in_order::<2, _>(rules, costs, &self.order[..2], step),
+            _ => take_in_order::<MAX_RULES, _>(rules, costs, &self.order, step),
         }
-        Ok(Taken::All)
     }
 
     /// The report of a request of `costs` at `now_ns` that rule `denying` denied (with
@@ -355,39 +339,35 @@ impl Engine {
     }
 }
 
-/// The admissions a request holds while it takes from its rules, in the order taken:
-/// each rule's index and refund, plain values in a fixed array, so that a denial gives
-/// them back, the last first.
-struct Held<T> {
-    taken: [MaybeUninit<(usize, T)>; MAX_RULES],
-    /// How many of `taken`, from the first, hold an admission.
-    len: usize,
-}
-
-impl<T: Copy> Held<T> {
-    #[inline(always)]
-    fn new() -> Self {
-        Self {
-            taken: [const { MaybeUninit::uninit() }; MAX_RULES],
-            len: 0,
+/// [`Engine::take_each`] over the rules of `order`, at most `N`, in turn.
+#[inline(always)]
+fn take_in_order<const N: usize, R: Rules + ?Sized>(
+    rules: &R,
+    costs: impl Cost,
+    order: &[usize],
+    mut step: impl FnMut(usize, u64, &Cell<Option<R::Refund>>) -> Result<Option<bool>, Error>,
+) -> Result<Taken, Error> {
+    // What each rule that took gives back, by its place in `order`: each step puts its
+    // refund in its own place, and nothing reads it back unless a later rule denies (a
+    // read of words just written one by one would wait for them to reach the cache).
+    let held: [Cell<Option<R::Refund>>; N] = [const { Cell::new(None) }; N];
+    for (position, (&index, refund)) in order.iter().zip(&held).enumerate() {
+        let n = costs.of(index);
+        if n == 0 {
+            continue;
         }
-    }
-
-    /// Holds rule `rule`'s admission. A request takes from each rule at most once, so
-    /// there is room for every one.
-    #[inline(always)]
-    fn push(&mut self, rule: usize, refund: T) {
-        self.taken[self.len].write((rule, refund));
-        self.len += 1;
-    }
-
-    /// Gives every admission held back to its rule, the last taken first.
-    #[inline(always)]
-    fn give_back<R: Rules<Refund = T> + ?Sized>(&self, rules: &R) {
-        for held in self.taken[..self.len].iter().rev() {
-            // SAFETY: `push` wrote each of the first `len`.
-            let (rule, refund) = unsafe { held.assume_init() };
-            rules.refund(rule, refund);
+        let ended = match step(index, n, refund) {
+            Ok(Some(true)) => continue,
+            Ok(Some(false)) => Ok(Taken::Denied(index)),
+            Ok(None) => Ok(Taken::Undecided),
+            Err(error) => Err(error),
+        };
+        for (&taken, refund) in order.iter().zip(&held).take(position).rev() {
+            if let Some(refund) = refund.get() {
+                rules.refund(taken, refund);
+            }
         }
+        return ended;
     }
+    Ok(Taken::All)
 }
