@@ -254,7 +254,8 @@ impl Policy {
         self.engine.try_acquire_at(&*self.rules, &costs, now_ns)
     }
 
-    /// `n` of every rule, checked against each rule in force.
+    /// `n` of every rule, checked: against the limits the rules were built with, or
+    /// against each rule in force once a change of rule began.
     #[inline(always)]
     fn uniform(&self, n: u64) -> Result<Uniform, Error> {
         // Relaxed: a caller after a change (in happens-before) reads `true` (coherence),

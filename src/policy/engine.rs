@@ -42,6 +42,7 @@ pub(super) type Costs = [u64; MAX_RULES];
 
 /// What a request costs each rule, by the rule's index: 0 leaves the rule out.
 pub(super) trait Cost: Copy {
+    /// The cost of rule number `rule`.
     fn of(self, rule: usize) -> u64;
 }
 
