@@ -249,21 +249,27 @@ impl Engine {
                 return Ok(Err(index));
             }
         }
-        let taken = self.take_each(rules, costs, |index, n, refund| {
-            Ok(Some(match decisions.as_deref_mut() {
-                Some(decisions) => {
-                    let (decision, taken) = rules.acquire_refundable_at(index, n, now_ns)?;
-                    decisions[index] = decision;
-                    refund.set(taken);
-                    decision.allowed
-                }
-                None => {
-                    let (allowed, taken) = rules.try_acquire_refundable_at(index, n, now_ns)?;
-                    refund.set(taken);
-                    allowed
-                }
-            }))
-        })?;
+        let taken = self.take_each(
+            rules,
+            costs,
+            // Into each of `take_each`'s loops, as a policy's own step is.
+            #[inline(always)]
+            |index, n, refund| {
+                Ok(Some(match decisions.as_deref_mut() {
+                    Some(decisions) => {
+                        let (decision, taken) = rules.acquire_refundable_at(index, n, now_ns)?;
+                        decisions[index] = decision;
+                        refund.set(taken);
+                        decision.allowed
+                    }
+                    None => {
+                        let (allowed, taken) = rules.try_acquire_refundable_at(index, n, now_ns)?;
+                        refund.set(taken);
+                        allowed
+                    }
+                }))
+            },
+        )?;
         Ok(match taken {
             Taken::Denied(index) => Err(index),
             // Every step above decides, at the exact time.
