@@ -129,22 +129,42 @@ impl Decider {
         now_ns: u64,
         n: u64,
     ) -> Result<(bool, Option<Refund>), T::Evicted> {
-        debug_assert!(n >= 1 && self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.try_acquire_refundable_at(state, tenancy, now_ns, n))
+        let mut taken = None;
+        let allowed = self.try_acquire_into(state, tenancy, now_ns, n, |refund| {
+            taken = Some(refund);
+        })?;
+        Ok((allowed, taken))
     }
 
-    /// Acquires `1 ≤ n` units for every instant within `bounds` at once, with what giving
-    /// them back takes: `None` (nothing written) when the instants disagree.
+    /// [`try_acquire_at`](Self::try_acquire_at), handing what giving the units back takes
+    /// to `refund` (see [`Stored::try_acquire_into`]).
     #[inline(always)]
-    pub(crate) fn settle_refundable<T: Tenancy>(
+    pub(crate) fn try_acquire_into<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+        refund: impl FnOnce(Refund),
+    ) -> Result<bool, T::Evicted> {
+        debug_assert!(n >= 1 && self.check(n, None).is_ok());
+        dispatch!(self, algorithm => algorithm.try_acquire_into(state, tenancy, now_ns, n, refund))
+    }
+
+    /// Acquires `1 ≤ n` units for every instant within `bounds` at once, handing what
+    /// giving them back takes to `refund`: `None` (nothing written) when the instants
+    /// disagree.
+    #[inline(always)]
+    pub(crate) fn settle_into<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
         bounds: Bounds,
         n: u64,
-    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
+        refund: impl FnOnce(Refund),
+    ) -> Result<Option<bool>, T::Evicted> {
         debug_assert!(n >= 1 && self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.settle_refundable(state, tenancy, bounds, n))
+        dispatch!(self, algorithm => algorithm.settle_into(state, tenancy, bounds, n, refund))
     }
 
     /// The decision an acquire of `n` units at `now_ns` would make, with nothing written.

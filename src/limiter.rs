@@ -11,6 +11,7 @@ use crate::generations::{Generation, Generations};
 use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
 use crate::state::Refund;
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
+use std::cell::Cell;
 use std::path::Path;
 #[cfg(not(loom))]
 use std::ptr::NonNull;
@@ -334,22 +335,39 @@ impl Limiter {
         n: u64,
         now_ns: u64,
     ) -> (bool, Option<RuleRefund>) {
-        self.generations
-            .decide(n, None, TryAcquireRefundable { now_ns, n })
-            .unwrap_or((false, None))
+        let refund = Cell::new(None);
+        let allowed = self.try_acquire_into(n, now_ns, &refund);
+        (allowed, refund.get())
     }
 
-    /// [`try_acquire_refundable_at`](Self::try_acquire_refundable_at) for every instant
-    /// within `bounds` at once: `None` (nothing written) when the instants disagree.
+    /// [`try_acquire_refundable_at`](Self::try_acquire_refundable_at) that puts what giving
+    /// the units back takes in `refund`, and leaves it as it was when there is none (a
+    /// denial). A policy's step: its outcome is then a `bool` in a register, not a refund
+    /// copied out through every layer of the decision.
     #[inline]
-    pub(crate) fn settle_refundable(
+    pub(crate) fn try_acquire_into(
+        &self,
+        n: u64,
+        now_ns: u64,
+        refund: &Cell<Option<RuleRefund>>,
+    ) -> bool {
+        self.generations
+            .decide(n, None, TryAcquireRefundable { now_ns, n, refund })
+            .unwrap_or(false)
+    }
+
+    /// [`try_acquire_into`](Self::try_acquire_into) for every instant within `bounds` at
+    /// once: `None` (nothing written) when the instants disagree.
+    #[inline]
+    pub(crate) fn settle_into(
         &self,
         n: u64,
         bounds: Bounds,
-    ) -> Option<(bool, Option<RuleRefund>)> {
+        refund: &Cell<Option<RuleRefund>>,
+    ) -> Option<bool> {
         self.generations
-            .decide(n, None, SettleRefundable { bounds, n })
-            .unwrap_or(Some((false, None)))
+            .decide(n, None, SettleRefundable { bounds, n, refund })
+            .unwrap_or(Some(false))
     }
 
     /// The decision an acquire of `n` units (checked by the caller) at `now_ns` would make,
@@ -402,6 +420,12 @@ impl RuleRefund {
     /// The refund of an admission on `generation`'s words, if it has one.
     fn on(generation: &Generation, refund: Option<Refund>) -> Option<Self> {
         refund.map(|refund| Self { refund, generation })
+    }
+
+    /// Puts the refund of an admission on `generation`'s words in `into`.
+    #[inline(always)]
+    fn put(generation: &Generation, refund: Refund, into: &Cell<Option<Self>>) {
+        into.set(Some(Self { refund, generation }));
     }
 }
 

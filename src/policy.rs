@@ -31,14 +31,16 @@ mod engine;
 mod file;
 mod keyed;
 
-use self::engine::{Costs, Engine, Rules, Taken};
+use self::engine::{Cost, Costs, Engine, Rules, Taken, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::limiter::{Limiter, RuleRefund};
-use crate::time::{self, Monotonic, TimeSource};
+use crate::sync::{AtomicBool, Ordering};
+use crate::time::{self, Bounds, Monotonic, TimeSource};
+use std::cell::Cell;
 
 /// The most rules one policy holds.
 pub const MAX_RULES: usize = 8;
@@ -74,7 +76,12 @@ pub const MAX_RULES: usize = 8;
 pub struct Policy {
     /// One limiter per rule, in the order given.
     rules: Box<[Limiter]>,
+    /// The order the rules take a request in, and the limits they were built with.
     engine: Engine,
+    /// Whether [`set_rules_at`](Self::set_rules_at) ever began to change the rules: until
+    /// then the engine's limits are the rules' own, and a cost within them needs no look
+    /// at each rule in force.
+    changed: AtomicBool,
 }
 
 /// A policy's decision: the combined [`Decision`], which rule denied, and each rule's own.
@@ -143,7 +150,11 @@ impl Policy {
         }
         let rules: Box<[Limiter]> = rules.iter().map(Limiter::new).collect::<Result<_, _>>()?;
         let engine = Engine::new(rules.iter().map(|rule| (rule.rule(), false)));
-        Ok(Self { rules, engine })
+        Ok(Self {
+            rules,
+            engine,
+            changed: AtomicBool::new(false),
+        })
     }
 
     /// The rules, in the order given.
@@ -169,8 +180,8 @@ impl Policy {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn acquire_at(&self, n: u64, now_ns: u64) -> Result<PolicyDecision, Error> {
-        let costs = self.uniform(n)?;
-        self.engine.acquire_at(&*self.rules, &costs, now_ns)
+        self.engine
+            .acquire_at(&*self.rules, self.uniform(n)?, now_ns)
     }
 
     /// Acquires `costs[i]` units of rule `i` now, for every rule, or nothing: a rule of
@@ -212,8 +223,7 @@ impl Policy {
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit.
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
-        let costs = self.uniform(n)?;
-        Ok(self.try_acquire_now(&costs))
+        Ok(self.try_acquire_now(self.uniform(n)?))
     }
 
     /// [`try_acquire`](Self::try_acquire) of one cost per rule, as
@@ -231,8 +241,8 @@ impl Policy {
     /// # Errors
     /// As [`try_acquire`](Self::try_acquire).
     pub fn try_acquire_at(&self, n: u64, now_ns: u64) -> Result<bool, Error> {
-        let costs = self.uniform(n)?;
-        self.engine.try_acquire_at(&*self.rules, &costs, now_ns)
+        self.engine
+            .try_acquire_at(&*self.rules, self.uniform(n)?, now_ns)
     }
 
     /// [`try_acquire_costs`](Self::try_acquire_costs) at `now_ns`.
@@ -244,9 +254,21 @@ impl Policy {
         self.engine.try_acquire_at(&*self.rules, &costs, now_ns)
     }
 
-    /// `n` of every rule, checked.
-    fn uniform(&self, n: u64) -> Result<Costs, Error> {
-        self.costs(&self.engine.uniform(n)[..self.rules.len()])
+    /// `n` of every rule, checked: against the limits the rules were built with, or
+    /// against each rule in force once a change of rule began.
+    #[inline(always)]
+    fn uniform(&self, n: u64) -> Result<Uniform, Error> {
+        // Relaxed: a caller after a change (in happens-before) reads `true` (coherence),
+        // and checks the rules in force. A caller racing the change may check the limits
+        // the rules were built with; a rule whose change lowered its limit below `n` then
+        // denies the request for good (see `Limiter::beyond_limit`), as it would if the
+        // change came just after this check.
+        if n > self.engine.limit() || self.changed.load(Ordering::Relaxed) {
+            for rule in &*self.rules {
+                rule.rule().check(n, None)?;
+            }
+        }
+        Ok(Uniform(n))
     }
 
     /// One cost per rule, checked.
@@ -256,8 +278,9 @@ impl Policy {
     }
 
     /// A try_acquire of checked `costs` now.
-    fn try_acquire_now(&self, costs: &Costs) -> bool {
-        if costs.iter().all(|&cost| cost == 0) {
+    #[inline(always)]
+    fn try_acquire_now(&self, costs: impl Cost) -> bool {
+        if self.engine.is_query(costs) {
             return true;
         }
         let time = Monotonic;
@@ -275,19 +298,22 @@ impl Policy {
             // exact time, and so are the rules after it, if that time lies within the
             // bounds: the rules settled before it hold at that instant too.
             let mut exact = None;
-            let taken = self.engine.take_each(&*self.rules, costs, |index, n| {
-                let rule = &self.rules[index];
-                if let Some(now) = exact {
-                    return Ok(Some(rule.try_acquire_refundable_at(n, now)));
-                }
-                Ok(rule.settle_refundable(n, bounds).or_else(|| {
-                    let now = time.now_after(bounds);
-                    (now <= bounds.latest).then(|| {
-                        exact = Some(now);
-                        rule.try_acquire_refundable_at(n, now)
+            let taken = self.engine.take_each(
+                &*self.rules,
+                costs,
+                // Into each of the engine's loops: called, a step costs more than the
+                // settling it makes.
+                #[inline(always)]
+                |index, n, refund| {
+                    let rule = &self.rules[index];
+                    Ok(match exact {
+                        None => rule
+                            .settle_into(n, bounds, refund)
+                            .or_else(|| exactly(rule, n, bounds, refund, &mut exact)),
+                        Some(now) => Some(rule.try_acquire_into(n, now, refund)),
                     })
-                }))
-            });
+                },
+            );
             match taken {
                 Ok(Taken::All) => return true,
                 Ok(Taken::Denied(_)) => return false,
@@ -386,6 +412,9 @@ impl Policy {
         for (rule, config) in self.rules.iter().zip(rules) {
             rule.rule().carries_to(&Decider::new(config)?)?;
         }
+        // Relaxed: see `uniform`. Before any rule changes, so that no caller after a
+        // change checks a cost against the limits the rules were built with.
+        self.changed.store(true, Ordering::Relaxed);
         for (rule, config) in self.rules.iter().zip(rules) {
             rule.set_config_at(config, now_ns)?;
         }
@@ -400,4 +429,24 @@ impl Policy {
             .min()
             .unwrap_or(0)
     }
+}
+
+/// A rule's step of a `try_acquire` that the cheap clock's bounds left undecided, at the
+/// exact time read after them, if it lies within them (then the rules after it are decided
+/// at that time too: `exact`). Out of line, so that the busy path, where the bounds settle
+/// every rule, is the bounds' settling alone.
+#[cold]
+#[inline(never)]
+fn exactly(
+    rule: &Limiter,
+    n: u64,
+    bounds: Bounds,
+    refund: &Cell<Option<RuleRefund>>,
+    exact: &mut Option<u64>,
+) -> Option<bool> {
+    let now = Monotonic.now_after(bounds);
+    (now <= bounds.latest).then(|| {
+        *exact = Some(now);
+        rule.try_acquire_into(n, now, refund)
+    })
 }

@@ -122,3 +122,37 @@ fn a_change_lowering_a_rule_below_a_racing_request() {
         }
     });
 }
+
+/// A caller that knows a policy's change is done (here by a flag of its own, released
+/// after `set_rules_at` returned) checks a request against the rules in force: a cost past
+/// the lowered limit is an error, never a denial, though the policy's own note that a
+/// change began is read `Relaxed`. One that does not know may see either.
+#[test]
+fn a_caller_after_a_policy_change_checks_the_rules_in_force() {
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    loom::model(|| {
+        let policy = Arc::new(rate::Policy::new(&[Config::gcra(1, 100).with_burst(3)]).unwrap());
+        let done = Arc::new(AtomicBool::new(false));
+        let changer = {
+            let (policy, done) = (Arc::clone(&policy), Arc::clone(&done));
+            thread::spawn(move || {
+                policy
+                    .set_rules_at(&[Config::gcra(1, 100).with_burst(1)], NOW)
+                    .unwrap();
+                done.store(true, Ordering::Release);
+            })
+        };
+        let after = done.load(Ordering::Acquire);
+        let request = policy.try_acquire_at(2, NOW);
+        // Without the flag's word it may also be checked against the old burst of 3, and
+        // admitted under it or denied under the new one (see the model before).
+        if after {
+            assert_eq!(request, Err(rate::Error::InsufficientCapacity));
+        }
+        changer.join().unwrap();
+        assert_eq!(
+            policy.try_acquire_at(2, NOW),
+            Err(rate::Error::InsufficientCapacity)
+        );
+    });
+}

@@ -7,7 +7,7 @@ mod common;
 use common::models::combine;
 use common::{random_rule, Rng, MS, SECOND};
 use rate::{Algorithm, Config, ConfigError, Decision, Error, Limiter, Policy, PolicyDecision};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The model of one rule: a fresh limiter of it, given the policy's admissions so far.
 fn replayed(rule: &Config, admitted: &[(u64, u64)]) -> Limiter {
@@ -185,26 +185,39 @@ fn threads_admit_exactly_the_tightest_limit() {
 }
 
 /// Through the library's clock (the cheap clock's bounds, or the exact time for a rule
-/// they leave undecided): the tighter rule's limit exactly, and the other rule holds
-/// exactly the admitted units, the denied ones given back.
+/// they leave undecided): the tightest rule's limit exactly, and the other rules hold
+/// exactly the admitted units, the denied ones given back (by each rule before the
+/// denying one, with three).
 #[test]
 fn through_the_clock_as_at_one_time() {
     const HOUR: u64 = 3_600 * SECOND;
-    for rules in [
-        [
+    let cases: [&[Config]; 6] = [
+        &[
             Config::gcra(1, HOUR).with_burst(5),
             Config::fixed_window(3, HOUR),
         ],
-        [
+        &[
             Config::sliding_window(3, HOUR),
             Config::gcra(1, HOUR).with_burst(5),
         ],
-        [
+        &[
             Config::gcra(1_000_000, SECOND).with_burst(5),
             Config::sliding_log(3, HOUR),
         ],
-    ] {
-        let policy = Policy::new(&rules).unwrap();
+        &[
+            Config::gcra(1, HOUR).with_burst(5),
+            Config::gcra(1, HOUR).with_burst(4),
+            Config::gcra(1, HOUR).with_burst(3),
+        ],
+        &[
+            Config::gcra(1, HOUR).with_burst(4),
+            Config::fixed_window(5, HOUR),
+            Config::sliding_window(3, HOUR),
+        ],
+        &[Config::gcra(1, HOUR).with_burst(3)],
+    ];
+    for rules in cases {
+        let policy = Policy::new(rules).unwrap();
         let admitted = (0..10).filter(|_| policy.try_acquire(1).unwrap()).count();
         assert_eq!(admitted, 3, "{rules:?}");
         let state = policy.acquire(0).unwrap();
@@ -220,5 +233,71 @@ fn through_the_clock_as_at_one_time() {
                 assert_eq!(held, 3, "{rule:?}");
             }
         }
+    }
+}
+
+/// 3 threads take from an all-GCRA policy at one frozen time while another lowers the
+/// first rule's burst from 50 to 20: every caller that sees the change done gets an error
+/// for a cost past the new burst (not a denial), nothing is lost or counted twice, and
+/// the first rule ends empty.
+#[test]
+fn a_lowered_limit_binds_every_caller_after_the_change() {
+    const HOUR: u64 = 3_600 * SECOND;
+    let now = 10 * SECOND;
+    // 1 an hour: nothing refills at one frozen time. The second rule never denies.
+    let built = [
+        Config::gcra(1, HOUR).with_burst(50),
+        Config::gcra(1, HOUR).with_burst(100),
+    ];
+    let lowered = [Config::gcra(1, HOUR).with_burst(20), built[1]];
+    for _ in 0..20 {
+        let policy = Policy::new(&built).unwrap();
+        let done = AtomicBool::new(false);
+        let admitted: u64 = std::thread::scope(|scope| {
+            let takers: Vec<_> = (0..3)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut admitted = 0;
+                        loop {
+                            let after = done.load(Ordering::Acquire);
+                            // 30 units: within the built bursts, past the lowered one.
+                            let large = policy.try_acquire_at(30, now);
+                            match large {
+                                Ok(true) => admitted += 30,
+                                Ok(false) => assert!(!after, "a denial, not an error"),
+                                Err(error) => assert_eq!(error, Error::InsufficientCapacity),
+                            }
+                            if after {
+                                assert_eq!(
+                                    policy.try_acquire(30),
+                                    Err(Error::InsufficientCapacity)
+                                );
+                                assert_eq!(
+                                    policy.acquire_at(30, now),
+                                    Err(Error::InsufficientCapacity)
+                                );
+                            }
+                            if policy.try_acquire_at(1, now).unwrap() {
+                                admitted += 1;
+                            } else if after {
+                                return admitted;
+                            }
+                        }
+                    })
+                })
+                .collect();
+            // Once at least 10 units are taken, so the change meets a bucket in use.
+            while policy.acquire_at(0, now).unwrap().rules()[0].remaining > 40 {
+                std::hint::spin_loop();
+            }
+            policy.set_rules_at(&lowered, now).unwrap();
+            done.store(true, Ordering::Release);
+            takers.into_iter().map(|taker| taker.join().unwrap()).sum()
+        });
+        // k units before the change leave min(50 - k, 20) tokens after it, k ≥ 10.
+        assert!((30..=50).contains(&admitted), "{admitted}");
+        let state = policy.acquire_at(0, now).unwrap();
+        assert_eq!(state.rules()[0].remaining, 0);
+        assert_eq!(state.rules()[1].remaining, 100 - admitted);
     }
 }

@@ -259,8 +259,11 @@ fn replaced_words_admit_nothing() {
                 earliest: now.saturating_sub(random.next() % 1000),
                 latest: now,
             };
-            let settled = owned(decider.settle_refundable(&state, &Owned, bounds, n));
-            assert!(!matches!(settled, Some((true, _))), "{config:?}");
+            let mut refunded = false;
+            let settled = owned(decider.settle_into(&state, &Owned, bounds, n, |_| {
+                refunded = true;
+            }));
+            assert!(settled != Some(true) && !refunded, "{config:?}");
             let time = FakeTime::new(Some(1 + random.next() % 1000));
             time.set(bounds.earliest, now);
             assert!(!owned(decider.try_acquire(&state, &Owned, &time, n)));

@@ -7,6 +7,7 @@ use crate::decision::Decision;
 use crate::generations::{Generation, Operation};
 use crate::state::{Replaceable, Replaced};
 use crate::time::{Bounds, Hinted, TimeSource};
+use std::cell::Cell;
 
 /// [`Limiter::try_acquire`] of `n` units, by `time`.
 #[derive(Clone, Copy)]
@@ -73,40 +74,39 @@ impl Operation for AcquireRefundable {
     }
 }
 
-/// [`Limiter::try_acquire_refundable_at`] of `n` units at `now_ns`.
+/// [`Limiter::try_acquire_into`] of `n` units at `now_ns`, the refund put in `refund`.
 #[derive(Clone, Copy)]
-pub(super) struct TryAcquireRefundable {
+pub(super) struct TryAcquireRefundable<'a> {
     pub(super) now_ns: u64,
     pub(super) n: u64,
+    pub(super) refund: &'a Cell<Option<RuleRefund>>,
 }
 
-impl Operation for TryAcquireRefundable {
-    type Output = (bool, Option<RuleRefund>);
+impl Operation for TryAcquireRefundable<'_> {
+    type Output = bool;
 
     #[inline(always)]
-    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
-        let state = rule.state();
-        let (allowed, refund) =
-            (rule.decider).try_acquire_refundable_at(state, tenancy, self.now_ns, self.n)?;
-        Ok((allowed, RuleRefund::on(rule, refund)))
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<bool, Replaced> {
+        let refund = |refund| RuleRefund::put(rule, refund, self.refund);
+        (rule.decider).try_acquire_into(rule.state(), tenancy, self.now_ns, self.n, refund)
     }
 }
 
-/// [`Limiter::settle_refundable`] of `n` units within `bounds`.
+/// [`Limiter::settle_into`] of `n` units within `bounds`, the refund put in `refund`.
 #[derive(Clone, Copy)]
-pub(super) struct SettleRefundable {
+pub(super) struct SettleRefundable<'a> {
     pub(super) bounds: Bounds,
     pub(super) n: u64,
+    pub(super) refund: &'a Cell<Option<RuleRefund>>,
 }
 
-impl Operation for SettleRefundable {
-    type Output = Option<(bool, Option<RuleRefund>)>;
+impl Operation for SettleRefundable<'_> {
+    type Output = Option<bool>;
 
     #[inline(always)]
-    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
-        let settled =
-            (rule.decider).settle_refundable(rule.state(), tenancy, self.bounds, self.n)?;
-        Ok(settled.map(|(allowed, refund)| (allowed, RuleRefund::on(rule, refund))))
+    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Option<bool>, Replaced> {
+        let refund = |refund| RuleRefund::put(rule, refund, self.refund);
+        (rule.decider).settle_into(rule.state(), tenancy, self.bounds, self.n, refund)
     }
 }
 

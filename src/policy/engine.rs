@@ -7,6 +7,7 @@ use super::{PolicyDecision, MAX_RULES};
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
+use std::cell::Cell;
 
 /// A policy's rules, for one request: what the engine asks of rule number `rule`.
 pub(super) trait Rules {
@@ -39,6 +40,30 @@ pub(super) trait Rules {
 /// One cost per rule, in the order given: 0 leaves a rule out of the request.
 pub(super) type Costs = [u64; MAX_RULES];
 
+/// What a request costs each rule, by the rule's index: 0 leaves the rule out.
+pub(super) trait Cost: Copy {
+    /// The cost of rule number `rule`.
+    fn of(self, rule: usize) -> u64;
+}
+
+impl Cost for &Costs {
+    #[inline(always)]
+    fn of(self, rule: usize) -> u64 {
+        self[rule]
+    }
+}
+
+/// The same cost for every rule: a request of `n` units, with no array to fill and read.
+#[derive(Clone, Copy)]
+pub(super) struct Uniform(pub(super) u64);
+
+impl Cost for Uniform {
+    #[inline(always)]
+    fn of(self, _rule: usize) -> u64 {
+        self.0
+    }
+}
+
 /// How far [`Engine::take_each`] got.
 pub(super) enum Taken {
     /// Every rule the request costs admitted.
@@ -49,8 +74,9 @@ pub(super) enum Taken {
     Undecided,
 }
 
-/// What a policy knows of its rules' kinds: the order they take a request in, and their
-/// limits.
+/// What a policy knows of its rules as they were built: the order they take a request
+/// in (which a change of rule keeps), and the least of their limits (which a change may
+/// lower: `Policy` checks the rules in force once one began).
 #[derive(Debug)]
 pub(super) struct Engine {
     /// Indices of the rules: the `givers` rules that can give units back, then those that
@@ -60,7 +86,8 @@ pub(super) struct Engine {
     /// The rules asked whether they would admit before any rule takes, besides the
     /// takers after the first: a keyed policy's global rules (see `policy/keyed.rs`).
     asked_first: [bool; MAX_RULES],
-    limits: Costs,
+    /// The least of the rules' limits.
+    least_limit: u64,
     len: usize,
 }
 
@@ -69,11 +96,11 @@ impl Engine {
     /// with whether to ask it first.
     pub(super) fn new<'a>(rules: impl ExactSizeIterator<Item = (&'a Decider, bool)>) -> Self {
         let len = rules.len();
-        let mut limits = [0; MAX_RULES];
+        let mut least_limit = u64::MAX;
         let mut gives_back = [false; MAX_RULES];
         let mut asked_first = [false; MAX_RULES];
         for (index, (rule, asked)) in rules.enumerate() {
-            limits[index] = rule.limit();
+            least_limit = least_limit.min(rule.limit());
             gives_back[index] = rule.gives_back();
             asked_first[index] = asked;
         }
@@ -85,14 +112,15 @@ impl Engine {
             order,
             givers,
             asked_first,
-            limits,
+            least_limit,
             len,
         }
     }
 
     /// The least of the rules' limits: the largest cost the policy can admit of each.
+    #[inline(always)]
     pub(super) fn limit(&self) -> u64 {
-        self.limits[..self.len].iter().copied().min().unwrap_or(0)
+        self.least_limit
     }
 
     /// Checks a request's costs, one per rule, against the rules (`deciders`, in order).
@@ -123,12 +151,19 @@ impl Engine {
         costs
     }
 
+    /// Whether a request of `costs` is a query: it costs no rule anything.
+    #[inline(always)]
+    pub(super) fn is_query(&self, costs: impl Cost) -> bool {
+        (0..self.len).all(|rule| costs.of(rule) == 0)
+    }
+
     /// How many rules that cannot give back the request costs: with more than one, all
     /// but the first are asked before any rule takes (see `take`).
-    pub(super) fn takers(&self, costs: &Costs) -> usize {
+    #[inline(always)]
+    pub(super) fn takers(&self, costs: impl Cost) -> usize {
         self.order[self.givers..]
             .iter()
-            .filter(|&&index| costs[index] > 0)
+            .filter(|&&index| costs.of(index) > 0)
             .count()
     }
 
@@ -142,11 +177,11 @@ impl Engine {
     pub(super) fn acquire_at<R: Rules + ?Sized>(
         &self,
         rules: &R,
-        costs: &Costs,
+        costs: impl Cost,
         now_ns: u64,
     ) -> Result<PolicyDecision, Error> {
         let mut decisions = [Decision::default(); MAX_RULES];
-        if costs.iter().all(|&cost| cost == 0) {
+        if self.is_query(costs) {
             for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
                 *decision = rules.peek_at(index, 0, now_ns);
             }
@@ -157,7 +192,7 @@ impl Engine {
                 Ok(()) => {
                     // The rules the request leaves out report their state.
                     for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
-                        if costs[index] == 0 {
+                        if costs.of(index) == 0 {
                             *decision = rules.peek_at(index, 0, now_ns);
                         }
                     }
@@ -177,7 +212,7 @@ impl Engine {
     pub(super) fn try_acquire_at<R: Rules + ?Sized>(
         &self,
         rules: &R,
-        costs: &Costs,
+        costs: impl Cost,
         now_ns: u64,
     ) -> Result<bool, Error> {
         Ok(self.take(rules, costs, now_ns, None)?.is_ok())
@@ -191,7 +226,7 @@ impl Engine {
     fn take<R: Rules + ?Sized>(
         &self,
         rules: &R,
-        costs: &Costs,
+        costs: impl Cost,
         now_ns: u64,
         mut decisions: Option<&mut [Decision; MAX_RULES]>,
     ) -> Result<Result<(), usize>, Error> {
@@ -200,13 +235,13 @@ impl Engine {
         // answer) none of them denies once one has taken. So are the rules marked to be.
         let takers = self.order[self.givers..]
             .iter()
-            .filter(|&&index| costs[index] > 0)
+            .filter(|&&index| costs.of(index) > 0)
             .skip(1);
         let marked = self.order[..self.givers]
             .iter()
-            .filter(|&&index| costs[index] > 0 && self.asked_first[index]);
+            .filter(|&&index| costs.of(index) > 0 && self.asked_first[index]);
         for &index in marked.chain(takers) {
-            let decision = rules.peek_at(index, costs[index], now_ns);
+            let decision = rules.peek_at(index, costs.of(index), now_ns);
             if !decision.allowed {
                 if let Some(decisions) = decisions.as_deref_mut() {
                     decisions[index] = decision;
@@ -214,17 +249,27 @@ impl Engine {
                 return Ok(Err(index));
             }
         }
-        let taken = self.take_each(rules, costs, |index, n| {
-            let (allowed, refund) = match decisions.as_deref_mut() {
-                Some(decisions) => {
-                    let (decision, refund) = rules.acquire_refundable_at(index, n, now_ns)?;
-                    decisions[index] = decision;
-                    (decision.allowed, refund)
-                }
-                None => rules.try_acquire_refundable_at(index, n, now_ns)?,
-            };
-            Ok(Some((allowed, refund)))
-        })?;
+        let taken = self.take_each(
+            rules,
+            costs,
+            // Into each of `take_each`'s loops, as a policy's own step is.
+            #[inline(always)]
+            |index, n, refund| {
+                Ok(Some(match decisions.as_deref_mut() {
+                    Some(decisions) => {
+                        let (decision, taken) = rules.acquire_refundable_at(index, n, now_ns)?;
+                        decisions[index] = decision;
+                        refund.set(taken);
+                        decision.allowed
+                    }
+                    None => {
+                        let (allowed, taken) = rules.try_acquire_refundable_at(index, n, now_ns)?;
+                        refund.set(taken);
+                        allowed
+                    }
+                }))
+            },
+        )?;
         Ok(match taken {
             Taken::Denied(index) => Err(index),
             // Every step above decides, at the exact time.
@@ -232,39 +277,24 @@ impl Engine {
         })
     }
 
-    /// Runs `step` on each rule the request costs, in the order they take, with its cost:
-    /// its outcome (`Some((admitted, refund))`), `None` when it cannot decide, or an
-    /// error. A rule that denies, cannot decide or fails ends it, and the rules before it
-    /// give their units back.
+    /// Runs `step` on each rule the request costs, in the order they take, with its cost
+    /// and where to put what giving an admission back takes: its outcome (`Some(admitted)`),
+    /// `None` when it cannot decide, or an error. A rule that denies, cannot decide or
+    /// fails ends it, and the rules before it give their units back.
     #[inline(always)]
     pub(super) fn take_each<R: Rules + ?Sized>(
         &self,
         rules: &R,
-        costs: &Costs,
-        mut step: impl FnMut(usize, u64) -> Result<Option<(bool, Option<R::Refund>)>, Error>,
+        costs: impl Cost,
+        step: impl FnMut(usize, u64, &Cell<Option<R::Refund>>) -> Result<Option<bool>, Error>,
     ) -> Result<Taken, Error> {
-        // What each rule that took gives back, by its index.
-        let mut refunds: [Option<R::Refund>; MAX_RULES] = [None; MAX_RULES];
-        for (position, &index) in self.order.iter().enumerate() {
-            if costs[index] == 0 {
-                continue;
-            }
-            let outcome = step(index, costs[index]);
-            if let Ok(Some((true, refund))) = outcome {
-                refunds[index] = refund;
-                continue;
-            }
-            for &taken in self.order[..position].iter().rev() {
-                if let Some(refund) = refunds[taken] {
-                    rules.refund(taken, refund);
-                }
-            }
-            return Ok(match outcome? {
-                Some(_) => Taken::Denied(index),
-                None => Taken::Undecided,
-            });
+        // The common policies of one and two rules by an order of known length: the loop
+        // unrolled, and no more places for refunds than rules.
+        match self.order.len() {
+            1 => take_in_order::<1, _>(rules, costs, &self.order[..1], step),
+            2 => take_in_order::<2, _>(rules, costs, &self.order[..2], step),
+            _ => take_in_order::<MAX_RULES, _>(rules, costs, &self.order, step),
         }
-        Ok(Taken::All)
     }
 
     /// The report of a request of `costs` at `now_ns` that rule `denying` denied (with
@@ -273,7 +303,7 @@ impl Engine {
     fn denial<R: Rules + ?Sized>(
         &self,
         rules: &R,
-        costs: &Costs,
+        costs: impl Cost,
         now_ns: u64,
         denying: usize,
         denial: Decision,
@@ -284,7 +314,7 @@ impl Engine {
                 denial
             } else {
                 let state = rules.peek_at(index, 0, now_ns);
-                let request = rules.peek_at(index, costs[index], now_ns);
+                let request = rules.peek_at(index, costs.of(index), now_ns);
                 Decision {
                     allowed: request.allowed,
                     retry_after_ns: request.retry_after_ns,
@@ -303,15 +333,48 @@ impl Engine {
     fn combined(
         &self,
         rules: [Decision; MAX_RULES],
-        costs: &Costs,
+        costs: impl Cost,
         denied_by: Option<usize>,
     ) -> PolicyDecision {
-        let query = costs.iter().all(|&cost| cost == 0);
+        let query = self.is_query(costs);
         PolicyDecision::combine(
             rules,
             self.len,
-            |index| (query || costs[index] > 0).then_some(rules[index].limit),
+            |index| (query || costs.of(index) > 0).then_some(rules[index].limit),
             denied_by,
         )
     }
+}
+
+/// [`Engine::take_each`] over the rules of `order`, at most `N`, in turn.
+#[inline(always)]
+fn take_in_order<const N: usize, R: Rules + ?Sized>(
+    rules: &R,
+    costs: impl Cost,
+    order: &[usize],
+    mut step: impl FnMut(usize, u64, &Cell<Option<R::Refund>>) -> Result<Option<bool>, Error>,
+) -> Result<Taken, Error> {
+    // What each rule that took gives back, by its place in `order`: each step puts its
+    // refund in its own place, and nothing reads it back unless a later rule denies (a
+    // read of words just written one by one would wait for them to reach the cache).
+    let held: [Cell<Option<R::Refund>>; N] = [const { Cell::new(None) }; N];
+    for (position, (&index, refund)) in order.iter().zip(&held).enumerate() {
+        let n = costs.of(index);
+        if n == 0 {
+            continue;
+        }
+        let ended = match step(index, n, refund) {
+            Ok(Some(true)) => continue,
+            Ok(Some(false)) => Ok(Taken::Denied(index)),
+            Ok(None) => Ok(Taken::Undecided),
+            Err(error) => Err(error),
+        };
+        for (&taken, refund) in order.iter().zip(&held).take(position).rev() {
+            if let Some(refund) = refund.get() {
+                rules.refund(taken, refund);
+            }
+        }
+        return ended;
+    }
+    Ok(Taken::All)
 }

@@ -61,24 +61,29 @@ pub(crate) trait Stored: Rule {
         n: u64,
     ) -> Result<(Decision, Option<Refund>), T::Evicted>;
 
-    /// [`try_acquire_at`](Self::try_acquire_at) of `1 ≤ n` units, with what giving them
-    /// back takes, as [`acquire_refundable_at`](Self::acquire_refundable_at).
-    fn try_acquire_refundable_at<T: Tenancy>(
+    /// [`try_acquire_at`](Self::try_acquire_at) of `1 ≤ n` units, handing what giving
+    /// them back takes to `refund` (once, on an admission that has one, as
+    /// [`acquire_refundable_at`](Self::acquire_refundable_at)): the outcome stays a `bool`,
+    /// and the refund goes straight where the caller keeps it.
+    fn try_acquire_into<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
         now: u64,
         n: u64,
-    ) -> Result<(bool, Option<Refund>), T::Evicted>;
+        refund: impl FnOnce(Refund),
+    ) -> Result<bool, T::Evicted>;
 
-    /// [`settle`](Self::settle), with what giving the units back takes.
-    fn settle_refundable<T: Tenancy>(
+    /// [`settle`](Self::settle), handing what giving the units back takes to `refund`, as
+    /// [`try_acquire_into`](Self::try_acquire_into).
+    fn settle_into<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
         bounds: Bounds,
         n: u64,
-    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted>;
+        refund: impl FnOnce(Refund),
+    ) -> Result<Option<bool>, T::Evicted>;
 
     /// The decision [`acquire_at`](Self::acquire_at) would make on the state as it is, with
     /// nothing written: `remaining` and `reset_after_ns` as if the units were taken.

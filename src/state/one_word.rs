@@ -11,7 +11,7 @@
 
 use super::cell::{decide_and_swap, Tenancy};
 use super::{Refund, Stored};
-use crate::algorithm::{Algorithm, Allowance, FixedWindow, Gcra, Settled};
+use crate::algorithm::{Algorithm, Allowance, FixedWindow, Gcra};
 use crate::decision::Decision;
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
@@ -90,37 +90,46 @@ impl<A: OneWord> Stored for A {
     }
 
     #[inline(always)]
-    fn try_acquire_refundable_at<T: Tenancy>(
+    fn try_acquire_into<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
         now: u64,
         n: u64,
-    ) -> Result<(bool, Option<Refund>), T::Evicted> {
-        let refund = decide_and_swap(&state[0], tenancy, |word| {
+        refund: impl FnOnce(Refund),
+    ) -> Result<bool, T::Evicted> {
+        let mut swapped = None;
+        let allowed = decide_and_swap(&state[0], tenancy, |word| {
             let next = self.try_decide(&word, now, n);
-            (next.map(|after| Refund::new(0, word, after)), next)
+            swapped = next.map(|after| Refund::new(0, word, after));
+            (next.is_some(), next)
         })?;
-        Ok((refund.is_some(), refund))
+        if let Some(swapped) = swapped {
+            refund(swapped);
+        }
+        Ok(allowed)
     }
 
     #[inline(always)]
-    fn settle_refundable<T: Tenancy>(
+    fn settle_into<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
         bounds: Bounds,
         n: u64,
-    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
-        decide_and_swap(&state[0], tenancy, |word| {
-            match Algorithm::settle(self, &word, bounds.earliest, bounds.latest, n) {
-                Settled::Admit(after) => {
-                    (Some((true, Some(Refund::new(0, word, after)))), Some(after))
-                }
-                Settled::Deny => (Some((false, None)), None),
-                Settled::Undecided => (None, None),
-            }
-        })
+        refund: impl FnOnce(Refund),
+    ) -> Result<Option<bool>, T::Evicted> {
+        let mut swapped = None;
+        let settled = decide_and_swap(&state[0], tenancy, |word| {
+            let (settled, next) =
+                Algorithm::settle(self, &word, bounds.earliest, bounds.latest, n).into_parts();
+            swapped = next.map(|after| Refund::new(0, word, after));
+            (settled, next)
+        })?;
+        if let Some(swapped) = swapped {
+            refund(swapped);
+        }
+        Ok(settled)
     }
 
     fn peek_at<T: Tenancy>(

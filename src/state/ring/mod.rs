@@ -111,24 +111,26 @@ impl Stored for SlidingLog {
         Ok((self.acquire_at(state, tenancy, now, n)?, None))
     }
 
-    fn try_acquire_refundable_at<T: Tenancy>(
+    fn try_acquire_into<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
         now: u64,
         n: u64,
-    ) -> Result<(bool, Option<Refund>), T::Evicted> {
-        Ok((self.try_acquire_at(state, tenancy, now, n)?, None))
+        _refund: impl FnOnce(Refund),
+    ) -> Result<bool, T::Evicted> {
+        self.try_acquire_at(state, tenancy, now, n)
     }
 
-    fn settle_refundable<T: Tenancy>(
+    fn settle_into<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
         bounds: Bounds,
         n: u64,
-    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
-        Ok(Stored::settle(self, state, tenancy, bounds, n)?.map(|allowed| (allowed, None)))
+        _refund: impl FnOnce(Refund),
+    ) -> Result<Option<bool>, T::Evicted> {
+        Stored::settle(self, state, tenancy, bounds, n)
     }
 
     /// As `acquire_at`'s reads, claiming nothing: the decision stands if no unit was

@@ -68,7 +68,7 @@
 
 use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
 use super::{Refund, Stored};
-use crate::algorithm::{Algorithm, Counted, Counts, Rule, Settled, SlidingWindow};
+use crate::algorithm::{Algorithm, Counted, Counts, Rule, SlidingWindow};
 use crate::decision::Decision;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
@@ -130,59 +130,50 @@ impl Stored for SlidingWindow {
             };
             ((*counts, next), next)
         })?;
-        let refund = next.map(|next| {
-            let before = Counted {
-                index: counts.index,
-                count: counts.cur,
-            };
-            Refund::new(CURRENT, self.0.pack(before), self.0.pack(next))
-        });
+        let refund = next.map(|next| refund_of(self, &counts, next));
         let allowed = n == 0 || next.is_some();
         Ok((self.report(&counts, now, n, allowed), refund))
     }
 
-    fn try_acquire_refundable_at<T: Tenancy>(
+    fn try_acquire_into<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
         now: u64,
         n: u64,
-    ) -> Result<(bool, Option<Refund>), T::Evicted> {
-        let refund = swap(self, state, tenancy, |counts| {
+        refund: impl FnOnce(Refund),
+    ) -> Result<bool, T::Evicted> {
+        let mut taken = None;
+        let allowed = swap(self, state, tenancy, |counts| {
             let next = self.try_decide(counts, now, n);
-            let refund = next.map(|next| {
-                let before = Counted {
-                    index: counts.index,
-                    count: counts.cur,
-                };
-                Refund::new(CURRENT, self.0.pack(before), self.0.pack(next))
-            });
-            (refund, next)
+            taken = next.map(|next| refund_of(self, counts, next));
+            (next.is_some(), next)
         })?;
-        Ok((refund.is_some(), refund))
+        if let Some(taken) = taken {
+            refund(taken);
+        }
+        Ok(allowed)
     }
 
-    fn settle_refundable<T: Tenancy>(
+    fn settle_into<T: Tenancy>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
         bounds: Bounds,
         n: u64,
-    ) -> Result<Option<(bool, Option<Refund>)>, T::Evicted> {
-        swap(self, state, tenancy, |counts| {
-            match Algorithm::settle(self, counts, bounds.earliest, bounds.latest, n) {
-                Settled::Admit(next) => {
-                    let before = Counted {
-                        index: counts.index,
-                        count: counts.cur,
-                    };
-                    let refund = Refund::new(CURRENT, self.0.pack(before), self.0.pack(next));
-                    (Some((true, Some(refund))), Some(next))
-                }
-                Settled::Deny => (Some((false, None)), None),
-                Settled::Undecided => (None, None),
-            }
-        })
+        refund: impl FnOnce(Refund),
+    ) -> Result<Option<bool>, T::Evicted> {
+        let mut taken = None;
+        let settled = swap(self, state, tenancy, |counts| {
+            let (settled, next) =
+                Algorithm::settle(self, counts, bounds.earliest, bounds.latest, n).into_parts();
+            taken = next.map(|next| refund_of(self, counts, next));
+            (settled, next)
+        })?;
+        if let Some(taken) = taken {
+            refund(taken);
+        }
+        Ok(settled)
     }
 
     fn peek_at<T: Tenancy>(
@@ -283,6 +274,17 @@ impl Stored for SlidingWindow {
         counts(self, state, first, true)
             .is_some_and(|counts| Algorithm::is_fresh(self, &counts, now))
     }
+}
+
+/// What giving back an admission on `counts` that counted `next` takes: the current word
+/// put back as it was.
+#[inline(always)]
+fn refund_of(sliding: &SlidingWindow, counts: &Counts, next: Counted) -> Refund {
+    let before = Counted {
+        index: counts.index,
+        count: counts.cur,
+    };
+    Refund::new(CURRENT, sliding.0.pack(before), sliding.0.pack(next))
 }
 
 /// The read-decide-swap loop: `decide` maps the counts to a result and, for an admission,
