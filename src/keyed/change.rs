@@ -112,10 +112,7 @@ impl<S> KeyedLimiter<S> {
         // change before released after its store.
         let old_pointer = self.current.load(Ordering::Relaxed);
         let old = self.region(old_pointer);
-        if !old.movable {
-            return Err(Error::Unsupported);
-        }
-        old.decider.carries_to(&decider)?;
+        old.check_change(&decider)?;
         let mut new = Region::private(decider, config, old.layout)?;
         new.replaced = NonNull::new(old_pointer);
         new.set_sweeping(true);
@@ -132,6 +129,18 @@ impl<S> KeyedLimiter<S> {
             sweep.0.sweep(old, slot, now_ns);
         }
         Ok(())
+    }
+}
+
+impl<S> KeyedLimiter<S> {
+    /// Whether [`set_config_at`](Self::set_config_at) would take a rule of `decider`: the
+    /// check a keyed policy makes of every rule before it changes any. What it checks
+    /// (the algorithm, and whether the table lives in a file) no change alters.
+    ///
+    /// # Errors
+    /// As [`set_config_at`](Self::set_config_at), but for an invalid configuration.
+    pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
+        self.current().check_change(decider)
     }
 }
 

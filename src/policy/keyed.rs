@@ -21,6 +21,8 @@ use std::hash::BuildHasher;
 
 use super::MAX_RULES;
 
+mod change;
+
 /// One rule of a [`KeyedPolicy`]: a [`Config`], kept per key or once for every key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyedRule {
@@ -289,9 +291,14 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         })
     }
 
-    /// The least of the rules' limits: the largest cost the policy can admit of each.
+    /// The least of the rules' limits in force: the largest cost the policy can admit of
+    /// each.
     pub fn limit(&self) -> u64 {
-        self.engine.limit()
+        self.rules
+            .iter()
+            .map(|rule| rule.decider().limit())
+            .min()
+            .unwrap_or(0)
     }
 
     /// The capacity each per-key rule's table was built for.

@@ -1,0 +1,101 @@
+//! Changing a keyed policy's rules at run time: each per-key rule's table as
+//! [`KeyedLimiter::set_config_at`](crate::KeyedLimiter::set_config_at) changes one (every
+//! key carried over at its move), each global rule's limiter as
+//! [`Limiter::set_config_at`](crate::Limiter::set_config_at) does.
+
+use super::{KeyedPolicy, KeyedRule, Scoped};
+use crate::decider::Decider;
+use crate::error::{ConfigError, Error};
+use crate::time;
+
+impl<S> KeyedPolicy<S> {
+    /// Replaces the policy's rules now (`CLOCK_MONOTONIC`): see
+    /// [`set_rules_at`](Self::set_rules_at).
+    ///
+    /// # Errors
+    /// As [`set_rules_at`](Self::set_rules_at).
+    pub fn set_rules(&self, rules: &[KeyedRule]) -> Result<(), Error> {
+        self.set_rules_at(rules, time::now_ns())
+    }
+
+    /// Replaces the policy's rules at `now_ns` (a customer changes plan), keeping what
+    /// was consumed: each per-key rule's table changes as
+    /// [`KeyedLimiter::set_config_at`](crate::KeyedLimiter::set_config_at) changes one
+    /// (every key's state carried over, a key fresh at the change starting anew), each
+    /// global rule as [`Limiter::set_config_at`](crate::Limiter::set_config_at). The new
+    /// rules are as many as the old, each per key or global as the one it replaces and of
+    /// the same algorithm, so the order the rules take a request in stays.
+    ///
+    /// The rules change one after another, in order. Each rule's step of a racing request
+    /// is decided wholly under that rule's old or new configuration (for a per-key rule,
+    /// the key's), so no rule ever admits past its limit; a racing request may see some
+    /// rules changed and others not yet. A request that a racing change makes larger than
+    /// a rule's new limit takes nothing: a per-key rule refuses it as its table does,
+    /// with [`Error::InsufficientCapacity`], a global rule denies it with a
+    /// `retry_after_ns` of `u64::MAX`; a request after the change is refused up front.
+    ///
+    /// ```
+    /// use rate::{Config, KeyedPolicy, KeyedRule};
+    /// const SECOND: u64 = 1_000_000_000;
+    /// // Per customer 2 a second; everybody 100 a minute.
+    /// let site = KeyedPolicy::new(
+    ///     &[
+    ///         KeyedRule::per_key(Config::gcra(2, SECOND)),
+    ///         KeyedRule::global(Config::fixed_window(100, 60 * SECOND)),
+    ///     ],
+    ///     1000,
+    /// )
+    /// .unwrap();
+    /// assert!(site.acquire_at(b"ann", 2, 0).unwrap().decision.allowed);
+    /// // Upgraded: 4 a second per customer, 1,000 a minute for everybody.
+    /// site.set_rules_at(
+    ///     &[
+    ///         KeyedRule::per_key(Config::gcra(4, SECOND)),
+    ///         KeyedRule::global(Config::fixed_window(1000, 60 * SECOND)),
+    ///     ],
+    ///     0,
+    /// )
+    /// .unwrap();
+    /// let now = site.acquire_at(b"ann", 0, 0).unwrap();
+    /// // ann's bucket stays empty (a token now every 250 ms); the window keeps its 2.
+    /// assert_eq!((now.rules()[0].remaining, now.rules()[1].remaining), (0, 998));
+    /// assert!(site.acquire_at(b"ann", 1, 250_000_000).unwrap().decision.allowed);
+    /// assert_eq!(site.limit(), 4);
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]: the first invalid rule's reason, or
+    /// [`ConfigError::LiveChange`] for another number of rules, a per-key rule in place
+    /// of a global one or the other way round, or a rule that cannot carry its state over
+    /// (another algorithm, or a sliding log: see
+    /// [`Limiter::set_config_at`](crate::Limiter::set_config_at)), or
+    /// [`ConfigError::Capacity`] if a per-key rule's new table region cannot be
+    /// allocated; [`Error::Unsupported`] for a policy in a shared file
+    /// ([`open`](KeyedPolicy::open)). Then no rule changes, but for an allocation that
+    /// fails after some rules changed (those keep their new rule).
+    ///
+    /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
+    /// [`ConfigError::Capacity`]: crate::ConfigError::Capacity
+    pub fn set_rules_at(&self, rules: &[KeyedRule], now_ns: u64) -> Result<(), Error> {
+        if rules.len() != self.rules.len() {
+            return Err(Error::InvalidConfig(ConfigError::LiveChange));
+        }
+        // Every rule is checked before any changes: whether a rule carries over depends
+        // only on its scope, its algorithm and its memory, which no change alters.
+        for (rule, new) in self.rules.iter().zip(rules) {
+            let decider = Decider::new(&new.config)?;
+            match rule {
+                Scoped::PerKey(table) if new.per_key => table.check_change(&decider)?,
+                Scoped::Global(limiter) if !new.per_key => limiter.check_change(&decider)?,
+                _ => return Err(Error::InvalidConfig(ConfigError::LiveChange)),
+            }
+        }
+        for (rule, new) in self.rules.iter().zip(rules) {
+            match rule {
+                Scoped::PerKey(table) => table.set_config_at(&new.config, now_ns)?,
+                Scoped::Global(limiter) => limiter.set_config_at(&new.config, now_ns)?,
+            }
+        }
+        Ok(())
+    }
+}
