@@ -9,6 +9,10 @@ use crate::error::Error;
 use crate::policy::{KeyedPolicy, KeyedRule, MAX_RULES};
 use std::ffi::c_char;
 
+mod change;
+
+pub use self::change::{rate_keyed_policy_set_rules, rate_keyed_policy_set_rules_at};
+
 /// Scope of a keyed policy's rule: one state for every key.
 pub const RATE_RULE_GLOBAL: u32 = 0;
 /// Scope of a keyed policy's rule: a state per key, in a keyed table.

@@ -172,14 +172,37 @@ pub unsafe extern "C" fn rate_policy_set_rules_at(
     rules_len: usize,
     now_ns: u64,
 ) -> i32 {
+    // SAFETY: the caller passes NULL or a live handle, and `rules` as `set_rules_of` needs.
+    unsafe {
+        set_rules_of(
+            policy_ref(policy),
+            rules,
+            rules_len,
+            rate_config::to_config,
+            |policy, configs| policy.set_rules_at(configs, now_ns),
+        )
+    }
+}
+
+/// The body of every `rate_*_set_rules_at`: `set` on the handle (`None`: it was NULL)
+/// with the `rules_len` rules at `rules` converted by `convert`, inside the boundary.
+///
+/// # Safety
+/// `rules` is NULL or points to `rules_len` readable values.
+pub(super) unsafe fn set_rules_of<T, C: Copy, R>(
+    handle: Option<&T>,
+    rules: *const C,
+    rules_len: usize,
+    convert: impl Fn(C) -> Option<R>,
+    set: impl FnOnce(&T, &[R]) -> Result<(), Error>,
+) -> i32 {
     boundary(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let Some(policy) = (unsafe { policy_ref(policy) }) else {
+        let Some(handle) = handle else {
             return RATE_E_NULL;
         };
         // SAFETY: passed on from this function's contract.
-        match unsafe { rules_of(rules, rules_len, rate_config::to_config) } {
-            Ok(configs) => match policy.set_rules_at(&configs, now_ns) {
+        match unsafe { rules_of(rules, rules_len, convert) } {
+            Ok(rules) => match set(handle, &rules) {
                 Ok(()) => RATE_OK,
                 Err(error) => status_of(error),
             },

@@ -154,11 +154,58 @@ static int test_bad_input(void) {
     return 0;
 }
 
+/* The site doubles its limits at 0, after alice's post and bob's like: per customer 2
+ * posts and 10 likes a second, everybody 6. alice's empty post bucket stays empty (a token
+ * every 500 ms now), bob's like bucket keeps its 4 tokens, the window keeps its 2 of 6. */
+static int test_set_rules(void) {
+    rate_keyed_rule rules[3];
+    rate_keyed_policy *site = NULL, *shared = NULL;
+    rate_policy_decision d;
+    char path[256];
+    make_site(rules);
+    CHECK_STATUS(rate_keyed_policy_new(rules, 3, 100, &site), RATE_OK);
+    CHECK_STATUS(rate_keyed_policy_acquire_costs_at(site, K("alice"), POST, 3, 0, NULL), RATE_OK);
+    CHECK_STATUS(rate_keyed_policy_acquire_costs_at(site, K("bob"), LIKE, 3, 0, NULL), RATE_OK);
+    rules[0] = rule(RATE_RULE_PER_KEY, RATE_GCRA, 2, SECOND);
+    rules[1] = rule(RATE_RULE_PER_KEY, RATE_GCRA, 10, SECOND);
+    rules[2] = rule(RATE_RULE_GLOBAL, RATE_FIXED_WINDOW, 6, SECOND);
+    CHECK_STATUS(rate_keyed_policy_set_rules_at(site, rules, 3, 0), RATE_OK);
+    CHECK_STATUS(rate_keyed_policy_acquire_at(site, K("alice"), 0, 0, &d), RATE_OK);
+    CHECK_EQ_U64(d.rules[0].remaining, 0);
+    CHECK_EQ_U64(d.rules[2].remaining, 4);
+    CHECK_STATUS(rate_keyed_policy_acquire_at(site, K("bob"), 0, 0, &d), RATE_OK);
+    CHECK_EQ_U64(d.rules[1].remaining, 4);
+    CHECK_STATUS(rate_keyed_policy_acquire_costs_at(site, K("alice"), POST, 3, 500 * MS, NULL),
+                 RATE_OK);
+    /* Refused, changing nothing: a global rule made per key, fewer rules, NULL. */
+    rules[2].scope = RATE_RULE_PER_KEY;
+    CHECK_STATUS(rate_keyed_policy_set_rules_at(site, rules, 3, 0), RATE_E_INVALID_CONFIG);
+    rules[2].scope = 7;
+    CHECK_STATUS(rate_keyed_policy_set_rules_at(site, rules, 3, 0), RATE_E_INVALID_CONFIG);
+    rules[2].scope = RATE_RULE_GLOBAL;
+    CHECK_STATUS(rate_keyed_policy_set_rules(site, rules, 2), RATE_E_INVALID_CONFIG);
+    CHECK_STATUS(rate_keyed_policy_set_rules(site, NULL, 3), RATE_E_NULL);
+    CHECK_STATUS(rate_keyed_policy_set_rules(NULL, rules, 3), RATE_E_NULL);
+    CHECK_STATUS(rate_keyed_policy_acquire_at(site, K("carol"), 0, 500 * MS, &d), RATE_OK);
+    CHECK_EQ_U64(d.rules[2].limit, 6);
+    CHECK_EQ_U64(d.rules[2].remaining, 3);
+    rate_keyed_policy_free(site);
+    /* A policy in a shared file keeps the rules every process opened it with. */
+    snprintf(path, sizeof path, "/tmp/librate-c-keyed-policy-live-%ld", (long)getpid());
+    unlink(path);
+    CHECK_STATUS(rate_keyed_policy_open(path, rules, 3, 100, &shared), RATE_OK);
+    CHECK_STATUS(rate_keyed_policy_set_rules_at(shared, rules, 3, 0), RATE_E_UNSUPPORTED);
+    rate_keyed_policy_free(shared);
+    unlink(path);
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_posts_and_likes),
         TEST_CASE(test_a_shared_file),
         TEST_CASE(test_bad_input),
+        TEST_CASE(test_set_rules),
     };
     return run_tests("test_keyed_policy", cases, sizeof cases / sizeof cases[0]);
 }
