@@ -742,6 +742,20 @@ class KeyedPolicy : public detail::Handle<rate_keyed_policy, rate_keyed_policy_f
         return static_cast<Status>(
             rate_keyed_policy_reset(native_handle(), detail::bytes(key), key.size()));
     }
+    /// Replaces the rules at `now` on the caller's timeline, keeping what every key and
+    /// every global rule consumed (rate_keyed_policy_set_rules_at): as many as before, each
+    /// of the same scope and algorithm. Status::ok, Status::invalid_config (nothing
+    /// changes), Status::unsupported (a policy in a shared file), Status::null.
+    Status set_rules_at(std::initializer_list<KeyedRule> rules, Clock::time_point now) noexcept {
+        if (rules.size() > max_rules)
+            return Status::invalid_config;
+        std::array<rate_keyed_rule, max_rules> c{};
+        std::size_t i = 0;
+        for (const KeyedRule& rule : rules)
+            c[i++] = rule.to_c();
+        return static_cast<Status>(rate_keyed_policy_set_rules_at(
+            native_handle(), c.data(), rules.size(), detail::to_ns(now)));
+    }
     /// The per-key rules' tables' statistics, live keys counted now: the live keys of the
     /// fullest table, and the requests refused as table-full. Reads every slot.
     Result<KeyedStats> stats() const noexcept {

@@ -91,11 +91,36 @@ static int test_bad_input(void) {
     return 0;
 }
 
+/* The site doubles its limits at 0, after alice's post: her empty post bucket stays empty
+ * (a token every 500 ms now), the window keeps its 1 of 6. */
+static int test_set_rules(void) {
+    rate::KeyedPolicy site = rate::KeyedPolicy::create(site_rules, 100).value_or({});
+    CHECK_IS(site.acquire_costs_at("alice", post, 3, at(0s)).status(), Status::ok);
+    const std::initializer_list<KeyedRule> doubled = {
+        KeyedRule::per_key(rate::Config::gcra(2, 1s)),
+        KeyedRule::per_key(rate::Config::gcra(10, 1s)),
+        KeyedRule::global(rate::Config::fixed_window(6, 1s)),
+    };
+    CHECK_IS(site.set_rules_at(doubled, at(0s)), Status::ok);
+    auto d = site.acquire_at("alice", 0, at(0s));
+    CHECK_EQ_U64(d->rules[0].remaining, 0);
+    CHECK_EQ_U64(d->rules[1].remaining, 10);
+    CHECK_EQ_U64(d->rules[2].remaining, 5);
+    CHECK_IS(site.acquire_costs_at("alice", post, 3, at(500ms)).status(), Status::ok);
+    /* Refused, changing nothing: fewer rules; an empty handle. */
+    CHECK_IS(site.set_rules_at({KeyedRule::global(rate::Config::gcra(1, 1s))}, at(0s)),
+             Status::invalid_config);
+    CHECK_IS(rate::KeyedPolicy().set_rules_at(doubled, at(0s)), Status::null);
+    CHECK_EQ_U64(site.acquire_at("bob", 0, at(500ms))->rules[2].remaining, 4);
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_posts_and_likes),
         TEST_CASE(test_a_shared_file),
         TEST_CASE(test_bad_input),
+        TEST_CASE(test_set_rules),
     };
     return run_tests("test_keyed_policy_hpp", cases, sizeof cases / sizeof cases[0]);
 }
