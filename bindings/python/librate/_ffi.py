@@ -278,6 +278,14 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
             POINTER(rate_policy_decision),
         ),
     ),
+    "rate_keyed_policy_set_rules": (
+        c_int32,
+        (HANDLE, POINTER(rate_keyed_rule), c_size_t),
+    ),
+    "rate_keyed_policy_set_rules_at": (
+        c_int32,
+        (HANDLE, POINTER(rate_keyed_rule), c_size_t, c_uint64),
+    ),
     "rate_keyed_policy_reset": (c_int32, (HANDLE, KEY, c_size_t)),
     "rate_keyed_policy_read_stats": (c_int32, (HANDLE, POINTER(rate_keyed_stats))),
     "rate_keyed_policy_read_stats_at": (

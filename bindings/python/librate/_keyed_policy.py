@@ -24,7 +24,7 @@ from ._ffi import (
     rate_policy_decision,
 )
 from ._limiter import _CLOSED, Config, Key, _Handle, _Owner
-from ._policy import _rejection, cost_array
+from ._policy import _rejection, cost_array, replace_rules
 from ._stats import KeyedStats
 
 
@@ -130,6 +130,28 @@ class KeyedPolicy(_Owner):
 
         policy._create(_checked(rules), capacity, make)
         return policy
+
+    def set_rules(self, rules: Iterable[KeyedRule], *, now_ns: int | None = None) -> None:
+        """Replaces the rules (a customer changes plan), now or at ``now_ns``: as many as
+        before, each per key or global as the one it replaces and of the same algorithm.
+        Each per-key rule carries every key's state over as ``KeyedLimiter.set_config``
+        does (a key fresh at the change starts anew), each global rule as
+        ``Limiter.set_config``. Each rule's step of a racing request is decided wholly
+        under that rule's old or new configuration. ``rules`` then reports the new ones.
+
+        Raises ``InvalidConfig`` (another number of rules, another scope, an invalid rule,
+        or one that cannot carry its state over), ``Unsupported`` for a policy opened from
+        a file, and ``ClosedError`` once closed; nothing changes."""
+        checked = _checked(rules)
+        array = (rate_keyed_rule * len(checked))(*(rule.to_c() for rule in checked))
+        replace_rules(
+            self,
+            array,
+            now_ns,
+            lib.rate_keyed_policy_set_rules,
+            lib.rate_keyed_policy_set_rules_at,
+        )
+        self._rules = checked
 
     def _create(self, rules: tuple[KeyedRule, ...], capacity: object, make: Any) -> None:
         self._rules = rules

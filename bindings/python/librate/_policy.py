@@ -158,13 +158,8 @@ class Policy(_Owner):
             if not isinstance(rule, Config):
                 raise TypeError(f"rules[{index}] must be a Config, not {type(rule).__name__}")
         array = (rate_config * len(checked))(*(rule.to_c() for rule in checked))
-        if now_ns is None:
-            status = lib.rate_policy_set_rules(self._handle, array, len(checked))
-        else:
-            at = u64(now_ns, "now_ns")
-            status = lib.rate_policy_set_rules_at(self._handle, array, len(checked), at)
-        if status != RATE_OK:
-            raise self._fail(status)
+        now, at = lib.rate_policy_set_rules, lib.rate_policy_set_rules_at
+        replace_rules(self, array, now_ns, now, at)
         self._rules = checked
 
     @property
@@ -244,3 +239,14 @@ class Policy(_Owner):
         if status == RATE_OK or status == RATE_LIMITED:
             return PolicyDecision.from_c(out)
         raise self._fail(status, list(costs))
+
+
+def replace_rules(owner: _Owner, array: Array[Any], now_ns: object, now: Any, at: Any) -> None:
+    """The body of every ``set_rules``: the C call ``now`` on ``owner``'s handle with the
+    rules in ``array``, or ``at`` with ``now_ns`` checked; raises what the status says."""
+    if now_ns is None:
+        status = now(owner._handle, array, len(array))
+    else:
+        status = at(owner._handle, array, len(array), u64(now_ns, "now_ns"))
+    if status != RATE_OK:
+        raise owner._fail(status)

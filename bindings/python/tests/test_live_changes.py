@@ -77,3 +77,35 @@ def test_a_policy_changes_plan() -> None:
     with pytest.raises(librate.InvalidConfig):
         policy.set_rules([Config.gcra(4, 1)])
     assert policy.rules == tuple(upgrade)
+
+
+def test_a_keyed_policy_changes_plan(tmp_path: Path) -> None:
+    from librate import KeyedRule
+
+    # Per customer 2 a second (GCRA), everybody 100 a minute (fixed window).
+    plan = [KeyedRule.per_key(Config.gcra(2, 1)), KeyedRule.global_(Config.fixed_window(100, 60))]
+    site = librate.KeyedPolicy(plan, capacity=100)
+    assert site.acquire("ann", 2, now_ns=0).decision.allowed
+    assert site.acquire("bob", 1, now_ns=0).decision.allowed
+    window = KeyedRule.global_(Config.fixed_window(10, 60))
+    upgrade = [KeyedRule.per_key(Config.gcra(4, 1)), window]
+    site.set_rules(upgrade, now_ns=0)
+    assert site.rules == tuple(upgrade)
+    # ann's 0 tokens stay 0 (now 250 ms each), bob keeps his 1; the window its 3 of 10.
+    ann = site.acquire("ann", 0, now_ns=0)
+    assert (ann.rules[0].remaining, ann.rules[1].remaining) == (0, 7)
+    assert site.acquire("bob", 0, now_ns=0).rules[0].remaining == 1
+    assert site.acquire("ann", 1, now_ns=250_000_000).decision.allowed
+    # Refused, changing nothing: a per-key rule made global; not KeyedRules.
+    swapped = [KeyedRule.global_(Config.gcra(4, 1)), window]
+    with pytest.raises(librate.InvalidConfig):
+        site.set_rules(swapped, now_ns=0)
+    with pytest.raises(TypeError):
+        site.set_rules([Config.gcra(4, 1)])  # type: ignore[list-item]
+    assert site.rules == tuple(upgrade)
+    shared = librate.KeyedPolicy.open(tmp_path / "site", upgrade, capacity=16)
+    with pytest.raises(librate.Unsupported):
+        shared.set_rules(upgrade, now_ns=0)
+    site.close()
+    with pytest.raises(librate.ClosedError):
+        site.set_rules(upgrade)
