@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -64,8 +65,9 @@ func GlobalRule(config Config) KeyedRule { return KeyedRule{Config: config, Scop
 //
 // A nil or closed KeyedPolicy answers every call with ErrNull (and Allow with false).
 type KeyedPolicy struct {
-	ptr      *C.rate_keyed_policy
-	rules    []KeyedRule
+	ptr *C.rate_keyed_policy
+	// The rules in force: replaced whole by SetRulesAt, read without a lock.
+	rules    atomic.Pointer[[]KeyedRule]
 	capacity int
 	cleanup  runtime.Cleanup
 }
@@ -104,18 +106,9 @@ func makeKeyedPolicy(capacity int, rules []KeyedRule, build func(*C.rate_keyed_r
 	if capacity <= 0 {
 		return nil, badCapacity(capacity)
 	}
-	var cRules [MaxRules]C.rate_keyed_rule
-	var configs [MaxRules]C.rate_config
-	for i, rule := range rules {
-		c, err := rule.Config.toC()
-		if err != nil {
-			return nil, ruleError(i, err)
-		}
-		if rule.Scope != PerKey && rule.Scope != Global {
-			return nil, &ConfigError{Reason: fmt.Sprintf("rule %d: scope %d: must be PerKey or Global", i, rule.Scope)}
-		}
-		cRules[i] = C.rate_keyed_rule{config: c, scope: C.uint32_t(rule.Scope)}
-		configs[i] = c
+	cRules, configs, err := keyedRulesToC(rules)
+	if err != nil {
+		return nil, err
 	}
 	var ptr *C.rate_keyed_policy
 	status, err := build(&cRules[0], &ptr)
@@ -125,10 +118,29 @@ func makeKeyedPolicy(capacity int, rules []KeyedRule, build func(*C.rate_keyed_r
 	if status != C.RATE_OK {
 		return nil, policyRejected(status, configs[:len(rules)])
 	}
-	p := &KeyedPolicy{ptr: ptr, rules: slices.Clone(rules), capacity: capacity}
+	p := &KeyedPolicy{ptr: ptr, capacity: capacity}
+	given := slices.Clone(rules)
+	p.rules.Store(&given)
 	// As for Limiter: the cleanup holds the C pointer, never p.
 	p.cleanup = runtime.AddCleanup(p, freeKeyedPolicy, ptr)
 	return p, nil
+}
+
+// keyedRulesToC is rules (1 to MaxRules of them, checked by the caller) in C form, and
+// their configurations alone, or the *ConfigError of the first a Go check rejects.
+func keyedRulesToC(rules []KeyedRule) (cRules [MaxRules]C.rate_keyed_rule, configs [MaxRules]C.rate_config, err error) {
+	for i, rule := range rules {
+		c, err := rule.Config.toC()
+		if err != nil {
+			return cRules, configs, ruleError(i, err)
+		}
+		if rule.Scope != PerKey && rule.Scope != Global {
+			return cRules, configs, &ConfigError{Reason: fmt.Sprintf("rule %d: scope %d: must be PerKey or Global", i, rule.Scope)}
+		}
+		cRules[i] = C.rate_keyed_rule{config: c, scope: C.uint32_t(rule.Scope)}
+		configs[i] = c
+	}
+	return cRules, configs, nil
 }
 
 func freeKeyedPolicy(ptr *C.rate_keyed_policy) {
@@ -141,7 +153,7 @@ func (p *KeyedPolicy) KeyedRules() []KeyedRule {
 	if p == nil {
 		return nil
 	}
-	return slices.Clone(p.rules)
+	return slices.Clone(*p.rules.Load())
 }
 
 // Rules returns the rules' configurations, in the order given: what RateLimit-Policy
@@ -150,8 +162,9 @@ func (p *KeyedPolicy) Rules() []Config {
 	if p == nil {
 		return nil
 	}
-	configs := make([]Config, len(p.rules))
-	for i, rule := range p.rules {
+	rules := *p.rules.Load()
+	configs := make([]Config, len(rules))
+	for i, rule := range rules {
 		configs[i] = rule.Config
 	}
 	return configs
@@ -181,7 +194,7 @@ func (p *KeyedPolicy) uniform(n int) []int {
 	if p == nil {
 		return nil
 	}
-	costs := make([]int, len(p.rules))
+	costs := make([]int, len(*p.rules.Load()))
 	for i := range costs {
 		costs[i] = n
 	}

@@ -10,6 +10,8 @@ package librate
 #cgo nocallback rate_keyed_set_config_at
 #cgo noescape rate_policy_set_rules_at
 #cgo nocallback rate_policy_set_rules_at
+#cgo noescape rate_keyed_policy_set_rules_at
+#cgo nocallback rate_keyed_policy_set_rules_at
 */
 import "C"
 
@@ -125,15 +127,7 @@ func (p *Policy) SetRulesAt(now time.Duration, rules ...Config) error {
 	}
 	status := C.rate_policy_set_rules_at(p.handle(), &cRules[0], C.size_t(len(rules)), C.uint64_t(now))
 	runtime.KeepAlive(p)
-	if status == C.RATE_E_INVALID_CONFIG {
-		for i := range rules {
-			if err := changeRejected(cRules[i]); err != errCarriedOver {
-				return ruleError(i, err)
-			}
-		}
-		return errCarriedOver
-	}
-	if err := okOrError(status); err != nil {
+	if err := changeError(status, cRules[:len(rules)], errCarriedOver); err != nil {
 		return err
 	}
 	given := slices.Clone(rules)
@@ -141,8 +135,64 @@ func (p *Policy) SetRulesAt(now time.Duration, rules ...Config) error {
 	return nil
 }
 
+// SetRules replaces the keyed policy's rules, now, keeping what was consumed: see
+// SetRulesAt.
+func (p *KeyedPolicy) SetRules(rules ...KeyedRule) error {
+	return p.SetRulesAt(Now(), rules...)
+}
+
+// SetRulesAt replaces the keyed policy's rules at time now (a customer changes plan): as
+// many as before, each of the same Scope and algorithm as the one it replaces. Each
+// per-key rule carries every key's state over as Keyed.SetConfigAt does (a key fresh at
+// the change starts anew; new keys wait until every key is moved), each global rule as
+// Limiter.SetConfigAt. Each rule's step of a racing request is decided wholly under that
+// rule's old or new configuration. KeyedRules then returns the new rules.
+//
+// The error is a *ConfigError matching ErrInvalidConfig for another number of rules, an
+// invalid rule or scope, or a rule that cannot carry its state over (another scope or
+// algorithm, a sliding log); ErrUnsupported for a policy opened from a file; ErrNull for
+// a nil or closed KeyedPolicy. Nothing changes then.
+func (p *KeyedPolicy) SetRulesAt(now time.Duration, rules ...KeyedRule) error {
+	if now < 0 {
+		return negativeArgument(0, now, 0)
+	}
+	if len(rules) == 0 || len(rules) > MaxRules {
+		return &ConfigError{Reason: fmt.Sprintf("a policy holds 1 to %d rules, not %d", MaxRules, len(rules))}
+	}
+	cRules, configs, err := keyedRulesToC(rules)
+	if err != nil {
+		return err
+	}
+	status := C.rate_keyed_policy_set_rules_at(p.handle(), &cRules[0], C.size_t(len(rules)), C.uint64_t(now))
+	runtime.KeepAlive(p)
+	if err := changeError(status, configs[:len(rules)], errKeyedCarriedOver); err != nil {
+		return err
+	}
+	given := slices.Clone(rules)
+	p.rules.Store(&given)
+	return nil
+}
+
+// changeError is the error for a change librate answered with status: for an invalid
+// configuration, why the first invalid rule of configs is, or carried if each is valid.
+func changeError(status C.int32_t, configs []C.rate_config, carried error) error {
+	if status == C.RATE_E_INVALID_CONFIG {
+		for i := range configs {
+			if err := changeRejected(configs[i]); err != errCarriedOver {
+				return ruleError(i, err)
+			}
+		}
+		return carried
+	}
+	return okOrError(status)
+}
+
 // errCarriedOver is a change's error for a valid rule that cannot carry the state over.
 var errCarriedOver = &ConfigError{Reason: "a live change keeps each rule's algorithm (and the number of rules), " +
+	"and a sliding log's rule does not change"}
+
+// errKeyedCarriedOver is errCarriedOver for a keyed policy, whose rules keep their scope too.
+var errKeyedCarriedOver = &ConfigError{Reason: "a live change keeps each rule's scope and algorithm (and the number of rules), " +
 	"and a sliding log's rule does not change"}
 
 // changeRejected is the error for a change to cConfig that librate refused as an invalid

@@ -125,3 +125,59 @@ func TestSetRulesChangesPlan(t *testing.T) {
 		t.Errorf("Rules() = %+v", got)
 	}
 }
+
+// Per customer 2 a second (GCRA), everybody 100 a minute; ann takes 2 and bob 1 at 0.
+// Upgraded to 4 a second and 10 a minute: ann's 0 tokens stay 0 (now 250 ms each), bob
+// keeps his 1, the window its 3 of 10.
+func TestKeyedPolicySetRulesChangesPlan(t *testing.T) {
+	window := librate.Config{Algorithm: librate.FixedWindow, Limit: 100, Period: time.Minute}
+	p, err := librate.NewKeyedPolicy(100,
+		librate.PerKeyRule(librate.Config{Limit: 2, Period: time.Second}), librate.GlobalRule(window))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for key, n := range map[string]int{"ann": 2, "bob": 1} {
+		if d, _ := p.AcquireAt(key, n, 0); !d.Allowed {
+			t.Fatalf("%s: %d denied", key, n)
+		}
+	}
+	window.Limit = 10
+	upgrade := []librate.KeyedRule{
+		librate.PerKeyRule(librate.Config{Limit: 4, Period: time.Second}), librate.GlobalRule(window),
+	}
+	if err := p.SetRulesAt(0, upgrade...); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := p.AcquireAt("ann", 0, 0); d.Rules[0].Remaining != 0 || d.Rules[1].Remaining != 7 {
+		t.Errorf("ann after the upgrade: %+v", d)
+	}
+	if d, _ := p.AcquireAt("bob", 0, 0); d.Rules[0].Remaining != 1 {
+		t.Errorf("bob after the upgrade: %+v", d)
+	}
+	if d, _ := p.AcquireAt("ann", 1, 250*time.Millisecond); !d.Allowed {
+		t.Errorf("ann at 250 ms: %+v", d)
+	}
+	swapped := []librate.KeyedRule{librate.GlobalRule(upgrade[0].Config), upgrade[1]}
+	if err := p.SetRulesAt(0, swapped...); !errors.Is(err, librate.ErrInvalidConfig) {
+		t.Errorf("a per-key rule made global: %v, want ErrInvalidConfig", err)
+	}
+	if err := p.SetRulesAt(0, upgrade[0]); !errors.Is(err, librate.ErrInvalidConfig) {
+		t.Errorf("one rule for two: %v, want ErrInvalidConfig", err)
+	}
+	if got := p.KeyedRules(); got[0] != upgrade[0] || got[1] != upgrade[1] {
+		t.Errorf("KeyedRules() = %+v", got)
+	}
+	shared, err := librate.OpenKeyedPolicy(t.TempDir()+"/site", 16, upgrade...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	if err := shared.SetRulesAt(0, upgrade...); !errors.Is(err, librate.ErrUnsupported) {
+		t.Errorf("a shared policy's change: %v, want ErrUnsupported", err)
+	}
+	var none *librate.KeyedPolicy
+	if err := none.SetRules(upgrade...); !errors.Is(err, librate.ErrNull) {
+		t.Errorf("nil policy: %v, want ErrNull", err)
+	}
+}
