@@ -338,6 +338,21 @@ Status set_config(Fn fn, T* handle, const Config& config, Args... args) noexcept
     return static_cast<Status>(fn(handle, &c, args...));
 }
 
+/// Replaces a policy's rules with a C function `fn(handle, c_rules, count, now_ns)`
+/// (rate_policy_set_rules_at, rate_keyed_policy_set_rules_at): each rule's to_c() in an
+/// array of `CRule`, no more than RATE_POLICY_MAX_RULES.
+template <class CRule, class Fn, class T, class Rule>
+Status set_rules_at(Fn fn, T* handle, std::initializer_list<Rule> rules,
+                    std::uint64_t now_ns) noexcept {
+    if (rules.size() > RATE_POLICY_MAX_RULES)
+        return Status::invalid_config;
+    std::array<CRule, RATE_POLICY_MAX_RULES> c{};
+    std::size_t i = 0;
+    for (const Rule& rule : rules)
+        c[i++] = rule.to_c();
+    return static_cast<Status>(fn(handle, c.data(), rules.size(), now_ns));
+}
+
 inline const std::uint8_t* bytes(std::string_view key) noexcept {
     return reinterpret_cast<const std::uint8_t*>(key.data());
 }
@@ -589,14 +604,8 @@ class Policy : public detail::Handle<rate_policy, rate_policy_free> {
     /// (rate_policy_set_rules_at): as many as before, each of the same algorithm.
     /// Status::ok, Status::invalid_config (nothing changes), Status::null.
     Status set_rules_at(std::initializer_list<Config> rules, Clock::time_point now) noexcept {
-        if (rules.size() > max_rules)
-            return Status::invalid_config;
-        std::array<rate_config, max_rules> c{};
-        std::size_t i = 0;
-        for (const Config& rule : rules)
-            c[i++] = rule.to_c();
-        return static_cast<Status>(rate_policy_set_rules_at(native_handle(), c.data(),
-                                                            rules.size(), detail::to_ns(now)));
+        return detail::set_rules_at<rate_config>(rate_policy_set_rules_at, native_handle(),
+                                                 rules, detail::to_ns(now));
     }
 #if RATE_HPP_EXCEPTIONS
     /// Like create(), throwing rate::Error on bad rules.
@@ -747,14 +756,8 @@ class KeyedPolicy : public detail::Handle<rate_keyed_policy, rate_keyed_policy_f
     /// of the same scope and algorithm. Status::ok, Status::invalid_config (nothing
     /// changes), Status::unsupported (a policy in a shared file), Status::null.
     Status set_rules_at(std::initializer_list<KeyedRule> rules, Clock::time_point now) noexcept {
-        if (rules.size() > max_rules)
-            return Status::invalid_config;
-        std::array<rate_keyed_rule, max_rules> c{};
-        std::size_t i = 0;
-        for (const KeyedRule& rule : rules)
-            c[i++] = rule.to_c();
-        return static_cast<Status>(rate_keyed_policy_set_rules_at(
-            native_handle(), c.data(), rules.size(), detail::to_ns(now)));
+        return detail::set_rules_at<rate_keyed_rule>(rate_keyed_policy_set_rules_at,
+                                                     native_handle(), rules, detail::to_ns(now));
     }
     /// The per-key rules' tables' statistics, live keys counted now: the live keys of the
     /// fullest table, and the requests refused as table-full. Reads every slot.
