@@ -44,7 +44,7 @@ use crate::error::Error;
 #[cfg(not(loom))]
 use crate::shared::Mapping;
 use crate::state::{Replaceable, Replaced, REPLACED};
-use crate::sync::{AtomicPtr, AtomicU64, Backoff, Ordering};
+use crate::sync::{load_latest, AtomicPtr, AtomicU64, Backoff, Ordering};
 use std::ptr::NonNull;
 #[cfg(not(loom))]
 use std::sync::Arc;
@@ -311,19 +311,7 @@ impl Generations {
     }
 
     fn latest_pointer(&self) -> *mut Generation {
-        // Acquire: as in `current`. A swap of the value for itself: it writes nothing new.
-        let mut latest = self.current.load(Ordering::Relaxed);
-        loop {
-            match (self.current).compare_exchange_weak(
-                latest,
-                latest,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return latest,
-                Err(actual) => latest = actual,
-            }
-        }
+        load_latest(&self.current)
     }
 
     /// Replaces the generation in force by one of `decider` whose state is the old one's

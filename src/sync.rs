@@ -63,3 +63,18 @@ pub(crate) fn spin_wait() {
     #[cfg(not(loom))]
     std::hint::spin_loop();
 }
+
+/// The latest value of `pointer`, by a read-modify-write that swaps it for itself (it
+/// writes nothing new): a plain load may return an older value for a while, and a caller
+/// that found the generation it loaded replaced must not retry on it for ever. Acquire:
+/// pairs with the Release store that published the value, so what it points to is read
+/// at least as its publisher wrote it.
+pub(crate) fn load_latest<T>(pointer: &AtomicPtr<T>) -> *mut T {
+    let mut latest = pointer.load(Ordering::Relaxed);
+    while let Err(actual) =
+        pointer.compare_exchange_weak(latest, latest, Ordering::Acquire, Ordering::Relaxed)
+    {
+        latest = actual;
+    }
+    latest
+}

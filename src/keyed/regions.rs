@@ -25,7 +25,7 @@ use super::KeyedLimiter;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::sync::{load_latest, AtomicU64, Backoff, Ordering};
 
 impl<S> KeyedLimiter<S> {
     /// The region in force.
@@ -52,17 +52,7 @@ impl<S> KeyedLimiter<S> {
     /// (a load may return an older one for a while): for an operation that found its
     /// region replaced, so that it does not retry on that region for ever.
     fn latest(&self) -> &Region {
-        // Acquire: as in `current`. A swap of the value for itself: it writes nothing new.
-        let mut latest = self.current.load(Ordering::Relaxed);
-        while let Err(actual) = (self.current).compare_exchange_weak(
-            latest,
-            latest,
-            Ordering::Acquire,
-            Ordering::Relaxed,
-        ) {
-            latest = actual;
-        }
-        self.region(latest)
+        self.region(load_latest(&self.current))
     }
 
     /// The region `region` replaced.
