@@ -244,13 +244,23 @@ impl Decider {
         dispatch!(self, algorithm => algorithm.reset(state, tenancy))
     }
 
-    /// Whether a state of this rule can be carried over to `new` (`algorithm/carry.rs`):
-    /// the same algorithm, a period that never ends counting as the same, and no sliding
-    /// log with a period that ends on either side (its ring's entries are not carried).
-    pub(crate) fn carries_to(&self, new: &Decider) -> Result<(), ConfigError> {
+    /// Whether a change of rule may replace states of this rule, in memory a change may
+    /// (`private`: this process's own) or may not replace (a shared file, whose rule every
+    /// process checks when it opens it), by states of `new` carried over
+    /// (`algorithm/carry.rs`): the same algorithm, a period that never ends counting as
+    /// the same, and no sliding log with a period that ends on either side (its ring's
+    /// entries are not carried).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for memory that is not `private`; [`Error::InvalidConfig`]
+    /// with [`ConfigError::LiveChange`] for a pair that does not carry over.
+    pub(crate) fn check_change(&self, new: &Decider, private: bool) -> Result<(), Error> {
+        if !private {
+            return Err(Error::Unsupported);
+        }
         let log = |decider: &Decider| matches!(decider, Self::SlidingLog(_));
         if self.algorithm() != new.algorithm() || log(self) || log(new) {
-            return Err(ConfigError::LiveChange);
+            return Err(Error::InvalidConfig(ConfigError::LiveChange));
         }
         Ok(())
     }
@@ -258,7 +268,7 @@ impl Decider {
     /// Writes into `new_state`, fresh (all zeros) and not yet shared, the state of `new`
     /// holding at `now` what `state` holds, whose first word last held `first` before it
     /// was replaced (the carry-over rules, `algorithm/carry.rs`). A pair that
-    /// [`carries_to`](Self::carries_to) refuses leaves `new_state` fresh.
+    /// [`check_change`](Self::check_change) refuses leaves `new_state` fresh.
     pub(crate) fn carry_over(
         &self,
         state: &[AtomicU64],

@@ -112,18 +112,6 @@ impl Generation {
         }
     }
 
-    /// Whether a change may replace these words by a generation of `decider`.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for words in a shared file; [`Error::InvalidConfig`] if the
-    /// state cannot be carried over to `decider` ([`Decider::carries_to`]).
-    pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
-        if !self.tenancy.replaceable {
-            return Err(Error::Unsupported);
-        }
-        Ok(self.decider.carries_to(decider)?)
-    }
-
     /// Whether a change replaced these words. Relaxed: the marker is final, so a load
     /// after a decision that read it sees it too (coherence), and it publishes nothing.
     #[inline]
@@ -320,13 +308,13 @@ impl Generations {
     ///
     /// # Errors
     /// [`Error::Unsupported`] for a limiter in a shared file; [`Error::InvalidConfig`] if
-    /// the state cannot be carried over to `decider` ([`Decider::carries_to`]).
+    /// the state cannot be carried over to `decider` ([`Decider::check_change`]).
     pub(crate) fn replace(&self, decider: Decider, config: &Config, now: u64) -> Result<(), Error> {
         let mut new = Generation::private(decider, config);
         loop {
             let old_pointer = self.latest_pointer();
             let old = self.generation(old_pointer);
-            old.check_change(&new.decider)?;
+            (old.decider).check_change(&new.decider, old.tenancy.replaceable)?;
             let Some(first) = freeze(&old.state()[0]) else {
                 // Another change replaced it: wait for its generation, and replace that.
                 let mut backoff = Backoff::default();

@@ -309,13 +309,14 @@ impl Limiter {
     }
 
     /// Whether [`set_config_at`](Self::set_config_at) would take a rule of `decider`: the
-    /// check a keyed policy makes of every rule before it changes any. What it checks
+    /// check a policy makes of every rule before it changes any. What it checks
     /// (the algorithm, and whether the limiter lives in a file) no change alters.
     ///
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at), but for an invalid configuration.
     pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
-        self.generations.current().check_change(decider)
+        let generation = self.generations.current();
+        (generation.decider).check_change(decider, generation.tenancy.replaceable)
     }
 
     /// The rule this limiter enforces, for a policy of several ([`crate::Policy`]).

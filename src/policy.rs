@@ -410,7 +410,7 @@ impl Policy {
         // Every rule is checked before any changes: whether a rule carries over depends
         // only on algorithms, which no change alters, so none of the changes below fails.
         for (rule, config) in self.rules.iter().zip(rules) {
-            rule.rule().carries_to(&Decider::new(config)?)?;
+            rule.check_change(&Decider::new(config)?)?;
         }
         // Relaxed: see `uniform`. Before any rule changes, so that no caller after a
         // change checks a cost against the limits the rules were built with.

@@ -112,7 +112,7 @@ impl<S> KeyedLimiter<S> {
         // change before released after its store.
         let old_pointer = self.current.load(Ordering::Relaxed);
         let old = self.region(old_pointer);
-        old.check_change(&decider)?;
+        (old.decider).check_change(&decider, old.movable)?;
         let mut new = Region::private(decider, config, old.layout)?;
         new.replaced = NonNull::new(old_pointer);
         new.set_sweeping(true);
@@ -140,7 +140,8 @@ impl<S> KeyedLimiter<S> {
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at), but for an invalid configuration.
     pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
-        self.current().check_change(decider)
+        let region = self.current();
+        (region.decider).check_change(decider, region.movable)
     }
 }
 

@@ -106,18 +106,6 @@ impl Region {
         unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.len) }
     }
 
-    /// Whether a change may move this region's keys into a region of `decider`.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] for a region in a shared file; [`Error::InvalidConfig`] if
-    /// a key's state cannot be carried over to `decider` ([`Decider::carries_to`]).
-    pub(super) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
-        if !self.movable {
-            return Err(Error::Unsupported);
-        }
-        Ok(self.decider.carries_to(decider)?)
-    }
-
     /// Whether `first`, a slot's first word, says the slot was moved into a next region.
     /// In a region that cannot be moved, the marker's value is a forged claim marker's.
     #[inline]
