@@ -31,7 +31,7 @@ mod engine;
 mod file;
 mod keyed;
 
-use self::engine::{Cost, Costs, Engine, Rules, Taken, Uniform};
+use self::engine::{least_limit, Cost, Costs, Engine, Rules, Taken, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
 use crate::decider::Decider;
@@ -164,7 +164,7 @@ impl Policy {
 
     /// The largest cost the policy can ever admit: the least of its rules' limits.
     pub fn limit(&self) -> u64 {
-        self.least_limit()
+        least_limit(self.rules.iter().map(Limiter::rule))
     }
 
     /// Acquires `n` units now from every rule, or from none. `n == 0` only reports.
@@ -419,15 +419,6 @@ impl Policy {
             rule.set_config_at(config, now_ns)?;
         }
         Ok(())
-    }
-
-    /// The least of the rules' limits: the largest cost the policy can ever admit.
-    fn least_limit(&self) -> u64 {
-        self.rules
-            .iter()
-            .map(|rule| rule.rule().limit())
-            .min()
-            .unwrap_or(0)
     }
 }
 

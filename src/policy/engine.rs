@@ -74,6 +74,11 @@ pub(super) enum Taken {
     Undecided,
 }
 
+/// The least of `rules`' limits: the largest cost a policy of them can admit of each.
+pub(super) fn least_limit<'a>(rules: impl Iterator<Item = &'a Decider>) -> u64 {
+    rules.map(Decider::limit).min().unwrap_or(0)
+}
+
 /// What a policy knows of its rules as they were built: the order they take a request
 /// in (which a change of rule keeps), and the least of their limits (which a change may
 /// lower: `Policy` checks the rules in force once one began).

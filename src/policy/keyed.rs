@@ -8,7 +8,7 @@
 //! `src/keyed/` argues: in place, or, for a request that inserted its key, by making the
 //! key absent again (its former state then holds its slot, under no key, until fresh).
 
-use super::engine::{Costs, Engine, Rules};
+use super::engine::{least_limit, Costs, Engine, Rules};
 use super::PolicyDecision;
 use crate::config::Config;
 use crate::decider::Decider;
@@ -294,11 +294,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// The least of the rules' limits in force: the largest cost the policy can admit of
     /// each.
     pub fn limit(&self) -> u64 {
-        self.rules
-            .iter()
-            .map(|rule| rule.decider().limit())
-            .min()
-            .unwrap_or(0)
+        least_limit(self.rules.iter().map(Scoped::decider))
     }
 
     /// The capacity each per-key rule's table was built for.
