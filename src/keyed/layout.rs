@@ -1,6 +1,7 @@
 //! The table's words: where the control block, the claim registry and each slot and word
-//! lie, where a key's probe starts and how it goes on, and the hints (prefetch, huge
-//! pages) that only change how fast the memory answers.
+//! lie (the offsets, which `region.rs` turns into a region's words, a key's home and its
+//! probe order), and the hints (prefetch, huge pages) that only change how fast the
+//! memory answers.
 //!
 //! One region, made at creation and never resized, of plain `u64`s with no pointers, so it
 //! can live in a file that processes share (`shared/`):
@@ -15,7 +16,6 @@
 //!   …]`. A slot's stride is rounded up to a power of two words when that is at most a
 //!   cache line, and the region starts on a line, so a small slot never straddles two.
 
-use super::region::Region;
 use super::KeyedLimiter;
 use crate::error::{ConfigError, Error};
 use crate::state::VACANT;
@@ -29,7 +29,7 @@ const LINE_BYTES: usize = 64;
 /// Words in a cache line; slots of up to this many words never straddle one.
 pub(super) const LINE_WORDS: usize = LINE_BYTES / std::mem::size_of::<u64>();
 /// Word 0 of a slot is the fingerprint; the state follows.
-const STATE_OFFSET: usize = 1;
+pub(super) const STATE_OFFSET: usize = 1;
 /// Words of the control block: `max_distance`, the refusal count and padding to 128
 /// bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (crossbeam-utils'
 /// `CachePadded` figure).
@@ -152,78 +152,6 @@ impl Layout {
     }
 }
 
-impl Region {
-    #[inline]
-    pub(super) fn slot(&self, slot: usize) -> &[AtomicU64] {
-        let start = self.base + slot * self.layout.stride;
-        &self.words()[start..start + self.layout.stride]
-    }
-
-    /// `max_distance`: the largest distance from its home at which a key was ever
-    /// installed. Lookups probe no further; it only grows.
-    #[inline]
-    pub(super) fn max_distance(&self) -> &AtomicU64 {
-        &self.words()[MAX_DISTANCE]
-    }
-
-    /// How many requests for new keys were refused with `TableFull`: only ever incremented.
-    #[inline]
-    pub(super) fn table_full(&self) -> &AtomicU64 {
-        &self.words()[TABLE_FULL]
-    }
-
-    /// The claim registry's entry `claim` (a line of words).
-    pub(super) fn registry_entry(&self, claim: usize) -> &[AtomicU64] {
-        let start = CONTROL_WORDS + claim * LINE_WORDS;
-        &self.words()[start..start + LINE_WORDS]
-    }
-
-    #[inline]
-    pub(super) fn fingerprint_word(&self, slot: usize) -> &AtomicU64 {
-        &self.slot(slot)[0]
-    }
-
-    #[inline]
-    pub(super) fn state(&self, slot: usize) -> &[AtomicU64] {
-        &self.slot(slot)[STATE_OFFSET..STATE_OFFSET + self.decider.state_words()]
-    }
-
-    #[inline]
-    pub(super) fn first_word(&self, slot: usize) -> &AtomicU64 {
-        &self.slot(slot)[STATE_OFFSET]
-    }
-
-    /// The key's home slot: fast range, `⌊fingerprint · slots / 2⁶⁴⌋`.
-    #[inline]
-    pub(super) fn home(&self, fingerprint: u64) -> usize {
-        ((u128::from(fingerprint) * self.layout.slot_count as u128) >> 64) as usize
-    }
-
-    /// The slot `distance` steps past `home`, wrapping around the table.
-    #[inline]
-    pub(super) fn probe(&self, home: usize, distance: usize) -> usize {
-        let slot = home + distance;
-        if slot >= self.layout.slot_count {
-            slot - self.layout.slot_count
-        } else {
-            slot
-        }
-    }
-
-    /// Distances to probe for a key: from 0 to `bound`, at most once around the table.
-    #[inline]
-    pub(super) fn distances(&self, bound: u64) -> std::ops::RangeInclusive<usize> {
-        let last = self.layout.slot_count - 1;
-        0..=usize::try_from(bound).map_or(last, |b| b.min(last))
-    }
-
-    /// Asks the CPU to start loading the key's home slot.
-    #[inline(always)]
-    pub(super) fn prefetch_home(&self, key: Located) {
-        prefetch(&self.slot(key.home)[0]);
-    }
-}
-
 impl<S: BuildHasher> KeyedLimiter<S> {
     /// The key's fingerprint and home slot.
     // Always inlined: a plain composition, so that each caller inlines (or calls) the hash
@@ -289,7 +217,7 @@ fn advise_huge_pages(start: *const u8, bytes: usize) {
 
 /// Asks the CPU to start loading `word`'s cache line; a no-op where we have no prefetch.
 #[inline(always)]
-fn prefetch(word: &AtomicU64) {
+pub(super) fn prefetch(word: &AtomicU64) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     // SAFETY: a prefetch is a hint: it never faults and changes no memory.
     unsafe {

@@ -39,8 +39,9 @@
 //!
 //! # Files
 //! - `mod.rs`: the public [`KeyedLimiter`] API, and the clock choice of each path.
-//! - `region.rs`: a region: a rule and its words; `layout.rs`: where each word of a
-//!   region lies, allocation, home and probe order, prefetch and huge-page advice.
+//! - `layout.rs`: where each word of a region lies (sizes, offsets, allocation),
+//!   prefetch and huge-page advice; `region.rs`: a region: a rule and its words, each
+//!   word's address, a key's home and probe order.
 //! - `regions.rs`: which region an operation on a key runs in (**Routing**).
 //! - `change.rs`: changing the rule: a new region, and the sweep that moves the keys
 //!   into it (**Regions as generations**).

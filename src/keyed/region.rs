@@ -1,8 +1,12 @@
 //! A table's region as one generation of its rule: the rule, the words it decides on
-//! (`layout.rs`), and what a change of rule needs of it (`change.rs`): whether it is
-//! still being filled from the region it replaced, and that region.
+//! (laid out as `layout.rs` says: each word's address, a key's home and probe order,
+//! below), and what a change of rule needs of it (`change.rs`): whether it is still being
+//! filled from the region it replaced, and that region.
 
-use super::layout::{Layout, SWEEPING};
+use super::layout::{
+    prefetch, Layout, Located, CONTROL_WORDS, LINE_WORDS, MAX_DISTANCE, STATE_OFFSET, SWEEPING,
+    TABLE_FULL,
+};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
@@ -132,5 +136,78 @@ impl Region {
     /// Release: the end publishes every slot the sweep wrote (see `is_sweeping`).
     pub(super) fn set_sweeping(&self, sweeping: bool) {
         self.words()[SWEEPING].store(u64::from(sweeping), Ordering::Release);
+    }
+}
+
+/// Where each word of a region lies (`layout.rs`), and where a key's probe goes.
+impl Region {
+    #[inline]
+    pub(super) fn slot(&self, slot: usize) -> &[AtomicU64] {
+        let start = self.base + slot * self.layout.stride;
+        &self.words()[start..start + self.layout.stride]
+    }
+
+    /// `max_distance`: the largest distance from its home at which a key was ever
+    /// installed. Lookups probe no further; it only grows.
+    #[inline]
+    pub(super) fn max_distance(&self) -> &AtomicU64 {
+        &self.words()[MAX_DISTANCE]
+    }
+
+    /// How many requests for new keys were refused with `TableFull`: only ever incremented.
+    #[inline]
+    pub(super) fn table_full(&self) -> &AtomicU64 {
+        &self.words()[TABLE_FULL]
+    }
+
+    /// The claim registry's entry `claim` (a line of words).
+    pub(super) fn registry_entry(&self, claim: usize) -> &[AtomicU64] {
+        let start = CONTROL_WORDS + claim * LINE_WORDS;
+        &self.words()[start..start + LINE_WORDS]
+    }
+
+    #[inline]
+    pub(super) fn fingerprint_word(&self, slot: usize) -> &AtomicU64 {
+        &self.slot(slot)[0]
+    }
+
+    #[inline]
+    pub(super) fn state(&self, slot: usize) -> &[AtomicU64] {
+        &self.slot(slot)[STATE_OFFSET..STATE_OFFSET + self.decider.state_words()]
+    }
+
+    #[inline]
+    pub(super) fn first_word(&self, slot: usize) -> &AtomicU64 {
+        &self.slot(slot)[STATE_OFFSET]
+    }
+
+    /// The key's home slot: fast range, `⌊fingerprint · slots / 2⁶⁴⌋`.
+    #[inline]
+    pub(super) fn home(&self, fingerprint: u64) -> usize {
+        ((u128::from(fingerprint) * self.layout.slot_count as u128) >> 64) as usize
+    }
+
+    /// The slot `distance` steps past `home`, wrapping around the table.
+    #[inline]
+    pub(super) fn probe(&self, home: usize, distance: usize) -> usize {
+        let slot = home + distance;
+        if slot >= self.layout.slot_count {
+            slot - self.layout.slot_count
+        } else {
+            slot
+        }
+    }
+
+    /// Distances to probe for a key: from 0 to `bound`, at most once around the table.
+    #[inline]
+    pub(super) fn distances(&self, bound: u64) -> std::ops::RangeInclusive<usize> {
+        let last = self.layout.slot_count - 1;
+        0..=usize::try_from(bound).map_or(last, |b| b.min(last))
+    }
+
+    /// Asks the CPU to start loading the key's home slot.
+    #[inline(always)]
+    pub(super) fn prefetch_home(&self, key: Located) {
+        prefetch(&self.slot(key.home)[0]);
     }
 }
