@@ -7,21 +7,26 @@
 //! global rule's everybody's. A per-key rule gives back in its table as `give_back.rs` in
 //! `src/keyed/` argues: in place, or, for a request that inserted its key, by making the
 //! key absent again (its former state then holds its slot, under no key, until fresh).
+//!
+//! `keyed/rules.rs`: where each rule keeps its state, and the engine's steps on them for
+//! one key; `keyed/change.rs`: replacing the rules at run time.
 
-use super::engine::{least_limit, Costs, Engine, Rules};
+use super::engine::{least_limit, Costs, Engine};
 use super::PolicyDecision;
 use crate::config::Config;
-use crate::decider::Decider;
-use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
-use crate::keyed::{KeyHasher, KeyedLimiter, KeyedRefund, KeyedStats, Located};
-use crate::limiter::{Limiter, RuleRefund};
+use crate::keyed::{KeyHasher, KeyedLimiter, KeyedStats, Located};
+use crate::limiter::Limiter;
 use crate::time;
 use std::hash::BuildHasher;
 
 use super::MAX_RULES;
 
 mod change;
+mod rules;
+
+use self::rules::ForKey;
+pub(super) use self::rules::Scoped;
 
 /// One rule of a [`KeyedPolicy`]: a [`Config`], kept per key or once for every key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,29 +61,6 @@ impl KeyedRule {
     pub fn is_per_key(&self) -> bool {
         self.per_key
     }
-}
-
-/// Where a rule of a keyed policy keeps its state.
-#[derive(Debug)]
-pub(super) enum Scoped<S> {
-    PerKey(KeyedLimiter<S>),
-    Global(Limiter),
-}
-
-impl<S> Scoped<S> {
-    fn decider(&self) -> &Decider {
-        match self {
-            Self::PerKey(table) => table.decider(),
-            Self::Global(limiter) => limiter.rule(),
-        }
-    }
-}
-
-/// What giving back an admission of a keyed policy's rule takes.
-#[derive(Clone, Copy)]
-enum ScopedRefund {
-    PerKey(KeyedRefund),
-    Global(RuleRefund),
 }
 
 /// A policy of per-key and global rules: a request for a key is admitted iff each rule
@@ -127,84 +109,6 @@ pub struct KeyedPolicy<S = KeyHasher> {
     rules: Box<[Scoped<S>]>,
     engine: Engine,
     capacity: u64,
-}
-
-/// A keyed policy's rules, for one key.
-struct ForKey<'a, S> {
-    rules: &'a [Scoped<S>],
-    /// The key as the per-key rules' tables locate it: they share one hasher and one slot
-    /// count, so one location (one hash of the key) serves them all.
-    key: Located,
-}
-
-impl<S: BuildHasher> ForKey<'_, S> {
-    /// A step on rule `rule`: `per_key` on its table, `global` on its limiter.
-    #[inline(always)]
-    fn take<A>(
-        &self,
-        rule: usize,
-        per_key: impl FnOnce(&KeyedLimiter<S>) -> Result<(A, Option<KeyedRefund>), Error>,
-        global: impl FnOnce(&Limiter) -> (A, Option<RuleRefund>),
-    ) -> Result<(A, Option<ScopedRefund>), Error> {
-        Ok(match &self.rules[rule] {
-            Scoped::PerKey(table) => {
-                let (outcome, refund) = per_key(table)?;
-                (outcome, refund.map(ScopedRefund::PerKey))
-            }
-            Scoped::Global(limiter) => {
-                let (outcome, refund) = global(limiter);
-                (outcome, refund.map(ScopedRefund::Global))
-            }
-        })
-    }
-}
-
-impl<S: BuildHasher> Rules for ForKey<'_, S> {
-    type Refund = ScopedRefund;
-
-    fn peek_at(&self, rule: usize, n: u64, now_ns: u64) -> Decision {
-        match &self.rules[rule] {
-            Scoped::PerKey(table) => table.peek_at(self.key, n, now_ns),
-            Scoped::Global(limiter) => limiter.peek_at(n, now_ns),
-        }
-    }
-
-    fn acquire_refundable_at(
-        &self,
-        rule: usize,
-        n: u64,
-        now_ns: u64,
-    ) -> Result<(Decision, Option<ScopedRefund>), Error> {
-        self.take(
-            rule,
-            |table| table.acquire_refundable_at(self.key, n, now_ns),
-            |limiter| limiter.acquire_refundable_at(n, now_ns),
-        )
-    }
-
-    fn try_acquire_refundable_at(
-        &self,
-        rule: usize,
-        n: u64,
-        now_ns: u64,
-    ) -> Result<(bool, Option<ScopedRefund>), Error> {
-        self.take(
-            rule,
-            |table| table.try_acquire_refundable_at(self.key, n, now_ns),
-            |limiter| limiter.try_acquire_refundable_at(n, now_ns),
-        )
-    }
-
-    fn refund(&self, rule: usize, refund: ScopedRefund) {
-        match (&self.rules[rule], refund) {
-            (Scoped::PerKey(table), ScopedRefund::PerKey(refund)) => table.refund(refund),
-            (Scoped::Global(limiter), ScopedRefund::Global(refund)) => {
-                limiter.refund(refund);
-            }
-            // A rule's refunds are its own kind: the engine gives each back to its rule.
-            _ => {}
-        }
-    }
 }
 
 impl KeyedPolicy {
