@@ -10,7 +10,8 @@
 //!
 //! The decision is the engine's (`policy/engine.rs`), which [`KeyedPolicy`] shares
 //! (`policy/keyed.rs`): there each rule is per key or global, and what follows holds rule
-//! by rule, a per-key rule's state being one key's.
+//! by rule, a per-key rule's state being one key's. Replacing the rules at run time is
+//! `policy/change.rs` (and `policy/keyed/change.rs`).
 //!
 //! What concurrent callers may see, on one policy:
 //! - No rule ever admits past its limit: each rule's step is its own atomic admission.
@@ -27,6 +28,7 @@
 //!   changed the later log's answer after it was asked. Either way a rule only ever errs
 //!   on the side of its limit.
 
+mod change;
 mod engine;
 mod file;
 mod keyed;
@@ -34,7 +36,6 @@ mod keyed;
 use self::engine::{least_limit, Cost, Costs, Engine, Rules, Taken, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
-use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::limiter::{Limiter, RuleRefund};
@@ -360,65 +361,6 @@ impl Rules for [Limiter] {
     #[inline]
     fn refund(&self, rule: usize, refund: RuleRefund) {
         self[rule].refund(refund);
-    }
-}
-
-impl Policy {
-    /// Replaces the policy's rules, now: see [`set_rules_at`](Self::set_rules_at).
-    ///
-    /// # Errors
-    /// As [`set_rules_at`](Self::set_rules_at).
-    pub fn set_rules(&self, rules: &[Config]) -> Result<(), Error> {
-        self.set_rules_at(rules, time::now_ns())
-    }
-
-    /// Replaces the policy's rules at `now_ns` (a customer changes plan), each rule in
-    /// turn as [`Limiter::set_config_at`] replaces a limiter's, keeping what it has
-    /// consumed. The new rules are as many as the old, each of the same algorithm as the
-    /// one it replaces (a period of [`Config::FOREVER`] counts as the same), so that the
-    /// order the rules take a request in stays.
-    ///
-    /// Each rule's step of a racing request is decided wholly under that rule's old or
-    /// new configuration, so no rule ever admits past its limit; a request racing the
-    /// change may see some rules already changed and others not yet.
-    ///
-    /// ```
-    /// use rate::{Config, Policy};
-    /// const SECOND: u64 = 1_000_000_000;
-    /// // 2 a second and 3 a minute; a customer upgrades to 4 a second and 10 a minute.
-    /// let policy = Policy::new(&[
-    ///     Config::gcra(2, SECOND),
-    ///     Config::fixed_window(3, 60 * SECOND),
-    /// ])
-    /// .unwrap();
-    /// assert!(policy.acquire_at(2, 0).unwrap().decision.allowed);
-    /// let upgrade = [Config::gcra(4, SECOND), Config::fixed_window(10, 60 * SECOND)];
-    /// policy.set_rules_at(&upgrade, 0).unwrap();
-    /// // The bucket's 0 tokens stay 0 (now 250 ms each); the window keeps its 2.
-    /// assert_eq!(policy.acquire_at(0, 0).unwrap().rules()[1].remaining, 8);
-    /// assert!(policy.acquire_at(1, 250_000_000).unwrap().decision.allowed);
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`]: the first invalid rule's reason, or
-    /// [`ConfigError::LiveChange`] for another number of rules or a rule that cannot carry
-    /// its state over (see [`Limiter::set_config_at`]). Then no rule changes.
-    pub fn set_rules_at(&self, rules: &[Config], now_ns: u64) -> Result<(), Error> {
-        if rules.len() != self.rules.len() {
-            return Err(Error::InvalidConfig(ConfigError::LiveChange));
-        }
-        // Every rule is checked before any changes: whether a rule carries over depends
-        // only on algorithms, which no change alters, so none of the changes below fails.
-        for (rule, config) in self.rules.iter().zip(rules) {
-            rule.check_change(&Decider::new(config)?)?;
-        }
-        // Relaxed: see `uniform`. Before any rule changes, so that no caller after a
-        // change checks a cost against the limits the rules were built with.
-        self.changed.store(true, Ordering::Relaxed);
-        for (rule, config) in self.rules.iter().zip(rules) {
-            rule.set_config_at(config, now_ns)?;
-        }
-        Ok(())
     }
 }
 
