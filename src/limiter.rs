@@ -18,6 +18,7 @@ use std::ptr::NonNull;
 #[cfg(not(loom))]
 use std::sync::Arc;
 
+mod change;
 mod operations;
 use operations::{
     Acquire, AcquireRefundable, Peek, Reset, SettleRefundable, TryAcquire, TryAcquireRefundable,
@@ -250,73 +251,6 @@ impl Limiter {
         // A request of 0 units: no rule refuses it.
         let reset = self.generations.decide(0, None, Reset);
         debug_assert!(reset.is_ok());
-    }
-
-    /// Replaces the rule this limiter enforces, now, keeping what was consumed under the
-    /// old one (a customer changes plan, an operator tightens a limit during an incident).
-    /// See [`set_config_at`](Self::set_config_at).
-    ///
-    /// # Errors
-    /// As [`set_config_at`](Self::set_config_at).
-    pub fn set_config(&self, config: &Config) -> Result<(), Error> {
-        self.set_config_at(config, time::now_ns())
-    }
-
-    /// Replaces the rule this limiter enforces at `now_ns`, carrying the state over:
-    /// - **GCRA keeps the tokens** (as x/time/rate's `SetLimit`): the units a request could
-    ///   take at `now_ns` stay (fractions included, and reserves queued past the burst as
-    ///   negative tokens), then refill at the new rate, capped at the new burst.
-    /// - **The fixed window and the sliding window counter keep what is counted**, in
-    ///   units: the count of the window holding `now_ns` (and, for the sliding window
-    ///   counter, of the window before it) moves to the new period's window holding
-    ///   `now_ns` (and the one before it), each capped at the new limit. Windows are cut
-    ///   from 0 at the new period, `[k·P', (k+1)·P')`, as for any limiter of it.
-    /// - **A period of [`Config::FOREVER`]** keeps its algorithm's rule: a bucket becomes
-    ///   an allowance of its whole tokens left, and back; a window counter an allowance
-    ///   with what it counts used (the sliding window's weighted estimate), and back, the
-    ///   units used then counted in the current window.
-    ///
-    /// Each decision racing a change is made wholly under the old rule, on the old state
-    /// (and carried over with it), or wholly under the new one: the change takes effect at
-    /// one instant, and acquires stay lock-free (one meeting a change in flight waits for
-    /// it to publish, a few steps). The old rule's words stay allocated until the limiter
-    /// is dropped (a thread may still be reading them): a few hundred bytes per change.
-    ///
-    /// ```
-    /// use rate::{Config, Limiter};
-    /// const SECOND: u64 = 1_000_000_000;
-    /// // 10 a second; 6 taken, 4 tokens left.
-    /// let limiter = Limiter::new(&Config::gcra(10, SECOND)).unwrap();
-    /// assert!(limiter.acquire_at(6, 0).unwrap().allowed);
-    /// // An incident: 1 a second, bursts of 2. The 4 tokens are capped at 2.
-    /// limiter.set_config_at(&Config::gcra(1, SECOND).with_burst(2), 0).unwrap();
-    /// assert_eq!(limiter.acquire_at(0, 0).unwrap().remaining, 2);
-    /// assert!(limiter.acquire_at(2, 0).unwrap().allowed);
-    /// assert_eq!(limiter.acquire_at(1, 0).unwrap().retry_after_ns, SECOND);
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] as [`new`](Self::new), or with [`ConfigError::LiveChange`]
-    /// for a change of algorithm, or of a sliding log's rule (its entries are not carried);
-    /// [`Error::Unsupported`] for a limiter in a shared file ([`open`](Self::open)), whose
-    /// configuration every process checks when it opens the file. Either way nothing
-    /// changes.
-    ///
-    /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
-    pub fn set_config_at(&self, config: &Config, now_ns: u64) -> Result<(), Error> {
-        let decider = Decider::new(config)?;
-        self.generations.replace(decider, config, now_ns)
-    }
-
-    /// Whether [`set_config_at`](Self::set_config_at) would take a rule of `decider`: the
-    /// check a policy makes of every rule before it changes any. What it checks
-    /// (the algorithm, and whether the limiter lives in a file) no change alters.
-    ///
-    /// # Errors
-    /// As [`set_config_at`](Self::set_config_at), but for an invalid configuration.
-    pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
-        let generation = self.generations.current();
-        (generation.decider).check_change(decider, generation.tenancy.replaceable)
     }
 
     /// The rule this limiter enforces, for a policy of several ([`crate::Policy`]).
