@@ -1,0 +1,65 @@
+//! Changing a keyed table's rule at run time, through the C ABI.
+
+use super::super::{rate_config, set_config_of};
+use super::rate_keyed;
+
+/// Replaces the rule every key of the table follows, now (`rate_now_ns`), keeping what
+/// each key has consumed: as `rate_keyed_set_config_at`.
+///
+/// Thread-safety: safe to call concurrently on one handle, with any other call.
+///
+/// NULL: `keyed` or `config` NULL is RATE_E_NULL.
+///
+/// Returns as `rate_keyed_set_config_at`.
+///
+/// # Safety
+/// `keyed` is NULL or a live handle; `config` is NULL or points to a readable
+/// `rate_config`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_set_config(
+    keyed: *mut rate_keyed,
+    config: *const rate_config,
+) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe { rate_keyed_set_config_at(keyed, config, crate::time::now_ns()) }
+}
+
+/// Replaces the rule every key of the table follows at `now_ns`, carrying each key's state
+/// over as `rate_limiter_set_config_at` does (GCRA keeps the tokens, the window counters
+/// their counts, capped at the new burst or limit). A key whose state is fresh (it would
+/// admit as much as a new key), before or after the carry-over, starts anew under the new
+/// rule. The README has the rules in full.
+///
+/// Thread-safety: safe to call concurrently on one handle, with any other call. The keys
+/// move to the new rule one table slot after another: each acquire of a key racing the
+/// change is decided wholly under the old rule (and carried over) or wholly under the new
+/// one. Keys already in the table never wait for the change; a new key waits until every
+/// key has moved. Changes are serialized. The old rule's table stays allocated until
+/// `rate_keyed_free` (the table's size again per change).
+///
+/// NULL: `keyed` or `config` NULL is RATE_E_NULL.
+///
+/// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (a configuration
+/// `rate_keyed_new` rejects, another algorithm, a sliding log's rule, whose entries are
+/// not carried over, or a new table that cannot be allocated), or RATE_E_UNSUPPORTED (a
+/// table in a shared file, whose configuration every process checks when it opens it). On
+/// error nothing changes.
+///
+/// # Safety
+/// `keyed` is NULL or a live handle; `config` is NULL or points to a readable
+/// `rate_config`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_set_config_at(
+    keyed: *mut rate_keyed,
+    config: *const rate_config,
+    now_ns: u64,
+) -> i32 {
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a readable config.
+    let table = unsafe { keyed.as_ref() }.map(|keyed| &keyed.table);
+    // SAFETY: passed on from this function's contract.
+    unsafe {
+        set_config_of(table, config, |table, config| {
+            table.set_config_at(config, now_ns)
+        })
+    }
+}
