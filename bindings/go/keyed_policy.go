@@ -100,8 +100,8 @@ func OpenKeyedPolicy(path string, capacity int, rules ...KeyedRule) (*KeyedPolic
 
 // makeKeyedPolicy checks the rules and capacity, and wraps the handle build creates.
 func makeKeyedPolicy(capacity int, rules []KeyedRule, build func(*C.rate_keyed_rule, **C.rate_keyed_policy) (C.int32_t, error)) (*KeyedPolicy, error) {
-	if len(rules) == 0 || len(rules) > MaxRules {
-		return nil, &ConfigError{Reason: fmt.Sprintf("a policy holds 1 to %d rules, not %d", MaxRules, len(rules))}
+	if err := ruleCountError(len(rules)); err != nil {
+		return nil, err
 	}
 	if capacity <= 0 {
 		return nil, badCapacity(capacity)

@@ -16,7 +16,6 @@ package librate
 import "C"
 
 import (
-	"fmt"
 	"runtime"
 	"slices"
 	"time"
@@ -114,8 +113,8 @@ func (p *Policy) SetRulesAt(now time.Duration, rules ...Config) error {
 	if now < 0 {
 		return negativeArgument(0, now, 0)
 	}
-	if len(rules) == 0 || len(rules) > MaxRules {
-		return &ConfigError{Reason: fmt.Sprintf("a policy holds 1 to %d rules, not %d", MaxRules, len(rules))}
+	if err := ruleCountError(len(rules)); err != nil {
+		return err
 	}
 	var cRules [MaxRules]C.rate_config
 	for i, rule := range rules {
@@ -156,8 +155,8 @@ func (p *KeyedPolicy) SetRulesAt(now time.Duration, rules ...KeyedRule) error {
 	if now < 0 {
 		return negativeArgument(0, now, 0)
 	}
-	if len(rules) == 0 || len(rules) > MaxRules {
-		return &ConfigError{Reason: fmt.Sprintf("a policy holds 1 to %d rules, not %d", MaxRules, len(rules))}
+	if err := ruleCountError(len(rules)); err != nil {
+		return err
 	}
 	cRules, configs, err := keyedRulesToC(rules)
 	if err != nil {

@@ -91,8 +91,8 @@ type PolicyDecision struct {
 // time. For a wrong number of rules, or a rule librate rejects, the error is a
 // *ConfigError (naming the rule by its index), which matches ErrInvalidConfig.
 func NewPolicy(rules ...Config) (*Policy, error) {
-	if len(rules) == 0 || len(rules) > MaxRules {
-		return nil, &ConfigError{Reason: fmt.Sprintf("a policy holds 1 to %d rules, not %d", MaxRules, len(rules))}
+	if err := ruleCountError(len(rules)); err != nil {
+		return nil, err
 	}
 	var cRules [MaxRules]C.rate_config
 	for i, rule := range rules {
@@ -278,4 +278,13 @@ func policyResult(status C.int32_t, out *C.rate_policy_decision) (PolicyDecision
 		d.Rules[i] = decisionOf(&out.rules[i])
 	}
 	return d, nil
+}
+
+// ruleCountError is the *ConfigError for a policy of count rules, or nil for 1 to
+// MaxRules.
+func ruleCountError(count int) error {
+	if count == 0 || count > MaxRules {
+		return &ConfigError{Reason: fmt.Sprintf("a policy holds 1 to %d rules, not %d", MaxRules, count)}
+	}
+	return nil
 }

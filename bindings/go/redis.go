@@ -12,7 +12,6 @@ package librate
 import "C"
 
 import (
-	"fmt"
 	"runtime"
 
 	"librate/bindings/go/internal/hook"
@@ -90,8 +89,8 @@ func redisScript(source *C.char, configArgs []C.uint64_t, limit C.uint64_t) Redi
 // rules'; the combined decision is the caller's, as PolicyDecision documents. The error
 // is a *ConfigError for a wrong number of rules or the first rule PrepareRedis rejects.
 func PrepareRedisPolicy(rules ...Config) (RedisScript, error) {
-	if len(rules) == 0 || len(rules) > MaxRules {
-		return RedisScript{}, &ConfigError{Reason: fmt.Sprintf("a policy holds 1 to %d rules, not %d", MaxRules, len(rules))}
+	if err := ruleCountError(len(rules)); err != nil {
+		return RedisScript{}, err
 	}
 	var cRules [MaxRules]C.rate_config
 	for i, rule := range rules {
