@@ -87,10 +87,12 @@ def limits_script(name: str) -> str:
     return Path(limits.__file__).parent.joinpath("resources/redis/lua_scripts", name).read_text()
 
 
-def librate(config: Config) -> tuple[str, Args]:
-    """librate's script for `config` and the arguments of one unit now."""
+def librate(config: Config, brief: bool = False) -> tuple[str, Args]:
+    """librate's script for `config` and the arguments of one unit now: an acquire's, or
+    with `brief` a try_acquire's (the reply `allowed` alone)."""
     plan = Plan(config)
-    return plan.source.decode(), lambda i: [1, f"lr{i % KEYS}", *plan.args(1, None, 0)]
+    args = plan.one_now_brief if brief else plan.args(1, None, 0)
+    return plan.source.decode(), lambda i: [1, f"lr{i % KEYS}", *args]
 
 
 def main() -> None:
@@ -99,6 +101,7 @@ def main() -> None:
     day_ns = DAY * 1_000_000_000
     cases: list[tuple[str, str, Args]] = [
         ("librate GCRA", *librate(Config("gcra", LIMIT, day_ns))),
+        ("librate GCRA, brief (Allow, try_acquire)", *librate(Config("gcra", LIMIT, day_ns), True)),
         ("librate fixed window", *librate(Config("fixed_window", LIMIT, day_ns))),
         ("librate sliding window", *librate(Config("sliding_window", LIMIT, day_ns))),
         ("librate sliding log", *librate(Config("sliding_log", LIMIT, day_ns))),

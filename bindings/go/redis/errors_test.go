@@ -116,6 +116,8 @@ func TestRedisErrorsAreErrors(t *testing.T) {
 		client.RPush(ctx, l.Key("k"), "x")
 		d, err := l.AcquireAt(ctx, "k", 1, 0)
 		redisFailure(t, algorithm.String()+" on a list", l, d, err, "WRONGTYPE")
+		allowed, err := l.Allow(ctx, "k")
+		redisFailure(t, algorithm.String()+" on a list, Allow", l, librate.Decision{Allowed: allowed}, err, "WRONGTYPE")
 		client.Set(ctx, l.Key("k"), "12ab", 0)
 		d, err = l.AcquireAt(ctx, "k", 1, 0)
 		redisFailure(t, algorithm.String()+" on a string of garbage", l, d, err, "")
@@ -134,6 +136,8 @@ func TestRedisErrorsAreErrors(t *testing.T) {
 		}
 		d, err := l.AcquireAt(ctx, "k", 1, 0)
 		redisFailure(t, want, l, d, err, want)
+		allowed, err := l.Allow(ctx, "k")
+		redisFailure(t, want+", Allow", l, librate.Decision{Allowed: allowed}, err, want)
 		if err := client.Do(ctx, settings[i].reset...).Err(); err != nil {
 			t.Fatal(err)
 		}

@@ -44,9 +44,11 @@ type Limiter struct {
 	// configuration arguments, as decimal strings.
 	limit      uint64
 	configArgs []any
-	// oneNow is the script's arguments for one unit now (Allow), built once: go-redis
-	// copies arguments, so they can be shared by concurrent calls.
-	oneNow []any
+	// oneNow is the script's arguments for one unit now, built once (go-redis copies
+	// arguments, so they can be shared by concurrent calls); allowArgs the same request
+	// in the script's brief form (max_wait ""), whose reply is the decision's allowed
+	// alone, which is all Allow returns.
+	oneNow, allowArgs []any
 }
 
 // New returns a Limiter of config for the keys under prefix, deciding through client.
@@ -72,6 +74,7 @@ func New(client redis.UniversalClient, config librate.Config, prefix string) (*L
 		configArgs: decimals(script.ConfigArgs),
 	}
 	l.oneNow = l.args(oneNow)
+	l.allowArgs = append([]any{"", "1", ""}, l.configArgs...)
 	return l, nil
 }
 
@@ -87,8 +90,12 @@ func (l *Limiter) Key(key string) string { return l.prefix + "{" + key + "}" }
 // Allow reports whether one unit is admitted now for key, by the server's clock. A
 // denial is false with a nil error; an error is never an admission.
 func (l *Limiter) Allow(ctx context.Context, key string) (bool, error) {
-	d, err := l.decide(ctx, key, oneNow)
-	return d.Allowed, err
+	if err := l.check(ctx, oneNow); err != nil {
+		return false, err
+	}
+	redisKey := l.Key(key)
+	cmd := l.script.Run(ctx, l.client, []string{redisKey}, l.allowArgs...)
+	return allowedOf(redisKey, cmd.Val(), cmd.Err())
 }
 
 // Acquire takes n units for key now, by the server's clock, if the limit allows, and
@@ -231,6 +238,18 @@ func decisionOf(redisKey string, reply any, err error) (librate.Decision, error)
 		ResetAfter: duration(v[4]),
 		Wait:       duration(v[5]),
 	}, nil
+}
+
+// allowedOf reads a brief call's reply, the decision's allowed as the integer 1 or 0,
+// or the error in its place.
+func allowedOf(redisKey string, reply any, err error) (bool, error) {
+	if err != nil {
+		return false, &Error{Key: redisKey, Err: err}
+	}
+	if allowed, ok := reply.(int64); ok && (allowed == 0 || allowed == 1) {
+		return allowed == 1, nil
+	}
+	return false, &Error{Key: redisKey, Err: fmt.Errorf("%w %v", ErrReply, reply)}
 }
 
 // unsigned is a reply field as a uint64: a non-negative integer or a decimal string.

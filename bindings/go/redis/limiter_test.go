@@ -201,6 +201,9 @@ func TestTheServersClockDecidesAndKeysExpire(t *testing.T) {
 	if err != nil || denied.Allowed || denied.RetryAfter <= 0 || denied.RetryAfter > time.Second/3 {
 		t.Fatalf("the 4th: %+v, %v; want denied, due within 1/3 s", denied, err)
 	}
+	if allowed, err := l.Allow(ctx, "k"); err != nil || allowed {
+		t.Fatalf("the 5th, by Allow: %v, %v; want denied", allowed, err)
+	}
 	if ttl := client.PTTL(ctx, l.Key("k")).Val(); ttl <= 0 || ttl > time.Second {
 		t.Errorf("TTL %v, want within (0, 1 s]", ttl)
 	}

@@ -43,3 +43,27 @@ func TestReplies(t *testing.T) {
 		}
 	}
 }
+
+// A brief call's reply (Allow's) is the integer 1 or 0 alone; anything else, a whole
+// decision included, is ErrReply, and an error in its place is an *Error.
+func TestBriefReplies(t *testing.T) {
+	for reply, want := range map[int64]bool{1: true, 0: false} {
+		if got, err := allowedOf("k", reply, nil); err != nil || got != want {
+			t.Errorf("%v: %v, %v; want %v", reply, got, err, want)
+		}
+	}
+	for _, reply := range []any{
+		int64(2), int64(-1), "1", 1.0, nil, "OK",
+		[]any{int64(1), int64(5), int64(4), "0", "0", "0"},
+	} {
+		got, err := allowedOf("k", reply, nil)
+		var failure *Error
+		if !errors.Is(err, ErrReply) || !errors.As(err, &failure) || failure.Key != "k" || got {
+			t.Errorf("%v: %v, %v; want ErrReply", reply, got, err)
+		}
+	}
+	down := errors.New("connection refused")
+	if got, err := allowedOf("k", nil, down); !errors.Is(err, down) || got {
+		t.Errorf("an error: %v, %v; want it wrapped, not admitted", got, err)
+	}
+}

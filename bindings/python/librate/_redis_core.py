@@ -54,7 +54,7 @@ class Plan:
     """A configuration's script on Redis: its source and SHA1, the arguments every call
     ends with, and the checks the in-process limiter makes."""
 
-    __slots__ = ("config", "source", "sha", "config_args", "capacity", "one_now")
+    __slots__ = ("config", "source", "sha", "config_args", "capacity", "one_now", "one_now_brief")
 
     def __init__(self, config: Config) -> None:
         script = rate_redis_script()
@@ -67,6 +67,7 @@ class Plan:
         # The arguments of the commonest request, one unit now, built once (redis-py
         # only reads them): ARGV as ``args(1, None, 0)`` gives it.
         self.one_now = [b"", b"1", b"0", *self.config_args]
+        self.one_now_brief = [b"", b"1", b"", *self.config_args]
 
     def check(self, n: int, reserve: bool) -> None:
         """Refuses a request as the in-process limiter does: a reserve (even one that
@@ -87,17 +88,25 @@ class Plan:
         now = b"" if now_ns is None else str(now_ns).encode()
         return [now, str(n).encode(), str(max_wait_ns).encode(), *self.config_args]
 
+    def brief(self, args: list[bytes]) -> list[bytes]:
+        """An acquire's ARGV (as ``args`` gives it) in the brief form, whose reply is the
+        decision's ``allowed`` alone: max_wait ``""`` (the script's request.lua)."""
+        if args is self.one_now:
+            return self.one_now_brief
+        return [args[0], args[1], b"", *args[3:]]
+
     def decision(self, reply: object) -> Decision:
         """The decision a script returned: ``[allowed, limit, remaining, retry_after_ns,
         reset_after_ns, wait_ns]``, integers or decimal strings (bytes, or str from a
         client with ``decode_responses``); anything else is a ``RedisError``."""
         return _decision(reply)
 
-    def allowed(self, reply: object) -> bool:
-        """Whether the decision a script returned admitted: ``decision(reply).allowed``
-        without building the ``Decision`` (the same ``RedisError`` for a reply that holds
-        none)."""
-        return _fields(reply)[0] == 1
+    def admitted(self, reply: object) -> bool:
+        """Whether a brief call's reply (``brief``) admitted: the integer 1 or 0; anything
+        else is a ``RedisError``."""
+        if type(reply) is int and 0 <= reply <= 1:
+            return reply == 1
+        raise RedisError(f"redis: unexpected reply {reply!r}")
 
 
 def _decision(reply: object) -> Decision:

@@ -220,8 +220,9 @@ class RedisLimiter(_Limiter[Decision]):
 
     def try_acquire(self, key: Key, n: int = 1) -> bool:
         """``acquire(key, n).allowed``: whether ``n`` units were admitted now (the same
-        checks and errors, without building the ``Decision``)."""
-        return self._plan.allowed(self._send(self._call(key, n, None, None)))
+        checks and errors), the script replying ``allowed`` alone."""
+        redis_key, args = self._call(key, n, None, None)
+        return self._plan.admitted(self._send((redis_key, self._plan.brief(args))))
 
 
 class AsyncRedisLimiter(_Limiter[Awaitable[Decision]]):

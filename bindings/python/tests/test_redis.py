@@ -256,6 +256,41 @@ def test_invalid_configurations(redis_client: redis.Redis) -> None:
         RedisLimiter(object(), limit=1, period=1, prefix="x")
 
 
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_a_brief_call_replies_allowed_alone(redis_client: redis.Redis, algorithm: str) -> None:
+    # max_wait "" asks for `allowed` alone; the state changes as a full acquire's does.
+    # 3 a period at explicit times: 2 units at 0, 1 more, then 1 denied (the limit is
+    # full), a query admitted; a second key, asked in full, decides the same. A period
+    # of 2**53 - 1 ns, so no window edge passes during the calls by the server's clock.
+    limiter = RedisLimiter(
+        redis_client,
+        algorithm=algorithm,
+        limit=3,
+        period=Fraction(EXACT - 1, SECOND),
+        prefix=prefix("brief"),
+    )
+    brief, full = limiter.redis_key("brief"), limiter.redis_key("full")
+    sha = redis_client.script_load(limiter._plan.source)
+    config = limiter._plan.config_args
+    for n, allowed in [(2, 1), (1, 1), (1, 0), (0, 1)]:
+        args = [b"0", str(n).encode()]
+        assert redis_client.evalsha(sha, 1, brief, *args, b"", *config) == allowed
+        assert redis_client.evalsha(sha, 1, full, *args, b"0", *config)[0] == allowed
+    assert redis_client.get(brief) == redis_client.get(full)
+    # Several keys: one integer each, and a key of another type its error alone.
+    redis_client.rpush(limiter.redis_key("list"), "x")
+    keys = [limiter.redis_key("fresh"), brief, limiter.redis_key("list")]
+    replies = redis_client.execute_command(
+        "EVALSHA", sha, 3, *keys, b"0", b"1", b"", *config
+    )
+    assert replies[:2] == [1, 0]
+    assert isinstance(replies[2], redis.ResponseError) and "WRONGTYPE" in str(replies[2])
+    # try_acquire takes that form: the same answers as acquire's `allowed`.
+    assert [limiter.try_acquire("now", n) for n in (2, 1, 1, 0)] == [True, True, False, True]
+    with pytest.raises(librate.RedisError, match="WRONGTYPE"):
+        limiter.try_acquire("list")
+
+
 @pytest.mark.parametrize(
     ("algorithm", "garbage", "message"),
     [
@@ -339,10 +374,17 @@ def test_unexpected_replies_are_errors() -> None:
     good = [1, 2, b"1", b"0", b"500000000", "0"]
     replying.reply = good
     assert limiter.acquire("k") == Decision(True, 2, 1, 0, 500 * MS)
-    assert limiter.try_acquire("k") is True
     replying.reply = [0, 2, 0, 1, 2, 0]
     assert limiter.acquire("k") == Decision(False, 2, 0, 1, 2)
+    # try_acquire asks for the brief reply, `allowed` alone.
+    replying.reply = 1
+    assert limiter.try_acquire("k") is True
+    replying.reply = 0
     assert limiter.try_acquire("k") is False
+    for bad in (None, b"OK", b"1", 2, -1, True, good, [1]):
+        replying.reply = bad
+        with pytest.raises(librate.RedisError, match="unexpected reply"):
+            limiter.try_acquire("k")
     for bad in (
         None,
         b"OK",
@@ -357,9 +399,8 @@ def test_unexpected_replies_are_errors() -> None:
         [*good[:2], True, *good[3:]],
     ):
         replying.reply = bad
-        for call in (limiter.acquire, limiter.try_acquire):
-            with pytest.raises(librate.RedisError, match="unexpected reply"):
-                call("k")
+        with pytest.raises(librate.RedisError, match="unexpected reply"):
+            limiter.acquire("k")
 
 
 class _Replying:

@@ -3,10 +3,8 @@
 --
 -- KEYS: each key's TAT, 9 bytes big-endian: seconds (5 bytes), then nanoseconds (4), so
 -- every u64 instant, packed and unpacked in one call each (absent: 0, a fresh bucket).
--- Configuration: the emission interval T, the burst B (B·T below 2^53). ARGV[3] is
--- max_wait (a decimal u64; 0 for an acquire and for every rule of a policy).
-
-local max_wait = ARGV[3]
+-- Configuration: the emission interval T, the burst B (B·T below 2^53). `max_wait`
+-- (request.lua) is a decimal u64: '0' for an acquire and for every rule of a policy.
 
 -- The decision of n units (1..B, or 0 for a query) for `key`: its reply, {allowed, limit,
 -- remaining, retry_after_ns, reset_after_ns, wait_ns}, or its error; the new TAT written

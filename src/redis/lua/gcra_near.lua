@@ -15,7 +15,6 @@
 -- The decision of n units for `key` (see `gcra` in gcra.lua).
 local function gcra_near(key, n, interval, burst, write)
     local tolerance = burst * interval
-    local max_wait = ARGV[3]
     local wait_limit = tolerance
     if max_wait ~= '0' and #max_wait <= 15 then
         -- Below 1e15, so exact; the sum is exact below 2^53, and at least 2^53 otherwise.

@@ -10,7 +10,10 @@
 -- policy.lua. Every script takes KEYS, the keys' states (one or more), and ARGV: now (''
 -- for the server's clock), n, max_wait, then its configuration. Every key's decision is
 -- {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}, each an integer,
--- a duration at or above 2^53 as its decimal string.
+-- a duration at or above 2^53 as its decimal string; a single limiter's call with
+-- max_wait '' is an acquire whose caller reads `allowed` alone (try_acquire, Allow), and
+-- each key's reply is then that integer (keys.lua): turning a table of six into Redis's
+-- reply costs the server more than the arithmetic of a decision.
 
 -- This call's now, read once for every key: the caller's explicit time, or the server's
 -- clock (TIME: seconds and microseconds since the epoch).
@@ -29,4 +32,11 @@ end
 local n = 1
 if ARGV[2] ~= '1' then
     n = tonumber(ARGV[2])
+end
+-- A reserve's longest wait (a decimal u64; '0' for an acquire), and whether the caller
+-- reads `allowed` alone: '' is an acquire's brief form.
+local max_wait = ARGV[3]
+local brief = max_wait == ''
+if brief then
+    max_wait = '0'
 end
