@@ -156,6 +156,9 @@ pub struct KeyedLimiter<S = KeyHasher> {
     hasher: S,
     /// Held by a change of rule for its whole sweep; no decision takes it.
     changer: Mutex<()>,
+    /// Whether the table is larger than [`CACHED_TABLE_BYTES`], kept so that `try_acquire`
+    /// does not compute it.
+    uncached: bool,
 }
 
 impl<S> KeyedLimiter<S> {
@@ -227,7 +230,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         let region = self.current();
         region.decider.check(n, None)?;
         let key = self.locate(key);
-        if self.table_bytes() > CACHED_TABLE_BYTES {
+        if self.uncached {
             // The key's slot is most likely a cache miss, which costs several clock reads:
             // read the exact time while the line travels rather than the coarse time now
             // and perhaps the exact time after it arrives.
