@@ -186,7 +186,10 @@ impl<A: OneWord> Stored for A {
             // Relaxed: a peek that only picks the clock; the decision reads the word again.
             let peek = state[0].load(Ordering::Relaxed);
             if self.needs_exact(&peek, time.passed(), n) {
-                return exact(self, state, tenancy, time, None, n);
+                // Inlined, unlike the exact decisions below: an idle bucket takes this
+                // path on every request, and has nothing but the clock read left to do.
+                time.learn(true);
+                return self.try_acquire_at(state, tenancy, time.now(), n);
             }
         }
         // `TimeSource::decide`'s strategy, written out: passed as a closure, the settling
