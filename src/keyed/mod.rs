@@ -110,7 +110,7 @@ use crate::state::is_marker;
 #[cfg(loom)]
 use crate::sync::Ordering;
 use crate::sync::{AtomicPtr, AtomicU64, Mutex};
-use crate::time::{self as clock, Monotonic};
+use crate::time::{self as clock, Hinted, Monotonic, ReadFirst, ThreadHint, TimeSource};
 use std::fmt;
 use std::hash::BuildHasher;
 
@@ -222,7 +222,9 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// Acquires `n` units for `key` now and says only whether they were admitted: the
     /// fastest path. For a key already in the table it decides on the coarse clock
     /// whenever that settles the outcome, as [`Limiter::try_acquire`](crate::limiter::Limiter::try_acquire)
-    /// does; the outcome is always the one [`acquire`](Self::acquire) would give.
+    /// does, and like it reads the exact clock first while the decisions before needed it
+    /// (on a table, this thread's last decision); the outcome is always the one
+    /// [`acquire`](Self::acquire) would give.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -237,12 +239,31 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             region.prefetch_home(key);
             return self.try_acquire_located_at(region, key, clock::now_ns(), n);
         }
+        if ThreadHint::read() && region.decider.follows_hint() {
+            // This thread's last decision needed the exact time (an idle bucket's does):
+            // read it before the lookup, so that the read overlaps the hash and the lookup
+            // instead of following them.
+            let time = Hinted::new(ReadFirst::new(Monotonic), ThreadHint::<true>);
+            return self.try_acquire_by(region, key, n, time);
+        }
+        self.try_acquire_by(region, key, n, Hinted::new(Monotonic, ThreadHint::<false>))
+    }
+
+    /// A try_acquire of `n` (checked under `region`'s rule) for `key`, by `time`.
+    #[inline(always)]
+    fn try_acquire_by(
+        &self,
+        region: &Region,
+        key: Located,
+        n: u64,
+        time: impl TimeSource,
+    ) -> Result<bool, Error> {
         self.try_acquire_located(
             region,
             key,
             n,
-            |region, state, tenant| region.decider.try_acquire(state, tenant, Monotonic, n),
-            clock::now_ns,
+            |region, state, tenant| region.decider.try_acquire(state, tenant, time, n),
+            || time.now(),
         )
     }
 

@@ -1,5 +1,5 @@
-//! Which reading a single limiter's decisions take first, remembered from the decisions
-//! before.
+//! Which reading a limiter's or a keyed table's decisions take first, remembered from the
+//! decisions before.
 //!
 //! A bucket the coarse clock can settle (a TAT well ahead of the clock: busy or denying)
 //! is best decided by peeking at its state and reading the cheap coarse clock. A bucket at
@@ -11,6 +11,18 @@
 
 use super::{Bounds, TimeSource};
 use crate::sync::{AtomicBool, Ordering};
+#[cfg(not(loom))]
+use std::cell::Cell;
+
+/// Where a memory of which reading to take first is kept: a limiter's [`ClockHint`], or
+/// this thread's ([`ThreadHint`]).
+pub(crate) trait Hint: Copy {
+    /// Whether to read the exact clock before looking at the state.
+    fn precise_first(self) -> bool;
+
+    /// Remembers which clock the next decision should read first.
+    fn set(self, precise_first: bool);
+}
 
 /// Whether the last decisions of one limiter needed the exact time.
 ///
@@ -41,22 +53,81 @@ impl ClockHint {
     }
 }
 
-/// A time source that consults a limiter's [`ClockHint`]: what a single limiter passes
-/// in, so its decisions learn which reading to take first.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Hinted<'a, S> {
-    source: S,
-    hint: &'a ClockHint,
+impl Hint for &ClockHint {
+    #[inline(always)]
+    fn precise_first(self) -> bool {
+        ClockHint::precise_first(self)
+    }
+
+    #[inline(always)]
+    fn set(self, precise_first: bool) {
+        ClockHint::set(self, precise_first);
+    }
 }
 
-impl<'a, S> Hinted<'a, S> {
+/// Whether this thread's last decision on a keyed table's key needed the exact time: a
+/// decision reads it once ([`ThreadHint::read`]) and passes on what it read as
+/// `PRECISE_FIRST`, a constant to the code it picks.
+///
+/// A table's keys differ (some idle, some busy), so a hint kept in the table would flip
+/// with its traffic, and each flip would be a write to a line that every call, on every
+/// core, reads; this thread's hint is written by this thread alone.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ThreadHint<const PRECISE_FIRST: bool>;
+
+#[cfg(not(loom))]
+thread_local! {
+    /// See [`ThreadHint`]. A `Cell` without a destructor: reading it never fails, even
+    /// while the thread exits.
+    static THREAD_PRECISE_FIRST: Cell<bool> = const { Cell::new(false) };
+}
+
+impl ThreadHint<false> {
+    /// This thread's hint now. Under loom, always to peek first: a hint changes no
+    /// outcome, only which clock is read first, and loom models no clock.
     #[inline(always)]
-    pub(crate) fn new(source: S, hint: &'a ClockHint) -> Self {
+    pub(crate) fn read() -> bool {
+        #[cfg(not(loom))]
+        return THREAD_PRECISE_FIRST.with(Cell::get);
+        #[cfg(loom)]
+        return false;
+    }
+}
+
+impl<const PRECISE_FIRST: bool> Hint for ThreadHint<PRECISE_FIRST> {
+    #[inline(always)]
+    fn precise_first(self) -> bool {
+        PRECISE_FIRST
+    }
+
+    /// Writes only a change.
+    #[inline(always)]
+    fn set(self, precise_first: bool) {
+        #[cfg(not(loom))]
+        if precise_first != PRECISE_FIRST {
+            THREAD_PRECISE_FIRST.with(|hint| hint.set(precise_first));
+        }
+        #[cfg(loom)]
+        let _ = precise_first;
+    }
+}
+
+/// A time source that consults a [`Hint`]: what a limiter (its own) or a keyed table (the
+/// thread's) passes in, so its decisions learn which reading to take first.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hinted<S, H> {
+    source: S,
+    hint: H,
+}
+
+impl<S, H> Hinted<S, H> {
+    #[inline(always)]
+    pub(crate) fn new(source: S, hint: H) -> Self {
         Self { source, hint }
     }
 }
 
-impl<S: TimeSource> TimeSource for Hinted<'_, S> {
+impl<S: TimeSource, H: Hint> TimeSource for Hinted<S, H> {
     #[inline(always)]
     fn now(self) -> u64 {
         self.source.now()
@@ -90,5 +161,53 @@ impl<S: TimeSource> TimeSource for Hinted<'_, S> {
     #[inline(always)]
     fn learn(self, precise_first: bool) {
         self.hint.set(precise_first);
+    }
+}
+
+/// A time source whose exact reading `source` took at the start of a decision, before
+/// the work that leads up to it (a keyed table's hashing of the key), so that the read
+/// overlapped that work: [`now`](TimeSource::now) is that reading, an instant within the
+/// call. A reading after bounds is taken afresh, since it must follow them.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReadFirst<S> {
+    source: S,
+    now: u64,
+}
+
+impl<S: TimeSource> ReadFirst<S> {
+    /// Reads `source`'s exact time now.
+    #[inline(always)]
+    pub(crate) fn new(source: S) -> Self {
+        Self {
+            now: source.now(),
+            source,
+        }
+    }
+}
+
+impl<S: TimeSource> TimeSource for ReadFirst<S> {
+    #[inline(always)]
+    fn now(self) -> u64 {
+        self.now
+    }
+
+    #[inline(always)]
+    fn passed(self) -> u64 {
+        self.source.passed()
+    }
+
+    #[inline(always)]
+    fn slack(self) -> Option<u64> {
+        self.source.slack()
+    }
+
+    #[inline(always)]
+    fn bounds(self) -> Option<Bounds> {
+        self.source.bounds()
+    }
+
+    #[inline(always)]
+    fn now_after(self, bounds: Bounds) -> u64 {
+        self.source.now_after(bounds)
     }
 }
