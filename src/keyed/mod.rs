@@ -110,7 +110,7 @@ use crate::state::is_marker;
 #[cfg(loom)]
 use crate::sync::Ordering;
 use crate::sync::{AtomicPtr, AtomicU64, Mutex};
-use crate::time::{self as clock, Hinted, Monotonic, ReadFirst, ThreadHint, TimeSource};
+use crate::time::{self as clock, Hinted, Monotonic, ThreadHint, TimeSource};
 use std::fmt;
 use std::hash::BuildHasher;
 
@@ -243,7 +243,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             // This thread's last decision needed the exact time (an idle bucket's does):
             // read it before the lookup, so that the read overlaps the hash and the lookup
             // instead of following them.
-            let time = Hinted::new(ReadFirst::new(Monotonic), ThreadHint::<true>);
+            let time = Hinted::read_first(Monotonic, ThreadHint::<true>);
             return self.try_acquire_by(region, key, n, time);
         }
         self.try_acquire_by(region, key, n, Hinted::new(Monotonic, ThreadHint::<false>))

@@ -113,24 +113,71 @@ impl<const PRECISE_FIRST: bool> Hint for ThreadHint<PRECISE_FIRST> {
 }
 
 /// A time source that consults a [`Hint`]: what a limiter (its own) or a keyed table (the
-/// thread's) passes in, so its decisions learn which reading to take first.
+/// thread's) passes in, so its decisions learn which reading to take first. Its exact
+/// reading is taken when asked for ([`Unread`]), or was taken first (a `u64`: see
+/// [`read_first`](Self::read_first)).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Hinted<S, H> {
+pub(crate) struct Hinted<S, H, R = Unread> {
     source: S,
     hint: H,
+    read: R,
+}
+
+/// Where a [`Hinted`] source's exact time comes from: its source, when asked ([`Unread`]),
+/// or a reading taken already (`u64`).
+pub(crate) trait Reading: Copy {
+    /// The exact time.
+    fn now(self, source: impl TimeSource) -> u64;
+}
+
+/// No reading taken yet: the exact time is read when asked for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Unread;
+
+impl Reading for Unread {
+    #[inline(always)]
+    fn now(self, source: impl TimeSource) -> u64 {
+        source.now()
+    }
+}
+
+impl Reading for u64 {
+    #[inline(always)]
+    fn now(self, _source: impl TimeSource) -> u64 {
+        self
+    }
 }
 
 impl<S, H> Hinted<S, H> {
     #[inline(always)]
     pub(crate) fn new(source: S, hint: H) -> Self {
-        Self { source, hint }
+        Self {
+            source,
+            hint,
+            read: Unread,
+        }
     }
 }
 
-impl<S: TimeSource, H: Hint> TimeSource for Hinted<S, H> {
+impl<S: TimeSource, H> Hinted<S, H, u64> {
+    /// `source` with `hint`, its exact time read now, at the start of a decision, before
+    /// the work that leads up to it (a keyed table's hashing of the key), so that the
+    /// read overlaps that work: [`now`](TimeSource::now) is that reading, an instant
+    /// within the call. A reading after bounds is taken afresh, since it must follow them.
+    #[inline(always)]
+    pub(crate) fn read_first(source: S, hint: H) -> Self {
+        Self {
+            read: source.now(),
+            source,
+            hint,
+        }
+    }
+}
+
+impl<S: TimeSource, H: Hint, R: Reading> TimeSource for Hinted<S, H, R> {
     #[inline(always)]
     fn now(self) -> u64 {
-        self.source.now()
+        self.read.now(self.source)
     }
 
     #[inline(always)]
@@ -161,54 +208,6 @@ impl<S: TimeSource, H: Hint> TimeSource for Hinted<S, H> {
     #[inline(always)]
     fn learn(self, precise_first: bool) {
         self.hint.set(precise_first);
-    }
-}
-
-/// A time source whose exact reading `source` took at the start of a decision, before
-/// the work that leads up to it (a keyed table's hashing of the key), so that the read
-/// overlapped that work: [`now`](TimeSource::now) is that reading, an instant within the
-/// call. A reading after bounds is taken afresh, since it must follow them.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ReadFirst<S> {
-    source: S,
-    now: u64,
-}
-
-impl<S: TimeSource> ReadFirst<S> {
-    /// Reads `source`'s exact time now.
-    #[inline(always)]
-    pub(crate) fn new(source: S) -> Self {
-        Self {
-            now: source.now(),
-            source,
-        }
-    }
-}
-
-impl<S: TimeSource> TimeSource for ReadFirst<S> {
-    #[inline(always)]
-    fn now(self) -> u64 {
-        self.now
-    }
-
-    #[inline(always)]
-    fn passed(self) -> u64 {
-        self.source.passed()
-    }
-
-    #[inline(always)]
-    fn slack(self) -> Option<u64> {
-        self.source.slack()
-    }
-
-    #[inline(always)]
-    fn bounds(self) -> Option<Bounds> {
-        self.source.bounds()
-    }
-
-    #[inline(always)]
-    fn now_after(self, bounds: Bounds) -> u64 {
-        self.source.now_after(bounds)
     }
 }
 
