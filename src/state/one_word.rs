@@ -168,9 +168,9 @@ impl<A: OneWord> Stored for A {
         })
     }
 
-    /// Straight-line code inlined into the caller, with everything that reads the exact
-    /// clock out of line: the common decisions (a busy or a drained bucket) are a peek, a
-    /// coarse read and one swap.
+    /// Straight-line code inlined into the caller, with the exact decisions that follow a
+    /// coarse read out of line: the common decisions (a busy or a drained bucket) are a
+    /// peek, a coarse read and one swap, and an idle bucket's a clock read and one swap.
     #[inline(always)]
     fn try_acquire<T: Tenancy, C: TimeSource>(
         &self,
@@ -260,7 +260,9 @@ fn exact<A: OneWord, T: Tenancy, C: TimeSource>(
 /// reads the word once, and the decision is the one at that time. A word the bounds could
 /// have settled (a TAT further ahead of the clock than the bounds reach) hands back to
 /// peeking first.
-#[inline(never)]
+// Inlined: while the hint holds, this is the whole decision, a clock read and one swap
+// (and a keyed table's thread hint is a constant to the code it picks).
+#[inline(always)]
 fn precise_first<A: OneWord, T: Tenancy, C: TimeSource>(
     algorithm: &A,
     word: &AtomicU64,
