@@ -180,6 +180,13 @@ impl Decider {
         dispatch!(self, algorithm => algorithm.peek_at(state, tenancy, now_ns, n))
     }
 
+    /// Whether [`try_acquire`](Self::try_acquire) consults its time source's hint, as
+    /// GCRA's does (`OneWord::HINTED`): only then can reading the exact time first pay.
+    #[inline]
+    pub(crate) fn follows_hint(&self) -> bool {
+        matches!(self, Self::Gcra(_))
+    }
+
     /// The algorithm the configuration named.
     #[inline]
     pub(crate) fn algorithm(&self) -> Algorithm {

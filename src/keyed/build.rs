@@ -14,7 +14,7 @@ use super::recover;
 #[cfg(not(loom))]
 use super::region::Memory;
 use super::region::Region;
-use super::{KeyHasher, KeyedLimiter};
+use super::{KeyHasher, KeyedLimiter, CACHED_TABLE_BYTES};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
@@ -173,12 +173,15 @@ impl<S> KeyedLimiter<S> {
 
     /// The table whose first region is `first`, built for `capacity` keys.
     fn with_region(first: Region, capacity: u64, hasher: S) -> Self {
-        Self {
+        let mut table = Self {
             first,
             current: AtomicPtr::new(std::ptr::null_mut()),
             capacity,
             hasher,
             changer: Mutex::new(()),
-        }
+            uncached: false,
+        };
+        table.uncached = table.table_bytes() > CACHED_TABLE_BYTES;
+        table
     }
 }

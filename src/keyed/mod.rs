@@ -110,7 +110,7 @@ use crate::state::is_marker;
 #[cfg(loom)]
 use crate::sync::Ordering;
 use crate::sync::{AtomicPtr, AtomicU64, Mutex};
-use crate::time::{self as clock, Monotonic};
+use crate::time::{self as clock, Hinted, Monotonic, ThreadHint, TimeSource};
 use std::fmt;
 use std::hash::BuildHasher;
 
@@ -156,6 +156,9 @@ pub struct KeyedLimiter<S = KeyHasher> {
     hasher: S,
     /// Held by a change of rule for its whole sweep; no decision takes it.
     changer: Mutex<()>,
+    /// Whether the table is larger than [`CACHED_TABLE_BYTES`], kept so that `try_acquire`
+    /// does not compute it.
+    uncached: bool,
 }
 
 impl<S> KeyedLimiter<S> {
@@ -219,7 +222,9 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// Acquires `n` units for `key` now and says only whether they were admitted: the
     /// fastest path. For a key already in the table it decides on the coarse clock
     /// whenever that settles the outcome, as [`Limiter::try_acquire`](crate::limiter::Limiter::try_acquire)
-    /// does; the outcome is always the one [`acquire`](Self::acquire) would give.
+    /// does, and like it reads the exact clock first while the decisions before needed it
+    /// (on a table, this thread's last decision); the outcome is always the one
+    /// [`acquire`](Self::acquire) would give.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -227,19 +232,38 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         let region = self.current();
         region.decider.check(n, None)?;
         let key = self.locate(key);
-        if self.table_bytes() > CACHED_TABLE_BYTES {
+        if self.uncached {
             // The key's slot is most likely a cache miss, which costs several clock reads:
             // read the exact time while the line travels rather than the coarse time now
             // and perhaps the exact time after it arrives.
             region.prefetch_home(key);
             return self.try_acquire_located_at(region, key, clock::now_ns(), n);
         }
+        if ThreadHint::read() && region.decider.follows_hint() {
+            // This thread's last decision needed the exact time (an idle bucket's does):
+            // read it before the lookup, so that the read overlaps the hash and the lookup
+            // instead of following them.
+            let time = Hinted::read_first(Monotonic, ThreadHint::<true>);
+            return self.try_acquire_by(region, key, n, time);
+        }
+        self.try_acquire_by(region, key, n, Hinted::new(Monotonic, ThreadHint::<false>))
+    }
+
+    /// A try_acquire of `n` (checked under `region`'s rule) for `key`, by `time`.
+    #[inline(always)]
+    fn try_acquire_by(
+        &self,
+        region: &Region,
+        key: Located,
+        n: u64,
+        time: impl TimeSource,
+    ) -> Result<bool, Error> {
         self.try_acquire_located(
             region,
             key,
             n,
-            |region, state, tenant| region.decider.try_acquire(state, tenant, Monotonic, n),
-            clock::now_ns,
+            |region, state, tenant| region.decider.try_acquire(state, tenant, time, n),
+            || time.now(),
         )
     }
 

@@ -34,6 +34,8 @@ pub(super) struct Region {
     words: NonNull<AtomicU64>,
     /// `layout.words()`, kept so that the hot path does not compute it.
     len: usize,
+    /// `decider.state_words()`, kept so that addressing a slot's state needs no dispatch.
+    state_words: usize,
     /// Whether a change may move these slots into a next region: this process's own
     /// memory only (a shared file's rule is checked by every process that opens it).
     pub(super) movable: bool,
@@ -69,6 +71,11 @@ impl Region {
         words: NonNull<AtomicU64>,
         memory: Memory,
     ) -> Self {
+        let state_words = decider.state_words();
+        // What makes each slot's words addressable unchecked (`slot_start`): the state
+        // fits in a slot after the fingerprint, and the slots in the region.
+        assert!(STATE_OFFSET + state_words <= layout.stride);
+        assert!(layout.slots_start() + layout.slot_count * layout.stride <= layout.words());
         Self {
             movable: matches!(memory, Memory::Private { .. }),
             decider,
@@ -77,6 +84,7 @@ impl Region {
             base: layout.slots_start(),
             words,
             len: layout.words(),
+            state_words,
             replaced: None,
             _memory: memory,
         }
@@ -141,10 +149,27 @@ impl Region {
 
 /// Where each word of a region lies (`layout.rs`), and where a key's probe goes.
 impl Region {
+    /// Slot `slot`'s first word (its fingerprint), after one check that the slot is in
+    /// the table: every word of the slot is then addressed from it with no check of its
+    /// own, which keeps the lookup of a key short.
+    #[inline(always)]
+    fn slot_start(&self, slot: usize) -> *const AtomicU64 {
+        assert!(slot < self.layout.slot_count, "slot {slot} out of range");
+        // SAFETY: the slots lie within the region's `len` words (asserted in `new`), and
+        // slot `slot < slot_count` starts `base + slot × stride` words in.
+        unsafe {
+            self.words
+                .as_ptr()
+                .add(self.base + slot * self.layout.stride)
+        }
+    }
+
+    /// Slot `slot`'s words: the fingerprint, the state, padding.
     #[inline]
     pub(super) fn slot(&self, slot: usize) -> &[AtomicU64] {
-        let start = self.base + slot * self.layout.stride;
-        &self.words()[start..start + self.layout.stride]
+        // SAFETY: a slot's `stride` words, owned by `_memory` for this value's life (see
+        // `slot_start` and `words`).
+        unsafe { std::slice::from_raw_parts(self.slot_start(slot), self.layout.stride) }
     }
 
     /// `max_distance`: the largest distance from its home at which a key was ever
@@ -166,19 +191,25 @@ impl Region {
         &self.words()[start..start + LINE_WORDS]
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn fingerprint_word(&self, slot: usize) -> &AtomicU64 {
-        &self.slot(slot)[0]
+        // SAFETY: word 0 of the slot (see `slot`).
+        unsafe { &*self.slot_start(slot) }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn state(&self, slot: usize) -> &[AtomicU64] {
-        &self.slot(slot)[STATE_OFFSET..STATE_OFFSET + self.decider.state_words()]
+        // SAFETY: the state's words follow the fingerprint within the slot (asserted in
+        // `new`; see `slot`).
+        unsafe {
+            std::slice::from_raw_parts(self.slot_start(slot).add(STATE_OFFSET), self.state_words)
+        }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn first_word(&self, slot: usize) -> &AtomicU64 {
-        &self.slot(slot)[STATE_OFFSET]
+        // SAFETY: as in `state`: its first word.
+        unsafe { &*self.slot_start(slot).add(STATE_OFFSET) }
     }
 
     /// The key's home slot: fast range, `⌊fingerprint · slots / 2⁶⁴⌋`.

@@ -6,13 +6,13 @@ use super::RuleRefund;
 use crate::decision::Decision;
 use crate::generations::{Generation, Operation};
 use crate::state::{Replaceable, Replaced};
-use crate::time::{Bounds, Hinted, TimeSource};
+use crate::time::{Bounds, ClockHint, Hinted, TimeSource};
 use std::cell::Cell;
 
 /// [`Limiter::try_acquire`] of `n` units, by `time`.
 #[derive(Clone, Copy)]
 pub(super) struct TryAcquire<'a, C> {
-    pub(super) time: Hinted<'a, C>,
+    pub(super) time: Hinted<C, &'a ClockHint>,
     pub(super) n: u64,
 }
 

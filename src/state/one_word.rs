@@ -168,9 +168,9 @@ impl<A: OneWord> Stored for A {
         })
     }
 
-    /// Straight-line code inlined into the caller, with everything that reads the exact
-    /// clock out of line: the common decisions (a busy or a drained bucket) are a peek, a
-    /// coarse read and one swap.
+    /// Straight-line code inlined into the caller, with the exact decisions that follow a
+    /// coarse read out of line: the common decisions (a busy or a drained bucket) are a
+    /// peek, a coarse read and one swap, and an idle bucket's a clock read and one swap.
     #[inline(always)]
     fn try_acquire<T: Tenancy, C: TimeSource>(
         &self,
@@ -186,7 +186,10 @@ impl<A: OneWord> Stored for A {
             // Relaxed: a peek that only picks the clock; the decision reads the word again.
             let peek = state[0].load(Ordering::Relaxed);
             if self.needs_exact(&peek, time.passed(), n) {
-                return exact(self, state, tenancy, time, None, n);
+                // Inlined, unlike the exact decisions below: an idle bucket takes this
+                // path on every request, and has nothing but the clock read left to do.
+                time.learn(true);
+                return self.try_acquire_at(state, tenancy, time.now(), n);
             }
         }
         // `TimeSource::decide`'s strategy, written out: passed as a closure, the settling
@@ -257,7 +260,9 @@ fn exact<A: OneWord, T: Tenancy, C: TimeSource>(
 /// reads the word once, and the decision is the one at that time. A word the bounds could
 /// have settled (a TAT further ahead of the clock than the bounds reach) hands back to
 /// peeking first.
-#[inline(never)]
+// Inlined: while the hint holds, this is the whole decision, a clock read and one swap
+// (and a keyed table's thread hint is a constant to the code it picks).
+#[inline(always)]
 fn precise_first<A: OneWord, T: Tenancy, C: TimeSource>(
     algorithm: &A,
     word: &AtomicU64,

@@ -1,5 +1,5 @@
-//! Which reading a single limiter's decisions take first, remembered from the decisions
-//! before.
+//! Which reading a limiter's or a keyed table's decisions take first, remembered from the
+//! decisions before.
 //!
 //! A bucket the coarse clock can settle (a TAT well ahead of the clock: busy or denying)
 //! is best decided by peeking at its state and reading the cheap coarse clock. A bucket at
@@ -11,6 +11,18 @@
 
 use super::{Bounds, TimeSource};
 use crate::sync::{AtomicBool, Ordering};
+#[cfg(not(loom))]
+use std::cell::Cell;
+
+/// Where a memory of which reading to take first is kept: a limiter's [`ClockHint`], or
+/// this thread's ([`ThreadHint`]).
+pub(crate) trait Hint: Copy {
+    /// Whether to read the exact clock before looking at the state.
+    fn precise_first(self) -> bool;
+
+    /// Remembers which clock the next decision should read first.
+    fn set(self, precise_first: bool);
+}
 
 /// Whether the last decisions of one limiter needed the exact time.
 ///
@@ -41,25 +53,131 @@ impl ClockHint {
     }
 }
 
-/// A time source that consults a limiter's [`ClockHint`]: what a single limiter passes
-/// in, so its decisions learn which reading to take first.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Hinted<'a, S> {
-    source: S,
-    hint: &'a ClockHint,
-}
-
-impl<'a, S> Hinted<'a, S> {
+impl Hint for &ClockHint {
     #[inline(always)]
-    pub(crate) fn new(source: S, hint: &'a ClockHint) -> Self {
-        Self { source, hint }
+    fn precise_first(self) -> bool {
+        ClockHint::precise_first(self)
+    }
+
+    #[inline(always)]
+    fn set(self, precise_first: bool) {
+        ClockHint::set(self, precise_first);
     }
 }
 
-impl<S: TimeSource> TimeSource for Hinted<'_, S> {
+/// Whether this thread's last decision on a keyed table's key needed the exact time: a
+/// decision reads it once ([`ThreadHint::read`]) and passes on what it read as
+/// `PRECISE_FIRST`, a constant to the code it picks.
+///
+/// A table's keys differ (some idle, some busy), so a hint kept in the table would flip
+/// with its traffic, and each flip would be a write to a line that every call, on every
+/// core, reads; this thread's hint is written by this thread alone.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ThreadHint<const PRECISE_FIRST: bool>;
+
+#[cfg(not(loom))]
+thread_local! {
+    /// See [`ThreadHint`]. A `Cell` without a destructor: reading it never fails, even
+    /// while the thread exits.
+    static THREAD_PRECISE_FIRST: Cell<bool> = const { Cell::new(false) };
+}
+
+impl ThreadHint<false> {
+    /// This thread's hint now. Under loom, always to peek first: a hint changes no
+    /// outcome, only which clock is read first, and loom models no clock.
+    #[inline(always)]
+    pub(crate) fn read() -> bool {
+        #[cfg(not(loom))]
+        return THREAD_PRECISE_FIRST.with(Cell::get);
+        #[cfg(loom)]
+        return false;
+    }
+}
+
+impl<const PRECISE_FIRST: bool> Hint for ThreadHint<PRECISE_FIRST> {
+    #[inline(always)]
+    fn precise_first(self) -> bool {
+        PRECISE_FIRST
+    }
+
+    /// Writes only a change.
+    #[inline(always)]
+    fn set(self, precise_first: bool) {
+        #[cfg(not(loom))]
+        if precise_first != PRECISE_FIRST {
+            THREAD_PRECISE_FIRST.with(|hint| hint.set(precise_first));
+        }
+        #[cfg(loom)]
+        let _ = precise_first;
+    }
+}
+
+/// A time source that consults a [`Hint`]: what a limiter (its own) or a keyed table (the
+/// thread's) passes in, so its decisions learn which reading to take first. Its exact
+/// reading is taken when asked for ([`Unread`]), or was taken first (a `u64`: see
+/// [`read_first`](Self::read_first)).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hinted<S, H, R = Unread> {
+    source: S,
+    hint: H,
+    read: R,
+}
+
+/// Where a [`Hinted`] source's exact time comes from: its source, when asked ([`Unread`]),
+/// or a reading taken already (`u64`).
+pub(crate) trait Reading: Copy {
+    /// The exact time.
+    fn now(self, source: impl TimeSource) -> u64;
+}
+
+/// No reading taken yet: the exact time is read when asked for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Unread;
+
+impl Reading for Unread {
+    #[inline(always)]
+    fn now(self, source: impl TimeSource) -> u64 {
+        source.now()
+    }
+}
+
+impl Reading for u64 {
+    #[inline(always)]
+    fn now(self, _source: impl TimeSource) -> u64 {
+        self
+    }
+}
+
+impl<S, H> Hinted<S, H> {
+    #[inline(always)]
+    pub(crate) fn new(source: S, hint: H) -> Self {
+        Self {
+            source,
+            hint,
+            read: Unread,
+        }
+    }
+}
+
+impl<S: TimeSource, H> Hinted<S, H, u64> {
+    /// `source` with `hint`, its exact time read now, at the start of a decision, before
+    /// the work that leads up to it (a keyed table's hashing of the key), so that the
+    /// read overlaps that work: [`now`](TimeSource::now) is that reading, an instant
+    /// within the call. A reading after bounds is taken afresh, since it must follow them.
+    #[inline(always)]
+    pub(crate) fn read_first(source: S, hint: H) -> Self {
+        Self {
+            read: source.now(),
+            source,
+            hint,
+        }
+    }
+}
+
+impl<S: TimeSource, H: Hint, R: Reading> TimeSource for Hinted<S, H, R> {
     #[inline(always)]
     fn now(self) -> u64 {
-        self.source.now()
+        self.read.now(self.source)
     }
 
     #[inline(always)]
@@ -90,5 +208,41 @@ impl<S: TimeSource> TimeSource for Hinted<'_, S> {
     #[inline(always)]
     fn learn(self, precise_first: bool) {
         self.hint.set(precise_first);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::keyed::KeyedLimiter;
+    use crate::time::Monotonic;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    /// A keyed try_acquire on an idle key leaves this thread reading the exact clock
+    /// first, and one on a drained key (which the coarse bounds settle) leaves it peeking
+    /// first again; either way each outcome is the one the key's state gives.
+    #[test]
+    fn keyed_decisions_teach_this_thread_which_clock_to_read_first() {
+        if Monotonic.slack().is_none() {
+            return; // No coarse clock to trust: every decision reads the exact time.
+        }
+        let idle = KeyedLimiter::new(&Config::gcra(1_000_000_000, SECOND), 10).unwrap();
+        let drained = KeyedLimiter::new(&Config::gcra(1, 3600 * SECOND).with_burst(1), 10).unwrap();
+        // Inserted: a new key teaches nothing.
+        assert_eq!(idle.try_acquire(b"a", 1), Ok(true));
+        assert_eq!(drained.try_acquire(b"x", 1), Ok(true));
+        assert!(!ThreadHint::read());
+        for _ in 0..3 {
+            // Found, idle: admitted at the exact time (read first after the first round).
+            assert_eq!(idle.try_acquire(b"a", 1), Ok(true));
+            assert!(ThreadHint::read());
+            // Found, drained: denied, whichever clock was read first.
+            assert_eq!(drained.try_acquire(b"x", 1), Ok(false));
+            assert!(!ThreadHint::read());
+            assert_eq!(drained.try_acquire(b"x", 1), Ok(false));
+            assert!(!ThreadHint::read());
+        }
     }
 }

@@ -14,7 +14,8 @@
 //! - `slack.rs`: the width of the coarse bounds, calibrated once and widened after a late tick.
 //! - `monotonic.rs`: [`Monotonic`], the library's time source.
 //! - `hint.rs`: [`ClockHint`], a limiter's memory of which reading its decisions needed,
-//!   and [`Hinted`], a time source that consults it.
+//!   [`ThreadHint`], a thread's for its keyed decisions, and [`Hinted`], a time source
+//!   that consults one (and may take its exact reading first).
 //! - `fake.rs` (tests only): a time source whose readings a test sets.
 
 mod clock;
@@ -27,7 +28,7 @@ mod tsc;
 
 pub(crate) use clock::prepare;
 pub use clock::{clock_source, now_ns, ClockSource};
-pub(crate) use hint::{ClockHint, Hinted};
+pub(crate) use hint::{ClockHint, Hinted, ThreadHint};
 pub(crate) use monotonic::Monotonic;
 
 /// Bounds on the exact time from one cheap reading: `earliest ≤ now ≤ latest`.
