@@ -133,9 +133,6 @@ impl Region {
     }
 
     /// [`on_existing`](Self::on_existing), telling `op` the slot it runs on.
-    // The first try is straight-line code, and the look-ups again after an eviction are
-    // out of line: as one loop, the compiler readied (and spilled) every value a retry
-    // needs before the first try began.
     #[inline(always)]
     pub(super) fn on_existing_slot<R>(
         &self,
@@ -143,51 +140,20 @@ impl Region {
         known_bound: u64,
         op: impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
     ) -> Lookup<R> {
-        match self.try_existing(key, known_bound, &op) {
-            Some(lookup) => lookup,
-            None => self.on_existing_again(key, known_bound, &op),
-        }
-    }
-
-    /// [`on_existing_slot`](Self::on_existing_slot) after its first try found the key's
-    /// slot repurposed under it: tries until a try ends.
-    #[cold]
-    #[inline(never)]
-    fn on_existing_again<R>(
-        &self,
-        key: Located,
-        known_bound: u64,
-        op: &impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
-    ) -> Lookup<R> {
         loop {
-            if let Some(lookup) = self.try_existing(key, known_bound, op) {
-                return lookup;
+            // Relaxed: a stale bound only makes a present key look absent, and the insert
+            // that follows then finds it through its AcqRel fetch_max (a lookup during a
+            // change then looks in the region before: `regions.rs`).
+            let bound = known_bound.max(self.max_distance().load(Ordering::Relaxed));
+            let Some(slot) = self.find(key, bound) else {
+                return Lookup::Absent;
+            };
+            let tenant = self.tenant(slot, key.fingerprint);
+            match op(self, slot, self.state(slot), &tenant) {
+                Ok(result) => return Lookup::Found(result),
+                Err(Evicted) if self.is_moved(slot) => return Lookup::Moved,
+                Err(Evicted) => {}
             }
-        }
-    }
-
-    /// One try of [`on_existing_slot`](Self::on_existing_slot): `None` if the slot where
-    /// the key was found was repurposed under it (`op` returned [`Evicted`]) and not moved
-    /// into a next region, so the key must be looked up again.
-    #[inline(always)]
-    fn try_existing<R>(
-        &self,
-        key: Located,
-        known_bound: u64,
-        op: &impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
-    ) -> Option<Lookup<R>> {
-        // Relaxed: a stale bound only makes a present key look absent, and the insert
-        // that follows then finds it through its AcqRel fetch_max (a lookup during a
-        // change then looks in the region before: `regions.rs`).
-        let bound = known_bound.max(self.max_distance().load(Ordering::Relaxed));
-        let Some(slot) = self.find(key, bound) else {
-            return Some(Lookup::Absent);
-        };
-        let tenant = self.tenant(slot, key.fingerprint);
-        match op(self, slot, self.state(slot), &tenant) {
-            Ok(result) => Some(Lookup::Found(result)),
-            Err(Evicted) if self.is_moved(slot) => Some(Lookup::Moved),
-            Err(Evicted) => None,
         }
     }
 }
