@@ -88,6 +88,8 @@ mod region;
 mod regions;
 mod reset;
 mod stats;
+#[cfg(all(test, not(loom)))]
+mod tests;
 
 #[cfg(not(loom))]
 pub(crate) use self::build::FileTable;

@@ -210,39 +210,3 @@ impl<S: TimeSource, H: Hint, R: Reading> TimeSource for Hinted<S, H, R> {
         self.hint.set(precise_first);
     }
 }
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::config::Config;
-    use crate::keyed::KeyedLimiter;
-    use crate::time::Monotonic;
-
-    const SECOND: u64 = 1_000_000_000;
-
-    /// A keyed try_acquire on an idle key leaves this thread reading the exact clock
-    /// first, and one on a drained key (which the coarse bounds settle) leaves it peeking
-    /// first again; either way each outcome is the one the key's state gives.
-    #[test]
-    fn keyed_decisions_teach_this_thread_which_clock_to_read_first() {
-        if Monotonic.slack().is_none() {
-            return; // No coarse clock to trust: every decision reads the exact time.
-        }
-        let idle = KeyedLimiter::new(&Config::gcra(1_000_000_000, SECOND), 10).unwrap();
-        let drained = KeyedLimiter::new(&Config::gcra(1, 3600 * SECOND).with_burst(1), 10).unwrap();
-        // Inserted: a new key teaches nothing.
-        assert_eq!(idle.try_acquire(b"a", 1), Ok(true));
-        assert_eq!(drained.try_acquire(b"x", 1), Ok(true));
-        assert!(!ThreadHint::read());
-        for _ in 0..3 {
-            // Found, idle: admitted at the exact time (read first after the first round).
-            assert_eq!(idle.try_acquire(b"a", 1), Ok(true));
-            assert!(ThreadHint::read());
-            // Found, drained: denied, whichever clock was read first.
-            assert_eq!(drained.try_acquire(b"x", 1), Ok(false));
-            assert!(!ThreadHint::read());
-            assert_eq!(drained.try_acquire(b"x", 1), Ok(false));
-            assert!(!ThreadHint::read());
-        }
-    }
-}
