@@ -90,11 +90,10 @@ func (l *Limiter) Key(key string) string { return l.prefix + "{" + key + "}" }
 // Allow reports whether one unit is admitted now for key, by the server's clock. A
 // denial is false with a nil error; an error is never an admission.
 func (l *Limiter) Allow(ctx context.Context, key string) (bool, error) {
-	if err := l.check(ctx, oneNow); err != nil {
+	redisKey, cmd, err := l.run(ctx, key, oneNow, l.allowArgs)
+	if err != nil {
 		return false, err
 	}
-	redisKey := l.Key(key)
-	cmd := l.script.Run(ctx, l.client, []string{redisKey}, l.allowArgs...)
 	return allowedOf(redisKey, cmd.Val(), cmd.Err())
 }
 
@@ -177,17 +176,26 @@ func (l *Limiter) args(r request) []any {
 }
 
 func (l *Limiter) decide(ctx context.Context, key string, r request) (librate.Decision, error) {
-	if err := l.check(ctx, r); err != nil {
-		return librate.Decision{}, err
-	}
-	redisKey := l.Key(key)
 	args := l.oneNow
 	if r != oneNow {
 		args = l.args(r)
 	}
-	// EVALSHA, then EVAL (which caches the script again) after NOSCRIPT.
-	cmd := l.script.Run(ctx, l.client, []string{redisKey}, args...)
+	redisKey, cmd, err := l.run(ctx, key, r, args)
+	if err != nil {
+		return librate.Decision{}, err
+	}
 	return decisionOf(redisKey, cmd.Val(), cmd.Err())
+}
+
+// run checks r, then runs the script on key's Redis key with args (r's, in full or brief
+// form): the Redis key and the command, or the refusal, with nothing sent.
+func (l *Limiter) run(ctx context.Context, key string, r request, args []any) (string, *redis.Cmd, error) {
+	if err := l.check(ctx, r); err != nil {
+		return "", nil, err
+	}
+	redisKey := l.Key(key)
+	// EVALSHA, then EVAL (which caches the script again) after NOSCRIPT.
+	return redisKey, l.script.Run(ctx, l.client, []string{redisKey}, args...), nil
 }
 
 // Error is a call that Redis did not decide: the server could not be reached within
