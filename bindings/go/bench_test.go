@@ -10,6 +10,7 @@ import (
 	"golang.org/x/time/rate"
 
 	librate "librate/bindings/go"
+	"librate/bindings/go/internal/floor"
 )
 
 // The benchmarks pit librate against golang.org/x/time/rate in the same run, each
@@ -198,4 +199,15 @@ func BenchmarkCgoFloor(b *testing.B) {
 			b.Fatal("a nil limiter admitted")
 		}
 	}
+}
+
+// BenchmarkContendedFloor: GOMAXPROCS goroutines each reading the clock and swapping one
+// shared word through cgo, as an idle limiter's admission does, with nothing else: the
+// floor under BenchmarkAllowParallel/idle, which no exact limiter of one word beats.
+func BenchmarkContendedFloor(b *testing.B) {
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			floor.Swap()
+		}
+	})
 }
