@@ -106,9 +106,11 @@ impl fmt::Display for Error {
                 "shared file: {}",
                 std::io::Error::from_raw_os_error(*errno)
             ),
-            Self::Incompatible => {
-                f.write_str("shared file is not a librate table of this configuration and size")
-            }
+            Self::Incompatible => f.write_str(
+                "shared file is not a librate table of this kind, rule and size (a shared \
+                 file keeps the rule it was made with: open it with that rule, or use another \
+                 path)",
+            ),
         }
     }
 }

@@ -512,7 +512,10 @@ fn open_shares_a_file_and_reports_its_errors() {
         (RATE_E_INCOMPATIBLE, ptr::null_mut())
     );
     assert!(status_text(RATE_E_IO).contains("errno"));
-    assert!(status_text(RATE_E_INCOMPATIBLE).contains("not a librate table"));
+    // What the file is not, and what to do about it.
+    let incompatible = status_text(RATE_E_INCOMPATIBLE);
+    assert!(incompatible.contains("not a librate table"));
+    assert!(incompatible.contains("open it with that rule, or use another path"));
     drop((first, second));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -109,7 +109,8 @@ var (
 	ErrInternal error = Error{Code: C.RATE_E_INTERNAL}
 	// ErrIncompatible: Open or OpenKeyed found a file that is not a librate limiter
 	// (or keyed table) of this configuration, capacity and size, and left it untouched
-	// (RATE_E_INCOMPATIBLE).
+	// (RATE_E_INCOMPATIBLE). A shared file keeps the rule it was made with: open it with
+	// that rule, or use another path.
 	ErrIncompatible error = Error{Code: C.RATE_E_INCOMPATIBLE}
 	// ErrInvalidArgument: a negative count, time or duration, rejected before calling
 	// C. Its code, -1000, is the binding's own.

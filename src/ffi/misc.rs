@@ -32,7 +32,7 @@ pub extern "C" fn rate_status_str(status: i32) -> *const c_char {
         RATE_E_UNSUPPORTED => c"operation not supported by this algorithm",
         RATE_E_INTERNAL => c"internal error in librate",
         RATE_E_IO => c"the operating system refused the shared file (see errno)",
-        RATE_E_INCOMPATIBLE => c"the file is not a librate table of this configuration",
+        RATE_E_INCOMPATIBLE => c"the file is not a librate table of this kind, rule and size (a shared file keeps the rule it was made with: open it with that rule, or use another path)",
         _ => c"unknown status",
     };
     text.as_ptr()

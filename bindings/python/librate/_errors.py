@@ -67,7 +67,8 @@ class InternalError(LibrateError, RuntimeError):
 class Incompatible(LibrateError):
     """``RATE_E_INCOMPATIBLE``: ``Limiter.open`` or ``KeyedLimiter.open`` found a file
     that is not a librate limiter (or keyed table) of this configuration, capacity and
-    size, and left it untouched."""
+    size, and left it untouched. A shared file keeps the rule it was made with: open it
+    with that rule, or use another path."""
 
     code = -8
 
