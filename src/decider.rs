@@ -180,11 +180,14 @@ impl Decider {
         dispatch!(self, algorithm => algorithm.peek_at(state, tenancy, now_ns, n))
     }
 
-    /// Whether [`try_acquire`](Self::try_acquire) consults its time source's hint, as
-    /// GCRA's does (`OneWord::HINTED`): only then can reading the exact time first pay.
+    /// Whether [`try_acquire`](Self::try_acquire) consults its time source's hint
+    /// (`Stored::HINTED`): only then can reading the exact time first pay.
     #[inline]
     pub(crate) fn follows_hint(&self) -> bool {
-        matches!(self, Self::Gcra(_))
+        fn hinted<A: Stored>(_: &A) -> bool {
+            A::HINTED
+        }
+        dispatch!(self, algorithm => hinted(algorithm))
     }
 
     /// The algorithm the configuration named.

@@ -39,6 +39,10 @@ use crate::time::{Bounds, TimeSource};
 /// keyed slot runs on it. Requests reach it checked (`n ≤ limit`), and a fresh state is
 /// all zeros.
 pub(crate) trait Stored: Rule {
+    /// Whether `try_acquire` consults its time source's hint (`one_word.rs`: a one-word
+    /// algorithm that says so); no other does.
+    const HINTED: bool = false;
+
     /// How many words of state one limiter needs.
     fn state_words(&self) -> usize;
 

@@ -56,6 +56,8 @@ pub(crate) fn reserve_at<T: Tenancy>(
 }
 
 impl<A: OneWord> Stored for A {
+    const HINTED: bool = <A as OneWord>::HINTED;
+
     #[inline(always)]
     fn state_words(&self) -> usize {
         1
