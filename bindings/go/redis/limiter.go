@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -74,7 +75,8 @@ func New(client redis.UniversalClient, config librate.Config, prefix string) (*L
 		configArgs: decimals(script.ConfigArgs),
 	}
 	l.oneNow = l.args(oneNow)
-	l.allowArgs = append([]any{"", "1", ""}, l.configArgs...)
+	l.allowArgs = slices.Clone(l.oneNow)
+	l.allowArgs[2] = "" // max_wait: the brief form
 	return l, nil
 }
 

@@ -67,7 +67,7 @@ class Plan:
         # The arguments of the commonest request, one unit now, built once (redis-py
         # only reads them): ARGV as ``args(1, None, 0)`` gives it.
         self.one_now = [b"", b"1", b"0", *self.config_args]
-        self.one_now_brief = [b"", b"1", b"", *self.config_args]
+        self.one_now_brief = _brief(self.one_now)
 
     def check(self, n: int, reserve: bool) -> None:
         """Refuses a request as the in-process limiter does: a reserve (even one that
@@ -93,7 +93,7 @@ class Plan:
         decision's ``allowed`` alone: max_wait ``""`` (the script's request.lua)."""
         if args is self.one_now:
             return self.one_now_brief
-        return [args[0], args[1], b"", *args[3:]]
+        return _brief(args)
 
     def decision(self, reply: object) -> Decision:
         """The decision a script returned: ``[allowed, limit, remaining, retry_after_ns,
@@ -107,6 +107,11 @@ class Plan:
         if type(reply) is int and 0 <= reply <= 1:
             return reply == 1
         raise RedisError(f"redis: unexpected reply {reply!r}")
+
+
+def _brief(args: list[bytes]) -> list[bytes]:
+    """ARGV with max_wait ``""``: the same acquire in the brief form."""
+    return [*args[:2], b"", *args[3:]]
 
 
 def _decision(reply: object) -> Decision:
