@@ -1,28 +1,27 @@
 #!/usr/bin/env python3
-"""Draws docs/bench.svg, the README's performance plot: librate against its peers in each
-language, from the benchmarks' own output. Standard library only; writes plain SVG.
+"""Draws docs/bench.svg, the plot of docs/performance.md: librate against its peers in
+each language, from the benchmarks' own output. Standard library only; writes plain SVG.
 
-Inputs (the raw output of each benchmark, saved under docs/bench/):
+Inputs, under docs/bench/ (each file's `# command:` line says how to make it again, and
+scripts/bench_data.py reads them):
 
-  rust.txt    cargo bench --bench gcra -- '^acquire_(allow|deny)/gcra' --output-format bencher
-  go.txt      cd bindings/go && go test -run '^$' -bench '^BenchmarkAllow$' -count 5 ./...
-  python.txt  .venv/bin/python bindings/python/bench.py
+  rust.txt    cargo bench --bench gcra, criterion's bencher format
+  go.txt      go test -bench '^BenchmarkAllow$' in bindings/go
+  python.txt  bindings/python/bench.py
 
 Usage: scripts/plot-bench.py [--data docs/bench] [--out docs/bench.svg]
-Each plotted value is the median of the runs found in its file. A value the output lacks
-stops the script with the name it looked for, so a renamed benchmark cannot go unnoticed.
+(scripts/perf-page.py draws it too, with the page.) Each plotted value is the median of
+the runs found in its file. A value the output lacks stops the script with the name it
+looked for, so a renamed benchmark cannot go unnoticed.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
-import statistics
-import sys
 from html import escape
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+import bench_data
 
 # (panel title, file, [(case, [(bar label, benchmark name in the file)])])
 PANELS = [
@@ -88,49 +87,24 @@ PANELS = [
 COLORS = ["#1f6feb", "#8c959f", "#b7bdc4"]
 
 
-def parse_rust(text: str) -> dict[str, list[float]]:
-    """criterion's --output-format bencher: `test NAME ... bench: N ns/iter (+/- D)`."""
-    found: dict[str, list[float]] = {}
-    for name, ns in re.findall(r"^test (\S+) \.\.\. bench:\s+([\d,.]+) ns/iter", text, re.M):
-        found.setdefault(name, []).append(float(ns.replace(",", "")))
-    return found
-
-
-def parse_go(text: str) -> dict[str, list[float]]:
-    """go test -bench: `BenchmarkX/a/b-2   N   12.3 ns/op`; the -GOMAXPROCS suffix goes."""
-    found: dict[str, list[float]] = {}
-    for name, ns in re.findall(r"^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([\d.]+) ns/op", text, re.M):
-        found.setdefault(name, []).append(float(ns))
-    return found
-
-
-def parse_python(text: str) -> dict[str, list[float]]:
-    """bench.py's Markdown table: `| limiter | keys | ns per check | ...`."""
-    found: dict[str, list[float]] = {}
-    for line in text.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) >= 3 and re.fullmatch(r"[\d,.]+", cells[2]):
-            found.setdefault(f"{cells[0]} | {cells[1]}", []).append(
-                float(cells[2].replace(",", ""))
-            )
-    return found
-
-
-PARSERS = {"rust.txt": parse_rust, "go.txt": parse_go, "python.txt": parse_python}
+# Each file's parser (scripts/bench_data.py keeps one parser per output format).
+PARSERS = {
+    "rust.txt": lambda file: bench_data.criterion_bencher(file.body()),
+    "go.txt": lambda file: bench_data.go_test(file.body()),
+    # bench.py's Markdown table: `| limiter | keys | ns per check | ...`.
+    "python.txt": lambda file: bench_data.table_runs(file, ["limiter", "keys"], "ns per check"),
+}
 
 
 def values(data: Path) -> list[tuple[str, list[tuple[str, list[tuple[str, float]]]]]]:
     """Every panel with its cases and bars, each bar's value the median of its runs."""
     panels = []
     for title, file, cases in PANELS:
-        runs = PARSERS[file]((data / file).read_text())
+        path = data / file
+        runs = PARSERS[file](bench_data.read(path))
         filled = []
         for case, bars in cases:
-            row = []
-            for label, name in bars:
-                if name not in runs:
-                    sys.exit(f"plot-bench: {data / file} has no result for {name!r}")
-                row.append((label, statistics.median(runs[name])))
+            row = [(label, bench_data.median(runs, name, path)) for label, name in bars]
             filled.append((case, row))
         panels.append((title, filled))
     return panels
@@ -183,12 +157,17 @@ def svg(panels: list[tuple[str, list[tuple[str, list[tuple[str, float]]]]]]) -> 
     )
 
 
+def draw(data: Path) -> str:
+    """The plot of the data files in `data`, as SVG."""
+    return svg(values(data))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=ROOT / "docs" / "bench")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench.svg")
+    parser.add_argument("--data", type=Path, default=bench_data.DATA)
+    parser.add_argument("--out", type=Path, default=bench_data.ROOT / "docs" / "bench.svg")
     args = parser.parse_args()
-    args.out.write_text(svg(values(args.data)))
+    args.out.write_text(draw(args.data))
     print(f"plot-bench: wrote {args.out}")
 
 
