@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Checks the user-facing docs stand alone: every relative link in a Markdown file names a
 file (and, with #anchor, a heading) inside the repository, and no doc speaks of internal
-notes (the private design file, issue numbers, "targets"). A code block right after a
-line `<!-- check: PATH -->` must be true to PATH, a program the tests run: each of its
-lines is a line of PATH (leading and trailing white space aside).
+notes (the private design file, issue numbers, "targets") or tells the story of a dated
+run (a date, a machine's load, a session: measurements belong in docs/bench/ and the
+generated docs/performance.md). A code block right after a line `<!-- check: PATH -->`
+must be true to PATH, a program the tests run: each of its lines is a line of PATH
+(leading and trailing white space aside). The README stays short (at most 250 lines), and
+docs/README.md, the guide's index, links every page of docs/.
 
 Usage: scripts/check-docs.py        (from anywhere; exits 1 and lists every problem)
 """
@@ -20,6 +23,15 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 CHECK = re.compile(r"<!-- check: (\S+) -->\n```\w*\n(.*?)\n```", re.DOTALL)
 # Words that belong to the project's own notes, not to a user's docs.
 INTERNAL = re.compile(r"DESIGN(\.md)?\b|\bissue \d+|\btargets?\b(?![/-])|\.\./shared")
+# The story of one run: a date, a machine's load, a quiet or busy run, a session. The
+# changelog is dated by nature; the performance page is generated from dated data.
+NARRATIVE = re.compile(
+    r"\b20\d\d-\d\d-\d\d\b|\bload (average )?(of )?~?\d|\b(quiet|busy|loaded) (run|machine|VM)"
+    r"|\b(this|last|earlier|previous) session\b|\bon the \w+ VM\b",
+    re.IGNORECASE,
+)
+DATED = {"CHANGELOG.md", "docs/performance.md"}
+README_LINES = 250
 
 
 def markdown_files() -> list[Path]:
@@ -72,6 +84,9 @@ def problems(path: Path) -> list[str]:
         where = f"{path.relative_to(ROOT)}:{number}"
         if not code and (match := INTERNAL.search(line)):
             found.append(f"{where}: internal note {match.group(0)!r}")
+        dated = str(path.relative_to(ROOT)) in DATED
+        if not code and not dated and (match := NARRATIVE.search(line)):
+            found.append(f"{where}: a dated run's story {match.group(0)!r} (docs/bench/ holds runs)")
         for target in LINK.findall(line):
             if re.match(r"[a-z]+:", target):
                 continue  # a web address: allowed, and not checked here
@@ -86,8 +101,25 @@ def problems(path: Path) -> list[str]:
     return found
 
 
+def guide_problems() -> list[str]:
+    """The README's length, and pages of docs/ that the guide's index does not link."""
+    found = []
+    lines = (ROOT / "README.md").read_text().count("\n")
+    if lines > README_LINES:
+        found.append(f"README.md: {lines} lines, more than {README_LINES}: move a topic to docs/")
+    index = ROOT / "docs" / "README.md"
+    if not index.is_file():
+        return found + ["docs/README.md: the guide's index is missing"]
+    linked = {(index.parent / target.partition("#")[0]).resolve() for target in LINK.findall(index.read_text())}
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        if page != index and page.resolve() not in linked:
+            found.append(f"docs/README.md: does not link {page.relative_to(ROOT)}")
+    return found
+
+
 def main() -> int:
     found = [problem for path in markdown_files() for problem in problems(path)]
+    found += guide_problems()
     for problem in found:
         print(problem)
     if found:
