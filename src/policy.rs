@@ -1,4 +1,4 @@
-//! Policies (DESIGN §9): several rules over one subject ("10 a second and 1,000 a day"),
+//! Policies (docs/policies.md): several rules over one subject ("10 a second and 1,000 a day"),
 //! decided all or nothing.
 //!
 //! A request is taken from each rule in turn, at one time. When a rule denies it, the

@@ -1,4 +1,4 @@
-//! A shared table's file (DESIGN §7) with a valid header and arbitrary state words, then
+//! A shared table's file (docs/shared.md) with a valid header and arbitrary state words, then
 //! arbitrary calls on it: every call returns one of its documented statuses, never
 //! panics (which the C boundary would report as RATE_E_INTERNAL), hangs (libFuzzer's
 //! -timeout) or reads out of bounds (a bounds check would panic).

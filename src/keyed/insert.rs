@@ -209,8 +209,8 @@ impl Region {
     ///
     /// **Reclaim.** An updater of the slot's old key holding the replaced value now fails
     /// its CAS: nothing it decided is lost, and since the old key was fresh, finding it
-    /// absent afterwards is the same as finding it fresh (DESIGN §5). The new key's first
-    /// request is decided again on a copy of the replaced state itself (fresh, so it
+    /// absent afterwards is the same as finding it fresh (docs/keyed.md, reclaim). The new key's
+    /// first request is decided again on a copy of the replaced state itself (fresh, so it
     /// decides as a zeroed state would: GCRA's old TAT ≤ now, the windows' counts are in
     /// windows before the previous one, the log's entries have all expired), and the
     /// copy's changed words are installed. So the first word keeps growing across

@@ -102,7 +102,7 @@ impl RedisLimiter {
         only(run(connection, self.single(key, n, Some(now_ns), None)?)?)
     }
 
-    /// GCRA's queue (DESIGN §4): admits `n` units if the caller will wait at most
+    /// GCRA's queue (docs/decision.md, reserve): admits `n` units if the caller will wait at most
     /// `max_wait_ns`, reporting the wait in `wait_ns`.
     ///
     /// # Errors
