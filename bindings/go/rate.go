@@ -66,8 +66,8 @@ import (
 	"unsafe"
 )
 
-// Algorithm selects how a limiter counts (docs/semantics.md, "The algorithms"). The values are rate.h's
-// RATE_GCRA … RATE_SLIDING_LOG.
+// Algorithm selects how a limiter counts (docs/decision.md, the algorithms). The values are
+// rate.h's RATE_GCRA … RATE_SLIDING_LOG.
 type Algorithm uint32
 
 const (

@@ -17,8 +17,8 @@ import (
 // UINT64_MAX nanoseconds, saturated to the largest time.Duration (about 292 years).
 const Never = time.Duration(math.MaxInt64)
 
-// Decision is the outcome of an acquire, a reserve or a query (docs/semantics.md, "The decision"). Durations
-// count from the decision's "now" and saturate at Never.
+// Decision is the outcome of an acquire, a reserve or a query (docs/decision.md, the decision).
+// Durations count from the decision's "now" and saturate at Never.
 type Decision struct {
 	// Allowed reports whether the units were admitted.
 	Allowed bool
