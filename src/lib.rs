@@ -92,6 +92,8 @@
 //! assert_eq!(admitted_within_one_second(Algorithm::SlidingLog), 10);
 //! ```
 
+#![deny(missing_docs)]
+
 mod algorithm;
 mod config;
 mod decider;

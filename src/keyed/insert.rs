@@ -1,13 +1,13 @@
 //! Inserting a key: the loop that looks a key up and else inserts it, and the insert's
-//! steps after [claiming](KeyedLimiter::claim) a slot: install the key, or back out.
+//! steps after [claiming](Region::claim) a slot: install the key, or back out.
 //!
 //! Invariants every insert keeps, each argued at the function that keeps it:
 //! - The first word keeps growing across tenancies, so no CAS of an old key succeeds on a
 //!   new key's state, and whatever else an old key's stalled writer can still write
-//!   admits nothing more for the new key ([`KeyedLimiter::install`]).
-//! - Of two inserts of one key at most one completes ([`KeyedLimiter::insert`],
-//!   [`KeyedLimiter::rival`]).
-//! - A back-out leaves the slot exactly as it was ([`KeyedLimiter::back_out`]).
+//!   admits nothing more for the new key ([`Region::install`]).
+//! - Of two inserts of one key at most one completes ([`Region::insert`],
+//!   [`Region::rival`]).
+//! - A back-out leaves the slot exactly as it was ([`Region::back_out`]).
 
 use super::claim::{Insert, Installed, Rival};
 use super::layout::Located;

@@ -10,7 +10,7 @@ use crate::error::Error;
 /// A limit of one configuration for every key under a prefix, kept in Redis.
 ///
 /// The Redis key of `key` is the prefix followed by `{key}`: the braces make the key its
-/// Cluster hash tag (see [`slot`](super::slot) for the layout of every key). Each Redis key
+/// Cluster hash tag (see [`slot`](super::slot()) for the layout of every key). Each Redis key
 /// expires when its state is fresh again, so Redis holds live keys only.
 ///
 /// ```no_run

@@ -12,7 +12,7 @@
 //! matter; the `_at` forms pass the time instead.
 //!
 //! The scripts and their arguments are all this module decides; the clients that send them
-//! are each language's: [`RedisLimiter`] over the `redis` crate (the `redis` cargo feature),
+//! are each language's: `RedisLimiter` over the `redis` crate (the `redis` cargo feature),
 //! and the Python and Go packages, which take the script and its arguments from librate's
 //! C ABI (`rate_redis_prepare`), so every language runs the same bytes.
 //!
