@@ -9,6 +9,7 @@
 //! written file anew instead, through the path that attaches to an existing table.
 
 #![no_main]
+#![deny(missing_docs)]
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
