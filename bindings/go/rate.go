@@ -118,6 +118,7 @@ const Forever = Never
 
 // Config is what a limiter enforces: at most Limit units per Period.
 type Config struct {
+	// Algorithm is how the limiter counts; the zero value is GCRA.
 	Algorithm Algorithm
 	// Limit is L ≥ 1, the units admitted per Period.
 	Limit uint64
