@@ -62,7 +62,8 @@ func goPackageDirs(t *testing.T, root string) []string {
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if path != root && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			skip := name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")
+			if path != root && skip {
 				return filepath.SkipDir
 			}
 			return nil
