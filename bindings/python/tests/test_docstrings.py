@@ -34,6 +34,8 @@ import types
 from functools import cached_property
 from pathlib import Path
 
+import pytest
+
 import librate
 
 
@@ -131,6 +133,12 @@ def constant_documented(module: types.ModuleType, name: str) -> bool:
 def test_the_public_modules_are_found() -> None:
     # Guards the search itself: a rename must not leave a module unchecked.
     assert {"librate", "librate.middleware", "librate.redis"} <= set(public_modules())
+
+
+def test_librate_redis_is_checked() -> None:
+    # Says so, as a skip, where redis-py is missing and librate.redis goes unchecked.
+    pytest.importorskip("redis")
+    assert load("librate.redis") is not None
 
 
 def test_every_public_name_has_a_docstring() -> None:
