@@ -14,6 +14,8 @@
 //! [`allowing`], [`denying`] or [`allowing_frozen`]. Governor is measured on the same
 //! emission interval and burst wherever the subject is a GCRA.
 
+#![deny(missing_docs)]
+
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::ptr;

@@ -16,6 +16,8 @@
 //! slots prefetched 16 at a time, one clock read per 16 keys), timed per key.
 //! Run briefly: `cargo bench --bench keyed -- --warm-up-time 1 --measurement-time 3`
 
+#![deny(missing_docs)]
+
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::clock::DefaultClock;
 use governor::state::keyed::DefaultKeyedStateStore;

@@ -13,6 +13,8 @@
 //! separate limiters take a request from both rules without ever giving units back: the
 //! policy's all-or-nothing is what the difference buys.
 
+#![deny(missing_docs)]
+
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};

@@ -19,6 +19,8 @@
 //! `LIBRATE_BENCH_SHARED_DIR` to measure another file system. Each file is removed when its
 //! limiter is dropped.
 
+#![deny(missing_docs)]
+
 use std::hint::black_box;
 use std::io::{Read, Write};
 use std::ops::Deref;

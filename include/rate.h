@@ -1,4 +1,4 @@
-/* librate: lock-free rate limiters. See README.md and docs/semantics.md for the contract. */
+/* librate: lock-free rate limiters. See README.md and docs/decision.md for the contract. */
 
 #ifndef RATE_H
 #define RATE_H
@@ -1404,8 +1404,8 @@ int32_t rate_redis_policy_prepare(const struct rate_config *rules,
                                   struct rate_redis_policy_script *out);
 
 /**
- * The Lua script that decides `config`'s algorithm on Redis, with its arguments (DESIGN
- * §8). A client sends it with EVALSHA (loading it after NOSCRIPT) with the keys to decide
+ * The Lua script that decides `config`'s algorithm on Redis, with its arguments (docs/redis.md).
+ * A client sends it with EVALSHA (loading it after NOSCRIPT) with the keys to decide
  * (their states; on a Cluster, all of one hash slot: see `rate_redis_slot`) and the
  * arguments `now` (a decimal u64, or "" for the server's clock), `n`, `max_wait_ns` (0
  * but for a GCRA reserve), then `config_args`. Every key is decided at the one `now`. The

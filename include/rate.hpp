@@ -24,7 +24,7 @@
  * durations are std::chrono::nanoseconds; rate::never (nanoseconds::max(), 292 years)
  * stands for anything at least that long, as UINT64_MAX does in C.
  *
- * The semantics of every field and status are those of rate.h (docs/semantics.md).
+ * The semantics of every field and status are those of rate.h (docs/decision.md).
  */
 #ifndef RATE_HPP
 #define RATE_HPP

@@ -322,8 +322,8 @@ impl Decider {
         new_state[0].store(first_word, Ordering::Relaxed);
     }
 
-    /// Whether `state` is indistinguishable from a fresh limiter's at `now_ns` (DESIGN §5),
-    /// so its keyed slot may be reclaimed. A slot marker is never fresh.
+    /// Whether `state` is indistinguishable from a fresh limiter's at `now_ns` (docs/keyed.md,
+    /// reclaim), so its keyed slot may be reclaimed. A slot marker is never fresh.
     #[inline]
     pub(crate) fn is_fresh(&self, state: &[AtomicU64], now_ns: u64) -> bool {
         // Acquire: pairs with the Release swap or store that installed this value, so the

@@ -1,4 +1,4 @@
-//! The outcome of one acquire, reserve or query (DESIGN §3).
+//! The outcome of one acquire, reserve or query (docs/decision.md).
 
 /// What a limiter decided, and what the caller may do next.
 ///

@@ -3,7 +3,7 @@
 //! Four algorithms (GCRA, fixed window, sliding window counter, sliding window log) share
 //! one [`Decision`] shape. Every operation takes a cost `n` and, in its `_at` form, the
 //! time `now_ns` from the caller; the plain forms read `CLOCK_MONOTONIC` once, at the edge.
-//! The semantics are fixed in DESIGN.md; the C header is `include/rate.h`.
+//! The semantics are fixed in docs/decision.md; the C header is `include/rate.h`.
 //!
 //! ```
 //! use rate::{Config, Limiter};
@@ -36,7 +36,7 @@
 //!   │
 //!  state/          how each algorithm's state lives in atomic words, and is read,
 //!   │              decided on and swapped (a private cell or a keyed slot alike)
-//!  algorithm/      the pure rules of DESIGN §4: (state, now, n) -> decision, new state
+//!  algorithm/      the pure rules of docs/decision.md: (state, now, n) -> decision, new state
 //!   │
 //!  time/           the time source: exact and coarse clocks, bounds, slack, hint
 //!   │
@@ -50,14 +50,14 @@
 //!   time the caller gives; without it the library clock is read.
 //! - **decide**: an algorithm's pure rule on a state it was given; **settle**: decide one
 //!   request for every instant of an interval at once (the coarse clock's bounds);
-//!   **fresh**: a state that decides as a new one would (DESIGN §5).
+//!   **fresh**: a state that decides as a new one would (docs/keyed.md).
 //! - **state**: an algorithm's words; its **first word** only grows and orders every
 //!   change; **tenancy**: whose state the words still are (a keyed slot can be reclaimed).
 //! - Keyed tables: **locate** a key (compute its fingerprint and home slot); **find** the
 //!   slot holding a key; **insert** a new key: **claim** a slot (CAS its first word to the
 //!   claimer's `installing` marker), then **install** the key (write its fingerprint and state and
 //!   publish them) or **back out** (give the slot back exactly as it was); **reclaim** a
-//!   slot whose state is fresh, dropping its key (DESIGN §5). In a shared table an insert
+//!   slot whose state is fresh, dropping its key (docs/keyed.md). In a shared table an insert
 //!   is a **claimant** holding a registry entry; a waiter on a claim whose process died
 //!   **recovers** the slot (puts back what the claim replaced).
 //! - **change** a rule: replace a limiter's, a keyed table's or a policy's configuration
@@ -91,6 +91,8 @@
 //! assert_eq!(admitted_within_one_second(Algorithm::SlidingWindow), 10);
 //! assert_eq!(admitted_within_one_second(Algorithm::SlidingLog), 10);
 //! ```
+
+#![deny(missing_docs)]
 
 mod algorithm;
 mod config;

@@ -80,7 +80,7 @@ impl Limiter {
 
     /// Opens the limiter whose state lives in the file at `path`, creating the file if it
     /// does not exist: every process that opens the same file shares one limit, exactly
-    /// as threads sharing one `Limiter` do (DESIGN §7). The file is created with mode
+    /// as threads sharing one `Limiter` do (docs/shared.md). The file is created with mode
     /// 0600; one that exists must have been created for the same `config`.
     ///
     /// ```

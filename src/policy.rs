@@ -1,11 +1,11 @@
-//! Policies (DESIGN §9): several rules over one subject ("10 a second and 1,000 a day"),
+//! Policies (docs/policies.md): several rules over one subject ("10 a second and 1,000 a day"),
 //! decided all or nothing.
 //!
 //! A request is taken from each rule in turn, at one time. When a rule denies it, the
 //! rules that took it before give their units back, so a denied request costs no rule
 //! anything. The rules that can give back (GCRA and the window counters: see
-//! [`Refund`]) take a request first and the sliding logs last, in the order given: a
-//! rule that admits last never has to give back, and every sliding log but the first is
+//! [`Refund`](crate::state::Refund)) take a request first and the sliding logs last, in the order
+//! given: a rule that admits last never has to give back, and every sliding log but the first is
 //! asked whether it would admit before any rule takes.
 //!
 //! The decision is the engine's (`policy/engine.rs`), which [`KeyedPolicy`] shares

@@ -1,7 +1,7 @@
 //! The C ABI called from Rust: bad pointers, bad numbers and forced panics come back as
-//! status codes (DESIGN §6, STYLE §3), and errors leave `out` untouched.
+//! status codes (docs/c.md, statuses), and errors leave `out` untouched.
 //!
-//! Notation as in DESIGN §4: L limit, P period, B burst, T = ⌊P/L⌋, τ = B·T.
+//! Notation as in docs/decision.md: L limit, P period, B burst, T = ⌊P/L⌋, τ = B·T.
 
 use rate::ffi::*;
 use std::ffi::CStr;
@@ -108,7 +108,7 @@ fn status_text(status: i32) -> &'static str {
 
 #[test]
 fn status_codes_keep_their_contract_numbers() {
-    // DESIGN §6: the numbers are ABI.
+    // The numbers are ABI (docs/c.md).
     assert_eq!(
         [
             RATE_OK,
@@ -520,7 +520,7 @@ fn open_shares_a_file_and_reports_its_errors() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// `rate_redis_prepare` hands out the Redis tier's script and arguments (DESIGN §8): for
+/// `rate_redis_prepare` hands out the Redis tier's script and arguments (docs/redis.md): for
 /// GCRA with L = 10, P = 1 s, B = 20, the arguments are T = 100 ms and B, and the limit B.
 #[test]
 fn redis_script_gives_the_script_and_its_arguments() {

@@ -1,6 +1,6 @@
 //! GCRA through the Rust API: seed scenarios, errors, and a property test against a plain
-//! sequential model of DESIGN §4 whose decision fields are found by search from their
-//! definitions in DESIGN §3, not by the closed forms the library uses.
+//! sequential model of docs/decision.md whose decision fields are found by search from their
+//! definitions there, not by the closed forms the library uses.
 
 mod common;
 

@@ -20,7 +20,7 @@ fn committed_header_matches_a_fresh_generation() {
 fn header_declares_every_function_of_the_contract() {
     let header =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/include/rate.h")).unwrap();
-    // DESIGN §6: the names every binding relies on.
+    // The names every binding relies on (docs/c.md).
     for name in [
         "rate_limiter_new(",
         "rate_limiter_free(",

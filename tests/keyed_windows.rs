@@ -1,4 +1,5 @@
-//! The keyed table with the window algorithms (DESIGN §4–§5), on a virtual clock.
+//! The keyed table with the window algorithms (docs/decision.md, docs/keyed.md), on a virtual
+//! clock.
 
 use rate::{Config, Error, KeyedLimiter};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,4 +1,4 @@
-//! loom model checks of a shared table's crash recovery (DESIGN §7; `src/keyed/recover.rs`).
+//! loom model checks of a shared table's crash recovery (docs/shared.md; `src/keyed/recover.rs`).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo
 //! test --release --test loom_shared`

@@ -1,4 +1,4 @@
-//! Policies of several rules (DESIGN §9) against a sequential model built from the rules'
+//! Policies of several rules (docs/policies.md) against a sequential model built from the rules'
 //! own limiters: a request is admitted iff every rule, having admitted exactly the
 //! policy's earlier admissions, admits it; a denial changes no rule.
 

@@ -1,4 +1,4 @@
-//! The Redis tier (DESIGN §8) against a real `redis-server` the test starts on a loopback
+//! The Redis tier (docs/redis.md) against a real `redis-server` the test starts on a loopback
 //! port: GCRA's decisions, the same as the in-process limiter's field for field for the
 //! same times; the server's clock; script reloads; expiry; and every failure an error.
 //! The window counters are in `redis_windows.rs`.
@@ -17,8 +17,8 @@ use common::{Rng, MS, SECOND};
 use rate::redis::{RedisError, RedisLimiter};
 use rate::{Algorithm, Config, ConfigError, Decision, Error};
 
-/// DESIGN §4's seed scenario on Redis with explicit times: L = 1, P = 2 s, B = 1. Bob is
-/// admitted at 0 ms, denied at 999 and 1000 ms, admitted at 2001 ms; Alice is independent.
+/// The seed scenario of docs/decision.md on Redis with explicit times: L = 1, P = 2 s, B = 1. Bob
+/// is admitted at 0 ms, denied at 999 and 1000 ms, admitted at 2001 ms; Alice is independent.
 #[test]
 fn seed_scenario() {
     let Some((_server, mut redis)) = server() else {

@@ -1,5 +1,5 @@
 //! The Redis tier on a Redis Cluster of three masters the test starts on loopback ports
-//! (DESIGN §8): keys spread over the masters, each key's state in the slot of its hash
+//! (docs/redis.md): keys spread over the masters, each key's state in the slot of its hash
 //! tag, and the decisions those of the in-process limiter.
 #![cfg(feature = "redis")]
 

@@ -1,6 +1,6 @@
-//! The Redis tier's sliding window log (DESIGN §4, §8) against a real `redis-server` the
-//! test starts on a loopback port: the doc example by hand; the same decisions as the
-//! in-process limiter, field for field, for random configurations and times; reserves
+//! The Redis tier's sliding window log (docs/decision.md, docs/redis.md) against a real
+//! `redis-server` the test starts on a loopback port: the doc example by hand; the same decisions
+//! as the in-process limiter, field for field, for random configurations and times; reserves
 //! refused; expiry with the newest entry; bounds and states of another shape.
 #![cfg(feature = "redis")]
 

@@ -1,6 +1,6 @@
-//! The Redis tier's fixed window and sliding window counter (DESIGN §4, §8) against a real
-//! `redis-server` the test starts on a loopback port: each algorithm's doc example by
-//! hand; the same decisions as the in-process limiter, field for field, for random
+//! The Redis tier's fixed window and sliding window counter (docs/decision.md, docs/redis.md)
+//! against a real `redis-server` the test starts on a loopback port: each algorithm's doc example
+//! by hand; the same decisions as the in-process limiter, field for field, for random
 //! configurations and times; the server's clock; expiry; and states of another shape.
 #![cfg(feature = "redis")]
 
@@ -193,8 +193,8 @@ fn windows_on_the_servers_clock() {
 }
 
 /// After an admission at an explicit time, a window key lives until nothing is counted in
-/// the window of now or the one before (DESIGN §5). P = 1 s: admitted at 1000.3 s, in the
-/// window [1000 s, 1001 s), the key lives until 1002 s on the caller's timeline; an
+/// the window of now or the one before (docs/keyed.md, reclaim). P = 1 s: admitted at 1000.3 s, in
+/// the window [1000 s, 1001 s), the key lives until 1002 s on the caller's timeline; an
 /// admission at 1001.9 s moves it to 1003 s.
 #[test]
 fn window_keys_expire_when_fresh() {

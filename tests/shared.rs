@@ -1,4 +1,4 @@
-//! Limiters in files shared between processes (DESIGN §7): real files in a temporary
+//! Limiters in files shared between processes (docs/shared.md): real files in a temporary
 //! directory, and real processes (`fork`), each deciding on its own mapping.
 #![cfg(not(loom))]
 

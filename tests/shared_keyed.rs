@@ -1,4 +1,4 @@
-//! Keyed tables in files shared between processes (DESIGN §5, §7): real files, real
+//! Keyed tables in files shared between processes (docs/keyed.md, docs/shared.md): real files, real
 //! processes (`fork`), and processes killed with SIGKILL in the middle of inserts.
 #![cfg(not(loom))]
 

@@ -1,5 +1,5 @@
-//! Keyed policies in files shared between processes (DESIGN §7, §9): real files, real
-//! processes (`fork`), and processes killed with SIGKILL in the middle of requests.
+//! Keyed policies in files shared between processes (docs/shared.md, docs/policies.md): real files,
+//! real processes (`fork`), and processes killed with SIGKILL in the middle of requests.
 #![cfg(not(loom))]
 
 use std::fs;

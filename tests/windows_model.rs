@@ -1,4 +1,4 @@
-//! The window algorithms against plain sequential reference models (DESIGN §3–§4).
+//! The window algorithms against plain sequential reference models (docs/decision.md).
 //!
 //! Each model keeps its state the obvious way (per-window counts in a map, or every
 //! admitted timestamp in a Vec) and answers two questions at any instant: does a cost of

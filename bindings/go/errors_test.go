@@ -11,7 +11,7 @@ import (
 	librate "librate/bindings/go"
 )
 
-// The sentinels carry DESIGN.md §6's status numbers, match only themselves under
+// The sentinels carry the status numbers of docs/c.md, match only themselves under
 // errors.Is (wrapped or not), and unwrap to Error with errors.As.
 func TestSentinelCodes(t *testing.T) {
 	sentinels := []struct {
@@ -54,7 +54,7 @@ func TestSentinelCodes(t *testing.T) {
 }
 
 // Every rejected configuration names the field, its value and the bound it broke. The
-// bounds follow from the rules in docs/semantics.md; the numbers are worked out beside
+// bounds follow from the rules in docs/decision.md; the numbers are worked out beside
 // each case.
 func TestConfigErrorsNameTheFieldAndTheBound(t *testing.T) {
 	const tolerance = "(burst x (period_ns / limit) must be at most 2^64 - 257 ns)"

@@ -49,9 +49,9 @@ import (
 // Keyed enforces one Config per key, for any number of keys up to a fixed capacity,
 // in one table allocated up front. A key is any byte string, the empty one included; a
 // string key and a []byte key with the same bytes are the same key. Keys are told
-// apart in full or by a seeded fingerprint of 64 bits or more (docs/semantics.md, "Keyed limiters"), so keys
-// an attacker chooses cannot be made to collide. A key whose state equals a fresh one is reclaimed silently; once the table
-// is full of live keys, a new key gets ErrTableFull.
+// apart in full or by a seeded fingerprint of 64 bits or more (docs/keyed.md, fingerprints), so
+// keys an attacker chooses cannot be made to collide. A key whose state equals a fresh one is
+// reclaimed silently; once the table is full of live keys, a new key gets ErrTableFull.
 //
 // Methods are safe for concurrent use and take string keys without copying them. A nil
 // or closed Keyed answers every call with ErrNull (and Allow with false). NewKeyed

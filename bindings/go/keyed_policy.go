@@ -42,8 +42,11 @@ const (
 
 // KeyedRule is one rule of a KeyedPolicy: a Config and its Scope.
 type KeyedRule struct {
+	// Config is the rule: its algorithm, limit, period and burst.
 	Config Config
-	Scope  Scope
+	// Scope says whether each key has its own state of the rule (PerKey) or every key
+	// shares one (Global).
+	Scope Scope
 }
 
 // PerKeyRule is a rule each key has its own state of.

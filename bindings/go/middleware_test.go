@@ -530,7 +530,7 @@ func TestPolicyMiddlewareHeaderVectors(t *testing.T) {
 	readVectors(t, "policy_headers.json", &vectors, func() int { return len(vectors.Cases) })
 	for _, c := range vectors.Cases {
 		var v vectorPolicy
-		// The policy's decision combines the rules' (DESIGN.md §9).
+		// The policy's decision combines the rules' (docs/policies.md).
 		combined := librate.PolicyDecision{Decision: librate.Decision{Allowed: c.DeniedBy == nil, Remaining: math.MaxUint64}, DeniedBy: -1}
 		if c.DeniedBy != nil {
 			combined.DeniedBy = *c.DeniedBy

@@ -66,8 +66,8 @@ import (
 	"unsafe"
 )
 
-// Algorithm selects how a limiter counts (docs/semantics.md, "The algorithms"). The values are rate.h's
-// RATE_GCRA … RATE_SLIDING_LOG.
+// Algorithm selects how a limiter counts (docs/decision.md, the algorithms). The values are
+// rate.h's RATE_GCRA … RATE_SLIDING_LOG.
 type Algorithm uint32
 
 const (
@@ -118,6 +118,7 @@ const Forever = Never
 
 // Config is what a limiter enforces: at most Limit units per Period.
 type Config struct {
+	// Algorithm is how the limiter counts; the zero value is GCRA.
 	Algorithm Algorithm
 	// Limit is L ≥ 1, the units admitted per Period.
 	Limit uint64

@@ -54,7 +54,7 @@ func checkSteps(t *testing.T, acquire func(at time.Duration) (librate.Decision, 
 	}
 }
 
-// Seed scenario (DESIGN.md §4): L=1 per 2 s, burst 1. T = 2 s and τ = B·T = 2 s. At
+// Seed scenario (docs/decision.md): L=1 per 2 s, burst 1. T = 2 s and τ = B·T = 2 s. At
 // 0 the TAT becomes 2 s. At 999 ms the request needs TAT + T − now ≤ τ, that is now ≥
 // 2 s: retry after 1001 ms, and the bucket is full once now reaches the TAT (reset after
 // 1001 ms). At 2001 ms it is admitted and the TAT becomes 4001 ms.
@@ -114,7 +114,7 @@ func TestReserveShapes(t *testing.T) {
 	})
 }
 
-// gcraModel is a sequential reference for GCRA written from DESIGN.md §3–4 alone:
+// gcraModel is a sequential reference for GCRA written from docs/decision.md alone:
 // admission is the formula, and every other field is found by brute force.
 type gcraModel struct {
 	interval, burst, tat uint64
@@ -149,7 +149,7 @@ func (m *gcraModel) decide(now, n, maxWait uint64) librate.Decision {
 	d := librate.Decision{Limit: m.burst}
 	switch newTAT, ok := m.admits(now, n, maxWait); {
 	case n == 0:
-		// A query (DESIGN.md §3): admitted and changes nothing, even when reserves have
+		// A query (docs/decision.md): admitted and changes nothing, even when reserves have
 		// queued the bucket past its tolerance; it waits for nothing.
 		d.Allowed = true
 	case ok:

@@ -17,8 +17,8 @@ import (
 // UINT64_MAX nanoseconds, saturated to the largest time.Duration (about 292 years).
 const Never = time.Duration(math.MaxInt64)
 
-// Decision is the outcome of an acquire, a reserve or a query (docs/semantics.md, "The decision"). Durations
-// count from the decision's "now" and saturate at Never.
+// Decision is the outcome of an acquire, a reserve or a query (docs/decision.md, the decision).
+// Durations count from the decision's "now" and saturate at Never.
 type Decision struct {
 	// Allowed reports whether the units were admitted.
 	Allowed bool
@@ -71,6 +71,8 @@ func result(status C.int32_t, out *C.rate_decision) (Decision, error) {
 // codes are librate's stable C status numbers (rate.h), so they can be logged and
 // matched by number.
 type Error struct {
+	// Code is the status number: one of rate.h's RATE_E_* values (below 0), or -1000
+	// for a negative count, time or duration, which never reaches C.
 	Code int32
 }
 
@@ -123,6 +125,7 @@ var (
 // 1", "capacity 0: must be at least 1". It wraps ErrInvalidConfig: errors.Is(err, ErrInvalidConfig) holds, and errors.As
 // finds its Error (code RATE_E_INVALID_CONFIG).
 type ConfigError struct {
+	// Reason names the field, its value and the bound it broke.
 	Reason string
 }
 

@@ -2,7 +2,7 @@ package librate
 
 import "testing"
 
-// statusError maps every C status of DESIGN.md §6 by number to its sentinel (the same
+// statusError maps every C status of docs/c.md by number to its sentinel (the same
 // boxed value, so returning it does not allocate), and anything else to Error{Code}.
 func TestStatusError(t *testing.T) {
 	want := map[int32]error{

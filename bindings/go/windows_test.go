@@ -11,7 +11,7 @@ import (
 )
 
 // windowModel is a sequential reference for the three window algorithms, written from
-// DESIGN.md §4 alone: admission is the formula, every other field brute force.
+// docs/decision.md alone: admission is the formula, every other field brute force.
 type windowModel struct {
 	algorithm     librate.Algorithm
 	limit, period uint64

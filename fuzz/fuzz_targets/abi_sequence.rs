@@ -5,6 +5,7 @@
 //! Any difference is a crash, and so is a panic.
 
 #![no_main]
+#![deny(missing_docs)]
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;

@@ -11,6 +11,7 @@
 //! the machine's memory.
 
 #![no_main]
+#![deny(missing_docs)]
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;

@@ -1,4 +1,4 @@
-//! A shared table's file (DESIGN §7) with a valid header and arbitrary state words, then
+//! A shared table's file (docs/shared.md) with a valid header and arbitrary state words, then
 //! arbitrary calls on it: every call returns one of its documented statuses, never
 //! panics (which the C boundary would report as RATE_E_INTERNAL), hangs (libFuzzer's
 //! -timeout) or reads out of bounds (a bounds check would panic).
@@ -9,6 +9,7 @@
 //! written file anew instead, through the path that attaches to an existing table.
 
 #![no_main]
+#![deny(missing_docs)]
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;

@@ -2,6 +2,8 @@
 //! path), decoding of configurations and times from fuzz input, and the C statuses of
 //! model outcomes.
 
+#![deny(missing_docs)]
+
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use rate::ffi::{
     rate_config, rate_decision, RATE_E_INSUFFICIENT_CAPACITY, RATE_E_TABLE_FULL,

@@ -1,4 +1,4 @@
-//! Fixed window counter (DESIGN §4): at most L units in each window `[k·P, (k+1)·P)`.
+//! Fixed window counter (docs/decision.md): at most L units in each window `[k·P, (k+1)·P)`.
 //!
 //! The whole state is one word, `(window index, count)` packed as described in
 //! [`windows`](super::windows), updated by the same read-decide-swap loop as GCRA's TAT. A
@@ -127,8 +127,8 @@ impl Algorithm<u64> for FixedWindow {
         self.0.full_through(*word, latest, n)
     }
 
-    /// Fresh (DESIGN §5): nothing counted in the window of `now` nor in the one before.
-    /// Only the current window affects a decision; sparing the previous one too keeps a
+    /// Fresh (docs/keyed.md, reclaim): nothing counted in the window of `now` nor in the one
+    /// before. Only the current window affects a decision; sparing the previous one too keeps a
     /// key whose callers' clocks lag by up to one period from losing its count.
     fn is_fresh(&self, word: &u64, now: u64) -> bool {
         let stored = self.0.unpack(*word);

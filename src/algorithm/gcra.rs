@@ -1,4 +1,4 @@
-//! GCRA, the generic cell rate algorithm (DESIGN §4): pure arithmetic on the theoretical
+//! GCRA, the generic cell rate algorithm (docs/decision.md): pure arithmetic on the theoretical
 //! arrival time (TAT). No atomics and no clock: the caller supplies the stored TAT and
 //! `now`, and stores the new TAT if one is returned.
 //!

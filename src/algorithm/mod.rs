@@ -1,4 +1,4 @@
-//! The algorithms of DESIGN §4 as pure rules: from what a decision reads of the state, a
+//! The algorithms of docs/decision.md as pure rules: from what a decision reads of the state, a
 //! time and a cost, to a decision and the state to store. No atomics, no clock, no keys.
 //!
 //! Each algorithm implements [`Algorithm`] over the state it reads: one word for GCRA
@@ -101,7 +101,7 @@ pub(crate) trait Algorithm<S: ?Sized>: Rule {
     fn settle(&self, state: &S, earliest: u64, latest: u64, n: u64) -> Settled<Self::Update>;
 
     /// Whether `state` decides every request at `now` and later as a fresh one does
-    /// (DESIGN §5), so that a keyed table may drop it.
+    /// (docs/keyed.md, reclaim), so that a keyed table may drop it.
     fn is_fresh(&self, state: &S, now: u64) -> bool;
 
     /// Whether `state` alone denies `n ≥ 1` units at every instant up to `latest`: a

@@ -1,4 +1,4 @@
-//! Sliding window log (DESIGN §4): exact. A request of n units at t is admitted iff the
+//! Sliding window log (docs/decision.md): exact. A request of n units at t is admitted iff the
 //! units admitted in `(t − P, t]` plus n are at most L. Denied requests are not logged.
 //!
 //! # State: a ring of the last L admitted timestamps
@@ -322,8 +322,8 @@ impl<R: LogRead> Algorithm<R> for SlidingLog {
         }
     }
 
-    /// Fresh (DESIGN §5): every entry has expired at `now`, or none is above the floor.
-    /// Reads only `latest`, an upper bound on every timestamp logged, so it may say "not
+    /// Fresh (docs/keyed.md, reclaim): every entry has expired at `now`, or none is above the
+    /// floor. Reads only `latest`, an upper bound on every timestamp logged, so it may say "not
     /// fresh" of a state that is.
     fn is_fresh(&self, log: &R, now: u64) -> bool {
         log.head() <= log.floor()

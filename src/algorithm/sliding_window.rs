@@ -1,4 +1,4 @@
-//! Sliding window counter (DESIGN §4): the previous window's count, weighted by how much
+//! Sliding window counter (docs/decision.md): the previous window's count, weighted by how much
 //! of it still overlaps the sliding period, plus the current window's count. A request
 //! of n units at t, with k = ⌊t/P⌋ and e = t − k·P, is admitted iff
 //! `prev·(P − e) + (cur + n)·P ≤ L·P`, computed exactly in u128 (no floating point).
@@ -123,7 +123,8 @@ impl Algorithm<Counts> for SlidingWindow {
         }
     }
 
-    /// Fresh (DESIGN §5): nothing counted in the window of `now` nor in the one before.
+    /// Fresh (docs/keyed.md, reclaim): nothing counted in the window of `now` nor in the one
+    /// before.
     fn is_fresh(&self, counts: &Counts, now: u64) -> bool {
         let view = self.view(counts, now);
         view.prev == 0 && view.cur == 0

@@ -92,7 +92,7 @@ impl Windows {
 
     /// Where a request at `now` is evaluated, given that the state has seen window
     /// `latest_index`: at `now` itself, or, if `now` lies in an older window, at the start
-    /// of window `latest_index` (time going backwards is clamped forward, DESIGN §2).
+    /// of window `latest_index` (time going backwards is clamped forward, docs/clock.md).
     /// Returns the window and the time elapsed in it.
     pub(crate) fn locate(&self, latest_index: u64, now: u64) -> (u64, u64) {
         // latest_index ≤ ⌊(2⁶⁴−1)/P⌋, so its start fits u64. Most requests fall in the

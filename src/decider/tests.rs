@@ -149,7 +149,7 @@ fn the_log_decides_as_an_acquire_at_the_exact_time() {
     );
 }
 
-/// DESIGN §5: windows are fresh once nothing is counted in the current or previous
+/// docs/keyed.md, reclaim: windows are fresh once nothing is counted in the current or previous
 /// window, the log once every entry has expired.
 #[test]
 fn freshness_of_the_window_algorithms() {

@@ -1,5 +1,5 @@
 //! `rate_keyed_policy_*`: per-key and global rules decided together for one key, all or
-//! nothing (DESIGN §9), in process or in a file every process maps (DESIGN §7).
+//! nothing (docs/policies.md), in process or in a file every process maps (docs/shared.md).
 
 use super::keyed::with_key;
 use super::policy::{costs_of, report_policy, rules_of};

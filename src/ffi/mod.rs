@@ -1,9 +1,9 @@
-//! The C ABI (DESIGN §6). `include/rate.h` is generated from this directory by cbindgen.
+//! The C ABI (docs/c.md). `include/rate.h` is generated from this directory by cbindgen.
 //!
 //! Every export runs its body through `boundary`, so a panic becomes a status code
 //! instead of unwinding into C, and checks every pointer before touching it.
 
-#![allow(non_camel_case_types)] // C names are part of the contract (DESIGN §6).
+#![allow(non_camel_case_types)] // C names are part of the contract (docs/c.md).
 
 mod batch;
 mod keyed;

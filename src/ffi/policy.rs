@@ -1,4 +1,4 @@
-//! `rate_policy_*`: several rules decided together, all or nothing (DESIGN §9).
+//! `rate_policy_*`: several rules decided together, all or nothing (docs/policies.md).
 
 use super::{boundary, outcome_status, rate_config, rate_decision, status_of};
 use super::{RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_LIMITED, RATE_OK};

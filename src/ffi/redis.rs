@@ -1,4 +1,4 @@
-//! The Redis tier's scripts for the bindings (DESIGN §8): each language sends them through
+//! The Redis tier's scripts for the bindings (docs/redis.md): each language sends them through
 //! its own Redis client, and takes them from here, so every language runs the same bytes.
 
 use std::ffi::c_char;
@@ -27,8 +27,8 @@ pub struct rate_redis_script {
     pub limit: u64,
 }
 
-/// The Lua script that decides `config`'s algorithm on Redis, with its arguments (DESIGN
-/// §8). A client sends it with EVALSHA (loading it after NOSCRIPT) with the keys to decide
+/// The Lua script that decides `config`'s algorithm on Redis, with its arguments (docs/redis.md).
+/// A client sends it with EVALSHA (loading it after NOSCRIPT) with the keys to decide
 /// (their states; on a Cluster, all of one hash slot: see `rate_redis_slot`) and the
 /// arguments `now` (a decimal u64, or "" for the server's clock), `n`, `max_wait_ns` (0
 /// but for a GCRA reserve), then `config_args`. Every key is decided at the one `now`. The

@@ -1,5 +1,5 @@
 //! Building a table: in this process's memory (`new`, `with_hasher`) or in a file every
-//! process maps (`open`, DESIGN §7), each ending in one `in_memory` over the region.
+//! process maps (`open`, docs/shared.md), each ending in one `in_memory` over the region.
 
 use std::path::Path;
 #[cfg(not(loom))]
@@ -36,7 +36,7 @@ impl KeyedLimiter<KeyHasher> {
 
     /// Opens the table whose keys live in the file at `path`, creating the file if it does
     /// not exist: every process that opens the same file shares one table, each key's
-    /// limit holding across them exactly as across threads (DESIGN §7). The file is
+    /// limit holding across them exactly as across threads (docs/shared.md). The file is
     /// created with mode 0600 and holds the table's secret hash key; one that exists must
     /// have been created for the same `config` and `capacity`. A process killed mid-insert
     /// leaves nothing claimed for good; a slot that a live process keeps claimed (stopped,

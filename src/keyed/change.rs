@@ -19,7 +19,8 @@
 //!    `max_distance` to the key's distance. The table's hasher and capacity are the
 //!    same in both regions, and so are a key's home slot and probe order: the key lies at
 //!    the same distance from home, and the layout of every probe chain is kept. A state
-//!    whose carried-over form is fresh is left out, as any fresh state may be (DESIGN §5).
+//!    whose carried-over form is fresh is left out, as any fresh state may be (docs/keyed.md,
+//!    reclaim).
 //! 3. When every slot is moved, it clears the new region's `sweeping` flag (Release).
 //!
 //! How operations find a key while this runs is in `regions.rs`: an existing key is

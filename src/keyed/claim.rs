@@ -4,13 +4,13 @@
 //!
 //! Invariants kept here, each argued at its function:
 //! - A slot is claimed by one CAS of its first word to an `installing` marker, and only the
-//!   claimer writes the slot until it installs or backs out ([`KeyedLimiter::claim`]), or
+//!   claimer writes the slot until it installs or backs out ([`Region::claim`]), or
 //!   in a shared table, once the claimer's process died, a recovery (`recover.rs`).
 //! - The rival scan resolves every other slot of the key's probe range, which makes
-//!   **No duplicates** hold ([`KeyedLimiter::rival`]; the ordering it needs is argued at
+//!   **No duplicates** hold ([`Region::rival`]; the ordering it needs is argued at
 //!   `insert`).
 //! - `TableFull` only when every slot held a live key of another key
-//!   ([`KeyedLimiter::confirm_full`]).
+//!   ([`Region::confirm_full`]).
 
 use super::layout::Located;
 use super::owner::crash_point;

@@ -1,13 +1,13 @@
 //! Inserting a key: the loop that looks a key up and else inserts it, and the insert's
-//! steps after [claiming](KeyedLimiter::claim) a slot: install the key, or back out.
+//! steps after [claiming](Region::claim) a slot: install the key, or back out.
 //!
 //! Invariants every insert keeps, each argued at the function that keeps it:
 //! - The first word keeps growing across tenancies, so no CAS of an old key succeeds on a
 //!   new key's state, and whatever else an old key's stalled writer can still write
-//!   admits nothing more for the new key ([`KeyedLimiter::install`]).
-//! - Of two inserts of one key at most one completes ([`KeyedLimiter::insert`],
-//!   [`KeyedLimiter::rival`]).
-//! - A back-out leaves the slot exactly as it was ([`KeyedLimiter::back_out`]).
+//!   admits nothing more for the new key ([`Region::install`]).
+//! - Of two inserts of one key at most one completes ([`Region::insert`],
+//!   [`Region::rival`]).
+//! - A back-out leaves the slot exactly as it was ([`Region::back_out`]).
 
 use super::claim::{Insert, Installed, Rival};
 use super::layout::Located;
@@ -209,8 +209,8 @@ impl Region {
     ///
     /// **Reclaim.** An updater of the slot's old key holding the replaced value now fails
     /// its CAS: nothing it decided is lost, and since the old key was fresh, finding it
-    /// absent afterwards is the same as finding it fresh (DESIGN §5). The new key's first
-    /// request is decided again on a copy of the replaced state itself (fresh, so it
+    /// absent afterwards is the same as finding it fresh (docs/keyed.md, reclaim). The new key's
+    /// first request is decided again on a copy of the replaced state itself (fresh, so it
     /// decides as a zeroed state would: GCRA's old TAT ≤ now, the windows' counts are in
     /// windows before the previous one, the log's entries have all expired), and the
     /// copy's changed words are installed. So the first word keeps growing across

@@ -30,7 +30,7 @@ pub(super) struct Evicted;
 /// snapshot, and CASes the first word if the decision changes it. Denials and queries
 /// never write, so the snapshot alone makes them exact; a CAS that succeeds lands in the
 /// same tenancy, because the first word only grows. A marker, another fingerprint or a
-/// changed word means: look the key up again (see [`KeyedLimiter::on_existing`]).
+/// changed word means: look the key up again (see [`Region::on_existing`]).
 pub(super) struct Tenant<'a> {
     fingerprint: &'a AtomicU64,
     first_word: &'a AtomicU64,

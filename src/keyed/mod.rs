@@ -1,5 +1,5 @@
 //! Keyed limiters: one bounded, lock-free table of per-key state for every algorithm
-//! (DESIGN §5).
+//! (docs/keyed.md).
 //!
 //! # Layout
 //! One allocation of `2 × capacity` slots, made at creation and never resized, each slot

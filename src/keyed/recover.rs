@@ -1,4 +1,4 @@
-//! A shared table's claims, and what happens to a claim whose process died (DESIGN §7).
+//! A shared table's claims, and what happens to a claim whose process died (docs/shared.md).
 //!
 //! In a private table an insert's claim cannot outlive it: threads do not die alone. In a
 //! shared table a process can be killed between its claim of a slot and its install, and

@@ -9,7 +9,7 @@ use crate::state::{Replaceable, Replaced};
 use crate::time::{Bounds, ClockHint, Hinted, TimeSource};
 use std::cell::Cell;
 
-/// [`Limiter::try_acquire`] of `n` units, by `time`.
+/// [`Limiter::try_acquire`](crate::Limiter::try_acquire) of `n` units, by `time`.
 #[derive(Clone, Copy)]
 pub(super) struct TryAcquire<'a, C> {
     pub(super) time: Hinted<C, &'a ClockHint>,
@@ -43,7 +43,7 @@ impl Operation for Acquire {
     }
 }
 
-/// [`Limiter::reset`].
+/// [`Limiter::reset`](crate::Limiter::reset).
 #[derive(Clone, Copy)]
 pub(super) struct Reset;
 
@@ -55,7 +55,8 @@ impl Operation for Reset {
     }
 }
 
-/// [`Limiter::acquire_refundable_at`] of `n` units at `now_ns`.
+/// [`Limiter::acquire_refundable_at`](crate::Limiter::acquire_refundable_at) of `n` units at
+/// `now_ns`.
 #[derive(Clone, Copy)]
 pub(super) struct AcquireRefundable {
     pub(super) now_ns: u64,
@@ -74,7 +75,8 @@ impl Operation for AcquireRefundable {
     }
 }
 
-/// [`Limiter::try_acquire_into`] of `n` units at `now_ns`, the refund put in `refund`.
+/// [`Limiter::try_acquire_into`](crate::Limiter::try_acquire_into) of `n` units at `now_ns`, the
+/// refund put in `refund`.
 #[derive(Clone, Copy)]
 pub(super) struct TryAcquireRefundable<'a> {
     pub(super) now_ns: u64,
@@ -92,7 +94,8 @@ impl Operation for TryAcquireRefundable<'_> {
     }
 }
 
-/// [`Limiter::settle_into`] of `n` units within `bounds`, the refund put in `refund`.
+/// [`Limiter::settle_into`](crate::Limiter::settle_into) of `n` units within `bounds`, the refund
+/// put in `refund`.
 #[derive(Clone, Copy)]
 pub(super) struct SettleRefundable<'a> {
     pub(super) bounds: Bounds,
@@ -110,7 +113,7 @@ impl Operation for SettleRefundable<'_> {
     }
 }
 
-/// [`Limiter::peek_at`] of `n` units at `now_ns`.
+/// [`Limiter::peek_at`](crate::Limiter::peek_at) of `n` units at `now_ns`.
 #[derive(Clone, Copy)]
 pub(super) struct Peek {
     pub(super) now_ns: u64,

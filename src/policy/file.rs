@@ -1,4 +1,4 @@
-//! A keyed policy in a file every process maps (DESIGN §7): every rule in one file, so
+//! A keyed policy in a file every process maps (docs/shared.md): every rule in one file, so
 //! processes that open it share each per-key rule's table and each global rule's state.
 //!
 //! # The file
@@ -76,7 +76,7 @@ impl Region {
 impl KeyedPolicy {
     /// Opens the keyed policy whose rules live in the file at `path`, creating the file if
     /// it does not exist: every process that opens the same file shares one policy, each
-    /// rule's limit holding across them exactly as across threads (DESIGN §7). One file
+    /// rule's limit holding across them exactly as across threads (docs/shared.md). One file
     /// holds every rule; one that exists must have been created for the same `rules`, in
     /// the same order, and `capacity`. Creation, another boot and processes killed
     /// mid-call are as for [`KeyedLimiter::open`](crate::KeyedLimiter::open).

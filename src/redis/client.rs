@@ -10,7 +10,7 @@ use crate::error::Error;
 /// A limit of one configuration for every key under a prefix, kept in Redis.
 ///
 /// The Redis key of `key` is the prefix followed by `{key}`: the braces make the key its
-/// Cluster hash tag (see [`slot`](super::slot) for the layout of every key). Each Redis key
+/// Cluster hash tag (see [`slot`](super::slot()) for the layout of every key). Each Redis key
 /// expires when its state is fresh again, so Redis holds live keys only.
 ///
 /// ```no_run
@@ -102,7 +102,7 @@ impl RedisLimiter {
         only(run(connection, self.single(key, n, Some(now_ns), None)?)?)
     }
 
-    /// GCRA's queue (DESIGN §4): admits `n` units if the caller will wait at most
+    /// GCRA's queue (docs/decision.md, reserve): admits `n` units if the caller will wait at most
     /// `max_wait_ns`, reporting the wait in `wait_ns`.
     ///
     /// # Errors

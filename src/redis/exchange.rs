@@ -6,7 +6,7 @@
 //! A request is first one script call naming all its keys (`keys.lua` decides each).
 //! `NOSCRIPT` (Redis restarted or flushed its scripts; the call did nothing) loads the
 //! script and sends the call again, once. `CROSSSLOT` (a Cluster node refusing keys of
-//! several hash slots) splits the keys into one script call per [`slot`](super::slot),
+//! several hash slots) splits the keys into one script call per [`slot`](super::slot()),
 //! each its own request, since a Cluster connection sends a request to the node of its
 //! first key. A policy's call names its rules' keys, which share a slot by their layout,
 //! and its reply is read whole: its keys are never split.

@@ -1,5 +1,5 @@
-//! The Redis tier (DESIGN §8): one limit per key across hosts, decided inside the caller's
-//! Redis (or Valkey) by librate's Lua scripts, with the decisions of §3 and §4 bit for bit.
+//! The Redis tier (docs/redis.md): one limit per key across hosts, decided inside the caller's
+//! Redis (or Valkey) by librate's Lua scripts, with the decisions of docs/decision.md bit for bit.
 //!
 //! The scripts live in `src/redis/lua/`, once for every language: `request.lua` (the
 //! request's time and cost), `time.lua` (exact u64 instants in Lua's doubles), one
@@ -12,7 +12,7 @@
 //! matter; the `_at` forms pass the time instead.
 //!
 //! The scripts and their arguments are all this module decides; the clients that send them
-//! are each language's: [`RedisLimiter`] over the `redis` crate (the `redis` cargo feature),
+//! are each language's: `RedisLimiter` over the `redis` crate (the `redis` cargo feature),
 //! and the Python and Go packages, which take the script and its arguments from librate's
 //! C ABI (`rate_redis_prepare`), so every language runs the same bytes.
 //!

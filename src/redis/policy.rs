@@ -16,7 +16,7 @@ use crate::policy::PolicyDecision;
 /// Each request is one script call over all the key's rules, so it is exact and atomic on
 /// Redis: every rule is decided at the one time, and their states are written only if
 /// all admit. The decision is the in-process policy's, field for field. Each rule's state
-/// is its own Redis key, `prefix{=key}:i` for rule `i` (see [`slot`](super::slot)), all
+/// is its own Redis key, `prefix{=key}:i` for rule `i` (see [`slot`](super::slot())), all
 /// in one Cluster hash slot; each expires when its state is fresh again.
 ///
 /// ```no_run

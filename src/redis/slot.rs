@@ -9,12 +9,11 @@ pub const SLOTS: u16 = 16384;
 /// The hash slot of the Redis key `key`.
 ///
 /// The keys of one request always share a slot. A single limiter keeps `key` at
-/// `prefix{key}` ([`RedisLimiter::redis_key`](super::RedisLimiter::redis_key)), one Redis
+/// `prefix{key}` (`RedisLimiter::redis_key`, with the `redis` cargo feature), one Redis
 /// key a request. A policy keeps rule `i` of `key` at `prefix{=key}:i`
-/// ([`RedisPolicy::redis_keys`](super::RedisPolicy::redis_keys)): every rule's key
-/// starts with `prefix{=key}`, where the first `{` opens a tag that is never empty (an
-/// empty key's tag is `=`), and the prefix may hold no brace, so Redis hashes the same
-/// bytes for every rule.
+/// (`RedisPolicy::redis_keys`): every rule's key starts with `prefix{=key}`, where the
+/// first `{` opens a tag that is never empty (an empty key's tag is `=`), and the prefix
+/// may hold no brace, so Redis hashes the same bytes for every rule.
 ///
 /// ```
 /// use rate::redis::slot;

@@ -35,7 +35,8 @@ const W_SIZE: usize = 8;
 pub(super) const W_BOOT: usize = 9;
 /// A keyed table's hash key, two words (random per file, so not part of its identity).
 pub(super) const W_HASH_KEY: usize = 10;
-/// A keyed table's PID namespace (see [`Contents::pid_namespace`]), set for each boot.
+/// A keyed table's PID namespace (see [`Contents::pid_namespace`](super::Contents::pid_namespace)),
+/// set for each boot.
 pub(super) const W_PID_NAMESPACE: usize = 12;
 
 /// What a file must hold to be this table: the header words a creator writes and an

@@ -1,4 +1,4 @@
-//! A limiter's state in a file that every process on the host maps (DESIGN §7): the same
+//! A limiter's state in a file that every process on the host maps (docs/shared.md): the same
 //! atomics at the same offsets, in memory the processes share.
 //!
 //! # The file

@@ -138,8 +138,8 @@ pub(crate) trait Stored: Rule {
     /// a change of rule [`REPLACED`]: the caller resets the words that replaced these).
     fn reset<T: Tenancy>(&self, state: &[AtomicU64], tenancy: &T) -> Result<(), T::Evicted>;
 
-    /// Whether the state is fresh at `now` (DESIGN §5). `first` is its first word, loaded
-    /// with `Acquire` by the caller (pairing with the swap that installed it, so the other
+    /// Whether the state is fresh at `now` (docs/keyed.md, reclaim). `first` is its first word,
+    /// loaded with `Acquire` by the caller (pairing with the swap that installed it, so the other
     /// words it publishes are read at least as new as it) and not a marker. A snapshot: a
     /// reclaimer's own CAS on the first word revalidates it, the first word only growing.
     fn is_fresh(&self, state: &[AtomicU64], first: u64, now: u64) -> bool;

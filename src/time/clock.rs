@@ -100,7 +100,7 @@ const PUBLISH_STEP_NS: u64 = 1_000_000;
 #[inline(always)]
 fn read(clock: libc::clockid_t) -> u64 {
     // Monotonic clocks cannot fail on Linux; if one ever did, time 0 only makes decisions
-    // stricter (an earlier `now` never admits more, DESIGN §2).
+    // stricter (an earlier `now` never admits more, docs/clock.md).
     read_with(clock_gettime(), clock).unwrap_or(0)
 }
 

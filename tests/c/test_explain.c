@@ -1,6 +1,6 @@
 /* rate_limiter_explain_config and rate_keyed_explain_config: after rate_*_new says
  * RATE_E_INVALID_CONFIG, they say which field broke which bound. The expected bounds
- * follow from the rules in docs/semantics.md; each is worked out beside its case. */
+ * follow from the rules in docs/decision.md; each is worked out beside its case. */
 #include "check.h"
 
 /* Checks that rate_limiter_new rejects `config` and that the reason is `expected`. */

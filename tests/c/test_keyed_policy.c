@@ -1,7 +1,7 @@
 /* Keyed policies through include/rate.h: per-key and global rules decided together for
  * one key, costs per rule, reset, statistics, a shared file, and bad input. Plain C99;
- * every case returns 0 on success. Expected values follow from DESIGN.md sections 4, 5,
- * 7 and 9 and are worked out in the comments. */
+ * every case returns 0 on success. Expected values follow from docs/decision.md,
+ * docs/keyed.md, docs/shared.md and docs/policies.md and are worked out in the comments. */
 
 #define _POSIX_C_SOURCE 200809L
 

@@ -2,12 +2,13 @@
  * include/rate.h, linked against librate.so. Run by `cargo test` (tests/c_api.rs) and by
  * scripts/c-tests.sh under valgrind and ASan/UBSan.
  *
- * Every expected value below is worked out by hand from DESIGN.md §3/§4, with the
+ * Every expected value below is worked out by hand from docs/decision.md, with the
  * arithmetic in a comment. Notation: L limit, P period, B burst (0 means L),
  * T = floor(P / L) the emission interval, tau = B*T the tolerance, TAT the theoretical
  * arrival time (0 when fresh). A request of n units at t, waiting at most W (0 for a plain
  * acquire): tat = max(TAT, t); admitted iff tat + n*T - t <= tau + W, then TAT := tat + n*T
- * and wait = max(0, tat + n*T - t - tau). From §3's definitions, with debt = max(0, TAT - t):
+ * and wait = max(0, tat + n*T - t - tau). From the fields' definitions, with
+ * debt = max(0, TAT - t):
  *   remaining      = floor((tau - debt) / T), 0 when debt > tau
  *   reset_after    = debt                      (remaining == B exactly when debt == 0)
  *   retry_after    = TAT + n*T - t - tau - W   (for a denial; 0 when admitted)
@@ -65,7 +66,7 @@ static int test_version_matches_cargo_toml(void) {
 }
 
 static int test_status_codes_have_the_contract_numbers(void) {
-    /* DESIGN §6: the numbers are ABI and must never change. */
+    /* The numbers are ABI and must never change (docs/c.md). */
     CHECK(RATE_OK == 0);
     CHECK(RATE_LIMITED == 1);
     CHECK(RATE_E_NULL == -1);
@@ -167,8 +168,8 @@ static int test_new_rejects_invalid_configs(void) {
 }
 
 static int test_new_accepts_configs_at_the_edge(void) {
-    /* Each just fits: {config, B}. A fresh limiter is full at any time (§2), so a query at
-     * t = 0 reports {1, B, B, 0, 0, 0}. */
+    /* Each just fits: {config, B}. A fresh limiter is full at any time (docs/clock.md), so a query
+     * at t = 0 reports {1, B, B, 0, 0, 0}. */
     static const struct {
         rate_config config;
         uint64_t burst;
@@ -285,7 +286,8 @@ static int test_query_is_admitted_and_changes_nothing(void) {
         ACQUIRE(1, 0, RATE_LIMITED, 0, 3, 0, SECOND, 3 * SECOND, 0),
         ACQUIRE(0, 0, RATE_OK, 1, 3, 0, 0, 3 * SECOND, 0),
         /* A reserve queues past the tolerance: n=2, W=10 s: 3 + 2 - 0 = 5 <= 13, TAT 5 s,
-         * wait 5 - 3 = 2 s. A query there (debt 5 s > tau) is still admitted (§3). */
+         * wait 5 - 3 = 2 s. A query there (debt 5 s > tau) is still admitted (docs/decision.md,
+         * queries). */
         RESERVE(2, 0, 10 * SECOND, RATE_OK, 1, 3, 0, 0, 5 * SECOND, 2 * SECOND),
         ACQUIRE(0, 0, RATE_OK, 1, 3, 0, 0, 5 * SECOND, 0),
         RESERVE(0, 0, 0, RATE_OK, 1, 3, 0, 0, 5 * SECOND, 0),
@@ -506,11 +508,11 @@ static int test_time_going_backwards(void) {
     return run_gcra_steps(1, SECOND, 2, STEPS(steps));
 }
 
-/* M = 2^64-1, END = M-256. The TAT is one u64 (§4) of at most END, so an admission whose
- * new TAT would pass END cannot be recorded; recording END instead would understate the
- * TAT and admit more than §4 allows. Such a request is never admitted on the timeline, so its retry_after is
- * "never" (M, §3 saturation); remaining counts only units whose TAT fits, and a bucket
- * that can never again be full reports reset_after M. */
+/* M = 2^64-1, END = M-256. The TAT is one u64 (docs/decision.md) of at most END, so an admission
+ * whose new TAT would pass END cannot be recorded; recording END instead would understate the
+ * TAT and admit more than GCRA allows. Such a request is never admitted on the timeline, so its
+ * retry_after is "never" (M, docs/decision.md, saturation); remaining counts only units whose TAT
+ * fits, and a bucket that can never again be full reports reset_after M. */
 static int test_end_of_the_timeline(void) {
     /* L=1, P=1000, B=1: T = tau = 1000. Fresh at t = M: one unit needs TAT M + 1000. */
     static const struct step at_the_end[] = {

@@ -1,6 +1,6 @@
 /* Policies of several rules through include/rate.h: all or nothing, the combined fields,
  * which rule denied and each rule's own, and bad input. Plain C99; every case returns 0
- * on success. Expected values follow from DESIGN.md sections 3, 4 and 9 and are worked
+ * on success. Expected values follow from docs/decision.md and docs/policies.md and are worked
  * out in the comments. */
 
 #include "check.h"

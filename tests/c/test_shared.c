@@ -5,8 +5,8 @@
  * test` (tests/c_api.rs) and by scripts/c-tests.sh under valgrind (which follows fork:
  * each child is checked for errors and leaks as it exits) and ASan/UBSan.
  *
- * Every expected value is worked out by hand from the contract (DESIGN.md §3/§4/§7,
- * include/rate.h), with the arithmetic in a comment. Decisions are written
+ * Every expected value is worked out by hand from the contract (docs/decision.md,
+ * docs/shared.md, include/rate.h), with the arithmetic in a comment. Decisions are written
  * {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}.
  *
  * Run as root (as CI often is), the mode bits do not stop the test itself (root passes

@@ -5,8 +5,8 @@
  * directory of their own. Run by `cargo test` (tests/c_api.rs) and by scripts/c-tests.sh
  * under valgrind and ASan/UBSan.
  *
- * Every expected value is worked out by hand from the contract (DESIGN.md §3–§5, §7,
- * include/rate.h). Decisions are written
+ * Every expected value is worked out by hand from the contract (docs/decision.md,
+ * docs/keyed.md, docs/shared.md, include/rate.h). Decisions are written
  * {allowed, limit, remaining, retry_after_ns, reset_after_ns, wait_ns}.
  *
  * Build: cc -std=c99 -Wall -Wextra -Wpedantic -Werror -pthread -Iinclude

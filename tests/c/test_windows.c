@@ -1,6 +1,6 @@
 /* The window algorithms through include/rate.h: fixed window, sliding window counter,
  * sliding log. Plain C99; every case returns 0 on success. Expected values follow from
- * DESIGN.md section 4 and are worked out in the comments. */
+ * docs/decision.md and are worked out in the comments. */
 
 #include "check.h"
 

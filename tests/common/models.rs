@@ -1,8 +1,9 @@
-//! Sequential reference models of every algorithm (DESIGN §3–§5, §9), kept the obvious
-//! way: per-window counts, every admitted timestamp, a TAT in u128. Each decision field is
-//! found from its definition (by search), never by the library's closed forms. Used by
-//! the model tests (`windows_model.rs`, `gcra.rs`, `policy.rs`) and by the differential
-//! fuzz target (`fuzz/fuzz_targets/abi_sequence.rs`), which includes this file by path.
+//! Sequential reference models of every algorithm (docs/decision.md, docs/keyed.md,
+//! docs/policies.md), kept the obvious way: per-window counts, every admitted timestamp, a
+//! TAT in u128. Each decision field is found from its definition (by search), never by the
+//! library's closed forms. Used by the model tests (`windows_model.rs`, `gcra.rs`,
+//! `policy.rs`) and by the differential fuzz target (`fuzz/fuzz_targets/abi_sequence.rs`),
+//! which includes this file by path.
 
 use rate::{Algorithm, Config, Decision, Error};
 use std::collections::{BTreeMap, HashMap};
@@ -279,7 +280,7 @@ pub fn model_decide<M: WindowModel>(model: &mut M, t: u64, n: u64) -> Result<Dec
 /// slots, so the timeline of a TAT ends there (src/gcra.rs).
 pub const END: u64 = u64::MAX - 256;
 
-/// DESIGN §4 GCRA, sequentially, in u128 so nothing can overflow.
+/// GCRA (docs/decision.md), sequentially, in u128 so nothing can overflow.
 #[derive(Clone, PartialEq)]
 pub struct GcraModel {
     pub emission_interval: u128,
@@ -329,7 +330,7 @@ impl GcraModel {
     pub fn decide(&mut self, t: u64, n: u64, max_wait: u64) -> Decision {
         let (t128, n128, w128) = (u128::from(t), u128::from(n), u128::from(max_wait));
         let at = |d: u64| t128 + u128::from(d);
-        // A query (n = 0) is always admitted and changes nothing (DESIGN §3).
+        // A query (n = 0) is always admitted and changes nothing (docs/decision.md).
         let new_tat = if n == 0 {
             Some(self.tat)
         } else {
@@ -473,7 +474,7 @@ impl RuleModel {
         }
     }
 
-    /// Whether the state is a new rule's at `t` (DESIGN §5), so a keyed table may drop
+    /// Whether the state is a new rule's at `t` (docs/keyed.md, reclaim), so a keyed table may drop
     /// it: GCRA's TAT is not after `t`; a window counted nothing in the window of `t` or
     /// the one before; every log entry expired; an allowance used nothing.
     pub fn is_fresh(&self, t: u64) -> bool {
@@ -499,7 +500,7 @@ impl RuleModel {
     }
 }
 
-/// DESIGN §9: what a policy decides from its rules' answers. `taken[i]` is rule i's
+/// What a policy decides (docs/policies.md) from its rules' answers. `taken[i]` is rule i's
 /// decision on the request from the policy's state; `state(i)` is rule i's answer to a
 /// query at the same instant, read only on a denial, where nothing is taken. Returns the
 /// combined decision, the first rule that denied, and each rule's decision as reported.
@@ -559,8 +560,8 @@ impl PolicyModel {
     }
 }
 
-/// A keyed GCRA table per DESIGN §4–§5, one TAT per key, as obviously as possible: a new
-/// key is refused exactly when every one of `slots` holds a live key.
+/// A keyed GCRA table per docs/decision.md and docs/keyed.md, one TAT per key, as obviously as
+/// possible: a new key is refused exactly when every one of `slots` holds a live key.
 pub struct KeyedGcraModel {
     pub emission_interval: u64,
     pub tolerance: u64,
@@ -590,7 +591,7 @@ impl KeyedGcraModel {
     }
 }
 
-/// A keyed table (DESIGN §5) as rule models per key, with what the table may do beyond
+/// A keyed table (docs/keyed.md) as rule models per key, with what the table may do beyond
 /// one limiter per key: a key whose state is fresh may be forgotten at any time (so, time
 /// going back, it may be decided as a new key's), a reset key's former state holds its
 /// slot until it is fresh, and a new key may be refused with `TableFull` only when at

@@ -1,10 +1,10 @@
-//! Published test vectors of peer GCRA and token-bucket libraries, read through DESIGN's
-//! definitions, replayed through any limiter that decides at explicit times: the
+//! Published test vectors of peer GCRA and token-bucket libraries, read through librate's
+//! definitions (docs/decision.md), replayed through any limiter that decides at explicit times: the
 //! in-process one (`tests/peer_vectors.rs`) and the Redis tier (`tests/redis.rs`).
 //!
-//! Where a peer's conventions differ from DESIGN, DESIGN wins and the mapping is stated
-//! once per peer: a peer's `-1` "no retry" is DESIGN's `retry_after_ns == 0` for an
-//! admission, and a cost above the burst is `Error::InsufficientCapacity` (DESIGN §3),
+//! Where a peer's conventions differ from librate's, librate's win and the mapping is stated
+//! once per peer: a peer's `-1` "no retry" is librate's `retry_after_ns == 0` for an
+//! admission, and a cost above the burst is `Error::InsufficientCapacity` (docs/decision.md),
 //! where a peer reports it as a denial.
 
 use super::{MS, SECOND};
@@ -20,7 +20,7 @@ fn gcra(make: Make<'_>, limit: u64, period_ns: u64, burst: u64) -> Decide {
     make(&Config::gcra(limit, period_ns).with_burst(burst))
 }
 
-/// One step of a vector: at `at_ns`, `n` units, and what DESIGN's decision must say.
+/// One step of a vector: at `at_ns`, `n` units, and what librate's decision must say.
 struct Step {
     at_ns: u64,
     n: u64,
@@ -133,8 +133,8 @@ pub fn x_time_rate_burst(make: Make<'_>) {
 pub fn x_time_rate_jump_backwards(make: Make<'_>) {
     // Burst 3: one unit at t1, then at t0, before
     // it. x/time/rate judges a time before its last as the last and admits a second unit
-    // at t0 too; DESIGN §4's rule taken at t = t0 (tat + T − t0 = 400 ms > τ = 300 ms)
-    // denies it, which §2 allows (no more than the latest time would admit). Every other
+    // at t0 too; the GCRA rule taken at t = t0 (tat + T − t0 = 400 ms > τ = 300 ms)
+    // denies it, which docs/clock.md allows (no more than the latest time would admit). Every other
     // step is the peer's.
     #[rustfmt::skip]
     replay_allows(make, 3, "TestLimiterJumpBackwards", &[

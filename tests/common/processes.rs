@@ -1,4 +1,4 @@
-//! Real files and real processes for the shared-table tests (DESIGN §7): a scratch
+//! Real files and real processes for the shared-table tests (docs/shared.md): a scratch
 //! directory, forked children, and raw access to a table file's words.
 
 use std::fs;

@@ -1,4 +1,4 @@
-//! The Redis tier's differential model (DESIGN §8): random requests replayed through an
+//! The Redis tier's differential model (docs/redis.md): random requests replayed through an
 //! in-process limiter and through Redis, every decision and refusal compared field for
 //! field, and every admission's expiry checked.
 
@@ -7,7 +7,7 @@ use rate::{Algorithm, Config, Decision, Limiter};
 
 use super::{Rng, MS};
 
-/// The largest state a limiter stores (DESIGN §2): 2^64 − 257.
+/// The largest state a limiter stores (docs/clock.md): 2^64 − 257.
 pub const MAX_STATE: u64 = u64::MAX - 256;
 
 /// Replays 100 random requests on one key through `config`'s in-process limiter and
@@ -94,7 +94,7 @@ pub fn replay(redis: &mut redis::Connection, config: &Config, case: u64, rng: &m
     }
 }
 
-/// How long after an admission its key must live (DESIGN §5, fresh again): GCRA until its
+/// How long after an admission its key must live (docs/keyed.md, fresh again): GCRA until its
 /// TAT, which `reset_after_ns` reaches; the windows until nothing is counted in the
 /// window of now or the one before, the start of the window after next, which the sliding
 /// window's reset reaches once something is counted and the fixed window's comes a period

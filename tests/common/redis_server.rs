@@ -1,4 +1,4 @@
-//! A real `redis-server` for the Redis tier's tests (DESIGN §8): started by the test on a
+//! A real `redis-server` for the Redis tier's tests (docs/redis.md): started by the test on a
 //! free loopback port, with its files in a temporary directory, and stopped when dropped.
 //!
 //! Where `redis-server` is not installed the tests print why and skip, unless `CI` is set:

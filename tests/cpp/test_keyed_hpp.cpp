@@ -1,10 +1,10 @@
 /* Tests of include/rate.hpp's rate::KeyedLimiter, linked against librate.so. Run by
  * `cargo test` (tests/cpp_api.rs) with exceptions, without them, and under ASan + UBSan.
  *
- * Expected values are worked out by hand from DESIGN.md §3–§5 with the GCRA notation of
- * test_rate_hpp.cpp: T = floor(P / L), tau = B*T, admitted iff tat + n*T - t <= tau + W,
- * remaining = floor((tau - debt) / T), reset_after = debt, retry_after = TAT + n*T - t - tau - W.
- * Each key behaves as its own fresh limiter.
+ * Expected values are worked out by hand from docs/decision.md and docs/keyed.md with the
+ * GCRA notation of test_rate_hpp.cpp: T = floor(P / L), tau = B*T, admitted iff
+ * tat + n*T - t <= tau + W, remaining = floor((tau - debt) / T), reset_after = debt,
+ * retry_after = TAT + n*T - t - tau - W. Each key behaves as its own fresh limiter.
  */
 #include <atomic>
 #include <cerrno>

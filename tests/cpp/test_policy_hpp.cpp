@@ -2,8 +2,8 @@
  * librate.so. Run by `cargo test` (tests/cpp_api.rs) with exceptions, without them, and
  * under ASan + UBSan.
  *
- * The scenario is tests/c/test_policy.c's, worked out there from DESIGN.md §3, §4 and §9:
- * 2 a second (GCRA, burst 2: T = 500 ms) and 3 a minute (a fixed window).
+ * The scenario is tests/c/test_policy.c's, worked out there from docs/decision.md and
+ * docs/policies.md: 2 a second (GCRA, burst 2: T = 500 ms) and 3 a minute (a fixed window).
  */
 #include <algorithm>
 #include <atomic>

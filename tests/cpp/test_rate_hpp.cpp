@@ -2,7 +2,7 @@
  * linked against librate.so. Run by `cargo test` (tests/cpp_api.rs): with exceptions,
  * without them (-fno-exceptions), and under ASan + UBSan.
  *
- * Expected values are worked out by hand from DESIGN.md §3/§4, as in tests/c/test_limiter.c:
+ * Expected values are worked out by hand from docs/decision.md, as in tests/c/test_limiter.c:
  * GCRA with limit L, period P, burst B: T = floor(P / L), tau = B*T; a request of n at t
  * (waiting at most W) sees tat = max(TAT, t), is admitted iff tat + n*T - t <= tau + W, then
  * TAT := tat + n*T and wait = max(0, tat + n*T - t - tau). With debt = max(0, TAT - t):

@@ -13,8 +13,10 @@ import (
 // Result is one key's outcome in a batch: its Decision, or Err (an *Error) when Redis
 // gave none.
 type Result struct {
+	// Decision is Redis's decision for the key, the zero Decision when Err is set.
 	Decision librate.Decision
-	Err      error
+	// Err is nil, or an *Error: the key's call got no decision.
+	Err error
 }
 
 // AcquireMany takes n units now, by the server's clock, for each key in turn, in one

@@ -15,7 +15,7 @@ import (
 )
 
 // The package on a Redis Cluster of three masters the test starts on loopback ports
-// (DESIGN §8), through a *redis.ClusterClient: keys on every master decide as the
+// (docs/redis.md), through a *redis.ClusterClient: keys on every master decide as the
 // in-process limiter, one at a time and in batches; one key's Redis keys share a slot
 // whatever the prefix; and a master that lost its scripts gets them again.
 

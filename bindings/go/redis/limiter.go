@@ -208,9 +208,11 @@ func (l *Limiter) run(ctx context.Context, key string, r request, args []any) (s
 type Error struct {
 	// Key is the Redis key of the call; empty when nothing was sent.
 	Key string
+	// Err is the cause: go-redis's error, the context's, or ErrReply.
 	Err error
 }
 
+// Error is "librateredis: ", the quoted Key when there is one, and Err's message.
 func (e *Error) Error() string {
 	if e.Key == "" {
 		return "librateredis: " + e.Err.Error()

@@ -49,7 +49,7 @@ func newLimiter(t testing.TB, client redis.UniversalClient, config librate.Confi
 	return l
 }
 
-// DESIGN §4's seed scenario through Redis with explicit times: L = 1, P = 2 s, B = 1.
+// The seed scenario of docs/decision.md through Redis with explicit times: L = 1, P = 2 s, B = 1.
 // Bob is admitted at 0 ms, denied at 999 ms (retry after 1001 ms) and 1000 ms (1000 ms),
 // admitted at 2001 ms; Alice is independent.
 func TestSeedScenario(t *testing.T) {

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import cast
 
 U64_MAX = 2**64 - 1
-# A period that never ends (2**64-1 ns): a rule that never refills, a rate of zero.
+#: A period that never ends (2**64-1 ns): a rule that never refills, a rate of zero.
 FOREVER = math.inf
 NS_PER_SECOND = 1_000_000_000
 

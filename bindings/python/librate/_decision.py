@@ -1,4 +1,4 @@
-"""The outcome of one acquire, reserve or query (docs/semantics.md, "The decision"), and of
+"""The outcome of one acquire, reserve or query (docs/decision.md, the decision), and of
 one acquire on a policy of several rules."""
 
 from __future__ import annotations

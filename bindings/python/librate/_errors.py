@@ -1,4 +1,4 @@
-"""Exceptions, chosen by status NUMBER (never by message text), as STYLE §3 asks.
+"""Exceptions, chosen by status NUMBER, never by message text (CONTRIBUTING.md, style).
 
 Every status below 0 that the C library returns maps to one class here. The classes that
 mean "this argument can never work" are also ``ValueError`` subclasses, so code that

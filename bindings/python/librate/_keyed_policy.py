@@ -63,6 +63,7 @@ class KeyedRule:
         return cls(config, "global")
 
     def to_c(self) -> rate_keyed_rule:
+        """The rule as the C library takes it, a ``struct rate_keyed_rule``."""
         return rate_keyed_rule(self.config.to_c(), _SCOPES[self.scope])
 
     def __str__(self) -> str:

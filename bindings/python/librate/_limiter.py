@@ -265,6 +265,8 @@ class Config:
         return self.limit if self.burst is None else self.burst
 
     def to_c(self) -> rate_config:
+        """The configuration as the C library takes it, a ``struct rate_config`` (a
+        ``burst`` of None as 0)."""
         return rate_config(ALGORITHMS[self.algorithm], self.limit, self.period_ns, self.burst or 0)
 
 

@@ -23,4 +23,5 @@ class KeyedStats:
 
     @classmethod
     def from_c(cls, stats: rate_keyed_stats) -> KeyedStats:
+        """The statistics the C library filled in, a ``struct rate_keyed_stats``."""
         return cls(stats.capacity, stats.max_keys, stats.live_keys, stats.table_full)

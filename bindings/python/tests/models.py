@@ -1,10 +1,10 @@
-"""Obvious sequential reference models of DESIGN §4, and brute-force oracles for the
-decision fields of DESIGN §3. Slow on purpose: clarity over speed, small periods only.
+"""Obvious sequential reference models of docs/decision.md, and brute-force oracles
+for the decision fields it defines. Slow on purpose: clarity over speed, small periods only.
 
 Each model answers ``admits(t, n)`` for any t at or after the last request without
 changing state, and ``commit(t, n)`` records an admitted request. The oracle derives
 ``remaining``, ``retry_after_ns`` and ``reset_after_ns`` from those two by search, exactly
-as §3 defines them.
+as docs/decision.md defines them.
 """
 
 from __future__ import annotations

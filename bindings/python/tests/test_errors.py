@@ -110,7 +110,7 @@ def test_bad_limit(value: Any, error: type[Exception]) -> None:
 
 
 # Each message names the field, its value and the bound it broke. The bounds follow from
-# the rules in docs/semantics.md; the numbers are worked out in the comments.
+# the rules in docs/decision.md; the numbers are worked out in the comments.
 TOLERANCE = "(burst x (period_ns / limit) must be at most 2^64 - 257 ns)"
 CONFIG_MESSAGES: list[tuple[dict[str, Any], str]] = [
     ({"limit": 0}, "limit 0: must be at least 1"),

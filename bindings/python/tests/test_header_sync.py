@@ -84,7 +84,7 @@ def header_functions() -> dict[str, tuple[str, list[str]]]:
 
 
 def test_header_is_parsed() -> None:
-    # Guards the parser itself: the functions DESIGN §6 fixed for the direct limiter.
+    # Guards the parser itself: the functions docs/c.md fixes for the direct limiter.
     functions = header_functions()
     assert functions["rate_limiter_reserve_at"] == (
         "int32_t",

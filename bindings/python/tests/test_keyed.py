@@ -1,4 +1,4 @@
-"""KeyedLimiter (DESIGN §5) through the Python API, and the per-client middleware.
+"""KeyedLimiter (docs/keyed.md) through the Python API, and the per-client middleware.
 
 These need rate_keyed_* in librate.so; against a library without them every test here
 fails with a LibraryError naming the missing function.

@@ -17,7 +17,8 @@ from models import LIMITER_CASES, Acquire, ModelCase
 
 
 def test_seed_bob_and_alice_one_per_two_seconds() -> None:
-    # DESIGN §4 seed: L=1, P=2 s, B=1. Keys are independent: one limiter per person.
+    # The seed scenario of docs/decision.md: L=1, P=2 s, B=1. Keys are independent: one
+    # limiter per person.
     bob, alice = Limiter(limit=1, period=2), Limiter(limit=1, period=2)
     assert bob.acquire(now_ns=0).allowed
     denied = bob.acquire(now_ns=999 * MS)

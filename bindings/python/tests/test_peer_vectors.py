@@ -1,7 +1,7 @@
 """Published test vectors of peer GCRA libraries, through the Python API on a frozen
-timeline. DESIGN.md wins where a peer's conventions differ: a peer's -1 "no retry" is
-``retry_after_ns == 0`` for an admission, and a cost above the burst raises
-``InsufficientCapacity`` (DESIGN §3) where a peer reports a denial."""
+timeline. librate's rules (docs/decision.md) win where a peer's conventions differ: a peer's -1 "no
+retry" is ``retry_after_ns == 0`` for an admission, and a cost above the burst raises
+``InsufficientCapacity`` (docs/decision.md) where a peer reports a denial."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """librate.Policy: several rules decided all or nothing, over rate_policy_*. Expected
-values are worked out in the comments from docs/semantics.md, as in tests/c/test_policy.c:
+values are worked out in the comments from docs/decision.md, as in tests/c/test_policy.c:
 GCRA with limit L per period P, burst B has T = P / L; a fixed window of L per P counts
 units in [kP, (k+1)P)."""
 

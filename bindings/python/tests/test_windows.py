@@ -1,5 +1,5 @@
 """The window algorithms (fixed window, sliding window counter, sliding log) through the
-Python API, against DESIGN §3-4: scenarios by hand and a brute-force reference model."""
+Python API, against docs/decision.md: scenarios by hand and a brute-force reference model."""
 
 from __future__ import annotations
 

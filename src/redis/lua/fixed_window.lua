@@ -1,5 +1,5 @@
--- librate's Redis scripts: the fixed window counter (DESIGN §4, §8), the decision of
--- src/algorithm/fixed_window.rs on the windows of windows.lua: at most L units in each
+-- librate's Redis scripts: the fixed window counter (docs/decision.md, docs/redis.md), the decision
+-- of src/algorithm/fixed_window.rs on the windows of windows.lua: at most L units in each
 -- window [k·P, (k+1)·P). State: start, count (windows.lua).
 
 -- The decision of n units (0..L) for `key` with limit L and period P (see `gcra` in

@@ -1,5 +1,5 @@
--- librate's Redis scripts: the fixed window counter's decision near now (DESIGN §4, §8),
--- fixed_window.lua's in plain numbers on the window of windows_near.lua.
+-- librate's Redis scripts: the fixed window counter's decision near now (docs/decision.md,
+-- docs/redis.md), fixed_window.lua's in plain numbers on the window of windows_near.lua.
 
 -- The decision of n units for `key` (see `fixed_window` in fixed_window.lua).
 local function fixed_window_near(key, n, limit, period, write)

@@ -1,5 +1,5 @@
--- librate's Redis scripts: GCRA acquire and reserve (DESIGN §4, §8), the same arithmetic
--- as src/algorithm/gcra.rs on the instants of time.lua.
+-- librate's Redis scripts: GCRA acquire and reserve (docs/decision.md, docs/redis.md), the same
+-- arithmetic as src/algorithm/gcra.rs on the instants of time.lua.
 --
 -- KEYS: each key's TAT, 9 bytes big-endian: seconds (5 bytes), then nanoseconds (4), so
 -- every u64 instant, packed and unpacked in one call each (absent: 0, a fresh bucket).

@@ -1,5 +1,5 @@
--- librate's Redis scripts: GCRA's decision where everything lies near now (DESIGN §4,
--- §8), the decision of gcra.lua in plain numbers, and the one a GCRA call takes almost
+-- librate's Redis scripts: GCRA's decision where everything lies near now (docs/decision.md,
+-- docs/redis.md), the decision of gcra.lua in plain numbers, and the one a GCRA call takes almost
 -- always.
 --
 -- gcra.lua decides on instants, pairs of numbers, with helper functions that Redis's Lua

@@ -1,4 +1,4 @@
--- librate's Redis scripts, the last part of a policy's (DESIGN §9): the rules of one
+-- librate's Redis scripts, the last part of a policy's (docs/policies.md): the rules of one
 -- subject decided together, all or nothing, after every algorithm's file.
 --
 -- KEYS: each rule's state, in the order of the rules (each as its algorithm's file says).

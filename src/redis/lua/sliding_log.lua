@@ -1,4 +1,4 @@
--- librate's Redis scripts: the sliding window log (DESIGN §4, §8), the same
+-- librate's Redis scripts: the sliding window log (docs/decision.md, docs/redis.md), the same
 -- decisions as src/algorithm/sliding_log.rs on the instants of time.lua.
 --
 -- Every admitted unit takes the next position 0, 1, 2, … and its timestamp is kept in

@@ -1,5 +1,5 @@
--- librate's Redis scripts: the sliding window log's decision near now (DESIGN §4, §8),
--- sliding_log.lua's in plain numbers, and the one a log's call takes almost always.
+-- librate's Redis scripts: the sliding window log's decision near now (docs/decision.md,
+-- docs/redis.md), sliding_log.lua's in plain numbers, and the one a log's call takes almost always.
 --
 -- sliding_log.lua decides on instants with the helper functions of time.lua and its own,
 -- which Redis's Lua builds again on every call. Its expiry test needs none of them: a

@@ -1,6 +1,6 @@
--- librate's Redis scripts: the sliding window counter (DESIGN §4, §8), the decision of
--- src/algorithm/sliding_window.rs on the windows of windows.lua. A request of n units at
--- e into window k is admitted iff prev·(P − e) + (cur + n)·P <= L·P, exactly: as
+-- librate's Redis scripts: the sliding window counter (docs/decision.md, docs/redis.md), the
+-- decision of src/algorithm/sliding_window.rs on the windows of windows.lua. A request of n units
+-- at e into window k is admitted iff prev·(P − e) + (cur + n)·P <= L·P, exactly: as
 -- cur + n + ⌈prev·(P − e)/P⌉ <= L, the same test, since (L − cur − n)·P is a multiple of P.
 -- State: start, count, prev (windows.lua).
 

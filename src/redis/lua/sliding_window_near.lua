@@ -1,5 +1,5 @@
--- librate's Redis scripts: the sliding window counter's decision near now (DESIGN §4,
--- §8), sliding_window.lua's in plain numbers on the window of windows_near.lua, where
+-- librate's Redis scripts: the sliding window counter's decision near now (docs/decision.md,
+-- docs/redis.md), sliding_window.lua's in plain numbers on the window of windows_near.lua, where
 -- each product it divides stays below 2^53 (else the exact decision makes it).
 
 -- ⌊a·b / c⌋ and the remainder, for a product below 2^53; nil otherwise.

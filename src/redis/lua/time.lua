@@ -1,4 +1,4 @@
--- librate's Redis scripts: exact u64 nanosecond instants in Lua (DESIGN §8), after
+-- librate's Redis scripts: exact u64 nanosecond instants in Lua (docs/redis.md), after
 -- request.lua, for every algorithm's exact decision.
 --
 -- Lua numbers are doubles, exact only up to 2^53, and a time in nanoseconds since the
@@ -16,7 +16,7 @@
 -- nanoseconds of a second); 2^53 = 9007199254740992 (every integer below it is a double,
 -- exactly); the largest u64, 2^64 - 1, where every time saturates: 18446744073 s and
 -- 709551615 ns, '18446744073709551615' as a reply field; the largest state a limiter
--- stores, 2^64 - 257 (DESIGN §2; src/algorithm/mod.rs): 18446744073 s and 709551359 ns.
+-- stores, 2^64 - 257 (docs/clock.md; src/algorithm/mod.rs): 18446744073 s and 709551359 ns.
 
 -- The instant a decimal u64 names: its last nine digits are the nanoseconds, the others
 -- (if any) the seconds, as request.lua reads now.

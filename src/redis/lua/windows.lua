@@ -1,5 +1,6 @@
 -- librate's Redis scripts: what the fixed window and the sliding window counter share
--- (DESIGN §4, §8; src/algorithm/windows.rs), after time.lua and before either's own file.
+-- (docs/decision.md, docs/redis.md; src/algorithm/windows.rs), after time.lua and before either's
+-- own file.
 --
 -- KEYS: each key's state (absent: a fresh one, nothing counted).
 -- Configuration: the limit L, the period P (below 2^53, so L is below 2^52: the window
@@ -137,8 +138,8 @@ local function until_field(s, ns)
 end
 
 -- Stores an admission: `count` units in the window starting at s, ns and, given `prev`,
--- that count for the window before it. The key is kept until the state is fresh (DESIGN
--- §5: nothing counted in the window of now or the one before), the start of the window
+-- that count for the window before it. The key is kept until the state is fresh (docs/keyed.md,
+-- reclaim: nothing counted in the window of now or the one before), the start of the window
 -- after next.
 local function store(key, s, ns, count, prev)
     local fresh_s, fresh_ns = window_after(s, ns, 2)

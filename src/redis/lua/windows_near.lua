@@ -1,5 +1,5 @@
--- librate's Redis scripts: what the window counters' decisions near now share (DESIGN §4,
--- §8), in plain numbers, before fixed_window_near.lua or sliding_window_near.lua.
+-- librate's Redis scripts: what the window counters' decisions near now share (docs/decision.md,
+-- docs/redis.md), in plain numbers, before fixed_window_near.lua or sliding_window_near.lua.
 --
 -- As gcra_near.lua does for GCRA, these decide the common requests without the helper
 -- functions of time.lua and windows.lua, which Redis's Lua builds again on every call:

@@ -23,7 +23,9 @@ type AcquireAt func(n int, at time.Duration) (librate.Decision, error)
 
 // Vector is one peer's published sequence.
 type Vector struct {
-	Name   string
+	// Name is the peer's test the steps come from.
+	Name string
+	// Config is the limit the peer's test sets up, in librate's terms.
 	Config librate.Config
 	// Replay runs the steps through acquireAt, reporting each wrong one on t.
 	Replay func(t testing.TB, acquireAt AcquireAt)

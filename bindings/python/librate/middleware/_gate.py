@@ -298,6 +298,8 @@ class RateLimitMiddleware(Generic[App, Request]):
 
     @staticmethod
     def client_address(request: Any) -> Key | None:
+        """The default key of a request: the client's address, as the server gives it.
+        ``WSGIRateLimit`` and ``ASGIRateLimit`` say where they read it."""
         raise NotImplementedError
 
     def __init__(
