@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prints the README's tables for `cargo bench --bench shared` from criterion's results:
+"""Prints the tables for `cargo bench --bench shared` from criterion's results:
 each shared limiter's time against the private one's, and the Redis round trips against
 the shared limiter's calls. Standard library only.
 

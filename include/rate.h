@@ -1,4 +1,4 @@
-/* librate: lock-free rate limiters. See README.md and docs/decision.md for the contract. */
+/* librate: lock-free rate limiters. See docs/README.md for the guide and docs/decision.md for the contract. */
 
 #ifndef RATE_H
 #define RATE_H
@@ -698,7 +698,7 @@ void rate_keyed_policy_free(struct rate_keyed_policy *policy);
  * of `capacity` keys as for `rate_keyed_new` (its memory allocated now), every rule full
  * at any time. A request for a key is admitted iff every rule admits it (a per-key rule
  * on the key's own state, a global rule on everybody's), and a denied request takes
- * nothing from any rule (see the README for what concurrent callers may observe).
+ * nothing from any rule (docs/policies.md says what concurrent callers may observe).
  *
  * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
  * release with `rate_keyed_policy_free`; on error `*out` is left untouched. `rules` is
@@ -957,7 +957,7 @@ int32_t rate_keyed_set_config(struct rate_keyed *keyed, const struct rate_config
  * over as `rate_limiter_set_config_at` does (GCRA keeps the tokens, the window counters
  * their counts, capped at the new burst or limit). A key whose state is fresh (it would
  * admit as much as a new key), before or after the carry-over, starts anew under the new
- * rule. The README has the rules in full.
+ * rule. docs/live-changes.md has the rules in full.
  *
  * Thread-safety: safe to call concurrently on one handle, with any other call. The keys
  * move to the new rule one table slot after another: each acquire of a key racing the
@@ -1181,7 +1181,7 @@ int32_t rate_limiter_set_config(struct rate_limiter *limiter, const struct rate_
  * window counter keep their counts, moved to the new period's windows holding `now_ns`
  * (the window before it too, for the sliding window counter), capped at the new limit;
  * a period of RATE_FOREVER keeps its algorithm's rule (a bucket's whole tokens left, a
- * window's count used). The README has the rules in full.
+ * window's count used). docs/live-changes.md has the rules in full.
  *
  * Thread-safety: safe to call concurrently on one handle, with any other call. Each
  * acquire racing the change is decided wholly under the old rule (and carried over) or
@@ -1309,7 +1309,7 @@ void rate_policy_free(struct rate_policy *policy);
 /**
  * Creates a policy of the `rules_len` rules at `rules` (1 to RATE_POLICY_MAX_RULES, any
  * mix of algorithms), each full at any time. A request is admitted iff every rule admits
- * it, and a denied request takes nothing from any rule (see the README for what
+ * it, and a denied request takes nothing from any rule (docs/policies.md says what
  * concurrent callers of one policy may observe).
  *
  * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must

@@ -13,7 +13,7 @@
 // per limiter.
 //
 // The package links librate.a statically by default; build with -tags librate_dynamic
-// to link librate.so instead (see README.md).
+// to link librate.so instead (see docs/go.md).
 package librate
 
 /*

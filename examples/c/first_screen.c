@@ -1,4 +1,4 @@
-/* The README's first C snippet, as a program: compiled and run by the tests like every
+/* The README's C snippet, as a program: compiled and run by the tests like every
  * file here. scripts/check-docs.py checks that each line of the snippet is in this file. */
 #include <stdio.h>
 

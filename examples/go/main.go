@@ -9,7 +9,7 @@
 //	curl -i http://127.0.0.1:8080/    # the 6th call in a minute: 429
 //
 // It listens on 127.0.0.1 only. The limit is per process (see the middleware section of
-// bindings/go/README.md).
+// docs/go.md).
 package main
 
 import (

@@ -9,7 +9,7 @@ Run it from the repository root:
     curl -i http://127.0.0.1:8000/                       # the 6th call in a minute: 429
 
 It listens on 127.0.0.1 only. The limit is per process: run it as one process (see the
-middleware section of bindings/python/README.md).
+middleware section of docs/python.md).
 """
 
 from __future__ import annotations

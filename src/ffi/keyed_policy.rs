@@ -56,7 +56,7 @@ pub struct rate_keyed_policy {
 /// of `capacity` keys as for `rate_keyed_new` (its memory allocated now), every rule full
 /// at any time. A request for a key is admitted iff every rule admits it (a per-key rule
 /// on the key's own state, a global rule on everybody's), and a denied request takes
-/// nothing from any rule (see the README for what concurrent callers may observe).
+/// nothing from any rule (docs/policies.md says what concurrent callers may observe).
 ///
 /// Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
 /// release with `rate_keyed_policy_free`; on error `*out` is left untouched. `rules` is

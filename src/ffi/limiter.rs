@@ -237,7 +237,7 @@ pub unsafe extern "C" fn rate_limiter_set_config(
 /// window counter keep their counts, moved to the new period's windows holding `now_ns`
 /// (the window before it too, for the sliding window counter), capped at the new limit;
 /// a period of RATE_FOREVER keeps its algorithm's rule (a bucket's whole tokens left, a
-/// window's count used). The README has the rules in full.
+/// window's count used). docs/live-changes.md has the rules in full.
 ///
 /// Thread-safety: safe to call concurrently on one handle, with any other call. Each
 /// acquire racing the change is decided wholly under the old rule (and carried over) or

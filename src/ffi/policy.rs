@@ -62,7 +62,7 @@ impl From<PolicyDecision> for rate_policy_decision {
 
 /// Creates a policy of the `rules_len` rules at `rules` (1 to RATE_POLICY_MAX_RULES, any
 /// mix of algorithms), each full at any time. A request is admitted iff every rule admits
-/// it, and a denied request takes nothing from any rule (see the README for what
+/// it, and a denied request takes nothing from any rule (docs/policies.md says what
 /// concurrent callers of one policy may observe).
 ///
 /// Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must

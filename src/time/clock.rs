@@ -124,9 +124,8 @@ type ClockGettime = unsafe extern "C" fn(libc::clockid_t, *mut libc::timespec) -
 /// The `clock_gettime` to call: the kernel's own, in the vDSO, where it can be found.
 ///
 /// glibc's `clock_gettime` is a wrapper that calls the vDSO's; calling the vDSO directly
-/// saves the wrapper, a noticeable part of a coarse read (the README's clock section has
-/// the figures). Go's runtime calls
-/// the vDSO the same way.
+/// saves the wrapper, a noticeable part of a coarse read. Go's runtime calls the vDSO the
+/// same way.
 #[inline]
 fn clock_gettime() -> ClockGettime {
     static RESOLVED: OnceLock<ClockGettime> = OnceLock::new();

@@ -9,7 +9,7 @@ call, safe across threads.
 >>> limiter.acquire(now_ns=0).retry_after
 1.0
 
-See README.md for the API, the middleware and the benchmarks; ``librate.redis`` (with
+See docs/python.md for the API and the middleware; ``librate.redis`` (with
 redis-py installed) keeps limits in Redis, shared across hosts.
 """
 

@@ -28,7 +28,7 @@ pub unsafe extern "C" fn rate_keyed_set_config(
 /// over as `rate_limiter_set_config_at` does (GCRA keeps the tokens, the window counters
 /// their counts, capped at the new burst or limit). A key whose state is fresh (it would
 /// admit as much as a new key), before or after the carry-over, starts anew under the new
-/// rule. The README has the rules in full.
+/// rule. docs/live-changes.md has the rules in full.
 ///
 /// Thread-safety: safe to call concurrently on one handle, with any other call. The keys
 /// move to the new rule one table slot after another: each acquire of a key racing the
