@@ -7,7 +7,8 @@
 #
 # Usage: scripts/c-tests.sh          (needs cc, valgrind, and gcc's libasan/libubsan)
 # Env:   CC (default cc), CARGO_TARGET_DIR (default target)
-# Exits non-zero on any failure.
+# Exits non-zero on any failure. Ends with a line "c-tests: N passed, N failed", a run of
+# a program under valgrind or the sanitizers being one test (scripts/test.sh counts them).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -16,7 +17,12 @@ target_dir=${CARGO_TARGET_DIR:-target}
 work="$target_dir/c-tests"
 
 step() { printf '\n== %s\n' "$*"; }
-fail() { printf 'c-tests: FAILED: %s\n' "$*" >&2; exit 1; }
+passed=0
+fail() {
+    printf 'c-tests: FAILED: %s\n' "$*" >&2
+    echo "c-tests: $passed passed, 1 failed"
+    exit 1
+}
 
 command -v valgrind >/dev/null || fail "valgrind is not installed (apt-get install valgrind)"
 
@@ -74,6 +80,7 @@ for source in "${sources[@]}"; do
     program="$work/plain/$(basename "$source" .c)"
     echo "-- $program"
     "${valgrind_cmd[@]}" "$program" || fail "valgrind: $program (errors or leaks above)"
+    passed=$((passed + 1))
 done
 
 # --- (b) AddressSanitizer + UndefinedBehaviorSanitizer ----------------------------------
@@ -125,6 +132,8 @@ for source in "${sources[@]}"; do
     program="$work/asan/$(basename "$source" .c)"
     echo "-- $program"
     "$program" || fail "sanitizers: $program"
+    passed=$((passed + 1))
 done
 
 step "c-tests: all ${#sources[@]} programs clean under valgrind and ASan+UBSan"
+echo "c-tests: $passed passed, 0 failed"

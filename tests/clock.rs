@@ -56,6 +56,16 @@ fn child(name: &str, env: &[(&str, &str)]) -> Command {
     command
 }
 
+/// Runs `command` to its end, its output made this test's (shown when the test fails, or
+/// under `--nocapture`): on the terminal, the child's "test result" line would read as one
+/// of cargo's own (scripts/test.sh counts those).
+fn run(mut command: Command) {
+    let output = command.output().unwrap();
+    print!("{}", String::from_utf8_lossy(&output.stdout));
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{command:?}: {}", output.status);
+}
+
 #[test]
 fn the_tsc_serves_where_the_kernel_keeps_time_with_it() {
     if std::env::var_os("LIBRATE_CLOCK").is_some() {
@@ -80,8 +90,7 @@ fn the_tsc_serves_where_the_kernel_keeps_time_with_it() {
 /// this process.
 #[test]
 fn within_a_microsecond_of_clock_monotonic_for_ten_seconds() {
-    let status = child("agree_for_ten_seconds", &[]).status().unwrap();
-    assert!(status.success());
+    run(child("agree_for_ten_seconds", &[]));
 }
 
 /// Run by `within_a_microsecond_of_clock_monotonic_for_ten_seconds`, alone in its process.
@@ -212,10 +221,10 @@ fn answer_with_readings() {
 
 #[test]
 fn the_plain_clock_when_asked_for() {
-    let status = child("plain_clock_child", &[("LIBRATE_CLOCK", "monotonic")])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    run(child(
+        "plain_clock_child",
+        &[("LIBRATE_CLOCK", "monotonic")],
+    ));
 }
 
 /// Run by `the_plain_clock_when_asked_for` with `LIBRATE_CLOCK=monotonic`.

@@ -9,10 +9,6 @@ pub mod models;
 pub mod peer_vectors;
 #[cfg(not(loom))]
 pub mod processes;
-#[cfg(feature = "redis")]
-pub mod redis_replay;
-#[cfg(feature = "redis")]
-pub mod redis_server;
 
 /// SplitMix64: a tiny deterministic PRNG, so every property test is reproducible from its
 /// seed without a dependency.

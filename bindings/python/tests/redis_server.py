@@ -3,7 +3,8 @@
 three-master Redis Cluster of them; and fixtures for both.
 
 Where ``redis-server`` (or ``$REDIS_SERVER``) is not installed the tests are skipped with
-the reason, unless ``CI`` is set: CI installs it, so there a missing server fails.
+the reason, and the run ends saying so (conftest.py), unless ``CI`` is set: CI installs
+it, so there a missing server fails.
 """
 
 from __future__ import annotations
@@ -28,11 +29,15 @@ import redis.asyncio
 _PATIENCE_S = 20
 
 
+#: How a skip for want of a server ends its reason (conftest.py counts them by it).
+NOT_INSTALLED = "is not installed (apt-get install redis-server)"
+
+
 def _binary() -> str:
     """The ``redis-server`` to run; skips (fails under CI) where there is none."""
     binary = os.environ.get("REDIS_SERVER", "redis-server")
     if shutil.which(binary) is None:
-        reason = f"{binary} is not installed (apt-get install redis-server)"
+        reason = f"{binary} {NOT_INSTALLED}"
         if os.environ.get("CI"):
             pytest.fail(f"{reason}, and CI must run the Redis tests")
         pytest.skip(reason)

@@ -5,8 +5,6 @@
 //! script reloads, a key of another type failing alone, a dead server an error; a policy
 //! as the in-process one, and its reset; and on a three-master Cluster through its async
 //! connection, batches split by hash slot.
-// Not under loom, where tokio, the runtime these tests use, is left out (Cargo.toml).
-#![cfg(all(feature = "redis-async", not(loom)))]
 
 mod common;
 

@@ -2,7 +2,6 @@
 //! port: GCRA's decisions, the same as the in-process limiter's field for field for the
 //! same times; the server's clock; script reloads; expiry; and every failure an error.
 //! The window counters are in `redis_windows.rs`.
-#![cfg(feature = "redis")]
 
 mod common;
 

@@ -1,7 +1,6 @@
 //! The Redis tier on a Redis Cluster of three masters the test starts on loopback ports
 //! (docs/redis.md): keys spread over the masters, each key's state in the slot of its hash
 //! tag, and the decisions those of the in-process limiter.
-#![cfg(feature = "redis")]
 
 mod common;
 

@@ -2,7 +2,6 @@
 //! `redis-server` the test starts on a loopback port: the doc example by hand; the same decisions
 //! as the in-process limiter, field for field, for random configurations and times; reserves
 //! refused; expiry with the newest entry; bounds and states of another shape.
-#![cfg(feature = "redis")]
 
 mod common;
 

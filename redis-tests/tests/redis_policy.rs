@@ -2,7 +2,6 @@
 //! starts on a loopback port: one script call decides all of a key's rules, exactly as the
 //! in-process `Policy` decides them, field for field; a hammer at one frozen time admits exactly
 //! the tightest rule's limit; reset lifts a key's limit; failures are errors.
-#![cfg(feature = "redis")]
 
 mod common;
 

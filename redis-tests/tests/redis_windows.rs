@@ -2,7 +2,6 @@
 //! against a real `redis-server` the test starts on a loopback port: each algorithm's doc example
 //! by hand; the same decisions as the in-process limiter, field for field, for random
 //! configurations and times; the server's clock; expiry; and states of another shape.
-#![cfg(feature = "redis")]
 
 mod common;
 
