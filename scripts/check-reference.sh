@@ -39,9 +39,7 @@ echo "${#roots[@]} crate roots"
 
 step "Rust: cargo doc with RUSTDOCFLAGS=\"-D warnings\""
 export RUSTDOCFLAGS="-D warnings"
-# The redis-async feature needs one of redis's runtime features, which a user's own
-# redis dependency turns on; tokio-comp stands in for it here.
-all_features=(--all-features --features redis/tokio-comp)
+all_features=(--all-features)
 cargo doc --no-deps --quiet
 cargo doc --no-deps --quiet "${all_features[@]}"
 cargo doc --no-deps --quiet "${all_features[@]}" --document-private-items

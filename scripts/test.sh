@@ -5,12 +5,13 @@
 #
 # Usage: scripts/test.sh            (from anywhere in the repository)
 #        scripts/test.sh --quick    the inner loop, within two minutes with a warm build:
-#                                   Rust's unit, integration and example tests but those
-#                                   that drive the C and C++ compilers, and the Python and
-#                                   Go tests that need no Redis. It leaves out the doc
-#                                   tests, the native-toolchain tests, the Redis tier,
-#                                   fuzzing, loom, valgrind and the sanitizers, Go's race,
-#                                   GC-stress and dynamic-link runs, and the docs check.
+#                                   the docs check, Rust's unit, integration and example
+#                                   tests but those that drive the C and C++ compilers,
+#                                   and the Python and Go tests that need no Redis. It
+#                                   leaves out the doc tests, the native-toolchain tests,
+#                                   the Redis tier, fuzzing, loom, valgrind and the
+#                                   sanitizers, Go's race, GC-stress and dynamic-link
+#                                   runs, and the API reference's build.
 #
 # Every step runs, even after one has failed. The run ends with a table of the steps, what
 # was skipped and why, and one line, "N passed, N failed": the tests of every language
@@ -36,7 +37,7 @@ case "${1:-}" in
     --quick) quick=true ;;
     "") ;;
     *)
-        sed -n '2,13p' "$0"
+        sed -n '2,14p' "$0"
         exit 2
         ;;
 esac
@@ -141,12 +142,9 @@ go_test() { go test -json "$@" | python3 -u "$root/scripts/go-test-summary.py"; 
 
 docs() {
     python3 scripts/check-docs.py
-    # docs/bench.svg is the plot script's drawing of docs/bench/, never edited by hand.
-    local plot
-    plot=$(mktemp)
-    python3 scripts/plot-bench.py --out "$plot" >/dev/null
-    cmp "$plot" docs/bench.svg || { echo "docs/bench.svg: redraw it with scripts/plot-bench.py"; exit 1; }
-    rm -f "$plot"
+    # docs/performance.md and docs/bench.svg are the script's, from docs/bench/, never
+    # edited by hand.
+    python3 scripts/perf-page.py --check
 }
 
 rust_tests() {
@@ -239,13 +237,14 @@ if ! $quick && ! command -v "$redis_server" >/dev/null; then
 fi
 
 if $quick; then
+    step "Docs: links, snippets, no internal notes, the performance page is the script's" docs
     step "Rust: build the release library the bindings link" cargo build --release
     step "Rust: unit, integration and example tests (in process)" rust_quick
     step "Python: the tests that need no Redis" python_tests
     step "Go: the tests that need no Redis, the example service" go_quick
-    notes+=("Left out of --quick: doc tests, the C/C++ toolchain tests, the Redis tier, fuzzing, loom, valgrind and sanitizers, Go -race/GC stress/dynamic link, the docs check; scripts/test.sh runs them all.")
+    notes+=("Left out of --quick: doc tests, the C/C++ toolchain tests, the Redis tier, fuzzing, loom, valgrind and sanitizers, Go -race/GC stress/dynamic link, the API reference's build; scripts/test.sh runs them all.")
 else
-    step "Docs: links, no internal notes, the plot is the script's" docs
+    step "Docs: links, snippets, no internal notes, the performance page is the script's" docs
     step "Rust: build the release library the bindings link" cargo build --release
     step "Rust: unit, integration, example and doc tests, C and C++ via cargo" rust_tests
     if $have_redis || [ -n "${CI:-}" ]; then
@@ -258,6 +257,8 @@ else
     step "Rust: loom models" loom
     step "C: every C test under valgrind memcheck and ASan/UBSan" scripts/c-tests.sh
     step "Python: install the package into .venv (it bundles librate.so), pytest" python_tests
+    step "Reference: cargo doc -D warnings, every Rust, Go and Python public name documented" \
+        scripts/check-reference.sh
     step "Go: vet, race tests, GC stress with a GC before every C call, dynamic link" go_tests
     step "Go: the example service (examples/go), over HTTP on 127.0.0.1" go_example
 fi
