@@ -23,6 +23,9 @@ rm -f "$plot"
 step "Rust: build the release library the bindings link"
 cargo build --release
 
+step "Rust: live changes keep memory bounded (a table changed 1,000 times: optimized)"
+cargo test --release --test live_memory
+
 step "Rust: unit, integration, doc and C tests (tests/c_api.rs drives the C compiler), the Redis tier (blocking and async) against a redis-server of its own"
 cargo test --features testing,redis,redis-async
 
