@@ -38,7 +38,16 @@
 //! more than [`MAX_RETIRED`] replaced versions still wait, it waits itself (spinning, then
 //! yielding) for the threads pinned before it to unpin, which takes as long as the
 //! decisions they are making. So an owner holds its first version, the one in force and
-//! at most [`MAX_RETIRED`] others, however many changes it sees.
+//! at most [`MAX_RETIRED`] others, however many changes it sees. A thread never changes an
+//! owner while it holds a pin on it, which that change could wait for (a keyed batch ends
+//! its view before it calls its caller back).
+//!
+//! # Why not crossbeam-epoch
+//! Its collector is process-wide: a version would be freed only as every thread pinned
+//! anywhere in the process moves the global epoch on, and its loom build is
+//! `cfg(crossbeam_loom)`, not this crate's `cfg(loom)`, so the models would not see it.
+//! An epoch per owner, over `sync.rs`, is checked by the same models as the rest, and
+//! lets an owner whose rule never changed skip pinning altogether.
 //!
 //! `tests/loom_live_changes.rs` and `tests/loom_keyed_live.rs` model-check a change racing
 //! decisions and a free racing a thread that read the old version before the change.
