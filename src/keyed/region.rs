@@ -64,8 +64,9 @@ pub(super) enum Memory {
 }
 
 // SAFETY: `words` points into `_memory`, which the region owns and which never moves (a
-// heap block or a mapping), and `replaced` to a region its table keeps until it drops;
-// the words are only ever accessed atomically.
+// heap block or a mapping); `replaced` to a region its table frees only once no thread
+// can read it (`versions.rs`), and `refusals` to a word of the table's first region,
+// which lives as long as the table; the words are only ever accessed atomically.
 unsafe impl Send for Region {}
 // SAFETY: as above.
 unsafe impl Sync for Region {}
