@@ -963,8 +963,9 @@ int32_t rate_keyed_set_config(struct rate_keyed *keyed, const struct rate_config
  * move to the new rule one table slot after another: each acquire of a key racing the
  * change is decided wholly under the old rule (and carried over) or wholly under the new
  * one. Keys already in the table never wait for the change; a new key waits until every
- * key has moved. Changes are serialized. The old rule's table stays allocated until
- * `rate_keyed_free` (the table's size again per change).
+ * key has moved. Changes are serialized. The change allocates a table of the same size
+ * for the new rule and frees the old one once no thread can still be reading it, so a
+ * table holds a few tables at most, however many changes it sees.
  *
  * NULL: `keyed` or `config` NULL is RATE_E_NULL.
  *
@@ -1185,8 +1186,9 @@ int32_t rate_limiter_set_config(struct rate_limiter *limiter, const struct rate_
  *
  * Thread-safety: safe to call concurrently on one handle, with any other call. Each
  * acquire racing the change is decided wholly under the old rule (and carried over) or
- * wholly under the new one. The old rule's state stays allocated until
- * `rate_limiter_free` (a few hundred bytes per change).
+ * wholly under the new one. The old rule's state is freed once no thread can still be
+ * deciding on it, so a limiter holds a few rules at most, however many changes it sees.
+ * Changes are serialized.
  *
  * NULL: `limiter` or `config` NULL is RATE_E_NULL.
  *

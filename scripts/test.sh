@@ -247,6 +247,8 @@ else
     step "Docs: links, snippets, no internal notes, the performance page is the script's" docs
     step "Rust: build the release library the bindings link" cargo build --release
     step "Rust: unit, integration, example and doc tests, C and C++ via cargo" rust_tests
+    step "Rust: live changes keep memory bounded (a table changed 1,000 times, optimized)" \
+        cargo test --release -p librate --test live_memory
     if $have_redis || [ -n "${CI:-}" ]; then
         step "Rust: the Redis tier (blocking and async, one server and a Cluster)" rust_redis
     else

@@ -27,16 +27,14 @@
 //! replaced words, so a compare-and-swap that expects an older value can never succeed
 //! there (no ABA).
 //!
-//! Two changes racing order themselves by the same swap: the one that finds the marker
-//! waits for the other's generation and replaces that one.
+//! Changes are serialized (`versions.rs`), so a change always finds the words it replaces
+//! unmarked: a second change waits for the first, then replaces its generation.
 //!
 //! # Memory
-//! A thread may still be deciding on a replaced generation (it loaded the pointer before
-//! the change): the generation stays allocated, linked from its successor, until the
-//! limiter is dropped. Each change keeps one generation: its rule and its state words
-//! (with their cache-line padding, 256 bytes), so memory grows with the number of changes
-//! a limiter sees over its life and with nothing else; a limiter changed very often
-//! (thousands of times) is better rebuilt.
+//! Generations are versions (`versions.rs`): a decision out of line reads the generation
+//! in force pinned, and a replaced generation is freed once no pinned thread can still be
+//! deciding on it, so a limiter holds at most a few generations however many changes it
+//! sees. The first generation's path pins nothing.
 
 use crate::config::Config;
 use crate::decider::Decider;
@@ -44,7 +42,8 @@ use crate::error::Error;
 #[cfg(not(loom))]
 use crate::shared::Mapping;
 use crate::state::{Replaceable, Replaced, REPLACED};
-use crate::sync::{load_latest, AtomicPtr, AtomicU64, Backoff, Ordering};
+use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::versions::{Kept, Pin, Version, Versions};
 use std::ptr::NonNull;
 #[cfg(not(loom))]
 use std::sync::Arc;
@@ -67,10 +66,16 @@ pub(crate) struct Generation {
     state_len: usize,
     /// Owns the state words: kept, never read.
     _memory: Memory,
-    /// The generation this one replaced, kept for threads still deciding on it; freed
-    /// with this one.
-    replaced: Option<NonNull<Generation>>,
+    /// 0 for the limiter's first generation, one more for each change
+    /// (`Change::serial` in `versions.rs`): what a refund keeps to know it again.
+    pub(crate) serial: u64,
 }
+
+// SAFETY: `state` points into `_memory`, which the generation owns and which never moves
+// (a heap block or a mapping); the words are only ever accessed atomically.
+unsafe impl Send for Generation {}
+// SAFETY: as above.
+unsafe impl Sync for Generation {}
 
 /// Where a generation's state words live.
 #[derive(Debug)]
@@ -108,7 +113,7 @@ impl Generation {
             tenancy: Replaceable { replaceable },
             state,
             _memory: memory,
-            replaced: None,
+            serial: 0,
         }
     }
 
@@ -137,51 +142,50 @@ pub(crate) trait Operation: Copy {
 
     /// Runs the operation on `generation`'s words, shown to `tenancy`: `Err` if they were
     /// replaced, with nothing decided or written.
-    fn run(self, generation: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced>;
+    fn run(
+        self,
+        generation: &Version<Generation>,
+        tenancy: &Replaceable,
+    ) -> Result<Self::Output, Replaced>;
 }
 
-/// The current generation of a limiter and, linked from it, every one it replaced.
+/// A limiter's generations: the first, in place, and the one in force.
 #[derive(Debug)]
 pub(crate) struct Generations {
-    /// The generation the limiter was built with, in place: a limiter whose rule never
-    /// changes reads it beside the pointer, with no pointer to follow.
-    first: Generation,
-    /// The generation in force: null for `first`, else a leaked `Box`.
-    current: AtomicPtr<Generation>,
+    versions: Versions<Generation>,
+    /// The configurations [`config`](Self::config) lent out after a change.
+    configs: Kept<Config>,
 }
-
-// SAFETY: the generations are owned by this value (`first` in place, the others freed
-// only in `drop`, which has it alone); their words are only ever accessed atomically, and
-// the rest never changes once published.
-unsafe impl Send for Generations {}
-// SAFETY: as above.
-unsafe impl Sync for Generations {}
 
 impl Generations {
     pub(crate) fn new(first: Generation) -> Self {
         Self {
-            first,
-            current: AtomicPtr::new(std::ptr::null_mut()),
+            versions: Versions::new(first),
+            configs: Kept::new(),
         }
     }
 
-    /// The generation in force.
-    #[inline]
-    pub(crate) fn current(&self) -> &Generation {
-        // Acquire: pairs with the Release store that published it, so its words are read
-        // at least as the change wrote them.
-        self.generation(self.current.load(Ordering::Acquire))
+    /// The configuration in force, lent for as long as the limiter lives: the first
+    /// generation's, or after a change, a kept copy of the one in force.
+    pub(crate) fn config(&self) -> &Config {
+        match self.versions.first_in_force() {
+            Some(first) => &first.config,
+            None => self.configs.get(&self.versions.pin().current().config),
+        }
     }
 
-    /// The generation `pointer` names: `first` for null.
-    #[inline(always)]
-    fn generation(&self, pointer: *mut Generation) -> &Generation {
-        if pointer.is_null() {
-            &self.first
-        } else {
-            // SAFETY: every non-null pointer stored is a leaked `Box`, freed only when
-            // `self` drops.
-            unsafe { &*pointer }
+    /// The generation the limiter was built with: what a change cannot alter (its
+    /// algorithm, and whether its words are this process's) is read there.
+    #[inline]
+    pub(crate) fn first(&self) -> &Generation {
+        self.versions.first()
+    }
+
+    /// Runs `read` on the generation in force: the first, or another pinned.
+    pub(crate) fn with_current<R>(&self, read: impl FnOnce(&Version<Generation>) -> R) -> R {
+        match self.versions.first_in_force() {
+            Some(first) => read(first),
+            None => read(self.versions.pin().current()),
         }
     }
 
@@ -190,11 +194,12 @@ impl Generations {
     /// check of the request ([`Decider::check`]).
     ///
     /// It runs first on the first generation, in place, as a limiter whose rule never
-    /// changed decides: no pointer to follow, and the words' tenancy a comparison of each
-    /// first-word value with [`REPLACED`] that a state never fails. `operation` passes the
-    /// tenancy on to the state layer, which shows it every value it decides on, so it
-    /// never decides on the marker: `Err(Replaced)` means it decided nothing. Then, or if
-    /// the rule refuses the request, it runs again where [`next`](Self::next) says.
+    /// changed decides: no pointer to follow, nothing pinned, and the words' tenancy a
+    /// comparison of each first-word value with [`REPLACED`] that a state never fails.
+    /// `operation` passes the tenancy on to the state layer, which shows it every value it
+    /// decides on, so it never decides on the marker: `Err(Replaced)` means it decided
+    /// nothing. Then, or if the rule refuses the request, it runs again, pinned, where
+    /// [`next`](Self::next) says.
     #[inline(always)]
     pub(crate) fn decide<O: Operation>(
         &self,
@@ -203,8 +208,9 @@ impl Generations {
         operation: O,
     ) -> Result<O::Output, Error> {
         const MAY_BE_REPLACED: Replaceable = Replaceable { replaceable: true };
-        if self.first.decider.check(n, max_wait_ns).is_ok() {
-            if let Ok(result) = operation.run(&self.first, &MAY_BE_REPLACED) {
+        let first = self.versions.first();
+        if first.decider.check(n, max_wait_ns).is_ok() {
+            if let Ok(result) = operation.run(first, &MAY_BE_REPLACED) {
                 return Ok(result);
             }
         }
@@ -232,7 +238,7 @@ impl Generations {
     }
 
     /// Runs `operation` after the first generation's rule refused the request or its
-    /// words held the marker, where [`next`](Self::next) says, until it decides.
+    /// words held the marker, pinned, where [`next`](Self::next) says, until it decides.
     #[inline(always)]
     fn run_again<O: Operation>(
         &self,
@@ -240,10 +246,11 @@ impl Generations {
         max_wait_ns: Option<u64>,
         operation: O,
     ) -> Result<O::Output, Error> {
-        let mut tried = &self.first;
+        let pin = self.versions.pin();
+        let mut tried = self.versions.first();
         let mut backoff = Backoff::default();
         loop {
-            let generation = self.next(tried, n, max_wait_ns, &mut backoff)?;
+            let generation = Self::next(&pin, tried, n, max_wait_ns, &mut backoff)?;
             if let Ok(result) = operation.run(generation, &generation.tenancy) {
                 return Ok(result);
             }
@@ -262,21 +269,22 @@ impl Generations {
     #[cold]
     #[inline(never)]
     fn next<'a>(
-        &'a self,
-        mut tried: &'a Generation,
+        pin: &'a Pin<'_, Generation>,
+        mut tried: &'a Version<Generation>,
         n: u64,
         max_wait_ns: Option<u64>,
         backoff: &mut Backoff,
-    ) -> Result<&'a Generation, Error> {
+    ) -> Result<&'a Version<Generation>, Error> {
         loop {
             let generation = if tried.is_replaced() {
-                let current = self.current();
+                let current = pin.current();
                 if std::ptr::eq(current, tried) {
                     // A change publishes the next generation a few steps after it marks
                     // the words; spin, then yield, in case its thread was descheduled
-                    // between them.
+                    // between them. The latest value, by a read-modify-write: a load may
+                    // return an older one for a while.
                     backoff.snooze();
-                    self.latest()
+                    pin.latest()
                 } else {
                     current
                 }
@@ -291,17 +299,6 @@ impl Generations {
         }
     }
 
-    /// The generation in force, by a read-modify-write, which reads the pointer's latest
-    /// value (a load may return an older one for a while): for a decision that found its
-    /// generation replaced, so that it waits only while the change is unpublished.
-    fn latest(&self) -> &Generation {
-        self.generation(self.latest_pointer())
-    }
-
-    fn latest_pointer(&self) -> *mut Generation {
-        load_latest(&self.current)
-    }
-
     /// Replaces the generation in force by one of `decider` whose state is the old one's
     /// carried over at `now` (module docs). The new words are allocated before the old
     /// are frozen, so decisions wait only while the state is converted.
@@ -311,28 +308,17 @@ impl Generations {
     /// the state cannot be carried over to `decider` ([`Decider::check_change`]).
     pub(crate) fn replace(&self, decider: Decider, config: &Config, now: u64) -> Result<(), Error> {
         let mut new = Generation::private(decider, config);
-        loop {
-            let old_pointer = self.latest_pointer();
-            let old = self.generation(old_pointer);
-            (old.decider).check_change(&new.decider, old.tenancy.replaceable)?;
-            let Some(first) = freeze(&old.state()[0]) else {
-                // Another change replaced it: wait for its generation, and replace that.
-                let mut backoff = Backoff::default();
-                while std::ptr::eq(self.latest(), old) {
-                    backoff.snooze();
-                }
-                continue;
-            };
-            old.decider
-                .carry_over(old.state(), first, now, &new.decider, new.state());
-            // `first` (null) is no leaked `Box`: it is freed with `self`, not linked.
-            new.replaced = NonNull::new(old_pointer);
-            // Release: publishes the new words (and this generation) to every decision
-            // that loads the pointer.
-            self.current
-                .store(Box::into_raw(Box::new(new)), Ordering::Release);
-            return Ok(());
-        }
+        let mut change = self.versions.change();
+        new.serial = change.serial();
+        let (old, _) = change.current();
+        (old.decider).check_change(&new.decider, old.tenancy.replaceable)?;
+        let first = freeze(&old.state()[0]).expect("changes are serialized: none froze it");
+        old.decider
+            .carry_over(old.state(), first, now, &new.decider, new.state());
+        // Publishes the new words (a Release store); the old generation is retired, and
+        // freed once no thread can still be deciding on it, when `change` drops.
+        change.publish(new);
+        Ok(())
     }
 }
 
@@ -349,20 +335,6 @@ fn freeze(first: &AtomicU64) -> Option<u64> {
         match first.compare_exchange_weak(held, REPLACED, Ordering::Acquire, Ordering::Acquire) {
             Ok(_) => return Some(held),
             Err(actual) => held = actual,
-        }
-    }
-}
-
-impl Drop for Generations {
-    fn drop(&mut self) {
-        // Relaxed: `&mut self`, so no other thread touches the pointer.
-        let mut next = NonNull::new(self.current.load(Ordering::Relaxed));
-        while let Some(generation) = next {
-            // SAFETY: every generation but `first` was a leaked `Box`, linked once (as the
-            // current one or as its successor's `replaced`), and `&mut self` means no
-            // thread decides on any of them any more.
-            let generation = unsafe { Box::from_raw(generation.as_ptr()) };
-            next = generation.replaced;
         }
     }
 }

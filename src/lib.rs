@@ -26,9 +26,11 @@
 //!   │              tables and global rules in limiters, for one key at a time
 //!  limiter.rs      Limiter: a decider over its own padded words, with a clock hint
 //!  generations.rs  a limiter's rule and words as one generation, replaced whole by a
-//!   │              change of rule (the old words frozen, carried over, kept until drop)
+//!   │              change of rule (the old words frozen, carried over)
 //!  keyed/          KeyedLimiter: a bounded lock-free table of per-key states, and in a
 //!   │              shared table, its claim registry and crash recovery
+//!  versions.rs     versions of a rule and its state, for both: the first in place, the
+//!   │              one in force, replaced ones freed once no pinned thread can read them
 //!  shared/         the file every process maps: create or attach, validate, reset
 //!   │              (header.rs: what it is and enforces; file.rs: making it)
 //!   │
@@ -111,6 +113,7 @@ mod shared;
 mod state;
 mod sync;
 mod time;
+mod versions;
 
 pub use config::{Algorithm, Config};
 pub use decision::Decision;

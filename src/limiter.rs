@@ -57,10 +57,9 @@ pub struct Limiter {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RuleRefund {
     refund: Refund,
-    /// The generation admitted on, by address: compared with the one in force, never
-    /// followed (generations are never freed while their limiter lives, so no other takes
-    /// its address).
-    generation: *const Generation,
+    /// The generation admitted on, by serial: compared with the one in force (an address
+    /// could be a later generation's, once the one admitted on was freed).
+    generation: u64,
 }
 
 impl Limiter {
@@ -147,7 +146,7 @@ impl Limiter {
     /// The configuration in force: the one this limiter was built from, or the last
     /// [`set_config`](Self::set_config) gave.
     pub fn config(&self) -> &Config {
-        &self.generations.current().config
+        self.generations.config()
     }
 
     /// Acquires `n` units now. `n == 0` only reports the current state.
@@ -255,8 +254,9 @@ impl Limiter {
 
     /// The rule this limiter enforces, for a policy of several ([`crate::Policy`]).
     #[inline]
-    pub(crate) fn rule(&self) -> &Decider {
-        &self.generations.current().decider
+    pub(crate) fn rule(&self) -> Decider {
+        self.generations
+            .with_current(|generation| generation.decider)
     }
 
     /// Acquires `n` units (checked by the caller) at `now_ns`, with what giving them back
@@ -342,8 +342,9 @@ impl Limiter {
     pub(crate) fn refund(&self, refund: RuleRefund) -> bool {
         // Words a change replaced since hold the marker, so the refund's swap fails there
         // even if the change comes between the comparison and the swap.
-        let generation = self.generations.current();
-        std::ptr::eq(generation, refund.generation) && refund.refund.apply(generation.state())
+        self.generations.with_current(|generation| {
+            generation.serial == refund.generation && refund.refund.apply(generation.state())
+        })
     }
 
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
@@ -364,12 +365,14 @@ impl Limiter {
 impl RuleRefund {
     /// The refund of an admission on `generation`'s words, if it has one.
     fn on(generation: &Generation, refund: Option<Refund>) -> Option<Self> {
+        let generation = generation.serial;
         refund.map(|refund| Self { refund, generation })
     }
 
     /// Puts the refund of an admission on `generation`'s words in `into`.
     #[inline(always)]
     fn put(generation: &Generation, refund: Refund, into: &Cell<Option<Self>>) {
+        let generation = generation.serial;
         into.set(Some(Self { refund, generation }));
     }
 }

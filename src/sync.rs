@@ -10,11 +10,17 @@ pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, Ord
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
-/// Serializes a keyed table's changes of rule (`keyed/change.rs`); no decision takes it.
+/// Serializes changes of rule (`versions.rs`); no decision takes it.
 #[cfg(loom)]
-pub(crate) use loom::sync::Mutex;
+pub(crate) use loom::sync::{Mutex, MutexGuard};
 #[cfg(not(loom))]
-pub(crate) use std::sync::Mutex;
+pub(crate) use std::sync::{Mutex, MutexGuard};
+
+/// Under loom, a cell whose accesses the model checks for races: touched by a version's
+/// readers and by its free (`versions.rs`), so that a free not ordered after every read is
+/// reported.
+#[cfg(loom)]
+pub(crate) use loom::cell::UnsafeCell as ModelCell;
 
 pub(crate) use std::sync::atomic::fence as process_fence;
 pub(crate) use std::sync::atomic::AtomicU64 as ProcessAtomicU64;

@@ -124,3 +124,23 @@ fn a_change_racing_an_acquire_then_an_insert() {
         assert_new_key(&new, &table, C);
     });
 }
+
+/// A free racing a late reader: once a table's rule changed, every operation reads the
+/// region in force pinned. A thread acquires an existing key on it while the main thread
+/// changes the rule again, which sweeps the key out of that region, retires it and frees
+/// it once no thread can still be reading it. Under loom every read of a region is
+/// checked against its free (a free not ordered after a read is reported), and the key's
+/// state after is exact.
+#[test]
+fn a_free_racing_a_late_reader() {
+    // A has 2 tokens; a burst of 5 keeps them.
+    let middle = Config::gcra(1, T).with_burst(5);
+    loom::model(move || {
+        let table = table_with_a();
+        table.set_config_at(&middle, NOW).unwrap();
+        let decision = race_a_change(&table, A, 2);
+        assert!(decision.allowed, "2 tokens, before (of 5) or after (of 4)");
+        assert!(decision.limit == 5 || decision.limit == 4);
+        assert_eq!(tokens_left(&table, A), 0);
+    });
+}

@@ -156,3 +156,34 @@ fn a_caller_after_a_policy_change_checks_the_rules_in_force() {
         );
     });
 }
+
+/// A free racing a late reader: once a limiter's rule changed, every decision reads the
+/// generation in force pinned. A thread acquires on it while the main thread changes the
+/// rule again, which retires that generation and frees it once no thread can still be
+/// deciding on it. Under loom every read of a generation is checked against its free
+/// (a free not ordered after a read is reported), and the state after is exact.
+#[test]
+fn a_free_racing_a_late_reader() {
+    let (old, new) = rules();
+    // 3 tokens, carried over into a burst of 4: still 3.
+    let middle = Config::gcra(1, 100).with_burst(4);
+    loom::model(move || {
+        let limiter = Arc::new(Limiter::new(&old).unwrap());
+        limiter.set_config_at(&middle, NOW).unwrap();
+        let reader = {
+            let limiter = Arc::clone(&limiter);
+            thread::spawn(move || limiter.acquire_at(2, NOW).unwrap())
+        };
+        limiter.set_config_at(&new, NOW).unwrap();
+        let decision = reader.join().unwrap();
+        assert!(decision.allowed, "2 of 3 tokens, or of 2 after the change");
+        // Before the change: 1 token left, carried over (cap 2); after it: 2 - 2.
+        let left = match decision.limit {
+            4 => 1,
+            2 => 0,
+            other => panic!("decided under no rule it had: burst {other}"),
+        };
+        let state = limiter.acquire_at(0, NOW).unwrap();
+        assert_eq!((state.limit, state.remaining), (2, left));
+    });
+}

@@ -59,8 +59,8 @@ func (k *Keyed) SetConfig(config Config) error {
 // under the new rule. The keys move one table slot after another: each acquire racing
 // the change, in any goroutine, is decided wholly under the old rule or wholly under the
 // new one; keys already in the table never wait for it, new keys wait until every key
-// has moved. The old rule's table stays allocated until the table is freed. Config then
-// returns the new rule.
+// has moved. The old rule's table is freed once no goroutine can still be reading it.
+// Config then returns the new rule.
 //
 // The error is a *ConfigError matching ErrInvalidConfig for an invalid rule, another
 // algorithm, or a sliding log's rule (its entries are not carried over); ErrUnsupported

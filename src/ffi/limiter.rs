@@ -241,8 +241,9 @@ pub unsafe extern "C" fn rate_limiter_set_config(
 ///
 /// Thread-safety: safe to call concurrently on one handle, with any other call. Each
 /// acquire racing the change is decided wholly under the old rule (and carried over) or
-/// wholly under the new one. The old rule's state stays allocated until
-/// `rate_limiter_free` (a few hundred bytes per change).
+/// wholly under the new one. The old rule's state is freed once no thread can still be
+/// deciding on it, so a limiter holds a few rules at most, however many changes it sees.
+/// Changes are serialized.
 ///
 /// NULL: `limiter` or `config` NULL is RATE_E_NULL.
 ///

@@ -75,24 +75,32 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     ) -> Result<(), Error> {
         self.decider().check(n, None)?;
         for (group, chunk) in keys.chunks(BATCH_KEYS).enumerate() {
-            let region = self.current();
-            let mut located = [Located {
-                fingerprint: 0,
-                home: 0,
-            }; BATCH_KEYS];
-            for (place, key) in located.iter_mut().zip(chunk) {
-                let key = self.locate(key);
-                region.prefetch_home(key);
-                *place = key;
+            let mut outcomes = [Ok(false); BATCH_KEYS];
+            {
+                // The view ends before `each` runs: a caller's `each` may change the
+                // table's rule, which may wait for views older than its change.
+                let view = self.view();
+                let region = view.current();
+                let mut located = [Located {
+                    fingerprint: 0,
+                    home: 0,
+                }; BATCH_KEYS];
+                for (place, key) in located.iter_mut().zip(chunk) {
+                    let key = self.locate(key);
+                    region.prefetch_home(key);
+                    *place = key;
+                }
+                let now_ns = now_ns.unwrap_or_else(clock::now_ns);
+                for (outcome, &key) in outcomes.iter_mut().zip(&located[..chunk.len()]) {
+                    // `n` was checked under the rule in force at the start: a change since
+                    // may refuse it.
+                    *outcome = match region.decider.check(n, None) {
+                        Ok(()) => self.try_acquire_located_at(&view, region, key, now_ns, n),
+                        Err(error) => Err(error),
+                    };
+                }
             }
-            let now_ns = now_ns.unwrap_or_else(clock::now_ns);
-            for (offset, &key) in located[..chunk.len()].iter().enumerate() {
-                // `n` was checked under the rule in force at the start: a change since
-                // may refuse it.
-                let outcome = match region.decider.check(n, None) {
-                    Ok(()) => self.try_acquire_located_at(region, key, now_ns, n),
-                    Err(error) => Err(error),
-                };
+            for (offset, &outcome) in outcomes[..chunk.len()].iter().enumerate() {
                 each(group * BATCH_KEYS + offset, outcome);
             }
         }

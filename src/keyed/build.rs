@@ -20,8 +20,8 @@ use crate::decider::Decider;
 use crate::error::Error;
 #[cfg(not(loom))]
 use crate::shared::{pid_namespace, Contents, Identity, Mapping, KIND_KEYED};
-use crate::sync::{AtomicPtr, Mutex};
 use crate::time as clock;
+use crate::versions::{Kept, Versions};
 
 impl KeyedLimiter<KeyHasher> {
     /// Builds a table for `capacity` keys under `config`, with a fresh random hash key.
@@ -174,11 +174,10 @@ impl<S> KeyedLimiter<S> {
     /// The table whose first region is `first`, built for `capacity` keys.
     fn with_region(first: Region, capacity: u64, hasher: S) -> Self {
         let mut table = Self {
-            first,
-            current: AtomicPtr::new(std::ptr::null_mut()),
+            regions: Versions::new(first),
             capacity,
             hasher,
-            changer: Mutex::new(()),
+            configs: Kept::new(),
             uncached: false,
         };
         table.uncached = table.table_bytes() > CACHED_TABLE_BYTES;

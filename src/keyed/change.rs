@@ -32,11 +32,11 @@
 //! limiter drops one taken from a replaced generation.
 //!
 //! # Memory
-//! A thread may still be reading a replaced region (it loaded the pointer before the
-//! change): each region stays allocated, linked from its successor, until the table is
-//! dropped. A change so keeps one more region, [`table_bytes`](KeyedLimiter::table_bytes)
-//! (`capacity × bytes_per_key` and a control block): a table changed often is better
-//! rebuilt.
+//! Regions are versions (`versions.rs`): an operation reads any region but the first
+//! pinned, through its view (`regions.rs`), and the change retires the region it replaced
+//! when its sweep ends (operations that found the new region being swept into still read
+//! the old one until then), to be freed once no pinned thread can still read it. So a
+//! table holds at most a few regions however many changes it sees.
 
 use super::layout::NO_KEY;
 use super::region::Region;
@@ -47,8 +47,6 @@ use crate::error::Error;
 use crate::state::{is_installing, MOVED, VACANT};
 use crate::sync::{Backoff, Ordering};
 use crate::time as clock;
-use std::ptr::NonNull;
-use std::sync::PoisonError;
 
 impl<S> KeyedLimiter<S> {
     /// Replaces the rule every key of this table follows, now, keeping what each key has
@@ -76,8 +74,10 @@ impl<S> KeyedLimiter<S> {
     /// new keys wait until every key is moved, then are inserted under the new rule.
     /// Changes are serialized: a second one waits for the first to finish.
     ///
-    /// Memory: the old region stays allocated until the table is dropped (a thread may
-    /// still be reading it): each change keeps [`table_bytes`](Self::table_bytes) more.
+    /// Memory: the change allocates a new region of [`table_bytes`](Self::table_bytes),
+    /// and the old one is freed once no thread can still be deciding on it, so a table
+    /// holds a few regions at most, however many changes it sees. A change waits for
+    /// decisions in flight on older regions when several still await them.
     ///
     /// ```
     /// use rate::{Config, KeyedLimiter};
@@ -106,29 +106,26 @@ impl<S> KeyedLimiter<S> {
     /// [`ConfigError::Capacity`]: crate::ConfigError::Capacity
     pub fn set_config_at(&self, config: &Config, now_ns: u64) -> Result<(), Error> {
         let decider = Decider::new(config)?;
-        // The lock guards no data: a change that panicked ended its sweep (`Sweep`), so
-        // the next one proceeds as usual.
-        let _changing = self.changer.lock().unwrap_or_else(PoisonError::into_inner);
-        // Relaxed: only changes store the pointer, and this one holds their lock, which the
-        // change before released after its store.
-        let old_pointer = self.current.load(Ordering::Relaxed);
-        let old = self.region(old_pointer);
+        // Changes are serialized; a change that panicked ended its sweep (`Sweep`), so the
+        // next one proceeds as usual.
+        let mut change = self.regions.change();
+        let (old, old_pointer) = change.current();
         (old.decider).check_change(&decider, old.movable)?;
         let mut new = Region::private(decider, config, old.layout)?;
-        new.replaced = NonNull::new(old_pointer);
+        new.replaced = old_pointer;
+        new.serial = change.serial();
+        new.counting_in(self.first());
         new.set_sweeping(true);
         // Relaxed: a bound for the keys already installed; the pointer's Release store
-        // below publishes it with the region.
+        // (`publish`) publishes it with the region.
         let bound = old.max_distance().load(Ordering::Relaxed);
         new.max_distance().store(bound, Ordering::Relaxed);
-        let new = Box::into_raw(Box::new(new));
-        // Release: publishes the new region's words to every operation that loads it.
-        self.current.store(new, Ordering::Release);
-        // SAFETY: just leaked, freed only when the table drops.
-        let sweep = Sweep(unsafe { &*new });
+        let sweep = Sweep(change.publish(new));
         for slot in 0..old.layout.slot_count {
             sweep.0.sweep(old, slot, now_ns);
         }
+        // Ends the sweep, then (`change` drops after `sweep`) retires the old region.
+        drop(sweep);
         Ok(())
     }
 }
@@ -141,8 +138,8 @@ impl<S> KeyedLimiter<S> {
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at), but for an invalid configuration.
     pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
-        let region = self.current();
-        (region.decider).check_change(decider, region.movable)
+        let first = self.first();
+        (first.decider).check_change(decider, first.movable)
     }
 }
 
@@ -219,20 +216,6 @@ impl Region {
                 Ok(_) => return first,
                 Err(actual) => first = actual,
             }
-        }
-    }
-}
-
-impl<S> Drop for KeyedLimiter<S> {
-    fn drop(&mut self) {
-        // Relaxed: `&mut self`, so no other thread touches the pointer.
-        let mut next = NonNull::new(self.current.load(Ordering::Relaxed));
-        while let Some(region) = next {
-            // SAFETY: every region but `first` was a leaked `Box`, linked once (as the
-            // current one or as its successor's `replaced`), and `&mut self` means no
-            // thread reads any of them any more.
-            let region = unsafe { Box::from_raw(region.as_ptr()) };
-            next = region.replaced;
         }
     }
 }

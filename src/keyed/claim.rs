@@ -279,6 +279,7 @@ mod tests {
         let slots: Vec<u64> = (0..3)
             .map(|slot| {
                 table
+                    .view()
                     .current()
                     .fingerprint_word(slot)
                     .load(Ordering::Relaxed)

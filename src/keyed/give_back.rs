@@ -55,13 +55,12 @@ use crate::state::{owned, Owned, Refund};
 use crate::sync::AtomicU64;
 use std::convert::Infallible;
 use std::hash::BuildHasher;
-use std::ptr::NonNull;
 
 /// What giving a keyed admission back takes (module docs): the region it was taken in,
-/// and where.
+/// by serial (its address may be a later region's once it is freed), and where.
 #[derive(Clone, Copy)]
 pub(crate) struct KeyedRefund {
-    region: NonNull<Region>,
+    region: u64,
     taken: Taken,
 }
 
@@ -76,7 +75,7 @@ enum Taken {
 
 impl KeyedRefund {
     fn new(region: &Region, taken: Taken) -> Self {
-        let region = NonNull::from(region);
+        let region = region.serial;
         Self { region, taken }
     }
 }
@@ -139,6 +138,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         inserted: impl Fn(Decision) -> A,
     ) -> Result<(A, Option<KeyedRefund>), Error> {
         self.acquire_routed(
+            &self.view(),
             key,
             Request::new(now_ns, n, None),
             None,
@@ -158,7 +158,9 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// The decision an acquire of `n` units (checked by the caller) for `key` at `now_ns`
     /// would make, with nothing written: on a fresh state if the key is absent.
     pub(crate) fn peek_at(&self, key: Located, n: u64, now_ns: u64) -> Decision {
+        let view = self.view();
         let found = self.on_key(
+            &view,
             key,
             |_| Ok::<(), Infallible>(()),
             |region, _, state, tenant| region.decider.peek_at(state, tenant, now_ns, n),
@@ -173,9 +175,25 @@ impl<S: BuildHasher> KeyedLimiter<S> {
 
     /// Gives back an admission for a key, taken from this table, if nothing moved its
     /// state on since (module docs); else the units stay taken, as a limiter's do.
+    ///
+    /// A region that is neither the one in force nor the one a sweep still moves keys
+    /// from had every slot moved: the units stay, carried over, as a give-back there
+    /// would find the marker.
     pub(crate) fn refund(&self, refund: KeyedRefund) {
-        // SAFETY: a region of this table (the caller's promise), kept until it drops.
-        let region = unsafe { refund.region.as_ref() };
+        let view = self.view();
+        let current = view.current();
+        let region = if current.serial == refund.region {
+            current
+        } else if current.is_sweeping() {
+            // SAFETY: read through `view`, which found it swept into.
+            let old = unsafe { view.predecessor(current) };
+            if old.serial != refund.region {
+                return;
+            }
+            old
+        } else {
+            return;
+        };
         match refund.taken {
             // A moved slot holds its marker, which the refund's CAS never expects: the
             // units stay, carried over (`change.rs`).

@@ -326,7 +326,13 @@ mod tests {
             }
             let words = || -> Vec<u64> {
                 (0..table.max_keys() as usize)
-                    .map(|slot| table.current().first_word(slot).load(Ordering::Relaxed))
+                    .map(|slot| {
+                        table
+                            .view()
+                            .current()
+                            .first_word(slot)
+                            .load(Ordering::Relaxed)
+                    })
                     .collect()
             };
             let before = words();

@@ -161,7 +161,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         let fingerprint = self.fingerprint(key);
         Located {
             fingerprint,
-            home: self.first.home(fingerprint),
+            home: self.first().home(fingerprint),
         }
     }
 

@@ -34,7 +34,9 @@
 //! ([`KeyedLimiter::set_config`]) publishes a new region behind an atomic pointer and
 //! moves every key's state into it, carried over (`change.rs`). Every operation loads
 //! the pointer once and works on that region (`regions.rs`): a table whose rule never
-//! changed pays that load and a branch. The hasher and the layout are the same in every
+//! changed pays that load and a branch. Regions are versions (`versions.rs`): an
+//! operation reads any but the first pinned, and a replaced region is freed once no
+//! pinned thread can still read it. The hasher and the layout are the same in every
 //! region, so a key's home slot and probe order are too.
 //!
 //! # Files
@@ -102,6 +104,7 @@ use self::lookup::{Evicted, Lookup, Tenant};
 #[cfg(loom)]
 pub use self::owner::crashes;
 use self::region::Region;
+use self::regions::View;
 pub use self::stats::KeyedStats;
 use crate::config::Config;
 use crate::decider::Decider;
@@ -109,10 +112,11 @@ use crate::decision::Decision;
 use crate::error::Error;
 #[cfg(loom)]
 use crate::state::is_marker;
+use crate::sync::AtomicU64;
 #[cfg(loom)]
 use crate::sync::Ordering;
-use crate::sync::{AtomicPtr, AtomicU64, Mutex};
 use crate::time::{self as clock, Hinted, Monotonic, ThreadHint, TimeSource};
+use crate::versions::{Kept, Versions};
 use std::fmt;
 use std::hash::BuildHasher;
 
@@ -133,8 +137,9 @@ const CACHED_TABLE_BYTES: usize = 8 << 20;
 ///
 /// `KeyedLimiter` is `Send + Sync` and lock-free for existing keys; see the module docs
 /// of `src/keyed/` for the protocol. Memory: [`bytes_per_key`](Self::bytes_per_key) (32 for
-/// GCRA) per key of capacity, allocated up front, and as much again for each change of
-/// rule ([`set_config`](Self::set_config)), kept until the table is dropped.
+/// GCRA) per key of capacity, allocated up front; a change of rule
+/// ([`set_config`](Self::set_config)) allocates as much again, and frees the old table once
+/// no thread can still be reading it, so a table holds a few tables at most.
 ///
 /// ```
 /// use rate::{Config, KeyedLimiter};
@@ -148,16 +153,15 @@ const CACHED_TABLE_BYTES: usize = 8 << 20;
 /// assert!(users.acquire_at(b"alice", 1, 999 * MS).unwrap().allowed);
 /// ```
 pub struct KeyedLimiter<S = KeyHasher> {
-    /// The region the table was built with, in place: a table whose rule never changes
-    /// reads it beside the pointer, with no pointer to follow.
-    first: Region,
-    /// The region in force: null for `first`, else a leaked `Box` (`change.rs`).
-    current: AtomicPtr<Region>,
+    /// The region the table was built with, in place (a table whose rule never changes
+    /// reads it beside the pointer, with no pointer to follow), and the one in force
+    /// (`versions.rs`, `change.rs`).
+    regions: Versions<Region>,
     capacity: u64,
     /// One for every region, so a key's home slot is the same in each.
     hasher: S,
-    /// Held by a change of rule for its whole sweep; no decision takes it.
-    changer: Mutex<()>,
+    /// The configurations [`config`](Self::config) lent out after a change.
+    configs: Kept<Config>,
     /// Whether the table is larger than [`CACHED_TABLE_BYTES`], kept so that `try_acquire`
     /// does not compute it.
     uncached: bool,
@@ -166,14 +170,17 @@ pub struct KeyedLimiter<S = KeyHasher> {
 impl<S> KeyedLimiter<S> {
     /// The rule every key's state follows now, for a keyed policy of several
     /// (`src/policy/keyed.rs`).
-    pub(crate) fn decider(&self) -> &Decider {
-        &self.current().decider
+    pub(crate) fn decider(&self) -> Decider {
+        self.view().current().decider
     }
 
     /// The configuration every key's state follows: the one this table was built from,
     /// or the last [`set_config`](Self::set_config) gave.
     pub fn config(&self) -> &Config {
-        &self.current().config
+        match self.regions.first_in_force() {
+            Some(first) => &first.config,
+            None => self.configs.get(&self.view().current().config),
+        }
     }
 
     /// The capacity this table was built for: this many live keys always fit.
@@ -183,19 +190,20 @@ impl<S> KeyedLimiter<S> {
 
     /// The most keys the table can hold at once (its slot count, `2 × capacity`).
     pub fn max_keys(&self) -> u64 {
-        self.first.layout.slot_count as u64
+        self.first().layout.slot_count as u64
     }
 
     /// Table memory per key of capacity, in bytes: 32 for GCRA (two 16-byte slots).
     pub fn bytes_per_key(&self) -> usize {
-        SLOTS_PER_KEY as usize * self.first.layout.stride * std::mem::size_of::<u64>()
+        SLOTS_PER_KEY as usize * self.first().layout.stride * std::mem::size_of::<u64>()
     }
 
     /// The table's whole region, in bytes: `bytes_per_key() × capacity()` plus a control
-    /// block of 128 bytes (and, in a shared table, its claim registry). Each change of
-    /// rule ([`set_config`](Self::set_config)) keeps one more region of this size.
+    /// block of 128 bytes (and, in a shared table, its claim registry). A change of rule
+    /// ([`set_config`](Self::set_config)) allocates a region of this size and frees the
+    /// one it replaced once no thread can still be reading it.
     pub fn table_bytes(&self) -> usize {
-        self.first.layout.words() * std::mem::size_of::<u64>()
+        self.first().layout.words() * std::mem::size_of::<u64>()
     }
 }
 
@@ -218,7 +226,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// As [`acquire`](Self::acquire).
     pub fn acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<Decision, Error> {
         let request = Request::new(now_ns, n, None);
-        self.acquire_located(self.locate(key), request, None)
+        self.acquire_located(&self.view(), self.locate(key), request, None)
     }
 
     /// Acquires `n` units for `key` now and says only whether they were admitted: the
@@ -231,7 +239,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, Error> {
-        let region = self.current();
+        let view = self.view();
+        let region = view.current();
         region.decider.check(n, None)?;
         let key = self.locate(key);
         if self.uncached {
@@ -239,28 +248,31 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             // read the exact time while the line travels rather than the coarse time now
             // and perhaps the exact time after it arrives.
             region.prefetch_home(key);
-            return self.try_acquire_located_at(region, key, clock::now_ns(), n);
+            return self.try_acquire_located_at(&view, region, key, clock::now_ns(), n);
         }
         if ThreadHint::read() && region.decider.follows_hint() {
             // This thread's last decision needed the exact time (an idle bucket's does):
             // read it before the lookup, so that the read overlaps the hash and the lookup
             // instead of following them.
             let time = Hinted::read_first(Monotonic, ThreadHint::<true>);
-            return self.try_acquire_by(region, key, n, time);
+            return self.try_acquire_by(&view, region, key, n, time);
         }
-        self.try_acquire_by(region, key, n, Hinted::new(Monotonic, ThreadHint::<false>))
+        let time = Hinted::new(Monotonic, ThreadHint::<false>);
+        self.try_acquire_by(&view, region, key, n, time)
     }
 
     /// A try_acquire of `n` (checked under `region`'s rule) for `key`, by `time`.
     #[inline(always)]
     fn try_acquire_by(
         &self,
+        view: &View<'_>,
         region: &Region,
         key: Located,
         n: u64,
         time: impl TimeSource,
     ) -> Result<bool, Error> {
         self.try_acquire_located(
+            view,
             region,
             key,
             n,
@@ -273,6 +285,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     #[inline]
     fn try_acquire_located_at(
         &self,
+        view: &View<'_>,
         region: &Region,
         key: Located,
         now_ns: u64,
@@ -283,6 +296,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             return Ok(true);
         }
         self.try_acquire_located(
+            view,
             region,
             key,
             n,
@@ -295,9 +309,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// state if the key is in `region`, else as an acquire at `now()` wherever the table
     /// keeps the key or inserts it (`regions.rs`).
     #[inline(always)]
-    fn try_acquire_located(
+    fn try_acquire_located<'v>(
         &self,
-        region: &Region,
+        view: &'v View<'_>,
+        region: &'v Region,
         key: Located,
         n: u64,
         decide: impl Fn(&Region, &[AtomicU64], &Tenant<'_>) -> Result<bool, Evicted>,
@@ -309,7 +324,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             Lookup::Moved => None,
         };
         let request = Request::new(now(), n, None);
-        Ok(self.acquire_located(key, request, missed_in)?.allowed)
+        Ok(self.acquire_located(view, key, request, missed_in)?.allowed)
     }
 
     /// Reserves `n` units for `key` now: GCRA's leaky bucket as a queue. Admits if the
@@ -334,7 +349,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         max_wait_ns: u64,
     ) -> Result<Decision, Error> {
         let request = Request::new(now_ns, n, Some(max_wait_ns));
-        self.acquire_located(self.locate(key), request, None)
+        self.acquire_located(&self.view(), self.locate(key), request, None)
     }
 
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units for `key` now. The
@@ -349,9 +364,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         max_wait_ns: Option<u64>,
     ) -> Result<Decision, Error> {
         let key = self.locate(key);
-        self.current().prefetch_home(key);
+        let view = self.view();
+        view.current().prefetch_home(key);
         let request = Request::new(clock::now_ns(), n, max_wait_ns);
-        self.acquire_located(key, request, None)
+        self.acquire_located(&view, key, request, None)
     }
 
     /// How many slots hold a state under `key`'s fingerprint: the model checks' proof that
@@ -360,7 +376,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     #[doc(hidden)]
     pub fn slots_holding(&self, key: &[u8]) -> usize {
         let fingerprint = self.locate(key).fingerprint;
-        let region = self.current();
+        let view = self.view();
+        let region = view.current();
         (0..region.layout.slot_count)
             .filter(|&slot| {
                 // Acquire: pairs with the install's Release store, for the fingerprint.
@@ -376,7 +393,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     #[cfg(loom)]
     #[doc(hidden)]
     pub fn claimed_slots(&self) -> usize {
-        let region = self.current();
+        let view = self.view();
+        let region = view.current();
         (0..region.layout.slot_count)
             .filter(|&slot| {
                 // Relaxed: read after every thread of the model has been joined.

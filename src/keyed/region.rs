@@ -14,6 +14,7 @@ use crate::error::Error;
 use crate::shared::Mapping;
 use crate::state::MOVED;
 use crate::sync::{AtomicU64, Ordering};
+use crate::versions::Version;
 use std::ptr::NonNull;
 #[cfg(not(loom))]
 use std::sync::Arc;
@@ -39,9 +40,16 @@ pub(super) struct Region {
     /// Whether a change may move these slots into a next region: this process's own
     /// memory only (a shared file's rule is checked by every process that opens it).
     pub(super) movable: bool,
-    /// The region this one replaced, kept for threads still reading it: `None` for the
-    /// table's first (held in place by the table) and for the first itself.
-    pub(super) replaced: Option<NonNull<Region>>,
+    /// The region this one replaced, read while this one is swept into (its sweep retires
+    /// it when it ends: `change.rs`): `None` for the table's first (held in place by the
+    /// table) and for the first itself.
+    pub(super) replaced: Option<NonNull<Version<Region>>>,
+    /// 0 for the table's first region, one more for each change (`Change::serial` in
+    /// `versions.rs`): what a refund keeps to know the region again.
+    pub(super) serial: u64,
+    /// Where refusals for a full table are counted: the first region's word, for every
+    /// region, so the count outlives the regions a change frees.
+    refusals: NonNull<AtomicU64>,
     /// Owns the words: kept, never read.
     _memory: Memory,
 }
@@ -56,8 +64,9 @@ pub(super) enum Memory {
 }
 
 // SAFETY: `words` points into `_memory`, which the region owns and which never moves (a
-// heap block or a mapping), and `replaced` to a region its table keeps until it drops;
-// the words are only ever accessed atomically.
+// heap block or a mapping); `replaced` to a region its table frees only once no thread
+// can read it (`versions.rs`), and `refusals` to a word of the table's first region,
+// which lives as long as the table; the words are only ever accessed atomically.
 unsafe impl Send for Region {}
 // SAFETY: as above.
 unsafe impl Sync for Region {}
@@ -76,6 +85,9 @@ impl Region {
         // fits in a slot after the fingerprint, and the slots in the region.
         assert!(STATE_OFFSET + state_words <= layout.stride);
         assert!(layout.slots_start() + layout.slot_count * layout.stride <= layout.words());
+        assert!(TABLE_FULL < layout.words());
+        // SAFETY: the control block's word, inside the region's words (asserted above).
+        let refusals = NonNull::from(unsafe { &*words.as_ptr().add(TABLE_FULL) });
         Self {
             movable: matches!(memory, Memory::Private { .. }),
             decider,
@@ -86,6 +98,8 @@ impl Region {
             len: layout.words(),
             state_words,
             replaced: None,
+            serial: 0,
+            refusals,
             _memory: memory,
         }
     }
@@ -179,10 +193,18 @@ impl Region {
         &self.words()[MAX_DISTANCE]
     }
 
-    /// How many requests for new keys were refused with `TableFull`: only ever incremented.
+    /// How many requests for new keys were refused with `TableFull`, in every region of
+    /// the table: only ever incremented.
     #[inline]
     pub(super) fn table_full(&self) -> &AtomicU64 {
-        &self.words()[TABLE_FULL]
+        // SAFETY: the first region's word (`counting_in`), which lives as long as the
+        // table, and so as long as every region of it.
+        unsafe { self.refusals.as_ref() }
+    }
+
+    /// Counts this region's refusals in `first`'s word, the table's first region.
+    pub(super) fn counting_in(&mut self, first: &Region) {
+        self.refusals = first.refusals;
     }
 
     /// The claim registry's entry `claim` (a line of words).

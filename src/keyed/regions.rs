@@ -1,6 +1,10 @@
 //! Which region an operation on a key runs in: the table's current one, or while a change
 //! sweeps keys into it (`change.rs`), for a key not moved yet, the region before it.
 //!
+//! **Views.** An operation reads the regions through a [`View`]: the first region while it
+//! is in force, as it is, and any other pinned (`versions.rs`), from the first time it
+//! needs one until the view is dropped, so no region it reads is freed under it.
+//!
 //! **Routing.** Every operation loads the current region once (Acquire) and works there.
 //! - A key found there is decided there. A key found in a slot that was moved on (the
 //!   region was replaced after the load) fails its decision, which committed nothing, and
@@ -25,43 +29,66 @@ use super::KeyedLimiter;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::sync::{load_latest, AtomicU64, Backoff, Ordering};
+use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::versions::{Pin, Versions};
+use std::cell::OnceCell;
 
-impl<S> KeyedLimiter<S> {
-    /// The region in force.
+/// One operation's view of a table's regions (module docs, **Views**): what it reads
+/// through it lives as long as the view.
+pub(super) struct View<'a> {
+    regions: &'a Versions<Region>,
+    /// Taken the first time the operation reads a region other than the first.
+    pin: OnceCell<Pin<'a, Region>>,
+}
+
+impl<'a> View<'a> {
+    /// The region in force: the first, read as it is, while no change replaced it.
     #[inline(always)]
     pub(super) fn current(&self) -> &Region {
-        // Acquire: pairs with the Release store that published it, so its words are read
-        // at least as the change wrote them before publishing it.
-        self.region(self.current.load(Ordering::Acquire))
-    }
-
-    /// The region `pointer` names: `first` for null.
-    #[inline(always)]
-    pub(super) fn region(&self, pointer: *mut Region) -> &Region {
-        if pointer.is_null() {
-            &self.first
-        } else {
-            // SAFETY: every non-null pointer stored is a leaked `Box`, freed only when the
-            // table drops.
-            unsafe { &*pointer }
+        match self.regions.first_in_force() {
+            Some(first) => first,
+            None => self.pinned().current(),
         }
     }
 
     /// The region in force, by a read-modify-write, which reads the pointer's latest value
     /// (a load may return an older one for a while): for an operation that found its
     /// region replaced, so that it does not retry on that region for ever.
-    fn latest(&self) -> &Region {
-        self.region(load_latest(&self.current))
+    pub(super) fn latest(&self) -> &Region {
+        self.pinned().latest()
     }
 
     /// The region `region` replaced.
-    pub(super) fn predecessor(&self, region: &Region) -> &Region {
-        match region.replaced {
-            // SAFETY: as in `current`: a leaked `Box`, freed only when the table drops.
-            Some(replaced) => unsafe { replaced.as_ref() },
-            None => &self.first,
+    ///
+    /// # Safety
+    /// `region` was read through this view, which then read that it is being swept into
+    /// (`is_sweeping`): its sweep retires its predecessor only when it ends.
+    pub(super) unsafe fn predecessor(&self, region: &Region) -> &Region {
+        // SAFETY: the caller's promise.
+        unsafe { self.pinned().linked(region.replaced) }
+    }
+
+    #[cold]
+    fn pinned(&self) -> &Pin<'a, Region> {
+        self.pin.get_or_init(|| self.regions.pin())
+    }
+}
+
+impl<S> KeyedLimiter<S> {
+    /// A view of the table's regions for one operation.
+    #[inline(always)]
+    pub(super) fn view(&self) -> View<'_> {
+        View {
+            regions: &self.regions,
+            pin: OnceCell::new(),
         }
+    }
+
+    /// The region the table was built with, which lives as long as the table: its
+    /// layout, its hasher's slot count and its rule's algorithm are every region's.
+    #[inline(always)]
+    pub(super) fn first(&self) -> &Region {
+        self.regions.first()
     }
 
     /// Runs `op` on `key`'s state wherever the table keeps it (module docs), after `check`
@@ -70,19 +97,20 @@ impl<S> KeyedLimiter<S> {
     ///
     /// # Errors
     /// What `check` returns.
-    pub(super) fn on_key<R, E>(
+    pub(super) fn on_key<'v, R, E>(
         &self,
+        view: &'v View<'_>,
         key: Located,
         check: impl Fn(&Decider) -> Result<(), E>,
         op: impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
-    ) -> Result<Result<R, &Region>, E> {
-        let region = self.current();
+    ) -> Result<Result<R, &'v Region>, E> {
+        let region = view.current();
         check(&region.decider)?;
         match region.on_existing_slot(key, 0, &op) {
             Lookup::Found(result) => Ok(Ok(result)),
             Lookup::Absent if !region.is_sweeping() => Ok(Err(region)),
-            Lookup::Absent => self.on_key_again(key, &check, &op, false),
-            Lookup::Moved => self.on_key_again(key, &check, &op, true),
+            Lookup::Absent => Self::on_key_again(view, key, &check, &op, false),
+            Lookup::Moved => Self::on_key_again(view, key, &check, &op, true),
         }
     }
 
@@ -92,24 +120,25 @@ impl<S> KeyedLimiter<S> {
     /// seen yet (once seen, a load returns it or a later one).
     #[cold]
     #[inline(never)]
-    fn on_key_again<R, E>(
-        &self,
+    fn on_key_again<'v, R, E>(
+        view: &'v View<'_>,
         key: Located,
         check: &impl Fn(&Decider) -> Result<(), E>,
         op: &impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
         mut moved: bool,
-    ) -> Result<Result<R, &Region>, E> {
+    ) -> Result<Result<R, &'v Region>, E> {
         let mut backoff = Backoff::default();
         let mut known_bound = 0;
         loop {
-            let region = if moved { self.latest() } else { self.current() };
+            let region = if moved { view.latest() } else { view.current() };
             moved = false;
             check(&region.decider)?;
             match region.on_existing_slot(key, known_bound, op) {
                 Lookup::Found(result) => return Ok(Ok(result)),
                 Lookup::Absent if !region.is_sweeping() => return Ok(Err(region)),
                 Lookup::Absent => {
-                    let old = self.predecessor(region);
+                    // SAFETY: read through `view`, which found it swept into.
+                    let old = unsafe { view.predecessor(region) };
                     check(&old.decider)?;
                     match old.on_existing_slot(key, 0, op) {
                         Lookup::Found(result) => return Ok(Ok(result)),
@@ -141,17 +170,18 @@ impl<S> KeyedLimiter<S> {
     // Always inlined: its first try is the whole path of a key in a table whose rule does
     // not change, and the decision is returned from it without a copy per layer.
     #[inline(always)]
-    pub(super) fn acquire_routed<'a, R>(
-        &'a self,
+    pub(super) fn acquire_routed<'v, R>(
+        &self,
+        view: &'v View<'_>,
         key: Located,
         request: Request,
-        mut missed_in: Option<&'a Region>,
+        mut missed_in: Option<&'v Region>,
         existing: impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
         inserted: impl Fn(&Region, Decision, Option<Installed>) -> R,
     ) -> Result<R, Error> {
         let mut moved = false;
         if missed_in.is_none() {
-            let region = self.current();
+            let region = view.current();
             request.check(&region.decider)?;
             match region.on_existing_slot(key, 0, &existing) {
                 Lookup::Found(result) => return Ok(result),
@@ -159,17 +189,17 @@ impl<S> KeyedLimiter<S> {
                 Lookup::Moved => moved = true,
             }
         }
-        self.acquire_elsewhere(key, request, missed_in, moved, &existing, &inserted)
+        Self::acquire_elsewhere(view, key, request, missed_in, moved, &existing, &inserted)
     }
 
     /// [`acquire_routed`](Self::acquire_routed) for a key its first try did not find
     /// where the table keeps it (`missed_in`), or found `moved`: an insert, or a key that
     /// a change is moving.
-    fn acquire_elsewhere<'a, R>(
-        &'a self,
+    fn acquire_elsewhere<'v, R>(
+        view: &'v View<'_>,
         key: Located,
         request: Request,
-        missed_in: Option<&'a Region>,
+        missed_in: Option<&'v Region>,
         mut moved: bool,
         existing: &impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
         inserted: &impl Fn(&Region, Decision, Option<Installed>) -> R,
@@ -179,7 +209,13 @@ impl<S> KeyedLimiter<S> {
             let region = match missed_in.take() {
                 Some(region) => region,
                 None => {
-                    match self.on_key_again(key, &|rule| request.check(rule), existing, moved)? {
+                    match Self::on_key_again(
+                        view,
+                        key,
+                        &|rule| request.check(rule),
+                        existing,
+                        moved,
+                    )? {
                         Ok(result) => return Ok(result),
                         Err(region) => region,
                     }
@@ -197,13 +233,15 @@ impl<S> KeyedLimiter<S> {
 
     /// [`acquire_routed`](Self::acquire_routed) reporting the whole decision.
     #[inline]
-    pub(super) fn acquire_located<'a>(
-        &'a self,
+    pub(super) fn acquire_located<'v>(
+        &self,
+        view: &'v View<'_>,
         key: Located,
         request: Request,
-        missed_in: Option<&'a Region>,
+        missed_in: Option<&'v Region>,
     ) -> Result<Decision, Error> {
         self.acquire_routed(
+            view,
             key,
             request,
             missed_in,

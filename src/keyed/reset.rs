@@ -70,12 +70,14 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     pub fn reset(&self, key: &[u8]) -> Result<(), Error> {
         let key = self.locate(key);
         let mut backoff = Backoff::default();
+        let view = self.view();
         loop {
-            let region = self.current();
+            let region = view.current();
             let outcome = match region.reset_located(key)? {
                 // Absent from a region being swept into: the key may not be moved yet.
                 Reset::Absent if region.is_sweeping() => {
-                    self.predecessor(region).reset_located(key)?
+                    // SAFETY: read through `view`, which found it swept into.
+                    unsafe { view.predecessor(region) }.reset_located(key)?
                 }
                 outcome => outcome,
             };

@@ -47,9 +47,11 @@ impl<S> KeyedLimiter<S> {
     /// former state is no key's, and not counted. During a change of rule it counts the
     /// keys moved into the new region and those not moved yet.
     pub fn live_keys_at(&self, now_ns: u64) -> u64 {
-        let region = self.current();
+        let view = self.view();
+        let region = view.current();
         let moving = if region.is_sweeping() {
-            self.predecessor(region).live_keys_at(now_ns)
+            // SAFETY: read through `view`, which found it swept into.
+            unsafe { view.predecessor(region) }.live_keys_at(now_ns)
         } else {
             0
         };
@@ -79,17 +81,11 @@ impl<S> KeyedLimiter<S> {
         }
     }
 
-    /// Requests for new keys refused with `TableFull`: the counts of every region the
-    /// table has had (each change of rule adds one: `change.rs`).
+    /// Requests for new keys refused with `TableFull`, in every region the table has had
+    /// (each counts in the first's word: `region.rs`).
     fn table_full(&self) -> u64 {
-        let mut region = self.current();
         // Relaxed: a statistic; nothing else is read with it.
-        let mut refused = region.table_full().load(Ordering::Relaxed);
-        while !std::ptr::eq(region, &self.first) {
-            region = self.predecessor(region);
-            refused += region.table_full().load(Ordering::Relaxed);
-        }
-        refused
+        self.first().table_full().load(Ordering::Relaxed)
     }
 
     /// [`stats_at`](Self::stats_at) now (`CLOCK_MONOTONIC`).

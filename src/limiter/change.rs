@@ -71,7 +71,7 @@ impl Limiter {
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at), but for an invalid configuration.
     pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
-        let generation = self.generations.current();
-        (generation.decider).check_change(decider, generation.tenancy.replaceable)
+        let first = self.generations.first();
+        (first.decider).check_change(decider, first.tenancy.replaceable)
     }
 }

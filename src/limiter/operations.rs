@@ -7,6 +7,7 @@ use crate::decision::Decision;
 use crate::generations::{Generation, Operation};
 use crate::state::{Replaceable, Replaced};
 use crate::time::{Bounds, ClockHint, Hinted, TimeSource};
+use crate::versions::Version;
 use std::cell::Cell;
 
 /// [`Limiter::try_acquire`](crate::Limiter::try_acquire) of `n` units, by `time`.
@@ -20,7 +21,7 @@ impl<C: TimeSource> Operation for TryAcquire<'_, C> {
     type Output = bool;
 
     #[inline(always)]
-    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<bool, Replaced> {
+    fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<bool, Replaced> {
         (rule.decider).try_acquire(rule.state(), tenancy, self.time, self.n)
     }
 }
@@ -37,7 +38,7 @@ impl Operation for Acquire {
     type Output = Decision;
 
     #[inline(always)]
-    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Decision, Replaced> {
+    fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<Decision, Replaced> {
         let max_wait_ns = self.max_wait_ns.unwrap_or(0);
         (rule.decider).acquire_at(rule.state(), tenancy, self.now_ns, self.n, max_wait_ns)
     }
@@ -50,7 +51,7 @@ pub(super) struct Reset;
 impl Operation for Reset {
     type Output = ();
 
-    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<(), Replaced> {
+    fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<(), Replaced> {
         (rule.decider).reset(rule.state(), tenancy)
     }
 }
@@ -67,7 +68,11 @@ impl Operation for AcquireRefundable {
     type Output = (Decision, Option<RuleRefund>);
 
     #[inline(always)]
-    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Self::Output, Replaced> {
+    fn run(
+        self,
+        rule: &Version<Generation>,
+        tenancy: &Replaceable,
+    ) -> Result<Self::Output, Replaced> {
         let state = rule.state();
         let (decision, refund) =
             (rule.decider).acquire_refundable_at(state, tenancy, self.now_ns, self.n)?;
@@ -88,7 +93,7 @@ impl Operation for TryAcquireRefundable<'_> {
     type Output = bool;
 
     #[inline(always)]
-    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<bool, Replaced> {
+    fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<bool, Replaced> {
         let refund = |refund| RuleRefund::put(rule, refund, self.refund);
         (rule.decider).try_acquire_into(rule.state(), tenancy, self.now_ns, self.n, refund)
     }
@@ -107,7 +112,11 @@ impl Operation for SettleRefundable<'_> {
     type Output = Option<bool>;
 
     #[inline(always)]
-    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Option<bool>, Replaced> {
+    fn run(
+        self,
+        rule: &Version<Generation>,
+        tenancy: &Replaceable,
+    ) -> Result<Option<bool>, Replaced> {
         let refund = |refund| RuleRefund::put(rule, refund, self.refund);
         (rule.decider).settle_into(rule.state(), tenancy, self.bounds, self.n, refund)
     }
@@ -124,7 +133,7 @@ impl Operation for Peek {
     type Output = Decision;
 
     #[inline(always)]
-    fn run(self, rule: &Generation, tenancy: &Replaceable) -> Result<Decision, Replaced> {
+    fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<Decision, Replaced> {
         (rule.decider).peek_at(rule.state(), tenancy, self.now_ns, self.n)
     }
 }

@@ -75,8 +75,8 @@ pub(super) enum Taken {
 }
 
 /// The least of `rules`' limits: the largest cost a policy of them can admit of each.
-pub(super) fn least_limit<'a>(rules: impl Iterator<Item = &'a Decider>) -> u64 {
-    rules.map(Decider::limit).min().unwrap_or(0)
+pub(super) fn least_limit(rules: impl Iterator<Item = Decider>) -> u64 {
+    rules.map(|rule| rule.limit()).min().unwrap_or(0)
 }
 
 /// What a policy knows of its rules as they were built: the order they take a request
@@ -99,7 +99,7 @@ pub(super) struct Engine {
 impl Engine {
     /// The engine of a policy of `rules` (1 to [`MAX_RULES`], checked by the caller), each
     /// with whether to ask it first.
-    pub(super) fn new<'a>(rules: impl ExactSizeIterator<Item = (&'a Decider, bool)>) -> Self {
+    pub(super) fn new(rules: impl ExactSizeIterator<Item = (Decider, bool)>) -> Self {
         let len = rules.len();
         let mut least_limit = u64::MAX;
         let mut gives_back = [false; MAX_RULES];
@@ -133,9 +133,9 @@ impl Engine {
     /// # Errors
     /// [`Error::InvalidConfig`] with [`ConfigError::PolicyCosts`] if there are not as many
     /// costs as rules; [`Error::InsufficientCapacity`] if a cost exceeds its rule's limit.
-    pub(super) fn costs<'a>(
+    pub(super) fn costs(
         &self,
-        deciders: impl Iterator<Item = &'a Decider>,
+        deciders: impl Iterator<Item = Decider>,
         costs: &[u64],
     ) -> Result<Costs, Error> {
         if costs.len() != self.len {

@@ -757,7 +757,7 @@ class KeyedLimiter(_Base):
         table slot after another: each acquire racing the change, in any thread, is
         decided wholly under the old rule or wholly under the new one; requests for keys
         already in the table never wait for it, new keys wait until every key has moved.
-        The old rule's table stays allocated until the table is closed.
+        The old rule's table is freed once no thread can still be reading it.
 
         Raises ``InvalidConfig`` for an invalid rule, another algorithm, or a sliding
         log's rule (its entries are not carried over), ``Unsupported`` for a shared table

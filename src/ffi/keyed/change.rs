@@ -34,8 +34,9 @@ pub unsafe extern "C" fn rate_keyed_set_config(
 /// move to the new rule one table slot after another: each acquire of a key racing the
 /// change is decided wholly under the old rule (and carried over) or wholly under the new
 /// one. Keys already in the table never wait for the change; a new key waits until every
-/// key has moved. Changes are serialized. The old rule's table stays allocated until
-/// `rate_keyed_free` (the table's size again per change).
+/// key has moved. Changes are serialized. The change allocates a table of the same size
+/// for the new rule and frees the old one once no thread can still be reading it, so a
+/// table holds a few tables at most, however many changes it sees.
 ///
 /// NULL: `keyed` or `config` NULL is RATE_E_NULL.
 ///
