@@ -116,7 +116,7 @@ impl<S> KeyedLimiter<S> {
 
     /// [`on_key`](Self::on_key) after its first try found the key missing from a region
     /// being swept into, or (`moved`) its slot moved out of the region it loaded: then
-    /// the next region is read by [`latest`](Self::latest), which this thread may not have
+    /// the next region is read by [`View::latest`], which this thread may not have
     /// seen yet (once seen, a load returns it or a later one).
     #[cold]
     #[inline(never)]
