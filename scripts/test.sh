@@ -158,14 +158,10 @@ rust_quick() {
     cargo_test --lib --examples $in_process_tests
 }
 
+# The Redis tier's Rust tests; with --no-run, built only (no redis-server, outside CI).
 rust_redis() {
     # shellcheck disable=SC2086
-    if $have_redis || [ -n "${CI:-}" ]; then
-        cargo_test $redis_tests
-    else
-        cargo_test $redis_tests --no-run
-        echo "SKIPPED: the Redis tier's Rust tests, built but not run: $no_redis"
-    fi
+    cargo_test $redis_tests "$@"
 }
 
 loom() {
@@ -236,30 +232,28 @@ if ! $quick && ! command -v "$redis_server" >/dev/null; then
     fi
 fi
 
+step "Docs: links, snippets, no internal notes, the performance page is the script's" docs
+step "Rust: build the release library the bindings link" cargo build --release
 if $quick; then
-    step "Docs: links, snippets, no internal notes, the performance page is the script's" docs
-    step "Rust: build the release library the bindings link" cargo build --release
     step "Rust: unit, integration and example tests (in process)" rust_quick
     step "Python: the tests that need no Redis" python_tests
     step "Go: the tests that need no Redis, the example service" go_quick
     notes+=("Left out of --quick: doc tests, the C/C++ toolchain tests, the Redis tier, fuzzing, loom, valgrind and sanitizers, Go -race/GC stress/dynamic link, the API reference's build; scripts/test.sh runs them all.")
 else
-    step "Docs: links, snippets, no internal notes, the performance page is the script's" docs
-    step "Rust: build the release library the bindings link" cargo build --release
     step "Rust: unit, integration, example and doc tests, C and C++ via cargo" rust_tests
     step "Rust: live changes keep memory bounded (a table changed 1,000 times, optimized)" \
         cargo test --release -p librate --test live_memory
     if $have_redis || [ -n "${CI:-}" ]; then
         step "Rust: the Redis tier (blocking and async, one server and a Cluster)" rust_redis
     else
-        ok_as=skipped step "Rust: the Redis tier (built, not run: no redis-server)" rust_redis
+        ok_as=skipped step "Rust: the Redis tier (built, not run: no redis-server)" rust_redis --no-run
     fi
     step "Rust: the blocking Redis tier builds without the async one" cargo build --quiet --features redis
     step "Fuzz: each libFuzzer target over its corpus, then 12 s of mutations" scripts/fuzz.sh smoke
     step "Rust: loom models" loom
     step "C: every C test under valgrind memcheck and ASan/UBSan" scripts/c-tests.sh
     step "Python: install the package into .venv (it bundles librate.so), pytest" python_tests
-    step "Reference: cargo doc -D warnings, every Rust, Go and Python public name documented" \
+    step "Reference: cargo doc -D warnings, every crate denying missing docs" \
         scripts/check-reference.sh
     step "Go: vet, race tests, GC stress with a GC before every C call, dynamic link" go_tests
     step "Go: the example service (examples/go), over HTTP on 127.0.0.1" go_example
