@@ -1,20 +1,16 @@
 #!/usr/bin/env bash
-# The API reference's checks: every public item of every language documented, and the
-# Rust docs building without a warning.
+# The Rust API reference's checks: every crate denies missing docs, and the docs build
+# without a warning.
 #
 #   Rust    each crate root (the library, each benchmark, the fuzz library and targets)
 #           says #![deny(missing_docs)]; `cargo doc --no-deps` with RUSTDOCFLAGS="-D
 #           warnings" builds clean with default features (what `cargo doc --open`
 #           shows), with every feature, with private items (the contributors' reference),
 #           and for the fuzz library.
-#   Go      TestDocComments (bindings/go/doc_test.go): every exported identifier of the
-#           packages under bindings/go and examples/go has a doc comment. Runs after
-#           `cargo build --release`, since the Go package links target/release/librate.a.
-#   Python  tests/test_docstrings.py: every public name of the librate package has a
-#           docstring. Runs on the package in the tree (PYTHONPATH=bindings/python, its
-#           library from target/release), with $PYTHON, else .venv/bin/python, else
-#           python3; that interpreter needs pytest (and redis-py, or librate.redis is
-#           skipped, which the run reports).
+#   Go, Python  TestDocComments (bindings/go/doc_test.go) and tests/test_docstrings.py
+#           check that every exported Go identifier and public Python name is documented;
+#           they are part of the Go and Python suites, which scripts/test.sh runs (--quick
+#           too), so they are not run again here.
 #
 # Usage: scripts/check-reference.sh. Set LIBRATE_SKIP_FUZZ_DOC=1 to leave out the fuzz
 # library's docs, whose first build compiles libFuzzer.
@@ -48,16 +44,3 @@ if [ "${LIBRATE_SKIP_FUZZ_DOC:-0}" != 1 ]; then
 fi
 unset RUSTDOCFLAGS
 echo "clean"
-
-step "Go: every exported identifier has a doc comment"
-cargo build --release --quiet
-(cd bindings/go && go vet ./... && go test -count=1 -run '^TestDocComments$' .)
-
-step "Python: every public name has a docstring"
-python=${PYTHON:-}
-if [ -z "$python" ]; then
-    if [ -x .venv/bin/python ]; then python=.venv/bin/python; else python=python3; fi
-fi
-# --noconftest: the suite's fixtures need uvicorn and redis-server, this test neither.
-PYTHONPATH=bindings/python "$python" -m pytest -q -rs --noconftest -p no:cacheprovider \
-    bindings/python/tests/test_docstrings.py
