@@ -168,10 +168,8 @@ impl Generations {
     /// The configuration in force, lent for as long as the limiter lives: the first
     /// generation's, or after a change, a kept copy of the one in force.
     pub(crate) fn config(&self) -> &Config {
-        match self.versions.first_in_force() {
-            Some(first) => &first.config,
-            None => self.configs.get(&self.versions.pin().current().config),
-        }
+        self.configs
+            .lend(&self.versions, |generation| &generation.config)
     }
 
     /// The generation the limiter was built with: what a change cannot alter (its

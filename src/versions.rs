@@ -81,8 +81,21 @@ impl<T: PartialEq + Copy> Kept<T> {
         }
     }
 
+    /// `part` of the version in force, lent for as long as `versions` lives: the first
+    /// version's own (read in place, unpinned), or after a change, the kept copy of it.
+    pub(crate) fn lend<'a, V>(
+        &'a self,
+        versions: &'a Versions<V>,
+        part: impl Fn(&V) -> &T,
+    ) -> &'a T {
+        match versions.first_in_force() {
+            Some(first) => part(first),
+            None => self.get(part(versions.pin().current())),
+        }
+    }
+
     /// The kept value equal to `value`, kept now if none is.
-    pub(crate) fn get(&self, value: &T) -> &T {
+    fn get(&self, value: &T) -> &T {
         let mut values = self.values.lock().unwrap_or_else(PoisonError::into_inner);
         let kept = match values.iter().position(|kept| **kept == *value) {
             Some(index) => &*values[index],

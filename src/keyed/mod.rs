@@ -177,10 +177,7 @@ impl<S> KeyedLimiter<S> {
     /// The configuration every key's state follows: the one this table was built from,
     /// or the last [`set_config`](Self::set_config) gave.
     pub fn config(&self) -> &Config {
-        match self.regions.first_in_force() {
-            Some(first) => &first.config,
-            None => self.configs.get(&self.view().current().config),
-        }
+        self.configs.lend(&self.regions, |region| &region.config)
     }
 
     /// The capacity this table was built for: this many live keys always fit.
