@@ -47,17 +47,12 @@ impl RedisServer {
             skipped(&binary);
             return None;
         }
-        // A port the kernel just found free; the server takes it a moment later.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let dir = std::env::temp_dir().join(format!("librate-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let extra: Vec<String> = extra.iter().map(|arg| arg.to_string()).collect();
         let child = Self::spawn(&binary, port, &dir, &extra);
-        let server = Self {
+        let mut server = Self {
             binary,
             extra,
             child,
@@ -69,14 +64,17 @@ impl RedisServer {
     }
 
     fn spawn(binary: &str, port: u16, dir: &std::path::Path, extra: &[String]) -> Child {
+        // Its complaints go to a file the failure message quotes ("did not start" alone
+        // names no cause).
+        let log = std::fs::File::create(dir.join("stderr.log")).unwrap();
         Command::new(binary)
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(dir)
             .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
             .spawn()
             .unwrap()
     }
@@ -106,7 +104,7 @@ impl RedisServer {
             .unwrap()
     }
 
-    fn wait_until_up(&self) {
+    fn wait_until_up(&mut self) {
         let started = Instant::now();
         let client = redis::Client::open(self.url()).unwrap();
         loop {
@@ -115,13 +113,28 @@ impl RedisServer {
                     return;
                 }
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "redis-server did not start"
-            );
+            let exited = self.child.try_wait().unwrap();
+            if exited.is_some() || started.elapsed() > Duration::from_secs(10) {
+                let log = std::fs::read_to_string(self.dir.join("stderr.log")).unwrap_or_default();
+                panic!(
+                    "redis-server on port {} did not start ({}); its output:\n{log}",
+                    self.port,
+                    exited.map_or("no answer to PING in 10 s".into(), |status| status
+                        .to_string()),
+                );
+            }
             std::thread::sleep(Duration::from_millis(10));
         }
     }
+}
+
+/// A port the kernel just found free on 127.0.0.1; a server takes it a moment later.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Says, once a test binary, that its Redis tests pass without having run. Written to the
@@ -147,7 +160,10 @@ impl Drop for RedisServer {
 }
 
 /// A Redis Cluster of three masters on loopback ports, each a [`RedisServer`], its slots
-/// assigned by `redis-cli --cluster create`.
+/// assigned by `redis-cli --cluster create`. Each node's bus port is a free port of its
+/// own (`--cluster-port`, Redis 7.0 or later) rather than Redis's default of its port plus
+/// 10,000, which is past 65,535 for a quarter of the kernel's ephemeral ports, so such a
+/// node would refuse to start.
 pub struct RedisCluster {
     pub nodes: Vec<RedisServer>,
 }
@@ -156,7 +172,10 @@ impl RedisCluster {
     /// Starts the cluster, or `None` as [`RedisServer::start`] does.
     pub fn start() -> Option<Self> {
         let nodes: Vec<RedisServer> = (0..3)
-            .map(|_| RedisServer::start_with(&["--cluster-enabled", "yes"]))
+            .map(|_| {
+                let bus = free_port().to_string();
+                RedisServer::start_with(&["--cluster-enabled", "yes", "--cluster-port", &bus])
+            })
             .collect::<Option<_>>()?;
         let addresses: Vec<String> = nodes
             .iter()
