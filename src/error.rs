@@ -84,13 +84,15 @@ pub enum Error {
     InsufficientCapacity,
     /// A keyed table is full of live keys and cannot take a new one.
     TableFull,
-    /// The operation does not exist for this algorithm (reserve on a window limiter).
+    /// The operation does not exist for this limiter: a reserve on a window algorithm, or
+    /// a change of rule where none can be made (a keyed table or keyed policy in a shared
+    /// file).
     Unsupported,
     /// The operating system refused to create, open, size or map a shared file: its
     /// error number (`errno`), as [`std::io::Error::from_raw_os_error`] reads it.
     Io(i32),
-    /// The file is not a librate table of this layout, configuration and size; it was
-    /// left untouched.
+    /// The file is not a librate table of this layout, kind, rule and size; it was left
+    /// untouched. [`describe_file`](crate::describe_file) says what it holds.
     Incompatible,
 }
 
@@ -100,16 +102,18 @@ impl fmt::Display for Error {
             Self::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
             Self::InsufficientCapacity => f.write_str("cost exceeds the limiter's capacity"),
             Self::TableFull => f.write_str("keyed table is full of live keys"),
-            Self::Unsupported => f.write_str("operation not supported by this algorithm"),
+            Self::Unsupported => f.write_str(
+                "operation not supported by this limiter (a reserve needs GCRA; a shared keyed \
+                 table or keyed policy keeps its rules)",
+            ),
             Self::Io(errno) => write!(
                 f,
                 "shared file: {}",
                 std::io::Error::from_raw_os_error(*errno)
             ),
             Self::Incompatible => f.write_str(
-                "shared file is not a librate table of this kind, rule and size (a shared \
-                 file keeps the rule it was made with: open it with that rule, or use another \
-                 path)",
+                "shared file is not a librate table of this kind, rule and size (describe_file \
+                 says what it holds; a shared limiter's opener may replace its rule)",
             ),
         }
     }

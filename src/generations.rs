@@ -30,6 +30,15 @@
 //! Changes are serialized (`versions.rs`), so a change always finds the words it replaces
 //! unmarked: a second change waits for the first, then replaces its generation.
 //!
+//! # In a file
+//! A limiter whose rule can change in its file (`shared/rules.rs`) holds the file's side A
+//! as its first generation, decided on as above, and the generation of the rule in force
+//! behind the pointer: a decision refused on side A (a change in the file froze it, for
+//! good) decides pinned in the file too, on the rule whose serial the file says is in
+//! force, and **adopts** a newer one (publishes a generation of it here) before it
+//! decides. A change is made in the file, by whichever process, and this process adopts
+//! it at its next decision.
+//!
 //! # Memory
 //! Generations are versions (`versions.rs`): a decision out of line reads the generation
 //! in force pinned, and a replaced generation is freed once no pinned thread can still be
@@ -40,7 +49,7 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 #[cfg(not(loom))]
-use crate::shared::Mapping;
+use crate::shared::{file_words, Entry, Frozen, Mapping, Rules};
 use crate::state::{Replaceable, Replaced, REPLACED};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 use crate::versions::{Kept, Pin, Version, Versions};
@@ -155,6 +164,32 @@ pub(crate) struct Generations {
     versions: Versions<Generation>,
     /// The configurations [`config`](Self::config) lent out after a change.
     configs: Kept<Config>,
+    /// The file whose rule this limiter follows, if its rule can change there.
+    #[cfg(not(loom))]
+    file: Option<InFile>,
+}
+
+/// A limiter file whose rule can change (`shared/rules.rs`).
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct InFile {
+    pub(crate) mapping: Arc<Mapping>,
+    /// The rule the file was created with (serial 0), and its state words.
+    pub(crate) first: Config,
+    pub(crate) first_words: usize,
+    /// This process's entry in the file's pins registry.
+    pub(crate) entry: Entry,
+}
+
+#[cfg(not(loom))]
+impl InFile {
+    pub(crate) fn rules(&self) -> Rules<'_> {
+        Rules {
+            words: self.mapping.state(file_words(self.first_words)),
+            first: &self.first,
+            first_words: self.first_words,
+        }
+    }
 }
 
 impl Generations {
@@ -162,14 +197,85 @@ impl Generations {
         Self {
             versions: Versions::new(first),
             configs: Kept::new(),
+            #[cfg(not(loom))]
+            file: None,
         }
     }
 
+    /// The generations of a limiter that follows the rule of `file`, whose side A
+    /// `first` decides on; the rule in force is adopted now.
+    ///
+    /// # Errors
+    /// As [`adopt`](Self::adopt).
+    #[cfg(not(loom))]
+    pub(crate) fn in_file(first: Generation, file: InFile) -> Result<Self, Error> {
+        let generations = Self {
+            file: Some(file),
+            ..Self::new(first)
+        };
+        generations.follow()?;
+        Ok(generations)
+    }
+
     /// The configuration in force, lent for as long as the limiter lives: the first
-    /// generation's, or after a change, a kept copy of the one in force.
+    /// generation's, or after a change, a kept copy of the one in force (in a file, the
+    /// file's).
     pub(crate) fn config(&self) -> &Config {
+        #[cfg(not(loom))]
+        // A hostile file's error leaves the rule last adopted, which its decisions report.
+        let _ = self.follow();
         self.configs
             .lend(&self.versions, |generation| &generation.config)
+    }
+
+    /// Adopts the rule in force in the file, if this limiter follows one.
+    ///
+    /// # Errors
+    /// As [`adopt`](Self::adopt).
+    #[cfg(not(loom))]
+    fn follow(&self) -> Result<(), Error> {
+        match &self.file {
+            Some(file) => loop {
+                let serial = file.rules().serial();
+                if self.adopt(file, serial)? {
+                    return Ok(());
+                }
+            },
+            None => Ok(()),
+        }
+    }
+
+    /// Makes the file's rule of `serial` the generation in force here, unless this
+    /// process has it or a later one: whether it was (or is) adopted; `false` if that
+    /// rule's record was rewritten meanwhile for a later one (read the serial again).
+    ///
+    /// # Errors
+    /// [`Error::Incompatible`] if the file's rule in force is no rule (bytes another
+    /// writer put there).
+    #[cfg(not(loom))]
+    #[cold]
+    fn adopt(&self, file: &InFile, serial: u64) -> Result<bool, Error> {
+        let mut change = self.versions.change();
+        if change.current().0.serial >= serial {
+            return Ok(true);
+        }
+        let rules = file.rules();
+        let Some(config) = rules.rule(serial) else {
+            return match rules.serial() == serial {
+                true => Err(Error::Incompatible),
+                false => Ok(false),
+            };
+        };
+        let decider = Decider::new(&config)?;
+        let state = rules.side(serial, decider.state_words());
+        let memory = Memory::Shared {
+            _mapping: Arc::clone(&file.mapping),
+        };
+        let mut generation = Generation::new(decider, &config, NonNull::from(&state[0]), memory);
+        generation.tenancy = Replaceable { replaceable: true };
+        generation.serial = serial;
+        change.publish(generation);
+        Ok(true)
     }
 
     /// The generation the limiter was built with: what a change cannot alter (its
@@ -179,8 +285,13 @@ impl Generations {
         self.versions.first()
     }
 
-    /// Runs `read` on the generation in force: the first, or another pinned.
+    /// Runs `read` on the generation in force: the first, or another pinned (in a file,
+    /// pinned there too, on the file's rule in force).
     pub(crate) fn with_current<R>(&self, read: impl FnOnce(&Version<Generation>) -> R) -> R {
+        #[cfg(not(loom))]
+        if let Some(file) = &self.file {
+            return self.with_current_in_file(file, read);
+        }
         match self.versions.first_in_force() {
             Some(first) => read(first),
             None => read(self.versions.pin().current()),
@@ -244,6 +355,10 @@ impl Generations {
         max_wait_ns: Option<u64>,
         operation: O,
     ) -> Result<O::Output, Error> {
+        #[cfg(not(loom))]
+        if let Some(file) = &self.file {
+            return self.run_in_file(file, n, max_wait_ns, operation);
+        }
         let pin = self.versions.pin();
         let mut tried = self.versions.first();
         let mut backoff = Backoff::default();
@@ -297,6 +412,79 @@ impl Generations {
         }
     }
 
+    /// [`run_again`](Self::run_again) for a limiter that follows its file's rule: pinned
+    /// here and in the file, on the generation of the file's rule in force (adopted first
+    /// if it is new here). Words frozen by a change in flight are waited for (the change
+    /// finished if its process died); a marker no change explains is read as a state.
+    #[cfg(not(loom))]
+    #[cold]
+    #[inline(never)]
+    fn run_in_file<O: Operation>(
+        &self,
+        file: &InFile,
+        n: u64,
+        max_wait_ns: Option<u64>,
+        operation: O,
+    ) -> Result<O::Output, Error> {
+        const AS_A_STATE: Replaceable = Replaceable { replaceable: false };
+        let rules = file.rules();
+        loop {
+            let (serial, pin, pinned) = {
+                let pin = self.versions.pin();
+                let pinned = rules.pin(&file.entry)?;
+                let serial = rules.serial();
+                if pin.current().serial != serial {
+                    drop((pinned, pin));
+                    self.adopt(file, serial)?;
+                    continue;
+                }
+                (serial, pin, pinned)
+            };
+            let generation = pin.current();
+            generation.decider.check(n, max_wait_ns)?;
+            if let Ok(result) = operation.run(generation, &generation.tenancy) {
+                return Ok(result);
+            }
+            match rules.frozen(serial) {
+                Frozen::Forged => {
+                    if let Ok(result) = operation.run(generation, &AS_A_STATE) {
+                        return Ok(result);
+                    }
+                }
+                Frozen::Changing => {
+                    drop((pinned, pin));
+                    rules.wait_for_change(serial)?;
+                }
+            }
+        }
+    }
+
+    /// [`with_current`](Self::with_current) in a file: on the file's rule in force, or,
+    /// if the file's words hold no rule, the one this process last adopted.
+    #[cfg(not(loom))]
+    #[cold]
+    fn with_current_in_file<R>(
+        &self,
+        file: &InFile,
+        read: impl FnOnce(&Version<Generation>) -> R,
+    ) -> R {
+        let rules = file.rules();
+        loop {
+            let pin = self.versions.pin();
+            let Ok(_pinned) = rules.pin(&file.entry) else {
+                return read(pin.current());
+            };
+            let serial = rules.serial();
+            if pin.current().serial == serial {
+                return read(pin.current());
+            }
+            drop((_pinned, pin));
+            if self.adopt(file, serial).is_err() {
+                return read(self.versions.pin().current());
+            }
+        }
+    }
+
     /// Replaces the generation in force by one of `decider` whose state is the old one's
     /// carried over at `now` (module docs). The new words are allocated before the old
     /// are frozen, so decisions wait only while the state is converted.
@@ -305,6 +493,11 @@ impl Generations {
     /// [`Error::Unsupported`] for a limiter in a shared file; [`Error::InvalidConfig`] if
     /// the state cannot be carried over to `decider` ([`Decider::check_change`]).
     pub(crate) fn replace(&self, decider: Decider, config: &Config, now: u64) -> Result<(), Error> {
+        #[cfg(not(loom))]
+        if let Some(file) = &self.file {
+            let serial = file.rules().change(config, &decider, now)?;
+            return self.adopt(file, serial).map(drop);
+        }
         let mut new = Generation::private(decider, config);
         let mut change = self.versions.change();
         new.serial = change.serial();

@@ -118,10 +118,12 @@ mod versions;
 pub use config::{Algorithm, Config};
 pub use decision::Decision;
 pub use error::{ConfigError, Error};
-#[cfg(loom)]
+#[cfg(any(loom, feature = "testing"))]
 #[doc(hidden)]
 pub use keyed::crashes;
 pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
 pub use limiter::Limiter;
 pub use policy::{KeyedPolicy, KeyedRule, Policy, PolicyDecision, MAX_RULES};
+#[cfg(not(loom))]
+pub use shared::describe_file;
 pub use time::{clock_source, now_ns, ClockSource};

@@ -8,17 +8,18 @@ use crate::error::Error;
 use crate::generations::Memory;
 use crate::generations::{Generation, Generations};
 #[cfg(not(loom))]
-use crate::shared::{Contents, Identity, Mapping, KIND_LIMITER};
+use crate::shared::Mapping;
 use crate::state::Refund;
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::cell::Cell;
-use std::path::Path;
 #[cfg(not(loom))]
 use std::ptr::NonNull;
 #[cfg(not(loom))]
 use std::sync::Arc;
 
 mod change;
+#[cfg(not(loom))]
+mod file;
 mod operations;
 use operations::{
     Acquire, AcquireRefundable, Peek, Reset, SettleRefundable, TryAcquire, TryAcquireRefundable,
@@ -71,60 +72,14 @@ impl Limiter {
     }
 
     fn of(generation: Generation) -> Self {
+        Self::with(Generations::new(generation))
+    }
+
+    fn with(generations: Generations) -> Self {
         Self {
-            generations: Generations::new(generation),
+            generations,
             hint: ClockHint::default(),
         }
-    }
-
-    /// Opens the limiter whose state lives in the file at `path`, creating the file if it
-    /// does not exist: every process that opens the same file shares one limit, exactly
-    /// as threads sharing one `Limiter` do (docs/shared.md). The file is created with mode
-    /// 0600; one that exists must have been created for the same `config`.
-    ///
-    /// ```
-    /// use rate::{Config, Limiter};
-    /// let path = std::env::temp_dir().join(format!("librate-doc-{}", std::process::id()));
-    /// let config = Config::gcra(1, 1_000_000_000);
-    /// let first = Limiter::open(&path, &config).unwrap();
-    /// let second = Limiter::open(&path, &config).unwrap(); // another process, say
-    /// assert!(first.acquire_at(1, 0).unwrap().allowed);
-    /// assert!(!second.acquire_at(1, 0).unwrap().allowed); // one limit for both
-    /// # std::fs::remove_file(&path).unwrap();
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidConfig`] as [`new`](Self::new); [`Error::Incompatible`] if the file
-    /// is not a librate limiter of this configuration (it is left untouched);
-    /// [`Error::Io`] with the OS's error number if the file cannot be created, opened or
-    /// mapped.
-    pub fn open(path: impl AsRef<Path>, config: &Config) -> Result<Self, Error> {
-        let decider = Decider::new(config)?;
-        // loom's atomics are models, not words of memory a file could hold.
-        #[cfg(loom)]
-        {
-            let _ = (path, decider);
-            Err(Error::Unsupported)
-        }
-        #[cfg(not(loom))]
-        Self::open_file(path.as_ref(), decider, config)
-    }
-
-    /// [`open`](Self::open) with a validated decider.
-    #[cfg(not(loom))]
-    fn open_file(path: &Path, decider: Decider, config: &Config) -> Result<Self, Error> {
-        time::prepare();
-        let identity = Identity::of(KIND_LIMITER, config, &decider, 0);
-        let contents = Contents {
-            state_words: decider.state_words(),
-            initial: &|_| 0,
-            kept: &|_| false,
-            descriptor: &[],
-            hash_key: [0, 0],
-            pid_namespace: 0,
-        };
-        let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
-        Ok(Self::in_file(decider, config, &mapping, 0))
     }
 
     /// The limiter whose state words start at state word `start` of a file's `mapping`,

@@ -193,6 +193,52 @@ fn a_table_from_another_boot_is_reset() {
     assert!(reopened.acquire_at(1, FROZEN).unwrap().allowed);
 }
 
+/// Whatever a writer puts in a limiter file's rule block (the serial, the records, the
+/// lock, the change in flight), an opener gets a limiter that decides, or a clear
+/// `Incompatible`, and a limiter that decides keeps deciding, or says `Incompatible`:
+/// never a panic, never a hang.
+#[test]
+fn any_rule_block_bytes_give_a_limiter_or_incompatible() {
+    let scratch = Scratch::new("rule-bytes");
+    let config = Config::gcra(8, SECOND);
+    let path = scratch.path("gcra");
+    drop(Limiter::open(&path, &config).unwrap());
+    let pristine = fs::read(&path).unwrap();
+    let (mut opened, mut refused) = (0, 0);
+    for round in 0..64u64 {
+        fs::write(&path, &pristine).unwrap();
+        for word in 16..16 + 32 {
+            let value = match (round + word as u64) % 4 {
+                0 => 0,
+                1 => round % 5,
+                2 => u64::MAX - round % 3,
+                _ => (round + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (word as u64) << 40,
+            };
+            rewrite_word(&path, word, value);
+        }
+        match Limiter::open(&path, &config) {
+            Ok(limiter) => {
+                opened += 1;
+                for now in [0, FROZEN, u64::MAX] {
+                    match limiter.acquire_at(1, now) {
+                        Ok(decision) => assert!(decision.remaining <= 8),
+                        Err(error) => assert_eq!(error, Error::Incompatible),
+                    }
+                }
+            }
+            Err(error) => {
+                refused += 1;
+                assert_eq!(error, Error::Incompatible);
+            }
+        }
+    }
+    assert_eq!(opened + refused, 64);
+}
+
+/// Where a limiter file's state words start (docs/shared.md, the file): after the header
+/// (16 words), the rule's block (32) and the registry of 512 processes' pins (a line each).
+const SIDES: usize = 16 + 32 + 512 * 8;
+
 /// Whatever a writer puts in the state words, every algorithm still decides.
 #[test]
 fn any_state_bytes_give_a_decision() {
@@ -202,7 +248,7 @@ fn any_state_bytes_give_a_decision() {
         drop(Limiter::open(&path, &config).unwrap());
         let words = fs::read(&path).unwrap().len() / 8;
         for round in 0..200u64 {
-            for word in 16..words {
+            for word in SIDES..words {
                 let value = (round + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (word as u64) << 40;
                 rewrite_word(
                     &path,

@@ -76,10 +76,11 @@ impl KeyedLimiter<KeyHasher> {
             let contents = Contents {
                 state_words: table.words(),
                 initial: &|index| table.initial(index),
-                kept: &|index| table.kept(index),
+                kept: &|index, _| table.kept(index),
                 descriptor: &[],
                 hash_key: KeyHasher::random().key(),
                 pid_namespace: pid_namespace(),
+                changeable: false,
             };
             let mapping = Arc::new(Mapping::open(path.as_ref(), identity, &contents)?);
             Ok(Self::in_file(decider, config, capacity, &mapping, 0))

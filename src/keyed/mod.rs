@@ -84,7 +84,7 @@ mod hasher;
 mod insert;
 mod layout;
 mod lookup;
-mod owner;
+pub(crate) mod owner;
 mod recover;
 mod region;
 mod regions;
@@ -101,7 +101,7 @@ use self::insert::Request;
 pub(crate) use self::layout::Located;
 use self::layout::SLOTS_PER_KEY;
 use self::lookup::{Evicted, Lookup, Tenant};
-#[cfg(loom)]
+#[cfg(any(loom, feature = "testing"))]
 pub use self::owner::crashes;
 use self::region::Region;
 use self::regions::View;

@@ -1,16 +1,49 @@
-//! Who holds a claim in a shared table: a token per process, which any process on the host
-//! can check is still alive. Under loom, threads stand in for processes, and a test stops
-//! one for good at a chosen step ([`crash_point`]).
+//! Who holds a claim in a shared table, or a change of a shared limiter's rule: a token
+//! per process, which any process on the host can check is still alive. Under loom,
+//! threads stand in for processes, and a test stops one for good at a chosen step
+//! ([`crash_point`]); with the `testing` feature, a test process can have itself killed
+//! (SIGKILL) at one.
 
 #[cfg(not(loom))]
-pub(super) use self::host::{is_alive, token};
+pub(crate) use self::host::{is_alive, token};
 #[cfg(loom)]
-pub(super) use self::model::{crash_point, is_alive, token};
+pub(crate) use self::model::{crash_point, is_alive, token};
 
-/// A step at which a writer may stop for good: nothing outside loom.
-#[cfg(not(loom))]
+/// A step at which a writer may stop for good: nothing outside loom and the `testing`
+/// feature.
+#[cfg(all(not(loom), not(feature = "testing")))]
 #[inline(always)]
-pub(super) fn crash_point() {}
+pub(crate) fn crash_point() {}
+
+/// A step at which a writer may stop for good: the process kills itself (SIGKILL) here if
+/// [`crashes::kill_at`] counted down to this crash point.
+#[cfg(all(not(loom), feature = "testing"))]
+pub(crate) fn crash_point() {
+    use crate::sync::Ordering;
+    // Relaxed: the countdown of one test process's own thread.
+    match KILL_AT.load(Ordering::Relaxed) {
+        0 => {}
+        1 => {
+            // SAFETY: sends SIGKILL to this process, which ends it here, as `kill -9` would.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        }
+        left => KILL_AT.store(left - 1, Ordering::Relaxed),
+    }
+}
+
+/// The countdown of [`crash_point`]s before this process kills itself (0: never).
+#[cfg(all(not(loom), feature = "testing"))]
+static KILL_AT: crate::sync::ProcessAtomicU64 = crate::sync::ProcessAtomicU64::new(0);
+
+/// Test processes' control over crashes (`tests/shared_change.rs`). Not public API.
+#[cfg(all(not(loom), feature = "testing"))]
+#[doc(hidden)]
+pub mod crashes {
+    /// Kills this process (SIGKILL) at its crash point number `step` from now (from 1).
+    pub fn kill_at(step: u64) {
+        super::KILL_AT.store(step, crate::sync::Ordering::Relaxed);
+    }
+}
 
 #[cfg(not(loom))]
 mod host {

@@ -182,7 +182,7 @@ impl KeyedPolicy {
                     .map_or(0, |table| table.initial(index - region.start)),
                 (None, None) => 0,
             },
-            kept: &|index| {
+            kept: &|index, _| {
                 index < DESCRIPTOR_WORDS
                     || region_of(index).is_some_and(|region| {
                         region
@@ -194,6 +194,7 @@ impl KeyedPolicy {
             descriptor: &descriptor,
             hash_key: KeyHasher::random().key(),
             pid_namespace: pid_namespace(),
+            changeable: false,
         };
         let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
         let scoped = rules

@@ -9,11 +9,12 @@ use crate::decider::Decider;
 /// Words before the state.
 pub(crate) const HEADER_WORDS: usize = 16;
 /// "librate" and a NUL, read as a little-endian word.
-const MAGIC: u64 = u64::from_le_bytes(*b"librate\0");
+pub(super) const MAGIC: u64 = u64::from_le_bytes(*b"librate\0");
 /// The layout this code reads and writes. 2: the sliding log has a floor word, a keyed
 /// table counts its `TableFull` refusals in its control block, and fingerprint 0 names
-/// the former state of a reset key.
-const LAYOUT_VERSION: u64 = 2;
+/// the former state of a reset key. 3: a limiter's rule can change in its file
+/// (`rules.rs`: its block, the pins' registry and three sides of state).
+pub(super) const LAYOUT_VERSION: u64 = 3;
 /// The kind of table a file holds: a single limiter.
 pub(crate) const KIND_LIMITER: u64 = 1;
 /// The kind of table a file holds: a keyed table.
@@ -24,13 +25,13 @@ pub(crate) const KIND_KEYED_POLICY: u64 = 3;
 
 /// Header word indexes.
 const W_MAGIC: usize = 0;
-const W_VERSION: usize = 1;
-const W_KIND: usize = 2;
-const W_ALGORITHM: usize = 3;
+pub(super) const W_VERSION: usize = 1;
+pub(super) const W_KIND: usize = 2;
+pub(super) const W_ALGORITHM: usize = 3;
 const W_LIMIT: usize = 4;
 const W_PERIOD: usize = 5;
-const W_BURST: usize = 6;
-const W_CAPACITY: usize = 7;
+pub(super) const W_BURST: usize = 6;
+pub(super) const W_CAPACITY: usize = 7;
 const W_SIZE: usize = 8;
 pub(super) const W_BOOT: usize = 9;
 /// A keyed table's hash key, two words (random per file, so not part of its identity).
@@ -69,6 +70,26 @@ impl Identity {
             capacity,
         }
     }
+}
+
+/// The rule a limiter file's header names (the one it was created with), as a
+/// configuration: GCRA's burst is the effective one, which decides as the configured one
+/// did. `None` for words that are no rule.
+pub(super) fn first_rule(words: &[u64; HEADER_WORDS]) -> Option<Config> {
+    let algorithm = match words[W_ALGORITHM] {
+        0 => Algorithm::Gcra,
+        1 => Algorithm::FixedWindow,
+        2 => Algorithm::SlidingWindow,
+        3 => Algorithm::SlidingLog,
+        _ => return None,
+    };
+    let config = Config {
+        algorithm,
+        limit: words[W_LIMIT],
+        period_ns: words[W_PERIOD],
+        burst: words[W_BURST],
+    };
+    Decider::new(&config).is_ok().then_some(config)
 }
 
 /// The header words of a table of `words` words for `identity` in boot `boot`.

@@ -41,14 +41,20 @@ use std::time::{Duration, Instant};
 use crate::error::Error;
 use crate::sync::{AtomicU64, Ordering};
 
+mod describe;
 mod file;
 mod header;
+mod pins;
+mod rules;
 
+pub use self::describe::describe_file;
 use self::file::{check_room, create_beside, os_error};
-use self::header::{boot_id, header, W_BOOT, W_HASH_KEY, W_PID_NAMESPACE};
+use self::header::{boot_id, header, W_ALGORITHM, W_BOOT, W_BURST, W_HASH_KEY, W_PID_NAMESPACE};
 pub(crate) use self::header::{
     pid_namespace, Identity, HEADER_WORDS, KIND_KEYED, KIND_KEYED_POLICY, KIND_LIMITER,
 };
+pub(crate) use self::pins::Entry;
+pub(crate) use self::rules::{file_words, kept, side_start, Frozen, Rules};
 
 /// The boot word's mark of a reset in progress (boot ids use the low 60 bits).
 const RESETTING: u64 = 1 << 63;
@@ -62,9 +68,9 @@ pub(crate) struct Contents<'a> {
     pub(crate) state_words: usize,
     /// The initial value of state word `index`.
     pub(crate) initial: &'a dyn Fn(usize) -> u64,
-    /// Whether a reset for a new boot leaves state word `index` as it is: it holds no
-    /// time.
-    pub(crate) kept: &'a dyn Fn(usize) -> bool,
+    /// Whether a reset for a new boot leaves state word `index`, holding `value`, as it
+    /// is: it holds no time.
+    pub(crate) kept: &'a dyn Fn(usize, u64) -> bool,
     /// The first state words, which say what the table is beyond what the header says (a
     /// keyed policy's rules), compared as the header is: empty for most tables. They are
     /// among `initial`'s values, and `kept`.
@@ -76,6 +82,10 @@ pub(crate) struct Contents<'a> {
     /// processes by pid, which means nothing in another namespace: an opener from another
     /// one is refused, as with any other mismatch, rather than misjudge a claim.
     pub(crate) pid_namespace: u64,
+    /// Whether the rule can change in the file (a limiter's: `rules.rs`): its header then
+    /// names the rule the file was created with, and the owner compares the rule in force
+    /// with the opener's, so the header's rule words are not compared here.
+    pub(crate) changeable: bool,
 }
 
 /// A table file mapped into this process. Unmapped when dropped; the file stays.
@@ -125,6 +135,14 @@ impl Mapping {
     /// The state words, after the header.
     pub(crate) fn state(&self, state_words: usize) -> &[AtomicU64] {
         &self.words()[HEADER_WORDS..HEADER_WORDS + state_words]
+    }
+
+    /// The rule a changeable file was created with, from its header: `None` if its words
+    /// are no rule (bytes another writer put there).
+    pub(crate) fn first_rule(&self) -> Option<crate::config::Config> {
+        // Relaxed: written before the file was linked under its name, never changed.
+        let words = std::array::from_fn(|index| self.words()[index].load(Ordering::Relaxed));
+        header::first_rule(&words)
     }
 
     /// A keyed table's hash key, from its header.
@@ -208,9 +226,11 @@ impl Mapping {
         };
         let expected = header(identity, words, 0, [0, 0]);
         let found = mapping.words();
+        let rule = W_ALGORITHM..=W_BURST;
         // Relaxed: the header never changes once linked (but for the boot word below).
-        let matches =
-            (0..W_BOOT).all(|index| found[index].load(Ordering::Relaxed) == expected[index]);
+        let matches = (0..W_BOOT)
+            .filter(|index| !(contents.changeable && rule.contains(index)))
+            .all(|index| found[index].load(Ordering::Relaxed) == expected[index]);
         // Relaxed: written before the file was linked, never changed (a reset keeps them).
         let described = found[HEADER_WORDS..]
             .iter()
@@ -257,7 +277,10 @@ impl Mapping {
                     for (index, state) in self.words()[HEADER_WORDS..][..contents.state_words]
                         .iter()
                         .enumerate()
-                        .filter(|&(index, _)| !(contents.kept)(index))
+                        // Relaxed: this resetter alone writes the words now.
+                        .filter(|&(index, word)| {
+                            !(contents.kept)(index, word.load(Ordering::Relaxed))
+                        })
                     {
                         // Relaxed: published by the Release store below.
                         state.store((contents.initial)(index), Ordering::Relaxed);

@@ -1,0 +1,125 @@
+//! A limiter whose state, and rule, live in a file every process of the host maps
+//! (docs/shared.md): opening it, and replacing the file's rule when an opener asks.
+
+use super::Limiter;
+use crate::config::Config;
+use crate::decider::Decider;
+use crate::error::Error;
+use crate::generations::{Generation, Generations, InFile, Memory};
+use crate::shared::{
+    file_words, kept, side_start, Contents, Entry, Identity, Mapping, KIND_LIMITER,
+};
+use crate::state::Replaceable;
+use crate::time;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+impl Limiter {
+    /// Opens the limiter whose state lives in the file at `path`, creating the file if it
+    /// does not exist: every process that opens the same file shares one limit, exactly
+    /// as threads sharing one `Limiter` do (docs/shared.md). The file is created with mode
+    /// 0600; one that exists must hold the same rule as `config` (the one it was created
+    /// with, or the last [`set_config`](Self::set_config) made in it by any process).
+    ///
+    /// ```
+    /// use rate::{Config, Limiter};
+    /// let path = std::env::temp_dir().join(format!("librate-doc-{}", std::process::id()));
+    /// let config = Config::gcra(1, 1_000_000_000);
+    /// let first = Limiter::open(&path, &config).unwrap();
+    /// let second = Limiter::open(&path, &config).unwrap(); // another process, say
+    /// assert!(first.acquire_at(1, 0).unwrap().allowed);
+    /// assert!(!second.acquire_at(1, 0).unwrap().allowed); // one limit for both
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`] as [`new`](Self::new); [`Error::Incompatible`] if the file
+    /// is not a librate limiter, or holds another rule (it is left untouched:
+    /// [`describe_file`](crate::describe_file) says what it holds);
+    /// [`Error::Io`] with the OS's error number if the file cannot be created, opened or
+    /// mapped.
+    pub fn open(path: impl AsRef<Path>, config: &Config) -> Result<Self, Error> {
+        Self::open_file(path.as_ref(), config, false)
+    }
+
+    /// [`open`](Self::open), but a file that holds another rule is given `config` instead,
+    /// exactly as [`set_config`](Self::set_config) would change it (the state carried over,
+    /// every process attached deciding under `config` from its next decision): the way to
+    /// roll out a new limit by restarting the processes that share a file.
+    ///
+    /// ```
+    /// use rate::{Config, Limiter};
+    /// const MINUTE: u64 = 60_000_000_000;
+    /// let path = std::env::temp_dir().join(format!("librate-doc-r-{}", std::process::id()));
+    /// let old = Limiter::open(&path, &Config::gcra(10, MINUTE)).unwrap();
+    /// assert!(old.acquire(4).unwrap().allowed); // 6 tokens left
+    /// // A worker restarted with a new limit: 5 a minute. The 6 tokens are capped at 5.
+    /// let new = Limiter::open_replacing(&path, &Config::gcra(5, MINUTE)).unwrap();
+    /// assert_eq!(old.config(), &Config::gcra(5, MINUTE)); // the old handle follows
+    /// assert!(new.acquire(5).unwrap().allowed);
+    /// assert!(!old.acquire(1).unwrap().allowed);
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`open`](Self::open), and as [`set_config`](Self::set_config) when the file's rule
+    /// cannot be carried over to `config` (another algorithm, a sliding log's rule).
+    pub fn open_replacing(path: impl AsRef<Path>, config: &Config) -> Result<Self, Error> {
+        Self::open_file(path.as_ref(), config, true)
+    }
+
+    fn open_file(path: &Path, config: &Config, replace: bool) -> Result<Self, Error> {
+        let decider = Decider::new(config)?;
+        time::prepare();
+        let identity = Identity::of(KIND_LIMITER, config, &decider, 0);
+        let contents = Contents {
+            state_words: file_words(decider.state_words()),
+            initial: &|_| 0,
+            kept: &kept,
+            descriptor: &[],
+            hash_key: [0, 0],
+            pid_namespace: 0,
+            changeable: true,
+        };
+        let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
+        // The rule the file was created with, which side A's words hold: the opener's
+        // own while the file is new (the same rule, as it reads its burst).
+        let first = mapping.first_rule().ok_or(Error::Incompatible)?;
+        let first = if same_rule(&first, config) {
+            *config
+        } else {
+            first
+        };
+        let first_decider = Decider::new(&first)?;
+        let file = InFile {
+            first_words: first_decider.state_words(),
+            first,
+            mapping,
+            entry: Entry::default(),
+        };
+        let state = file.mapping.state(file_words(file.first_words));
+        let side = NonNull::from(&state[side_start(0, file.first_words)]);
+        let memory = Memory::Shared {
+            _mapping: Arc::clone(&file.mapping),
+        };
+        let mut generation = Generation::new(first_decider, &first, side, memory);
+        generation.tenancy = Replaceable { replaceable: true };
+        let limiter = Self::with(Generations::in_file(generation, file)?);
+        if !same_rule(limiter.config(), config) {
+            if !replace {
+                return Err(Error::Incompatible);
+            }
+            limiter.set_config(config)?;
+        }
+        Ok(limiter)
+    }
+}
+
+/// Whether two rules decide alike: the same algorithm, limit and period, and for GCRA the
+/// same effective burst (0 means the limit).
+fn same_rule(a: &Config, b: &Config) -> bool {
+    let identity =
+        |config: &Config| Decider::new(config).map(|d| Identity::of(KIND_LIMITER, config, &d, 0));
+    matches!((identity(a), identity(b)), (Ok(a), Ok(b)) if a == b)
+}

@@ -1,0 +1,140 @@
+//! What a table file holds, in one English sentence: what an opener refused as
+//! incompatible tells its user with it (docs/shared.md, what to do about an incompatible
+//! file). Read with `read(2)`, never mapped, so a file of any size or contents can be
+//! described, and nothing in it is written.
+
+use super::header::{first_rule, HEADER_WORDS, KIND_KEYED, KIND_KEYED_POLICY, KIND_LIMITER};
+use super::header::{LAYOUT_VERSION, MAGIC, W_CAPACITY, W_KIND, W_VERSION};
+use super::rules::rule_in_force;
+use crate::config::{Algorithm, Config};
+use crate::error::Error;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+/// Words of a keyed policy's rule in its descriptor: scope, algorithm, limit, period, burst.
+const POLICY_RULE_WORDS: usize = 5;
+/// The most rules a keyed policy file describes.
+const POLICY_RULES: usize = crate::policy::MAX_RULES;
+
+/// Describes the table file at `path`: the kind of table and the rule it holds (a
+/// limiter's rule in force, changed or not), or why it is no table this librate reads. The
+/// sentence starts with the path, as an error message naming the file does:
+///
+/// ```
+/// use rate::{describe_file, Config, Limiter};
+/// let path = std::env::temp_dir().join(format!("librate-describe-{}", std::process::id()));
+/// let _limiter = Limiter::open(&path, &Config::gcra(10, 1_000_000_000)).unwrap();
+/// let held = describe_file(&path).unwrap();
+/// assert!(held.ends_with(": a librate limiter holding GCRA, limit 10, period_ns 1000000000, burst 10"));
+/// assert!(Limiter::open(&path, &Config::gcra(20, 1_000_000_000)).is_err());
+/// # std::fs::remove_file(&path).unwrap();
+/// ```
+///
+/// # Errors
+/// [`Error::Io`] with the OS's error number if the file cannot be opened or read.
+pub fn describe_file(path: impl AsRef<Path>) -> Result<String, Error> {
+    let path = path.as_ref();
+    let io = |error: std::io::Error| Error::Io(error.raw_os_error().unwrap_or(libc::EIO));
+    let mut bytes = Vec::new();
+    let limit = (HEADER_WORDS + POLICY_RULES * POLICY_RULE_WORDS).max(rules_prefix()) * 8;
+    File::open(path)
+        .map_err(io)?
+        .take(limit as u64)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    let words: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|word| u64::from_le_bytes(word.try_into().expect("8 bytes")))
+        .collect();
+    Ok(format!("{}: {}", path.display(), holds(&words)))
+}
+
+/// The words of a limiter file up to its last record.
+fn rules_prefix() -> usize {
+    HEADER_WORDS + super::rules::RECORDS_END
+}
+
+/// What a file of `words` (its first ones) holds.
+fn holds(words: &[u64]) -> String {
+    let Some(header) = words.get(..HEADER_WORDS) else {
+        return format!("not a librate table ({} bytes)", words.len() * 8);
+    };
+    let header: &[u64; HEADER_WORDS] = header.try_into().expect("HEADER_WORDS words");
+    if header[0] != MAGIC {
+        return "not a librate table (it does not start with librate's magic bytes)".into();
+    }
+    if header[W_VERSION] != LAYOUT_VERSION {
+        return format!(
+            "a librate table of layout version {}, which this librate (layout version \
+             {LAYOUT_VERSION}) does not read: delete it, and the next opener makes it anew",
+            header[W_VERSION]
+        );
+    }
+    let capacity = header[W_CAPACITY];
+    let first = first_rule(header);
+    match header[W_KIND] {
+        KIND_LIMITER => match rule_in_force(&words[HEADER_WORDS..], first) {
+            Some((config, 0)) => format!("a librate limiter holding {}", rule(&config)),
+            Some((config, serial)) => format!(
+                "a librate limiter holding {} (its rule changed {serial} time{} since it \
+                 was made)",
+                rule(&config),
+                if serial == 1 { "" } else { "s" }
+            ),
+            None => "a librate limiter whose rule words hold no rule".into(),
+        },
+        KIND_KEYED => match first {
+            Some(config) => format!(
+                "a librate keyed table of capacity {capacity} holding {}",
+                rule(&config)
+            ),
+            None => "a librate keyed table whose rule words hold no rule".into(),
+        },
+        KIND_KEYED_POLICY => {
+            let count = header[super::header::W_ALGORITHM] as usize;
+            let rules: Vec<String> = words[HEADER_WORDS..]
+                .chunks_exact(POLICY_RULE_WORDS)
+                .take(count.min(POLICY_RULES))
+                .map(|rule_words| {
+                    let scope = if rule_words[0] == 2 {
+                        "global"
+                    } else {
+                        "per key"
+                    };
+                    let mut header = [0; HEADER_WORDS];
+                    header[super::header::W_ALGORITHM..][..4].copy_from_slice(&rule_words[1..]);
+                    match first_rule(&header) {
+                        Some(config) => format!("{} ({scope})", rule(&config)),
+                        None => "no rule".into(),
+                    }
+                })
+                .collect();
+            format!(
+                "a librate keyed policy of capacity {capacity} holding {} rule{}: {}",
+                count,
+                if count == 1 { "" } else { "s" },
+                rules.join("; ")
+            )
+        }
+        kind => format!("a librate table of an unknown kind ({kind})"),
+    }
+}
+
+/// A rule as its configuration's fields: "GCRA, limit 10, period_ns 1000000000, burst 10".
+fn rule(config: &Config) -> String {
+    let name = match config.algorithm {
+        Algorithm::Gcra => "GCRA",
+        Algorithm::FixedWindow => "fixed window",
+        Algorithm::SlidingWindow => "sliding window",
+        Algorithm::SlidingLog => "sliding log",
+    };
+    let burst = match config.algorithm {
+        Algorithm::Gcra => format!(", burst {}", config.burst),
+        _ => String::new(),
+    };
+    format!(
+        "{name}, limit {}, period_ns {}{burst}",
+        config.limit, config.period_ns
+    )
+}

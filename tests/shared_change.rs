@@ -1,0 +1,273 @@
+//! A shared limiter's rule changed in its file (docs/shared.md, changing the rule): made
+//! once, by any process, and decided on by every process attached from its next decision,
+//! with the carry-over of a change in process; an opener that replaces the file's rule;
+//! the description a refused opener is given; and changes cut short by SIGKILL at each of
+//! their steps. Real files and real processes (`fork`).
+
+mod common;
+
+use common::processes::{in_processes, Scratch};
+use rate::{describe_file, Config, Error, Limiter};
+
+const SECOND: u64 = 1_000_000_000;
+
+/// Waits for a child and returns whether SIGKILL ended it.
+fn killed(pid: libc::pid_t) -> bool {
+    let mut status = 0;
+    // SAFETY: waits for a child this test forked.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL
+}
+
+/// Forks a child that runs `child` and exits 0.
+fn fork(child: impl FnOnce()) -> libc::pid_t {
+    // SAFETY: the child runs `child` (file and atomic operations) and leaves with `_exit`.
+    match unsafe { libc::fork() } {
+        0 => {
+            let status = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)) {
+                Ok(()) => 0,
+                Err(_) => 1,
+            };
+            // SAFETY: ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(status) }
+        }
+        pid => {
+            assert!(pid > 0, "fork failed");
+            pid
+        }
+    }
+}
+
+/// A change made in one process is every process's rule at its next decision, with the
+/// state carried over as in process: GCRA keeps the tokens, capped at the new burst.
+#[test]
+fn a_change_in_one_process_is_seen_by_every_process() {
+    let scratch = Scratch::new("change-seen");
+    let path = scratch.path("gcra");
+    let here = Limiter::open(&path, &Config::gcra(10, SECOND)).unwrap();
+    assert!(here.acquire_at(4, 0).unwrap().allowed); // 6 tokens left
+    let statuses = in_processes(1, |_| {
+        let there = Limiter::open(&path, &Config::gcra(10, SECOND)).unwrap();
+        // 10 a second → 5 a second at 0: min(6, 5) = 5 tokens.
+        there.set_config_at(&Config::gcra(5, SECOND), 0).unwrap();
+        u8::from(there.acquire_at(0, 0).unwrap().remaining != 5)
+    });
+    assert_eq!(statuses, [0]);
+    let decision = here.acquire_at(0, 0).unwrap();
+    assert_eq!((decision.limit, decision.remaining), (5, 5));
+    assert_eq!(here.config(), &Config::gcra(5, SECOND));
+    // The file holds the new rule: the old one is refused, the new one opens.
+    assert_eq!(
+        Limiter::open(&path, &Config::gcra(10, SECOND)).unwrap_err(),
+        Error::Incompatible
+    );
+    let again = Limiter::open(&path, &Config::gcra(5, SECOND)).unwrap();
+    assert!(again.acquire_at(5, 0).unwrap().allowed);
+    assert!(!here.acquire_at(1, 0).unwrap().allowed);
+}
+
+/// The window counters keep what they count: a fixed window of 10 a second that counted
+/// 7 in [0, 1 s) becomes one of 8 per 2 s at 1.5 s holding 7 in [0, 2 s): 1 left.
+#[test]
+fn a_window_change_in_a_file_carries_the_count() {
+    let scratch = Scratch::new("change-window");
+    let path = scratch.path("fixed");
+    let first = Limiter::open(&path, &Config::fixed_window(10, SECOND)).unwrap();
+    assert!(first.acquire_at(7, SECOND / 2).unwrap().allowed);
+    let second = Limiter::open(&path, &Config::fixed_window(10, SECOND)).unwrap();
+    second
+        .set_config_at(&Config::fixed_window(8, 2 * SECOND), SECOND / 2)
+        .unwrap();
+    assert_eq!(first.acquire_at(0, SECOND / 2).unwrap().remaining, 1);
+    assert!(first.acquire_at(1, SECOND).unwrap().allowed);
+    assert!(!second.acquire_at(1, SECOND).unwrap().allowed);
+    // The next window of the new rule, [2 s, 4 s), is full again.
+    assert_eq!(second.acquire_at(0, 2 * SECOND).unwrap().remaining, 8);
+}
+
+/// An opener may replace the file's rule: a rolling restart with a new limit. The
+/// processes still running on the old rule follow at their next decision.
+#[test]
+fn an_opener_replaces_the_files_rule() {
+    let scratch = Scratch::new("change-replace");
+    let path = scratch.path("gcra");
+    let old = Limiter::open(&path, &Config::gcra(10, SECOND)).unwrap();
+    assert!(old.acquire_at(3, 0).unwrap().allowed); // 7 tokens left
+    let statuses = in_processes(1, |_| {
+        // A restarted worker, with a new limit: it must not fail to boot.
+        let new = Limiter::open_replacing(&path, &Config::gcra(20, SECOND)).unwrap();
+        u8::from(new.config() != &Config::gcra(20, SECOND))
+    });
+    assert_eq!(statuses, [0]);
+    // open_replacing changes at the real clock's now, long after 0: the 7 tokens at 0 are
+    // a full bucket of 10 by then, and a full bucket carries over as 10 of 20.
+    let now = rate::now_ns();
+    let decision = old.acquire_at(0, now).unwrap();
+    assert_eq!(decision.limit, 20);
+    assert!((10..=20).contains(&decision.remaining), "{decision:?}");
+    // The same rule again changes nothing.
+    let same = Limiter::open_replacing(&path, &Config::gcra(20, SECOND).with_burst(20)).unwrap();
+    assert_eq!(
+        same.acquire_at(0, now).unwrap().remaining,
+        decision.remaining
+    );
+    // A rule the state cannot be carried to is refused, and nothing changes.
+    assert!(matches!(
+        Limiter::open_replacing(&path, &Config::sliding_window(20, SECOND)),
+        Err(Error::InvalidConfig(_))
+    ));
+    assert_eq!(old.config(), &Config::gcra(20, SECOND));
+}
+
+/// A refused opener can say what the file holds: its path, and its rule in force.
+#[test]
+fn a_refused_opener_is_told_the_path_and_the_rule() {
+    let scratch = Scratch::new("change-describe");
+    let path = scratch.path("limits");
+    let limiter = Limiter::open(&path, &Config::fixed_window(100, 60 * SECOND)).unwrap();
+    assert_eq!(
+        Limiter::open(&path, &Config::fixed_window(200, 60 * SECOND)).unwrap_err(),
+        Error::Incompatible
+    );
+    let shown = path.display();
+    assert_eq!(
+        describe_file(&path).unwrap(),
+        format!(
+            "{shown}: a librate limiter holding fixed window, limit 100, period_ns 60000000000"
+        )
+    );
+    limiter
+        .set_config_at(&Config::fixed_window(200, 60 * SECOND), 0)
+        .unwrap();
+    assert_eq!(
+        describe_file(&path).unwrap(),
+        format!(
+            "{shown}: a librate limiter holding fixed window, limit 200, period_ns \
+             60000000000 (its rule changed 1 time since it was made)"
+        )
+    );
+    let other = scratch.path("other");
+    std::fs::write(&other, b"not a table").unwrap();
+    assert_eq!(
+        describe_file(&other).unwrap(),
+        format!("{}: not a librate table (8 bytes)", other.display())
+    );
+    assert_eq!(
+        describe_file(scratch.path("missing")),
+        Err(Error::Io(libc::ENOENT))
+    );
+}
+
+/// Every admission counts once across many changes racing acquires in several
+/// processes: allowances (a period that never ends) of 100,000 and 120,000 units,
+/// alternated, keep the tokens left (at most 100,000, so the cap never takes any), so
+/// however the decisions and changes interleave, the units admitted and the units left
+/// add up to 100,000 exactly. The changes reuse each side of the file many times over.
+#[test]
+fn admissions_racing_many_changes_count_exactly_once() {
+    const UNITS: u64 = 100_000;
+    let scratch = Scratch::new("change-race");
+    let path = scratch.path("allowance");
+    let low = Config::gcra(UNITS, Config::FOREVER);
+    let high = Config::gcra(UNITS + 20_000, Config::FOREVER);
+    let start = Limiter::open(&path, &low).unwrap();
+    let statuses = in_processes(4, |index| {
+        let Ok(limiter) = Limiter::open_replacing(&path, &low) else {
+            return 1;
+        };
+        let mut admitted = 0u64;
+        for round in 0..30_000 {
+            if index == 0 {
+                let rule = if round % 2 == 0 { &high } else { &low };
+                if round % 10 == 0 && limiter.set_config_at(rule, 0).is_err() {
+                    return 2;
+                }
+            } else {
+                match limiter.acquire_at(1, 0) {
+                    Ok(decision) => admitted += u64::from(decision.allowed),
+                    Err(_) => return 3,
+                }
+            }
+        }
+        std::fs::write(
+            scratch.path(&format!("admitted-{index}")),
+            admitted.to_string(),
+        )
+        .unwrap();
+        0
+    });
+    assert_eq!(statuses, [0; 4]);
+    let admitted: u64 = (0..4)
+        .map(|index| {
+            let count = std::fs::read_to_string(scratch.path(&format!("admitted-{index}")));
+            count.unwrap().parse::<u64>().unwrap()
+        })
+        .sum();
+    assert_eq!(admitted, 90_000);
+    let left = start.acquire_at(0, 0).unwrap().remaining;
+    assert_eq!(admitted + left, UNITS, "{admitted} admitted, {left} left");
+    // And they are the file's rule in force: a change to an allowance of 5 caps them.
+    start
+        .set_config_at(&Config::gcra(5, Config::FOREVER), 0)
+        .unwrap();
+    let decision = Limiter::open(&path, &Config::gcra(5, Config::FOREVER))
+        .unwrap()
+        .acquire_at(0, 0)
+        .unwrap();
+    assert_eq!((decision.limit, decision.remaining), (5, 5));
+}
+
+/// A change killed (SIGKILL) at each of its steps leaves a file that opens and decides
+/// under one rule: the old one if the change had not frozen the old state (4 of 10 used:
+/// 6 left), else the new one with the state carried over (min(6, 5) = 5 left); and the
+/// next change takes the dead change's lock over.
+#[test]
+fn a_change_killed_at_each_step_leaves_one_rule() {
+    let old = Config::gcra(10, SECOND);
+    let new = Config::gcra(5, SECOND);
+    // Crash points of a change: after recording it, after freezing the old state, after
+    // publishing the new rule. Then one past the last: the change is whole.
+    for step in 1..=4u64 {
+        let scratch = Scratch::new(&format!("change-kill-{step}"));
+        let path = scratch.path("gcra");
+        let limiter = Limiter::open(&path, &old).unwrap();
+        assert!(limiter.acquire_at(4, 0).unwrap().allowed);
+        let pid = fork(|| {
+            let limiter = Limiter::open(&path, &old).unwrap();
+            rate::crashes::kill_at(step);
+            limiter.set_config_at(&new, 0).unwrap();
+        });
+        assert_eq!(killed(pid), step <= 3, "step {step}");
+        let decision = limiter.acquire_at(0, 0).unwrap();
+        let expected = if step == 1 { (10, 6) } else { (5, 5) };
+        assert_eq!(
+            (decision.limit, decision.remaining),
+            expected,
+            "step {step}"
+        );
+        // One rule for every opener: the other one is refused.
+        let (held, other) = if step == 1 {
+            (&old, &new)
+        } else {
+            (&new, &old)
+        };
+        assert_eq!(
+            Limiter::open(&path, other).unwrap_err(),
+            Error::Incompatible,
+            "step {step}"
+        );
+        let reopened = Limiter::open(&path, held).unwrap();
+        assert_eq!(reopened.acquire_at(0, 0).unwrap().remaining, expected.1);
+        // The next change takes the lock over and carries the state on: 20 a second
+        // keeps the tokens left.
+        reopened
+            .set_config_at(&Config::gcra(20, SECOND), 0)
+            .unwrap();
+        let decision = limiter.acquire_at(0, 0).unwrap();
+        assert_eq!(
+            (decision.limit, decision.remaining),
+            (20, expected.1),
+            "step {step}"
+        );
+    }
+}
