@@ -48,13 +48,11 @@
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-#[cfg(not(loom))]
 use crate::shared::{file_words, Entry, Frozen, Mapping, Rules};
 use crate::state::{Replaceable, Replaced, REPLACED};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 use crate::versions::{Kept, Pin, Version, Versions};
 use std::ptr::NonNull;
-#[cfg(not(loom))]
 use std::sync::Arc;
 
 /// Words of padding on each side of the state, so no other allocation shares its cache
@@ -92,7 +90,6 @@ pub(crate) enum Memory {
     /// This process's heap, padded on both sides.
     Private { _words: Box<[AtomicU64]> },
     /// A file every process that opens it maps.
-    #[cfg(not(loom))]
     Shared { _mapping: Arc<Mapping> },
 }
 
@@ -165,12 +162,10 @@ pub(crate) struct Generations {
     /// The configurations [`config`](Self::config) lent out after a change.
     configs: Kept<Config>,
     /// The file whose rule this limiter follows, if its rule can change there.
-    #[cfg(not(loom))]
     file: Option<InFile>,
 }
 
 /// A limiter file whose rule can change (`shared/rules.rs`).
-#[cfg(not(loom))]
 #[derive(Debug)]
 pub(crate) struct InFile {
     pub(crate) mapping: Arc<Mapping>,
@@ -181,7 +176,6 @@ pub(crate) struct InFile {
     pub(crate) entry: Entry,
 }
 
-#[cfg(not(loom))]
 impl InFile {
     pub(crate) fn rules(&self) -> Rules<'_> {
         Rules {
@@ -197,7 +191,6 @@ impl Generations {
         Self {
             versions: Versions::new(first),
             configs: Kept::new(),
-            #[cfg(not(loom))]
             file: None,
         }
     }
@@ -207,7 +200,6 @@ impl Generations {
     ///
     /// # Errors
     /// As [`adopt`](Self::adopt).
-    #[cfg(not(loom))]
     pub(crate) fn in_file(first: Generation, file: InFile) -> Result<Self, Error> {
         let generations = Self {
             file: Some(file),
@@ -217,11 +209,17 @@ impl Generations {
         Ok(generations)
     }
 
+    /// The file this limiter follows the rule of, if any: for a model of another process
+    /// attached to it.
+    #[cfg(loom)]
+    pub(crate) fn mapping(&self) -> Option<Arc<Mapping>> {
+        self.file.as_ref().map(|file| Arc::clone(&file.mapping))
+    }
+
     /// The configuration in force, lent for as long as the limiter lives: the first
     /// generation's, or after a change, a kept copy of the one in force (in a file, the
     /// file's).
     pub(crate) fn config(&self) -> &Config {
-        #[cfg(not(loom))]
         // A hostile file's error leaves the rule last adopted, which its decisions report.
         let _ = self.follow();
         self.configs
@@ -232,7 +230,6 @@ impl Generations {
     ///
     /// # Errors
     /// As [`adopt`](Self::adopt).
-    #[cfg(not(loom))]
     fn follow(&self) -> Result<(), Error> {
         match &self.file {
             Some(file) => loop {
@@ -252,7 +249,6 @@ impl Generations {
     /// # Errors
     /// [`Error::Incompatible`] if the file's rule in force is no rule (bytes another
     /// writer put there).
-    #[cfg(not(loom))]
     #[cold]
     fn adopt(&self, file: &InFile, serial: u64) -> Result<bool, Error> {
         let mut change = self.versions.change();
@@ -288,7 +284,6 @@ impl Generations {
     /// Runs `read` on the generation in force: the first, or another pinned (in a file,
     /// pinned there too, on the file's rule in force).
     pub(crate) fn with_current<R>(&self, read: impl FnOnce(&Version<Generation>) -> R) -> R {
-        #[cfg(not(loom))]
         if let Some(file) = &self.file {
             return self.with_current_in_file(file, read);
         }
@@ -355,7 +350,6 @@ impl Generations {
         max_wait_ns: Option<u64>,
         operation: O,
     ) -> Result<O::Output, Error> {
-        #[cfg(not(loom))]
         if let Some(file) = &self.file {
             return self.run_in_file(file, n, max_wait_ns, operation);
         }
@@ -416,7 +410,6 @@ impl Generations {
     /// here and in the file, on the generation of the file's rule in force (adopted first
     /// if it is new here). Words frozen by a change in flight are waited for (the change
     /// finished if its process died); a marker no change explains is read as a state.
-    #[cfg(not(loom))]
     #[cold]
     #[inline(never)]
     fn run_in_file<O: Operation>(
@@ -461,7 +454,6 @@ impl Generations {
 
     /// [`with_current`](Self::with_current) in a file: on the file's rule in force, or,
     /// if the file's words hold no rule, the one this process last adopted.
-    #[cfg(not(loom))]
     #[cold]
     fn with_current_in_file<R>(
         &self,
@@ -493,7 +485,6 @@ impl Generations {
     /// [`Error::Unsupported`] for a limiter in a shared file; [`Error::InvalidConfig`] if
     /// the state cannot be carried over to `decider` ([`Decider::check_change`]).
     pub(crate) fn replace(&self, decider: Decider, config: &Config, now: u64) -> Result<(), Error> {
-        #[cfg(not(loom))]
         if let Some(file) = &self.file {
             let serial = file.rules().change(config, &decider, now)?;
             return self.adopt(file, serial).map(drop);

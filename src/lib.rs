@@ -108,7 +108,6 @@ mod limiter;
 mod policy;
 pub mod redis;
 
-#[cfg(not(loom))]
 mod shared;
 mod state;
 mod sync;

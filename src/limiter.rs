@@ -18,7 +18,6 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 mod change;
-#[cfg(not(loom))]
 mod file;
 mod operations;
 use operations::{

@@ -6,10 +6,11 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 use crate::generations::{Generation, Generations, InFile, Memory};
-use crate::shared::{
-    file_words, kept, side_start, Contents, Entry, Identity, Mapping, KIND_LIMITER,
-};
+use crate::shared::{file_words, side_start, Entry, Identity, Mapping, KIND_LIMITER};
+#[cfg(not(loom))]
+use crate::shared::{kept, Contents};
 use crate::state::Replaceable;
+#[cfg(not(loom))]
 use crate::time;
 use std::path::Path;
 use std::ptr::NonNull;
@@ -69,6 +70,15 @@ impl Limiter {
         Self::open_file(path.as_ref(), config, true)
     }
 
+    /// loom's atomics are models, not words of memory a file could hold: see
+    /// [`model_file`](Self::model_file).
+    #[cfg(loom)]
+    fn open_file(path: &Path, config: &Config, replace: bool) -> Result<Self, Error> {
+        let _ = (path, Decider::new(config)?, replace);
+        Err(Error::Unsupported)
+    }
+
+    #[cfg(not(loom))]
     fn open_file(path: &Path, config: &Config, replace: bool) -> Result<Self, Error> {
         let decider = Decider::new(config)?;
         time::prepare();
@@ -83,6 +93,19 @@ impl Limiter {
             changeable: true,
         };
         let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
+        let limiter = Self::attached(mapping, config)?;
+        if !same_rule(limiter.config(), config) {
+            if !replace {
+                return Err(Error::Incompatible);
+            }
+            limiter.set_config(config)?;
+        }
+        Ok(limiter)
+    }
+
+    /// A limiter on a file's words, `mapping`, opened with `config`: deciding on the rule
+    /// in force in the file, whichever it is.
+    fn attached(mapping: Arc<Mapping>, config: &Config) -> Result<Self, Error> {
         // The rule the file was created with, which side A's words hold: the opener's
         // own while the file is new (the same rule, as it reads its burst).
         let first = mapping.first_rule().ok_or(Error::Incompatible)?;
@@ -105,14 +128,25 @@ impl Limiter {
         };
         let mut generation = Generation::new(first_decider, &first, side, memory);
         generation.tenancy = Replaceable { replaceable: true };
-        let limiter = Self::with(Generations::in_file(generation, file)?);
-        if !same_rule(limiter.config(), config) {
-            if !replace {
-                return Err(Error::Incompatible);
-            }
-            limiter.set_config(config)?;
-        }
-        Ok(limiter)
+        Ok(Self::with(Generations::in_file(generation, file)?))
+    }
+
+    /// Under loom, a limiter on the words of a new limiter file of rule `config`, in this
+    /// process's memory: each [`attach_model`](Self::attach_model) of it plays another
+    /// process that opened the file. Not public API.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn model_file(config: &Config) -> Result<Self, Error> {
+        let words = file_words(Decider::new(config)?.state_words());
+        Self::attached(Arc::new(Mapping::model(*config, words)), config)
+    }
+
+    /// Under loom, another process's limiter on this one's file. Not public API.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn attach_model(&self) -> Result<Self, Error> {
+        let mapping = self.generations.mapping().ok_or(Error::Unsupported)?;
+        Self::attached(mapping, self.config())
     }
 }
 

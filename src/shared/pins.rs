@@ -26,8 +26,8 @@ use crate::sync::{fence, AtomicU64, Backoff, Ordering};
 use std::time::{Duration, Instant};
 
 /// Entries in a file's registry: how many processes can decide on a file whose rule
-/// changed at once.
-pub(crate) const ENTRIES: usize = 512;
+/// changed at once. Under loom, as many as a model's threads.
+pub(crate) const ENTRIES: usize = if cfg!(loom) { 3 } else { 512 };
 /// Words per entry: a cache line, so no two processes write one line.
 pub(crate) const ENTRY_WORDS: usize = 8;
 /// Entry words.
@@ -37,10 +37,14 @@ const PINNED: usize = 1;
 /// How long a change waits for a live process's pinned decision before it gives up
 /// (`EBUSY`): a decision takes nanoseconds, so only a process stopped mid-decision
 /// (SIGSTOP, a debugger) or bytes another writer forged keep a count that long.
+/// Under loom, never: a live thread always unpins, and the models' time is not the
+/// clock's.
 #[cfg(not(any(loom, fuzzing)))]
 const GIVE_UP: Duration = Duration::from_secs(5);
-#[cfg(any(loom, fuzzing))]
+#[cfg(all(fuzzing, not(loom)))]
 const GIVE_UP: Duration = Duration::from_millis(1);
+#[cfg(loom)]
+const GIVE_UP: Duration = Duration::MAX;
 
 /// A file's epoch and registry.
 pub(crate) struct Pins<'a> {

@@ -72,6 +72,7 @@ const R_SERIAL: usize = 0;
 const R_RULE: usize = 1;
 
 /// Words of the block up to the end of its last record.
+#[cfg(not(loom))]
 pub(crate) const RECORDS_END: usize = RECORDS + 2 * RECORD_STRIDE;
 
 /// Words of side B and of side C: the most any algorithm whose rule can change uses.
@@ -84,10 +85,14 @@ const PATIENCE: Duration = Duration::from_millis(10);
 #[cfg(any(loom, fuzzing))]
 const PATIENCE: Duration = Duration::ZERO;
 /// How long a change waits for a live changer's lock before it gives up (`EBUSY`).
+/// Under loom, never: a live thread always ends its change, and the models' time is not
+/// the clock's.
 #[cfg(not(any(loom, fuzzing)))]
 const GIVE_UP: Duration = Duration::from_secs(10);
-#[cfg(any(loom, fuzzing))]
+#[cfg(all(fuzzing, not(loom)))]
 const GIVE_UP: Duration = Duration::from_millis(1);
+#[cfg(loom)]
+const GIVE_UP: Duration = Duration::MAX;
 
 /// Words of a limiter file's state for a rule of `state_words`: the block, the registry
 /// and the three sides.
@@ -104,9 +109,10 @@ fn sides_start() -> usize {
 /// first word if a change froze it (it must never be decided on again). The sides, the
 /// registry (every process of the old boot is gone), the lock and the change in flight
 /// start anew: a change cut short by the reboot is not made.
+#[cfg(not(loom))]
 pub(crate) fn kept(index: usize, value: u64) -> bool {
     index == SERIAL
-        || (RECORDS..RECORDS_END).contains(&index)
+        || (RECORDS..RECORDS + 2 * RECORD_STRIDE).contains(&index)
         || (index == sides_start() && value == REPLACED)
 }
 
@@ -195,8 +201,13 @@ impl<'a> Rules<'a> {
     /// wait for a change in flight (finishing it if its changer died), or read the marker
     /// as a state.
     pub(crate) fn frozen(&self, serial: u64) -> Frozen {
-        // Relaxed: a hint; the wait reads the serial in force again (Acquire).
-        let target = self.words[TARGET].load(Ordering::Relaxed);
+        // Acquire, the fence: the decision read the marker with a Relaxed load; this
+        // pairs it with the freeze's Release swap, so the change in flight, recorded
+        // before the swap, is read here.
+        fence(Ordering::Acquire);
+        // Acquire: pairs with the Release store that clears it once the change is
+        // published, so a cleared record is read with the serial it published.
+        let target = self.words[TARGET].load(Ordering::Acquire);
         if target == serial.wrapping_add(1) || self.serial() != serial {
             Frozen::Changing
         } else {
@@ -285,8 +296,8 @@ impl<'a> Rules<'a> {
         // Release: publishes the new side's words with the serial.
         self.words[SERIAL].store(serial + 1, Ordering::Release);
         crash_point();
-        // Relaxed: only a lock holder reads it, after taking the lock (Acquire).
-        self.words[TARGET].store(0, Ordering::Relaxed);
+        // Release: a decision that reads it cleared (`frozen`) reads the serial stored above.
+        self.words[TARGET].store(0, Ordering::Release);
         Ok(())
     }
 
@@ -390,6 +401,7 @@ impl Drop for Lock<'_> {
 
 /// The rule in force and its serial, from a copy of a limiter file's first state words
 /// (`describe.rs`), given the header's rule: `None` if they hold none.
+#[cfg(not(loom))]
 pub(crate) fn rule_in_force(words: &[u64], first: Option<Config>) -> Option<(Config, u64)> {
     let serial = *words.get(SERIAL)?;
     if serial == 0 {
