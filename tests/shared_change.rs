@@ -271,3 +271,20 @@ fn a_change_killed_at_each_step_leaves_one_rule() {
         );
     }
 }
+
+/// A limiter file's size (docs/shared.md, where to put the file): the 16-word header, the
+/// rule's 32-word block, 512 lines of pins, and three sides of at least 4 words each,
+/// rounded up to a line: 4,160 words. A sliding log's first side is its ring, 3 + 2 L
+/// words: for L = 10, 4,175 words, rounded up to 4,176.
+#[test]
+fn a_limiter_file_holds_its_rule_and_three_states() {
+    let scratch = Scratch::new("change-size");
+    let size = |config: &Config, name: &str| {
+        let path = scratch.path(name);
+        drop(Limiter::open(&path, config).unwrap());
+        std::fs::metadata(&path).unwrap().len()
+    };
+    assert_eq!(size(&Config::gcra(10, SECOND), "gcra"), 33_280);
+    assert_eq!(size(&Config::sliding_window(10, SECOND), "window"), 33_280);
+    assert_eq!(size(&Config::sliding_log(10, SECOND), "log"), 33_408);
+}
