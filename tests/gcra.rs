@@ -278,3 +278,31 @@ fn retry_and_reset_hold_by_definition_on_the_library_itself() {
         }
     }
 }
+
+/// A large admission late on the timeline: T = ⌊1,432,100,142 / 5⌋ = 286,420,028 ns and
+/// τ = 32,730,240,330 · T = 9,374,596,351,765,329,240 ns. n = 12,390,272,101 units at
+/// t = 3,028,339,343,176,555,158 cost n·T = 3,548,822,082,096,038,828 ns, so the TAT is
+/// t + n·T = 6,577,161,425,272,593,986, and the bucket is full again (remaining = B) once
+/// the TAT is reached: TAT + τ = 15,951,757,777,037,923,226 is below 2⁶⁴ − 257, so the end
+/// of the timeline takes nothing. `reset_after_ns` is n·T, not "never", and `remaining` is
+/// ⌊(τ − n·T) / T⌋ = B − n = 20,339,968,229. Then the definition itself, replayed: full at
+/// t + n·T, not one nanosecond before.
+#[test]
+fn reset_after_is_exact_for_a_large_late_admission() {
+    let config = Config::gcra(5, 1_432_100_142).with_burst(32_730_240_330);
+    let limiter = Limiter::new(&config).unwrap();
+    let t = 3_028_339_343_176_555_158;
+    let decision = limiter.acquire_at(12_390_272_101, t).unwrap();
+    assert!(decision.allowed);
+    assert_eq!(decision.reset_after_ns, 3_548_822_082_096_038_828);
+    assert_eq!(decision.remaining, 20_339_968_229);
+    let reset = t + decision.reset_after_ns;
+    assert_eq!(
+        limiter.acquire_at(0, reset).unwrap().remaining,
+        32_730_240_330
+    );
+    assert_eq!(
+        limiter.acquire_at(0, reset - 1).unwrap().remaining,
+        32_730_240_329
+    );
+}
