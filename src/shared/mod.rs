@@ -2,7 +2,7 @@
 //! atomics at the same offsets, in memory the processes share.
 //!
 //! # The file
-//! Little-endian `u64` words: a header of [`HEADER_WORDS`], then the state (a limiter's
+//! Little-endian `u64` words: a header of `HEADER_WORDS`, then the state (a limiter's
 //! words, or a keyed table's region: `keyed/layout.rs`), the file's size rounded up to a
 //! cache line. The header says what the file is (magic, layout version, kind), what it
 //! enforces (algorithm, limit, period, effective burst, capacity), its size, the boot of
@@ -14,8 +14,10 @@
 //! its name with `link(2)`, which never replaces: no opener ever sees a half-written table,
 //! and of several processes creating one path at once, one links and the others, finding
 //! the name taken, attach to its table. An existing file is checked before it is used:
-//! any difference in its header or size is [`Error::Incompatible`], and it is left as it
-//! was.
+//! any difference in its header or size is [`Error::Incompatible`](crate::Error::Incompatible),
+//! and it is left as it was. A limiter's header names the rule it was created with; the
+//! limiter compares its opener's rule with the rule in force, which a change may have
+//! replaced (`rules.rs`).
 //!
 //! # Another boot
 //! Times are `CLOCK_MONOTONIC`, which restarts at boot, so a table written in an earlier
@@ -23,7 +25,7 @@
 //! the state zeroed (but for words that hold no time, such as a keyed table's count of
 //! refusals, which counts from the file's creation), then the boot stored (`Release`),
 //! and openers wait for that (`Acquire`). A resetter that does not finish within
-//! [`RESET_PATIENCE`] is taken over.
+//! `RESET_PATIENCE` (`mapping.rs`) is taken over.
 //!
 //! The state words are input from other processes; the algorithms decide on any words
 //! (see `decider.rs`' tests), and a writer who can change the file can change decisions.
