@@ -288,3 +288,35 @@ fn a_limiter_file_holds_its_rule_and_three_states() {
     assert_eq!(size(&Config::sliding_window(10, SECOND), "window"), 33_280);
     assert_eq!(size(&Config::sliding_log(10, SECOND), "log"), 33_408);
 }
+
+/// A changer stopped (SIGSTOP) after freezing the old state holds the decisions that meet
+/// it: each waits about a second, then fails with EBUSY, changing nothing. Once the changer
+/// runs again (SIGCONT) it publishes, and the decisions are made under the new rule.
+#[test]
+fn a_stopped_changer_makes_decisions_fail_busy_until_it_runs() {
+    let scratch = Scratch::new("change-stop");
+    let path = scratch.path("gcra");
+    let limiter = Limiter::open(&path, &Config::gcra(10, SECOND)).unwrap();
+    assert!(limiter.acquire_at(4, 0).unwrap().allowed);
+    let pid = fork(|| {
+        let limiter = Limiter::open(&path, &Config::gcra(10, SECOND)).unwrap();
+        rate::crashes::stop_at(2);
+        limiter.set_config_at(&Config::gcra(5, SECOND), 0).unwrap();
+    });
+    // Wait until the child has stopped at its second crash point (after the freeze).
+    loop {
+        let mut status = 0;
+        // SAFETY: polls a child this test forked, reporting it stopped.
+        let seen = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+        assert_eq!(seen, pid);
+        if libc::WIFSTOPPED(status) {
+            break;
+        }
+    }
+    assert_eq!(limiter.acquire_at(1, 0), Err(Error::Io(libc::EBUSY)));
+    // SAFETY: resumes the child this test stopped.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert!(!killed(pid));
+    let decision = limiter.acquire_at(0, 0).unwrap();
+    assert_eq!((decision.limit, decision.remaining), (5, 5));
+}

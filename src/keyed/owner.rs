@@ -16,7 +16,8 @@ pub(crate) use self::model::{crash_point, is_alive, token};
 pub(crate) fn crash_point() {}
 
 /// A step at which a writer may stop for good: the process kills itself (SIGKILL) here if
-/// [`crashes::kill_at`] counted down to this crash point.
+/// [`crashes::kill_at`] counted down to this crash point, or stops (SIGSTOP) if
+/// [`crashes::stop_at`] did.
 #[cfg(all(not(loom), feature = "testing"))]
 pub(crate) fn crash_point() {
     use crate::sync::Ordering;
@@ -24,24 +25,42 @@ pub(crate) fn crash_point() {
     match KILL_AT.load(Ordering::Relaxed) {
         0 => {}
         1 => {
-            // SAFETY: sends SIGKILL to this process, which ends it here, as `kill -9` would.
-            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            KILL_AT.store(0, Ordering::Relaxed);
+            // Relaxed: as the countdown.
+            let signal = SIGNAL.load(Ordering::Relaxed) as i32;
+            // SAFETY: sends SIGKILL to this process, which ends it here, as `kill -9`
+            // would, or SIGSTOP, which stops it here until a SIGCONT.
+            unsafe { libc::kill(libc::getpid(), signal) };
         }
         left => KILL_AT.store(left - 1, Ordering::Relaxed),
     }
 }
 
-/// The countdown of [`crash_point`]s before this process kills itself (0: never).
+/// The countdown of [`crash_point`]s before this process signals itself (0: never), and
+/// the signal.
 #[cfg(all(not(loom), feature = "testing"))]
 static KILL_AT: crate::sync::ProcessAtomicU64 = crate::sync::ProcessAtomicU64::new(0);
+#[cfg(all(not(loom), feature = "testing"))]
+static SIGNAL: crate::sync::ProcessAtomicU64 =
+    crate::sync::ProcessAtomicU64::new(libc::SIGKILL as u64);
 
 /// Test processes' control over crashes (`tests/shared_change.rs`). Not public API.
 #[cfg(all(not(loom), feature = "testing"))]
 #[doc(hidden)]
 pub mod crashes {
+    use crate::sync::Ordering;
+
     /// Kills this process (SIGKILL) at its crash point number `step` from now (from 1).
     pub fn kill_at(step: u64) {
-        super::KILL_AT.store(step, crate::sync::Ordering::Relaxed);
+        super::SIGNAL.store(libc::SIGKILL as u64, Ordering::Relaxed);
+        super::KILL_AT.store(step, Ordering::Relaxed);
+    }
+
+    /// Stops this process (SIGSTOP) at its crash point number `step` from now (from 1),
+    /// until another sends it SIGCONT.
+    pub fn stop_at(step: u64) {
+        super::SIGNAL.store(libc::SIGSTOP as u64, Ordering::Relaxed);
+        super::KILL_AT.store(step, Ordering::Relaxed);
     }
 }
 

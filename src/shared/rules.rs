@@ -84,6 +84,16 @@ pub(crate) const SIDE_WORDS: usize = 4;
 const PATIENCE: Duration = Duration::from_millis(10);
 #[cfg(any(loom, fuzzing))]
 const PATIENCE: Duration = Duration::ZERO;
+/// How long a decision waits for a live changer's change in flight before it gives up
+/// (`EBUSY`): a change takes microseconds, so only a changer stopped mid-change (SIGSTOP,
+/// a debugger) makes decisions wait that long. Under loom, never.
+#[cfg(not(any(loom, fuzzing)))]
+const STALLED: Duration = Duration::from_secs(1);
+#[cfg(all(fuzzing, not(loom)))]
+const STALLED: Duration = Duration::from_millis(1);
+#[cfg(loom)]
+const STALLED: Duration = Duration::MAX;
+
 /// How long a change waits for a live changer's lock before it gives up (`EBUSY`).
 /// Under loom, never: a live thread always ends its change, and the models' time is not
 /// the clock's.
@@ -219,7 +229,9 @@ impl<'a> Rules<'a> {
     /// changer died.
     ///
     /// # Errors
-    /// As [`finish`](Self::finish), for hostile bytes.
+    /// `Io(EBUSY)` if a live changer has not published it after [`STALLED`] (a process
+    /// stopped mid-change: SIGSTOP, a debugger); as [`finish`](Self::finish), for hostile
+    /// bytes.
     pub(crate) fn wait_for_change(&self, serial: u64) -> Result<(), Error> {
         let started = Instant::now();
         let mut backoff = Backoff::default();
@@ -231,7 +243,11 @@ impl<'a> Rules<'a> {
                     if let Some(_lock) = self.try_lock(holder) {
                         return self.finish();
                     }
+                } else if started.elapsed() > STALLED {
+                    return Err(Error::Io(libc::EBUSY));
                 }
+                #[cfg(not(loom))]
+                std::thread::sleep(Duration::from_micros(100));
             }
             backoff.snooze();
         }
