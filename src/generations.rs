@@ -234,7 +234,12 @@ impl Generations {
         match &self.file {
             Some(file) => loop {
                 let serial = file.rules().serial();
-                if self.adopt(file, serial)? {
+                let adopted = match self.versions.first_in_force() {
+                    Some(first) => first.serial,
+                    None => self.versions.pin().current().serial,
+                };
+                // The changes' lock only when there is a rule to adopt.
+                if adopted >= serial || self.adopt(file, serial)? {
                     return Ok(());
                 }
             },
