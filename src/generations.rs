@@ -257,10 +257,19 @@ impl Generations {
     #[cold]
     fn adopt(&self, file: &InFile, serial: u64) -> Result<bool, Error> {
         let mut change = self.versions.change();
-        if change.current().0.serial >= serial {
+        let rules = file.rules();
+        let adopted = change.current().0.serial;
+        if adopted == serial {
             return Ok(true);
         }
-        let rules = file.rules();
+        if adopted > serial {
+            // Another thread adopted a later rule: read the serial again, unless the
+            // file's serial went back (bytes another writer put there).
+            return match rules.serial() < adopted {
+                true => Err(Error::Incompatible),
+                false => Ok(false),
+            };
+        }
         let Some(config) = rules.rule(serial) else {
             return match rules.serial() == serial {
                 true => Err(Error::Incompatible),
@@ -484,11 +493,13 @@ impl Generations {
 
     /// Replaces the generation in force by one of `decider` whose state is the old one's
     /// carried over at `now` (module docs). The new words are allocated before the old
-    /// are frozen, so decisions wait only while the state is converted.
+    /// are frozen, so decisions wait only while the state is converted. A limiter that
+    /// follows its file's rule changes it in the file (`shared/rules.rs`), then adopts it.
     ///
     /// # Errors
-    /// [`Error::Unsupported`] for a limiter in a shared file; [`Error::InvalidConfig`] if
-    /// the state cannot be carried over to `decider` ([`Decider::check_change`]).
+    /// [`Error::Unsupported`] for a limiter in a file whose rule cannot change (a keyed
+    /// policy's); [`Error::InvalidConfig`] if the state cannot be carried over to
+    /// `decider` ([`Decider::check_change`]); in a file, as `Rules::change`.
     pub(crate) fn replace(&self, decider: Decider, config: &Config, now: u64) -> Result<(), Error> {
         if let Some(file) = &self.file {
             let serial = file.rules().change(config, &decider, now)?;

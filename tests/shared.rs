@@ -233,6 +233,15 @@ fn any_rule_block_bytes_give_a_limiter_or_incompatible() {
         }
     }
     assert_eq!(opened + refused, 64);
+    // The header's rule, which sizes the first state: a sliding log of 1,000 units needs
+    // more words than the file holds.
+    fs::write(&path, &pristine).unwrap();
+    rewrite_word(&path, 3, 3);
+    rewrite_word(&path, 4, 1_000);
+    assert_eq!(
+        Limiter::open(&path, &config).unwrap_err(),
+        Error::Incompatible
+    );
 }
 
 /// Where a limiter file's state words start (docs/shared.md, the file): after the header

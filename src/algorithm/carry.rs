@@ -64,10 +64,16 @@ impl Gcra {
     /// [`MAX_STATE`] (past it, the end of the timeline).
     pub(crate) fn holding(&self, tokens: Tokens, now: u64) -> u64 {
         let tolerance = i128::from(self.tolerance);
-        // |room| < 2⁶⁵ and T < 2⁶⁴: the product fits i128.
-        let room = (tokens.room * i128::from(self.emission_interval))
-            .div_euclid(i128::from(tokens.per_unit))
-            .min(tolerance);
+        // A debt past 2⁶⁶ ns leaves a TAT past MAX_STATE whatever `now`: clamped there,
+        // and the sum below fits. |room| < 2⁶⁴ and T < 2⁶⁴, so the product may not fit
+        // i128: past it, it is past either bound.
+        const DEEPEST: i128 = -(1 << 66);
+        let room = match tokens.room.checked_mul(i128::from(self.emission_interval)) {
+            Some(scaled) => scaled.div_euclid(i128::from(tokens.per_unit)),
+            None if tokens.room < 0 => DEEPEST,
+            None => tolerance,
+        }
+        .clamp(DEEPEST, tolerance);
         let tat = i128::from(now) + (tolerance - room);
         tat.min(i128::from(MAX_STATE)) as u64
     }
@@ -210,6 +216,26 @@ mod tests {
         // Into an allowance: nothing left.
         let allowance = Allowance::new(Configured::Gcra, 5, 0).unwrap();
         assert_eq!(allowance.holding_tokens(tokens), 5);
+    }
+
+    #[test]
+    fn a_debt_past_the_timeline_carries_over_as_the_end_of_it() {
+        // A TAT of u64::MAX at 0 (words another process wrote) under T = 1 ns, τ = 1 ns:
+        // −(2⁶⁴ − 2) ns of room. Into T = MAX_STATE, burst 1: the room times T, near
+        // −2¹²⁸, does not fit i128; the debt is past any storable TAT, so the new TAT is
+        // MAX_STATE.
+        let old = Gcra::new(1, 1, 1).unwrap();
+        let tokens = old.tokens(u64::MAX, 0);
+        assert_eq!(tokens.room, 1 - i128::from(u64::MAX));
+        let new = Gcra::new(1, MAX_STATE, 1).unwrap();
+        assert_eq!(new.holding(tokens, 0), MAX_STATE);
+        assert_eq!(new.holding(tokens, u64::MAX), MAX_STATE);
+        // And as many tokens the other way: capped at the burst, full.
+        let plenty = Tokens {
+            room: -tokens.room,
+            per_unit: 1,
+        };
+        assert_eq!(new.holding(plenty, 5), 5);
     }
 
     #[test]

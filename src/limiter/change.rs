@@ -35,8 +35,12 @@ impl Limiter {
     /// Each decision racing a change is made wholly under the old rule, on the old state
     /// (and carried over with it), or wholly under the new one: the change takes effect at
     /// one instant, and acquires stay lock-free (one meeting a change in flight waits for
-    /// it to publish, a few steps). The old rule's words stay allocated until the limiter
-    /// is dropped (a thread may still be reading them): a few hundred bytes per change.
+    /// it to publish, a few steps). The old rule's words are freed once no thread can still
+    /// be deciding on them.
+    ///
+    /// A limiter opened from a file ([`open`](Self::open)) changes the rule in the file,
+    /// once, for every process attached: each decides under the new rule from its next
+    /// decision (docs/shared.md, changing the rule).
     ///
     /// ```
     /// use rate::{Config, Limiter};
@@ -54,9 +58,9 @@ impl Limiter {
     /// # Errors
     /// [`Error::InvalidConfig`] as [`new`](Self::new), or with [`ConfigError::LiveChange`]
     /// for a change of algorithm, or of a sliding log's rule (its entries are not carried);
-    /// [`Error::Unsupported`] for a limiter in a shared file ([`open`](Self::open)), whose
-    /// configuration every process checks when it opens the file. Either way nothing
-    /// changes.
+    /// in a file, [`Error::Io`] with `EBUSY` if another process's change, or a decision of
+    /// a stopped process, holds it up for seconds, and [`Error::Incompatible`] if the
+    /// file's words hold no rule. Either way nothing changes.
     ///
     /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
     pub fn set_config_at(&self, config: &Config, now_ns: u64) -> Result<(), Error> {

@@ -115,6 +115,11 @@ impl Limiter {
             first
         };
         let first_decider = Decider::new(&first)?;
+        // The header's rule sizes side A: words another process wrote there may ask for
+        // more than the file holds.
+        if file_words(first_decider.state_words()) > mapping.state_words() {
+            return Err(Error::Incompatible);
+        }
         let file = InFile {
             first_words: first_decider.state_words(),
             first,

@@ -97,6 +97,11 @@ impl Mapping {
         &self.words()[HEADER_WORDS..HEADER_WORDS + state_words]
     }
 
+    /// How many state words the file has, after the header.
+    pub(crate) fn state_words(&self) -> usize {
+        self.len - HEADER_WORDS
+    }
+
     /// The rule a changeable file was created with, from its header: `None` if its words
     /// are no rule (bytes another writer put there).
     pub(crate) fn first_rule(&self) -> Option<crate::config::Config> {

@@ -29,6 +29,11 @@ impl Mapping {
         &self.words[HEADER_WORDS..HEADER_WORDS + state_words]
     }
 
+    /// How many state words the file has, after the header.
+    pub(crate) fn state_words(&self) -> usize {
+        self.words.len() - HEADER_WORDS
+    }
+
     /// The rule the file was created with.
     pub(crate) fn first_rule(&self) -> Option<Config> {
         Some(self.first)
