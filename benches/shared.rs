@@ -9,6 +9,7 @@
 //! |---|---|
 //! | `shared_through_clock` | `try_acquire` and `acquire`, the clock included |
 //! | `shared_at_frozen_time` | `acquire_at` on a black-boxed frozen time: the decision alone |
+//! | `shared_changed` | a shared limiter whose rule never changed against one whose rule changed once in its file (`set_config_at`: its decisions go through the rule in force, pinned), `try_acquire` through the clock and `acquire_at` at a frozen time |
 //! | `shared_keyed` | a keyed table of 1,000 keys, all present, visited in turn by `try_acquire`: idle keys (each admits) and drained keys (each denies), private (`KeyedLimiter::new`) then shared (`KeyedLimiter::open`) |
 //! | `shared_contended_2_threads` | 2 threads on one admitting limiter (the slower thread's time per call); `shared_two_mappings`: each thread through its own `open` of the file, as two processes would |
 //! | `shared_vs_redis` | the shared limiter against what a user would do on one host instead: a Redis `INCR` + `EXPIRE` round trip to a local redis-server, over loopback and a Unix socket (see `local_redis.rs`; skipped when `redis-server` is not installed) |
@@ -245,6 +246,81 @@ fn at_frozen_time(c: &mut Criterion) {
     group.finish();
 }
 
+/// How a shared limiter's rule came to be its subject's.
+#[derive(Clone, Copy)]
+enum History {
+    /// Opened with the subject's rule, never changed.
+    NeverChanged,
+    /// Opened with another rule (its burst one less), then changed once in its file to the
+    /// subject's (`set_config_at`): every decision finds side A's words replaced and
+    /// decides pinned, on the rule in force.
+    ChangedOnce,
+}
+
+impl History {
+    fn name(self) -> &'static str {
+        match self {
+            History::NeverChanged => "never_changed",
+            History::ChangedOnce => "changed_once",
+        }
+    }
+}
+
+impl Subject {
+    /// A fresh shared limiter of this subject with `history`, the prefill taken at
+    /// `now_ns`.
+    fn make_shared(&self, history: History, now_ns: u64) -> Subjected {
+        let path = fresh_path(self.label);
+        let opened = match history {
+            History::NeverChanged => self.config,
+            History::ChangedOnce => self.config.with_burst(self.config.burst - 1),
+        };
+        let limiter = Limiter::open(&path, &opened)
+            .unwrap_or_else(|error| panic!("open {}: {error}", path.display()));
+        if let History::ChangedOnce = history {
+            limiter
+                .set_config_at(&self.config, now_ns)
+                .expect("a change of burst carries over");
+            assert_eq!(limiter.config(), &self.config);
+        }
+        let subjected = Subjected {
+            limiter,
+            file: Some(path),
+        };
+        let prefill = subjected.acquire_at(self.prefill, now_ns);
+        assert!(prefill.expect("prefill ≤ burst").allowed, "{}", self.label);
+        subjected
+    }
+}
+
+const HISTORIES: [History; 2] = [History::NeverChanged, History::ChangedOnce];
+
+/// The busy bucket's `try_acquire` and the frozen bucket's `acquire_at`, each on a shared
+/// limiter whose rule never changed, then on one whose rule changed once.
+fn changed(c: &mut Criterion) {
+    let mut group = c.benchmark_group("shared_changed");
+    let [busy, ..] = through_clock_subjects();
+    for history in HISTORIES {
+        let ours = busy.make_shared(history, rate::now_ns());
+        let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
+        let id = BenchmarkId::new(busy.label, format!("try_acquire/{}", history.name()));
+        single(&mut group, id, try_acquire);
+        busy.expect("try_acquire", try_acquire());
+    }
+    let [frozen, ..] = frozen_subjects();
+    for history in HISTORIES {
+        let ours = frozen.make_shared(history, FROZEN_NS);
+        let acquire_at = || {
+            let decision = ours.acquire_at(black_box(1), black_box(FROZEN_NS));
+            decision.is_ok_and(|d| d.allowed)
+        };
+        let id = BenchmarkId::new(frozen.label, format!("acquire_at/{}", history.name()));
+        single(&mut group, id, acquire_at);
+        frozen.expect("acquire_at", acquire_at());
+    }
+    group.finish();
+}
+
 /// Two threads on the busy bucket: one private limiter, one shared handle, and two
 /// handles of one file (each thread its own mapping of the same memory).
 fn contended_2_threads(c: &mut Criterion) {
@@ -375,6 +451,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = through_clock, at_frozen_time, keyed, contended_2_threads, versus_redis
+    targets = through_clock, at_frozen_time, changed, keyed, contended_2_threads, versus_redis
 }
 criterion_main!(benches);

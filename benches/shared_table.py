@@ -6,6 +6,11 @@ the shared limiter's calls. Standard library only.
     for run in 1 2 3; do cargo bench --bench shared -- --save-baseline shared-$run; done
     python3 benches/shared_table.py shared-1 shared-2 shared-3
 
+With `--change RUNS`, the tables of benches/shared_change.sh instead, from its runs
+before-1 … before-RUNS (the commit before a rule could change in a file) and after-1 …
+after-RUNS (this checkout): each never-changed call before against after, and the
+`shared_changed` group's limiter changed once against the one never changed.
+
 Each argument names a run saved with criterion's `--save-baseline` (none: the latest run,
 criterion's `new`). A time is criterion's median ns per call, then the median over the
 runs; a ratio is taken within each run (both sides measured minutes apart), then the
@@ -98,10 +103,59 @@ def versus_rows(runs: list[Run]) -> list[str]:
     return rows
 
 
+#: The calls benches/shared_change.sh measures on both sides.
+CHANGE_CALLS = [
+    "shared_through_clock/gcra_busy/try_acquire",
+    "shared_at_frozen_time/gcra_frozen/acquire_at",
+]
+CHANGED = "shared_changed"
+
+
+def change_rows(befores: list[Run], afters: list[Run]) -> list[str]:
+    rows = [
+        "| call | before ns | after ns | after / before |",
+        "|---|---:|---:|---:|",
+    ]
+    for call in CHANGE_CALLS:
+        for store in ("shared", "private"):
+            full_id = f"{call}/{store}"
+            ratios = sorted(a[full_id] / b[full_id] for a, b in zip(afters, befores))
+            spread = f" ({ratios[0]:.2f}–{ratios[-1]:.2f})" if len(ratios) > 1 else ""
+            rows.append(
+                f"| {full_id} | {time(befores, full_id)} | {time(afters, full_id)} "
+                f"| {statistics.median(ratios):.2f}{spread} |"
+            )
+    rows += [
+        "",
+        "| subject | call | never changed ns | changed once ns | changed once / never changed |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for subject, call in (("gcra_busy", "try_acquire"), ("gcra_frozen", "acquire_at")):
+        never = f"{CHANGED}/{subject}/{call}/never_changed"
+        once = f"{CHANGED}/{subject}/{call}/changed_once"
+        rows.append(
+            f"| {subject} | {call} | {time(afters, never)} | {time(afters, once)} "
+            f"| {ratio(afters, once, never)} |"
+        )
+    return rows
+
+
 def main() -> int:
     criterion = (
         Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "criterion"
     )
+    if sys.argv[1:2] == ["--change"]:
+        count = int(sys.argv[2])
+        sides = [
+            [load(criterion, f"{side}-{run}") for run in range(1, count + 1)]
+            for side in ("before", "after")
+        ]
+        if not all(run for side in sides for run in side):
+            print(f"no before-N and after-N runs under {criterion}", file=sys.stderr)
+            return 1
+        print(f"medians over {count} run(s) a side: before-1…{count}, after-1…{count}\n")
+        print("\n".join(change_rows(*sides)))
+        return 0
     baselines = sys.argv[1:] or ["new"]
     runs = [load(criterion, baseline) for baseline in baselines]
     if not all(runs):

@@ -388,6 +388,51 @@ def shared_rust(data: Path, page: Path) -> list[str]:
     ]
 
 
+SHARED_CHANGE_BEFORE = ["call", "before ns", "after ns", "after / before"]
+SHARED_CHANGE_ONCE = [
+    "subject",
+    "call",
+    "never changed ns",
+    "changed once ns",
+    "changed once / never changed",
+]
+
+
+def shared_change_rust(data: Path, page: Path) -> list[str]:
+    file = read(data / "shared-change-rust.txt")
+    before = one_table(file, SHARED_CHANGE_BEFORE)
+    once = one_table(file, SHARED_CHANGE_ONCE)
+    return [
+        "### Rust: a shared limiter whose rule can change",
+        "",
+        "`benches/shared_change.sh` measures a shared limiter whose rule never changed, "
+        "and the private one beside it, on the commit before a rule could change in a file "
+        "and on this one, in turn; then, on this one, a shared limiter whose rule changed "
+        "once in its file, whose decisions read the rule in force through the file's pins. "
+        "A time is criterion's median, then the median over the runs; a ratio is taken "
+        "within each pair of runs, then the median, with the smallest and largest in "
+        "brackets.",
+        "",
+        *about(file, page),
+        *table(
+            ["call", "before ns", "after ns", "after ÷ before"],
+            [False, True, True, True],
+            [[code(r["call"])] + [r[c] for c in SHARED_CHANGE_BEFORE[1:]] for r in before.rows],
+        ),
+        "",
+        *table(
+            ["subject", "call", "never changed ns", "changed once ns", "changed once ÷ never changed"],
+            [False, False, True, True, True],
+            [
+                [code(r["subject"]), code(r["call"])]
+                + [r[c] for c in SHARED_CHANGE_ONCE[2:]]
+                for r in once.rows
+            ],
+        ),
+        "",
+    ]
+
+
 SHARED_PYTHON_CALLS = ["librate try_acquire", "librate acquire -> Decision"]
 
 
@@ -458,6 +503,7 @@ def shared(data: Path, page: Path) -> list[str]:
         "counter in a local Redis, so both are measured against it.",
         "",
         *shared_rust(data, page),
+        *shared_change_rust(data, page),
         *shared_python(data, page),
     ]
 

@@ -1,0 +1,336 @@
+//! A shared limiter's file whose rule can change (docs/shared.md, changing the rule): a
+//! valid file, made by `Limiter::open` and changed 0 to 3 times by `set_config_at`, with
+//! hostile words written over its header (but for its rule: see [`HEADER_RULE`]), its rule
+//! block (the serial in force, the pins' epoch, the changes' lock, the change in flight,
+//! the two rule records), its pins' registry and its three sides; then opened (`open` and `open_replacing`), decided on
+//! (`acquire_at`, `try_acquire`, `reserve_at`), changed (`set_config_at` to a rule its
+//! state carries over to, and to one of another algorithm), overwritten again while mapped,
+//! and described (`describe_file`).
+//!
+//! Whatever the bytes, every call returns a decision or one of the errors documented for a
+//! file another writer wrote (`Incompatible`, `InvalidConfig`, `Io`, `Unsupported`, and a
+//! decision's `InsufficientCapacity`), never panics or hangs (libFuzzer's -timeout; the
+//! fuzz build gives up on a live holder's lock or pin after a millisecond), and a decision
+//! never reports more remaining than its limit.
+
+#![no_main]
+#![deny(missing_docs)]
+
+use libfuzzer_sys::arbitrary::{Result, Unstructured};
+use libfuzzer_sys::fuzz_target;
+use librate_fuzz::{config, next_time, rust_config};
+use rate::{Algorithm, Config, Error, Limiter};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Words of a limiter file's header.
+const HEADER_WORDS: usize = 16;
+/// Words of the rule block after it.
+const BLOCK_WORDS: usize = 32;
+/// Entries of the pins' registry after the block, and words per entry.
+const ENTRIES: usize = 512;
+const ENTRY_WORDS: usize = 8;
+/// The header's words of the rule the file was made with, left as made: an opener sizes
+/// the file's state by that rule, and one forged to a rule of more state words than the
+/// file holds makes `Limiter::open` index past its mapping (a panic) until it checks.
+const HEADER_RULE: std::ops::Range<usize> = 3..7;
+/// Where the registry and the sides start.
+const REGISTRY: usize = HEADER_WORDS + BLOCK_WORDS;
+const SIDES: usize = REGISTRY + ENTRIES * ENTRY_WORDS;
+
+/// What tells pristine files apart: the rule's words, and how many changes were made.
+type FileId = ([u64; 4], u8);
+
+thread_local! {
+    /// Each pristine file's bytes, `None` where the rule cannot make one.
+    static PRISTINE: RefCell<HashMap<FileId, Option<Vec<u8>>>> = RefCell::new(HashMap::new());
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut input = Unstructured::new(data);
+    let _ = run(&mut input);
+});
+
+/// A new file name for this process: on a tmpfs where there is one.
+fn new_path() -> PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // Relaxed: only uniqueness matters, and fetch_add gives that in any order.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = Path::new("/dev/shm");
+    let dir = if dir.is_dir() {
+        dir.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let next = NEXT.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!("librate-fuzz-rules-{}-{next}", std::process::id()))
+}
+
+/// This process's token as a lock or a registry entry names it (its pid, and the low
+/// bits of its start time): a live holder, which is never taken over.
+fn live_token() -> u64 {
+    static TOKEN: OnceLock<u64> = OnceLock::new();
+    *TOKEN.get_or_init(|| {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        // Field 22, the start time; the fields after the name start at field 3.
+        let started: u64 = after
+            .split_whitespace()
+            .nth(19)
+            .and_then(|field| field.parse().ok())
+            .unwrap_or(0);
+        u64::from(std::process::id()) << 32 | (started & 0xffff_ffff)
+    })
+}
+
+/// The `k`-th rule a change gives a file of `config`: its algorithm, another limit.
+fn carried(config: &Config, k: u64) -> Config {
+    Config {
+        limit: config.limit.saturating_add(k).max(1),
+        burst: 0,
+        ..*config
+    }
+}
+
+/// A rule of another algorithm: no change carries `config`'s state over to it.
+fn incompatible(config: &Config) -> Config {
+    match config.algorithm {
+        Algorithm::Gcra => Config::fixed_window(config.limit.max(1), config.period_ns.max(1)),
+        _ => Config::gcra(config.limit.max(1), config.period_ns.max(1)),
+    }
+}
+
+/// A file of `config`, changed `changes` times at time 0: its bytes, `None` if the rule
+/// makes no file (or the changes stop early: fewer are made).
+fn pristine(config: &Config, changes: u8) -> Option<Vec<u8>> {
+    let path = new_path();
+    let limiter = Limiter::open(&path, config).ok();
+    if let Some(limiter) = &limiter {
+        for k in 1..=changes {
+            if limiter
+                .set_config_at(&carried(config, k.into()), 0)
+                .is_err()
+            {
+                break;
+            }
+        }
+    }
+    let bytes = limiter.and_then(|_| std::fs::read(&path).ok());
+    let _ = std::fs::remove_file(&path);
+    bytes
+}
+
+/// A word of the file to overwrite: the header (now and then), the rule block, a registry
+/// entry (one of the first few, which this process takes, mostly), or a side.
+fn any_word(input: &mut Unstructured<'_>, words: usize) -> Result<usize> {
+    Ok(match input.int_in_range(0u8..=15)? {
+        0 => {
+            let word = input.int_in_range(0..=HEADER_WORDS - 1 - HEADER_RULE.len())?;
+            if word < HEADER_RULE.start {
+                word
+            } else {
+                word + HEADER_RULE.len()
+            }
+        }
+        1..=6 => HEADER_WORDS + input.int_in_range(0..=BLOCK_WORDS - 1)?,
+        7..=9 => {
+            let entry = match input.int_in_range(0u8..=3)? {
+                0 => input.int_in_range(0..=ENTRIES - 1)?,
+                _ => input.int_in_range(0..=3)?,
+            };
+            REGISTRY + entry * ENTRY_WORDS + input.int_in_range(0..=ENTRY_WORDS - 1)?
+        }
+        _ => input.int_in_range(SIDES..=words - 1)?,
+    })
+}
+
+/// A hostile value for a word holding `old`: any bytes, near a boundary (the marker a
+/// change leaves is `u64::MAX`), small (a serial, an algorithm, a count), the old value
+/// plus or minus a little, or this process's token (a live lock holder or entry owner).
+fn any_value(input: &mut Unstructured<'_>, old: u64) -> Result<u64> {
+    Ok(match input.int_in_range(0u8..=5)? {
+        0 => input.arbitrary()?,
+        1 => u64::MAX - input.int_in_range(0..=300)?,
+        2 => input.int_in_range(0..=300)?,
+        3 => live_token(),
+        _ => old
+            .wrapping_add(input.int_in_range(0..=64)?)
+            .wrapping_sub(32),
+    })
+}
+
+/// Writes the input's words over `bytes`.
+fn corrupt(input: &mut Unstructured<'_>, bytes: &mut [u8]) -> Result<()> {
+    let words = bytes.len() / 8;
+    for _ in 0..input.int_in_range(0..=16)? {
+        let at = 8 * any_word(input, words)?;
+        let old = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        let value = any_value(input, old)?;
+        bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+    }
+    Ok(())
+}
+
+/// Checks an opener's outcome: a limiter, or an error for a file it refuses.
+fn opened(outcome: std::result::Result<Limiter, Error>) -> Option<Limiter> {
+    match outcome {
+        Ok(limiter) => Some(limiter),
+        Err(Error::Incompatible | Error::InvalidConfig(_) | Error::Io(_) | Error::Unsupported) => {
+            None
+        }
+        Err(error) => panic!("open: {error:?}"),
+    }
+}
+
+fn run(input: &mut Unstructured<'_>) -> Result<()> {
+    let config = rust_config(&config(input)?);
+    if Limiter::new(&config).is_err() {
+        return Ok(());
+    }
+    let changes = input.int_in_range(0u8..=3)?;
+    let id = (
+        [
+            config.algorithm as u64,
+            config.limit,
+            config.period_ns,
+            config.burst,
+        ],
+        changes,
+    );
+    let bytes = PRISTINE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= 256 {
+            cache.clear();
+        }
+        cache
+            .entry(id)
+            .or_insert_with(|| pristine(&config, changes))
+            .clone()
+    });
+    let Some(mut bytes) = bytes else {
+        return Ok(());
+    };
+    corrupt(input, &mut bytes)?;
+    let path = new_path();
+    std::fs::write(&path, &bytes).unwrap();
+    let result = on_file(input, &path, &config, changes, bytes.len() / 8);
+    std::fs::remove_file(&path).unwrap();
+    result
+}
+
+/// Opens the file at `path` (made for `config`, changed `changes` times) and calls on it.
+fn on_file(
+    input: &mut Unstructured<'_>,
+    path: &Path,
+    config: &Config,
+    changes: u8,
+    words: usize,
+) -> Result<()> {
+    // The rule in force as made, and another its state carries over to.
+    let in_force = carried(config, changes.into());
+    let rules = [
+        *config,
+        in_force,
+        carried(config, u64::from(changes) + 1),
+        incompatible(config),
+    ];
+    let mut handles = Vec::new();
+    if let Some(limiter) = opened(Limiter::open(path, &rules[(changes > 0) as usize])) {
+        handles.push(limiter);
+    }
+    let replacing = rules[usize::from(input.int_in_range(0u8..=3)?)];
+    if let Some(limiter) = opened(Limiter::open_replacing(path, &replacing)) {
+        handles.push(limiter);
+    }
+    let file = File::options().write(true).open(path).unwrap();
+    let mut now = input.arbitrary()?;
+    while !input.is_empty() {
+        now = next_time(input, now, config.period_ns)?;
+        let operation = input.int_in_range(0u8..=9)?;
+        if operation == 9 {
+            // Another writer, while the file is mapped.
+            let at = any_word(input, words)?;
+            let value = any_value(input, 0)?;
+            file.write_all_at(&value.to_le_bytes(), 8 * at as u64)
+                .unwrap();
+            continue;
+        }
+        if operation == 8 {
+            describe(path);
+            continue;
+        }
+        if handles.is_empty() {
+            continue;
+        }
+        let limiter = &handles[usize::from(input.int_in_range(0u8..=1)?) % handles.len()];
+        let n = match input.int_in_range(0u8..=3)? {
+            0 => input.arbitrary()?,
+            _ => input.int_in_range(0..=9)?,
+        };
+        match operation {
+            0 | 1 => decided(limiter.acquire_at(n, now)),
+            2 => decided(limiter.try_acquire(n).map(|_| None::<rate::Decision>)),
+            3 => decided(limiter.reserve_at(n, now, input.arbitrary()?)),
+            4 | 5 => {
+                let rule = &rules[usize::from(input.int_in_range(1u8..=3)?)];
+                changed(limiter.set_config_at(rule, now));
+            }
+            // `reset` is left out: its debug assertion holds that a request of 0 units
+            // is never refused, which a file holding no rule in force refutes.
+            6 => decided(limiter.acquire_at(0, now)),
+            _ => {
+                // The rule in force, as this process last adopted it: always a rule.
+                let held = *limiter.config();
+                assert!(Limiter::new(&held).is_ok(), "config {held:?}");
+            }
+        }
+    }
+    describe(path);
+    Ok(())
+}
+
+/// Checks a decision's outcome: a decision whose remaining is within its limit, or an
+/// error a decision gives.
+fn decided<D: Into<Option<rate::Decision>>>(outcome: std::result::Result<D, Error>) {
+    match outcome {
+        Ok(decision) => {
+            if let Some(decision) = decision.into() {
+                assert!(decision.remaining <= decision.limit, "{decision:?}");
+            }
+        }
+        Err(
+            Error::InsufficientCapacity
+            | Error::Unsupported
+            | Error::Incompatible
+            | Error::InvalidConfig(_)
+            | Error::Io(_),
+        ) => {}
+        Err(error) => panic!("decision: {error:?}"),
+    }
+}
+
+/// Checks a change's outcome.
+fn changed(outcome: std::result::Result<(), Error>) {
+    match outcome {
+        Ok(())
+        | Err(Error::Incompatible | Error::InvalidConfig(_) | Error::Io(_) | Error::Unsupported) => {
+        }
+        Err(error) => panic!("set_config_at: {error:?}"),
+    }
+}
+
+/// Checks `describe_file`: a sentence naming the file.
+fn describe(path: &Path) {
+    match rate::describe_file(path) {
+        Ok(sentence) => {
+            let named = format!("{}: ", path.display());
+            assert!(sentence.starts_with(&named), "{sentence}");
+        }
+        Err(Error::Io(_)) => {}
+        Err(error) => panic!("describe_file: {error:?}"),
+    }
+}
