@@ -1,6 +1,6 @@
 //! A shared limiter's file whose rule can change (docs/shared.md, changing the rule): a
 //! valid file, made by `Limiter::open` and changed 0 to 3 times by `set_config_at`, with
-//! hostile words written over its header (but for its rule: see [`HEADER_RULE`]), its rule
+//! hostile words written over its header (its rule too, which sizes the first state), its rule
 //! block (the serial in force, the pins' epoch, the changes' lock, the change in flight,
 //! the two rule records), its pins' registry and its three sides; then opened (`open` and `open_replacing`), decided on
 //! (`acquire_at`, `try_acquire`, `reserve_at`), changed (`set_config_at` to a rule its
@@ -34,10 +34,6 @@ const BLOCK_WORDS: usize = 32;
 /// Entries of the pins' registry after the block, and words per entry.
 const ENTRIES: usize = 512;
 const ENTRY_WORDS: usize = 8;
-/// The header's words of the rule the file was made with, left as made: an opener sizes
-/// the file's state by that rule, and one forged to a rule of more state words than the
-/// file holds makes `Limiter::open` index past its mapping (a panic) until it checks.
-const HEADER_RULE: std::ops::Range<usize> = 3..7;
 /// Where the registry and the sides start.
 const REGISTRY: usize = HEADER_WORDS + BLOCK_WORDS;
 const SIDES: usize = REGISTRY + ENTRIES * ENTRY_WORDS;
@@ -128,14 +124,7 @@ fn pristine(config: &Config, changes: u8) -> Option<Vec<u8>> {
 /// entry (one of the first few, which this process takes, mostly), or a side.
 fn any_word(input: &mut Unstructured<'_>, words: usize) -> Result<usize> {
     Ok(match input.int_in_range(0u8..=15)? {
-        0 => {
-            let word = input.int_in_range(0..=HEADER_WORDS - 1 - HEADER_RULE.len())?;
-            if word < HEADER_RULE.start {
-                word
-            } else {
-                word + HEADER_RULE.len()
-            }
-        }
+        0 => input.int_in_range(0..=HEADER_WORDS - 1)?,
         1..=6 => HEADER_WORDS + input.int_in_range(0..=BLOCK_WORDS - 1)?,
         7..=9 => {
             let entry = match input.int_in_range(0u8..=3)? {
@@ -279,9 +268,10 @@ fn on_file(
                 let rule = &rules[usize::from(input.int_in_range(1u8..=3)?)];
                 changed(limiter.set_config_at(rule, now));
             }
-            // `reset` is left out: its debug assertion holds that a request of 0 units
-            // is never refused, which a file holding no rule in force refutes.
-            6 => decided(limiter.acquire_at(0, now)),
+            6 => {
+                limiter.reset();
+                decided(limiter.acquire_at(0, now));
+            }
             _ => {
                 // The rule in force, as this process last adopted it: always a rule.
                 let held = *limiter.config();
