@@ -9,6 +9,7 @@
 //! | `contended_2_threads` | 2 threads on one admitting limiter; time of the slower thread per op |
 //! | `clock` | the clock reads themselves |
 //! | `c_boundary` | `rate_limiter_acquire*` from Rust against the Rust API it wraps |
+//! | `changed` | a limiter whose rule never changed against one changed once (`set_config_at` to the same rule), `try_acquire` busy and `acquire_at` frozen |
 //!
 //! Each group runs over a list of [`Subject`]s; another algorithm is one more line in
 //! [`allowing`], [`denying`] or [`allowing_frozen`]. Governor is measured on the same
@@ -418,6 +419,47 @@ fn ours_at_frozen_time(group: &mut BenchmarkGroup<WallTime>, subject: &Subject, 
     subject.expect(operation, acquire_at());
 }
 
+/// What a change of rule costs the decisions after it: the busy bucket's `try_acquire` and
+/// the frozen one's `acquire_at`, on a limiter whose rule never changed and on one whose
+/// rule changed once (to the same rule, so the two decide alike): the changed one finds
+/// its first words replaced on every call and decides pinned on the ones in force.
+fn changed(c: &mut Criterion) {
+    let mut group = c.benchmark_group("changed");
+    for changes in ["never_changed", "changed_once"] {
+        let subject = busy_gcra();
+        let ours = subject.ours(rate::now_ns());
+        if changes == "changed_once" {
+            let change = ours.set_config_at(&subject.config, rate::now_ns());
+            change.expect("a change to the same rule is valid");
+        }
+        let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
+        single(
+            &mut group,
+            subject.id(&format!("try_acquire/{changes}")),
+            try_acquire,
+        );
+        subject.expect("try_acquire", try_acquire());
+
+        let subject = frozen_gcra();
+        let ours = subject.ours(FROZEN_NS);
+        if changes == "changed_once" {
+            let change = ours.set_config_at(&subject.config, FROZEN_NS);
+            change.expect("a change to the same rule is valid");
+        }
+        let acquire_at = || {
+            let decision = ours.acquire_at(black_box(1), black_box(FROZEN_NS));
+            decision.is_ok_and(|d| d.allowed)
+        };
+        single(
+            &mut group,
+            subject.id(&format!("acquire_at/{changes}")),
+            acquire_at,
+        );
+        subject.expect("acquire_at", acquire_at());
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     // Short runs: the machine is shared; medians over 100 samples of 3 s are stable enough
@@ -425,6 +467,7 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    targets = acquire_allow, acquire_deny, acquire_at, contended_2_threads, clock, c_boundary
+    targets = acquire_allow, acquire_deny, acquire_at, contended_2_threads, clock, c_boundary,
+        changed
 }
 criterion_main!(benches);
