@@ -72,13 +72,20 @@ def test_a_change_in_one_process_is_seen_by_every_process(tmp_path: Path) -> Non
         assert again.acquire(1, now_ns=0) == librate.Decision(False, 5, 0, 200 * MS, SECOND, 0)
 
 
+def gunicorn_worker(path: Path, limit: int) -> librate.Limiter:
+    """What each worker's app factory does (the README's example): opens the host's
+    limit of ``limit`` an hour, giving the file this release's rule if it holds another,
+    so a rolling restart rolls out a new limit."""
+    return librate.Limiter.open(path, limit=limit, period=3600, replace=True)
+
+
 def restart_with_five(path: Path) -> None:
     """The child of the replace test, a worker restarted with a new limit, 5 an hour:
     refused without ``replace``, given the file with it. The 6 tokens left are capped at
     5, and none refills while the test runs (T = 12 min)."""
     with pytest.raises(librate.Incompatible):
         librate.Limiter.open(path, limit=5, period=HOUR)
-    with librate.Limiter.open(path, limit=5, period=HOUR, replace=True) as worker:
+    with gunicorn_worker(path, 5) as worker:
         assert worker.config == Config.gcra(5, HOUR)
         query = worker.acquire(0)
         assert (query.limit, query.remaining) == (5, 5)
@@ -87,7 +94,7 @@ def restart_with_five(path: Path) -> None:
 def test_an_opener_replaces_the_files_rule(tmp_path: Path) -> None:
     # On the real clock, 10 an hour (T = 6 min): 4 now leave 6 tokens.
     path = tmp_path / "limit"
-    old = librate.Limiter.open(path, limit=10, period=HOUR)
+    old = gunicorn_worker(path, 10)
     took = old.acquire(4)
     assert (took.allowed, took.limit, took.remaining) == (True, 10, 6)
     in_child(restart_with_five, path)
