@@ -39,7 +39,9 @@
 #define RATE_E_TABLE_FULL (0 - 4)
 
 /**
- * The operation does not exist for this algorithm (reserve on a window limiter).
+ * The operation does not exist for this handle: a reserve on a window algorithm, or a
+ * change of rule of a keyed table or keyed policy in a shared file (which keeps the rules
+ * it was made with).
  */
 #define RATE_E_UNSUPPORTED (0 - 5)
 
@@ -55,8 +57,9 @@
 #define RATE_E_IO (0 - 7)
 
 /**
- * The file is not a librate table of this layout, configuration and size; it was left
- * untouched.
+ * The file is not a librate table of this layout, kind, rule and size; it was left
+ * untouched. `rate_describe_file` says what it holds; a shared limiter's opener may
+ * replace its rule instead (`rate_limiter_open_replacing`).
  */
 #define RATE_E_INCOMPATIBLE (0 - 8)
 
@@ -333,6 +336,42 @@ typedef struct rate_redis_script {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Describes the table file at `path` in one English sentence that starts with the path:
+ * the kind of table and the rule it holds (a shared limiter's rule in force, and how many
+ * times it changed), or why it is no table this librate reads. For example
+ * "/dev/shm/api: a librate limiter holding GCRA, limit 10, period_ns 1000000000, burst
+ * 10", "/dev/shm/api: not a librate table (it does not start with librate's magic
+ * bytes)", or, for a file an older librate made, "...: a librate table of layout version
+ * 2, which this librate (layout version 3) does not read: delete it, and the next opener
+ * makes it anew". What to tell the user of an open refused with RATE_E_INCOMPATIBLE. The
+ * file is only read (never mapped, created or written), so any file can be described.
+ *
+ * Ownership: `reason` is the caller's buffer of `reason_len` bytes, written as
+ * `rate_limiter_explain_config` writes it: cut to `reason_len - 1` bytes if longer, and
+ * always NUL-terminated when `reason_len > 0`. The sentence starts with the path (in
+ * UTF-8, a byte that is not UTF-8 written as U+FFFD), so `RATE_REASON_LEN` bytes may not
+ * hold it whole: use a buffer of `PATH_MAX + RATE_REASON_LEN` bytes, which holds any
+ * limiter's or keyed table's sentence whole (what follows the path fits
+ * `RATE_REASON_LEN`); a keyed policy's, one clause per rule, may be cut. On RATE_E_IO
+ * it is the empty string; on RATE_E_NULL it is untouched. `path` is only read during the
+ * call.
+ *
+ * Thread-safety: safe to call from any thread at any time; it touches no handle, and a
+ * file that processes are changing is read as it stands.
+ *
+ * NULL: `path` NULL is RATE_E_NULL; `reason` may be NULL (only the status is returned),
+ * and then `reason_len` is ignored.
+ *
+ * Returns RATE_OK (the sentence was written), RATE_E_NULL, or RATE_E_IO (the file cannot
+ * be opened or read; `errno` says why, ENOENT for a missing file).
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `reason` is NULL or points to `reason_len`
+ * writable bytes.
+ */
+int32_t rate_describe_file(const char *path, char *reason, size_t reason_len);
 
 /**
  * Acquires `n` units for the key of `key_len` bytes at `key`, now (CLOCK_MONOTONIC, see
@@ -1051,7 +1090,8 @@ int32_t rate_limiter_explain_config(const struct rate_config *config,
                                     size_t reason_len);
 
 /**
- * Frees a limiter made by `rate_limiter_new` or `rate_limiter_open`.
+ * Frees a limiter made by `rate_limiter_new`, `rate_limiter_open` or
+ * `rate_limiter_open_replacing`.
  *
  * Ownership: takes back the handle; it must not be used afterwards.
  *
@@ -1060,8 +1100,8 @@ int32_t rate_limiter_explain_config(const struct rate_config *config,
  * NULL: a no-op.
  *
  * # Safety
- * `limiter` is NULL or a live handle from `rate_limiter_new` or `rate_limiter_open`, not
- * used again afterwards.
+ * `limiter` is NULL or a live handle from `rate_limiter_new`, `rate_limiter_open` or
+ * `rate_limiter_open_replacing`, not used again afterwards.
  */
 void rate_limiter_free(struct rate_limiter *limiter);
 
@@ -1091,18 +1131,27 @@ int32_t rate_limiter_new(const struct rate_config *config, struct rate_limiter *
  * ever sees a half-written one, and processes racing to create it all end on one table.
  * A table written during an earlier boot of the host is reset when opened (its times
  * are `CLOCK_MONOTONIC`'s, which restarts at boot). The handle is an ordinary
- * `rate_limiter`: every `rate_limiter_*` function works on it.
+ * `rate_limiter`: every `rate_limiter_*` function works on it, and
+ * `rate_limiter_set_config` changes the rule in the file, for every process.
+ *
+ * A file that exists must hold the rule `config` gives: the one it was made with, or the
+ * last one any process set in it. To open it with another rule, replacing the file's
+ * (a rolling restart with a new limit), use `rate_limiter_open_replacing`;
+ * `rate_describe_file` says what a refused file holds.
  *
  * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
  * release with `rate_limiter_free`, which unmaps the file and leaves it in place; on
  * error `*out` is left untouched. `path` is only read during the call.
  *
+ * Thread-safety: safe to call from any thread and any process at any time, on the same
+ * path too: racing creators all end on one file.
+ *
  * NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
  *
  * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_limiter_new`),
- * RATE_E_INCOMPATIBLE (the file is not a librate limiter of this configuration; it is
- * left untouched), or RATE_E_IO (the operating system refused to create, open or map
- * the file; `errno` says why).
+ * RATE_E_INCOMPATIBLE (the file is not a librate limiter holding this rule; it is left
+ * untouched, and `rate_describe_file` says what it holds), or RATE_E_IO (the operating
+ * system refused to create, open or map the file; `errno` says why).
  *
  * # Safety
  * `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
@@ -1111,6 +1160,36 @@ int32_t rate_limiter_new(const struct rate_config *config, struct rate_limiter *
 int32_t rate_limiter_open(const char *path,
                           const struct rate_config *config,
                           struct rate_limiter **out);
+
+/**
+ * Opens the limiter in the file at `path` as `rate_limiter_open` does, but a file that
+ * holds another rule is given `config` instead: the change is made in the file exactly as
+ * `rate_limiter_set_config` makes it (now, on `rate_now_ns`'s clock, the state carried
+ * over), and every process attached decides under `config` from its next decision. The
+ * way to roll out a new limit: restart the processes sharing the file with the new rule,
+ * one by one, and none of them is refused. A file that holds `config` already is opened
+ * as it is; a new file is made with it. See docs/shared.md, changing the rule.
+ *
+ * Ownership: as `rate_limiter_open`.
+ *
+ * Thread-safety: as `rate_limiter_open`. Changes made in one file are serialized: of
+ * openers racing with different rules, the last to change it wins.
+ *
+ * NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns as `rate_limiter_open`, and RATE_E_INVALID_CONFIG when the file's rule cannot
+ * be carried over to `config` (another algorithm, a sliding log's rule: see
+ * `rate_limiter_set_config_at`), the file then unchanged; RATE_E_INCOMPATIBLE only for a
+ * file that is no librate limiter this librate reads, or one whose state is of another
+ * size than `config`'s (a sliding log's grows with its limit).
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
+ * `rate_config`; `out` is NULL or points to a writable `rate_limiter *`.
+ */
+int32_t rate_limiter_open_replacing(const char *path,
+                                    const struct rate_config *config,
+                                    struct rate_limiter **out);
 
 /**
  * Reserves `n` units at `now_ns`: the leaky bucket as a queue (traffic shaper). Admitted
@@ -1184,18 +1263,22 @@ int32_t rate_limiter_set_config(struct rate_limiter *limiter, const struct rate_
  * a period of RATE_FOREVER keeps its algorithm's rule (a bucket's whole tokens left, a
  * window's count used). docs/live-changes.md has the rules in full.
  *
+ * A shared limiter (`rate_limiter_open`) changes in its file, once, for every process:
+ * each process attached decides under the new rule from its next decision, on the state
+ * carried over as above, and later openers must give the new rule (or use
+ * `rate_limiter_open_replacing`). docs/shared.md, changing the rule, has the details.
+ *
  * Thread-safety: safe to call concurrently on one handle, with any other call. Each
  * acquire racing the change is decided wholly under the old rule (and carried over) or
  * wholly under the new one. The old rule's state is freed once no thread can still be
  * deciding on it, so a limiter holds a few rules at most, however many changes it sees.
- * Changes are serialized.
+ * Changes are serialized, in a shared file across processes too.
  *
  * NULL: `limiter` or `config` NULL is RATE_E_NULL.
  *
- * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (a configuration
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (a configuration
  * `rate_limiter_new` rejects, another algorithm, or a sliding log's rule, whose entries
- * are not carried over), or RATE_E_UNSUPPORTED (a limiter in a shared file, whose
- * configuration every process checks when it opens it). On error nothing changes.
+ * are not carried over). On error nothing changes.
  *
  * # Safety
  * `limiter` is NULL or a live handle; `config` is NULL or points to a readable

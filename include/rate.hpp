@@ -5,6 +5,7 @@
  *   rate::Policy         several limits at once, all or nothing  (rate_policy_*)
  *   rate::KeyedPolicy    per-key and global limits for one key   (rate_keyed_policy_*)
  *   rate::KeyedStats     a table's statistics, for dashboards    (rate_keyed_stats)
+ *   rate::describe_file  what a shared file holds, in a sentence (rate_describe_file)
  *
  * The limiters are RAII handles: move-only, freed by their destructor. A moved-from
  * or default-constructed handle is empty, and every call on it returns Status::null.
@@ -37,6 +38,7 @@
 #include <initializer_list>
 #include <limits>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -46,7 +48,6 @@
     (defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND))
 #define RATE_HPP_EXCEPTIONS 1
 #include <stdexcept>
-#include <string>
 #else
 #define RATE_HPP_EXCEPTIONS 0
 #endif
@@ -61,10 +62,12 @@ enum class Status : std::int32_t {
     invalid_config = RATE_E_INVALID_CONFIG,             ///< zero limit or period, overflow…
     insufficient_capacity = RATE_E_INSUFFICIENT_CAPACITY, ///< n > limit: never admitted
     table_full = RATE_E_TABLE_FULL,                     ///< keyed table full of live keys
-    unsupported = RATE_E_UNSUPPORTED,                   ///< reserve on a window algorithm
+    unsupported = RATE_E_UNSUPPORTED,                   ///< reserve on a window algorithm;
+                                                        ///< a shared keyed table's rule
     internal = RATE_E_INTERNAL,                         ///< a bug inside librate
     io = RATE_E_IO,                                     ///< the OS refused a shared file; see errno
-    incompatible = RATE_E_INCOMPATIBLE,                 ///< a shared file of another config
+    incompatible = RATE_E_INCOMPATIBLE,                 ///< a shared file of another rule:
+                                                        ///< see rate::describe_file
 };
 
 /// True for the RATE_E_* codes: the call did nothing and returned no decision.
@@ -359,6 +362,28 @@ inline const std::uint8_t* bytes(std::string_view key) noexcept {
 
 } // namespace detail
 
+/// What the table file at `path` holds, in one English sentence that starts with the path
+/// (rate_describe_file): "PATH: a librate limiter holding GCRA, limit 10, period_ns
+/// 1000000000, burst 10", or why it is no table this librate reads. What to tell the user
+/// of an open() refused with Status::incompatible. Never cut: a sentence that fills the
+/// buffer is asked for again with one twice as large. Status::io with errno set if the
+/// file cannot be read; Status::null for `path` NULL.
+inline Result<std::string> describe_file(const char* path) {
+    std::string text(RATE_REASON_LEN, '\0');
+    for (;;) {
+        const auto status =
+            static_cast<Status>(rate_describe_file(path, text.data(), text.size()));
+        if (is_error(status))
+            return {status, std::string()};
+        const std::size_t len = std::char_traits<char>::length(text.c_str());
+        if (len + 1 < text.size()) { // room to spare: the sentence is whole
+            text.resize(len);
+            return {status, std::move(text)};
+        }
+        text.assign(2 * text.size(), '\0');
+    }
+}
+
 /// One rate limit shared by all its callers (rate_limiter_*).
 class Limiter : public detail::Handle<rate_limiter, rate_limiter_free> {
   public:
@@ -373,10 +398,19 @@ class Limiter : public detail::Handle<rate_limiter, rate_limiter_free> {
     /// The limiter whose state lives in the file at `path`, created (mode 0600) if absent
     /// and shared by every process that opens it (rate_limiter_open): Status::io with
     /// errno set if the OS refuses the file, Status::incompatible for a file of another
-    /// configuration (left untouched), Status::invalid_config for a bad `config`.
+    /// rule (left untouched; rate::describe_file says what it holds),
+    /// Status::invalid_config for a bad `config`.
     static Result<Limiter> open(const char* path, const Config& config) noexcept {
         const rate_config c = config.to_c();
         return detail::create<Limiter, rate_limiter>(rate_limiter_open, path, &c);
+    }
+    /// open(), but a file holding another rule is given `config` instead, as set_config()
+    /// would change it, for every process attached (rate_limiter_open_replacing): how a
+    /// rolling restart rolls out a new limit. Status::invalid_config also when the file's
+    /// rule cannot be carried over to `config` (another algorithm, a sliding log's rule).
+    static Result<Limiter> open_replacing(const char* path, const Config& config) noexcept {
+        const rate_config c = config.to_c();
+        return detail::create<Limiter, rate_limiter>(rate_limiter_open_replacing, path, &c);
     }
 #if RATE_HPP_EXCEPTIONS
     /// Like create(), throwing rate::Error on a bad config.
@@ -412,9 +446,9 @@ class Limiter : public detail::Handle<rate_limiter, rate_limiter_free> {
     /// before or after it. Status::ok (Status::null on an empty handle).
     Status reset() noexcept { return static_cast<Status>(rate_limiter_reset(native_handle())); }
     /// Replaces the rule now, keeping what was consumed (rate_limiter_set_config): GCRA
-    /// keeps its tokens, the window counters their counts. Status::ok;
-    /// Status::invalid_config for a bad rule, another algorithm or a sliding log's rule;
-    /// Status::unsupported for a shared limiter; Status::null on an empty handle.
+    /// keeps its tokens, the window counters their counts. A shared limiter's rule changes
+    /// in its file, for every process. Status::ok; Status::invalid_config for a bad rule,
+    /// another algorithm or a sliding log's rule; Status::null on an empty handle.
     Status set_config(const Config& config) noexcept {
         return detail::set_config(rate_limiter_set_config, native_handle(), config);
     }

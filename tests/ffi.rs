@@ -515,7 +515,7 @@ fn open_shares_a_file_and_reports_its_errors() {
     // What the file is not, and what to do about it.
     let incompatible = status_text(RATE_E_INCOMPATIBLE);
     assert!(incompatible.contains("not a librate table"));
-    assert!(incompatible.contains("open it with that rule, or use another path"));
+    assert!(incompatible.contains("rate_describe_file says what it holds"));
     drop((first, second));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -88,14 +88,18 @@ func NewKeyedPolicy(capacity int, rules ...KeyedRule) (*KeyedPolicy, error) {
 // the file (mode 0600) if it does not exist: every process that opens the same file with
 // the same rules, in the same order, and capacity shares one policy, each rule's limit
 // holding across the processes as across goroutines. As OpenKeyed otherwise; a file of
-// other rules or another capacity is ErrIncompatible, left untouched.
+// other rules or another capacity is an *IncompatibleError matching ErrIncompatible,
+// which says what the file holds, and is left untouched.
 func OpenKeyedPolicy(path string, capacity int, rules ...KeyedRule) (*KeyedPolicy, error) {
 	cPath := C.CString(path)
 	defer C.free(unsafe.Pointer(cPath))
 	return makeKeyedPolicy(capacity, rules, func(cRules *C.rate_keyed_rule, out **C.rate_keyed_policy) (C.int32_t, error) {
 		status, errno := C.rate_keyed_policy_open(cPath, cRules, C.size_t(len(rules)), C.uint64_t(capacity), out)
-		if status == C.RATE_E_IO {
+		switch status {
+		case C.RATE_E_IO:
 			return status, refusedByOS(path, errno)
+		case C.RATE_E_INCOMPATIBLE:
+			return status, incompatible(path)
 		}
 		return status, nil
 	})

@@ -35,9 +35,14 @@ func (l *Limiter) SetConfig(config Config) error {
 // a window's count used). Each acquire racing it, in any goroutine, is decided wholly
 // under the old rule or wholly under the new one. Config then returns the new rule.
 //
+// A limiter from Open changes in its file, once, for every process: each decides under
+// the new rule from its next decision, and later openers must give it (or ReplaceRule).
+// Config returns the rule this *Limiter opened with or last set, not one another process
+// set since; its decisions' Limit follows the file.
+//
 // The error is a *ConfigError matching ErrInvalidConfig for an invalid rule, another
-// algorithm, or a sliding log's rule (its entries are not carried over); ErrUnsupported
-// for a limiter from Open; ErrNull for a nil or closed Limiter. Nothing changes then.
+// algorithm, or a sliding log's rule (its entries are not carried over); ErrNull for a
+// nil or closed Limiter. Nothing changes then.
 func (l *Limiter) SetConfigAt(config Config, now time.Duration) error {
 	set := func(cConfig *C.rate_config) C.int32_t {
 		defer runtime.KeepAlive(l)
@@ -64,7 +69,8 @@ func (k *Keyed) SetConfig(config Config) error {
 //
 // The error is a *ConfigError matching ErrInvalidConfig for an invalid rule, another
 // algorithm, or a sliding log's rule (its entries are not carried over); ErrUnsupported
-// for a table from OpenKeyed; ErrNull for a nil or closed Keyed. Nothing changes then.
+// for a table from OpenKeyed (it keeps the rule it was made with); ErrNull for a nil or
+// closed Keyed. Nothing changes then.
 func (k *Keyed) SetConfigAt(config Config, now time.Duration) error {
 	set := func(cConfig *C.rate_config) C.int32_t {
 		defer runtime.KeepAlive(k)

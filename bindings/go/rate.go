@@ -210,7 +210,8 @@ func NewSlidingLog(limit uint64, period time.Duration) (*Limiter, error) {
 }
 
 // Config returns the configuration in force: the one the limiter was created with, or
-// the last SetConfig gave.
+// the last SetConfig gave. For a limiter from Open, a rule another process set in the
+// file since is not seen here; the decisions' Limit follows the file.
 func (l *Limiter) Config() Config {
 	if l == nil {
 		return Config{}

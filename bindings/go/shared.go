@@ -17,13 +17,29 @@ import (
 // 0600) if it does not exist: every process that opens the same file with the same
 // Config shares one limit, exactly as goroutines sharing one *Limiter do. Put the file on
 // a tmpfs such as /dev/shm; any file system works. The *Limiter is an ordinary one, and
-// Close unmaps the file and leaves it in place.
+// Close unmaps the file and leaves it in place. SetConfig on it changes the rule in the
+// file, for every process attached.
 //
-// A file made for another configuration, size or layout is refused with
-// ErrIncompatible and left untouched; what the operating system refuses (a missing
-// directory, a permission) is an *os.PathError wrapping the syscall.Errno, so
-// errors.Is(err, fs.ErrNotExist) and the like work.
-func Open(path string, config Config) (*Limiter, error) {
+// A file that exists must hold config's rule: the one it was made with, or the last one
+// any process set in it. With the option ReplaceRule, a file holding another rule is
+// given config's instead, as SetConfig would change it (the way to roll out a new limit
+// by restarting the processes that share the file); see docs/shared.md, changing the
+// rule.
+//
+// A file of another rule, kind, size or layout is refused with an *IncompatibleError
+// (errors.Is(err, ErrIncompatible) holds), which says what the file holds, and left
+// untouched; what the operating system refuses (a missing directory, a permission) is an
+// *os.PathError wrapping the syscall.Errno, so errors.Is(err, fs.ErrNotExist) and the
+// like work. With ReplaceRule, a rule the file's state cannot be carried over to
+// (another algorithm, a sliding log's rule) is an error matching ErrInvalidConfig, and
+// the file keeps its rule.
+func Open(path string, config Config, options ...OpenOption) (*Limiter, error) {
+	var chosen openOptions
+	for _, option := range options {
+		if option != nil {
+			option(&chosen)
+		}
+	}
 	cConfig, err := config.toC()
 	if err != nil {
 		return nil, err
@@ -31,16 +47,107 @@ func Open(path string, config Config) (*Limiter, error) {
 	cPath := C.CString(path)
 	defer C.free(unsafe.Pointer(cPath))
 	var ptr *C.rate_limiter
-	status, errno := C.rate_limiter_open(cPath, &cConfig, &ptr)
+	var status C.int32_t
+	var errno error
+	if chosen.replaceRule {
+		status, errno = C.rate_limiter_open_replacing(cPath, &cConfig, &ptr)
+	} else {
+		status, errno = C.rate_limiter_open(cPath, &cConfig, &ptr)
+	}
 	switch status {
 	case C.RATE_OK:
 		return wrapLimiter(ptr, config), nil
 	case C.RATE_E_IO:
 		return nil, refusedByOS(path, errno)
+	case C.RATE_E_INCOMPATIBLE:
+		return nil, incompatible(path)
 	default:
 		return nil, rejected(status, func(reason *C.char, length C.size_t) C.int32_t {
 			return C.rate_limiter_explain_config(&cConfig, reason, length)
 		})
+	}
+}
+
+// OpenOption changes how Open opens a file: ReplaceRule.
+type OpenOption func(*openOptions)
+
+// openOptions is what the OpenOptions given to Open chose.
+type openOptions struct {
+	replaceRule bool
+}
+
+// ReplaceRule makes Open give the file the opener's Config when it holds another rule,
+// instead of refusing it with ErrIncompatible (rate_limiter_open_replacing): the change
+// is made in the file exactly as SetConfig makes it, now, the state carried over (GCRA
+// keeps its tokens, capped at the new burst; the windows their counts), and every process
+// attached decides under the new rule from its next decision. A file that holds the
+// opener's rule already, or a new file, is opened as Open opens it. The way to roll out a
+// new limit: restart the processes sharing the file with the new Config and this option,
+// one by one, and none of them is refused.
+func ReplaceRule() OpenOption {
+	return func(options *openOptions) { options.replaceRule = true }
+}
+
+// IncompatibleError is the error of Open, OpenKeyed and OpenKeyedPolicy for a file that
+// is not a librate table of the opener's kind, rule, capacity and size (left untouched).
+// It matches ErrIncompatible: errors.Is(err, ErrIncompatible) holds.
+type IncompatibleError struct {
+	// Path is the file the opener was given.
+	Path string
+	// Description is what the file holds, as DescribeFile words it: a sentence that
+	// starts with the path, "/dev/shm/api: a librate limiter holding GCRA, limit 10,
+	// period_ns 1000000000, burst 10".
+	Description string
+}
+
+// Error is "librate: incompatible shared file: " and the description.
+func (e *IncompatibleError) Error() string {
+	return "librate: incompatible shared file: " + e.Description
+}
+
+// Unwrap returns ErrIncompatible.
+func (e *IncompatibleError) Unwrap() error { return ErrIncompatible }
+
+// incompatible is the error of an open of path refused with RATE_E_INCOMPATIBLE: an
+// *IncompatibleError saying what the file holds, or ErrIncompatible itself should the
+// file be gone or unreadable by now.
+func incompatible(path string) error {
+	description, err := DescribeFile(path)
+	if err != nil {
+		return ErrIncompatible
+	}
+	return &IncompatibleError{Path: path, Description: description}
+}
+
+// DescribeFile says what the table file at path holds, in one English sentence that
+// starts with the path (rate_describe_file): the kind of table and the rule it holds (a
+// shared limiter's rule in force, and how many times it changed), or why it is no table
+// this librate reads, such as "/dev/shm/api: a librate limiter holding GCRA, limit 10,
+// period_ns 1000000000, burst 10". It is the Description of the *IncompatibleError an
+// open returns. The file is only read, never created or changed. A file that cannot be
+// read is an *os.PathError wrapping the syscall.Errno (errors.Is(err, fs.ErrNotExist)
+// for a missing one).
+func DescribeFile(path string) (string, error) {
+	cPath := C.CString(path)
+	defer C.free(unsafe.Pointer(cPath))
+	// The sentence grows with the path; one that fills the buffer may be cut, so it is
+	// asked for again with a buffer twice as large.
+	for size := C.RATE_REASON_LEN; ; size *= 2 {
+		buffer := (*C.char)(C.malloc(C.size_t(size)))
+		status, errno := C.rate_describe_file(cPath, buffer, C.size_t(size))
+		text := C.GoString(buffer)
+		C.free(unsafe.Pointer(buffer))
+		switch {
+		case status == C.RATE_E_IO:
+			if errno == nil {
+				errno = syscall.EIO
+			}
+			return "", &os.PathError{Op: "describe", Path: path, Err: errno}
+		case status != C.RATE_OK:
+			return "", statusError(status)
+		case len(text) < size-1: // room to spare: the sentence is whole
+			return text, nil
+		}
 	}
 }
 
@@ -58,7 +165,8 @@ func Open(path string, config Config) (*Limiter, error) {
 // about a second, after which a call that needs it returns ErrTableFull.
 //
 // A file made for another configuration, capacity, size or layout (a limiter's file
-// from Open among them) is refused with ErrIncompatible and left untouched; what the
+// from Open among them) is refused with an *IncompatibleError matching ErrIncompatible,
+// which says what the file holds, and left untouched; what the
 // operating system refuses (a missing directory, a permission) is an *os.PathError
 // wrapping the syscall.Errno, so errors.Is(err, fs.ErrNotExist) and the like work. A
 // config or capacity that NewKeyed would reject is the same *ConfigError.
@@ -79,6 +187,8 @@ func OpenKeyed(path string, config Config, capacity int) (*Keyed, error) {
 		return wrapKeyed(ptr, config, capacity), nil
 	case C.RATE_E_IO:
 		return nil, refusedByOS(path, errno)
+	case C.RATE_E_INCOMPATIBLE:
+		return nil, incompatible(path)
 	default:
 		return nil, rejected(status, func(reason *C.char, length C.size_t) C.int32_t {
 			return C.rate_keyed_explain_config(&cConfig, C.uint64_t(capacity), reason, length)

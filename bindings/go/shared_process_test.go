@@ -22,7 +22,8 @@ import (
 
 // The process tests run this very test binary again as child processes: with
 // -test.run=^TestHelperProcess$ and helperEnv naming what the child does (helperTake,
-// helperInsert, helperNobody or helperReset), TestHelperProcess is the child's whole work.
+// helperInsert, helperNobody, helperReset, or shared_change_test.go's helperSetConfig and
+// helperReplace), TestHelperProcess is the child's whole work.
 const (
 	helperEnv    = "LIBRATE_TEST_HELPER"
 	helperTake   = "take"   // take units from a shared file until denied
@@ -112,6 +113,10 @@ func TestHelperProcess(t *testing.T) {
 		attachAsAnotherUser(t)
 	case helperReset:
 		resetAndRefuse(t)
+	case helperSetConfig:
+		changeToFive(t)
+	case helperReplace:
+		restartWithFive(t)
 	default:
 		t.Skip("the child process of the shared-file tests")
 	}

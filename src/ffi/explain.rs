@@ -107,22 +107,32 @@ unsafe fn answer(
             return RATE_E_NULL;
         };
         let reason = reason_for(config);
-        let text = reason.as_deref().unwrap_or("");
-        if !buffer.is_null() && len > 0 {
-            let kept = text.len().min(len - 1);
-            // SAFETY: `buffer` holds `len` bytes and `kept + 1 <= len`; the source is a
-            // Rust string, which cannot overlap the caller's buffer.
-            unsafe {
-                std::ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), buffer, kept);
-                *buffer.add(kept) = 0;
-            }
-        }
+        // SAFETY: passed on from this function's contract.
+        unsafe { write_reason(reason.as_deref().unwrap_or(""), buffer, len) };
         if reason.is_some() {
             RATE_E_INVALID_CONFIG
         } else {
             RATE_OK
         }
     })
+}
+
+/// Writes `text` to the caller's buffer of `len` bytes as every reason is written: cut to
+/// `len - 1` bytes if longer, always NUL-terminated when `len > 0`; nothing when `buffer`
+/// is NULL or `len` is 0.
+///
+/// # Safety
+/// `buffer` is NULL or points to `len` writable bytes.
+pub(crate) unsafe fn write_reason(text: &str, buffer: *mut c_char, len: usize) {
+    if !buffer.is_null() && len > 0 {
+        let kept = text.len().min(len - 1);
+        // SAFETY: `buffer` holds `len` bytes and `kept + 1 <= len`; the source is a Rust
+        // string, which cannot overlap the caller's buffer.
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr().cast::<c_char>(), buffer, kept);
+            *buffer.add(kept) = 0;
+        }
+    }
 }
 
 /// Why `rate_limiter_new` rejects `raw`, or `None` if it accepts it.

@@ -50,18 +50,27 @@ pub unsafe extern "C" fn rate_limiter_new(
 /// ever sees a half-written one, and processes racing to create it all end on one table.
 /// A table written during an earlier boot of the host is reset when opened (its times
 /// are `CLOCK_MONOTONIC`'s, which restarts at boot). The handle is an ordinary
-/// `rate_limiter`: every `rate_limiter_*` function works on it.
+/// `rate_limiter`: every `rate_limiter_*` function works on it, and
+/// `rate_limiter_set_config` changes the rule in the file, for every process.
+///
+/// A file that exists must hold the rule `config` gives: the one it was made with, or the
+/// last one any process set in it. To open it with another rule, replacing the file's
+/// (a rolling restart with a new limit), use `rate_limiter_open_replacing`;
+/// `rate_describe_file` says what a refused file holds.
 ///
 /// Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
 /// release with `rate_limiter_free`, which unmaps the file and leaves it in place; on
 /// error `*out` is left untouched. `path` is only read during the call.
 ///
+/// Thread-safety: safe to call from any thread and any process at any time, on the same
+/// path too: racing creators all end on one file.
+///
 /// NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
 ///
 /// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_limiter_new`),
-/// RATE_E_INCOMPATIBLE (the file is not a librate limiter of this configuration; it is
-/// left untouched), or RATE_E_IO (the operating system refused to create, open or map
-/// the file; `errno` says why).
+/// RATE_E_INCOMPATIBLE (the file is not a librate limiter holding this rule; it is left
+/// untouched, and `rate_describe_file` says what it holds), or RATE_E_IO (the operating
+/// system refused to create, open or map the file; `errno` says why).
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
@@ -82,7 +91,48 @@ pub unsafe extern "C" fn rate_limiter_open(
     })
 }
 
-/// Frees a limiter made by `rate_limiter_new` or `rate_limiter_open`.
+/// Opens the limiter in the file at `path` as `rate_limiter_open` does, but a file that
+/// holds another rule is given `config` instead: the change is made in the file exactly as
+/// `rate_limiter_set_config` makes it (now, on `rate_now_ns`'s clock, the state carried
+/// over), and every process attached decides under `config` from its next decision. The
+/// way to roll out a new limit: restart the processes sharing the file with the new rule,
+/// one by one, and none of them is refused. A file that holds `config` already is opened
+/// as it is; a new file is made with it. See docs/shared.md, changing the rule.
+///
+/// Ownership: as `rate_limiter_open`.
+///
+/// Thread-safety: as `rate_limiter_open`. Changes made in one file are serialized: of
+/// openers racing with different rules, the last to change it wins.
+///
+/// NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
+///
+/// Returns as `rate_limiter_open`, and RATE_E_INVALID_CONFIG when the file's rule cannot
+/// be carried over to `config` (another algorithm, a sliding log's rule: see
+/// `rate_limiter_set_config_at`), the file then unchanged; RATE_E_INCOMPATIBLE only for a
+/// file that is no librate limiter this librate reads, or one whose state is of another
+/// size than `config`'s (a sliding log's grows with its limit).
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
+/// `rate_config`; `out` is NULL or points to a writable `rate_limiter *`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_open_replacing(
+    path: *const c_char,
+    config: *const rate_config,
+    out: *mut *mut rate_limiter,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: passed on from this function's contract.
+        unsafe {
+            construct_at(path, config, out, |path, config| {
+                Limiter::open_replacing(path, config).map(|limiter| rate_limiter { limiter })
+            })
+        }
+    })
+}
+
+/// Frees a limiter made by `rate_limiter_new`, `rate_limiter_open` or
+/// `rate_limiter_open_replacing`.
 ///
 /// Ownership: takes back the handle; it must not be used afterwards.
 ///
@@ -91,8 +141,8 @@ pub unsafe extern "C" fn rate_limiter_open(
 /// NULL: a no-op.
 ///
 /// # Safety
-/// `limiter` is NULL or a live handle from `rate_limiter_new` or `rate_limiter_open`, not
-/// used again afterwards.
+/// `limiter` is NULL or a live handle from `rate_limiter_new`, `rate_limiter_open` or
+/// `rate_limiter_open_replacing`, not used again afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn rate_limiter_free(limiter: *mut rate_limiter) {
     boundary(|| {
@@ -239,18 +289,22 @@ pub unsafe extern "C" fn rate_limiter_set_config(
 /// a period of RATE_FOREVER keeps its algorithm's rule (a bucket's whole tokens left, a
 /// window's count used). docs/live-changes.md has the rules in full.
 ///
+/// A shared limiter (`rate_limiter_open`) changes in its file, once, for every process:
+/// each process attached decides under the new rule from its next decision, on the state
+/// carried over as above, and later openers must give the new rule (or use
+/// `rate_limiter_open_replacing`). docs/shared.md, changing the rule, has the details.
+///
 /// Thread-safety: safe to call concurrently on one handle, with any other call. Each
 /// acquire racing the change is decided wholly under the old rule (and carried over) or
 /// wholly under the new one. The old rule's state is freed once no thread can still be
 /// deciding on it, so a limiter holds a few rules at most, however many changes it sees.
-/// Changes are serialized.
+/// Changes are serialized, in a shared file across processes too.
 ///
 /// NULL: `limiter` or `config` NULL is RATE_E_NULL.
 ///
-/// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (a configuration
+/// Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (a configuration
 /// `rate_limiter_new` rejects, another algorithm, or a sliding log's rule, whose entries
-/// are not carried over), or RATE_E_UNSUPPORTED (a limiter in a shared file, whose
-/// configuration every process checks when it opens it). On error nothing changes.
+/// are not carried over). On error nothing changes.
 ///
 /// # Safety
 /// `limiter` is NULL or a live handle; `config` is NULL or points to a readable

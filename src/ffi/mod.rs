@@ -15,11 +15,14 @@ mod redis;
 #[cfg(feature = "testing")]
 mod testing;
 mod types;
-// Last, so cbindgen meets the older items first and keeps their order in the header.
+// Last, newest last, so cbindgen meets the older items first and keeps their order in the
+// header.
 mod explain;
+mod file;
 
 pub use batch::*;
 pub use explain::*;
+pub use file::*;
 pub use keyed::*;
 pub use keyed_policy::*;
 pub use limiter::*;
@@ -54,7 +57,9 @@ pub const RATE_E_INSUFFICIENT_CAPACITY: i32 = 0 - 3;
 /// A keyed table is full of live keys; nothing was admitted.
 // Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
 pub const RATE_E_TABLE_FULL: i32 = 0 - 4;
-/// The operation does not exist for this algorithm (reserve on a window limiter).
+/// The operation does not exist for this handle: a reserve on a window algorithm, or a
+/// change of rule of a keyed table or keyed policy in a shared file (which keeps the rules
+/// it was made with).
 // Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
 pub const RATE_E_UNSUPPORTED: i32 = 0 - 5;
 /// A bug inside librate (a caught panic); the limiter's state is unchanged or consistent.
@@ -64,8 +69,9 @@ pub const RATE_E_INTERNAL: i32 = 0 - 6;
 /// its reason.
 // Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
 pub const RATE_E_IO: i32 = 0 - 7;
-/// The file is not a librate table of this layout, configuration and size; it was left
-/// untouched.
+/// The file is not a librate table of this layout, kind, rule and size; it was left
+/// untouched. `rate_describe_file` says what it holds; a shared limiter's opener may
+/// replace its rule instead (`rate_limiter_open_replacing`).
 // Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
 pub const RATE_E_INCOMPATIBLE: i32 = 0 - 8;
 

@@ -129,7 +129,10 @@ fn rule(config: &Config) -> String {
         Algorithm::SlidingWindow => "sliding window",
         Algorithm::SlidingLog => "sliding log",
     };
+    // The effective burst (0 means the limit), as the header of a new file holds it: a
+    // rule set with burst 0 is described as the same rule made anew would be.
     let burst = match config.algorithm {
+        Algorithm::Gcra if config.burst == 0 => format!(", burst {}", config.limit),
         Algorithm::Gcra => format!(", burst {}", config.burst),
         _ => String::new(),
     };

@@ -85,6 +85,49 @@ static int test_open_shares_a_file(void) {
     return 0;
 }
 
+/* open_replacing() gives the file its rule, the handles already open follow, and
+ * describe_file() says so, whole however long the path (it outgrows RATE_REASON_LEN here).
+ * On the real clock with hour-long periods, so no token refills during the test: 10 an
+ * hour with 4 taken leaves 6 tokens, capped at 5 by the new rule, 5 an hour. */
+static int test_open_replacing_and_describe_file(void) {
+    char path[] = "/tmp/librate-hpp-XXXXXX";
+    CHECK(mkdtemp(path) != nullptr);
+    const std::string file = std::string(path) + "/" + std::string(200, 'x');
+    auto first = rate::Limiter::open(file.c_str(), rate::Config::gcra(10, 3600s));
+    CHECK(first.status() == Status::ok);
+    rate::Limiter old = std::move(first).value_or({});
+    const auto took = old.acquire(4).value_or({});
+    CHECK(took.allowed && took.limit == 10 && took.remaining == 6);
+    CHECK(rate::Limiter::open(file.c_str(), rate::Config::gcra(5, 3600s)).status() ==
+          Status::incompatible);
+    const auto held = rate::describe_file(file.c_str());
+    CHECK(held.status() == Status::ok);
+    CHECK(held.value_or("") == file + ": a librate limiter holding GCRA, limit 10, period_ns "
+                                      "3600000000000, burst 10");
+    auto second = rate::Limiter::open_replacing(file.c_str(), rate::Config::gcra(5, 3600s));
+    CHECK(second.status() == Status::ok);
+    rate::Limiter replaced = std::move(second).value_or({});
+    const auto query = old.acquire(0).value_or({});
+    CHECK(query.allowed && query.limit == 5 && query.remaining == 5);
+    CHECK(replaced.try_acquire(5) == Status::ok);
+    CHECK(old.try_acquire(1) == Status::limited);
+    CHECK(rate::describe_file(file.c_str()).value_or("") ==
+          file + ": a librate limiter holding GCRA, limit 5, period_ns 3600000000000, burst 5 "
+                 "(its rule changed 1 time since it was made)");
+    /* Another algorithm cannot carry the state over: refused, the file's rule kept. */
+    CHECK(rate::Limiter::open_replacing(file.c_str(), rate::Config::fixed_window(5, 3600s))
+              .status() == Status::invalid_config);
+    CHECK(old.acquire(0).value_or({}).limit == 5);
+    /* A missing file: Status::io, errno ENOENT; NULL: Status::null. */
+    const std::string missing = std::string(path) + "/missing";
+    errno = 0;
+    CHECK(rate::describe_file(missing.c_str()).status() == Status::io);
+    CHECK(errno == ENOENT);
+    CHECK(rate::describe_file(nullptr).status() == Status::null);
+    CHECK(std::remove(file.c_str()) == 0 && rmdir(path) == 0);
+    return 0;
+}
+
 static int test_version_matches_cargo_toml(void) {
     CHECK(rate::version() == RATE_EXPECTED_VERSION);
     return 0;
@@ -355,6 +398,7 @@ int main(void) {
         TEST_CASE(test_status_mirrors_the_c_codes),
         TEST_CASE(test_version_matches_cargo_toml),
         TEST_CASE(test_open_shares_a_file),
+        TEST_CASE(test_open_replacing_and_describe_file),
         TEST_CASE(test_config_maps_to_the_c_struct),
         TEST_CASE(test_create_reports_bad_configs),
         TEST_CASE(test_seed_bob),

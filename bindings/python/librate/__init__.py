@@ -32,7 +32,7 @@ from ._errors import (
 )
 from ._ffi import lib as _lib
 from ._convert import FOREVER
-from ._limiter import ALGORITHMS, Config, KeyedLimiter, Limiter
+from ._limiter import ALGORITHMS, Config, KeyedLimiter, Limiter, describe_file
 from ._keyed_policy import KeyedPolicy, KeyedRule
 from ._policy import Policy
 from ._stats import KeyedStats
@@ -68,6 +68,7 @@ __all__ = [
     "RedisError",
     "TableFull",
     "Unsupported",
+    "describe_file",
     "library_path",
     "library_version",
     "now_ns",

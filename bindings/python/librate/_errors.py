@@ -52,8 +52,10 @@ class TableFull(LibrateError):
 
 
 class Unsupported(LibrateError, ValueError):
-    """``RATE_E_UNSUPPORTED``: the operation does not exist for this algorithm (reserve
-    on a window limiter)."""
+    """``RATE_E_UNSUPPORTED``: the operation does not exist for this limiter: a reserve
+    on a window algorithm, or a change of rule of a shared ``KeyedLimiter`` or
+    ``KeyedPolicy`` (a keyed table or policy in a file keeps the rules it was made
+    with)."""
 
     code = -5
 
@@ -65,10 +67,11 @@ class InternalError(LibrateError, RuntimeError):
 
 
 class Incompatible(LibrateError):
-    """``RATE_E_INCOMPATIBLE``: ``Limiter.open`` or ``KeyedLimiter.open`` found a file
-    that is not a librate limiter (or keyed table) of this configuration, capacity and
-    size, and left it untouched. A shared file keeps the rule it was made with: open it
-    with that rule, or use another path."""
+    """``RATE_E_INCOMPATIBLE``: ``Limiter.open``, ``KeyedLimiter.open`` or
+    ``KeyedPolicy.open`` found a file that is not a librate table of this kind, rule,
+    capacity and size, and left it untouched. The message says what the file holds (as
+    ``librate.describe_file`` does): open it with that rule, or use another path; a
+    ``Limiter`` may replace the file's rule instead (``Limiter.open(..., replace=True)``)."""
 
     code = -8
 

@@ -165,6 +165,11 @@ DECISION = POINTER(rate_decision)
 SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_limiter_new": (c_int32, (POINTER(rate_config), POINTER(HANDLE))),
     "rate_limiter_open": (c_int32, (c_char_p, POINTER(rate_config), POINTER(HANDLE))),
+    "rate_limiter_open_replacing": (
+        c_int32,
+        (c_char_p, POINTER(rate_config), POINTER(HANDLE)),
+    ),
+    "rate_describe_file": (c_int32, (c_char_p, POINTER(c_char), c_size_t)),
     "rate_limiter_free": (None, (HANDLE,)),
     "rate_limiter_acquire": (c_int32, (HANDLE, c_uint64, DECISION)),
     "rate_limiter_acquire_at": (c_int32, (HANDLE, c_uint64, c_uint64, DECISION)),

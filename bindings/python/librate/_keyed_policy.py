@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from ctypes import byref, get_errno
+from ctypes import byref
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +13,6 @@ from ._convert import key_bytes, u64
 from ._decision import PolicyDecision
 from ._errors import InvalidConfig, error_for
 from ._ffi import (
-    RATE_E_IO,
     RATE_LIMITED,
     RATE_OK,
     RATE_RULE_GLOBAL,
@@ -23,7 +22,7 @@ from ._ffi import (
     rate_keyed_stats,
     rate_policy_decision,
 )
-from ._limiter import _CLOSED, Config, Key, _Handle, _Owner
+from ._limiter import _CLOSED, Config, Key, _Handle, _Owner, opened
 from ._policy import _rejection, cost_array, replace_rules
 from ._stats import KeyedStats
 
@@ -116,18 +115,15 @@ class KeyedPolicy(_Owner):
         """Opens the keyed policy whose rules live in the file at ``path``, creating it
         (mode 0600) if it does not exist: every process that opens the same file with the
         same rules (in the same order) and ``capacity`` shares one policy. As
-        ``KeyedLimiter.open`` otherwise; ``Incompatible`` if the file holds other rules."""
+        ``KeyedLimiter.open`` otherwise; ``Incompatible`` if the file holds other rules
+        (the message says which, as ``describe_file`` does)."""
         policy = cls.__new__(cls)
         policy._handle = _CLOSED
         encoded = os.fsencode(path)
         opener = lib.with_errno("rate_keyed_policy_open")
 
         def make(array: Any, *rest: Any) -> int:
-            status: int = opener(encoded, array, *rest)
-            if status == RATE_E_IO:
-                errno = get_errno()
-                raise OSError(errno, os.strerror(errno), os.fspath(path))
-            return status
+            return opened(opener(encoded, array, *rest), path)
 
         policy._create(_checked(rules), capacity, make)
         return policy

@@ -29,6 +29,7 @@ from ._decision import Decision, seconds
 from ._decorator import decorate
 from ._errors import InvalidConfig, LibrateError, RateLimited, error_for
 from ._ffi import (
+    RATE_E_INCOMPATIBLE,
     RATE_E_INVALID_CONFIG,
     RATE_E_IO,
     RATE_FIXED_WINDOW,
@@ -137,27 +138,71 @@ _limiter_try = _LIMITER_C.fast
 
 @functools.cache
 def _with_errno(name: str) -> Any:
-    """``rate_limiter_open`` or ``rate_keyed_open``, keeping ``errno`` (looked up at the
-    first ``open`` of its kind)."""
+    """``rate_limiter_open``, ``rate_keyed_open`` and the like, keeping ``errno`` (looked
+    up at the first call of each)."""
     return lib.with_errno(name)
+
+
+def describe_file(path: str | os.PathLike[str]) -> str:
+    """What the table file at ``path`` holds, in one English sentence that starts with the
+    path (``rate_describe_file``): the kind of table and the rule it holds, or why it is no
+    table this librate reads. The message of every ``Incompatible`` an ``open`` raises.
+
+    >>> import os, tempfile, librate
+    >>> with tempfile.TemporaryDirectory() as directory:
+    ...     path = os.path.join(directory, "api")
+    ...     with librate.Limiter.open(path, limit=10, period=1):
+    ...         print(librate.describe_file(path)[len(path):])
+    : a librate limiter holding GCRA, limit 10, period_ns 1000000000, burst 10
+
+    The file is only read, never created or changed. Raises ``OSError`` with the OS's
+    ``errno`` (``FileNotFoundError`` for a missing file) if it cannot be read."""
+    encoded = os.fsencode(path)
+    describe = _with_errno("rate_describe_file")
+    size = RATE_REASON_LEN
+    while True:
+        buffer = create_string_buffer(size)
+        status = describe(encoded, buffer, size)
+        if status == RATE_E_IO:
+            errno = get_errno()
+            raise OSError(errno, os.strerror(errno), os.fspath(path))
+        if status != RATE_OK:
+            raise error_for(status, status_text(status))
+        text = buffer.value
+        if len(text) < size - 1:  # room to spare: the sentence is whole
+            return text.decode("utf-8", "replace")
+        size *= 2
 
 
 def _open_file(
     path: str | os.PathLike[str], name: str, extra: tuple[int, ...]
 ) -> Callable[[Any, Any], int]:
     """The ``make`` of ``_Base._create`` for a table in a file: calls
-    ``name(path, config, *extra, out)`` and raises ``OSError`` with the OS's ``errno`` and
-    ``path`` when the OS refused the file (``RATE_E_IO``)."""
+    ``name(path, config, *extra, out)`` and raises what ``opened`` raises."""
     encoded = os.fsencode(path)
 
     def make(c_config: Any, out: Any) -> int:
-        status: int = _with_errno(name)(encoded, c_config, *extra, out)
-        if status == RATE_E_IO:
-            errno = get_errno()
-            raise OSError(errno, os.strerror(errno), os.fspath(path))
-        return status
+        return opened(_with_errno(name)(encoded, c_config, *extra, out), path)
 
     return make
+
+
+def opened(status: int, path: str | os.PathLike[str]) -> int:
+    """The status of an ``open`` of ``path``, just returned: raises ``OSError`` with the
+    OS's ``errno`` and ``path`` when the OS refused the file (``RATE_E_IO``; read ``errno``
+    before anything else), and ``Incompatible`` whose message is what the file holds
+    (``describe_file``) when it is no table of the opener's kind and rule; else returns
+    ``status``."""
+    if status == RATE_E_IO:
+        errno = get_errno()
+        raise OSError(errno, os.strerror(errno), os.fspath(path))
+    if status == RATE_E_INCOMPATIBLE:
+        try:
+            message = describe_file(path)
+        except (OSError, LibrateError):  # gone or unreadable since: say what C says
+            message = status_text(status)
+        raise error_for(status, message)
+    return status
 
 
 @functools.cache
@@ -513,6 +558,7 @@ class Limiter(_Base):
         limit: int,
         period: Duration,
         burst: int | None = None,
+        replace: bool = False,
     ) -> Limiter:
         """Opens the limiter whose state lives in the file at ``path``, creating it (mode
         0600) if it does not exist: every process that opens the same file with the same
@@ -520,12 +566,25 @@ class Limiter(_Base):
         or uWSGI workers, separate services). Put the file on a tmpfs such as
         ``/dev/shm``; ``close()`` unmaps it and leaves it in place.
 
-        Raises ``Incompatible`` if the file is not a librate limiter of this
-        configuration (it is left untouched), and ``OSError`` with the OS's ``errno``
+        A file that exists must hold this rule: the one it was made with, or the last one
+        any process set in it (``set_config``). With ``replace=True`` a file holding
+        another rule is given this one instead (``rate_limiter_open_replacing``), as
+        ``set_config`` would change it: the state carried over, every process attached
+        deciding under the new rule from its next decision. That is how a rolling restart
+        rolls out a new limit.
+
+        Raises ``Incompatible`` if the file is not a librate limiter of this rule (it is
+        left untouched; the message says what it holds, as ``describe_file`` does, and with
+        ``replace=True`` only a file of another kind or size is), ``InvalidConfig`` also
+        when ``replace=True`` cannot carry the file's state over (another algorithm, a
+        sliding log's rule), and ``OSError`` with the OS's ``errno``
         (``FileNotFoundError`` for a missing directory, ``PermissionError``…) if it cannot
         be created, opened or mapped."""
+        if not isinstance(replace, bool):
+            raise TypeError(f"replace must be a bool, not {type(replace).__name__}")
         limiter = cls.__new__(cls)
-        make = _open_file(path, "rate_limiter_open", ())
+        name = "rate_limiter_open_replacing" if replace else "rate_limiter_open"
+        make = _open_file(path, name, ())
         config = _config(algorithm, limit, period, burst)
         limiter._create(_LIMITER_C, _LimiterHandle, config, (), make)
         return limiter
@@ -565,9 +624,15 @@ class Limiter(_Base):
         acquire racing it, in any thread, is decided wholly under the old rule or wholly
         under the new one. ``config`` then reports the new rule.
 
+        A shared limiter (``Limiter.open``) changes in its file, once, for every process:
+        each decides under the new rule from its next decision, and later openers must
+        give it (or ``replace=True``). ``config`` reports the rule this object opened with
+        or last set, not one another process set since; its decisions' ``limit`` follows
+        the file.
+
         Raises ``InvalidConfig`` for an invalid rule, another algorithm, or a sliding
-        log's rule (its entries are not carried over), ``Unsupported`` for a shared
-        limiter (``Limiter.open``), and ``ClosedError`` once closed; nothing changes."""
+        log's rule (its entries are not carried over), and ``ClosedError`` once closed;
+        nothing changes."""
         self._set_config(config, now_ns)
 
     def reset(self) -> None:
@@ -654,7 +719,8 @@ class KeyedLimiter(_Base):
         ``TableFull``.
 
         Raises ``Incompatible`` if the file is not a librate keyed table of this
-        configuration and capacity (it is left untouched), and ``OSError`` with the OS's
+        configuration and capacity (it is left untouched; the message says what it holds,
+        as ``describe_file`` does), and ``OSError`` with the OS's
         ``errno`` (``FileNotFoundError`` for a missing directory, ``PermissionError``…) if
         it cannot be created, opened or mapped."""
         keyed = cls.__new__(cls)
@@ -761,7 +827,8 @@ class KeyedLimiter(_Base):
 
         Raises ``InvalidConfig`` for an invalid rule, another algorithm, or a sliding
         log's rule (its entries are not carried over), ``Unsupported`` for a shared table
-        (``KeyedLimiter.open``), and ``ClosedError`` once closed; nothing changes."""
+        (``KeyedLimiter.open``: it keeps the rule it was made with), and ``ClosedError``
+        once closed; nothing changes."""
         self._set_config(config, now_ns)
 
     def stats(self, *, now_ns: int | None = None) -> KeyedStats:
