@@ -1106,6 +1106,25 @@ int32_t rate_limiter_explain_config(const struct rate_config *config,
 void rate_limiter_free(struct rate_limiter *limiter);
 
 /**
+ * Writes the rule the limiter enforces now to `out`: the configuration it was made with,
+ * or the last `rate_limiter_set_config` gave. For a limiter opened from a file, the
+ * file's rule in force, which a change by any process attached may have replaced (then
+ * this call is that process's next decision, as far as following the file goes).
+ *
+ * Ownership: `out` is the caller's; nothing is kept.
+ *
+ * Thread-safety: safe to call concurrently on one handle, with any other call.
+ *
+ * NULL: `limiter` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK or RATE_E_NULL.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_config`.
+ */
+int32_t rate_limiter_get_config(const struct rate_limiter *limiter, struct rate_config *out);
+
+/**
  * Creates a limiter from `config`, full (at capacity) at any time.
  *
  * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must

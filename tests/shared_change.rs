@@ -150,7 +150,7 @@ fn a_refused_opener_is_told_the_path_and_the_rule() {
     std::fs::write(&other, b"not a table").unwrap();
     assert_eq!(
         describe_file(&other).unwrap(),
-        format!("{}: not a librate table (8 bytes)", other.display())
+        format!("{}: not a librate table (11 bytes)", other.display())
     );
     assert_eq!(
         describe_file(scratch.path("missing")),

@@ -210,13 +210,31 @@ func NewSlidingLog(limit uint64, period time.Duration) (*Limiter, error) {
 }
 
 // Config returns the configuration in force: the one the limiter was created with, or
-// the last SetConfig gave. For a limiter from Open, a rule another process set in the
-// file since is not seen here; the decisions' Limit follows the file.
+// the last SetConfig gave. For a limiter from Open, the file's rule in force, which
+// SetConfig in any process attached may have changed. A closed Limiter returns the last
+// one it knew; so does one whose file holds a period no time.Duration holds.
 func (l *Limiter) Config() Config {
 	if l == nil {
 		return Config{}
 	}
-	return *l.config.Load()
+	var held C.rate_config
+	status := C.rate_limiter_get_config(l.handle(), &held)
+	runtime.KeepAlive(l)
+	period := time.Duration(held.period_ns)
+	if held.period_ns == C.RATE_FOREVER {
+		period = Forever
+	}
+	if status != C.RATE_OK || (period <= 0 || period == Never) && held.period_ns != C.RATE_FOREVER {
+		return *l.config.Load()
+	}
+	config := Config{
+		Algorithm: Algorithm(held.algorithm),
+		Limit:     uint64(held.limit),
+		Period:    period,
+		Burst:     uint64(held.burst),
+	}
+	l.config.Store(&config)
+	return config
 }
 
 // handle is the C handle for one call: NULL when l is nil or closed, which librate

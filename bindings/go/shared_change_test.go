@@ -80,6 +80,10 @@ func TestSetConfigChangesTheFileForEveryProcess(t *testing.T) {
 		t.Fatalf("4 of 10: %+v, %v; want %+v", d, err, took)
 	}
 	runChild(t, helperSetConfig, path)
+	// This process's Limiter reports the file's rule in force, as the child gave it.
+	if got := here.Config(); got != gcra5 {
+		t.Errorf("Config() after the child's change: %+v, want %+v", got, gcra5)
+	}
 	// Here too at the next decision: 5 a second, T = 200 ms, τ = 1 s, a full bucket. 5 at
 	// 0: TAT = 1 s, remaining 0, reset 1 s; 1 more: retry 1 s + 200 ms − 1 s = 200 ms.
 	for _, step := range []struct {

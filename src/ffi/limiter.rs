@@ -260,6 +260,38 @@ pub unsafe extern "C" fn rate_limiter_reserve_at(
     })
 }
 
+/// Writes the rule the limiter enforces now to `out`: the configuration it was made with,
+/// or the last `rate_limiter_set_config` gave. For a limiter opened from a file, the
+/// file's rule in force, which a change by any process attached may have replaced (then
+/// this call is that process's next decision, as far as following the file goes).
+///
+/// Ownership: `out` is the caller's; nothing is kept.
+///
+/// Thread-safety: safe to call concurrently on one handle, with any other call.
+///
+/// NULL: `limiter` or `out` NULL is RATE_E_NULL.
+///
+/// Returns RATE_OK or RATE_E_NULL.
+///
+/// # Safety
+/// `limiter` is NULL or a live handle; `out` is NULL or points to a writable `rate_config`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_limiter_get_config(
+    limiter: *const rate_limiter,
+    out: *mut rate_config,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle, and NULL or a writable config;
+        // `as_mut` checks NULL.
+        let (Some(limiter), Some(out)) = (unsafe { limiter_ref(limiter) }, unsafe { out.as_mut() })
+        else {
+            return RATE_E_NULL;
+        };
+        *out = rate_config::from(limiter.config());
+        RATE_OK
+    })
+}
+
 /// Replaces the rule the limiter enforces, now (`rate_now_ns`), keeping what it has
 /// consumed: as `rate_limiter_set_config_at`.
 ///

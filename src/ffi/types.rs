@@ -48,6 +48,17 @@ pub struct rate_config {
     pub burst: u64,
 }
 
+impl From<&Config> for rate_config {
+    fn from(config: &Config) -> Self {
+        Self {
+            algorithm: config.algorithm as u32,
+            limit: config.limit,
+            period_ns: config.period_ns,
+            burst: config.burst,
+        }
+    }
+}
+
 impl rate_config {
     /// The Rust configuration, or `None` for an unknown algorithm number. The number is
     /// checked before it becomes an enum: an out-of-range discriminant would be UB.

@@ -38,16 +38,16 @@ pub fn describe_file(path: impl AsRef<Path>) -> Result<String, Error> {
     let io = |error: std::io::Error| Error::Io(error.raw_os_error().unwrap_or(libc::EIO));
     let mut bytes = Vec::new();
     let limit = (HEADER_WORDS + POLICY_RULES * POLICY_RULE_WORDS).max(rules_prefix()) * 8;
-    File::open(path)
-        .map_err(io)?
-        .take(limit as u64)
+    let file = File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    file.take(limit as u64)
         .read_to_end(&mut bytes)
         .map_err(io)?;
     let words: Vec<u64> = bytes
         .chunks_exact(8)
         .map(|word| u64::from_le_bytes(word.try_into().expect("8 bytes")))
         .collect();
-    Ok(format!("{}: {}", path.display(), holds(&words)))
+    Ok(format!("{}: {}", path.display(), holds(&words, size)))
 }
 
 /// The words of a limiter file up to its last record.
@@ -55,10 +55,10 @@ fn rules_prefix() -> usize {
     HEADER_WORDS + super::rules::RECORDS_END
 }
 
-/// What a file of `words` (its first ones) holds.
-fn holds(words: &[u64]) -> String {
+/// What a file of `size` bytes, whose first words are `words`, holds.
+fn holds(words: &[u64], size: u64) -> String {
     let Some(header) = words.get(..HEADER_WORDS) else {
-        return format!("not a librate table ({} bytes)", words.len() * 8);
+        return format!("not a librate table ({size} bytes)");
     };
     let header: &[u64; HEADER_WORDS] = header.try_into().expect("HEADER_WORDS words");
     if header[0] != MAGIC {

@@ -82,8 +82,19 @@ static int test_a_change_in_one_process_is_seen_by_every_process(void) {
     }
     CHECK(pid > 0);
     CHECK_EQ_U64(wait_exit(pid), 0);
-    /* This process decides under the new rule at its next decision: 5 a second, T = 200
-     * ms, tau = 1 s, the 5 tokens carried over a full bucket at 0 (debt 0). */
+    /* This process reads the file's rule in force: 5 a second, burst 0 as given. */
+    {
+        rate_config held = {RATE_SLIDING_LOG, 0, 0, 0};
+        CHECK_STATUS(rate_limiter_get_config(here, &held), RATE_OK);
+        CHECK_EQ_U64(held.algorithm, RATE_GCRA);
+        CHECK_EQ_U64(held.limit, 5);
+        CHECK_EQ_U64(held.period_ns, SECOND);
+        CHECK_EQ_U64(held.burst, 0);
+        CHECK_STATUS(rate_limiter_get_config(NULL, &held), RATE_E_NULL);
+        CHECK_STATUS(rate_limiter_get_config(here, NULL), RATE_E_NULL);
+    }
+    /* It decides under the new rule at its next decision: 5 a second, T = 200 ms, tau =
+     * 1 s, the 5 tokens carried over a full bucket at 0 (debt 0). */
     statuses[1] = rate_limiter_acquire_at(here, 0, 0, &query);
     /* 5 at 0: TAT = 1 s, debt 1 s, remaining floor(0 / 200 ms) = 0, reset_after 1 s. */
     statuses[2] = rate_limiter_acquire_at(here, 5, 0, &fresh);

@@ -180,6 +180,7 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_limiter_reset": (c_int32, (HANDLE,)),
     "rate_limiter_set_config": (c_int32, (HANDLE, POINTER(rate_config))),
     "rate_limiter_set_config_at": (c_int32, (HANDLE, POINTER(rate_config), c_uint64)),
+    "rate_limiter_get_config": (c_int32, (HANDLE, POINTER(rate_config))),
     "rate_keyed_new": (c_int32, (POINTER(rate_config), c_uint64, POINTER(HANDLE))),
     "rate_keyed_open": (
         c_int32,

@@ -549,6 +549,20 @@ class Limiter(_Base):
     ) -> None:
         super().__init__(_LIMITER_C, _LimiterHandle, _config(algorithm, limit, period, burst))
 
+    @property
+    def config(self) -> Config:
+        """The configuration this limiter enforces: the one it was made with, or the last
+        ``set_config`` gave; for a limiter opened from a file, the file's rule in force,
+        which ``set_config`` in any process attached may have changed. A closed limiter
+        reports the last one it knew."""
+        out = rate_config()
+        if lib.rate_limiter_get_config(self._handle, byref(out)) != RATE_OK:
+            return self._config
+        names = {number: name for name, number in ALGORITHMS.items()}
+        held = Config(names[out.algorithm], out.limit, out.period_ns, out.burst or None)
+        self._config = held
+        return held
+
     @classmethod
     def open(
         cls,

@@ -51,6 +51,8 @@ def test_a_change_in_one_process_is_seen_by_every_process(tmp_path: Path) -> Non
     # 10 a second, T = 100 ms, tau = 1 s: 4 at 0 leave TAT = 400 ms, remaining 6.
     assert here.acquire(4, now_ns=0) == librate.Decision(True, 10, 6, 0, 400 * MS, 0)
     in_child(change_to_five, path)
+    # This process's handle reports the file's rule in force, as the child gave it.
+    assert here.config == Config.gcra(5, 1)
     # Here too at the next decision: 5 a second, T = 200 ms, tau = 1 s, a full bucket.
     assert here.acquire(0, now_ns=0) == librate.Decision(True, 5, 5, 0, 0, 0)
     # 5 at 0: TAT = 1 s, remaining 0, reset 1 s; 1 more: retry 1 s + 200 ms - 1 s.
