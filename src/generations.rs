@@ -48,7 +48,7 @@
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::shared::{file_words, Entry, Frozen, Mapping, Rules};
+use crate::shared::{file_words, Entry, Mapping, Pinned, Rules};
 use crate::state::{Replaceable, Replaced, REPLACED};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 use crate::versions::{Kept, Pin, Version, Versions};
@@ -424,8 +424,9 @@ impl Generations {
     /// here and in the file, on the generation of the file's rule in force (adopted first
     /// if it is new here). Words frozen by a change in flight are waited for (the change
     /// finished if its process died); a marker no change explains is read as a state.
-    #[cold]
-    #[inline(never)]
+    /// Inlined, as `run_again` is, with the pinning and waiting out of line: a call that
+    /// returned the operation's result would put every decision's result in memory.
+    #[inline(always)]
     fn run_in_file<O: Operation>(
         &self,
         file: &InFile,
@@ -434,35 +435,44 @@ impl Generations {
         operation: O,
     ) -> Result<O::Output, Error> {
         const AS_A_STATE: Replaceable = Replaceable { replaceable: false };
-        let rules = file.rules();
         loop {
-            let (serial, pin, pinned) = {
-                let pin = self.versions.pin();
-                let pinned = rules.pin(&file.entry)?;
-                let serial = rules.serial();
-                if pin.current().serial != serial {
-                    drop((pinned, pin));
-                    self.adopt(file, serial)?;
-                    continue;
-                }
-                (serial, pin, pinned)
-            };
+            let (pin, pinned, serial) = self.pin_in_file(file)?;
             let generation = pin.current();
             generation.decider.check(n, max_wait_ns)?;
             if let Ok(result) = operation.run(generation, &generation.tenancy) {
                 return Ok(result);
             }
-            match rules.frozen(serial) {
-                Frozen::Forged => {
-                    if let Ok(result) = operation.run(generation, &AS_A_STATE) {
-                        return Ok(result);
-                    }
-                }
-                Frozen::Changing => {
-                    drop((pinned, pin));
-                    rules.wait_for_change(serial)?;
+            if file.rules().is_forged(serial) {
+                if let Ok(result) = operation.run(generation, &AS_A_STATE) {
+                    return Ok(result);
                 }
             }
+            drop((pinned, pin));
+            file.rules().wait_for_change(serial)?;
+        }
+    }
+
+    /// Pins this thread here and in the file, on the generation of the file's rule in
+    /// force, adopted first if it is new here: the pins and that rule's serial.
+    ///
+    /// # Errors
+    /// As [`Rules::pin`] and [`adopt`](Self::adopt).
+    #[cold]
+    #[inline(never)]
+    fn pin_in_file<'a>(
+        &'a self,
+        file: &'a InFile,
+    ) -> Result<(Pin<'a, Generation>, Pinned<'a>, u64), Error> {
+        let rules = file.rules();
+        loop {
+            let pin = self.versions.pin();
+            let pinned = rules.pin(&file.entry)?;
+            let serial = rules.serial();
+            if pin.current().serial == serial {
+                return Ok((pin, pinned, serial));
+            }
+            drop((pinned, pin));
+            self.adopt(file, serial)?;
         }
     }
 

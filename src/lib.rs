@@ -123,6 +123,5 @@ pub use keyed::crashes;
 pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
 pub use limiter::Limiter;
 pub use policy::{KeyedPolicy, KeyedRule, Policy, PolicyDecision, MAX_RULES};
-#[cfg(not(loom))]
 pub use shared::describe_file;
 pub use time::{clock_source, now_ns, ClockSource};

@@ -32,7 +32,6 @@
 //! Truncating a mapped file makes the next access fault (SIGBUS): outside what a library
 //! can guard against.
 
-#[cfg(not(loom))]
 mod describe;
 #[cfg(not(loom))]
 mod file;
@@ -44,7 +43,6 @@ mod model;
 mod pins;
 mod rules;
 
-#[cfg(not(loom))]
 pub use self::describe::describe_file;
 #[cfg(not(loom))]
 pub(crate) use self::header::{pid_namespace, KIND_KEYED, KIND_KEYED_POLICY};
@@ -53,7 +51,7 @@ pub(crate) use self::header::{Identity, KIND_LIMITER};
 pub(crate) use self::mapping::{Contents, Mapping};
 #[cfg(loom)]
 pub(crate) use self::model::Mapping;
-pub(crate) use self::pins::Entry;
+pub(crate) use self::pins::{Entry, Pinned};
 #[cfg(not(loom))]
 pub(crate) use self::rules::kept;
-pub(crate) use self::rules::{file_words, side_start, Frozen, Rules};
+pub(crate) use self::rules::{file_words, side_start, Rules};

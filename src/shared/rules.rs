@@ -72,7 +72,6 @@ const R_SERIAL: usize = 0;
 const R_RULE: usize = 1;
 
 /// Words of the block up to the end of its last record.
-#[cfg(not(loom))]
 pub(crate) const RECORDS_END: usize = RECORDS + 2 * RECORD_STRIDE;
 
 /// Words of side B and of side C: the most any algorithm whose rule can change uses.
@@ -144,14 +143,6 @@ pub(crate) struct Rules<'a> {
     pub(crate) first_words: usize,
 }
 
-/// Whether a decision that found its side frozen should wait for a change.
-pub(crate) enum Frozen {
-    /// A change to the next serial is in flight: wait for it.
-    Changing,
-    /// No change explains the marker: bytes another writer put there, read as a state.
-    Forged,
-}
-
 impl<'a> Rules<'a> {
     fn pins(&self) -> Pins<'a> {
         Pins {
@@ -207,10 +198,11 @@ impl<'a> Rules<'a> {
         &self.words[RECORDS + parity * RECORD_STRIDE..][..RECORD_STRIDE]
     }
 
-    /// Why a decision found the first word of `serial`'s side frozen, and what it does:
-    /// wait for a change in flight (finishing it if its changer died), or read the marker
-    /// as a state.
-    pub(crate) fn frozen(&self, serial: u64) -> Frozen {
+    /// Whether the marker a decision found in the first word of `serial`'s side is bytes
+    /// another writer put there, to be read as a state, rather than a change's freeze,
+    /// to be waited for ([`wait_for_change`](Self::wait_for_change)).
+    #[cold]
+    pub(crate) fn is_forged(&self, serial: u64) -> bool {
         // Acquire, the fence: the decision read the marker with a Relaxed load; this
         // pairs it with the freeze's Release swap, so the change in flight, recorded
         // before the swap, is read here.
@@ -218,11 +210,7 @@ impl<'a> Rules<'a> {
         // Acquire: pairs with the Release store that clears it once the change is
         // published, so a cleared record is read with the serial it published.
         let target = self.words[TARGET].load(Ordering::Acquire);
-        if target == serial.wrapping_add(1) || self.serial() != serial {
-            Frozen::Changing
-        } else {
-            Frozen::Forged
-        }
+        target != serial.wrapping_add(1) && self.serial() == serial
     }
 
     /// Waits for the change in flight from `serial` to publish, finishing it if its
@@ -232,6 +220,8 @@ impl<'a> Rules<'a> {
     /// `Io(EBUSY)` if a live changer has not published it after [`STALLED`] (a process
     /// stopped mid-change: SIGSTOP, a debugger); as [`finish`](Self::finish), for hostile
     /// bytes.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn wait_for_change(&self, serial: u64) -> Result<(), Error> {
         let started = Instant::now();
         let mut backoff = Backoff::default();
@@ -417,7 +407,6 @@ impl Drop for Lock<'_> {
 
 /// The rule in force and its serial, from a copy of a limiter file's first state words
 /// (`describe.rs`), given the header's rule: `None` if they hold none.
-#[cfg(not(loom))]
 pub(crate) fn rule_in_force(words: &[u64], first: Option<Config>) -> Option<(Config, u64)> {
     let serial = *words.get(SERIAL)?;
     if serial == 0 {
