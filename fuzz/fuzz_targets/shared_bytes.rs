@@ -17,7 +17,7 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use librate_fuzz::{config, next_time};
+use librate_fuzz::{config, new_path, next_time};
 use rate::ffi::*;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,7 +25,7 @@ use std::ffi::CString;
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::ptr;
 
 /// Header bytes of a table file: the state begins after them.
@@ -57,21 +57,6 @@ fuzz_target!(|data: &[u8]| {
     let mut input = Unstructured::new(data);
     let _ = run(&mut input);
 });
-
-/// A new file name for this process's tables: on a tmpfs where there is one.
-fn new_path() -> PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    // Relaxed: only uniqueness matters, and fetch_add gives that in any order.
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = Path::new("/dev/shm");
-    let dir = if dir.is_dir() {
-        dir.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
-    let next = NEXT.fetch_add(1, Ordering::Relaxed);
-    dir.join(format!("librate-fuzz-{}-{next}", std::process::id()))
-}
 
 /// Opens (or creates) the table at `path`; `None` if the configuration is invalid, or the
 /// file (written by `run`) holds no rule in force.
@@ -112,7 +97,7 @@ fn free(handle: Handle) {
 
 /// A new table of this configuration: its handle, its file and its state as created.
 fn create(keyed: bool, config: &rate_config, capacity: u64) -> Option<Table> {
-    let path = new_path();
+    let path = new_path("librate-fuzz");
     let handle = open(&path, keyed, config, capacity)?;
     let file = File::options().read(true).write(true).open(&path).unwrap();
     let bytes = std::fs::read(&path).unwrap();
@@ -185,7 +170,7 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
     let state = corrupt(input, &pristine)?;
     let handle = if reopen {
         // The attach path: a file of this header and these state words, opened anew.
-        let path = new_path();
+        let path = new_path("librate-fuzz");
         let mut bytes = vec![0; HEADER_BYTES as usize];
         file.read_exact_at(&mut bytes, 0).unwrap();
         bytes.extend_from_slice(&state);

@@ -18,13 +18,13 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use librate_fuzz::{config, next_time, rust_config};
+use librate_fuzz::{config, new_path, next_time, rust_config};
 use rate::{Algorithm, Config, Error, Limiter};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
 /// Words of a limiter file's header.
@@ -50,21 +50,6 @@ fuzz_target!(|data: &[u8]| {
     let mut input = Unstructured::new(data);
     let _ = run(&mut input);
 });
-
-/// A new file name for this process: on a tmpfs where there is one.
-fn new_path() -> PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    // Relaxed: only uniqueness matters, and fetch_add gives that in any order.
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = Path::new("/dev/shm");
-    let dir = if dir.is_dir() {
-        dir.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
-    let next = NEXT.fetch_add(1, Ordering::Relaxed);
-    dir.join(format!("librate-fuzz-rules-{}-{next}", std::process::id()))
-}
 
 /// This process's token as a lock or a registry entry names it (its pid, and the low
 /// bits of its start time): a live holder, which is never taken over.
@@ -103,7 +88,7 @@ fn incompatible(config: &Config) -> Config {
 /// A file of `config`, changed `changes` times at time 0: its bytes, `None` if the rule
 /// makes no file (or the changes stop early: fewer are made).
 fn pristine(config: &Config, changes: u8) -> Option<Vec<u8>> {
-    let path = new_path();
+    let path = new_path("librate-fuzz-rules");
     let limiter = Limiter::open(&path, config).ok();
     if let Some(limiter) = &limiter {
         for k in 1..=changes {
@@ -204,7 +189,7 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
         return Ok(());
     };
     corrupt(input, &mut bytes)?;
-    let path = new_path();
+    let path = new_path("librate-fuzz-rules");
     std::fs::write(&path, &bytes).unwrap();
     let result = on_file(input, &path, &config, changes, bytes.len() / 8);
     std::fs::remove_file(&path).unwrap();

@@ -147,3 +147,19 @@ macro_rules! trace {
         }
     };
 }
+
+/// A new file name for this process, `prefix` then its pid and a counter: on a tmpfs
+/// where there is one.
+pub fn new_path(prefix: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    // Relaxed: only uniqueness matters, and fetch_add gives that in any order.
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = std::path::Path::new("/dev/shm");
+    let dir = if dir.is_dir() {
+        dir.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let next = NEXT.fetch_add(1, Ordering::Relaxed);
+    dir.join(format!("{prefix}-{}-{next}", std::process::id()))
+}

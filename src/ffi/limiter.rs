@@ -4,9 +4,12 @@ use super::{
     boundary, construct, construct_at, outcome_status, rate_config, rate_decision, report,
     set_config_of, RATE_E_NULL, RATE_OK,
 };
+use crate::config::Config;
+use crate::error::Error;
 use crate::limiter::Limiter;
 use crate::time;
 use std::ffi::c_char;
+use std::path::Path;
 
 /// An opaque rate limiter. Safe to use from many threads at once; `rate_limiter_free`
 /// must not race with any other call on the same handle.
@@ -81,14 +84,12 @@ pub unsafe extern "C" fn rate_limiter_open(
     config: *const rate_config,
     out: *mut *mut rate_limiter,
 ) -> i32 {
-    boundary(|| {
-        // SAFETY: passed on from this function's contract.
-        unsafe {
-            construct_at(path, config, out, |path, config| {
-                Limiter::open(path, config).map(|limiter| rate_limiter { limiter })
-            })
-        }
-    })
+    // SAFETY: passed on from this function's contract.
+    unsafe {
+        open_with(path, config, out, |path, config| {
+            Limiter::open(path, config)
+        })
+    }
 }
 
 /// Opens the limiter in the file at `path` as `rate_limiter_open` does, but a file that
@@ -121,11 +122,29 @@ pub unsafe extern "C" fn rate_limiter_open_replacing(
     config: *const rate_config,
     out: *mut *mut rate_limiter,
 ) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe {
+        open_with(path, config, out, |path, config| {
+            Limiter::open_replacing(path, config)
+        })
+    }
+}
+
+/// The body of `rate_limiter_open` and `rate_limiter_open_replacing`, which open by `open`.
+///
+/// # Safety
+/// As theirs.
+unsafe fn open_with(
+    path: *const c_char,
+    config: *const rate_config,
+    out: *mut *mut rate_limiter,
+    open: fn(&Path, &Config) -> Result<Limiter, Error>,
+) -> i32 {
     boundary(|| {
         // SAFETY: passed on from this function's contract.
         unsafe {
             construct_at(path, config, out, |path, config| {
-                Limiter::open_replacing(path, config).map(|limiter| rate_limiter { limiter })
+                open(path, config).map(|limiter| rate_limiter { limiter })
             })
         }
     })

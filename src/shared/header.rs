@@ -78,7 +78,14 @@ impl Identity {
 /// configuration: GCRA's burst is the effective one, which decides as the configured one
 /// did. `None` for words that are no rule.
 pub(super) fn first_rule(words: &[u64; HEADER_WORDS]) -> Option<Config> {
-    let algorithm = match words[W_ALGORITHM] {
+    let rule = words[W_ALGORITHM..=W_BURST].try_into().expect("four words");
+    rule_of(rule).map(|(config, _)| config)
+}
+
+/// The rule four words hold (algorithm, limit, period, burst: a header's, or a rule
+/// record's), and its decider, or `None` for words that are no rule.
+pub(super) fn rule_of(words: [u64; 4]) -> Option<(Config, Decider)> {
+    let algorithm = match words[0] {
         0 => Algorithm::Gcra,
         1 => Algorithm::FixedWindow,
         2 => Algorithm::SlidingWindow,
@@ -87,11 +94,11 @@ pub(super) fn first_rule(words: &[u64; HEADER_WORDS]) -> Option<Config> {
     };
     let config = Config {
         algorithm,
-        limit: words[W_LIMIT],
-        period_ns: words[W_PERIOD],
-        burst: words[W_BURST],
+        limit: words[1],
+        period_ns: words[2],
+        burst: words[3],
     };
-    Decider::new(&config).is_ok().then_some(config)
+    Decider::new(&config).ok().map(|decider| (config, decider))
 }
 
 /// The header words of a table of `words` words for `identity` in boot `boot`.

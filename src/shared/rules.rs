@@ -46,8 +46,9 @@
 //! the swap). So the state is under one rule, the carried-over state is the one the dead
 //! change would have made, and nothing is lost or counted twice.
 
+use super::header::rule_of;
 use super::pins::{Entry, Pinned, Pins, ENTRIES, ENTRY_WORDS};
-use crate::config::{Algorithm, Config};
+use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 use crate::keyed::owner::{crash_point, is_alive, token};
@@ -188,7 +189,7 @@ impl<'a> Rules<'a> {
         let after = record[R_SERIAL].load(Ordering::Relaxed);
         (before == serial && after == serial).then_some(())?;
         // A later rule's state fits its side; words that say otherwise are no rule.
-        decode(words)
+        rule_of(words)
             .filter(|(_, decider)| decider.state_words() <= SIDE_WORDS)
             .map(|(config, _)| config)
     }
@@ -415,7 +416,7 @@ pub(crate) fn rule_in_force(words: &[u64], first: Option<Config>) -> Option<(Con
     let record = words.get(RECORDS + (serial % 2 == 0) as usize * RECORD_STRIDE..)?;
     let rule: [u64; 4] = record.get(R_RULE..R_RULE + 4)?.try_into().ok()?;
     (record[R_SERIAL] == serial).then_some(())?;
-    decode(rule).map(|(config, _)| (config, serial))
+    rule_of(rule).map(|(config, _)| (config, serial))
 }
 
 /// A rule as a record's words.
@@ -426,22 +427,4 @@ fn encode(config: &Config) -> [u64; 4] {
         config.period_ns,
         config.burst,
     ]
-}
-
-/// The rule a record's words hold, and its decider, or `None` for words that are no rule.
-fn decode(words: [u64; 4]) -> Option<(Config, Decider)> {
-    let algorithm = match words[0] {
-        0 => Algorithm::Gcra,
-        1 => Algorithm::FixedWindow,
-        2 => Algorithm::SlidingWindow,
-        3 => Algorithm::SlidingLog,
-        _ => return None,
-    };
-    let config = Config {
-        algorithm,
-        limit: words[1],
-        period_ns: words[2],
-        burst: words[3],
-    };
-    Decider::new(&config).ok().map(|decider| (config, decider))
 }

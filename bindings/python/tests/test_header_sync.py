@@ -37,6 +37,7 @@ C_TYPES: dict[str, Any] = {
     "struct rate_limiter * *": POINTER(c_void_p),
     "struct rate_keyed * *": POINTER(c_void_p),
     "const struct rate_config *": POINTER(_ffi.rate_config),
+    "struct rate_config *": POINTER(_ffi.rate_config),
     # The batch's arrays: keys (as c_char_p, see above), their lengths, the statuses.
     "const uint8_t * const *": POINTER(c_char_p),
     "const size_t *": POINTER(c_size_t),
