@@ -55,6 +55,8 @@ ALGORITHMS = {
     "sliding_window": RATE_SLIDING_WINDOW,
     "sliding_log": RATE_SLIDING_LOG,
 }
+#: The algorithms by their C number, as ``rate_limiter_get_config`` reports them.
+_ALGORITHM_NAMES = {number: name for name, number in ALGORITHMS.items()}
 
 #: A key: ``str`` (sent as UTF-8) or ``bytes``.
 Key = str | bytes
@@ -558,8 +560,7 @@ class Limiter(_Base):
         out = rate_config()
         if lib.rate_limiter_get_config(self._handle, byref(out)) != RATE_OK:
             return self._config
-        names = {number: name for name, number in ALGORITHMS.items()}
-        held = Config(names[out.algorithm], out.limit, out.period_ns, out.burst or None)
+        held = Config(_ALGORITHM_NAMES[out.algorithm], out.limit, out.period_ns, out.burst or None)
         self._config = held
         return held
 
