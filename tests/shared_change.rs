@@ -320,3 +320,30 @@ fn a_stopped_changer_makes_decisions_fail_busy_until_it_runs() {
     let decision = limiter.acquire_at(0, 0).unwrap();
     assert_eq!((decision.limit, decision.remaining), (5, 5));
 }
+
+/// A changed file from another boot of the host (its boot word, header word 9, differs)
+/// is reset when opened, as any: every state fresh, but the rule in force kept (the
+/// rule lives in the file), and the first state still frozen for good, so no process
+/// decides under the rule the file was made with.
+#[test]
+fn a_changed_file_from_another_boot_keeps_its_rule_and_starts_fresh() {
+    let scratch = Scratch::new("change-boot");
+    let path = scratch.path("gcra");
+    let old = Config::gcra(10, 3600 * SECOND);
+    let new = Config::gcra(4, 3600 * SECOND);
+    let limiter = Limiter::open(&path, &old).unwrap();
+    assert!(limiter.acquire_at(7, SECOND).unwrap().allowed); // 3 tokens left
+    limiter.set_config_at(&new, SECOND).unwrap(); // min(3, 4) = 3
+    assert_eq!(limiter.acquire_at(0, SECOND).unwrap().remaining, 3);
+    drop(limiter);
+    common::processes::rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
+    assert_eq!(Limiter::open(&path, &old).unwrap_err(), Error::Incompatible);
+    let reopened = Limiter::open(&path, &new).unwrap();
+    let decision = reopened.acquire_at(0, SECOND).unwrap();
+    assert_eq!((decision.limit, decision.remaining), (4, 4));
+    // And the next change carries the fresh state over: 4 tokens, capped at 2.
+    reopened
+        .set_config_at(&Config::gcra(2, 3600 * SECOND), SECOND)
+        .unwrap();
+    assert_eq!(reopened.acquire_at(0, SECOND).unwrap().remaining, 2);
+}
