@@ -347,3 +347,37 @@ fn a_changed_file_from_another_boot_keeps_its_rule_and_starts_fresh() {
         .unwrap();
     assert_eq!(reopened.acquire_at(0, SECOND).unwrap().remaining, 2);
 }
+
+/// The threads of one process that first decide on a changed file together share the
+/// process's one entry of pins: none counts a pin there before the entry is ready, so
+/// none is lost, and later changes, which wait for the pins to drain, never wait on a
+/// count left over (they would fail with EBUSY after seconds).
+#[test]
+fn threads_taking_their_process_entry_together_lose_no_pin() {
+    let scratch = Scratch::new("change-entry");
+    for round in 0..20 {
+        let path = scratch.path(&format!("gcra-{round}"));
+        let limiter = Limiter::open(&path, &Config::gcra(1_000, SECOND)).unwrap();
+        limiter
+            .set_config_at(&Config::gcra(900, SECOND), 0)
+            .unwrap();
+        let barrier = std::sync::Barrier::new(4);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    let handle = Limiter::open(&path, &Config::gcra(900, SECOND)).unwrap();
+                    barrier.wait();
+                    assert!(handle.acquire_at(1, 0).unwrap().allowed);
+                });
+            }
+        });
+        // The second change reuses nothing; the third reuses the first's side and waits
+        // for the pins: every thread's came and went. Larger bursts keep the 896 tokens.
+        for limit in [1_000, 1_100] {
+            limiter
+                .set_config_at(&Config::gcra(limit, SECOND), 0)
+                .unwrap();
+        }
+        assert_eq!(limiter.acquire_at(0, 0).unwrap().remaining, 900 - 4);
+    }
+}

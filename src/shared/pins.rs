@@ -103,22 +103,33 @@ impl<'a> Pins<'a> {
 
     /// This process's entry: the one it took, or one it takes now.
     fn entry(&self, entry: &Entry) -> Result<usize, Error> {
-        // Relaxed: a cache of this process's own choice.
-        let known = entry.0.load(Ordering::Relaxed);
+        // Acquire: pairs with the Release store below, so the entry's counts are read as
+        // reset by the thread that took it.
+        let known = entry.0.load(Ordering::Acquire);
         let process = process();
         if known >> 32 == process && known != 0 {
             return Ok((known & 0xffff_ffff) as usize);
         }
         let index = self.take()?;
+        // Release: see the load above.
         entry
             .0
-            .store(process << 32 | index as u64, Ordering::Relaxed);
+            .store(process << 32 | index as u64, Ordering::Release);
         Ok(index)
     }
 
-    /// Takes a free entry, or one whose process died, for this process.
+    /// Takes a free entry, or one whose process died, for this process; or the one it
+    /// took already (another handle's, or another thread's). One thread of a process
+    /// takes at a time: another that found the entry this process took must not pin
+    /// there before the taker has reset the dead owner's counts.
     #[cold]
     fn take(&self) -> Result<usize, Error> {
+        #[cfg(not(loom))]
+        static TAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        #[cfg(not(loom))]
+        let _taking = TAKING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let me = token();
         for index in 0..ENTRIES {
             let words = &self.registry[index * ENTRY_WORDS..][..ENTRY_WORDS];
