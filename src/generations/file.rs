@@ -1,0 +1,202 @@
+//! A limiter that follows the rule of its file (docs/shared.md, changing the rule): the
+//! file's side A is its first generation, decided on as any first generation; the rule in
+//! force, which a change by any process makes in the file, is **adopted** here (published
+//! as a generation of this process) before a decision is made on it, pinned here and in
+//! the file (`shared/pins.rs`).
+
+use super::{Generation, Generations, Memory, Operation};
+use crate::config::Config;
+use crate::decider::Decider;
+use crate::error::Error;
+use crate::shared::{file_words, Entry, Mapping, Pinned, Rules};
+use crate::state::Replaceable;
+use crate::versions::{Pin, Version};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// A limiter file whose rule can change (`shared/rules.rs`).
+#[derive(Debug)]
+pub(crate) struct InFile {
+    pub(crate) mapping: Arc<Mapping>,
+    /// The rule the file was created with (serial 0), and its state words.
+    pub(crate) first: Config,
+    pub(crate) first_words: usize,
+    /// This process's entry in the file's pins registry.
+    pub(crate) entry: Entry,
+}
+
+impl InFile {
+    pub(crate) fn rules(&self) -> Rules<'_> {
+        Rules {
+            words: self.mapping.state(file_words(self.first_words)),
+            first: &self.first,
+            first_words: self.first_words,
+        }
+    }
+}
+
+impl Generations {
+    /// The generations of a limiter that follows the rule of `file`, whose side A
+    /// `first` decides on; the rule in force is adopted now.
+    ///
+    /// # Errors
+    /// As [`adopt`](Self::adopt).
+    pub(crate) fn in_file(first: Generation, file: InFile) -> Result<Self, Error> {
+        let generations = Self {
+            file: Some(file),
+            ..Self::new(first)
+        };
+        generations.follow()?;
+        Ok(generations)
+    }
+
+    /// The file this limiter follows the rule of, if any: for a model of another process
+    /// attached to it.
+    #[cfg(loom)]
+    pub(crate) fn mapping(&self) -> Option<Arc<Mapping>> {
+        self.file.as_ref().map(|file| Arc::clone(&file.mapping))
+    }
+
+    /// Adopts the rule in force in the file, if this limiter follows one.
+    ///
+    /// # Errors
+    /// As [`adopt`](Self::adopt).
+    pub(super) fn follow(&self) -> Result<(), Error> {
+        match &self.file {
+            Some(file) => loop {
+                let serial = file.rules().serial();
+                let adopted = match self.versions.first_in_force() {
+                    Some(first) => first.serial,
+                    None => self.versions.pin().current().serial,
+                };
+                // The changes' lock only when there is a rule to adopt.
+                if adopted >= serial || self.adopt(file, serial)? {
+                    return Ok(());
+                }
+            },
+            None => Ok(()),
+        }
+    }
+
+    /// Makes the file's rule of `serial` the generation in force here, unless this
+    /// process has it or a later one: whether it was (or is) adopted; `false` if that
+    /// rule's record was rewritten meanwhile for a later one (read the serial again).
+    ///
+    /// # Errors
+    /// [`Error::Incompatible`] if the file's rule in force is no rule (bytes another
+    /// writer put there).
+    #[cold]
+    pub(super) fn adopt(&self, file: &InFile, serial: u64) -> Result<bool, Error> {
+        let mut change = self.versions.change();
+        let rules = file.rules();
+        let adopted = change.current().0.serial;
+        if adopted == serial {
+            return Ok(true);
+        }
+        if adopted > serial {
+            // Another thread adopted a later rule: read the serial again, unless the
+            // file's serial went back (bytes another writer put there).
+            return match rules.serial() < adopted {
+                true => Err(Error::Incompatible),
+                false => Ok(false),
+            };
+        }
+        let Some(config) = rules.rule(serial) else {
+            return match rules.serial() == serial {
+                true => Err(Error::Incompatible),
+                false => Ok(false),
+            };
+        };
+        let decider = Decider::new(&config)?;
+        let state = rules.side(serial, decider.state_words());
+        let memory = Memory::Shared {
+            _mapping: Arc::clone(&file.mapping),
+        };
+        let mut generation = Generation::new(decider, &config, NonNull::from(&state[0]), memory);
+        generation.tenancy = Replaceable { replaceable: true };
+        generation.serial = serial;
+        change.publish(generation);
+        Ok(true)
+    }
+
+    /// [`run_again`](Self::run_again) for a limiter that follows its file's rule: pinned
+    /// here and in the file, on the generation of the file's rule in force (adopted first
+    /// if it is new here). Words frozen by a change in flight are waited for (the change
+    /// finished if its process died); a marker no change explains is read as a state.
+    /// Inlined, as `run_again` is, with the pinning and waiting out of line: a call that
+    /// returned the operation's result would put every decision's result in memory.
+    #[inline(always)]
+    pub(super) fn run_in_file<O: Operation>(
+        &self,
+        file: &InFile,
+        n: u64,
+        max_wait_ns: Option<u64>,
+        operation: O,
+    ) -> Result<O::Output, Error> {
+        const AS_A_STATE: Replaceable = Replaceable { replaceable: false };
+        loop {
+            let (pin, pinned, serial) = self.pin_in_file(file)?;
+            let generation = pin.current();
+            generation.decider.check(n, max_wait_ns)?;
+            if let Ok(result) = operation.run(generation, &generation.tenancy) {
+                return Ok(result);
+            }
+            if file.rules().is_forged(serial) {
+                if let Ok(result) = operation.run(generation, &AS_A_STATE) {
+                    return Ok(result);
+                }
+            }
+            drop((pinned, pin));
+            file.rules().wait_for_change(serial)?;
+        }
+    }
+
+    /// Pins this thread here and in the file, on the generation of the file's rule in
+    /// force, adopted first if it is new here: the pins and that rule's serial.
+    ///
+    /// # Errors
+    /// As [`Rules::pin`] and [`adopt`](Self::adopt).
+    #[cold]
+    #[inline(never)]
+    fn pin_in_file<'a>(
+        &'a self,
+        file: &'a InFile,
+    ) -> Result<(Pin<'a, Generation>, Pinned<'a>, u64), Error> {
+        let rules = file.rules();
+        loop {
+            let pin = self.versions.pin();
+            let pinned = rules.pin(&file.entry)?;
+            let serial = rules.serial();
+            if pin.current().serial == serial {
+                return Ok((pin, pinned, serial));
+            }
+            drop((pinned, pin));
+            self.adopt(file, serial)?;
+        }
+    }
+
+    /// [`with_current`](Self::with_current) in a file: on the file's rule in force, or,
+    /// if the file's words hold no rule, the one this process last adopted.
+    #[cold]
+    pub(super) fn with_current_in_file<R>(
+        &self,
+        file: &InFile,
+        read: impl FnOnce(&Version<Generation>) -> R,
+    ) -> R {
+        let rules = file.rules();
+        loop {
+            let pin = self.versions.pin();
+            let Ok(_pinned) = rules.pin(&file.entry) else {
+                return read(pin.current());
+            };
+            let serial = rules.serial();
+            if pin.current().serial == serial {
+                return read(pin.current());
+            }
+            drop((_pinned, pin));
+            if self.adopt(file, serial).is_err() {
+                return read(self.versions.pin().current());
+            }
+        }
+    }
+}
