@@ -214,30 +214,12 @@ impl<T> Versions<T> {
     /// Pins this thread (module docs): the versions it reads through the pin stay
     /// allocated until the pin is dropped.
     pub(crate) fn pin(&self) -> Pin<'_, T> {
-        // Relaxed: checked below.
-        let mut epoch = self.epoch.load(Ordering::Relaxed);
-        loop {
-            let parity = (epoch & 1) as usize;
-            // Relaxed: ordered before the pointer's load by the fence below.
-            self.pinned[parity].fetch_add(1, Ordering::Relaxed);
-            // SeqCst: pairs with the fence in `advance`, between a change's store of the
-            // pointer and its read of this counter (module docs, Freeing).
-            fence(Ordering::SeqCst);
-            // Acquire: pairs with the Release store of the epoch in `advance`, so a pin in
-            // the new epoch reads the pointer as the changes before it stored it.
-            let now = self.epoch.load(Ordering::Acquire);
-            if now == epoch {
-                return Pin {
-                    versions: self,
-                    parity,
-                    #[cfg(loom)]
-                    read: std::cell::Cell::new(std::ptr::null()),
-                    _not_send: PhantomData,
-                };
-            }
-            // Relaxed: nothing was read under this count.
-            self.pinned[parity].fetch_sub(1, Ordering::Relaxed);
-            epoch = now;
+        Pin {
+            versions: self,
+            parity: count_in(&self.epoch, &*self.pinned),
+            #[cfg(loom)]
+            read: std::cell::Cell::new(std::ptr::null()),
+            _not_send: PhantomData,
         }
     }
 
@@ -273,6 +255,33 @@ impl<T> Versions<T> {
         // Release: pairs with the Acquire check in `pin` (its doc).
         self.epoch.store(epoch + 1, Ordering::Release);
         true
+    }
+}
+
+/// Counts this thread in `pinned[p]`, `p` the parity of `epoch`, once the epoch is seen
+/// not to have moved meanwhile (else it counts itself again, in the new parity), and
+/// returns `p`: the pin of an owner's versions (module docs, Pinning), and of a shared
+/// file's rules across processes (`shared/pins.rs`), whose changes read the counters
+/// after moving the epoch and a `SeqCst` fence.
+pub(crate) fn count_in(epoch: &AtomicU64, pinned: &[AtomicU64]) -> usize {
+    // Relaxed: checked below.
+    let mut seen = epoch.load(Ordering::Relaxed);
+    loop {
+        let parity = (seen & 1) as usize;
+        // Relaxed: ordered before the reads the pin protects by the fence below.
+        pinned[parity].fetch_add(1, Ordering::Relaxed);
+        // SeqCst: pairs with the fence a change makes between its store (of the pointer,
+        // or the epoch) and its read of this counter.
+        fence(Ordering::SeqCst);
+        // Acquire: pairs with the Release (or stronger) move of the epoch, so a pin in the
+        // new epoch reads what the changes before the move stored.
+        let now = epoch.load(Ordering::Acquire);
+        if now == seen {
+            return parity;
+        }
+        // Relaxed: nothing was read under this count.
+        pinned[parity].fetch_sub(1, Ordering::Relaxed);
+        seen = now;
     }
 }
 

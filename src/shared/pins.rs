@@ -8,8 +8,9 @@
 //! pinned leaves counts that a changer can tell are dead (its token names no live
 //! process) instead of counts that block every change for good.
 //!
-//! - A decision pins (count in its epoch's parity, a `SeqCst` fence, check the epoch did
-//!   not move) before it reads which rule is in force, and unpins when it has decided.
+//! - A decision pins (`versions::count_in`: count in its epoch's parity, a `SeqCst`
+//!   fence, check the epoch did not move) before it reads which rule is in force, and
+//!   unpins when it has decided.
 //! - A change that will reuse words first moves the epoch on and then waits until no live
 //!   entry counts a pin in the epoch before (the same store-then-load pair, fenced on both
 //!   sides): every decision that could have read the old rule as the one in force has then
@@ -23,6 +24,7 @@
 use crate::error::Error;
 use crate::keyed::owner::{crash_point, is_alive, token};
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
+use crate::versions::count_in;
 use std::time::{Duration, Instant};
 
 /// Entries in a file's registry: how many processes can decide on a file whose rule
@@ -79,26 +81,11 @@ impl<'a> Pins<'a> {
     /// `Io(EUSERS)` if every entry belongs to a live process.
     pub(crate) fn pin(&self, entry: &Entry) -> Result<Pinned<'a>, Error> {
         let index = self.entry(entry)?;
-        let words = &self.registry[index * ENTRY_WORDS..][..ENTRY_WORDS];
-        // Relaxed: checked below.
-        let mut epoch = self.epoch.load(Ordering::Relaxed);
-        loop {
-            let counter = &words[PINNED + (epoch & 1) as usize];
-            // Relaxed: ordered before the reads of the decision by the fence below.
-            counter.fetch_add(1, Ordering::Relaxed);
-            // SeqCst: pairs with the fence in `wait`, between a change's move of the
-            // epoch and its read of this counter.
-            fence(Ordering::SeqCst);
-            // Acquire: pairs with the move of the epoch, so a pin in the new epoch reads
-            // the rule in force as the change before the move left it.
-            let now = self.epoch.load(Ordering::Acquire);
-            if now == epoch {
-                return Ok(Pinned { counter });
-            }
-            // Relaxed: nothing was read under this count.
-            counter.fetch_sub(1, Ordering::Relaxed);
-            epoch = now;
-        }
+        let counters = &self.registry[index * ENTRY_WORDS + PINNED..][..2];
+        let parity = count_in(self.epoch, counters);
+        Ok(Pinned {
+            counter: &counters[parity],
+        })
     }
 
     /// This process's entry: the one it took, or one it takes now.
