@@ -103,23 +103,31 @@ impl Generation {
             .map(|_| AtomicU64::new(0))
             .collect();
         let state = NonNull::from(&words[PAD_WORDS]);
-        Self::new(decider, config, state, Memory::Private { _words: words })
+        let memory = Memory::Private { _words: words };
+        Self::new(
+            decider,
+            config,
+            state,
+            memory,
+            Replaceable { replaceable: true },
+        )
     }
 
-    /// A generation of `decider` over the words at `state` in `memory`, which a change
-    /// may replace only if they are this process's own.
+    /// A generation of `decider` over the words at `state` in `memory`, which a change may
+    /// replace (`tenancy`) if they are this process's own or a file's whose rule can
+    /// change (`generations/file.rs`).
     pub(crate) fn new(
         decider: Decider,
         config: &Config,
         state: NonNull<AtomicU64>,
         memory: Memory,
+        tenancy: Replaceable,
     ) -> Self {
-        let replaceable = matches!(memory, Memory::Private { .. });
         Self {
             state_len: decider.state_words(),
             decider,
             config: *config,
-            tenancy: Replaceable { replaceable },
+            tenancy,
             state,
             _memory: memory,
             serial: 0,

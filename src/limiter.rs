@@ -10,6 +10,8 @@ use crate::generations::{Generation, Generations};
 #[cfg(not(loom))]
 use crate::shared::Mapping;
 use crate::state::Refund;
+#[cfg(not(loom))]
+use crate::state::Replaceable;
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::cell::Cell;
 #[cfg(not(loom))]
@@ -94,7 +96,9 @@ impl Limiter {
         let memory = Memory::Shared {
             _mapping: Arc::clone(mapping),
         };
-        Self::of(Generation::new(decider, config, state, memory))
+        // A keyed policy's rule: its file's rules cannot change.
+        let tenancy = Replaceable { replaceable: false };
+        Self::of(Generation::new(decider, config, state, memory, tenancy))
     }
 
     /// The configuration in force: the one this limiter was built from, or the last

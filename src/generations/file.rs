@@ -33,6 +33,19 @@ impl InFile {
             first_words: self.first_words,
         }
     }
+
+    /// The generation of the file's rule of `serial`, `config` (decided by `decider`), on
+    /// that rule's side: replaceable, as a change of the file's rule freezes it.
+    pub(crate) fn generation(&self, decider: Decider, config: &Config, serial: u64) -> Generation {
+        let state = NonNull::from(&self.rules().side(serial, decider.state_words())[0]);
+        let memory = Memory::Shared {
+            _mapping: Arc::clone(&self.mapping),
+        };
+        let tenancy = Replaceable { replaceable: true };
+        let mut generation = Generation::new(decider, config, state, memory, tenancy);
+        generation.serial = serial;
+        generation
+    }
 }
 
 impl Generations {
@@ -107,15 +120,7 @@ impl Generations {
                 false => Ok(false),
             };
         };
-        let decider = Decider::new(&config)?;
-        let state = rules.side(serial, decider.state_words());
-        let memory = Memory::Shared {
-            _mapping: Arc::clone(&file.mapping),
-        };
-        let mut generation = Generation::new(decider, &config, NonNull::from(&state[0]), memory);
-        generation.tenancy = Replaceable { replaceable: true };
-        generation.serial = serial;
-        change.publish(generation);
+        change.publish(file.generation(Decider::new(&config)?, &config, serial));
         Ok(true)
     }
 
@@ -176,27 +181,17 @@ impl Generations {
     }
 
     /// [`with_current`](Self::with_current) in a file: on the file's rule in force, or,
-    /// if the file's words hold no rule, the one this process last adopted.
+    /// if it cannot be pinned or adopted (hostile bytes, a full registry), the one this
+    /// process last adopted.
     #[cold]
     pub(super) fn with_current_in_file<R>(
         &self,
         file: &InFile,
         read: impl FnOnce(&Version<Generation>) -> R,
     ) -> R {
-        let rules = file.rules();
-        loop {
-            let pin = self.versions.pin();
-            let Ok(_pinned) = rules.pin(&file.entry) else {
-                return read(pin.current());
-            };
-            let serial = rules.serial();
-            if pin.current().serial == serial {
-                return read(pin.current());
-            }
-            drop((_pinned, pin));
-            if self.adopt(file, serial).is_err() {
-                return read(self.versions.pin().current());
-            }
+        match self.pin_in_file(file) {
+            Ok((pin, _pinned, _)) => read(pin.current()),
+            Err(_) => read(self.versions.pin().current()),
         }
     }
 }

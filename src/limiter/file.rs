@@ -5,15 +5,13 @@ use super::Limiter;
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::generations::{Generation, Generations, InFile, Memory};
-use crate::shared::{file_words, side_start, Entry, Identity, Mapping, KIND_LIMITER};
+use crate::generations::{Generations, InFile};
+use crate::shared::{file_words, Entry, Identity, Mapping, KIND_LIMITER};
 #[cfg(not(loom))]
 use crate::shared::{kept, Contents};
-use crate::state::Replaceable;
 #[cfg(not(loom))]
 use crate::time;
 use std::path::Path;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 impl Limiter {
@@ -126,13 +124,7 @@ impl Limiter {
             mapping,
             entry: Entry::default(),
         };
-        let state = file.mapping.state(file_words(file.first_words));
-        let side = NonNull::from(&state[side_start(0, file.first_words)]);
-        let memory = Memory::Shared {
-            _mapping: Arc::clone(&file.mapping),
-        };
-        let mut generation = Generation::new(first_decider, &first, side, memory);
-        generation.tenancy = Replaceable { replaceable: true };
+        let generation = file.generation(first_decider, &first, 0);
         Ok(Self::with(Generations::in_file(generation, file)?))
     }
 

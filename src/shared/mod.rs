@@ -54,4 +54,4 @@ pub(crate) use self::model::Mapping;
 pub(crate) use self::pins::{Entry, Pinned};
 #[cfg(not(loom))]
 pub(crate) use self::rules::kept;
-pub(crate) use self::rules::{file_words, side_start, Rules};
+pub(crate) use self::rules::{file_words, Rules};
