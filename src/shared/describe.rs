@@ -3,7 +3,9 @@
 //! file). Read with `read(2)`, never mapped, so a file of any size or contents can be
 //! described, and nothing in it is written.
 
-use super::header::{first_rule, HEADER_WORDS, KIND_KEYED, KIND_KEYED_POLICY, KIND_LIMITER};
+use super::header::{
+    first_rule, rule_of, HEADER_WORDS, KIND_KEYED, KIND_KEYED_POLICY, KIND_LIMITER,
+};
 use super::header::{LAYOUT_VERSION, MAGIC, W_CAPACITY, W_KIND, W_VERSION};
 use super::rules::rule_in_force;
 use crate::config::{Algorithm, Config};
@@ -102,10 +104,9 @@ fn holds(words: &[u64], size: u64) -> String {
                     } else {
                         "per key"
                     };
-                    let mut header = [0; HEADER_WORDS];
-                    header[super::header::W_ALGORITHM..][..4].copy_from_slice(&rule_words[1..]);
-                    match first_rule(&header) {
-                        Some(config) => format!("{} ({scope})", rule(&config)),
+                    let words = rule_words[1..].try_into().expect("four words");
+                    match rule_of(words) {
+                        Some((config, _)) => format!("{} ({scope})", rule(&config)),
                         None => "no rule".into(),
                     }
                 })

@@ -127,7 +127,7 @@ pub(crate) fn kept(index: usize, value: u64) -> bool {
 }
 
 /// Where the state of the rule of `serial` starts, for a first rule of `state_words`.
-pub(crate) fn side_start(serial: u64, state_words: usize) -> usize {
+fn side_start(serial: u64, state_words: usize) -> usize {
     match serial {
         0 => sides_start(),
         odd if odd % 2 == 1 => sides_start() + state_words.max(SIDE_WORDS),
@@ -195,8 +195,7 @@ impl<'a> Rules<'a> {
     }
 
     fn record(&self, serial: u64) -> &'a [AtomicU64] {
-        let parity = (serial % 2 == 0) as usize;
-        &self.words[RECORDS + parity * RECORD_STRIDE..][..RECORD_STRIDE]
+        &self.words[record_start(serial)..][..RECORD_STRIDE]
     }
 
     /// Whether the marker a decision found in the first word of `serial`'s side is bytes
@@ -335,16 +334,12 @@ impl<'a> Rules<'a> {
         // Acquire: pairs with the Release store of the change in flight.
         let target = self.words[TARGET].load(Ordering::Acquire);
         let serial = self.serial();
-        let frozen = |old: &Config| {
-            let words = Decider::new(old).map_or(0, |decider| decider.state_words());
-            // Acquire: pairs with the freeze's Release swap, which follows the frozen word.
-            words > 0 && self.side(serial, words)[0].load(Ordering::Acquire) == REPLACED
-        };
         if target != 0 && target == serial.wrapping_add(1) {
             let (Some(old), Some(new)) = (self.rule(serial), self.rule(target)) else {
                 return Err(Error::Incompatible);
             };
-            if frozen(&old) {
+            // Acquire: pairs with the freeze's Release swap, which follows the frozen word.
+            if self.side(serial, 1)[0].load(Ordering::Acquire) == REPLACED {
                 // Relaxed: published with the change in flight.
                 let now = self.words[INSTANT].load(Ordering::Relaxed);
                 return self.make(serial, &old, &new, now);
@@ -413,10 +408,15 @@ pub(crate) fn rule_in_force(words: &[u64], first: Option<Config>) -> Option<(Con
     if serial == 0 {
         return first.map(|config| (config, 0));
     }
-    let record = words.get(RECORDS + (serial % 2 == 0) as usize * RECORD_STRIDE..)?;
+    let record = words.get(record_start(serial)..)?;
     let rule: [u64; 4] = record.get(R_RULE..R_RULE + 4)?.try_into().ok()?;
     (record[R_SERIAL] == serial).then_some(())?;
     rule_of(rule).map(|(config, _)| (config, serial))
+}
+
+/// Where the record of the rule of `serial` (from 1) starts: odd serials' first.
+fn record_start(serial: u64) -> usize {
+    RECORDS + (serial % 2 == 0) as usize * RECORD_STRIDE
 }
 
 /// A rule as a record's words.
