@@ -37,8 +37,7 @@ func (l *Limiter) SetConfig(config Config) error {
 //
 // A limiter from Open changes in its file, once, for every process: each decides under
 // the new rule from its next decision, and later openers must give it (or ReplaceRule).
-// Config returns the rule this *Limiter opened with or last set, not one another process
-// set since; its decisions' Limit follows the file.
+// Config returns the file's rule in force, whichever process set it.
 //
 // The error is a *ConfigError matching ErrInvalidConfig for an invalid rule, another
 // algorithm, or a sliding log's rule (its entries are not carried over); ErrNull for a

@@ -220,12 +220,15 @@ func (l *Limiter) Config() Config {
 	var held C.rate_config
 	status := C.rate_limiter_get_config(l.handle(), &held)
 	runtime.KeepAlive(l)
-	period := time.Duration(held.period_ns)
-	if held.period_ns == C.RATE_FOREVER {
-		period = Forever
-	}
-	if status != C.RATE_OK || (period <= 0 || period == Never) && held.period_ns != C.RATE_FOREVER {
+	if status != C.RATE_OK {
 		return *l.config.Load()
+	}
+	period := Forever
+	if held.period_ns != C.RATE_FOREVER {
+		if held.period_ns >= C.uint64_t(Never) { // no time.Duration but Forever's holds it
+			return *l.config.Load()
+		}
+		period = time.Duration(held.period_ns)
 	}
 	config := Config{
 		Algorithm: Algorithm(held.algorithm),

@@ -166,8 +166,7 @@ def describe_file(path: str | os.PathLike[str]) -> str:
         buffer = create_string_buffer(size)
         status = describe(encoded, buffer, size)
         if status == RATE_E_IO:
-            errno = get_errno()
-            raise OSError(errno, os.strerror(errno), os.fspath(path))
+            raise _refused_by_os(path)
         if status != RATE_OK:
             raise error_for(status, status_text(status))
         text = buffer.value
@@ -189,6 +188,13 @@ def _open_file(
     return make
 
 
+def _refused_by_os(path: str | os.PathLike[str]) -> OSError:
+    """The ``OSError`` of a call on ``path`` that returned ``RATE_E_IO``, with the OS's
+    ``errno`` (read before anything else can change it) and ``path``."""
+    errno = get_errno()
+    return OSError(errno, os.strerror(errno), os.fspath(path))
+
+
 def opened(status: int, path: str | os.PathLike[str]) -> int:
     """The status of an ``open`` of ``path``, just returned: raises ``OSError`` with the
     OS's ``errno`` and ``path`` when the OS refused the file (``RATE_E_IO``; read ``errno``
@@ -196,8 +202,7 @@ def opened(status: int, path: str | os.PathLike[str]) -> int:
     (``describe_file``) when it is no table of the opener's kind and rule; else returns
     ``status``."""
     if status == RATE_E_IO:
-        errno = get_errno()
-        raise OSError(errno, os.strerror(errno), os.fspath(path))
+        raise _refused_by_os(path)
     if status == RATE_E_INCOMPATIBLE:
         try:
             message = describe_file(path)
@@ -641,9 +646,8 @@ class Limiter(_Base):
 
         A shared limiter (``Limiter.open``) changes in its file, once, for every process:
         each decides under the new rule from its next decision, and later openers must
-        give it (or ``replace=True``). ``config`` reports the rule this object opened with
-        or last set, not one another process set since; its decisions' ``limit`` follows
-        the file.
+        give it (or ``replace=True``). ``config`` reports the file's rule in force,
+        whichever process set it.
 
         Raises ``InvalidConfig`` for an invalid rule, another algorithm, or a sliding
         log's rule (its entries are not carried over), and ``ClosedError`` once closed;
