@@ -553,7 +553,8 @@ int32_t rate_keyed_explain_config(const struct rate_config *config,
                                   size_t reason_len);
 
 /**
- * Frees a keyed limiter made by `rate_keyed_new` or `rate_keyed_open`.
+ * Frees a keyed limiter made by `rate_keyed_new`, `rate_keyed_open` or
+ * `rate_keyed_open_replacing`.
  *
  * Ownership: takes back the handle; it must not be used afterwards.
  *
@@ -562,7 +563,8 @@ int32_t rate_keyed_explain_config(const struct rate_config *config,
  * NULL: a no-op.
  *
  * # Safety
- * `keyed` is NULL or a handle from `rate_keyed_new` or `rate_keyed_open` not yet freed.
+ * `keyed` is NULL or a handle from `rate_keyed_new`, `rate_keyed_open` or
+ * `rate_keyed_open_replacing` not yet freed.
  */
 void rate_keyed_free(struct rate_keyed *keyed);
 
@@ -603,7 +605,13 @@ int32_t rate_keyed_new(const struct rate_config *config,
  * left claimed is put back once it is found dead. A slot that a live process keeps
  * claimed (one stopped mid-insert, or bytes forged to name it) is waited on for about a
  * second, after which a call that needs it returns RATE_E_TABLE_FULL. The handle is an
- * ordinary `rate_keyed`: every `rate_keyed_*` function works on it.
+ * ordinary `rate_keyed`: every `rate_keyed_*` function works on it, and
+ * `rate_keyed_set_config` changes the rule in the file, for every process.
+ *
+ * A file that exists must hold the rule `config` gives (the one it was made with, or the
+ * last one any process set in it) and `capacity`. To open it with another rule,
+ * replacing the file's (a rolling restart with a new limit), use
+ * `rate_keyed_open_replacing`; `rate_describe_file` says what a refused file holds.
  *
  * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
  * release with `rate_keyed_free`, which unmaps the file and leaves it in place; on error
@@ -612,9 +620,10 @@ int32_t rate_keyed_new(const struct rate_config *config,
  * NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
  *
  * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_keyed_new`),
- * RATE_E_INCOMPATIBLE (the file is not a librate keyed table of this configuration and
- * capacity; it is left untouched), or RATE_E_IO (the operating system refused to create,
- * open, size or map the file; `errno` says why).
+ * RATE_E_INCOMPATIBLE (the file is not a librate keyed table holding this rule, of this
+ * capacity; it is left untouched, and `rate_describe_file` says what it holds), or
+ * RATE_E_IO (the operating system refused to create, open, size or map the file; `errno`
+ * says why).
  *
  * # Safety
  * `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
@@ -624,6 +633,38 @@ int32_t rate_keyed_open(const char *path,
                         const struct rate_config *config,
                         uint64_t capacity,
                         struct rate_keyed **out);
+
+/**
+ * Opens the keyed limiter in the file at `path` as `rate_keyed_open` does, but a file
+ * that holds another rule is given `config` instead: the change is made in the file
+ * exactly as `rate_keyed_set_config` makes it (now, on `rate_now_ns`'s clock, every key's
+ * state carried over), and every process attached decides under `config` from its next
+ * decision. The way to roll out a new limit: restart the processes sharing the file with
+ * the new rule, one by one, and none of them is refused. See docs/shared.md, changing the
+ * rule.
+ *
+ * Ownership: as `rate_keyed_open`.
+ *
+ * Thread-safety: as `rate_keyed_open`. Changes made in one file are serialized: of
+ * openers racing with different rules, the last to change it wins.
+ *
+ * NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns as `rate_keyed_open`, and RATE_E_INVALID_CONFIG when the file's rule cannot be
+ * carried over to `config` (another algorithm, a sliding log's rule: see
+ * `rate_keyed_set_config_at`), the file then unchanged; RATE_E_INCOMPATIBLE only for a
+ * file that is no librate keyed table this librate reads, or one of another capacity or
+ * state size; RATE_E_IO with `errno` EBUSY if another process's change held the file
+ * past a patience (seconds).
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
+ * `rate_config`; `out` is NULL or points to a writable `rate_keyed *`.
+ */
+int32_t rate_keyed_open_replacing(const char *path,
+                                  const struct rate_config *config,
+                                  uint64_t capacity,
+                                  struct rate_keyed **out);
 
 /**
  * Acquires `n` units of every rule for the key of `key_len` bytes at `key`, now
@@ -718,7 +759,8 @@ int32_t rate_keyed_policy_acquire_costs_at(struct rate_keyed_policy *policy,
                                            struct rate_policy_decision *out);
 
 /**
- * Frees a keyed policy made by `rate_keyed_policy_new` or `rate_keyed_policy_open`.
+ * Frees a keyed policy made by `rate_keyed_policy_new`, `rate_keyed_policy_open` or
+ * `rate_keyed_policy_open_replacing`.
  *
  * Ownership: takes back the handle; it must not be used afterwards.
  *
@@ -763,9 +805,11 @@ int32_t rate_keyed_policy_new(const struct rate_keyed_rule *rules,
  * does not exist: every process that opens the same file shares one policy, each rule's
  * limit holding across them exactly as across threads sharing one handle. The file holds
  * every rule (each per-key rule's table, each global rule's state) behind one header
- * naming the whole policy; one that exists must have been created for the same rules, in
- * the same order, and `capacity`. Creation, another boot and a process killed mid-call
- * are as for `rate_keyed_open`.
+ * naming the whole policy; one that exists must hold the same rules (those it was made
+ * with, or the last ones any process set in it with `rate_keyed_policy_set_rules`), in
+ * the same order, and `capacity`; `rate_keyed_policy_open_replacing` replaces the file's
+ * rules instead. Creation, another boot and a process killed mid-call are as for
+ * `rate_keyed_open`.
  *
  * Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
  * release with `rate_keyed_policy_free`, which unmaps the file and leaves it in place; on
@@ -776,7 +820,8 @@ int32_t rate_keyed_policy_new(const struct rate_keyed_rule *rules,
  *
  * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_keyed_policy_new`),
  * RATE_E_INCOMPATIBLE (the file is not a librate keyed policy of these rules and this
- * capacity; it is left untouched), or RATE_E_IO (`errno` says why).
+ * capacity; it is left untouched, and `rate_describe_file` says what it holds), or
+ * RATE_E_IO (`errno` says why).
  *
  * # Safety
  * `path` is NULL or a NUL-terminated string; `rules` is NULL or points to `rules_len`
@@ -788,6 +833,34 @@ int32_t rate_keyed_policy_open(const char *path,
                                size_t rules_len,
                                uint64_t capacity,
                                struct rate_keyed_policy **out);
+
+/**
+ * Opens the keyed policy in the file at `path` as `rate_keyed_policy_open` does, but a
+ * file that holds other rules of the same scopes and algorithms is given `rules` instead,
+ * exactly as `rate_keyed_policy_set_rules` changes them (now, every key's state and every
+ * global count carried over), for every process attached. See docs/shared.md, changing
+ * the rule.
+ *
+ * Ownership: as `rate_keyed_policy_open`.
+ *
+ * Thread-safety: as `rate_keyed_policy_open`; of openers racing with different rules,
+ * the last to change each rule wins.
+ *
+ * NULL: as `rate_keyed_policy_open`.
+ *
+ * Returns as `rate_keyed_policy_open`, and RATE_E_INVALID_CONFIG when a file's rule
+ * cannot be carried over to its new one (another algorithm, a sliding log's rule);
+ * RATE_E_INCOMPATIBLE only for a file that is no librate keyed policy this librate
+ * reads, or one of other scopes, rule count or capacity.
+ *
+ * # Safety
+ * As `rate_keyed_policy_open`.
+ */
+int32_t rate_keyed_policy_open_replacing(const char *path,
+                                         const struct rate_keyed_rule *rules,
+                                         size_t rules_len,
+                                         uint64_t capacity,
+                                         struct rate_keyed_policy **out);
 
 /**
  * `rate_keyed_policy_read_stats_at` now (CLOCK_MONOTONIC).

@@ -102,10 +102,9 @@ impl fmt::Display for Error {
             Self::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
             Self::InsufficientCapacity => f.write_str("cost exceeds the limiter's capacity"),
             Self::TableFull => f.write_str("keyed table is full of live keys"),
-            Self::Unsupported => f.write_str(
-                "operation not supported by this limiter (a reserve needs GCRA; a shared keyed \
-                 table or keyed policy keeps its rules)",
-            ),
+            Self::Unsupported => {
+                f.write_str("operation not supported by this limiter (a reserve needs GCRA)")
+            }
             Self::Io(errno) => write!(
                 f,
                 "shared file: {}",

@@ -48,7 +48,7 @@
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::shared::Mapping;
+use crate::shared::{Mapping, OneState};
 use crate::state::{Replaceable, Replaced, REPLACED};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 use crate::versions::{Kept, Pin, Version, Versions};
@@ -338,7 +338,7 @@ impl Generations {
     /// `decider` ([`Decider::check_change`]); in a file, as `Rules::change`.
     pub(crate) fn replace(&self, decider: Decider, config: &Config, now: u64) -> Result<(), Error> {
         if let Some(file) = &self.file {
-            let serial = file.rules().change(config, &decider, now)?;
+            let serial = file.rules().change(config, &decider, now, &OneState)?;
             return self.adopt(file, serial).map(drop);
         }
         let mut new = Generation::private(decider, config);

@@ -4,20 +4,10 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
-#[cfg(not(loom))]
-use crate::generations::Memory;
 use crate::generations::{Generation, Generations};
-#[cfg(not(loom))]
-use crate::shared::Mapping;
 use crate::state::Refund;
-#[cfg(not(loom))]
-use crate::state::Replaceable;
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::cell::Cell;
-#[cfg(not(loom))]
-use std::ptr::NonNull;
-#[cfg(not(loom))]
-use std::sync::Arc;
 
 mod change;
 mod file;
@@ -81,24 +71,6 @@ impl Limiter {
             generations,
             hint: ClockHint::default(),
         }
-    }
-
-    /// The limiter whose state words start at state word `start` of a file's `mapping`,
-    /// whose layout holds them there.
-    #[cfg(not(loom))]
-    pub(crate) fn in_file(
-        decider: Decider,
-        config: &Config,
-        mapping: &Arc<Mapping>,
-        start: usize,
-    ) -> Self {
-        let state = NonNull::from(&mapping.state(start + decider.state_words())[start]);
-        let memory = Memory::Shared {
-            _mapping: Arc::clone(mapping),
-        };
-        // A keyed policy's rule: its file's rules cannot change.
-        let tenancy = Replaceable { replaceable: false };
-        Self::of(Generation::new(decider, config, state, memory, tenancy))
     }
 
     /// The configuration in force: the one this limiter was built from, or the last

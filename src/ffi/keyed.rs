@@ -64,7 +64,13 @@ pub unsafe extern "C" fn rate_keyed_new(
 /// left claimed is put back once it is found dead. A slot that a live process keeps
 /// claimed (one stopped mid-insert, or bytes forged to name it) is waited on for about a
 /// second, after which a call that needs it returns RATE_E_TABLE_FULL. The handle is an
-/// ordinary `rate_keyed`: every `rate_keyed_*` function works on it.
+/// ordinary `rate_keyed`: every `rate_keyed_*` function works on it, and
+/// `rate_keyed_set_config` changes the rule in the file, for every process.
+///
+/// A file that exists must hold the rule `config` gives (the one it was made with, or the
+/// last one any process set in it) and `capacity`. To open it with another rule,
+/// replacing the file's (a rolling restart with a new limit), use
+/// `rate_keyed_open_replacing`; `rate_describe_file` says what a refused file holds.
 ///
 /// Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
 /// release with `rate_keyed_free`, which unmaps the file and leaves it in place; on error
@@ -73,9 +79,10 @@ pub unsafe extern "C" fn rate_keyed_new(
 /// NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
 ///
 /// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_keyed_new`),
-/// RATE_E_INCOMPATIBLE (the file is not a librate keyed table of this configuration and
-/// capacity; it is left untouched), or RATE_E_IO (the operating system refused to create,
-/// open, size or map the file; `errno` says why).
+/// RATE_E_INCOMPATIBLE (the file is not a librate keyed table holding this rule, of this
+/// capacity; it is left untouched, and `rate_describe_file` says what it holds), or
+/// RATE_E_IO (the operating system refused to create, open, size or map the file; `errno`
+/// says why).
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
@@ -97,7 +104,51 @@ pub unsafe extern "C" fn rate_keyed_open(
     })
 }
 
-/// Frees a keyed limiter made by `rate_keyed_new` or `rate_keyed_open`.
+/// Opens the keyed limiter in the file at `path` as `rate_keyed_open` does, but a file
+/// that holds another rule is given `config` instead: the change is made in the file
+/// exactly as `rate_keyed_set_config` makes it (now, on `rate_now_ns`'s clock, every key's
+/// state carried over), and every process attached decides under `config` from its next
+/// decision. The way to roll out a new limit: restart the processes sharing the file with
+/// the new rule, one by one, and none of them is refused. See docs/shared.md, changing the
+/// rule.
+///
+/// Ownership: as `rate_keyed_open`.
+///
+/// Thread-safety: as `rate_keyed_open`. Changes made in one file are serialized: of
+/// openers racing with different rules, the last to change it wins.
+///
+/// NULL: `path`, `config` or `out` NULL is RATE_E_NULL.
+///
+/// Returns as `rate_keyed_open`, and RATE_E_INVALID_CONFIG when the file's rule cannot be
+/// carried over to `config` (another algorithm, a sliding log's rule: see
+/// `rate_keyed_set_config_at`), the file then unchanged; RATE_E_INCOMPATIBLE only for a
+/// file that is no librate keyed table this librate reads, or one of another capacity or
+/// state size; RATE_E_IO with `errno` EBUSY if another process's change held the file
+/// past a patience (seconds).
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string; `config` is NULL or points to a readable
+/// `rate_config`; `out` is NULL or points to a writable `rate_keyed *`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_open_replacing(
+    path: *const c_char,
+    config: *const rate_config,
+    capacity: u64,
+    out: *mut *mut rate_keyed,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: passed on from this function's contract.
+        unsafe {
+            construct_at(path, config, out, |path, config| {
+                KeyedLimiter::open_replacing(path, config, capacity)
+                    .map(|table| rate_keyed { table })
+            })
+        }
+    })
+}
+
+/// Frees a keyed limiter made by `rate_keyed_new`, `rate_keyed_open` or
+/// `rate_keyed_open_replacing`.
 ///
 /// Ownership: takes back the handle; it must not be used afterwards.
 ///
@@ -106,7 +157,8 @@ pub unsafe extern "C" fn rate_keyed_open(
 /// NULL: a no-op.
 ///
 /// # Safety
-/// `keyed` is NULL or a handle from `rate_keyed_new` or `rate_keyed_open` not yet freed.
+/// `keyed` is NULL or a handle from `rate_keyed_new`, `rate_keyed_open` or
+/// `rate_keyed_open_replacing` not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn rate_keyed_free(keyed: *mut rate_keyed) {
     boundary(|| {

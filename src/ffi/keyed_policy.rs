@@ -92,9 +92,11 @@ pub unsafe extern "C" fn rate_keyed_policy_new(
 /// does not exist: every process that opens the same file shares one policy, each rule's
 /// limit holding across them exactly as across threads sharing one handle. The file holds
 /// every rule (each per-key rule's table, each global rule's state) behind one header
-/// naming the whole policy; one that exists must have been created for the same rules, in
-/// the same order, and `capacity`. Creation, another boot and a process killed mid-call
-/// are as for `rate_keyed_open`.
+/// naming the whole policy; one that exists must hold the same rules (those it was made
+/// with, or the last ones any process set in it with `rate_keyed_policy_set_rules`), in
+/// the same order, and `capacity`; `rate_keyed_policy_open_replacing` replaces the file's
+/// rules instead. Creation, another boot and a process killed mid-call are as for
+/// `rate_keyed_open`.
 ///
 /// Ownership: on RATE_OK, `*out` receives a new handle that the caller owns and must
 /// release with `rate_keyed_policy_free`, which unmaps the file and leaves it in place; on
@@ -105,7 +107,8 @@ pub unsafe extern "C" fn rate_keyed_policy_new(
 ///
 /// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (as `rate_keyed_policy_new`),
 /// RATE_E_INCOMPATIBLE (the file is not a librate keyed policy of these rules and this
-/// capacity; it is left untouched), or RATE_E_IO (`errno` says why).
+/// capacity; it is left untouched, and `rate_describe_file` says what it holds), or
+/// RATE_E_IO (`errno` says why).
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string; `rules` is NULL or points to `rules_len`
@@ -133,7 +136,49 @@ pub unsafe extern "C" fn rate_keyed_policy_open(
     })
 }
 
-/// The body of both constructors: checks the rules and gives the built handle to the
+/// Opens the keyed policy in the file at `path` as `rate_keyed_policy_open` does, but a
+/// file that holds other rules of the same scopes and algorithms is given `rules` instead,
+/// exactly as `rate_keyed_policy_set_rules` changes them (now, every key's state and every
+/// global count carried over), for every process attached. See docs/shared.md, changing
+/// the rule.
+///
+/// Ownership: as `rate_keyed_policy_open`.
+///
+/// Thread-safety: as `rate_keyed_policy_open`; of openers racing with different rules,
+/// the last to change each rule wins.
+///
+/// NULL: as `rate_keyed_policy_open`.
+///
+/// Returns as `rate_keyed_policy_open`, and RATE_E_INVALID_CONFIG when a file's rule
+/// cannot be carried over to its new one (another algorithm, a sliding log's rule);
+/// RATE_E_INCOMPATIBLE only for a file that is no librate keyed policy this librate
+/// reads, or one of other scopes, rule count or capacity.
+///
+/// # Safety
+/// As `rate_keyed_policy_open`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_policy_open_replacing(
+    path: *const c_char,
+    rules: *const rate_keyed_rule,
+    rules_len: usize,
+    capacity: u64,
+    out: *mut *mut rate_keyed_policy,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: passed on from this function's contract.
+        let Some(path) = (unsafe { path_of(path) }) else {
+            return RATE_E_NULL;
+        };
+        // SAFETY: passed on from this function's contract.
+        unsafe {
+            construct(rules, rules_len, out, |rules| {
+                KeyedPolicy::open_replacing(path, rules, capacity)
+            })
+        }
+    })
+}
+
+/// The body of the constructors: checks the rules and gives the built handle to the
 /// caller through `out`.
 ///
 /// # Safety
@@ -163,7 +208,8 @@ unsafe fn construct(
     }
 }
 
-/// Frees a keyed policy made by `rate_keyed_policy_new` or `rate_keyed_policy_open`.
+/// Frees a keyed policy made by `rate_keyed_policy_new`, `rate_keyed_policy_open` or
+/// `rate_keyed_policy_open_replacing`.
 ///
 /// Ownership: takes back the handle; it must not be used afterwards.
 ///

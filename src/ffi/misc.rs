@@ -29,7 +29,7 @@ pub extern "C" fn rate_status_str(status: i32) -> *const c_char {
         RATE_E_INVALID_CONFIG => c"invalid configuration",
         RATE_E_INSUFFICIENT_CAPACITY => c"cost exceeds the limiter's capacity",
         RATE_E_TABLE_FULL => c"keyed table is full of live keys",
-        RATE_E_UNSUPPORTED => c"operation not supported by this handle (a reserve needs GCRA; a shared keyed table or keyed policy keeps its rules)",
+        RATE_E_UNSUPPORTED => c"operation not supported by this handle (a reserve needs GCRA)",
         RATE_E_INTERNAL => c"internal error in librate",
         RATE_E_IO => c"the operating system refused the shared file (see errno)",
         RATE_E_INCOMPATIBLE => c"the file is not a librate table of this kind, rule and size (rate_describe_file says what it holds; a shared limiter's opener may replace its rule)",

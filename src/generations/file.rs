@@ -8,7 +8,7 @@ use super::{Generation, Generations, Memory, Operation};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::shared::{file_words, Entry, Mapping, Pinned, Rules};
+use crate::shared::{Entry, Mapping, OneState, Pinned, Rules, Sides};
 use crate::state::Replaceable;
 use crate::versions::{Pin, Version};
 use std::ptr::NonNull;
@@ -18,6 +18,8 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub(crate) struct InFile {
     pub(crate) mapping: Arc<Mapping>,
+    /// The state word of the mapping where the limiter's words start.
+    pub(crate) start: usize,
     /// The rule the file was created with (serial 0), and its state words.
     pub(crate) first: Config,
     pub(crate) first_words: usize,
@@ -27,10 +29,11 @@ pub(crate) struct InFile {
 
 impl InFile {
     pub(crate) fn rules(&self) -> Rules<'_> {
+        let sides = Sides::of_state(self.first_words);
         Rules {
-            words: self.mapping.state(file_words(self.first_words)),
+            words: &self.mapping.state(self.start + sides.end())[self.start..],
             first: &self.first,
-            first_words: self.first_words,
+            sides,
         }
     }
 
@@ -152,7 +155,7 @@ impl Generations {
                 }
             }
             drop((pinned, pin));
-            file.rules().wait_for_change(serial)?;
+            file.rules().wait_for_change(serial, &OneState)?;
         }
     }
 

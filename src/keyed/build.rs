@@ -3,23 +3,19 @@
 
 use std::path::Path;
 #[cfg(not(loom))]
-use std::ptr::NonNull;
-#[cfg(not(loom))]
 use std::sync::Arc;
 
+use super::file::FileTable;
+#[cfg(not(loom))]
+use super::file::{Slots, TableFile};
 use super::layout::Layout;
-#[cfg(not(loom))]
-use super::layout::TABLE_FULL;
-use super::recover;
-#[cfg(not(loom))]
-use super::region::Memory;
 use super::region::Region;
 use super::{KeyHasher, KeyedLimiter, CACHED_TABLE_BYTES};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 #[cfg(not(loom))]
-use crate::shared::{pid_namespace, Contents, Identity, Mapping, KIND_KEYED};
+use crate::shared::{pid_namespace, same_rule, Contents, Entry, Identity, Mapping, KIND_KEYED};
 use crate::time as clock;
 use crate::versions::{Kept, Versions};
 
@@ -57,91 +53,141 @@ impl KeyedLimiter<KeyHasher> {
     ///
     /// # Errors
     /// As [`new`](Self::new); [`Error::Incompatible`] if the file is not a librate table of
-    /// this configuration and capacity (it is left untouched); [`Error::Io`] with the OS's
-    /// error number if the file cannot be created, opened or mapped.
+    /// this capacity, or holds another rule (it is left untouched:
+    /// [`describe_file`](crate::describe_file) says what it holds); [`Error::Io`] with the
+    /// OS's error number if the file cannot be created, opened or mapped.
     pub fn open(path: impl AsRef<Path>, config: &Config, capacity: u64) -> Result<Self, Error> {
+        Self::open_file(path.as_ref(), config, capacity, false)
+    }
+
+    /// [`open`](Self::open), but a file that holds another rule is given `config` instead,
+    /// exactly as [`set_config`](Self::set_config) would change it (every key's state
+    /// carried over, every process attached deciding under `config` from its next
+    /// decision): the way to roll out a new limit by restarting the processes that share
+    /// a file.
+    ///
+    /// ```
+    /// use rate::{Config, KeyedLimiter};
+    /// const MINUTE: u64 = 60_000_000_000;
+    /// let path = std::env::temp_dir().join(format!("librate-keyed-doc-r-{}", std::process::id()));
+    /// let old = KeyedLimiter::open(&path, &Config::gcra(10, MINUTE), 1000).unwrap();
+    /// assert!(old.acquire(b"bob", 4).unwrap().allowed); // 6 tokens left
+    /// // A worker restarted with a new limit: 5 a minute. Bob's 6 tokens are capped at 5.
+    /// let new = KeyedLimiter::open_replacing(&path, &Config::gcra(5, MINUTE), 1000).unwrap();
+    /// assert_eq!(old.config(), &Config::gcra(5, MINUTE)); // the old handle follows
+    /// assert!(new.acquire(b"bob", 5).unwrap().allowed);
+    /// assert!(!old.acquire(b"bob", 1).unwrap().allowed);
+    /// # std::fs::remove_file(&path).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`open`](Self::open), and as [`set_config`](Self::set_config) when the file's rule
+    /// cannot be carried over to `config` (another algorithm, a sliding log's rule).
+    pub fn open_replacing(
+        path: impl AsRef<Path>,
+        config: &Config,
+        capacity: u64,
+    ) -> Result<Self, Error> {
+        Self::open_file(path.as_ref(), config, capacity, true)
+    }
+
+    fn open_file(
+        path: &Path,
+        config: &Config,
+        capacity: u64,
+        replace: bool,
+    ) -> Result<Self, Error> {
         let decider = Decider::new(config)?;
-        let layout = Layout::new(capacity, decider.state_words(), recover::CLAIMS)?;
+        let table = FileTable::of(&decider, capacity)?;
         // loom's atomics are models, not words of memory a file could hold.
         #[cfg(loom)]
         {
-            let _ = (path, layout);
+            let _ = (path, table, replace);
             Err(Error::Unsupported)
         }
         #[cfg(not(loom))]
         {
             clock::prepare();
             let identity = Identity::of(KIND_KEYED, config, &decider, capacity);
-            let table = FileTable { layout };
             let contents = Contents {
                 state_words: table.words(),
                 initial: &|index| table.initial(index),
-                kept: &|index, _| table.kept(index),
+                kept: &|index, value| table.kept(index, value),
                 descriptor: &[],
                 hash_key: KeyHasher::random().key(),
                 pid_namespace: pid_namespace(),
-                changeable: false,
+                changeable: true,
             };
-            let mapping = Arc::new(Mapping::open(path.as_ref(), identity, &contents)?);
-            Ok(Self::in_file(decider, config, capacity, &mapping, 0))
+            let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
+            let first = mapping.first_rule().ok_or(Error::Incompatible)?;
+            let table = Self::in_file(&first, config, capacity, &mapping, 0)?;
+            table.settle_rule(config, replace)?;
+            Ok(table)
         }
     }
 
-    /// The table whose region starts at state word `start` of a file's `mapping`, whose
-    /// layout holds a [`FileTable`] of `config` and `capacity` there, hashing keys with the
-    /// file's hash key.
+    /// The table whose words start at state word `start` of a file's `mapping`, laid out
+    /// there as a [`FileTable`] of `capacity` keys created with the rule `first` (its
+    /// header's, or its keyed policy's), opened with `config`: deciding on the rule in
+    /// force in the file, whichever it is, and hashing keys with the file's hash key.
+    ///
+    /// # Errors
+    /// [`Error::Incompatible`] if `first` is no rule of the file's layout, or the rule in
+    /// force no rule of this table (bytes another writer put there).
     #[cfg(not(loom))]
     pub(crate) fn in_file(
-        decider: Decider,
+        first: &Config,
         config: &Config,
         capacity: u64,
         mapping: &Arc<Mapping>,
         start: usize,
-    ) -> Self {
-        let table = FileTable::of(&decider, capacity)
-            .expect("the file was laid out for this table, so its layout is valid");
-        let words = NonNull::from(&mapping.state(start + table.words())[start]);
-        let hasher = KeyHasher::with_key(mapping.hash_key());
-        let memory = Memory::Shared {
-            _mapping: Arc::clone(mapping),
+    ) -> Result<Self, Error> {
+        // The opener's own rule while the file holds it (the same rule, as it reads its
+        // burst).
+        let first = if same_rule(first, config) {
+            config
+        } else {
+            first
         };
-        let first = Region::new(decider, config, table.layout, words, memory);
-        Self::with_region(first, capacity, hasher)
+        let decider = Decider::new(first).map_err(|_| Error::Incompatible)?;
+        let table = FileTable::of(&decider, capacity).map_err(|_| Error::Incompatible)?;
+        // The header's rule sizes the table: words another process wrote there may ask
+        // for more than the file holds.
+        if start + table.words() > mapping.state_words() {
+            return Err(Error::Incompatible);
+        }
+        let file = TableFile {
+            mapping: Arc::clone(mapping),
+            start,
+            table,
+            first: *first,
+            entry: Entry::default(),
+        };
+        // A change a dead process left in flight is finished (or dropped) first.
+        let _ = file.rules().settle(&Slots(&file));
+        let first = file.region(0, first)?;
+        let hasher = KeyHasher::with_key(mapping.hash_key());
+        let mut built = Self::with_region(first, capacity, hasher);
+        built.file = Some(file);
+        built.follow()?;
+        Ok(built)
     }
-}
 
-/// A keyed table's region in a file that processes share: its size, and what a new file
-/// holds there.
-#[cfg(not(loom))]
-pub(crate) struct FileTable {
-    layout: Layout,
-}
-
-#[cfg(not(loom))]
-impl FileTable {
-    /// The region of a table of `capacity` keys under `decider`, with a claim registry.
+    /// Checks that the rule in force in the file is `config`, else (`replace`) makes it
+    /// so by a change now.
     ///
     /// # Errors
-    /// As [`KeyedLimiter::new`] for the capacity.
-    pub(crate) fn of(decider: &Decider, capacity: u64) -> Result<Self, Error> {
-        let layout = Layout::new(capacity, decider.state_words(), recover::CLAIMS)?;
-        Ok(Self { layout })
-    }
-
-    /// Words of the region.
-    pub(crate) fn words(&self) -> usize {
-        self.layout.words()
-    }
-
-    /// The value of the region's word `index` in a new file.
-    pub(crate) fn initial(&self, index: usize) -> u64 {
-        self.layout.initial(index)
-    }
-
-    /// Whether a reset for a new boot leaves word `index` as it is: the count of refusals,
-    /// which holds no time.
-    pub(crate) fn kept(&self, index: usize) -> bool {
-        index == TABLE_FULL
+    /// [`Error::Incompatible`] if it is not and `replace` is false; as
+    /// [`set_config`](Self::set_config) for the change.
+    #[cfg(not(loom))]
+    pub(crate) fn settle_rule(&self, config: &Config, replace: bool) -> Result<(), Error> {
+        if same_rule(self.config(), config) {
+            return Ok(());
+        }
+        if !replace {
+            return Err(Error::Incompatible);
+        }
+        self.set_config(config)
     }
 }
 
@@ -176,6 +222,7 @@ impl<S> KeyedLimiter<S> {
     fn with_region(first: Region, capacity: u64, hasher: S) -> Self {
         let mut table = Self {
             regions: Versions::new(first),
+            file: None,
             capacity,
             hasher,
             configs: Kept::new(),

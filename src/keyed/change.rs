@@ -38,13 +38,14 @@
 //! the old one until then), to be freed once no pinned thread can still read it. So a
 //! table holds at most a few regions however many changes it sees.
 
+use super::file::Slots;
 use super::layout::NO_KEY;
 use super::region::Region;
 use super::KeyedLimiter;
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::state::{is_installing, MOVED, VACANT};
+use crate::state::{is_installing, is_marker, MOVED};
 use crate::sync::{Backoff, Ordering};
 use crate::time as clock;
 
@@ -98,19 +99,31 @@ impl<S> KeyedLimiter<S> {
     /// [`Error::InvalidConfig`] as [`new`](KeyedLimiter::new), or with
     /// [`ConfigError::LiveChange`] for a change of algorithm, or of a sliding log's rule
     /// (its entries are not carried), or with [`ConfigError::Capacity`] if the new region
-    /// cannot be allocated; [`Error::Unsupported`] for a table in a shared file
-    /// ([`open`](KeyedLimiter::open)), whose configuration every process checks when it
-    /// opens the file. Either way nothing changes.
+    /// cannot be allocated. Nothing changes then.
+    ///
+    /// A table in a file ([`open`](KeyedLimiter::open)) changes there, once, for every
+    /// process attached (docs/shared.md, changing the rule): the change sweeps the keys
+    /// into the file's next region, and requests for a key it has moved wait until it
+    /// ends. There it also returns `Io(EBUSY)` if another process's change or pinned
+    /// decision, or an insert of a process stopped mid-way, held it past a patience
+    /// (seconds); if an insert did, the change stays in flight and the next process that
+    /// needs it finishes it.
     ///
     /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
     /// [`ConfigError::Capacity`]: crate::ConfigError::Capacity
     pub fn set_config_at(&self, config: &Config, now_ns: u64) -> Result<(), Error> {
         let decider = Decider::new(config)?;
+        if let Some(file) = &self.file {
+            let serial = file
+                .rules()
+                .change(config, &decider, now_ns, &Slots(file))?;
+            return file.adopt(&self.regions, serial).map(drop);
+        }
         // Changes are serialized; a change that panicked ended its sweep (`Sweep`), so the
         // next one proceeds as usual.
         let mut change = self.regions.change();
         let (old, old_pointer) = change.current();
-        (old.decider).check_change(&decider, old.movable)?;
+        (old.decider).check_change(&decider, true)?;
         let mut new = Region::private(decider, config, old.layout)?;
         new.replaced = old_pointer;
         new.serial = change.serial();
@@ -138,8 +151,7 @@ impl<S> KeyedLimiter<S> {
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at), but for an invalid configuration.
     pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
-        let first = self.first();
-        (first.decider).check_change(decider, first.movable)
+        self.first().decider.check_change(decider, true)
     }
 }
 
@@ -159,10 +171,17 @@ impl Region {
     /// steps 1 and 2).
     fn sweep(&self, old: &Region, slot: usize, now_ns: u64) {
         let first = old.move_out(slot);
-        // Relaxed: ordered after `move_out`'s Acquire swap; the slot is final now, so
-        // nobody writes its fingerprint again.
+        self.move_in(old, slot, first, now_ns);
+    }
+
+    /// Step 2 of a sweep: writes the state of `old`'s `slot`, whose first word held
+    /// `first` when it was moved out, carried over at `now_ns`, into the same slot here.
+    pub(super) fn move_in(&self, old: &Region, slot: usize, first: u64, now_ns: u64) {
+        // Relaxed: ordered after the Acquire swap that moved the slot out; the slot is
+        // final now, so nobody writes its fingerprint again.
         let fingerprint = old.fingerprint_word(slot).load(Ordering::Relaxed);
-        if first == VACANT
+        // A marker holds no key's state (`VACANT`, or in a file, bytes another writer put).
+        if is_marker(first)
             || fingerprint == NO_KEY
             || old.decider.is_fresh_on(old.state(slot), first, now_ns)
         {

@@ -53,7 +53,6 @@ use crate::decision::Decision;
 use crate::error::Error;
 use crate::state::{owned, Owned, Refund};
 use crate::sync::AtomicU64;
-use std::convert::Infallible;
 use std::hash::BuildHasher;
 
 /// What giving a keyed admission back takes (module docs): the region it was taken in,
@@ -156,20 +155,23 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     }
 
     /// The decision an acquire of `n` units (checked by the caller) for `key` at `now_ns`
-    /// would make, with nothing written: on a fresh state if the key is absent.
+    /// would make, with nothing written: on a fresh state if the key is absent, or if its
+    /// table's file rule in force cannot be reached (the acquire that follows says why).
     pub(crate) fn peek_at(&self, key: Located, n: u64, now_ns: u64) -> Decision {
         let view = self.view();
         let found = self.on_key(
             &view,
             key,
-            |_| Ok::<(), Infallible>(()),
+            |_| Ok::<(), Error>(()),
             |region, _, state, tenant| region.decider.peek_at(state, tenant, now_ns, n),
         );
+        let fresh = |region: &Region| {
+            region.with_fresh_state(|fresh| owned(region.decider.peek_at(fresh, &Owned, now_ns, n)))
+        };
         match found {
             Ok(Ok(decision)) => decision,
-            Ok(Err(region)) => region
-                .with_fresh_state(|fresh| owned(region.decider.peek_at(fresh, &Owned, now_ns, n))),
-            Err(never) => match never {},
+            Ok(Err(region)) => fresh(region),
+            Err(_) => fresh(view.current()),
         }
     }
 

@@ -46,7 +46,8 @@
 //!   word's address, a key's home and probe order.
 //! - `regions.rs`: which region an operation on a key runs in (**Routing**).
 //! - `change.rs`: changing the rule: a new region, and the sweep that moves the keys
-//!   into it (**Regions as generations**).
+//!   into it (**Regions as generations**); `file.rs`: a table in a file, whose rule and
+//!   regions are the file's, and a change made there once for every process.
 //! - `hasher.rs`: the keyed hash ([`KeyHasher`]).
 //! - `lookup.rs`: find a key and update its state in place (**Lookup**, **Update**).
 //! - `claim.rs`: claim a slot for a new key, look for rivals, confirm that a table is
@@ -79,6 +80,7 @@ mod batch;
 mod build;
 mod change;
 mod claim;
+mod file;
 mod give_back;
 mod hasher;
 mod insert;
@@ -93,8 +95,8 @@ mod stats;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-#[cfg(not(loom))]
-pub(crate) use self::build::FileTable;
+pub(crate) use self::file::FileTable;
+use self::file::TableFile;
 pub(crate) use self::give_back::KeyedRefund;
 pub use self::hasher::KeyHasher;
 use self::insert::Request;
@@ -157,6 +159,8 @@ pub struct KeyedLimiter<S = KeyHasher> {
     /// reads it beside the pointer, with no pointer to follow), and the one in force
     /// (`versions.rs`, `change.rs`).
     regions: Versions<Region>,
+    /// The file whose rule the table follows, if it lives in one (`file.rs`).
+    file: Option<TableFile>,
     capacity: u64,
     /// One for every region, so a key's home slot is the same in each.
     hasher: S,
@@ -177,6 +181,9 @@ impl<S> KeyedLimiter<S> {
     /// The configuration every key's state follows: the one this table was built from,
     /// or the last [`set_config`](Self::set_config) gave.
     pub fn config(&self) -> &Config {
+        // A file's rule in force may be new here; one that cannot be adopted (hostile
+        // bytes) leaves the last adopted.
+        let _ = self.follow();
         self.configs.lend(&self.regions, |region| &region.config)
     }
 

@@ -12,6 +12,7 @@ use crate::decider::Decider;
 use crate::error::Error;
 #[cfg(not(loom))]
 use crate::shared::Mapping;
+use crate::shared::{is_forged, RECORDS_END};
 use crate::state::MOVED;
 use crate::sync::{AtomicU64, Ordering};
 use crate::versions::Version;
@@ -37,9 +38,10 @@ pub(super) struct Region {
     len: usize,
     /// `decider.state_words()`, kept so that addressing a slot's state needs no dispatch.
     state_words: usize,
-    /// Whether a change may move these slots into a next region: this process's own
-    /// memory only (a shared file's rule is checked by every process that opens it).
-    pub(super) movable: bool,
+    /// The rule block of the file the region lives in (`file.rs`), whose change in flight
+    /// tells a change's marker from bytes another writer forged; `None` for a region in
+    /// this process's memory, which a change sweeps into after publishing it.
+    file: Option<NonNull<AtomicU64>>,
     /// The region this one replaced, read while this one is swept into (its sweep retires
     /// it when it ends: `change.rs`): `None` for the table's first (held in place by the
     /// table) and for the first itself.
@@ -65,8 +67,9 @@ pub(super) enum Memory {
 
 // SAFETY: `words` points into `_memory`, which the region owns and which never moves (a
 // heap block or a mapping); `replaced` to a region its table frees only once no thread
-// can read it (`versions.rs`), and `refusals` to a word of the table's first region,
-// which lives as long as the table; the words are only ever accessed atomically.
+// can read it (`versions.rs`), `refusals` to a word of the table's first region, which
+// lives as long as the table, and `file` to words of the mapping `_memory` holds; the
+// words are only ever accessed atomically.
 unsafe impl Send for Region {}
 // SAFETY: as above.
 unsafe impl Sync for Region {}
@@ -89,7 +92,7 @@ impl Region {
         // SAFETY: the control block's word, inside the region's words (asserted above).
         let refusals = NonNull::from(unsafe { &*words.as_ptr().add(TABLE_FULL) });
         Self {
-            movable: matches!(memory, Memory::Private { .. }),
+            file: None,
             decider,
             config: *config,
             layout,
@@ -132,11 +135,30 @@ impl Region {
         unsafe { std::slice::from_raw_parts(self.words.as_ptr(), self.len) }
     }
 
+    /// Marks the region as one of a file whose rule block starts at `block` (`file.rs`).
+    pub(super) fn in_file(&mut self, block: NonNull<AtomicU64>) {
+        self.file = Some(block);
+    }
+
     /// Whether `first`, a slot's first word, says the slot was moved into a next region.
-    /// In a region that cannot be moved, the marker's value is a forged claim marker's.
+    /// In a file, a marker that no change of the region's rule explains is bytes another
+    /// writer forged, read as a forged claim marker (`recover.rs` clears it).
     #[inline]
     pub(super) fn moved(&self, first: u64) -> bool {
-        self.movable && first == MOVED
+        first == MOVED && self.moved_in_file()
+    }
+
+    #[cold]
+    fn moved_in_file(&self) -> bool {
+        match self.file {
+            None => true,
+            Some(block) => {
+                // SAFETY: the block's words, in the mapping `_memory` holds for this
+                // value's life, only ever accessed atomically.
+                let block = unsafe { std::slice::from_raw_parts(block.as_ptr(), RECORDS_END) };
+                !is_forged(block, self.serial)
+            }
+        }
     }
 
     /// Whether `slot` was moved into a next region. Relaxed: the marker is final, and a
@@ -147,11 +169,11 @@ impl Region {
 
     /// Whether a change is still moving the predecessor's keys into this region: nothing
     /// but the change writes here meanwhile (`change.rs`). Acquire: pairs with the
-    /// Release store that ended the sweep, so every slot it wrote is seen. A region that
-    /// cannot be moved is never swept into (a shared file's word is not read).
+    /// Release store that ended the sweep, so every slot it wrote is seen. A region in a
+    /// file is published only once swept into (`file.rs`): its word is not read.
     #[inline]
     pub(super) fn is_sweeping(&self) -> bool {
-        self.movable && self.words()[SWEEPING].load(Ordering::Acquire) != 0
+        self.file.is_none() && self.words()[SWEEPING].load(Ordering::Acquire) != 0
     }
 
     /// Marks the start (`true`, before the region is published) or the end of its sweep.

@@ -21,6 +21,7 @@
 //!   sweep reached it, and the sweep waits for the insert and moves what it installed.
 
 use super::claim::Installed;
+use super::file::{Slots, TableFile};
 use super::insert::{Request, Stop};
 use super::layout::Located;
 use super::lookup::{Evicted, Lookup, Tenant};
@@ -29,9 +30,10 @@ use super::KeyedLimiter;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
+use crate::shared::Pinned;
 use crate::sync::{AtomicU64, Backoff, Ordering};
 use crate::versions::{Pin, Versions};
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 
 /// One operation's view of a table's regions (module docs, **Views**): what it reads
 /// through it lives as long as the view.
@@ -39,6 +41,14 @@ pub(super) struct View<'a> {
     regions: &'a Versions<Region>,
     /// Taken the first time the operation reads a region other than the first.
     pin: OnceCell<Pin<'a, Region>>,
+    /// The file the table follows the rule of, if any (`file.rs`).
+    file: Option<&'a TableFile>,
+    /// In a file, the operation's pin there, taken before it reads which rule is in force
+    /// ([`enter`](Self::enter)).
+    pinned: OnceCell<Pinned<'a>>,
+    /// In a file, whether the operation decides in the file's first region (which needs
+    /// no pin): until it has entered the rule in force.
+    on_first: Cell<bool>,
 }
 
 impl<'a> View<'a> {
@@ -47,15 +57,64 @@ impl<'a> View<'a> {
     pub(super) fn current(&self) -> &Region {
         match self.regions.first_in_force() {
             Some(first) => first,
-            None => self.pinned().current(),
+            None => self.later(),
+        }
+    }
+
+    /// [`current`](Self::current) once the first region was replaced here: in a file,
+    /// the first until the operation has entered the rule in force (a decision there
+    /// meets the marker of the change, and [`latest`](Self::latest) enters).
+    #[cold]
+    fn later(&self) -> &Region {
+        match self.file.is_some() && self.on_first.get() {
+            true => self.regions.first(),
+            false => self.pinned().current(),
         }
     }
 
     /// The region in force, by a read-modify-write, which reads the pointer's latest value
     /// (a load may return an older one for a while): for an operation that found its
-    /// region replaced, so that it does not retry on that region for ever.
-    pub(super) fn latest(&self) -> &Region {
-        self.pinned().latest()
+    /// region replaced, so that it does not retry on that region for ever. In a file, the
+    /// region of the file's rule in force, once the change that replaced the operation's
+    /// region has ended (it waits for it: a change sweeps every key before it publishes).
+    ///
+    /// # Errors
+    /// In a file, as [`Rules::wait_for_change`](crate::shared::Rules::wait_for_change) and
+    /// [`enter`](Self::enter).
+    pub(super) fn latest(&self) -> Result<&Region, Error> {
+        let Some(file) = self.file else {
+            return Ok(self.pinned().latest());
+        };
+        let serial = self.current().serial;
+        let rules = file.rules();
+        if rules.serial() == serial {
+            rules.wait_for_change(serial, &Slots(file))?;
+        }
+        self.enter(file)?;
+        Ok(self.pinned().current())
+    }
+
+    /// Pins the operation in `file`, then adopts the file's rule in force, so that every
+    /// region it reads from now on is at least as new as the rule in force after its pin:
+    /// one that no change can reuse before the operation ends (`file.rs`).
+    ///
+    /// # Errors
+    /// As [`Rules::pin`](crate::shared::Rules::pin) and [`TableFile::adopt`].
+    #[cold]
+    fn enter(&self, file: &'a TableFile) -> Result<(), Error> {
+        let rules = file.rules();
+        if self.pinned.get().is_none() {
+            let _ = self.pinned.set(rules.pin(&file.entry)?);
+        }
+        let pin = self.pinned();
+        loop {
+            let serial = rules.serial();
+            if pin.current().serial >= serial || file.adopt(self.regions, serial)? {
+                break;
+            }
+        }
+        self.on_first.set(false);
+        Ok(())
     }
 
     /// The region `region` replaced.
@@ -75,13 +134,29 @@ impl<'a> View<'a> {
 }
 
 impl<S> KeyedLimiter<S> {
-    /// A view of the table's regions for one operation.
+    /// A view of the table's regions for one operation: in a file whose rule changed, one
+    /// that has entered the rule in force, unless it cannot (then it decides in the first
+    /// region, whose markers send it to [`View::latest`], which says why). A key missing
+    /// from the region a view reads was missing when the view was made (a region is
+    /// replaced only by a change that moved every key out of it first).
     #[inline(always)]
     pub(super) fn view(&self) -> View<'_> {
-        View {
+        let view = View {
             regions: &self.regions,
             pin: OnceCell::new(),
+            file: self.file.as_ref(),
+            pinned: OnceCell::new(),
+            on_first: Cell::new(true),
+        };
+        if let Some(file) = &self.file {
+            // The first region stays in force here until an operation meets a change's
+            // marker there; a key inserted since the change lives in a later region, so
+            // an operation that would find it missing enters the rule in force first.
+            if self.regions.first_in_force().is_none() || file.rules().serial() != 0 {
+                let _ = view.enter(file);
+            }
         }
+        view
     }
 
     /// The region the table was built with, which lives as long as the table: its
@@ -97,7 +172,7 @@ impl<S> KeyedLimiter<S> {
     ///
     /// # Errors
     /// What `check` returns.
-    pub(super) fn on_key<'v, R, E>(
+    pub(super) fn on_key<'v, R, E: From<Error>>(
         &self,
         view: &'v View<'_>,
         key: Located,
@@ -120,7 +195,7 @@ impl<S> KeyedLimiter<S> {
     /// seen yet (once seen, a load returns it or a later one).
     #[cold]
     #[inline(never)]
-    fn on_key_again<'v, R, E>(
+    fn on_key_again<'v, R, E: From<Error>>(
         view: &'v View<'_>,
         key: Located,
         check: &impl Fn(&Decider) -> Result<(), E>,
@@ -130,7 +205,11 @@ impl<S> KeyedLimiter<S> {
         let mut backoff = Backoff::default();
         let mut known_bound = 0;
         loop {
-            let region = if moved { view.latest() } else { view.current() };
+            let region = if moved {
+                view.latest()?
+            } else {
+                view.current()
+            };
             moved = false;
             check(&region.decider)?;
             match region.on_existing_slot(key, known_bound, op) {

@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 use crate::generations::{Generations, InFile};
-use crate::shared::{file_words, Entry, Identity, Mapping, KIND_LIMITER};
+use crate::shared::{file_words, same_rule, Entry, Identity, Mapping, KIND_LIMITER};
 #[cfg(not(loom))]
 use crate::shared::{kept, Contents};
 #[cfg(not(loom))]
@@ -104,21 +104,38 @@ impl Limiter {
     /// A limiter on a file's words, `mapping`, opened with `config`: deciding on the rule
     /// in force in the file, whichever it is.
     fn attached(mapping: Arc<Mapping>, config: &Config) -> Result<Self, Error> {
-        // The rule the file was created with, which side A's words hold: the opener's
-        // own while the file is new (the same rule, as it reads its burst).
         let first = mapping.first_rule().ok_or(Error::Incompatible)?;
-        let first = if same_rule(&first, config) {
+        Self::in_file(mapping, 0, &first, config)
+    }
+
+    /// A limiter on the words of a file's `mapping` from state word `start` (a limiter
+    /// file's, or a keyed policy's global rule's), created with the rule `first`, opened
+    /// with `config`: deciding on the rule in force in the file, whichever it is.
+    ///
+    /// # Errors
+    /// [`Error::Incompatible`] if `first` is no rule of the file's size, or the rule in
+    /// force no rule (bytes another writer put there).
+    pub(crate) fn in_file(
+        mapping: Arc<Mapping>,
+        start: usize,
+        first: &Config,
+        config: &Config,
+    ) -> Result<Self, Error> {
+        // The opener's own rule while the file holds it (the same rule, as it reads its
+        // burst).
+        let first = if same_rule(first, config) {
             *config
         } else {
-            first
+            *first
         };
-        let first_decider = Decider::new(&first)?;
+        let first_decider = Decider::new(&first).map_err(|_| Error::Incompatible)?;
         // The header's rule sizes side A: words another process wrote there may ask for
         // more than the file holds.
-        if file_words(first_decider.state_words()) > mapping.state_words() {
+        if start + file_words(first_decider.state_words()) > mapping.state_words() {
             return Err(Error::Incompatible);
         }
         let file = InFile {
+            start,
             first_words: first_decider.state_words(),
             first,
             mapping,
@@ -145,12 +162,4 @@ impl Limiter {
         let mapping = self.generations.mapping().ok_or(Error::Unsupported)?;
         Self::attached(mapping, self.config())
     }
-}
-
-/// Whether two rules decide alike: the same algorithm, limit and period, and for GCRA the
-/// same effective burst (0 means the limit).
-fn same_rule(a: &Config, b: &Config) -> bool {
-    let identity =
-        |config: &Config| Decider::new(config).map(|d| Identity::of(KIND_LIMITER, config, &d, 0));
-    matches!((identity(a), identity(b)), (Ok(a), Ok(b)) if a == b)
 }

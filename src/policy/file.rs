@@ -5,16 +5,18 @@
 //! The header of `shared/header.rs`, of kind [`KIND_KEYED_POLICY`], naming the rule count
 //! (in the algorithm's word) and the capacity; then the state words:
 //! - the **descriptor**, [`DESCRIPTOR_WORDS`]: per rule, in order, `[scope, algorithm,
-//!   limit, period, effective burst]`, compared by every opener as the header is, so a
-//!   file of other rules (or of the same rules in another order) is
-//!   [`Error::Incompatible`] and left untouched;
-//! - each rule's **region**, in order, each starting on a [`REGION_ALIGN`] boundary so no
-//!   two rules share a pair of cache lines: a per-key rule's keyed table (its control
-//!   block, claim registry and slots: `keyed/layout.rs`), or a global rule's limiter
-//!   words.
+//!   limit, period, effective burst]` of the rules the file was created with;
+//! - each rule's **place**, in order, each starting on a [`REGION_ALIGN`] boundary so no
+//!   two rules share a pair of cache lines: a per-key rule's keyed table as a keyed table
+//!   file holds it (`keyed/file.rs`), or a global rule's limiter as a limiter file holds
+//!   it (`shared/rules.rs`), each with its rule in force and its changes.
 //!
-//! The tables hash keys with the file's one secret hash key. Everything else (create or
-//! attach, another boot, a process killed mid-insert) is the keyed table's, per table.
+//! An opener's rules must be as many as the descriptor's, of the same scopes in the same
+//! order, and each the rule in force of its place; else the file is
+//! [`Error::Incompatible`] and left untouched, unless the opener asks that its rules
+//! replace the file's. The tables hash keys with the file's one secret hash key.
+//! Everything else (create or attach, another boot, a process killed mid-insert or
+//! mid-change) is the keyed table's and the limiter's, per rule.
 
 use std::path::Path;
 #[cfg(not(loom))]
@@ -24,6 +26,7 @@ use std::sync::Arc;
 use super::keyed::Scoped;
 use super::keyed::{KeyedPolicy, KeyedRule};
 use super::MAX_RULES;
+use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::{ConfigError, Error};
 #[cfg(not(loom))]
@@ -31,7 +34,11 @@ use crate::keyed::{FileTable, KeyHasher, KeyedLimiter};
 #[cfg(not(loom))]
 use crate::limiter::Limiter;
 #[cfg(not(loom))]
-use crate::shared::{pid_namespace, Contents, Identity, Mapping, KIND_KEYED_POLICY};
+use crate::shared::{file_words, kept, pid_namespace, rule_of, same_rule};
+#[cfg(not(loom))]
+use crate::shared::{Contents, Identity, Mapping, KIND_KEYED_POLICY};
+#[cfg(not(loom))]
+use crate::sync::Ordering;
 
 /// Words of one rule's description.
 #[cfg(not(loom))]
@@ -39,7 +46,7 @@ const RULE_WORDS: usize = 5;
 /// Words of the descriptor: [`MAX_RULES`] descriptions, rounded up to whole cache lines.
 #[cfg(not(loom))]
 const DESCRIPTOR_WORDS: usize = (MAX_RULES * RULE_WORDS).next_multiple_of(8);
-/// Each region starts on a multiple of this many words: 128 bytes, the pair of lines
+/// Each place starts on a multiple of this many words: 128 bytes, the pair of lines
 /// x86-64's adjacent-line prefetcher pulls in together.
 #[cfg(not(loom))]
 const REGION_ALIGN: usize = 16;
@@ -51,35 +58,113 @@ const SCOPE_GLOBAL: u64 = 2;
 
 /// Where one rule lives in the file.
 #[cfg(not(loom))]
-struct Region {
-    decider: Decider,
+struct Place {
     /// Its first state word.
     start: usize,
     /// A per-key rule's table; `None` for a global rule's limiter words.
     table: Option<FileTable>,
+    /// Its words.
+    words: usize,
 }
 
 #[cfg(not(loom))]
-impl Region {
-    fn words(&self) -> usize {
-        self.table
-            .as_ref()
-            .map_or(self.decider.state_words(), FileTable::words)
+impl Place {
+    /// Whether state word `index` of the file lies in this place.
+    fn holds(&self, index: usize) -> bool {
+        (self.start..self.start + self.words).contains(&index)
     }
 
-    /// Whether state word `index` of the file lies in this region.
-    fn holds(&self, index: usize) -> bool {
-        (self.start..self.start + self.words()).contains(&index)
+    /// The value of the file's state word `index`, in this place, in a new file.
+    fn initial(&self, index: usize) -> u64 {
+        self.table
+            .as_ref()
+            .map_or(0, |table| table.initial(index - self.start))
     }
+
+    /// Whether a reset for a new boot keeps the file's state word `index`, in this place.
+    fn kept(&self, index: usize, value: u64) -> bool {
+        let offset = index - self.start;
+        match &self.table {
+            Some(table) => table.kept(offset, value),
+            None => kept(offset, value),
+        }
+    }
+}
+
+/// Where each rule of `rules` (per key or not, and its rule the file was created with)
+/// lives, and the words of them all.
+#[cfg(not(loom))]
+fn places(rules: &[(bool, Config)], capacity: u64) -> Result<(Vec<Place>, usize), Error> {
+    let mut places = Vec::with_capacity(rules.len());
+    let mut end = DESCRIPTOR_WORDS;
+    for &(per_key, config) in rules {
+        let decider = Decider::new(&config)?;
+        let table = match per_key {
+            true => Some(FileTable::of(&decider, capacity)?),
+            false => None,
+        };
+        let words = table
+            .as_ref()
+            .map_or(file_words(decider.state_words()), FileTable::words);
+        let place = Place {
+            start: end,
+            table,
+            words,
+        };
+        end = (place.start + place.words)
+            .checked_next_multiple_of(REGION_ALIGN)
+            .ok_or(Error::InvalidConfig(ConfigError::Capacity))?;
+        places.push(place);
+    }
+    Ok((places, end))
+}
+
+/// The descriptor of `rules`.
+#[cfg(not(loom))]
+fn descriptor(rules: &[(bool, Config)]) -> Result<[u64; DESCRIPTOR_WORDS], Error> {
+    let mut descriptor = [0; DESCRIPTOR_WORDS];
+    for (index, &(per_key, config)) in rules.iter().enumerate() {
+        let identity = Identity::of(0, &config, &Decider::new(&config)?, 0);
+        descriptor[index * RULE_WORDS..][..RULE_WORDS].copy_from_slice(&[
+            if per_key { SCOPE_PER_KEY } else { SCOPE_GLOBAL },
+            identity.algorithm,
+            identity.limit,
+            identity.period_ns,
+            identity.burst,
+        ]);
+    }
+    Ok(descriptor)
+}
+
+/// The rules a file's descriptor says it was created with: `None` if its words are no
+/// rules (bytes another writer put there).
+#[cfg(not(loom))]
+fn described(mapping: &Mapping) -> Option<Vec<(bool, Config)>> {
+    let words = mapping.state(DESCRIPTOR_WORDS);
+    let mut rules = Vec::new();
+    for rule in words.chunks_exact(RULE_WORDS) {
+        // Relaxed: written before the file was linked under its name, never changed.
+        let rule: [u64; RULE_WORDS] = std::array::from_fn(|i| rule[i].load(Ordering::Relaxed));
+        let per_key = match rule[0] {
+            0 => break,
+            SCOPE_PER_KEY => true,
+            SCOPE_GLOBAL => false,
+            _ => return None,
+        };
+        let (config, _) = rule_of(rule[1..].try_into().expect("four words"))?;
+        rules.push((per_key, config));
+    }
+    Some(rules)
 }
 
 impl KeyedPolicy {
     /// Opens the keyed policy whose rules live in the file at `path`, creating the file if
     /// it does not exist: every process that opens the same file shares one policy, each
     /// rule's limit holding across them exactly as across threads (docs/shared.md). One file
-    /// holds every rule; one that exists must have been created for the same `rules`, in
-    /// the same order, and `capacity`. Creation, another boot and processes killed
-    /// mid-call are as for [`KeyedLimiter::open`](crate::KeyedLimiter::open).
+    /// holds every rule; one that exists must hold the same `rules` (those it was created
+    /// with, or the last [`set_rules`](Self::set_rules) made in it by any process), in the
+    /// same order, and `capacity`. Creation, another boot and processes killed mid-call
+    /// are as for [`KeyedLimiter::open`](crate::KeyedLimiter::open).
     ///
     /// ```
     /// use rate::{Config, KeyedPolicy, KeyedRule};
@@ -101,121 +186,140 @@ impl KeyedPolicy {
     ///
     /// # Errors
     /// As [`new`](Self::new); [`Error::Incompatible`] if the file is not a librate keyed
-    /// policy of these rules and this capacity (it is left untouched); [`Error::Io`] with
+    /// policy of these rules and this capacity (it is left untouched:
+    /// [`describe_file`](crate::describe_file) says what it holds); [`Error::Io`] with
     /// the OS's error number if the file cannot be created, opened or mapped.
     pub fn open(path: impl AsRef<Path>, rules: &[KeyedRule], capacity: u64) -> Result<Self, Error> {
+        Self::open_file(path.as_ref(), rules, capacity, false)
+    }
+
+    /// [`open`](Self::open), but a file that holds other rules of the same scopes and
+    /// algorithms is given `rules` instead, exactly as [`set_rules`](Self::set_rules)
+    /// would change them: the way to roll out new limits by restarting the processes
+    /// that share a file.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open), and as [`set_rules`](Self::set_rules) when the file's rules
+    /// cannot be carried over to `rules`.
+    pub fn open_replacing(
+        path: impl AsRef<Path>,
+        rules: &[KeyedRule],
+        capacity: u64,
+    ) -> Result<Self, Error> {
+        Self::open_file(path.as_ref(), rules, capacity, true)
+    }
+
+    fn open_file(
+        path: &Path,
+        rules: &[KeyedRule],
+        capacity: u64,
+        replace: bool,
+    ) -> Result<Self, Error> {
         if rules.is_empty() || rules.len() > MAX_RULES {
             return Err(Error::InvalidConfig(ConfigError::PolicyRules));
         }
         if capacity == 0 {
             return Err(Error::InvalidConfig(ConfigError::Capacity));
         }
-        let deciders = rules
+        let asked: Vec<(bool, Config)> = rules
             .iter()
-            .map(|rule| Decider::new(rule.config()))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|rule| (rule.is_per_key(), *rule.config()))
+            .collect();
+        let descriptor = descriptor(&asked)?;
         // loom's atomics are models, not words of memory a file could hold.
         #[cfg(loom)]
         {
-            let _ = (path, deciders);
+            let _ = (path, descriptor, replace);
             Err(Error::Unsupported)
         }
         #[cfg(not(loom))]
-        Self::open_file(path.as_ref(), rules, deciders, capacity)
+        {
+            crate::time::prepare();
+            let mapping = Self::map(path, &asked, &descriptor, capacity)?;
+            let policy = Self::attached(&mapping, rules, capacity)?;
+            let same = policy
+                .rules()
+                .zip(rules)
+                .all(|(held, rule)| same_rule(held.config(), rule.config()));
+            if !same {
+                if !replace {
+                    return Err(Error::Incompatible);
+                }
+                policy.set_rules(rules)?;
+            }
+            Ok(policy)
+        }
     }
 
-    /// [`open`](Self::open) of checked rules, with their deciders.
+    /// Maps the file at `path`, created for the rules `asked`, whose descriptor is
+    /// `descriptor`, if it does not exist.
     #[cfg(not(loom))]
-    fn open_file(
+    fn map(
         path: &Path,
-        rules: &[KeyedRule],
-        deciders: Vec<Decider>,
+        asked: &[(bool, Config)],
+        descriptor: &[u64; DESCRIPTOR_WORDS],
         capacity: u64,
-    ) -> Result<Self, Error> {
-        crate::time::prepare();
-        let mut descriptor = [0; DESCRIPTOR_WORDS];
-        let mut regions = Vec::with_capacity(rules.len());
-        let mut end = DESCRIPTOR_WORDS;
-        for (index, (rule, decider)) in rules.iter().zip(deciders).enumerate() {
-            let identity = Identity::of(0, rule.config(), &decider, 0);
-            descriptor[index * RULE_WORDS..][..RULE_WORDS].copy_from_slice(&[
-                if rule.is_per_key() {
-                    SCOPE_PER_KEY
-                } else {
-                    SCOPE_GLOBAL
-                },
-                identity.algorithm,
-                identity.limit,
-                identity.period_ns,
-                identity.burst,
-            ]);
-            let table = match rule.is_per_key() {
-                true => Some(FileTable::of(&decider, capacity)?),
-                false => None,
-            };
-            let region = Region {
-                decider,
-                start: end,
-                table,
-            };
-            end = (region.start + region.words())
-                .checked_next_multiple_of(REGION_ALIGN)
-                .ok_or(Error::InvalidConfig(ConfigError::Capacity))?;
-            regions.push(region);
-        }
+    ) -> Result<Arc<Mapping>, Error> {
+        let (places, end) = places(asked, capacity)?;
         let identity = Identity {
             kind: KIND_KEYED_POLICY,
-            algorithm: rules.len() as u64,
+            algorithm: asked.len() as u64,
             limit: 0,
             period_ns: 0,
             burst: 0,
             capacity,
         };
-        let region_of = |index: usize| regions.iter().find(|region| region.holds(index));
+        let place_of = |index: usize| places.iter().find(|place| place.holds(index));
         let contents = Contents {
             state_words: end,
-            initial: &|index| match (descriptor.get(index), region_of(index)) {
+            initial: &|index| match (descriptor.get(index), place_of(index)) {
                 (Some(&word), _) => word,
-                (None, Some(region)) => region
-                    .table
-                    .as_ref()
-                    .map_or(0, |table| table.initial(index - region.start)),
+                (None, Some(place)) => place.initial(index),
                 (None, None) => 0,
             },
-            kept: &|index, _| {
-                index < DESCRIPTOR_WORDS
-                    || region_of(index).is_some_and(|region| {
-                        region
-                            .table
-                            .as_ref()
-                            .is_some_and(|table| table.kept(index - region.start))
-                    })
+            kept: &|index, value| {
+                index < DESCRIPTOR_WORDS || place_of(index).is_some_and(|p| p.kept(index, value))
             },
-            descriptor: &descriptor,
+            // The rules in force are compared by the opener (`open_file`): the descriptor
+            // names those the file was created with.
+            descriptor: &[],
             hash_key: KeyHasher::random().key(),
             pid_namespace: pid_namespace(),
-            changeable: false,
+            changeable: true,
         };
-        let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
+        Ok(Arc::new(Mapping::open(path, identity, &contents)?))
+    }
+
+    /// The policy on a file's `mapping`, opened with `rules`: each rule deciding under its
+    /// rule in force in the file.
+    ///
+    /// # Errors
+    /// [`Error::Incompatible`] if the file's rules are not as many as `rules`, of the same
+    /// scopes, or its words are no rules.
+    #[cfg(not(loom))]
+    fn attached(mapping: &Arc<Mapping>, rules: &[KeyedRule], capacity: u64) -> Result<Self, Error> {
+        let created = described(mapping).ok_or(Error::Incompatible)?;
+        let scopes = created.iter().map(|&(per_key, _)| per_key);
+        if !scopes.eq(rules.iter().map(KeyedRule::is_per_key)) {
+            return Err(Error::Incompatible);
+        }
+        let (places, end) = places(&created, capacity).map_err(|_| Error::Incompatible)?;
+        if end > mapping.state_words() {
+            return Err(Error::Incompatible);
+        }
         let scoped = rules
             .iter()
-            .zip(regions)
-            .map(|(rule, region)| match region.table {
-                Some(_) => Scoped::PerKey(KeyedLimiter::in_file(
-                    region.decider,
-                    rule.config(),
-                    capacity,
-                    &mapping,
-                    region.start,
-                )),
-                None => Scoped::Global(Limiter::in_file(
-                    region.decider,
-                    rule.config(),
-                    &mapping,
-                    region.start,
-                )),
+            .zip(places)
+            .zip(&created)
+            .map(|((rule, place), (_, first))| match place.table {
+                Some(_) => {
+                    KeyedLimiter::in_file(first, rule.config(), capacity, mapping, place.start)
+                        .map(Scoped::PerKey)
+                }
+                None => Limiter::in_file(Arc::clone(mapping), place.start, first, rule.config())
+                    .map(Scoped::Global),
             })
-            .collect();
+            .collect::<Result<Box<[_]>, _>>()?;
         Ok(Self::of(scoped, capacity))
     }
 }

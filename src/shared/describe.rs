@@ -77,19 +77,15 @@ fn holds(words: &[u64], size: u64) -> String {
     let first = first_rule(header);
     match header[W_KIND] {
         KIND_LIMITER => match rule_in_force(&words[HEADER_WORDS..], first) {
-            Some((config, 0)) => format!("a librate limiter holding {}", rule(&config)),
-            Some((config, serial)) => format!(
-                "a librate limiter holding {} (its rule changed {serial} time{} since it \
-                 was made)",
-                rule(&config),
-                if serial == 1 { "" } else { "s" }
-            ),
+            Some((config, serial)) => {
+                format!("a librate limiter holding {}", held(&config, serial))
+            }
             None => "a librate limiter whose rule words hold no rule".into(),
         },
-        KIND_KEYED => match first {
-            Some(config) => format!(
+        KIND_KEYED => match rule_in_force(&words[HEADER_WORDS..], first) {
+            Some((config, serial)) => format!(
                 "a librate keyed table of capacity {capacity} holding {}",
-                rule(&config)
+                held(&config, serial)
             ),
             None => "a librate keyed table whose rule words hold no rule".into(),
         },
@@ -119,6 +115,21 @@ fn holds(words: &[u64], size: u64) -> String {
             )
         }
         kind => format!("a librate table of an unknown kind ({kind})"),
+    }
+}
+
+/// The rule in force of `serial`, and how many times the file's rule changed.
+fn held(config: &Config, serial: u64) -> String {
+    match serial {
+        0 => rule(config),
+        1 => format!(
+            "{} (its rule changed 1 time since it was made)",
+            rule(config)
+        ),
+        _ => format!(
+            "{} (its rule changed {serial} times since it was made)",
+            rule(config)
+        ),
     }
 }
 

@@ -16,7 +16,7 @@ pub(super) const MAGIC: u64 = u64::from_le_bytes(*b"librate\0");
 /// table counts its `TableFull` refusals in its control block, and fingerprint 0 names
 /// the former state of a reset key. 3: a limiter's rule can change in its file
 /// (`rules.rs`: its block, the pins' registry and three sides of state).
-pub(super) const LAYOUT_VERSION: u64 = 3;
+pub(super) const LAYOUT_VERSION: u64 = 4;
 /// The kind of table a file holds: a single limiter.
 pub(crate) const KIND_LIMITER: u64 = 1;
 /// The kind of table a file holds: a keyed table.
@@ -84,7 +84,7 @@ pub(super) fn first_rule(words: &[u64; HEADER_WORDS]) -> Option<Config> {
 
 /// The rule four words hold (algorithm, limit, period, burst: a header's, or a rule
 /// record's), and its decider, or `None` for words that are no rule.
-pub(super) fn rule_of(words: [u64; 4]) -> Option<(Config, Decider)> {
+pub(crate) fn rule_of(words: [u64; 4]) -> Option<(Config, Decider)> {
     let algorithm = match words[0] {
         0 => Algorithm::Gcra,
         1 => Algorithm::FixedWindow,
@@ -142,4 +142,11 @@ pub(super) fn boot_id() -> u64 {
         .ok()
         .filter(|&id| id != 0)
         .unwrap_or(1)
+}
+
+/// Whether two rules decide alike: the same algorithm, limit and period, and for GCRA the
+/// same effective burst (0 means the limit).
+pub(crate) fn same_rule(a: &Config, b: &Config) -> bool {
+    let identity = |config: &Config| Decider::new(config).map(|d| Identity::of(0, config, &d, 0));
+    matches!((identity(a), identity(b)), (Ok(a), Ok(b)) if a == b)
 }

@@ -13,6 +13,9 @@
 //!   (`[serial, algorithm, limit, period, burst]`);
 //! - side A holds the state of serial 0, side B of odd serials, side C of even ones from 2.
 //!
+//! A keyed table's file (`keyed/file.rs`) has the same block and registry, and its sides are
+//! three whole table regions, which a change **sweeps** from one to the next slot by slot.
+//!
 //! # A decision
 //! A process decides on side A as a file whose rule never changed does, with nothing to
 //! pin, and the marker a change leaves there (never removed: side A is never used again)
@@ -57,6 +60,8 @@ use std::time::Duration;
 
 mod change;
 
+pub(crate) use self::change::{Carry, OneState};
+
 /// Words of the block before the registry.
 const BLOCK_WORDS: usize = 32;
 /// Block words.
@@ -66,6 +71,8 @@ const LOCK: usize = 2;
 const TARGET: usize = 8;
 const INSTANT: usize = 9;
 const FROZEN: usize = 10;
+/// A table's sweep: one more than the slot it is moving (0: none moved yet).
+pub(crate) const CURSOR: usize = 11;
 /// The record of odd serials' rule; the even ones' follows a line later.
 const RECORDS: usize = 16;
 const RECORD_STRIDE: usize = 8;
@@ -108,11 +115,44 @@ const GIVE_UP: Duration = Duration::MAX;
 /// Words of a limiter file's state for a rule of `state_words`: the block, the registry
 /// and the three sides.
 pub(crate) fn file_words(state_words: usize) -> usize {
-    sides_start() + state_words.max(SIDE_WORDS) + 2 * SIDE_WORDS
+    Sides::of_state(state_words).end()
 }
 
-fn sides_start() -> usize {
+/// Where the sides start: after the block and the registry.
+pub(crate) fn sides_start() -> usize {
     BLOCK_WORDS + ENTRIES * ENTRY_WORDS
+}
+
+/// The sizes of a file's sides, in words: side A's, and side B's and C's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sides {
+    pub(crate) first: usize,
+    pub(crate) later: usize,
+}
+
+impl Sides {
+    /// A limiter's sides for a first rule of `state_words`: a later rule's state fits
+    /// [`SIDE_WORDS`].
+    pub(crate) fn of_state(state_words: usize) -> Self {
+        Self {
+            first: state_words.max(SIDE_WORDS),
+            later: SIDE_WORDS,
+        }
+    }
+
+    /// Where the state of the rule of `serial` starts.
+    fn start(&self, serial: u64) -> usize {
+        match serial {
+            0 => sides_start(),
+            odd if odd % 2 == 1 => sides_start() + self.first,
+            _ => sides_start() + self.first + self.later,
+        }
+    }
+
+    /// Words of the block, the registry and the sides.
+    pub(crate) fn end(&self) -> usize {
+        sides_start() + self.first + 2 * self.later
+    }
 }
 
 /// Whether a reset for a new boot keeps word `index` of a limiter file's state, holding
@@ -122,27 +162,21 @@ fn sides_start() -> usize {
 /// start anew: a change cut short by the reboot is not made.
 #[cfg(not(loom))]
 pub(crate) fn kept(index: usize, value: u64) -> bool {
-    index == SERIAL
-        || (RECORDS..RECORDS + 2 * RECORD_STRIDE).contains(&index)
-        || (index == sides_start() && value == REPLACED)
+    kept_in_block(index) || (index == sides_start() && value == REPLACED)
 }
 
-/// Where the state of the rule of `serial` starts, for a first rule of `state_words`.
-fn side_start(serial: u64, state_words: usize) -> usize {
-    match serial {
-        0 => sides_start(),
-        odd if odd % 2 == 1 => sides_start() + state_words.max(SIDE_WORDS),
-        _ => sides_start() + state_words.max(SIDE_WORDS) + SIDE_WORDS,
-    }
+/// Whether a reset for a new boot keeps word `index` of a file's block: the serial and the
+/// records (the rule in force stays in force).
+pub(crate) fn kept_in_block(index: usize) -> bool {
+    index == SERIAL || (RECORDS..RECORDS + 2 * RECORD_STRIDE).contains(&index)
 }
 
-/// A limiter file's rules: its words from the block on, and the rule it was created with
-/// (the header's, serial 0).
+/// A file's rules: its words from the block on, the rule it was created with (the
+/// header's, serial 0), and its sides' sizes.
 pub(crate) struct Rules<'a> {
     pub(crate) words: &'a [AtomicU64],
     pub(crate) first: &'a Config,
-    /// The first rule's state words (side A's).
-    pub(crate) first_words: usize,
+    pub(crate) sides: Sides,
 }
 
 impl<'a> Rules<'a> {
@@ -169,7 +203,7 @@ impl<'a> Rules<'a> {
 
     /// The state words of the rule of `serial`.
     pub(crate) fn side(&self, serial: u64, state_words: usize) -> &'a [AtomicU64] {
-        &self.words[side_start(serial, self.first_words)..][..state_words]
+        &self.words[self.sides.start(serial)..][..state_words]
     }
 
     /// The rule of `serial`, read from its record: `None` if the record is rewritten for a
@@ -204,15 +238,22 @@ impl<'a> Rules<'a> {
     /// to be waited for ([`wait_for_change`](Self::wait_for_change)).
     #[cold]
     pub(crate) fn is_forged(&self, serial: u64) -> bool {
-        // Acquire, the fence: the decision read the marker with a Relaxed load; this
-        // pairs it with the freeze's Release swap, so the change in flight, recorded
-        // before the swap, is read here.
-        fence(Ordering::Acquire);
-        // Acquire: pairs with the Release store that clears it once the change is
-        // published, so a cleared record is read with the serial it published.
-        let target = self.words[TARGET].load(Ordering::Acquire);
-        target != serial.wrapping_add(1) && self.serial() == serial
+        is_forged(self.words, serial)
     }
+}
+
+/// [`Rules::is_forged`] on a file's `block` of words.
+#[cold]
+pub(crate) fn is_forged(block: &[AtomicU64], serial: u64) -> bool {
+    // Acquire, the fence: the decision read the marker with a Relaxed load; this pairs it
+    // with the freeze's Release swap, so the change in flight, recorded before the swap,
+    // is read here.
+    fence(Ordering::Acquire);
+    // Acquire: pairs with the Release store that clears it once the change is published,
+    // so a cleared record is read with the serial it published.
+    let target = block[TARGET].load(Ordering::Acquire);
+    // Acquire: as `Rules::serial`.
+    target != serial.wrapping_add(1) && block[SERIAL].load(Ordering::Acquire) == serial
 }
 
 /// The rule in force and its serial, from a copy of a limiter file's first state words

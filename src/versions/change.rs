@@ -17,7 +17,17 @@ impl<T> Versions<T> {
             versions: self,
             retired,
             replaced: None,
+            waits: true,
         }
+    }
+
+    /// Starts a change that never waits for pinned threads: for a thread that may hold a
+    /// pin itself, adopting a version another process made (a keyed table's file rule),
+    /// whose changes the file's own pins bound, so few versions wait however it runs.
+    pub(crate) fn adopting(&self) -> Change<'_, T> {
+        let mut change = self.change();
+        change.waits = false;
+        change
     }
 }
 
@@ -27,6 +37,8 @@ pub(crate) struct Change<'a, T> {
     versions: &'a Versions<T>,
     retired: MutexGuard<'a, Retired<T>>,
     replaced: Option<NonNull<Version<T>>>,
+    /// Whether it waits while more than [`MAX_RETIRED`] versions remain.
+    waits: bool,
 }
 
 impl<'a, T> Change<'a, T> {
@@ -82,7 +94,7 @@ impl<'a, T> Change<'a, T> {
                 drop(unsafe { Box::from_raw(version.as_ptr()) });
                 false
             });
-            if self.retired.waiting.len() <= MAX_RETIRED {
+            if self.retired.waiting.len() <= MAX_RETIRED || !self.waits {
                 return;
             }
             backoff.snooze();

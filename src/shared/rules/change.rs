@@ -3,8 +3,8 @@
 //! mid-change).
 
 use super::{
-    side_start, Rules, FROZEN, GIVE_UP, INSTANT, LOCK, PATIENCE, R_RULE, R_SERIAL, SERIAL,
-    SIDE_WORDS, STALLED, TARGET,
+    Rules, CURSOR, FROZEN, GIVE_UP, INSTANT, LOCK, PATIENCE, R_RULE, R_SERIAL, SERIAL, SIDE_WORDS,
+    STALLED, TARGET,
 };
 use crate::config::Config;
 use crate::decider::Decider;
@@ -16,6 +16,62 @@ use crate::sync::{fence, AtomicU64, Backoff, Ordering};
 use std::time::Duration;
 use std::time::Instant;
 
+/// What a change moves from the side of the rule in force into the next: a limiter's
+/// state ([`OneState`]), or a keyed table's slots (`keyed/file.rs`).
+pub(crate) trait Carry {
+    /// Whether the change in flight from `serial` froze anything yet: a process that takes
+    /// it over then finishes it, else drops it (no decision saw it).
+    fn started(&self, rules: &Rules<'_>, serial: u64) -> bool;
+
+    /// Freezes the side of `serial`, of rule `old`, and carries it over into the next
+    /// side, of rule `new`, at `now` (steps 4 and 5 of a change, but the publication);
+    /// from where a dead changer stopped, if one did. The change checked that `old` can
+    /// carry its state over to `new`.
+    ///
+    /// # Errors
+    /// `Io(EBUSY)` if what it freezes is held by a live process past a patience (the
+    /// change stays in flight, for the next holder of the lock to finish).
+    fn carry(
+        &self,
+        rules: &Rules<'_>,
+        serial: u64,
+        old: &Config,
+        new: &Config,
+        now: u64,
+    ) -> Result<(), Error>;
+}
+
+/// A limiter's state: the first words of a side.
+pub(crate) struct OneState;
+
+impl Carry for OneState {
+    fn started(&self, rules: &Rules<'_>, serial: u64) -> bool {
+        // Acquire: pairs with the freeze's Release swap, which follows the frozen word.
+        rules.side(serial, 1)[0].load(Ordering::Acquire) == REPLACED
+    }
+
+    fn carry(
+        &self,
+        rules: &Rules<'_>,
+        serial: u64,
+        old: &Config,
+        new: &Config,
+        now: u64,
+    ) -> Result<(), Error> {
+        let (old, new) = (&Decider::new(old)?, &Decider::new(new)?);
+        let old_side = rules.side(serial, old.state_words());
+        let new_side = rules.side(serial + 1, new.state_words());
+        for word in rules.side(serial + 1, SIDE_WORDS) {
+            // Relaxed: no decision reads these words until the serial's Release store.
+            word.store(0, Ordering::Relaxed);
+        }
+        let first = rules.freeze(&old_side[0]);
+        crash_point();
+        old.carry_over(old_side, first, now, new, new_side);
+        Ok(())
+    }
+}
+
 impl<'a> Rules<'a> {
     /// Waits for the change in flight from `serial` to publish, finishing it if its
     /// changer died.
@@ -26,7 +82,7 @@ impl<'a> Rules<'a> {
     /// bytes.
     #[cold]
     #[inline(never)]
-    pub(crate) fn wait_for_change(&self, serial: u64) -> Result<(), Error> {
+    pub(crate) fn wait_for_change(&self, serial: u64, carry: &impl Carry) -> Result<(), Error> {
         let started = Instant::now();
         let mut backoff = Backoff::default();
         while self.serial() == serial {
@@ -35,7 +91,7 @@ impl<'a> Rules<'a> {
                 let holder = self.words[LOCK].load(Ordering::Relaxed);
                 if holder == 0 || !is_alive(holder) {
                     if let Some(_lock) = self.try_lock(holder) {
-                        return self.finish();
+                        return self.finish(carry);
                     }
                 } else if started.elapsed() > STALLED {
                     return Err(Error::Io(libc::EBUSY));
@@ -48,20 +104,46 @@ impl<'a> Rules<'a> {
         Ok(())
     }
 
-    /// Replaces the rule in force by `config` at `now`, in the file (module docs), and
-    /// returns the serial it made.
+    /// Settles a change left in flight by a process that died, or that gave it up (an
+    /// `EBUSY` of [`Carry::carry`]): finishes it if it froze anything, else drops it.
+    /// For an opener, so that the file it attaches to holds one rule in force. A change
+    /// whose live changer holds the lock is its changer's.
+    ///
+    /// # Errors
+    /// As [`Carry::carry`] and [`finish`](Self::finish).
+    pub(crate) fn settle(&self, carry: &impl Carry) -> Result<(), Error> {
+        // Acquire: pairs with the Release store of the change in flight.
+        if self.words[TARGET].load(Ordering::Acquire) == 0 {
+            return Ok(());
+        }
+        // Relaxed: a token, which names a process or not; the CAS in `try_lock` decides.
+        let holder = self.words[LOCK].load(Ordering::Relaxed);
+        if holder != 0 && is_alive(holder) {
+            return Ok(());
+        }
+        match self.try_lock(holder) {
+            Some(_lock) => self.finish(carry),
+            None => Ok(()),
+        }
+    }
+
+    /// Replaces the rule in force by `config` at `now`, in the file (module docs), moving
+    /// the state by `carry`, and returns the serial it made.
     ///
     /// # Errors
     /// As [`Decider::check_change`]; `Io(EBUSY)` if another process holds the lock or a
     /// pinned decision past the patience given; [`Error::Incompatible`] if the file's
-    /// records hold no rule (bytes another writer put there). Nothing changes then.
+    /// records hold no rule (bytes another writer put there). Nothing changes then; but
+    /// for an `EBUSY` of [`Carry::carry`], after which the change stays in flight and the
+    /// next process that needs it finishes it.
     pub(crate) fn change(
         &self,
         config: &Config,
         decider: &Decider,
         now: u64,
+        carry: &impl Carry,
     ) -> Result<u64, Error> {
-        let _lock = self.lock()?;
+        let _lock = self.lock(carry)?;
         let serial = self.serial();
         let old = self.rule(serial).ok_or(Error::Incompatible)?;
         Decider::new(&old)?.check_change(decider, true)?;
@@ -80,29 +162,30 @@ impl<'a> Rules<'a> {
         }
         record[R_SERIAL].store(target, Ordering::Release);
         self.words[INSTANT].store(now, Ordering::Relaxed);
+        // Relaxed: as the instant.
+        self.words[CURSOR].store(0, Ordering::Relaxed);
         // Release: a process that takes this change over reads the record and instant.
         self.words[TARGET].store(target, Ordering::Release);
         crash_point();
-        self.make(serial, &old, config, now)?;
+        self.make(serial, &old, config, now, carry)?;
         Ok(target)
     }
 
     /// Steps 4 to 6 of a change from `serial`'s rule `old` to `new` at `now` (module
     /// docs), by the change or by the process that took it over.
-    fn make(&self, serial: u64, old: &Config, new: &Config, now: u64) -> Result<(), Error> {
+    fn make(
+        &self,
+        serial: u64,
+        old: &Config,
+        new: &Config,
+        now: u64,
+        carry: &impl Carry,
+    ) -> Result<(), Error> {
         let (old_decider, new_decider) = (Decider::new(old)?, Decider::new(new)?);
         // Checked by the change that recorded `new`; again for one taken over, whose
         // record may hold bytes another writer put there.
         old_decider.check_change(&new_decider, true)?;
-        let old_side = self.side(serial, old_decider.state_words());
-        let new_side = self.side(serial + 1, new_decider.state_words());
-        for word in &self.words[side_start(serial + 1, self.first_words)..][..SIDE_WORDS] {
-            // Relaxed: no decision reads these words until the serial's Release store.
-            word.store(0, Ordering::Relaxed);
-        }
-        let first = self.freeze(&old_side[0]);
-        crash_point();
-        old_decider.carry_over(old_side, first, now, &new_decider, new_side);
+        carry.carry(self, serial, old, new, now)?;
         // Release: publishes the new side's words with the serial.
         self.words[SERIAL].store(serial + 1, Ordering::Release);
         crash_point();
@@ -113,7 +196,7 @@ impl<'a> Rules<'a> {
 
     /// Swaps `first` to the marker and returns the value it held, first written to the
     /// frozen word; if it holds the marker already (a change taken over), the frozen word.
-    fn freeze(&self, first: &AtomicU64) -> u64 {
+    pub(crate) fn freeze(&self, first: &AtomicU64) -> u64 {
         // Acquire: pairs with the Release swap that installed the value, so the other
         // words it publishes (window records) are read as new as it.
         let mut held = first.load(Ordering::Acquire);
@@ -132,9 +215,20 @@ impl<'a> Rules<'a> {
         }
     }
 
+    /// The frozen word: what the change in flight swapped a marker for, written before
+    /// the swap, for a process that takes the change over.
+    pub(crate) fn frozen(&self) -> &'a AtomicU64 {
+        &self.words[FROZEN]
+    }
+
+    /// A table's sweep cursor ([`CURSOR`]).
+    pub(crate) fn cursor(&self) -> &'a AtomicU64 {
+        &self.words[CURSOR]
+    }
+
     /// Settles a change a dead process left in flight, holding the lock: finishes it if
     /// it froze the old words (decisions wait for it), else drops it (no decision saw it).
-    fn finish(&self) -> Result<(), Error> {
+    fn finish(&self, carry: &impl Carry) -> Result<(), Error> {
         // Acquire: pairs with the Release store of the change in flight.
         let target = self.words[TARGET].load(Ordering::Acquire);
         let serial = self.serial();
@@ -142,11 +236,10 @@ impl<'a> Rules<'a> {
             let (Some(old), Some(new)) = (self.rule(serial), self.rule(target)) else {
                 return Err(Error::Incompatible);
             };
-            // Acquire: pairs with the freeze's Release swap, which follows the frozen word.
-            if self.side(serial, 1)[0].load(Ordering::Acquire) == REPLACED {
+            if carry.started(self, serial) {
                 // Relaxed: published with the change in flight.
                 let now = self.words[INSTANT].load(Ordering::Relaxed);
-                return self.make(serial, &old, &new, now);
+                return self.make(serial, &old, &new, now, carry);
             }
         }
         // Relaxed: as in `make`.
@@ -155,7 +248,7 @@ impl<'a> Rules<'a> {
     }
 
     /// Takes the changes' lock, finishing the change of a dead holder first.
-    fn lock(&self) -> Result<Lock<'a>, Error> {
+    fn lock(&self, carry: &impl Carry) -> Result<Lock<'a>, Error> {
         let started = Instant::now();
         let mut backoff = Backoff::default();
         loop {
@@ -164,7 +257,7 @@ impl<'a> Rules<'a> {
             let dead = holder != 0 && started.elapsed() >= PATIENCE && !is_alive(holder);
             if holder == 0 || dead {
                 if let Some(lock) = self.try_lock(holder) {
-                    self.finish()?;
+                    self.finish(carry)?;
                     return Ok(lock);
                 }
                 continue;

@@ -1,0 +1,308 @@
+//! A shared keyed table's and keyed policy's rules changed in their file (docs/shared.md,
+//! changing the rule): made once, by any process, and decided on by every process
+//! attached from its next decision, each key carried over as in process; openers that
+//! replace the file's rules; and changes cut short by SIGKILL at each of their steps. Real
+//! files and real processes (`fork`).
+
+mod common;
+
+use common::processes::{in_processes, Scratch};
+use rate::{describe_file, Config, Error, KeyedLimiter, KeyedPolicy, KeyedRule};
+
+const SECOND: u64 = 1_000_000_000;
+const HOUR: u64 = 3600 * SECOND;
+
+/// Forks a child that runs `child` and exits 0, and returns whether SIGKILL ended it.
+fn killed_in_child(child: impl FnOnce()) -> bool {
+    // SAFETY: the child runs `child` (file and atomic operations) and leaves with `_exit`.
+    let pid = match unsafe { libc::fork() } {
+        0 => {
+            let status = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)) {
+                Ok(()) => 0,
+                Err(_) => 1,
+            };
+            // SAFETY: ends the child without running the parent's exit handlers.
+            unsafe { libc::_exit(status) }
+        }
+        pid => pid,
+    };
+    assert!(pid > 0, "fork failed");
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(
+        libc::WIFSIGNALED(status) || libc::WEXITSTATUS(status) == 0,
+        "the child failed"
+    );
+    libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGKILL
+}
+
+/// A change made in one process is every process's rule at its next decision, each key
+/// carried over as in process: GCRA keeps a key's tokens, capped at the new burst, and a
+/// new key starts with the new burst.
+#[test]
+fn a_change_in_one_process_is_seen_by_every_process() {
+    let scratch = Scratch::new("keyed-change-seen");
+    let path = scratch.path("gcra");
+    let old = Config::gcra(10, SECOND);
+    let new = Config::gcra(5, SECOND);
+    let here = KeyedLimiter::open(&path, &old, 100).unwrap();
+    assert!(here.acquire_at(b"ann", 4, 0).unwrap().allowed); // 6 tokens left
+    assert!(here.acquire_at(b"bob", 9, 0).unwrap().allowed); // 1 token left
+    let statuses = in_processes(1, |_| {
+        let there = KeyedLimiter::open(&path, &old, 100).unwrap();
+        // 10 a second → 5 a second at 0: min(6, 5) = 5 tokens.
+        there.set_config_at(&new, 0).unwrap();
+        u8::from(there.acquire_at(b"ann", 0, 0).unwrap().remaining != 5)
+    });
+    assert_eq!(statuses, [0]);
+    let ann = here.acquire_at(b"ann", 0, 0).unwrap();
+    assert_eq!((ann.limit, ann.remaining), (5, 5));
+    assert_eq!(here.acquire_at(b"bob", 0, 0).unwrap().remaining, 1);
+    assert_eq!(here.try_acquire(b"cid", 1), Ok(true));
+    assert_eq!(here.acquire_at(b"dan", 0, 0).unwrap().remaining, 5);
+    assert_eq!(here.config(), &new);
+    // The file holds the new rule: the old one is refused, the new one opens.
+    assert_eq!(
+        KeyedLimiter::open(&path, &old, 100).unwrap_err(),
+        Error::Incompatible
+    );
+    let again = KeyedLimiter::open(&path, &new, 100).unwrap();
+    assert!(again.acquire_at(b"ann", 5, 0).unwrap().allowed);
+    assert!(!here.acquire_at(b"ann", 1, 0).unwrap().allowed);
+    assert!(describe_file(&path).unwrap().ends_with(
+        ": a librate keyed table of capacity 100 holding GCRA, limit 5, period_ns 1000000000, \
+         burst 5 (its rule changed 1 time since it was made)"
+    ));
+}
+
+/// Each key's window counters keep what they count: a fixed window of 10 a second that
+/// counted 7 in [0, 1 s) becomes one of 8 per 2 s at 0.5 s holding 7 in [0, 2 s): 1 left
+/// at 1.5 s. A key that counted nothing starts anew with 8.
+#[test]
+fn a_window_change_in_a_file_carries_each_count() {
+    let scratch = Scratch::new("keyed-change-window");
+    let path = scratch.path("fixed");
+    let first = KeyedLimiter::open(&path, &Config::fixed_window(10, SECOND), 10).unwrap();
+    assert!(first.acquire_at(b"ann", 7, SECOND / 2).unwrap().allowed);
+    assert!(first.acquire_at(b"bob", 2, SECOND / 2).unwrap().allowed);
+    let second = KeyedLimiter::open(&path, &Config::fixed_window(10, SECOND), 10).unwrap();
+    second
+        .set_config_at(&Config::fixed_window(8, 2 * SECOND), SECOND / 2)
+        .unwrap();
+    let at = SECOND + SECOND / 2;
+    assert_eq!(first.acquire_at(b"ann", 0, at).unwrap().remaining, 1);
+    assert_eq!(first.acquire_at(b"bob", 0, at).unwrap().remaining, 6);
+    assert_eq!(second.acquire_at(b"cid", 0, at).unwrap().remaining, 8);
+    assert!(!second.acquire_at(b"ann", 2, at).unwrap().allowed);
+}
+
+/// An opener that asks replaces the file's rule as a change would (at the clock's now, so
+/// the decisions here are made now too, under a rule of an hour, in which the clock's
+/// advance during the test refills nothing); one that does not is refused, and the file
+/// is left as it was.
+#[test]
+fn an_opener_replaces_the_files_rule() {
+    let scratch = Scratch::new("keyed-change-replace");
+    let path = scratch.path("gcra");
+    let old = KeyedLimiter::open(&path, &Config::gcra(10, HOUR), 10).unwrap();
+    assert!(old.acquire(b"ann", 4).unwrap().allowed);
+    let before = std::fs::read(&path).unwrap();
+    assert_eq!(
+        KeyedLimiter::open(&path, &Config::gcra(20, HOUR), 10).unwrap_err(),
+        Error::Incompatible
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    // Another algorithm cannot carry the state over, nor another capacity be replaced.
+    assert!(KeyedLimiter::open_replacing(&path, &Config::fixed_window(10, HOUR), 10).is_err());
+    assert_eq!(
+        KeyedLimiter::open_replacing(&path, &Config::gcra(20, HOUR), 11).unwrap_err(),
+        Error::Incompatible
+    );
+    let new = KeyedLimiter::open_replacing(&path, &Config::gcra(20, HOUR), 10).unwrap();
+    // 6 tokens kept under a burst of 20.
+    assert_eq!(new.acquire(b"ann", 0).unwrap().remaining, 6);
+    assert_eq!(old.config(), &Config::gcra(20, HOUR));
+    assert_eq!(old.acquire(b"ann", 0).unwrap().limit, 20);
+}
+
+/// Every admission counts once across many changes racing acquires in several processes:
+/// allowances (a period that never ends) of 100,000 and 120,000 units, alternated, keep
+/// each key's tokens left (at most 100,000, so the cap never takes any), so however the
+/// decisions, inserts and changes interleave, each key's units admitted and units left
+/// add up to 100,000 exactly. The changes reuse each region of the file many times over.
+#[test]
+fn admissions_racing_many_changes_count_exactly_once() {
+    const UNITS: u64 = 100_000;
+    const KEYS: usize = 6;
+    let scratch = Scratch::new("keyed-change-race");
+    let path = scratch.path("allowance");
+    let low = Config::gcra(UNITS, Config::FOREVER);
+    let high = Config::gcra(UNITS + 20_000, Config::FOREVER);
+    let start = KeyedLimiter::open(&path, &low, 8).unwrap();
+    let statuses = in_processes(4, |index| {
+        let Ok(table) = KeyedLimiter::open_replacing(&path, &low, 8) else {
+            return 1;
+        };
+        let mut admitted = [0u64; KEYS];
+        for round in 0..12_000usize {
+            if index == 0 {
+                let rule = if round % 2 == 0 { &high } else { &low };
+                if round % 20 == 0 && table.set_config_at(rule, 0).is_err() {
+                    return 2;
+                }
+            } else {
+                let key = (round + index) % KEYS;
+                match table.acquire_at(format!("key-{key}").as_bytes(), 1, 0) {
+                    Ok(decision) => admitted[key] += u64::from(decision.allowed),
+                    Err(_) => return 3,
+                }
+            }
+        }
+        let counts: Vec<String> = admitted.iter().map(u64::to_string).collect();
+        std::fs::write(scratch.path(&format!("admitted-{index}")), counts.join(",")).unwrap();
+        0
+    });
+    assert_eq!(statuses, [0; 4]);
+    let mut admitted = [0u64; KEYS];
+    for index in 0..4 {
+        let counts = std::fs::read_to_string(scratch.path(&format!("admitted-{index}"))).unwrap();
+        for (key, count) in counts.split(',').enumerate() {
+            admitted[key] += count.parse::<u64>().unwrap();
+        }
+    }
+    assert_eq!(admitted.iter().sum::<u64>(), 3 * 12_000);
+    for (key, admitted) in admitted.iter().enumerate() {
+        let left = start
+            .acquire_at(format!("key-{key}").as_bytes(), 0, 0)
+            .unwrap()
+            .remaining;
+        assert_eq!(
+            admitted + left,
+            UNITS,
+            "key {key}: {admitted} admitted, {left} left"
+        );
+    }
+}
+
+/// A change killed (SIGKILL) at each of its steps leaves a file that opens and decides
+/// every key under one rule: the old one if the change had frozen no slot yet (ann used 4
+/// of 10: 6 left), else the new one with every key carried over (min(6, 5) = 5 left),
+/// the sweep finished by the first process that needs it; and the next change takes the
+/// dead change's lock over.
+#[test]
+fn a_change_killed_at_each_step_leaves_one_rule() {
+    let old = Config::gcra(10, SECOND);
+    let new = Config::gcra(5, SECOND);
+    // Crash points of a change of a table of capacity 2 (4 slots): after recording it,
+    // after freezing each slot, after publishing the new rule. Then one past the last:
+    // the change is whole.
+    for step in 1..=7u64 {
+        let scratch = Scratch::new(&format!("keyed-change-kill-{step}"));
+        let path = scratch.path("gcra");
+        let table = KeyedLimiter::open(&path, &old, 2).unwrap();
+        assert!(table.acquire_at(b"ann", 4, 0).unwrap().allowed);
+        assert!(table.acquire_at(b"bob", 10, 0).unwrap().allowed);
+        let killed = killed_in_child(|| {
+            let table = KeyedLimiter::open(&path, &old, 2).unwrap();
+            rate::crashes::kill_at(step);
+            table.set_config_at(&new, 0).unwrap();
+        });
+        assert_eq!(killed, step <= 6, "step {step}");
+        // An opener settles the dead change first: one rule for every opener, the other
+        // one refused.
+        let (held, other) = if step == 1 {
+            (&old, &new)
+        } else {
+            (&new, &old)
+        };
+        assert_eq!(
+            KeyedLimiter::open(&path, other, 2).unwrap_err(),
+            Error::Incompatible,
+            "step {step}"
+        );
+        let ann = table.acquire_at(b"ann", 0, 0).unwrap();
+        let bob = table.acquire_at(b"bob", 0, 0).unwrap();
+        let expected = if step == 1 { (10, 6, 0) } else { (5, 5, 0) };
+        assert_eq!(
+            (ann.limit, ann.remaining, bob.remaining),
+            expected,
+            "step {step}"
+        );
+        let reopened = KeyedLimiter::open(&path, held, 2).unwrap();
+        assert_eq!(
+            reopened.acquire_at(b"ann", 0, 0).unwrap().remaining,
+            expected.1
+        );
+        // The next change takes the lock over and carries the state on: 20 a second keeps
+        // the 6 tokens left; 5 of 5 is a full bucket, a fresh state, which starts anew
+        // with 20.
+        reopened
+            .set_config_at(&Config::gcra(20, SECOND), 0)
+            .unwrap();
+        let ann = table.acquire_at(b"ann", 0, 0).unwrap();
+        let tokens = if step == 1 { 6 } else { 20 };
+        assert_eq!((ann.limit, ann.remaining), (20, tokens), "step {step}");
+        assert!(
+            !table.acquire_at(b"bob", 1, 0).unwrap().allowed,
+            "step {step}"
+        );
+    }
+}
+
+/// A keyed policy's rules change in its file for every process: the per-key rule's table
+/// carries each key over, the global rule's limiter its count; an opener that asks
+/// replaces the file's rules, and one that does not is refused.
+#[test]
+fn a_policy_changes_in_its_file() {
+    let scratch = Scratch::new("keyed-change-policy");
+    let path = scratch.path("policy");
+    // Rules of an hour, decided at the clock's now (as an opener's change is), in which
+    // the clock's advance during the test refills nothing and ends no window.
+    let old = [
+        KeyedRule::per_key(Config::gcra(10, HOUR)),
+        KeyedRule::global(Config::fixed_window(100, HOUR)),
+    ];
+    let new = [
+        KeyedRule::per_key(Config::gcra(5, HOUR)),
+        KeyedRule::global(Config::fixed_window(1000, HOUR)),
+    ];
+    let here = KeyedPolicy::open(&path, &old, 10).unwrap();
+    assert!(here.acquire(b"ann", 4).unwrap().decision.allowed);
+    let statuses = in_processes(1, |_| {
+        let Ok(there) = KeyedPolicy::open(&path, &old, 10) else {
+            return 1;
+        };
+        u8::from(there.set_rules(&new).is_err()) * 2
+    });
+    assert_eq!(statuses, [0]);
+    let now = here.acquire(b"ann", 0).unwrap();
+    // ann: min(6, 5) = 5 tokens; the window keeps its 4 of now 1,000.
+    assert_eq!(
+        (now.rules()[0].remaining, now.rules()[1].remaining),
+        (5, 996)
+    );
+    assert_eq!(
+        KeyedPolicy::open(&path, &old, 10).unwrap_err(),
+        Error::Incompatible
+    );
+    let newer = [
+        KeyedRule::per_key(Config::gcra(20, HOUR)),
+        KeyedRule::global(Config::fixed_window(10, HOUR)),
+    ];
+    let replaced = KeyedPolicy::open_replacing(&path, &newer, 10).unwrap();
+    let now = replaced.acquire(b"ann", 0).unwrap();
+    // ann's 5 of 5 is a full bucket, a fresh state, which starts anew with a burst of
+    // 20; the window's 4 of 10 leave 6.
+    assert_eq!(
+        (now.rules()[0].remaining, now.rules()[1].remaining),
+        (20, 6)
+    );
+    assert_eq!(here.acquire(b"ann", 0).unwrap().rules()[0].limit, 20);
+    // Another scope in a rule's place is refused even when replacing.
+    let swapped = [newer[1], newer[0]];
+    assert_eq!(
+        KeyedPolicy::open_replacing(&path, &swapped, 10).unwrap_err(),
+        Error::Incompatible
+    );
+}
