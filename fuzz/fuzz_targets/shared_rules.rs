@@ -1,8 +1,10 @@
-//! A shared limiter's file whose rule can change (docs/shared.md, changing the rule): a
-//! valid file, made by `Limiter::open` and changed 0 to 3 times by `set_config_at`, with
+//! A shared limiter's or keyed table's file whose rule can change (docs/shared.md, changing
+//! the rule): a valid file, made by `Limiter::open` or `KeyedLimiter::open` (capacity 2)
+//! and changed 0 to 3 times by `set_config_at`, with
 //! hostile words written over its header (its rule too, which sizes the first state), its rule
-//! block (the serial in force, the pins' epoch, the changes' lock, the change in flight,
-//! the two rule records), its pins' registry and its three sides; then opened (`open` and `open_replacing`), decided on
+//! block (the serial in force, the pins' epoch, the changes' lock, the change in flight and
+//! a table's sweep cursor, the two rule records), its pins' registry and its three sides (a
+//! table's three regions); then opened (`open` and `open_replacing`), decided on
 //! (`acquire_at`, `try_acquire`, `reserve_at`), changed (`set_config_at` to a rule its
 //! state carries over to, and to one of another algorithm), overwritten again while mapped,
 //! and described (`describe_file`).
@@ -19,7 +21,7 @@
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use librate_fuzz::{config, new_path, next_time, rust_config};
-use rate::{Algorithm, Config, Error, Limiter};
+use rate::{Algorithm, Config, Decision, Error, KeyedLimiter, Limiter};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::File;
@@ -38,8 +40,77 @@ const ENTRY_WORDS: usize = 8;
 const REGISTRY: usize = HEADER_WORDS + BLOCK_WORDS;
 const SIDES: usize = REGISTRY + ENTRIES * ENTRY_WORDS;
 
-/// What tells pristine files apart: the rule's words, and how many changes were made.
-type FileId = ([u64; 4], u8);
+/// What tells pristine files apart: the rule's words, how many changes were made, and
+/// whether the file is a keyed table's.
+type FileId = ([u64; 4], u8, bool);
+
+/// A keyed table's capacity: four slots.
+const CAPACITY: u64 = 2;
+
+/// A limiter or a keyed table on the file.
+enum Handle {
+    One(Limiter),
+    Keyed(KeyedLimiter),
+}
+
+impl Handle {
+    fn open(path: &Path, config: &Config, keyed: bool, replace: bool) -> Outcome<Self> {
+        Ok(match (keyed, replace) {
+            (false, false) => Self::One(Limiter::open(path, config)?),
+            (false, true) => Self::One(Limiter::open_replacing(path, config)?),
+            (true, false) => Self::Keyed(KeyedLimiter::open(path, config, CAPACITY)?),
+            (true, true) => Self::Keyed(KeyedLimiter::open_replacing(path, config, CAPACITY)?),
+        })
+    }
+
+    fn acquire_at(&self, key: &[u8], n: u64, now: u64) -> Outcome<Decision> {
+        match self {
+            Self::One(limiter) => limiter.acquire_at(n, now),
+            Self::Keyed(table) => table.acquire_at(key, n, now),
+        }
+    }
+
+    fn try_acquire(&self, key: &[u8], n: u64) -> Outcome<bool> {
+        match self {
+            Self::One(limiter) => limiter.try_acquire(n),
+            Self::Keyed(table) => table.try_acquire(key, n),
+        }
+    }
+
+    fn reserve_at(&self, key: &[u8], n: u64, now: u64, max_wait: u64) -> Outcome<Decision> {
+        match self {
+            Self::One(limiter) => limiter.reserve_at(n, now, max_wait),
+            Self::Keyed(table) => table.reserve_at(key, n, now, max_wait),
+        }
+    }
+
+    fn set_config_at(&self, config: &Config, now: u64) -> Outcome<()> {
+        match self {
+            Self::One(limiter) => limiter.set_config_at(config, now),
+            Self::Keyed(table) => table.set_config_at(config, now),
+        }
+    }
+
+    fn reset(&self, key: &[u8]) -> Outcome<()> {
+        match self {
+            Self::One(limiter) => {
+                limiter.reset();
+                Ok(())
+            }
+            Self::Keyed(table) => table.reset(key),
+        }
+    }
+
+    fn config(&self) -> Config {
+        match self {
+            Self::One(limiter) => *limiter.config(),
+            Self::Keyed(table) => *table.config(),
+        }
+    }
+}
+
+/// A call's outcome.
+type Outcome<T> = std::result::Result<T, Error>;
 
 thread_local! {
     /// Each pristine file's bytes, `None` where the rule cannot make one.
@@ -85,13 +156,15 @@ fn incompatible(config: &Config) -> Config {
     }
 }
 
-/// A file of `config`, changed `changes` times at time 0: its bytes, `None` if the rule
-/// makes no file (or the changes stop early: fewer are made).
-fn pristine(config: &Config, changes: u8) -> Option<Vec<u8>> {
+/// A file of `config` (a keyed table's if `keyed`), changed `changes` times at time 0, a
+/// key taking a unit before each: its bytes, `None` if the rule makes no file (or the
+/// changes stop early: fewer are made).
+fn pristine(config: &Config, changes: u8, keyed: bool) -> Option<Vec<u8>> {
     let path = new_path("librate-fuzz-rules");
-    let limiter = Limiter::open(&path, config).ok();
+    let limiter = Handle::open(&path, config, keyed, false).ok();
     if let Some(limiter) = &limiter {
         for k in 1..=changes {
+            let _ = limiter.acquire_at(&[k], 1, 0);
             if limiter
                 .set_config_at(&carried(config, k.into()), 0)
                 .is_err()
@@ -149,8 +222,8 @@ fn corrupt(input: &mut Unstructured<'_>, bytes: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
-/// Checks an opener's outcome: a limiter, or an error for a file it refuses.
-fn opened(outcome: std::result::Result<Limiter, Error>) -> Option<Limiter> {
+/// Checks an opener's outcome: a handle, or an error for a file it refuses.
+fn opened(outcome: Outcome<Handle>) -> Option<Handle> {
     match outcome {
         Ok(limiter) => Some(limiter),
         Err(Error::Incompatible | Error::InvalidConfig(_) | Error::Io(_) | Error::Unsupported) => {
@@ -166,6 +239,7 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
         return Ok(());
     }
     let changes = input.int_in_range(0u8..=3)?;
+    let keyed = input.arbitrary::<bool>()?;
     let id = (
         [
             config.algorithm as u64,
@@ -174,6 +248,7 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
             config.burst,
         ],
         changes,
+        keyed,
     );
     let bytes = PRISTINE.with(|cache| {
         let mut cache = cache.borrow_mut();
@@ -182,7 +257,7 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
         }
         cache
             .entry(id)
-            .or_insert_with(|| pristine(&config, changes))
+            .or_insert_with(|| pristine(&config, changes, keyed))
             .clone()
     });
     let Some(mut bytes) = bytes else {
@@ -191,17 +266,18 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
     corrupt(input, &mut bytes)?;
     let path = new_path("librate-fuzz-rules");
     std::fs::write(&path, &bytes).unwrap();
-    let result = on_file(input, &path, &config, changes, bytes.len() / 8);
+    let result = on_file(input, &path, &config, (changes, keyed), bytes.len() / 8);
     std::fs::remove_file(&path).unwrap();
     result
 }
 
-/// Opens the file at `path` (made for `config`, changed `changes` times) and calls on it.
+/// Opens the file at `path` (made for `config`, changed `changes` times, a keyed table's
+/// if `keyed`) and calls on it.
 fn on_file(
     input: &mut Unstructured<'_>,
     path: &Path,
     config: &Config,
-    changes: u8,
+    (changes, keyed): (u8, bool),
     words: usize,
 ) -> Result<()> {
     // The rule in force as made, and another its state carries over to.
@@ -213,12 +289,13 @@ fn on_file(
         incompatible(config),
     ];
     let mut handles = Vec::new();
-    if let Some(limiter) = opened(Limiter::open(path, &rules[(changes > 0) as usize])) {
-        handles.push(limiter);
+    let held = &rules[(changes > 0) as usize];
+    if let Some(handle) = opened(Handle::open(path, held, keyed, false)) {
+        handles.push(handle);
     }
     let replacing = rules[usize::from(input.int_in_range(0u8..=3)?)];
-    if let Some(limiter) = opened(Limiter::open_replacing(path, &replacing)) {
-        handles.push(limiter);
+    if let Some(handle) = opened(Handle::open(path, &replacing, keyed, true)) {
+        handles.push(handle);
     }
     let file = File::options().write(true).open(path).unwrap();
     let mut now = input.arbitrary()?;
@@ -245,21 +322,22 @@ fn on_file(
             0 => input.arbitrary()?,
             _ => input.int_in_range(0..=9)?,
         };
+        let key = [input.int_in_range(0u8..=4)?];
         match operation {
-            0 | 1 => decided(limiter.acquire_at(n, now)),
-            2 => decided(limiter.try_acquire(n).map(|_| None::<rate::Decision>)),
-            3 => decided(limiter.reserve_at(n, now, input.arbitrary()?)),
+            0 | 1 => decided(limiter.acquire_at(&key, n, now)),
+            2 => decided(limiter.try_acquire(&key, n).map(|_| None::<Decision>)),
+            3 => decided(limiter.reserve_at(&key, n, now, input.arbitrary()?)),
             4 | 5 => {
                 let rule = &rules[usize::from(input.int_in_range(1u8..=3)?)];
                 changed(limiter.set_config_at(rule, now));
             }
             6 => {
-                limiter.reset();
-                decided(limiter.acquire_at(0, now));
+                decided(limiter.reset(&key).map(|()| None::<Decision>));
+                decided(limiter.acquire_at(&key, 0, now));
             }
             _ => {
                 // The rule in force, as this process last adopted it: always a rule.
-                let held = *limiter.config();
+                let held = limiter.config();
                 assert!(Limiter::new(&held).is_ok(), "config {held:?}");
             }
         }
@@ -270,7 +348,7 @@ fn on_file(
 
 /// Checks a decision's outcome: a decision whose remaining is within its limit, or an
 /// error a decision gives.
-fn decided<D: Into<Option<rate::Decision>>>(outcome: std::result::Result<D, Error>) {
+fn decided<D: Into<Option<Decision>>>(outcome: Outcome<D>) {
     match outcome {
         Ok(decision) => {
             if let Some(decision) = decision.into() {
@@ -279,6 +357,7 @@ fn decided<D: Into<Option<rate::Decision>>>(outcome: std::result::Result<D, Erro
         }
         Err(
             Error::InsufficientCapacity
+            | Error::TableFull
             | Error::Unsupported
             | Error::Incompatible
             | Error::InvalidConfig(_)
@@ -289,7 +368,7 @@ fn decided<D: Into<Option<rate::Decision>>>(outcome: std::result::Result<D, Erro
 }
 
 /// Checks a change's outcome.
-fn changed(outcome: std::result::Result<(), Error>) {
+fn changed(outcome: Outcome<()>) {
     match outcome {
         Ok(())
         | Err(Error::Incompatible | Error::InvalidConfig(_) | Error::Io(_) | Error::Unsupported) => {

@@ -151,13 +151,12 @@ impl TableFile {
     /// algorithm than the file's first rule: bytes another writer put in a record).
     pub(super) fn region(&self, serial: u64, config: &Config) -> Result<Region, Error> {
         let decider = Decider::new(config).map_err(|_| Error::Incompatible)?;
-        if serial > 0 {
-            let first = Decider::new(&self.first)?;
-            first
-                .check_change(&decider, true)
-                .map_err(|_| Error::Incompatible)?;
-        }
         let layout = self.table.layout;
+        let first = Decider::new(&self.first).map_err(|_| Error::Incompatible)?;
+        let carried = serial == 0 || first.check_change(&decider, true).is_ok();
+        if !carried || decider.state_words() != first.state_words() {
+            return Err(Error::Incompatible);
+        }
         let words = NonNull::from(&self.rules().side(serial, layout.words())[0]);
         let memory = Memory::Shared {
             _mapping: Arc::clone(&self.mapping),

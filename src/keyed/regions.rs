@@ -109,7 +109,9 @@ impl<'a> View<'a> {
         let pin = self.pinned();
         loop {
             let serial = rules.serial();
-            if pin.current().serial >= serial || file.adopt(self.regions, serial)? {
+            // A later rule adopted here than the file's in force: `adopt` tells a serial
+            // that went back (bytes another writer put there) from one read too early.
+            if pin.current().serial == serial || file.adopt(self.regions, serial)? {
                 break;
             }
         }

@@ -66,13 +66,15 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     ///
     /// # Errors
     /// [`Error::TableFull`] only in a shared table whose slot the reset needs stays
-    /// claimed by a live process for about a second, as an acquire would report.
+    /// claimed by a live process for about a second, as an acquire would report; in a
+    /// shared table whose rule a change is moving, as a decision there
+    /// ([`set_config`](Self::set_config)).
     pub fn reset(&self, key: &[u8]) -> Result<(), Error> {
         let key = self.locate(key);
         let mut backoff = Backoff::default();
         let view = self.view();
+        let mut region = view.current();
         loop {
-            let region = view.current();
             let outcome = match region.reset_located(key)? {
                 // Absent from a region being swept into: the key may not be moved yet.
                 Reset::Absent if region.is_sweeping() => {
@@ -86,6 +88,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             }
             // The key's slot was moved into a next region: reset it there.
             backoff.snooze();
+            region = view.latest()?;
         }
     }
 }
