@@ -168,7 +168,7 @@ func TestKeyedPolicySetRulesChangesPlan(t *testing.T) {
 	if got := p.KeyedRules(); got[0] != upgrade[0] || got[1] != upgrade[1] {
 		t.Errorf("KeyedRules() = %+v", got)
 	}
-	shared, err := librate.OpenKeyedPolicy(t.TempDir()+"/site", 16, upgrade...)
+	shared, err := librate.OpenKeyedPolicy(t.TempDir()+"/site", 16, upgrade)
 	if err != nil {
 		t.Fatal(err)
 	}
