@@ -133,10 +133,10 @@ func incompatible(path string) error {
 
 // DescribeFile says what the table file at path holds, in one English sentence that
 // starts with the path (rate_describe_file): the kind of table and the rule it holds (a
-// shared limiter's rule in force, and how many times it changed), or why it is no table
-// this librate reads, such as "/dev/shm/api: a librate limiter holding GCRA, limit 10,
-// period_ns 1000000000, burst 10". It is the Description of the *IncompatibleError an
-// open returns. The file is only read, never created or changed. A file that cannot be
+// limiter's or keyed table's rule in force, and how many times it changed), or why it is
+// no table this librate reads, such as "/dev/shm/api: a librate limiter holding GCRA,
+// limit 10, period_ns 1000000000, burst 10". It is the Description of the
+// *IncompatibleError an open returns. The file is only read, never created or changed. A file that cannot be
 // read is an *os.PathError wrapping the syscall.Errno (errors.Is(err, fs.ErrNotExist)
 // for a missing one).
 func DescribeFile(path string) (string, error) {
