@@ -59,8 +59,8 @@ import (
 // opening it shares.
 type Keyed struct {
 	ptr *C.rate_keyed
-	// config is the per-key rule in force: the one given to NewKeyed or OpenKeyed, or to
-	// the last SetConfig.
+	// config is the per-key rule given to NewKeyed or OpenKeyed, or to the last
+	// SetConfig on this Keyed.
 	config   atomic.Pointer[Config]
 	capacity int
 	cleanup  runtime.Cleanup
@@ -100,7 +100,10 @@ func freeKeyed(ptr *C.rate_keyed) {
 }
 
 // Config returns the per-key configuration in force: the one the table was created
-// with, or the last SetConfig gave.
+// with, or the last SetConfig gave. For a table from OpenKeyed it is the rule this Keyed
+// was opened with or last changed to: a change made in the file through another handle
+// or process is not seen here, but each decision's Limit follows it, and DescribeFile
+// says the file's rule in force.
 func (k *Keyed) Config() Config {
 	if k == nil {
 		return Config{}

@@ -87,14 +87,27 @@ func NewKeyedPolicy(capacity int, rules ...KeyedRule) (*KeyedPolicy, error) {
 // OpenKeyedPolicy opens the keyed policy whose rules live in the file at path, creating
 // the file (mode 0600) if it does not exist: every process that opens the same file with
 // the same rules, in the same order, and capacity shares one policy, each rule's limit
-// holding across the processes as across goroutines. As OpenKeyed otherwise; a file of
-// other rules or another capacity is an *IncompatibleError matching ErrIncompatible,
-// which says what the file holds, and is left untouched.
-func OpenKeyedPolicy(path string, capacity int, rules ...KeyedRule) (*KeyedPolicy, error) {
+// holding across the processes as across goroutines. As OpenKeyed otherwise: a file that
+// exists must hold rules (those it was made with, or the last ones any process set in it
+// with SetRules, which changes them in the file for every process attached); with the
+// option ReplaceRule, a file holding other rules of the same scopes and algorithms is
+// given rules instead, as SetRules would change them. A file of other rules or another
+// capacity is an *IncompatibleError matching ErrIncompatible, which says what the file
+// holds, and is left untouched; with ReplaceRule, one of as many rules and the same
+// scopes whose state cannot be carried over (another algorithm, a sliding log's rule) is
+// an error matching ErrInvalidConfig, and the file keeps its rules.
+func OpenKeyedPolicy(path string, capacity int, rules []KeyedRule, options ...OpenOption) (*KeyedPolicy, error) {
+	chosen := chosenOptions(options)
 	cPath := C.CString(path)
 	defer C.free(unsafe.Pointer(cPath))
 	return makeKeyedPolicy(capacity, rules, func(cRules *C.rate_keyed_rule, out **C.rate_keyed_policy) (C.int32_t, error) {
-		status, errno := C.rate_keyed_policy_open(cPath, cRules, C.size_t(len(rules)), C.uint64_t(capacity), out)
+		var status C.int32_t
+		var errno error
+		if chosen.replaceRule {
+			status, errno = C.rate_keyed_policy_open_replacing(cPath, cRules, C.size_t(len(rules)), C.uint64_t(capacity), out)
+		} else {
+			status, errno = C.rate_keyed_policy_open(cPath, cRules, C.size_t(len(rules)), C.uint64_t(capacity), out)
+		}
 		switch status {
 		case C.RATE_E_IO:
 			return status, refusedByOS(path, errno)
@@ -155,7 +168,11 @@ func freeKeyedPolicy(ptr *C.rate_keyed_policy) {
 	noteFreed()
 }
 
-// KeyedRules returns a copy of the rules, in the order given.
+// KeyedRules returns a copy of the rules, in the order given: those the policy was
+// created with, or the last SetRules gave. For a policy from OpenKeyedPolicy they are the
+// rules this KeyedPolicy was opened with or last changed to: a change made in the file
+// through another handle or process is not seen here (nor in Rules), but each
+// decision follows it.
 func (p *KeyedPolicy) KeyedRules() []KeyedRule {
 	if p == nil {
 		return nil

@@ -132,12 +132,12 @@ func TestKeyedPolicyErrors(t *testing.T) {
 
 func TestOpenKeyedPolicy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "policy")
-	first, err := librate.OpenKeyedPolicy(path, 100, siteRules...)
+	first, err := librate.OpenKeyedPolicy(path, 100, siteRules)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	second, err := librate.OpenKeyedPolicy(path, 100, siteRules...)
+	second, err := librate.OpenKeyedPolicy(path, 100, siteRules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,10 +148,10 @@ func TestOpenKeyedPolicy(t *testing.T) {
 	if d, _ := second.AcquireCostsAt("alice", post, 0); d.DeniedBy != 0 || d.Rules[2].Remaining != 2 {
 		t.Errorf("the second handle: %+v", d)
 	}
-	if _, err := librate.OpenKeyedPolicy(path, 100, siteRules[:2]...); !errors.Is(err, librate.ErrIncompatible) {
+	if _, err := librate.OpenKeyedPolicy(path, 100, siteRules[:2]); !errors.Is(err, librate.ErrIncompatible) {
 		t.Errorf("other rules: %v", err)
 	}
-	if _, err := librate.OpenKeyedPolicy(filepath.Join(path, "none"), 100, siteRules...); err == nil {
+	if _, err := librate.OpenKeyedPolicy(filepath.Join(path, "none"), 100, siteRules); err == nil {
 		t.Error("a path under a file opened")
 	}
 }

@@ -66,10 +66,14 @@ func (k *Keyed) SetConfig(config Config) error {
 // has moved. The old rule's table is freed once no goroutine can still be reading it.
 // Config then returns the new rule.
 //
+// A table from OpenKeyed changes in its file, once, for every process: each decides
+// under the new rule from its next decision (every key's state carried over as above),
+// and later openers must give it (or ReplaceRule). Another handle's Config keeps the
+// rule it knew; each decision's Limit and DescribeFile report the file's rule in force.
+//
 // The error is a *ConfigError matching ErrInvalidConfig for an invalid rule, another
-// algorithm, or a sliding log's rule (its entries are not carried over); ErrUnsupported
-// for a table from OpenKeyed (it keeps the rule it was made with); ErrNull for a nil or
-// closed Keyed. Nothing changes then.
+// algorithm, or a sliding log's rule (its entries are not carried over); ErrNull for a
+// nil or closed Keyed. Nothing changes then.
 func (k *Keyed) SetConfigAt(config Config, now time.Duration) error {
 	set := func(cConfig *C.rate_config) C.int32_t {
 		defer runtime.KeepAlive(k)
@@ -152,10 +156,15 @@ func (p *KeyedPolicy) SetRules(rules ...KeyedRule) error {
 // Limiter.SetConfigAt. Each rule's step of a racing request is decided wholly under that
 // rule's old or new configuration. KeyedRules then returns the new rules.
 //
+// A policy from OpenKeyedPolicy changes in its file, once, for every process: each
+// decides under the new rules from its next decision, and later openers must give them
+// (or ReplaceRule). Another handle's KeyedRules keeps the rules it knew; each decision
+// reports the rules in force.
+//
 // The error is a *ConfigError matching ErrInvalidConfig for another number of rules, an
 // invalid rule or scope, or a rule that cannot carry its state over (another scope or
-// algorithm, a sliding log); ErrUnsupported for a policy opened from a file; ErrNull for
-// a nil or closed KeyedPolicy. Nothing changes then.
+// algorithm, a sliding log); ErrNull for a nil or closed KeyedPolicy. Nothing changes
+// then.
 func (p *KeyedPolicy) SetRulesAt(now time.Duration, rules ...KeyedRule) error {
 	if now < 0 {
 		return negativeArgument(0, now, 0)

@@ -2,6 +2,7 @@ package librate_test
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -43,8 +44,8 @@ func TestSetConfigKeepsTheTokens(t *testing.T) {
 }
 
 // 10 a second (T = 100 ms): ann takes 6 (4 tokens), bob 1 (9). Tightened to 1 a second,
-// burst 2: both are capped at 2 tokens, then one a second; a refused change and a shared
-// table's change change nothing.
+// burst 2: both are capped at 2 tokens, then one a second; a refused change changes
+// nothing.
 func TestKeyedSetConfigKeepsEachKeysTokens(t *testing.T) {
 	users, err := librate.NewKeyed(librate.Config{Limit: 10, Period: time.Second}, 16)
 	if err != nil {
@@ -77,18 +78,64 @@ func TestKeyedSetConfigKeepsEachKeysTokens(t *testing.T) {
 	if users.Config() != tighter {
 		t.Errorf("a refused change changed Config() to %+v", users.Config())
 	}
-	shared, err := librate.OpenKeyed(t.TempDir()+"/users", tighter, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shared.Close()
-	if err := shared.SetConfig(window); !errors.Is(err, librate.ErrUnsupported) {
-		t.Errorf("a shared table: %v, want ErrUnsupported", err)
-	}
 	var closed *librate.Keyed
 	if err := closed.SetConfig(tighter); !errors.Is(err, librate.ErrNull) {
 		t.Errorf("nil Keyed: %v, want ErrNull", err)
 	}
+}
+
+// A table from a file changes in the file: another handle decides under the new rule at
+// its next decision. 10 a second (T = 100 ms, τ = 1 s): ann takes 9 at 0 (1 token
+// left), bob 1 (9 left). Tightened to 1 a second, burst 2 (T = 1 s, τ = 2 s): ann keeps
+// her 1 token, debt τ − T = 1 s; bob's 9 are capped at 2, a full bucket.
+func TestSharedKeyedSetConfigKeepsEachKeysTokens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "users")
+	ten := librate.Config{Limit: 10, Period: time.Second}
+	changer, err := librate.OpenKeyed(path, ten, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer changer.Close()
+	other, err := librate.OpenKeyed(path, ten, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for key, n := range map[string]int{"ann": 9, "bob": 1} {
+		if d, _ := changer.AcquireAt(key, n, 0); !d.Allowed {
+			t.Fatalf("%s: %d of 10 denied", key, n)
+		}
+	}
+	tighter := librate.Config{Limit: 1, Period: time.Second, Burst: 2}
+	if err := changer.SetConfigAt(tighter, 0); err != nil {
+		t.Fatal(err)
+	}
+	if changer.Config() != tighter {
+		t.Errorf("Config() = %+v, want %+v", changer.Config(), tighter)
+	}
+	// Through the other handle, at 0: ann's query sees 1 left, reset 1 s; 1 more leaves
+	// TAT = 2 s (0 left, reset 2 s); another is denied until TAT + T − τ = 1 s.
+	for _, step := range []struct {
+		key  string
+		n    int
+		want librate.Decision
+	}{
+		{"ann", 0, librate.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: time.Second}},
+		{"ann", 1, librate.Decision{Allowed: true, Limit: 2, ResetAfter: 2 * time.Second}},
+		{"ann", 1, librate.Decision{Limit: 2, RetryAfter: time.Second, ResetAfter: 2 * time.Second}},
+		{"bob", 0, librate.Decision{Allowed: true, Limit: 2, Remaining: 2}},
+	} {
+		if d, err := other.AcquireAt(step.key, step.n, 0); err != nil || d != step.want {
+			t.Errorf("%s: %d at 0 = %+v, %v; want %+v", step.key, step.n, d, err, step.want)
+		}
+	}
+	// Another algorithm is refused, and the file keeps its rule.
+	window := librate.Config{Algorithm: librate.FixedWindow, Limit: 2, Period: time.Second}
+	if err := changer.SetConfigAt(window, 0); !errors.Is(err, librate.ErrInvalidConfig) {
+		t.Errorf("a change of algorithm: %v, want ErrInvalidConfig", err)
+	}
+	describedAs(t, path, path+": a librate keyed table of capacity 16 holding GCRA, limit 1, "+
+		"period_ns 1000000000, burst 2 (its rule changed 1 time since it was made)")
 }
 
 // 2 a second and 3 a minute, 2 taken; upgraded to 4 a second and 10 a minute: the
@@ -128,56 +175,89 @@ func TestSetRulesChangesPlan(t *testing.T) {
 
 // Per customer 2 a second (GCRA), everybody 100 a minute; ann takes 2 and bob 1 at 0.
 // Upgraded to 4 a second and 10 a minute: ann's 0 tokens stay 0 (now 250 ms each), bob
-// keeps his 1, the window its 3 of 10.
+// keeps his 1, the window its 3 of 10. Checked on a private policy and on one from a
+// file, changed through one handle and seen through another.
 func TestKeyedPolicySetRulesChangesPlan(t *testing.T) {
 	window := librate.Config{Algorithm: librate.FixedWindow, Limit: 100, Period: time.Minute}
-	p, err := librate.NewKeyedPolicy(100,
-		librate.PerKeyRule(librate.Config{Limit: 2, Period: time.Second}), librate.GlobalRule(window))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	plan := []librate.KeyedRule{librate.PerKeyRule(librate.Config{Limit: 2, Period: time.Second}), librate.GlobalRule(window)}
+	t.Run("private", func(t *testing.T) {
+		p, err := librate.NewKeyedPolicy(100, plan...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		keyedPlanChange(t, p, p)
+		var none *librate.KeyedPolicy
+		if err := none.SetRules(plan...); !errors.Is(err, librate.ErrNull) {
+			t.Errorf("nil policy: %v, want ErrNull", err)
+		}
+	})
+	t.Run("file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "site")
+		changer, err := librate.OpenKeyedPolicy(path, 100, plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer changer.Close()
+		other, err := librate.OpenKeyedPolicy(path, 100, plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		keyedPlanChange(t, changer, other)
+		// The file holds the upgrade: a later opener gives it.
+		later, err := librate.OpenKeyedPolicy(path, 100, changer.KeyedRules())
+		if err != nil {
+			t.Fatalf("an opener with the rules in force: %v", err)
+		}
+		later.Close()
+	})
+}
+
+// keyedPlanChange takes ann's 2 and bob's 1 at 0 through changer, upgrades its rules at 0
+// and checks each key's state, carried over, through decider.
+func keyedPlanChange(t *testing.T, changer, decider *librate.KeyedPolicy) {
+	t.Helper()
 	for key, n := range map[string]int{"ann": 2, "bob": 1} {
-		if d, _ := p.AcquireAt(key, n, 0); !d.Allowed {
+		if d, _ := changer.AcquireAt(key, n, 0); !d.Allowed {
 			t.Fatalf("%s: %d denied", key, n)
 		}
 	}
+	window := changer.KeyedRules()[1].Config
 	window.Limit = 10
 	upgrade := []librate.KeyedRule{
 		librate.PerKeyRule(librate.Config{Limit: 4, Period: time.Second}), librate.GlobalRule(window),
 	}
-	if err := p.SetRulesAt(0, upgrade...); err != nil {
+	if err := changer.SetRulesAt(0, upgrade...); err != nil {
 		t.Fatal(err)
 	}
-	if d, _ := p.AcquireAt("ann", 0, 0); d.Rules[0].Remaining != 0 || d.Rules[1].Remaining != 7 {
-		t.Errorf("ann after the upgrade: %+v", d)
+	// 4 a second, burst 4: T = 250 ms, τ = 1 s. ann: 0 tokens, debt 1 s. bob: 1 token,
+	// debt 750 ms. The window: 3 of 10 taken, its next at 1 min.
+	counted := librate.Decision{Allowed: true, Limit: 10, Remaining: 7, ResetAfter: time.Minute}
+	for _, c := range []struct {
+		key  string
+		want librate.Decision
+	}{
+		{"ann", librate.Decision{Allowed: true, Limit: 4, ResetAfter: time.Second}},
+		{"bob", librate.Decision{Allowed: true, Limit: 4, Remaining: 1, ResetAfter: 750 * time.Millisecond}},
+	} {
+		d, err := decider.AcquireAt(c.key, 0, 0)
+		if err != nil || len(d.Rules) != 2 || d.Rules[0] != c.want || d.Rules[1] != counted {
+			t.Errorf("%s after the upgrade: %+v, %v; want %+v, %+v", c.key, d, err, c.want, counted)
+		}
 	}
-	if d, _ := p.AcquireAt("bob", 0, 0); d.Rules[0].Remaining != 1 {
-		t.Errorf("bob after the upgrade: %+v", d)
-	}
-	if d, _ := p.AcquireAt("ann", 1, 250*time.Millisecond); !d.Allowed {
+	// At 250 ms ann's debt is 750 ms: 1 token.
+	if d, _ := decider.AcquireAt("ann", 1, 250*time.Millisecond); !d.Allowed {
 		t.Errorf("ann at 250 ms: %+v", d)
 	}
 	swapped := []librate.KeyedRule{librate.GlobalRule(upgrade[0].Config), upgrade[1]}
-	if err := p.SetRulesAt(0, swapped...); !errors.Is(err, librate.ErrInvalidConfig) {
+	if err := changer.SetRulesAt(0, swapped...); !errors.Is(err, librate.ErrInvalidConfig) {
 		t.Errorf("a per-key rule made global: %v, want ErrInvalidConfig", err)
 	}
-	if err := p.SetRulesAt(0, upgrade[0]); !errors.Is(err, librate.ErrInvalidConfig) {
+	if err := changer.SetRulesAt(0, upgrade[0]); !errors.Is(err, librate.ErrInvalidConfig) {
 		t.Errorf("one rule for two: %v, want ErrInvalidConfig", err)
 	}
-	if got := p.KeyedRules(); got[0] != upgrade[0] || got[1] != upgrade[1] {
+	if got := changer.KeyedRules(); got[0] != upgrade[0] || got[1] != upgrade[1] {
 		t.Errorf("KeyedRules() = %+v", got)
-	}
-	shared, err := librate.OpenKeyedPolicy(t.TempDir()+"/site", 16, upgrade...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shared.Close()
-	if err := shared.SetRulesAt(0, upgrade...); !errors.Is(err, librate.ErrUnsupported) {
-		t.Errorf("a shared policy's change: %v, want ErrUnsupported", err)
-	}
-	var none *librate.KeyedPolicy
-	if err := none.SetRules(upgrade...); !errors.Is(err, librate.ErrNull) {
-		t.Errorf("nil policy: %v, want ErrNull", err)
 	}
 }

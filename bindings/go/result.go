@@ -105,16 +105,15 @@ var (
 	// admitted. Fail open or closed as suits the caller (RATE_E_TABLE_FULL).
 	ErrTableFull error = Error{Code: C.RATE_E_TABLE_FULL}
 	// ErrUnsupported: the operation does not exist for this limiter: Reserve on a window
-	// algorithm, or a change of rule of a Keyed or KeyedPolicy opened from a file, which
-	// keeps the rules it was made with (RATE_E_UNSUPPORTED).
+	// algorithm (RATE_E_UNSUPPORTED).
 	ErrUnsupported error = Error{Code: C.RATE_E_UNSUPPORTED}
 	// ErrInternal: a bug inside librate, caught at the C boundary (RATE_E_INTERNAL).
 	ErrInternal error = Error{Code: C.RATE_E_INTERNAL}
 	// ErrIncompatible: Open, OpenKeyed or OpenKeyedPolicy found a file that is not a
 	// librate table of this kind, rule, capacity and size, and left it untouched
 	// (RATE_E_INCOMPATIBLE). They return it wrapped in an *IncompatibleError that says
-	// what the file holds (DescribeFile): open it with that rule, or use another path; a
-	// Limiter's opener may replace the file's rule instead (Open with ReplaceRule).
+	// what the file holds (DescribeFile): open it with that rule, or use another path, or
+	// replace the file's rule (the option ReplaceRule).
 	ErrIncompatible error = Error{Code: C.RATE_E_INCOMPATIBLE}
 	// ErrInvalidArgument: a negative count, time or duration, rejected before calling
 	// C. Its code, -1000, is the binding's own.

@@ -34,12 +34,7 @@ import (
 // (another algorithm, a sliding log's rule) is an error matching ErrInvalidConfig, and
 // the file keeps its rule.
 func Open(path string, config Config, options ...OpenOption) (*Limiter, error) {
-	var chosen openOptions
-	for _, option := range options {
-		if option != nil {
-			option(&chosen)
-		}
-	}
+	chosen := chosenOptions(options)
 	cConfig, err := config.toC()
 	if err != nil {
 		return nil, err
@@ -68,22 +63,39 @@ func Open(path string, config Config, options ...OpenOption) (*Limiter, error) {
 	}
 }
 
-// OpenOption changes how Open opens a file: ReplaceRule.
+// OpenOption changes how Open, OpenKeyed and OpenKeyedPolicy open a file: ReplaceRule.
 type OpenOption func(*openOptions)
 
-// openOptions is what the OpenOptions given to Open chose.
+// openOptions is what the OpenOptions given to an opener chose.
 type openOptions struct {
 	replaceRule bool
 }
 
-// ReplaceRule makes Open give the file the opener's Config when it holds another rule,
-// instead of refusing it with ErrIncompatible (rate_limiter_open_replacing): the change
-// is made in the file exactly as SetConfig makes it, now, the state carried over (GCRA
-// keeps its tokens, capped at the new burst; the windows their counts), and every process
-// attached decides under the new rule from its next decision. A file that holds the
-// opener's rule already, or a new file, is opened as Open opens it. The way to roll out a
-// new limit: restart the processes sharing the file with the new Config and this option,
+// chosenOptions is what options choose; a nil option chooses nothing.
+func chosenOptions(options []OpenOption) openOptions {
+	var chosen openOptions
+	for _, option := range options {
+		if option != nil {
+			option(&chosen)
+		}
+	}
+	return chosen
+}
+
+// ReplaceRule makes an opener give the file the opener's rule when it holds another,
+// instead of refusing it with ErrIncompatible: the change is made in the file exactly as
+// SetConfig (SetRules for a keyed policy) makes it, now, on the real clock, the state
+// carried over (GCRA keeps its tokens, capped at the new burst; the windows their counts;
+// in a keyed table each key's, a key whose state is fresh starting anew), and every
+// process attached decides under the new rule from its next decision. A file that holds
+// the opener's rule already, or a new file, is opened as without it. The way to roll out
+// a new limit: restart the processes sharing the file with the new rule and this option,
 // one by one, and none of them is refused.
+//
+// Open calls rate_limiter_open_replacing, OpenKeyed rate_keyed_open_replacing,
+// OpenKeyedPolicy rate_keyed_policy_open_replacing. The file must still be of the
+// opener's kind and capacity (a keyed policy's of as many rules, of the same scopes);
+// another is refused with an *IncompatibleError as without the option.
 func ReplaceRule() OpenOption {
 	return func(options *openOptions) { options.replaceRule = true }
 }
@@ -121,10 +133,10 @@ func incompatible(path string) error {
 
 // DescribeFile says what the table file at path holds, in one English sentence that
 // starts with the path (rate_describe_file): the kind of table and the rule it holds (a
-// shared limiter's rule in force, and how many times it changed), or why it is no table
-// this librate reads, such as "/dev/shm/api: a librate limiter holding GCRA, limit 10,
-// period_ns 1000000000, burst 10". It is the Description of the *IncompatibleError an
-// open returns. The file is only read, never created or changed. A file that cannot be
+// limiter's or keyed table's rule in force, and how many times it changed), or why it is
+// no table this librate reads, such as "/dev/shm/api: a librate limiter holding GCRA,
+// limit 10, period_ns 1000000000, burst 10". It is the Description of the
+// *IncompatibleError an open returns. The file is only read, never created or changed. A file that cannot be
 // read is an *os.PathError wrapping the syscall.Errno (errors.Is(err, fs.ErrNotExist)
 // for a missing one).
 func DescribeFile(path string) (string, error) {
@@ -164,13 +176,22 @@ func DescribeFile(path string) (string, error) {
 // A slot that a live process keeps claimed (one stopped mid-insert) is waited on for
 // about a second, after which a call that needs it returns ErrTableFull.
 //
-// A file made for another configuration, capacity, size or layout (a limiter's file
-// from Open among them) is refused with an *IncompatibleError matching ErrIncompatible,
-// which says what the file holds, and left untouched; what the
-// operating system refuses (a missing directory, a permission) is an *os.PathError
-// wrapping the syscall.Errno, so errors.Is(err, fs.ErrNotExist) and the like work. A
-// config or capacity that NewKeyed would reject is the same *ConfigError.
-func OpenKeyed(path string, config Config, capacity int) (*Keyed, error) {
+// A file that exists must hold config's rule (the one it was made with, or the last one
+// any process set in it) and capacity. SetConfig on the *Keyed changes the rule in the
+// file, for every process attached; with the option ReplaceRule, a file holding another
+// rule is given config's instead, as SetConfig would change it (see docs/shared.md,
+// changing the rule).
+//
+// A file of another rule, capacity, size or layout (a limiter's file from Open among
+// them) is refused with an *IncompatibleError matching ErrIncompatible, which says what
+// the file holds, and left untouched; what the operating system refuses (a missing
+// directory, a permission) is an *os.PathError wrapping the syscall.Errno, so
+// errors.Is(err, fs.ErrNotExist) and the like work. A config or capacity that NewKeyed
+// would reject is the same *ConfigError. With ReplaceRule, a rule the file's state cannot
+// be carried over to (another algorithm, a sliding log's rule) is an error matching
+// ErrInvalidConfig, and the file keeps its rule.
+func OpenKeyed(path string, config Config, capacity int, options ...OpenOption) (*Keyed, error) {
+	chosen := chosenOptions(options)
 	cConfig, err := config.toC()
 	if err != nil {
 		return nil, err
@@ -181,7 +202,13 @@ func OpenKeyed(path string, config Config, capacity int) (*Keyed, error) {
 	cPath := C.CString(path)
 	defer C.free(unsafe.Pointer(cPath))
 	var ptr *C.rate_keyed
-	status, errno := C.rate_keyed_open(cPath, &cConfig, C.uint64_t(capacity), &ptr)
+	var status C.int32_t
+	var errno error
+	if chosen.replaceRule {
+		status, errno = C.rate_keyed_open_replacing(cPath, &cConfig, C.uint64_t(capacity), &ptr)
+	} else {
+		status, errno = C.rate_keyed_open(cPath, &cConfig, C.uint64_t(capacity), &ptr)
+	}
 	switch status {
 	case C.RATE_OK:
 		return wrapKeyed(ptr, config, capacity), nil

@@ -252,12 +252,12 @@ func TestEveryOpenSaysWhatTheFileHolds(t *testing.T) {
 		{Config: librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: time.Second}, Scope: librate.PerKey},
 		{Config: librate.Config{Algorithm: librate.FixedWindow, Limit: 100, Period: time.Minute}, Scope: librate.Global},
 	}
-	p, err := librate.OpenKeyedPolicy(policy, 64, rules...)
+	p, err := librate.OpenKeyedPolicy(policy, 64, rules)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
-	_, err = librate.OpenKeyedPolicy(policy, 64, rules[0])
+	_, err = librate.OpenKeyedPolicy(policy, 64, rules[:1])
 	checkIncompatibleError(t, err, policy, policy+": a librate keyed policy of capacity 64 "+
 		"holding 2 rules: GCRA, limit 1, period_ns 1000000000, burst 1 (per key); fixed "+
 		"window, limit 100, period_ns 60000000000 (global)")

@@ -22,8 +22,10 @@ import (
 
 // The process tests run this very test binary again as child processes: with
 // -test.run=^TestHelperProcess$ and helperEnv naming what the child does (helperTake,
-// helperInsert, helperNobody, helperReset, or shared_change_test.go's helperSetConfig and
-// helperReplace), TestHelperProcess is the child's whole work.
+// helperInsert, helperNobody, helperReset, shared_change_test.go's helperSetConfig and
+// helperReplace, or shared_keyed_change_test.go's helperKeyedSetConfig,
+// helperKeyedReplace, helperPolicySetRules and helperPolicyReplace), TestHelperProcess is
+// the child's whole work.
 const (
 	helperEnv    = "LIBRATE_TEST_HELPER"
 	helperTake   = "take"   // take units from a shared file until denied
@@ -117,6 +119,14 @@ func TestHelperProcess(t *testing.T) {
 		changeToFive(t)
 	case helperReplace:
 		restartWithFive(t)
+	case helperKeyedSetConfig:
+		changeKeyedToFive(t)
+	case helperKeyedReplace:
+		restartKeyedWithFive(t)
+	case helperPolicySetRules:
+		changePolicyRules(t)
+	case helperPolicyReplace:
+		restartPolicyWithNewRules(t)
 	default:
 		t.Skip("the child process of the shared-file tests")
 	}
