@@ -31,6 +31,8 @@
 mod change;
 mod engine;
 mod file;
+#[cfg(not(loom))]
+pub(crate) use self::file::{rule_blocks, rules_described};
 mod keyed;
 
 use self::engine::{least_limit, Cost, Costs, Engine, Rules, Taken, Uniform};

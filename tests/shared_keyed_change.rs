@@ -286,6 +286,11 @@ fn a_policy_changes_in_its_file() {
         KeyedPolicy::open(&path, &old, 10).unwrap_err(),
         Error::Incompatible
     );
+    assert!(describe_file(&path).unwrap().ends_with(&format!(
+        ": a librate keyed policy of capacity 10 holding 2 rules: GCRA, limit 5, period_ns \
+         {HOUR}, burst 5 (its rule changed 1 time since it was made) (per key); fixed window, \
+         limit 1000, period_ns {HOUR} (its rule changed 1 time since it was made) (global)"
+    )));
     let newer = [
         KeyedRule::per_key(Config::gcra(20, HOUR)),
         KeyedRule::global(Config::fixed_window(10, HOUR)),

@@ -140,11 +140,19 @@ fn descriptor(rules: &[(bool, Config)]) -> Result<[u64; DESCRIPTOR_WORDS], Error
 /// rules (bytes another writer put there).
 #[cfg(not(loom))]
 fn described(mapping: &Mapping) -> Option<Vec<(bool, Config)>> {
-    let words = mapping.state(DESCRIPTOR_WORDS);
+    // Relaxed: written before the file was linked under its name, never changed.
+    let words: Vec<u64> = (mapping.state(DESCRIPTOR_WORDS).iter())
+        .map(|word| word.load(Ordering::Relaxed))
+        .collect();
+    rules_described(&words)
+}
+
+/// The rules a descriptor's `words` describe, in order, each per key or not: `None` if
+/// they are no rules.
+#[cfg(not(loom))]
+pub(crate) fn rules_described(words: &[u64]) -> Option<Vec<(bool, Config)>> {
     let mut rules = Vec::new();
-    for rule in words.chunks_exact(RULE_WORDS) {
-        // Relaxed: written before the file was linked under its name, never changed.
-        let rule: [u64; RULE_WORDS] = std::array::from_fn(|i| rule[i].load(Ordering::Relaxed));
+    for rule in words.chunks_exact(RULE_WORDS).take(MAX_RULES) {
         let per_key = match rule[0] {
             0 => break,
             SCOPE_PER_KEY => true,
@@ -155,6 +163,15 @@ fn described(mapping: &Mapping) -> Option<Vec<(bool, Config)>> {
         rules.push((per_key, config));
     }
     Some(rules)
+}
+
+/// Where each rule's place starts among a policy file's state words, for the rules it was
+/// created with, `created`, and its capacity: its rule block's first word. `None` if they
+/// lay out no file.
+#[cfg(not(loom))]
+pub(crate) fn rule_blocks(created: &[(bool, Config)], capacity: u64) -> Option<Vec<usize>> {
+    let (places, _) = places(created, capacity).ok()?;
+    Some(places.iter().map(|place| place.start).collect())
 }
 
 impl KeyedPolicy {

@@ -42,14 +42,14 @@ pub fn describe_file(path: impl AsRef<Path>) -> Result<String, Error> {
     let limit = (HEADER_WORDS + POLICY_RULES * POLICY_RULE_WORDS).max(rules_prefix()) * 8;
     let file = File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
-    file.take(limit as u64)
+    (&file).take(limit as u64)
         .read_to_end(&mut bytes)
         .map_err(io)?;
     let words: Vec<u64> = bytes
         .chunks_exact(8)
         .map(|word| u64::from_le_bytes(word.try_into().expect("8 bytes")))
         .collect();
-    Ok(format!("{}: {}", path.display(), holds(&words, size)))
+    Ok(format!("{}: {}", path.display(), holds(&words, size, &file)))
 }
 
 /// The words of a limiter file up to its last record.
@@ -58,7 +58,7 @@ fn rules_prefix() -> usize {
 }
 
 /// What a file of `size` bytes, whose first words are `words`, holds.
-fn holds(words: &[u64], size: u64) -> String {
+fn holds(words: &[u64], size: u64, file: &File) -> String {
     let Some(header) = words.get(..HEADER_WORDS) else {
         return format!("not a librate table ({size} bytes)");
     };
@@ -91,19 +91,24 @@ fn holds(words: &[u64], size: u64) -> String {
         },
         KIND_KEYED_POLICY => {
             let count = header[super::header::W_ALGORITHM] as usize;
-            let rules: Vec<String> = words[HEADER_WORDS..]
+            let descriptor = words.get(HEADER_WORDS..).unwrap_or_default();
+            let rules: Vec<String> = descriptor
                 .chunks_exact(POLICY_RULE_WORDS)
                 .take(count.min(POLICY_RULES))
-                .map(|rule_words| {
+                .enumerate()
+                .map(|(index, rule_words)| {
                     let scope = if rule_words[0] == 2 {
                         "global"
                     } else {
                         "per key"
                     };
                     let words = rule_words[1..].try_into().expect("four words");
-                    match rule_of(words) {
-                        Some((config, _)) => format!("{} ({scope})", rule(&config)),
-                        None => "no rule".into(),
+                    let Some((created, _)) = rule_of(words) else {
+                        return "no rule".into();
+                    };
+                    match policy_rule_in_force(file, descriptor, capacity, index, created) {
+                        Some((config, serial)) => format!("{} ({scope})", held(&config, serial)),
+                        None => format!("{} ({scope})", rule(&created)),
                     }
                 })
                 .collect();
@@ -116,6 +121,35 @@ fn holds(words: &[u64], size: u64) -> String {
         }
         kind => format!("a librate table of an unknown kind ({kind})"),
     }
+}
+
+/// The rule in force of rule `index` of a keyed policy `file`, whose descriptor's words
+/// are `descriptor` and which was created with the rule `created` there, and its serial:
+/// `None` if the file's words say nothing readable.
+#[cfg(not(loom))]
+fn policy_rule_in_force(
+    file: &File,
+    descriptor: &[u64],
+    capacity: u64,
+    index: usize,
+    created: Config,
+) -> Option<(Config, u64)> {
+    use std::os::unix::fs::FileExt;
+    let rules = crate::policy::rules_described(descriptor)?;
+    let start = *crate::policy::rule_blocks(&rules, capacity)?.get(index)?;
+    let mut bytes = vec![0; super::rules::RECORDS_END * 8];
+    file.read_exact_at(&mut bytes, ((HEADER_WORDS + start) * 8) as u64)
+        .ok()?;
+    let block: Vec<u64> = bytes
+        .chunks_exact(8)
+        .map(|word| u64::from_le_bytes(word.try_into().expect("8 bytes")))
+        .collect();
+    rule_in_force(&block, Some(created))
+}
+
+#[cfg(loom)]
+fn policy_rule_in_force(_: &File, _: &[u64], _: u64, _: usize, _: Config) -> Option<(Config, u64)> {
+    None
 }
 
 /// The rule in force of `serial`, and how many times the file's rule changed.
