@@ -569,6 +569,24 @@ int32_t rate_keyed_explain_config(const struct rate_config *config,
 void rate_keyed_free(struct rate_keyed *keyed);
 
 /**
+ * Writes the rule every key of the table follows now to `out`: the configuration it was
+ * made with, or the last `rate_keyed_set_config` gave. For a table opened from a file,
+ * the file's rule in force, which a change by any process attached may have replaced.
+ *
+ * Ownership: `out` is the caller's; nothing is kept.
+ *
+ * Thread-safety: safe to call concurrently on one handle, with any other call.
+ *
+ * NULL: `keyed` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK or RATE_E_NULL.
+ *
+ * # Safety
+ * `keyed` is NULL or a live handle; `out` is NULL or points to a writable `rate_config`.
+ */
+int32_t rate_keyed_get_config(const struct rate_keyed *keyed, struct rate_config *out);
+
+/**
  * Creates a keyed limiter for `capacity` keys under `config`; a key not yet seen
  * behaves as a new limiter (full).
  *
@@ -774,6 +792,28 @@ int32_t rate_keyed_policy_acquire_costs_at(struct rate_keyed_policy *policy,
 void rate_keyed_policy_free(struct rate_keyed_policy *policy);
 
 /**
+ * Writes the policy's rules in force, in order, to `out[0]` up to `out[out_len - 1]` (at
+ * most as many as the policy has): the rules it was made with, or the last
+ * `rate_keyed_policy_set_rules` gave. For a policy opened from a file, the file's rules
+ * in force, which a change by any process attached may have replaced.
+ *
+ * Ownership: `out` is the caller's; nothing is kept.
+ *
+ * Thread-safety: safe to call concurrently on one handle, with any other call.
+ *
+ * NULL: `policy` NULL, or `out` NULL with a non-zero `out_len`, is RATE_E_NULL.
+ *
+ * Returns RATE_OK or RATE_E_NULL.
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `out` is NULL or points to `out_len` writable
+ * `rate_keyed_rule`s.
+ */
+int32_t rate_keyed_policy_get_rules(const struct rate_keyed_policy *policy,
+                                    struct rate_keyed_rule *out,
+                                    size_t out_len);
+
+/**
  * Creates a keyed policy of the `rules_len` rules at `rules` (1 to
  * RATE_POLICY_MAX_RULES, any mix of algorithms and scopes), every per-key rule a table
  * of `capacity` keys as for `rate_keyed_new` (its memory allocated now), every rule full
@@ -949,11 +989,16 @@ int32_t rate_keyed_policy_set_rules(struct rate_keyed_policy *policy,
  *
  * NULL: `policy` NULL, or `rules` NULL with a non-zero `rules_len`, is RATE_E_NULL.
  *
+ * A policy opened from a file (`rate_keyed_policy_open`) changes in the file, each rule
+ * once, for every process attached, as `rate_keyed_set_config_at` and
+ * `rate_limiter_set_config_at` change theirs.
+ *
  * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (another number of rules, another
  * scope, an unknown scope, a rule `rate_limiter_new` rejects, one that cannot carry its
  * state over as `rate_limiter_set_config_at` says, or a table region that cannot be
- * allocated), or RATE_E_UNSUPPORTED (a policy in a shared file); on error no rule
- * changes, but for an allocation that fails after some rules changed.
+ * allocated); for a policy in a file, also RATE_E_IO (`errno` EBUSY) or
+ * RATE_E_INCOMPATIBLE as `rate_keyed_set_config_at` says. On error no rule changes, but
+ * for an allocation (or, in a file, a busy change) that fails after some rules changed.
  *
  * # Safety
  * `policy` is NULL or a live handle; `rules` is NULL or points to `rules_len` readable
@@ -1079,13 +1124,21 @@ int32_t rate_keyed_set_config(struct rate_keyed *keyed, const struct rate_config
  * for the new rule and frees the old one once no thread can still be reading it, so a
  * table holds a few tables at most, however many changes it sees.
  *
+ * A table opened from a file (`rate_keyed_open`) changes in the file, once, for every
+ * process attached, each from its next decision: the change moves the keys into the
+ * file's next region before the new rule takes effect, and requests for keys it has
+ * moved wait until then (docs/shared.md, changing the rule).
+ *
  * NULL: `keyed` or `config` NULL is RATE_E_NULL.
  *
  * Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (a configuration
  * `rate_keyed_new` rejects, another algorithm, a sliding log's rule, whose entries are
- * not carried over, or a new table that cannot be allocated), or RATE_E_UNSUPPORTED (a
- * table in a shared file, whose configuration every process checks when it opens it). On
- * error nothing changes.
+ * not carried over, or a new table that cannot be allocated); for a table in a file,
+ * also RATE_E_IO with `errno` EBUSY (another process's change, a decision pinned by a
+ * stopped process, or an insert of one, held it for seconds; after an insert did, the
+ * change stays in flight and the next process that needs it finishes it) or
+ * RATE_E_INCOMPATIBLE (the file's rule words hold no rule). Else on error nothing
+ * changes.
  *
  * # Safety
  * `keyed` is NULL or a live handle; `config` is NULL or points to a readable

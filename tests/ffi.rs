@@ -627,3 +627,117 @@ fn redis_policy_script_gives_the_script_and_its_arguments() {
         );
     }
 }
+
+/// A shared keyed table's and keyed policy's rules in force, read through the C ABI: a
+/// change through one handle is what the other handle reports; NULL is RATE_E_NULL and
+/// writes nothing; a policy's rules fill at most the buffer given.
+#[test]
+fn shared_keyed_rules_in_force_are_read_back() {
+    let dir = std::env::temp_dir();
+    let table_path = dir.join(format!("librate-ffi-keyed-rule-{}", std::process::id()));
+    let policy_path = dir.join(format!("librate-ffi-policy-rules-{}", std::process::id()));
+    let c_path = |path: &std::path::Path| {
+        std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap()
+    };
+    let (table_c, policy_c) = (c_path(&table_path), c_path(&policy_path));
+    let (mut here, mut there) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: live pointers throughout; each handle is freed once, below.
+    unsafe {
+        assert_eq!(
+            rate_keyed_open(table_c.as_ptr(), &gcra(10, SECOND, 0), 8, &mut here),
+            RATE_OK
+        );
+        assert_eq!(
+            rate_keyed_open(table_c.as_ptr(), &gcra(10, SECOND, 0), 8, &mut there),
+            RATE_OK
+        );
+        assert_eq!(rate_keyed_set_config(there, &gcra(5, SECOND, 2)), RATE_OK);
+        let mut held = gcra(0, 0, 0);
+        assert_eq!(rate_keyed_get_config(here, &mut held), RATE_OK);
+        assert_eq!((held.limit, held.period_ns, held.burst), (5, SECOND, 2));
+        let mut untouched = gcra(7, 7, 7);
+        assert_eq!(
+            rate_keyed_get_config(ptr::null(), &mut untouched),
+            RATE_E_NULL
+        );
+        assert_eq!(untouched.limit, 7);
+        assert_eq!(rate_keyed_get_config(here, ptr::null_mut()), RATE_E_NULL);
+        rate_keyed_free(here);
+        rate_keyed_free(there);
+
+        let window = rate_config {
+            algorithm: RATE_FIXED_WINDOW,
+            limit: 100,
+            period_ns: 60 * SECOND,
+            burst: 0,
+        };
+        let rules = [
+            rate_keyed_rule {
+                config: gcra(10, SECOND, 0),
+                scope: RATE_RULE_PER_KEY,
+            },
+            rate_keyed_rule {
+                config: window,
+                scope: RATE_RULE_GLOBAL,
+            },
+        ];
+        let (mut one, mut other) = (ptr::null_mut(), ptr::null_mut());
+        assert_eq!(
+            rate_keyed_policy_open(policy_c.as_ptr(), rules.as_ptr(), 2, 8, &mut one),
+            RATE_OK
+        );
+        assert_eq!(
+            rate_keyed_policy_open(policy_c.as_ptr(), rules.as_ptr(), 2, 8, &mut other),
+            RATE_OK
+        );
+        let mut changed = rules;
+        changed[0].config.limit = 4;
+        changed[1].config.limit = 50;
+        assert_eq!(
+            rate_keyed_policy_set_rules(other, changed.as_ptr(), 2),
+            RATE_OK
+        );
+        let mut read = [rate_keyed_rule {
+            config: gcra(0, 0, 0),
+            scope: 9,
+        }; 3];
+        assert_eq!(
+            rate_keyed_policy_get_rules(one, read.as_mut_ptr(), 3),
+            RATE_OK
+        );
+        assert_eq!(
+            (read[0].config.limit, read[0].scope),
+            (4, RATE_RULE_PER_KEY)
+        );
+        assert_eq!(
+            (read[1].config.limit, read[1].scope),
+            (50, RATE_RULE_GLOBAL)
+        );
+        assert_eq!((read[2].config.limit, read[2].scope), (0, 9));
+        let mut first = [rate_keyed_rule {
+            config: gcra(0, 0, 0),
+            scope: 9,
+        }; 1];
+        assert_eq!(
+            rate_keyed_policy_get_rules(one, first.as_mut_ptr(), 1),
+            RATE_OK
+        );
+        assert_eq!(first[0].config.limit, 4);
+        assert_eq!(
+            rate_keyed_policy_get_rules(one, ptr::null_mut(), 0),
+            RATE_OK
+        );
+        assert_eq!(
+            rate_keyed_policy_get_rules(one, ptr::null_mut(), 2),
+            RATE_E_NULL
+        );
+        assert_eq!(
+            rate_keyed_policy_get_rules(ptr::null(), read.as_mut_ptr(), 2),
+            RATE_E_NULL
+        );
+        rate_keyed_policy_free(one);
+        rate_keyed_policy_free(other);
+    }
+    std::fs::remove_file(&table_path).unwrap();
+    std::fs::remove_file(&policy_path).unwrap();
+}

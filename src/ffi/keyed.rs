@@ -9,7 +9,7 @@ use std::ffi::c_char;
 
 mod change;
 
-pub use self::change::{rate_keyed_set_config, rate_keyed_set_config_at};
+pub use self::change::{rate_keyed_get_config, rate_keyed_set_config, rate_keyed_set_config_at};
 
 /// An opaque table of limiters, one per key, all under one configuration. Safe to use
 /// from many threads at once; `rate_keyed_free` must not race with any other call on the

@@ -12,7 +12,9 @@ use std::ffi::c_char;
 mod change;
 mod upkeep;
 
-pub use self::change::{rate_keyed_policy_set_rules, rate_keyed_policy_set_rules_at};
+pub use self::change::{
+    rate_keyed_policy_get_rules, rate_keyed_policy_set_rules, rate_keyed_policy_set_rules_at,
+};
 pub use self::upkeep::{
     rate_keyed_policy_read_stats, rate_keyed_policy_read_stats_at, rate_keyed_policy_reset,
 };
@@ -30,6 +32,19 @@ pub struct rate_keyed_rule {
     pub config: rate_config,
     /// `RATE_RULE_PER_KEY` or `RATE_RULE_GLOBAL`; anything else is RATE_E_INVALID_CONFIG.
     pub scope: u32,
+}
+
+impl From<KeyedRule> for rate_keyed_rule {
+    fn from(rule: KeyedRule) -> Self {
+        Self {
+            config: rate_config::from(rule.config()),
+            scope: if rule.is_per_key() {
+                RATE_RULE_PER_KEY
+            } else {
+                RATE_RULE_GLOBAL
+            },
+        }
+    }
 }
 
 impl rate_keyed_rule {

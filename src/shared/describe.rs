@@ -42,14 +42,19 @@ pub fn describe_file(path: impl AsRef<Path>) -> Result<String, Error> {
     let limit = (HEADER_WORDS + POLICY_RULES * POLICY_RULE_WORDS).max(rules_prefix()) * 8;
     let file = File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
-    (&file).take(limit as u64)
+    (&file)
+        .take(limit as u64)
         .read_to_end(&mut bytes)
         .map_err(io)?;
     let words: Vec<u64> = bytes
         .chunks_exact(8)
         .map(|word| u64::from_le_bytes(word.try_into().expect("8 bytes")))
         .collect();
-    Ok(format!("{}: {}", path.display(), holds(&words, size, &file)))
+    Ok(format!(
+        "{}: {}",
+        path.display(),
+        holds(&words, size, &file)
+    ))
 }
 
 /// The words of a limiter file up to its last record.

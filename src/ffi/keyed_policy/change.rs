@@ -1,6 +1,7 @@
 //! Changing a keyed policy's rules at run time, through the C ABI.
 
 use super::super::policy::set_rules_of;
+use super::super::{boundary, RATE_E_NULL, RATE_OK};
 use super::{inner, rate_keyed_policy, rate_keyed_rule};
 
 /// Replaces the keyed policy's rules, now (`rate_now_ns`): as
@@ -41,11 +42,16 @@ pub unsafe extern "C" fn rate_keyed_policy_set_rules(
 ///
 /// NULL: `policy` NULL, or `rules` NULL with a non-zero `rules_len`, is RATE_E_NULL.
 ///
+/// A policy opened from a file (`rate_keyed_policy_open`) changes in the file, each rule
+/// once, for every process attached, as `rate_keyed_set_config_at` and
+/// `rate_limiter_set_config_at` change theirs.
+///
 /// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (another number of rules, another
 /// scope, an unknown scope, a rule `rate_limiter_new` rejects, one that cannot carry its
 /// state over as `rate_limiter_set_config_at` says, or a table region that cannot be
-/// allocated), or RATE_E_UNSUPPORTED (a policy in a shared file); on error no rule
-/// changes, but for an allocation that fails after some rules changed.
+/// allocated); for a policy in a file, also RATE_E_IO (`errno` EBUSY) or
+/// RATE_E_INCOMPATIBLE as `rate_keyed_set_config_at` says. On error no rule changes, but
+/// for an allocation (or, in a file, a busy change) that fails after some rules changed.
 ///
 /// # Safety
 /// `policy` is NULL or a live handle; `rules` is NULL or points to `rules_len` readable
@@ -68,4 +74,46 @@ pub unsafe extern "C" fn rate_keyed_policy_set_rules_at(
             |policy, rules| policy.set_rules_at(rules, now_ns),
         )
     }
+}
+
+/// Writes the policy's rules in force, in order, to `out[0]` up to `out[out_len - 1]` (at
+/// most as many as the policy has): the rules it was made with, or the last
+/// `rate_keyed_policy_set_rules` gave. For a policy opened from a file, the file's rules
+/// in force, which a change by any process attached may have replaced.
+///
+/// Ownership: `out` is the caller's; nothing is kept.
+///
+/// Thread-safety: safe to call concurrently on one handle, with any other call.
+///
+/// NULL: `policy` NULL, or `out` NULL with a non-zero `out_len`, is RATE_E_NULL.
+///
+/// Returns RATE_OK or RATE_E_NULL.
+///
+/// # Safety
+/// `policy` is NULL or a live handle; `out` is NULL or points to `out_len` writable
+/// `rate_keyed_rule`s.
+#[no_mangle]
+pub unsafe extern "C" fn rate_keyed_policy_get_rules(
+    policy: *const rate_keyed_policy,
+    out: *mut rate_keyed_rule,
+    out_len: usize,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle; `as_ref` checks NULL.
+        let Some(policy) = (unsafe { policy.as_ref() }) else {
+            return RATE_E_NULL;
+        };
+        if out_len == 0 {
+            return RATE_OK;
+        }
+        if out.is_null() {
+            return RATE_E_NULL;
+        }
+        // SAFETY: `out` points to `out_len` writable rules (the caller's promise).
+        let out = unsafe { std::slice::from_raw_parts_mut(out, out_len) };
+        for (slot, rule) in out.iter_mut().zip(inner(policy).rules()) {
+            *slot = rate_keyed_rule::from(rule);
+        }
+        RATE_OK
+    })
 }
