@@ -311,3 +311,26 @@ fn a_policy_changes_in_its_file() {
         Error::Incompatible
     );
 }
+
+/// A keyed table file's size (docs/shared.md, where to put the file): the 16-word header,
+/// the rule's 32-word block and 512 lines of pins (33,152 bytes), then three copies of the
+/// table, each a control block and claim registry of 528 words and 2 slots of 2 words
+/// per key of capacity (GCRA), rounded up to 16 words: for 100,000 keys, 3 × 400,528
+/// words, 9,645,824 bytes in all. The two copies a change uses are holes until one does.
+#[test]
+fn a_keyed_table_file_holds_its_rule_and_three_tables() {
+    use std::os::unix::fs::MetadataExt;
+    let scratch = Scratch::new("keyed-change-size");
+    let path = scratch.path("gcra");
+    let table = KeyedLimiter::open(&path, &Config::gcra(10, SECOND), 100_000).unwrap();
+    let metadata = std::fs::metadata(&path).unwrap();
+    assert_eq!(metadata.len(), 9_645_824);
+    // Blocks of 512 bytes: at most the header, rule block and first copy, written.
+    let copy = 400_528 * 8;
+    assert!(
+        metadata.blocks() * 512 <= 33_152 + copy + 8192,
+        "{metadata:?}"
+    );
+    table.set_config(&Config::gcra(5, SECOND)).unwrap();
+    assert!(std::fs::metadata(&path).unwrap().blocks() * 512 >= 2 * copy);
+}

@@ -96,17 +96,12 @@ impl FileTable {
             .filter(|&offset| offset < self.layout.words())
     }
 
-    /// The value of the table's word `index` in a new file: the block and registry 0, and
-    /// each region a new table's.
+    /// The value of the table's word `index` in a new file: region A a new table's, all
+    /// else 0 (regions B and C are set as a new table's by the change that first uses
+    /// each, so a file whose rule never changes never writes them).
     pub(crate) fn initial(&self, index: usize) -> u64 {
-        let Some(offset) = index.checked_sub(sides_start()) else {
-            return 0;
-        };
-        let in_region = offset % self.sides().first;
-        match in_region < self.layout.words() {
-            true => self.layout.initial(in_region),
-            false => 0,
-        }
+        self.in_first(index)
+            .map_or(0, |offset| self.layout.initial(offset))
     }
 
     /// Whether a reset for a new boot leaves the table's word `index`, holding `value`, as

@@ -2,7 +2,7 @@
 //! for a new boot (the parent module's docs).
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
@@ -18,6 +18,8 @@ use super::header::{first_rule, Identity, HEADER_WORDS};
 
 /// The boot word's mark of a reset in progress (boot ids use the low 60 bits).
 const RESETTING: u64 = 1 << 63;
+/// Words of a page, which a new file writes whole or leaves a hole.
+const PAGE_WORDS: usize = 512;
 /// How long an opener waits for another process's reset before doing it itself.
 const RESET_PATIENCE: Duration = Duration::from_secs(1);
 
@@ -142,13 +144,22 @@ impl Mapping {
                 Some(state) if state < contents.state_words => (contents.initial)(state),
                 Some(_) => 0,
             };
-            // Written in pieces, so a large table needs no second copy of itself in memory.
-            let mut writer = io::BufWriter::new(&mut file);
-            for index in 0..words {
-                writer.write_all(&value(index).to_le_bytes())?;
+            // Written a page at a time, so a large table needs no second copy of itself in
+            // memory; a page of zeros is left a hole (a file system that has none writes
+            // zeros), which takes no memory on a tmpfs until it is written.
+            let mut page = Vec::with_capacity(PAGE_WORDS * 8);
+            for start in (0..words).step_by(PAGE_WORDS) {
+                page.clear();
+                for index in start..words.min(start + PAGE_WORDS) {
+                    page.extend_from_slice(&value(index).to_le_bytes());
+                }
+                if page.iter().all(|&byte| byte == 0) {
+                    file.seek(io::SeekFrom::Current(page.len() as i64))?;
+                } else {
+                    file.write_all(&page)?;
+                }
             }
-            writer.flush()?;
-            drop(writer);
+            file.set_len((words as u64).saturating_mul(8))?;
             fs::hard_link(&temporary, path)
         })();
         let _ = fs::remove_file(&temporary);
@@ -242,13 +253,16 @@ impl Mapping {
                     for (index, state) in self.words()[HEADER_WORDS..][..contents.state_words]
                         .iter()
                         .enumerate()
-                        // Relaxed: this resetter alone writes the words now.
-                        .filter(|&(index, word)| {
-                            !(contents.kept)(index, word.load(Ordering::Relaxed))
-                        })
                     {
-                        // Relaxed: published by the Release store below.
-                        state.store((contents.initial)(index), Ordering::Relaxed);
+                        // Relaxed: this resetter alone writes the words now.
+                        let held = state.load(Ordering::Relaxed);
+                        let initial = (contents.initial)(index);
+                        // A word that holds its value already is not written, so pages
+                        // of zeros a table never used stay unwritten.
+                        if held != initial && !(contents.kept)(index, held) {
+                            // Relaxed: published by the Release store below.
+                            state.store(initial, Ordering::Relaxed);
+                        }
                     }
                     // Relaxed: as the state. A new boot may have new namespaces.
                     self.words()[W_PID_NAMESPACE].store(contents.pid_namespace, Ordering::Relaxed);
