@@ -2,20 +2,20 @@
 //! process maps (`open`, docs/shared.md), each ending in one `in_memory` over the region.
 
 use std::path::Path;
-#[cfg(not(loom))]
 use std::sync::Arc;
 
-use super::file::FileTable;
-#[cfg(not(loom))]
-use super::file::{Slots, TableFile};
+use super::file::{FileTable, Slots, TableFile};
 use super::layout::Layout;
+#[cfg(loom)]
+use super::recover;
 use super::region::Region;
 use super::{KeyHasher, KeyedLimiter, CACHED_TABLE_BYTES};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
+use crate::shared::{same_rule, Entry, Mapping};
 #[cfg(not(loom))]
-use crate::shared::{pid_namespace, same_rule, Contents, Entry, Identity, Mapping, KIND_KEYED};
+use crate::shared::{pid_namespace, Contents, Identity, KIND_KEYED};
 use crate::time as clock;
 use crate::versions::{Kept, Versions};
 
@@ -134,7 +134,6 @@ impl KeyedLimiter<KeyHasher> {
     /// # Errors
     /// [`Error::Incompatible`] if `first` is no rule of the file's layout, or the rule in
     /// force no rule of this table (bytes another writer put there).
-    #[cfg(not(loom))]
     pub(crate) fn in_file(
         first: &Config,
         config: &Config,
@@ -171,6 +170,30 @@ impl KeyedLimiter<KeyHasher> {
         built.file = Some(file);
         built.follow()?;
         Ok(built)
+    }
+
+    /// Under loom, a table of `capacity` keys on the words of a new keyed table file of
+    /// rule `config`, in this process's memory: each [`attach_model`](Self::attach_model)
+    /// of it plays another process that opened the file. Not public API.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn model_file(config: &Config, capacity: u64) -> Result<Self, Error> {
+        let table = FileTable::of(&Decider::new(config)?, capacity)?;
+        let mapping = Mapping::model(*config, table.words());
+        for (index, word) in mapping.state(table.words()).iter().enumerate() {
+            // Relaxed: the file's creation, before any thread of the model starts.
+            word.store(table.initial(index), crate::sync::Ordering::Relaxed);
+        }
+        Self::in_file(config, config, capacity, &Arc::new(mapping), 0)
+    }
+
+    /// Under loom, another process's table on this one's file. Not public API.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn attach_model(&self) -> Result<Self, Error> {
+        let file = self.file.as_ref().ok_or(Error::Unsupported)?;
+        let config = *self.config();
+        Self::in_file(&file.first, &config, self.capacity, &file.mapping, file.start)
     }
 
     /// Checks that the rule in force in the file is `config`, else (`replace`) makes it

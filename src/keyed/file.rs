@@ -39,7 +39,9 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 use crate::keyed::owner::crash_point;
-use crate::shared::{kept_in_block, sides_start, Carry, Entry, Mapping, Rules, Sides};
+#[cfg(not(loom))]
+use crate::shared::kept_in_block;
+use crate::shared::{sides_start, Carry, Entry, Mapping, Rules, Sides};
 use crate::state::MOVED;
 use crate::sync::{AtomicU64, Ordering};
 use crate::versions::Versions;
@@ -108,6 +110,7 @@ impl FileTable {
     /// it is: the rule in force (the serial and the records), the count of refusals, and
     /// region A's markers of a change (A must never be decided on again). The rest holds
     /// time, or processes of the old boot, and starts anew.
+    #[cfg(not(loom))]
     pub(crate) fn kept(&self, index: usize, value: u64) -> bool {
         kept_in_block(index)
             || self

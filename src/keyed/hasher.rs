@@ -27,7 +27,6 @@ impl KeyHasher {
     }
 
     /// The hasher under `key` (a shared table's, from its file).
-    #[cfg(not(loom))]
     pub(crate) fn with_key(key: [u64; 2]) -> Self {
         Self { key }
     }

@@ -95,6 +95,7 @@ mod stats;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+#[cfg(not(loom))]
 pub(crate) use self::file::FileTable;
 use self::file::TableFile;
 pub(crate) use self::give_back::KeyedRefund;

@@ -44,8 +44,9 @@ use crate::state::{claim_of, installing, is_marker, CLAIM_MARKERS, VACANT};
 use crate::sync::{Backoff, Ordering};
 
 /// Entries in a shared table's claim registry: how many inserts can be in flight in it at
-/// once (more wait for an entry).
-pub(super) const CLAIMS: usize = 64;
+/// once (more wait for an entry). Under loom, as many as a model's threads and more: each
+/// entry is words a model's every scan reads.
+pub(super) const CLAIMS: usize = if cfg!(loom) { 4 } else { 64 };
 const _: () = assert!(CLAIMS as u64 <= CLAIM_MARKERS && FINGERPRINT < LINE_WORDS);
 
 /// Entry words.

@@ -10,14 +10,11 @@ use super::layout::{
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-#[cfg(not(loom))]
-use crate::shared::Mapping;
-use crate::shared::{is_forged, RECORDS_END};
+use crate::shared::{is_forged, Mapping, RECORDS_END};
 use crate::state::MOVED;
 use crate::sync::{AtomicU64, Ordering};
 use crate::versions::Version;
 use std::ptr::NonNull;
-#[cfg(not(loom))]
 use std::sync::Arc;
 
 /// A rule and the slots it decides on. A table holds the region it was built with in
@@ -60,8 +57,8 @@ pub(super) struct Region {
 pub(super) enum Memory {
     /// This process's heap.
     Private { _words: Box<[AtomicU64]> },
-    /// A file every process that opens it maps.
-    #[cfg(not(loom))]
+    /// A file every process that opens it maps (under loom, the words a model's threads
+    /// share in its place).
     Shared { _mapping: Arc<Mapping> },
 }
 

@@ -6,9 +6,9 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 use crate::generations::{Generations, InFile};
-use crate::shared::{file_words, same_rule, Entry, Identity, Mapping, KIND_LIMITER};
+use crate::shared::{file_words, same_rule, Entry, Mapping};
 #[cfg(not(loom))]
-use crate::shared::{kept, Contents};
+use crate::shared::{kept, Contents, Identity, KIND_LIMITER};
 #[cfg(not(loom))]
 use crate::time;
 use std::path::Path;

@@ -242,15 +242,18 @@ impl KeyedPolicy {
             .iter()
             .map(|rule| (rule.is_per_key(), *rule.config()))
             .collect();
-        let descriptor = descriptor(&asked)?;
         // loom's atomics are models, not words of memory a file could hold.
         #[cfg(loom)]
         {
-            let _ = (path, descriptor, replace);
+            for (_, config) in &asked {
+                Decider::new(config)?;
+            }
+            let _ = (path, replace);
             Err(Error::Unsupported)
         }
         #[cfg(not(loom))]
         {
+            let descriptor = descriptor(&asked)?;
             crate::time::prepare();
             let mapping = Self::map(path, &asked, &descriptor, capacity)?;
             let policy = Self::attached(&mapping, rules, capacity)?;

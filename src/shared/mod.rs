@@ -46,7 +46,9 @@ mod rules;
 pub use self::describe::describe_file;
 #[cfg(not(loom))]
 pub(crate) use self::header::{pid_namespace, KIND_KEYED, KIND_KEYED_POLICY};
-pub(crate) use self::header::{rule_of, same_rule, Identity, KIND_LIMITER};
+#[cfg(not(loom))]
+pub(crate) use self::header::{rule_of, Identity, KIND_LIMITER};
+pub(crate) use self::header::same_rule;
 #[cfg(not(loom))]
 pub(crate) use self::mapping::{Contents, Mapping};
 #[cfg(loom)]
@@ -55,4 +57,6 @@ pub(crate) use self::pins::{Entry, Pinned};
 #[cfg(not(loom))]
 pub(crate) use self::rules::kept;
 pub(crate) use self::rules::{file_words, Carry, OneState, Rules, Sides};
-pub(crate) use self::rules::{is_forged, kept_in_block, sides_start, RECORDS_END};
+#[cfg(not(loom))]
+pub(crate) use self::rules::kept_in_block;
+pub(crate) use self::rules::{is_forged, sides_start, RECORDS_END};

@@ -6,7 +6,7 @@ use super::header::HEADER_WORDS;
 use crate::config::Config;
 use crate::sync::AtomicU64;
 
-/// A limiter file's words for a model: its header's rule, then its state words.
+/// A table file's words for a model: its header's rule, then its state words.
 #[derive(Debug)]
 pub(crate) struct Mapping {
     first: Config,
@@ -14,7 +14,7 @@ pub(crate) struct Mapping {
 }
 
 impl Mapping {
-    /// A new file's words, all zero, of a limiter created with `first`.
+    /// A new file's words, all zero, of a table created with `first`.
     pub(crate) fn model(first: Config, state_words: usize) -> Self {
         Self {
             first,
@@ -32,6 +32,11 @@ impl Mapping {
     /// How many state words the file has, after the header.
     pub(crate) fn state_words(&self) -> usize {
         self.words.len() - HEADER_WORDS
+    }
+
+    /// A keyed table's hash key: any fixed one.
+    pub(crate) fn hash_key(&self) -> [u64; 2] {
+        [0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210]
     }
 
     /// The rule the file was created with.

@@ -167,6 +167,7 @@ pub(crate) fn kept(index: usize, value: u64) -> bool {
 
 /// Whether a reset for a new boot keeps word `index` of a file's block: the serial and the
 /// records (the rule in force stays in force).
+#[cfg(not(loom))]
 pub(crate) fn kept_in_block(index: usize) -> bool {
     index == SERIAL || (RECORDS..RECORDS + 2 * RECORD_STRIDE).contains(&index)
 }
