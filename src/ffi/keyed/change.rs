@@ -30,21 +30,29 @@ pub unsafe extern "C" fn rate_keyed_set_config(
 /// admit as much as a new key), before or after the carry-over, starts anew under the new
 /// rule. docs/live-changes.md has the rules in full.
 ///
+/// A shared table (`rate_keyed_open`) changes in its file, once, for every process: each
+/// process attached decides under the new rule from its next decision, every key carried
+/// over as above, and later openers must give the new rule (or use
+/// `rate_keyed_open_replacing`). docs/shared.md, changing the rule, has the details.
+///
 /// Thread-safety: safe to call concurrently on one handle, with any other call. The keys
 /// move to the new rule one table slot after another: each acquire of a key racing the
 /// change is decided wholly under the old rule (and carried over) or wholly under the new
 /// one. Keys already in the table never wait for the change; a new key waits until every
-/// key has moved. Changes are serialized. The change allocates a table of the same size
-/// for the new rule and frees the old one once no thread can still be reading it, so a
-/// table holds a few tables at most, however many changes it sees.
+/// key has moved. Changes are serialized, in a shared file across processes too. The
+/// change allocates a table of the same size for the new rule and frees the old one once
+/// no thread can still be reading it, so a table holds a few tables at most, however many
+/// changes it sees.
 ///
 /// NULL: `keyed` or `config` NULL is RATE_E_NULL.
 ///
 /// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (a configuration
 /// `rate_keyed_new` rejects, another algorithm, a sliding log's rule, whose entries are
-/// not carried over, or a new table that cannot be allocated), or RATE_E_UNSUPPORTED (a
-/// table in a shared file, whose configuration every process checks when it opens it). On
-/// error nothing changes.
+/// not carried over, or a new table that cannot be allocated), or, for a shared table
+/// only, RATE_E_IO with `errno` EBUSY (another process's change, or a process stopped
+/// mid-decision, held the file past a patience of seconds). On error nothing changes, but
+/// for an EBUSY after the change began: it stays in flight, and the next process that
+/// needs it finishes it.
 ///
 /// # Safety
 /// `keyed` is NULL or a live handle; `config` is NULL or points to a readable

@@ -44,8 +44,9 @@ pub unsafe extern "C" fn rate_keyed_policy_set_rules(
 /// Returns RATE_OK, RATE_E_NULL, RATE_E_INVALID_CONFIG (another number of rules, another
 /// scope, an unknown scope, a rule `rate_limiter_new` rejects, one that cannot carry its
 /// state over as `rate_limiter_set_config_at` says, or a table region that cannot be
-/// allocated), or RATE_E_UNSUPPORTED (a policy in a shared file); on error no rule
-/// changes, but for an allocation that fails after some rules changed.
+/// allocated), or, for a policy in a shared file only, RATE_E_IO with `errno` EBUSY (as
+/// `rate_keyed_set_config_at`); on error no rule changes, but for an allocation that fails
+/// or an EBUSY that comes after some rules changed.
 ///
 /// # Safety
 /// `policy` is NULL or a live handle; `rules` is NULL or points to `rules_len` readable
