@@ -39,9 +39,7 @@
 #define RATE_E_TABLE_FULL (0 - 4)
 
 /**
- * The operation does not exist for this handle: a reserve on a window algorithm, or a
- * change of rule of a keyed table or keyed policy in a shared file (which keeps the rules
- * it was made with).
+ * The operation does not exist for this handle: a reserve on a window algorithm.
  */
 #define RATE_E_UNSUPPORTED (0 - 5)
 
