@@ -62,8 +62,7 @@ enum class Status : std::int32_t {
     invalid_config = RATE_E_INVALID_CONFIG,             ///< zero limit or period, overflow…
     insufficient_capacity = RATE_E_INSUFFICIENT_CAPACITY, ///< n > limit: never admitted
     table_full = RATE_E_TABLE_FULL,                     ///< keyed table full of live keys
-    unsupported = RATE_E_UNSUPPORTED,                   ///< reserve on a window algorithm;
-                                                        ///< a shared keyed table's rule
+    unsupported = RATE_E_UNSUPPORTED,                   ///< reserve on a window algorithm
     internal = RATE_E_INTERNAL,                         ///< a bug inside librate
     io = RATE_E_IO,                                     ///< the OS refused a shared file; see errno
     incompatible = RATE_E_INCOMPATIBLE,                 ///< a shared file of another rule:
@@ -480,14 +479,26 @@ class KeyedLimiter : public detail::Handle<rate_keyed, rate_keyed_free> {
     /// The table whose keys live in the file at `path`, created (mode 0600) if absent and
     /// shared by every process that opens it, each key's limit holding across them
     /// (rate_keyed_open): Status::io with errno set if the OS refuses the file,
-    /// Status::incompatible for a file of another configuration or capacity (left
-    /// untouched), Status::invalid_config for a bad `config` or a zero capacity. A slot
-    /// that a stopped process keeps claimed is waited on for about a second; then the
-    /// call that needs it returns Status::table_full.
+    /// Status::incompatible for a file of another rule or capacity (left untouched;
+    /// rate::describe_file says what it holds), Status::invalid_config for a bad `config`
+    /// or a zero capacity. A slot that a stopped process keeps claimed is waited on for
+    /// about a second; then the call that needs it returns Status::table_full.
     static Result<KeyedLimiter> open(const char* path, const Config& config,
                                      std::uint64_t capacity) noexcept {
         const rate_config c = config.to_c();
         return detail::create<KeyedLimiter, rate_keyed>(rate_keyed_open, path, &c, capacity);
+    }
+    /// open(), but a file holding another rule is given `config` instead, as set_config()
+    /// would change it, now, every key carried over, for every process attached
+    /// (rate_keyed_open_replacing): how a rolling restart rolls out a new limit.
+    /// Status::invalid_config also when the file's rule cannot be carried over to `config`
+    /// (another algorithm, a sliding log's rule); Status::incompatible only for a file of
+    /// another kind or capacity.
+    static Result<KeyedLimiter> open_replacing(const char* path, const Config& config,
+                                               std::uint64_t capacity) noexcept {
+        const rate_config c = config.to_c();
+        return detail::create<KeyedLimiter, rate_keyed>(rate_keyed_open_replacing, path, &c,
+                                                        capacity);
     }
 #if RATE_HPP_EXCEPTIONS
     /// Like create(), throwing rate::Error on a bad config or capacity.
@@ -563,9 +574,10 @@ class KeyedLimiter : public detail::Handle<rate_keyed, rate_keyed_free> {
     /// Replaces the rule every key follows, now, keeping what each key consumed
     /// (rate_keyed_set_config): GCRA keeps each key's tokens, the window counters their
     /// counts; a key fresh at the change starts anew. Keys move one slot at a time; new
-    /// keys wait for the move. Status::ok; Status::invalid_config for a bad rule, another
-    /// algorithm or a sliding log's rule; Status::unsupported for a shared table;
-    /// Status::null on an empty handle.
+    /// keys wait for the move. A shared table's rule changes in its file, for every
+    /// process. Status::ok; Status::invalid_config for a bad rule, another algorithm or a
+    /// sliding log's rule; Status::io with errno EBUSY (a shared table whose file another
+    /// process's change held too long); Status::null on an empty handle.
     Status set_config(const Config& config) noexcept {
         return detail::set_config(rate_keyed_set_config, native_handle(), config);
     }
@@ -736,6 +748,20 @@ class KeyedPolicy : public detail::Handle<rate_keyed_policy, rate_keyed_policy_f
                 rate_keyed_policy_open, path, c, rules.size(), capacity);
         });
     }
+    /// open(), but a file holding other rules of the same count, scopes and algorithms is
+    /// given `rules` instead, as set_rules_at() would change them, now, for every process
+    /// attached (rate_keyed_policy_open_replacing). Status::invalid_config also when a
+    /// rule's state cannot be carried over (another algorithm, a sliding log's rule);
+    /// Status::incompatible only for a file of another kind, rule count, scopes or
+    /// capacity.
+    static Result<KeyedPolicy> open_replacing(const char* path,
+                                              std::initializer_list<KeyedRule> rules,
+                                              std::uint64_t capacity) noexcept {
+        return build(rules.begin(), rules.size(), [&](const rate_keyed_rule* c) {
+            return detail::create<KeyedPolicy, rate_keyed_policy>(
+                rate_keyed_policy_open_replacing, path, c, rules.size(), capacity);
+        });
+    }
 #if RATE_HPP_EXCEPTIONS
     /// Like create(), throwing rate::Error on bad rules or capacity.
     KeyedPolicy(std::initializer_list<KeyedRule> rules, std::uint64_t capacity)
@@ -787,8 +813,9 @@ class KeyedPolicy : public detail::Handle<rate_keyed_policy, rate_keyed_policy_f
     }
     /// Replaces the rules at `now` on the caller's timeline, keeping what every key and
     /// every global rule consumed (rate_keyed_policy_set_rules_at): as many as before, each
-    /// of the same scope and algorithm. Status::ok, Status::invalid_config (nothing
-    /// changes), Status::unsupported (a policy in a shared file), Status::null.
+    /// of the same scope and algorithm. A policy in a shared file changes there, for every
+    /// process. Status::ok, Status::invalid_config (nothing changes), Status::io with errno
+    /// EBUSY (a shared file another process's change held too long), Status::null.
     Status set_rules_at(std::initializer_list<KeyedRule> rules, Clock::time_point now) noexcept {
         return detail::set_rules_at<rate_keyed_rule>(rate_keyed_policy_set_rules_at,
                                                      native_handle(), rules, detail::to_ns(now));

@@ -103,7 +103,10 @@ fn a_changer_that_stops_for_good_leaves_one_rule() {
             let changer = thread::spawn(move || {
                 crashes::play(2, Some(stop_at), || there.set_config_at(&allowance(3), 0))
             });
-            assert!(here.acquire_at(b"a", 1, 0).unwrap().allowed, "step {stop_at}");
+            assert!(
+                here.acquire_at(b"a", 1, 0).unwrap().allowed,
+                "step {stop_at}"
+            );
             let changed = changer.join().unwrap();
             let decision = here.acquire_at(b"a", 0, 0).unwrap();
             assert_eq!(decision.remaining, 0, "step {stop_at}: {decision:?}");

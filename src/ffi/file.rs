@@ -6,12 +6,12 @@ use super::{boundary, path_of, status_of, RATE_E_NULL, RATE_OK};
 use std::ffi::c_char;
 
 /// Describes the table file at `path` in one English sentence that starts with the path:
-/// the kind of table and the rule it holds (a shared limiter's rule in force, and how many
-/// times it changed), or why it is no table this librate reads. For example
-/// "/dev/shm/api: a librate limiter holding GCRA, limit 10, period_ns 1000000000, burst
-/// 10", "/dev/shm/api: not a librate table (it does not start with librate's magic
+/// the kind of table and the rule it holds (a shared limiter's or keyed table's rule in
+/// force, and how many times it changed), or why it is no table this librate reads. For
+/// example "/dev/shm/api: a librate limiter holding GCRA, limit 10, period_ns 1000000000,
+/// burst 10", "/dev/shm/api: not a librate table (it does not start with librate's magic
 /// bytes)", or, for a file an older librate made, "...: a librate table of layout version
-/// 2, which this librate (layout version 3) does not read: delete it, and the next opener
+/// 3, which this librate (layout version 4) does not read: delete it, and the next opener
 /// makes it anew". What to tell the user of an open refused with RATE_E_INCOMPATIBLE. The
 /// file is only read (never mapped, created or written), so any file can be described.
 ///

@@ -57,9 +57,7 @@ pub const RATE_E_INSUFFICIENT_CAPACITY: i32 = 0 - 3;
 /// A keyed table is full of live keys; nothing was admitted.
 // Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
 pub const RATE_E_TABLE_FULL: i32 = 0 - 4;
-/// The operation does not exist for this handle: a reserve on a window algorithm, or a
-/// change of rule of a keyed table or keyed policy in a shared file (which keeps the rules
-/// it was made with).
+/// The operation does not exist for this handle: a reserve on a window algorithm.
 // Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
 pub const RATE_E_UNSUPPORTED: i32 = 0 - 5;
 /// A bug inside librate (a caught panic); the limiter's state is unchanged or consistent.

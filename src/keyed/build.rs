@@ -13,9 +13,9 @@ use super::{KeyHasher, KeyedLimiter, CACHED_TABLE_BYTES};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::shared::{same_rule, Entry, Mapping};
 #[cfg(not(loom))]
 use crate::shared::{pid_namespace, Contents, Identity, KIND_KEYED};
+use crate::shared::{same_rule, Entry, Mapping};
 use crate::time as clock;
 use crate::versions::{Kept, Versions};
 
@@ -193,7 +193,13 @@ impl KeyedLimiter<KeyHasher> {
     pub fn attach_model(&self) -> Result<Self, Error> {
         let file = self.file.as_ref().ok_or(Error::Unsupported)?;
         let config = *self.config();
-        Self::in_file(&file.first, &config, self.capacity, &file.mapping, file.start)
+        Self::in_file(
+            &file.first,
+            &config,
+            self.capacity,
+            &file.mapping,
+            file.start,
+        )
     }
 
     /// Checks that the rule in force in the file is `config`, else (`replace`) makes it

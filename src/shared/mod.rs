@@ -44,11 +44,11 @@ mod pins;
 mod rules;
 
 pub use self::describe::describe_file;
+pub(crate) use self::header::same_rule;
 #[cfg(not(loom))]
 pub(crate) use self::header::{pid_namespace, KIND_KEYED, KIND_KEYED_POLICY};
 #[cfg(not(loom))]
 pub(crate) use self::header::{rule_of, Identity, KIND_LIMITER};
-pub(crate) use self::header::same_rule;
 #[cfg(not(loom))]
 pub(crate) use self::mapping::{Contents, Mapping};
 #[cfg(loom)]
@@ -56,7 +56,7 @@ pub(crate) use self::model::Mapping;
 pub(crate) use self::pins::{Entry, Pinned};
 #[cfg(not(loom))]
 pub(crate) use self::rules::kept;
-pub(crate) use self::rules::{file_words, Carry, OneState, Rules, Sides};
 #[cfg(not(loom))]
 pub(crate) use self::rules::kept_in_block;
+pub(crate) use self::rules::{file_words, Carry, OneState, Rules, Sides};
 pub(crate) use self::rules::{is_forged, sides_start, RECORDS_END};

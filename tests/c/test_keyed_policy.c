@@ -158,8 +158,8 @@ static int test_bad_input(void) {
  * posts and 10 likes a second, everybody 6. alice's empty post bucket stays empty (a token
  * every 500 ms now), bob's like bucket keeps its 4 tokens, the window keeps its 2 of 6. */
 static int test_set_rules(void) {
-    rate_keyed_rule rules[3];
-    rate_keyed_policy *site = NULL, *shared = NULL;
+    rate_keyed_rule rules[3], site_rules[3];
+    rate_keyed_policy *site = NULL, *shared = NULL, *other = NULL;
     rate_policy_decision d;
     char path[256];
     make_site(rules);
@@ -190,13 +190,27 @@ static int test_set_rules(void) {
     CHECK_EQ_U64(d.rules[2].limit, 6);
     CHECK_EQ_U64(d.rules[2].remaining, 3);
     rate_keyed_policy_free(site);
-    /* A policy in a shared file keeps the rules every process opened it with. */
+    /* A policy in a shared file changes in the file, for every handle of it. Under the
+     * doubled rules alice posts twice at 0: her post bucket (T = 500 ms, tau = 1 s) is
+     * empty, the window counts 2. Back to the site's rules at 0: the empty bucket stays
+     * empty (TAT' = 0 + 1 s - 0: reset in 1 s), the window keeps its 2 of now 3. */
     snprintf(path, sizeof path, "/tmp/librate-c-keyed-policy-live-%ld", (long)getpid());
     unlink(path);
+    make_site(site_rules);
     CHECK_STATUS(rate_keyed_policy_open(path, rules, 3, 100, &shared), RATE_OK);
-    CHECK_STATUS(rate_keyed_policy_set_rules_at(shared, rules, 3, 0), RATE_E_UNSUPPORTED);
+    CHECK_STATUS(rate_keyed_policy_acquire_costs_at(shared, K("alice"), POST, 3, 0, NULL),
+                 RATE_OK);
+    CHECK_STATUS(rate_keyed_policy_acquire_costs_at(shared, K("alice"), POST, 3, 0, NULL),
+                 RATE_OK);
+    CHECK_STATUS(rate_keyed_policy_set_rules_at(shared, site_rules, 3, 0), RATE_OK);
     rate_keyed_policy_free(shared);
+    CHECK_STATUS(rate_keyed_policy_open(path, rules, 3, 100, &other), RATE_E_INCOMPATIBLE);
+    CHECK_STATUS(rate_keyed_policy_open(path, site_rules, 3, 100, &other), RATE_OK);
+    CHECK_STATUS(rate_keyed_policy_acquire_at(other, K("alice"), 0, 0, &d), RATE_OK);
+    rate_keyed_policy_free(other);
     unlink(path);
+    CHECK_DECISION(d.rules[0], 1, 1, 0, 0, SECOND, 0);
+    CHECK_DECISION(d.rules[2], 1, 3, 1, 0, SECOND, 0);
     return 0;
 }
 

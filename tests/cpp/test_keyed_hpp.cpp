@@ -328,9 +328,60 @@ static int test_set_config_keeps_each_keys_tokens(void) {
     return 0;
 }
 
+/* A shared table's rule changes in its file: open_replacing() gives it the opener's rule,
+ * the handles already open follow, and set_config() through any handle changes it for
+ * all. On the real clock (an opener's change is made now) with hour-long periods, so no
+ * token refills during the test: 10 an hour with 4 taken leaves ann 6 tokens, which fit
+ * the new burst of 20. */
+static int test_open_replacing_changes_the_file(void) {
+    char dir[] = "/tmp/librate-keyed-hpp-XXXXXX";
+    CHECK(mkdtemp(dir) != nullptr);
+    const std::string file = std::string(dir) + "/table";
+    auto first = rate::KeyedLimiter::open(file.c_str(), rate::Config::gcra(10, 1h), 8);
+    CHECK_IS(first.status(), Status::ok);
+    rate::KeyedLimiter old = std::move(first).value_or({});
+    const auto took = old.acquire("ann", 4).value_or({});
+    CHECK(took.allowed && took.limit == 10 && took.remaining == 6);
+    CHECK_IS(rate::KeyedLimiter::open(file.c_str(), rate::Config::gcra(20, 1h), 8).status(),
+             Status::incompatible);
+    CHECK(rate::describe_file(file.c_str()).value_or("") ==
+          file + ": a librate keyed table of capacity 8 holding GCRA, limit 10, period_ns "
+                 "3600000000000, burst 10");
+    /* What cannot be carried over, or is another table, is refused; the file is kept. */
+    CHECK_IS(rate::KeyedLimiter::open_replacing(file.c_str(), rate::Config::fixed_window(20, 1h),
+                                                8)
+                 .status(),
+             Status::invalid_config);
+    CHECK_IS(rate::KeyedLimiter::open_replacing(file.c_str(), rate::Config::gcra(20, 1h), 9)
+                 .status(),
+             Status::incompatible);
+    CHECK_IS(rate::KeyedLimiter::open_replacing(nullptr, rate::Config::gcra(20, 1h), 8).status(),
+             Status::null);
+    auto second = rate::KeyedLimiter::open_replacing(file.c_str(), rate::Config::gcra(20, 1h), 8);
+    CHECK_IS(second.status(), Status::ok);
+    rate::KeyedLimiter replaced = std::move(second).value_or({});
+    const auto query = old.acquire("ann", 0).value_or({});
+    CHECK(query.allowed && query.limit == 20 && query.remaining == 6);
+    CHECK_EQ_U64(replaced.acquire("bob", 0).value_or({}).remaining, 20);
+    CHECK(rate::describe_file(file.c_str()).value_or("") ==
+          file + ": a librate keyed table of capacity 8 holding GCRA, limit 20, period_ns "
+                 "3600000000000, burst 20 (its rule changed 1 time since it was made)");
+    /* set_config() through the old handle changes it again, for both: ann's 6 tokens are
+     * capped at 3, a full bucket. */
+    CHECK_IS(old.set_config(rate::Config::gcra(3, 1h)), Status::ok);
+    const auto capped = replaced.acquire("ann", 0).value_or({});
+    CHECK(capped.limit == 3 && capped.remaining == 3);
+    CHECK(rate::describe_file(file.c_str()).value_or("") ==
+          file + ": a librate keyed table of capacity 8 holding GCRA, limit 3, period_ns "
+                 "3600000000000, burst 3 (its rule changed 2 times since it was made)");
+    CHECK(std::remove(file.c_str()) == 0 && rmdir(dir) == 0);
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_set_config_keeps_each_keys_tokens),
+        TEST_CASE(test_open_replacing_changes_the_file),
         TEST_CASE(test_create_reports_bad_configs),
         TEST_CASE(test_open_shares_a_file),
         TEST_CASE(test_seed_bob_and_alice),

@@ -115,10 +115,61 @@ static int test_set_rules(void) {
     return 0;
 }
 
+/* A shared policy's rules change in its file: open_replacing() gives it the opener's
+ * rules and the handles already open follow; set_rules_at() through any handle changes
+ * them for all. On the real clock (an opener's change is made now): per customer 10 an
+ * hour (nothing refills during the test), everybody 100 in a window that never ends. ann
+ * takes 4: 6 tokens, 96 units. */
+static int test_open_replacing_changes_the_file(void) {
+    const std::string path = "/tmp/librate-cpp-keyed-policy-replacing-" + std::to_string(getpid());
+    unlink(path.c_str());
+    const std::initializer_list<KeyedRule> hourly = {
+        KeyedRule::per_key(rate::Config::gcra(10, 1h)),
+        KeyedRule::global(rate::Config::fixed_window(100, rate::never)),
+    };
+    const std::initializer_list<KeyedRule> raised = {
+        KeyedRule::per_key(rate::Config::gcra(20, 1h)),
+        KeyedRule::global(rate::Config::fixed_window(10, rate::never)),
+    };
+    const std::initializer_list<KeyedRule> swapped = {
+        KeyedRule::global(rate::Config::fixed_window(10, rate::never)),
+        KeyedRule::per_key(rate::Config::gcra(20, 1h)),
+    };
+    rate::KeyedPolicy old = rate::KeyedPolicy::open(path.c_str(), hourly, 10).value_or({});
+    CHECK(old);
+    auto d = old.acquire("ann", 4);
+    CHECK_IS(d.status(), Status::ok);
+    CHECK_EQ_U64(d->rules[0].remaining, 6);
+    CHECK_EQ_U64(d->rules[1].remaining, 96);
+    CHECK_IS(rate::KeyedPolicy::open(path.c_str(), raised, 10).status(), Status::incompatible);
+    /* Another scope in a rule's place is refused even when replacing. */
+    CHECK_IS(rate::KeyedPolicy::open_replacing(path.c_str(), swapped, 10).status(),
+             Status::incompatible);
+    auto second = rate::KeyedPolicy::open_replacing(path.c_str(), raised, 10);
+    CHECK_IS(second.status(), Status::ok);
+    /* ann keeps her 6 tokens under a burst of 20; the window's 4 of now 10 leave 6. */
+    d = old.acquire("ann", 0);
+    CHECK_EQ_U64(d->rules[0].limit, 20);
+    CHECK_EQ_U64(d->rules[0].remaining, 6);
+    CHECK_EQ_U64(d->rules[1].limit, 10);
+    CHECK_EQ_U64(d->rules[1].remaining, 6);
+    /* Back to the first rules through the old handle, for both: ann keeps her 6 tokens
+     * under a burst of 10; the window's 4 of 100 leave 96. */
+    CHECK_IS(old.set_rules_at(hourly, rate::Clock::now()), Status::ok);
+    d = second->acquire("ann", 0);
+    CHECK_EQ_U64(d->rules[0].limit, 10);
+    CHECK_EQ_U64(d->rules[0].remaining, 6);
+    CHECK_EQ_U64(d->rules[1].remaining, 96);
+    CHECK_IS(rate::KeyedPolicy::open(path.c_str(), hourly, 10).status(), Status::ok);
+    unlink(path.c_str());
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_posts_and_likes),
         TEST_CASE(test_a_shared_file),
+        TEST_CASE(test_open_replacing_changes_the_file),
         TEST_CASE(test_bad_input),
         TEST_CASE(test_set_rules),
     };

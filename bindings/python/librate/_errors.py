@@ -53,9 +53,7 @@ class TableFull(LibrateError):
 
 class Unsupported(LibrateError, ValueError):
     """``RATE_E_UNSUPPORTED``: the operation does not exist for this limiter: a reserve
-    on a window algorithm, or a change of rule of a shared ``KeyedLimiter`` or
-    ``KeyedPolicy`` (a keyed table or policy in a file keeps the rules it was made
-    with)."""
+    on a window algorithm (a reserve needs GCRA)."""
 
     code = -5
 
@@ -70,8 +68,8 @@ class Incompatible(LibrateError):
     """``RATE_E_INCOMPATIBLE``: ``Limiter.open``, ``KeyedLimiter.open`` or
     ``KeyedPolicy.open`` found a file that is not a librate table of this kind, rule,
     capacity and size, and left it untouched. The message says what the file holds (as
-    ``librate.describe_file`` does): open it with that rule, or use another path; a
-    ``Limiter`` may replace the file's rule instead (``Limiter.open(..., replace=True)``)."""
+    ``librate.describe_file`` does): open it with that rule, or use another path; an
+    opener may replace the file's rule instead (``open(..., replace=True)`` of each)."""
 
     code = -8
 

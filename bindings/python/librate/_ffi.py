@@ -186,6 +186,10 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (c_char_p, POINTER(rate_config), c_uint64, POINTER(HANDLE)),
     ),
+    "rate_keyed_open_replacing": (
+        c_int32,
+        (c_char_p, POINTER(rate_config), c_uint64, POINTER(HANDLE)),
+    ),
     "rate_keyed_free": (None, (HANDLE,)),
     "rate_keyed_acquire": (c_int32, (HANDLE, KEY, c_size_t, c_uint64, DECISION)),
     "rate_keyed_acquire_at": (
@@ -256,6 +260,10 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         (POINTER(rate_keyed_rule), c_size_t, c_uint64, POINTER(HANDLE)),
     ),
     "rate_keyed_policy_open": (
+        c_int32,
+        (c_char_p, POINTER(rate_keyed_rule), c_size_t, c_uint64, POINTER(HANDLE)),
+    ),
+    "rate_keyed_policy_open_replacing": (
         c_int32,
         (c_char_p, POINTER(rate_keyed_rule), c_size_t, c_uint64, POINTER(HANDLE)),
     ),

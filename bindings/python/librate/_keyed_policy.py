@@ -110,17 +110,36 @@ class KeyedPolicy(_Owner):
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], rules: Iterable[KeyedRule], *, capacity: int
+        cls,
+        path: str | os.PathLike[str],
+        rules: Iterable[KeyedRule],
+        *,
+        capacity: int,
+        replace: bool = False,
     ) -> KeyedPolicy:
         """Opens the keyed policy whose rules live in the file at ``path``, creating it
         (mode 0600) if it does not exist: every process that opens the same file with the
         same rules (in the same order) and ``capacity`` shares one policy. As
-        ``KeyedLimiter.open`` otherwise; ``Incompatible`` if the file holds other rules
-        (the message says which, as ``describe_file`` does)."""
+        ``KeyedLimiter.open`` otherwise.
+
+        A file that exists must hold these rules: those it was made with, or the last
+        ones any process set in it (``set_rules``). With ``replace=True`` a file holding
+        other rules of the same number, scopes and algorithms is given these instead
+        (``rate_keyed_policy_open_replacing``), as ``set_rules`` would change them, now,
+        for every process attached.
+
+        Raises ``Incompatible`` if the file holds other rules (the message says which, as
+        ``describe_file`` does; with ``replace=True`` only for a file of another kind,
+        rule count, scopes or capacity), ``InvalidConfig`` also when ``replace=True``
+        cannot carry a rule's state over (another algorithm, a sliding log's rule), and
+        ``OSError`` as ``KeyedLimiter.open``."""
+        if not isinstance(replace, bool):
+            raise TypeError(f"replace must be a bool, not {type(replace).__name__}")
         policy = cls.__new__(cls)
         policy._handle = _CLOSED
         encoded = os.fsencode(path)
-        opener = lib.with_errno("rate_keyed_policy_open")
+        name = "rate_keyed_policy_open_replacing" if replace else "rate_keyed_policy_open"
+        opener = lib.with_errno(name)
 
         def make(array: Any, *rest: Any) -> int:
             return opened(opener(encoded, array, *rest), path)
@@ -136,9 +155,15 @@ class KeyedPolicy(_Owner):
         ``Limiter.set_config``. Each rule's step of a racing request is decided wholly
         under that rule's old or new configuration. ``rules`` then reports the new ones.
 
+        A policy opened from a file (``KeyedPolicy.open``) changes in its file, once, for
+        every process: each decides under the new rules from its next decision, and later
+        openers must give them (or ``replace=True``). ``rules`` reports the rules this
+        object opened with or last set, not those another process set since; its
+        decisions' limits follow the file.
+
         Raises ``InvalidConfig`` (another number of rules, another scope, an invalid rule,
-        or one that cannot carry its state over), ``Unsupported`` for a policy opened from
-        a file, and ``ClosedError`` once closed; nothing changes."""
+        or one that cannot carry its state over) and ``ClosedError`` once closed; nothing
+        changes."""
         checked = _checked(rules)
         array = (rate_keyed_rule * len(checked))(*(rule.to_c() for rule in checked))
         replace_rules(
@@ -162,7 +187,9 @@ class KeyedPolicy(_Owner):
 
     @property
     def rules(self) -> tuple[KeyedRule, ...]:
-        """The rules, in the order given."""
+        """The rules, in the order given: those this policy was made or opened with, or
+        the last ``set_rules`` gave (for a policy in a file, not those another process
+        set since)."""
         return self._rules
 
     def _enforces(self) -> str:

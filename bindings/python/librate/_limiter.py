@@ -429,7 +429,9 @@ class _Base(_Owner):
 
     @property
     def config(self) -> Config:
-        """The configuration this limiter enforces."""
+        """The configuration this limiter enforces: the one it was made or opened with,
+        or the last ``set_config`` gave (for a ``KeyedLimiter`` opened from a file, not
+        one another process set since: its decisions' ``limit`` follows the file)."""
         return self._config
 
     def _enforces(self) -> str:
@@ -723,6 +725,7 @@ class KeyedLimiter(_Base):
         period: Duration,
         burst: int | None = None,
         capacity: int,
+        replace: bool = False,
     ) -> KeyedLimiter:
         """Opens the keyed limiter whose table lives in the file at ``path``, creating it
         (mode 0600) if it does not exist: every process that opens the same file with the
@@ -732,19 +735,31 @@ class KeyedLimiter(_Base):
         ``close()`` unmaps it and leaves it in place. The file holds the table's secret
         hash key: leave it readable by its owner alone.
 
+        A file that exists must hold this rule (the one it was made with, or the last one
+        any process set in it with ``set_config``) and ``capacity``. With ``replace=True``
+        a file holding another rule is given this one instead
+        (``rate_keyed_open_replacing``), as ``set_config`` would change it, now: each key's
+        state carried over, every process attached deciding under the new rule from its
+        next decision. That is how a rolling restart rolls out a new limit.
+
         A process killed at any point, even mid-insert, leaves the table usable by the
         others. A slot that a live process keeps claimed (one stopped mid-insert) is
         waited on for about a second, after which the call that needs it raises
         ``TableFull``.
 
-        Raises ``Incompatible`` if the file is not a librate keyed table of this
-        configuration and capacity (it is left untouched; the message says what it holds,
-        as ``describe_file`` does), and ``OSError`` with the OS's
-        ``errno`` (``FileNotFoundError`` for a missing directory, ``PermissionError``…) if
-        it cannot be created, opened or mapped."""
+        Raises ``Incompatible`` if the file is not a librate keyed table of this rule and
+        capacity (it is left untouched; the message says what it holds, as
+        ``describe_file`` does, and with ``replace=True`` only a file of another kind or
+        capacity is), ``InvalidConfig`` also when ``replace=True`` cannot carry the file's
+        state over (another algorithm, a sliding log's rule), and ``OSError`` with the
+        OS's ``errno`` (``FileNotFoundError`` for a missing directory,
+        ``PermissionError``…) if it cannot be created, opened or mapped."""
+        if not isinstance(replace, bool):
+            raise TypeError(f"replace must be a bool, not {type(replace).__name__}")
         keyed = cls.__new__(cls)
         c, config, extra = keyed._prepare(algorithm, limit, period, burst, capacity)
-        keyed._create(c, _KeyedHandle, config, extra, _open_file(path, "rate_keyed_open", extra))
+        name = "rate_keyed_open_replacing" if replace else "rate_keyed_open"
+        keyed._create(c, _KeyedHandle, config, extra, _open_file(path, name, extra))
         return keyed
 
     def _prepare(
@@ -844,10 +859,15 @@ class KeyedLimiter(_Base):
         already in the table never wait for it, new keys wait until every key has moved.
         The old rule's table is freed once no thread can still be reading it.
 
+        A shared table (``KeyedLimiter.open``) changes in its file, once, for every
+        process: each decides under the new rule from its next decision, every key carried
+        over as above, and later openers must give it (or ``replace=True``). ``config``
+        reports the rule this object opened with or last set, not one another process set
+        since; its decisions' ``limit`` follows the file.
+
         Raises ``InvalidConfig`` for an invalid rule, another algorithm, or a sliding
-        log's rule (its entries are not carried over), ``Unsupported`` for a shared table
-        (``KeyedLimiter.open``: it keeps the rule it was made with), and ``ClosedError``
-        once closed; nothing changes."""
+        log's rule (its entries are not carried over), and ``ClosedError`` once closed;
+        nothing changes."""
         self._set_config(config, now_ns)
 
     def stats(self, *, now_ns: int | None = None) -> KeyedStats:

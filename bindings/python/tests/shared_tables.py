@@ -1,8 +1,10 @@
 """What the tests of tables in shared files use: the two kinds of table (``Limiter.open``,
-``KeyedLimiter.open``) behind one interface, and a small table to refuse or copy."""
+``KeyedLimiter.open``) behind one interface, a small table to refuse or copy, and a
+forked child to run a test's other process in."""
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,3 +67,12 @@ def make_table(kind: Kind, path: Path) -> bytes:
     with kind.open(path, **GCRA_10) as table:
         assert kind.acquire(table, kind.keys[0], 3, now_ns=SECOND).allowed
     return path.read_bytes()
+
+
+def in_child(body: Callable[..., None], *args: Any) -> None:
+    """Runs ``body(*args)`` in a forked process, which must exit 0 (an assertion that
+    fails there makes it exit 1, its traceback on stderr)."""
+    child = multiprocessing.get_context("fork").Process(target=body, args=args)
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0

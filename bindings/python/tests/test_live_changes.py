@@ -1,6 +1,6 @@
 """Changing rules at run time through the Python API: ``Limiter.set_config``,
-``KeyedLimiter.set_config`` and ``Policy.set_rules``, carrying the state over (expected
-values worked out by hand)."""
+``KeyedLimiter.set_config``, ``Policy.set_rules`` and ``KeyedPolicy.set_rules``, in
+process and in a file, carrying the state over (expected values worked out by hand)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 import librate
 from librate import Config, Decision
 
+MS = 1_000_000
 SECOND = 1_000_000_000
 
 
@@ -58,11 +59,24 @@ def test_a_table_keeps_each_keys_tokens() -> None:
         users.set_config(Config.gcra(3, 1))
 
 
-def test_a_shared_table_refuses_a_change(tmp_path: Path) -> None:
-    users = librate.KeyedLimiter.open(tmp_path / "users", capacity=16, limit=10, period=1)
-    with pytest.raises(librate.Unsupported):
-        users.set_config(Config.gcra(1, 1), now_ns=0)
-    assert users.config == Config.gcra(10, 1)
+def test_a_shared_table_changes_in_its_file(tmp_path: Path) -> None:
+    path = tmp_path / "users"
+    users = librate.KeyedLimiter.open(path, capacity=16, limit=10, period=1)
+    # 10 a second (T = 100 ms, tau = 1 s): ann takes 8 at 0, TAT 800 ms, 2 tokens.
+    assert users.acquire("ann", 8, now_ns=0) == Decision(True, 10, 2, 0, 800 * MS, 0)
+    users.set_config(Config.gcra(5, 1), now_ns=0)
+    assert users.config == Config.gcra(5, 1)
+    # 5 a second (T' = 200 ms, tau' = 1 s): ann keeps her 2 tokens, TAT' = 1 s - 400 ms.
+    assert users.acquire("ann", 0, now_ns=0) == Decision(True, 5, 2, 0, 600 * MS, 0)
+    # A new key starts with the new burst.
+    assert users.acquire("bob", 0, now_ns=0) == Decision(True, 5, 5, 0, 0, 0)
+    # The file holds the new rule: an opener of the old one is refused, one of the new
+    # one shares ann's state (2 more at 0: TAT 1 s, none left).
+    with pytest.raises(librate.Incompatible):
+        librate.KeyedLimiter.open(path, capacity=16, limit=10, period=1)
+    with librate.KeyedLimiter.open(path, capacity=16, limit=5, period=1) as again:
+        assert again.acquire("ann", 2, now_ns=0) == Decision(True, 5, 0, 0, SECOND, 0)
+    users.close()
 
 
 def test_a_policy_changes_plan() -> None:
@@ -103,9 +117,22 @@ def test_a_keyed_policy_changes_plan(tmp_path: Path) -> None:
     with pytest.raises(TypeError):
         site.set_rules([Config.gcra(4, 1)])  # type: ignore[list-item]
     assert site.rules == tuple(upgrade)
+    # A policy in a file changes in its file. 4 a second (T = 250 ms): ann takes 3 at 0,
+    # 1 token left; the window 3 of 10, 7 left.
     shared = librate.KeyedPolicy.open(tmp_path / "site", upgrade, capacity=16)
-    with pytest.raises(librate.Unsupported):
-        shared.set_rules(upgrade, now_ns=0)
+    took = shared.acquire("ann", 3, now_ns=0)
+    assert (took.rules[0].remaining, took.rules[1].remaining) == (1, 7)
+    shared.set_rules(plan, now_ns=0)
+    assert shared.rules == tuple(plan)
+    # 2 a second: ann keeps her 1 token (TAT' = 1 s - 500 ms); the window its 3 of 100.
+    ann = shared.acquire("ann", 0, now_ns=0)
+    assert ann.rules[0] == Decision(True, 2, 1, 0, 500 * MS, 0)
+    assert ann.rules[1].remaining == 97
+    with pytest.raises(librate.Incompatible):
+        librate.KeyedPolicy.open(tmp_path / "site", upgrade, capacity=16)
+    with librate.KeyedPolicy.open(tmp_path / "site", plan, capacity=16) as again:
+        assert again.acquire("ann", 0, now_ns=0).rules[1].remaining == 97
+    shared.close()
     site.close()
     with pytest.raises(librate.ClosedError):
         site.set_rules(upgrade)

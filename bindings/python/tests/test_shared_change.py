@@ -13,26 +13,15 @@ from __future__ import annotations
 
 import doctest
 import errno
-import multiprocessing
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import librate
 from helpers import MS, SECOND
 from librate import Config, KeyedRule
-from shared_tables import HOUR
-
-
-def in_child(body: Any, *args: Any) -> None:
-    """Runs ``body(*args)`` in a forked process, which must exit 0 (an assertion that
-    fails there makes it exit 1, its traceback on stderr)."""
-    child = multiprocessing.get_context("fork").Process(target=body, args=args)
-    child.start()
-    child.join(timeout=60)
-    assert child.exitcode == 0
+from shared_tables import HOUR, in_child
 
 
 def change_to_five(path: Path) -> None:
