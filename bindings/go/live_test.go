@@ -106,12 +106,18 @@ func TestSharedKeyedSetConfigKeepsEachKeysTokens(t *testing.T) {
 			t.Fatalf("%s: %d of 10 denied", key, n)
 		}
 	}
+	if got := other.Config(); got != ten {
+		t.Errorf("the other handle's Config() before the change = %+v, want %+v", got, ten)
+	}
 	tighter := librate.Config{Limit: 1, Period: time.Second, Burst: 2}
 	if err := changer.SetConfigAt(tighter, 0); err != nil {
 		t.Fatal(err)
 	}
-	if changer.Config() != tighter {
-		t.Errorf("Config() = %+v, want %+v", changer.Config(), tighter)
+	// Both handles report the file's rule in force, whichever made the change.
+	for name, k := range map[string]*librate.Keyed{"changer": changer, "other": other} {
+		if got := k.Config(); got != tighter {
+			t.Errorf("%s: Config() = %+v, want %+v", name, got, tighter)
+		}
 	}
 	// Through the other handle, at 0: ann's query sees 1 left, reset 1 s; 1 more leaves
 	// TAT = 2 s (0 left, reset 2 s); another is denied until TAT + T − τ = 1 s.
@@ -134,8 +140,24 @@ func TestSharedKeyedSetConfigKeepsEachKeysTokens(t *testing.T) {
 	if err := changer.SetConfigAt(window, 0); !errors.Is(err, librate.ErrInvalidConfig) {
 		t.Errorf("a change of algorithm: %v, want ErrInvalidConfig", err)
 	}
+	if got := other.Config(); got != tighter {
+		t.Errorf("the other handle's Config() after a refused change = %+v, want %+v", got, tighter)
+	}
 	describedAs(t, path, path+": a librate keyed table of capacity 16 holding GCRA, limit 1, "+
 		"period_ns 1000000000, burst 2 (its rule changed 1 time since it was made)")
+	// A change the other way, through the other handle: 3 a second, burst 3. A closed
+	// handle keeps the last rule it read.
+	three := librate.Config{Limit: 3, Period: time.Second, Burst: 3}
+	if err := other.SetConfigAt(three, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := changer.Config(); got != three {
+		t.Errorf("changer: Config() after the other's change = %+v, want %+v", got, three)
+	}
+	other.Close()
+	if got := other.Config(); got != three {
+		t.Errorf("the other handle, closed: Config() = %+v, want %+v", got, three)
+	}
 }
 
 // 2 a second and 3 a minute, 2 taken; upgraded to 4 a second and 10 a minute: the

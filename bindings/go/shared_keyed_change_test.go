@@ -92,6 +92,10 @@ func TestKeyedSetConfigChangesTheFileForEveryProcess(t *testing.T) {
 		}
 	}
 	runChild(t, helperKeyedSetConfig, path)
+	// This process's Keyed reports the file's rule in force, as the child gave it.
+	if got := here.Config(); got != gcra5 {
+		t.Errorf("Config() after the child's change: %+v, want %+v", got, gcra5)
+	}
 	// Here at the next decision: 5 a second, T = 200 ms, τ = 1 s. ann: 6 tokens capped at
 	// 5, a full bucket; then 5 at 0 leave TAT = 1 s, 0 left, and 1 more waits
 	// 1 s + 200 ms − 1 s = 200 ms. bob: 2 tokens kept, debt τ − 2·T = 600 ms. A new key:
@@ -166,6 +170,10 @@ func TestOpenKeyedReplaceRuleReplacesTheFilesRule(t *testing.T) {
 		}
 	}
 	runChild(t, helperKeyedReplace, path)
+	// This process's Keyed reports the rule the restarted worker gave the file.
+	if got := old.Config(); got != hourly5 {
+		t.Errorf("Config() after the replacing open: %+v, want %+v", got, hourly5)
+	}
 	// The process still on the old rule follows at its next decision, 5 an hour: ann 5
 	// (6 capped), bob his 2, a new key 5.
 	for key, remaining := range map[string]uint64{"ann": 5, "bob": 2, "new": 5} {
