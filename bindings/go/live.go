@@ -158,8 +158,8 @@ func (p *KeyedPolicy) SetRules(rules ...KeyedRule) error {
 //
 // A policy from OpenKeyedPolicy changes in its file, once, for every process: each
 // decides under the new rules from its next decision, and later openers must give them
-// (or ReplaceRule). Another handle's KeyedRules keeps the rules it knew; each decision
-// reports the rules in force.
+// (or ReplaceRule). KeyedRules and Rules, through any handle in any process, return the
+// file's rules in force, whichever process set them.
 //
 // The error is a *ConfigError matching ErrInvalidConfig for another number of rules, an
 // invalid rule or scope, or a rule that cannot carry its state over (another scope or

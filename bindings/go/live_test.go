@@ -3,6 +3,7 @@ package librate_test
 import (
 	"errors"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -227,6 +228,35 @@ func TestKeyedPolicySetRulesChangesPlan(t *testing.T) {
 		}
 		defer other.Close()
 		keyedPlanChange(t, changer, other)
+		// The other handle reports the rules the changer gave the file: per key 4 a second,
+		// for everybody 10 a minute in fixed windows.
+		upgrade := []librate.KeyedRule{
+			librate.PerKeyRule(librate.Config{Limit: 4, Period: time.Second}),
+			librate.GlobalRule(librate.Config{Algorithm: librate.FixedWindow, Limit: 10, Period: time.Minute}),
+		}
+		if got := other.KeyedRules(); !reflect.DeepEqual(got, upgrade) {
+			t.Errorf("the other handle's KeyedRules() = %+v, want %+v", got, upgrade)
+		}
+		configs := []librate.Config{upgrade[0].Config, upgrade[1].Config}
+		if got := other.Rules(); !reflect.DeepEqual(got, configs) {
+			t.Errorf("the other handle's Rules() = %+v, want %+v", got, configs)
+		}
+		// A change the other way, through the other handle: per key 3 a second, for
+		// everybody 20 a minute. A closed handle keeps the last rules it read.
+		back := []librate.KeyedRule{
+			librate.PerKeyRule(librate.Config{Limit: 3, Period: time.Second}),
+			librate.GlobalRule(librate.Config{Algorithm: librate.FixedWindow, Limit: 20, Period: time.Minute}),
+		}
+		if err := other.SetRulesAt(0, back...); err != nil {
+			t.Fatal(err)
+		}
+		if got := changer.KeyedRules(); !reflect.DeepEqual(got, back) {
+			t.Errorf("the changer's KeyedRules() after the other's change = %+v, want %+v", got, back)
+		}
+		changer.Close()
+		if got := changer.KeyedRules(); !reflect.DeepEqual(got, back) {
+			t.Errorf("the changer, closed: KeyedRules() = %+v, want %+v", got, back)
+		}
 		// The file holds the upgrade: a later opener gives it.
 		later, err := librate.OpenKeyedPolicy(path, 100, changer.KeyedRules())
 		if err != nil {
