@@ -34,6 +34,8 @@ static int32_t librate_go_keyed_allow(uintptr_t keyed, const uint8_t *key, size_
 #cgo nocallback librate_go_keyed_allow
 #cgo noescape rate_keyed_acquire_packed
 #cgo nocallback rate_keyed_acquire_packed
+#cgo noescape rate_keyed_get_config
+#cgo nocallback rate_keyed_get_config
 */
 import "C"
 
@@ -59,8 +61,9 @@ import (
 // opening it shares.
 type Keyed struct {
 	ptr *C.rate_keyed
-	// config is the per-key rule given to NewKeyed or OpenKeyed, or to the last
-	// SetConfig on this Keyed.
+	// config is the per-key rule last known in force: the one given to NewKeyed or
+	// OpenKeyed, to the last SetConfig, or last read by Config, which returns it once k
+	// is closed.
 	config   atomic.Pointer[Config]
 	capacity int
 	cleanup  runtime.Cleanup
@@ -100,15 +103,23 @@ func freeKeyed(ptr *C.rate_keyed) {
 }
 
 // Config returns the per-key configuration in force: the one the table was created
-// with, or the last SetConfig gave. For a table from OpenKeyed it is the rule this Keyed
-// was opened with or last changed to: a change made in the file through another handle
-// or process is not seen here, but each decision's Limit follows it, and DescribeFile
-// says the file's rule in force.
+// with, or the last SetConfig gave. For a table from OpenKeyed, the file's rule in force,
+// which SetConfig in any process attached, or an opener's ReplaceRule, may have changed.
+// A closed Keyed returns the last one it knew; so does one whose file holds a period no
+// time.Duration holds.
 func (k *Keyed) Config() Config {
 	if k == nil {
 		return Config{}
 	}
-	return *k.config.Load()
+	var held C.rate_config
+	status := C.rate_keyed_get_config(k.handle(), &held)
+	runtime.KeepAlive(k)
+	config, ok := configFromC(held)
+	if status != C.RATE_OK || !ok {
+		return *k.config.Load()
+	}
+	remember(&k.config, config)
+	return config
 }
 
 // Capacity returns the number of live keys the table was sized for.

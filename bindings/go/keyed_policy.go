@@ -18,6 +18,8 @@ package librate
 #cgo nocallback rate_keyed_policy_reset
 #cgo noescape rate_keyed_policy_read_stats_at
 #cgo nocallback rate_keyed_policy_read_stats_at
+#cgo noescape rate_keyed_policy_get_rules
+#cgo nocallback rate_keyed_policy_get_rules
 */
 import "C"
 
@@ -69,7 +71,9 @@ func GlobalRule(config Config) KeyedRule { return KeyedRule{Config: config, Scop
 // A nil or closed KeyedPolicy answers every call with ErrNull (and Allow with false).
 type KeyedPolicy struct {
 	ptr *C.rate_keyed_policy
-	// The rules in force: replaced whole by SetRulesAt, read without a lock.
+	// The rules last known in force: those given to NewKeyedPolicy or OpenKeyedPolicy,
+	// to the last SetRules, or last read by KeyedRules or Rules, which return them once
+	// p is closed. Replaced whole, read without a lock; their number never changes.
 	rules    atomic.Pointer[[]KeyedRule]
 	capacity int
 	cleanup  runtime.Cleanup
@@ -168,30 +172,58 @@ func freeKeyedPolicy(ptr *C.rate_keyed_policy) {
 	noteFreed()
 }
 
-// KeyedRules returns a copy of the rules, in the order given: those the policy was
-// created with, or the last SetRules gave. For a policy from OpenKeyedPolicy they are the
-// rules this KeyedPolicy was opened with or last changed to: a change made in the file
-// through another handle or process is not seen here (nor in Rules), but each
-// decision follows it.
+// KeyedRules returns a copy of the rules in force, in the order given: those the policy
+// was created with, or the last SetRules gave. For a policy from OpenKeyedPolicy, the
+// file's rules in force, which SetRules in any process attached, or an opener's
+// ReplaceRule, may have changed. A closed KeyedPolicy returns the last ones it knew; so
+// does one whose file holds a period no time.Duration holds.
 func (p *KeyedPolicy) KeyedRules() []KeyedRule {
 	if p == nil {
 		return nil
 	}
-	return slices.Clone(*p.rules.Load())
+	rules, n := p.inForce()
+	return slices.Clone(rules[:n])
 }
 
-// Rules returns the rules' configurations, in the order given: what RateLimit-Policy
-// advertises (PolicyLimiter).
+// Rules returns the configurations of the rules in force (KeyedRules), in the order
+// given: what RateLimit-Policy advertises (PolicyLimiter).
 func (p *KeyedPolicy) Rules() []Config {
 	if p == nil {
 		return nil
 	}
-	rules := *p.rules.Load()
-	configs := make([]Config, len(rules))
-	for i, rule := range rules {
+	rules, n := p.inForce()
+	configs := make([]Config, n)
+	for i, rule := range rules[:n] {
 		configs[i] = rule.Config
 	}
 	return configs
+}
+
+// inForce returns, in rules[:n], the rules in force as librate reports them (and keeps
+// them in p.rules), or the last ones known when librate reports none (p closed) or one
+// no Config holds.
+func (p *KeyedPolicy) inForce() (rules [MaxRules]KeyedRule, n int) {
+	known := *p.rules.Load()
+	n = copy(rules[:], known)
+	var held [MaxRules]C.rate_keyed_rule
+	status := C.rate_keyed_policy_get_rules(p.handle(), &held[0], C.size_t(n))
+	runtime.KeepAlive(p)
+	if status != C.RATE_OK {
+		return rules, n
+	}
+	var read [MaxRules]KeyedRule
+	for i := range n {
+		config, ok := configFromC(held[i].config)
+		if !ok {
+			return rules, n
+		}
+		read[i] = KeyedRule{Config: config, Scope: Scope(held[i].scope)}
+	}
+	if !slices.Equal(read[:n], known) {
+		fresh := slices.Clone(read[:n])
+		p.rules.Store(&fresh)
+	}
+	return read, n
 }
 
 // Capacity is the capacity each per-key rule's table was created with.

@@ -124,9 +124,17 @@ func TestKeyedPolicyErrors(t *testing.T) {
 	if _, err := p.Acquire("k", 1); !errors.Is(err, librate.ErrNull) {
 		t.Errorf("closed: %v", err)
 	}
+	// A closed policy keeps its rules, a nil one has none.
+	made := []librate.KeyedRule{librate.PerKeyRule(gcra), librate.GlobalRule(everybody)}
+	if got := p.KeyedRules(); !reflect.DeepEqual(got, made) {
+		t.Errorf("closed: KeyedRules() = %+v, want %+v", got, made)
+	}
+	if got := p.Rules(); !reflect.DeepEqual(got, []librate.Config{gcra, everybody}) {
+		t.Errorf("closed: Rules() = %+v, want %+v", got, []librate.Config{gcra, everybody})
+	}
 	var none *librate.KeyedPolicy
-	if none.Allow("k") || none.Rules() != nil {
-		t.Error("a nil policy admitted")
+	if none.Allow("k") || none.Rules() != nil || none.KeyedRules() != nil {
+		t.Error("a nil policy admitted or has rules")
 	}
 }
 

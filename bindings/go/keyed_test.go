@@ -232,6 +232,9 @@ func TestKeyedClosedAndNil(t *testing.T) {
 	if nilKeyed.Capacity() != 0 || nilKeyed.Config() != (librate.Config{}) {
 		t.Error("nil Keyed reports a capacity or config")
 	}
+	if got := closed.Config(); got != onePerTwoSeconds {
+		t.Errorf("closed Keyed: Config() = %+v, want the rule it was made with, %+v", got, onePerTwoSeconds)
+	}
 }
 
 func TestKeyedWait(t *testing.T) {

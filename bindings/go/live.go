@@ -68,8 +68,8 @@ func (k *Keyed) SetConfig(config Config) error {
 //
 // A table from OpenKeyed changes in its file, once, for every process: each decides
 // under the new rule from its next decision (every key's state carried over as above),
-// and later openers must give it (or ReplaceRule). Another handle's Config keeps the
-// rule it knew; each decision's Limit and DescribeFile report the file's rule in force.
+// and later openers must give it (or ReplaceRule). Config, through any handle in any
+// process, returns the file's rule in force, whichever process set it.
 //
 // The error is a *ConfigError matching ErrInvalidConfig for an invalid rule, another
 // algorithm, or a sliding log's rule (its entries are not carried over); ErrNull for a
@@ -158,8 +158,8 @@ func (p *KeyedPolicy) SetRules(rules ...KeyedRule) error {
 //
 // A policy from OpenKeyedPolicy changes in its file, once, for every process: each
 // decides under the new rules from its next decision, and later openers must give them
-// (or ReplaceRule). Another handle's KeyedRules keeps the rules it knew; each decision
-// reports the rules in force.
+// (or ReplaceRule). KeyedRules and Rules, through any handle in any process, return the
+// file's rules in force, whichever process set them.
 //
 // The error is a *ConfigError matching ErrInvalidConfig for another number of rules, an
 // invalid rule or scope, or a rule that cannot carry its state over (another scope or

@@ -3,6 +3,7 @@ package librate_test
 import (
 	"errors"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -106,12 +107,18 @@ func TestSharedKeyedSetConfigKeepsEachKeysTokens(t *testing.T) {
 			t.Fatalf("%s: %d of 10 denied", key, n)
 		}
 	}
+	if got := other.Config(); got != ten {
+		t.Errorf("the other handle's Config() before the change = %+v, want %+v", got, ten)
+	}
 	tighter := librate.Config{Limit: 1, Period: time.Second, Burst: 2}
 	if err := changer.SetConfigAt(tighter, 0); err != nil {
 		t.Fatal(err)
 	}
-	if changer.Config() != tighter {
-		t.Errorf("Config() = %+v, want %+v", changer.Config(), tighter)
+	// Both handles report the file's rule in force, whichever made the change.
+	for name, k := range map[string]*librate.Keyed{"changer": changer, "other": other} {
+		if got := k.Config(); got != tighter {
+			t.Errorf("%s: Config() = %+v, want %+v", name, got, tighter)
+		}
 	}
 	// Through the other handle, at 0: ann's query sees 1 left, reset 1 s; 1 more leaves
 	// TAT = 2 s (0 left, reset 2 s); another is denied until TAT + T − τ = 1 s.
@@ -134,8 +141,24 @@ func TestSharedKeyedSetConfigKeepsEachKeysTokens(t *testing.T) {
 	if err := changer.SetConfigAt(window, 0); !errors.Is(err, librate.ErrInvalidConfig) {
 		t.Errorf("a change of algorithm: %v, want ErrInvalidConfig", err)
 	}
+	if got := other.Config(); got != tighter {
+		t.Errorf("the other handle's Config() after a refused change = %+v, want %+v", got, tighter)
+	}
 	describedAs(t, path, path+": a librate keyed table of capacity 16 holding GCRA, limit 1, "+
 		"period_ns 1000000000, burst 2 (its rule changed 1 time since it was made)")
+	// A change the other way, through the other handle: 3 a second, burst 3. A closed
+	// handle keeps the last rule it read.
+	three := librate.Config{Limit: 3, Period: time.Second, Burst: 3}
+	if err := other.SetConfigAt(three, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := changer.Config(); got != three {
+		t.Errorf("changer: Config() after the other's change = %+v, want %+v", got, three)
+	}
+	other.Close()
+	if got := other.Config(); got != three {
+		t.Errorf("the other handle, closed: Config() = %+v, want %+v", got, three)
+	}
 }
 
 // 2 a second and 3 a minute, 2 taken; upgraded to 4 a second and 10 a minute: the
@@ -205,6 +228,35 @@ func TestKeyedPolicySetRulesChangesPlan(t *testing.T) {
 		}
 		defer other.Close()
 		keyedPlanChange(t, changer, other)
+		// The other handle reports the rules the changer gave the file: per key 4 a second,
+		// for everybody 10 a minute in fixed windows.
+		upgrade := []librate.KeyedRule{
+			librate.PerKeyRule(librate.Config{Limit: 4, Period: time.Second}),
+			librate.GlobalRule(librate.Config{Algorithm: librate.FixedWindow, Limit: 10, Period: time.Minute}),
+		}
+		if got := other.KeyedRules(); !reflect.DeepEqual(got, upgrade) {
+			t.Errorf("the other handle's KeyedRules() = %+v, want %+v", got, upgrade)
+		}
+		configs := []librate.Config{upgrade[0].Config, upgrade[1].Config}
+		if got := other.Rules(); !reflect.DeepEqual(got, configs) {
+			t.Errorf("the other handle's Rules() = %+v, want %+v", got, configs)
+		}
+		// A change the other way, through the other handle: per key 3 a second, for
+		// everybody 20 a minute. A closed handle keeps the last rules it read.
+		back := []librate.KeyedRule{
+			librate.PerKeyRule(librate.Config{Limit: 3, Period: time.Second}),
+			librate.GlobalRule(librate.Config{Algorithm: librate.FixedWindow, Limit: 20, Period: time.Minute}),
+		}
+		if err := other.SetRulesAt(0, back...); err != nil {
+			t.Fatal(err)
+		}
+		if got := changer.KeyedRules(); !reflect.DeepEqual(got, back) {
+			t.Errorf("the changer's KeyedRules() after the other's change = %+v, want %+v", got, back)
+		}
+		changer.Close()
+		if got := changer.KeyedRules(); !reflect.DeepEqual(got, back) {
+			t.Errorf("the changer, closed: KeyedRules() = %+v, want %+v", got, back)
+		}
 		// The file holds the upgrade: a later opener gives it.
 		later, err := librate.OpenKeyedPolicy(path, 100, changer.KeyedRules())
 		if err != nil {

@@ -147,12 +147,32 @@ func (c Config) toC() (C.rate_config, error) {
 	}, nil
 }
 
+// configFromC is the Config librate reports as held, and whether a Config holds it: a
+// period_ns of RATE_FOREVER is Forever, and one of 2⁶³−1 ns or more is no Config's
+// (Forever's Period stands for RATE_FOREVER).
+func configFromC(held C.rate_config) (Config, bool) {
+	period := Forever
+	if held.period_ns != C.RATE_FOREVER {
+		if held.period_ns >= C.uint64_t(Never) { // no time.Duration but Forever's holds it
+			return Config{}, false
+		}
+		period = time.Duration(held.period_ns)
+	}
+	return Config{
+		Algorithm: Algorithm(held.algorithm),
+		Limit:     uint64(held.limit),
+		Period:    period,
+		Burst:     uint64(held.burst),
+	}, true
+}
+
 // Limiter enforces one Config. Its methods are safe for concurrent use and never
 // block, except Wait. A nil or closed Limiter answers every call with ErrNull (and
 // Allow with false).
 type Limiter struct {
 	ptr *C.rate_limiter
-	// config is the rule in force: the one given to New, or to the last SetConfig.
+	// config is the rule last known in force: the one given to New, to the last
+	// SetConfig, or last read by Config, which returns it once l is closed.
 	config  atomic.Pointer[Config]
 	cleanup runtime.Cleanup
 }
@@ -220,24 +240,21 @@ func (l *Limiter) Config() Config {
 	var held C.rate_config
 	status := C.rate_limiter_get_config(l.handle(), &held)
 	runtime.KeepAlive(l)
-	if status != C.RATE_OK {
+	config, ok := configFromC(held)
+	if status != C.RATE_OK || !ok {
 		return *l.config.Load()
 	}
-	period := Forever
-	if held.period_ns != C.RATE_FOREVER {
-		if held.period_ns >= C.uint64_t(Never) { // no time.Duration but Forever's holds it
-			return *l.config.Load()
-		}
-		period = time.Duration(held.period_ns)
-	}
-	config := Config{
-		Algorithm: Algorithm(held.algorithm),
-		Limit:     uint64(held.limit),
-		Period:    period,
-		Burst:     uint64(held.burst),
-	}
-	l.config.Store(&config)
+	remember(&l.config, config)
 	return config
+}
+
+// remember makes config the last one known in force, kept in known for when the handle
+// is closed; a read that finds it unchanged allocates nothing.
+func remember(known *atomic.Pointer[Config], config Config) {
+	if *known.Load() != config {
+		fresh := config
+		known.Store(&fresh)
+	}
 }
 
 // handle is the C handle for one call: NULL when l is nil or closed, which librate

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -92,6 +93,10 @@ func TestKeyedSetConfigChangesTheFileForEveryProcess(t *testing.T) {
 		}
 	}
 	runChild(t, helperKeyedSetConfig, path)
+	// This process's Keyed reports the file's rule in force, as the child gave it.
+	if got := here.Config(); got != gcra5 {
+		t.Errorf("Config() after the child's change: %+v, want %+v", got, gcra5)
+	}
 	// Here at the next decision: 5 a second, T = 200 ms, τ = 1 s. ann: 6 tokens capped at
 	// 5, a full bucket; then 5 at 0 leave TAT = 1 s, 0 left, and 1 more waits
 	// 1 s + 200 ms − 1 s = 200 ms. bob: 2 tokens kept, debt τ − 2·T = 600 ms. A new key:
@@ -166,6 +171,10 @@ func TestOpenKeyedReplaceRuleReplacesTheFilesRule(t *testing.T) {
 		}
 	}
 	runChild(t, helperKeyedReplace, path)
+	// This process's Keyed reports the rule the restarted worker gave the file.
+	if got := old.Config(); got != hourly5 {
+		t.Errorf("Config() after the replacing open: %+v, want %+v", got, hourly5)
+	}
 	// The process still on the old rule follows at its next decision, 5 an hour: ann 5
 	// (6 capped), bob his 2, a new key 5.
 	for key, remaining := range map[string]uint64{"ann": 5, "bob": 2, "new": 5} {
@@ -252,6 +261,13 @@ func TestKeyedPolicySetRulesChangesTheFileForEveryProcess(t *testing.T) {
 		}
 	}
 	runChild(t, helperPolicySetRules, path)
+	// This process's KeyedPolicy reports the file's rules in force, as the child gave them.
+	if got := here.KeyedRules(); !reflect.DeepEqual(got, policyAfter) {
+		t.Errorf("KeyedRules() after the child's change: %+v, want %+v", got, policyAfter)
+	}
+	if got, want := here.Rules(), []librate.Config{gcra5, policyAfter[1].Config}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Rules() after the child's change: %+v, want %+v", got, want)
+	}
 	// Here at the next decision, at 0. Per key 5 a second (T = 200 ms, τ = 1 s): ann's 6
 	// tokens capped at 5, a full bucket; bob keeps 2, debt 600 ms. For everybody 50 a
 	// minute: the window keeps its 12, 38 left, its next at 1 min.
@@ -324,6 +340,10 @@ func TestOpenKeyedPolicyReplaceRuleReplacesTheFilesRules(t *testing.T) {
 		}
 	}
 	runChild(t, helperPolicyReplace, path)
+	// This process's KeyedPolicy reports the rules the restarted worker gave the file.
+	if got := old.KeyedRules(); !reflect.DeepEqual(got, hourlyAfter) {
+		t.Errorf("KeyedRules() after the replacing open: %+v, want %+v", got, hourlyAfter)
+	}
 	// The process still on the old rules follows at its next decision: per key 5 an hour
 	// (ann's 6 capped at 5, bob his 2, a new key 5), for everybody 200 an hour, burst 200,
 	// keeping its 88.
