@@ -254,20 +254,15 @@ impl Decider {
         dispatch!(self, algorithm => algorithm.reset(state, tenancy))
     }
 
-    /// Whether a change of rule may replace states of this rule, in memory a change may
-    /// (`private`: this process's own) or may not replace (a shared file, whose rule every
-    /// process checks when it opens it), by states of `new` carried over
-    /// (`algorithm/carry.rs`): the same algorithm, a period that never ends counting as
-    /// the same, and no sliding log with a period that ends on either side (its ring's
+    /// Whether a change of rule may replace states of this rule by states of `new` carried
+    /// over (`algorithm/carry.rs`): the same algorithm, a period that never ends counting
+    /// as the same, and no sliding log with a period that ends on either side (its ring's
     /// entries are not carried).
     ///
     /// # Errors
-    /// [`Error::Unsupported`] for memory that is not `private`; [`Error::InvalidConfig`]
-    /// with [`ConfigError::LiveChange`] for a pair that does not carry over.
-    pub(crate) fn check_change(&self, new: &Decider, private: bool) -> Result<(), Error> {
-        if !private {
-            return Err(Error::Unsupported);
-        }
+    /// [`Error::InvalidConfig`] with [`ConfigError::LiveChange`] for a pair that does not
+    /// carry over.
+    pub(crate) fn check_change(&self, new: &Decider) -> Result<(), Error> {
         let log = |decider: &Decider| matches!(decider, Self::SlidingLog(_));
         if self.algorithm() != new.algorithm() || log(self) || log(new) {
             return Err(Error::InvalidConfig(ConfigError::LiveChange));

@@ -63,13 +63,15 @@ pub(crate) use self::file::InFile;
 /// figure as crossbeam-utils' `CachePadded`). loom models each word, so it gets none.
 const PAD_WORDS: usize = if cfg!(loom) { 0 } else { 16 };
 
+/// What a decision shows every first-word value of a generation's words: a change may
+/// replace them (every generation's words, this process's own or a file's).
+pub(crate) const MAY_BE_REPLACED: Replaceable = Replaceable { replaceable: true };
+
 /// A rule and the state words it decides on.
 #[derive(Debug)]
 pub(crate) struct Generation {
     pub(crate) decider: Decider,
     pub(crate) config: Config,
-    /// Whether a change may replace these words (what a decision shows their first word).
-    pub(crate) tenancy: Replaceable,
     /// The state words, in `_memory`: `state_len` of them (the decider's `state_words()`,
     /// kept here so the hot path does not dispatch for it).
     state: NonNull<AtomicU64>,
@@ -104,30 +106,21 @@ impl Generation {
             .collect();
         let state = NonNull::from(&words[PAD_WORDS]);
         let memory = Memory::Private { _words: words };
-        Self::new(
-            decider,
-            config,
-            state,
-            memory,
-            Replaceable { replaceable: true },
-        )
+        Self::new(decider, config, state, memory)
     }
 
-    /// A generation of `decider` over the words at `state` in `memory`, which a change may
-    /// replace (`tenancy`) if they are this process's own or a file's whose rule can
-    /// change (`generations/file.rs`).
+    /// A generation of `decider` over the words at `state` in `memory` (this process's
+    /// own, or a file's: `generations/file.rs`), which a change may replace.
     pub(crate) fn new(
         decider: Decider,
         config: &Config,
         state: NonNull<AtomicU64>,
         memory: Memory,
-        tenancy: Replaceable,
     ) -> Self {
         Self {
             state_len: decider.state_words(),
             decider,
             config: *config,
-            tenancy,
             state,
             _memory: memory,
             serial: 0,
@@ -138,7 +131,7 @@ impl Generation {
     /// after a decision that read it sees it too (coherence), and it publishes nothing.
     #[inline]
     fn is_replaced(&self) -> bool {
-        self.tenancy.replaceable && self.state()[0].load(Ordering::Relaxed) == REPLACED
+        self.state()[0].load(Ordering::Relaxed) == REPLACED
     }
 
     #[inline(always)]
@@ -232,7 +225,6 @@ impl Generations {
         max_wait_ns: Option<u64>,
         operation: O,
     ) -> Result<O::Output, Error> {
-        const MAY_BE_REPLACED: Replaceable = Replaceable { replaceable: true };
         let first = self.versions.first();
         if first.decider.check(n, max_wait_ns).is_ok() {
             if let Ok(result) = operation.run(first, &MAY_BE_REPLACED) {
@@ -279,7 +271,7 @@ impl Generations {
         let mut backoff = Backoff::default();
         loop {
             let generation = Self::next(&pin, tried, n, max_wait_ns, &mut backoff)?;
-            if let Ok(result) = operation.run(generation, &generation.tenancy) {
+            if let Ok(result) = operation.run(generation, &MAY_BE_REPLACED) {
                 return Ok(result);
             }
             tried = generation;
@@ -288,11 +280,8 @@ impl Generations {
 
     /// Where [`decide`](Self::decide) runs a request again after `tried`'s rule refused
     /// it or its words held the marker, checked by that generation's rule. A generation
-    /// in force (never replaced) that refused it gives its error; one whose words hold the
-    /// marker's value without being replaced (words of a shared file that another process
-    /// set to it: a change never writes it there) runs it again, with its own tenancy,
-    /// which reads the value as a state; else the generation in force runs it, waited for
-    /// while a change is in flight. Out of line, so neither the pointer nor the waiting is
+    /// in force (never replaced) that refused it gives its error; else the generation in
+    /// force runs it, waited for while a change is in flight. Out of line, so neither the pointer nor the waiting is
     /// on the path of a limiter whose rule never changed.
     #[cold]
     #[inline(never)]
@@ -333,9 +322,8 @@ impl Generations {
     /// follows its file's rule changes it in the file (`shared/rules.rs`), then adopts it.
     ///
     /// # Errors
-    /// [`Error::Unsupported`] for a limiter in a file whose rule cannot change (a keyed
-    /// policy's); [`Error::InvalidConfig`] if the state cannot be carried over to
-    /// `decider` ([`Decider::check_change`]); in a file, as `Rules::change`.
+    /// [`Error::InvalidConfig`] if the state cannot be carried over to `decider`
+    /// ([`Decider::check_change`]); in a file, as `Rules::change`.
     pub(crate) fn replace(&self, decider: Decider, config: &Config, now: u64) -> Result<(), Error> {
         if let Some(file) = &self.file {
             let serial = file.rules().change(config, &decider, now, &OneState)?;
@@ -345,7 +333,7 @@ impl Generations {
         let mut change = self.versions.change();
         new.serial = change.serial();
         let (old, _) = change.current();
-        (old.decider).check_change(&new.decider, old.tenancy.replaceable)?;
+        (old.decider).check_change(&new.decider)?;
         let first = freeze(&old.state()[0]).expect("changes are serialized: none froze it");
         old.decider
             .carry_over(old.state(), first, now, &new.decider, new.state());

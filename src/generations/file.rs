@@ -4,7 +4,7 @@
 //! as a generation of this process) before a decision is made on it, pinned here and in
 //! the file (`shared/pins.rs`).
 
-use super::{Generation, Generations, Memory, Operation};
+use super::{Generation, Generations, Memory, Operation, MAY_BE_REPLACED};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
@@ -38,14 +38,13 @@ impl InFile {
     }
 
     /// The generation of the file's rule of `serial`, `config` (decided by `decider`), on
-    /// that rule's side: replaceable, as a change of the file's rule freezes it.
+    /// that rule's side.
     pub(crate) fn generation(&self, decider: Decider, config: &Config, serial: u64) -> Generation {
         let state = NonNull::from(&self.rules().side(serial, decider.state_words())[0]);
         let memory = Memory::Shared {
             _mapping: Arc::clone(&self.mapping),
         };
-        let tenancy = Replaceable { replaceable: true };
-        let mut generation = Generation::new(decider, config, state, memory, tenancy);
+        let mut generation = Generation::new(decider, config, state, memory);
         generation.serial = serial;
         generation
     }
@@ -146,7 +145,7 @@ impl Generations {
             let (pin, pinned, serial) = self.pin_in_file(file)?;
             let generation = pin.current();
             generation.decider.check(n, max_wait_ns)?;
-            if let Ok(result) = operation.run(generation, &generation.tenancy) {
+            if let Ok(result) = operation.run(generation, &MAY_BE_REPLACED) {
                 return Ok(result);
             }
             if file.rules().is_forged(serial) {

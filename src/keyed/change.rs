@@ -123,7 +123,7 @@ impl<S> KeyedLimiter<S> {
         // next one proceeds as usual.
         let mut change = self.regions.change();
         let (old, old_pointer) = change.current();
-        (old.decider).check_change(&decider, true)?;
+        (old.decider).check_change(&decider)?;
         let mut new = Region::private(decider, config, old.layout)?;
         new.replaced = old_pointer;
         new.serial = change.serial();
@@ -151,7 +151,7 @@ impl<S> KeyedLimiter<S> {
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at), but for an invalid configuration.
     pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
-        self.first().decider.check_change(decider, true)
+        self.first().decider.check_change(decider)
     }
 }
 

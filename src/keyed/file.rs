@@ -151,7 +151,7 @@ impl TableFile {
         let decider = Decider::new(config).map_err(|_| Error::Incompatible)?;
         let layout = self.table.layout;
         let first = Decider::new(&self.first).map_err(|_| Error::Incompatible)?;
-        let carried = serial == 0 || first.check_change(&decider, true).is_ok();
+        let carried = serial == 0 || first.check_change(&decider).is_ok();
         if !carried || decider.state_words() != first.state_words() {
             return Err(Error::Incompatible);
         }

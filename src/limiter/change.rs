@@ -76,6 +76,6 @@ impl Limiter {
     /// As [`set_config_at`](Self::set_config_at), but for an invalid configuration.
     pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
         let first = self.generations.first();
-        (first.decider).check_change(decider, first.tenancy.replaceable)
+        (first.decider).check_change(decider)
     }
 }

@@ -70,9 +70,12 @@ impl<S> KeyedPolicy<S> {
     /// (another algorithm, or a sliding log: see
     /// [`Limiter::set_config_at`](crate::Limiter::set_config_at)), or
     /// [`ConfigError::Capacity`] if a per-key rule's new table region cannot be
-    /// allocated; [`Error::Unsupported`] for a policy in a shared file
-    /// ([`open`](KeyedPolicy::open)). Then no rule changes, but for an allocation that
-    /// fails after some rules changed (those keep their new rule).
+    /// allocated; for a policy in a shared file ([`open`](KeyedPolicy::open)), whose rules
+    /// change there for every process, as
+    /// [`KeyedLimiter::set_config_at`](crate::KeyedLimiter::set_config_at) and
+    /// [`Limiter::set_config_at`](crate::Limiter::set_config_at) in a file. Then no rule
+    /// changes, but for an allocation (or, in a file, a busy change) that fails after
+    /// some rules changed (those keep their new rule).
     ///
     /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
     /// [`ConfigError::Capacity`]: crate::ConfigError::Capacity

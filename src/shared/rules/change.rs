@@ -146,7 +146,7 @@ impl<'a> Rules<'a> {
         let _lock = self.lock(carry)?;
         let serial = self.serial();
         let old = self.rule(serial).ok_or(Error::Incompatible)?;
-        Decider::new(&old)?.check_change(decider, true)?;
+        Decider::new(&old)?.check_change(decider)?;
         let target = serial + 1;
         if target >= 3 {
             self.pins().wait()?;
@@ -184,7 +184,7 @@ impl<'a> Rules<'a> {
         let (old_decider, new_decider) = (Decider::new(old)?, Decider::new(new)?);
         // Checked by the change that recorded `new`; again for one taken over, whose
         // record may hold bytes another writer put there.
-        old_decider.check_change(&new_decider, true)?;
+        old_decider.check_change(&new_decider)?;
         carry.carry(self, serial, old, new, now)?;
         // Release: publishes the new side's words with the serial.
         self.words[SERIAL].store(serial + 1, Ordering::Release);
