@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `shared_through_clock` | `try_acquire` and `acquire`, the clock included |
 //! | `shared_at_frozen_time` | `acquire_at` on a black-boxed frozen time: the decision alone |
-//! | `shared_changed` | a shared limiter whose rule never changed against one whose rule changed once in its file (`set_config_at`: its decisions go through the rule in force, pinned), `try_acquire` through the clock and `acquire_at` at a frozen time |
+//! | `shared_changed` | a shared limiter whose rule never changed against one whose rule changed once in its file (`set_config_at`: its decisions go through the rule in force, pinned), `try_acquire` through the clock and `acquire_at` at a frozen time; and the same for the idle keyed table of `shared_keyed`, shared |
 //! | `shared_keyed` | a keyed table of 1,000 keys, all present, visited in turn by `try_acquire`: idle keys (each admits) and drained keys (each denies), private (`KeyedLimiter::new`) then shared (`KeyedLimiter::open`) |
 //! | `shared_contended_2_threads` | 2 threads on one admitting limiter (the slower thread's time per call); `shared_two_mappings`: each thread through its own `open` of the file, as two processes would |
 //! | `shared_vs_redis` | the shared limiter against what a user would do on one host instead: a Redis `INCR` + `EXPIRE` round trip to a local redis-server, over loopback and a Unix socket (see `local_redis.rs`; skipped when `redis-server` is not installed) |
@@ -317,6 +317,30 @@ fn changed(c: &mut Criterion) {
         let id = BenchmarkId::new(frozen.label, format!("acquire_at/{}", history.name()));
         single(&mut group, id, acquire_at);
         frozen.expect("acquire_at", acquire_at());
+    }
+    // The idle keyed table of `keyed`, shared, never changed and changed once (opened
+    // with a burst one less, then given its rule).
+    let config = Config::gcra(1_000_000_000, SECOND);
+    for history in HISTORIES {
+        let opened = match history {
+            History::NeverChanged => config,
+            History::ChangedOnce => config.with_burst(config.limit - 1),
+        };
+        let table = keyed_table(&opened, Store::Shared, rate::now_ns());
+        if let History::ChangedOnce = history {
+            table.set_config(&config).expect("a change of burst carries over");
+        }
+        let mut next = 0u64;
+        let mut try_acquire = || {
+            next = (next + 1) % KEYS;
+            table.try_acquire(black_box(&next.to_le_bytes()), 1) == Ok(true)
+        };
+        let id = BenchmarkId::new(
+            "idle_1000_keys",
+            format!("keyed_try_acquire/{}", history.name()),
+        );
+        single(&mut group, id, &mut try_acquire);
+        assert!(try_acquire(), "idle keys admit");
     }
     group.finish();
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A shared limiter's decisions before and after its rule could change in its file: the
-# never-changed shared limiter's busy `try_acquire` and frozen `acquire_at` (and the private
-# ones beside them) measured on commit BASE, then on this checkout, in turn, RUNS times;
+# Shared tables' decisions before and after their rules could change in their files: the
+# never-changed shared limiter's busy `try_acquire` and frozen `acquire_at`, and the idle
+# keyed table's `try_acquire` (and the private ones beside them) measured on commit BASE,
+# then on this checkout, in turn, RUNS times;
 # this checkout's runs also measure the `shared_changed` group (never changed against
 # changed once). Prints benches/shared_table.py --change's tables.
 # Usage: benches/shared_change.sh BASE [RUNS]   (BASE: a commit; RUNS: 3 if not given)
@@ -15,8 +16,8 @@ runs=${2:-3}
 tree="${TMPDIR:-/tmp}/librate-base-$base"
 [ -d "$tree" ] || git worktree add --detach "$tree" "$base" >&2
 export CRITERION_HOME="$PWD/target/criterion"
-before='^shared_(through_clock/gcra_busy/try_acquire|at_frozen_time/gcra_frozen/acquire_at)/'
-after='^shared_(through_clock/gcra_busy/try_acquire|at_frozen_time/gcra_frozen/acquire_at|changed)/'
+before='^shared_(through_clock/gcra_busy/try_acquire|at_frozen_time/gcra_frozen/acquire_at|keyed/idle_1000_keys/try_acquire)/'
+after='^shared_(through_clock/gcra_busy/try_acquire|at_frozen_time/gcra_frozen/acquire_at|keyed/idle_1000_keys/try_acquire|changed)/'
 for run in $(seq "$runs"); do
     (cd "$tree" && CARGO_TARGET_DIR="$tree/target" cargo bench --bench shared -- \
         --save-baseline "before-$run" "$before") >&2

@@ -107,6 +107,7 @@ def versus_rows(runs: list[Run]) -> list[str]:
 CHANGE_CALLS = [
     "shared_through_clock/gcra_busy/try_acquire",
     "shared_at_frozen_time/gcra_frozen/acquire_at",
+    "shared_keyed/idle_1000_keys/try_acquire",
 ]
 CHANGED = "shared_changed"
 
@@ -130,7 +131,11 @@ def change_rows(befores: list[Run], afters: list[Run]) -> list[str]:
         "| subject | call | never changed ns | changed once ns | changed once / never changed |",
         "|---|---|---:|---:|---:|",
     ]
-    for subject, call in (("gcra_busy", "try_acquire"), ("gcra_frozen", "acquire_at")):
+    for subject, call in (
+        ("gcra_busy", "try_acquire"),
+        ("gcra_frozen", "acquire_at"),
+        ("idle_1000_keys", "keyed_try_acquire"),
+    ):
         never = f"{CHANGED}/{subject}/{call}/never_changed"
         once = f"{CHANGED}/{subject}/{call}/changed_once"
         rows.append(
