@@ -4,8 +4,11 @@ use super::{
     boundary, construct, construct_at, outcome_status, rate_config, rate_decision,
     rate_keyed_stats, report, status_of, RATE_E_NULL, RATE_OK,
 };
+use crate::config::Config;
+use crate::error::Error;
 use crate::keyed::KeyedLimiter;
 use std::ffi::c_char;
+use std::path::Path;
 
 mod change;
 
@@ -94,14 +97,12 @@ pub unsafe extern "C" fn rate_keyed_open(
     capacity: u64,
     out: *mut *mut rate_keyed,
 ) -> i32 {
-    boundary(|| {
-        // SAFETY: passed on from this function's contract.
-        unsafe {
-            construct_at(path, config, out, |path, config| {
-                KeyedLimiter::open(path, config, capacity).map(|table| rate_keyed { table })
-            })
-        }
-    })
+    // SAFETY: passed on from this function's contract.
+    unsafe {
+        open_file(path, config, capacity, out, |p, c, n| {
+            KeyedLimiter::open(p, c, n)
+        })
+    }
 }
 
 /// Opens the keyed limiter in the file at `path` as `rate_keyed_open` does, but a file
@@ -136,12 +137,31 @@ pub unsafe extern "C" fn rate_keyed_open_replacing(
     capacity: u64,
     out: *mut *mut rate_keyed,
 ) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe {
+        open_file(path, config, capacity, out, |p, c, n| {
+            KeyedLimiter::open_replacing(p, c, n)
+        })
+    }
+}
+
+/// The body of both openers: `open` opens the table at `path`.
+///
+/// # Safety
+/// As the openers': `path` is NULL or NUL-terminated, `config` NULL or readable, `out`
+/// NULL or writable.
+unsafe fn open_file(
+    path: *const c_char,
+    config: *const rate_config,
+    capacity: u64,
+    out: *mut *mut rate_keyed,
+    open: fn(&Path, &Config, u64) -> Result<KeyedLimiter, Error>,
+) -> i32 {
     boundary(|| {
-        // SAFETY: passed on from this function's contract.
+        // SAFETY: passed on from the caller's contract.
         unsafe {
             construct_at(path, config, out, |path, config| {
-                KeyedLimiter::open_replacing(path, config, capacity)
-                    .map(|table| rate_keyed { table })
+                open(path, config, capacity).map(|table| rate_keyed { table })
             })
         }
     })

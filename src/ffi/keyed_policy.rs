@@ -8,6 +8,7 @@ use super::{rate_policy_decision, RATE_E_NULL, RATE_OK};
 use crate::error::Error;
 use crate::policy::{KeyedPolicy, KeyedRule, MAX_RULES};
 use std::ffi::c_char;
+use std::path::Path;
 
 mod change;
 mod upkeep;
@@ -137,18 +138,9 @@ pub unsafe extern "C" fn rate_keyed_policy_open(
     capacity: u64,
     out: *mut *mut rate_keyed_policy,
 ) -> i32 {
-    boundary(|| {
-        // SAFETY: passed on from this function's contract.
-        let Some(path) = (unsafe { path_of(path) }) else {
-            return RATE_E_NULL;
-        };
-        // SAFETY: passed on from this function's contract.
-        unsafe {
-            construct(rules, rules_len, out, |rules| {
-                KeyedPolicy::open(path, rules, capacity)
-            })
-        }
-    })
+    let open = |path: &Path, rules: &[KeyedRule]| KeyedPolicy::open(path, rules, capacity);
+    // SAFETY: passed on from this function's contract.
+    unsafe { open_file(path, rules, rules_len, out, open) }
 }
 
 /// Opens the keyed policy in the file at `path` as `rate_keyed_policy_open` does, but a
@@ -179,17 +171,31 @@ pub unsafe extern "C" fn rate_keyed_policy_open_replacing(
     capacity: u64,
     out: *mut *mut rate_keyed_policy,
 ) -> i32 {
+    let open =
+        |path: &Path, rules: &[KeyedRule]| KeyedPolicy::open_replacing(path, rules, capacity);
+    // SAFETY: passed on from this function's contract.
+    unsafe { open_file(path, rules, rules_len, out, open) }
+}
+
+/// The body of both openers: `open` opens the policy at `path`.
+///
+/// # Safety
+/// As the openers': `path` is NULL or NUL-terminated, `rules` NULL or `rules_len`
+/// readable rules, `out` NULL or writable.
+unsafe fn open_file(
+    path: *const c_char,
+    rules: *const rate_keyed_rule,
+    rules_len: usize,
+    out: *mut *mut rate_keyed_policy,
+    open: impl FnOnce(&Path, &[KeyedRule]) -> Result<KeyedPolicy, Error>,
+) -> i32 {
     boundary(|| {
-        // SAFETY: passed on from this function's contract.
+        // SAFETY: passed on from the caller's contract.
         let Some(path) = (unsafe { path_of(path) }) else {
             return RATE_E_NULL;
         };
-        // SAFETY: passed on from this function's contract.
-        unsafe {
-            construct(rules, rules_len, out, |rules| {
-                KeyedPolicy::open_replacing(path, rules, capacity)
-            })
-        }
+        // SAFETY: passed on from the caller's contract.
+        unsafe { construct(rules, rules_len, out, |rules| open(path, rules)) }
     })
 }
 

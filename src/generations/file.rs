@@ -8,7 +8,7 @@ use super::{Generation, Generations, Memory, Operation, MAY_BE_REPLACED};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::shared::{Entry, Mapping, OneState, Pinned, Rules, Sides};
+use crate::shared::{Adoption, Entry, Mapping, OneState, Pinned, Rules, Sides};
 use crate::state::Replaceable;
 use crate::versions::{Pin, Version};
 use std::ptr::NonNull;
@@ -103,24 +103,11 @@ impl Generations {
     #[cold]
     pub(super) fn adopt(&self, file: &InFile, serial: u64) -> Result<bool, Error> {
         let mut change = self.versions.change();
-        let rules = file.rules();
         let adopted = change.current().0.serial;
-        if adopted == serial {
-            return Ok(true);
-        }
-        if adopted > serial {
-            // Another thread adopted a later rule: read the serial again, unless the
-            // file's serial went back (bytes another writer put there).
-            return match rules.serial() < adopted {
-                true => Err(Error::Incompatible),
-                false => Ok(false),
-            };
-        }
-        let Some(config) = rules.rule(serial) else {
-            return match rules.serial() == serial {
-                true => Err(Error::Incompatible),
-                false => Ok(false),
-            };
+        let config = match file.rules().adoption(adopted, serial)? {
+            Adoption::Has => return Ok(true),
+            Adoption::Reread => return Ok(false),
+            Adoption::Publish(config) => config,
         };
         change.publish(file.generation(Decider::new(&config)?, &config, serial));
         Ok(true)

@@ -41,7 +41,7 @@ use crate::error::Error;
 use crate::keyed::owner::crash_point;
 #[cfg(not(loom))]
 use crate::shared::kept_in_block;
-use crate::shared::{sides_start, Carry, Entry, Mapping, Rules, Sides};
+use crate::shared::{sides_start, Adoption, Carry, Entry, Mapping, Rules, Sides};
 use crate::state::MOVED;
 use crate::sync::{AtomicU64, Ordering};
 use crate::versions::Versions;
@@ -176,24 +176,11 @@ impl TableFile {
     #[cold]
     pub(super) fn adopt(&self, regions: &Versions<Region>, serial: u64) -> Result<bool, Error> {
         let mut change = regions.adopting();
-        let rules = self.rules();
         let adopted = change.current().0.serial;
-        if adopted == serial {
-            return Ok(true);
-        }
-        if adopted > serial {
-            // Another thread adopted a later rule: read the serial again, unless the
-            // file's serial went back (bytes another writer put there).
-            return match rules.serial() < adopted {
-                true => Err(Error::Incompatible),
-                false => Ok(false),
-            };
-        }
-        let Some(config) = rules.rule(serial) else {
-            return match rules.serial() == serial {
-                true => Err(Error::Incompatible),
-                false => Ok(false),
-            };
+        let config = match self.rules().adoption(adopted, serial)? {
+            Adoption::Has => return Ok(true),
+            Adoption::Reread => return Ok(false),
+            Adoption::Publish(config) => config,
         };
         let mut region = self.region(serial, &config)?;
         region.counting_in(regions.first());

@@ -58,5 +58,5 @@ pub(crate) use self::pins::{Entry, Pinned};
 pub(crate) use self::rules::kept;
 #[cfg(not(loom))]
 pub(crate) use self::rules::kept_in_block;
-pub(crate) use self::rules::{file_words, Carry, OneState, Rules, Sides};
+pub(crate) use self::rules::{file_words, Adoption, Carry, OneState, Rules, Sides};
 pub(crate) use self::rules::{is_forged, sides_start, RECORDS_END};

@@ -243,6 +243,44 @@ impl<'a> Rules<'a> {
     }
 }
 
+/// What a process that decides under the file's rule of serial `adopted` does to adopt
+/// the file's rule of serial `serial` ([`Rules::adoption`]).
+pub(crate) enum Adoption {
+    /// Nothing: it has that rule, or a later one.
+    Has,
+    /// Read the file's serial again: the rule's record was rewritten for a later one.
+    Reread,
+    /// Publish the rule of `serial`, this one.
+    Publish(Config),
+}
+
+impl Rules<'_> {
+    /// How a process that decides under the rule of serial `adopted` adopts the rule of
+    /// `serial`, which it read as the file's in force.
+    ///
+    /// # Errors
+    /// [`Error::Incompatible`] if the file's serial went back, or its rule in force is no
+    /// rule (bytes another writer put there).
+    pub(crate) fn adoption(&self, adopted: u64, serial: u64) -> Result<Adoption, Error> {
+        if adopted == serial {
+            return Ok(Adoption::Has);
+        }
+        if adopted > serial {
+            // Another thread adopted a later rule: read the serial again, unless the
+            // file's serial went back.
+            return match self.serial() < adopted {
+                true => Err(Error::Incompatible),
+                false => Ok(Adoption::Reread),
+            };
+        }
+        match self.rule(serial) {
+            Some(config) => Ok(Adoption::Publish(config)),
+            None if self.serial() == serial => Err(Error::Incompatible),
+            None => Ok(Adoption::Reread),
+        }
+    }
+}
+
 /// [`Rules::is_forged`] on a file's `block` of words.
 #[cold]
 pub(crate) fn is_forged(block: &[AtomicU64], serial: u64) -> bool {
