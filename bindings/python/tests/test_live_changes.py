@@ -76,7 +76,16 @@ def test_a_shared_table_changes_in_its_file(tmp_path: Path) -> None:
         librate.KeyedLimiter.open(path, capacity=16, limit=10, period=1)
     with librate.KeyedLimiter.open(path, capacity=16, limit=5, period=1) as again:
         assert again.acquire("ann", 2, now_ns=0) == Decision(True, 5, 0, 0, SECOND, 0)
-    users.close()
+        # A change through either handle is what the other's config reports.
+        again.set_config(Config.gcra(4, 1, burst=8), now_ns=0)
+        assert users.config == Config.gcra(4, 1, burst=8)
+        users.set_config(Config.gcra(3, 1), now_ns=0)
+        assert again.config == Config.gcra(3, 1)
+        # A closed handle reports the last rule it knew, not one set since.
+        users.close()
+        again.set_config(Config.gcra(6, 1), now_ns=0)
+        assert users.config == Config.gcra(3, 1)
+        assert again.config == Config.gcra(6, 1)
 
 
 def test_a_policy_changes_plan() -> None:

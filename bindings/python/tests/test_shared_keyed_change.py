@@ -47,6 +47,8 @@ def test_a_change_in_one_process_is_seen_by_every_process(tmp_path: Path) -> Non
     assert here.acquire("ann", 4, now_ns=0) == Decision(True, 10, 6, 0, 400 * MS, 0)
     assert here.acquire("bob", 9, now_ns=0) == Decision(True, 10, 1, 0, 900 * MS, 0)
     in_child(change_table_to_five, path)
+    # This process's handle reports the file's rule in force, as the child gave it.
+    assert here.config == Config.gcra(5, 1)
     # Here at the next decision: 5 a second, T' = 200 ms, tau' = 1 s. ann's min(6, 5) = 5
     # tokens are a full bucket; bob keeps his 1 token, TAT' = 1 s - 200 ms; a new key
     # starts with the new burst.
@@ -56,9 +58,9 @@ def test_a_change_in_one_process_is_seen_by_every_process(tmp_path: Path) -> Non
     # bob takes his token (TAT 1 s, none left); his next is due in TAT + T' - tau' - t.
     assert here.acquire("bob", 1, now_ns=0) == Decision(True, 5, 0, 0, SECOND, 0)
     assert here.acquire("bob", 1, now_ns=0) == Decision(False, 5, 0, 200 * MS, SECOND, 0)
-    # This handle's config is the rule it opened with; its decisions follow the file.
-    assert here.config == Config.gcra(10, 1)
     here.close()
+    # Closed, the handle reports the last rule it knew.
+    assert here.config == Config.gcra(5, 1)
     # The file holds the new rule: the old one is refused, and told what the file holds.
     with pytest.raises(librate.Incompatible) as refused:
         librate.KeyedLimiter.open(path, limit=10, period=1, capacity=100)
@@ -129,7 +131,9 @@ def test_an_opener_replaces_the_tables_rule(tmp_path: Path) -> None:
     assert (took.allowed, took.limit, took.remaining) == (True, 10, 6)
     assert old.acquire("bob", 10).remaining == 0
     in_child(restart_table_with_twenty, path)
-    # The process still on the old rule follows at its next decision.
+    # The process still on the old rule reports the opener's, and follows it at its next
+    # decision.
+    assert old.config == Config.gcra(20, HOUR)
     ann = old.acquire("ann", 0)
     assert (ann.limit, ann.remaining) == (20, 6)
     assert old.acquire("ann", 6).remaining == 0
@@ -146,6 +150,7 @@ def test_an_opener_replaces_the_tables_rule(tmp_path: Path) -> None:
     ) as same:
         assert not same.try_acquire("ann")
     assert librate.describe_file(path) == held
+    assert old.config == Config.gcra(20, HOUR)
     old.close()
 
 
