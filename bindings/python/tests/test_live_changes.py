@@ -141,7 +141,20 @@ def test_a_keyed_policy_changes_plan(tmp_path: Path) -> None:
         librate.KeyedPolicy.open(tmp_path / "site", upgrade, capacity=16)
     with librate.KeyedPolicy.open(tmp_path / "site", plan, capacity=16) as again:
         assert again.acquire("ann", 0, now_ns=0).rules[1].remaining == 97
-    shared.close()
+        # A change through either handle is what the other's rules report.
+        again.set_rules(upgrade, now_ns=0)
+        assert shared.rules == tuple(upgrade)
+        third = [
+            KeyedRule.per_key(Config.gcra(3, 1)),
+            KeyedRule.global_(Config.fixed_window(50, 60)),
+        ]
+        shared.set_rules(third, now_ns=0)
+        assert again.rules == tuple(third)
+        # A closed handle reports the last rules it knew, not those set since.
+        shared.close()
+        again.set_rules(plan, now_ns=0)
+        assert shared.rules == tuple(third)
+        assert again.rules == tuple(plan)
     site.close()
     with pytest.raises(librate.ClosedError):
         site.set_rules(upgrade)

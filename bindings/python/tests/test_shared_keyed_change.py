@@ -220,6 +220,8 @@ def test_set_rules_on_a_file_policy_carries_each_rule(tmp_path: Path) -> None:
     bob = here.acquire("bob", 9, now_ns=0)
     assert (bob.rules[0].remaining, bob.rules[1].remaining) == (1, 87)
     in_child(change_policy, path)
+    # This process's handle reports the file's rules in force, as the child gave them.
+    assert here.rules == tuple(UPGRADE)
     # The per-key rule carries each key as a table does (ann min(6, 5) = 5, a full
     # bucket; bob 1 token, TAT' = 1 s - 200 ms; cid new), the global rule its count:
     # 13 of 1,000 in [0, 60 s), which ends in 60 s.
@@ -236,9 +238,9 @@ def test_set_rules_on_a_file_policy_carries_each_rule(tmp_path: Path) -> None:
     denied = here.acquire("bob", 1, now_ns=0)
     assert (denied.decision.allowed, denied.denied_by) == (False, 0)
     assert denied.rules[1].remaining == 986
-    # This handle's rules are those it opened with; its decisions follow the file.
-    assert here.rules == tuple(PLAN)
     here.close()
+    # Closed, the handle reports the last rules it knew.
+    assert here.rules == tuple(UPGRADE)
     # The file holds the new rules: the old ones are refused, the new ones open.
     with pytest.raises(librate.Incompatible) as refused:
         librate.KeyedPolicy.open(path, PLAN, capacity=10)
@@ -273,6 +275,8 @@ def test_an_opener_replaces_the_policys_rules(tmp_path: Path) -> None:
     ann = here.acquire("ann", 4)
     assert (ann.rules[0].remaining, ann.rules[1].remaining) == (6, 96)
     in_child(restart_policy, path, new)
+    # The handle still on the old rules reports the opener's.
+    assert here.rules == tuple(new)
     # ann keeps her 6 tokens under a burst of 20; the window's 4 of now 10 leave 6.
     ann = here.acquire("ann", 0)
     assert [(rule.limit, rule.remaining) for rule in ann.rules] == [(20, 6), (10, 6)]
@@ -286,6 +290,7 @@ def test_an_opener_replaces_the_policys_rules(tmp_path: Path) -> None:
         librate.KeyedPolicy.open(path, other, capacity=10, replace=True)
     with pytest.raises(TypeError):
         librate.KeyedPolicy.open(path, new, capacity=10, replace="yes")  # type: ignore[arg-type]
+    assert here.rules == tuple(new)
     with librate.KeyedPolicy.open(path, new, capacity=10) as again:
         assert again.acquire("ann", 6).decision.allowed
         assert not again.try_acquire("ann")
