@@ -204,7 +204,7 @@ class KeyedPolicy(_Owner):
         return held
 
     def _enforces(self) -> str:
-        return ", ".join(map(str, self._rules))
+        return ", ".join(map(str, self.rules))
 
     def acquire(self, key: Key, n: int = 1, *, now_ns: int | None = None) -> PolicyDecision:
         """Acquires ``n`` units of every rule for ``key``, or nothing (``n == 0`` only

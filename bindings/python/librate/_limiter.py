@@ -451,7 +451,7 @@ class _Base(_Owner):
         return held
 
     def _enforces(self) -> str:
-        return str(self._config)
+        return str(self.config)
 
     def _set_config(self, config: Config, now_ns: object) -> None:
         """Replaces the rule, now or at ``now_ns`` (``set_config`` of either kind)."""

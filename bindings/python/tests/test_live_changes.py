@@ -76,8 +76,13 @@ def test_a_shared_table_changes_in_its_file(tmp_path: Path) -> None:
         librate.KeyedLimiter.open(path, capacity=16, limit=10, period=1)
     with librate.KeyedLimiter.open(path, capacity=16, limit=5, period=1) as again:
         assert again.acquire("ann", 2, now_ns=0) == Decision(True, 5, 0, 0, SECOND, 0)
-        # A change through either handle is what the other's config reports.
+        # A change through either handle is what the other's config reports, and what
+        # its repr and errors name (9 is above the new burst of 8).
         again.set_config(Config.gcra(4, 1, burst=8), now_ns=0)
+        with pytest.raises(librate.InsufficientCapacity) as refused:
+            users.acquire("ann", 9, now_ns=0)
+        assert str(refused.value).endswith(f" (n=9, {Config.gcra(4, 1, burst=8)})")
+        assert repr(users) == f"<KeyedLimiter {Config.gcra(4, 1, burst=8)}>"
         assert users.config == Config.gcra(4, 1, burst=8)
         users.set_config(Config.gcra(3, 1), now_ns=0)
         assert again.config == Config.gcra(3, 1)
@@ -141,8 +146,10 @@ def test_a_keyed_policy_changes_plan(tmp_path: Path) -> None:
         librate.KeyedPolicy.open(tmp_path / "site", upgrade, capacity=16)
     with librate.KeyedPolicy.open(tmp_path / "site", plan, capacity=16) as again:
         assert again.acquire("ann", 0, now_ns=0).rules[1].remaining == 97
-        # A change through either handle is what the other's rules report.
+        # A change through either handle is what the other's rules report, and what its
+        # repr names.
         again.set_rules(upgrade, now_ns=0)
+        assert repr(shared) == f"<KeyedPolicy {upgrade[0]}, {upgrade[1]}>"
         assert shared.rules == tuple(upgrade)
         third = [
             KeyedRule.per_key(Config.gcra(3, 1)),
