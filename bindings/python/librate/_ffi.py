@@ -203,6 +203,7 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_keyed_reset": (c_int32, (HANDLE, KEY, c_size_t)),
     "rate_keyed_set_config": (c_int32, (HANDLE, POINTER(rate_config))),
     "rate_keyed_set_config_at": (c_int32, (HANDLE, POINTER(rate_config), c_uint64)),
+    "rate_keyed_get_config": (c_int32, (HANDLE, POINTER(rate_config))),
     "rate_keyed_read_stats": (c_int32, (HANDLE, POINTER(rate_keyed_stats))),
     "rate_keyed_read_stats_at": (c_int32, (HANDLE, c_uint64, POINTER(rate_keyed_stats))),
     "rate_keyed_acquire_batch": (
@@ -299,6 +300,10 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_keyed_policy_set_rules_at": (
         c_int32,
         (HANDLE, POINTER(rate_keyed_rule), c_size_t, c_uint64),
+    ),
+    "rate_keyed_policy_get_rules": (
+        c_int32,
+        (HANDLE, POINTER(rate_keyed_rule), c_size_t),
     ),
     "rate_keyed_policy_reset": (c_int32, (HANDLE, KEY, c_size_t)),
     "rate_keyed_policy_read_stats": (c_int32, (HANDLE, POINTER(rate_keyed_stats))),

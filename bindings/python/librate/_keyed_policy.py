@@ -22,7 +22,7 @@ from ._ffi import (
     rate_keyed_stats,
     rate_policy_decision,
 )
-from ._limiter import _CLOSED, Config, Key, _Handle, _Owner, opened
+from ._limiter import _CLOSED, Config, Key, _Handle, _Owner, config_from_c, opened
 from ._policy import _rejection, cost_array, replace_rules
 from ._stats import KeyedStats
 
@@ -70,6 +70,8 @@ class KeyedRule:
 
 
 _SCOPES = {"per_key": RATE_RULE_PER_KEY, "global": RATE_RULE_GLOBAL}
+#: The scopes by their C number, as ``rate_keyed_policy_get_rules`` reports them.
+_SCOPE_NAMES = {number: name for name, number in _SCOPES.items()}
 
 
 class KeyedPolicy(_Owner):
@@ -157,9 +159,8 @@ class KeyedPolicy(_Owner):
 
         A policy opened from a file (``KeyedPolicy.open``) changes in its file, once, for
         every process: each decides under the new rules from its next decision, and later
-        openers must give them (or ``replace=True``). ``rules`` reports the rules this
-        object opened with or last set, not those another process set since; its
-        decisions' limits follow the file.
+        openers must give them (or ``replace=True``). ``rules``, through any handle in any
+        process, reports the file's rules in force, whichever process set them.
 
         Raises ``InvalidConfig`` (another number of rules, another scope, an invalid rule,
         or one that cannot carry its state over) and ``ClosedError`` once closed; nothing
@@ -187,13 +188,23 @@ class KeyedPolicy(_Owner):
 
     @property
     def rules(self) -> tuple[KeyedRule, ...]:
-        """The rules, in the order given: those this policy was made or opened with, or
-        the last ``set_rules`` gave (for a policy in a file, not those another process
-        set since)."""
-        return self._rules
+        """The rules in force, in the order given: those this policy was made with, or
+        the last ``set_rules`` gave; for a policy opened from a file, the file's rules in
+        force, which ``set_rules`` in any process attached, or an opener's
+        ``replace=True``, may have changed. A closed policy reports the last ones it
+        knew."""
+        count = len(self._rules)  # a change keeps the number of rules
+        out = (rate_keyed_rule * count)()
+        if lib.rate_keyed_policy_get_rules(self._handle, out, count) != RATE_OK:
+            return self._rules
+        held = tuple(
+            KeyedRule(config_from_c(rule.config), _SCOPE_NAMES[rule.scope]) for rule in out
+        )
+        self._rules = held
+        return held
 
     def _enforces(self) -> str:
-        return ", ".join(map(str, self._rules))
+        return ", ".join(map(str, self.rules))
 
     def acquire(self, key: Key, n: int = 1, *, now_ns: int | None = None) -> PolicyDecision:
         """Acquires ``n`` units of every rule for ``key``, or nothing (``n == 0`` only

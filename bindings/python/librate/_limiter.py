@@ -122,6 +122,8 @@ class _CFunctions(NamedTuple):
     fast: Any
     set_config: Any
     set_config_at: Any
+    #: ``rate_*_get_config``: the rule in force (a file's, for one opened from a file).
+    get_config: Any
 
 
 _LIMITER_C = _CFunctions(
@@ -133,6 +135,7 @@ _LIMITER_C = _CFunctions(
     lib.unchecked("rate_limiter_acquire"),
     lib.rate_limiter_set_config,
     lib.rate_limiter_set_config_at,
+    lib.rate_limiter_get_config,
 )
 # The hot path's function, bound once: a global load is the cheapest lookup.
 _limiter_try = _LIMITER_C.fast
@@ -225,6 +228,7 @@ def _keyed_c() -> _CFunctions:
         lib.unchecked("rate_keyed_acquire"),
         lib.rate_keyed_set_config,
         lib.rate_keyed_set_config_at,
+        lib.rate_keyed_get_config,
     )
 
 
@@ -320,6 +324,12 @@ class Config:
         """The configuration as the C library takes it, a ``struct rate_config`` (a
         ``burst`` of None as 0)."""
         return rate_config(ALGORITHMS[self.algorithm], self.limit, self.period_ns, self.burst or 0)
+
+
+def config_from_c(out: rate_config) -> Config:
+    """The ``Config`` of a ``struct rate_config`` the library wrote (a ``burst`` of 0 as
+    None)."""
+    return Config(_ALGORITHM_NAMES[out.algorithm], out.limit, out.period_ns, out.burst or None)
 
 
 def _config(algorithm: object, limit: object, period: object, burst: object) -> Config:
@@ -429,13 +439,19 @@ class _Base(_Owner):
 
     @property
     def config(self) -> Config:
-        """The configuration this limiter enforces: the one it was made or opened with,
-        or the last ``set_config`` gave (for a ``KeyedLimiter`` opened from a file, not
-        one another process set since: its decisions' ``limit`` follows the file)."""
-        return self._config
+        """The configuration this limiter enforces: the one it was made with, or the last
+        ``set_config`` gave; for one opened from a file, the file's rule in force, which
+        ``set_config`` in any process attached, or an opener's ``replace=True``, may have
+        changed. A closed limiter reports the last one it knew."""
+        out = rate_config()
+        if self._c.get_config(self._handle, byref(out)) != RATE_OK:
+            return self._config
+        held = config_from_c(out)
+        self._config = held
+        return held
 
     def _enforces(self) -> str:
-        return str(self._config)
+        return str(self.config)
 
     def _set_config(self, config: Config, now_ns: object) -> None:
         """Replaces the rule, now or at ``now_ns`` (``set_config`` of either kind)."""
@@ -557,19 +573,6 @@ class Limiter(_Base):
         self, *, algorithm: str = "gcra", limit: int, period: Duration, burst: int | None = None
     ) -> None:
         super().__init__(_LIMITER_C, _LimiterHandle, _config(algorithm, limit, period, burst))
-
-    @property
-    def config(self) -> Config:
-        """The configuration this limiter enforces: the one it was made with, or the last
-        ``set_config`` gave; for a limiter opened from a file, the file's rule in force,
-        which ``set_config`` in any process attached may have changed. A closed limiter
-        reports the last one it knew."""
-        out = rate_config()
-        if lib.rate_limiter_get_config(self._handle, byref(out)) != RATE_OK:
-            return self._config
-        held = Config(_ALGORITHM_NAMES[out.algorithm], out.limit, out.period_ns, out.burst or None)
-        self._config = held
-        return held
 
     @classmethod
     def open(
@@ -861,9 +864,9 @@ class KeyedLimiter(_Base):
 
         A shared table (``KeyedLimiter.open``) changes in its file, once, for every
         process: each decides under the new rule from its next decision, every key carried
-        over as above, and later openers must give it (or ``replace=True``). ``config``
-        reports the rule this object opened with or last set, not one another process set
-        since; its decisions' ``limit`` follows the file.
+        over as above, and later openers must give it (or ``replace=True``). ``config``,
+        through any handle in any process, reports the file's rule in force, whichever
+        process set it.
 
         Raises ``InvalidConfig`` for an invalid rule, another algorithm, or a sliding
         log's rule (its entries are not carried over), and ``ClosedError`` once closed;

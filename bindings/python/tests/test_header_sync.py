@@ -54,6 +54,7 @@ C_TYPES: dict[str, Any] = {
     "const struct rate_keyed_policy *": c_void_p,
     "struct rate_keyed_policy * *": POINTER(c_void_p),
     "const struct rate_keyed_rule *": POINTER(_ffi.rate_keyed_rule),
+    "struct rate_keyed_rule *": POINTER(_ffi.rate_keyed_rule),
     "const uint64_t *": POINTER(c_uint64),
 }
 

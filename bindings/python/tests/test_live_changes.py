@@ -76,7 +76,21 @@ def test_a_shared_table_changes_in_its_file(tmp_path: Path) -> None:
         librate.KeyedLimiter.open(path, capacity=16, limit=10, period=1)
     with librate.KeyedLimiter.open(path, capacity=16, limit=5, period=1) as again:
         assert again.acquire("ann", 2, now_ns=0) == Decision(True, 5, 0, 0, SECOND, 0)
-    users.close()
+        # A change through either handle is what the other's config reports, and what
+        # its repr and errors name (9 is above the new burst of 8).
+        again.set_config(Config.gcra(4, 1, burst=8), now_ns=0)
+        with pytest.raises(librate.InsufficientCapacity) as refused:
+            users.acquire("ann", 9, now_ns=0)
+        assert str(refused.value).endswith(f" (n=9, {Config.gcra(4, 1, burst=8)})")
+        assert repr(users) == f"<KeyedLimiter {Config.gcra(4, 1, burst=8)}>"
+        assert users.config == Config.gcra(4, 1, burst=8)
+        users.set_config(Config.gcra(3, 1), now_ns=0)
+        assert again.config == Config.gcra(3, 1)
+        # A closed handle reports the last rule it knew, not one set since.
+        users.close()
+        again.set_config(Config.gcra(6, 1), now_ns=0)
+        assert users.config == Config.gcra(3, 1)
+        assert again.config == Config.gcra(6, 1)
 
 
 def test_a_policy_changes_plan() -> None:
@@ -132,7 +146,22 @@ def test_a_keyed_policy_changes_plan(tmp_path: Path) -> None:
         librate.KeyedPolicy.open(tmp_path / "site", upgrade, capacity=16)
     with librate.KeyedPolicy.open(tmp_path / "site", plan, capacity=16) as again:
         assert again.acquire("ann", 0, now_ns=0).rules[1].remaining == 97
-    shared.close()
+        # A change through either handle is what the other's rules report, and what its
+        # repr names.
+        again.set_rules(upgrade, now_ns=0)
+        assert repr(shared) == f"<KeyedPolicy {upgrade[0]}, {upgrade[1]}>"
+        assert shared.rules == tuple(upgrade)
+        third = [
+            KeyedRule.per_key(Config.gcra(3, 1)),
+            KeyedRule.global_(Config.fixed_window(50, 60)),
+        ]
+        shared.set_rules(third, now_ns=0)
+        assert again.rules == tuple(third)
+        # A closed handle reports the last rules it knew, not those set since.
+        shared.close()
+        again.set_rules(plan, now_ns=0)
+        assert shared.rules == tuple(third)
+        assert again.rules == tuple(plan)
     site.close()
     with pytest.raises(librate.ClosedError):
         site.set_rules(upgrade)

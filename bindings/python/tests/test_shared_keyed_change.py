@@ -47,6 +47,8 @@ def test_a_change_in_one_process_is_seen_by_every_process(tmp_path: Path) -> Non
     assert here.acquire("ann", 4, now_ns=0) == Decision(True, 10, 6, 0, 400 * MS, 0)
     assert here.acquire("bob", 9, now_ns=0) == Decision(True, 10, 1, 0, 900 * MS, 0)
     in_child(change_table_to_five, path)
+    # This process's handle reports the file's rule in force, as the child gave it.
+    assert here.config == Config.gcra(5, 1)
     # Here at the next decision: 5 a second, T' = 200 ms, tau' = 1 s. ann's min(6, 5) = 5
     # tokens are a full bucket; bob keeps his 1 token, TAT' = 1 s - 200 ms; a new key
     # starts with the new burst.
@@ -56,9 +58,9 @@ def test_a_change_in_one_process_is_seen_by_every_process(tmp_path: Path) -> Non
     # bob takes his token (TAT 1 s, none left); his next is due in TAT + T' - tau' - t.
     assert here.acquire("bob", 1, now_ns=0) == Decision(True, 5, 0, 0, SECOND, 0)
     assert here.acquire("bob", 1, now_ns=0) == Decision(False, 5, 0, 200 * MS, SECOND, 0)
-    # This handle's config is the rule it opened with; its decisions follow the file.
-    assert here.config == Config.gcra(10, 1)
     here.close()
+    # Closed, the handle reports the last rule it knew.
+    assert here.config == Config.gcra(5, 1)
     # The file holds the new rule: the old one is refused, and told what the file holds.
     with pytest.raises(librate.Incompatible) as refused:
         librate.KeyedLimiter.open(path, limit=10, period=1, capacity=100)
@@ -129,7 +131,9 @@ def test_an_opener_replaces_the_tables_rule(tmp_path: Path) -> None:
     assert (took.allowed, took.limit, took.remaining) == (True, 10, 6)
     assert old.acquire("bob", 10).remaining == 0
     in_child(restart_table_with_twenty, path)
-    # The process still on the old rule follows at its next decision.
+    # The process still on the old rule reports the opener's, and follows it at its next
+    # decision.
+    assert old.config == Config.gcra(20, HOUR)
     ann = old.acquire("ann", 0)
     assert (ann.limit, ann.remaining) == (20, 6)
     assert old.acquire("ann", 6).remaining == 0
@@ -146,6 +150,7 @@ def test_an_opener_replaces_the_tables_rule(tmp_path: Path) -> None:
     ) as same:
         assert not same.try_acquire("ann")
     assert librate.describe_file(path) == held
+    assert old.config == Config.gcra(20, HOUR)
     old.close()
 
 
@@ -215,6 +220,8 @@ def test_set_rules_on_a_file_policy_carries_each_rule(tmp_path: Path) -> None:
     bob = here.acquire("bob", 9, now_ns=0)
     assert (bob.rules[0].remaining, bob.rules[1].remaining) == (1, 87)
     in_child(change_policy, path)
+    # This process's handle reports the file's rules in force, as the child gave them.
+    assert here.rules == tuple(UPGRADE)
     # The per-key rule carries each key as a table does (ann min(6, 5) = 5, a full
     # bucket; bob 1 token, TAT' = 1 s - 200 ms; cid new), the global rule its count:
     # 13 of 1,000 in [0, 60 s), which ends in 60 s.
@@ -231,9 +238,9 @@ def test_set_rules_on_a_file_policy_carries_each_rule(tmp_path: Path) -> None:
     denied = here.acquire("bob", 1, now_ns=0)
     assert (denied.decision.allowed, denied.denied_by) == (False, 0)
     assert denied.rules[1].remaining == 986
-    # This handle's rules are those it opened with; its decisions follow the file.
-    assert here.rules == tuple(PLAN)
     here.close()
+    # Closed, the handle reports the last rules it knew.
+    assert here.rules == tuple(UPGRADE)
     # The file holds the new rules: the old ones are refused, the new ones open.
     with pytest.raises(librate.Incompatible) as refused:
         librate.KeyedPolicy.open(path, PLAN, capacity=10)
@@ -268,6 +275,8 @@ def test_an_opener_replaces_the_policys_rules(tmp_path: Path) -> None:
     ann = here.acquire("ann", 4)
     assert (ann.rules[0].remaining, ann.rules[1].remaining) == (6, 96)
     in_child(restart_policy, path, new)
+    # The handle still on the old rules reports the opener's.
+    assert here.rules == tuple(new)
     # ann keeps her 6 tokens under a burst of 20; the window's 4 of now 10 leave 6.
     ann = here.acquire("ann", 0)
     assert [(rule.limit, rule.remaining) for rule in ann.rules] == [(20, 6), (10, 6)]
@@ -281,6 +290,7 @@ def test_an_opener_replaces_the_policys_rules(tmp_path: Path) -> None:
         librate.KeyedPolicy.open(path, other, capacity=10, replace=True)
     with pytest.raises(TypeError):
         librate.KeyedPolicy.open(path, new, capacity=10, replace="yes")  # type: ignore[arg-type]
+    assert here.rules == tuple(new)
     with librate.KeyedPolicy.open(path, new, capacity=10) as again:
         assert again.acquire("ann", 6).decision.allowed
         assert not again.try_acquire("ann")
