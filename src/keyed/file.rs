@@ -133,6 +133,13 @@ pub(crate) struct TableFile {
 }
 
 impl TableFile {
+    /// Whether the file's rule ever changed: its serial in force is not 0. Acquire: as
+    /// [`Rules::serial`].
+    #[inline(always)]
+    pub(super) fn changed(&self) -> bool {
+        self.mapping.state(self.start + 1)[self.start].load(Ordering::Acquire) != 0
+    }
+
     pub(super) fn rules(&self) -> Rules<'_> {
         let sides = self.table.sides();
         Rules {

@@ -153,8 +153,10 @@ impl<S> KeyedLimiter<S> {
         if let Some(file) = &self.file {
             // The first region stays in force here until an operation meets a change's
             // marker there; a key inserted since the change lives in a later region, so
-            // an operation that would find it missing enters the rule in force first.
-            if self.regions.first_in_force().is_none() || file.rules().serial() != 0 {
+            // an operation that would find it missing enters the rule in force first. (A
+            // file whose serial went back to 0, bytes another writer put there, is
+            // decided on in the first region, which no change reuses.)
+            if file.changed() {
                 let _ = view.enter(file);
             }
         }
