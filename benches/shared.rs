@@ -328,7 +328,9 @@ fn changed(c: &mut Criterion) {
         };
         let table = keyed_table(&opened, Store::Shared, rate::now_ns());
         if let History::ChangedOnce = history {
-            table.set_config(&config).expect("a change of burst carries over");
+            table
+                .set_config(&config)
+                .expect("a change of burst carries over");
         }
         let mut next = 0u64;
         let mut try_acquire = || {

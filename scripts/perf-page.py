@@ -403,12 +403,13 @@ def shared_change_rust(data: Path, page: Path) -> list[str]:
     before = one_table(file, SHARED_CHANGE_BEFORE)
     once = one_table(file, SHARED_CHANGE_ONCE)
     return [
-        "### Rust: a shared limiter whose rule can change",
+        "### Rust: shared tables whose rules can change",
         "",
-        "`benches/shared_change.sh` measures a shared limiter whose rule never changed, "
-        "and the private one beside it, on the commit before a rule could change in a file "
-        "and on this one, in turn; then, on this one, a shared limiter whose rule changed "
-        "once in its file, whose decisions read the rule in force through the file's pins. "
+        "`benches/shared_change.sh` measures a shared limiter and a shared keyed table of "
+        "1,000 idle keys whose rules never changed, and the private ones beside them, on "
+        "the commit before their rules could change in their files and on this one, in "
+        "turn; then, on this one, each shared one whose rule changed once in its file, "
+        "whose decisions read the rule in force through the file's pins. "
         "A time is criterion's median, then the median over the runs; a ratio is taken "
         "within each pair of runs, then the median, with the smallest and largest in "
         "brackets.",
