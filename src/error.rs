@@ -112,7 +112,7 @@ impl fmt::Display for Error {
             ),
             Self::Incompatible => f.write_str(
                 "shared file is not a librate table of this kind, rule and size (describe_file \
-                 says what it holds; a shared limiter's opener may replace its rule)",
+                 says what it holds; an opener may replace its rules)",
             ),
         }
     }

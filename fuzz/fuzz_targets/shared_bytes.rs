@@ -68,7 +68,10 @@ fn open(path: &Path, keyed: bool, config: &rate_config, capacity: u64) -> Option
         // SAFETY: live locals, a NUL-terminated path.
         let status = unsafe { rate_keyed_open(c_path.as_ptr(), config, capacity, &mut handle) };
         assert!(
-            matches!(status, RATE_OK | RATE_E_INVALID_CONFIG),
+            matches!(
+                status,
+                RATE_OK | RATE_E_INVALID_CONFIG | RATE_E_INCOMPATIBLE
+            ),
             "open: {status}"
         );
         (status == RATE_OK).then_some(Handle::Keyed(handle))

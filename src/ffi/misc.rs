@@ -32,7 +32,7 @@ pub extern "C" fn rate_status_str(status: i32) -> *const c_char {
         RATE_E_UNSUPPORTED => c"operation not supported by this handle (a reserve needs GCRA)",
         RATE_E_INTERNAL => c"internal error in librate",
         RATE_E_IO => c"the operating system refused the shared file (see errno)",
-        RATE_E_INCOMPATIBLE => c"the file is not a librate table of this kind, rule and size (rate_describe_file says what it holds; a shared limiter's opener may replace its rule)",
+        RATE_E_INCOMPATIBLE => c"the file is not a librate table of this kind, rule and size (rate_describe_file says what it holds; an opener may replace its rules)",
         _ => c"unknown status",
     };
     text.as_ptr()
