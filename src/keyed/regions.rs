@@ -33,7 +33,7 @@ use crate::error::Error;
 use crate::shared::Pinned;
 use crate::sync::{AtomicU64, Backoff, Ordering};
 use crate::versions::{Pin, Versions};
-use std::cell::{Cell, OnceCell};
+use std::cell::OnceCell;
 
 /// One operation's view of a table's regions (module docs, **Views**): what it reads
 /// through it lives as long as the view.
@@ -43,12 +43,10 @@ pub(super) struct View<'a> {
     pin: OnceCell<Pin<'a, Region>>,
     /// The file the table follows the rule of, if any (`file.rs`).
     file: Option<&'a TableFile>,
-    /// In a file, the operation's pin there, taken before it reads which rule is in force
-    /// ([`enter`](Self::enter)).
+    /// In a file, the operation's pin there, taken before it reads which rule is in force,
+    /// kept once it has entered that rule ([`enter`](Self::enter)): until then, the
+    /// operation decides in the file's first region, which needs no pin.
     pinned: OnceCell<Pinned<'a>>,
-    /// In a file, whether the operation decides in the file's first region (which needs
-    /// no pin): until it has entered the rule in force.
-    on_first: Cell<bool>,
 }
 
 impl<'a> View<'a> {
@@ -66,7 +64,7 @@ impl<'a> View<'a> {
     /// meets the marker of the change, and [`latest`](Self::latest) enters).
     #[cold]
     fn later(&self) -> &Region {
-        match self.file.is_some() && self.on_first.get() {
+        match self.file.is_some() && self.pinned.get().is_none() {
             true => self.regions.first(),
             false => self.pinned().current(),
         }
@@ -103,9 +101,10 @@ impl<'a> View<'a> {
     #[cold]
     fn enter(&self, file: &'a TableFile) -> Result<(), Error> {
         let rules = file.rules();
-        if self.pinned.get().is_none() {
-            let _ = self.pinned.set(rules.pin(&file.entry)?);
-        }
+        let taken = match self.pinned.get() {
+            Some(_) => None,
+            None => Some(rules.pin(&file.entry)?),
+        };
         let pin = self.pinned();
         loop {
             let serial = rules.serial();
@@ -115,7 +114,9 @@ impl<'a> View<'a> {
                 break;
             }
         }
-        self.on_first.set(false);
+        if let Some(pinned) = taken {
+            let _ = self.pinned.set(pinned);
+        }
         Ok(())
     }
 
@@ -148,7 +149,6 @@ impl<S> KeyedLimiter<S> {
             pin: OnceCell::new(),
             file: self.file.as_ref(),
             pinned: OnceCell::new(),
-            on_first: Cell::new(true),
         };
         if let Some(file) = &self.file {
             // The first region stays in force here until an operation meets a change's
