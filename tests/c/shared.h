@@ -295,4 +295,22 @@ static inline unsigned char *make_table(const struct kind *kind, const char *pat
     return status == RATE_OK ? read_file(path, len) : NULL;
 }
 
+/* Room for any sentence rate_describe_file writes about a file in the scratch directory
+ * (its paths are under 700 bytes; what follows a table's path fits RATE_REASON_LEN). */
+#define DESCRIPTION_LEN (1024 + RATE_REASON_LEN)
+
+/* `path`'s description in `out` (DESCRIPTION_LEN bytes); the status. */
+static inline int32_t describe(const char *path, char *out) {
+    return rate_describe_file(path, out, DESCRIPTION_LEN);
+}
+
+/* Fails the test unless `path` is described as `path` followed by `rest`. */
+#define CHECK_DESCRIBED(path, rest)                                                     \
+    do {                                                                                \
+        char found_[DESCRIPTION_LEN], expected_[DESCRIPTION_LEN];                       \
+        CHECK_STATUS(describe((path), found_), RATE_OK);                                \
+        snprintf(expected_, sizeof expected_, "%s%s", (path), (rest));                  \
+        CHECK_EQ_STR(found_, expected_);                                                \
+    } while (0)
+
 #endif /* RATE_TESTS_SHARED_H */

@@ -20,29 +20,11 @@
 
 #include "shared.h"
 
-/* Room for any sentence rate_describe_file writes about a file in the scratch directory
- * (its paths are under 700 bytes; what follows a limiter's path fits RATE_REASON_LEN). */
-#define DESCRIPTION_LEN (1024 + RATE_REASON_LEN)
-
 static const rate_config GCRA_5 = {RATE_GCRA, 5, SECOND, 0};
 /* Hour-long periods, for the tests on the real clock: T = 6 min (10 an hour) and 12 min
  * (5 an hour), so no token refills while a test runs. */
 static const rate_config GCRA_10_HOURLY = {RATE_GCRA, 10, HOUR, 0};
 static const rate_config GCRA_5_HOURLY = {RATE_GCRA, 5, HOUR, 0};
-
-/* `path`'s description in `out` (DESCRIPTION_LEN bytes); the status. */
-static int32_t describe(const char *path, char *out) {
-    return rate_describe_file(path, out, DESCRIPTION_LEN);
-}
-
-/* Fails the test unless `path` is described as `path` followed by `rest`. */
-#define CHECK_DESCRIBED(path, rest)                                                     \
-    do {                                                                                \
-        char found_[DESCRIPTION_LEN], expected_[DESCRIPTION_LEN];                       \
-        CHECK_STATUS(describe((path), found_), RATE_OK);                                \
-        snprintf(expected_, sizeof expected_, "%s%s", (path), (rest));                  \
-        CHECK_EQ_STR(found_, expected_);                                                \
-    } while (0)
 
 /* ---- a change in one process is every process's rule ---------------------------------- */
 

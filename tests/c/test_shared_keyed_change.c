@@ -25,24 +25,11 @@
 
 #include "shared.h"
 
-/* Room for any sentence rate_describe_file writes about a file in the scratch directory
- * (its paths are under 700 bytes; what follows a table's path fits RATE_REASON_LEN). */
-#define DESCRIPTION_LEN (1024 + RATE_REASON_LEN)
-
 static const rate_config GCRA_5 = {RATE_GCRA, 5, SECOND, 0};
 /* Hour-long periods, for the tests on the real clock (an opener's change is made now):
  * T = 6 min (10 an hour) and 3 min (20 an hour), so no token refills while a test runs. */
 static const rate_config GCRA_10_HOURLY = {RATE_GCRA, 10, HOUR, 0};
 static const rate_config GCRA_20_HOURLY = {RATE_GCRA, 20, HOUR, 0};
-
-/* Fails the test unless `path` is described as `path` followed by `rest`. */
-#define CHECK_DESCRIBED(path, rest)                                                     \
-    do {                                                                                \
-        char found_[DESCRIPTION_LEN], expected_[DESCRIPTION_LEN];                       \
-        CHECK_STATUS(rate_describe_file((path), found_, sizeof found_), RATE_OK);       \
-        snprintf(expected_, sizeof expected_, "%s%s", (path), (rest));                  \
-        CHECK_EQ_STR(found_, expected_);                                                \
-    } while (0)
 
 /* A query (n = 0) of `key` at `now_ns`, or a take of `n`: the status. */
 static int32_t keyed_at(rate_keyed *table, const char *key, uint64_t n, uint64_t now_ns,
