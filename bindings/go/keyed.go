@@ -114,12 +114,7 @@ func (k *Keyed) Config() Config {
 	var held C.rate_config
 	status := C.rate_keyed_get_config(k.handle(), &held)
 	runtime.KeepAlive(k)
-	config, ok := configFromC(held)
-	if status != C.RATE_OK || !ok {
-		return *k.config.Load()
-	}
-	remember(&k.config, config)
-	return config
+	return inForce(status, held, &k.config)
 }
 
 // Capacity returns the number of live keys the table was sized for.

@@ -240,21 +240,23 @@ func (l *Limiter) Config() Config {
 	var held C.rate_config
 	status := C.rate_limiter_get_config(l.handle(), &held)
 	runtime.KeepAlive(l)
-	config, ok := configFromC(held)
-	if status != C.RATE_OK || !ok {
-		return *l.config.Load()
-	}
-	remember(&l.config, config)
-	return config
+	return inForce(status, held, &l.config)
 }
 
-// remember makes config the last one known in force, kept in known for when the handle
-// is closed; a read that finds it unchanged allocates nothing.
-func remember(known *atomic.Pointer[Config], config Config) {
+// inForce is the configuration a get_config call that returned status wrote to held,
+// kept in known as the last one known in force (for when the handle is closed; a read
+// that finds it unchanged allocates nothing); or, if the call failed or held holds a
+// period no time.Duration holds, the last one known.
+func inForce(status C.int32_t, held C.rate_config, known *atomic.Pointer[Config]) Config {
+	config, ok := configFromC(held)
+	if status != C.RATE_OK || !ok {
+		return *known.Load()
+	}
 	if *known.Load() != config {
 		fresh := config
 		known.Store(&fresh)
 	}
+	return config
 }
 
 // handle is the C handle for one call: NULL when l is nil or closed, which librate
