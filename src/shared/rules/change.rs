@@ -89,11 +89,10 @@ impl<'a> Rules<'a> {
             if started.elapsed() >= PATIENCE {
                 // Relaxed: a token, which names a process or not.
                 let holder = self.words[LOCK].load(Ordering::Relaxed);
-                if holder == 0 || !is_alive(holder) {
-                    if let Some(_lock) = self.try_lock(holder) {
-                        return self.finish(carry);
-                    }
-                } else if started.elapsed() > STALLED {
+                if let Some(settled) = self.take_over(holder, carry) {
+                    return settled.map(drop);
+                }
+                if started.elapsed() > STALLED {
                     return Err(Error::Io(libc::EBUSY));
                 }
                 #[cfg(not(loom))]
@@ -118,13 +117,8 @@ impl<'a> Rules<'a> {
         }
         // Relaxed: a token, which names a process or not; the CAS in `try_lock` decides.
         let holder = self.words[LOCK].load(Ordering::Relaxed);
-        if holder != 0 && is_alive(holder) {
-            return Ok(());
-        }
-        match self.try_lock(holder) {
-            Some(_lock) => self.finish(carry),
-            None => Ok(()),
-        }
+        self.take_over(holder, carry)
+            .map_or(Ok(()), |settled| settled.map(drop))
     }
 
     /// Replaces the rule in force by `config` at `now`, in the file (module docs), moving
@@ -254,13 +248,11 @@ impl<'a> Rules<'a> {
         loop {
             // Relaxed: the CAS in `try_lock` decides.
             let holder = self.words[LOCK].load(Ordering::Relaxed);
-            let dead = holder != 0 && started.elapsed() >= PATIENCE && !is_alive(holder);
-            if holder == 0 || dead {
-                if let Some(lock) = self.try_lock(holder) {
-                    self.finish(carry)?;
-                    return Ok(lock);
+            // A holder is asked whether it lives only once it kept the lock a while.
+            if holder == 0 || started.elapsed() >= PATIENCE {
+                if let Some(taken) = self.take_over(holder, carry) {
+                    return taken;
                 }
-                continue;
             }
             if started.elapsed() > GIVE_UP {
                 return Err(Error::Io(libc::EBUSY));
@@ -271,6 +263,17 @@ impl<'a> Rules<'a> {
                 std::thread::sleep(Duration::from_micros(100));
             }
         }
+    }
+
+    /// Takes the lock from `holder` if it is free (0) or names a dead process, and settles
+    /// what a dead holder left in flight ([`finish`](Self::finish)): the lock, held; `None`
+    /// if `holder` lives, or another process took the lock first.
+    fn take_over(&self, holder: u64, carry: &impl Carry) -> Option<Result<Lock<'a>, Error>> {
+        if holder != 0 && is_alive(holder) {
+            return None;
+        }
+        let lock = self.try_lock(holder)?;
+        Some(self.finish(carry).map(|()| lock))
     }
 
     /// Takes the lock from `holder` (0: free, or a dead process's token).
