@@ -30,11 +30,7 @@ pub(crate) struct InFile {
 impl InFile {
     pub(crate) fn rules(&self) -> Rules<'_> {
         let sides = Sides::of_state(self.first_words);
-        Rules {
-            words: &self.mapping.state(self.start + sides.end())[self.start..],
-            first: &self.first,
-            sides,
-        }
+        Rules::at(&self.mapping, self.start, &self.first, sides)
     }
 
     /// The generation of the file's rule of `serial`, `config` (decided by `decider`), on

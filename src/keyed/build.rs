@@ -13,9 +13,9 @@ use super::{KeyHasher, KeyedLimiter, CACHED_TABLE_BYTES};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
+use crate::shared::{as_opened, Entry, Mapping};
 #[cfg(not(loom))]
-use crate::shared::{pid_namespace, Contents, Identity, KIND_KEYED};
-use crate::shared::{same_rule, Entry, Mapping};
+use crate::shared::{pid_namespace, same_rule, settle_opened, Contents, Identity, KIND_KEYED};
 use crate::time as clock;
 use crate::versions::{Kept, Versions};
 
@@ -121,7 +121,8 @@ impl KeyedLimiter<KeyHasher> {
             let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
             let first = mapping.first_rule().ok_or(Error::Incompatible)?;
             let table = Self::in_file(&first, config, capacity, &mapping, 0)?;
-            table.settle_rule(config, replace)?;
+            let same = same_rule(table.config(), config);
+            settle_opened(same, replace, || table.set_config(config))?;
             Ok(table)
         }
     }
@@ -141,13 +142,7 @@ impl KeyedLimiter<KeyHasher> {
         mapping: &Arc<Mapping>,
         start: usize,
     ) -> Result<Self, Error> {
-        // The opener's own rule while the file holds it (the same rule, as it reads its
-        // burst).
-        let first = if same_rule(first, config) {
-            config
-        } else {
-            first
-        };
+        let first = as_opened(first, config);
         let decider = Decider::new(first).map_err(|_| Error::Incompatible)?;
         let table = FileTable::of(&decider, capacity).map_err(|_| Error::Incompatible)?;
         // The header's rule sizes the table: words another process wrote there may ask
@@ -200,23 +195,6 @@ impl KeyedLimiter<KeyHasher> {
             &file.mapping,
             file.start,
         )
-    }
-
-    /// Checks that the rule in force in the file is `config`, else (`replace`) makes it
-    /// so by a change now.
-    ///
-    /// # Errors
-    /// [`Error::Incompatible`] if it is not and `replace` is false; as
-    /// [`set_config`](Self::set_config) for the change.
-    #[cfg(not(loom))]
-    pub(crate) fn settle_rule(&self, config: &Config, replace: bool) -> Result<(), Error> {
-        if same_rule(self.config(), config) {
-            return Ok(());
-        }
-        if !replace {
-            return Err(Error::Incompatible);
-        }
-        self.set_config(config)
     }
 }
 

@@ -31,7 +31,9 @@
 //! a version of this process (`regions.rs`, Views): the change that reuses its words two
 //! serials later waits for every such decision.
 
-use super::layout::{Layout, TABLE_FULL};
+use super::layout::Layout;
+#[cfg(not(loom))]
+use super::layout::TABLE_FULL;
 use super::recover;
 use super::region::{Memory, Region};
 use super::KeyedLimiter;
@@ -141,12 +143,7 @@ impl TableFile {
     }
 
     pub(super) fn rules(&self) -> Rules<'_> {
-        let sides = self.table.sides();
-        Rules {
-            words: &self.mapping.state(self.start + sides.end())[self.start..],
-            first: &self.first,
-            sides,
-        }
+        Rules::at(&self.mapping, self.start, &self.first, self.table.sides())
     }
 
     /// The region of the rule of `serial`, `config`, on its words in the file.

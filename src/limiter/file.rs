@@ -6,9 +6,9 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 use crate::generations::{Generations, InFile};
-use crate::shared::{file_words, same_rule, Entry, Mapping};
+use crate::shared::{as_opened, file_words, Entry, Mapping};
 #[cfg(not(loom))]
-use crate::shared::{kept, Contents, Identity, KIND_LIMITER};
+use crate::shared::{kept, same_rule, settle_opened, Contents, Identity, KIND_LIMITER};
 #[cfg(not(loom))]
 use crate::time;
 use std::path::Path;
@@ -92,12 +92,8 @@ impl Limiter {
         };
         let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
         let limiter = Self::attached(mapping, config)?;
-        if !same_rule(limiter.config(), config) {
-            if !replace {
-                return Err(Error::Incompatible);
-            }
-            limiter.set_config(config)?;
-        }
+        let same = same_rule(limiter.config(), config);
+        settle_opened(same, replace, || limiter.set_config(config))?;
         Ok(limiter)
     }
 
@@ -121,13 +117,7 @@ impl Limiter {
         first: &Config,
         config: &Config,
     ) -> Result<Self, Error> {
-        // The opener's own rule while the file holds it (the same rule, as it reads its
-        // burst).
-        let first = if same_rule(first, config) {
-            *config
-        } else {
-            *first
-        };
+        let first = *as_opened(first, config);
         let first_decider = Decider::new(&first).map_err(|_| Error::Incompatible)?;
         // The header's rule sizes side A: words another process wrote there may ask for
         // more than the file holds.

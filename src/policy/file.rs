@@ -34,7 +34,7 @@ use crate::keyed::{FileTable, KeyHasher, KeyedLimiter};
 #[cfg(not(loom))]
 use crate::limiter::Limiter;
 #[cfg(not(loom))]
-use crate::shared::{file_words, kept, pid_namespace, rule_of, same_rule};
+use crate::shared::{file_words, kept, pid_namespace, rule_of, same_rule, settle_opened};
 #[cfg(not(loom))]
 use crate::shared::{Contents, Identity, Mapping, KIND_KEYED_POLICY};
 #[cfg(not(loom))]
@@ -261,12 +261,7 @@ impl KeyedPolicy {
                 .rules()
                 .zip(rules)
                 .all(|(held, rule)| same_rule(held.config(), rule.config()));
-            if !same {
-                if !replace {
-                    return Err(Error::Incompatible);
-                }
-                policy.set_rules(rules)?;
-            }
+            settle_opened(same, replace, || policy.set_rules(rules))?;
             Ok(policy)
         }
     }

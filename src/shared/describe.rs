@@ -97,6 +97,7 @@ fn holds(words: &[u64], size: u64, file: &File) -> String {
         KIND_KEYED_POLICY => {
             let count = header[super::header::W_ALGORITHM] as usize;
             let descriptor = words.get(HEADER_WORDS..).unwrap_or_default();
+            let blocks = rule_blocks(descriptor, capacity);
             let rules: Vec<String> = descriptor
                 .chunks_exact(POLICY_RULE_WORDS)
                 .take(count.min(POLICY_RULES))
@@ -111,7 +112,8 @@ fn holds(words: &[u64], size: u64, file: &File) -> String {
                     let Some((created, _)) = rule_of(words) else {
                         return "no rule".into();
                     };
-                    match policy_rule_in_force(file, descriptor, capacity, index, created) {
+                    let block = blocks.as_ref().and_then(|blocks| blocks.get(index));
+                    match block.and_then(|&start| rule_in_force_at(file, start, created)) {
                         Some((config, serial)) => format!("{} ({scope})", held(&config, serial)),
                         None => format!("{} ({scope})", rule(&created)),
                     }
@@ -128,20 +130,23 @@ fn holds(words: &[u64], size: u64, file: &File) -> String {
     }
 }
 
-/// The rule in force of rule `index` of a keyed policy `file`, whose descriptor's words
-/// are `descriptor` and which was created with the rule `created` there, and its serial:
-/// `None` if the file's words say nothing readable.
+/// Where each rule's block starts among a keyed policy file's state words, from its
+/// descriptor's words and its capacity: `None` if they lay out no file.
 #[cfg(not(loom))]
-fn policy_rule_in_force(
-    file: &File,
-    descriptor: &[u64],
-    capacity: u64,
-    index: usize,
-    created: Config,
-) -> Option<(Config, u64)> {
+fn rule_blocks(descriptor: &[u64], capacity: u64) -> Option<Vec<usize>> {
+    crate::policy::rule_blocks(&crate::policy::rules_described(descriptor)?, capacity)
+}
+
+#[cfg(loom)]
+fn rule_blocks(_: &[u64], _: u64) -> Option<Vec<usize>> {
+    None
+}
+
+/// The rule in force, and its serial, of the rule block at state word `start` of `file`,
+/// which was created with the rule `created`: `None` if the words there say nothing
+/// readable.
+fn rule_in_force_at(file: &File, start: usize, created: Config) -> Option<(Config, u64)> {
     use std::os::unix::fs::FileExt;
-    let rules = crate::policy::rules_described(descriptor)?;
-    let start = *crate::policy::rule_blocks(&rules, capacity)?.get(index)?;
     let mut bytes = vec![0; super::rules::RECORDS_END * 8];
     file.read_exact_at(&mut bytes, ((HEADER_WORDS + start) * 8) as u64)
         .ok()?;
@@ -150,11 +155,6 @@ fn policy_rule_in_force(
         .map(|word| u64::from_le_bytes(word.try_into().expect("8 bytes")))
         .collect();
     rule_in_force(&block, Some(created))
-}
-
-#[cfg(loom)]
-fn policy_rule_in_force(_: &File, _: &[u64], _: u64, _: usize, _: Config) -> Option<(Config, u64)> {
-    None
 }
 
 /// The rule in force of `serial`, and how many times the file's rule changed.

@@ -7,6 +7,7 @@ use std::fs;
 
 use crate::config::{Algorithm, Config};
 use crate::decider::Decider;
+use crate::error::Error;
 
 /// Words before the state.
 pub(crate) const HEADER_WORDS: usize = 16;
@@ -142,6 +143,33 @@ pub(super) fn boot_id() -> u64 {
         .ok()
         .filter(|&id| id != 0)
         .unwrap_or(1)
+}
+
+/// The rule a file was created with, `first`, as an opener of `config` reads it: its own
+/// while the file holds it (the same rule, as it reads its burst), else the file's.
+pub(crate) fn as_opened<'a>(first: &'a Config, config: &'a Config) -> &'a Config {
+    if same_rule(first, config) {
+        config
+    } else {
+        first
+    }
+}
+
+/// What an opener of a file does once attached: nothing if the file's rules in force are
+/// its own (`same`); else, if it asks to `replace` them, their `change` now; else refuse.
+///
+/// # Errors
+/// [`Error::Incompatible`] for other rules not to be replaced; as `change`.
+pub(crate) fn settle_opened(
+    same: bool,
+    replace: bool,
+    change: impl FnOnce() -> Result<(), Error>,
+) -> Result<(), Error> {
+    match (same, replace) {
+        (true, _) => Ok(()),
+        (false, true) => change(),
+        (false, false) => Err(Error::Incompatible),
+    }
 }
 
 /// Whether two rules decide alike: the same algorithm, limit and period, and for GCRA the

@@ -44,11 +44,13 @@ mod pins;
 mod rules;
 
 pub use self::describe::describe_file;
-pub(crate) use self::header::same_rule;
+pub(crate) use self::header::as_opened;
 #[cfg(not(loom))]
 pub(crate) use self::header::{pid_namespace, KIND_KEYED, KIND_KEYED_POLICY};
 #[cfg(not(loom))]
 pub(crate) use self::header::{rule_of, Identity, KIND_LIMITER};
+#[cfg(not(loom))]
+pub(crate) use self::header::{same_rule, settle_opened};
 #[cfg(not(loom))]
 pub(crate) use self::mapping::{Contents, Mapping};
 #[cfg(loom)]

@@ -51,6 +51,7 @@
 
 use super::header::rule_of;
 use super::pins::{Entry, Pinned, Pins, ENTRIES, ENTRY_WORDS};
+use super::Mapping;
 use crate::config::Config;
 use crate::error::Error;
 #[cfg(not(loom))]
@@ -181,6 +182,16 @@ pub(crate) struct Rules<'a> {
 }
 
 impl<'a> Rules<'a> {
+    /// The rules of a file whose block starts at state word `start` of `mapping`, created
+    /// with the rule `first`, with sides of `sides`.
+    pub(crate) fn at(mapping: &'a Mapping, start: usize, first: &'a Config, sides: Sides) -> Self {
+        Self {
+            words: &mapping.state(start + sides.end())[start..],
+            first,
+            sides,
+        }
+    }
+
     fn pins(&self) -> Pins<'a> {
         Pins {
             epoch: &self.words[EPOCH],
