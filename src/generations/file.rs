@@ -8,29 +8,22 @@ use super::{Generation, Generations, Memory, Operation, MAY_BE_REPLACED};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::shared::{Adoption, Entry, Mapping, OneState, Pinned, Rules, Sides};
+use crate::shared::{Adoption, Attached, OneState, Pinned, Rules, Sides};
 use crate::state::Replaceable;
 use crate::versions::{Pin, Version};
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 /// A limiter file whose rule can change (`shared/rules.rs`).
 #[derive(Debug)]
 pub(crate) struct InFile {
-    pub(crate) mapping: Arc<Mapping>,
-    /// The state word of the mapping where the limiter's words start.
-    pub(crate) start: usize,
-    /// The rule the file was created with (serial 0), and its state words.
-    pub(crate) first: Config,
+    pub(crate) attached: Attached,
+    /// The state words of the rule the file was created with.
     pub(crate) first_words: usize,
-    /// This process's entry in the file's pins registry.
-    pub(crate) entry: Entry,
 }
 
 impl InFile {
     pub(crate) fn rules(&self) -> Rules<'_> {
-        let sides = Sides::of_state(self.first_words);
-        Rules::at(&self.mapping, self.start, &self.first, sides)
+        self.attached.rules(Sides::of_state(self.first_words))
     }
 
     /// The generation of the file's rule of `serial`, `config` (decided by `decider`), on
@@ -38,7 +31,7 @@ impl InFile {
     pub(crate) fn generation(&self, decider: Decider, config: &Config, serial: u64) -> Generation {
         let state = NonNull::from(&self.rules().side(serial, decider.state_words())[0]);
         let memory = Memory::Shared {
-            _mapping: Arc::clone(&self.mapping),
+            _mapping: self.attached.mapping(),
         };
         let mut generation = Generation::new(decider, config, state, memory);
         generation.serial = serial;
@@ -64,8 +57,8 @@ impl Generations {
     /// The file this limiter follows the rule of, if any: for a model of another process
     /// attached to it.
     #[cfg(loom)]
-    pub(crate) fn mapping(&self) -> Option<Arc<Mapping>> {
-        self.file.as_ref().map(|file| Arc::clone(&file.mapping))
+    pub(crate) fn mapping(&self) -> Option<std::sync::Arc<crate::shared::Mapping>> {
+        self.file.as_ref().map(|file| file.attached.mapping())
     }
 
     /// Adopts the rule in force in the file, if this limiter follows one.
@@ -155,7 +148,7 @@ impl Generations {
         let rules = file.rules();
         loop {
             let pin = self.versions.pin();
-            let pinned = rules.pin(&file.entry)?;
+            let pinned = rules.pin(&file.attached.entry)?;
             let serial = rules.serial();
             if pin.current().serial == serial {
                 return Ok((pin, pinned, serial));

@@ -13,7 +13,7 @@ use super::{KeyHasher, KeyedLimiter, CACHED_TABLE_BYTES};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::shared::{as_opened, Entry, Mapping};
+use crate::shared::{as_opened, Attached, Mapping};
 #[cfg(not(loom))]
 use crate::shared::{pid_namespace, same_rule, settle_opened, Contents, Identity, KIND_KEYED};
 use crate::time as clock;
@@ -151,11 +151,8 @@ impl KeyedLimiter<KeyHasher> {
             return Err(Error::Incompatible);
         }
         let file = TableFile {
-            mapping: Arc::clone(mapping),
-            start,
+            attached: Attached::new(Arc::clone(mapping), start, *first),
             table,
-            first: *first,
-            entry: Entry::default(),
         };
         // A change a dead process left in flight is finished (or dropped) first.
         let _ = file.rules().settle(&Slots(&file));
@@ -189,11 +186,11 @@ impl KeyedLimiter<KeyHasher> {
         let file = self.file.as_ref().ok_or(Error::Unsupported)?;
         let config = *self.config();
         Self::in_file(
-            &file.first,
+            &file.attached.first,
             &config,
             self.capacity,
-            &file.mapping,
-            file.start,
+            &file.attached.mapping,
+            file.attached.start,
         )
     }
 }

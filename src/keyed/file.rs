@@ -43,12 +43,11 @@ use crate::error::Error;
 use crate::keyed::owner::crash_point;
 #[cfg(not(loom))]
 use crate::shared::kept_in_block;
-use crate::shared::{sides_start, Adoption, Carry, Entry, Mapping, Rules, Sides};
+use crate::shared::{sides_start, Adoption, Attached, Carry, Rules, Sides};
 use crate::state::MOVED;
 use crate::sync::{AtomicU64, Ordering};
 use crate::versions::Versions;
 use std::ptr::NonNull;
-use std::sync::Arc;
 
 /// Each region starts on a multiple of this many words: 128 bytes, so no two regions
 /// share a pair of cache lines.
@@ -124,26 +123,13 @@ impl FileTable {
 /// A table that follows the rule of its file.
 #[derive(Debug)]
 pub(crate) struct TableFile {
-    pub(super) mapping: Arc<Mapping>,
-    /// The state word of the mapping where the table's words start.
-    pub(super) start: usize,
+    pub(super) attached: Attached,
     pub(super) table: FileTable,
-    /// The rule the file was created with (serial 0).
-    pub(super) first: Config,
-    /// This process's entry in the file's pins registry.
-    pub(super) entry: Entry,
 }
 
 impl TableFile {
-    /// Whether the file's rule ever changed: its serial in force is not 0. Acquire: as
-    /// [`Rules::serial`].
-    #[inline(always)]
-    pub(super) fn changed(&self) -> bool {
-        self.mapping.state(self.start + 1)[self.start].load(Ordering::Acquire) != 0
-    }
-
     pub(super) fn rules(&self) -> Rules<'_> {
-        Rules::at(&self.mapping, self.start, &self.first, self.table.sides())
+        self.attached.rules(self.table.sides())
     }
 
     /// The region of the rule of `serial`, `config`, on its words in the file.
@@ -154,14 +140,14 @@ impl TableFile {
     pub(super) fn region(&self, serial: u64, config: &Config) -> Result<Region, Error> {
         let decider = Decider::new(config).map_err(|_| Error::Incompatible)?;
         let layout = self.table.layout;
-        let first = Decider::new(&self.first).map_err(|_| Error::Incompatible)?;
+        let first = Decider::new(&self.attached.first).map_err(|_| Error::Incompatible)?;
         let carried = serial == 0 || first.check_change(&decider).is_ok();
         if !carried || decider.state_words() != first.state_words() {
             return Err(Error::Incompatible);
         }
         let words = NonNull::from(&self.rules().side(serial, layout.words())[0]);
         let memory = Memory::Shared {
-            _mapping: Arc::clone(&self.mapping),
+            _mapping: self.attached.mapping(),
         };
         let mut region = Region::new(decider, config, layout, words, memory);
         region.serial = serial;

@@ -103,7 +103,7 @@ impl<'a> View<'a> {
         let rules = file.rules();
         let taken = match self.pinned.get() {
             Some(_) => None,
-            None => Some(rules.pin(&file.entry)?),
+            None => Some(rules.pin(&file.attached.entry)?),
         };
         let pin = self.pinned();
         loop {
@@ -156,7 +156,7 @@ impl<S> KeyedLimiter<S> {
             // an operation that would find it missing enters the rule in force first. (A
             // file whose serial went back to 0, bytes another writer put there, is
             // decided on in the first region, which no change reuses.)
-            if file.changed() {
+            if file.attached.changed() {
                 let _ = view.enter(file);
             }
         }

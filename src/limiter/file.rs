@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 use crate::generations::{Generations, InFile};
-use crate::shared::{as_opened, file_words, Entry, Mapping};
+use crate::shared::{as_opened, file_words, Attached, Mapping};
 #[cfg(not(loom))]
 use crate::shared::{kept, same_rule, settle_opened, Contents, Identity, KIND_LIMITER};
 #[cfg(not(loom))]
@@ -125,11 +125,8 @@ impl Limiter {
             return Err(Error::Incompatible);
         }
         let file = InFile {
-            start,
+            attached: Attached::new(mapping, start, first),
             first_words: first_decider.state_words(),
-            first,
-            mapping,
-            entry: Entry::default(),
         };
         let generation = file.generation(first_decider, &first, 0);
         Ok(Self::with(Generations::in_file(generation, file)?))

@@ -55,10 +55,10 @@ pub(crate) use self::header::{same_rule, settle_opened};
 pub(crate) use self::mapping::{Contents, Mapping};
 #[cfg(loom)]
 pub(crate) use self::model::Mapping;
-pub(crate) use self::pins::{Entry, Pinned};
+pub(crate) use self::pins::Pinned;
 #[cfg(not(loom))]
 pub(crate) use self::rules::kept;
 #[cfg(not(loom))]
 pub(crate) use self::rules::kept_in_block;
-pub(crate) use self::rules::{file_words, Adoption, Carry, OneState, Rules, Sides};
+pub(crate) use self::rules::{file_words, Adoption, Attached, Carry, OneState, Rules, Sides};
 pub(crate) use self::rules::{is_forged, sides_start, RECORDS_END};

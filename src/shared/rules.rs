@@ -57,6 +57,7 @@ use crate::error::Error;
 #[cfg(not(loom))]
 use crate::state::REPLACED;
 use crate::sync::{fence, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 mod change;
@@ -181,17 +182,51 @@ pub(crate) struct Rules<'a> {
     pub(crate) sides: Sides,
 }
 
-impl<'a> Rules<'a> {
-    /// The rules of a file whose block starts at state word `start` of `mapping`, created
-    /// with the rule `first`, with sides of `sides`.
-    pub(crate) fn at(mapping: &'a Mapping, start: usize, first: &'a Config, sides: Sides) -> Self {
+/// A handle's hold on a file whose rules can change (a limiter's or a keyed table's,
+/// alone or in a keyed policy): the mapping, where its rule block starts, the rule the
+/// file was created with (serial 0), and this process's entry in its pins registry.
+#[derive(Debug)]
+pub(crate) struct Attached {
+    pub(crate) mapping: Arc<Mapping>,
+    /// The state word of the mapping where the rule block starts.
+    pub(crate) start: usize,
+    pub(crate) first: Config,
+    pub(crate) entry: Entry,
+}
+
+impl Attached {
+    pub(crate) fn new(mapping: Arc<Mapping>, start: usize, first: Config) -> Self {
         Self {
-            words: &mapping.state(start + sides.end())[start..],
+            mapping,
+            start,
             first,
+            entry: Entry::default(),
+        }
+    }
+
+    /// The file's rules, its sides of `sides`.
+    pub(crate) fn rules(&self, sides: Sides) -> Rules<'_> {
+        Rules {
+            words: &self.mapping.state(self.start + sides.end())[self.start..],
+            first: &self.first,
             sides,
         }
     }
 
+    /// Whether the file's rule ever changed: its serial in force is not 0. Acquire: as
+    /// [`Rules::serial`].
+    #[inline(always)]
+    pub(crate) fn changed(&self) -> bool {
+        self.mapping.state(self.start + 1)[self.start].load(Ordering::Acquire) != 0
+    }
+
+    /// Memory that keeps the mapping, for a version on its words.
+    pub(crate) fn mapping(&self) -> Arc<Mapping> {
+        Arc::clone(&self.mapping)
+    }
+}
+
+impl<'a> Rules<'a> {
     fn pins(&self) -> Pins<'a> {
         Pins {
             epoch: &self.words[EPOCH],
