@@ -9,7 +9,9 @@ mod common;
 
 use common::exact::{valid, Exact, NEVER, STORABLE};
 use common::Rng;
+use rate::ffi::*;
 use rate::{Algorithm, Config, Decision, Error, Limiter};
+use std::ptr;
 
 const ALGORITHMS: [Algorithm; 4] = [
     Algorithm::Gcra,
@@ -206,22 +208,112 @@ fn wide_time(rng: &mut Rng, now: u64, config: &Config, limit: u64) -> u64 {
     }
 }
 
-/// The library's every decision equals the reference model's, on random sequences of
-/// acquires and reserves over configurations and times of every shape.
-#[test]
-fn the_library_decides_as_the_reference_models_everywhere() {
-    let mut rng = Rng::new(0x6578_6163_745f_7769);
+/// A limiter reached through the Rust API, or through the C functions with `out` or
+/// with NULL (the outcome alone, which may take a cheaper path to it).
+enum Handle {
+    Rust(Box<Limiter>),
+    C(*mut rate_limiter),
+}
+
+impl Handle {
+    fn new(config: &Config, through_c: bool) -> Result<Self, i32> {
+        if !through_c {
+            return Limiter::new(config)
+                .map(|limiter| Self::Rust(Box::new(limiter)))
+                .map_err(|_| RATE_E_INVALID_CONFIG);
+        }
+        let c_config = rate_config {
+            algorithm: match config.algorithm {
+                Algorithm::Gcra => RATE_GCRA,
+                Algorithm::FixedWindow => RATE_FIXED_WINDOW,
+                Algorithm::SlidingWindow => RATE_SLIDING_WINDOW,
+                Algorithm::SlidingLog => RATE_SLIDING_LOG,
+            },
+            limit: config.limit,
+            period_ns: config.period_ns,
+            burst: config.burst,
+        };
+        let mut handle = ptr::null_mut();
+        // SAFETY: both pointers come from live locals.
+        match unsafe { rate_limiter_new(&c_config, &mut handle) } {
+            RATE_OK => Ok(Self::C(handle)),
+            status => Err(status),
+        }
+    }
+
+    /// The decision on `n` units at `now` (a reserve with `max_wait`), or with `written`
+    /// false through C, the outcome alone: `allowed` and the rest as `like`.
+    fn decide(
+        &self,
+        n: u64,
+        now: u64,
+        max_wait: Option<u64>,
+        written: bool,
+        like: &Result<Decision, Error>,
+    ) -> Result<Decision, Error> {
+        let handle = match self {
+            Self::Rust(limiter) => {
+                return match max_wait {
+                    Some(max_wait) => limiter.reserve_at(n, now, max_wait),
+                    None => limiter.acquire_at(n, now),
+                }
+            }
+            Self::C(handle) => *handle,
+        };
+        let mut out = rate_decision::default();
+        let out_ptr = if written {
+            &mut out as *mut rate_decision
+        } else {
+            ptr::null_mut()
+        };
+        // SAFETY: a live handle; `out_ptr` NULL or a live local.
+        let status = unsafe {
+            match max_wait {
+                Some(max_wait) => rate_limiter_reserve_at(handle, n, now, max_wait, out_ptr),
+                None => rate_limiter_acquire_at(handle, n, now, out_ptr),
+            }
+        };
+        match status {
+            RATE_OK | RATE_LIMITED if written => Ok(Decision {
+                allowed: out.allowed == 1,
+                limit: out.limit,
+                remaining: out.remaining,
+                retry_after_ns: out.retry_after_ns,
+                reset_after_ns: out.reset_after_ns,
+                wait_ns: out.wait_ns,
+            }),
+            RATE_OK | RATE_LIMITED => Ok(Decision {
+                allowed: status == RATE_OK,
+                ..like.as_ref().copied().unwrap_or_default()
+            }),
+            RATE_E_INSUFFICIENT_CAPACITY => Err(Error::InsufficientCapacity),
+            RATE_E_UNSUPPORTED => Err(Error::Unsupported),
+            status => panic!("status {status}"),
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        if let Self::C(handle) = self {
+            // SAFETY: made by `rate_limiter_new`, freed once.
+            unsafe { rate_limiter_free(*handle) };
+        }
+    }
+}
+
+/// Random sequences of acquires and reserves over configurations and times of every
+/// shape, through the Rust API or the C functions: every decision (every outcome, with
+/// `out` NULL) equals the reference model's.
+fn decides_as_the_models_everywhere(seed: u64, through_c: bool) {
+    let mut rng = Rng::new(seed);
     let (mut configs, mut rejected, mut decisions) = (0, 0, 0);
     while configs < 3000 {
         let config = wide_config(&mut rng);
-        let built = Limiter::new(&config);
-        assert_eq!(
-            built.is_ok(),
-            valid(&config),
-            "{config:?}: {:?}",
-            built.err()
-        );
+        let built = Handle::new(&config, through_c);
+        assert_eq!(built.is_ok(), valid(&config), "{config:?}");
         let Ok(limiter) = built else {
+            assert_eq!(built.err(), Some(RATE_E_INVALID_CONFIG));
             rejected += 1;
             continue;
         };
@@ -245,10 +337,7 @@ fn the_library_decides_as_the_reference_models_everywhere() {
                 _ => None,
             };
             let want = model.decide(now, n, max_wait);
-            let got = match max_wait {
-                Some(max_wait) => limiter.reserve_at(n, now, max_wait),
-                None => limiter.acquire_at(n, now),
-            };
+            let got = limiter.decide(n, now, max_wait, rng.chance(50), &want);
             decisions += 1;
             assert_eq!(
                 got, want,
@@ -258,6 +347,16 @@ fn the_library_decides_as_the_reference_models_everywhere() {
     }
     assert!(rejected > 300, "invalid configurations tried: {rejected}");
     assert!(decisions >= 72_000);
+}
+
+#[test]
+fn the_library_decides_as_the_reference_models_everywhere() {
+    decides_as_the_models_everywhere(0x6578_6163_745f_7769, false);
+}
+
+#[test]
+fn the_c_functions_decide_as_the_reference_models_everywhere() {
+    decides_as_the_models_everywhere(0x6578_6163_745f_6369, true);
 }
 
 /// Errors the model names: a cost above the limit, a reserve on a window.
