@@ -6,7 +6,7 @@
 #        scripts/fuzz.sh smoke                              (each target over its corpus, 12 s;
 #                                                            libFuzzer's progress to a log,
 #                                                            shown only on a failure)
-# Targets: abi_sequence, shared_bytes, shared_rules, config. Corpora: fuzz/corpus/TARGET
+# Targets: abi_sequence, exact, shared_bytes, shared_rules, config. Corpora: fuzz/corpus/TARGET
 # (what a run finds new lands in target/fuzz/corpus/TARGET; merge it back with
 # -set_cover_merge=1 -use_counters=0, a set of inputs covering every edge). Needs a C++
 # compiler: libfuzzer-sys builds libFuzzer with it.
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The smoke run's: every target.
-TARGETS=(abi_sequence shared_bytes shared_rules config)
+TARGETS=(abi_sequence exact shared_bytes shared_rules config)
 export CARGO_TARGET_DIR="$PWD/target/fuzz"
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 BIN="$CARGO_TARGET_DIR/$TRIPLE/release"

@@ -1,6 +1,6 @@
 //! What the fuzz targets share: the reference models (the integration tests' own, by
-//! path), decoding of configurations and times from fuzz input, and the C statuses of
-//! model outcomes.
+//! path: `models` finds each field by search, `exact` in closed form), decoding of
+//! configurations and times from fuzz input, and the C statuses of model outcomes.
 
 #![deny(missing_docs)]
 
@@ -12,14 +12,18 @@ use rate::ffi::{
 };
 use rate::{Decision, Error};
 
+#[path = "../../tests/common/exact.rs"]
+#[allow(dead_code, unreachable_pub, missing_docs)]
+pub mod exact;
+
 #[path = "../../tests/common/models.rs"]
 #[allow(dead_code, unreachable_pub, missing_docs, clippy::result_unit_err)]
 pub mod models;
 
 /// A configuration the models can follow quickly: small limits mostly (so sequences reach
 /// them), large ones sometimes (so products overflow), any period from 1 ns to the end of
-/// the timeline, and now and then the period that never ends (`Config::FOREVER`, a rule
-/// that never refills). It may be invalid; the targets then expect the constructors to
+/// the timeline, now and then the period that never ends (`Config::FOREVER`, a rule that
+/// never refills), and GCRA bursts whose tolerance is at its bound. It may be invalid; the targets then expect the constructors to
 /// say so.
 pub fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
     let algorithm = [
@@ -47,10 +51,14 @@ pub fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
             .saturating_mul(4)
             .saturating_add(input.int_in_range(0..=64)?),
     };
-    let burst = match input.int_in_range(0u8..=3)? {
+    let burst = match input.int_in_range(0u8..=4)? {
         0 => 0,
         1 => input.int_in_range(1..=8)?,
         2 => input.arbitrary::<u64>()?,
+        // GCRA's tolerance B·T at or just past its bound, 2⁶⁴ − 257.
+        3 => (models::END / period_ns.checked_div(limit).unwrap_or(1).max(1))
+            .saturating_add(input.int_in_range(0..=2)?)
+            .saturating_sub(input.int_in_range(0..=2)?),
         _ => input.int_in_range(0..=64)?,
     };
     Ok(rate_config {
