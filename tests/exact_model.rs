@@ -241,6 +241,14 @@ impl Handle {
         }
     }
 
+    fn reset(&self) {
+        match self {
+            Self::Rust(limiter) => limiter.reset(),
+            // SAFETY: a live handle.
+            Self::C(handle) => assert_eq!(unsafe { rate_limiter_reset(*handle) }, RATE_OK),
+        }
+    }
+
     /// The decision on `n` units at `now` (a reserve with `max_wait`), or with `written`
     /// false through C, the outcome alone: `allowed` and the rest as `like`.
     fn decide(
@@ -302,7 +310,7 @@ impl Drop for Handle {
     }
 }
 
-/// Random sequences of acquires and reserves over configurations and times of every
+/// Random sequences of acquires, reserves and resets over configurations and times of every
 /// shape, through the Rust API or the C functions: every decision (every outcome, with
 /// `out` NULL) equals the reference model's.
 fn decides_as_the_models_everywhere(seed: u64, through_c: bool) {
@@ -336,6 +344,10 @@ fn decides_as_the_models_everywhere(seed: u64, through_c: bool) {
                 2 => Some(near(&mut rng, u64::MAX)),
                 _ => None,
             };
+            if rng.chance(3) {
+                limiter.reset();
+                model.reset();
+            }
             let want = model.decide(now, n, max_wait);
             let got = limiter.decide(n, now, max_wait, rng.chance(50), &want);
             decisions += 1;

@@ -1,8 +1,8 @@
 //! One limiter of a configuration drawn near the bounds of docs/decision.md's table, and a
-//! sequence of acquires and reserves through the C functions at times anywhere on the
-//! `u64` timeline, every decision compared field for field with the closed-form reference
-//! model (`tests/common/exact.rs`), which owes nothing to the library's arithmetic. Any
-//! difference is a crash, and so is a panic.
+//! sequence of acquires, reserves and resets through the C functions at times anywhere on
+//! the `u64` timeline, every decision compared field for field with the closed-form
+//! reference model (`tests/common/exact.rs`), which owes nothing to the library's
+//! arithmetic. Any difference is a crash, and so is a panic.
 
 #![no_main]
 #![deny(missing_docs)]
@@ -143,6 +143,12 @@ fn limiter(input: &mut Unstructured<'_>) -> Result<()> {
                 2 => input.int_in_range(1..=limit.min(8))?,
                 _ => input.int_in_range(0..=limit)?,
             };
+            if input.int_in_range(0u8..=15)? == 0 {
+                // SAFETY: a live handle.
+                assert_eq!(unsafe { rate_limiter_reset(handle) }, RATE_OK);
+                trace!("reset");
+                model.reset();
+            }
             let written = input.arbitrary::<bool>()?;
             let mut out = UNTOUCHED;
             let out_ptr = if written {

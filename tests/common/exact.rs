@@ -157,6 +157,20 @@ impl Exact {
         }) as u64
     }
 
+    /// A reset (docs/keyed.md, "Resetting a limit"): new again from the latest time seen
+    /// on. GCRA, the fixed window and an allowance are new at any time; the sliding
+    /// window counter and the log still judge a request from before that time as made at
+    /// it, so they keep their latest window or time and forget their counts.
+    pub fn reset(&mut self) {
+        match self {
+            Self::Gcra { tat, .. } => *tat = 0,
+            Self::Fixed { window, count, .. } => (*window, *count) = (0, 0),
+            Self::Sliding { cur, prev, .. } => (*cur, *prev) = (0, 0),
+            Self::Log { stamps, .. } => stamps.clear(),
+            Self::Allowance { used, .. } => *used = 0,
+        }
+    }
+
     /// An acquire (`max_wait` `None`) or a reserve of `n` units at `now`; records what it
     /// admits.
     pub fn decide(&mut self, now: u64, n: u64, max_wait: Option<u64>) -> Result<Decision, Error> {
