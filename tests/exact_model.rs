@@ -8,9 +8,10 @@
 mod common;
 
 use common::exact::{valid, Exact, NEVER, STORABLE};
+use common::models::combine;
 use common::Rng;
 use rate::ffi::*;
-use rate::{Algorithm, Config, Decision, Error, Limiter};
+use rate::{Algorithm, Config, Decision, Error, Limiter, Policy};
 use std::ptr;
 
 const ALGORITHMS: [Algorithm; 4] = [
@@ -369,6 +370,60 @@ fn the_library_decides_as_the_reference_models_everywhere() {
 #[test]
 fn the_c_functions_decide_as_the_reference_models_everywhere() {
     decides_as_the_models_everywhere(0x6578_6163_745f_6369, true);
+}
+
+/// Policies of 1 to 4 rules of every shape (docs/policies.md): a request is admitted iff
+/// every rule's model admits it, a denial takes nothing from any rule, and the decision
+/// and each rule's are what `combine` makes of the models' (the rules' own on an
+/// admission; on a denial, each rule's state at that instant with its own answer).
+#[test]
+fn policies_decide_as_the_reference_models_everywhere() {
+    let mut rng = Rng::new(0x6578_6163_745f_706f);
+    let mut decisions = 0;
+    while decisions < 20_000 {
+        let rules: Vec<Config> = (0..rng.range(1, 4))
+            .map(|_| loop {
+                let rule = wide_config(&mut rng);
+                if valid(&rule) {
+                    break rule;
+                }
+            })
+            .collect();
+        let policy = Policy::new(&rules).unwrap();
+        let mut models: Vec<Exact> = rules.iter().map(Exact::new).collect();
+        let limit = models.iter().map(Exact::limit).min().unwrap();
+        let mut now = any(&mut rng);
+        for step in 0..16 {
+            let rule = rules[rng.below(rules.len() as u64) as usize];
+            now = wide_time(&mut rng, now, &rule, limit);
+            let n = match rng.below(4) {
+                0 => 0,
+                1 => near(&mut rng, limit),
+                _ => rng.below(limit.saturating_add(1)),
+            };
+            let got = policy.acquire_at(n, now);
+            decisions += 1;
+            if n > limit {
+                assert_eq!(got.err(), Some(Error::InsufficientCapacity));
+                continue;
+            }
+            let mut after = models.clone();
+            let taken = after
+                .iter_mut()
+                .map(|model| model.decide(now, n, None).unwrap())
+                .collect();
+            let (decision, denied_by, each) =
+                combine(taken, |i| models[i].clone().decide(now, 0, None).unwrap());
+            if decision.allowed {
+                models = after;
+            }
+            let got = got.unwrap();
+            let context = format!("{rules:?}, step {step}: n {n} at {now}");
+            assert_eq!(got.decision, decision, "{context}");
+            assert_eq!(got.denied_by, denied_by, "{context}");
+            assert_eq!(got.rules(), each, "{context}");
+        }
+    }
 }
 
 /// Errors the model names: a cost above the limit, a reserve on a window.
