@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::c_decision::decision_of;
 use common::exact::{valid, Exact, NEVER, STORABLE};
 use common::models::combine;
 use common::Rng;
@@ -283,14 +284,7 @@ impl Handle {
             }
         };
         match status {
-            RATE_OK | RATE_LIMITED if written => Ok(Decision {
-                allowed: out.allowed == 1,
-                limit: out.limit,
-                remaining: out.remaining,
-                retry_after_ns: out.retry_after_ns,
-                reset_after_ns: out.reset_after_ns,
-                wait_ns: out.wait_ns,
-            }),
+            RATE_OK | RATE_LIMITED if written => Ok(decision_of(&out)),
             RATE_OK | RATE_LIMITED => Ok(Decision {
                 allowed: status == RATE_OK,
                 ..like.as_ref().copied().unwrap_or_default()

@@ -18,6 +18,7 @@
 
 mod common;
 
+use common::c_decision::decision_of;
 use rate::ffi::*;
 use rate::{Config, Decision, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
 use std::ptr;
@@ -198,14 +199,7 @@ fn c_abi() {
         let query = |at: u64| {
             let mut out = rate_decision::default();
             assert_eq!(decide(0, at, &mut out), RATE_OK);
-            Decision {
-                allowed: out.allowed == 1,
-                limit: out.limit,
-                remaining: out.remaining,
-                retry_after_ns: out.retry_after_ns,
-                reset_after_ns: out.reset_after_ns,
-                wait_ns: out.wait_ns,
-            }
+            decision_of(&out)
         };
         check_path(
             &format!("C rate_limiter_acquire_at, out written {written}"),
@@ -213,14 +207,7 @@ fn c_abi() {
                 if written {
                     let mut out = rate_decision::default();
                     assert_eq!(decide(N, T, &mut out), RATE_OK);
-                    Some(Decision {
-                        allowed: out.allowed == 1,
-                        limit: out.limit,
-                        remaining: out.remaining,
-                        retry_after_ns: out.retry_after_ns,
-                        reset_after_ns: out.reset_after_ns,
-                        wait_ns: out.wait_ns,
-                    })
+                    Some(decision_of(&out))
                 } else {
                     assert_eq!(decide(N, T, ptr::null_mut()), RATE_OK);
                     None

@@ -10,7 +10,9 @@
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use librate_fuzz::models::{KeyedModel, PolicyModel, RuleModel};
-use librate_fuzz::{config, next_time, outcome, rust_config, status, trace, UNTOUCHED};
+use librate_fuzz::{
+    config, next_time, out_pointer, outcome, rust_config, status, trace, UNTOUCHED,
+};
 use rate::ffi::*;
 use std::ptr;
 
@@ -41,15 +43,6 @@ fn max_wait(input: &mut Unstructured<'_>, period_ns: u64) -> Result<u64> {
         1 => u64::MAX - input.int_in_range(0..=2)?,
         _ => input.int_in_range(0..=period_ns.saturating_mul(3))?,
     })
-}
-
-/// Where a call writes its decision: `out`, or NULL when the caller asks for none.
-fn out_pointer<T>(written: bool, out: &mut T) -> *mut T {
-    if written {
-        out
-    } else {
-        ptr::null_mut()
-    }
 }
 
 /// Checks one C call's status and decision against the model's outcome. With `out` NULL

@@ -10,7 +10,7 @@
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use librate_fuzz::exact::{valid, Exact, STORABLE};
-use librate_fuzz::{outcome, rust_config, status, trace, UNTOUCHED};
+use librate_fuzz::{algorithm, out_pointer, outcome, rust_config, status, trace, UNTOUCHED};
 use rate::ffi::*;
 use std::ptr;
 
@@ -37,12 +37,7 @@ fn any(input: &mut Unstructured<'_>) -> Result<u64> {
 /// A configuration, often next to a bound: L near P or P/4, B·T near 2⁶⁴ − 257, P near
 /// `u64::MAX` or FOREVER. It may be invalid: the constructor must then say so.
 fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
-    let algorithm = [
-        RATE_GCRA,
-        RATE_FIXED_WINDOW,
-        RATE_SLIDING_WINDOW,
-        RATE_SLIDING_LOG,
-    ][usize::from(input.int_in_range(0u8..=3)?)];
+    let algorithm = algorithm(input)?;
     let period_ns = match input.int_in_range(0u8..=5)? {
         0 => input.int_in_range(1..=64)?,
         1 => near(input, u64::MAX)?,
@@ -151,11 +146,7 @@ fn limiter(input: &mut Unstructured<'_>) -> Result<()> {
             }
             let written = input.arbitrary::<bool>()?;
             let mut out = UNTOUCHED;
-            let out_ptr = if written {
-                &mut out as *mut rate_decision
-            } else {
-                ptr::null_mut()
-            };
+            let out_ptr = out_pointer(written, &mut out);
             let (got, max_wait) = match input.int_in_range(0u8..=4)? {
                 0 => (
                     // SAFETY: a live handle; `out_ptr` NULL or a live local.

@@ -4,6 +4,7 @@
 
 #![deny(missing_docs)]
 
+use c_decision::decision_of;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use rate::ffi::{
     rate_config, rate_decision, RATE_E_INSUFFICIENT_CAPACITY, RATE_E_TABLE_FULL,
@@ -11,6 +12,10 @@ use rate::ffi::{
     RATE_SLIDING_WINDOW,
 };
 use rate::{Decision, Error};
+
+#[path = "../../tests/common/c_decision.rs"]
+#[allow(dead_code, unreachable_pub)]
+pub mod c_decision;
 
 #[path = "../../tests/common/exact.rs"]
 #[allow(dead_code, unreachable_pub, missing_docs)]
@@ -20,18 +25,32 @@ pub mod exact;
 #[allow(dead_code, unreachable_pub, missing_docs, clippy::result_unit_err)]
 pub mod models;
 
-/// A configuration the models can follow quickly: small limits mostly (so sequences reach
-/// them), large ones sometimes (so products overflow), any period from 1 ns to the end of
-/// the timeline, now and then the period that never ends (`Config::FOREVER`, a rule that
-/// never refills), and GCRA bursts whose tolerance is at its bound. It may be invalid; the targets then expect the constructors to
-/// say so.
-pub fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
-    let algorithm = [
+/// Any of the four algorithms.
+pub fn algorithm(input: &mut Unstructured<'_>) -> Result<u32> {
+    Ok([
         RATE_GCRA,
         RATE_FIXED_WINDOW,
         RATE_SLIDING_WINDOW,
         RATE_SLIDING_LOG,
-    ][usize::from(input.int_in_range(0u8..=3)?)];
+    ][usize::from(input.int_in_range(0u8..=3)?)])
+}
+
+/// Where a call writes its decision: `out`, or NULL when the caller asks for none.
+pub fn out_pointer<T>(written: bool, out: &mut T) -> *mut T {
+    if written {
+        out
+    } else {
+        std::ptr::null_mut()
+    }
+}
+
+/// A configuration the models can follow quickly: small limits mostly (so sequences reach
+/// them), large ones sometimes (so products overflow), any period from 1 ns to the end of
+/// the timeline, now and then the period that never ends (`Config::FOREVER`, a rule that
+/// never refills), and GCRA bursts whose tolerance is at its bound. It may be invalid;
+/// the targets then expect the constructors to say so.
+pub fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
+    let algorithm = algorithm(input)?;
     // The log model keeps every admitted unit's timestamp: keep its limit small.
     let most = if algorithm == RATE_SLIDING_LOG {
         16
@@ -99,14 +118,7 @@ pub fn status(outcome: &std::result::Result<Decision, Error>) -> i32 {
 /// The outcome a C call reported: its status, and the decision it wrote.
 pub fn outcome(status: i32, out: &rate_decision) -> std::result::Result<Decision, Error> {
     match status {
-        RATE_OK | RATE_LIMITED => Ok(Decision {
-            allowed: out.allowed == 1,
-            limit: out.limit,
-            remaining: out.remaining,
-            retry_after_ns: out.retry_after_ns,
-            reset_after_ns: out.reset_after_ns,
-            wait_ns: out.wait_ns,
-        }),
+        RATE_OK | RATE_LIMITED => Ok(decision_of(out)),
         RATE_E_INSUFFICIENT_CAPACITY => Err(Error::InsufficientCapacity),
         RATE_E_TABLE_FULL => Err(Error::TableFull),
         RATE_E_UNSUPPORTED => Err(Error::Unsupported),

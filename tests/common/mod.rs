@@ -2,6 +2,7 @@
 
 #![allow(dead_code, unreachable_pub)] // each test crate uses a different subset
 
+pub mod c_decision;
 pub mod exact;
 pub mod key_is_hash;
 #[cfg(loom)]
