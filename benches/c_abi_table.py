@@ -21,20 +21,20 @@ from shared_table import ROOT, Run, load, ratio, time
 
 #: (group, librate's call, governor's call), as benches/c_abi.rs measures them.
 ROWS = [
-    ("idle", "rate_limiter_acquire(l, 1, NULL)", "check(), default clock"),
-    ("frozen", "rate_limiter_acquire_at(l, 1, t, NULL)", "check(), FakeRelativeClock"),
+    ("idle", "rate_limiter_acquire(l, 1, NULL)", "`check()` on its default clock"),
+    ("frozen", "rate_limiter_acquire_at(l, 1, t, NULL)", "`check()` on a `FakeRelativeClock`"),
 ] + [
-    (f"keyed/{count}_{traffic}_keys", "rate_keyed_acquire(k, key, 8, 1, NULL)", "check_key(&key)")
+    (f"keyed/{count}_{traffic}_keys", "rate_keyed_acquire(k, key, 8, 1, NULL)", "`check_key(&key)`")
     for count in ("1000", "1000000")
     for traffic in ("idle", "drained")
 ]
 #: The floor group's rows and what each is.
 FLOORS = [
-    ("empty_c_call", "an empty extern \"C\" function, through the same pointer"),
-    ("rate_now_ns", "rate_now_ns(), through a pointer: the clock rate_limiter_acquire reads"),
+    ("empty_c_call", "an empty `extern \"C\"` function, through the same pointer"),
+    ("rate_now_ns", "`rate_now_ns()` through a pointer: the clock `rate_limiter_acquire` reads"),
     ("governor_clock", "governor's default clock, inlined"),
     ("librate_hash", "SipHash-1-3 of 8 bytes, as librate's table hashes a key"),
-    ("governor_hash", "std's RandomState hash of a u64, as governor's DashMap hashes a key"),
+    ("governor_hash", "std's `RandomState` hash of a `u64`, as governor's `DashMap` hashes a key"),
 ]
 
 
