@@ -27,23 +27,13 @@ use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::time::Instant;
 
+mod keys;
+use keys::{cycle, shuffled};
+
 const SECOND: u64 = 1_000_000_000;
 const HOUR: u64 = 3600 * SECOND;
 
 type Governor = RateLimiter<u64, DefaultKeyedStateStore<u64>, DefaultClock>;
-
-/// The keys `0..count` in a random order (a fixed-seed xorshift Fisher-Yates shuffle).
-fn shuffled(count: u64) -> Vec<u64> {
-    let mut keys: Vec<u64> = (0..count).collect();
-    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
-    for i in (1..keys.len()).rev() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        keys.swap(i, (state % (i as u64 + 1)) as usize);
-    }
-    keys
-}
 
 /// Resident memory of this process in bytes (Linux `/proc/self/statm`).
 fn resident_bytes() -> u64 {
@@ -122,15 +112,7 @@ fn compare(
     (table, governor): &(KeyedLimiter, Governor),
     with_decisions: bool,
 ) {
-    let mut next = 0;
-    // A compare, not `%`: a division per call would cost as much as a decision.
-    let mut step = || {
-        next += 1;
-        if next == keys.len() {
-            next = 0;
-        }
-        keys[next]
-    };
+    let mut step = cycle(keys);
     group.bench_function("librate_try_acquire", |b| {
         b.iter(|| black_box(table.try_acquire(&step().to_le_bytes(), 1)))
     });

@@ -1171,6 +1171,9 @@ int32_t rate_limiter_acquire(struct rate_limiter *limiter, uint64_t n, struct ra
  * per limiter). An earlier `now_ns` than one already seen never admits more than the
  * latest time seen would.
  *
+ * When `out` is NULL only the outcome is needed, and librate skips the work of the
+ * decision's fields: pass NULL on hot paths that do not use them.
+ *
  * Thread-safety: safe to call concurrently on one handle.
  *
  * NULL: `limiter` NULL is RATE_E_NULL; `out` may be NULL.

@@ -206,6 +206,55 @@ def c_boundary(file: BenchFile, runs: dict[str, list[float]], page: Path) -> lis
     ]
 
 
+# --- C: the C ABI against governor ---------------------------------------------------------
+
+C_ABI = ["group", "librate", "governor", "librate ns", "governor ns", "librate / governor"]
+C_ABI_FLOOR = ["floor", "what", "ns"]
+
+
+def c_abi(data: Path, page: Path) -> list[str]:
+    file = read(data / "c-abi.txt")
+    rows = one_table(file, C_ABI).rows
+    floors = one_table(file, C_ABI_FLOOR).rows
+    return [
+        "## C: the C ABI against governor",
+        "",
+        "`cargo bench --bench c_abi` calls the C entry points as a C program does, through "
+        "a call the compiler cannot inline (a function pointer, as a call into librate.so "
+        "goes through the PLT), `out` NULL, against governor's calls inlined into the same "
+        "loop, in the same run: an idle bucket through each one's clock; the decision "
+        "alone at a frozen time (governor on its `FakeRelativeClock`); and keyed tables of "
+        "1,000 and 1,000,000 keys, every call a different key than the last, idle (every "
+        "call admitted) and drained (every call denied). Keys are `u64`s: librate hashes "
+        "their 8 bytes, governor the `u64`, SipHash-1-3 both. `benches/c_abi.rs` describes "
+        "each group and `benches/c_abi_table.py` makes the table: a time is criterion's "
+        "median, then the median over the runs; a ratio is taken within each run, then the "
+        "median over the runs, with their smallest and largest in brackets. The floors are "
+        "what no implementation of these calls goes below: the call itself, the clock "
+        "reads and the hashes.",
+        "",
+        *about(file, page),
+        *table(
+            ["group", "librate", "governor", "librate ns", "governor ns", "librate ÷ governor"],
+            [False, False, False, True, True, True],
+            [
+                [code(r["group"]), code(r["librate"]), r["governor"]]
+                + [r[c] for c in C_ABI[3:]]
+                for r in rows
+            ],
+        ),
+        "",
+        *table(
+            ["floor", "what", "ns"],
+            [False, False, True],
+            [[code(r["floor"]), r["what"], r["ns"]] for r in floors],
+        ),
+        "",
+        "Below 1, librate takes less time than governor.",
+        "",
+    ]
+
+
 # --- Go: librate against golang.org/x/time/rate --------------------------------------------
 
 GO_REQUIRED = [
@@ -666,7 +715,9 @@ def measuring_again() -> list[str]:
         "`docs/bench/rust.txt` may hold any of `cargo bench --bench gcra`'s groups "
         "(`-- --output-format bencher` alone runs them all): every librate call with a "
         "governor call in its group becomes a row, and the `c_boundary` group adds a table "
-        "of the C entry points. `docs/bench/go.txt` may hold any of the benchmarks of "
+        "of the C entry points. `docs/bench/c-abi.txt` is `benches/c_abi_table.py`'s "
+        "output over several runs of `cargo bench --bench c_abi`. `docs/bench/go.txt` may "
+        "hold any of the benchmarks of "
         "`bindings/go` (`-bench .`): every librate benchmark becomes a row with its "
         "x/time/rate twin.",
         "",
@@ -677,6 +728,7 @@ def render(data: Path, page: Path, plot: Path) -> str:
     lines = [
         *opening(page, data, plot),
         *rust(data, page),
+        *c_abi(data, page),
         *go(data, page),
         *python(data, page),
         *shared(data, page),

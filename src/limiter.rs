@@ -112,6 +112,24 @@ impl Limiter {
         self.try_acquire_by(Monotonic, n)
     }
 
+    /// Acquires `n` units at `now_ns` and says only whether they were admitted: the
+    /// outcome [`acquire_at`](Self::acquire_at) gives, without the report's work. A
+    /// query (`n == 0`) is decided as `acquire_at` decides it.
+    ///
+    /// # Errors
+    /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
+    #[inline]
+    pub(crate) fn try_acquire_at(&self, n: u64, now_ns: u64) -> Result<bool, Error> {
+        if n == 0 {
+            return self.acquire_at(0, now_ns).map(|decision| decision.allowed);
+        }
+        // What giving the units back would take is put here and dropped: an outcome-only
+        // caller has no way to give them back.
+        let refund = &Cell::new(None);
+        let operation = TryAcquireRefundable { now_ns, n, refund };
+        self.generations.decide(n, None, operation)
+    }
+
     /// [`try_acquire`](Self::try_acquire) on the time source `time`, with this limiter's
     /// clock hint.
     #[inline(always)]

@@ -298,6 +298,79 @@ fn null_out_is_allowed() {
     }
 }
 
+/// Makes each call `(n, now_ns, status)` on two twin limiters of `config`, one with an
+/// out and one with `out` NULL (the outcome alone): both must return `status`, and the out
+/// must agree (allowed on RATE_OK, denied on RATE_LIMITED, untouched on an error).
+fn twins_agree(config: rate_config, calls: &[(u64, u64, i32)]) {
+    let (with_out, without_out) = (Handle::new(config), Handle::new(config));
+    for (step, &(n, now_ns, status)) in calls.iter().enumerate() {
+        let (with_status, out) = with_out.acquire_at(n, now_ns);
+        assert_eq!(with_status, status, "{config:?}, step {step}, with an out");
+        match status {
+            RATE_OK | RATE_LIMITED => assert_eq!(out.allowed, u8::from(status == RATE_OK)),
+            _ => assert_eq!(out, SENTINEL, "{config:?}, step {step}: an error wrote out"),
+        }
+        // SAFETY: a live handle; `out` NULL is allowed.
+        let without = unsafe { rate_limiter_acquire_at(without_out.0, n, now_ns, ptr::null_mut()) };
+        assert_eq!(without, status, "{config:?}, step {step}, out NULL");
+    }
+}
+
+#[test]
+fn out_null_gives_the_outcome_of_the_same_call_with_out() {
+    const MS: u64 = SECOND / 1000;
+    const CAPACITY: i32 = RATE_E_INSUFFICIENT_CAPACITY;
+    // GCRA, L=2, P=1 s, B=2: T = 500 ms, τ = 1 s.
+    let gcra_calls = [
+        (0, 0, RATE_OK),  // a query
+        (3, 0, CAPACITY), // 3 > B
+        (u64::MAX, 0, CAPACITY),
+        (2, 0, RATE_OK),                // 0 + 2·500 − 0 = 1000 ≤ 1000: TAT = 1 s
+        (1, 0, RATE_LIMITED),           // 1000 + 500 − 0 = 1500 > 1000
+        (0, 0, RATE_OK),                // a query, even on an empty bucket
+        (1, 500 * MS, RATE_OK),         // 1000 + 500 − 500 = 1000 ≤ 1000: TAT = 1.5 s
+        (1, 250 * MS, RATE_LIMITED),    // back in time: 1500 + 500 − 250 = 1750 > 1000
+        (1, 10 * SECOND, RATE_OK),      // tat = 10 s: 10.5 − 10 ≤ 1: TAT = 10.5 s
+        (1, 9_600 * MS, RATE_LIMITED),  // back: 10.5 + 0.5 − 9.6 = 1.4 s > 1 s
+        (1, 10 * SECOND, RATE_OK),      // 11 − 10 = 1 s ≤ 1 s: TAT = 11 s
+        (2, 10 * SECOND, RATE_LIMITED), // 11 + 1 − 10 = 2 s > 1 s
+    ];
+    twins_agree(gcra(2, SECOND, 2), &gcra_calls);
+    // Fixed window, L=2, P=1 s: windows [k s, (k+1) s).
+    let fixed_calls = [
+        (0, 0, RATE_OK),
+        (3, 0, CAPACITY),            // 3 > L
+        (2, 100 * MS, RATE_OK),      // window 0: 0 + 2 ≤ 2
+        (1, 200 * MS, RATE_LIMITED), // 2 + 1 > 2
+        (0, 200 * MS, RATE_OK),
+        (1, 1_100 * MS, RATE_OK),    // window 1: 0 + 1 ≤ 2
+        (1, 500 * MS, RATE_OK),      // back: counted in window 1, 1 + 1 ≤ 2
+        (1, 600 * MS, RATE_LIMITED), // back: 2 + 1 > 2
+        (1, 2 * SECOND, RATE_OK),    // window 2
+    ];
+    let fixed = rate_config {
+        algorithm: RATE_FIXED_WINDOW,
+        ..gcra(2, SECOND, 0)
+    };
+    twins_agree(fixed, &fixed_calls);
+    // Sliding log, L=2, P=1 s: admitted iff the entries in (t − 1 s, t] plus n are ≤ 2.
+    let log_calls = [
+        (0, 0, RATE_OK),
+        (3, 0, CAPACITY),
+        (1, 0, RATE_OK),             // log: 0
+        (1, 400 * MS, RATE_OK),      // log: 0, 400 ms
+        (1, 900 * MS, RATE_LIMITED), // both in (−100 ms, 900 ms]
+        (1, 1_200 * MS, RATE_OK),    // (200 ms, 1.2 s] holds 400 ms alone
+        (1, SECOND, RATE_LIMITED),   // back: judged at 1.2 s, 400 ms and 1.2 s inside
+        (2, 2_500 * MS, RATE_OK),    // (1.5 s, 2.5 s] is empty
+    ];
+    let log = rate_config {
+        algorithm: RATE_SLIDING_LOG,
+        ..gcra(2, SECOND, 0)
+    };
+    twins_agree(log, &log_calls);
+}
+
 #[test]
 fn n_zero_is_an_admitted_query_that_changes_nothing() {
     // L=2, P=1 s, B=0 → 2: T = 500 ms, τ = 1 s.

@@ -221,6 +221,9 @@ pub unsafe extern "C" fn rate_limiter_acquire(
 /// per limiter). An earlier `now_ns` than one already seen never admits more than the
 /// latest time seen would.
 ///
+/// When `out` is NULL only the outcome is needed, and librate skips the work of the
+/// decision's fields: pass NULL on hot paths that do not use them.
+///
 /// Thread-safety: safe to call concurrently on one handle.
 ///
 /// NULL: `limiter` NULL is RATE_E_NULL; `out` may be NULL.
@@ -241,7 +244,10 @@ pub unsafe extern "C" fn rate_limiter_acquire_at(
         let Some(limiter) = (unsafe { limiter_ref(limiter) }) else {
             return RATE_E_NULL;
         };
-        // SAFETY: the caller passes NULL or a writable decision.
+        if out.is_null() {
+            return outcome_status(limiter.try_acquire_at(n, now_ns));
+        }
+        // SAFETY: `out` is non-NULL and the caller promised it is writable.
         unsafe { report(limiter.acquire_at(n, now_ns), out) }
     })
 }

@@ -263,6 +263,98 @@ static int test_out_may_be_null(void) {
     return run_gcra_steps(1, SECOND, 1, STEPS(steps));
 }
 
+/* One call of rate_limiter_acquire_at and the status it must return. */
+struct outcome {
+    int line;
+    uint64_t n, now_ns;
+    int32_t status;
+};
+
+#define OUTCOME(n, now, status) {__LINE__, (n), (now), (status)}
+
+/* Makes each call on two twin limiters of `config`, one with an out and one with out =
+ * NULL (the outcome alone): both must return the call's status, and the out must say the
+ * same (allowed on RATE_OK, denied on RATE_LIMITED, untouched on an error). */
+static int run_twins(rate_config config, const struct outcome *calls, size_t count) {
+    rate_limiter *with_out = NULL, *without_out = NULL;
+    size_t i;
+    int failed = 0;
+    CHECK_STATUS(rate_limiter_new(&config, &with_out), RATE_OK);
+    CHECK_STATUS(rate_limiter_new(&config, &without_out), RATE_OK);
+    for (i = 0; i < count && !failed; i++) {
+        const struct outcome *c = &calls[i];
+        rate_decision d;
+        int32_t status;
+        fill_sentinel(&d);
+        status = rate_limiter_acquire_at(with_out, c->n, c->now_ns, &d);
+        failed |= check_status(__FILE__, c->line, "with an out", status, c->status);
+        if (c->status < 0 && !is_sentinel(&d)) {
+            fprintf(stderr, "%s:%d: the error wrote to out\n", __FILE__, c->line);
+            failed = 1;
+        } else if (c->status >= 0)
+            failed |= check_eq_u64(__FILE__, c->line, "allowed", d.allowed, c->status == RATE_OK);
+        status = rate_limiter_acquire_at(without_out, c->n, c->now_ns, NULL);
+        failed |= check_status(__FILE__, c->line, "out NULL", status, c->status);
+    }
+    rate_limiter_free(with_out);
+    rate_limiter_free(without_out);
+    return failed;
+}
+
+#define TWINS(config, calls) run_twins((config), (calls), sizeof(calls) / sizeof((calls)[0]))
+
+static int test_out_null_gives_the_outcome_of_the_same_call_with_out(void) {
+    /* GCRA, L=2, P=1 s, B=2: T = 500 ms, tau = 1 s. */
+    static const struct outcome gcra[] = {
+        OUTCOME(0, 0, RATE_OK), /* a query */
+        OUTCOME(3, 0, RATE_E_INSUFFICIENT_CAPACITY), /* 3 > B */
+        OUTCOME(MAX, 0, RATE_E_INSUFFICIENT_CAPACITY),
+        /* 0 + 2*500 - 0 = 1000 <= 1000: TAT = 1 s; then 1000 + 500 - 0 = 1500 > 1000. */
+        OUTCOME(2, 0, RATE_OK),
+        OUTCOME(1, 0, RATE_LIMITED),
+        OUTCOME(0, 0, RATE_OK), /* a query, even on an empty bucket */
+        /* At 500 ms: 1000 + 500 - 500 = 1000 <= 1000, TAT = 1.5 s. */
+        OUTCOME(1, 500 * MS, RATE_OK),
+        /* Back to 250 ms: 1500 + 500 - 250 = 1750 > 1000. */
+        OUTCOME(1, 250 * MS, RATE_LIMITED),
+        /* At 10 s: tat = 10 s, 10.5 - 10 = 0.5 s <= 1 s, TAT = 10.5 s. */
+        OUTCOME(1, 10 * SECOND, RATE_OK),
+        /* Back to 9.6 s: 10.5 + 0.5 - 9.6 = 1.4 s > 1 s, though 10 s would admit it. */
+        OUTCOME(1, 9600 * MS, RATE_LIMITED),
+        /* At 10 s: 11 - 10 = 1 s <= 1 s, TAT = 11 s; then 11 + 1 - 10 = 2 s > 1 s. */
+        OUTCOME(1, 10 * SECOND, RATE_OK),
+        OUTCOME(2, 10 * SECOND, RATE_LIMITED),
+    };
+    /* Fixed window, L=2, P=1 s: windows [k s, (k+1) s). */
+    static const struct outcome fixed[] = {
+        OUTCOME(0, 0, RATE_OK),
+        OUTCOME(3, 0, RATE_E_INSUFFICIENT_CAPACITY), /* 3 > L */
+        OUTCOME(2, 100 * MS, RATE_OK),               /* window 0: 0 + 2 <= 2 */
+        OUTCOME(1, 200 * MS, RATE_LIMITED),          /* 2 + 1 > 2 */
+        OUTCOME(0, 200 * MS, RATE_OK),
+        OUTCOME(1, 1100 * MS, RATE_OK), /* window 1: 0 + 1 <= 2 */
+        /* Back to 500 ms: counted in window 1, the latest seen: 1 + 1 <= 2, then 3 > 2. */
+        OUTCOME(1, 500 * MS, RATE_OK),
+        OUTCOME(1, 600 * MS, RATE_LIMITED),
+        OUTCOME(1, 2 * SECOND, RATE_OK), /* window 2 */
+    };
+    /* Sliding log, L=2, P=1 s: admitted iff the entries in (t - 1 s, t] plus n are <= 2. */
+    static const struct outcome sliding_log[] = {
+        OUTCOME(0, 0, RATE_OK),
+        OUTCOME(3, 0, RATE_E_INSUFFICIENT_CAPACITY),
+        OUTCOME(1, 0, RATE_OK),             /* log: 0 */
+        OUTCOME(1, 400 * MS, RATE_OK),      /* log: 0, 400 ms */
+        OUTCOME(1, 900 * MS, RATE_LIMITED), /* both in (-100 ms, 900 ms] */
+        OUTCOME(1, 1200 * MS, RATE_OK),     /* (200 ms, 1.2 s] holds 400 ms alone */
+        /* Back to 1 s: judged at 1.2 s, the latest seen: 400 ms and 1.2 s are inside. */
+        OUTCOME(1, SECOND, RATE_LIMITED),
+        OUTCOME(2, 2500 * MS, RATE_OK), /* (1.5 s, 2.5 s] is empty */
+    };
+    return TWINS(make_config(RATE_GCRA, 2, SECOND, 2), gcra) ||
+           TWINS(make_config(RATE_FIXED_WINDOW, 2, SECOND, 0), fixed) ||
+           TWINS(make_config(RATE_SLIDING_LOG, 2, SECOND, 0), sliding_log);
+}
+
 /* ---- n == 0 ------------------------------------------------------------------------------ */
 
 static int test_query_is_admitted_and_changes_nothing(void) {
@@ -844,6 +936,7 @@ int main(void) {
         TEST_CASE(test_null_handle_is_e_null),
         TEST_CASE(test_cost_above_burst_is_insufficient_capacity),
         TEST_CASE(test_out_may_be_null),
+        TEST_CASE(test_out_null_gives_the_outcome_of_the_same_call_with_out),
         TEST_CASE(test_query_is_admitted_and_changes_nothing),
         TEST_CASE(test_seed_bob_and_alice),
         TEST_CASE(test_seed_one_per_second_capacity_two),
