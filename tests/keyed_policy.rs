@@ -356,11 +356,15 @@ fn bad_input_is_an_error() {
     assert_eq!(KeyedPolicy::new(&[rule; 9], 8).unwrap_err(), rules_error);
     assert_eq!(
         KeyedPolicy::new(&[rule], 0).unwrap_err(),
-        Error::InvalidConfig(ConfigError::Capacity)
+        Error::InvalidConfig(ConfigError::ZeroCapacity)
     );
+    // A GCRA key takes 32 bytes.
     assert_eq!(
         KeyedPolicy::new(&[rule], u64::MAX).unwrap_err(),
-        Error::InvalidConfig(ConfigError::Capacity)
+        Error::InvalidConfig(ConfigError::Capacity {
+            capacity: u64::MAX,
+            bytes_per_key: 32
+        })
     );
     assert_eq!(
         KeyedPolicy::new(&[KeyedRule::global(Config::gcra(0, SECOND))], 8).unwrap_err(),
