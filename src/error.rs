@@ -40,12 +40,18 @@ pub enum ConfigError {
     /// whose numbers are doubles, decides exactly.
     NotExactOnRedis,
     /// Policies: no rule, or more than [`MAX_RULES`](crate::MAX_RULES).
-    PolicyRules,
+    PolicyRules {
+        /// The rules given.
+        rules: usize,
+    },
     /// The Redis tier: a policy's key prefix holds `{` or `}`, which would make (part of)
     /// the prefix the Cluster hash tag of the rules' keys instead of the key's.
     RedisPrefix,
     /// Policies: a request's costs, one per rule, are not as many as the rules.
-    PolicyCosts,
+    PolicyCosts {
+        /// The costs given.
+        costs: usize,
+    },
     /// A change of rule at run time (`set_config`, `set_rules`) that cannot carry the
     /// state over: to another algorithm (a period of [`Config::FOREVER`] keeps it), to or
     /// from a sliding log's own rule, or to another number of rules.
@@ -184,11 +190,12 @@ impl ConfigError {
             }
             Self::Capacity { .. } => "more than can be allocated",
             Self::NotExactOnRedis => {
-                "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns"
+                "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns \
+                 (about 104 days)"
             }
-            Self::PolicyRules => "a policy has 1 to 8 rules",
+            Self::PolicyRules { .. } => "a policy holds 1 to 8 rules",
             Self::RedisPrefix => "a Redis policy's prefix must not contain '{' or '}'",
-            Self::PolicyCosts => "a policy request gives one cost per rule",
+            Self::PolicyCosts { .. } => "a policy request gives one cost per rule",
             Self::LiveChange => {
                 "a live change keeps the algorithm (and the number of rules), and a sliding \
                  log's rule does not change"
@@ -234,6 +241,8 @@ impl fmt::Display for ConfigError {
             Self::RateTooHigh(broken)
             | Self::ToleranceTooLarge(broken)
             | Self::LimitTooLarge(broken) => broken.write(self, f),
+            Self::PolicyRules { rules } => write!(f, "{}, not {rules}", self.rule()),
+            Self::PolicyCosts { costs } => write!(f, "{costs} costs: {}", self.rule()),
             _ => f.write_str(self.rule()),
         }
     }

@@ -147,3 +147,23 @@ fn a_live_change_says_what_carries_over() {
          rule does not change"
     );
 }
+
+#[test]
+fn policies_and_redis_say_what_go_and_python_say() {
+    // bindings/go policy.go, bindings/python librate/_policy.py.
+    assert_eq!(
+        ConfigError::PolicyRules { rules: 9 }.to_string(),
+        "a policy holds 1 to 8 rules, not 9"
+    );
+    // bindings/go policy.go.
+    assert_eq!(
+        ConfigError::PolicyCosts { costs: 3 }.to_string(),
+        "3 costs: a policy request gives one cost per rule"
+    );
+    // bindings/go redis.go.
+    assert_eq!(
+        ConfigError::NotExactOnRedis.to_string(),
+        "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns (about \
+         104 days)"
+    );
+}

@@ -238,7 +238,9 @@ impl KeyedPolicy {
         replace: bool,
     ) -> Result<Self, Error> {
         if rules.is_empty() || rules.len() > MAX_RULES {
-            return Err(Error::InvalidConfig(ConfigError::PolicyRules));
+            return Err(Error::InvalidConfig(ConfigError::PolicyRules {
+                rules: rules.len(),
+            }));
         }
         if capacity == 0 {
             return Err(Error::InvalidConfig(ConfigError::ZeroCapacity));

@@ -148,7 +148,9 @@ impl<S> KeyedPolicy<S> {
         table: impl Fn(&Config) -> Result<KeyedLimiter<S>, Error>,
     ) -> Result<Self, Error> {
         if rules.is_empty() || rules.len() > MAX_RULES {
-            return Err(Error::InvalidConfig(ConfigError::PolicyRules));
+            return Err(Error::InvalidConfig(ConfigError::PolicyRules {
+                rules: rules.len(),
+            }));
         }
         if capacity == 0 {
             return Err(Error::InvalidConfig(ConfigError::ZeroCapacity));
