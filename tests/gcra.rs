@@ -328,3 +328,20 @@ fn reset_after_is_exact_for_a_large_late_admission() {
         32_730_240_329
     );
 }
+
+#[test]
+fn a_config_error_names_the_field_the_value_and_the_bound() {
+    // T = floor(P / L) must be at least 1: L at most P (docs/decision.md, Configuration).
+    let config = Config::gcra(1_000_000_001, 1_000_000_000);
+    let Err(Error::InvalidConfig(why)) = Limiter::new(&config) else {
+        panic!("accepted");
+    };
+    assert_eq!(why.field(), Some(Field::Limit));
+    assert_eq!(why.value(), Some(1_000_000_001));
+    assert_eq!(why.bound(), Some(Bound::AtMost(1_000_000_000)));
+    assert_eq!(
+        why.to_string(),
+        "limit 1000000001: must be at most 1000000000 for GCRA with period_ns 1000000000 \
+         (at most one unit per ns)"
+    );
+}
