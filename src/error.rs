@@ -209,7 +209,8 @@ fn value_of(config: &Config, field: Field) -> u64 {
         Field::Limit => config.limit,
         Field::PeriodNs => config.period_ns,
         Field::Burst => config.burst,
-        Field::Capacity => 0, // not a field of a Config; no OutOfBounds names it
+        // A capacity is no field of a Config: no OutOfBounds names it.
+        Field::Capacity => 0,
     }
 }
 
@@ -266,13 +267,13 @@ impl OutOfBounds {
             }
             return write!(f, ": {}", error.rule());
         };
-        let (side, most) = match bound {
+        let (side, at) = match bound {
             Bound::AtLeast(least) => ("least", least),
             Bound::AtMost(most) => ("most", most),
         };
         write!(
             f,
-            "{} {}: must be at {side} {most} for {}",
+            "{} {}: must be at {side} {at} for {}",
             field.name(),
             value_of(config, field),
             algorithm_name(config.algorithm)
