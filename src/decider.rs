@@ -7,8 +7,8 @@ use crate::algorithm::{Allowance, FixedWindow, Gcra, Rule, SlidingLog, SlidingWi
 use crate::config::Algorithm;
 use crate::config::Config;
 use crate::decision::Decision;
-use crate::error::ConfigError;
 use crate::error::Error;
+use crate::error::{Breach, ConfigError};
 use crate::state::{is_marker, replaced_counts, reserve_at, store_counts, Refund, Stored, Tenancy};
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
@@ -38,7 +38,14 @@ macro_rules! dispatch {
 }
 
 impl Decider {
+    /// # Errors
+    /// [`Error::InvalidConfig`] naming the field, the value and the bound `config` broke.
     pub(crate) fn new(config: &Config) -> Result<Self, Error> {
+        Self::checked(config).map_err(|breach| Error::InvalidConfig(breach.of(config)))
+    }
+
+    /// The decider of `config`, or what its algorithm's constructor found wrong.
+    fn checked(config: &Config) -> Result<Self, Breach> {
         let (limit, period_ns) = (config.limit, config.period_ns);
         if period_ns == Config::FOREVER {
             let allowance = Allowance::new(config.algorithm, limit, config.burst)?;

@@ -116,7 +116,7 @@ mod versions;
 
 pub use config::{Algorithm, Config};
 pub use decision::Decision;
-pub use error::{ConfigError, Error};
+pub use error::{Bound, ConfigError, Error, Field, OutOfBounds};
 #[cfg(any(loom, feature = "testing"))]
 #[doc(hidden)]
 pub use keyed::crashes;

@@ -149,7 +149,9 @@ impl Policy {
     /// [`MAX_RULES`], else the first invalid rule's reason.
     pub fn new(rules: &[Config]) -> Result<Self, Error> {
         if rules.is_empty() || rules.len() > MAX_RULES {
-            return Err(Error::InvalidConfig(ConfigError::PolicyRules));
+            return Err(Error::InvalidConfig(ConfigError::PolicyRules {
+                rules: rules.len(),
+            }));
         }
         let rules: Box<[Limiter]> = rules.iter().map(Limiter::new).collect::<Result<_, _>>()?;
         let engine = Engine::new(rules.iter().map(|rule| (rule.rule(), false)));

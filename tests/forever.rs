@@ -6,7 +6,7 @@
 mod common;
 
 use common::decision;
-use rate::{Algorithm, Config, ConfigError, Error, KeyedLimiter, Limiter, Policy};
+use rate::{Algorithm, Bound, Config, ConfigError, Error, Field, KeyedLimiter, Limiter, Policy};
 
 const ALGORITHMS: [Algorithm; 4] = [
     Algorithm::Gcra,
@@ -75,9 +75,18 @@ fn bounds_of_an_allowance() {
         let most = u64::MAX - 256;
         let limiter = Limiter::new(&Config::new(algorithm, most, Config::FOREVER)).unwrap();
         assert_eq!(limiter.acquire_at(most, 0).unwrap().remaining, 0);
+        let Error::InvalidConfig(why) = invalid(Config::new(algorithm, most + 1, Config::FOREVER))
+        else {
+            panic!("not an invalid configuration");
+        };
+        assert!(matches!(why, ConfigError::LimitTooLarge(_)));
         assert_eq!(
-            invalid(Config::new(algorithm, most + 1, Config::FOREVER)),
-            Error::InvalidConfig(ConfigError::LimitTooLarge)
+            (why.field(), why.value(), why.bound()),
+            (
+                Some(Field::Limit),
+                Some(most + 1),
+                Some(Bound::AtMost(most))
+            )
         );
     }
 }

@@ -6,7 +6,7 @@ mod common;
 
 use common::models::{GcraModel, END};
 use common::{Rng, MS, SECOND};
-use rate::{Config, ConfigError, Decision, Error, Limiter};
+use rate::{Bound, Config, ConfigError, Decision, Error, Field, Limiter};
 
 fn gcra(limit: u64, period_ns: u64, burst: u64) -> Limiter {
     Limiter::new(&Config::gcra(limit, period_ns).with_burst(burst)).unwrap()
@@ -89,18 +89,40 @@ fn errors_are_typed() {
         invalid(Config::gcra(1, 0)),
         Error::InvalidConfig(ConfigError::ZeroPeriod)
     );
+    // Each names the field to change and its bound (docs/decision.md, Configuration).
+    let bound = |error: Error| match error {
+        Error::InvalidConfig(why) => (why.field(), why.bound()),
+        other => panic!("{other:?}"),
+    };
+    let too_fast = invalid(Config::gcra(2, 1));
+    assert!(matches!(
+        too_fast,
+        Error::InvalidConfig(ConfigError::RateTooHigh(_))
+    ));
     assert_eq!(
-        invalid(Config::gcra(2, 1)),
-        Error::InvalidConfig(ConfigError::RateTooHigh)
+        bound(too_fast),
+        (Some(Field::Limit), Some(Bound::AtMost(1)))
     );
+    // 2·(2⁶⁴ − 2) overflows; 2·⌊P/1⌋ ≤ END holds up to P = ⌊END/2⌋ = 2⁶³ − 129.
+    let too_long = invalid(Config::gcra(1, u64::MAX - 1).with_burst(2));
+    assert!(matches!(
+        too_long,
+        Error::InvalidConfig(ConfigError::ToleranceTooLarge(_))
+    ));
     assert_eq!(
-        invalid(Config::gcra(1, u64::MAX - 1).with_burst(2)),
-        Error::InvalidConfig(ConfigError::ToleranceTooLarge)
+        bound(too_long),
+        (Some(Field::PeriodNs), Some(Bound::AtMost((1 << 63) - 129)))
     );
+    assert!(Limiter::new(&Config::gcra(1, (1 << 63) - 129).with_burst(2)).is_ok());
     // τ = B·T must be at most END (a fresh bucket's B units must fit below it).
+    let past_end = invalid(Config::gcra(1, END + 1).with_burst(1));
+    assert!(matches!(
+        past_end,
+        Error::InvalidConfig(ConfigError::ToleranceTooLarge(_))
+    ));
     assert_eq!(
-        invalid(Config::gcra(1, END + 1).with_burst(1)),
-        Error::InvalidConfig(ConfigError::ToleranceTooLarge)
+        bound(past_end),
+        (Some(Field::PeriodNs), Some(Bound::AtMost(END)))
     );
     assert!(Limiter::new(&Config::gcra(1, END).with_burst(1)).is_ok());
     let limiter = gcra(3, SECOND, 5);
@@ -304,5 +326,22 @@ fn reset_after_is_exact_for_a_large_late_admission() {
     assert_eq!(
         limiter.acquire_at(0, reset - 1).unwrap().remaining,
         32_730_240_329
+    );
+}
+
+#[test]
+fn a_config_error_names_the_field_the_value_and_the_bound() {
+    // T = floor(P / L) must be at least 1: L at most P (docs/decision.md, Configuration).
+    let config = Config::gcra(1_000_000_001, 1_000_000_000);
+    let Err(Error::InvalidConfig(why)) = Limiter::new(&config) else {
+        panic!("accepted");
+    };
+    assert_eq!(why.field(), Some(Field::Limit));
+    assert_eq!(why.value(), Some(1_000_000_001));
+    assert_eq!(why.bound(), Some(Bound::AtMost(1_000_000_000)));
+    assert_eq!(
+        why.to_string(),
+        "limit 1000000001: must be at most 1000000000 for GCRA with period_ns 1000000000 \
+         (at most one unit per ns)"
     );
 }

@@ -177,11 +177,19 @@ fn capacity_live_keys_always_fit_among_stale_ones() {
 #[test]
 fn bad_capacities_are_invalid_configs() {
     let config = seed_config();
-    let invalid = Error::InvalidConfig(ConfigError::Capacity);
-    for capacity in [0, u64::MAX, u64::MAX / 2, 1 << 62, 1 << 50] {
+    assert_eq!(
+        KeyedLimiter::new(&config, 0).unwrap_err(),
+        Error::InvalidConfig(ConfigError::ZeroCapacity)
+    );
+    // Too large to address (2⁶⁴ keys of 32 bytes and more) or to allocate (2⁵⁵ bytes).
+    for capacity in [u64::MAX, u64::MAX / 2, 1 << 62, 1 << 50] {
+        let too_big = ConfigError::Capacity {
+            capacity,
+            bytes_per_key: 32,
+        };
         assert_eq!(
             KeyedLimiter::new(&config, capacity).unwrap_err(),
-            invalid,
+            Error::InvalidConfig(too_big),
             "{capacity}"
         );
     }

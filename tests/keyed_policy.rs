@@ -351,16 +351,20 @@ fn reset_forgets_a_key_in_its_per_key_rules_only() {
 #[test]
 fn bad_input_is_an_error() {
     let rule = KeyedRule::per_key(Config::gcra(2, SECOND));
-    let rules_error = Error::InvalidConfig(ConfigError::PolicyRules);
-    assert_eq!(KeyedPolicy::new(&[], 8).unwrap_err(), rules_error);
-    assert_eq!(KeyedPolicy::new(&[rule; 9], 8).unwrap_err(), rules_error);
+    let rules_error = |rules| Error::InvalidConfig(ConfigError::PolicyRules { rules });
+    assert_eq!(KeyedPolicy::new(&[], 8).unwrap_err(), rules_error(0));
+    assert_eq!(KeyedPolicy::new(&[rule; 9], 8).unwrap_err(), rules_error(9));
     assert_eq!(
         KeyedPolicy::new(&[rule], 0).unwrap_err(),
-        Error::InvalidConfig(ConfigError::Capacity)
+        Error::InvalidConfig(ConfigError::ZeroCapacity)
     );
+    // A GCRA key takes 32 bytes.
     assert_eq!(
         KeyedPolicy::new(&[rule], u64::MAX).unwrap_err(),
-        Error::InvalidConfig(ConfigError::Capacity)
+        Error::InvalidConfig(ConfigError::Capacity {
+            capacity: u64::MAX,
+            bytes_per_key: 32
+        })
     );
     assert_eq!(
         KeyedPolicy::new(&[KeyedRule::global(Config::gcra(0, SECOND))], 8).unwrap_err(),
@@ -369,11 +373,14 @@ fn bad_input_is_an_error() {
     let policy = KeyedPolicy::new(&[rule, KeyedRule::global(Config::gcra(5, SECOND))], 8).unwrap();
     assert_eq!(policy.limit(), 2);
     assert_eq!(policy.bytes_per_key(), 32);
-    let costs_error = Err(Error::InvalidConfig(ConfigError::PolicyCosts));
-    assert_eq!(policy.acquire_costs_at(b"k", &[1], 0), costs_error);
+    let costs_error = |costs| Error::InvalidConfig(ConfigError::PolicyCosts { costs });
+    assert_eq!(
+        policy.acquire_costs_at(b"k", &[1], 0).unwrap_err(),
+        costs_error(1)
+    );
     assert_eq!(
         policy.try_acquire_costs_at(b"k", &[1, 1, 1], 0),
-        Err(Error::InvalidConfig(ConfigError::PolicyCosts))
+        Err(costs_error(3))
     );
     assert_eq!(
         policy.acquire_at(b"k", 3, 0),
@@ -387,7 +394,10 @@ fn bad_input_is_an_error() {
     assert_eq!(policy.acquire_at(b"k", 0, 0).unwrap().decision.remaining, 2);
     // A policy's costs per rule, in process, check alike.
     let plain = Policy::new(&[Config::gcra(2, SECOND)]).unwrap();
-    assert_eq!(plain.acquire_costs_at(&[1, 1], 0), costs_error);
+    assert_eq!(
+        plain.acquire_costs_at(&[1, 1], 0).unwrap_err(),
+        costs_error(2)
+    );
     assert_eq!(
         plain.try_acquire_costs_at(&[3], 0),
         Err(Error::InsufficientCapacity)

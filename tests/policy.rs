@@ -108,13 +108,18 @@ fn policies_decide_as_their_rules_would_together() {
 #[test]
 fn a_policy_has_one_to_eight_valid_rules() {
     let rule = Config::gcra(1, SECOND);
+    let none = Policy::new(&[]).unwrap_err();
     assert_eq!(
-        Policy::new(&[]).unwrap_err(),
-        Error::InvalidConfig(ConfigError::PolicyRules)
+        none,
+        Error::InvalidConfig(ConfigError::PolicyRules { rules: 0 })
+    );
+    assert_eq!(
+        none.to_string(),
+        "invalid configuration: a policy holds 1 to 8 rules, not 0"
     );
     assert_eq!(
         Policy::new(&[rule; 9]).unwrap_err(),
-        Error::InvalidConfig(ConfigError::PolicyRules)
+        Error::InvalidConfig(ConfigError::PolicyRules { rules: 9 })
     );
     assert!(Policy::new(&[rule; 8]).is_ok());
     assert_eq!(

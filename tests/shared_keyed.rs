@@ -139,7 +139,7 @@ fn a_file_for_another_table_is_refused_untouched() {
     assert_eq!(fs::read(&path).unwrap(), before);
     assert_eq!(
         KeyedLimiter::open(&path, &config, 0).unwrap_err(),
-        Error::InvalidConfig(rate::ConfigError::Capacity)
+        Error::InvalidConfig(rate::ConfigError::ZeroCapacity)
     );
     assert_eq!(
         KeyedLimiter::open(scratch.path("none/table"), &config, 1).unwrap_err(),

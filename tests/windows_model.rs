@@ -16,7 +16,7 @@ mod common;
 
 use common::decision;
 use common::models::{model_decide, FixedModel, LogModel, SlidingModel, WindowModel};
-use rate::{Algorithm, Config, ConfigError, Decision, Error, Limiter};
+use rate::{Algorithm, Bound, Config, ConfigError, Decision, Error, Field, Limiter};
 
 const SECOND: u64 = 1_000_000_000;
 const MINUTE: u64 = 60 * SECOND;
@@ -348,6 +348,13 @@ fn config_bounds() {
             .map(|_| ())
             .unwrap_err()
     };
+    // The largest limit the period takes, or the shortest period the limit takes.
+    let fix = |algorithm, limit, period| match invalid(algorithm, limit, period) {
+        Error::InvalidConfig(ConfigError::LimitTooLarge(broken)) => broken.fix(),
+        other => panic!("{other:?}"),
+    };
+    let most_limit = |most| Some((Field::Limit, Bound::AtMost(most)));
+    let least_period = |least| Some((Field::PeriodNs, Bound::AtLeast(least)));
     for algorithm in [
         Algorithm::FixedWindow,
         Algorithm::SlidingWindow,
@@ -362,38 +369,31 @@ fn config_bounds() {
             Error::InvalidConfig(ConfigError::ZeroPeriod)
         );
         // One unit per ns is past every window algorithm's bound.
-        assert_eq!(
-            invalid(algorithm, 1, 1),
-            Error::InvalidConfig(ConfigError::LimitTooLarge)
-        );
+        assert!(fix(algorithm, 1, 1).is_some());
         // Burst is ignored.
         assert!(Limiter::new(&Config::new(algorithm, 5, SECOND).with_burst(1)).is_ok());
     }
-    // Windows: ⌊(2⁶⁴−1)/P⌋·2^bits(L) + L ≤ 2⁶⁴ − 257. L = 1, P = 2: 2⁶⁴ − 1, rejected.
+    // Windows: ⌊(2⁶⁴−1)/P⌋·2^bits(L) + L ≤ 2⁶⁴ − 257. L = 1, P = 2: 2⁶⁴ − 1, rejected;
+    // from P = 3 on (last window 0x5555…55), accepted.
     for algorithm in [Algorithm::FixedWindow, Algorithm::SlidingWindow] {
-        assert_eq!(
-            invalid(algorithm, 1, 2),
-            Error::InvalidConfig(ConfigError::LimitTooLarge)
-        );
+        assert_eq!(fix(algorithm, 1, 2), least_period(3));
         assert!(Limiter::new(&Config::new(algorithm, 1, 3)).is_ok());
         assert!(Limiter::new(&Config::new(algorithm, 250_000_000, SECOND)).is_ok());
         // P = 2⁶⁴ − 2: the longest period that ends (2⁶⁴ − 1 never does: an allowance).
         assert!(Limiter::new(&Config::new(algorithm, (1 << 63) - 257, u64::MAX - 1)).is_ok());
         assert_eq!(
-            invalid(algorithm, (1 << 63) - 256, u64::MAX - 1),
-            Error::InvalidConfig(ConfigError::LimitTooLarge)
+            fix(algorithm, (1 << 63) - 256, u64::MAX - 1),
+            most_limit((1 << 63) - 257)
         );
     }
     // Log: L ≤ 2²⁰ and L·(⌊(2⁶⁴−1)/P⌋ + 1) ≤ 2⁶⁴ − 257. L = 1, P = 2: 2⁶³, accepted.
     assert!(Limiter::new(&Config::sliding_log(1, 2)).is_ok());
-    assert_eq!(
-        invalid(Algorithm::SlidingLog, 3, 3),
-        Error::InvalidConfig(ConfigError::LimitTooLarge)
-    );
+    // P = 3: 0x5555…56 windows; 2 of them fit below 2⁶⁴ − 257, 3 do not.
+    assert_eq!(fix(Algorithm::SlidingLog, 3, 3), most_limit(2));
     assert!(Limiter::new(&Config::sliding_log(1 << 20, 1 << 21)).is_ok());
     assert_eq!(
-        invalid(Algorithm::SlidingLog, (1 << 20) + 1, u64::MAX - 1),
-        Error::InvalidConfig(ConfigError::LimitTooLarge)
+        fix(Algorithm::SlidingLog, (1 << 20) + 1, u64::MAX - 1),
+        most_limit(1 << 20)
     );
 }
 

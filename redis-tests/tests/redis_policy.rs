@@ -282,7 +282,7 @@ fn keys_and_refusals() {
     for count in [0, 9] {
         assert!(matches!(
             RedisPolicy::new(&vec![Config::gcra(1, SECOND); count], "x"),
-            Err(Error::InvalidConfig(ConfigError::PolicyRules))
+            Err(Error::InvalidConfig(ConfigError::PolicyRules { rules })) if rules == count
         ));
     }
     assert!(matches!(

@@ -27,7 +27,7 @@
 use super::{Algorithm, Outcome, Rule, Settled, MAX_STATE};
 use crate::config::Algorithm as Configured;
 use crate::decision::Decision;
-use crate::error::ConfigError;
+use crate::error::{Bound, Breach, Field};
 
 /// A validated rule of rate zero: C units, never refilled.
 #[derive(Clone, Copy, Debug)]
@@ -41,16 +41,19 @@ pub(crate) struct Allowance {
 impl Allowance {
     /// The allowance of a configuration whose period is `FOREVER`: GCRA's burst (0 means
     /// `limit`), the others' `limit`.
-    pub(crate) fn new(configured: Configured, limit: u64, burst: u64) -> Result<Self, ConfigError> {
+    pub(crate) fn new(configured: Configured, limit: u64, burst: u64) -> Result<Self, Breach> {
         if limit == 0 {
-            return Err(ConfigError::ZeroLimit);
+            return Err(Breach::ZeroLimit);
         }
-        let capacity = match configured {
-            Configured::Gcra if burst > 0 => burst,
-            _ => limit,
+        let (field, capacity) = match configured {
+            Configured::Gcra if burst > 0 => (Field::Burst, burst),
+            _ => (Field::Limit, limit),
         };
         if capacity > MAX_STATE {
-            return Err(ConfigError::LimitTooLarge);
+            return Err(Breach::LimitTooLarge(Some((
+                field,
+                Bound::AtMost(MAX_STATE),
+            ))));
         }
         Ok(Self {
             capacity,
@@ -143,11 +146,28 @@ mod tests {
         assert_eq!(log.limit(), 10);
         assert_eq!(
             Allowance::new(Configured::FixedWindow, 0, 0).unwrap_err(),
-            ConfigError::ZeroLimit
+            Breach::ZeroLimit
         );
+    }
+
+    #[test]
+    fn the_capacity_is_at_most_max_state() {
+        let at_most = |field| Breach::LimitTooLarge(Some((field, Bound::AtMost(MAX_STATE))));
+        assert!(Allowance::new(Configured::Gcra, u64::MAX, MAX_STATE).is_ok());
         assert_eq!(
             Allowance::new(Configured::Gcra, 1, MAX_STATE + 1).unwrap_err(),
-            ConfigError::LimitTooLarge
+            at_most(Field::Burst)
+        );
+        assert!(Allowance::new(Configured::Gcra, MAX_STATE, 0).is_ok());
+        assert_eq!(
+            Allowance::new(Configured::Gcra, MAX_STATE + 1, 0).unwrap_err(),
+            at_most(Field::Limit)
+        );
+        // The log's cap does not apply: no log is kept.
+        assert!(Allowance::new(Configured::SlidingLog, MAX_STATE, 9).is_ok());
+        assert_eq!(
+            Allowance::new(Configured::SlidingLog, MAX_STATE + 1, 9).unwrap_err(),
+            at_most(Field::Limit)
         );
     }
 

@@ -14,7 +14,7 @@
 use super::divisor::Divisor;
 use super::{Algorithm, Outcome, Rule, Settled, MAX_STATE};
 use crate::decision::Decision;
-use crate::error::ConfigError;
+use crate::error::{Bound, Breach, Field};
 
 /// A validated GCRA configuration.
 #[derive(Clone, Copy, Debug)]
@@ -29,28 +29,67 @@ pub(crate) struct Gcra {
     units_in: Divisor,
 }
 
+/// The largest limit GCRA accepts with `period_ns` P and `burst` B (0: the limit), for a
+/// limit above P, whose emission interval T = ⌊P / L⌋ is 0.
+///
+/// Every L ≤ P has T ≥ 1, and L = P the least T, 1. With a burst, τ = B·1 there: the
+/// bound is P if B ≤ [`MAX_STATE`], else no limit will do. With burst 0, τ = L·T: if
+/// P ≤ MAX_STATE, L = P gives τ = P, accepted; else (P < 2·MAX_STATE) every L in
+/// (MAX_STATE, P] has T = 1 and τ = L, rejected, and L = MAX_STATE has T = 1, τ =
+/// MAX_STATE, accepted.
+fn most_limit(period_ns: u64, burst: u64) -> Option<(Field, Bound)> {
+    let most = match burst {
+        0 => period_ns.min(MAX_STATE),
+        burst if burst <= MAX_STATE => period_ns,
+        _ => return None,
+    };
+    Some((Field::Limit, Bound::AtMost(most)))
+}
+
+/// The field and bound that mend a tolerance B·T above [`MAX_STATE`], with T =
+/// `emission_interval` ≥ 1 from `limit` L and some period P.
+///
+/// With a burst B: the largest B, ⌊MAX_STATE / T⌋, if it is at least 1; else the largest
+/// period, P ≤ (⌊MAX_STATE / B⌋ + 1)·L − 1 (⌊P / L⌋ ≤ ⌊MAX_STATE / B⌋), if B ≤ MAX_STATE.
+/// With burst 0 (B = L): the largest period, P ≤ (⌊MAX_STATE / L⌋ + 1)·L − 1, if L ≤
+/// MAX_STATE. Each bound lies below the period rejected, so it is one that ends.
+fn tolerance_fix(limit: u64, emission_interval: u64, burst: u64) -> Option<(Field, Bound)> {
+    if burst > 0 && MAX_STATE / emission_interval >= 1 {
+        return Some((Field::Burst, Bound::AtMost(MAX_STATE / emission_interval)));
+    }
+    let units = if burst == 0 { limit } else { burst };
+    let intervals = MAX_STATE / units; // the largest T accepted
+    if intervals == 0 {
+        return None;
+    }
+    let most = u64::try_from((u128::from(intervals) + 1) * u128::from(limit) - 1).ok()?;
+    Some((Field::PeriodNs, Bound::AtMost(most)))
+}
+
 impl Gcra {
-    pub(crate) fn new(limit: u64, period_ns: u64, burst: u64) -> Result<Self, ConfigError> {
+    pub(crate) fn new(limit: u64, period_ns: u64, burst: u64) -> Result<Self, Breach> {
         if limit == 0 {
-            return Err(ConfigError::ZeroLimit);
+            return Err(Breach::ZeroLimit);
         }
         if period_ns == 0 {
-            return Err(ConfigError::ZeroPeriod);
+            return Err(Breach::ZeroPeriod);
         }
         let emission_interval = period_ns / limit;
         if emission_interval == 0 {
-            return Err(ConfigError::RateTooHigh);
+            return Err(Breach::RateTooHigh(most_limit(period_ns, burst)));
         }
-        let burst = if burst == 0 { limit } else { burst };
+        let units = if burst == 0 { limit } else { burst };
         // τ ≤ MAX_STATE, so a fresh bucket is full at t = 0: its B units fit below the
         // largest storable TAT.
-        let tolerance = burst
+        let tolerance = units
             .checked_mul(emission_interval)
             .filter(|&tolerance| tolerance <= MAX_STATE)
-            .ok_or(ConfigError::ToleranceTooLarge)?;
+            .ok_or_else(|| {
+                Breach::ToleranceTooLarge(tolerance_fix(limit, emission_interval, burst))
+            })?;
         Ok(Self {
             emission_interval,
-            burst,
+            burst: units,
             tolerance,
             units_in: Divisor::new(emission_interval),
         })
@@ -239,13 +278,65 @@ mod tests {
 
     #[test]
     fn rejects_invalid_configs() {
-        assert_eq!(Gcra::new(0, SECOND, 0).unwrap_err(), ConfigError::ZeroLimit);
-        assert_eq!(Gcra::new(1, 0, 0).unwrap_err(), ConfigError::ZeroPeriod);
-        assert_eq!(Gcra::new(10, 9, 0).unwrap_err(), ConfigError::RateTooHigh);
+        assert_eq!(Gcra::new(0, SECOND, 0).unwrap_err(), Breach::ZeroLimit);
+        assert_eq!(Gcra::new(1, 0, 0).unwrap_err(), Breach::ZeroPeriod);
+    }
+
+    /// `Gcra::new(limit, period_ns, burst)`'s fix, checked exact: the field at the bound
+    /// is accepted and one past it rejected.
+    fn fix(limit: u64, period_ns: u64, burst: u64) -> Option<(Field, Bound)> {
+        let fix = match Gcra::new(limit, period_ns, burst).unwrap_err() {
+            Breach::RateTooHigh(fix) | Breach::ToleranceTooLarge(fix) => fix,
+            other => panic!("{other:?}"),
+        };
+        if let Some((field, Bound::AtMost(most))) = fix {
+            let with = |value| match field {
+                Field::Limit => Gcra::new(value, period_ns, burst),
+                Field::PeriodNs => Gcra::new(limit, value, burst),
+                _ => Gcra::new(limit, period_ns, value),
+            };
+            assert!(with(most).is_ok(), "{fix:?}");
+            assert!(with(most + 1).is_err(), "{fix:?}");
+        }
+        fix
+    }
+
+    #[test]
+    fn a_rate_above_one_unit_per_ns_names_the_largest_limit() {
+        let limit = |most| Some((Field::Limit, Bound::AtMost(most)));
+        // T = ⌊P / L⌋ ≥ 1 up to L = P.
+        assert_eq!(fix(10, 9, 0), limit(9));
+        assert_eq!(fix(SECOND + 1, SECOND, 3), limit(SECOND));
+        assert!(matches!(Gcra::new(10, 9, 0), Err(Breach::RateTooHigh(_))));
+        // P = 2⁶⁴ − 2 (above MAX_STATE = 2⁶⁴ − 257), burst 0: L = P would make τ = P.
+        assert_eq!(fix(u64::MAX, u64::MAX - 1, 0), limit(MAX_STATE));
+        // A burst past MAX_STATE: τ ≥ B for every limit.
+        assert_eq!(fix(5, 3, u64::MAX), None);
+    }
+
+    #[test]
+    fn a_tolerance_too_large_names_the_burst_or_the_period() {
+        // T = 18446744073·10⁹ ≤ MAX_STATE < 2·T: one unit of burst.
         assert_eq!(
-            Gcra::new(1, u64::MAX, 2).unwrap_err(),
-            ConfigError::ToleranceTooLarge
+            fix(1, 18_446_744_073 * SECOND, 2),
+            Some((Field::Burst, Bound::AtMost(1)))
         );
+        // T = 2⁶⁴ − 2 > MAX_STATE: no burst; 2·⌊P / 1⌋ ≤ 2⁶⁴ − 257 up to P = 2⁶³ − 129.
+        assert_eq!(
+            fix(1, u64::MAX - 1, 2),
+            Some((Field::PeriodNs, Bound::AtMost((1 << 63) - 129)))
+        );
+        // Burst 0 (B = L = 2): 2·⌊P / 2⌋ ≤ 2⁶⁴ − 257 up to P = 2⁶⁴ − 257.
+        assert_eq!(
+            fix(2, u64::MAX - 1, 0),
+            Some((Field::PeriodNs, Bound::AtMost(MAX_STATE)))
+        );
+        assert_eq!(
+            fix(1, u64::MAX - 1, 0),
+            Some((Field::PeriodNs, Bound::AtMost(MAX_STATE)))
+        );
+        // L = P = 2⁶⁴ − 2: T = 1 at best, τ = L > MAX_STATE whatever the period.
+        assert_eq!(fix(u64::MAX - 1, u64::MAX - 1, 0), None);
     }
 
     #[test]

@@ -120,3 +120,31 @@ pub(crate) trait Algorithm<S: ?Sized>: Rule {
         false
     }
 }
+
+/// The fix a window algorithm's constructor `new` names for a limit too large for its
+/// period, checked exact: the field at the bound is accepted and one past it rejected (a
+/// bound of `u64::MAX` is the period that never ends, which the decider takes for an
+/// allowance: only the step past it is checked).
+#[cfg(test)]
+pub(crate) fn checked_fix<A>(
+    new: impl Fn(u64, u64) -> Result<A, crate::error::Breach>,
+    limit: u64,
+    period_ns: u64,
+) -> Option<(crate::error::Field, crate::error::Bound)> {
+    use crate::error::{Bound, Breach, Field};
+    let Err(Breach::LimitTooLarge(fix)) = new(limit, period_ns) else {
+        panic!("{limit}/{period_ns} is not too large");
+    };
+    match fix {
+        Some((Field::Limit, Bound::AtMost(most))) => {
+            assert!(new(most, period_ns).is_ok());
+            assert!(new(most + 1, period_ns).is_err());
+        }
+        Some((Field::PeriodNs, Bound::AtLeast(least))) => {
+            assert!(least == u64::MAX || new(limit, least).is_ok());
+            assert!(new(limit, least - 1).is_err());
+        }
+        other => assert_eq!(other, None),
+    }
+    fix
+}

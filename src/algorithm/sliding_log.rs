@@ -11,7 +11,7 @@
 //!
 //! Memory: `24 + 16·L` bytes of state (a single limiter adds 256 bytes of
 //! cache-line padding). L is capped at [`SlidingLog::MAX_LIMIT`] = 2²⁰ (16 MiB + 24 bytes);
-//! a larger L is [`ConfigError::LimitTooLarge`].
+//! a larger L is rejected (`LimitTooLarge`).
 //!
 //! # O(1) admission from the ring's order
 //! A request is evaluated at `at = max(t, latest)` and its units are logged at `at`, so
@@ -58,7 +58,7 @@
 use super::windows::until;
 use super::{Algorithm, Outcome, Rule, Settled, MAX_STATE};
 use crate::decision::Decision;
-use crate::error::ConfigError;
+use crate::error::{Bound, Breach, Field};
 
 /// A validated sliding window log configuration.
 #[derive(Clone, Copy, Debug)]
@@ -106,18 +106,38 @@ impl SlidingLog {
     /// The largest L: the ring takes 16 bytes per unit of L.
     pub(crate) const MAX_LIMIT: u64 = 1 << 20;
 
-    pub(crate) fn new(limit: u64, period_ns: u64) -> Result<Self, ConfigError> {
+    pub(crate) fn new(limit: u64, period_ns: u64) -> Result<Self, Breach> {
         if limit == 0 {
-            return Err(ConfigError::ZeroLimit);
+            return Err(Breach::ZeroLimit);
         }
         if period_ns == 0 {
-            return Err(ConfigError::ZeroPeriod);
+            return Err(Breach::ZeroPeriod);
         }
-        let most_positions = u128::from(limit) * (u128::from(u64::MAX / period_ns) + 1);
-        if limit > Self::MAX_LIMIT || most_positions > u128::from(MAX_STATE) {
-            return Err(ConfigError::LimitTooLarge);
+        // Windows per period of the timeline, as the head's bound counts them.
+        let windows = u128::from(u64::MAX / period_ns) + 1;
+        if limit > Self::MAX_LIMIT || u128::from(limit) * windows > u128::from(MAX_STATE) {
+            return Err(Breach::LimitTooLarge(Self::fix(limit, windows)));
         }
         Ok(Self { limit, period_ns })
+    }
+
+    /// The field and bound that mend a rejected `limit`, the period giving `windows` =
+    /// ⌊(2⁶⁴−1)/P⌋ + 1: the largest limit, `min(MAX_LIMIT, ⌊MAX_STATE / windows⌋)`, if it
+    /// is at least 1; else (P = 1) the shortest period: `windows ≤ Q = ⌊MAX_STATE / L⌋`
+    /// holds iff ⌊(2⁶⁴−1)/P⌋ ≤ Q − 1, from P = ⌊(2⁶⁴−1)/Q⌋ + 1 on (Q ≥ 2 for any L up to
+    /// the cap). A limit above the cap takes only the period that never ends, which keeps
+    /// no log ([`Config::FOREVER`](crate::Config::FOREVER), up to `MAX_STATE`).
+    fn fix(limit: u64, windows: u128) -> Option<(Field, Bound)> {
+        let most = (u128::from(MAX_STATE) / windows).min(u128::from(Self::MAX_LIMIT));
+        if most >= 1 {
+            return Some((Field::Limit, Bound::AtMost(most as u64)));
+        }
+        let least = match MAX_STATE / limit {
+            0 => return None,
+            _ if limit > Self::MAX_LIMIT => u64::MAX,
+            most_windows => u64::MAX / most_windows + 1,
+        };
+        Some((Field::PeriodNs, Bound::AtLeast(least)))
     }
 
     /// The newest position that must have expired for n more units to fit,
@@ -340,5 +360,45 @@ impl<R: LogRead> Algorithm<R> for SlidingLog {
                 .written(position)
                 .is_some_and(|ts| self.expired(ts, log.latest())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::checked_fix;
+
+    fn fix(limit: u64, period_ns: u64) -> Option<(Field, Bound)> {
+        checked_fix(SlidingLog::new, limit, period_ns)
+    }
+
+    #[test]
+    fn rejects_zero() {
+        assert_eq!(SlidingLog::new(0, 10).unwrap_err(), Breach::ZeroLimit);
+        assert_eq!(SlidingLog::new(1, 0).unwrap_err(), Breach::ZeroPeriod);
+    }
+
+    #[test]
+    fn a_limit_too_large_names_the_cap_or_the_period_s_bound() {
+        let limit = |most| Some((Field::Limit, Bound::AtMost(most)));
+        assert_eq!(fix((1 << 20) + 1, 1_000_000_000), limit(1 << 20));
+        // P = 3: ⌊(2⁶⁴−1)/3⌋ + 1 = 0x5555…56 windows, twice that is past 2⁶⁴ − 257.
+        assert_eq!(fix(3, 3), limit(2));
+        assert_eq!(fix(2, 2), limit(1));
+        // P = 2⁶⁴ − 2: 2 windows, and L·2 ≤ 2⁶⁴ − 257 holds far above the cap.
+        assert_eq!(fix(u64::MAX, u64::MAX - 1), limit(1 << 20));
+    }
+
+    #[test]
+    fn a_period_too_short_for_any_limit_names_the_shortest_period() {
+        let period = |least| Some((Field::PeriodNs, Bound::AtLeast(least)));
+        // P = 1: 2⁶⁴ windows. L = 1 needs at most 2⁶⁴ − 257, P ≥ 2.
+        assert_eq!(fix(1, 1), period(2));
+        // L = 2²⁰: at most ⌊(2⁶⁴ − 257)/2²⁰⌋ = 2⁴⁴ − 1 windows, P ≥ ⌊(2⁶⁴−1)/(2⁴⁴ − 1)⌋ + 1
+        // = 2²⁰ + 1 (2⁶⁴ − 1 = (2⁴⁴ − 1)·2²⁰ + 2²⁰ − 1).
+        assert_eq!(fix(1 << 20, 1), period((1 << 20) + 1));
+        // Above the cap: only the period that never ends, which keeps no log.
+        assert_eq!(fix((1 << 20) + 1, 1), period(u64::MAX));
+        assert_eq!(fix(u64::MAX, 1), None);
     }
 }

@@ -15,12 +15,13 @@
 //!
 //! Every config with `L ≤ P/4` (at most one unit per 4 ns) is accepted; near one unit per
 //! nanosecond the bound bites (`L = P` is rejected for every `P`), as GCRA's does at
-//! exactly one unit per ns. Beyond it: [`ConfigError::LimitTooLarge`].
+//! exactly one unit per ns. Beyond it: `LimitTooLarge`, naming the largest limit the
+//! period takes (or, if none, the shortest period the limit takes).
 //!
 //! The zero word is window 0 with nothing counted: a fresh limiter, full at any time.
 
 use super::MAX_STATE;
-use crate::error::ConfigError;
+use crate::error::{Bound, Breach, Field};
 
 /// A validated window configuration: L units per window of P ns, and the word's packing.
 #[derive(Clone, Copy, Debug)]
@@ -41,19 +42,58 @@ pub(crate) struct Counted {
     pub(crate) count: u64,
 }
 
+/// The bit length of `value`: how many bits its count takes in the packed word.
+fn bits(value: u64) -> u32 {
+    u64::BITS - value.leading_zeros()
+}
+
+/// The largest word a config can produce: its count `limit`, of `count_bits` bits, in the
+/// window `last_index` of the last instant of the u64 timeline.
+fn largest_word(last_index: u64, count_bits: u32, limit: u64) -> u128 {
+    (u128::from(last_index) << count_bits) + u128::from(limit)
+}
+
+/// The largest limit L the windows accept with the last window `last_index` (k): the
+/// bound `k·2^bits(L) + L ≤ MAX_STATE` solved per bit length b, the largest L of b bits
+/// being `min(2^b − 1, MAX_STATE − k·2^b)` if that still has b bits. The word only grows
+/// with L, so the longest bit length that holds one is the answer. `None` if no L ≥ 1 is.
+fn most_limit(last_index: u64) -> Option<(Field, Bound)> {
+    (1..=u64::BITS).rev().find_map(|b| {
+        let room = u128::from(MAX_STATE).checked_sub(u128::from(last_index) << b)?;
+        let most = room.min((1 << b) - 1);
+        let most = u64::try_from(most).ok().filter(|&most| bits(most) == b)?;
+        Some((Field::Limit, Bound::AtMost(most)))
+    })
+}
+
+/// The shortest period the windows accept `limit` L with, for a period in which no limit
+/// fits: the last window k = ⌊(2⁶⁴−1)/P⌋ may be at most K = ⌊(MAX_STATE − L) / 2^bits(L)⌋,
+/// which holds iff P > (2⁶⁴−1)/(K + 1), from P = ⌊(2⁶⁴−1)/(K + 1)⌋ + 1 on. Every period
+/// that ends has k ≥ 1: with K = 0, only the period that never ends
+/// ([`Config::FOREVER`](crate::Config::FOREVER), an allowance of `L ≤ MAX_STATE`) does.
+fn least_period(limit: u64) -> Option<(Field, Bound)> {
+    let room = MAX_STATE.checked_sub(limit)?;
+    let most_index = room.checked_shr(bits(limit)).unwrap_or(0);
+    let least = match most_index {
+        0 => u64::MAX,
+        most_index => u64::MAX / (most_index + 1) + 1,
+    };
+    Some((Field::PeriodNs, Bound::AtLeast(least)))
+}
+
 impl Windows {
-    pub(crate) fn new(limit: u64, period_ns: u64) -> Result<Self, ConfigError> {
+    pub(crate) fn new(limit: u64, period_ns: u64) -> Result<Self, Breach> {
         if limit == 0 {
-            return Err(ConfigError::ZeroLimit);
+            return Err(Breach::ZeroLimit);
         }
         if period_ns == 0 {
-            return Err(ConfigError::ZeroPeriod);
+            return Err(Breach::ZeroPeriod);
         }
-        let count_bits = u64::BITS - limit.leading_zeros();
+        let count_bits = bits(limit);
         let last_index = u64::MAX / period_ns;
-        let largest_word = (u128::from(last_index) << count_bits) + u128::from(limit);
-        if largest_word > u128::from(MAX_STATE) {
-            return Err(ConfigError::LimitTooLarge);
+        if largest_word(last_index, count_bits, limit) > u128::from(MAX_STATE) {
+            let fix = most_limit(last_index).or_else(|| least_period(limit));
+            return Err(Breach::LimitTooLarge(fix));
         }
         Ok(Self {
             limit,
@@ -150,15 +190,16 @@ pub(crate) fn until(at: u128, now: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::checked_fix;
 
     #[test]
     fn rejects_zero_and_words_that_could_reach_the_reserved_values() {
-        assert_eq!(Windows::new(0, 10).unwrap_err(), ConfigError::ZeroLimit);
-        assert_eq!(Windows::new(1, 0).unwrap_err(), ConfigError::ZeroPeriod);
+        assert_eq!(Windows::new(0, 10).unwrap_err(), Breach::ZeroLimit);
+        assert_eq!(Windows::new(1, 0).unwrap_err(), Breach::ZeroPeriod);
         // P = 1: window indexes use all 64 bits, leaving none for the count.
-        assert_eq!(Windows::new(1, 1).unwrap_err(), ConfigError::LimitTooLarge);
+        assert!(Windows::new(1, 1).is_err());
         // L = 1, P = 2: the last word would be (2⁶³−1)·2 + 1 = u64::MAX.
-        assert_eq!(Windows::new(1, 2).unwrap_err(), ConfigError::LimitTooLarge);
+        assert!(Windows::new(1, 2).is_err());
         // L = 1, P = 3: last index 0x5555…55, word 0xAAAA…AB < u64::MAX − 1.
         assert!(Windows::new(1, 3).is_ok());
         // L = P is always rejected; L = P/4 always accepted.
@@ -167,6 +208,37 @@ mod tests {
         // One window covers the whole timeline: L may use 63 bits, up to 2⁶³ − 257.
         assert!(Windows::new((1 << 63) - 257, u64::MAX).is_ok());
         assert!(Windows::new((1 << 63) - 256, u64::MAX).is_err());
+    }
+
+    fn fix(limit: u64, period_ns: u64) -> Option<(Field, Bound)> {
+        checked_fix(Windows::new, limit, period_ns)
+    }
+
+    #[test]
+    fn a_limit_too_large_names_the_largest_limit() {
+        let limit = |most| Some((Field::Limit, Bound::AtMost(most)));
+        // k = ⌊(2⁶⁴−1)/10⁹⌋ = 18446744073: 2²⁹·k + L fits below 2⁶⁴ − 257 for every L of
+        // 29 bits, 2³⁰·k does not: the largest L is 2²⁹ − 1.
+        assert_eq!(fix(1_000_000_000, 1_000_000_000), limit((1 << 29) - 1));
+        // P = 4, k = 2⁶² − 1: 2 bits, k·4 = 2⁶⁴ − 4; 1 bit, k·2 = 2⁶³ − 2, L = 1.
+        assert_eq!(fix(2, 4), limit(1));
+        // P = 2⁶⁴ − 2, k = 1: 63 bits, 2⁶³ + L ≤ 2⁶⁴ − 257 up to L = 2⁶³ − 257.
+        assert_eq!(fix(1 << 63, u64::MAX - 1), limit((1 << 63) - 257));
+    }
+
+    #[test]
+    fn a_period_too_short_for_any_limit_names_the_shortest_period() {
+        let period = |least| Some((Field::PeriodNs, Bound::AtLeast(least)));
+        // L = 1: k·2 + 1 ≤ 2⁶⁴ − 257 up to k = 2⁶³ − 129, from P = 3 on.
+        assert_eq!(fix(1, 1), period(3));
+        assert_eq!(fix(1, 2), period(3));
+        // L = 2²⁰ (21 bits) at P = 1: k ≤ ⌊(2⁶⁴ − 257 − 2²⁰)/2²¹⌋ = 2⁴³ − 1, so P ≥
+        // ⌊(2⁶⁴ − 1)/2⁴³⌋ + 1 = 2²¹.
+        assert_eq!(fix(1 << 20, 1), period(1 << 21));
+        // L = 2⁶³ (64 bits): no period that ends; the one that never ends holds it.
+        assert_eq!(fix(1 << 63, 1), period(u64::MAX));
+        // L = 2⁶⁴ − 1: above 2⁶⁴ − 257, no period at all.
+        assert_eq!(fix(u64::MAX, 1), None);
     }
 
     #[test]

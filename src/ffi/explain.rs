@@ -2,19 +2,15 @@
 //! capacity is rejected, as one English sentence that names the field, its value and the
 //! bound it broke.
 //!
-//! The verdict is always the constructors' own, so these functions cannot disagree with
-//! `rate_limiter_new` or `rate_keyed_new`: a configuration is judged by the validation
-//! `Limiter::new` runs before it allocates anything (`Decider::new`), a capacity by
-//! `KeyedLimiter::new`. A bound is found by asking the same validation about neighbouring
-//! values (every bound is monotonic in the field it limits), never by a second copy of the
-//! rules. The validation allocates nothing, so a search costs some dozens of checks of
-//! arithmetic, where building a limiter per probe would allocate a sliding log's ring (16
-//! bytes per unit of its limit) each time.
+//! The verdict and the sentence are the constructors' own: a configuration is judged by
+//! the validation `Limiter::new` runs before it allocates anything (`Decider::new`), a
+//! capacity by `KeyedLimiter::new`, and their `ConfigError` carries the field, the value
+//! and the exact bound, so these functions only write its `Display` (docs/decision.md,
+//! Configuration), the sentence Rust, Python and Go give too.
 
 use super::{boundary, rate_config, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK};
-use crate::config::{Algorithm, Config};
 use crate::decider::Decider;
-use crate::error::{ConfigError, Error};
+use crate::error::Error;
 use crate::keyed::KeyedLimiter;
 use std::ffi::c_char;
 
@@ -140,10 +136,7 @@ fn limiter_reason(raw: &rate_config) -> Option<String> {
     let Some(config) = raw.to_config() else {
         return Some(unknown_algorithm(raw.algorithm));
     };
-    match Decider::new(&config) {
-        Ok(_) => None,
-        Err(error) => Some(explain(&config, error)),
-    }
+    Decider::new(&config).err().map(reason)
 }
 
 /// Why `rate_keyed_new` rejects `raw` with `capacity`, or `None` if it accepts them.
@@ -151,13 +144,7 @@ fn keyed_reason(raw: &rate_config, capacity: u64) -> Option<String> {
     let Some(config) = raw.to_config() else {
         return Some(unknown_algorithm(raw.algorithm));
     };
-    match KeyedLimiter::new(&config, capacity) {
-        Ok(_) => None,
-        Err(Error::InvalidConfig(ConfigError::Capacity)) => {
-            Some(capacity_reason(&config, capacity))
-        }
-        Err(error) => Some(explain(&config, error)),
-    }
+    KeyedLimiter::new(&config, capacity).err().map(reason)
 }
 
 fn unknown_algorithm(number: u32) -> String {
@@ -167,138 +154,12 @@ fn unknown_algorithm(number: u32) -> String {
     )
 }
 
-/// The algorithm as the reasons name it.
-fn algorithm_name(algorithm: Algorithm) -> &'static str {
-    match algorithm {
-        Algorithm::Gcra => "GCRA",
-        Algorithm::FixedWindow => "the fixed window",
-        Algorithm::SlidingWindow => "the sliding window",
-        Algorithm::SlidingLog => "the sliding log",
-    }
-}
-
-/// Whether a limiter accepts `config`: the one rule book every bound is searched in.
-/// `Limiter::new` fails only where this does (what it does next, allocating the state,
-/// cannot fail but by aborting).
-fn accepts(config: Config) -> bool {
-    Decider::new(&config).is_ok()
-}
-
-/// The largest value in `low..=high` that `ok` accepts, given that `ok` accepts every
-/// value below one it accepts; `None` if it accepts none.
-fn largest(low: u64, high: u64, ok: impl Fn(u64) -> bool) -> Option<u64> {
-    if low > high || !ok(low) {
-        return None;
-    }
-    let (mut yes, mut no) = (low, u128::from(high) + 1); // ok(yes); nothing at or past `no`
-    while u128::from(yes) + 1 < no {
-        let middle = ((u128::from(yes) + no) / 2) as u64;
-        if ok(middle) {
-            yes = middle;
-        } else {
-            no = u128::from(middle);
-        }
-    }
-    Some(yes)
-}
-
-/// The smallest value in `low..=high` that `ok` accepts, given that `ok` accepts every
-/// value above one it accepts; `None` if it accepts none.
-fn smallest(low: u64, high: u64, ok: impl Fn(u64) -> bool) -> Option<u64> {
-    // Mirrored: the largest `u64::MAX - value` whose value `ok` accepts.
-    largest(u64::MAX - high, u64::MAX - low, |flipped| {
-        ok(u64::MAX - flipped)
-    })
-    .map(|flipped| u64::MAX - flipped)
-}
-
-/// Why the constructors reject a `config` whose algorithm is known.
-fn explain(config: &Config, error: Error) -> String {
-    let why = match error {
-        Error::InvalidConfig(why) => why,
-        other => return other.to_string(),
-    };
-    let Config {
-        algorithm,
-        limit,
-        period_ns,
-        burst,
-    } = *config;
-    let name = algorithm_name(algorithm);
-    match why {
-        ConfigError::ZeroLimit => "limit 0: must be at least 1".to_owned(),
-        ConfigError::ZeroPeriod => "period_ns 0: must be at least 1".to_owned(),
-        ConfigError::RateTooHigh | ConfigError::LimitTooLarge => {
-            let per_ns = if why == ConfigError::RateTooHigh {
-                " (at most one unit per ns)"
-            } else {
-                ""
-            };
-            if let Some(most) = largest(1, limit - 1, |limit| accepts(Config { limit, ..*config }))
-            {
-                format!(
-                    "limit {limit}: must be at most {most} for {name} with period_ns \
-                     {period_ns}{per_ns}"
-                )
-            } else if let Some(least) = smallest(period_ns.saturating_add(1), u64::MAX, |p| {
-                accepts(Config {
-                    period_ns: p,
-                    ..*config
-                })
-            }) {
-                format!(
-                    "period_ns {period_ns}: must be at least {least} for {name} with limit {limit}"
-                )
-            } else {
-                format!("limit {limit} with period_ns {period_ns}: {why}")
-            }
-        }
-        ConfigError::ToleranceTooLarge => {
-            const RULE: &str = "x (period_ns / limit) must be at most 2^64 - 257 ns";
-            if burst == 0 {
-                // burst 0 means limit: only a shorter period can help.
-                // Below P = limit, T would be 0: search from where T = 1.
-                match largest(limit, period_ns - 1, |p| {
-                    accepts(Config {
-                        period_ns: p,
-                        ..*config
-                    })
-                }) {
-                    Some(most) => format!(
-                        "period_ns {period_ns}: must be at most {most} for GCRA with limit \
-                         {limit} (limit {RULE})"
-                    ),
-                    None => format!("period_ns {period_ns} with limit {limit}: {why}"),
-                }
-            } else {
-                match largest(1, burst - 1, |burst| accepts(Config { burst, ..*config })) {
-                    Some(most) => format!(
-                        "burst {burst}: must be at most {most} for GCRA with limit {limit} \
-                         and period_ns {period_ns} (burst {RULE})"
-                    ),
-                    None => format!("burst {burst}: {why}"),
-                }
-            }
-        }
+/// The sentence of a constructor's error: a `ConfigError`'s own, without the
+/// "invalid configuration: " that `Error`'s adds (the status says as much).
+fn reason(error: Error) -> String {
+    match error {
+        Error::InvalidConfig(why) => why.to_string(),
         other => other.to_string(),
-    }
-}
-
-/// Why a table of `capacity` keys under a valid `config` cannot be built.
-fn capacity_reason(config: &Config, capacity: u64) -> String {
-    if capacity == 0 {
-        return "capacity 0: must be at least 1".to_owned();
-    }
-    match KeyedLimiter::new(config, 1) {
-        Ok(one) => {
-            let per_key = one.bytes_per_key() as u128;
-            let bytes = u128::from(capacity) * per_key;
-            format!(
-                "capacity {capacity}: its table needs {bytes} bytes ({per_key} per key), \
-                 more than can be allocated"
-            )
-        }
-        Err(_) => format!("capacity {capacity}: {}", ConfigError::Capacity),
     }
 }
 

@@ -24,8 +24,9 @@ impl KeyedLimiter<KeyHasher> {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] if `config` is invalid, or with
-    /// [`ConfigError::Capacity`](crate::error::ConfigError::Capacity) if `capacity` is 0 or its
-    /// table cannot be allocated.
+    /// [`ConfigError::ZeroCapacity`](crate::error::ConfigError::ZeroCapacity) if `capacity`
+    /// is 0, [`ConfigError::Capacity`](crate::error::ConfigError::Capacity) if its table
+    /// cannot be allocated.
     pub fn new(config: &Config, capacity: u64) -> Result<Self, Error> {
         Self::with_hasher(config, capacity, KeyHasher::random())
     }

@@ -75,8 +75,13 @@ impl FileTable {
             .and_then(|region| region.checked_mul(3))
             .and_then(|regions| regions.checked_add(sides_start()))
             .filter(|&words| words <= isize::MAX as usize / 8)
-            .ok_or(Error::InvalidConfig(crate::ConfigError::Capacity))?;
+            .ok_or_else(|| layout.too_big())?;
         Ok(Self { layout })
+    }
+
+    /// Bytes one key takes in each of the table's regions.
+    pub(crate) fn bytes_per_key(&self) -> usize {
+        self.layout.bytes_per_key()
     }
 
     fn sides(&self) -> Sides {

@@ -72,22 +72,38 @@ pub(super) struct Layout {
     pub(super) claims: usize,
 }
 
+/// Bytes one key takes in slots of `stride` words.
+fn bytes_per_key(stride: usize) -> usize {
+    SLOTS_PER_KEY as usize * stride * std::mem::size_of::<u64>()
+}
+
+/// The error of a table of `capacity` keys in slots of `stride` words that is too large
+/// to allocate or map.
+fn too_big(capacity: u64, stride: usize) -> Error {
+    Error::InvalidConfig(ConfigError::Capacity {
+        capacity,
+        bytes_per_key: bytes_per_key(stride) as u64,
+    })
+}
+
 impl Layout {
     /// The layout of a table for `capacity` keys of `state_words` words each.
     ///
     /// # Errors
-    /// [`ConfigError::Capacity`] if `capacity` is 0 or its region's size overflows.
+    /// [`ConfigError::ZeroCapacity`] if `capacity` is 0, [`ConfigError::Capacity`] if its
+    /// region's size overflows.
     pub(super) fn new(capacity: u64, state_words: usize, claims: usize) -> Result<Self, Error> {
-        let too_big = Error::InvalidConfig(ConfigError::Capacity);
         if capacity == 0 {
-            return Err(too_big);
+            return Err(Error::InvalidConfig(ConfigError::ZeroCapacity));
         }
+        let stride = slot_stride(state_words);
+        let too_big = too_big(capacity, stride);
         let layout = Self {
             slot_count: capacity
                 .checked_mul(SLOTS_PER_KEY)
                 .and_then(|slots| usize::try_from(slots).ok())
                 .ok_or(too_big)?,
-            stride: slot_stride(state_words),
+            stride,
             claims,
         };
         layout
@@ -98,6 +114,16 @@ impl Layout {
             .filter(|&words| words <= isize::MAX as usize / 8 - LINE_WORDS)
             .ok_or(too_big)?;
         Ok(layout)
+    }
+
+    /// Bytes one key takes: its slots.
+    pub(super) fn bytes_per_key(&self) -> usize {
+        bytes_per_key(self.stride)
+    }
+
+    /// The error of a table of this layout too large to allocate or map.
+    pub(super) fn too_big(&self) -> Error {
+        too_big(self.slot_count as u64 / SLOTS_PER_KEY, self.stride)
     }
 
     /// Index of slot 0's first word in the region.
@@ -128,9 +154,7 @@ impl Layout {
         let len = self.words() + LINE_WORDS;
         let mut words: Vec<AtomicU64> = Vec::new();
         // Fails (never aborts) when the allocator says no.
-        words
-            .try_reserve_exact(len)
-            .map_err(|_| Error::InvalidConfig(ConfigError::Capacity))?;
+        words.try_reserve_exact(len).map_err(|_| self.too_big())?;
         advise_huge_pages(
             words.as_ptr().cast(),
             len * std::mem::size_of::<AtomicU64>(),

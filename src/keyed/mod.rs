@@ -102,7 +102,6 @@ pub(crate) use self::give_back::KeyedRefund;
 pub use self::hasher::KeyHasher;
 use self::insert::Request;
 pub(crate) use self::layout::Located;
-use self::layout::SLOTS_PER_KEY;
 use self::lookup::{Evicted, Lookup, Tenant};
 #[cfg(any(loom, feature = "testing"))]
 pub use self::owner::crashes;
@@ -200,7 +199,7 @@ impl<S> KeyedLimiter<S> {
 
     /// Table memory per key of capacity, in bytes: 32 for GCRA (two 16-byte slots).
     pub fn bytes_per_key(&self) -> usize {
-        SLOTS_PER_KEY as usize * self.first().layout.stride * std::mem::size_of::<u64>()
+        self.first().layout.bytes_per_key()
     }
 
     /// The table's whole region, in bytes: `bytes_per_key() × capacity()` plus a control

@@ -139,7 +139,9 @@ impl Engine {
         costs: &[u64],
     ) -> Result<Costs, Error> {
         if costs.len() != self.len {
-            return Err(Error::InvalidConfig(ConfigError::PolicyCosts));
+            return Err(Error::InvalidConfig(ConfigError::PolicyCosts {
+                costs: costs.len(),
+            }));
         }
         let mut checked = [0; MAX_RULES];
         for ((slot, &cost), rule) in checked.iter_mut().zip(costs).zip(deciders) {

@@ -97,6 +97,7 @@ impl Place {
 fn places(rules: &[(bool, Config)], capacity: u64) -> Result<(Vec<Place>, usize), Error> {
     let mut places = Vec::with_capacity(rules.len());
     let mut end = DESCRIPTOR_WORDS;
+    let mut bytes_per_key = 0;
     for &(per_key, config) in rules {
         let decider = Decider::new(&config)?;
         let table = match per_key {
@@ -106,6 +107,7 @@ fn places(rules: &[(bool, Config)], capacity: u64) -> Result<(Vec<Place>, usize)
         let words = table
             .as_ref()
             .map_or(file_words(decider.state_words()), FileTable::words);
+        bytes_per_key += table.as_ref().map_or(0, FileTable::bytes_per_key) as u64;
         let place = Place {
             start: end,
             table,
@@ -113,7 +115,10 @@ fn places(rules: &[(bool, Config)], capacity: u64) -> Result<(Vec<Place>, usize)
         };
         end = (place.start + place.words)
             .checked_next_multiple_of(REGION_ALIGN)
-            .ok_or(Error::InvalidConfig(ConfigError::Capacity))?;
+            .ok_or(Error::InvalidConfig(ConfigError::Capacity {
+                capacity,
+                bytes_per_key,
+            }))?;
         places.push(place);
     }
     Ok((places, end))
@@ -233,10 +238,12 @@ impl KeyedPolicy {
         replace: bool,
     ) -> Result<Self, Error> {
         if rules.is_empty() || rules.len() > MAX_RULES {
-            return Err(Error::InvalidConfig(ConfigError::PolicyRules));
+            return Err(Error::InvalidConfig(ConfigError::PolicyRules {
+                rules: rules.len(),
+            }));
         }
         if capacity == 0 {
-            return Err(Error::InvalidConfig(ConfigError::Capacity));
+            return Err(Error::InvalidConfig(ConfigError::ZeroCapacity));
         }
         let asked: Vec<(bool, Config)> = rules
             .iter()

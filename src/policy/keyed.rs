@@ -117,7 +117,7 @@ impl KeyedPolicy {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRules`] for no rule or more than
-    /// [`MAX_RULES`], [`ConfigError::Capacity`] for a `capacity` of 0 or too large, else
+    /// [`MAX_RULES`], [`ConfigError::ZeroCapacity`] or [`ConfigError::Capacity`] for a `capacity` of 0 or too large, else
     /// the first invalid rule's reason.
     pub fn new(rules: &[KeyedRule], capacity: u64) -> Result<Self, Error> {
         // One hasher for every table: see `ForKey::key`.
@@ -148,10 +148,12 @@ impl<S> KeyedPolicy<S> {
         table: impl Fn(&Config) -> Result<KeyedLimiter<S>, Error>,
     ) -> Result<Self, Error> {
         if rules.is_empty() || rules.len() > MAX_RULES {
-            return Err(Error::InvalidConfig(ConfigError::PolicyRules));
+            return Err(Error::InvalidConfig(ConfigError::PolicyRules {
+                rules: rules.len(),
+            }));
         }
         if capacity == 0 {
-            return Err(Error::InvalidConfig(ConfigError::Capacity));
+            return Err(Error::InvalidConfig(ConfigError::ZeroCapacity));
         }
         let rules: Box<[Scoped<S>]> = rules
             .iter()

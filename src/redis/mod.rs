@@ -224,7 +224,9 @@ impl PolicyScript {
     /// [`MAX_RULES`](crate::MAX_RULES), else the first rule [`Script::of`] refuses.
     pub fn of(rules: &[Config]) -> Result<Self, Error> {
         if rules.is_empty() || rules.len() > crate::policy::MAX_RULES {
-            return Err(Error::InvalidConfig(ConfigError::PolicyRules));
+            return Err(Error::InvalidConfig(ConfigError::PolicyRules {
+                rules: rules.len(),
+            }));
         }
         let mut config_args = vec![rules.len() as u64];
         let mut limit = u64::MAX;

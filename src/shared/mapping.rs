@@ -63,6 +63,16 @@ unsafe impl Send for Mapping {}
 // SAFETY: as above: every access to the words is atomic.
 unsafe impl Sync for Mapping {}
 
+/// The error of a file of `state_words` words too large to map, for a table of `capacity`
+/// keys (0 for a limiter, whose one "key" takes them all).
+fn too_big(capacity: u64, state_words: usize) -> Error {
+    let bytes = state_words as u64 * std::mem::size_of::<u64>() as u64;
+    Error::InvalidConfig(crate::error::ConfigError::Capacity {
+        capacity: capacity.max(1),
+        bytes_per_key: bytes.div_ceil(capacity.max(1)),
+    })
+}
+
 impl Mapping {
     /// Opens the table at `path`, creating it with `contents` if it does not exist.
     pub(crate) fn open(
@@ -74,7 +84,7 @@ impl Mapping {
             .checked_add(contents.state_words)
             .and_then(|words| words.checked_next_multiple_of(8))
             .filter(|&words| words <= isize::MAX as usize / 8)
-            .ok_or(Error::InvalidConfig(crate::error::ConfigError::Capacity))?;
+            .ok_or_else(|| too_big(identity.capacity, contents.state_words))?;
         loop {
             match OpenOptions::new().read(true).write(true).open(path) {
                 Ok(file) => return Self::attach(&file, identity, words, contents),

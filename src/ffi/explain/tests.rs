@@ -1,6 +1,7 @@
 //! The reasons the explain functions give, and the bounds they name, against the constructors.
 
 use super::*;
+use crate::config::Config;
 use crate::ffi::{RATE_FIXED_WINDOW, RATE_GCRA, RATE_SLIDING_LOG, RATE_SLIDING_WINDOW};
 use crate::limiter::Limiter;
 use std::ffi::CStr;

@@ -1,0 +1,169 @@
+//! The sentences of rejected configurations, from docs/decision.md's bounds, and the
+//! field, value and bound each error carries.
+
+use super::*;
+use crate::limiter::Limiter;
+
+const SECOND: u64 = 1_000_000_000;
+/// 2⁶⁴ − 257, the largest storable state (docs/decision.md, the end of the timeline).
+const END: u64 = u64::MAX - 256;
+
+fn rejected(config: Config) -> ConfigError {
+    match Limiter::new(&config) {
+        Err(Error::InvalidConfig(why)) => why,
+        other => panic!("{config:?}: {other:?}"),
+    }
+}
+
+#[test]
+fn the_sentences_every_language_gives() {
+    // docs/decision.md, Configuration.
+    let zero = rejected(Config::gcra(0, SECOND));
+    assert_eq!(zero.to_string(), "limit 0: must be at least 1");
+    assert_eq!(
+        Error::InvalidConfig(zero).to_string(),
+        "invalid configuration: limit 0: must be at least 1"
+    );
+    // floor(P / L) >= 1: L at most P.
+    assert_eq!(
+        rejected(Config::gcra(SECOND + 1, SECOND)).to_string(),
+        "limit 1000000001: must be at most 1000000000 for GCRA with period_ns 1000000000 \
+         (at most one unit per ns)"
+    );
+    // floor((2^64 - 1) / 10^9) = 18446744073; times 2^29 plus L fits below 2^64 - 257
+    // for every L of 29 bits, times 2^30 does not.
+    assert_eq!(
+        rejected(Config::fixed_window(SECOND, SECOND)).to_string(),
+        "limit 1000000000: must be at most 536870911 for the fixed window with period_ns \
+         1000000000"
+    );
+    assert_eq!(
+        ConfigError::ZeroCapacity.to_string(),
+        "capacity 0: must be at least 1"
+    );
+}
+
+#[test]
+fn each_rejection_names_its_field_value_and_bound() {
+    let cases = [
+        (Config::sliding_log(1, 0), "period_ns 0: must be at least 1"),
+        // 2 * floor(P / 1) <= 2^64 - 257 up to P = 2^63 - 129.
+        (
+            Config::gcra(1, u64::MAX - 1).with_burst(2),
+            "period_ns 18446744073709551614: must be at most 9223372036854775679 for GCRA \
+             with limit 1 and burst 2 (burst x (period_ns / limit) must be at most \
+             2^64 - 257 ns)",
+        ),
+        // T = 18446744073 * 10^9 <= 2^64 - 257 < 2T: a burst of 1.
+        (
+            Config::gcra(1, 18_446_744_073 * SECOND).with_burst(2),
+            "burst 2: must be at most 1 for GCRA with limit 1 and period_ns \
+             18446744073000000000 (burst x (period_ns / limit) must be at most 2^64 - 257 ns)",
+        ),
+        // Burst 0 is L = 2: 2 * floor(P / 2) <= 2^64 - 257 up to P = 2^64 - 257.
+        (
+            Config::gcra(2, u64::MAX - 1),
+            "period_ns 18446744073709551614: must be at most 18446744073709551359 for GCRA \
+             with limit 2 (limit x (period_ns / limit) must be at most 2^64 - 257 ns)",
+        ),
+        (
+            Config::sliding_window(SECOND, SECOND),
+            "limit 1000000000: must be at most 536870911 for the sliding window with \
+             period_ns 1000000000",
+        ),
+        (
+            Config::sliding_log((1 << 20) + 1, SECOND),
+            "limit 1048577: must be at most 1048576 for the sliding log with period_ns \
+             1000000000",
+        ),
+        // L = 1: floor((2^64 - 1) / P) * 2 + 1 <= 2^64 - 257 from P = 3 on.
+        (
+            Config::fixed_window(1, 1),
+            "period_ns 1: must be at least 3 for the fixed window with limit 1",
+        ),
+        // A period that never ends holds up to 2^64 - 257 units.
+        (
+            Config::fixed_window(u64::MAX, Config::FOREVER),
+            "limit 18446744073709551615: must be at most 18446744073709551359 for the fixed \
+             window with period_ns 18446744073709551615",
+        ),
+        // More than one unit per ns, and a burst no period holds: two fields to change.
+        (
+            Config::gcra(5, 3).with_burst(u64::MAX),
+            "limit 5 with period_ns 3 and burst 18446744073709551615: period_ns / limit \
+             must be at least 1 ns (at most one unit per ns)",
+        ),
+    ];
+    for (config, sentence) in cases {
+        assert_eq!(rejected(config).to_string(), sentence, "{config:?}");
+    }
+}
+
+#[test]
+fn the_accessors_say_what_the_sentence_says() {
+    let too_fast = rejected(Config::gcra(SECOND + 1, SECOND));
+    assert!(matches!(too_fast, ConfigError::RateTooHigh(_)));
+    assert_eq!(too_fast.field(), Some(Field::Limit));
+    assert_eq!(too_fast.value(), Some(SECOND + 1));
+    assert_eq!(too_fast.bound(), Some(Bound::AtMost(SECOND)));
+    let forever = rejected(Config::gcra(1, Config::FOREVER).with_burst(END + 1));
+    assert!(matches!(forever, ConfigError::LimitTooLarge(_)));
+    assert_eq!(
+        (forever.field(), forever.value(), forever.bound()),
+        (Some(Field::Burst), Some(END + 1), Some(Bound::AtMost(END)))
+    );
+    let zero = rejected(Config::fixed_window(1, 0));
+    assert_eq!(
+        (zero.field(), zero.value(), zero.bound()),
+        (Some(Field::PeriodNs), Some(0), Some(Bound::AtLeast(1)))
+    );
+    let two_fields = rejected(Config::gcra(5, 3).with_burst(u64::MAX));
+    assert_eq!(
+        (two_fields.field(), two_fields.value(), two_fields.bound()),
+        (None, None, None)
+    );
+    let table = ConfigError::Capacity {
+        capacity: 1 << 61,
+        bytes_per_key: 32,
+    };
+    assert_eq!(
+        (table.field(), table.value(), table.bound()),
+        (Some(Field::Capacity), Some(1 << 61), None)
+    );
+    // 2^61 keys of 32 bytes: 2^66 bytes.
+    assert_eq!(
+        table.to_string(),
+        "capacity 2305843009213693952: its table needs 73786976294838206464 bytes (32 per \
+         key), more than can be allocated"
+    );
+    assert_eq!(ConfigError::LiveChange.field(), None);
+}
+
+#[test]
+fn a_live_change_says_what_carries_over() {
+    assert_eq!(
+        ConfigError::LiveChange.to_string(),
+        "a live change keeps the algorithm (and the number of rules), and a sliding log's \
+         rule does not change"
+    );
+}
+
+#[test]
+fn policies_and_redis_say_what_go_and_python_say() {
+    // bindings/go policy.go, bindings/python librate/_policy.py.
+    assert_eq!(
+        ConfigError::PolicyRules { rules: 9 }.to_string(),
+        "a policy holds 1 to 8 rules, not 9"
+    );
+    // bindings/go policy.go.
+    assert_eq!(
+        ConfigError::PolicyCosts { costs: 3 }.to_string(),
+        "3 costs: a policy request gives one cost per rule"
+    );
+    // bindings/go redis.go.
+    assert_eq!(
+        ConfigError::NotExactOnRedis.to_string(),
+        "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns (about \
+         104 days)"
+    );
+}
