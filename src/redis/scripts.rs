@@ -61,9 +61,11 @@ const EXACT_DECISIONS: [&str; 4] = ["gcra", "fixed_window", "sliding_window", "s
 const KEYS: &str = include_str!("lua/keys.lua");
 const POLICY: &str = include_str!("lua/policy.lua");
 
-/// One script's parts: the files `exact()` builds, the files built on every call, the
-/// function a single limiter's keys are decided with (none for a policy), and the entry.
+/// One script's parts: what it decides, the files `exact()` builds, the files built on
+/// every call, the function a single limiter's keys are decided with (none for a
+/// policy), and the entry.
 struct Parts {
+    name: &'static str,
     exact: &'static [Piece],
     near: &'static [Piece],
     decide: Option<&'static str>,
@@ -90,30 +92,35 @@ const KINDS: [Kind; 5] = [
 
 impl Kind {
     fn parts(self) -> Parts {
-        let single = |exact, near, decide| Parts {
+        let single = |name, exact, near, decide| Parts {
+            name,
             exact,
             near,
             decide: Some(decide),
             entry: KEYS,
         };
         match self {
-            Kind::Gcra => single(&[TIME, GCRA], &[REQUEST, GCRA_NEAR], "gcra_near"),
+            Kind::Gcra => single("GCRA", &[TIME, GCRA], &[REQUEST, GCRA_NEAR], "gcra_near"),
             Kind::FixedWindow => single(
+                "fixed window",
                 &[TIME, WINDOWS, FIXED_WINDOW],
                 &[REQUEST, WINDOWS_COMMON, WINDOWS_NEAR, FIXED_WINDOW_NEAR],
                 "fixed_window_near",
             ),
             Kind::SlidingWindow => single(
+                "sliding window",
                 &[TIME, WINDOWS, SLIDING_WINDOW],
                 &[REQUEST, WINDOWS_COMMON, WINDOWS_NEAR, SLIDING_WINDOW_NEAR],
                 "sliding_window_near",
             ),
             Kind::SlidingLog => single(
+                "sliding log",
                 &[TIME, SLIDING_LOG],
                 &[REQUEST, SLIDING_LOG_NEAR],
                 "sliding_log_near",
             ),
             Kind::Policy => Parts {
+                name: "policy",
                 exact: &[
                     TIME,
                     WINDOWS,
@@ -158,7 +165,11 @@ fn functions(pieces: &[Piece]) -> Vec<&'static str> {
 
 /// The script of `parts`, as the module's comment lays it out, NUL-terminated.
 fn assemble(parts: &Parts) -> String {
-    let mut script = String::new();
+    let mut script = format!(
+        "-- librate's Redis scripts: the {} script, put together by src/redis/scripts.rs \
+         from the files of src/redis/lua/.\n",
+        parts.name
+    );
     let near = functions(parts.near);
     let exact = functions(parts.exact);
     script.push_str(&format!("local {}\n", near.join(", ")));
@@ -236,14 +247,21 @@ mod tests {
     #[test]
     fn a_script_declares_its_functions_first() {
         let gcra = Kind::Gcra.source_with_nul();
-        assert!(gcra
-            .starts_with("local request, gcra_near\nlocal function exact()\nlocal instant, less,"));
+        let (header, rest) = gcra.split_once('\n').unwrap();
+        assert_eq!(
+            header,
+            "-- librate's Redis scripts: the GCRA script, put together by \
+             src/redis/scripts.rs from the files of src/redis/lua/."
+        );
+        let declared = "local request, gcra_near\nlocal function exact()\nlocal instant, less,";
+        assert!(rest.starts_with(declared));
         assert!(gcra.contains("return {gcra = gcra}\nend\n"));
         assert!(gcra.contains("local decide = gcra_near\n"));
         assert!(gcra.ends_with("return decisions\n\0"));
         let policy = Kind::Policy.source_with_nul();
         assert!(policy.contains(
-            "return {gcra = gcra, fixed_window = fixed_window, sliding_window = sliding_window, sliding_log = sliding_log}\nend\n"
+            "return {gcra = gcra, fixed_window = fixed_window, \
+             sliding_window = sliding_window, sliding_log = sliding_log}\nend\n"
         ));
         assert!(!policy.contains("local decide ="));
     }

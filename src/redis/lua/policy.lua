@@ -1,4 +1,4 @@
--- librate's Redis scripts, the entry of a policy's (docs/policies.md): the rules of one
+-- librate's Redis scripts, the last part of a policy's (docs/policies.md): the rules of one
 -- subject decided together, all or nothing, by every algorithm's decision near now.
 --
 -- KEYS: each rule's state, in the order of the rules (each as its algorithm's file says).
