@@ -29,10 +29,11 @@
 -- Configuration: L (1..2^20), the period P (1..2^53 - 1). ARGV[3], max_wait, is always
 -- 0: the clients refuse a reserve on the log before calling.
 --
--- One decision's functions share its `log`, a table: the key, L, P (as an
--- instant), now, and the horizon of the decision: an entry logged at or before it has
--- left the window (at - P, at]; while at < P nothing has, and the horizon is the instant
--- one second before 0. The header is 13 bytes (h, then the latest timestamp), a slot 9.
+-- One decision's functions share its `log`, a table: the key, L, P (as an instant), now,
+-- the horizon of the decision (an entry logged at or before it has left the window
+-- (at - P, at]; while at < P nothing has, and the horizon is the instant one second
+-- before 0), and whether the ring proved to be no log. The header is 13 bytes (h, then
+-- the latest timestamp), a slot 9.
 
 -- Stops the decision of `log`, whose ring is not one: sliding_log answers its error.
 function no_log(log)
