@@ -8,7 +8,11 @@ connection, over 1,000 keys (each key written N/1,000 times, so the first call o
 creates it and the others update it). Every limit allows 1,000 a day, so every call
 admits and no key expires during the run (were keys to expire, the count would depend on
 how long the run took, so on the machine's load). The count a call is the server's total
-over the run, less the total of N calls of `return 1` with one key, over N. Needs
+over the run, less the total of N calls of `return 1` with one key, over N. Each of
+librate's single-limiter scripts is counted a second time deciding with its exact decision
+alone, on the same requests, to show what its decision near now saves (a decision near
+now that saves little is not worth its code); docs/bench/redis-scripts.txt keeps the
+output. Needs
 valgrind, redis-server, the librate Python package (for librate's scripts, as the clients
 send them), `limits` (its Lua files) and the Go module cache holding go-redis/redis_rate
 v10.0.1:
@@ -33,7 +37,7 @@ import limits
 import redis
 
 from librate import Config
-from librate._redis_core import Plan
+from librate._redis_core import Plan, PolicyPlan
 
 PORT = 16391
 KEYS = 1_000
@@ -87,12 +91,29 @@ def limits_script(name: str) -> str:
     return Path(limits.__file__).parent.joinpath("resources/redis/lua_scripts", name).read_text()
 
 
-def librate(config: Config, brief: bool = False) -> tuple[str, Args]:
+def librate(config: Config, brief: bool = False, exact: bool = False) -> tuple[str, Args]:
     """librate's script for `config` and the arguments of one unit now: an acquire's, or
-    with `brief` a try_acquire's (the reply `allowed` alone)."""
+    with `brief` a try_acquire's (the reply `allowed` alone). With `exact`, the script
+    decides with its exact decision alone, as if it had no decision near now: the line
+    naming `decide` (src/redis/scripts.rs lays the script out) names the exact one, so
+    the two rows show what the decision near now saves on the same requests."""
     plan = Plan(config)
     args = plan.one_now_brief if brief else plan.args(1, None, 0)
-    return plan.source.decode(), lambda i: [1, f"lr{i % KEYS}", *args]
+    source = plan.source.decode()
+    if exact:
+        near = f"local decide = {config.algorithm}_near\n"
+        assert near in source, "the script no longer names its decision as this expects"
+        source = source.replace(near, f"local decide = exact().{config.algorithm}\n")
+    return source, lambda i: [1, f"lr{i % KEYS}", *args]
+
+
+def librate_policy(rules: tuple[Config, ...]) -> tuple[str, Args]:
+    """librate's policy script for `rules` and the arguments of one unit now, each call
+    naming one subject's keys, one a rule."""
+    plan = PolicyPlan(rules)
+    args = plan.args(1, None)
+    return plan.source.decode(), lambda i: [
+        len(rules), *(f"lp{{={i % KEYS}}}:{rule}" for rule in range(len(rules))), *args]
 
 
 def main() -> None:
@@ -105,6 +126,16 @@ def main() -> None:
         ("librate fixed window", *librate(Config("fixed_window", LIMIT, day_ns))),
         ("librate sliding window", *librate(Config("sliding_window", LIMIT, day_ns))),
         ("librate sliding log", *librate(Config("sliding_log", LIMIT, day_ns))),
+        ("librate GCRA, exact decision alone", *librate(Config("gcra", LIMIT, day_ns), exact=True)),
+        ("librate fixed window, exact decision alone",
+         *librate(Config("fixed_window", LIMIT, day_ns), exact=True)),
+        ("librate sliding window, exact decision alone",
+         *librate(Config("sliding_window", LIMIT, day_ns), exact=True)),
+        ("librate sliding log, exact decision alone",
+         *librate(Config("sliding_log", LIMIT, day_ns), exact=True)),
+        ("librate policy of the four algorithms", *librate_policy(tuple(
+            Config(algorithm, LIMIT, day_ns)
+            for algorithm in ("gcra", "fixed_window", "sliding_window", "sliding_log")))),
         ("redis_rate GCRA", redis_rate_script(),
          lambda i: [1, f"rr{i % KEYS}", LIMIT, LIMIT, DAY, 1]),
         ("limits fixed window", limits_script("incr_expire.lua"),

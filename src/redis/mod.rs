@@ -1,11 +1,11 @@
 //! The Redis tier (docs/redis.md): one limit per key across hosts, decided inside the caller's
 //! Redis (or Valkey) by librate's Lua scripts, with the decisions of docs/decision.md bit for bit.
 //!
-//! The scripts live in `src/redis/lua/`, once for every language: `request.lua` (the
-//! request's time and cost), `time.lua` (exact u64 instants in Lua's doubles), one
-//! algorithm's file (the window counters' preceded by `windows.lua`, which they share),
-//! each algorithm's decision near now in plain numbers (`*_near.lua`, falling back to the
-//! exact file, which it builds only then), and `keys.lua`, which decides each key a call
+//! The scripts live in `src/redis/lua/`, once for every language, and `scripts.rs` puts
+//! each together: `request.lua` (the request's time and cost), `time.lua` (exact u64
+//! instants in Lua's doubles), each algorithm's exact decision (the window counters'
+//! sharing `windows.lua`), its decision near now in plain numbers (`*_near.lua`, falling
+//! back to the exact one, built only then), and `keys.lua`, which decides each key a call
 //! names, so a batch of keys is one script call. Redis runs each call of a script atomically,
 //! so concurrent clients on any number of hosts decide one key as threads decide one
 //! in-process limiter. Time is the server's clock (`TIME`), so the clients' clocks never
@@ -35,6 +35,7 @@ mod layout;
 mod policy;
 #[cfg(feature = "redis")]
 mod reply;
+mod scripts;
 mod slot;
 
 #[cfg(feature = "redis")]
@@ -48,99 +49,10 @@ pub use slot::{slot, SLOTS};
 use crate::config::{Algorithm, Config};
 use crate::decider::Decider;
 use crate::error::{ConfigError, Error};
+use scripts::Kind;
 
 /// The largest duration the scripts hold as one Lua number: below it, doubles are exact.
 const EXACT: u64 = 1 << 53;
-
-/// The GCRA script: the request, then gcra.lua's exact decision on instants inside a
-/// function built only when the decision near now cannot be made in plain numbers
-/// (building a script's functions costs on every call, so the common call builds one),
-/// that near decision named `decide`, then the loop over the keys (NUL-terminated for C).
-const GCRA: &str = concat!(
-    include_str!("lua/request.lua"),
-    "local function exact_gcra()\n",
-    include_str!("lua/time.lua"),
-    include_str!("lua/gcra.lua"),
-    "return gcra\nend\n",
-    include_str!("lua/gcra_near.lua"),
-    "local decide = gcra_near\n",
-    include_str!("lua/keys.lua"),
-    "\0"
-);
-
-/// The fixed window script: the request, what the window counters' decisions share, the
-/// exact decision (the instants, the windows, the algorithm) inside a function built only
-/// when needed, as GCRA's, the decision near now and what it shares with the sliding
-/// window's, then the loop over the keys.
-const FIXED_WINDOW: &str = concat!(
-    include_str!("lua/request.lua"),
-    include_str!("lua/windows_common.lua"),
-    "local function exact_fixed_window()\n",
-    include_str!("lua/time.lua"),
-    include_str!("lua/windows.lua"),
-    include_str!("lua/fixed_window.lua"),
-    "return fixed_window\nend\n",
-    include_str!("lua/windows_near.lua"),
-    include_str!("lua/fixed_window_near.lua"),
-    "local decide = fixed_window_near\n",
-    include_str!("lua/keys.lua"),
-    "\0"
-);
-
-/// The sliding window counter's script, built as [`FIXED_WINDOW`] is.
-const SLIDING_WINDOW: &str = concat!(
-    include_str!("lua/request.lua"),
-    include_str!("lua/windows_common.lua"),
-    "local function exact_sliding_window()\n",
-    include_str!("lua/time.lua"),
-    include_str!("lua/windows.lua"),
-    include_str!("lua/sliding_window.lua"),
-    "return sliding_window\nend\n",
-    include_str!("lua/windows_near.lua"),
-    include_str!("lua/sliding_window_near.lua"),
-    "local decide = sliding_window_near\n",
-    include_str!("lua/keys.lua"),
-    "\0"
-);
-
-/// The sliding log script: the request, the exact decision on the ring's instants inside
-/// a function built only when needed, as GCRA's, the decision near now, then the loop
-/// over the keys.
-const SLIDING_LOG: &str = concat!(
-    include_str!("lua/request.lua"),
-    "local function exact_sliding_log()\n",
-    include_str!("lua/time.lua"),
-    include_str!("lua/sliding_log.lua"),
-    "return sliding_log\nend\n",
-    include_str!("lua/sliding_log_near.lua"),
-    "local decide = sliding_log_near\n",
-    include_str!("lua/keys.lua"),
-    "\0"
-);
-
-/// The policy script: the request, the instants, every algorithm (the log last among the
-/// exact ones: its file's locals `limit` and `period` would otherwise be those the window
-/// functions name), the decisions near now over the exact ones already built, then the
-/// rules of one subject decided together.
-const POLICY: &str = concat!(
-    include_str!("lua/request.lua"),
-    include_str!("lua/windows_common.lua"),
-    include_str!("lua/time.lua"),
-    include_str!("lua/windows.lua"),
-    include_str!("lua/fixed_window.lua"),
-    include_str!("lua/sliding_window.lua"),
-    include_str!("lua/gcra.lua"),
-    include_str!("lua/sliding_log.lua"),
-    "local function exact_gcra()\nreturn gcra\nend\n",
-    "local function exact_fixed_window()\nreturn fixed_window\nend\n",
-    "local function exact_sliding_window()\nreturn sliding_window\nend\n",
-    include_str!("lua/gcra_near.lua"),
-    include_str!("lua/windows_near.lua"),
-    include_str!("lua/fixed_window_near.lua"),
-    include_str!("lua/sliding_window_near.lua"),
-    include_str!("lua/policy.lua"),
-    "\0"
-);
 
 /// What a client needs to decide one configuration on Redis: the script and the
 /// configuration arguments it takes after the three every script takes (`now`, `n`,
@@ -172,9 +84,9 @@ impl Script {
     /// timestamps are exact u64 instants (seconds and nanoseconds), so no time is refused.
     pub fn of(config: &Config) -> Result<Self, Error> {
         let decider = Decider::new(config)?;
-        let (source, config_args) = script_of(config, &decider)?;
+        let (kind, config_args) = script_of(config, &decider)?;
         Ok(Self {
-            source,
+            source: kind.source_with_nul(),
             config_args,
             decider,
         })
@@ -242,12 +154,12 @@ impl PolicyScript {
 
     /// The Lua source.
     pub fn source(&self) -> &'static str {
-        POLICY.trim_end_matches('\0')
+        self.source_with_nul().trim_end_matches('\0')
     }
 
     /// The Lua source with its NUL, for C.
     pub(crate) fn source_with_nul(&self) -> &'static str {
-        POLICY
+        Kind::Policy.source_with_nul()
     }
 
     /// The largest cost the policy can ever admit: the least of its rules' limits.
@@ -270,7 +182,7 @@ impl PolicyScript {
 
 /// The script deciding `config`'s algorithm, and the configuration arguments it takes after
 /// the three every script takes (now, n, max_wait).
-fn script_of(config: &Config, decider: &Decider) -> Result<(&'static str, Vec<u64>), Error> {
+fn script_of(config: &Config, decider: &Decider) -> Result<(Kind, Vec<u64>), Error> {
     let not_exact = Error::InvalidConfig(ConfigError::NotExactOnRedis);
     match config.algorithm {
         // A rule that never refills (an allowance) has no script: refused, rather than
@@ -281,15 +193,17 @@ fn script_of(config: &Config, decider: &Decider) -> Result<(&'static str, Vec<u6
             let emission_interval = config.period_ns / config.limit;
             // τ = B·T bounds every duration the script holds as a number (n·T ≤ τ).
             match burst.checked_mul(emission_interval) {
-                Some(tolerance) if tolerance < EXACT => Ok((GCRA, vec![emission_interval, burst])),
+                Some(tolerance) if tolerance < EXACT => {
+                    Ok((Kind::Gcra, vec![emission_interval, burst]))
+                }
                 _ => Err(not_exact),
             }
         }
         Algorithm::FixedWindow | Algorithm::SlidingWindow => {
             let script = if config.algorithm == Algorithm::FixedWindow {
-                FIXED_WINDOW
+                Kind::FixedWindow
             } else {
-                SLIDING_WINDOW
+                Kind::SlidingWindow
             };
             // Every duration the scripts hold as a number is below P (a time elapsed in a
             // window, a remainder modulo P). With P < 2⁵³ the window bound (checked by
@@ -304,7 +218,7 @@ fn script_of(config: &Config, decider: &Decider) -> Result<(&'static str, Vec<u6
         // The period is the one duration held as a number; positions are kept modulo L
         // (below 3·L), so no bound on L·(2⁶⁴/P) is needed beyond the in-process one.
         Algorithm::SlidingLog if config.period_ns < EXACT => {
-            Ok((SLIDING_LOG, vec![config.limit, config.period_ns]))
+            Ok((Kind::SlidingLog, vec![config.limit, config.period_ns]))
         }
         Algorithm::SlidingLog => Err(not_exact),
     }

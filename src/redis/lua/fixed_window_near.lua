@@ -2,10 +2,10 @@
 -- docs/redis.md), fixed_window.lua's in plain numbers on the window of windows_near.lua.
 
 -- The decision of n units for `key` (see `fixed_window` in fixed_window.lua).
-local function fixed_window_near(key, n, limit, period, write)
-    local elapsed, start_s, start_ns, count_now = window_near(key, 2, limit, period)
+function fixed_window_near(key, n, limit, period, write, now_s, now_ns)
+    local elapsed, start_s, start_ns, count_now = window_near(key, 2, limit, period, now_s, now_ns)
     if not elapsed then
-        return exact_fixed_window()(key, n, limit, period, write)
+        return exact().fixed_window(key, n, limit, period, write, now_s, now_ns)
     elseif not start_s then
         return elapsed
     end

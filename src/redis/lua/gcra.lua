@@ -6,11 +6,12 @@
 -- Configuration: the emission interval T, the burst B (B·T below 2^53). `max_wait`
 -- (request.lua) is a decimal u64: '0' for an acquire and for every rule of a policy.
 
--- The decision of n units (1..B, or 0 for a query) for `key`: its reply, {allowed, limit,
+-- The decision of n units (1..B, or 0 for a query) for `key` at now (seconds,
+-- nanoseconds) with a reserve's longest wait `max_wait`: its reply, {allowed, limit,
 -- remaining, retry_after_ns, reset_after_ns, wait_ns}, or its error; the new TAT written
--- only if `write`. One function taking its configuration as arguments, since every outer
--- local it named would be captured again on each call.
-local function gcra(key, n, interval, burst, write)
+-- only if `write`. Every algorithm's decision takes these arguments (request.lua), the
+-- two of its configuration after n.
+function gcra(key, n, interval, burst, write, now_s, now_ns, max_wait)
     local stored = redis.pcall('GET', key)
     if type(stored) == 'table' then
         -- Redis's own error: another type at the key.

@@ -10,10 +10,11 @@
 -- ns (52 days), then the debt max(TAT − now, 0), the cost n·T (n <= B), their sum and
 -- every field stay below 2^53. gcra_near decides those requests with no function of its
 -- own to call; any other, and a key holding anything but a TAT, it leaves to gcra.lua's
--- `gcra`, which `exact_gcra` builds, and which gives the same decision here.
+-- `gcra`, which `exact()` builds (src/redis/scripts.rs), and which gives the same
+-- decision here.
 
 -- The decision of n units for `key` (see `gcra` in gcra.lua).
-local function gcra_near(key, n, interval, burst, write)
+function gcra_near(key, n, interval, burst, write, now_s, now_ns, max_wait)
     local tolerance = burst * interval
     local wait_limit = tolerance
     if max_wait ~= '0' and #max_wait <= 15 then
@@ -63,5 +64,5 @@ local function gcra_near(key, n, interval, burst, write)
             return {allowed, burst, remaining, retry_after, debt, wait}
         end
     end
-    return exact_gcra()(key, n, interval, burst, write)
+    return exact().gcra(key, n, interval, burst, write, now_s, now_ns, max_wait)
 end

@@ -1,5 +1,5 @@
 -- librate's Redis scripts, the last part of a policy's (docs/policies.md): the rules of one
--- subject decided together, all or nothing, after every algorithm's file.
+-- subject decided together, all or nothing, by every algorithm's decision near now.
 --
 -- KEYS: each rule's state, in the order of the rules (each as its algorithm's file says).
 -- ARGV: now, n (0..the least limit), max_wait (always 0: a policy has no reserve), the
@@ -14,7 +14,8 @@
 -- and retry_after_ns, as the in-process policy reports it. A key holding something else
 -- is the reply's error, and nothing is written.
 
-local algorithms = {[0] = gcra_near, fixed_window_near, sliding_window_near, sliding_log}
+local now_s, now_ns, n, max_wait = request(ARGV)
+local algorithms = {[0] = gcra_near, fixed_window_near, sliding_window_near, sliding_log_near}
 local rules = tonumber(ARGV[4])
 local deciders, firsts, seconds = {}, {}, {}
 for i = 1, rules do
@@ -25,7 +26,7 @@ end
 
 local decisions, admitted = {}, true
 for i = 1, rules do
-    local decision = deciders[i](KEYS[i], n, firsts[i], seconds[i], false)
+    local decision = deciders[i](KEYS[i], n, firsts[i], seconds[i], false, now_s, now_ns, max_wait)
     if decision.err then
         return decision
     end
@@ -35,7 +36,7 @@ end
 if admitted then
     if n > 0 then
         for i = 1, rules do
-            deciders[i](KEYS[i], n, firsts[i], seconds[i], true)
+            deciders[i](KEYS[i], n, firsts[i], seconds[i], true, now_s, now_ns, max_wait)
         end
     end
     return decisions
@@ -43,7 +44,7 @@ end
 for i = 1, rules do
     local decision = decisions[i]
     if decision[1] == 1 then
-        local state = deciders[i](KEYS[i], 0, firsts[i], seconds[i], false)
+        local state = deciders[i](KEYS[i], 0, firsts[i], seconds[i], false, now_s, now_ns, max_wait)
         decision[3], decision[5] = state[3], state[5]
     end
 end

@@ -28,56 +28,51 @@
 --
 -- Configuration: L (1..2^20), the period P (1..2^53 - 1). ARGV[3], max_wait, is always
 -- 0: the clients refuse a reserve on the log before calling.
+--
+-- One decision's functions share its `log`, a table: the key, L, P (as an instant), now,
+-- the horizon of the decision (an entry logged at or before it has left the window
+-- (at - P, at]; while at < P nothing has, and the horizon is the instant one second
+-- before 0), and whether the ring proved to be no log. The header is 13 bytes (h, then
+-- the latest timestamp), a slot 9.
 
-local HEADER = 13
-local SLOT = 9
-
--- The key being decided, its configuration, and the horizon of its decision: an entry
--- logged at or before it has left the window (at - P, at] (no horizon while at < P). Set
--- by sliding_log for the functions below, which a script would otherwise rebuild as
--- closures for every key.
-local key, limit, period, period_s, period_ns
-local has_horizon, horizon_s, horizon_ns
--- Whether the decision stopped at a ring that is not one (see no_log).
-local corrupt
-
--- Stops the decision of a key whose ring is not one: decide answers its error.
-local function no_log()
-    corrupt = true
+-- Stops the decision of `log`, whose ring is not one: sliding_log answers its error.
+function no_log(log)
+    log.corrupt = true
     error('librate: no sliding log')
 end
 
-local function expired(s, ns)
-    return has_horizon and not less(horizon_s, horizon_ns, s, ns)
+-- Whether an entry logged at s, ns has left `log`'s window.
+function expired(log, s, ns)
+    return not less(log.horizon_s, log.horizon_ns, s, ns)
 end
 
--- The time from now until an entry logged at s, ns expires: s, ns + P - now, or the end
--- of the timeline when s, ns + P is past it (as `until` in process).
-local function expiry(s, ns)
-    s, ns = add(s, ns, period_s, period_ns)
+-- The time from now until an entry of `log` logged at s, ns expires: s, ns + P - now, or
+-- the end of the timeline when s, ns + P is past it (as `until` in process).
+function expiry(log, s, ns)
+    s, ns = add(s, ns, log.period_s, log.period_ns)
     if past_end(s, ns) then
         return 18446744073, 709551615
     end
-    return sub(s, ns, now_s, now_ns)
+    return sub(s, ns, log.now_s, log.now_ns)
 end
 
 -- The timestamp at a position within L of h (its slot holds it).
-local function logged(position)
-    local offset = HEADER + SLOT * math.fmod(position, limit)
-    local s, ns = struct.unpack('>I5I4', redis.call('GETRANGE', key, offset, offset + SLOT - 1))
+function logged(log, position)
+    local offset = 13 + 9 * math.fmod(position, log.limit)
+    local s, ns = struct.unpack('>I5I4', redis.call('GETRANGE', log.key, offset, offset + 8))
     if not is_instant(s, ns) then
-        no_log()
+        no_log(log)
     end
     return s, ns
 end
 
 -- The first position in [low, high) live at `at`, or high if all have expired: gallops up
 -- from low, then bisects, probing the positions the in-process search probes.
-local function first_live(low, high)
+function first_live(log, low, high)
     local step = 1
     while low < high do
         local probe = low + math.min(step - 1, high - low - 1)
-        if not expired(logged(probe)) then
+        if not expired(log, logged(log, probe)) then
             high = probe
             break
         end
@@ -86,7 +81,7 @@ local function first_live(low, high)
     end
     while low < high do
         local middle = low + math.floor((high - low) / 2)
-        if not expired(logged(middle)) then
+        if not expired(log, logged(log, middle)) then
             high = middle
         else
             low = middle + 1
@@ -98,44 +93,48 @@ end
 -- remaining and reset_after_ns (a reply field) of the log as it is, given its head h,
 -- its newest entry (the script logs every admission at the latest time) and a position
 -- that is live if any is.
-local function standing(h, latest_s, latest_ns, known_live)
-    if expired(latest_s, latest_ns) then
-        return limit, 0
+function standing(log, h, latest_s, latest_ns, known_live)
+    if expired(log, latest_s, latest_ns) then
+        return log.limit, 0
     end
-    local first = first_live(math.max(h - limit, 0), known_live)
-    return limit - (h - first), field(expiry(latest_s, latest_ns))
+    local first = first_live(log, math.max(h - log.limit, 0), known_live)
+    return log.limit - (h - first), field(expiry(log, latest_s, latest_ns))
 end
 
--- The decision of n units for `key`, or its error reply for another type at the key;
--- the log written only if `write`.
-local function decide_log(n, write)
+-- The decision of n units for `log`'s key, or its error reply for another type at the
+-- key; the log written only if `write`.
+function decide_log(log, n, write)
+    local key, limit = log.key, log.limit
     local h, latest_s, latest_ns = 0, 0, 0
     local size = redis.pcall('STRLEN', key)
     if type(size) == 'table' then
         -- Redis's own error: another type at the key.
         return size
     end
-    if size >= HEADER + SLOT then
-        h, latest_s, latest_ns = struct.unpack('>I4I5I4', redis.call('GETRANGE', key, 0, HEADER - 1))
+    if size >= 13 + 9 then
+        h, latest_s, latest_ns = struct.unpack('>I4I5I4', redis.call('GETRANGE', key, 0, 12))
         if not is_instant(latest_s, latest_ns) or h < 1 or h >= 2 * limit
-            or size ~= HEADER + SLOT * math.min(h, limit) then
-            no_log()
+            or size ~= 13 + 9 * math.min(h, limit) then
+            no_log(log)
         end
     elseif size > 0 or redis.call('EXISTS', key) == 1 then
-        no_log()
+        no_log(log)
     end
 
-    local at_s, at_ns = now_s, now_ns
-    if less(now_s, now_ns, latest_s, latest_ns) then
+    local at_s, at_ns = log.now_s, log.now_ns
+    if less(at_s, at_ns, latest_s, latest_ns) then
         at_s, at_ns = latest_s, latest_ns
     end
-    has_horizon = not less(at_s, at_ns, period_s, period_ns)
-    horizon_s, horizon_ns = sub(at_s, at_ns, period_s, period_ns)
+    if less(at_s, at_ns, log.period_s, log.period_ns) then
+        log.horizon_s, log.horizon_ns = -1, 0
+    else
+        log.horizon_s, log.horizon_ns = sub(at_s, at_ns, log.period_s, log.period_ns)
+    end
 
     if n == 0 then
         local remaining, reset_after = limit, 0
         if h > 0 then
-            remaining, reset_after = standing(h, latest_s, latest_ns, h - 1)
+            remaining, reset_after = standing(log, h, latest_s, latest_ns, h - 1)
         end
         return {1, limit, remaining, 0, reset_after, 0}
     end
@@ -143,18 +142,18 @@ local function decide_log(n, write)
     -- The newest position that must have expired for n more units to fit.
     local gone = h + n - 1 - limit
     if gone >= 0 then
-        local s, ns = logged(gone)
-        if not expired(s, ns) then
-            local remaining, reset_after = standing(h, latest_s, latest_ns, gone)
-            return {0, limit, remaining, field(expiry(s, ns)), reset_after, 0}
+        local s, ns = logged(log, gone)
+        if not expired(log, s, ns) then
+            local remaining, reset_after = standing(log, h, latest_s, latest_ns, gone)
+            return {0, limit, remaining, field(expiry(log, s, ns)), reset_after, 0}
         end
     end
 
     -- Admitted: positions [h, h + n) logged at `at`. The new units are live (P >= 1);
     -- search the older positions still kept.
     local new_h = h + n
-    local remaining = limit - (new_h - first_live(math.max(new_h - limit, 0), h))
-    local reset_s, reset_ns = expiry(at_s, at_ns)
+    local remaining = limit - (new_h - first_live(log, math.max(new_h - limit, 0), h))
+    local reset_s, reset_ns = expiry(log, at_s, at_ns)
     local admitted = {1, limit, remaining, 0, field(reset_s, reset_ns), 0}
     if not write then
         return admitted
@@ -170,9 +169,9 @@ local function decide_log(n, write)
         -- Slots h mod L onwards, wrapping to slot 0.
         local start = math.fmod(h, limit)
         local run = math.min(n, limit - start)
-        redis.call('SETRANGE', key, HEADER + SLOT * start, string.rep(stamp, run))
+        redis.call('SETRANGE', key, 13 + 9 * start, string.rep(stamp, run))
         if run < n then
-            redis.call('SETRANGE', key, HEADER, string.rep(stamp, n - run))
+            redis.call('SETRANGE', key, 13, string.rep(stamp, n - run))
         end
         redis.call('SETRANGE', key, 0, header)
         redis.call('PEXPIRE', key, keep_ms(reset_s, reset_ns))
@@ -180,17 +179,18 @@ local function decide_log(n, write)
     return admitted
 end
 
--- The decision of n units (0..L) for the key `name` with limit L and period P (see `gcra`
+-- The decision of n units (0..L) for `key` with limit L and period P at now (see `gcra`
 -- in gcra.lua), or its error reply, for this key alone: a ring that is no log, or another
 -- type at the key. Any other error (a write Redis refused) fails the whole call.
-local function sliding_log(name, n, rule_limit, rule_period, write)
-    key, corrupt, limit, period = name, false, rule_limit, rule_period
-    period_s, period_ns = split(rule_period)
-    local ok, reply = pcall(decide_log, n, write)
+function sliding_log(key, n, limit, period, write, now_s, now_ns)
+    local period_s, period_ns = split(period)
+    local log = {key = key, limit = limit, period_s = period_s, period_ns = period_ns,
+        now_s = now_s, now_ns = now_ns, corrupt = false}
+    local ok, reply = pcall(decide_log, log, n, write)
     if ok then
         return reply
     end
-    if corrupt then
+    if log.corrupt then
         return not_state(key, 'sliding log')
     end
     error(reply)

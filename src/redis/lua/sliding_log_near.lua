@@ -10,14 +10,15 @@
 -- plus P, less now) is one number below 2^53. sliding_log_near decides those requests in
 -- one function, reading and writing the same slots as sliding_log in the same order;
 -- any other request, and a ring that is no log (or a slot past the latest timestamp's
--- second, which no log holds), it leaves to sliding_log, which `exact_sliding_log` builds, and
--- which gives the same decision here. It has written nothing when it does.
+-- second, which no log holds), it leaves to sliding_log, which `exact()` builds
+-- (src/redis/scripts.rs), and which gives the same decision here. It has written nothing
+-- when it does.
 
 -- The timestamp (seconds, nanoseconds) in the slot of `position` (within L of the head)
 -- of the log at `key` of limit L, whose latest timestamp has the seconds `latest_s`;
 -- nothing for one sliding_log_near leaves to sliding_log: no instant, or one after the
 -- latest.
-local function slot_near(key, position, limit, latest_s)
+function slot_near(key, position, limit, latest_s)
     local offset = 13 + 9 * math.fmod(position, limit)
     local s, ns = struct.unpack('>I5I4', redis.call('GETRANGE', key, offset, offset + 8))
     if ns < 1e9 and s <= latest_s then
@@ -26,9 +27,9 @@ local function slot_near(key, position, limit, latest_s)
 end
 
 -- The decision of n units for `key` (see `sliding_log` in sliding_log.lua).
-local function sliding_log_near(key, n, limit, period, write)
+function sliding_log_near(key, n, limit, period, write, now_s, now_ns)
     if now_s >= 18e9 or period >= 4503599627370496 then
-        return exact_sliding_log()(key, n, limit, period, write)
+        return exact().sliding_log(key, n, limit, period, write, now_s, now_ns)
     end
     local size = redis.pcall('STRLEN', key)
     if type(size) == 'table' then
@@ -40,11 +41,11 @@ local function sliding_log_near(key, n, limit, period, write)
         h, latest_s, latest_ns = struct.unpack('>I4I5I4', redis.call('GETRANGE', key, 0, 12))
         if latest_ns >= 1e9 or latest_s - now_s >= 4.5e6 or h < 1 or h >= 2 * limit
             or size ~= 13 + 9 * math.min(h, limit) then
-            return exact_sliding_log()(key, n, limit, period, write)
+            return exact().sliding_log(key, n, limit, period, write, now_s, now_ns)
         end
     elseif size > 0 or ((n == 0 or not write) and redis.call('EXISTS', key) == 1) then
         -- Not a log (an empty string has no length either: an admission's write finds it).
-        return exact_sliding_log()(key, n, limit, period, write)
+        return exact().sliding_log(key, n, limit, period, write, now_s, now_ns)
     end
 
     -- Decided at `at`, the later of now and the latest timestamp: a timestamp t (at most
@@ -72,7 +73,7 @@ local function sliding_log_near(key, n, limit, period, write)
         if gone >= 0 then
             local s, ns = slot_near(key, gone, limit, latest_s)
             if not s then
-                return exact_sliding_log()(key, n, limit, period, write)
+                return exact().sliding_log(key, n, limit, period, write, now_s, now_ns)
             end
             if s - at_s > -4.6e6 and (s - at_s) * 1e9 + (ns - at_ns) > -period then
                 allowed, retry_after, high = 0, (s - now_s) * 1e9 + (ns - now_ns) + period, gone
@@ -96,7 +97,7 @@ local function sliding_log_near(key, n, limit, period, write)
             end
             local s, ns = slot_near(key, probe, limit, latest_s)
             if not s then
-                return exact_sliding_log()(key, n, limit, period, write)
+                return exact().sliding_log(key, n, limit, period, write, now_s, now_ns)
             end
             if s - at_s > -4.6e6 and (s - at_s) * 1e9 + (ns - at_ns) > -period then
                 high, galloping = probe, false
@@ -126,7 +127,7 @@ local function sliding_log_near(key, n, limit, period, write)
             -- Only where no key is: an empty string there is left to sliding_log, which
             -- refuses it, and nothing is written.
             if not redis.call('SET', key, header .. string.rep(stamp, n), 'NX', 'PX', keep) then
-                return exact_sliding_log()(key, n, limit, period, write)
+                return exact().sliding_log(key, n, limit, period, write, now_s, now_ns)
             end
         else
             local start = math.fmod(h, limit)

@@ -4,9 +4,9 @@
 -- cur + n + ⌈prev·(P − e)/P⌉ <= L, the same test, since (L − cur − n)·P is a multiple of P.
 -- State: start, count, prev (windows.lua).
 
--- The smallest e in [0, P] with prev·(P − e) <= space·P, for 0 <= space
+-- The smallest e in [0, P] with prev·(P − e) <= space·P, for 0 <= space and the period P
 -- (sliding_window.rs `first_fit`).
-local function first_fit(prev, space)
+function first_fit(prev, space, period)
     if space >= prev then
         return 0
     end
@@ -14,15 +14,14 @@ local function first_fit(prev, space)
     return period - muldiv(period, space, prev)
 end
 
--- The decision of n units (0..L) for `key` with limit L and period P (see `gcra` in
--- gcra.lua), the state written only if `write`.
-local function sliding_window(key, n, rule_limit, rule_period, write)
-    configure(rule_limit, rule_period)
-    local ok, s, ns, count, stored_prev = read(key, 3, 'sliding window')
+-- The decision of n units (0..L) for `key` with limit L and period P at now (see `gcra`
+-- in gcra.lua), the state written only if `write`.
+function sliding_window(key, n, limit, period, write, now_s, now_ns)
+    local ok, s, ns, count, stored_prev = read(key, 3, 'sliding window', limit, period)
     if not ok then
         return s
     end
-    local start_s, start_ns, elapsed, cur, prev = view(s, ns, count, stored_prev)
+    local start_s, start_ns, elapsed, cur, prev = view(now_s, now_ns, period, s, ns, count, stored_prev)
 
     -- ⌈prev·(P − e)/P⌉: what the previous window still weighs (at most prev).
     local weight, rest = muldiv(prev, period - elapsed, period)
@@ -44,28 +43,28 @@ local function sliding_window(key, n, rule_limit, rule_period, write)
         -- the start of the one after (first_fit returns P).
         local this_window = period
         if room >= 0 then
-            this_window = first_fit(prev, room)
+            this_window = first_fit(prev, room, period)
         end
         local at_s, at_ns
         if this_window < period then
             at_s, at_ns = add(start_s, start_ns, split(this_window))
         else
-            at_s, at_ns = window_after(start_s, start_ns, 1)
-            at_s, at_ns = add(at_s, at_ns, split(first_fit(cur, limit - n)))
+            at_s, at_ns = window_after(start_s, start_ns, period, 1)
+            at_s, at_ns = add(at_s, at_ns, split(first_fit(cur, limit - n, period)))
         end
-        retry_after = until_field(at_s, at_ns)
+        retry_after = until_field(now_s, now_ns, at_s, at_ns)
     end
 
     -- remaining == L needs both counts at 0 (the weight P − e is never 0).
     local reset_after = 0
     if cur > 0 then
-        reset_after = until_field(window_after(start_s, start_ns, 2))
+        reset_after = until_field(now_s, now_ns, window_after(start_s, start_ns, period, 2))
     elseif prev > 0 then
-        reset_after = until_field(window_after(start_s, start_ns, 1))
+        reset_after = until_field(now_s, now_ns, window_after(start_s, start_ns, period, 1))
     end
 
     if allowed and n > 0 and write then
-        store(key, start_s, start_ns, cur, prev)
+        store(key, now_s, now_ns, period, start_s, start_ns, cur, prev)
     end
     return {allowed and 1 or 0, limit, remaining, retry_after, reset_after, 0}
 end

@@ -3,7 +3,7 @@
 -- each product it divides stays below 2^53 (else the exact decision makes it).
 
 -- ⌊a·b / c⌋ and the remainder, for a product below 2^53; nil otherwise.
-local function muldiv_near(a, b, c)
+function muldiv_near(a, b, c)
     local product = a * b
     if product >= 9007199254740992 then
         return nil
@@ -13,8 +13,8 @@ local function muldiv_near(a, b, c)
 end
 
 -- The decision of n units for `key` (see `sliding_window` in sliding_window.lua).
-local function sliding_window_near(key, n, limit, period, write)
-    local elapsed, start_s, start_ns, cur, prev = window_near(key, 3, limit, period)
+function sliding_window_near(key, n, limit, period, write, now_s, now_ns)
+    local elapsed, start_s, start_ns, cur, prev = window_near(key, 3, limit, period, now_s, now_ns)
     if elapsed and not start_s then
         return elapsed
     end
@@ -23,7 +23,7 @@ local function sliding_window_near(key, n, limit, period, write)
         weight, rest = muldiv_near(prev, period - elapsed, period)
     end
     if not weight then
-        return exact_sliding_window()(key, n, limit, period, write)
+        return exact().sliding_window(key, n, limit, period, write, now_s, now_ns)
     end
     if rest > 0 then
         weight = weight + 1
@@ -38,7 +38,7 @@ local function sliding_window_near(key, n, limit, period, write)
         if room >= 0 then
             local fit = muldiv_near(period, room, prev)
             if not fit then
-                return exact_sliding_window()(key, n, limit, period, write)
+                return exact().sliding_window(key, n, limit, period, write, now_s, now_ns)
             end
             this_window = period - fit
         end
@@ -49,7 +49,7 @@ local function sliding_window_near(key, n, limit, period, write)
             if limit - n < cur then
                 local fit = muldiv_near(period, limit - n, cur)
                 if not fit then
-                    return exact_sliding_window()(key, n, limit, period, write)
+                    return exact().sliding_window(key, n, limit, period, write, now_s, now_ns)
                 end
                 next_fit = period - fit
             end

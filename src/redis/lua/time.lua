@@ -1,5 +1,5 @@
--- librate's Redis scripts: exact u64 nanosecond instants in Lua (docs/redis.md), after
--- request.lua, for every algorithm's exact decision.
+-- librate's Redis scripts: exact u64 nanosecond instants in Lua (docs/redis.md), for
+-- every algorithm's exact decision.
 --
 -- Lua numbers are doubles, exact only up to 2^53, and a time in nanoseconds since the
 -- epoch (or any u64 the caller passes to an `_at` call) is larger. So an instant is two
@@ -20,33 +20,33 @@
 
 -- The instant a decimal u64 names: its last nine digits are the nanoseconds, the others
 -- (if any) the seconds, as request.lua reads now.
-local function instant(text)
+function instant(text)
     return tonumber(string.sub(text, 1, -10)) or 0, tonumber(string.sub(text, -9))
 end
 
 -- Whether instant a is before instant b.
-local function less(a_s, a_ns, b_s, b_ns)
+function less(a_s, a_ns, b_s, b_ns)
     return a_s < b_s or (a_s == b_s and a_ns < b_ns)
 end
 
 -- Whether the instant s, ns lies past the largest u64: no u64 time reaches it.
-local function past_end(s, ns)
+function past_end(s, ns)
     return s > 18446744073 or (s == 18446744073 and ns > 709551615)
 end
 
 -- Whether the instant s, ns lies past the largest state.
-local function past_state(s, ns)
+function past_state(s, ns)
     return s > 18446744073 or (s == 18446744073 and ns > 709551359)
 end
 
 -- Whether seconds and nanoseconds read back from a state name a u64 instant.
-local function is_instant(s, ns)
+function is_instant(s, ns)
     return ns < 1e9 and not past_end(s, ns)
 end
 
 -- a + b, which may lie past the end of the u64 timeline (the seconds of any sum of a u64
 -- and durations below 2^53 stay far below 2^53).
-local function add(a_s, a_ns, b_s, b_ns)
+function add(a_s, a_ns, b_s, b_ns)
     local ns = a_ns + b_ns
     if ns >= 1e9 then
         return a_s + b_s + 1, ns - 1e9
@@ -55,7 +55,7 @@ local function add(a_s, a_ns, b_s, b_ns)
 end
 
 -- a - b, or 0 when b is not before a.
-local function sub(a_s, a_ns, b_s, b_ns)
+function sub(a_s, a_ns, b_s, b_ns)
     if b_s > a_s or (b_s == a_s and b_ns >= a_ns) then
         return 0, 0
     end
@@ -67,7 +67,7 @@ local function sub(a_s, a_ns, b_s, b_ns)
 end
 
 -- The instant `d` nanoseconds after 0, for a duration below 2^53.
-local function split(d)
+function split(d)
     local ns = math.fmod(d, 1e9)
     return (d - ns) / 1e9, ns
 end
@@ -75,7 +75,7 @@ end
 -- A duration as a reply field: the number itself below 2^53 (a product at or above 2^53
 -- rounds to at least 2^53, so the test is exact), else its decimal string, saturated at
 -- the largest u64.
-local function field(s, ns)
+function field(s, ns)
     local d = s * 1e9 + ns
     if d < 9007199254740992 then
         return d
@@ -88,17 +88,17 @@ end
 
 -- The milliseconds a key is kept for a state live for the duration s, ns: rounded up, so
 -- it expires only once it is fresh.
-local function keep_ms(s, ns)
+function keep_ms(s, ns)
     return s * 1000 + math.ceil(ns / 1000000)
 end
 
 -- ⌊t / divisor⌋ for a quotient below 2^53 and a divisor below 2^53 (math.fmod is exact),
 -- of a duration t below 2^53.
-local function quotient(t, divisor)
+function quotient(t, divisor)
     return (t - math.fmod(t, divisor)) / divisor
 end
 
 -- The error a key that holds another algorithm's state (or anything else) gives.
-local function not_state(key, algorithm)
+function not_state(key, algorithm)
     return redis.error_reply('librate: ' .. key .. ' holds no ' .. algorithm .. ' state')
 end

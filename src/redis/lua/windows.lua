@@ -1,6 +1,5 @@
 -- librate's Redis scripts: what the fixed window and the sliding window counter share
--- (docs/decision.md, docs/redis.md; src/algorithm/windows.rs), after time.lua and before either's
--- own file.
+-- (docs/decision.md, docs/redis.md; src/algorithm/windows.rs), on the instants of time.lua.
 --
 -- KEYS: each key's state (absent: a fresh one, nothing counted).
 -- Configuration: the limit L, the period P (below 2^53, so L is below 2^52: the window
@@ -16,18 +15,9 @@
 --   sliding window 23 bytes: start, count, prev
 -- The state changes only on an admission, to the window the request was decided in.
 
--- The configuration of the rule being decided, which `configure` sets as each decision
--- starts (a policy decides rules of several configurations in one call).
-local limit, period, period_s, period_ns
-
-local function configure(rule_limit, rule_period)
-    limit, period = rule_limit, rule_period
-    period_s, period_ns = split(rule_period)
-end
-
 -- (x + y) mod m, and whether it wrapped (1 or 0), for x and y below m: nothing held
 -- reaches m, so no sum is ever above 2^53 for a modulus below it.
-local function add_mod(x, y, m)
+function add_mod(x, y, m)
     if x >= m - y then
         return x - (m - y), 1
     end
@@ -39,7 +29,7 @@ end
 -- 2^53 rounds to at least 2^53, so the test is exact, and such a product is not used); a
 -- larger one is built from a's bits, highest first, doubling and adding modulo c, with
 -- every value below c or q.
-local function muldiv(a, b, c)
+function muldiv(a, b, c)
     local product = a * b
     if product < 9007199254740992 then
         local r = math.fmod(product, c)
@@ -63,12 +53,12 @@ local function muldiv(a, b, c)
     return q, r
 end
 
--- The instant s, ns modulo P, exactly: (s·1e9 + ns) mod P.
-local function modulo(s, ns)
+-- The instant s, ns modulo the period P, exactly: (s·1e9 + ns) mod P.
+function modulo(s, ns, period)
     -- The periods people configure are whole seconds or divide one: then the seconds
     -- reduce alone, or drop out (a multiple of 1e9 is one of P), without muldiv's loop.
-    if period_ns == 0 then
-        return math.fmod(s, period_s) * 1e9 + ns
+    if math.fmod(period, 1e9) == 0 then
+        return math.fmod(s, period / 1e9) * 1e9 + ns
     end
     if math.fmod(1e9, period) == 0 then
         return math.fmod(ns, period)
@@ -80,8 +70,8 @@ end
 -- The stored state of `key` as its window's start (seconds, nanoseconds), count and prev
 -- (0 without the field): window 0 with nothing counted when the key is absent (a fresh
 -- state, which nothing clamps to). Returns false and the error reply when the key holds
--- anything the script for `fields` (2 or 3) does not write.
-local function read(key, fields, algorithm)
+-- anything the `algorithm` of `fields` (2 or 3), limit L and period P does not write.
+function read(key, fields, algorithm, limit, period)
     local stored = redis.pcall('GET', key)
     if type(stored) == 'table' then
         return false, stored
@@ -90,20 +80,21 @@ local function read(key, fields, algorithm)
         return true, 0, 0, 0, 0
     end
     local start_s, start_ns, count, prev = unpack_window(stored, fields)
-    if not count or not is_instant(start_s, start_ns) or modulo(start_s, start_ns) ~= 0
+    if not count or not is_instant(start_s, start_ns) or modulo(start_s, start_ns, period) ~= 0
         or count < 1 or count > limit or prev > limit then
         return false, not_state(key, algorithm)
     end
     return true, start_s, start_ns, count, prev
 end
 
--- Where a request at now is decided (windows.rs `locate`, sliding_window.rs `view`), for
--- the stored window starting at s, ns with `count` and `prev`: the window of now, or, if
+-- Where a request at now is decided (windows.rs `locate`, sliding_window.rs `view`) for the
+-- period P, for the stored window starting at s, ns with `count` and `prev`: the window
+-- of now, or, if
 -- now lies in an older window than the stored one (time went backwards), the start of
 -- the stored window, the strictest instant in it. Returns the window's start, the time
 -- elapsed in it, its count and the previous window's count.
-local function view(s, ns, count, prev)
-    local elapsed = modulo(now_s, now_ns)
+function view(now_s, now_ns, period, s, ns, count, prev)
+    local elapsed = modulo(now_s, now_ns, period)
     local start_s, start_ns = sub(now_s, now_ns, split(elapsed))
     if less(start_s, start_ns, s, ns) then
         return s, ns, 0, count, prev
@@ -111,16 +102,17 @@ local function view(s, ns, count, prev)
     if not less(s, ns, start_s, start_ns) then
         return start_s, start_ns, elapsed, count, prev
     end
-    local next_s, next_ns = add(s, ns, period_s, period_ns)
+    local next_s, next_ns = window_after(s, ns, period, 1)
     if next_s == start_s and next_ns == start_ns then
         return start_s, start_ns, elapsed, 0, count
     end
     return start_s, start_ns, elapsed, 0, 0
 end
 
--- The start of the window `later` windows after the one starting at s, ns, which may lie
--- past the end of the u64 timeline.
-local function window_after(s, ns, later)
+-- The start of the window `later` windows of period P after the one starting at s, ns,
+-- which may lie past the end of the u64 timeline.
+function window_after(s, ns, period, later)
+    local period_s, period_ns = split(period)
     for _ = 1, later do
         s, ns = add(s, ns, period_s, period_ns)
     end
@@ -130,18 +122,18 @@ end
 -- The reply field of the time from now until the instant s, ns (not before now): past
 -- the end of the u64 timeline, where no now + d reaches it, the largest u64 ("never", as
 -- windows.rs `until`).
-local function until_field(s, ns)
+function until_field(now_s, now_ns, s, ns)
     if past_end(s, ns) then
         return '18446744073709551615'
     end
     return field(sub(s, ns, now_s, now_ns))
 end
 
--- Stores an admission: `count` units in the window starting at s, ns and, given `prev`,
--- that count for the window before it. The key is kept until the state is fresh (docs/keyed.md,
--- reclaim: nothing counted in the window of now or the one before), the start of the window
--- after next.
-local function store(key, s, ns, count, prev)
-    local fresh_s, fresh_ns = window_after(s, ns, 2)
+-- Stores an admission at now: `count` units in the window of period P starting at s, ns
+-- and, given `prev`, that count for the window before it. The key is kept until the state
+-- is fresh (docs/keyed.md, reclaim: nothing counted in the window of now or the one
+-- before), the start of the window after next.
+function store(key, now_s, now_ns, period, s, ns, count, prev)
+    local fresh_s, fresh_ns = window_after(s, ns, period, 2)
     redis.call('SET', key, pack_window(s, ns, count, prev), 'PX', keep_ms(sub(fresh_s, fresh_ns, now_s, now_ns)))
 end

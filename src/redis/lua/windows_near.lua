@@ -1,5 +1,5 @@
 -- librate's Redis scripts: what the window counters' decisions near now share (docs/decision.md,
--- docs/redis.md), in plain numbers, before fixed_window_near.lua or sliding_window_near.lua.
+-- docs/redis.md), in plain numbers, for fixed_window_near.lua and sliding_window_near.lua.
 --
 -- As gcra_near.lua does for GCRA, these decide the common requests without the helper
 -- functions of time.lua and windows.lua, which Redis's Lua builds again on every call:
@@ -10,11 +10,12 @@
 -- one exact number. Any other request, and a key holding anything but its algorithm's
 -- state, they leave to the exact decision, which gives the same answer there.
 
--- The window of now for `key` of limit L and period P, stored in `fields` words (2: start
--- and count; 3: and prev), in plain numbers: the time elapsed in now's window, its start
--- (seconds, nanoseconds), and the counts of now's window and of the one before it. Nil
--- when the exact decision must decide; Redis's error reply for another type at the key.
-local function window_near(key, fields, limit, period)
+-- The window of now (seconds, nanoseconds) for `key` of limit L and period P, stored in
+-- `fields` words (2: start and count; 3: and prev), in plain numbers: the time elapsed in
+-- now's window, its start (seconds, nanoseconds), and the counts of now's window and of
+-- the one before it. Nil when the exact decision must decide; Redis's error reply for
+-- another type at the key.
+function window_near(key, fields, limit, period, now_s, now_ns)
     if now_s >= 18e9 or period >= 4503599627370496 then
         return nil
     end
@@ -64,7 +65,7 @@ end
 -- Stores an admission in now's window, starting at s, ns: `count` units and, given `prev`,
 -- the previous window's count; kept until the start of the window after next, 2P − elapsed
 -- from now (windows.lua's `store`).
-local function store_near(key, s, ns, count, prev, elapsed, period)
+function store_near(key, s, ns, count, prev, elapsed, period)
     -- In milliseconds rounded up, as time.lua's keep_ms counts them.
     local keep = 2 * period - elapsed
     local keep_ns = math.fmod(keep, 1e9)
