@@ -8,7 +8,7 @@
 use crate::config::{Algorithm, Config};
 use std::fmt;
 
-/// Why a [`Config`](crate::Config) (or a keyed table's capacity, or a policy) was rejected.
+/// Why a [`Config`] (or a keyed table's capacity, or a policy) was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConfigError {
@@ -23,7 +23,7 @@ pub enum ConfigError {
     /// Window algorithms: `limit` is too large for `period_ns` (their state could
     /// overflow on the u64 timeline), or above the sliding log's cap of 2²⁰; a period
     /// that never ends: `limit` (GCRA: `burst`) above 2⁶⁴ − 257. The exact bounds are on
-    /// each [`Algorithm`](crate::Algorithm) variant.
+    /// each [`Algorithm`] variant.
     LimitTooLarge(OutOfBounds),
     /// Keyed limiters and keyed policies: `capacity` is 0.
     ZeroCapacity,
