@@ -231,7 +231,7 @@ fn any_words_give_a_decision() {
 /// reserve and coarse bounds included, and writes nothing there.
 #[test]
 fn replaced_words_admit_nothing() {
-    use crate::state::REPLACED;
+    use crate::replaced::REPLACED;
     let configs = [
         Config::gcra(3, 300),
         Config::gcra(1, u64::MAX / 2),

@@ -5,7 +5,7 @@
 use super::RuleRefund;
 use crate::decision::Decision;
 use crate::generations::{Generation, Operation};
-use crate::state::{Replaceable, Replaced};
+use crate::replaced::{Replaceable, Replaced};
 use crate::time::{Bounds, ClockHint, Hinted, TimeSource};
 use crate::versions::Version;
 use std::cell::Cell;

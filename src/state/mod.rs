@@ -6,8 +6,7 @@
 //! words ([`Owned`]), while a keyed slot can be reclaimed for another key under a
 //! decision, which every store here re-checks before it writes.
 //!
-//! - `cell.rs`: the slot markers, [`Tenancy`], and the read-decide-swap loop on a state's
-//!   first word.
+//! - `cell.rs`: [`Tenancy`], and the read-decide-swap loop on a state's first word.
 //! - `one_word.rs`: states of one word (GCRA, fixed window).
 //! - `window_records/`: the sliding window counter's current word and closed-window
 //!   records (`carry.rs`: their counts carried over a change of rule).
@@ -22,10 +21,7 @@ mod refund;
 mod ring;
 mod window_records;
 
-pub(crate) use cell::{
-    claim_of, installing, is_installing, is_marker, owned, Owned, Replaceable, Replaced, Tenancy,
-    CLAIM_MARKERS, MOVED, REPLACED, VACANT,
-};
+pub(crate) use cell::{is_marker, owned, Owned, Tenancy};
 pub(crate) use one_word::reserve_at;
 pub(crate) use refund::Refund;
 pub(crate) use window_records::{replaced_counts, store_counts};
@@ -135,7 +131,7 @@ pub(crate) trait Stored: Rule {
     /// one from the latest time it has seen on. Each acquire racing it is decided wholly
     /// before or after it; every store says how, and what a reader caught between its
     /// writes may see. `Err` (nothing written) if `tenancy` refuses the first word (words
-    /// a change of rule [`REPLACED`]: the caller resets the words that replaced these).
+    /// a change of rule replaced, `replaced.rs`: the caller resets the words that replaced these).
     fn reset<T: Tenancy>(&self, state: &[AtomicU64], tenancy: &T) -> Result<(), T::Evicted>;
 
     /// Whether the state is fresh at `now` (docs/keyed.md, reclaim). `first` is its first word,
