@@ -5,16 +5,14 @@ use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::generations::{Generation, Generations};
-use crate::state::Refund;
+use crate::state::{self, Refund, Request};
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::cell::Cell;
 
 mod change;
 mod file;
 mod operations;
-use operations::{
-    Acquire, AcquireRefundable, Peek, Reset, SettleRefundable, TryAcquire, TryAcquireRefundable,
-};
+use operations::{Acquire, Reset, Swap, TryAcquire};
 
 /// One rate limiter: at most `limit` units per `period_ns`, by the configured algorithm.
 ///
@@ -199,9 +197,12 @@ impl Limiter {
         n: u64,
         now_ns: u64,
     ) -> (Decision, Option<RuleRefund>) {
-        self.generations
-            .decide(n, None, AcquireRefundable { now_ns, n })
-            .unwrap_or_else(|_| (self.beyond_limit(now_ns), None))
+        let refund = Cell::new(None);
+        let request = state::Acquire { now: now_ns, n };
+        match self.swap(request, Some(&refund)) {
+            Ok(decision) => (decision, refund.get()),
+            Err(_) => (self.beyond_limit(now_ns), None),
+        }
     }
 
     /// [`acquire_refundable_at`](Self::acquire_refundable_at) without the report, for
@@ -228,9 +229,8 @@ impl Limiter {
         now_ns: u64,
         refund: &Cell<Option<RuleRefund>>,
     ) -> bool {
-        self.generations
-            .decide(n, None, TryAcquireRefundable { now_ns, n, refund })
-            .unwrap_or(false)
+        let request = state::TryAcquire { now: now_ns, n };
+        self.swap(request, Some(refund)).unwrap_or(false)
     }
 
     /// [`try_acquire_into`](Self::try_acquire_into) for every instant within `bounds` at
@@ -242,17 +242,16 @@ impl Limiter {
         bounds: Bounds,
         refund: &Cell<Option<RuleRefund>>,
     ) -> Option<bool> {
-        self.generations
-            .decide(n, None, SettleRefundable { bounds, n, refund })
-            .unwrap_or(Some(false))
+        let request = state::Settle { bounds, n };
+        self.swap(request, Some(refund)).unwrap_or(Some(false))
     }
 
     /// The decision an acquire of `n` units (checked by the caller) at `now_ns` would make,
     /// with nothing written.
     #[inline]
     pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
-        self.generations
-            .decide(n, None, Peek { now_ns, n })
+        let request = state::Peek { now: now_ns, n };
+        self.swap(request, None)
             .unwrap_or_else(|_| self.beyond_limit(now_ns))
     }
 
@@ -279,6 +278,17 @@ impl Limiter {
         })
     }
 
+    /// Runs `request` on the generation in force (see [`Swap`]).
+    #[inline(always)]
+    fn swap<R: Request>(
+        &self,
+        request: R,
+        refund: Option<&Cell<Option<RuleRefund>>>,
+    ) -> Result<R::Out, Error> {
+        let n = request.units();
+        self.generations.decide(n, None, Swap { request, refund })
+    }
+
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
     #[inline(always)]
     fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
@@ -295,12 +305,6 @@ impl Limiter {
 }
 
 impl RuleRefund {
-    /// The refund of an admission on `generation`'s words, if it has one.
-    fn on(generation: &Generation, refund: Option<Refund>) -> Option<Self> {
-        let generation = generation.serial;
-        refund.map(|refund| Self { refund, generation })
-    }
-
     /// Puts the refund of an admission on `generation`'s words in `into`.
     #[inline(always)]
     fn put(generation: &Generation, refund: Refund, into: &Cell<Option<Self>>) {

@@ -308,7 +308,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             region,
             key,
             n,
-            |region, state, tenant| region.decider.try_acquire_at(state, tenant, now_ns, n),
+            |region, state, tenant| {
+                let request = crate::state::TryAcquire { now: now_ns, n };
+                Ok(region.decider.swap(state, tenant, request)?.out)
+            },
             || now_ns,
         )
     }

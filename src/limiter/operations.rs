@@ -6,7 +6,8 @@ use super::RuleRefund;
 use crate::decision::Decision;
 use crate::generations::{Generation, Operation};
 use crate::replaced::{Replaceable, Replaced};
-use crate::time::{Bounds, ClockHint, Hinted, TimeSource};
+use crate::state::Request;
+use crate::time::{ClockHint, Hinted, TimeSource};
 use crate::versions::Version;
 use std::cell::Cell;
 
@@ -56,84 +57,26 @@ impl Operation for Reset {
     }
 }
 
-/// [`Limiter::acquire_refundable_at`](crate::Limiter::acquire_refundable_at) of `n` units at
-/// `now_ns`.
+/// A [`Request`] (`state/request.rs`): a refundable acquire, a report-free acquire or a
+/// settling of a policy's step, or a peek. What giving the units back takes, if the
+/// decision stored an admission that can give them back, is put in `refund` when there is
+/// one (and `refund` left as it was otherwise): a policy's outcome is then a `bool` in a
+/// register, not a refund copied out through every layer of the decision.
 #[derive(Clone, Copy)]
-pub(super) struct AcquireRefundable {
-    pub(super) now_ns: u64,
-    pub(super) n: u64,
+pub(super) struct Swap<'a, R> {
+    pub(super) request: R,
+    pub(super) refund: Option<&'a Cell<Option<RuleRefund>>>,
 }
 
-impl Operation for AcquireRefundable {
-    type Output = (Decision, Option<RuleRefund>);
+impl<R: Request> Operation for Swap<'_, R> {
+    type Output = R::Out;
 
     #[inline(always)]
-    fn run(
-        self,
-        rule: &Version<Generation>,
-        tenancy: &Replaceable,
-    ) -> Result<Self::Output, Replaced> {
-        let state = rule.state();
-        let (decision, refund) =
-            (rule.decider).acquire_refundable_at(state, tenancy, self.now_ns, self.n)?;
-        Ok((decision, RuleRefund::on(rule, refund)))
-    }
-}
-
-/// [`Limiter::try_acquire_into`](crate::Limiter::try_acquire_into) of `n` units at `now_ns`, the
-/// refund put in `refund`.
-#[derive(Clone, Copy)]
-pub(super) struct TryAcquireRefundable<'a> {
-    pub(super) now_ns: u64,
-    pub(super) n: u64,
-    pub(super) refund: &'a Cell<Option<RuleRefund>>,
-}
-
-impl Operation for TryAcquireRefundable<'_> {
-    type Output = bool;
-
-    #[inline(always)]
-    fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<bool, Replaced> {
-        let refund = |refund| RuleRefund::put(rule, refund, self.refund);
-        (rule.decider).try_acquire_into(rule.state(), tenancy, self.now_ns, self.n, refund)
-    }
-}
-
-/// [`Limiter::settle_into`](crate::Limiter::settle_into) of `n` units within `bounds`, the refund
-/// put in `refund`.
-#[derive(Clone, Copy)]
-pub(super) struct SettleRefundable<'a> {
-    pub(super) bounds: Bounds,
-    pub(super) n: u64,
-    pub(super) refund: &'a Cell<Option<RuleRefund>>,
-}
-
-impl Operation for SettleRefundable<'_> {
-    type Output = Option<bool>;
-
-    #[inline(always)]
-    fn run(
-        self,
-        rule: &Version<Generation>,
-        tenancy: &Replaceable,
-    ) -> Result<Option<bool>, Replaced> {
-        let refund = |refund| RuleRefund::put(rule, refund, self.refund);
-        (rule.decider).settle_into(rule.state(), tenancy, self.bounds, self.n, refund)
-    }
-}
-
-/// [`Limiter::peek_at`](crate::Limiter::peek_at) of `n` units at `now_ns`.
-#[derive(Clone, Copy)]
-pub(super) struct Peek {
-    pub(super) now_ns: u64,
-    pub(super) n: u64,
-}
-
-impl Operation for Peek {
-    type Output = Decision;
-
-    #[inline(always)]
-    fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<Decision, Replaced> {
-        (rule.decider).peek_at(rule.state(), tenancy, self.now_ns, self.n)
+    fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<R::Out, Replaced> {
+        let swapped = (rule.decider).swap(rule.state(), tenancy, self.request)?;
+        if let (Some(into), Some(refund)) = (self.refund, swapped.refund) {
+            RuleRefund::put(rule, refund, into);
+        }
+        Ok(swapped.out)
     }
 }

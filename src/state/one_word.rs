@@ -10,6 +10,7 @@
 //! it saw before the reset.
 
 use super::cell::{decide_and_swap, Tenancy};
+use super::request::{Request, Settle, Swapped, TryAcquire};
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Allowance, FixedWindow, Gcra};
 use crate::decision::Decision;
@@ -64,110 +65,19 @@ impl<A: OneWord> Stored for A {
     }
 
     #[inline(always)]
-    fn acquire_at<T: Tenancy>(
+    fn swap<T: Tenancy, R: Request>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        decide_and_swap(&state[0], tenancy, |word| {
-            let outcome = self.decide(&word, now, n);
-            (outcome.decision, outcome.update)
-        })
-    }
-
-    fn acquire_refundable_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
-        decide_and_swap(&state[0], tenancy, |word| {
-            let outcome = self.decide(&word, now, n);
-            let refund = outcome.update.map(|after| Refund::new(0, word, after));
-            ((outcome.decision, refund), outcome.update)
-        })
-    }
-
-    #[inline(always)]
-    fn try_acquire_into<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-        refund: impl FnOnce(Refund),
-    ) -> Result<bool, T::Evicted> {
-        let mut swapped = None;
-        let allowed = decide_and_swap(&state[0], tenancy, |word| {
-            let next = self.try_decide(&word, now, n);
-            swapped = next.map(|after| Refund::new(0, word, after));
-            (next.is_some(), next)
+        request: R,
+    ) -> Result<Swapped<R::Out>, T::Evicted> {
+        let mut refund = None;
+        let out = decide_and_swap(&state[0], tenancy, |word| {
+            let (out, next) = request.decide(self, &word);
+            refund = next.map(|after| Refund::new(0, word, after));
+            (out, next)
         })?;
-        if let Some(swapped) = swapped {
-            refund(swapped);
-        }
-        Ok(allowed)
-    }
-
-    #[inline(always)]
-    fn settle_into<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-        refund: impl FnOnce(Refund),
-    ) -> Result<Option<bool>, T::Evicted> {
-        let mut swapped = None;
-        let settled = decide_and_swap(&state[0], tenancy, |word| {
-            let (settled, next) =
-                Algorithm::settle(self, &word, bounds.earliest, bounds.latest, n).into_parts();
-            swapped = next.map(|after| Refund::new(0, word, after));
-            (settled, next)
-        })?;
-        if let Some(swapped) = swapped {
-            refund(swapped);
-        }
-        Ok(settled)
-    }
-
-    fn peek_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        decide_and_swap(&state[0], tenancy, |word| {
-            (self.decide(&word, now, n).decision, None)
-        })
-    }
-
-    #[inline(always)]
-    fn try_acquire_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<bool, T::Evicted> {
-        swap_seen(self, &state[0], tenancy, now, n).map(|(allowed, _)| allowed)
-    }
-
-    #[inline(always)]
-    fn settle<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-    ) -> Result<Option<bool>, T::Evicted> {
-        decide_and_swap(&state[0], tenancy, |word| {
-            Algorithm::settle(self, &word, bounds.earliest, bounds.latest, n).into_parts()
-        })
+        Ok(Swapped { out, refund })
     }
 
     /// Straight-line code inlined into the caller, with the exact decisions that follow a
@@ -191,7 +101,7 @@ impl<A: OneWord> Stored for A {
                 // Inlined, unlike the exact decisions below: an idle bucket takes this
                 // path on every request, and has nothing but the clock read left to do.
                 time.learn(true);
-                return self.try_acquire_at(state, tenancy, time.now(), n);
+                return try_acquire_at(self, state, tenancy, time.now(), n);
             }
         }
         // `TimeSource::decide`'s strategy, written out: passed as a closure, the settling
@@ -208,7 +118,7 @@ impl<A: OneWord> Stored for A {
                 return Ok(false);
             }
         }
-        match Stored::settle(self, state, tenancy, bounds, n)? {
+        match self.swap(state, tenancy, Settle { bounds, n })?.out {
             Some(allowed) => Ok(allowed),
             None => exact(self, state, tenancy, time, Some(bounds), n),
         }
@@ -255,7 +165,19 @@ fn exact<A: OneWord, T: Tenancy, C: TimeSource>(
     if A::HINTED {
         time.learn(true);
     }
-    algorithm.try_acquire_at(state, tenancy, time.now_after_any(bounds), n)
+    try_acquire_at(algorithm, state, tenancy, time.now_after_any(bounds), n)
+}
+
+/// A [`TryAcquire`] of `1 ≤ n` units at `now`.
+#[inline(always)]
+fn try_acquire_at<A: OneWord, T: Tenancy>(
+    algorithm: &A,
+    state: &[AtomicU64],
+    tenancy: &T,
+    now: u64,
+    n: u64,
+) -> Result<bool, T::Evicted> {
+    Ok(algorithm.swap(state, tenancy, TryAcquire { now, n })?.out)
 }
 
 /// [`Stored::try_acquire`] when the hint says to read the exact clock first: the swap then

@@ -67,9 +67,9 @@
 //!   window.
 
 use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
+use super::request::{Request, Settle, Swapped, TryAcquire};
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Counted, Counts, Rule, SlidingWindow};
-use crate::decision::Decision;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::time::{Bounds, TimeSource};
 
@@ -90,140 +90,18 @@ impl Stored for SlidingWindow {
         3
     }
 
-    /// The decision's fields are computed outside the swap loop, from the counts it
-    /// decided on: carried through the loop, a `Decision` costs more than deciding.
+    /// The refund puts the current word back; a roll-over's record of the closed window
+    /// keeps the count it was given, which is that window's count again.
     // Not inlined into the dispatch: its size would cost the other algorithms' paths
     // there a larger stack frame and their own inlining.
     #[inline(never)]
-    fn acquire_at<T: Tenancy>(
+    fn swap<T: Tenancy, R: Request>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        let (counts, allowed) = swap(self, state, tenancy, |counts| {
-            let next = if n == 0 {
-                None
-            } else {
-                self.try_decide(counts, now, n)
-            };
-            ((*counts, n == 0 || next.is_some()), next)
-        })?;
-        Ok(self.report(&counts, now, n, allowed))
-    }
-
-    /// The refund puts the current word back; a roll-over's record of the closed window
-    /// keeps the count it was given, which is that window's count again.
-    fn acquire_refundable_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
-        let (counts, next) = swap(self, state, tenancy, |counts| {
-            let next = if n == 0 {
-                None
-            } else {
-                self.try_decide(counts, now, n)
-            };
-            ((*counts, next), next)
-        })?;
-        let refund = next.map(|next| refund_of(self, &counts, next));
-        let allowed = n == 0 || next.is_some();
-        Ok((self.report(&counts, now, n, allowed), refund))
-    }
-
-    fn try_acquire_into<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-        refund: impl FnOnce(Refund),
-    ) -> Result<bool, T::Evicted> {
-        let mut taken = None;
-        let allowed = swap(self, state, tenancy, |counts| {
-            let next = self.try_decide(counts, now, n);
-            taken = next.map(|next| refund_of(self, counts, next));
-            (next.is_some(), next)
-        })?;
-        if let Some(taken) = taken {
-            refund(taken);
-        }
-        Ok(allowed)
-    }
-
-    fn settle_into<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-        refund: impl FnOnce(Refund),
-    ) -> Result<Option<bool>, T::Evicted> {
-        let mut taken = None;
-        let settled = swap(self, state, tenancy, |counts| {
-            let (settled, next) =
-                Algorithm::settle(self, counts, bounds.earliest, bounds.latest, n).into_parts();
-            taken = next.map(|next| refund_of(self, counts, next));
-            (settled, next)
-        })?;
-        if let Some(taken) = taken {
-            refund(taken);
-        }
-        Ok(settled)
-    }
-
-    fn peek_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        let (counts, allowed) = swap(self, state, tenancy, |counts| {
-            let allowed = n == 0 || self.try_decide(counts, now, n).is_some();
-            ((*counts, allowed), None)
-        })?;
-        Ok(self.report(&counts, now, n, allowed))
-    }
-
-    fn try_acquire_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<bool, T::Evicted> {
-        swap(self, state, tenancy, |counts| {
-            let next = self.try_decide(counts, now, n);
-            (next.is_some(), next)
-        })
-    }
-
-    /// A client over its limit is denied from the current word alone (its count leaves
-    /// less than `n` at every instant up to `latest`), without reading the record: one
-    /// load, shown to the tenancy, that never swaps.
-    #[inline(always)]
-    fn settle<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-    ) -> Result<Option<bool>, T::Evicted> {
-        let Bounds { earliest, latest } = bounds;
-        let full = decide_and_swap(&state[CURRENT], tenancy, |current| {
-            (self.0.full_through(current, latest, n), None)
-        })?;
-        if full {
-            return Ok(Some(false));
-        }
-        swap(self, state, tenancy, |counts| {
-            Algorithm::settle(self, counts, earliest, latest, n).into_parts()
-        })
+        request: R,
+    ) -> Result<Swapped<R::Out>, T::Evicted> {
+        run(self, state, tenancy, request)
     }
 
     #[inline(never)]
@@ -235,8 +113,11 @@ impl Stored for SlidingWindow {
         n: u64,
     ) -> Result<bool, T::Evicted> {
         time.decide(
-            |bounds| Stored::settle(self, state, tenancy, bounds, n),
-            |bounds| self.try_acquire_at(state, tenancy, time.now_after_any(bounds), n),
+            |bounds| settle(self, state, tenancy, bounds, n),
+            |bounds| {
+                let now = time.now_after_any(bounds);
+                Ok(run(self, state, tenancy, TryAcquire { now, n })?.out)
+            },
         )
     }
 
@@ -274,6 +155,43 @@ impl Stored for SlidingWindow {
         counts(self, state, first, true)
             .is_some_and(|counts| Algorithm::is_fresh(self, &counts, now))
     }
+}
+
+/// A [`Settle`] of `n` units within `bounds`, a client over its limit denied from the
+/// current word alone (its count leaves less than `n` at every instant up to `latest`),
+/// without reading the record: one load, shown to the tenancy, that never swaps.
+#[inline(always)]
+fn settle<T: Tenancy>(
+    sliding: &SlidingWindow,
+    state: &[AtomicU64],
+    tenancy: &T,
+    bounds: Bounds,
+    n: u64,
+) -> Result<Option<bool>, T::Evicted> {
+    let full = decide_and_swap(&state[CURRENT], tenancy, |current| {
+        (sliding.0.full_through(current, bounds.latest, n), None)
+    })?;
+    if full {
+        return Ok(Some(false));
+    }
+    Ok(run(sliding, state, tenancy, Settle { bounds, n })?.out)
+}
+
+/// [`Stored::swap`], inlined where [`Stored::try_acquire`] runs it.
+#[inline(always)]
+fn run<T: Tenancy, R: Request>(
+    sliding: &SlidingWindow,
+    state: &[AtomicU64],
+    tenancy: &T,
+    request: R,
+) -> Result<Swapped<R::Out>, T::Evicted> {
+    let mut refund = None;
+    let out = swap(sliding, state, tenancy, |counts| {
+        let (out, next) = request.decide(sliding, counts);
+        refund = next.map(|next| refund_of(sliding, counts, next));
+        (out, next)
+    })?;
+    Ok(Swapped { out, refund })
 }
 
 /// What giving back an admission on `counts` that counted `next` takes: the current word
