@@ -56,9 +56,9 @@ pub(crate) trait Stored: Rule {
         request: R,
     ) -> Result<Swapped<R::Out>, T::Evicted>;
 
-    /// Acquires `1 ≤ n` units now, reporting only whether they were admitted, reading
-    /// `time` only as far as the decision needs: on its bounds when they settle it, else
-    /// at the exact time. Either way the outcome is a [`TryAcquire`]'s at some instant
+    /// Acquires `1 ≤ n` units now, reporting only whether they were admitted: the store's
+    /// steps for bounds and at a time, as a [`Timed`](crate::time::Timed) decision, with
+    /// `time`'s strategy ([`time::decide`](crate::time::decide)) picking the readings. Either way the outcome is a [`TryAcquire`]'s at some instant
     /// within the call.
     fn try_acquire<T: Tenancy, C: TimeSource>(
         &self,

@@ -15,7 +15,7 @@ use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Allowance, FixedWindow, Gcra};
 use crate::decision::Decision;
 use crate::sync::{AtomicU64, Ordering};
-use crate::time::{Bounds, TimeSource};
+use crate::time::{self, Bounds, TimeSource, Timed};
 
 /// An algorithm whose whole state is one word, and whether its decisions read a clock
 /// hint first.
@@ -80,9 +80,6 @@ impl<A: OneWord> Stored for A {
         Ok(Swapped { out, refund })
     }
 
-    /// Straight-line code inlined into the caller, with the exact decisions that follow a
-    /// coarse read out of line: the common decisions (a busy or a drained bucket) are a
-    /// peek, a coarse read and one swap, and an idle bucket's a clock read and one swap.
     #[inline(always)]
     fn try_acquire<T: Tenancy, C: TimeSource>(
         &self,
@@ -91,37 +88,16 @@ impl<A: OneWord> Stored for A {
         time: C,
         n: u64,
     ) -> Result<bool, T::Evicted> {
-        if A::HINTED {
-            if time.precise_first() {
-                return precise_first(self, &state[0], tenancy, time, n);
-            }
-            // Relaxed: a peek that only picks the clock; the decision reads the word again.
-            let peek = state[0].load(Ordering::Relaxed);
-            if self.needs_exact(&peek, time.passed(), n) {
-                // Inlined, unlike the exact decisions below: an idle bucket takes this
-                // path on every request, and has nothing but the clock read left to do.
-                time.learn(true);
-                return try_acquire_at(self, state, tenancy, time.now(), n);
-            }
-        }
-        // `TimeSource::decide`'s strategy, written out: passed as a closure, the settling
-        // is not always inlined, and this path is the one every busy caller takes.
-        let Some(bounds) = time.bounds() else {
-            return exact(self, state, tenancy, time, None, n);
-        };
-        if !A::HINTED {
-            // A counter's common denial, from one load that never swaps.
-            let denied = decide_and_swap(&state[0], tenancy, |word| {
-                (self.denied_through(&word, bounds.latest, n), None)
-            })?;
-            if denied {
-                return Ok(false);
-            }
-        }
-        match self.swap(state, tenancy, Settle { bounds, n })?.out {
-            Some(allowed) => Ok(allowed),
-            None => exact(self, state, tenancy, time, Some(bounds), n),
-        }
+        let word = &state[0];
+        time::decide(
+            time,
+            &Now {
+                algorithm: self,
+                word,
+                tenancy,
+                n,
+            },
+        )
     }
 
     fn reset<T: Tenancy>(&self, state: &[AtomicU64], tenancy: &T) -> Result<(), T::Evicted> {
@@ -135,72 +111,63 @@ impl<A: OneWord> Stored for A {
     }
 }
 
-/// Acquires `1 ≤ n` units at `now`: whether they were admitted, and the word the decision
-/// was made on.
-#[inline(always)]
-fn swap_seen<A: OneWord, T: Tenancy>(
-    algorithm: &A,
-    word: &AtomicU64,
-    tenancy: &T,
-    now: u64,
+/// A try-acquire of `1 ≤ n` units on one word, for the time strategy to decide.
+struct Now<'a, A, T> {
+    algorithm: &'a A,
+    word: &'a AtomicU64,
+    tenancy: &'a T,
     n: u64,
-) -> Result<(bool, u64), T::Evicted> {
-    decide_and_swap(word, tenancy, |seen| {
-        let next = algorithm.try_decide(&seen, now, n);
-        ((next.is_some(), seen), next)
-    })
 }
 
-/// [`Stored::try_acquire`] at the exact time, read after `bounds` if there were any. A
-/// hinted algorithm's time source learns that this decision needed the exact time.
-#[inline(never)]
-fn exact<A: OneWord, T: Tenancy, C: TimeSource>(
-    algorithm: &A,
-    state: &[AtomicU64],
-    tenancy: &T,
-    time: C,
-    bounds: Option<Bounds>,
-    n: u64,
-) -> Result<bool, T::Evicted> {
-    if A::HINTED {
-        time.learn(true);
+impl<A: OneWord, T: Tenancy> Timed for Now<'_, A, T> {
+    type Evicted = T::Evicted;
+    const HINTED: bool = A::HINTED;
+    const PEEKS: bool = A::HINTED;
+
+    #[inline(always)]
+    fn needs_exact(&self, passed: impl FnOnce() -> u64) -> bool {
+        // Relaxed: a peek that only picks the clock; the decision reads the word again.
+        let peek = self.word.load(Ordering::Relaxed);
+        self.algorithm.needs_exact(&peek, passed(), self.n)
     }
-    try_acquire_at(algorithm, state, tenancy, time.now_after_any(bounds), n)
-}
 
-/// A [`TryAcquire`] of `1 ≤ n` units at `now`.
-#[inline(always)]
-fn try_acquire_at<A: OneWord, T: Tenancy>(
-    algorithm: &A,
-    state: &[AtomicU64],
-    tenancy: &T,
-    now: u64,
-    n: u64,
-) -> Result<bool, T::Evicted> {
-    Ok(algorithm.swap(state, tenancy, TryAcquire { now, n })?.out)
-}
-
-/// [`Stored::try_acquire`] when the hint says to read the exact clock first: the swap then
-/// reads the word once, and the decision is the one at that time. A word the bounds could
-/// have settled (a TAT further ahead of the clock than the bounds reach) hands back to
-/// peeking first.
-// Inlined: while the hint holds, this is the whole decision, a clock read and one swap
-// (and a keyed table's thread hint is a constant to the code it picks).
-#[inline(always)]
-fn precise_first<A: OneWord, T: Tenancy, C: TimeSource>(
-    algorithm: &A,
-    word: &AtomicU64,
-    tenancy: &T,
-    time: C,
-    n: u64,
-) -> Result<bool, T::Evicted> {
-    let now = time.now();
-    let (allowed, seen) = swap_seen(algorithm, word, tenancy, now, n)?;
-    if time
-        .slack()
-        .is_some_and(|slack| !algorithm.needs_exact(&seen, now.saturating_add(slack), n))
-    {
-        time.learn(false);
+    /// A counter's common denial, from one load that never swaps. (A hinted algorithm's
+    /// peek already picked the clock: it has none to try.)
+    #[inline(always)]
+    fn denied_through(&self, latest: u64) -> Result<bool, T::Evicted> {
+        if A::HINTED {
+            return Ok(false);
+        }
+        decide_and_swap(self.word, self.tenancy, |word| {
+            (self.algorithm.denied_through(&word, latest, self.n), None)
+        })
     }
-    Ok(allowed)
+
+    #[inline(always)]
+    fn settle(&self, bounds: Bounds) -> Result<Option<bool>, T::Evicted> {
+        decide_and_swap(self.word, self.tenancy, |word| {
+            Settle { bounds, n: self.n }.decide(self.algorithm, &word)
+        })
+    }
+
+    #[inline(always)]
+    fn at(&self, now: u64) -> Result<bool, T::Evicted> {
+        decide_and_swap(self.word, self.tenancy, |word| {
+            TryAcquire { now, n: self.n }.decide(self.algorithm, &word)
+        })
+    }
+
+    /// The swap reads the word once: a word the bounds could have settled (a TAT further
+    /// ahead of the clock than the bounds reach) is the one it decided on.
+    #[inline(always)]
+    fn at_learning(&self, now: u64, slack: Option<u64>) -> Result<(bool, bool), T::Evicted> {
+        let (algorithm, n) = (self.algorithm, self.n);
+        let (allowed, seen) = decide_and_swap(self.word, self.tenancy, |seen| {
+            let next = algorithm.try_decide(&seen, now, n);
+            ((next.is_some(), seen), next)
+        })?;
+        let settles =
+            slack.is_some_and(|slack| !algorithm.needs_exact(&seen, now.saturating_add(slack), n));
+        Ok((allowed, settles))
+    }
 }

@@ -42,7 +42,7 @@ use super::Stored;
 use crate::algorithm::{Algorithm, Claim, LogRead, Rule, SlidingLog, MAX_STATE};
 use crate::state::cell::Tenancy;
 use crate::sync::{AtomicU64, Ordering};
-use crate::time::{Bounds, TimeSource};
+use crate::time::{self, Bounds, TimeSource, Timed};
 
 /// Index of the head word in the state.
 pub(super) const HEAD: usize = 0;
@@ -126,32 +126,16 @@ impl Stored for SlidingLog {
             Some(Some(ts)) => self.expired(ts, ring.latest),
             Some(None) => false,
         };
-        let bounds = if certain { None } else { time.bounds() };
-        if let Some(Bounds { latest, .. }) = bounds {
-            let at = latest.max(ring.latest);
-            let live = match needed {
-                Some(Some(ts)) => !self.expired(ts, at),
-                _ => !self.admits(&ring, at, n),
-            };
-            if live {
-                if ring.unchanged() {
-                    return Ok(false);
-                }
-            } else if latest <= ring.latest && ring.claim(Claim { at: ring.latest }, n)? {
-                return Ok(true);
-            }
-        }
-        let now = time.now_after_any(bounds);
-        let at = now.max(ring.latest);
-        let decided = if certain || self.admits(&ring, at, n) {
-            ring.claim(Claim { at }, n)?.then_some(true)
-        } else {
-            ring.unchanged().then_some(false)
+        let read = Now {
+            log: self,
+            state,
+            tenancy,
+            ring,
+            needed,
+            certain,
+            n,
         };
-        match decided {
-            Some(allowed) => Ok(allowed),
-            None => Ok(self.swap(state, tenancy, TryAcquire { now, n })?.out),
-        }
+        time::decide(time, &read)
     }
 
     /// Reads only `latest` and the floor besides head (see [`SlidingLog`]'s `is_fresh`).
@@ -206,6 +190,79 @@ impl Stored for SlidingLog {
             // loaded and revalidates both before its decision stands (`unchanged`).
             state[FLOOR].fetch_max(floor, Ordering::Relaxed);
             return Ok(());
+        }
+    }
+}
+
+/// A try-acquire of `1 ≤ n` units on one read of the ring, for the time strategy to decide.
+struct Now<'a, T> {
+    log: &'a SlidingLog,
+    state: &'a [AtomicU64],
+    tenancy: &'a T,
+    ring: Ring<'a, T>,
+    /// The timestamp of the entry that must be gone for the units to fit, if any (`None`
+    /// within: pending at the read).
+    needed: Option<Option<u64>>,
+    /// Whether the units fit at any time: that entry left before the latest time logged,
+    /// or there is none.
+    certain: bool,
+    n: u64,
+}
+
+impl<T: Tenancy> Timed for Now<'_, T> {
+    type Evicted = T::Evicted;
+    const HINTED: bool = false;
+    const PEEKS: bool = true;
+
+    /// An admission certain at any time is logged at the exact time: no bounds to read.
+    #[inline(always)]
+    fn needs_exact(&self, _passed: impl FnOnce() -> u64) -> bool {
+        self.certain
+    }
+
+    #[inline(always)]
+    fn denied_through(&self, _latest: u64) -> Result<bool, T::Evicted> {
+        Ok(false)
+    }
+
+    /// A denial at the bounds' upper end is a denial at every instant before it (admission
+    /// only gets easier with time). An admission there is settled too when that end is at
+    /// most the latest time logged: every instant up to it is moved forward to that same
+    /// time ([`Algorithm::settle`]).
+    #[inline(always)]
+    fn settle(&self, bounds: Bounds) -> Result<Option<bool>, T::Evicted> {
+        let (log, ring, n) = (self.log, &self.ring, self.n);
+        let at = bounds.latest.max(ring.latest);
+        let live = match self.needed {
+            Some(Some(ts)) => !log.expired(ts, at),
+            _ => !log.admits(ring, at, n),
+        };
+        if live {
+            if ring.unchanged() {
+                return Ok(Some(false));
+            }
+        } else if bounds.latest <= ring.latest && ring.claim(Claim { at: ring.latest }, n)? {
+            return Ok(Some(true));
+        }
+        Ok(None)
+    }
+
+    /// On the same read; one an admission raced is decided again from a fresh one, at
+    /// the same time.
+    #[inline(always)]
+    fn at(&self, now: u64) -> Result<bool, T::Evicted> {
+        let (log, ring, n) = (self.log, &self.ring, self.n);
+        let at = now.max(ring.latest);
+        let decided = if self.certain || log.admits(ring, at, n) {
+            ring.claim(Claim { at }, n)?.then_some(true)
+        } else {
+            ring.unchanged().then_some(false)
+        };
+        match decided {
+            Some(allowed) => Ok(allowed),
+            None => Ok(log
+                .swap(self.state, self.tenancy, TryAcquire { now, n })?
+                .out),
         }
     }
 }

@@ -71,7 +71,7 @@ use super::request::{Request, Settle, Swapped, TryAcquire};
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Counted, Counts, Rule, SlidingWindow};
 use crate::sync::{fence, AtomicU64, Ordering};
-use crate::time::{Bounds, TimeSource};
+use crate::time::{self, Bounds, TimeSource, Timed};
 
 mod carry;
 #[cfg(all(test, not(loom)))]
@@ -112,11 +112,14 @@ impl Stored for SlidingWindow {
         time: C,
         n: u64,
     ) -> Result<bool, T::Evicted> {
-        time.decide(
-            |bounds| settle(self, state, tenancy, bounds, n),
-            |bounds| {
-                let now = time.now_after_any(bounds);
-                Ok(run(self, state, tenancy, TryAcquire { now, n })?.out)
+        let sliding = self;
+        time::decide(
+            time,
+            &Now {
+                sliding,
+                state,
+                tenancy,
+                n,
             },
         )
     }
@@ -157,24 +160,44 @@ impl Stored for SlidingWindow {
     }
 }
 
-/// A [`Settle`] of `n` units within `bounds`, a client over its limit denied from the
-/// current word alone (its count leaves less than `n` at every instant up to `latest`),
-/// without reading the record: one load, shown to the tenancy, that never swaps.
-#[inline(always)]
-fn settle<T: Tenancy>(
-    sliding: &SlidingWindow,
-    state: &[AtomicU64],
-    tenancy: &T,
-    bounds: Bounds,
+/// A try-acquire of `1 ≤ n` units, for the time strategy to decide.
+struct Now<'a, T> {
+    sliding: &'a SlidingWindow,
+    state: &'a [AtomicU64],
+    tenancy: &'a T,
     n: u64,
-) -> Result<Option<bool>, T::Evicted> {
-    let full = decide_and_swap(&state[CURRENT], tenancy, |current| {
-        (sliding.0.full_through(current, bounds.latest, n), None)
-    })?;
-    if full {
-        return Ok(Some(false));
+}
+
+impl<T: Tenancy> Timed for Now<'_, T> {
+    type Evicted = T::Evicted;
+    const HINTED: bool = false;
+    const PEEKS: bool = false;
+
+    fn needs_exact(&self, _passed: impl FnOnce() -> u64) -> bool {
+        false
     }
-    Ok(run(sliding, state, tenancy, Settle { bounds, n })?.out)
+
+    /// A client over its limit is denied from the current word alone (its count leaves
+    /// less than `n` at every instant up to `latest`), without reading the record: one
+    /// load, shown to the tenancy, that never swaps.
+    #[inline(always)]
+    fn denied_through(&self, latest: u64) -> Result<bool, T::Evicted> {
+        decide_and_swap(&self.state[CURRENT], self.tenancy, |current| {
+            (self.sliding.0.full_through(current, latest, self.n), None)
+        })
+    }
+
+    #[inline(always)]
+    fn settle(&self, bounds: Bounds) -> Result<Option<bool>, T::Evicted> {
+        let request = Settle { bounds, n: self.n };
+        Ok(run(self.sliding, self.state, self.tenancy, request)?.out)
+    }
+
+    #[inline(always)]
+    fn at(&self, now: u64) -> Result<bool, T::Evicted> {
+        let request = TryAcquire { now, n: self.n };
+        Ok(run(self.sliding, self.state, self.tenancy, request)?.out)
+    }
 }
 
 /// [`Stored::swap`], inlined where [`Stored::try_acquire`] runs it.
