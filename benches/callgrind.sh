@@ -5,6 +5,8 @@
 # calls; the difference over N is the calls' cost alone. Prints one row per case: base,
 # this checkout, and their ratio.
 # Usage: benches/callgrind.sh BASE [N] [CASE...]   (N: 100000 if not given; every case if none)
+# With THIS=COMMIT in the environment, that commit is measured instead of the checkout (so
+# the checkout may change while the script runs).
 # calls.rs is built against each tree as a small package of its own under the temporary
 # directory (the same source on both sides, whether or not BASE has it), in release.
 set -euo pipefail
@@ -51,7 +53,13 @@ count() {
 }
 
 before=$(build "$tmp/librate-callgrind-calls-base" "$tree")
-after=$(build "$tmp/librate-callgrind-calls-this" "$PWD")
+this=$PWD
+if [ -n "${THIS:-}" ]; then
+    this="$tmp/librate-callgrind-this"
+    [ -d "$this" ] || git worktree add --detach "$this" "$THIS" >&2
+    git -C "$this" checkout --quiet --detach "$THIS"
+fi
+after=$(build "$tmp/librate-callgrind-calls-this" "$this")
 printf '%-36s %12s %12s %8s\n' case base this ratio
 for case in "${cases[@]}"; do
     b=$(( ($(count "$before" "$case" "$calls") - $(count "$before" "$case" 0)) ))

@@ -1,7 +1,7 @@
 //! Every algorithm through the one decider interface, checked against hand-computed decisions.
 
 use super::*;
-use crate::state::{owned, Owned, Settle, TryAcquire};
+use crate::state::{owned, Owned, Refundable, Settle, TryAcquire};
 use crate::time::fake::FakeTime;
 use crate::time::Bounds;
 
@@ -259,7 +259,7 @@ fn replaced_words_admit_nothing() {
                 earliest: now.saturating_sub(random.next() % 1000),
                 latest: now,
             };
-            let settled = owned(decider.swap(&state, &Owned, Settle { bounds, n }));
+            let settled = owned(decider.swap(&state, &Owned, Refundable(Settle { bounds, n })));
             assert!(
                 settled.out != Some(true) && settled.refund.is_none(),
                 "{config:?}"

@@ -93,7 +93,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             key,
             n,
             now_ns,
-            state::Acquire { now: now_ns, n },
+            state::Refundable(state::Acquire { now: now_ns, n }),
             |decision| decision,
         )
     }
@@ -114,7 +114,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             key,
             n,
             now_ns,
-            state::TryAcquire { now: now_ns, n },
+            state::Refundable(state::TryAcquire { now: now_ns, n }),
             |decision| decision.allowed,
         )
     }
@@ -152,7 +152,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// would make, with nothing written: on a fresh state if the key is absent, or if its
     /// table's file rule in force cannot be reached (the acquire that follows says why).
     pub(crate) fn peek_at(&self, key: Located, n: u64, now_ns: u64) -> Decision {
-        let peek = state::Peek { now: now_ns, n };
+        let peek = state::Peek(state::Acquire { now: now_ns, n });
         let view = self.view();
         let found = self.on_key(
             &view,

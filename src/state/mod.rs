@@ -27,7 +27,7 @@ mod window_records;
 pub(crate) use cell::{is_marker, owned, Owned, Tenancy};
 pub(crate) use one_word::reserve_at;
 pub(crate) use refund::Refund;
-pub(crate) use request::{Acquire, Peek, Request, Settle, Swapped, TryAcquire};
+pub(crate) use request::{Acquire, Peek, Refundable, Request, Settle, Swapped, TryAcquire};
 pub(crate) use window_records::{replaced_counts, store_counts};
 
 use crate::algorithm::Rule;

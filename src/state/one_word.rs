@@ -74,7 +74,9 @@ impl<A: OneWord> Stored for A {
         let mut refund = None;
         let out = decide_and_swap(&state[0], tenancy, |word| {
             let (out, next) = request.decide(self, &word);
-            refund = next.map(|after| Refund::new(0, word, after));
+            if R::REFUNDS {
+                refund = next.map(|after| Refund::new(0, word, after));
+            }
             (out, next)
         })?;
         Ok(Swapped { out, refund })
@@ -91,7 +93,7 @@ impl<A: OneWord> Stored for A {
         let word = &state[0];
         time::decide(
             time,
-            &Now {
+            Now {
                 algorithm: self,
                 word,
                 tenancy,

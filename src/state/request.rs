@@ -15,6 +15,10 @@ pub(crate) trait Request: Copy {
     /// What the caller is told.
     type Out;
 
+    /// Whether the caller keeps what giving an admission back takes
+    /// ([`Swapped::refund`]): only then does a store work it out.
+    const REFUNDS: bool = false;
+
     /// The units asked for, as checked (`n ≤ limit`) by the caller.
     fn units(self) -> u64;
 
@@ -36,7 +40,7 @@ pub(crate) trait Request: Copy {
 }
 
 /// What a store's swap did: the report, and what giving the units back takes when it
-/// stored an admission and its state can give them back.
+/// stored an admission, its state can give them back, and the request is [`Refundable`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Swapped<O> {
     pub(crate) out: O,
@@ -92,17 +96,14 @@ impl Request for Acquire {
 /// The decision an [`Acquire`] would make, with nothing written: `remaining` and
 /// `reset_after_ns` as if the units were taken.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Peek {
-    pub(crate) now: u64,
-    pub(crate) n: u64,
-}
+pub(crate) struct Peek(pub(crate) Acquire);
 
 impl Request for Peek {
     type Out = Decision;
 
     #[inline(always)]
     fn units(self) -> u64 {
-        self.n
+        self.0.n
     }
 
     #[inline(always)]
@@ -111,7 +112,7 @@ impl Request for Peek {
         algorithm: &A,
         state: &S,
     ) -> (Decision, Option<A::Update>) {
-        (algorithm.decide(state, self.now, self.n).decision, None)
+        (self.0.decide(algorithm, state).0, None)
     }
 }
 
@@ -169,5 +170,34 @@ impl Request for Settle {
         algorithm
             .settle(state, earliest, latest, self.n)
             .into_parts()
+    }
+}
+
+/// A request whose caller keeps what giving its admission back takes (a policy's step,
+/// `policy.rs`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Refundable<R>(pub(crate) R);
+
+impl<R: Request> Request for Refundable<R> {
+    type Out = R::Out;
+    const REFUNDS: bool = true;
+
+    #[inline(always)]
+    fn units(self) -> u64 {
+        self.0.units()
+    }
+
+    #[inline(always)]
+    fn decide<S: ?Sized, A: Algorithm<S>>(
+        self,
+        algorithm: &A,
+        state: &S,
+    ) -> (R::Out, Option<A::Update>) {
+        self.0.decide(algorithm, state)
+    }
+
+    #[inline(always)]
+    fn stands(self, out: &mut R::Out, reads: u32) -> bool {
+        self.0.stands(out, reads)
     }
 }

@@ -52,7 +52,7 @@ pub(crate) trait Timed {
 /// decisions (a busy or a drained state) are a peek, a coarse read and one swap, and an
 /// idle bucket's a clock read and one swap.
 #[inline(always)]
-pub(crate) fn decide<C: TimeSource, D: Timed>(time: C, decision: &D) -> Result<bool, D::Evicted> {
+pub(crate) fn decide<C: TimeSource, D: Timed>(time: C, decision: D) -> Result<bool, D::Evicted> {
     if D::HINTED && time.precise_first() {
         return precise_first(time, decision);
     }
@@ -79,9 +79,10 @@ pub(crate) fn decide<C: TimeSource, D: Timed>(time: C, decision: &D) -> Result<b
 /// [`decide`] at the exact time, read after `bounds` if there were any. A hinted decision's
 /// time source learns that it needed the exact time.
 #[inline(never)]
+// The decision by value: its fields stay in registers on the paths that never get here.
 fn exact<C: TimeSource, D: Timed>(
     time: C,
-    decision: &D,
+    decision: D,
     bounds: Option<Bounds>,
 ) -> Result<bool, D::Evicted> {
     if D::HINTED {
@@ -96,7 +97,7 @@ fn exact<C: TimeSource, D: Timed>(
 // Inlined: while the hint holds, this is the whole decision, a clock read and one swap
 // (and a keyed table's thread hint is a constant to the code it picks).
 #[inline(always)]
-fn precise_first<C: TimeSource, D: Timed>(time: C, decision: &D) -> Result<bool, D::Evicted> {
+fn precise_first<C: TimeSource, D: Timed>(time: C, decision: D) -> Result<bool, D::Evicted> {
     let (allowed, settles) = decision.at_learning(time.now(), time.slack())?;
     if settles {
         time.learn(false);

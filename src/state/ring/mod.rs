@@ -135,7 +135,7 @@ impl Stored for SlidingLog {
             certain,
             n,
         };
-        time::decide(time, &read)
+        time::decide(time, read)
     }
 
     /// Reads only `latest` and the floor besides head (see [`SlidingLog`]'s `is_fresh`).

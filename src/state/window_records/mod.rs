@@ -115,7 +115,7 @@ impl Stored for SlidingWindow {
         let sliding = self;
         time::decide(
             time,
-            &Now {
+            Now {
                 sliding,
                 state,
                 tenancy,
@@ -211,7 +211,9 @@ fn run<T: Tenancy, R: Request>(
     let mut refund = None;
     let out = swap(sliding, state, tenancy, |counts| {
         let (out, next) = request.decide(sliding, counts);
-        refund = next.map(|next| refund_of(sliding, counts, next));
+        if R::REFUNDS {
+            refund = next.map(|next| refund_of(sliding, counts, next));
+        }
         (out, next)
     })?;
     Ok(Swapped { out, refund })
