@@ -10,8 +10,7 @@ use crate::decision::Decision;
 use crate::error::ConfigError;
 use crate::error::Error;
 use crate::state::{
-    is_marker, replaced_counts, reserve_at, store_counts, Acquire, Request, Stored, Swapped,
-    Tenancy,
+    is_marker, replaced_counts, reserve_at, store_counts, Acquire, Request, Stored, Tenancy,
 };
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::TimeSource;
@@ -105,7 +104,7 @@ impl Decider {
             .is_ok());
         match self {
             Self::Gcra(gcra) => reserve_at(gcra, state, tenancy, now_ns, n, max_wait_ns),
-            _ => Ok(self.swap(state, tenancy, Acquire { now: now_ns, n })?.out),
+            _ => self.swap(state, tenancy, Acquire { now: now_ns, n }),
         }
     }
 
@@ -119,7 +118,7 @@ impl Decider {
         state: &[AtomicU64],
         tenancy: &T,
         request: R,
-    ) -> Result<Swapped<R::Out>, T::Evicted> {
+    ) -> Result<R::Out, T::Evicted> {
         debug_assert!(self.check(request.units(), None).is_ok());
         dispatch!(self, algorithm => algorithm.swap(state, tenancy, request))
     }
@@ -146,7 +145,7 @@ impl Decider {
         }
     }
 
-    /// Whether an admission can be given back ([`Swapped::refund`]): all but the sliding
+    /// Whether an admission can be given back ([`Request::keep`]): all but the sliding
     /// log's. A log that never refills could, but keeps the log's place in a policy's
     /// order, so that a policy's rules can change between the two (`policy.rs`).
     pub(crate) fn gives_back(&self) -> bool {

@@ -198,7 +198,7 @@ impl Limiter {
         now_ns: u64,
     ) -> (Decision, Option<RuleRefund>) {
         let refund = Cell::new(None);
-        let request = state::Refundable(state::Acquire { now: now_ns, n });
+        let request = state::Acquire { now: now_ns, n };
         match self.swap(request, Some(&refund)) {
             Ok(decision) => (decision, refund.get()),
             Err(_) => (self.beyond_limit(now_ns), None),
@@ -229,7 +229,7 @@ impl Limiter {
         now_ns: u64,
         refund: &Cell<Option<RuleRefund>>,
     ) -> bool {
-        let request = state::Refundable(state::TryAcquire { now: now_ns, n });
+        let request = state::TryAcquire { now: now_ns, n };
         self.swap(request, Some(refund)).unwrap_or(false)
     }
 
@@ -242,7 +242,7 @@ impl Limiter {
         bounds: Bounds,
         refund: &Cell<Option<RuleRefund>>,
     ) -> Option<bool> {
-        let request = state::Refundable(state::Settle { bounds, n });
+        let request = state::Settle { bounds, n };
         self.swap(request, Some(refund)).unwrap_or(Some(false))
     }
 

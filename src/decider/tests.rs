@@ -73,7 +73,7 @@ fn settle_agrees_with_acquire_at_every_instant() {
                         }
                         let bounds = Bounds { earliest, latest };
                         let Some(settled) =
-                            owned(decider.swap(&state, &Owned, Settle { bounds, n })).out
+                            owned(decider.swap(&state, &Owned, Settle { bounds, n }))
                         else {
                             continue;
                         };
@@ -254,14 +254,19 @@ fn replaced_words_admit_nothing() {
                 0
             };
             assert!(!owned(decider.acquire_at(&state, &Owned, now, n, wait)).allowed);
-            assert!(!owned(decider.swap(&state, &Owned, TryAcquire { now, n })).out);
+            assert!(!owned(decider.swap(&state, &Owned, TryAcquire { now, n })));
             let bounds = Bounds {
                 earliest: now.saturating_sub(random.next() % 1000),
                 latest: now,
             };
-            let settled = owned(decider.swap(&state, &Owned, Refundable(Settle { bounds, n })));
+            let refund = std::cell::Cell::new(None);
+            let request = Refundable {
+                request: Settle { bounds, n },
+                keep: |taken| refund.set(Some(taken)),
+            };
+            let settled = owned(decider.swap(&state, &Owned, request));
             assert!(
-                settled.out != Some(true) && settled.refund.is_none(),
+                settled != Some(true) && refund.get().is_none(),
                 "{config:?}"
             );
             let time = FakeTime::new(Some(1 + random.next() % 1000));

@@ -50,7 +50,8 @@ use super::region::Region;
 use super::KeyedLimiter;
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::state::{self, owned, Owned, Refund, Swapped};
+use crate::state::{self, owned, Owned, Refund};
+use std::cell::Cell;
 use std::hash::BuildHasher;
 
 /// What giving a keyed admission back takes (module docs): the region it was taken in,
@@ -93,7 +94,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             key,
             n,
             now_ns,
-            state::Refundable(state::Acquire { now: now_ns, n }),
+            state::Acquire { now: now_ns, n },
             |decision| decision,
         )
     }
@@ -114,7 +115,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             key,
             n,
             now_ns,
-            state::Refundable(state::TryAcquire { now: now_ns, n }),
+            state::TryAcquire { now: now_ns, n },
             |decision| decision.allowed,
         )
     }
@@ -136,7 +137,11 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             Request::new(now_ns, n, None),
             None,
             |region, slot, state, tenant| {
-                let Swapped { out, refund } = region.decider.swap(state, tenant, request)?;
+                let into = Cell::new(None);
+                let keep = |refund| into.set(Some(refund));
+                let request = state::Refundable { request, keep };
+                let out = region.decider.swap(state, tenant, request)?;
+                let refund = into.get();
                 let taken = |refund| KeyedRefund::new(region, Taken::InPlace { slot, refund });
                 Ok((out, refund.map(taken)))
             },
@@ -158,10 +163,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             &view,
             key,
             |_| Ok::<(), Error>(()),
-            |region, _, state, tenant| Ok(region.decider.swap(state, tenant, peek)?.out),
+            |region, _, state, tenant| region.decider.swap(state, tenant, peek),
         );
         let fresh = |region: &Region| {
-            region.with_fresh_state(|fresh| owned(region.decider.swap(fresh, &Owned, peek)).out)
+            region.with_fresh_state(|fresh| owned(region.decider.swap(fresh, &Owned, peek)))
         };
         match found {
             Ok(Ok(decision)) => decision,

@@ -107,13 +107,13 @@ use self::insert::Request;
 pub(crate) use self::layout::Located;
 use self::layout::SLOTS_PER_KEY;
 use self::lookup::{Evicted, Lookup, Tenant};
+#[cfg(loom)]
+use self::markers::is_marker;
 #[cfg(any(loom, feature = "testing"))]
 pub use self::owner::crashes;
 use self::region::Region;
 use self::regions::View;
 pub use self::stats::KeyedStats;
-#[cfg(loom)]
-use self::markers::is_marker;
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::decision::Decision;
@@ -310,7 +310,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             n,
             |region, state, tenant| {
                 let request = crate::state::TryAcquire { now: now_ns, n };
-                Ok(region.decider.swap(state, tenant, request)?.out)
+                region.decider.swap(state, tenant, request)
             },
             || now_ns,
         )

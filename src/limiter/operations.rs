@@ -6,7 +6,7 @@ use super::RuleRefund;
 use crate::decision::Decision;
 use crate::generations::{Generation, Operation};
 use crate::replaced::{Replaceable, Replaced};
-use crate::state::Request;
+use crate::state::{Refundable, Request};
 use crate::time::{ClockHint, Hinted, TimeSource};
 use crate::versions::Version;
 use std::cell::Cell;
@@ -73,10 +73,16 @@ impl<R: Request> Operation for Swap<'_, R> {
 
     #[inline(always)]
     fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<R::Out, Replaced> {
-        let swapped = (rule.decider).swap(rule.state(), tenancy, self.request)?;
-        if let (Some(into), Some(refund)) = (self.refund, swapped.refund) {
-            RuleRefund::put(rule, refund, into);
-        }
-        Ok(swapped.out)
+        // By reference: a copy of the decider would be one more on the stack.
+        let (decider, state) = (&rule.decider, rule.state());
+        let Some(into) = self.refund else {
+            return decider.swap(state, tenancy, self.request);
+        };
+        let keep = |refund| RuleRefund::put(rule, refund, into);
+        let request = Refundable {
+            request: self.request,
+            keep,
+        };
+        decider.swap(state, tenancy, request)
     }
 }

@@ -27,7 +27,7 @@ mod window_records;
 pub(crate) use cell::{is_marker, owned, Owned, Tenancy};
 pub(crate) use one_word::reserve_at;
 pub(crate) use refund::Refund;
-pub(crate) use request::{Acquire, Peek, Refundable, Request, Settle, Swapped, TryAcquire};
+pub(crate) use request::{Acquire, Peek, Refundable, Request, Settle, TryAcquire};
 pub(crate) use window_records::{replaced_counts, store_counts};
 
 use crate::algorithm::Rule;
@@ -48,13 +48,14 @@ pub(crate) trait Stored: Rule {
     /// Runs `request` on the state: reads it, decides on what it read, and swaps in the
     /// update the decision returns, if any, deciding again on whatever state beat it. A
     /// decision without an update never writes. Every value of the first word is shown to
-    /// `tenancy` before anything is decided or written on it.
+    /// `tenancy` before anything is decided or written on it. What giving a stored
+    /// admission back takes goes to [`Request::keep`].
     fn swap<T: Tenancy, R: Request>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
         request: R,
-    ) -> Result<Swapped<R::Out>, T::Evicted>;
+    ) -> Result<R::Out, T::Evicted>;
 
     /// Acquires `1 ≤ n` units now, reporting only whether they were admitted: the store's
     /// steps for bounds and at a time, as a [`Timed`](crate::time::Timed) decision, with

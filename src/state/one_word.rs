@@ -10,7 +10,7 @@
 //! it saw before the reset.
 
 use super::cell::{decide_and_swap, Tenancy};
-use super::request::{Request, Settle, Swapped, TryAcquire};
+use super::request::{Request, Settle, TryAcquire};
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Allowance, FixedWindow, Gcra};
 use crate::decision::Decision;
@@ -70,7 +70,7 @@ impl<A: OneWord> Stored for A {
         state: &[AtomicU64],
         tenancy: &T,
         request: R,
-    ) -> Result<Swapped<R::Out>, T::Evicted> {
+    ) -> Result<R::Out, T::Evicted> {
         let mut refund = None;
         let out = decide_and_swap(&state[0], tenancy, |word| {
             let (out, next) = request.decide(self, &word);
@@ -79,7 +79,10 @@ impl<A: OneWord> Stored for A {
             }
             (out, next)
         })?;
-        Ok(Swapped { out, refund })
+        if let Some(refund) = refund {
+            request.keep(refund);
+        }
+        Ok(out)
     }
 
     #[inline(always)]

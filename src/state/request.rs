@@ -15,8 +15,10 @@ pub(crate) trait Request: Copy {
     /// What the caller is told.
     type Out;
 
-    /// Whether the caller keeps what giving an admission back takes
-    /// ([`Swapped::refund`]): only then does a store work it out.
+    /// Whether the caller keeps what giving an admission back takes ([`keep`]): only
+    /// then does a store work it out.
+    ///
+    /// [`keep`]: Self::keep
     const REFUNDS: bool = false;
 
     /// The units asked for, as checked (`n ≤ limit`) by the caller.
@@ -37,14 +39,11 @@ pub(crate) trait Request: Copy {
     fn stands(self, _out: &mut Self::Out, _reads: u32) -> bool {
         true
     }
-}
 
-/// What a store's swap did: the report, and what giving the units back takes when it
-/// stored an admission, its state can give them back, and the request is [`Refundable`].
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Swapped<O> {
-    pub(crate) out: O,
-    pub(crate) refund: Option<Refund>,
+    /// Keeps what giving back the admission a store just swapped in takes, if the state can
+    /// give it back ([`REFUNDS`](Self::REFUNDS) requests only).
+    #[inline(always)]
+    fn keep(self, _refund: Refund) {}
 }
 
 /// Acquires `n` units at `now` (`n == 0` queries), with the full report.
@@ -174,17 +173,21 @@ impl Request for Settle {
 }
 
 /// A request whose caller keeps what giving its admission back takes (a policy's step,
-/// `policy.rs`).
+/// `policy.rs`): `keep` is handed it, once, if there is one (not for a denial, a query, or
+/// a state that cannot give back).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Refundable<R>(pub(crate) R);
+pub(crate) struct Refundable<R, K> {
+    pub(crate) request: R,
+    pub(crate) keep: K,
+}
 
-impl<R: Request> Request for Refundable<R> {
+impl<R: Request, K: Fn(Refund) + Copy> Request for Refundable<R, K> {
     type Out = R::Out;
     const REFUNDS: bool = true;
 
     #[inline(always)]
     fn units(self) -> u64 {
-        self.0.units()
+        self.request.units()
     }
 
     #[inline(always)]
@@ -193,11 +196,16 @@ impl<R: Request> Request for Refundable<R> {
         algorithm: &A,
         state: &S,
     ) -> (R::Out, Option<A::Update>) {
-        self.0.decide(algorithm, state)
+        self.request.decide(algorithm, state)
     }
 
     #[inline(always)]
     fn stands(self, out: &mut R::Out, reads: u32) -> bool {
-        self.0.stands(out, reads)
+        self.request.stands(out, reads)
+    }
+
+    #[inline(always)]
+    fn keep(self, refund: Refund) {
+        (self.keep)(refund);
     }
 }

@@ -37,7 +37,7 @@
 mod read;
 
 use self::read::Ring;
-use super::request::{Request, Swapped, TryAcquire};
+use super::request::{Request, TryAcquire};
 use super::Stored;
 use crate::algorithm::{Algorithm, Claim, LogRead, Rule, SlidingLog, MAX_STATE};
 use crate::state::cell::Tenancy;
@@ -79,7 +79,7 @@ impl Stored for SlidingLog {
         state: &[AtomicU64],
         tenancy: &T,
         request: R,
-    ) -> Result<Swapped<R::Out>, T::Evicted> {
+    ) -> Result<R::Out, T::Evicted> {
         for reads in 1.. {
             let ring = Ring::load(self, state, tenancy)?;
             let (mut out, claim) = request.decide(self, &ring);
@@ -88,7 +88,7 @@ impl Stored for SlidingLog {
                 None => request.stands(&mut out, reads) && ring.unchanged(),
             };
             if stands {
-                return Ok(Swapped { out, refund: None });
+                return Ok(out);
             }
         }
         unreachable!("the reads never run out")
@@ -260,9 +260,7 @@ impl<T: Tenancy> Timed for Now<'_, T> {
         };
         match decided {
             Some(allowed) => Ok(allowed),
-            None => Ok(log
-                .swap(self.state, self.tenancy, TryAcquire { now, n })?
-                .out),
+            None => log.swap(self.state, self.tenancy, TryAcquire { now, n }),
         }
     }
 }

@@ -67,7 +67,7 @@
 //!   window.
 
 use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
-use super::request::{Request, Settle, Swapped, TryAcquire};
+use super::request::{Request, Settle, TryAcquire};
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Counted, Counts, Rule, SlidingWindow};
 use crate::sync::{fence, AtomicU64, Ordering};
@@ -100,7 +100,7 @@ impl Stored for SlidingWindow {
         state: &[AtomicU64],
         tenancy: &T,
         request: R,
-    ) -> Result<Swapped<R::Out>, T::Evicted> {
+    ) -> Result<R::Out, T::Evicted> {
         run(self, state, tenancy, request)
     }
 
@@ -190,13 +190,13 @@ impl<T: Tenancy> Timed for Now<'_, T> {
     #[inline(always)]
     fn settle(&self, bounds: Bounds) -> Result<Option<bool>, T::Evicted> {
         let request = Settle { bounds, n: self.n };
-        Ok(run(self.sliding, self.state, self.tenancy, request)?.out)
+        run(self.sliding, self.state, self.tenancy, request)
     }
 
     #[inline(always)]
     fn at(&self, now: u64) -> Result<bool, T::Evicted> {
         let request = TryAcquire { now, n: self.n };
-        Ok(run(self.sliding, self.state, self.tenancy, request)?.out)
+        run(self.sliding, self.state, self.tenancy, request)
     }
 }
 
@@ -207,16 +207,22 @@ fn run<T: Tenancy, R: Request>(
     state: &[AtomicU64],
     tenancy: &T,
     request: R,
-) -> Result<Swapped<R::Out>, T::Evicted> {
-    let mut refund = None;
-    let out = swap(sliding, state, tenancy, |counts| {
-        let (out, next) = request.decide(sliding, counts);
+) -> Result<R::Out, T::Evicted> {
+    // The report is kept here rather than carried through the swap loop: carried, a
+    // `Decision` costs more than deciding.
+    let (mut out, mut refund) = (None, None);
+    swap(sliding, state, tenancy, |counts| {
+        let (decided, next) = request.decide(sliding, counts);
+        out = Some(decided);
         if R::REFUNDS {
             refund = next.map(|next| refund_of(sliding, counts, next));
         }
-        (out, next)
+        ((), next)
     })?;
-    Ok(Swapped { out, refund })
+    if let Some(refund) = refund {
+        request.keep(refund);
+    }
+    Ok(out.expect("the swap decided"))
 }
 
 /// What giving back an admission on `counts` that counted `next` takes: the current word
