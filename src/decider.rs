@@ -10,7 +10,8 @@ use crate::decision::Decision;
 use crate::error::ConfigError;
 use crate::error::Error;
 use crate::state::{
-    is_marker, replaced_counts, reserve_at, store_counts, Acquire, Request, Stored, Tenancy,
+    is_marker, replaced_counts, reserve_at, store_counts, window_acquire_at, Acquire, Request,
+    Stored, Tenancy,
 };
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::TimeSource;
@@ -104,6 +105,7 @@ impl Decider {
             .is_ok());
         match self {
             Self::Gcra(gcra) => reserve_at(gcra, state, tenancy, now_ns, n, max_wait_ns),
+            Self::SlidingWindow(sliding) => window_acquire_at(sliding, state, tenancy, now_ns, n),
             _ => self.swap(state, tenancy, Acquire { now: now_ns, n }),
         }
     }

@@ -28,7 +28,7 @@ pub(crate) use cell::{is_marker, owned, Owned, Tenancy};
 pub(crate) use one_word::reserve_at;
 pub(crate) use refund::Refund;
 pub(crate) use request::{Acquire, Peek, Refundable, Request, Settle, TryAcquire};
-pub(crate) use window_records::{replaced_counts, store_counts};
+pub(crate) use window_records::{acquire_at as window_acquire_at, replaced_counts, store_counts};
 
 use crate::algorithm::Rule;
 use crate::sync::AtomicU64;

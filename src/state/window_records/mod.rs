@@ -70,6 +70,7 @@ use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
 use super::request::{Request, Settle, TryAcquire};
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Counted, Counts, Rule, SlidingWindow};
+use crate::decision::Decision;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::time::{self, Bounds, TimeSource, Timed};
 
@@ -160,6 +161,30 @@ impl Stored for SlidingWindow {
     }
 }
 
+/// An [`Acquire`](super::Acquire) of `n` units at `now`, its report worked out after the
+/// swap from the counts it decided on: carried through the swap loop, a `Decision` costs
+/// more than deciding (the dispatch sends an acquire here rather than through
+/// [`Stored::swap`], as it sends GCRA's to its reserve).
+// Not inlined into the dispatch: see `Stored::swap`.
+#[inline(never)]
+pub(crate) fn acquire_at<T: Tenancy>(
+    sliding: &SlidingWindow,
+    state: &[AtomicU64],
+    tenancy: &T,
+    now: u64,
+    n: u64,
+) -> Result<Decision, T::Evicted> {
+    let (counts, allowed) = swap(sliding, state, tenancy, |counts| {
+        let next = if n == 0 {
+            None
+        } else {
+            sliding.try_decide(counts, now, n)
+        };
+        ((*counts, n == 0 || next.is_some()), next)
+    })?;
+    Ok(sliding.report(&counts, now, n, allowed))
+}
+
 /// A try-acquire of `1 ≤ n` units, for the time strategy to decide.
 struct Now<'a, T> {
     sliding: &'a SlidingWindow,
@@ -208,21 +233,18 @@ fn run<T: Tenancy, R: Request>(
     tenancy: &T,
     request: R,
 ) -> Result<R::Out, T::Evicted> {
-    // The report is kept here rather than carried through the swap loop: carried, a
-    // `Decision` costs more than deciding.
-    let (mut out, mut refund) = (None, None);
-    swap(sliding, state, tenancy, |counts| {
-        let (decided, next) = request.decide(sliding, counts);
-        out = Some(decided);
+    let mut refund = None;
+    let out = swap(sliding, state, tenancy, |counts| {
+        let (out, next) = request.decide(sliding, counts);
         if R::REFUNDS {
             refund = next.map(|next| refund_of(sliding, counts, next));
         }
-        ((), next)
+        (out, next)
     })?;
     if let Some(refund) = refund {
         request.keep(refund);
     }
-    Ok(out.expect("the swap decided"))
+    Ok(out)
 }
 
 /// What giving back an admission on `counts` that counted `next` takes: the current word
