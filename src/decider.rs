@@ -9,9 +9,12 @@ use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::error::{Breach, ConfigError};
-use crate::state::{is_marker, replaced_counts, reserve_at, store_counts, Refund, Stored, Tenancy};
+use crate::state::{
+    is_marker, replaced_counts, reserve_at, store_counts, window_acquire_at, Acquire, Request,
+    Stored, Tenancy,
+};
 use crate::sync::{AtomicU64, Ordering};
-use crate::time::{Bounds, TimeSource};
+use crate::time::TimeSource;
 
 /// A validated algorithm with its parameters.
 #[derive(Clone, Copy, Debug)]
@@ -109,82 +112,24 @@ impl Decider {
             .is_ok());
         match self {
             Self::Gcra(gcra) => reserve_at(gcra, state, tenancy, now_ns, n, max_wait_ns),
-            _ => dispatch!(self, algorithm => algorithm.acquire_at(state, tenancy, now_ns, n)),
+            Self::SlidingWindow(sliding) => window_acquire_at(sliding, state, tenancy, now_ns, n),
+            _ => self.swap(state, tenancy, Acquire { now: now_ns, n }),
         }
     }
 
-    /// [`acquire_at`](Self::acquire_at) without a wait, with what giving the units back
-    /// takes (`None` for a denial, a query, or the sliding log, which cannot give back).
-    #[inline]
-    pub(crate) fn acquire_refundable_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now_ns: u64,
-        n: u64,
-    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
-        debug_assert!(self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.acquire_refundable_at(state, tenancy, now_ns, n))
-    }
-
-    /// [`try_acquire_at`](Self::try_acquire_at), with what giving the units back takes.
-    #[inline]
-    pub(crate) fn try_acquire_refundable_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now_ns: u64,
-        n: u64,
-    ) -> Result<(bool, Option<Refund>), T::Evicted> {
-        let mut taken = None;
-        let allowed = self.try_acquire_into(state, tenancy, now_ns, n, |refund| {
-            taken = Some(refund);
-        })?;
-        Ok((allowed, taken))
-    }
-
-    /// [`try_acquire_at`](Self::try_acquire_at), handing what giving the units back takes
-    /// to `refund` (see [`Stored::try_acquire_into`]).
+    /// Runs `request` (checked by the caller) on `state` through its store's one
+    /// read-decide-swap primitive ([`Stored::swap`]): the report, and what giving the units
+    /// back takes (`None` for a denial, a query, a peek, or the sliding log, which cannot
+    /// give back).
     #[inline(always)]
-    pub(crate) fn try_acquire_into<T: Tenancy>(
+    pub(crate) fn swap<T: Tenancy, R: Request>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        now_ns: u64,
-        n: u64,
-        refund: impl FnOnce(Refund),
-    ) -> Result<bool, T::Evicted> {
-        debug_assert!(n >= 1 && self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.try_acquire_into(state, tenancy, now_ns, n, refund))
-    }
-
-    /// Acquires `1 ≤ n` units for every instant within `bounds` at once, handing what
-    /// giving them back takes to `refund`: `None` (nothing written) when the instants
-    /// disagree.
-    #[inline(always)]
-    pub(crate) fn settle_into<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-        refund: impl FnOnce(Refund),
-    ) -> Result<Option<bool>, T::Evicted> {
-        debug_assert!(n >= 1 && self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.settle_into(state, tenancy, bounds, n, refund))
-    }
-
-    /// The decision an acquire of `n` units at `now_ns` would make, with nothing written.
-    #[inline]
-    pub(crate) fn peek_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now_ns: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        debug_assert!(self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.peek_at(state, tenancy, now_ns, n))
+        request: R,
+    ) -> Result<R::Out, T::Evicted> {
+        debug_assert!(self.check(request.units(), None).is_ok());
+        dispatch!(self, algorithm => algorithm.swap(state, tenancy, request))
     }
 
     /// Whether [`try_acquire`](Self::try_acquire) consults its time source's hint
@@ -209,11 +154,9 @@ impl Decider {
         }
     }
 
-    /// Whether an admission can be given back ([`acquire_refundable_at`]): all but the
-    /// sliding log's. A log that never refills could, but keeps the log's place in a
-    /// policy's order, so that a policy's rules can change between the two (`policy.rs`).
-    ///
-    /// [`acquire_refundable_at`]: Self::acquire_refundable_at
+    /// Whether an admission can be given back ([`Request::keep`]): all but the sliding
+    /// log's. A log that never refills could, but keeps the log's place in a policy's
+    /// order, so that a policy's rules can change between the two (`policy.rs`).
     pub(crate) fn gives_back(&self) -> bool {
         self.algorithm() != Algorithm::SlidingLog
     }
@@ -234,20 +177,6 @@ impl Decider {
             return Ok(true);
         }
         dispatch!(self, algorithm => algorithm.try_acquire(state, tenancy, time, n))
-    }
-
-    /// Acquires `1 ≤ n ≤ limit` units at `now_ns`, reporting only whether they were
-    /// admitted (without the report's work: GCRA's division, the log's search).
-    #[inline]
-    pub(crate) fn try_acquire_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now_ns: u64,
-        n: u64,
-    ) -> Result<bool, T::Evicted> {
-        debug_assert!(n >= 1 && self.check(n, None).is_ok());
-        dispatch!(self, algorithm => algorithm.try_acquire_at(state, tenancy, now_ns, n))
     }
 
     /// Makes a limiter's own `state` decide as a fresh one from the latest time it has

@@ -48,8 +48,8 @@
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
+use crate::replaced::{Replaceable, Replaced, REPLACED};
 use crate::shared::{Mapping, OneState};
-use crate::state::{Replaceable, Replaced, REPLACED};
 use crate::sync::{AtomicU64, Backoff, Ordering};
 use crate::versions::{Kept, Pin, Version, Versions};
 use std::ptr::NonNull;

@@ -33,6 +33,7 @@
 //!   │              one in force, replaced ones freed once no pinned thread can read them
 //!  shared/         the file every process maps: create or attach, validate, reset
 //!   │              (header.rs: what it is and enforces; file.rs: making it)
+//!  replaced.rs     the marker a change of rule leaves in a limiter's old words
 //!   │
 //!  decider.rs      Decider: a validated config, dispatching to the algorithm's store
 //!   │
@@ -107,7 +108,7 @@ mod keyed;
 mod limiter;
 mod policy;
 pub mod redis;
-
+mod replaced;
 mod shared;
 mod state;
 mod sync;

@@ -5,16 +5,14 @@ use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::generations::{Generation, Generations};
-use crate::state::Refund;
+use crate::state::{self, Refund, Request};
 use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
 use std::cell::Cell;
 
 mod change;
 mod file;
 mod operations;
-use operations::{
-    Acquire, AcquireRefundable, Peek, Reset, SettleRefundable, TryAcquire, TryAcquireRefundable,
-};
+use operations::{Acquire, Reset, Swap, TryAcquire};
 
 /// One rate limiter: at most `limit` units per `period_ns`, by the configured algorithm.
 ///
@@ -123,11 +121,8 @@ impl Limiter {
         if n == 0 {
             return self.acquire_at(0, now_ns).map(|decision| decision.allowed);
         }
-        // What giving the units back would take is put here and dropped: an outcome-only
-        // caller has no way to give them back.
-        let refund = &Cell::new(None);
-        let operation = TryAcquireRefundable { now_ns, n, refund };
-        self.generations.decide(n, None, operation)
+        // No refund is kept: an outcome-only caller has no way to give the units back.
+        self.swap(state::TryAcquire { now: now_ns, n }, None)
     }
 
     /// [`try_acquire`](Self::try_acquire) on the time source `time`, with this limiter's
@@ -217,9 +212,12 @@ impl Limiter {
         n: u64,
         now_ns: u64,
     ) -> (Decision, Option<RuleRefund>) {
-        self.generations
-            .decide(n, None, AcquireRefundable { now_ns, n })
-            .unwrap_or_else(|_| (self.beyond_limit(now_ns), None))
+        let refund = Cell::new(None);
+        let request = state::Acquire { now: now_ns, n };
+        match self.swap(request, Some(&refund)) {
+            Ok(decision) => (decision, refund.get()),
+            Err(_) => (self.beyond_limit(now_ns), None),
+        }
     }
 
     /// [`acquire_refundable_at`](Self::acquire_refundable_at) without the report, for
@@ -246,9 +244,8 @@ impl Limiter {
         now_ns: u64,
         refund: &Cell<Option<RuleRefund>>,
     ) -> bool {
-        self.generations
-            .decide(n, None, TryAcquireRefundable { now_ns, n, refund })
-            .unwrap_or(false)
+        let request = state::TryAcquire { now: now_ns, n };
+        self.swap(request, Some(refund)).unwrap_or(false)
     }
 
     /// [`try_acquire_into`](Self::try_acquire_into) for every instant within `bounds` at
@@ -260,17 +257,16 @@ impl Limiter {
         bounds: Bounds,
         refund: &Cell<Option<RuleRefund>>,
     ) -> Option<bool> {
-        self.generations
-            .decide(n, None, SettleRefundable { bounds, n, refund })
-            .unwrap_or(Some(false))
+        let request = state::Settle { bounds, n };
+        self.swap(request, Some(refund)).unwrap_or(Some(false))
     }
 
     /// The decision an acquire of `n` units (checked by the caller) at `now_ns` would make,
     /// with nothing written.
     #[inline]
     pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
-        self.generations
-            .decide(n, None, Peek { now_ns, n })
+        let request = state::Peek(state::Acquire { now: now_ns, n });
+        self.swap(request, None)
             .unwrap_or_else(|_| self.beyond_limit(now_ns))
     }
 
@@ -297,6 +293,17 @@ impl Limiter {
         })
     }
 
+    /// Runs `request` on the generation in force (see [`Swap`]).
+    #[inline(always)]
+    fn swap<R: Request>(
+        &self,
+        request: R,
+        refund: Option<&Cell<Option<RuleRefund>>>,
+    ) -> Result<R::Out, Error> {
+        let n = request.units();
+        self.generations.decide(n, None, Swap { request, refund })
+    }
+
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
     #[inline(always)]
     fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
@@ -313,12 +320,6 @@ impl Limiter {
 }
 
 impl RuleRefund {
-    /// The refund of an admission on `generation`'s words, if it has one.
-    fn on(generation: &Generation, refund: Option<Refund>) -> Option<Self> {
-        let generation = generation.serial;
-        refund.map(|refund| Self { refund, generation })
-    }
-
     /// Puts the refund of an admission on `generation`'s words in `into`.
     #[inline(always)]
     fn put(generation: &Generation, refund: Refund, into: &Cell<Option<Self>>) {

@@ -1,7 +1,7 @@
 //! Every algorithm through the one decider interface, checked against hand-computed decisions.
 
 use super::*;
-use crate::state::{owned, Owned};
+use crate::state::{owned, Owned, Refundable, Settle, TryAcquire};
 use crate::time::fake::FakeTime;
 use crate::time::Bounds;
 
@@ -73,7 +73,7 @@ fn settle_agrees_with_acquire_at_every_instant() {
                         }
                         let bounds = Bounds { earliest, latest };
                         let Some(settled) =
-                            owned(dispatch!(&decider, a => a.settle(&state, &Owned, bounds, n)))
+                            owned(decider.swap(&state, &Owned, Settle { bounds, n }))
                         else {
                             continue;
                         };
@@ -211,7 +211,7 @@ fn any_words_give_a_decision() {
                 "{case}: {decision:?}"
             );
             if n > 0 {
-                owned(decider.try_acquire_at(&state, &Owned, now, n));
+                owned(decider.swap(&state, &Owned, TryAcquire { now, n }));
                 let time = FakeTime::new(Some(1 + random.next() % 1000));
                 let exact = random.pick();
                 time.set(exact.saturating_sub(random.next() % 1000), exact);
@@ -231,7 +231,7 @@ fn any_words_give_a_decision() {
 /// reserve and coarse bounds included, and writes nothing there.
 #[test]
 fn replaced_words_admit_nothing() {
-    use crate::state::REPLACED;
+    use crate::replaced::REPLACED;
     let configs = [
         Config::gcra(3, 300),
         Config::gcra(1, u64::MAX / 2),
@@ -254,16 +254,21 @@ fn replaced_words_admit_nothing() {
                 0
             };
             assert!(!owned(decider.acquire_at(&state, &Owned, now, n, wait)).allowed);
-            assert!(!owned(decider.try_acquire_at(&state, &Owned, now, n)));
+            assert!(!owned(decider.swap(&state, &Owned, TryAcquire { now, n })));
             let bounds = Bounds {
                 earliest: now.saturating_sub(random.next() % 1000),
                 latest: now,
             };
-            let mut refunded = false;
-            let settled = owned(decider.settle_into(&state, &Owned, bounds, n, |_| {
-                refunded = true;
-            }));
-            assert!(settled != Some(true) && !refunded, "{config:?}");
+            let refund = std::cell::Cell::new(None);
+            let request = Refundable {
+                request: Settle { bounds, n },
+                keep: |taken| refund.set(Some(taken)),
+            };
+            let settled = owned(decider.swap(&state, &Owned, request));
+            assert!(
+                settled != Some(true) && refund.get().is_none(),
+                "{config:?}"
+            );
             let time = FakeTime::new(Some(1 + random.next() % 1000));
             time.set(bounds.earliest, now);
             assert!(!owned(decider.try_acquire(&state, &Owned, &time, n)));

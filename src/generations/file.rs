@@ -8,8 +8,8 @@ use super::{Generation, Generations, Memory, Operation, MAY_BE_REPLACED};
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
+use crate::replaced::Replaceable;
 use crate::shared::{Adoption, Attached, OneState, Pinned, Rules, Sides};
-use crate::state::Replaceable;
 use crate::versions::{Pin, Version};
 use std::ptr::NonNull;
 

@@ -40,12 +40,12 @@
 
 use super::file::Slots;
 use super::layout::NO_KEY;
+use super::markers::{is_installing, is_marker, MOVED};
 use super::region::Region;
 use super::KeyedLimiter;
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::state::{is_installing, is_marker, MOVED};
 use crate::sync::{Backoff, Ordering};
 use crate::time as clock;
 

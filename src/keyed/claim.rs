@@ -13,11 +13,11 @@
 //!   ([`Region::confirm_full`]).
 
 use super::layout::Located;
+use super::markers::{is_installing, is_marker, VACANT};
 use super::owner::crash_point;
 use super::recover::Claimant;
 use super::region::Region;
 use crate::decision::Decision;
-use crate::state::{is_installing, is_marker, VACANT};
 use crate::sync::Ordering;
 
 /// How far from home an insert looks for a `VACANT` slot before it reclaims a fresh one,

@@ -34,6 +34,7 @@
 use super::layout::Layout;
 #[cfg(not(loom))]
 use super::layout::TABLE_FULL;
+use super::markers::MOVED;
 use super::recover;
 use super::region::{Memory, Region};
 use super::KeyedLimiter;
@@ -44,7 +45,6 @@ use crate::keyed::owner::crash_point;
 #[cfg(not(loom))]
 use crate::shared::kept_in_block;
 use crate::shared::{sides_start, Adoption, Attached, Carry, Rules, Sides};
-use crate::state::MOVED;
 use crate::sync::{AtomicU64, Ordering};
 use crate::versions::Versions;
 use std::ptr::NonNull;

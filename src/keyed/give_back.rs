@@ -46,13 +46,12 @@
 use super::claim::Installed;
 use super::insert::Request;
 use super::layout::Located;
-use super::lookup::{Evicted, Tenant};
 use super::region::Region;
 use super::KeyedLimiter;
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::state::{owned, Owned, Refund};
-use crate::sync::AtomicU64;
+use crate::state::{self, owned, Owned, Refund};
+use std::cell::Cell;
 use std::hash::BuildHasher;
 
 /// What giving a keyed admission back takes (module docs): the region it was taken in,
@@ -95,9 +94,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             key,
             n,
             now_ns,
-            |region, state, tenant| {
-                (region.decider).acquire_refundable_at(state, tenant, now_ns, n)
-            },
+            state::Acquire { now: now_ns, n },
             |decision| decision,
         )
     }
@@ -118,33 +115,35 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             key,
             n,
             now_ns,
-            |region, state, tenant| {
-                (region.decider).try_acquire_refundable_at(state, tenant, now_ns, n)
-            },
+            state::TryAcquire { now: now_ns, n },
             |decision| decision.allowed,
         )
     }
 
-    /// An acquire of `n` units for `key` at `now_ns`, decided by `existing` on the key's
+    /// An acquire of `n` units for `key` at `now_ns`, decided by `request` on the key's
     /// state in the table, or by an insert whose decision `inserted` reports.
     #[inline(always)]
-    fn refundable<A>(
+    fn refundable<R: state::Request>(
         &self,
         key: Located,
         n: u64,
         now_ns: u64,
-        existing: impl Fn(&Region, &[AtomicU64], &Tenant<'_>) -> Result<(A, Option<Refund>), Evicted>,
-        inserted: impl Fn(Decision) -> A,
-    ) -> Result<(A, Option<KeyedRefund>), Error> {
+        request: R,
+        inserted: impl Fn(Decision) -> R::Out,
+    ) -> Result<(R::Out, Option<KeyedRefund>), Error> {
         self.acquire_routed(
             &self.view(),
             key,
             Request::new(now_ns, n, None),
             None,
             |region, slot, state, tenant| {
-                let (outcome, refund) = existing(region, state, tenant)?;
+                let into = Cell::new(None);
+                let keep = |refund| into.set(Some(refund));
+                let request = state::Refundable { request, keep };
+                let out = region.decider.swap(state, tenant, request)?;
+                let refund = into.get();
                 let taken = |refund| KeyedRefund::new(region, Taken::InPlace { slot, refund });
-                Ok((outcome, refund.map(taken)))
+                Ok((out, refund.map(taken)))
             },
             |region, decision, installed| {
                 let taken =
@@ -158,15 +157,16 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// would make, with nothing written: on a fresh state if the key is absent, or if its
     /// table's file rule in force cannot be reached (the acquire that follows says why).
     pub(crate) fn peek_at(&self, key: Located, n: u64, now_ns: u64) -> Decision {
+        let peek = state::Peek(state::Acquire { now: now_ns, n });
         let view = self.view();
         let found = self.on_key(
             &view,
             key,
             |_| Ok::<(), Error>(()),
-            |region, _, state, tenant| region.decider.peek_at(state, tenant, now_ns, n),
+            |region, _, state, tenant| region.decider.swap(state, tenant, peek),
         );
         let fresh = |region: &Region| {
-            region.with_fresh_state(|fresh| owned(region.decider.peek_at(fresh, &Owned, now_ns, n)))
+            region.with_fresh_state(|fresh| owned(region.decider.swap(fresh, &Owned, peek)))
         };
         match found {
             Ok(Ok(decision)) => decision,

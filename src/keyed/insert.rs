@@ -12,13 +12,14 @@
 use super::claim::{Insert, Installed, Rival};
 use super::layout::Located;
 use super::lookup::{Evicted, Lookup, Tenant};
+use super::markers::VACANT;
 use super::owner::crash_point;
 use super::recover::Claimant;
 use super::region::Region;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
-use crate::state::{owned, Owned, Tenancy, VACANT};
+use crate::state::{owned, Owned, Tenancy};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Why an operation on one region stopped without a result there.
@@ -302,8 +303,8 @@ impl Region {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use crate::config::Config;
+    use crate::keyed::markers::is_marker;
     use crate::keyed::KeyedLimiter;
-    use crate::state::is_marker;
     use crate::sync::Ordering;
 
     const SECOND: u64 = 1_000_000_000;

@@ -16,9 +16,9 @@
 //!   …]`. A slot's stride is rounded up to a power of two words when that is at most a
 //!   cache line, and the region starts on a line, so a small slot never straddles two.
 
+use super::markers::VACANT;
 use super::KeyedLimiter;
 use crate::error::{ConfigError, Error};
-use crate::state::VACANT;
 use crate::sync::AtomicU64;
 use std::hash::{BuildHasher, Hasher};
 

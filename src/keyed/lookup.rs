@@ -11,8 +11,9 @@
 //! - `max_distance` only grows, and bounds how far from home any key was ever installed.
 
 use super::layout::Located;
+use super::markers::{is_installing, is_marker, VACANT};
 use super::region::Region;
-use crate::state::{is_installing, is_marker, Tenancy, VACANT};
+use crate::state::Tenancy;
 use crate::sync::{AtomicU64, Ordering};
 
 /// The state in a slot turned out not to be (or to be no longer) the caller's key's.

@@ -48,6 +48,8 @@
 //! - `change.rs`: changing the rule: a new region, and the sweep that moves the keys
 //!   into it (**Regions as generations**); `file.rs`: a table in a file, whose rule and
 //!   regions are the file's, and a change made there once for every process.
+//! - `markers.rs`: what a slot's first word holds when it holds no state (empty,
+//!   claimed, moved).
 //! - `hasher.rs`: the keyed hash ([`KeyHasher`]).
 //! - `lookup.rs`: find a key and update its state in place (**Lookup**, **Update**).
 //! - `claim.rs`: claim a slot for a new key, look for rivals, confirm that a table is
@@ -86,6 +88,7 @@ mod hasher;
 mod insert;
 mod layout;
 mod lookup;
+pub(crate) mod markers;
 pub(crate) mod owner;
 mod recover;
 mod region;
@@ -103,6 +106,8 @@ pub use self::hasher::KeyHasher;
 use self::insert::Request;
 pub(crate) use self::layout::Located;
 use self::lookup::{Evicted, Lookup, Tenant};
+#[cfg(loom)]
+use self::markers::is_marker;
 #[cfg(any(loom, feature = "testing"))]
 pub use self::owner::crashes;
 use self::region::Region;
@@ -112,8 +117,6 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
-#[cfg(loom)]
-use crate::state::is_marker;
 use crate::sync::AtomicU64;
 #[cfg(loom)]
 use crate::sync::Ordering;
@@ -304,7 +307,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             region,
             key,
             n,
-            |region, state, tenant| region.decider.try_acquire_at(state, tenant, now_ns, n),
+            |region, state, tenant| {
+                let request = crate::state::TryAcquire { now: now_ns, n };
+                region.decider.swap(state, tenant, request)
+            },
             || now_ns,
         )
     }
@@ -402,7 +408,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         (0..region.layout.slot_count)
             .filter(|&slot| {
                 // Relaxed: read after every thread of the model has been joined.
-                crate::state::is_installing(region.first_word(slot).load(Ordering::Relaxed))
+                markers::is_installing(region.first_word(slot).load(Ordering::Relaxed))
             })
             .count()
     }

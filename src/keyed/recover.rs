@@ -38,9 +38,9 @@
 //! recovery never undoes a live claim.
 
 use super::layout::LINE_WORDS;
+use super::markers::{claim_of, installing, is_marker, CLAIM_MARKERS, VACANT};
 use super::owner::{crash_point, is_alive, token};
 use super::region::Region;
-use crate::state::{claim_of, installing, is_marker, CLAIM_MARKERS, VACANT};
 use crate::sync::{Backoff, Ordering};
 
 /// Entries in a shared table's claim registry: how many inserts can be in flight in it at
@@ -337,7 +337,7 @@ impl Region {
         let mut patience = Patience::new();
         loop {
             let first = self.first_word(slot).load(Ordering::Acquire);
-            if !crate::state::is_installing(first) || self.moved(first) {
+            if !super::markers::is_installing(first) || self.moved(first) {
                 return Some(first);
             }
             if self.layout.claims > 0 {

@@ -7,11 +7,11 @@ use super::layout::{
     prefetch, Layout, Located, CONTROL_WORDS, LINE_WORDS, MAX_DISTANCE, STATE_OFFSET, SWEEPING,
     TABLE_FULL,
 };
+use super::markers::MOVED;
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 use crate::shared::{is_forged, Mapping, RECORDS_END};
-use crate::state::MOVED;
 use crate::sync::{AtomicU64, Ordering};
 use crate::versions::Version;
 use std::ptr::NonNull;

@@ -30,12 +30,12 @@
 //!   whose process died did not happen.
 
 use super::layout::{Located, NO_KEY};
+use super::markers::is_marker;
 use super::owner::crash_point;
 use super::recover::Claimant;
 use super::region::Region;
 use super::KeyedLimiter;
 use crate::error::Error;
-use crate::state::is_marker;
 use crate::sync::{Backoff, Ordering};
 use std::hash::BuildHasher;
 

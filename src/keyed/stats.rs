@@ -1,9 +1,9 @@
 //! What a dashboard reads of a table: its sizes, its live keys and its refusals.
 
 use super::layout::NO_KEY;
+use super::markers::is_marker;
 use super::region::Region;
 use super::KeyedLimiter;
-use crate::state::is_marker;
 use crate::sync::Ordering;
 use crate::time as clock;
 

@@ -5,8 +5,9 @@
 use super::RuleRefund;
 use crate::decision::Decision;
 use crate::generations::{Generation, Operation};
-use crate::state::{Replaceable, Replaced};
-use crate::time::{Bounds, ClockHint, Hinted, TimeSource};
+use crate::replaced::{Replaceable, Replaced};
+use crate::state::{Refundable, Request};
+use crate::time::{ClockHint, Hinted, TimeSource};
 use crate::versions::Version;
 use std::cell::Cell;
 
@@ -56,84 +57,32 @@ impl Operation for Reset {
     }
 }
 
-/// [`Limiter::acquire_refundable_at`](crate::Limiter::acquire_refundable_at) of `n` units at
-/// `now_ns`.
+/// A [`Request`] (`state/request.rs`): a refundable acquire, a report-free acquire or a
+/// settling of a policy's step, or a peek. What giving the units back takes, if the
+/// decision stored an admission that can give them back, is put in `refund` when there is
+/// one (and `refund` left as it was otherwise): a policy's outcome is then a `bool` in a
+/// register, not a refund copied out through every layer of the decision.
 #[derive(Clone, Copy)]
-pub(super) struct AcquireRefundable {
-    pub(super) now_ns: u64,
-    pub(super) n: u64,
+pub(super) struct Swap<'a, R> {
+    pub(super) request: R,
+    pub(super) refund: Option<&'a Cell<Option<RuleRefund>>>,
 }
 
-impl Operation for AcquireRefundable {
-    type Output = (Decision, Option<RuleRefund>);
+impl<R: Request> Operation for Swap<'_, R> {
+    type Output = R::Out;
 
     #[inline(always)]
-    fn run(
-        self,
-        rule: &Version<Generation>,
-        tenancy: &Replaceable,
-    ) -> Result<Self::Output, Replaced> {
-        let state = rule.state();
-        let (decision, refund) =
-            (rule.decider).acquire_refundable_at(state, tenancy, self.now_ns, self.n)?;
-        Ok((decision, RuleRefund::on(rule, refund)))
-    }
-}
-
-/// [`Limiter::try_acquire_into`](crate::Limiter::try_acquire_into) of `n` units at `now_ns`, the
-/// refund put in `refund`.
-#[derive(Clone, Copy)]
-pub(super) struct TryAcquireRefundable<'a> {
-    pub(super) now_ns: u64,
-    pub(super) n: u64,
-    pub(super) refund: &'a Cell<Option<RuleRefund>>,
-}
-
-impl Operation for TryAcquireRefundable<'_> {
-    type Output = bool;
-
-    #[inline(always)]
-    fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<bool, Replaced> {
-        let refund = |refund| RuleRefund::put(rule, refund, self.refund);
-        (rule.decider).try_acquire_into(rule.state(), tenancy, self.now_ns, self.n, refund)
-    }
-}
-
-/// [`Limiter::settle_into`](crate::Limiter::settle_into) of `n` units within `bounds`, the refund
-/// put in `refund`.
-#[derive(Clone, Copy)]
-pub(super) struct SettleRefundable<'a> {
-    pub(super) bounds: Bounds,
-    pub(super) n: u64,
-    pub(super) refund: &'a Cell<Option<RuleRefund>>,
-}
-
-impl Operation for SettleRefundable<'_> {
-    type Output = Option<bool>;
-
-    #[inline(always)]
-    fn run(
-        self,
-        rule: &Version<Generation>,
-        tenancy: &Replaceable,
-    ) -> Result<Option<bool>, Replaced> {
-        let refund = |refund| RuleRefund::put(rule, refund, self.refund);
-        (rule.decider).settle_into(rule.state(), tenancy, self.bounds, self.n, refund)
-    }
-}
-
-/// [`Limiter::peek_at`](crate::Limiter::peek_at) of `n` units at `now_ns`.
-#[derive(Clone, Copy)]
-pub(super) struct Peek {
-    pub(super) now_ns: u64,
-    pub(super) n: u64,
-}
-
-impl Operation for Peek {
-    type Output = Decision;
-
-    #[inline(always)]
-    fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<Decision, Replaced> {
-        (rule.decider).peek_at(rule.state(), tenancy, self.now_ns, self.n)
+    fn run(self, rule: &Version<Generation>, tenancy: &Replaceable) -> Result<R::Out, Replaced> {
+        // By reference: a copy of the decider would be one more on the stack.
+        let (decider, state) = (&rule.decider, rule.state());
+        let Some(into) = self.refund else {
+            return decider.swap(state, tenancy, self.request);
+        };
+        let keep = |refund| RuleRefund::put(rule, refund, into);
+        let request = Refundable {
+            request: self.request,
+            keep,
+        };
+        decider.swap(state, tenancy, request)
     }
 }

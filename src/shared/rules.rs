@@ -55,7 +55,7 @@ use super::Mapping;
 use crate::config::Config;
 use crate::error::Error;
 #[cfg(not(loom))]
-use crate::state::REPLACED;
+use crate::replaced::REPLACED;
 use crate::sync::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,11 +1,13 @@
-//! The one read-decide-swap loop every state's first word goes through, the markers a
-//! keyed table puts in that word, and the [`Tenancy`] that tells a state from a marker.
+//! The one read-decide-swap loop every state's first word goes through, and the
+//! [`Tenancy`] that tells the caller's state from whatever else the word may hold.
 //!
 //! A keyed table (see `keyed/`) reuses the slot of a key whose state is fresh for another
-//! key. To do that safely it needs three promises, stated here once:
-//! 1. The first state word never holds [`VACANT`] or an [`installing`] marker: every value
-//!    an algorithm stores is at most [`MAX_STATE`] (the algorithms' promise,
-//!    `algorithm/mod.rs`), and the markers are the values above it.
+//! key, marking the slot in between (`keyed/markers.rs`). To do that safely it needs three
+//! promises, stated here once:
+//! 1. The first state word never holds a marker: every value an algorithm stores is at
+//!    most [`MAX_STATE`] (the algorithms' promise, `algorithm/mod.rs`), and the values
+//!    above it ([`is_marker`]) are left to the words' owner, which alone knows what
+//!    they mean and says, through its [`Tenancy`], which of them stop a decision.
 //! 2. The first state word strictly increases with every change an algorithm makes, so a
 //!    value it held once never comes back (no ABA for a CAS that expects it): the
 //!    algorithms' promise too, checked here on every swap in debug builds. Only a reset
@@ -21,41 +23,12 @@ use crate::algorithm::MAX_STATE;
 use crate::sync::{AtomicU64, Ordering};
 use std::convert::Infallible;
 
-/// First-word marker of a keyed slot that holds no key.
-pub(crate) const VACANT: u64 = u64::MAX;
-/// First-word marker of a keyed slot whose state a change of the table's rule carried
-/// over into the table's next region (`keyed/change.rs`): final, so no decision is ever
-/// made on the slot again. Only a private table's regions hold it; in a shared file it is
-/// one more value no claim writes, waited on and recovered as a forged claim marker is.
-pub(crate) const MOVED: u64 = VACANT - 1;
-/// How many claim markers there are: the values between [`MAX_STATE`] and [`MOVED`].
-pub(crate) const CLAIM_MARKERS: u64 = MOVED - MAX_STATE - 1;
-
-/// First-word marker of a keyed slot that one thread has claimed to install a key into,
-/// naming the claim: a shared table's entry in its claim registry, so that a claim whose
-/// process died can be told from every other (`keyed/recover.rs`); 0 in a private table.
+/// Whether `word` is not a state: a value above [`MAX_STATE`], which no algorithm stores,
+/// so that the owner of the words may put it there for its own use (a keyed table's slot
+/// markers, `keyed/markers.rs`; a replaced limiter's words, `replaced.rs`).
 #[inline]
-pub(crate) const fn installing(claim: u64) -> u64 {
-    MAX_STATE + 1 + claim
-}
-
-/// The claim an [`installing`] marker names.
-#[inline]
-pub(crate) const fn claim_of(marker: u64) -> u64 {
-    marker - MAX_STATE - 1
-}
-
-/// Whether `word` is one of the keyed table's slot markers rather than a state.
-#[inline]
-pub(crate) fn is_marker(word: u64) -> bool {
+pub(crate) const fn is_marker(word: u64) -> bool {
     word > MAX_STATE
-}
-
-/// Whether `word` marks a slot claimed by an insert in flight, or (in a private table)
-/// moved: a region tells the two apart (`keyed/region.rs`).
-#[inline]
-pub(crate) fn is_installing(word: u64) -> bool {
-    is_marker(word) && word != VACANT
 }
 
 /// Who else may repurpose a state, and so how the swap loop must read it.
@@ -79,43 +52,6 @@ impl Tenancy for Owned {
 
     fn check(&self, _first_word: u64) -> Result<(), Infallible> {
         Ok(())
-    }
-}
-
-/// First-word marker of a limiter's state whose rule was replaced (`Limiter::set_config`):
-/// the state was carried over into new words, and these are never used again. The same
-/// value as [`VACANT`]: a limiter's words are never a keyed slot.
-pub(crate) const REPLACED: u64 = VACANT;
-
-/// A limiter's own words, which a change of its rule may replace: an operation that finds
-/// them [`REPLACED`] stops without deciding or writing, and the limiter makes it again on
-/// the new words (`generations.rs`). Words in a shared file are never replaced (a change
-/// is refused there): a limiter tries them as replaceable too, so that its first try is
-/// the same whoever owns the words, and a value another process wrote that equals the
-/// marker is then read, out of line, as a state, as [`Owned`] reads it.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Replaceable {
-    /// Whether a change can replace these words at all.
-    pub(crate) replaceable: bool,
-}
-
-/// Why a decision on [`Replaceable`] words stopped: they were replaced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Replaced;
-
-impl Tenancy for Replaceable {
-    type Evicted = Replaced;
-    /// Relaxed: the marker publishes nothing; the limiter loads the new words' address
-    /// with `Acquire` before it decides again.
-    const LOAD: Ordering = Ordering::Relaxed;
-
-    #[inline(always)]
-    fn check(&self, first_word: u64) -> Result<(), Replaced> {
-        if self.replaceable && first_word == REPLACED {
-            Err(Replaced)
-        } else {
-            Ok(())
-        }
     }
 }
 

@@ -10,11 +10,12 @@
 //! it saw before the reset.
 
 use super::cell::{decide_and_swap, Tenancy};
+use super::request::{Request, Settle, TryAcquire};
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Allowance, FixedWindow, Gcra};
 use crate::decision::Decision;
 use crate::sync::{AtomicU64, Ordering};
-use crate::time::{Bounds, TimeSource};
+use crate::time::{self, Bounds, TimeSource, Timed};
 
 /// An algorithm whose whole state is one word, and whether its decisions read a clock
 /// hint first.
@@ -64,115 +65,26 @@ impl<A: OneWord> Stored for A {
     }
 
     #[inline(always)]
-    fn acquire_at<T: Tenancy>(
+    fn swap<T: Tenancy, R: Request>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        decide_and_swap(&state[0], tenancy, |word| {
-            let outcome = self.decide(&word, now, n);
-            (outcome.decision, outcome.update)
-        })
-    }
-
-    fn acquire_refundable_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
-        decide_and_swap(&state[0], tenancy, |word| {
-            let outcome = self.decide(&word, now, n);
-            let refund = outcome.update.map(|after| Refund::new(0, word, after));
-            ((outcome.decision, refund), outcome.update)
-        })
-    }
-
-    #[inline(always)]
-    fn try_acquire_into<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-        refund: impl FnOnce(Refund),
-    ) -> Result<bool, T::Evicted> {
-        let mut swapped = None;
-        let allowed = decide_and_swap(&state[0], tenancy, |word| {
-            let next = self.try_decide(&word, now, n);
-            swapped = next.map(|after| Refund::new(0, word, after));
-            (next.is_some(), next)
+        request: R,
+    ) -> Result<R::Out, T::Evicted> {
+        let mut refund = None;
+        let out = decide_and_swap(&state[0], tenancy, |word| {
+            let (out, next) = request.decide(self, &word);
+            if R::REFUNDS {
+                refund = next.map(|after| Refund::new(0, word, after));
+            }
+            (out, next)
         })?;
-        if let Some(swapped) = swapped {
-            refund(swapped);
+        if let Some(refund) = refund {
+            request.keep(refund);
         }
-        Ok(allowed)
+        Ok(out)
     }
 
-    #[inline(always)]
-    fn settle_into<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-        refund: impl FnOnce(Refund),
-    ) -> Result<Option<bool>, T::Evicted> {
-        let mut swapped = None;
-        let settled = decide_and_swap(&state[0], tenancy, |word| {
-            let (settled, next) =
-                Algorithm::settle(self, &word, bounds.earliest, bounds.latest, n).into_parts();
-            swapped = next.map(|after| Refund::new(0, word, after));
-            (settled, next)
-        })?;
-        if let Some(swapped) = swapped {
-            refund(swapped);
-        }
-        Ok(settled)
-    }
-
-    fn peek_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        decide_and_swap(&state[0], tenancy, |word| {
-            (self.decide(&word, now, n).decision, None)
-        })
-    }
-
-    #[inline(always)]
-    fn try_acquire_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<bool, T::Evicted> {
-        swap_seen(self, &state[0], tenancy, now, n).map(|(allowed, _)| allowed)
-    }
-
-    #[inline(always)]
-    fn settle<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-    ) -> Result<Option<bool>, T::Evicted> {
-        decide_and_swap(&state[0], tenancy, |word| {
-            Algorithm::settle(self, &word, bounds.earliest, bounds.latest, n).into_parts()
-        })
-    }
-
-    /// Straight-line code inlined into the caller, with the exact decisions that follow a
-    /// coarse read out of line: the common decisions (a busy or a drained bucket) are a
-    /// peek, a coarse read and one swap, and an idle bucket's a clock read and one swap.
     #[inline(always)]
     fn try_acquire<T: Tenancy, C: TimeSource>(
         &self,
@@ -181,37 +93,16 @@ impl<A: OneWord> Stored for A {
         time: C,
         n: u64,
     ) -> Result<bool, T::Evicted> {
-        if A::HINTED {
-            if time.precise_first() {
-                return precise_first(self, &state[0], tenancy, time, n);
-            }
-            // Relaxed: a peek that only picks the clock; the decision reads the word again.
-            let peek = state[0].load(Ordering::Relaxed);
-            if self.needs_exact(&peek, time.passed(), n) {
-                // Inlined, unlike the exact decisions below: an idle bucket takes this
-                // path on every request, and has nothing but the clock read left to do.
-                time.learn(true);
-                return self.try_acquire_at(state, tenancy, time.now(), n);
-            }
-        }
-        // `TimeSource::decide`'s strategy, written out: passed as a closure, the settling
-        // is not always inlined, and this path is the one every busy caller takes.
-        let Some(bounds) = time.bounds() else {
-            return exact(self, state, tenancy, time, None, n);
-        };
-        if !A::HINTED {
-            // A counter's common denial, from one load that never swaps.
-            let denied = decide_and_swap(&state[0], tenancy, |word| {
-                (self.denied_through(&word, bounds.latest, n), None)
-            })?;
-            if denied {
-                return Ok(false);
-            }
-        }
-        match Stored::settle(self, state, tenancy, bounds, n)? {
-            Some(allowed) => Ok(allowed),
-            None => exact(self, state, tenancy, time, Some(bounds), n),
-        }
+        let word = &state[0];
+        time::decide(
+            time,
+            Now {
+                algorithm: self,
+                word,
+                tenancy,
+                n,
+            },
+        )
     }
 
     fn reset<T: Tenancy>(&self, state: &[AtomicU64], tenancy: &T) -> Result<(), T::Evicted> {
@@ -225,60 +116,63 @@ impl<A: OneWord> Stored for A {
     }
 }
 
-/// Acquires `1 ≤ n` units at `now`: whether they were admitted, and the word the decision
-/// was made on.
-#[inline(always)]
-fn swap_seen<A: OneWord, T: Tenancy>(
-    algorithm: &A,
-    word: &AtomicU64,
-    tenancy: &T,
-    now: u64,
+/// A try-acquire of `1 ≤ n` units on one word, for the time strategy to decide.
+struct Now<'a, A, T> {
+    algorithm: &'a A,
+    word: &'a AtomicU64,
+    tenancy: &'a T,
     n: u64,
-) -> Result<(bool, u64), T::Evicted> {
-    decide_and_swap(word, tenancy, |seen| {
-        let next = algorithm.try_decide(&seen, now, n);
-        ((next.is_some(), seen), next)
-    })
 }
 
-/// [`Stored::try_acquire`] at the exact time, read after `bounds` if there were any. A
-/// hinted algorithm's time source learns that this decision needed the exact time.
-#[inline(never)]
-fn exact<A: OneWord, T: Tenancy, C: TimeSource>(
-    algorithm: &A,
-    state: &[AtomicU64],
-    tenancy: &T,
-    time: C,
-    bounds: Option<Bounds>,
-    n: u64,
-) -> Result<bool, T::Evicted> {
-    if A::HINTED {
-        time.learn(true);
-    }
-    algorithm.try_acquire_at(state, tenancy, time.now_after_any(bounds), n)
-}
+impl<A: OneWord, T: Tenancy> Timed for Now<'_, A, T> {
+    type Evicted = T::Evicted;
+    const HINTED: bool = A::HINTED;
+    const PEEKS: bool = A::HINTED;
 
-/// [`Stored::try_acquire`] when the hint says to read the exact clock first: the swap then
-/// reads the word once, and the decision is the one at that time. A word the bounds could
-/// have settled (a TAT further ahead of the clock than the bounds reach) hands back to
-/// peeking first.
-// Inlined: while the hint holds, this is the whole decision, a clock read and one swap
-// (and a keyed table's thread hint is a constant to the code it picks).
-#[inline(always)]
-fn precise_first<A: OneWord, T: Tenancy, C: TimeSource>(
-    algorithm: &A,
-    word: &AtomicU64,
-    tenancy: &T,
-    time: C,
-    n: u64,
-) -> Result<bool, T::Evicted> {
-    let now = time.now();
-    let (allowed, seen) = swap_seen(algorithm, word, tenancy, now, n)?;
-    if time
-        .slack()
-        .is_some_and(|slack| !algorithm.needs_exact(&seen, now.saturating_add(slack), n))
-    {
-        time.learn(false);
+    #[inline(always)]
+    fn needs_exact(&self, passed: impl FnOnce() -> u64) -> bool {
+        // Relaxed: a peek that only picks the clock; the decision reads the word again.
+        let peek = self.word.load(Ordering::Relaxed);
+        self.algorithm.needs_exact(&peek, passed(), self.n)
     }
-    Ok(allowed)
+
+    /// A counter's common denial, from one load that never swaps. (A hinted algorithm's
+    /// peek already picked the clock: it has none to try.)
+    #[inline(always)]
+    fn denied_through(&self, latest: u64) -> Result<bool, T::Evicted> {
+        if A::HINTED {
+            return Ok(false);
+        }
+        decide_and_swap(self.word, self.tenancy, |word| {
+            (self.algorithm.denied_through(&word, latest, self.n), None)
+        })
+    }
+
+    #[inline(always)]
+    fn settle(&self, bounds: Bounds) -> Result<Option<bool>, T::Evicted> {
+        decide_and_swap(self.word, self.tenancy, |word| {
+            Settle { bounds, n: self.n }.decide(self.algorithm, &word)
+        })
+    }
+
+    #[inline(always)]
+    fn at(&self, now: u64) -> Result<bool, T::Evicted> {
+        decide_and_swap(self.word, self.tenancy, |word| {
+            TryAcquire { now, n: self.n }.decide(self.algorithm, &word)
+        })
+    }
+
+    /// The swap reads the word once: a word the bounds could have settled (a TAT further
+    /// ahead of the clock than the bounds reach) is the one it decided on.
+    #[inline(always)]
+    fn at_learning(&self, now: u64, slack: Option<u64>) -> Result<(bool, bool), T::Evicted> {
+        let (algorithm, n) = (self.algorithm, self.n);
+        let (allowed, seen) = decide_and_swap(self.word, self.tenancy, |seen| {
+            let next = algorithm.try_decide(&seen, now, n);
+            ((next.is_some(), seen), next)
+        })?;
+        let settles =
+            slack.is_some_and(|slack| !algorithm.needs_exact(&seen, now.saturating_add(slack), n));
+        Ok((allowed, settles))
+    }
 }

@@ -5,14 +5,17 @@
 //! [`Bounds`] on it; a decision that every instant within the bounds makes alike needs no
 //! more. A time source offers both readings, the slack that makes the bounds hold (widened
 //! when the host proves it too narrow), a time the clock has certainly passed, and a
-//! limiter's hint of which reading to take first. Algorithms never see a time source: the
-//! state layer reads it, on behalf of the edge (a limiter, a keyed table) that passes it
-//! in once, and hands the algorithms plain nanoseconds.
+//! limiter's hint of which reading to take first. Algorithms never see a time source, nor
+//! do stores choose among its readings: a store describes its decision as steps at a time
+//! or for bounds ([`Timed`]), and [`decide`] picks the readings, on behalf of the edge (a
+//! limiter, a keyed table) that passes the source in once.
 //!
 //! - `clock.rs`: the reads of the host's clocks and the published `passed` time.
 //! - `tsc.rs`: `CLOCK_MONOTONIC` read through the TSC, where the kernel keeps it so.
 //! - `slack.rs`: the width of the coarse bounds, calibrated once and widened after a late tick.
 //! - `monotonic.rs`: [`Monotonic`], the library's time source.
+//! - `strategy.rs`: [`decide`], which picks the readings a decision takes (coarse first,
+//!   exact when needed or hinted) for a store's [`Timed`] decision.
 //! - `hint.rs`: [`ClockHint`], a limiter's memory of which reading its decisions needed,
 //!   [`ThreadHint`], a thread's for its keyed decisions, and [`Hinted`], a time source
 //!   that consults one (and may take its exact reading first).
@@ -24,12 +27,14 @@ pub(crate) mod fake;
 mod hint;
 mod monotonic;
 mod slack;
+mod strategy;
 mod tsc;
 
 pub(crate) use clock::prepare;
 pub use clock::{clock_source, now_ns, ClockSource};
 pub(crate) use hint::{ClockHint, Hinted, ThreadHint};
 pub(crate) use monotonic::Monotonic;
+pub(crate) use strategy::{decide, Timed};
 
 /// Bounds on the exact time from one cheap reading: `earliest ≤ now ≤ latest`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,25 +75,6 @@ pub(crate) trait TimeSource: Copy {
         match bounds {
             Some(bounds) => self.now_after(bounds),
             None => self.now(),
-        }
-    }
-
-    /// Decides a request on the cheapest reading that settles it: `settle` on the bounds
-    /// (`Some(admitted)`, or `None` when the outcome depends on where within them the time
-    /// lies), and only otherwise, or without bounds, `exact`, which reads the exact time
-    /// with [`now_after_any`](Self::now_after_any) of the bounds it is given.
-    #[inline(always)]
-    fn decide<E>(
-        self,
-        settle: impl FnOnce(Bounds) -> Result<Option<bool>, E>,
-        exact: impl FnOnce(Option<Bounds>) -> Result<bool, E>,
-    ) -> Result<bool, E> {
-        let Some(bounds) = self.bounds() else {
-            return exact(None);
-        };
-        match settle(bounds)? {
-            Some(allowed) => Ok(allowed),
-            None => exact(Some(bounds)),
         }
     }
 

@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 use crate::keyed::owner::{crash_point, is_alive, token};
-use crate::state::REPLACED;
+use crate::replaced::REPLACED;
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
 #[cfg(not(loom))]
 use std::time::Duration;

@@ -37,12 +37,12 @@
 mod read;
 
 use self::read::Ring;
-use super::{Refund, Stored};
+use super::request::{Request, TryAcquire};
+use super::Stored;
 use crate::algorithm::{Algorithm, Claim, LogRead, Rule, SlidingLog, MAX_STATE};
-use crate::decision::Decision;
 use crate::state::cell::Tenancy;
 use crate::sync::{AtomicU64, Ordering};
-use crate::time::{Bounds, TimeSource};
+use crate::time::{self, Bounds, TimeSource, Timed};
 
 /// Index of the head word in the state.
 pub(super) const HEAD: usize = 0;
@@ -54,9 +54,6 @@ pub(super) const FLOOR: usize = 2;
 pub(super) const RING: usize = 3;
 /// Words per ring slot.
 pub(super) const SLOT_WORDS: usize = 2;
-/// How many reads of a denial that reports room for the request `acquire_at` makes before
-/// it stops trusting the slots (see there).
-const INCONSISTENT_READS: u32 = 8;
 
 impl Stored for SlidingLog {
     fn state_words(&self) -> usize {
@@ -64,120 +61,37 @@ impl Stored for SlidingLog {
         RING + SLOT_WORDS * self.limit() as usize
     }
 
-    /// A denial or a query reads several words; it stands only if no unit was admitted
-    /// meanwhile (head unchanged), so its fields describe one state of the log. A denial
-    /// that reports room for the request read a pending slot before and after it was
-    /// written: it is decided again on what is now known.
-    // Not inlined into the dispatch: see the sliding window's.
-    #[inline(never)]
-    fn acquire_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        for attempt in 1.. {
-            let ring = Ring::load(self, state, tenancy)?;
-            let outcome = self.decide(&ring, now, n);
-            let mut decision = outcome.decision;
-            if !decision.allowed && decision.remaining >= n && attempt >= INCONSISTENT_READS {
-                // Slots that read inconsistently read after read can only be bytes another
-                // process wrote (timestamps that do not grow along positions): stop, and
-                // report what a denial means.
-                decision.remaining = n - 1;
-            }
-            let stands = match outcome.update {
-                Some(claim) => ring.claim(claim, n)?,
-                None => (decision.allowed || decision.remaining < n) && ring.unchanged(),
-            };
-            if stands {
-                return Ok(decision);
-            }
-        }
-        unreachable!("the attempts never run out")
-    }
-
+    /// A decision without a claim reads several words; it stands only if no unit was
+    /// admitted (and no reset finished) meanwhile (head and floor unchanged), so its fields
+    /// describe one state of the log, and if the request finds what it read consistent
+    /// ([`Request::stands`]). A claim stands if no admission came first.
+    ///
     /// The log gives nothing back: its claimed positions and their timestamps only grow,
     /// and readers trust a slot by its tag (`read.rs`), so a position given back and
     /// claimed again would show the old timestamp as the new one's.
-    fn acquire_refundable_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
-        Ok((self.acquire_at(state, tenancy, now, n)?, None))
-    }
-
-    fn try_acquire_into<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-        _refund: impl FnOnce(Refund),
-    ) -> Result<bool, T::Evicted> {
-        self.try_acquire_at(state, tenancy, now, n)
-    }
-
-    fn settle_into<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-        _refund: impl FnOnce(Refund),
-    ) -> Result<Option<bool>, T::Evicted> {
-        Stored::settle(self, state, tenancy, bounds, n)
-    }
-
-    /// As `acquire_at`'s reads, claiming nothing: the decision stands if no unit was
-    /// admitted (and no reset finished) while it read.
-    fn peek_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        loop {
-            let ring = Ring::load(self, state, tenancy)?;
-            let decision = self.decide(&ring, now, n).decision;
-            if ring.unchanged() {
-                return Ok(decision);
-            }
-        }
-    }
-
-    /// The admission test reads one slot, and without a report no search for the oldest
+    ///
+    /// A report-free acquire reads one slot, and without a report no search for the oldest
     /// live entry (`remaining`) is needed, so it is O(1) whatever the log holds.
+    // Not inlined into the dispatch: see the sliding window's.
     #[inline(never)]
-    fn try_acquire_at<T: Tenancy>(
+    fn swap<T: Tenancy, R: Request>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<bool, T::Evicted> {
-        loop {
+        request: R,
+    ) -> Result<R::Out, T::Evicted> {
+        for reads in 1.. {
             let ring = Ring::load(self, state, tenancy)?;
-            if let Some(allowed) = ring.try_claim(self.try_decide(&ring, now, n), n)? {
-                return Ok(allowed);
+            let (mut out, claim) = request.decide(self, &ring);
+            let stands = match claim {
+                Some(claim) => ring.claim(claim, request.units())?,
+                None => request.stands(&mut out, reads) && ring.unchanged(),
+            };
+            if stands {
+                return Ok(out);
             }
         }
-    }
-
-    fn settle<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-    ) -> Result<Option<bool>, T::Evicted> {
-        let ring = Ring::load(self, state, tenancy)?;
-        ring.settle(bounds, n)
+        unreachable!("the reads never run out")
     }
 
     /// Decides on one read of the ring, reading the time only as far as that read needs.
@@ -212,32 +126,16 @@ impl Stored for SlidingLog {
             Some(Some(ts)) => self.expired(ts, ring.latest),
             Some(None) => false,
         };
-        let bounds = if certain { None } else { time.bounds() };
-        if let Some(Bounds { latest, .. }) = bounds {
-            let at = latest.max(ring.latest);
-            let live = match needed {
-                Some(Some(ts)) => !self.expired(ts, at),
-                _ => !self.admits(&ring, at, n),
-            };
-            if live {
-                if ring.unchanged() {
-                    return Ok(false);
-                }
-            } else if latest <= ring.latest && ring.claim(Claim { at: ring.latest }, n)? {
-                return Ok(true);
-            }
-        }
-        let now = time.now_after_any(bounds);
-        let at = now.max(ring.latest);
-        let decided = if certain || self.admits(&ring, at, n) {
-            ring.claim(Claim { at }, n)?.then_some(true)
-        } else {
-            ring.unchanged().then_some(false)
+        let read = Now {
+            log: self,
+            state,
+            tenancy,
+            ring,
+            needed,
+            certain,
+            n,
         };
-        match decided {
-            Some(allowed) => Ok(allowed),
-            None => self.try_acquire_at(state, tenancy, now, n),
-        }
+        time::decide(time, read)
     }
 
     /// Reads only `latest` and the floor besides head (see [`SlidingLog`]'s `is_fresh`).
@@ -292,6 +190,77 @@ impl Stored for SlidingLog {
             // loaded and revalidates both before its decision stands (`unchanged`).
             state[FLOOR].fetch_max(floor, Ordering::Relaxed);
             return Ok(());
+        }
+    }
+}
+
+/// A try-acquire of `1 ≤ n` units on one read of the ring, for the time strategy to decide.
+struct Now<'a, T> {
+    log: &'a SlidingLog,
+    state: &'a [AtomicU64],
+    tenancy: &'a T,
+    ring: Ring<'a, T>,
+    /// The timestamp of the entry that must be gone for the units to fit, if any (`None`
+    /// within: pending at the read).
+    needed: Option<Option<u64>>,
+    /// Whether the units fit at any time: that entry left before the latest time logged,
+    /// or there is none.
+    certain: bool,
+    n: u64,
+}
+
+impl<T: Tenancy> Timed for Now<'_, T> {
+    type Evicted = T::Evicted;
+    const HINTED: bool = false;
+    const PEEKS: bool = true;
+
+    /// An admission certain at any time is logged at the exact time: no bounds to read.
+    #[inline(always)]
+    fn needs_exact(&self, _passed: impl FnOnce() -> u64) -> bool {
+        self.certain
+    }
+
+    #[inline(always)]
+    fn denied_through(&self, _latest: u64) -> Result<bool, T::Evicted> {
+        Ok(false)
+    }
+
+    /// A denial at the bounds' upper end is a denial at every instant before it (admission
+    /// only gets easier with time). An admission there is settled too when that end is at
+    /// most the latest time logged: every instant up to it is moved forward to that same
+    /// time ([`Algorithm::settle`]).
+    #[inline(always)]
+    fn settle(&self, bounds: Bounds) -> Result<Option<bool>, T::Evicted> {
+        let (log, ring, n) = (self.log, &self.ring, self.n);
+        let at = bounds.latest.max(ring.latest);
+        let live = match self.needed {
+            Some(Some(ts)) => !log.expired(ts, at),
+            _ => !log.admits(ring, at, n),
+        };
+        if live {
+            if ring.unchanged() {
+                return Ok(Some(false));
+            }
+        } else if bounds.latest <= ring.latest && ring.claim(Claim { at: ring.latest }, n)? {
+            return Ok(Some(true));
+        }
+        Ok(None)
+    }
+
+    /// On the same read; one an admission raced is decided again from a fresh one, at
+    /// the same time.
+    #[inline(always)]
+    fn at(&self, now: u64) -> Result<bool, T::Evicted> {
+        let (log, ring, n) = (self.log, &self.ring, self.n);
+        let at = now.max(ring.latest);
+        let decided = if self.certain || log.admits(ring, at, n) {
+            ring.claim(Claim { at }, n)?.then_some(true)
+        } else {
+            ring.unchanged().then_some(false)
+        };
+        match decided {
+            Some(allowed) => Ok(allowed),
+            None => log.swap(self.state, self.tenancy, TryAcquire { now, n }),
         }
     }
 }

@@ -36,10 +36,9 @@
 //! head again, so the validation above catches it.
 
 use super::{FLOOR, HEAD, LATEST, RING, SLOT_WORDS};
-use crate::algorithm::{Algorithm, Claim, LogRead, Rule, SlidingLog, MAX_STATE};
+use crate::algorithm::{Claim, LogRead, Rule, SlidingLog, MAX_STATE};
 use crate::state::cell::Tenancy;
 use crate::sync::{spin_wait, AtomicU64, Ordering};
-use crate::time::Bounds;
 
 /// How many times a reader checks a pending slot before falling back to a bound. A
 /// writer finishes a slot a few instructions after its claim; under loom one yield
@@ -81,31 +80,6 @@ impl<'a, T: Tenancy> Ring<'a, T> {
             head,
             latest,
             floor,
-        })
-    }
-
-    /// Settles `n` units within `bounds` on this read: `Some(allowed)` if settled (an
-    /// admission claimed, a denial validated), `None` if the exact time must decide.
-    #[inline(always)]
-    pub(super) fn settle(&self, bounds: Bounds, n: u64) -> Result<Option<bool>, T::Evicted> {
-        match Algorithm::settle(self.log, self, bounds.earliest, bounds.latest, n).into_parts() {
-            (Some(_), claim) => self.try_claim(claim, n),
-            (None, _) => Ok(None),
-        }
-    }
-
-    /// Carries out a report-free decision on this read: `Some(true)` if `claim` was
-    /// claimed, `Some(false)` for a denial (no claim) that stands, `None` if the read
-    /// turned out stale.
-    #[inline(always)]
-    pub(super) fn try_claim(
-        &self,
-        claim: Option<Claim>,
-        n: u64,
-    ) -> Result<Option<bool>, T::Evicted> {
-        Ok(match claim {
-            Some(claim) => self.claim(claim, n)?.then_some(true),
-            None => self.unchanged().then_some(false),
         })
     }
 

@@ -67,11 +67,12 @@
 //!   window.
 
 use super::cell::{decide_and_publish, decide_and_swap, Tenancy};
+use super::request::{Request, Settle, TryAcquire};
 use super::{Refund, Stored};
 use crate::algorithm::{Algorithm, Counted, Counts, Rule, SlidingWindow};
 use crate::decision::Decision;
 use crate::sync::{fence, AtomicU64, Ordering};
-use crate::time::{Bounds, TimeSource};
+use crate::time::{self, Bounds, TimeSource, Timed};
 
 mod carry;
 #[cfg(all(test, not(loom)))]
@@ -90,140 +91,18 @@ impl Stored for SlidingWindow {
         3
     }
 
-    /// The decision's fields are computed outside the swap loop, from the counts it
-    /// decided on: carried through the loop, a `Decision` costs more than deciding.
+    /// The refund puts the current word back; a roll-over's record of the closed window
+    /// keeps the count it was given, which is that window's count again.
     // Not inlined into the dispatch: its size would cost the other algorithms' paths
     // there a larger stack frame and their own inlining.
     #[inline(never)]
-    fn acquire_at<T: Tenancy>(
+    fn swap<T: Tenancy, R: Request>(
         &self,
         state: &[AtomicU64],
         tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        let (counts, allowed) = swap(self, state, tenancy, |counts| {
-            let next = if n == 0 {
-                None
-            } else {
-                self.try_decide(counts, now, n)
-            };
-            ((*counts, n == 0 || next.is_some()), next)
-        })?;
-        Ok(self.report(&counts, now, n, allowed))
-    }
-
-    /// The refund puts the current word back; a roll-over's record of the closed window
-    /// keeps the count it was given, which is that window's count again.
-    fn acquire_refundable_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
-        let (counts, next) = swap(self, state, tenancy, |counts| {
-            let next = if n == 0 {
-                None
-            } else {
-                self.try_decide(counts, now, n)
-            };
-            ((*counts, next), next)
-        })?;
-        let refund = next.map(|next| refund_of(self, &counts, next));
-        let allowed = n == 0 || next.is_some();
-        Ok((self.report(&counts, now, n, allowed), refund))
-    }
-
-    fn try_acquire_into<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-        refund: impl FnOnce(Refund),
-    ) -> Result<bool, T::Evicted> {
-        let mut taken = None;
-        let allowed = swap(self, state, tenancy, |counts| {
-            let next = self.try_decide(counts, now, n);
-            taken = next.map(|next| refund_of(self, counts, next));
-            (next.is_some(), next)
-        })?;
-        if let Some(taken) = taken {
-            refund(taken);
-        }
-        Ok(allowed)
-    }
-
-    fn settle_into<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-        refund: impl FnOnce(Refund),
-    ) -> Result<Option<bool>, T::Evicted> {
-        let mut taken = None;
-        let settled = swap(self, state, tenancy, |counts| {
-            let (settled, next) =
-                Algorithm::settle(self, counts, bounds.earliest, bounds.latest, n).into_parts();
-            taken = next.map(|next| refund_of(self, counts, next));
-            (settled, next)
-        })?;
-        if let Some(taken) = taken {
-            refund(taken);
-        }
-        Ok(settled)
-    }
-
-    fn peek_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<Decision, T::Evicted> {
-        let (counts, allowed) = swap(self, state, tenancy, |counts| {
-            let allowed = n == 0 || self.try_decide(counts, now, n).is_some();
-            ((*counts, allowed), None)
-        })?;
-        Ok(self.report(&counts, now, n, allowed))
-    }
-
-    fn try_acquire_at<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        now: u64,
-        n: u64,
-    ) -> Result<bool, T::Evicted> {
-        swap(self, state, tenancy, |counts| {
-            let next = self.try_decide(counts, now, n);
-            (next.is_some(), next)
-        })
-    }
-
-    /// A client over its limit is denied from the current word alone (its count leaves
-    /// less than `n` at every instant up to `latest`), without reading the record: one
-    /// load, shown to the tenancy, that never swaps.
-    #[inline(always)]
-    fn settle<T: Tenancy>(
-        &self,
-        state: &[AtomicU64],
-        tenancy: &T,
-        bounds: Bounds,
-        n: u64,
-    ) -> Result<Option<bool>, T::Evicted> {
-        let Bounds { earliest, latest } = bounds;
-        let full = decide_and_swap(&state[CURRENT], tenancy, |current| {
-            (self.0.full_through(current, latest, n), None)
-        })?;
-        if full {
-            return Ok(Some(false));
-        }
-        swap(self, state, tenancy, |counts| {
-            Algorithm::settle(self, counts, earliest, latest, n).into_parts()
-        })
+        request: R,
+    ) -> Result<R::Out, T::Evicted> {
+        run(self, state, tenancy, request)
     }
 
     #[inline(never)]
@@ -234,9 +113,15 @@ impl Stored for SlidingWindow {
         time: C,
         n: u64,
     ) -> Result<bool, T::Evicted> {
-        time.decide(
-            |bounds| Stored::settle(self, state, tenancy, bounds, n),
-            |bounds| self.try_acquire_at(state, tenancy, time.now_after_any(bounds), n),
+        let sliding = self;
+        time::decide(
+            time,
+            Now {
+                sliding,
+                state,
+                tenancy,
+                n,
+            },
         )
     }
 
@@ -274,6 +159,92 @@ impl Stored for SlidingWindow {
         counts(self, state, first, true)
             .is_some_and(|counts| Algorithm::is_fresh(self, &counts, now))
     }
+}
+
+/// An [`Acquire`](super::Acquire) of `n` units at `now`, its report worked out after the
+/// swap from the counts it decided on: carried through the swap loop, a `Decision` costs
+/// more than deciding (the dispatch sends an acquire here rather than through
+/// [`Stored::swap`], as it sends GCRA's to its reserve).
+// Not inlined into the dispatch: see `Stored::swap`.
+#[inline(never)]
+pub(crate) fn acquire_at<T: Tenancy>(
+    sliding: &SlidingWindow,
+    state: &[AtomicU64],
+    tenancy: &T,
+    now: u64,
+    n: u64,
+) -> Result<Decision, T::Evicted> {
+    let (counts, allowed) = swap(sliding, state, tenancy, |counts| {
+        let next = if n == 0 {
+            None
+        } else {
+            sliding.try_decide(counts, now, n)
+        };
+        ((*counts, n == 0 || next.is_some()), next)
+    })?;
+    Ok(sliding.report(&counts, now, n, allowed))
+}
+
+/// A try-acquire of `1 ≤ n` units, for the time strategy to decide.
+struct Now<'a, T> {
+    sliding: &'a SlidingWindow,
+    state: &'a [AtomicU64],
+    tenancy: &'a T,
+    n: u64,
+}
+
+impl<T: Tenancy> Timed for Now<'_, T> {
+    type Evicted = T::Evicted;
+    const HINTED: bool = false;
+    const PEEKS: bool = false;
+
+    fn needs_exact(&self, _passed: impl FnOnce() -> u64) -> bool {
+        false
+    }
+
+    /// A client over its limit is denied from the current word alone (its count leaves
+    /// less than `n` at every instant up to `latest`), without reading the record: one
+    /// load, shown to the tenancy, that never swaps.
+    #[inline(always)]
+    fn denied_through(&self, latest: u64) -> Result<bool, T::Evicted> {
+        decide_and_swap(&self.state[CURRENT], self.tenancy, |current| {
+            (self.sliding.0.full_through(current, latest, self.n), None)
+        })
+    }
+
+    #[inline(always)]
+    fn settle(&self, bounds: Bounds) -> Result<Option<bool>, T::Evicted> {
+        let request = Settle { bounds, n: self.n };
+        run(self.sliding, self.state, self.tenancy, request)
+    }
+
+    #[inline(always)]
+    fn at(&self, now: u64) -> Result<bool, T::Evicted> {
+        let request = TryAcquire { now, n: self.n };
+        run(self.sliding, self.state, self.tenancy, request)
+    }
+}
+
+/// [`Stored::swap`], inlined where [`Stored::try_acquire`] runs it.
+#[inline(always)]
+fn run<T: Tenancy, R: Request>(
+    sliding: &SlidingWindow,
+    state: &[AtomicU64],
+    tenancy: &T,
+    request: R,
+) -> Result<R::Out, T::Evicted> {
+    let mut refund = None;
+    let out = swap(sliding, state, tenancy, |counts| {
+        let (out, next) = request.decide(sliding, counts);
+        if R::REFUNDS {
+            refund = next.map(|next| refund_of(sliding, counts, next));
+        }
+        (out, next)
+    })?;
+    if let Some(refund) = refund {
+        request.keep(refund);
+    }
+    Ok(out)
 }
 
 /// What giving back an admission on `counts` that counted `next` takes: the current word

@@ -1,6 +1,6 @@
 use super::*;
 use crate::algorithm::Windows;
-use crate::state::{owned, Owned};
+use crate::state::{owned, Acquire, Owned};
 
 #[test]
 fn a_record_from_a_later_window_under_an_unmoved_current_word_does_not_hang() {
@@ -17,7 +17,7 @@ fn a_record_from_a_later_window_under_an_unmoved_current_word_does_not_hang() {
     .map(AtomicU64::new)
     .collect();
     // At 250: 4·(100 − 50)/100 = 2 weigh, plus 1 counted: 1 left.
-    let acquire = |n| owned(sliding.acquire_at(&state, &Owned, 250, n));
+    let acquire = |n| owned(sliding.swap(&state, &Owned, Acquire { now: 250, n }));
     assert_eq!(acquire(0).remaining, 1);
     assert!(acquire(1).allowed);
     assert!(!acquire(1).allowed);

@@ -1,0 +1,98 @@
+//! Runs one decision N times, for `benches/callgrind.sh` to count the instructions a call
+//! costs (instructions do not depend on the machine's load as a timing does).
+//!
+//! Usage: `calls CASE N`. Each case sets its limiter up, then makes N calls; the script
+//! subtracts the count of a run of 0 calls, so what it reports is the calls' alone. Cases
+//! at a chosen time (`_at`) are deterministic; those through the clock pick a state whose
+//! decision takes the same path at any time (drained: a coarse read and a denial; idle: an
+//! exact read and an admission).
+
+use rate::{Config, KeyedLimiter, Limiter, Policy};
+use std::hint::black_box;
+
+const SECOND: u64 = 1_000_000_000;
+const HOUR: u64 = 3600 * SECOND;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let case = args.next().expect("usage: calls CASE N");
+    let calls: u64 = args
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("usage: calls CASE N");
+    let limiter = |config: Config| Limiter::new(&config).unwrap();
+    let keyed = |config: Config| KeyedLimiter::new(&config, 1024).unwrap();
+    let admitted = match case.as_str() {
+        // Admits every call: each comes one period after the one before.
+        "gcra_acquire_at_allow" => {
+            let l = limiter(Config::gcra(1, SECOND));
+            count(calls, |i| {
+                l.acquire_at(1, black_box(i * SECOND)).unwrap().allowed
+            })
+        }
+        "gcra_acquire_at_deny" => {
+            let l = limiter(Config::gcra(1, HOUR));
+            count(calls, |_| {
+                l.acquire_at(1, black_box(SECOND)).unwrap().allowed
+            })
+        }
+        "gcra_try_acquire_drained" => {
+            let l = limiter(Config::gcra(1, HOUR));
+            count(calls, |_| l.try_acquire(black_box(1)).unwrap())
+        }
+        "gcra_try_acquire_idle" => {
+            let l = limiter(Config::gcra(1_000_000_000, SECOND));
+            count(calls, |_| l.try_acquire(black_box(1)).unwrap())
+        }
+        "fixed_window_try_acquire_drained" => {
+            let l = limiter(Config::fixed_window(1, HOUR));
+            count(calls, |_| l.try_acquire(black_box(1)).unwrap())
+        }
+        "sliding_window_acquire_at_allow" => {
+            let l = limiter(Config::sliding_window(1_000_000_000, HOUR));
+            count(calls, |i| l.acquire_at(1, black_box(i)).unwrap().allowed)
+        }
+        "sliding_window_try_acquire_drained" => {
+            let l = limiter(Config::sliding_window(1, HOUR));
+            count(calls, |_| l.try_acquire(black_box(1)).unwrap())
+        }
+        "sliding_log_acquire_at_deny" => {
+            let l = limiter(Config::sliding_log(4, HOUR));
+            count(calls, |_| {
+                l.acquire_at(1, black_box(SECOND)).unwrap().allowed
+            })
+        }
+        "keyed_gcra_acquire_at_deny" => {
+            let t = keyed(Config::gcra(1, HOUR));
+            let key = |i: u64| (i % 64).to_le_bytes();
+            count(calls, |i| {
+                t.acquire_at(&key(i), 1, black_box(SECOND)).unwrap().allowed
+            })
+        }
+        "keyed_gcra_try_acquire_drained" => {
+            let t = keyed(Config::gcra(1, HOUR));
+            let key = |i: u64| (i % 64).to_le_bytes();
+            count(calls, |i| t.try_acquire(&key(i), black_box(1)).unwrap())
+        }
+        "policy_try_acquire_at_allow" => {
+            let p = Policy::new(&[Config::gcra(1, SECOND), Config::sliding_window(10, SECOND)])
+                .unwrap();
+            count(calls, |i| {
+                p.try_acquire_at(1, black_box(i * SECOND)).unwrap()
+            })
+        }
+        "policy_try_acquire_drained" => {
+            let p =
+                Policy::new(&[Config::gcra(1, HOUR), Config::sliding_window(10, HOUR)]).unwrap();
+            count(calls, |_| p.try_acquire(black_box(1)).unwrap())
+        }
+        other => panic!("unknown case {other}"),
+    };
+    black_box(admitted);
+}
+
+/// How many of `calls` calls of `call` (given the call's number) admitted.
+#[inline(always)]
+fn count(calls: u64, call: impl Fn(u64) -> bool) -> usize {
+    (0..calls).filter(|&i| call(i)).count()
+}
