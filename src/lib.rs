@@ -118,11 +118,11 @@ mod versions;
 pub use config::{Algorithm, Config};
 pub use decision::Decision;
 pub use error::{Bound, ConfigError, Error, Field, OutOfBounds};
-#[cfg(any(loom, feature = "testing"))]
-#[doc(hidden)]
-pub use keyed::crashes;
 pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
 pub use limiter::Limiter;
 pub use policy::{KeyedPolicy, KeyedRule, Policy, PolicyDecision, MAX_RULES};
 pub use shared::describe_file;
+#[cfg(any(loom, feature = "testing"))]
+#[doc(hidden)]
+pub use shared::owner::crashes;
 pub use time::{clock_source, now_ns, ClockSource};

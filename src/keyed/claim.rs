@@ -14,10 +14,10 @@
 
 use super::layout::Located;
 use super::markers::{is_installing, is_marker, VACANT};
-use super::owner::crash_point;
 use super::recover::Claimant;
 use super::region::Region;
 use crate::decision::Decision;
+use crate::shared::owner::crash_point;
 use crate::sync::Ordering;
 
 /// How far from home an insert looks for a `VACANT` slot before it reclaims a fresh one,

@@ -13,12 +13,12 @@ use super::claim::{Insert, Installed, Rival};
 use super::layout::Located;
 use super::lookup::{Evicted, Lookup, Tenant};
 use super::markers::VACANT;
-use super::owner::crash_point;
 use super::recover::Claimant;
 use super::region::Region;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::Error;
+use crate::shared::owner::crash_point;
 use crate::state::{owned, Owned, Tenancy};
 use crate::sync::{AtomicU64, Ordering};
 

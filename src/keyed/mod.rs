@@ -58,7 +58,7 @@
 //!   duplicates**, **Reclaim**, **Writers of the old key in flight**, **Backing out**).
 //! - `batch.rs`: many keys per call, their cache misses overlapped.
 //! - `recover.rs`: a shared table's claim registry, and the recovery of a claim whose
-//!   process died; `owner.rs`: process tokens and liveness.
+//!   process died (tokens and liveness: `shared/owner.rs`).
 //! - `reset.rs`: reset a key, by retiring its slot (**Retire**).
 //! - `give_back.rs`: a keyed policy's admissions, and giving them back (**In place**, **An
 //!   insert**).
@@ -89,7 +89,6 @@ mod insert;
 mod layout;
 mod lookup;
 pub(crate) mod markers;
-pub(crate) mod owner;
 mod recover;
 mod region;
 mod regions;
@@ -108,8 +107,6 @@ pub(crate) use self::layout::Located;
 use self::lookup::{Evicted, Lookup, Tenant};
 #[cfg(loom)]
 use self::markers::is_marker;
-#[cfg(any(loom, feature = "testing"))]
-pub use self::owner::crashes;
 use self::region::Region;
 use self::regions::View;
 pub use self::stats::KeyedStats;

@@ -39,8 +39,8 @@
 
 use super::layout::LINE_WORDS;
 use super::markers::{claim_of, installing, is_marker, CLAIM_MARKERS, VACANT};
-use super::owner::{crash_point, is_alive, token};
 use super::region::Region;
+use crate::shared::owner::{crash_point, is_alive, token};
 use crate::sync::{Backoff, Ordering};
 
 /// Entries in a shared table's claim registry: how many inserts can be in flight in it at

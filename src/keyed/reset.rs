@@ -31,11 +31,11 @@
 
 use super::layout::{Located, NO_KEY};
 use super::markers::is_marker;
-use super::owner::crash_point;
 use super::recover::Claimant;
 use super::region::Region;
 use super::KeyedLimiter;
 use crate::error::Error;
+use crate::shared::owner::crash_point;
 use crate::sync::{Backoff, Ordering};
 use std::hash::BuildHasher;
 

@@ -40,6 +40,7 @@ mod header;
 mod mapping;
 #[cfg(loom)]
 mod model;
+pub(crate) mod owner;
 mod pins;
 mod rules;
 

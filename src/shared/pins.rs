@@ -22,7 +22,7 @@
 //! process: it takes an entry of its own.
 
 use crate::error::Error;
-use crate::keyed::owner::{crash_point, is_alive, token};
+use crate::shared::owner::{crash_point, is_alive, token};
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
 use crate::versions::count_in;
 use std::time::{Duration, Instant};
@@ -203,7 +203,7 @@ fn process() -> u64 {
     }
 }
 
-/// Under loom, threads play processes (`keyed/owner.rs`): the token they play.
+/// Under loom, threads play processes (`owner.rs`): the token they play.
 #[cfg(loom)]
 fn process() -> u64 {
     token()

@@ -9,8 +9,8 @@ use super::{
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::keyed::owner::{crash_point, is_alive, token};
 use crate::replaced::REPLACED;
+use crate::shared::owner::{crash_point, is_alive, token};
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
 #[cfg(not(loom))]
 use std::time::Duration;
