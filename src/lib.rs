@@ -101,6 +101,7 @@ mod algorithm;
 mod config;
 mod decider;
 mod decision;
+mod describe;
 mod error;
 pub mod ffi;
 mod generations;
@@ -117,11 +118,11 @@ mod versions;
 
 pub use config::{Algorithm, Config};
 pub use decision::Decision;
+pub use describe::describe_file;
 pub use error::{Bound, ConfigError, Error, Field, OutOfBounds};
 pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
 pub use limiter::Limiter;
 pub use policy::{KeyedPolicy, KeyedRule, Policy, PolicyDecision, MAX_RULES};
-pub use shared::describe_file;
 #[cfg(any(loom, feature = "testing"))]
 #[doc(hidden)]
 pub use shared::owner::crashes;

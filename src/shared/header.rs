@@ -12,12 +12,12 @@ use crate::error::Error;
 /// Words before the state.
 pub(crate) const HEADER_WORDS: usize = 16;
 /// "librate" and a NUL, read as a little-endian word.
-pub(super) const MAGIC: u64 = u64::from_le_bytes(*b"librate\0");
+pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"librate\0");
 /// The layout this code reads and writes. 2: the sliding log has a floor word, a keyed
 /// table counts its `TableFull` refusals in its control block, and fingerprint 0 names
 /// the former state of a reset key. 3: a limiter's rule can change in its file
 /// (`rules.rs`: its block, the pins' registry and three sides of state).
-pub(super) const LAYOUT_VERSION: u64 = 4;
+pub(crate) const LAYOUT_VERSION: u64 = 4;
 /// The kind of table a file holds: a single limiter.
 pub(crate) const KIND_LIMITER: u64 = 1;
 /// The kind of table a file holds: a keyed table.
@@ -28,13 +28,13 @@ pub(crate) const KIND_KEYED_POLICY: u64 = 3;
 
 /// Header word indexes.
 const W_MAGIC: usize = 0;
-pub(super) const W_VERSION: usize = 1;
-pub(super) const W_KIND: usize = 2;
-pub(super) const W_ALGORITHM: usize = 3;
+pub(crate) const W_VERSION: usize = 1;
+pub(crate) const W_KIND: usize = 2;
+pub(crate) const W_ALGORITHM: usize = 3;
 const W_LIMIT: usize = 4;
 const W_PERIOD: usize = 5;
 pub(super) const W_BURST: usize = 6;
-pub(super) const W_CAPACITY: usize = 7;
+pub(crate) const W_CAPACITY: usize = 7;
 const W_SIZE: usize = 8;
 pub(super) const W_BOOT: usize = 9;
 /// A keyed table's hash key, two words (random per file, so not part of its identity).
@@ -78,7 +78,7 @@ impl Identity {
 /// The rule a limiter file's header names (the one it was created with), as a
 /// configuration: GCRA's burst is the effective one, which decides as the configured one
 /// did. `None` for words that are no rule.
-pub(super) fn first_rule(words: &[u64; HEADER_WORDS]) -> Option<Config> {
+pub(crate) fn first_rule(words: &[u64; HEADER_WORDS]) -> Option<Config> {
     let rule = words[W_ALGORITHM..=W_BURST].try_into().expect("four words");
     rule_of(rule).map(|(config, _)| config)
 }

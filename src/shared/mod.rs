@@ -32,7 +32,6 @@
 //! Truncating a mapped file makes the next access fault (SIGBUS): outside what a library
 //! can guard against.
 
-mod describe;
 #[cfg(not(loom))]
 mod file;
 mod header;
@@ -44,14 +43,15 @@ pub(crate) mod owner;
 mod pins;
 mod rules;
 
-pub use self::describe::describe_file;
 pub(crate) use self::header::as_opened;
 #[cfg(not(loom))]
-pub(crate) use self::header::{pid_namespace, KIND_KEYED, KIND_KEYED_POLICY};
-#[cfg(not(loom))]
-pub(crate) use self::header::{rule_of, Identity, KIND_LIMITER};
+pub(crate) use self::header::{pid_namespace, Identity};
+pub(crate) use self::header::{rule_of, KIND_KEYED, KIND_KEYED_POLICY, KIND_LIMITER};
+// What a file's description reads (`describe.rs`, above every kind of table file).
+pub(crate) use self::header::{first_rule, HEADER_WORDS, LAYOUT_VERSION, MAGIC};
 #[cfg(not(loom))]
 pub(crate) use self::header::{same_rule, settle_opened};
+pub(crate) use self::header::{W_ALGORITHM, W_CAPACITY, W_KIND, W_VERSION};
 #[cfg(not(loom))]
 pub(crate) use self::mapping::{Contents, Mapping};
 #[cfg(loom)]
@@ -61,5 +61,6 @@ pub(crate) use self::pins::Pinned;
 pub(crate) use self::rules::kept;
 #[cfg(not(loom))]
 pub(crate) use self::rules::kept_in_block;
+pub(crate) use self::rules::rule_in_force;
 pub(crate) use self::rules::{file_words, Adoption, Attached, Carry, OneState, Rules, Sides};
 pub(crate) use self::rules::{is_forged, sides_start, RECORDS_END};

@@ -3,13 +3,12 @@
 //! file). Read with `read(2)`, never mapped, so a file of any size or contents can be
 //! described, and nothing in it is written.
 
-use super::header::{
-    first_rule, rule_of, HEADER_WORDS, KIND_KEYED, KIND_KEYED_POLICY, KIND_LIMITER,
-};
-use super::header::{LAYOUT_VERSION, MAGIC, W_CAPACITY, W_KIND, W_VERSION};
-use super::rules::rule_in_force;
 use crate::config::{Algorithm, Config};
 use crate::error::Error;
+use crate::policy::MAX_RULES;
+use crate::shared::{first_rule, rule_in_force, rule_of, HEADER_WORDS, LAYOUT_VERSION, MAGIC};
+use crate::shared::{KIND_KEYED, KIND_KEYED_POLICY, KIND_LIMITER, RECORDS_END};
+use crate::shared::{W_ALGORITHM, W_CAPACITY, W_KIND, W_VERSION};
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
@@ -17,7 +16,7 @@ use std::path::Path;
 /// Words of a keyed policy's rule in its descriptor: scope, algorithm, limit, period, burst.
 const POLICY_RULE_WORDS: usize = 5;
 /// The most rules a keyed policy file describes.
-const POLICY_RULES: usize = crate::policy::MAX_RULES;
+const POLICY_RULES: usize = MAX_RULES;
 
 /// Describes the table file at `path`: the kind of table and the rule it holds (a
 /// limiter's rule in force, changed or not), or why it is no table this librate reads. The
@@ -59,7 +58,7 @@ pub fn describe_file(path: impl AsRef<Path>) -> Result<String, Error> {
 
 /// The words of a limiter file up to its last record.
 fn rules_prefix() -> usize {
-    HEADER_WORDS + super::rules::RECORDS_END
+    HEADER_WORDS + RECORDS_END
 }
 
 /// What a file of `size` bytes, whose first words are `words`, holds.
@@ -95,7 +94,7 @@ fn holds(words: &[u64], size: u64, file: &File) -> String {
             None => "a librate keyed table whose rule words hold no rule".into(),
         },
         KIND_KEYED_POLICY => {
-            let count = header[super::header::W_ALGORITHM] as usize;
+            let count = header[W_ALGORITHM] as usize;
             let descriptor = words.get(HEADER_WORDS..).unwrap_or_default();
             let blocks = rule_blocks(descriptor, capacity);
             let rules: Vec<String> = descriptor
@@ -147,7 +146,7 @@ fn rule_blocks(_: &[u64], _: u64) -> Option<Vec<usize>> {
 /// readable.
 fn rule_in_force_at(file: &File, start: usize, created: Config) -> Option<(Config, u64)> {
     use std::os::unix::fs::FileExt;
-    let mut bytes = vec![0; super::rules::RECORDS_END * 8];
+    let mut bytes = vec![0; RECORDS_END * 8];
     file.read_exact_at(&mut bytes, ((HEADER_WORDS + start) * 8) as u64)
         .ok()?;
     let block: Vec<u64> = bytes
