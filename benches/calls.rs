@@ -9,6 +9,10 @@
 
 use rate::{Config, KeyedLimiter, Limiter, Policy};
 use std::hint::black_box;
+use std::ptr;
+
+type CAcquire =
+    unsafe extern "C" fn(*mut rate::ffi::rate_limiter, u64, *mut rate::ffi::rate_decision) -> i32;
 
 const SECOND: u64 = 1_000_000_000;
 const HOUR: u64 = 3600 * SECOND;
@@ -43,6 +47,14 @@ fn main() {
         "gcra_try_acquire_idle" => {
             let l = limiter(Config::gcra(1_000_000_000, SECOND));
             count(calls, |_| l.try_acquire(black_box(1)).unwrap())
+        }
+        // The C ABI's idle acquire, through a pointer the optimiser cannot see through, as
+        // a C caller's call through the PLT is (benches/c_abi.rs).
+        "c_gcra_acquire_idle" => {
+            let l = c_limiter(Config::gcra(1_000_000_000, SECOND));
+            let acquire = black_box(rate::ffi::rate_limiter_acquire as CAcquire);
+            // SAFETY: `l` is a live handle; `out` NULL is allowed.
+            count(calls, |_| unsafe { acquire(l, black_box(1), ptr::null_mut()) } == 0)
         }
         "fixed_window_try_acquire_drained" => {
             let l = limiter(Config::fixed_window(1, HOUR));
@@ -89,6 +101,21 @@ fn main() {
         other => panic!("unknown case {other}"),
     };
     black_box(admitted);
+}
+
+/// A C limiter handle of `config`, made through `rate_limiter_new` and never freed.
+fn c_limiter(config: Config) -> *mut rate::ffi::rate_limiter {
+    let config = rate::ffi::rate_config {
+        algorithm: rate::ffi::RATE_GCRA,
+        limit: config.limit,
+        period_ns: config.period_ns,
+        burst: config.burst,
+    };
+    let mut handle = ptr::null_mut();
+    // SAFETY: both pointers are to live locals.
+    let status = unsafe { rate::ffi::rate_limiter_new(&config, &mut handle) };
+    assert_eq!(status, 0);
+    handle
 }
 
 /// How many of `calls` calls of `call` (given the call's number) admitted.
