@@ -187,9 +187,11 @@ impl Decider {
     }
 
     /// [`try_acquire`](Self::try_acquire) of `1 ≤ n` units by every other path: the
-    /// strategy's peek and coarse reads (`time::decide`), on any algorithm. Out of line,
-    /// so that the idle bucket's path above stays small.
-    #[inline(never)]
+    /// strategy's peek and coarse reads (`time::decide`), on any algorithm. Inlined (out
+    /// of line, the busy and drained decisions would pay a call and lose the inlining
+    /// across it), yet a function of its own: written in place, the dispatch compiles to
+    /// longer paths for the idle and the drained decisions alike.
+    #[inline(always)]
     fn try_acquire_peeking<T: Tenancy, C: TimeSource>(
         &self,
         state: &[AtomicU64],
