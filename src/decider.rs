@@ -177,7 +177,7 @@ impl Decider {
             return Ok(true);
         }
         // An idle GCRA bucket's whole decision, ahead of the dispatch: a clock read and one
-        // swap, with no other path's code (and its saved registers) around it.
+        // swap, reached without the dispatch's jump table.
         if let Self::Gcra(gcra) = self {
             if time.precise_first() {
                 return gcra_precise_first(gcra, state, tenancy, time, n);

@@ -2,7 +2,8 @@
 //! time can settle it, the exact one where only it can (or where the hint says the
 //! decisions before needed it). A store describes its decision as a [`Timed`] (pure
 //! "decide for bounds" and "decide at a time" steps, and what a peek at its state shows);
-//! [`decide`] alone picks the readings and keeps the hint.
+//! [`decide`] alone picks the readings and keeps the hint ([`precise_first`], its hinted
+//! branch, is for a caller that asked the hint itself, ahead of its own dispatch).
 
 use super::{Bounds, TimeSource};
 
