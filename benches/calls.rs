@@ -11,6 +11,14 @@ use rate::{Config, KeyedLimiter, Limiter, Policy};
 use std::hint::black_box;
 use std::ptr;
 
+type CKeyedAcquireAt = unsafe extern "C" fn(
+    *mut rate::ffi::rate_keyed,
+    *const u8,
+    usize,
+    u64,
+    u64,
+    *mut rate::ffi::rate_decision,
+) -> i32;
 type CAcquire =
     unsafe extern "C" fn(*mut rate::ffi::rate_limiter, u64, *mut rate::ffi::rate_decision) -> i32;
 
@@ -79,6 +87,27 @@ fn main() {
             let key = |i: u64| (i % 64).to_le_bytes();
             count(calls, |i| {
                 t.acquire_at(&key(i), 1, black_box(SECOND)).unwrap().allowed
+            })
+        }
+        // The C ABI's keyed acquire at a time, `out` NULL: the outcome alone.
+        "c_keyed_acquire_at_deny" => {
+            let config = rate::ffi::rate_config {
+                algorithm: rate::ffi::RATE_GCRA,
+                limit: 1,
+                period_ns: HOUR,
+                burst: 1,
+            };
+            let mut t = ptr::null_mut();
+            // SAFETY: both pointers are to live locals.
+            assert_eq!(unsafe { rate::ffi::rate_keyed_new(&config, 1024, &mut t) }, 0);
+            let acquire_at = black_box(rate::ffi::rate_keyed_acquire_at as CKeyedAcquireAt);
+            let key = |i: u64| (i % 64).to_le_bytes();
+            count(calls, |i| {
+                let key = key(i);
+                // SAFETY: a live table, 8 readable bytes; `out` NULL is allowed.
+                let status =
+                    unsafe { acquire_at(t, key.as_ptr(), 8, 1, black_box(SECOND), ptr::null_mut()) };
+                status == 0
             })
         }
         "keyed_gcra_try_acquire_drained" => {
