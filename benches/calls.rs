@@ -9,6 +9,18 @@
 
 use rate::{Config, KeyedLimiter, Limiter, Policy};
 use std::hint::black_box;
+use std::ptr;
+
+type CKeyedAcquireAt = unsafe extern "C" fn(
+    *mut rate::ffi::rate_keyed,
+    *const u8,
+    usize,
+    u64,
+    u64,
+    *mut rate::ffi::rate_decision,
+) -> i32;
+type CAcquire =
+    unsafe extern "C" fn(*mut rate::ffi::rate_limiter, u64, *mut rate::ffi::rate_decision) -> i32;
 
 const SECOND: u64 = 1_000_000_000;
 const HOUR: u64 = 3600 * SECOND;
@@ -44,6 +56,14 @@ fn main() {
             let l = limiter(Config::gcra(1_000_000_000, SECOND));
             count(calls, |_| l.try_acquire(black_box(1)).unwrap())
         }
+        // The C ABI's idle acquire, through a pointer the optimiser cannot see through, as
+        // a C caller's call through the PLT is (benches/c_abi.rs).
+        "c_gcra_acquire_idle" => {
+            let l = c_limiter(Config::gcra(1_000_000_000, SECOND));
+            let acquire = black_box(rate::ffi::rate_limiter_acquire as CAcquire);
+            // SAFETY: `l` is a live handle; `out` NULL is allowed.
+            count(calls, |_| unsafe { acquire(l, black_box(1), ptr::null_mut()) } == 0)
+        }
         "fixed_window_try_acquire_drained" => {
             let l = limiter(Config::fixed_window(1, HOUR));
             count(calls, |_| l.try_acquire(black_box(1)).unwrap())
@@ -69,6 +89,27 @@ fn main() {
                 t.acquire_at(&key(i), 1, black_box(SECOND)).unwrap().allowed
             })
         }
+        // The C ABI's keyed acquire at a time, `out` NULL: the outcome alone.
+        "c_keyed_acquire_at_deny" => {
+            let config = rate::ffi::rate_config {
+                algorithm: rate::ffi::RATE_GCRA,
+                limit: 1,
+                period_ns: HOUR,
+                burst: 1,
+            };
+            let mut t = ptr::null_mut();
+            // SAFETY: both pointers are to live locals.
+            assert_eq!(unsafe { rate::ffi::rate_keyed_new(&config, 1024, &mut t) }, 0);
+            let acquire_at = black_box(rate::ffi::rate_keyed_acquire_at as CKeyedAcquireAt);
+            let key = |i: u64| (i % 64).to_le_bytes();
+            count(calls, |i| {
+                let key = key(i);
+                // SAFETY: a live table, 8 readable bytes; `out` NULL is allowed.
+                let status =
+                    unsafe { acquire_at(t, key.as_ptr(), 8, 1, black_box(SECOND), ptr::null_mut()) };
+                status == 0
+            })
+        }
         "keyed_gcra_try_acquire_drained" => {
             let t = keyed(Config::gcra(1, HOUR));
             let key = |i: u64| (i % 64).to_le_bytes();
@@ -89,6 +130,21 @@ fn main() {
         other => panic!("unknown case {other}"),
     };
     black_box(admitted);
+}
+
+/// A C limiter handle of `config`, made through `rate_limiter_new` and never freed.
+fn c_limiter(config: Config) -> *mut rate::ffi::rate_limiter {
+    let config = rate::ffi::rate_config {
+        algorithm: rate::ffi::RATE_GCRA,
+        limit: config.limit,
+        period_ns: config.period_ns,
+        burst: config.burst,
+    };
+    let mut handle = ptr::null_mut();
+    // SAFETY: both pointers are to live locals.
+    let status = unsafe { rate::ffi::rate_limiter_new(&config, &mut handle) };
+    assert_eq!(status, 0);
+    handle
 }
 
 /// How many of `calls` calls of `call` (given the call's number) admitted.

@@ -406,6 +406,9 @@ int32_t rate_keyed_acquire(struct rate_keyed *keyed,
  * one timeline per table). Keys are independent; an earlier `now_ns` than one already
  * seen never admits more than the latest time seen would.
  *
+ * When `out` is NULL only the outcome is needed, and librate skips the work of the
+ * decision's fields: pass NULL on hot paths that do not use them.
+ *
  * Thread-safety: safe to call concurrently on one handle.
  *
  * NULL: as `rate_keyed_acquire`.

@@ -10,8 +10,8 @@ use crate::decision::Decision;
 use crate::error::Error;
 use crate::error::{Breach, ConfigError};
 use crate::state::{
-    is_marker, replaced_counts, reserve_at, store_counts, window_acquire_at, Acquire, Request,
-    Stored, Tenancy,
+    gcra_precise_first, is_marker, replaced_counts, reserve_at, store_counts, window_acquire_at,
+    Acquire, Request, Stored, Tenancy,
 };
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::TimeSource;
@@ -176,6 +176,29 @@ impl Decider {
         if n == 0 {
             return Ok(true);
         }
+        // An idle GCRA bucket's whole decision, ahead of the dispatch: a clock read and one
+        // swap, reached without the dispatch's jump table.
+        if let Self::Gcra(gcra) = self {
+            if time.precise_first() {
+                return gcra_precise_first(gcra, state, tenancy, time, n);
+            }
+        }
+        self.try_acquire_peeking(state, tenancy, time, n)
+    }
+
+    /// [`try_acquire`](Self::try_acquire) of `1 ≤ n` units by every other path: the
+    /// strategy's peek and coarse reads (`time::decide`), on any algorithm. Inlined (out
+    /// of line, the busy and drained decisions would pay a call and lose the inlining
+    /// across it), yet a function of its own: written in place, the dispatch compiles to
+    /// longer paths for the idle and the drained decisions alike.
+    #[inline(always)]
+    fn try_acquire_peeking<T: Tenancy, C: TimeSource>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        time: C,
+        n: u64,
+    ) -> Result<bool, T::Evicted> {
         dispatch!(self, algorithm => algorithm.try_acquire(state, tenancy, time, n))
     }
 

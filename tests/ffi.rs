@@ -371,6 +371,73 @@ fn out_null_gives_the_outcome_of_the_same_call_with_out() {
     twins_agree(log, &log_calls);
 }
 
+/// Makes each call (key, n, now, status) on two twin keyed tables of `config` and
+/// `capacity`, one through `rate_keyed_acquire_at` with an out and one with out NULL.
+fn keyed_twins_agree(config: rate_config, capacity: u64, calls: &[(&str, u64, u64, i32)]) {
+    let new = || {
+        let mut table = ptr::null_mut();
+        // SAFETY: both pointers come from live references.
+        let status = unsafe { rate_keyed_new(&config, capacity, &mut table) };
+        assert_eq!(status, RATE_OK);
+        table
+    };
+    let (with_out, without_out) = (new(), new());
+    for (step, &(key, n, now_ns, status)) in calls.iter().enumerate() {
+        let mut out = SENTINEL;
+        // SAFETY: live tables, `key.len()` readable bytes, a live decision or NULL.
+        let (with, without) = unsafe {
+            (
+                rate_keyed_acquire_at(with_out, key.as_ptr(), key.len(), n, now_ns, &mut out),
+                rate_keyed_acquire_at(
+                    without_out,
+                    key.as_ptr(),
+                    key.len(),
+                    n,
+                    now_ns,
+                    ptr::null_mut(),
+                ),
+            )
+        };
+        assert_eq!(with, status, "step {step}, with an out");
+        match status {
+            RATE_OK | RATE_LIMITED => assert_eq!(out.allowed, u8::from(status == RATE_OK)),
+            _ => assert_eq!(out, SENTINEL, "step {step}: an error wrote out"),
+        }
+        assert_eq!(without, status, "step {step}, out NULL");
+    }
+    // SAFETY: each handle came from rate_keyed_new and is freed once.
+    unsafe {
+        rate_keyed_free(with_out);
+        rate_keyed_free(without_out);
+    }
+}
+
+#[test]
+fn keyed_out_null_gives_the_outcome_of_the_same_call_with_out() {
+    const MS: u64 = SECOND / 1000;
+    const CAPACITY: i32 = RATE_E_INSUFFICIENT_CAPACITY;
+    // GCRA, L=2, P=1 s, B=2: T = 500 ms, τ = 1 s. Capacity 1: two slots.
+    let calls = [
+        ("a", 0, 0, RATE_OK),  // a query
+        ("a", 3, 0, CAPACITY), // 3 > B
+        ("a", u64::MAX, 0, CAPACITY),
+        ("a", 2, 0, RATE_OK),           // 0 + 2·500 − 0 = 1000 ≤ 1000: TAT = 1 s
+        ("a", 1, 0, RATE_LIMITED),      // 1000 + 500 − 0 = 1500 > 1000
+        ("a", 0, 0, RATE_OK),           // a query, even on an empty bucket
+        ("b", 1, 0, RATE_OK),           // b's own bucket: TAT = 500 ms
+        ("c", 0, 0, RATE_OK),           // a query never inserts, even in a full table
+        ("c", 1, 0, RATE_E_TABLE_FULL), // a and b live (TAT > 0) fill both slots
+        ("a", 1, 500 * MS, RATE_OK),    // 1000 + 500 − 500 = 1000 ≤ 1000: TAT = 1.5 s
+        ("a", 1, 250 * MS, RATE_LIMITED), // back in time: 1500 + 500 − 250 = 1750 > 1000
+        ("b", 1, 250 * MS, RATE_OK),    // back: 500 + 500 − 250 = 750 ≤ 1000: TAT = 1 s
+        ("c", 1, 900 * MS, RATE_E_TABLE_FULL), // TATs 1.5 s and 1 s: both still live
+        ("c", 1, 1_500 * MS, RATE_OK),  // both fresh at 1.5 s: c's TAT = 2 s
+        ("c", 2, 1_500 * MS, RATE_LIMITED), // 2000 + 1000 − 1500 = 1500 > 1000
+        ("c", 1, 1_500 * MS, RATE_OK),  // 2000 + 500 − 1500 = 1000 ≤ 1000
+    ];
+    keyed_twins_agree(gcra(2, SECOND, 2), 1, &calls);
+}
+
 #[test]
 fn n_zero_is_an_admitted_query_that_changes_nothing() {
     // L=2, P=1 s, B=0 → 2: T = 500 ms, τ = 1 s.

@@ -283,6 +283,9 @@ pub unsafe extern "C" fn rate_keyed_acquire(
 /// one timeline per table). Keys are independent; an earlier `now_ns` than one already
 /// seen never admits more than the latest time seen would.
 ///
+/// When `out` is NULL only the outcome is needed, and librate skips the work of the
+/// decision's fields: pass NULL on hot paths that do not use them.
+///
 /// Thread-safety: safe to call concurrently on one handle.
 ///
 /// NULL: as `rate_keyed_acquire`.
@@ -302,7 +305,10 @@ pub unsafe extern "C" fn rate_keyed_acquire_at(
     out: *mut rate_decision,
 ) -> i32 {
     let body = |table: &KeyedLimiter, key: &[u8]| {
-        // SAFETY: the caller passes NULL or a writable decision.
+        if out.is_null() {
+            return outcome_status(table.try_acquire_at(key, n, now_ns));
+        }
+        // SAFETY: `out` is non-NULL and the caller promised it is writable.
         unsafe { report(table.acquire_at(key, n, now_ns), out) }
     };
     // SAFETY: passed on from this function's contract.

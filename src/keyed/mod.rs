@@ -265,6 +265,20 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         self.try_acquire_by(&view, region, key, n, time)
     }
 
+    /// Acquires `n` units for `key` at `now_ns` and says only whether they were admitted:
+    /// the outcome [`acquire_at`](Self::acquire_at) gives, without the report's work (the
+    /// C ABI's `out` NULL). A query (`n == 0`) is admitted and never inserts its key, as
+    /// `acquire_at`'s is.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    pub(crate) fn try_acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<bool, Error> {
+        let view = self.view();
+        let region = view.current();
+        region.decider.check(n, None)?;
+        self.try_acquire_located_at(&view, region, self.locate(key), now_ns, n)
+    }
+
     /// A try_acquire of `n` (checked under `region`'s rule) for `key`, by `time`.
     #[inline(always)]
     fn try_acquire_by(

@@ -116,6 +116,27 @@ impl<A: OneWord> Stored for A {
     }
 }
 
+/// GCRA's try-acquire of `1 ≤ n` units when `time`'s hint says to read the exact clock
+/// first ([`time::precise_first`]): for a limiter to take before its dispatch on the
+/// algorithm, since an idle bucket takes it on every call.
+#[inline(always)]
+pub(crate) fn gcra_precise_first<T: Tenancy, C: TimeSource>(
+    gcra: &Gcra,
+    state: &[AtomicU64],
+    tenancy: &T,
+    time: C,
+    n: u64,
+) -> Result<bool, T::Evicted> {
+    let word = &state[0];
+    let now = Now {
+        algorithm: gcra,
+        word,
+        tenancy,
+        n,
+    };
+    time::precise_first(time, now)
+}
+
 /// A try-acquire of `1 ≤ n` units on one word, for the time strategy to decide.
 struct Now<'a, A, T> {
     algorithm: &'a A,
@@ -163,16 +184,23 @@ impl<A: OneWord, T: Tenancy> Timed for Now<'_, A, T> {
     }
 
     /// The swap reads the word once: a word the bounds could have settled (a TAT further
-    /// ahead of the clock than the bounds reach) is the one it decided on.
+    /// ahead of the clock than the bounds reach) is the one it decided on. A word that
+    /// needs the exact time once the clock reached `now` needs it at every later time too
+    /// (the idle bucket's `tat ≤ now`), so the slack is read only for one that did not.
     #[inline(always)]
-    fn at_learning(&self, now: u64, slack: Option<u64>) -> Result<(bool, bool), T::Evicted> {
+    fn at_learning(
+        &self,
+        now: u64,
+        slack: impl FnOnce() -> Option<u64>,
+    ) -> Result<(bool, bool), T::Evicted> {
         let (algorithm, n) = (self.algorithm, self.n);
         let (allowed, seen) = decide_and_swap(self.word, self.tenancy, |seen| {
             let next = algorithm.try_decide(&seen, now, n);
             ((next.is_some(), seen), next)
         })?;
-        let settles =
-            slack.is_some_and(|slack| !algorithm.needs_exact(&seen, now.saturating_add(slack), n));
+        let settles = !algorithm.needs_exact(&seen, now, n)
+            && slack()
+                .is_some_and(|slack| !algorithm.needs_exact(&seen, now.saturating_add(slack), n));
         Ok((allowed, settles))
     }
 }

@@ -34,7 +34,7 @@ pub(crate) use clock::prepare;
 pub use clock::{clock_source, now_ns, ClockSource};
 pub(crate) use hint::{ClockHint, Hinted, ThreadHint};
 pub(crate) use monotonic::Monotonic;
-pub(crate) use strategy::{decide, Timed};
+pub(crate) use strategy::{decide, precise_first, Timed};
 
 /// Bounds on the exact time from one cheap reading: `earliest ≤ now ≤ latest`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

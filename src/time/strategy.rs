@@ -2,7 +2,8 @@
 //! time can settle it, the exact one where only it can (or where the hint says the
 //! decisions before needed it). A store describes its decision as a [`Timed`] (pure
 //! "decide for bounds" and "decide at a time" steps, and what a peek at its state shows);
-//! [`decide`] alone picks the readings and keeps the hint.
+//! [`decide`] alone picks the readings and keeps the hint ([`precise_first`], its hinted
+//! branch, is for a caller that asked the hint itself, ahead of its own dispatch).
 
 use super::{Bounds, TimeSource};
 
@@ -37,10 +38,15 @@ pub(crate) trait Timed {
     /// Decides at the exact time `now`.
     fn at(&self, now: u64) -> Result<bool, Self::Evicted>;
 
-    /// [`at`](Self::at), and whether bounds `slack` wide (if any) would have settled the
+    /// [`at`](Self::at), and whether bounds `slack()` wide (if any) would have settled the
     /// state it decided on: a hinted decision then goes back to the coarse reading first.
+    /// `slack` is read only when the state did not need the exact time at `now` already.
     #[inline(always)]
-    fn at_learning(&self, now: u64, _slack: Option<u64>) -> Result<(bool, bool), Self::Evicted> {
+    fn at_learning(
+        &self,
+        now: u64,
+        _slack: impl FnOnce() -> Option<u64>,
+    ) -> Result<(bool, bool), Self::Evicted> {
         Ok((self.at(now)?, false))
     }
 }
@@ -93,12 +99,17 @@ fn exact<C: TimeSource, D: Timed>(
 
 /// [`decide`] when the hint says to read the exact clock first: the swap then reads the
 /// state once, and the decision is the one at that time. A state the bounds could have
-/// settled hands back to peeking first.
+/// settled hands back to peeking first. A caller that knows its decision is hinted may
+/// call it directly, ahead of the work that picks the decision (a limiter's dispatch on
+/// its algorithm), after asking `time.precise_first()` itself.
 // Inlined: while the hint holds, this is the whole decision, a clock read and one swap
 // (and a keyed table's thread hint is a constant to the code it picks).
 #[inline(always)]
-fn precise_first<C: TimeSource, D: Timed>(time: C, decision: D) -> Result<bool, D::Evicted> {
-    let (allowed, settles) = decision.at_learning(time.now(), time.slack())?;
+pub(crate) fn precise_first<C: TimeSource, D: Timed>(
+    time: C,
+    decision: D,
+) -> Result<bool, D::Evicted> {
+    let (allowed, settles) = decision.at_learning(time.now(), || time.slack())?;
     if settles {
         time.learn(false);
     }

@@ -119,6 +119,66 @@ static int test_full_table_until_keys_expire(void) {
   return 0;
 }
 
+/* One call of rate_keyed_acquire_at and the status it must return. */
+struct keyed_outcome {
+  int line;
+  const char *key;
+  uint64_t n, now_ns;
+  int32_t status;
+};
+
+#define KEYED_OUTCOME(key, n, now, status) {__LINE__, (key), (n), (now), (status)}
+
+static int test_out_null_gives_the_outcome_of_the_same_call_with_out(void) {
+  /* GCRA, L=2, P=1 s, B=2: T = 500 ms, tau = 1 s. Capacity 1: two slots. */
+  static const struct keyed_outcome calls[] = {
+      KEYED_OUTCOME("a", 0, 0, RATE_OK), /* a query */
+      KEYED_OUTCOME("a", 3, 0, RATE_E_INSUFFICIENT_CAPACITY), /* 3 > B */
+      KEYED_OUTCOME("a", UINT64_MAX, 0, RATE_E_INSUFFICIENT_CAPACITY),
+      /* 0 + 2*500 - 0 = 1000 <= 1000: TAT = 1 s; then 1000 + 500 - 0 = 1500 > 1000. */
+      KEYED_OUTCOME("a", 2, 0, RATE_OK),
+      KEYED_OUTCOME("a", 1, 0, RATE_LIMITED),
+      KEYED_OUTCOME("a", 0, 0, RATE_OK), /* a query, even on an empty bucket */
+      KEYED_OUTCOME("b", 1, 0, RATE_OK), /* b's own bucket: TAT = 500 ms */
+      /* A query never inserts, even in a full table; a and b (TAT > 0) fill both slots. */
+      KEYED_OUTCOME("c", 0, 0, RATE_OK),
+      KEYED_OUTCOME("c", 1, 0, RATE_E_TABLE_FULL),
+      /* At 500 ms: 1000 + 500 - 500 = 1000 <= 1000, TAT = 1.5 s. */
+      KEYED_OUTCOME("a", 1, 500 * MS, RATE_OK),
+      /* Back to 250 ms: 1500 + 500 - 250 = 1750 > 1000. */
+      KEYED_OUTCOME("a", 1, 250 * MS, RATE_LIMITED),
+      /* b back to 250 ms: 500 + 500 - 250 = 750 <= 1000, TAT = 1 s. */
+      KEYED_OUTCOME("b", 1, 250 * MS, RATE_OK),
+      KEYED_OUTCOME("c", 1, 900 * MS, RATE_E_TABLE_FULL), /* TATs 1.5 s, 1 s: live */
+      /* Both fresh at 1.5 s: c's TAT = 2 s; 2000 + 1000 - 1500 = 1500 > 1000; then
+       * 2000 + 500 - 1500 = 1000 <= 1000. */
+      KEYED_OUTCOME("c", 1, 1500 * MS, RATE_OK),
+      KEYED_OUTCOME("c", 2, 1500 * MS, RATE_LIMITED),
+      KEYED_OUTCOME("c", 1, 1500 * MS, RATE_OK),
+  };
+  rate_keyed *with_out = make(2, SECOND, 2, 1);
+  rate_keyed *without_out = make(2, SECOND, 2, 1);
+  size_t i;
+  int failed = with_out == NULL || without_out == NULL;
+  for (i = 0; i < sizeof calls / sizeof calls[0] && !failed; i++) {
+    const struct keyed_outcome *c = &calls[i];
+    rate_decision d;
+    int32_t status;
+    memset(&d, 0xAB, sizeof d);
+    status = acquire_str(with_out, c->key, c->n, c->now_ns, &d);
+    failed |= check_status(__FILE__, c->line, "with an out", status, c->status);
+    if (c->status < 0)
+      failed |= check_eq_u64(__FILE__, c->line, "allowed untouched", d.allowed, 0xAB);
+    else
+      failed |= check_eq_u64(__FILE__, c->line, "allowed", d.allowed, c->status == RATE_OK);
+    status = acquire_str(without_out, c->key, c->n, c->now_ns, NULL);
+    failed |= check_status(__FILE__, c->line, "out NULL", status, c->status);
+  }
+  rate_keyed_free(with_out);
+  rate_keyed_free(without_out);
+  return failed;
+}
+
 static int test_reserve_shapes_per_key(void) {
   /* Ten per second, burst 1: a unit every 100 ms. */
   rate_keyed *table = make(10, SECOND, 1, 4);
@@ -402,6 +462,7 @@ int main(void) {
         TEST_CASE(test_keys_are_bytes),
         TEST_CASE(test_query_never_inserts),
         TEST_CASE(test_full_table_until_keys_expire),
+        TEST_CASE(test_out_null_gives_the_outcome_of_the_same_call_with_out),
         TEST_CASE(test_reserve_shapes_per_key),
         TEST_CASE(test_library_clock),
         TEST_CASE(test_bad_input),
