@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::error::{Breach, ConfigError};
 use crate::state::{
     gcra_precise_first, is_marker, replaced_counts, reserve_at, store_counts, window_acquire_at,
-    Acquire, Request, Stored, Tenancy,
+    Acquire, Refund, Refundable, Request, Stored, Tenancy,
 };
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::TimeSource;
@@ -130,6 +130,25 @@ impl Decider {
     ) -> Result<R::Out, T::Evicted> {
         debug_assert!(self.check(request.units(), None).is_ok());
         dispatch!(self, algorithm => algorithm.swap(state, tenancy, request))
+    }
+
+    /// [`swap`](Self::swap) of `request` made [`Refundable`] with `keep`, which is handed
+    /// what giving the units back takes, if there is one. The request is put together in
+    /// each arm of the dispatch: the stores called out of line (the window's, the log's)
+    /// take it in memory, and put together before the dispatch it would be written there
+    /// on every store's path, the inlined ones' too.
+    #[inline(always)]
+    pub(crate) fn swap_refundable<T: Tenancy, R: Request, K: Fn(Refund) + Copy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        request: R,
+        keep: K,
+    ) -> Result<R::Out, T::Evicted> {
+        debug_assert!(self.check(request.units(), None).is_ok());
+        dispatch!(self, algorithm => {
+            algorithm.swap(state, tenancy, Refundable { request, keep })
+        })
     }
 
     /// Whether [`try_acquire`](Self::try_acquire) consults its time source's hint

@@ -227,8 +227,21 @@ impl Policy {
     ///
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit.
+    #[inline]
     pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
-        Ok(self.try_acquire_now(self.uniform(n)?))
+        self.try_acquire_checked(n)
+            .ok_or(Error::InsufficientCapacity)
+    }
+
+    /// [`try_acquire`](Self::try_acquire), `None` if `n` exceeds a rule's limit (the one
+    /// error [`uniform`](Self::uniform) gives). Out of line, its outcome comes back in a
+    /// register, where a `Result` with an [`Error`], which does not fit the two a call
+    /// returns, would come back through memory.
+    #[inline(never)]
+    fn try_acquire_checked(&self, n: u64) -> Option<bool> {
+        let n = self.uniform(n);
+        debug_assert!(matches!(n, Ok(_) | Err(Error::InsufficientCapacity)));
+        Some(self.try_acquire_now(n.ok()?))
     }
 
     /// [`try_acquire`](Self::try_acquire) of one cost per rule, as

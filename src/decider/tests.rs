@@ -1,7 +1,7 @@
 //! Every algorithm through the one decider interface, checked against hand-computed decisions.
 
 use super::*;
-use crate::state::{owned, Owned, Refundable, Settle, TryAcquire};
+use crate::state::{owned, Owned, Settle, TryAcquire};
 use crate::time::fake::FakeTime;
 use crate::time::Bounds;
 
@@ -260,11 +260,9 @@ fn replaced_words_admit_nothing() {
                 latest: now,
             };
             let refund = std::cell::Cell::new(None);
-            let request = Refundable {
-                request: Settle { bounds, n },
-                keep: |taken| refund.set(Some(taken)),
-            };
-            let settled = owned(decider.swap(&state, &Owned, request));
+            let request = Settle { bounds, n };
+            let keep = |taken| refund.set(Some(taken));
+            let settled = owned(decider.swap_refundable(&state, &Owned, request, keep));
             assert!(
                 settled != Some(true) && refund.get().is_none(),
                 "{config:?}"

@@ -139,8 +139,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             |region, slot, state, tenant| {
                 let into = Cell::new(None);
                 let keep = |refund| into.set(Some(refund));
-                let request = state::Refundable { request, keep };
-                let out = region.decider.swap(state, tenant, request)?;
+                let out = (region.decider).swap_refundable(state, tenant, request, keep)?;
                 let refund = into.get();
                 let taken = |refund| KeyedRefund::new(region, Taken::InPlace { slot, refund });
                 Ok((out, refund.map(taken)))

@@ -6,7 +6,7 @@ use super::RuleRefund;
 use crate::decision::Decision;
 use crate::generations::{Generation, Operation};
 use crate::replaced::{Replaceable, Replaced};
-use crate::state::{Refundable, Request};
+use crate::state::Request;
 use crate::time::{ClockHint, Hinted, TimeSource};
 use crate::versions::Version;
 use std::cell::Cell;
@@ -79,10 +79,6 @@ impl<R: Request> Operation for Swap<'_, R> {
             return decider.swap(state, tenancy, self.request);
         };
         let keep = |refund| RuleRefund::put(rule, refund, into);
-        let request = Refundable {
-            request: self.request,
-            keep,
-        };
-        decider.swap(state, tenancy, request)
+        decider.swap_refundable(state, tenancy, self.request, keep)
     }
 }

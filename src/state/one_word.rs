@@ -71,13 +71,14 @@ impl<A: OneWord> Stored for A {
         tenancy: &T,
         request: R,
     ) -> Result<R::Out, T::Evicted> {
-        let mut refund = None;
-        let out = decide_and_swap(&state[0], tenancy, |word| {
+        // The refund comes out with the result rather than through a variable the loop
+        // writes: a denial then returns straight from the loop, nothing kept in memory.
+        let (out, refund) = decide_and_swap(&state[0], tenancy, |word| {
             let (out, next) = request.decide(self, &word);
-            if R::REFUNDS {
-                refund = next.map(|after| Refund::new(0, word, after));
-            }
-            (out, next)
+            let refund = next
+                .filter(|_| R::REFUNDS)
+                .map(|after| Refund::new(0, word, after));
+            ((out, refund), next)
         })?;
         if let Some(refund) = refund {
             request.keep(refund);
