@@ -68,6 +68,16 @@ fn main() {
             let l = limiter(Config::fixed_window(1, HOUR));
             count(calls, |_| l.try_acquire(black_box(1)).unwrap())
         }
+        "fixed_window_acquire_at_allow" => {
+            let l = limiter(Config::fixed_window(1_000_000_000, HOUR));
+            count(calls, |i| l.acquire_at(1, black_box(i)).unwrap().allowed)
+        }
+        "fixed_window_acquire_at_deny" => {
+            let l = limiter(Config::fixed_window(1, HOUR));
+            count(calls, |_| {
+                l.acquire_at(1, black_box(SECOND)).unwrap().allowed
+            })
+        }
         "sliding_window_acquire_at_allow" => {
             let l = limiter(Config::sliding_window(1_000_000_000, HOUR));
             count(calls, |i| l.acquire_at(1, black_box(i)).unwrap().allowed)
