@@ -7,7 +7,7 @@
 #   OPTIONs: more of criterion's (e.g. --warm-up-time 1 --measurement-time 2).
 # BASE is checked out in a worktree under the temporary directory and built in a target
 # directory of its own; its results are saved among this checkout's (CRITERION_HOME) as
-# pair-before-N, this checkout's as pair-after-N.
+# pair-before-N, this checkout's as pair-after-N (an earlier pairing's are removed first).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base=${1:?usage: benches/pairs.sh BASE RUNS BENCH [FILTER]}
@@ -18,6 +18,8 @@ shift $(($# < 4 ? $# : 4))
 tree="${TMPDIR:-/tmp}/librate-base-$base"
 [ -d "$tree" ] || git worktree add --detach "$tree" "$base" >&2
 export CRITERION_HOME="$PWD/target/criterion"
+# An earlier pairing's rows would otherwise be printed beside this one's, stale.
+[ -d "$CRITERION_HOME" ] && find "$CRITERION_HOME" -type d -name 'pair-*' -prune -exec rm -rf {} +
 for run in $(seq "$runs"); do
     (cd "$tree" && CARGO_TARGET_DIR="$tree/target" cargo bench --bench "$bench" -- \
         --save-baseline "pair-before-$run" "$filter" "$@") >&2
