@@ -23,6 +23,8 @@
 
 use crate::error::Error;
 use crate::shared::owner::{crash_point, is_alive, token};
+#[cfg(not(loom))]
+use crate::sync::ProcessAtomicU64;
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
 use crate::versions::count_in;
 use std::time::{Duration, Instant};
@@ -112,11 +114,7 @@ impl<'a> Pins<'a> {
     #[cold]
     fn take(&self) -> Result<usize, Error> {
         #[cfg(not(loom))]
-        static TAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        #[cfg(not(loom))]
-        let _taking = TAKING
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _taking = Taking::hold();
         let me = token();
         for index in 0..ENTRIES {
             let words = &self.registry[index * ENTRY_WORDS..][..ENTRY_WORDS];
@@ -174,32 +172,98 @@ impl<'a> Pins<'a> {
     }
 }
 
+/// [`process`]' pid, cached: `getpid` is a system call, too slow for every pin. A fork
+/// clears the cache in the child (`pthread_atfork`), which then reads its own pid.
+#[cfg(not(loom))]
+static PID: ProcessAtomicU64 = ProcessAtomicU64::new(0);
+
 /// This process, as an entry remembers it: its pid, never 0. A forked child has another,
 /// so it takes an entry of its own rather than count its pins in its parent's.
 #[cfg(not(loom))]
 fn process() -> u64 {
-    use crate::sync::ProcessAtomicU64;
-    // The pid, cached: `getpid` is a system call, too slow for every pin. A fork clears
-    // the cache in the child (`pthread_atfork`), which then reads its own pid.
-    static PID: ProcessAtomicU64 = ProcessAtomicU64::new(0);
-    static REGISTER: std::sync::Once = std::sync::Once::new();
-    extern "C" fn forgotten() {
+    // Relaxed: a cache of this process's own pid.
+    if let pid @ 1.. = PID.load(Ordering::Relaxed) {
+        return pid;
+    }
+    // SAFETY: getpid has no preconditions and cannot fail.
+    let pid = u64::from(unsafe { libc::getpid() }.unsigned_abs()).max(1);
+    if forgets_on_fork() {
+        // Relaxed, as above. A fork after this store has its child handler clear it.
+        PID.store(pid, Ordering::Relaxed);
+    }
+    pid
+}
+
+/// Whether [`forgets_on_fork`] registered its handler: 0 no, else one of these.
+#[cfg(not(loom))]
+static HANDLER: ProcessAtomicU64 = ProcessAtomicU64::new(0);
+#[cfg(not(loom))]
+const REGISTERING: u64 = 1;
+#[cfg(not(loom))]
+const REGISTERED: u64 = 2;
+
+/// Whether a fork's child clears [`process`]'s cache: registers the handler that does,
+/// once. Not a `std::sync::Once`: a thread that forks while another registers would leave
+/// its child waiting for ever on a registration no thread of the child runs. Here such a
+/// child finds the registration under way, and never caches its pid.
+#[cfg(not(loom))]
+fn forgets_on_fork() -> bool {
+    extern "C" fn forget() {
+        // Relaxed: this process's own cache, and the child's only thread runs this.
         PID.store(0, Ordering::Relaxed);
     }
-    // Relaxed: a cache of this process's own pid.
-    match PID.load(Ordering::Relaxed) {
-        0 => {
-            REGISTER.call_once(|| {
-                // SAFETY: registers a handler that only stores to an atomic, which is
-                // async-signal-safe, as a fork's child handler must be.
-                unsafe { libc::pthread_atfork(None, None, Some(forgotten)) };
-            });
-            // SAFETY: getpid has no preconditions and cannot fail.
-            let pid = u64::from(unsafe { libc::getpid() }.unsigned_abs()).max(1);
-            PID.store(pid, Ordering::Relaxed);
-            pid
+    // Acquire: pairs with the Release store of `REGISTERED`, so a cache stored after this
+    // read is stored after the registration.
+    match HANDLER.compare_exchange(0, REGISTERING, Ordering::Acquire, Ordering::Acquire) {
+        Ok(_) => {
+            // SAFETY: registers a handler that only stores to an atomic, which is
+            // async-signal-safe, as a fork's child handler must be.
+            unsafe { libc::pthread_atfork(None, None, Some(forget)) };
+            // Release: see the Acquire above.
+            HANDLER.store(REGISTERED, Ordering::Release);
+            true
         }
-        pid => pid,
+        Err(state) => state == REGISTERED,
+    }
+}
+
+/// One thread of a process taking an entry ([`Pins::take`]), held until dropped. Not a
+/// `std::sync::Mutex`: a thread that forks while another holds it would leave the child's
+/// mutex locked for ever. The word names the process that holds it, so a child reads its
+/// parent's hold as none of its own.
+#[cfg(not(loom))]
+struct Taking;
+
+#[cfg(not(loom))]
+static TAKING: ProcessAtomicU64 = ProcessAtomicU64::new(0);
+
+#[cfg(not(loom))]
+impl Taking {
+    fn hold() -> Self {
+        let me = process();
+        let mut backoff = Backoff::default();
+        loop {
+            // Relaxed: the CAS below decides.
+            let holder = TAKING.load(Ordering::Relaxed);
+            // Acquire: pairs with the Release of the last holder's drop, so this one
+            // reads the entries as it left them.
+            if holder != me
+                && TAKING
+                    .compare_exchange(holder, me, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return Self;
+            }
+            backoff.snooze();
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl Drop for Taking {
+    fn drop(&mut self) {
+        // Release: see `hold`.
+        TAKING.store(0, Ordering::Release);
     }
 }
 
@@ -207,4 +271,61 @@ fn process() -> u64 {
 #[cfg(loom)]
 fn process() -> u64 {
     token()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Runs `child` in a child forked from this test process (which runs other tests'
+    /// threads), and returns whether it returned `true` within ten seconds; a child still
+    /// waiting then is killed.
+    fn in_child(child: impl FnOnce() -> bool) -> bool {
+        // SAFETY: the child runs `child` (atomics and getpid) and leaves with `_exit`.
+        let pid = match unsafe { libc::fork() } {
+            // SAFETY: ends the child without running the parent's exit handlers.
+            0 => unsafe { libc::_exit(i32::from(!child())) },
+            pid => pid,
+        };
+        assert!(pid > 0, "fork failed");
+        let started = Instant::now();
+        let mut status = 0;
+        // SAFETY: polls the child just forked.
+        while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
+            if started.elapsed() > Duration::from_secs(10) {
+                // SAFETY: kills and reaps the child just forked.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+
+    #[test]
+    fn a_child_forked_while_a_thread_takes_an_entry_takes_one() {
+        let taking = Taking::hold();
+        let took = in_child(|| {
+            drop(Taking::hold());
+            true
+        });
+        drop(taking);
+        assert!(took, "the child waited for its parent's thread");
+    }
+
+    #[test]
+    fn a_child_forked_while_a_thread_registers_reads_its_pid_each_time() {
+        let read = in_child(|| {
+            // What a child forked mid-registration finds.
+            HANDLER.store(REGISTERING, Ordering::Relaxed);
+            PID.store(0, Ordering::Relaxed);
+            // SAFETY: getpid has no preconditions and cannot fail.
+            let pid = u64::from(unsafe { libc::getpid() }.unsigned_abs());
+            process() == pid && PID.load(Ordering::Relaxed) == 0
+        });
+        assert!(read, "the child waited, or cached its pid");
+    }
 }
