@@ -126,35 +126,46 @@ fn an_opener_replaces_the_files_rule() {
     assert_eq!(old.acquire(b"ann", 0).unwrap().limit, 20);
 }
 
-/// Every admission counts once across many changes racing acquires in several processes:
-/// allowances (a period that never ends) of 100,000 and 120,000 units, alternated, keep
-/// each key's tokens left (at most 100,000, so the cap never takes any), so however the
-/// decisions, inserts and changes interleave, each key's units admitted and units left
-/// add up to 100,000 exactly. The changes reuse each region of the file many times over.
-#[test]
-#[ignore = "known bug: a key can lose its admissions across racing changes in a file \
-            (one key, in 10-60% of runs); run with --ignored while fixing it"]
-fn admissions_racing_many_changes_count_exactly_once() {
-    const UNITS: u64 = 100_000;
-    const KEYS: usize = 6;
-    let scratch = Scratch::new("keyed-change-race");
+/// How many units each acquirer takes of each key in [`race_changes`].
+const TAKEN_PER_KEY: u64 = 2_000;
+/// Keys of [`race_changes`]: each acquirer takes one unit of one key a round, in turn.
+const RACED_KEYS: usize = 6;
+
+/// Four processes race: one changes the file's rule 600 times between `low` and `high` at
+/// instant 0, three take one unit of one of six keys at instant 0 each round, 2,000 of
+/// each key each (their open first replaces the file's rule by `low`, unless all open
+/// before the changer starts: `opened_first`). Returns, per key, the units admitted and
+/// the units a fresh handle then reads left, and that handle's rule.
+fn race_changes(low: &Config, high: &Config, opened_first: bool) -> (Vec<(u64, u64)>, Config) {
+    let scratch = Scratch::new(&format!("keyed-change-race-{opened_first}"));
     let path = scratch.path("allowance");
-    let low = Config::gcra(UNITS, Config::FOREVER);
-    let high = Config::gcra(UNITS + 20_000, Config::FOREVER);
-    let start = KeyedLimiter::open(&path, &low, 8).unwrap();
+    let start = KeyedLimiter::open(&path, low, 8).unwrap();
+    let opened = scratch.path("opened");
+    std::fs::write(&opened, "").unwrap();
     let statuses = in_processes(4, |index| {
-        let Ok(table) = KeyedLimiter::open_replacing(&path, &low, 8) else {
+        let Ok(table) = KeyedLimiter::open_replacing(&path, low, 8) else {
             return 1;
         };
-        let mut admitted = [0u64; KEYS];
-        for round in 0..12_000usize {
+        if opened_first {
+            // One byte per process opened; each waits for all four.
+            let mut file = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&opened)
+                .unwrap();
+            std::io::Write::write_all(&mut file, b"+").unwrap();
+            while std::fs::read(&opened).unwrap().len() < 4 {
+                std::thread::yield_now();
+            }
+        }
+        let mut admitted = [0u64; RACED_KEYS];
+        for round in 0..TAKEN_PER_KEY as usize * RACED_KEYS {
             if index == 0 {
-                let rule = if round % 2 == 0 { &high } else { &low };
+                let rule = if (round / 20) % 2 == 0 { high } else { low };
                 if round % 20 == 0 && table.set_config_at(rule, 0).is_err() {
                     return 2;
                 }
             } else {
-                let key = (round + index) % KEYS;
+                let key = (round + index) % RACED_KEYS;
                 match table.acquire_at(format!("key-{key}").as_bytes(), 1, 0) {
                     Ok(decision) => admitted[key] += u64::from(decision.allowed),
                     Err(_) => return 3,
@@ -166,25 +177,76 @@ fn admissions_racing_many_changes_count_exactly_once() {
         0
     });
     assert_eq!(statuses, [0; 4]);
-    let mut admitted = [0u64; KEYS];
+    let mut admitted = [0u64; RACED_KEYS];
     for index in 0..4 {
         let counts = std::fs::read_to_string(scratch.path(&format!("admitted-{index}"))).unwrap();
         for (key, count) in counts.split(',').enumerate() {
             admitted[key] += count.parse::<u64>().unwrap();
         }
     }
-    assert_eq!(admitted.iter().sum::<u64>(), 3 * 12_000);
-    for (key, admitted) in admitted.iter().enumerate() {
-        let left = start
-            .acquire_at(format!("key-{key}").as_bytes(), 0, 0)
-            .unwrap()
-            .remaining;
+    let counts = (0..RACED_KEYS)
+        .map(|key| {
+            let left = start
+                .acquire_at(format!("key-{key}").as_bytes(), 0, 0)
+                .unwrap();
+            (admitted[key], left.remaining)
+        })
+        .collect();
+    (counts, *start.config())
+}
+
+/// Every admission counts once across many changes racing acquires in several processes,
+/// which reuse each region of the file many times over. GCRA allowances (a period that
+/// never ends) of 100,000 units, one twice as fast as the other: a change keeps each
+/// key's tokens, and both rules' burst is 100,000, so the cap at the new burst never takes
+/// any (docs/live-changes.md). All at instant 0, so nothing refills: each key's 6,000 units
+/// admitted (3 acquirers × 2,000) and the units left add up to 100,000 exactly.
+#[test]
+fn admissions_racing_many_changes_count_exactly_once() {
+    let low = Config::gcra(100_000, Config::FOREVER);
+    let high = Config::gcra(100_000, Config::FOREVER / 2);
+    let (counts, _) = race_changes(&low, &high, true);
+    for (key, (admitted, left)) in counts.into_iter().enumerate() {
+        assert_eq!((admitted, left), (3 * TAKEN_PER_KEY, 94_000), "key {key}");
+    }
+}
+
+/// As above, with openers that replace the file's rule racing the changes too: fixed
+/// windows that never end, of 100,000 and 120,000 units. A change keeps what each key's
+/// window counts (capped at the new limit, which 6,000 never reaches), and a window that
+/// never ends is the same window at any instant, so each key's units admitted and left
+/// add up to the limit of the rule in force at the end, exactly.
+#[test]
+fn admissions_racing_changes_and_replacing_openers_count_exactly_once() {
+    let low = Config::fixed_window(100_000, Config::FOREVER);
+    let high = Config::fixed_window(120_000, Config::FOREVER);
+    let (counts, rule) = race_changes(&low, &high, false);
+    assert!(rule == low || rule == high, "{rule:?}");
+    for (key, (admitted, left)) in counts.into_iter().enumerate() {
         assert_eq!(
-            admitted + left,
-            UNITS,
-            "key {key}: {admitted} admitted, {left} left"
+            (admitted, left),
+            (3 * TAKEN_PER_KEY, rule.limit - 6_000),
+            "key {key}"
         );
     }
+}
+
+/// Why the allowances above do not alternate bursts: GCRA's tokens are capped at the new
+/// burst (docs/live-changes.md). A key that took 2,000 of a fresh burst of 120,000 keeps
+/// 118,000 tokens, which a change to a burst of 100,000 caps at 100,000: the key is then
+/// as fresh as a new one, its 2,000 units forgiven.
+#[test]
+fn a_lower_burst_caps_the_tokens_a_key_kept() {
+    let scratch = Scratch::new("keyed-change-cap");
+    let path = scratch.path("allowance");
+    let high = Config::gcra(120_000, Config::FOREVER);
+    let table = KeyedLimiter::open(&path, &high, 8).unwrap();
+    assert!(table.acquire_at(b"key", 2_000, 0).unwrap().allowed);
+    assert_eq!(table.acquire_at(b"key", 0, 0).unwrap().remaining, 118_000);
+    table
+        .set_config_at(&Config::gcra(100_000, Config::FOREVER), 0)
+        .unwrap();
+    assert_eq!(table.acquire_at(b"key", 0, 0).unwrap().remaining, 100_000);
 }
 
 /// A change killed (SIGKILL) at each of its steps leaves a file that opens and decides
