@@ -36,7 +36,7 @@ use governor::middleware::NoOpMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
-use rate::ffi::{
+use rate::{
     rate_config, rate_decision, rate_keyed, rate_keyed_acquire, rate_keyed_free, rate_keyed_new,
     rate_limiter, rate_limiter_acquire, rate_limiter_acquire_at, rate_limiter_free,
     rate_limiter_new, rate_now_ns, RATE_GCRA, RATE_LIMITED, RATE_OK,

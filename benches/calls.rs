@@ -7,20 +7,20 @@
 //! decision takes the same path at any time (drained: a coarse read and a denial; idle: an
 //! exact read and an admission).
 
-use rate::{Config, KeyedLimiter, Limiter, Policy};
+use librate::{Config, KeyedLimiter, Limiter, Policy};
 use std::hint::black_box;
 use std::ptr;
 
 type CKeyedAcquireAt = unsafe extern "C" fn(
-    *mut rate::ffi::rate_keyed,
+    *mut rate::rate_keyed,
     *const u8,
     usize,
     u64,
     u64,
-    *mut rate::ffi::rate_decision,
+    *mut rate::rate_decision,
 ) -> i32;
 type CAcquire =
-    unsafe extern "C" fn(*mut rate::ffi::rate_limiter, u64, *mut rate::ffi::rate_decision) -> i32;
+    unsafe extern "C" fn(*mut rate::rate_limiter, u64, *mut rate::rate_decision) -> i32;
 
 const SECOND: u64 = 1_000_000_000;
 const HOUR: u64 = 3600 * SECOND;
@@ -60,7 +60,7 @@ fn main() {
         // a C caller's call through the PLT is (benches/c_abi.rs).
         "c_gcra_acquire_idle" => {
             let l = c_limiter(Config::gcra(1_000_000_000, SECOND));
-            let acquire = black_box(rate::ffi::rate_limiter_acquire as CAcquire);
+            let acquire = black_box(rate::rate_limiter_acquire as CAcquire);
             // SAFETY: `l` is a live handle; `out` NULL is allowed.
             count(calls, |_| unsafe { acquire(l, black_box(1), ptr::null_mut()) } == 0)
         }
@@ -101,16 +101,16 @@ fn main() {
         }
         // The C ABI's keyed acquire at a time, `out` NULL: the outcome alone.
         "c_keyed_acquire_at_deny" => {
-            let config = rate::ffi::rate_config {
-                algorithm: rate::ffi::RATE_GCRA,
+            let config = rate::rate_config {
+                algorithm: rate::RATE_GCRA,
                 limit: 1,
                 period_ns: HOUR,
                 burst: 1,
             };
             let mut t = ptr::null_mut();
             // SAFETY: both pointers are to live locals.
-            assert_eq!(unsafe { rate::ffi::rate_keyed_new(&config, 1024, &mut t) }, 0);
-            let acquire_at = black_box(rate::ffi::rate_keyed_acquire_at as CKeyedAcquireAt);
+            assert_eq!(unsafe { rate::rate_keyed_new(&config, 1024, &mut t) }, 0);
+            let acquire_at = black_box(rate::rate_keyed_acquire_at as CKeyedAcquireAt);
             let key = |i: u64| (i % 64).to_le_bytes();
             count(calls, |i| {
                 let key = key(i);
@@ -143,16 +143,16 @@ fn main() {
 }
 
 /// A C limiter handle of `config`, made through `rate_limiter_new` and never freed.
-fn c_limiter(config: Config) -> *mut rate::ffi::rate_limiter {
-    let config = rate::ffi::rate_config {
-        algorithm: rate::ffi::RATE_GCRA,
+fn c_limiter(config: Config) -> *mut rate::rate_limiter {
+    let config = rate::rate_config {
+        algorithm: rate::RATE_GCRA,
         limit: config.limit,
         period_ns: config.period_ns,
         burst: config.burst,
     };
     let mut handle = ptr::null_mut();
     // SAFETY: both pointers are to live locals.
-    let status = unsafe { rate::ffi::rate_limiter_new(&config, &mut handle) };
+    let status = unsafe { rate::rate_limiter_new(&config, &mut handle) };
     assert_eq!(status, 0);
     handle
 }

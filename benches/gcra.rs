@@ -28,11 +28,11 @@ use governor::clock::{Clock, DefaultClock, FakeRelativeClock};
 use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
-use rate::ffi::{
+use librate::{Algorithm, Config, Limiter};
+use rate::{
     rate_config, rate_decision, rate_limiter, rate_limiter_acquire, rate_limiter_acquire_at,
     rate_limiter_free, rate_limiter_new, RATE_OK,
 };
-use rate::{Algorithm, Config, Limiter};
 
 mod timing;
 use timing::{contended, single};
@@ -277,12 +277,12 @@ impl Runner for Contended {
 fn through_clock<R: Runner>(c: &mut Criterion, name: &str, subjects: &[Subject]) {
     let mut group = c.benchmark_group(name);
     for subject in subjects {
-        let ours = subject.ours(rate::now_ns());
+        let ours = subject.ours(librate::now_ns());
         let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
         R::run(&mut group, subject.id("try_acquire"), try_acquire);
         subject.expect("try_acquire", try_acquire());
 
-        let ours = subject.ours(rate::now_ns());
+        let ours = subject.ours(librate::now_ns());
         let acquire = || ours.acquire(black_box(1)).is_ok_and(|d| d.allowed);
         R::run(&mut group, subject.id("acquire"), acquire);
         subject.expect("acquire", acquire());
@@ -331,7 +331,7 @@ fn clock(c: &mut Criterion) {
     single(
         &mut group,
         BenchmarkId::from_parameter("rate_now_ns"),
-        rate::now_ns,
+        librate::now_ns,
     );
     single(
         &mut group,
@@ -372,12 +372,12 @@ fn c_boundary(c: &mut Criterion) {
 /// `rate_limiter_acquire` with `out` NULL (outcome only: `try_acquire`) and with `out`
 /// (the full decision: `acquire`), against those Rust calls.
 fn boundary_through_clock(group: &mut BenchmarkGroup<WallTime>, subject: &Subject) {
-    let ffi = subject.ffi(rate::now_ns());
+    let ffi = subject.ffi(librate::now_ns());
     let out_null = || ffi.acquire(black_box(1), None) == RATE_OK;
     single(group, subject.id("ffi_acquire_out_null"), out_null);
     subject.expect("ffi_acquire_out_null", out_null());
 
-    let ffi = subject.ffi(rate::now_ns());
+    let ffi = subject.ffi(librate::now_ns());
     let mut decision = rate_decision::default();
     group.bench_function(subject.id("ffi_acquire_out"), |b| {
         b.iter(|| ffi.acquire(black_box(1), Some(&mut decision)))
@@ -387,12 +387,12 @@ fn boundary_through_clock(group: &mut BenchmarkGroup<WallTime>, subject: &Subjec
         ffi.acquire(1, Some(&mut decision)) == RATE_OK,
     );
 
-    let ours = subject.ours(rate::now_ns());
+    let ours = subject.ours(librate::now_ns());
     let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
     single(group, subject.id("rust_try_acquire"), try_acquire);
     subject.expect("rust_try_acquire", try_acquire());
 
-    let ours = subject.ours(rate::now_ns());
+    let ours = subject.ours(librate::now_ns());
     let acquire = || ours.acquire(black_box(1)).is_ok_and(|d| d.allowed);
     single(group, subject.id("rust_acquire"), acquire);
     subject.expect("rust_acquire", acquire());
@@ -427,9 +427,9 @@ fn changed(c: &mut Criterion) {
     let mut group = c.benchmark_group("changed");
     for changes in ["never_changed", "changed_once"] {
         let subject = busy_gcra();
-        let ours = subject.ours(rate::now_ns());
+        let ours = subject.ours(librate::now_ns());
         if changes == "changed_once" {
-            let change = ours.set_config_at(&subject.config, rate::now_ns());
+            let change = ours.set_config_at(&subject.config, librate::now_ns());
             change.expect("a change to the same rule is valid");
         }
         let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);

@@ -22,7 +22,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use governor::clock::DefaultClock;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
-use rate::{Config, KeyedLimiter};
+use librate::{Config, KeyedLimiter};
 use std::hint::black_box;
 use std::num::NonZeroU32;
 use std::time::Instant;
@@ -144,7 +144,7 @@ fn compare(
         group.bench_function("librate_acquire_decision", |b| {
             b.iter(|| black_box(table.acquire(&step().to_le_bytes(), 1)))
         });
-        let now = rate::now_ns();
+        let now = librate::now_ns();
         group.bench_function("librate_acquire_at_no_clock", |b| {
             b.iter(|| black_box(table.acquire_at(&step().to_le_bytes(), 1, now)))
         });

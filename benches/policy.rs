@@ -18,7 +18,7 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use rate::{Config, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
+use librate::{Config, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
 
 mod timing;
 use timing::{contended, single};

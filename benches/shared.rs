@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
-use rate::{Config, KeyedLimiter, Limiter};
+use librate::{Config, KeyedLimiter, Limiter};
 
 mod local_redis;
 mod timing;
@@ -214,13 +214,13 @@ fn through_clock(c: &mut Criterion) {
     let mut group = c.benchmark_group("shared_through_clock");
     for subject in &through_clock_subjects() {
         for store in STORES {
-            let ours = subject.make(store, rate::now_ns());
+            let ours = subject.make(store, librate::now_ns());
             let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
             single(&mut group, subject.id("try_acquire", store), try_acquire);
             subject.expect("try_acquire", try_acquire());
         }
         for store in STORES {
-            let ours = subject.make(store, rate::now_ns());
+            let ours = subject.make(store, librate::now_ns());
             let acquire = || ours.acquire(black_box(1)).is_ok_and(|d| d.allowed);
             single(&mut group, subject.id("acquire", store), acquire);
             subject.expect("acquire", acquire());
@@ -301,7 +301,7 @@ fn changed(c: &mut Criterion) {
     let mut group = c.benchmark_group("shared_changed");
     let [busy, ..] = through_clock_subjects();
     for history in HISTORIES {
-        let ours = busy.make_shared(history, rate::now_ns());
+        let ours = busy.make_shared(history, librate::now_ns());
         let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
         let id = BenchmarkId::new(busy.label, format!("try_acquire/{}", history.name()));
         single(&mut group, id, try_acquire);
@@ -326,7 +326,7 @@ fn changed(c: &mut Criterion) {
             History::NeverChanged => config,
             History::ChangedOnce => config.with_burst(config.limit - 1),
         };
-        let table = keyed_table(&opened, Store::Shared, rate::now_ns());
+        let table = keyed_table(&opened, Store::Shared, librate::now_ns());
         if let History::ChangedOnce = history {
             table
                 .set_config(&config)
@@ -353,12 +353,12 @@ fn contended_2_threads(c: &mut Criterion) {
     let mut group = c.benchmark_group("shared_contended_2_threads");
     let [busy, ..] = through_clock_subjects();
     for store in STORES {
-        let ours = busy.make(store, rate::now_ns());
+        let ours = busy.make(store, librate::now_ns());
         let try_acquire = |_| ours.try_acquire(black_box(1)) == Ok(true);
         contended(&mut group, busy.id("try_acquire", store), try_acquire);
         busy.expect("try_acquire", try_acquire(0));
     }
-    let first = busy.make(Store::Shared, rate::now_ns());
+    let first = busy.make(Store::Shared, librate::now_ns());
     let path = first.file.as_ref().expect("a shared limiter has a file");
     let second = Limiter::open(path, &busy.config).expect("the same file and config");
     let handles = [&first.limiter, &second];
@@ -407,7 +407,7 @@ fn keyed(c: &mut Criterion) {
     ];
     for (label, config, allowing) in cases {
         for store in STORES {
-            let table = keyed_table(&config, store, rate::now_ns());
+            let table = keyed_table(&config, store, librate::now_ns());
             let mut next = 0u64;
             let mut try_acquire = || {
                 next = (next + 1) % KEYS;
@@ -433,7 +433,7 @@ fn versus_redis(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("shared_vs_redis");
     let [busy, ..] = through_clock_subjects();
-    let ours = busy.make(Store::Shared, rate::now_ns());
+    let ours = busy.make(Store::Shared, librate::now_ns());
     let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
     single(
         &mut group,

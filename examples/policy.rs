@@ -5,8 +5,8 @@
 const SECOND: u64 = 1_000_000_000;
 const DAY: u64 = 86_400 * SECOND;
 
-fn main() -> Result<(), rate::Error> {
-    use rate::{Config, Policy};
+fn main() -> Result<(), librate::Error> {
+    use librate::{Config, Policy};
 
     // 10 a second and 1,000 a day, decided together: all or nothing.
     let api = Policy::new(&[Config::gcra(10, SECOND), Config::fixed_window(1_000, DAY)])?;

@@ -1,8 +1,8 @@
 //! The README's Rust snippet, as a program: `cargo run --release --example quickstart`.
 //! scripts/check-docs.py checks that each line of the snippet is in this file.
 
-fn main() -> Result<(), rate::Error> {
-    use rate::{Config, KeyedLimiter, Limiter}; // the crate `librate`, imported as `rate`
+fn main() -> Result<(), librate::Error> {
+    use librate::{Config, KeyedLimiter, Limiter};
 
     let api = Limiter::new(&Config::gcra(100, 1_000_000_000))?; // 100 per second
     let ok = api.try_acquire(1)?; // false: answer 429

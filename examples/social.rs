@@ -7,8 +7,8 @@
 const SECOND: u64 = 1_000_000_000;
 const DAY: u64 = 86_400 * SECOND;
 
-fn main() -> Result<(), rate::Error> {
-    use rate::{Config, KeyedPolicy, KeyedRule};
+fn main() -> Result<(), librate::Error> {
+    use librate::{Config, KeyedPolicy, KeyedRule};
 
     // Per customer: posts, likes, friend adds; then everybody. Room for 100,000 customers.
     let site = KeyedPolicy::new(

@@ -5,7 +5,7 @@
 //! the tour prints the lines of this file that produced it (between `// show:` and
 //! `// end` markers). Times are in milliseconds. The output fits 100 columns.
 
-use rate::{Config, Decision, Error, KeyedLimiter, Limiter};
+use librate::{Config, Decision, Error, KeyedLimiter, Limiter};
 use std::fmt::Write as _;
 
 const MS: u64 = 1_000_000;

@@ -3,7 +3,7 @@
 #   (a) under valgrind memcheck: zero errors and no definite, indirect or possible leaks;
 #   (b) rebuilt with -fsanitize=address,undefined, after proving the sanitizers are linked
 #       and actually catch a planted bug.
-# `cargo test` already compiles and runs the same programs plainly (tests/c_api.rs).
+# `cargo test` already compiles and runs the same programs plainly (ffi/tests/c_api.rs).
 #
 # Usage: scripts/c-tests.sh          (needs cc, valgrind, and gcc's libasan/libubsan)
 # Env:   CC (default cc), CARGO_TARGET_DIR (default target)
@@ -30,10 +30,10 @@ step "cargo build --release"
 cargo build --release
 lib="$target_dir/release/librate.so"
 [[ -f $lib ]] || fail "$lib was not built"
-version=$(cargo pkgid)
+version=$(cargo pkgid -p librate-ffi)
 version=${version##*[#@]}   # path+file:///…#librate@0.1.0 or file:///…#0.1.0
 
-# The linker records librate.so's soname (librate.so.0, set by build.rs) in each program;
+# The linker records librate.so's soname (librate.so.0, set by ffi/build.rs) in each program;
 # cargo does not create a file by that name, so link through a directory that has both.
 rm -rf "$work"
 mkdir -p "$work/lib" "$work/plain" "$work/asan"

@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 step() { printf '\n=== %s\n' "$*"; }
 
 step "Rust: every crate root denies missing docs"
-roots=(src/lib.rs)
+roots=(src/lib.rs ffi/src/lib.rs)
 roots+=($(sed -n 's/^path = "\(.*\)"$/benches\/\1/p' benches/Cargo.toml))
 roots+=(fuzz/src/lib.rs $(sed -n 's/^path = "\(.*\)"$/fuzz\/\1/p' fuzz/Cargo.toml))
 missing=0

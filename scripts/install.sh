@@ -26,24 +26,24 @@ release_dir=${CARGO_TARGET_DIR:-target}/release
 
 fail() { printf 'install.sh: %s\n' "$*" >&2; exit 1; }
 
-"$cargo" build --release --lib
+"$cargo" build --release -p librate-ffi --lib
 
 # The system libraries Rust's standard library needs when librate.a is linked into a C
 # program, as rustc itself reports them (cargo replays the note when nothing changed).
-native_libs=$("$cargo" rustc --release --lib --crate-type staticlib --color never \
+native_libs=$("$cargo" rustc --release -p librate-ffi --lib --crate-type staticlib --color never \
                   -- --print native-static-libs 2>&1) || { printf '%s\n' "$native_libs" >&2; fail "cargo rustc failed"; }
 native_libs=$(sed -n 's/^note: native-static-libs: //p' <<<"$native_libs" | tail -n 1)
 [[ -n $native_libs ]] || fail "rustc did not print its native-static-libs"
 
-version=$("$cargo" pkgid)
+version=$("$cargo" pkgid -p librate-ffi)
 version=${version##*[#@]}   # path+file:///…#librate@0.1.0 or file:///…#0.1.0
-[[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || fail "cannot read the version from '$("$cargo" pkgid)'"
+[[ $version =~ ^[0-9]+\.[0-9]+\.[0-9]+ ]] || fail "cannot read the version from '$("$cargo" pkgid -p librate-ffi)'"
 major=${version%%.*}
 
 shared="$release_dir/librate.so"
 static="$release_dir/librate.a"
 [[ -f $shared && -f $static ]] || fail "cargo built no $shared and $static"
-# build.rs sets the soname; install.sh names the links after it, and refuses a library whose
+# ffi/build.rs sets the soname; install.sh names the links after it, and refuses a library whose
 # soname does not carry Cargo.toml's major version.
 soname=$(readelf -d "$shared" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [[ $soname == "librate.so.$major" ]] || fail "$shared has soname '$soname', expected librate.so.$major"

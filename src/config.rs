@@ -25,7 +25,7 @@ pub enum Algorithm {
 /// A limiter's configuration. Plain data; it is validated when a limiter is built from it.
 ///
 /// ```
-/// use rate::{Config, Limiter};
+/// use librate::{Config, Limiter};
 /// // 100 requests a minute, in bursts of up to 10.
 /// let config = Config::gcra(100, 60_000_000_000).with_burst(10);
 /// let limiter = Limiter::new(&config).unwrap();
@@ -55,7 +55,7 @@ impl Config {
     /// too, for GCRA), and the log's cap of 2²⁰ does not apply: no log is kept.
     ///
     /// ```
-    /// use rate::{Config, Limiter};
+    /// use librate::{Config, Limiter};
     /// // A free trial: 100 requests, ever.
     /// let trial = Limiter::new(&Config::fixed_window(100, Config::FOREVER)).unwrap();
     /// assert!(trial.acquire_at(100, 0).unwrap().allowed);

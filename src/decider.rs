@@ -40,6 +40,23 @@ macro_rules! dispatch {
     };
 }
 
+impl Config {
+    /// Checks this configuration as every limiter, table and policy does before it
+    /// allocates anything, and says which bound it breaks, if one.
+    ///
+    /// ```
+    /// use librate::{Config, Error};
+    /// assert!(Config::gcra(10, 1_000_000_000).validate().is_ok());
+    /// assert!(matches!(Config::gcra(0, 1_000_000_000).validate(), Err(Error::InvalidConfig(_))));
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`], saying what is wrong.
+    pub fn validate(&self) -> Result<(), Error> {
+        Decider::new(self).map(drop)
+    }
+}
+
 impl Decider {
     /// # Errors
     /// [`Error::InvalidConfig`] naming the field, the value and the bound `config` broke.

@@ -23,7 +23,7 @@ const POLICY_RULES: usize = MAX_RULES;
 /// sentence starts with the path, as an error message naming the file does:
 ///
 /// ```
-/// use rate::{describe_file, Config, Limiter};
+/// use librate::{describe_file, Config, Limiter};
 /// let path = std::env::temp_dir().join(format!("librate-describe-{}", std::process::id()));
 /// let _limiter = Limiter::open(&path, &Config::gcra(10, 1_000_000_000)).unwrap();
 /// let held = describe_file(&path).unwrap();

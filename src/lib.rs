@@ -6,7 +6,7 @@
 //! The semantics are fixed in docs/decision.md; the C header is `include/rate.h`.
 //!
 //! ```
-//! use rate::{Config, Limiter};
+//! use librate::{Config, Limiter};
 //! const SECOND: u64 = 1_000_000_000;
 //! // Bob may make one request per 2 s.
 //! let bob = Limiter::new(&Config::gcra(1, 2 * SECOND)).unwrap();
@@ -16,11 +16,10 @@
 //! ```
 //!
 //! # Layers
-//! Each layer imports only the layers below it; the core knows nothing of the C ABI.
+//! Each layer imports only the layers below it. The C ABI (`include/rate.h`, `librate.so`)
+//! is a crate of its own above them all, `librate-ffi`: this crate knows nothing of C.
 //!
 //! ```text
-//!  ffi/            the C ABI (include/rate.h is generated from it)
-//!   │
 //!  policy.rs       Policy: several rules decided all or nothing, over limiters;
 //!  policy/         the engine they share, and KeyedPolicy: per-key rules in keyed
 //!   │              tables and global rules in limiters, for one key at a time
@@ -81,7 +80,7 @@
 //! limit:
 //!
 //! ```
-//! use rate::{Algorithm, Config, Limiter};
+//! use librate::{Algorithm, Config, Limiter};
 //! const SECOND: u64 = 1_000_000_000;
 //! // 10 per second; a flood of 10 just before the edge at 1 s, then 10 just after it.
 //! let admitted_within_one_second = |algorithm| {
@@ -103,7 +102,6 @@ mod decider;
 mod decision;
 mod describe;
 mod error;
-pub mod ffi;
 mod generations;
 mod keyed;
 mod limiter;
@@ -115,6 +113,11 @@ mod state;
 mod sync;
 mod time;
 mod versions;
+
+/// The crate's README (crates.io), whose example runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.crates.md")]
+struct ReadmeExample;
 
 pub use config::{Algorithm, Config};
 pub use decision::Decision;

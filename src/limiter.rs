@@ -21,7 +21,7 @@ use operations::{Acquire, Reset, Swap, TryAcquire};
 /// ([`now_ns`](crate::time::now_ns)); the `_at` forms take the time from the caller.
 ///
 /// ```
-/// use rate::{Config, Limiter};
+/// use librate::{Config, Limiter};
 /// const SECOND: u64 = 1_000_000_000;
 /// // One request per second, bursts of 2.
 /// let limiter = Limiter::new(&Config::gcra(1, SECOND).with_burst(2)).unwrap();
@@ -117,7 +117,7 @@ impl Limiter {
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
     #[inline]
-    pub(crate) fn try_acquire_at(&self, n: u64, now_ns: u64) -> Result<bool, Error> {
+    pub fn try_acquire_at(&self, n: u64, now_ns: u64) -> Result<bool, Error> {
         if n == 0 {
             return self.acquire_at(0, now_ns).map(|decision| decision.allowed);
         }
@@ -147,7 +147,7 @@ impl Limiter {
     /// [`acquire_at`](Self::acquire_at).
     ///
     /// ```
-    /// use rate::{Config, Limiter};
+    /// use librate::{Config, Limiter};
     /// const MS: u64 = 1_000_000;
     /// // 10 per second, no burst beyond 1: a unit every 100 ms.
     /// let shaper = Limiter::new(&Config::gcra(10, 1000 * MS).with_burst(1)).unwrap();
@@ -179,7 +179,7 @@ impl Limiter {
     /// count as it stood before the reset, to weigh in the new window.
     ///
     /// ```
-    /// use rate::{Config, Limiter};
+    /// use librate::{Config, Limiter};
     /// const SECOND: u64 = 1_000_000_000;
     /// let limiter = Limiter::new(&Config::sliding_log(2, 60 * SECOND)).unwrap();
     /// assert!(limiter.acquire_at(2, 10 * SECOND).unwrap().allowed);

@@ -55,7 +55,7 @@ pub const MAX_RULES: usize = 8;
 /// documentation for what concurrent callers may observe.
 ///
 /// ```
-/// use rate::{Config, Policy};
+/// use librate::{Config, Policy};
 /// const SECOND: u64 = 1_000_000_000;
 /// // 2 a second, and 3 a minute.
 /// let policy = Policy::new(&[
@@ -194,7 +194,7 @@ impl Policy {
     /// state, and the combined decision leaves it out). All costs 0 only reports.
     ///
     /// ```
-    /// use rate::{Config, Policy};
+    /// use librate::{Config, Policy};
     /// const SECOND: u64 = 1_000_000_000;
     /// // Writes: 1 a second; all requests: 3 a second.
     /// let policy = Policy::new(&[Config::gcra(1, SECOND), Config::gcra(3, SECOND)]).unwrap();

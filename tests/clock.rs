@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rate::{clock_source, now_ns, ClockSource};
+use librate::{clock_source, now_ns, ClockSource};
 
 /// How far a reading may be from `CLOCK_MONOTONIC` at the same instant, as documented.
 const BOUND_NS: u64 = 1_000;

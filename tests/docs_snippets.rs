@@ -1,5 +1,5 @@
 //! The C and C++ page's first programs (docs/c.md) are the quickstart examples the C and
-//! C++ tests compile and run (tests/c_api.rs, tests/cpp_api.rs), character for character,
+//! C++ tests compile and run (ffi/tests/c_api.rs, ffi/tests/cpp_api.rs), character for character,
 //! so the page can never show code that does not build.
 
 /// Asserts that docs/c.md's first fenced block in `language` is exactly `example`.

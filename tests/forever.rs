@@ -6,7 +6,7 @@
 mod common;
 
 use common::decision;
-use rate::{Algorithm, Bound, Config, ConfigError, Error, Field, KeyedLimiter, Limiter, Policy};
+use librate::{Algorithm, Bound, Config, ConfigError, Error, Field, KeyedLimiter, Limiter, Policy};
 
 const ALGORITHMS: [Algorithm; 4] = [
     Algorithm::Gcra,

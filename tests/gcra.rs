@@ -6,7 +6,7 @@ mod common;
 
 use common::models::{GcraModel, END};
 use common::{Rng, MS, SECOND};
-use rate::{Bound, Config, ConfigError, Decision, Error, Field, Limiter};
+use librate::{Bound, Config, ConfigError, Decision, Error, Field, Limiter};
 
 fn gcra(limit: u64, period_ns: u64, burst: u64) -> Limiter {
     Limiter::new(&Config::gcra(limit, period_ns).with_burst(burst)).unwrap()

@@ -4,7 +4,7 @@
 mod common;
 
 use common::models::KeyedGcraModel;
-use rate::{Config, ConfigError, Error, KeyedLimiter};
+use librate::{Config, ConfigError, Error, KeyedLimiter};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -245,7 +245,7 @@ fn try_acquire_and_acquire_use_the_library_clock() {
         assert!(!table.reserve(b"r", 1, 0).unwrap().allowed);
         // A query for an absent key answers without inserting it.
         assert!(table.try_acquire(b"absent", 0).unwrap());
-        assert_eq!(table.live_keys_at(rate::now_ns()), 3, "k, j and r only");
+        assert_eq!(table.live_keys_at(librate::now_ns()), 3, "k, j and r only");
     }
 }
 

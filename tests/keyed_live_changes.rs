@@ -10,7 +10,7 @@ mod common;
 
 use common::key_is_hash::KeyIsHash;
 use common::{decision, Rng, MS, SECOND};
-use rate::{Config, ConfigError, Error, KeyedLimiter, Limiter};
+use librate::{Config, ConfigError, Error, KeyedLimiter, Limiter};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 #[test]
@@ -267,7 +267,7 @@ fn many_keys_follow_a_limiter_each() {
 fn is_fresh(limiter: &Limiter, now: u64) -> bool {
     let state = limiter.acquire_at(0, now).unwrap();
     let rule = limiter.config();
-    if rule.algorithm == rate::Algorithm::Gcra && rule.period_ns != Config::FOREVER {
+    if rule.algorithm == librate::Algorithm::Gcra && rule.period_ns != Config::FOREVER {
         state.reset_after_ns == 0
     } else {
         state.remaining == state.limit
@@ -337,7 +337,7 @@ fn changes_racing_acquires_lose_and_double_count_nothing() {
     ];
     let now = 10 * SECOND;
     for [first, second, third] in families {
-        let gcra = first.algorithm == rate::Algorithm::Gcra;
+        let gcra = first.algorithm == librate::Algorithm::Gcra;
         let table = KeyedLimiter::new(&first, 64).unwrap();
         let old_keys: Vec<[u8; 8]> = (0..48u64).map(u64::to_le_bytes).collect();
         let new_keys: Vec<[u8; 8]> = (48..64u64).map(u64::to_le_bytes).collect();

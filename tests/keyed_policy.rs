@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Rng, MS, SECOND};
-use rate::{
+use librate::{
     Config, ConfigError, Decision, Error, KeyedPolicy, KeyedRule, Limiter, Policy, PolicyDecision,
 };
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -8,7 +8,7 @@
 mod common;
 
 use common::SECOND;
-use rate::{Config, ConfigError, Error, KeyedPolicy, KeyedRule};
+use librate::{Config, ConfigError, Error, KeyedPolicy, KeyedRule};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Per customer `per_second` a second (GCRA, burst `per_second`), everybody `per_minute` a

@@ -9,7 +9,7 @@ mod common;
 
 use common::processes::rewrite_word;
 use common::{decision, Rng, SECOND};
-use rate::{Config, ConfigError, Error, Limiter};
+use librate::{Config, ConfigError, Error, Limiter};
 
 #[test]
 fn gcra_keeps_its_tokens_capped_at_the_new_burst() {
@@ -434,7 +434,7 @@ fn changes_racing_acquires_lose_and_double_count_nothing() {
 
 #[test]
 fn a_policy_changes_every_rule_or_none() {
-    use rate::Policy;
+    use librate::Policy;
     // 2 a second and 5 a minute; 2 taken at 0.
     let policy = Policy::new(&[
         Config::gcra(2, SECOND),
@@ -486,7 +486,7 @@ fn a_policy_changes_every_rule_or_none() {
 /// The README's example, line for line.
 #[test]
 fn readme_a_customer_changes_plan() {
-    use rate::Policy;
+    use librate::Policy;
     const MINUTE: u64 = 60 * SECOND;
     // Free plan: 1 a second, 100 a day.
     let day = 24 * 60 * MINUTE;

@@ -16,9 +16,9 @@
 
 #![cfg(loom)]
 
+use librate::{Decision, Error};
 use loom::sync::Arc;
 use loom::thread;
-use rate::{Decision, Error};
 
 mod common;
 

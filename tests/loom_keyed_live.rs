@@ -12,9 +12,9 @@
 //! move by admissions and by the change.
 #![cfg(loom)]
 
+use librate::{Config, Decision, KeyedLimiter};
 use loom::sync::Arc;
 use loom::thread;
-use rate::{Config, Decision, KeyedLimiter};
 
 mod common;
 

@@ -9,9 +9,9 @@
 //! the home slot), GCRA of 1 per `T` per key, at frozen times.
 #![cfg(loom)]
 
+use librate::{Config, KeyedPolicy, KeyedRule};
 use loom::sync::Arc;
 use loom::thread;
-use rate::{Config, KeyedPolicy, KeyedRule};
 
 mod common;
 
@@ -33,7 +33,7 @@ fn policy(burst: u64) -> Arc<Policy> {
 fn acquire(policy: &Policy, key: u64, costs: [u64; 3], now: u64) -> Option<bool> {
     match policy.acquire_costs_at(&key.to_le_bytes(), &costs, now) {
         Ok(decision) => Some(decision.decision.allowed),
-        Err(rate::Error::TableFull) => None,
+        Err(librate::Error::TableFull) => None,
         Err(other) => panic!("{other:?}"),
     }
 }

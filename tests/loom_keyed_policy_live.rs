@@ -12,9 +12,9 @@
 //! the change.
 #![cfg(loom)]
 
+use librate::{Config, KeyedPolicy, KeyedRule};
 use loom::sync::Arc;
 use loom::thread;
-use rate::{Config, KeyedPolicy, KeyedRule};
 
 mod common;
 

@@ -4,9 +4,9 @@
 //!       cargo test --release --test loom_limiter`
 #![cfg(loom)]
 
+use librate::{Config, Limiter};
 use loom::sync::Arc;
 use loom::thread;
-use rate::{Config, Limiter};
 
 const T: u64 = 100; // emission interval: limit 1 per 100 ns
 

@@ -6,9 +6,9 @@
 //!       cargo test --release --test loom_live_changes`
 #![cfg(loom)]
 
+use librate::{Config, Limiter};
 use loom::sync::Arc;
 use loom::thread;
-use rate::{Config, Limiter};
 
 const NOW: u64 = 1_000;
 
@@ -93,7 +93,7 @@ fn a_change_racing_an_acquire_after_another() {
 #[test]
 fn a_change_lowering_a_rule_below_a_racing_request() {
     loom::model(|| {
-        let policy = Arc::new(rate::Policy::new(&[Config::gcra(1, 100).with_burst(3)]).unwrap());
+        let policy = Arc::new(librate::Policy::new(&[Config::gcra(1, 100).with_burst(3)]).unwrap());
         let requester = {
             let policy = Arc::clone(&policy);
             thread::spawn(move || policy.acquire_at(2, NOW))
@@ -105,7 +105,7 @@ fn a_change_lowering_a_rule_below_a_racing_request() {
         match requester.join().unwrap() {
             // Checked against the new rule's limit of 1.
             Err(error) => {
-                assert_eq!(error, rate::Error::InsufficientCapacity);
+                assert_eq!(error, librate::Error::InsufficientCapacity);
                 assert_eq!(after.remaining, 1);
             }
             Ok(decided) if decided.decision.allowed => {
@@ -131,7 +131,7 @@ fn a_change_lowering_a_rule_below_a_racing_request() {
 fn a_caller_after_a_policy_change_checks_the_rules_in_force() {
     use loom::sync::atomic::{AtomicBool, Ordering};
     loom::model(|| {
-        let policy = Arc::new(rate::Policy::new(&[Config::gcra(1, 100).with_burst(3)]).unwrap());
+        let policy = Arc::new(librate::Policy::new(&[Config::gcra(1, 100).with_burst(3)]).unwrap());
         let done = Arc::new(AtomicBool::new(false));
         let changer = {
             let (policy, done) = (Arc::clone(&policy), Arc::clone(&done));
@@ -147,12 +147,12 @@ fn a_caller_after_a_policy_change_checks_the_rules_in_force() {
         // Without the flag's word it may also be checked against the old burst of 3, and
         // admitted under it or denied under the new one (see the model before).
         if after {
-            assert_eq!(request, Err(rate::Error::InsufficientCapacity));
+            assert_eq!(request, Err(librate::Error::InsufficientCapacity));
         }
         changer.join().unwrap();
         assert_eq!(
             policy.try_acquire_at(2, NOW),
-            Err(rate::Error::InsufficientCapacity)
+            Err(librate::Error::InsufficientCapacity)
         );
     });
 }

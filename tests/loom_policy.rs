@@ -5,9 +5,9 @@
 //!       cargo test --release --test loom_policy`
 #![cfg(loom)]
 
+use librate::{Config, Policy};
 use loom::sync::Arc;
 use loom::thread;
-use rate::{Config, Policy};
 
 mod common;
 

@@ -4,7 +4,7 @@
 //! test --release --test loom_shared`
 //!
 //! A thread plays a process with a token of its own and, in turn, stops for good at each
-//! crash point on its path (`rate::crashes::play`): after claiming a slot, after each
+//! crash point on its path (`librate::crashes::play`): after claiming a slot, after each
 //! word an install writes, before giving its registry entry back, and at every step of a
 //! recovery. The table is private memory with the claim registry a shared table has
 //! (`KeyedLimiter::with_registry`); under loom a waiter asks whether a claimer lives after
@@ -16,9 +16,9 @@
 
 #![cfg(loom)]
 
+use librate::{crashes, Config, Decision, KeyedLimiter};
 use loom::sync::Arc;
 use loom::thread;
-use rate::{crashes, Config, Decision, KeyedLimiter};
 
 mod common;
 

@@ -11,8 +11,8 @@
 
 #![cfg(loom)]
 
+use librate::{crashes, Config, Limiter};
 use loom::thread;
-use rate::{crashes, Config, Limiter};
 
 /// More crash points than a change passes: the last runs complete it.
 const STEPS: u32 = 4;

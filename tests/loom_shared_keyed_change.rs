@@ -14,8 +14,8 @@
 
 #![cfg(loom)]
 
+use librate::{crashes, Config, KeyedLimiter};
 use loom::thread;
-use rate::{crashes, Config, KeyedLimiter};
 
 /// More crash points than a change of a two-slot table passes (after recording it, after
 /// freezing each slot, after publishing): the last run completes it.

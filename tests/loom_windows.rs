@@ -6,9 +6,9 @@
 
 #![cfg(loom)]
 
+use librate::{Config, Decision, Limiter};
 use loom::sync::Arc;
 use loom::thread;
-use rate::{Config, Decision, Limiter};
 
 /// Runs one acquire per `(n, now)` on its own thread, all at once; returns the decisions
 /// in the same order.

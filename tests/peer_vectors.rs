@@ -4,7 +4,7 @@
 mod common;
 
 use common::peer_vectors::{self, Decide};
-use rate::{Config, Limiter};
+use librate::{Config, Limiter};
 
 fn in_process(config: &Config) -> Decide {
     let limiter = Limiter::new(config).unwrap();

@@ -6,7 +6,7 @@ mod common;
 
 use common::models::combine;
 use common::{random_rule, Rng, MS, SECOND};
-use rate::{Algorithm, Config, ConfigError, Decision, Error, Limiter, Policy, PolicyDecision};
+use librate::{Algorithm, Config, ConfigError, Decision, Error, Limiter, Policy, PolicyDecision};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The model of one rule: a fresh limiter of it, given the policy's admissions so far.

@@ -2,7 +2,7 @@
 //! process and in files that real processes share.
 #![cfg(not(loom))]
 
-use rate::{Config, Decision, Error, KeyedLimiter, Limiter};
+use librate::{Config, Decision, Error, KeyedLimiter, Limiter};
 
 mod common;
 
@@ -234,7 +234,7 @@ fn a_reset_key_decides_as_a_new_key_at_any_time() {
 /// (scripts/check-docs.py checks it).
 #[test]
 fn the_readme_example() {
-    use rate::{Config, KeyedLimiter};
+    use librate::{Config, KeyedLimiter};
     const SECOND: u64 = 1_000_000_000;
     let users = KeyedLimiter::new(&Config::gcra(1, 60 * SECOND), 1000).unwrap();
     assert!(users.acquire_at(b"bob", 1, 0).unwrap().allowed);
@@ -285,9 +285,9 @@ fn a_reset_keys_former_state_holds_its_slot_until_fresh() {
 #[test]
 fn statistics_count_every_refusal_of_a_new_key() {
     // The library clock's time, as try_acquire reads it: every key stays live for an hour.
-    let now = rate::now_ns();
+    let now = librate::now_ns();
     for config in all_algorithms(1, HOUR) {
-        let gcra = config.algorithm == rate::Algorithm::Gcra;
+        let gcra = config.algorithm == librate::Algorithm::Gcra;
         // Capacity 2: four slots.
         let table = KeyedLimiter::new(&config, 2).unwrap();
         let fresh = table.stats_at(now);

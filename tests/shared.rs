@@ -5,7 +5,7 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 
-use rate::{Config, Error, Limiter};
+use librate::{Config, Error, Limiter};
 
 mod common;
 

@@ -7,7 +7,7 @@
 mod common;
 
 use common::processes::{in_processes, Scratch};
-use rate::{describe_file, Config, Error, Limiter};
+use librate::{describe_file, Config, Error, Limiter};
 
 const SECOND: u64 = 1_000_000_000;
 
@@ -101,7 +101,7 @@ fn an_opener_replaces_the_files_rule() {
     assert_eq!(statuses, [0]);
     // open_replacing changes at the real clock's now, long after 0: the 7 tokens at 0 are
     // a full bucket of 10 by then, and a full bucket carries over as 10 of 20.
-    let now = rate::now_ns();
+    let now = librate::now_ns();
     let decision = old.acquire_at(0, now).unwrap();
     assert_eq!(decision.limit, 20);
     assert!((10..=20).contains(&decision.remaining), "{decision:?}");
@@ -234,7 +234,7 @@ fn a_change_killed_at_each_step_leaves_one_rule() {
         assert!(limiter.acquire_at(4, 0).unwrap().allowed);
         let pid = fork(|| {
             let limiter = Limiter::open(&path, &old).unwrap();
-            rate::crashes::kill_at(step);
+            librate::crashes::kill_at(step);
             limiter.set_config_at(&new, 0).unwrap();
         });
         assert_eq!(killed(pid), step <= 3, "step {step}");
@@ -300,7 +300,7 @@ fn a_stopped_changer_makes_decisions_fail_busy_until_it_runs() {
     assert!(limiter.acquire_at(4, 0).unwrap().allowed);
     let pid = fork(|| {
         let limiter = Limiter::open(&path, &Config::gcra(10, SECOND)).unwrap();
-        rate::crashes::stop_at(2);
+        librate::crashes::stop_at(2);
         limiter.set_config_at(&Config::gcra(5, SECOND), 0).unwrap();
     });
     // Wait until the child has stopped at its second crash point (after the freeze).

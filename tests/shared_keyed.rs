@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rate::{Config, Error, KeyedLimiter, Limiter};
+use librate::{Config, Error, KeyedLimiter, Limiter};
 
 mod common;
 
@@ -139,7 +139,7 @@ fn a_file_for_another_table_is_refused_untouched() {
     assert_eq!(fs::read(&path).unwrap(), before);
     assert_eq!(
         KeyedLimiter::open(&path, &config, 0).unwrap_err(),
-        Error::InvalidConfig(rate::ConfigError::ZeroCapacity)
+        Error::InvalidConfig(librate::ConfigError::ZeroCapacity)
     );
     assert_eq!(
         KeyedLimiter::open(scratch.path("none/table"), &config, 1).unwrap_err(),

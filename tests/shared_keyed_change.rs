@@ -7,7 +7,7 @@
 mod common;
 
 use common::processes::{in_processes, Scratch};
-use rate::{describe_file, Config, Error, KeyedLimiter, KeyedPolicy, KeyedRule};
+use librate::{describe_file, Config, Error, KeyedLimiter, KeyedPolicy, KeyedRule};
 
 const SECOND: u64 = 1_000_000_000;
 const HOUR: u64 = 3600 * SECOND;
@@ -269,7 +269,7 @@ fn a_change_killed_at_each_step_leaves_one_rule() {
         assert!(table.acquire_at(b"bob", 10, 0).unwrap().allowed);
         let killed = killed_in_child(|| {
             let table = KeyedLimiter::open(&path, &old, 2).unwrap();
-            rate::crashes::kill_at(step);
+            librate::crashes::kill_at(step);
             table.set_config_at(&new, 0).unwrap();
         });
         assert_eq!(killed, step <= 6, "step {step}");

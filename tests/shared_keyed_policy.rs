@@ -5,7 +5,7 @@
 use std::fs;
 use std::time::Duration;
 
-use rate::{Config, Error, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter};
+use librate::{Config, Error, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter};
 
 mod common;
 

@@ -16,7 +16,7 @@ mod common;
 
 use common::decision;
 use common::models::{model_decide, FixedModel, LogModel, SlidingModel, WindowModel};
-use rate::{Algorithm, Bound, Config, ConfigError, Decision, Error, Field, Limiter};
+use librate::{Algorithm, Bound, Config, ConfigError, Decision, Error, Field, Limiter};
 
 const SECOND: u64 = 1_000_000_000;
 const MINUTE: u64 = 60 * SECOND;

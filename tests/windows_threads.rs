@@ -4,7 +4,7 @@
 
 #![cfg(not(loom))]
 
-use rate::{Algorithm, Config, Limiter};
+use librate::{Algorithm, Config, Limiter};
 use std::sync::Barrier;
 use std::thread;
 

@@ -2,7 +2,7 @@
 environment variable.
 
 In a librate checkout (this file two levels below Cargo.toml) it runs
-`cargo build --release --lib` in the repo root (a no-op when the build is current) and
+`cargo build --release -p librate-ffi --lib` in the repo root (a no-op when the build is current) and
 copies target/release/librate.so into the built package. If cargo is not on PATH, an
 existing target/release build is used instead. Outside a checkout (an sdist) the library
 must already sit in librate/.
@@ -40,7 +40,7 @@ def native_library() -> Path:
         cargo = shutil.which("cargo")
         built = _target_dir() / "release" / LIBRARY_NAME
         if cargo:
-            subprocess.run([cargo, "build", "--release", "--lib"], cwd=REPO, check=True)
+            subprocess.run([cargo, "build", "--release", "-p", "librate-ffi", "--lib"], cwd=REPO, check=True)
         if built.is_file():
             return built
         raise RuntimeError(

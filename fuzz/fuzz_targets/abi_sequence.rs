@@ -13,7 +13,7 @@ use librate_fuzz::models::{KeyedModel, PolicyModel, RuleModel};
 use librate_fuzz::{
     config, next_time, out_pointer, outcome, rust_config, status, trace, UNTOUCHED,
 };
-use rate::ffi::*;
+use rate::*;
 use std::ptr;
 
 fuzz_target!(|data: &[u8]| {
@@ -52,7 +52,7 @@ fn compare(
     got: i32,
     out: &rate_decision,
     written: bool,
-    want: &std::result::Result<rate::Decision, rate::Error>,
+    want: &std::result::Result<librate::Decision, librate::Error>,
 ) {
     assert_eq!(got, status(want), "step {step}: status; model {want:?}");
     match want {
@@ -141,8 +141,8 @@ fn keyed(input: &mut Unstructured<'_>) -> Result<()> {
     let limit = RuleModel::new(&rust_config(&config)).limit();
     let mut now = input.arbitrary()?;
     let mut step = 0;
-    let same = |a: &rate::Decision, b: &rate::Decision| a == b;
-    let same_outcome = |a: &rate::Decision, b: &rate::Decision| a.allowed == b.allowed;
+    let same = |a: &librate::Decision, b: &librate::Decision| a == b;
+    let same_outcome = |a: &librate::Decision, b: &librate::Decision| a.allowed == b.allowed;
     let result = (|| {
         while !input.is_empty() {
             step += 1;
@@ -350,7 +350,7 @@ fn policy(input: &mut Unstructured<'_>) -> Result<()> {
                         (denied_by, each.len()),
                         "step {step}"
                     );
-                    let reported: Vec<rate::Decision> = each.into_iter().collect();
+                    let reported: Vec<librate::Decision> = each.into_iter().collect();
                     for (rule, want) in reported.iter().enumerate() {
                         assert_eq!(
                             out.rules[rule],

@@ -15,7 +15,7 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use rate::ffi::*;
+use rate::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::CString;
 use std::ptr;

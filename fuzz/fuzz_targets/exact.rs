@@ -11,7 +11,7 @@ use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use librate_fuzz::exact::{valid, Exact, STORABLE};
 use librate_fuzz::{algorithm, out_pointer, outcome, rust_config, status, trace, UNTOUCHED};
-use rate::ffi::*;
+use rate::*;
 use std::ptr;
 
 fuzz_target!(|data: &[u8]| {
@@ -58,7 +58,7 @@ fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
         _ => any(input)?,
     };
     // The model logs every unit: a log's limit stays short unless it never refills.
-    let limit = if algorithm == RATE_SLIDING_LOG && period_ns != rate::Config::FOREVER {
+    let limit = if algorithm == RATE_SLIDING_LOG && period_ns != librate::Config::FOREVER {
         limit.min(1 << 12)
     } else {
         limit

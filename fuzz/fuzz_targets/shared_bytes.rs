@@ -19,7 +19,7 @@
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use librate_fuzz::{config, new_path, next_time};
-use rate::ffi::*;
+use rate::*;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::CString;

@@ -21,7 +21,7 @@
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use librate_fuzz::{config, new_path, next_time, rust_config};
-use rate::{Algorithm, Config, Decision, Error, KeyedLimiter, Limiter};
+use librate::{Algorithm, Config, Decision, Error, KeyedLimiter, Limiter};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::File;
@@ -379,7 +379,7 @@ fn changed(outcome: Outcome<()>) {
 
 /// Checks `describe_file`: a sentence naming the file.
 fn describe(path: &Path) {
-    match rate::describe_file(path) {
+    match librate::describe_file(path) {
         Ok(sentence) => {
             let named = format!("{}: ", path.display());
             assert!(sentence.starts_with(&named), "{sentence}");

@@ -6,14 +6,14 @@
 
 use c_decision::decision_of;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
-use rate::ffi::{
+use rate::{
     rate_config, rate_decision, RATE_E_INSUFFICIENT_CAPACITY, RATE_E_TABLE_FULL,
     RATE_E_UNSUPPORTED, RATE_FIXED_WINDOW, RATE_GCRA, RATE_LIMITED, RATE_OK, RATE_SLIDING_LOG,
     RATE_SLIDING_WINDOW,
 };
-use rate::{Decision, Error};
+use librate::{Decision, Error};
 
-#[path = "../../tests/common/c_decision.rs"]
+#[path = "../../ffi/tests/common/c_decision.rs"]
 #[allow(dead_code, unreachable_pub)]
 pub mod c_decision;
 
@@ -65,7 +65,7 @@ pub fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
         0 => input.arbitrary::<u64>()?,
         1 => limit.saturating_mul(input.int_in_range(1..=1000)?),
         2 => [1_000_000, 1_000_000_000, 60_000_000_000][usize::from(input.int_in_range(0u8..=2)?)],
-        3 => rate::Config::FOREVER,
+        3 => librate::Config::FOREVER,
         _ => limit
             .saturating_mul(4)
             .saturating_add(input.int_in_range(0..=64)?),
@@ -137,14 +137,14 @@ pub const UNTOUCHED: rate_decision = rate_decision {
 };
 
 /// The Rust configuration of a C one whose algorithm is known.
-pub fn rust_config(config: &rate_config) -> rate::Config {
+pub fn rust_config(config: &rate_config) -> librate::Config {
     let algorithm = match config.algorithm {
-        RATE_GCRA => rate::Algorithm::Gcra,
-        RATE_FIXED_WINDOW => rate::Algorithm::FixedWindow,
-        RATE_SLIDING_WINDOW => rate::Algorithm::SlidingWindow,
-        _ => rate::Algorithm::SlidingLog,
+        RATE_GCRA => librate::Algorithm::Gcra,
+        RATE_FIXED_WINDOW => librate::Algorithm::FixedWindow,
+        RATE_SLIDING_WINDOW => librate::Algorithm::SlidingWindow,
+        _ => librate::Algorithm::SlidingLog,
     };
-    rate::Config {
+    librate::Config {
         algorithm,
         limit: config.limit,
         period_ns: config.period_ns,

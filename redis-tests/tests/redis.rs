@@ -13,8 +13,8 @@ use common::peer_vectors::{self, Decide};
 use common::redis_replay::replay;
 use common::redis_server::{server, RedisServer};
 use common::{Rng, MS, SECOND};
-use rate::redis::{RedisError, RedisLimiter};
-use rate::{Algorithm, Config, ConfigError, Decision, Error};
+use librate::redis::{RedisError, RedisLimiter};
+use librate::{Algorithm, Config, ConfigError, Decision, Error};
 
 /// The seed scenario of docs/decision.md on Redis with explicit times: L = 1, P = 2 s, B = 1. Bob
 /// is admitted at 0 ms, denied at 999 and 1000 ms, admitted at 2001 ms; Alice is independent.

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use common::redis_server::{server, RedisCluster, RedisServer};
 use common::{MS, SECOND};
-use rate::redis::{slot, RedisError, RedisLimiter, RedisPolicy, SLOTS};
-use rate::{Config, Decision, Error, Limiter, Policy};
+use librate::redis::{slot, RedisError, RedisLimiter, RedisPolicy, SLOTS};
+use librate::{Config, Decision, Error, Limiter, Policy};
 use redis::aio::MultiplexedConnection;
 
 /// An async connection to `server`, which answers within a second or fails.

@@ -6,8 +6,8 @@ mod common;
 
 use common::redis_server::RedisCluster;
 use common::SECOND;
-use rate::redis::{slot, RedisLimiter};
-use rate::{Config, Limiter};
+use librate::redis::{slot, RedisLimiter};
+use librate::{Config, Limiter};
 
 /// 40 keys over three masters: each decides exactly as an in-process limiter of its own,
 /// and the Redis keys of one user under two prefixes share a slot (their hash tag).

@@ -8,8 +8,8 @@ mod common;
 use common::redis_replay::replay;
 use common::redis_server::server;
 use common::{decision, Rng, MS, SECOND};
-use rate::redis::{RedisError, RedisLimiter};
-use rate::{Config, ConfigError, Decision, Error, Limiter};
+use librate::redis::{RedisError, RedisLimiter};
+use librate::{Config, ConfigError, Decision, Error, Limiter};
 
 /// The sliding log on Redis: random configurations (L from 1 to 50, some larger, a few at
 /// the cap 2^20; periods from about one unit a nanosecond, where the in-process bound on

@@ -8,8 +8,8 @@ mod common;
 use common::redis_replay::Unexpiring;
 use common::redis_server::{server, RedisCluster, RedisServer};
 use common::{random_rule, Rng, MS, SECOND};
-use rate::redis::{slot, RedisError, RedisLimiter, RedisPolicy};
-use rate::{Config, ConfigError, Decision, Error, Policy};
+use librate::redis::{slot, RedisError, RedisLimiter, RedisPolicy};
+use librate::{Config, ConfigError, Decision, Error, Policy};
 
 /// Random policies of 1 to 8 rules of any mix, each under a prefix of its own; random costs
 /// (0 to one past the least limit) at random times (forward, and back one time in five):

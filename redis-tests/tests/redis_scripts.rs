@@ -8,8 +8,8 @@ mod common;
 
 use common::redis_server::server;
 use common::SECOND;
-use rate::redis::{PolicyScript, Script};
-use rate::Config;
+use librate::redis::{PolicyScript, Script};
+use librate::Config;
 
 /// A time near now: 2.5 s after 0, halfway into a 1 s window.
 const NEAR: &str = "2500000000";

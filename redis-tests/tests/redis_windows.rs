@@ -8,8 +8,8 @@ mod common;
 use common::redis_replay::{replay, MAX_STATE};
 use common::redis_server::server;
 use common::{Rng, MS, SECOND};
-use rate::redis::{RedisError, RedisLimiter};
-use rate::{Algorithm, Config, ConfigError, Decision, Error, Limiter};
+use librate::redis::{RedisError, RedisLimiter};
+use librate::{Algorithm, Config, ConfigError, Decision, Error, Limiter};
 
 /// The fixed window's doc example (src/algorithm/fixed_window.rs) on Redis: 2 per minute;
 /// 0:24 and 0:36 admitted, 0:49 denied until 1:00, 1:12 admitted.

@@ -14,7 +14,7 @@
 //! reserve never waits: it is admitted with `wait_ns` 0 or denied as an acquire is.
 //!
 //! ```
-//! use rate::{Config, Limiter};
+//! use librate::{Config, Limiter};
 //! // Three units, ever.
 //! let trial = Limiter::new(&Config::gcra(3, Config::FOREVER)).unwrap();
 //! assert!(trial.acquire_at(2, 0).unwrap().allowed);

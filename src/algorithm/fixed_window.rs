@@ -19,7 +19,7 @@
 //! `reset_after_ns` is that same time if anything is counted in window k, else 0.
 //!
 //! ```
-//! use rate::{Config, Limiter};
+//! use librate::{Config, Limiter};
 //! const SECOND: u64 = 1_000_000_000;
 //! // 2 per minute: 0:24 and 0:36 admitted, 0:49 denied until 1:00, 1:12 admitted.
 //! let limiter = Limiter::new(&Config::fixed_window(2, 60 * SECOND)).unwrap();

@@ -43,7 +43,7 @@
 //! head and every other word keep growing, so nothing of the ring's protocol changes.
 //!
 //! ```
-//! use rate::{Config, Limiter};
+//! use librate::{Config, Limiter};
 //! const SECOND: u64 = 1_000_000_000;
 //! // 2 per minute, exactly, over any 60 s.
 //! let limiter = Limiter::new(&Config::sliding_log(2, 60 * SECOND)).unwrap();

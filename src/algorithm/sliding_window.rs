@@ -26,7 +26,7 @@
 //!   `prev > 0`, else now.
 //!
 //! ```
-//! use rate::{Config, Limiter};
+//! use librate::{Config, Limiter};
 //! const SECOND: u64 = 1_000_000_000;
 //! // 10 per minute; 9 admitted in the first minute.
 //! let limiter = Limiter::new(&Config::sliding_window(10, 60 * SECOND)).unwrap();

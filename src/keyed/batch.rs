@@ -32,7 +32,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// key is decided (`each` is not called).
     ///
     /// ```
-    /// use rate::{Config, Error, KeyedLimiter};
+    /// use librate::{Config, Error, KeyedLimiter};
     /// let users = KeyedLimiter::new(&Config::gcra(1, 1_000_000_000), 1000).unwrap();
     /// let keys: [&[u8]; 3] = [b"ann", b"bob", b"ann"];
     /// let mut admitted = Vec::new();

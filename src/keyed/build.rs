@@ -41,7 +41,7 @@ impl KeyedLimiter<KeyHasher> {
     /// needs it returns [`Error::TableFull`].
     ///
     /// ```
-    /// use rate::{Config, KeyedLimiter};
+    /// use librate::{Config, KeyedLimiter};
     /// let path = std::env::temp_dir().join(format!("librate-keyed-doc-{}", std::process::id()));
     /// let config = Config::gcra(1, 1_000_000_000);
     /// let first = KeyedLimiter::open(&path, &config, 1000).unwrap();
@@ -68,7 +68,7 @@ impl KeyedLimiter<KeyHasher> {
     /// a file.
     ///
     /// ```
-    /// use rate::{Config, KeyedLimiter};
+    /// use librate::{Config, KeyedLimiter};
     /// const MINUTE: u64 = 60_000_000_000;
     /// let path = std::env::temp_dir().join(format!("librate-keyed-doc-r-{}", std::process::id()));
     /// let old = KeyedLimiter::open(&path, &Config::gcra(10, MINUTE), 1000).unwrap();

@@ -81,7 +81,7 @@ impl<S> KeyedLimiter<S> {
     /// decisions in flight on older regions when several still await them.
     ///
     /// ```
-    /// use rate::{Config, KeyedLimiter};
+    /// use librate::{Config, KeyedLimiter};
     /// const SECOND: u64 = 1_000_000_000;
     /// // 10 a second per user; bob has taken 6, so 4 tokens are left.
     /// let users = KeyedLimiter::new(&Config::gcra(10, SECOND), 1000).unwrap();

@@ -144,7 +144,7 @@ const CACHED_TABLE_BYTES: usize = 8 << 20;
 /// no thread can still be reading it, so a table holds a few tables at most.
 ///
 /// ```
-/// use rate::{Config, KeyedLimiter};
+/// use librate::{Config, KeyedLimiter};
 /// const MS: u64 = 1_000_000;
 /// // One request per 2 s per user.
 /// let users = KeyedLimiter::new(&Config::gcra(1, 2000 * MS), 1000).unwrap();
@@ -272,7 +272,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub(crate) fn try_acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<bool, Error> {
+    pub fn try_acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<bool, Error> {
         let view = self.view();
         let region = view.current();
         region.decider.check(n, None)?;

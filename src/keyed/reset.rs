@@ -53,7 +53,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// slot is reused: resets of busy keys can fill a table for that long.
     ///
     /// ```
-    /// use rate::{Config, KeyedLimiter};
+    /// use librate::{Config, KeyedLimiter};
     /// const SECOND: u64 = 1_000_000_000;
     /// let users = KeyedLimiter::new(&Config::gcra(1, 60 * SECOND), 1000).unwrap();
     /// assert!(users.acquire_at(b"bob", 1, 0).unwrap().allowed);

@@ -61,7 +61,7 @@ impl<S> KeyedLimiter<S> {
     /// The table's statistics with its live keys at `now_ns`: a snapshot, O(slots).
     ///
     /// ```
-    /// use rate::{Config, Error, KeyedLimiter};
+    /// use librate::{Config, Error, KeyedLimiter};
     /// // Capacity 1: two slots.
     /// let table = KeyedLimiter::new(&Config::gcra(1, 1_000_000_000), 1).unwrap();
     /// for key in [b"a", b"b"] {

@@ -43,7 +43,7 @@ impl Limiter {
     /// decision (docs/shared.md, changing the rule).
     ///
     /// ```
-    /// use rate::{Config, Limiter};
+    /// use librate::{Config, Limiter};
     /// const SECOND: u64 = 1_000_000_000;
     /// // 10 a second; 6 taken, 4 tokens left.
     /// let limiter = Limiter::new(&Config::gcra(10, SECOND)).unwrap();

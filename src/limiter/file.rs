@@ -22,7 +22,7 @@ impl Limiter {
     /// with, or the last [`set_config`](Self::set_config) made in it by any process).
     ///
     /// ```
-    /// use rate::{Config, Limiter};
+    /// use librate::{Config, Limiter};
     /// let path = std::env::temp_dir().join(format!("librate-doc-{}", std::process::id()));
     /// let config = Config::gcra(1, 1_000_000_000);
     /// let first = Limiter::open(&path, &config).unwrap();
@@ -48,7 +48,7 @@ impl Limiter {
     /// roll out a new limit by restarting the processes that share a file.
     ///
     /// ```
-    /// use rate::{Config, Limiter};
+    /// use librate::{Config, Limiter};
     /// const MINUTE: u64 = 60_000_000_000;
     /// let path = std::env::temp_dir().join(format!("librate-doc-r-{}", std::process::id()));
     /// let old = Limiter::open(&path, &Config::gcra(10, MINUTE)).unwrap();

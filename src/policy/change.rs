@@ -28,7 +28,7 @@ impl Policy {
     /// change may see some rules already changed and others not yet.
     ///
     /// ```
-    /// use rate::{Config, Policy};
+    /// use librate::{Config, Policy};
     /// const SECOND: u64 = 1_000_000_000;
     /// // 2 a second and 3 a minute; a customer upgrades to 4 a second and 10 a minute.
     /// let policy = Policy::new(&[

@@ -189,7 +189,7 @@ impl KeyedPolicy {
     /// are as for [`KeyedLimiter::open`](crate::KeyedLimiter::open).
     ///
     /// ```
-    /// use rate::{Config, KeyedPolicy, KeyedRule};
+    /// use librate::{Config, KeyedPolicy, KeyedRule};
     /// let path = std::env::temp_dir().join(format!("librate-policy-doc-{}", std::process::id()));
     /// let rules = [
     ///     KeyedRule::per_key(Config::gcra(1, 1_000_000_000)),
@@ -202,7 +202,7 @@ impl KeyedPolicy {
     /// assert_eq!(denied.denied_by, Some(0));
     /// assert_eq!(denied.rules()[1].remaining, 99); // one admitted, for everybody
     /// let other = [rules[1], rules[0]];
-    /// assert_eq!(KeyedPolicy::open(&path, &other, 1000).unwrap_err(), rate::Error::Incompatible);
+    /// assert_eq!(KeyedPolicy::open(&path, &other, 1000).unwrap_err(), librate::Error::Incompatible);
     /// # std::fs::remove_file(&path).unwrap();
     /// ```
     ///

@@ -79,7 +79,7 @@ impl KeyedRule {
 /// rule.
 ///
 /// ```
-/// use rate::{Config, KeyedPolicy, KeyedRule};
+/// use librate::{Config, KeyedPolicy, KeyedRule};
 /// const SECOND: u64 = 1_000_000_000;
 /// // Per customer: 1 post and 5 likes a second; everybody: 3 requests a second.
 /// let site = KeyedPolicy::new(

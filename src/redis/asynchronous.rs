@@ -21,8 +21,8 @@ use crate::policy::PolicyDecision;
 ///
 /// ```no_run
 /// # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
-/// use rate::redis::RedisLimiter;
-/// use rate::Config;
+/// use librate::redis::RedisLimiter;
+/// use librate::Config;
 /// let client = redis::Client::open("redis://127.0.0.1/")?;
 /// // One multiplexed connection serves every task: clone it into each.
 /// let mut connection = client.get_multiplexed_async_connection().await?;

@@ -14,8 +14,8 @@ use crate::error::Error;
 /// expires when its state is fresh again, so Redis holds live keys only.
 ///
 /// ```no_run
-/// use rate::redis::RedisLimiter;
-/// use rate::Config;
+/// use librate::redis::RedisLimiter;
+/// use librate::Config;
 /// let client = redis::Client::open("redis://127.0.0.1/").unwrap();
 /// let mut connection = client.get_connection().unwrap();
 /// // Each user may make one request per 2 s, whichever host serves it.
@@ -23,7 +23,7 @@ use crate::error::Error;
 /// if !limiter.acquire(&mut connection, b"bob", 1)?.allowed {
 ///     // answer 429
 /// }
-/// # Ok::<(), rate::redis::RedisError>(())
+/// # Ok::<(), librate::redis::RedisError>(())
 /// ```
 pub struct RedisLimiter {
     config: Config,

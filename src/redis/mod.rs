@@ -97,8 +97,9 @@ impl Script {
         self.source.trim_end_matches('\0')
     }
 
-    /// The Lua source with its NUL, for C.
-    pub(crate) fn source_with_nul(&self) -> &'static str {
+    /// The Lua source with its NUL, for C (the C ABI's `rate_redis_prepare`).
+    #[doc(hidden)]
+    pub fn source_with_nul(&self) -> &'static str {
         self.source
     }
 
@@ -157,8 +158,9 @@ impl PolicyScript {
         self.source_with_nul().trim_end_matches('\0')
     }
 
-    /// The Lua source with its NUL, for C.
-    pub(crate) fn source_with_nul(&self) -> &'static str {
+    /// The Lua source with its NUL, for C (the C ABI's `rate_redis_prepare`).
+    #[doc(hidden)]
+    pub fn source_with_nul(&self) -> &'static str {
         Kind::Policy.source_with_nul()
     }
 

@@ -20,8 +20,8 @@ use crate::policy::PolicyDecision;
 /// in one Cluster hash slot; each expires when its state is fresh again.
 ///
 /// ```no_run
-/// use rate::redis::RedisPolicy;
-/// use rate::Config;
+/// use librate::redis::RedisPolicy;
+/// use librate::Config;
 /// const SECOND: u64 = 1_000_000_000;
 /// let client = redis::Client::open("redis://127.0.0.1/").unwrap();
 /// let mut connection = client.get_connection().unwrap();
@@ -34,7 +34,7 @@ use crate::policy::PolicyDecision;
 /// if !decision.decision.allowed {
 ///     // answer 429, naming rule decision.denied_by
 /// }
-/// # Ok::<(), rate::redis::RedisError>(())
+/// # Ok::<(), librate::redis::RedisError>(())
 /// ```
 pub struct RedisPolicy {
     rules: Vec<Config>,

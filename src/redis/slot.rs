@@ -16,7 +16,7 @@ pub const SLOTS: u16 = 16384;
 /// may hold no brace, so Redis hashes the same bytes for every rule.
 ///
 /// ```
-/// use rate::redis::slot;
+/// use librate::redis::slot;
 /// // The examples of the Redis Cluster specification.
 /// assert_eq!(slot(b"123456789"), 12739);
 /// assert_eq!(slot(b"{user1000}.following"), slot(b"user1000"));

@@ -16,8 +16,8 @@ use crate::sync::{Ordering, ProcessAtomicU64};
 /// `CLOCK_MONOTONIC`; each thread's readings never decrease either way.
 ///
 /// ```
-/// let a = rate::now_ns();
-/// let b = rate::now_ns();
+/// let a = librate::now_ns();
+/// let b = librate::now_ns();
 /// assert!(b >= a);
 /// ```
 #[inline]
@@ -50,8 +50,8 @@ pub enum ClockSource {
 /// The clock [`now_ns`] reads in this process.
 ///
 /// ```
-/// let source = rate::clock_source();
-/// assert!(matches!(source, rate::ClockSource::Tsc | rate::ClockSource::Monotonic));
+/// let source = librate::clock_source();
+/// assert!(matches!(source, librate::ClockSource::Tsc | librate::ClockSource::Monotonic));
 /// ```
 pub fn clock_source() -> ClockSource {
     clock_gettime();

@@ -2,12 +2,12 @@
 //! in closed form, for every configuration its bounds table accepts and every instant of
 //! the `u64` timeline. Nothing here comes from the library's algorithm code: the closed
 //! forms are derived from the definitions on that page ("the smallest wait d such that
-//! …"), and `tests/exact_model.rs` checks each of them against a brute-force search of
+//! …"), and `ffi/tests/exact_model.rs` checks each of them against a brute-force search of
 //! those definitions on small configurations before comparing the library with them
 //! everywhere. (`models.rs` finds the fields by bisection instead; these are independent
 //! of it too.)
 
-use rate::{Algorithm, Config, Decision, Error};
+use librate::{Algorithm, Config, Decision, Error};
 
 /// The largest value a state word may hold: those above 2⁶⁴ − 257 are reserved
 /// (docs/decision.md, "The end of the timeline"). A GCRA TAT above it cannot be stored.

@@ -2,9 +2,9 @@
 //! capacity 1 (two slots), GCRA of 1 per `T`, and keys that are their own hashes, so a
 //! model puts each key in the slot its race needs.
 
+use librate::{Config, Decision, Error, KeyedLimiter};
 use loom::sync::Arc;
 use loom::thread;
-use rate::{Config, Decision, Error, KeyedLimiter};
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 

@@ -2,7 +2,6 @@
 
 #![allow(dead_code, unreachable_pub)] // each test crate uses a different subset
 
-pub mod c_decision;
 pub mod exact;
 pub mod key_is_hash;
 #[cfg(loom)]
@@ -50,7 +49,7 @@ pub const SECOND: u64 = 1_000_000_000;
 /// A random rule of any algorithm, for policies: small limits, so sequences reach them,
 /// and periods of every shape the Redis window scripts treat apart (whole seconds,
 /// divisors of a second, and neither).
-pub fn random_rule(rng: &mut Rng) -> rate::Config {
+pub fn random_rule(rng: &mut Rng) -> librate::Config {
     let limit = rng.range(1, 6);
     let period = [
         100 * MS,
@@ -61,10 +60,10 @@ pub fn random_rule(rng: &mut Rng) -> rate::Config {
         rng.range(MS, 3 * SECOND),
     ][rng.below(6) as usize];
     match rng.below(4) {
-        0 => rate::Config::gcra(limit, period).with_burst(rng.range(1, 6)),
-        1 => rate::Config::fixed_window(limit, period),
-        2 => rate::Config::sliding_window(limit, period),
-        _ => rate::Config::sliding_log(limit, period),
+        0 => librate::Config::gcra(limit, period).with_burst(rng.range(1, 6)),
+        1 => librate::Config::fixed_window(limit, period),
+        2 => librate::Config::sliding_window(limit, period),
+        _ => librate::Config::sliding_log(limit, period),
     }
 }
 
@@ -75,8 +74,8 @@ pub fn decision(
     remaining: u64,
     retry: u64,
     reset: u64,
-) -> rate::Decision {
-    rate::Decision {
+) -> librate::Decision {
+    librate::Decision {
         allowed,
         limit,
         remaining,

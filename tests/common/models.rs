@@ -5,7 +5,7 @@
 //! `policy.rs`) and by the differential fuzz target (`fuzz/fuzz_targets/abi_sequence.rs`),
 //! which includes this file by path.
 
-use rate::{Algorithm, Config, Decision, Error};
+use librate::{Algorithm, Config, Decision, Error};
 use std::collections::{BTreeMap, HashMap};
 
 /// A sequential reference model of one algorithm.

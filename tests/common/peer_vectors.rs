@@ -8,7 +8,7 @@
 //! where a peer reports it as a denial.
 
 use super::{MS, SECOND};
-use rate::{Config, Decision, Error};
+use librate::{Config, Decision, Error};
 
 /// A limiter under test: decides `n` units at `at_ns`.
 pub type Decide = Box<dyn FnMut(u64, u64) -> Result<Decision, Error>>;

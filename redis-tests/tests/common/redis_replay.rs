@@ -2,8 +2,8 @@
 //! in-process limiter and through Redis, every decision and refusal compared field for
 //! field, and every admission's expiry checked.
 
-use rate::redis::{RedisError, RedisLimiter};
-use rate::{Algorithm, Config, Decision, Limiter};
+use librate::redis::{RedisError, RedisLimiter};
+use librate::{Algorithm, Config, Decision, Limiter};
 
 use super::{Rng, MS};
 

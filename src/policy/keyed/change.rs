@@ -35,7 +35,7 @@ impl<S> KeyedPolicy<S> {
     /// `retry_after_ns` of `u64::MAX`; a request after the change is refused up front.
     ///
     /// ```
-    /// use rate::{Config, KeyedPolicy, KeyedRule};
+    /// use librate::{Config, KeyedPolicy, KeyedRule};
     /// const SECOND: u64 = 1_000_000_000;
     /// // Per customer 2 a second; everybody 100 a minute.
     /// let site = KeyedPolicy::new(
