@@ -112,6 +112,8 @@ mod shared;
 mod state;
 mod sync;
 mod time;
+#[cfg(feature = "tower")]
+pub mod tower;
 mod versions;
 
 /// The crate's README (crates.io), whose example runs as a doc test.

@@ -1,0 +1,159 @@
+//! What a [`RateLimitLayer`](super::RateLimitLayer) limits with: a keyed limiter or
+//! keyed policy (a limit per key), or a limiter or policy (one limit for every request).
+
+use crate::config::Config;
+use crate::decision::Decision;
+use crate::error::Error;
+use crate::keyed::KeyedLimiter;
+use crate::limiter::Limiter;
+use crate::policy::{KeyedPolicy, Policy, PolicyDecision};
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+/// One request's decision, as the RateLimit fields report it.
+pub trait Decided {
+    /// The decision: a policy's, its rules' combined.
+    fn decision(&self) -> &Decision;
+    /// Each rule's own decision, in the order of [`RequestLimit::rules`]: a single
+    /// limit's is the decision itself.
+    fn rules(&self) -> &[Decision];
+}
+
+impl Decided for Decision {
+    fn decision(&self) -> &Decision {
+        self
+    }
+
+    fn rules(&self) -> &[Decision] {
+        std::slice::from_ref(self)
+    }
+}
+
+impl Decided for PolicyDecision {
+    fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    fn rules(&self) -> &[Decision] {
+        PolicyDecision::rules(self)
+    }
+}
+
+/// A limit the layer consults for each request: [`KeyedLimiter`] and [`KeyedPolicy`]
+/// (per key), [`Limiter`] and [`Policy`] (one for every request), or an `Arc` of one.
+/// Implement it to put the layer in front of another limiter, or, in tests, of fixed
+/// decisions.
+pub trait RequestLimit: Send + Sync + 'static {
+    /// What one request's decision is.
+    type Decided: Decided;
+    /// Whether the decision depends on the request's key: if not, no key is read.
+    const KEYED: bool;
+    /// Whether the limit is several rules, named `"rule0"`, `"rule1"`… by default, as a
+    /// policy's are; else one, named `"default"`.
+    const POLICY: bool;
+
+    /// The rules each key gets, in order, advertised in `RateLimit-Policy`.
+    fn rules(&self) -> Vec<Config>;
+
+    /// Decides one request of `key` at `now_ns`: one unit of every rule, or, for a
+    /// policy given `costs`, `costs[i]` units of rule `i`, all or nothing.
+    fn acquire_at(
+        &self,
+        key: &[u8],
+        costs: Option<&[u64]>,
+        now_ns: u64,
+    ) -> Result<Self::Decided, Error>;
+}
+
+impl<S: BuildHasher + Send + Sync + 'static> RequestLimit for KeyedLimiter<S> {
+    type Decided = Decision;
+    const KEYED: bool = true;
+    const POLICY: bool = false;
+
+    fn rules(&self) -> Vec<Config> {
+        vec![*self.config()]
+    }
+
+    fn acquire_at(&self, key: &[u8], _: Option<&[u64]>, now_ns: u64) -> Result<Decision, Error> {
+        KeyedLimiter::acquire_at(self, key, 1, now_ns)
+    }
+}
+
+impl RequestLimit for Limiter {
+    type Decided = Decision;
+    const KEYED: bool = false;
+    const POLICY: bool = false;
+
+    fn rules(&self) -> Vec<Config> {
+        vec![*self.config()]
+    }
+
+    fn acquire_at(&self, _: &[u8], _: Option<&[u64]>, now_ns: u64) -> Result<Decision, Error> {
+        Limiter::acquire_at(self, 1, now_ns)
+    }
+}
+
+impl<S: BuildHasher + Send + Sync + 'static> RequestLimit for KeyedPolicy<S> {
+    type Decided = PolicyDecision;
+    const KEYED: bool = true;
+    const POLICY: bool = true;
+
+    fn rules(&self) -> Vec<Config> {
+        KeyedPolicy::rules(self)
+            .map(|rule| *rule.config())
+            .collect()
+    }
+
+    fn acquire_at(
+        &self,
+        key: &[u8],
+        costs: Option<&[u64]>,
+        now_ns: u64,
+    ) -> Result<PolicyDecision, Error> {
+        match costs {
+            Some(costs) => self.acquire_costs_at(key, costs, now_ns),
+            None => KeyedPolicy::acquire_at(self, key, 1, now_ns),
+        }
+    }
+}
+
+impl RequestLimit for Policy {
+    type Decided = PolicyDecision;
+    const KEYED: bool = false;
+    const POLICY: bool = true;
+
+    fn rules(&self) -> Vec<Config> {
+        Policy::rules(self).copied().collect()
+    }
+
+    fn acquire_at(
+        &self,
+        _: &[u8],
+        costs: Option<&[u64]>,
+        now_ns: u64,
+    ) -> Result<PolicyDecision, Error> {
+        match costs {
+            Some(costs) => self.acquire_costs_at(costs, now_ns),
+            None => Policy::acquire_at(self, 1, now_ns),
+        }
+    }
+}
+
+impl<L: RequestLimit> RequestLimit for Arc<L> {
+    type Decided = L::Decided;
+    const KEYED: bool = L::KEYED;
+    const POLICY: bool = L::POLICY;
+
+    fn rules(&self) -> Vec<Config> {
+        L::rules(self)
+    }
+
+    fn acquire_at(
+        &self,
+        key: &[u8],
+        costs: Option<&[u64]>,
+        now_ns: u64,
+    ) -> Result<L::Decided, Error> {
+        L::acquire_at(self, key, costs, now_ns)
+    }
+}
