@@ -67,10 +67,10 @@ impl PeerIp {
     /// the request from to `X-Forwarded-For`: the client is the entry `hops` from the
     /// right (1: the last entry). Entries left of it were written by the client and are
     /// never read. If the header (all its lines, in order, empty members ignored) has
-    /// fewer entries, is not visible ASCII, or the entry is not an IP address (`ip` or
-    /// `ip:port`, IPv6 in brackets with a port), the key is the peer address: a request
-    /// that did not come through every proxy counts against the address it came from.
-    /// 0 (the default) trusts no header.
+    /// fewer entries, is not visible ASCII as far as that entry, or the entry is not an
+    /// IP address (`ip` or `ip:port`, IPv6 in brackets with a port), the key is the
+    /// peer address: a request that did not come through every proxy counts against the
+    /// address it came from. 0 (the default) trusts no header.
     pub fn trusting_proxies(mut self, hops: usize) -> Self {
         self.trusted_hops = hops;
         self
@@ -99,25 +99,26 @@ impl fmt::Debug for PeerIp {
 }
 
 /// The entry `hops` from the right of `X-Forwarded-For`, if it is there and an address.
+/// Lines are read from the last, and only as far as that entry: what lies left of it is
+/// the client's to write, and is never looked at.
 fn forwarded_client(headers: &HeaderMap, hops: usize) -> Option<IpAddr> {
-    if hops == 0 {
-        return None;
+    let mut counted = 0;
+    for line in headers.get_all(X_FORWARDED_FOR).iter().rev() {
+        let entries = line.to_str().ok()?.rsplit(',');
+        for entry in entries.map(|entry| entry.trim_matches([' ', '\t'])) {
+            if entry.is_empty() {
+                continue;
+            }
+            counted += 1;
+            if counted == hops {
+                return entry
+                    .parse::<IpAddr>()
+                    .or_else(|_| entry.parse::<SocketAddr>().map(|address| address.ip()))
+                    .ok();
+            }
+        }
     }
-    let mut lines = Vec::new();
-    for line in headers.get_all(X_FORWARDED_FOR) {
-        lines.push(line.to_str().ok()?);
-    }
-    let entry = lines
-        .iter()
-        .rev()
-        .flat_map(|line| line.rsplit(','))
-        .map(|entry| entry.trim_matches([' ', '\t']))
-        .filter(|entry| !entry.is_empty())
-        .nth(hops - 1)?;
-    entry
-        .parse::<IpAddr>()
-        .or_else(|_| entry.parse::<SocketAddr>().map(|address| address.ip()))
-        .ok()
+    None
 }
 
 /// How a [`RateLimitLayer`](super::RateLimitLayer) keys requests: by default the
@@ -283,6 +284,9 @@ mod tests {
             key_of(&behind(1), peer, &[b"\xff\xfe"]).unwrap(),
             "10.0.0.2"
         );
+        // Only the entries up to the client's are read: a line the client wrote is not.
+        let lines: &[&[u8]] = &[b"\xff\xfe", b"192.0.2.1"];
+        assert_eq!(key_of(&behind(1), peer, lines).unwrap(), "192.0.2.1");
         // Empty members are no entries; ports and brackets are allowed.
         assert_eq!(
             key_of(&behind(1), peer, &[b"192.0.2.1:80, ,"]).unwrap(),
