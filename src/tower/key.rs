@@ -67,9 +67,9 @@ impl PeerIp {
     /// the request from to `X-Forwarded-For`: the client is the entry `hops` from the
     /// right (1: the last entry). Entries left of it were written by the client and are
     /// never read. If the header (all its lines, in order, empty members ignored) has
-    /// fewer entries, is not visible ASCII as far as that entry, or the entry is not an
-    /// IP address (`ip` or `ip:port`, IPv6 in brackets with a port), the key is the
-    /// peer address: a request that did not come through every proxy counts against the
+    /// fewer entries, or the entry is not an IP address (`ip` or `ip:port`, IPv6 in
+    /// brackets with a port; bytes outside ASCII are none), the key is the peer
+    /// address: a request that did not come through every proxy counts against the
     /// address it came from. 0 (the default) trusts no header.
     pub fn trusting_proxies(mut self, hops: usize) -> Self {
         self.trusted_hops = hops;
@@ -99,26 +99,32 @@ impl fmt::Debug for PeerIp {
 }
 
 /// The entry `hops` from the right of `X-Forwarded-For`, if it is there and an address.
-/// Lines are read from the last, and only as far as that entry: what lies left of it is
-/// the client's to write, and is never looked at.
+/// Lines are read from the last, as bytes, and only as far as that entry: what lies left
+/// of it (in the same line too) is the client's to write, and is never looked at.
 fn forwarded_client(headers: &HeaderMap, hops: usize) -> Option<IpAddr> {
-    let mut counted = 0;
-    for line in headers.get_all(X_FORWARDED_FOR).iter().rev() {
-        let entries = line.to_str().ok()?.rsplit(',');
-        for entry in entries.map(|entry| entry.trim_matches([' ', '\t'])) {
-            if entry.is_empty() {
-                continue;
-            }
-            counted += 1;
-            if counted == hops {
-                return entry
-                    .parse::<IpAddr>()
-                    .or_else(|_| entry.parse::<SocketAddr>().map(|address| address.ip()))
-                    .ok();
-            }
-        }
+    let lines = headers.get_all(X_FORWARDED_FOR).into_iter().rev();
+    let entry = lines
+        .flat_map(|line| line.as_bytes().rsplit(|&byte| byte == b','))
+        .map(trim_whitespace)
+        .filter(|entry| !entry.is_empty())
+        .nth(hops.checked_sub(1)?)?;
+    let entry = std::str::from_utf8(entry).ok()?;
+    entry
+        .parse::<IpAddr>()
+        .or_else(|_| entry.parse::<SocketAddr>().map(|address| address.ip()))
+        .ok()
+}
+
+/// `entry` without the spaces and tabs around it (RFC 9110 §5.6.3's OWS; `trim_ascii`
+/// is newer than the crate's Rust 1.77).
+fn trim_whitespace(mut entry: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = entry {
+        entry = rest;
     }
-    None
+    while let [rest @ .., b' ' | b'\t'] = entry {
+        entry = rest;
+    }
+    entry
 }
 
 /// How a [`RateLimitLayer`](super::RateLimitLayer) keys requests: by default the
@@ -284,9 +290,13 @@ mod tests {
             key_of(&behind(1), peer, &[b"\xff\xfe"]).unwrap(),
             "10.0.0.2"
         );
-        // Only the entries up to the client's are read: a line the client wrote is not.
+        // Only the entries up to the client's are read: what the client wrote is not.
         let lines: &[&[u8]] = &[b"\xff\xfe", b"192.0.2.1"];
         assert_eq!(key_of(&behind(1), peer, lines).unwrap(), "192.0.2.1");
+        assert_eq!(
+            key_of(&behind(1), peer, &[b"\xff, 192.0.2.1"]).unwrap(),
+            "192.0.2.1"
+        );
         // Empty members are no entries; ports and brackets are allowed.
         assert_eq!(
             key_of(&behind(1), peer, &[b"192.0.2.1:80, ,"]).unwrap(),
