@@ -147,14 +147,19 @@ impl Policy {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRules`] for no rule or more than
-    /// [`MAX_RULES`], else the first invalid rule's reason.
+    /// [`MAX_RULES`], else [`ConfigError::PolicyRule`] naming the first invalid rule and its
+    /// reason.
     pub fn new(rules: &[Config]) -> Result<Self, Error> {
         if rules.is_empty() || rules.len() > MAX_RULES {
             return Err(Error::InvalidConfig(ConfigError::PolicyRules {
                 rules: rules.len(),
             }));
         }
-        let rules: Box<[Limiter]> = rules.iter().map(Limiter::new).collect::<Result<_, _>>()?;
+        let rules: Box<[Limiter]> = rules
+            .iter()
+            .enumerate()
+            .map(|(index, rule)| Limiter::new(rule).map_err(|error| error.in_rule(index)))
+            .collect::<Result<_, _>>()?;
         let engine = Engine::new(rules.iter().map(|rule| (rule.rule(), false)));
         Ok(Self {
             rules,
