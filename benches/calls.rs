@@ -137,6 +137,19 @@ fn main() {
                 Policy::new(&[Config::gcra(1, HOUR), Config::sliding_window(10, HOUR)]).unwrap();
             count(calls, |_| p.try_acquire(black_box(1)).unwrap())
         }
+        // Both rules far ahead of the clock (benches/policy.rs' busy policy): the cheap
+        // clock's bounds settle each call, an admission by every rule.
+        "policy_try_acquire_busy" => {
+            let p = Policy::new(&[
+                Config::gcra(10_000_000, SECOND).with_burst(u64::from(u32::MAX)),
+                Config::gcra(1 << 40, HOUR).with_burst(1 << 40),
+            ])
+            .unwrap();
+            for _ in 0..1 << 10 {
+                assert!(p.try_acquire(1 << 20).unwrap());
+            }
+            count(calls, |_| p.try_acquire(black_box(1)).unwrap())
+        }
         // The full report: each call one period after the one before, both rules admit.
         "policy_acquire_at_allow" => {
             let p = Policy::new(&[Config::gcra(1, SECOND), Config::sliding_window(10, SECOND)])

@@ -210,7 +210,9 @@ impl Limiter {
     /// query, a peek): the outcome is then a `bool` in a register, not a refund copied
     /// out through every layer of the decision. A request beyond the limit of the rule in
     /// force, which a change lowered since the caller's check, is denied for good.
-    #[inline]
+    // Inlined: called, a request of more than two words (a settle's bounds and cost) would
+    // be written to memory by the caller and read back here.
+    #[inline(always)]
     pub(crate) fn step<R: Request>(
         &self,
         request: R,
