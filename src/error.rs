@@ -128,8 +128,9 @@ impl OutOfBounds {
 }
 
 impl ConfigError {
-    /// The field the error names: `None` for the errors about a policy, the Redis tier
-    /// or a live change, and for a configuration no one field's change would mend.
+    /// The field the error names (a policy's rule's: [`PolicyRule`](Self::PolicyRule)):
+    /// `None` for the errors about a policy as a whole, the Redis tier or a live change,
+    /// and for a configuration no one field's change would mend.
     pub fn field(&self) -> Option<Field> {
         match self {
             Self::Capacity { .. } => Some(Field::Capacity),
