@@ -7,7 +7,7 @@
 //! decision takes the same path at any time (drained: a coarse read and a denial; idle: an
 //! exact read and an admission).
 
-use librate::{Config, KeyedLimiter, Limiter, Policy};
+use librate::{Config, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
 use std::hint::black_box;
 use std::ptr;
 
@@ -137,6 +137,50 @@ fn main() {
                 Policy::new(&[Config::gcra(1, HOUR), Config::sliding_window(10, HOUR)]).unwrap();
             count(calls, |_| p.try_acquire(black_box(1)).unwrap())
         }
+        // Both rules far ahead of the clock (benches/policy.rs' busy policy): the cheap
+        // clock's bounds settle each call, an admission by every rule.
+        "policy_try_acquire_busy" => {
+            let p = Policy::new(&[
+                Config::gcra(10_000_000, SECOND).with_burst(u64::from(u32::MAX)),
+                Config::gcra(1 << 40, HOUR).with_burst(1 << 40),
+            ])
+            .unwrap();
+            for _ in 0..1 << 10 {
+                assert!(p.try_acquire(1 << 20).unwrap());
+            }
+            count(calls, |_| p.try_acquire(black_box(1)).unwrap())
+        }
+        // The full report: each call one period after the one before, both rules admit.
+        "policy_acquire_at_allow" => {
+            let p = Policy::new(&[Config::gcra(1, SECOND), Config::sliding_window(10, SECOND)])
+                .unwrap();
+            count(calls, |i| {
+                p.acquire_at(1, black_box(i * SECOND)).unwrap().decision.allowed
+            })
+        }
+        // The first rule admits, the drained second denies, and the first gives back.
+        "policy_acquire_at_give_back" => {
+            let p = Policy::new(&[Config::gcra(SECOND, SECOND), Config::fixed_window(1, HOUR)])
+                .unwrap();
+            count(calls, |i| {
+                p.acquire_at(1, black_box(i)).unwrap().decision.allowed
+            })
+        }
+        // A per-key and a global rule, on 64 keys: each key once a second, 64 a second in all.
+        "keyed_policy_try_acquire_at_allow" => {
+            let p = keyed_policy();
+            count(calls, |i| {
+                p.try_acquire_at(&key(i), 1, black_box(i / 64 * SECOND))
+                    .unwrap()
+            })
+        }
+        "keyed_policy_acquire_at_allow" => {
+            let p = keyed_policy();
+            count(calls, |i| {
+                let at = black_box(i / 64 * SECOND);
+                p.acquire_at(&key(i), 1, at).unwrap().decision.allowed
+            })
+        }
         other => panic!("unknown case {other}"),
     };
     black_box(admitted);
@@ -155,6 +199,20 @@ fn c_limiter(config: Config) -> *mut rate::rate_limiter {
     let status = unsafe { rate::rate_limiter_new(&config, &mut handle) };
     assert_eq!(status, 0);
     handle
+}
+
+/// A keyed policy of a per-key rule (one a second) and a global one (128 a second).
+fn keyed_policy() -> KeyedPolicy {
+    let rules = [
+        KeyedRule::per_key(Config::gcra(1, SECOND)),
+        KeyedRule::global(Config::sliding_window(128, SECOND)),
+    ];
+    KeyedPolicy::new(&rules, 1024).unwrap()
+}
+
+/// The key of call `i`: one of 64.
+fn key(i: u64) -> [u8; 8] {
+    (i % 64).to_le_bytes()
 }
 
 /// How many of `calls` calls of `call` (given the call's number) admitted.

@@ -11,10 +11,10 @@ use crate::error::Error;
 use crate::error::{Breach, ConfigError};
 use crate::state::{
     gcra_precise_first, is_marker, replaced_counts, reserve_at, store_counts, window_acquire_at,
-    Acquire, Refund, Refundable, Request, Stored, Tenancy,
+    Acquire, Owned, Refund, Refundable, Request, Stored, Tenancy,
 };
 use crate::sync::{AtomicU64, Ordering};
-use crate::time::TimeSource;
+use crate::time::{TimeSource, Timed};
 
 /// A validated algorithm with its parameters.
 #[derive(Clone, Copy, Debug)]
@@ -168,12 +168,12 @@ impl Decider {
         })
     }
 
-    /// Whether [`try_acquire`](Self::try_acquire) consults its time source's hint
-    /// (`Stored::HINTED`): only then can reading the exact time first pay.
+    /// Whether [`try_acquire`](Self::try_acquire) consults its time source's hint (its
+    /// store's decision's [`Timed::HINTED`]): only then can reading the exact time first pay.
     #[inline]
     pub(crate) fn follows_hint(&self) -> bool {
-        fn hinted<A: Stored>(_: &A) -> bool {
-            A::HINTED
+        fn hinted<A: Stored + 'static>(_: &A) -> bool {
+            <A::Now<'static, Owned> as Timed>::HINTED
         }
         dispatch!(self, algorithm => hinted(algorithm))
     }

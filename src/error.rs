@@ -9,7 +9,7 @@ use crate::config::{Algorithm, Config};
 use std::fmt;
 
 /// Why a [`Config`] (or a keyed table's capacity, or a policy) was rejected.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConfigError {
     /// `limit` is 0; at least one unit per period is required.
@@ -39,6 +39,14 @@ pub enum ConfigError {
     /// interval`, a window's period) reaches 2⁵³ ns (104 days), past what Redis's Lua,
     /// whose numbers are doubles, decides exactly.
     NotExactOnRedis,
+    /// Policies: a rule's configuration is invalid. [`field`](Self::field),
+    /// [`value`](Self::value) and [`bound`](Self::bound) are its reason's.
+    PolicyRule {
+        /// The rule's index, in the order given (from 0).
+        rule: usize,
+        /// Why the rule's configuration was rejected.
+        why: Box<ConfigError>,
+    },
     /// Policies: no rule, or more than [`MAX_RULES`](crate::MAX_RULES).
     PolicyRules {
         /// The rules given.
@@ -120,11 +128,13 @@ impl OutOfBounds {
 }
 
 impl ConfigError {
-    /// The field the error names: `None` for the errors about a policy, the Redis tier
-    /// or a live change, and for a configuration no one field's change would mend.
+    /// The field the error names (a policy's rule's: [`PolicyRule`](Self::PolicyRule)):
+    /// `None` for the errors about a policy as a whole, the Redis tier or a live change,
+    /// and for a configuration no one field's change would mend.
     pub fn field(&self) -> Option<Field> {
         match self {
             Self::Capacity { .. } => Some(Field::Capacity),
+            Self::PolicyRule { why, .. } => why.field(),
             _ => self.field_and_bound().map(|(field, _)| field),
         }
     }
@@ -134,6 +144,7 @@ impl ConfigError {
         match *self {
             Self::ZeroLimit | Self::ZeroPeriod | Self::ZeroCapacity => Some(0),
             Self::Capacity { capacity, .. } => Some(capacity),
+            Self::PolicyRule { ref why, .. } => why.value(),
             _ => {
                 let (field, _) = self.field_and_bound()?;
                 self.out_of_bounds()
@@ -146,7 +157,10 @@ impl ConfigError {
     /// accepted (the rest of the configuration unchanged), one past it is not. `None`
     /// for a table too large to allocate, whose bound depends on the memory at hand.
     pub fn bound(&self) -> Option<Bound> {
-        self.field_and_bound().map(|(_, bound)| bound)
+        match self {
+            Self::PolicyRule { why, .. } => why.bound(),
+            _ => self.field_and_bound().map(|(_, bound)| bound),
+        }
     }
 
     fn field_and_bound(&self) -> Option<(Field, Bound)> {
@@ -178,6 +192,7 @@ impl ConfigError {
     /// The rule broken: the whole sentence of the errors that name no field.
     fn rule(&self) -> &'static str {
         match self {
+            Self::PolicyRule { why, .. } => why.rule(),
             Self::ZeroLimit | Self::ZeroPeriod | Self::ZeroCapacity => "must be at least 1",
             Self::RateTooHigh(_) => {
                 "period_ns / limit must be at least 1 ns (at most one unit per ns)"
@@ -242,6 +257,8 @@ impl fmt::Display for ConfigError {
             Self::RateTooHigh(broken)
             | Self::ToleranceTooLarge(broken)
             | Self::LimitTooLarge(broken) => broken.write(self, f),
+            // As Go says it (bindings/go policy.go); Python: "rules[1]: …".
+            Self::PolicyRule { rule, why } => write!(f, "rule {rule}: {why}"),
             Self::PolicyRules { rules } => write!(f, "{}, not {rules}", self.rule()),
             Self::PolicyCosts { costs } => write!(f, "{costs} costs: {}", self.rule()),
             _ => f.write_str(self.rule()),
@@ -339,7 +356,7 @@ impl Breach {
 
 /// Every way an operation can fail. A denial is not an error: it is a
 /// [`Decision`](crate::Decision) with `allowed == false`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Error {
     /// The configuration is invalid.
@@ -384,6 +401,28 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl Error {
+    /// This error as rule number `rule` of a policy gives it: a rule's own configuration's
+    /// error ([`ConfigError::field`] and the rest say which field) names the rule; any
+    /// other (a table's capacity, a file's) is the policy's, and stays as it is.
+    pub(crate) fn in_rule(self, rule: usize) -> Self {
+        match self {
+            Self::InvalidConfig(
+                why @ (ConfigError::ZeroLimit
+                | ConfigError::ZeroPeriod
+                | ConfigError::RateTooHigh(_)
+                | ConfigError::ToleranceTooLarge(_)
+                | ConfigError::LimitTooLarge(_)
+                | ConfigError::NotExactOnRedis),
+            ) => Self::InvalidConfig(ConfigError::PolicyRule {
+                rule,
+                why: Box::new(why),
+            }),
+            other => other,
+        }
+    }
+}
 
 impl From<ConfigError> for Error {
     fn from(why: ConfigError) -> Self {

@@ -6,7 +6,7 @@ use crate::decision::Decision;
 use crate::error::Error;
 use crate::generations::{Generation, Generations};
 use crate::state::{self, Refund, Request};
-use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, TimeSource};
+use crate::time::{self, ClockHint, Hinted, Monotonic, TimeSource};
 use std::cell::Cell;
 
 mod change;
@@ -204,82 +204,36 @@ impl Limiter {
             .with_current(|generation| generation.decider)
     }
 
-    /// Acquires `n` units (checked by the caller) at `now_ns`, with what giving them back
-    /// takes: see [`Refund`].
-    #[inline]
-    pub(crate) fn acquire_refundable_at(
+    /// A policy's step on this rule: runs `request` (checked by the caller) on the rule in
+    /// force, putting what giving an admission back takes (see [`Refund`]) in `refund` if
+    /// asked for and there is one, and leaving `refund` as it was otherwise (a denial, a
+    /// query, a peek): the outcome is then a `bool` in a register, not a refund copied
+    /// out through every layer of the decision. A request beyond the limit of the rule in
+    /// force, which a change lowered since the caller's check, is denied for good.
+    // Inlined: called, a request of more than two words (a settle's bounds and cost) would
+    // be written to memory by the caller and read back here.
+    #[inline(always)]
+    pub(crate) fn step<R: Request>(
         &self,
-        n: u64,
-        now_ns: u64,
-    ) -> (Decision, Option<RuleRefund>) {
-        let refund = Cell::new(None);
-        let request = state::Acquire { now: now_ns, n };
-        match self.swap(request, Some(&refund)) {
-            Ok(decision) => (decision, refund.get()),
-            Err(_) => (self.beyond_limit(now_ns), None),
-        }
-    }
-
-    /// [`acquire_refundable_at`](Self::acquire_refundable_at) without the report, for
-    /// `1 ≤ n` units.
-    #[inline]
-    pub(crate) fn try_acquire_refundable_at(
-        &self,
-        n: u64,
-        now_ns: u64,
-    ) -> (bool, Option<RuleRefund>) {
-        let refund = Cell::new(None);
-        let allowed = self.try_acquire_into(n, now_ns, &refund);
-        (allowed, refund.get())
-    }
-
-    /// [`try_acquire_refundable_at`](Self::try_acquire_refundable_at) that puts what giving
-    /// the units back takes in `refund`, and leaves it as it was when there is none (a
-    /// denial). A policy's step: its outcome is then a `bool` in a register, not a refund
-    /// copied out through every layer of the decision.
-    #[inline]
-    pub(crate) fn try_acquire_into(
-        &self,
-        n: u64,
-        now_ns: u64,
-        refund: &Cell<Option<RuleRefund>>,
-    ) -> bool {
-        let request = state::TryAcquire { now: now_ns, n };
-        self.swap(request, Some(refund)).unwrap_or(false)
-    }
-
-    /// [`try_acquire_into`](Self::try_acquire_into) for every instant within `bounds` at
-    /// once: `None` (nothing written) when the instants disagree.
-    #[inline]
-    pub(crate) fn settle_into(
-        &self,
-        n: u64,
-        bounds: Bounds,
-        refund: &Cell<Option<RuleRefund>>,
-    ) -> Option<bool> {
-        let request = state::Settle { bounds, n };
-        self.swap(request, Some(refund)).unwrap_or(Some(false))
-    }
-
-    /// The decision an acquire of `n` units (checked by the caller) at `now_ns` would make,
-    /// with nothing written.
-    #[inline]
-    pub(crate) fn peek_at(&self, n: u64, now_ns: u64) -> Decision {
-        let request = state::Peek(state::Acquire { now: now_ns, n });
-        self.swap(request, None)
-            .unwrap_or_else(|_| self.beyond_limit(now_ns))
+        request: R,
+        refund: Option<&Cell<Option<RuleRefund>>>,
+    ) -> R::Out {
+        self.swap(request, refund)
+            .unwrap_or_else(|_| request.of_report(self.beyond_limit(request.time())))
     }
 
     /// The decision on a request of more units than the rule in force ever admits: one a
-    /// policy checked against the rule before a change lowered its limit. The refundable
-    /// operations above, whose callers checked the request, take the rule's refusal as
-    /// this denial for good, with the state's report.
+    /// policy checked against the rule before a change lowered its limit. A [`step`]
+    /// takes the rule's refusal as this denial for good, with the state's report.
+    ///
+    /// [`step`]: Self::step
     #[cold]
     fn beyond_limit(&self, now_ns: u64) -> Decision {
+        let peek = state::Peek(state::Acquire { now: now_ns, n: 0 });
         Decision {
             allowed: false,
             retry_after_ns: u64::MAX,
-            ..self.peek_at(0, now_ns)
+            ..self.step(peek, None)
         }
     }
 

@@ -41,6 +41,7 @@ use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
 use crate::limiter::{Limiter, RuleRefund};
+use crate::state::{Request, Settle, TryAcquire};
 use crate::sync::{AtomicBool, Ordering};
 use crate::time::{self, Bounds, Monotonic, TimeSource};
 use std::cell::Cell;
@@ -146,14 +147,19 @@ impl Policy {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRules`] for no rule or more than
-    /// [`MAX_RULES`], else the first invalid rule's reason.
+    /// [`MAX_RULES`], else [`ConfigError::PolicyRule`] naming the first invalid rule and its
+    /// reason.
     pub fn new(rules: &[Config]) -> Result<Self, Error> {
         if rules.is_empty() || rules.len() > MAX_RULES {
             return Err(Error::InvalidConfig(ConfigError::PolicyRules {
                 rules: rules.len(),
             }));
         }
-        let rules: Box<[Limiter]> = rules.iter().map(Limiter::new).collect::<Result<_, _>>()?;
+        let rules: Box<[Limiter]> = rules
+            .iter()
+            .enumerate()
+            .map(|(index, rule)| Limiter::new(rule).map_err(|error| error.in_rule(index)))
+            .collect::<Result<_, _>>()?;
         let engine = Engine::new(rules.iter().map(|rule| (rule.rule(), false)));
         Ok(Self {
             rules,
@@ -326,9 +332,9 @@ impl Policy {
                     let rule = &self.rules[index];
                     Ok(match exact {
                         None => rule
-                            .settle_into(n, bounds, refund)
+                            .step(Settle { bounds, n }, Some(refund))
                             .or_else(|| exactly(rule, n, bounds, refund, &mut exact)),
-                        Some(now) => Some(rule.try_acquire_into(n, now, refund)),
+                        Some(now) => Some(rule.step(TryAcquire { now, n }, Some(refund))),
                     })
                 },
             );
@@ -351,28 +357,13 @@ impl Rules for [Limiter] {
     type Refund = RuleRefund;
 
     #[inline]
-    fn peek_at(&self, rule: usize, n: u64, now_ns: u64) -> Decision {
-        self[rule].peek_at(n, now_ns)
-    }
-
-    #[inline]
-    fn acquire_refundable_at(
+    fn swap<R: Request>(
         &self,
         rule: usize,
-        n: u64,
-        now_ns: u64,
-    ) -> Result<(Decision, Option<RuleRefund>), Error> {
-        Ok(self[rule].acquire_refundable_at(n, now_ns))
-    }
-
-    #[inline]
-    fn try_acquire_refundable_at(
-        &self,
-        rule: usize,
-        n: u64,
-        now_ns: u64,
-    ) -> Result<(bool, Option<RuleRefund>), Error> {
-        Ok(self[rule].try_acquire_refundable_at(n, now_ns))
+        request: R,
+        refund: Option<&Cell<Option<RuleRefund>>>,
+    ) -> Result<R::Out, Error> {
+        Ok(self[rule].step(request, refund))
     }
 
     #[inline]
@@ -397,6 +388,6 @@ fn exactly(
     let now = Monotonic.now_after(bounds);
     (now <= bounds.latest).then(|| {
         *exact = Some(now);
-        rule.try_acquire_into(n, now, refund)
+        rule.step(TryAcquire { now, n }, Some(refund))
     })
 }

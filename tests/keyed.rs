@@ -448,7 +448,7 @@ fn a_batch_checks_the_cost_first_and_a_query_inserts_nothing() {
     table
         .try_acquire_batch_at(&keys, 0, 0, |_, outcome| queried.push(outcome))
         .unwrap();
-    assert_eq!(queried, [Ok(true); 3]);
+    assert_eq!(queried, [const { Ok(true) }; 3]);
     assert_eq!(table.live_keys_at(0), 0, "a query never inserts");
     // The empty key and a key with a NUL byte are keys of their own: each takes 2 of 2.
     let mut taken = Vec::new();

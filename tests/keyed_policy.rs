@@ -366,9 +366,13 @@ fn bad_input_is_an_error() {
             bytes_per_key: 32
         })
     );
+    // A rule's own error names the rule (docs/policies.md).
     assert_eq!(
         KeyedPolicy::new(&[KeyedRule::global(Config::gcra(0, SECOND))], 8).unwrap_err(),
-        Error::InvalidConfig(ConfigError::ZeroLimit)
+        Error::InvalidConfig(ConfigError::PolicyRule {
+            rule: 0,
+            why: Box::new(ConfigError::ZeroLimit)
+        })
     );
     let policy = KeyedPolicy::new(&[rule, KeyedRule::global(Config::gcra(5, SECOND))], 8).unwrap();
     assert_eq!(policy.limit(), 2);

@@ -42,7 +42,7 @@ fn two_inserts_of_one_new_key_make_one_state() {
         let (first, second) = race(&table, |t| acquire(t, B, 0), |t| acquire(t, B, 0));
         let admitted = [first, second]
             .iter()
-            .filter(|result| result.unwrap().allowed)
+            .filter(|result| result.as_ref().unwrap().allowed)
             .count();
         assert_eq!(admitted, 1, "burst 1 at one instant");
         assert_single_state(&table, B, T, 0);

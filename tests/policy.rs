@@ -122,9 +122,18 @@ fn a_policy_has_one_to_eight_valid_rules() {
         Error::InvalidConfig(ConfigError::PolicyRules { rules: 9 })
     );
     assert!(Policy::new(&[rule; 8]).is_ok());
+    // The invalid rule is named (docs/policies.md), with its own error.
+    let zero = Policy::new(&[rule, Config::new(Algorithm::FixedWindow, 0, SECOND)]).unwrap_err();
     assert_eq!(
-        Policy::new(&[rule, Config::new(Algorithm::FixedWindow, 0, SECOND)]).unwrap_err(),
-        Error::InvalidConfig(ConfigError::ZeroLimit)
+        zero,
+        Error::InvalidConfig(ConfigError::PolicyRule {
+            rule: 1,
+            why: Box::new(ConfigError::ZeroLimit)
+        })
+    );
+    assert_eq!(
+        zero.to_string(),
+        "invalid configuration: rule 1: limit 0: must be at least 1"
     );
     let policy = Policy::new(&[rule, Config::sliding_log(3, SECOND)]).unwrap();
     assert_eq!(

@@ -94,7 +94,7 @@ async fn decides_as_the_blocking_methods_and_in_process() {
                     sync.reserve_at(&mut blocking, b"k", n, now, wait * MS),
                 ),
             };
-            assert_same(got, want, &context);
+            assert_same(got, want.clone(), &context);
             assert_same(blocking_got, want, &context);
         }
     }
@@ -244,7 +244,7 @@ async fn a_batch_is_one_script_call() {
             if *key == b"list" {
                 assert!(matches!(decision, Err(RedisError::Redis(_))), "{config:?}");
             } else {
-                assert_same(decision, fresh, &format!("{config:?}"));
+                assert_same(decision, fresh.clone(), &format!("{config:?}"));
             }
         }
         // Alone, the list key is the call's error.

@@ -206,6 +206,7 @@ impl Rule for Gcra {
 impl Algorithm<u64> for Gcra {
     /// The new TAT.
     type Update = u64;
+    const PEEKS: bool = true;
 
     #[inline(always)]
     fn decide(&self, tat: &u64, now: u64, n: u64) -> Outcome<u64> {

@@ -112,6 +112,10 @@ pub(crate) trait Algorithm<S: ?Sized>: Rule {
         false
     }
 
+    /// Whether [`needs_exact`](Self::needs_exact) ever says `true`: only then is a look at
+    /// the state before any clock is read worth its load.
+    const PEEKS: bool = false;
+
     /// Whether a decision of `n ≥ 1` units on `state` needs the exact time once the clock
     /// has reached `passed`, whatever bounds on it say: no interval of instants settles it
     /// (an idle GCRA bucket, whose new TAT is `now + n·T`). `false` when bounds may.

@@ -254,6 +254,7 @@ impl Rule for SlidingLog {
 
 impl<R: LogRead> Algorithm<R> for SlidingLog {
     type Update = Claim;
+    const PEEKS: bool = true;
 
     fn decide(&self, log: &R, now: u64, n: u64) -> Outcome<Claim> {
         let at = now.max(log.latest());

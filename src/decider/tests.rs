@@ -296,3 +296,21 @@ impl Words {
         }
     }
 }
+
+#[test]
+fn only_gcra_follows_the_hint() {
+    // docs/clock.md, "Which clock a call reads first": only a GCRA bucket's decisions keep
+    // a hint; a period that never ends is no bucket (it never refills).
+    let second = 1_000_000_000;
+    let cases = [
+        (Config::gcra(10, second), true),
+        (Config::fixed_window(10, second), false),
+        (Config::sliding_window(10, second), false),
+        (Config::sliding_log(10, second), false),
+        (Config::gcra(10, Config::FOREVER), false),
+    ];
+    for (config, hinted) in cases {
+        let decider = Decider::new(&config).unwrap();
+        assert_eq!(decider.follows_hint(), hinted, "{config:?}");
+    }
+}

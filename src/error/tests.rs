@@ -167,3 +167,103 @@ fn policies_and_redis_say_what_go_and_python_say() {
          104 days)"
     );
 }
+
+#[test]
+fn a_policy_names_its_invalid_rule_as_go_does() {
+    // bindings/go policy.go: "rule 1: " and the rule's own sentence.
+    let zero = crate::Policy::new(&[Config::gcra(10, SECOND), Config::gcra(0, SECOND)]);
+    let Err(Error::InvalidConfig(why)) = zero else {
+        panic!("{zero:?}");
+    };
+    assert_eq!(
+        why,
+        ConfigError::PolicyRule {
+            rule: 1,
+            why: Box::new(ConfigError::ZeroLimit)
+        }
+    );
+    assert_eq!(why.to_string(), "rule 1: limit 0: must be at least 1");
+    assert_eq!(
+        Error::InvalidConfig(why.clone()).to_string(),
+        "invalid configuration: rule 1: limit 0: must be at least 1"
+    );
+    assert_eq!(
+        (why.field(), why.value(), why.bound()),
+        (Some(Field::Limit), Some(0), Some(Bound::AtLeast(1)))
+    );
+    // floor(P / L) >= 1: L at most P.
+    let too_fast = crate::Policy::new(&[
+        Config::fixed_window(3, SECOND),
+        Config::sliding_log(2, SECOND),
+        Config::gcra(SECOND + 1, SECOND),
+    ]);
+    assert_eq!(
+        too_fast.unwrap_err().to_string(),
+        "invalid configuration: rule 2: limit 1000000001: must be at most 1000000000 for GCRA \
+         with period_ns 1000000000 (at most one unit per ns)"
+    );
+}
+
+#[test]
+fn a_keyed_policy_names_its_rule_but_not_its_capacity() {
+    use crate::{KeyedPolicy, KeyedRule};
+    let rules = [
+        KeyedRule::per_key(Config::sliding_window(1, 0)),
+        KeyedRule::global(Config::gcra(1, SECOND)),
+    ];
+    let period = KeyedPolicy::new(&rules, 10).unwrap_err();
+    assert_eq!(
+        period.to_string(),
+        "invalid configuration: rule 0: period_ns 0: must be at least 1"
+    );
+    let global = [
+        KeyedRule::per_key(Config::gcra(1, SECOND)),
+        KeyedRule::global(Config::sliding_log((1 << 20) + 1, SECOND)),
+    ];
+    assert_eq!(
+        KeyedPolicy::new(&global, 10).unwrap_err().to_string(),
+        "invalid configuration: rule 1: limit 1048577: must be at most 1048576 for the \
+         sliding log with period_ns 1000000000"
+    );
+    // A policy in a file checks its rules as one in process does.
+    let path = std::env::temp_dir().join(format!("librate-rule-{}", std::process::id()));
+    let opened = KeyedPolicy::open(&path, &rules, 10);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(opened.unwrap_err(), period);
+    // The capacity is the policy's, not a rule's.
+    let valid = [KeyedRule::per_key(Config::gcra(1, SECOND))];
+    assert_eq!(
+        KeyedPolicy::new(&valid, 0).unwrap_err(),
+        Error::InvalidConfig(ConfigError::ZeroCapacity)
+    );
+}
+
+#[test]
+fn a_change_of_rules_names_the_invalid_one() {
+    let policy = crate::Policy::new(&[Config::gcra(1, SECOND), Config::gcra(2, SECOND)]).unwrap();
+    let changed = policy.set_rules_at(&[Config::gcra(2, SECOND), Config::gcra(2, 0)], 0);
+    assert_eq!(
+        changed.unwrap_err().to_string(),
+        "invalid configuration: rule 1: period_ns 0: must be at least 1"
+    );
+    // Another algorithm is no rule's configuration error: the policy's.
+    let other = policy.set_rules_at(
+        &[Config::fixed_window(1, SECOND), Config::gcra(2, SECOND)],
+        0,
+    );
+    assert_eq!(other, Err(Error::InvalidConfig(ConfigError::LiveChange)));
+}
+
+#[test]
+fn a_redis_policy_names_the_rule_redis_cannot_decide_exactly() {
+    // 2^53 ns is 104 days: a window of 105 days is past it.
+    let days = |d: u64| d * 86_400 * SECOND;
+    let rules = [Config::gcra(1, SECOND), Config::fixed_window(1, days(105))];
+    assert_eq!(
+        crate::redis::PolicyScript::of(&rules)
+            .unwrap_err()
+            .to_string(),
+        "invalid configuration: rule 1: on Redis, burst x (period_ns / limit) and period_ns \
+         must be below 2^53 ns (about 104 days)"
+    );
+}

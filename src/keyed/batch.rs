@@ -75,7 +75,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     ) -> Result<(), Error> {
         self.decider().check(n, None)?;
         for (group, chunk) in keys.chunks(BATCH_KEYS).enumerate() {
-            let mut outcomes = [Ok(false); BATCH_KEYS];
+            let mut outcomes = [const { Ok(false) }; BATCH_KEYS];
             {
                 // The view ends before `each` runs: a caller's `each` may change the
                 // table's rule, which may wait for views older than its change.
@@ -100,7 +100,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
                     };
                 }
             }
-            for (offset, &outcome) in outcomes[..chunk.len()].iter().enumerate() {
+            for (offset, outcome) in outcomes.into_iter().take(chunk.len()).enumerate() {
                 each(group * BATCH_KEYS + offset, outcome);
             }
         }

@@ -48,7 +48,6 @@ use super::insert::Request;
 use super::layout::Located;
 use super::region::Region;
 use super::KeyedLimiter;
-use crate::decision::Decision;
 use crate::error::Error;
 use crate::state::{self, owned, Owned, Refund};
 use std::cell::Cell;
@@ -79,62 +78,28 @@ impl KeyedRefund {
 }
 
 impl<S: BuildHasher> KeyedLimiter<S> {
-    /// Acquires `n` units (checked by the caller) for `key` (as [`locate`](Self::locate)
-    /// found it) at `now_ns`, with the full report and what giving them back takes.
+    /// A keyed policy's step on this table: runs `request` (checked by the caller) for
+    /// `key` (as [`locate`](Self::locate) found it), with what giving an admission back
+    /// takes. A key in the table is decided on its state, a missing one by an insert of
+    /// it (whose full report the request is told), or, for a request that never writes,
+    /// on a fresh state (as it is if the table's file rule in force cannot be reached:
+    /// the acquire that follows says why).
     ///
     /// # Errors
     /// [`Error::TableFull`] as [`acquire_at`](Self::acquire_at).
-    pub(crate) fn acquire_refundable_at(
+    #[inline]
+    pub(crate) fn step<R: state::Request>(
         &self,
         key: Located,
-        n: u64,
-        now_ns: u64,
-    ) -> Result<(Decision, Option<KeyedRefund>), Error> {
-        self.refundable(
-            key,
-            n,
-            now_ns,
-            state::Acquire { now: now_ns, n },
-            |decision| decision,
-        )
-    }
-
-    /// [`acquire_refundable_at`](Self::acquire_refundable_at) reporting only whether the
-    /// units were admitted, for `1 ≤ n`; a key in the table is decided without the
-    /// report's work.
-    ///
-    /// # Errors
-    /// As [`acquire_refundable_at`](Self::acquire_refundable_at).
-    pub(crate) fn try_acquire_refundable_at(
-        &self,
-        key: Located,
-        n: u64,
-        now_ns: u64,
-    ) -> Result<(bool, Option<KeyedRefund>), Error> {
-        self.refundable(
-            key,
-            n,
-            now_ns,
-            state::TryAcquire { now: now_ns, n },
-            |decision| decision.allowed,
-        )
-    }
-
-    /// An acquire of `n` units for `key` at `now_ns`, decided by `request` on the key's
-    /// state in the table, or by an insert whose decision `inserted` reports.
-    #[inline(always)]
-    fn refundable<R: state::Request>(
-        &self,
-        key: Located,
-        n: u64,
-        now_ns: u64,
         request: R,
-        inserted: impl Fn(Decision) -> R::Out,
     ) -> Result<(R::Out, Option<KeyedRefund>), Error> {
+        if !R::WRITES {
+            return Ok((self.peek(key, request), None));
+        }
         self.acquire_routed(
             &self.view(),
             key,
-            Request::new(now_ns, n, None),
+            Request::new(request.time(), request.units(), None),
             None,
             |region, slot, state, tenant| {
                 let into = Cell::new(None);
@@ -147,28 +112,25 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             |region, decision, installed| {
                 let taken =
                     |installed| KeyedRefund::new(region, Taken::Inserted { key, installed });
-                (inserted(decision), installed.map(taken))
+                (request.of_report(decision), installed.map(taken))
             },
         )
     }
 
-    /// The decision an acquire of `n` units (checked by the caller) for `key` at `now_ns`
-    /// would make, with nothing written: on a fresh state if the key is absent, or if its
-    /// table's file rule in force cannot be reached (the acquire that follows says why).
-    pub(crate) fn peek_at(&self, key: Located, n: u64, now_ns: u64) -> Decision {
-        let peek = state::Peek(state::Acquire { now: now_ns, n });
+    /// [`step`](Self::step) of a request that never writes.
+    fn peek<R: state::Request>(&self, key: Located, request: R) -> R::Out {
         let view = self.view();
         let found = self.on_key(
             &view,
             key,
             |_| Ok::<(), Error>(()),
-            |region, _, state, tenant| region.decider.swap(state, tenant, peek),
+            |region, _, state, tenant| region.decider.swap(state, tenant, request),
         );
         let fresh = |region: &Region| {
-            region.with_fresh_state(|fresh| owned(region.decider.swap(fresh, &Owned, peek)))
+            region.with_fresh_state(|fresh| owned(region.decider.swap(fresh, &Owned, request)))
         };
         match found {
-            Ok(Ok(decision)) => decision,
+            Ok(Ok(out)) => out,
             Ok(Err(region)) => fresh(region),
             Err(_) => fresh(view.current()),
         }

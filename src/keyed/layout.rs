@@ -97,12 +97,12 @@ impl Layout {
             return Err(Error::InvalidConfig(ConfigError::ZeroCapacity));
         }
         let stride = slot_stride(state_words);
-        let too_big = too_big(capacity, stride);
+        let too_big = || too_big(capacity, stride);
         let layout = Self {
             slot_count: capacity
                 .checked_mul(SLOTS_PER_KEY)
                 .and_then(|slots| usize::try_from(slots).ok())
-                .ok_or(too_big)?,
+                .ok_or_else(too_big)?,
             stride,
             claims,
         };
@@ -112,7 +112,7 @@ impl Layout {
             .and_then(|words| words.checked_add(layout.slots_start()))
             // Bytes must fit an isize, as every allocation's and mapping's do.
             .filter(|&words| words <= isize::MAX as usize / 8 - LINE_WORDS)
-            .ok_or(too_big)?;
+            .ok_or_else(too_big)?;
         Ok(layout)
     }
 

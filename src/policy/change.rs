@@ -45,7 +45,8 @@ impl Policy {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`]: the first invalid rule's reason, or
+    /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRule`] naming the first invalid rule and
+    /// its reason, or
     /// [`ConfigError::LiveChange`] for another number of rules or a rule that cannot carry
     /// its state over (see [`Limiter::set_config_at`](crate::Limiter::set_config_at)). Then no rule changes.
     pub fn set_rules_at(&self, rules: &[Config], now_ns: u64) -> Result<(), Error> {
@@ -54,8 +55,9 @@ impl Policy {
         }
         // Every rule is checked before any changes: whether a rule carries over depends
         // only on algorithms, which no change alters, so none of the changes below fails.
-        for (rule, config) in self.rules.iter().zip(rules) {
-            rule.check_change(&Decider::new(config)?)?;
+        for (index, (rule, config)) in self.rules.iter().zip(rules).enumerate() {
+            let decider = Decider::new(config).map_err(|error| error.in_rule(index))?;
+            rule.check_change(&decider)?;
         }
         // Relaxed: see `uniform`. Before any rule changes, so that no caller after a
         // change checks a cost against the limits the rules were built with.

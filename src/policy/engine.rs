@@ -7,34 +7,37 @@ use super::{PolicyDecision, MAX_RULES};
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{ConfigError, Error};
+use crate::state::{Acquire, Peek, Request, TryAcquire};
 use std::cell::Cell;
 
-/// A policy's rules, for one request: what the engine asks of rule number `rule`.
+/// A policy's rules, for one request: what the engine asks of rule number `rule`, as a
+/// request of the state layer ([`Request`]: a peek, an acquire with or without the
+/// report), and the give-back of what one took.
 pub(super) trait Rules {
     /// What giving an admission back takes.
     type Refund: Copy;
 
-    /// The decision an acquire of `n` units at `now_ns` would make, with nothing written.
-    fn peek_at(&self, rule: usize, n: u64, now_ns: u64) -> Decision;
-
-    /// Acquires `1 ≤ n` units at `now_ns`, with what giving them back takes.
-    fn acquire_refundable_at(
+    /// Runs `request` (checked by the caller against the rule's limit) on rule number
+    /// `rule`: what it reports, with what giving its admission back takes put in
+    /// `refund` if asked for and there is one (`refund` is left as it was otherwise).
+    ///
+    /// # Errors
+    /// What the rule's state fails with ([`Error::TableFull`] for a keyed rule's new key).
+    fn swap<R: Request>(
         &self,
         rule: usize,
-        n: u64,
-        now_ns: u64,
-    ) -> Result<(Decision, Option<Self::Refund>), Error>;
-
-    /// [`acquire_refundable_at`](Self::acquire_refundable_at) without the report.
-    fn try_acquire_refundable_at(
-        &self,
-        rule: usize,
-        n: u64,
-        now_ns: u64,
-    ) -> Result<(bool, Option<Self::Refund>), Error>;
+        request: R,
+        refund: Option<&Cell<Option<Self::Refund>>>,
+    ) -> Result<R::Out, Error>;
 
     /// Gives an admission back, if nothing moved the rule's state on since.
     fn refund(&self, rule: usize, refund: Self::Refund);
+}
+
+/// The decision an acquire of `n` units of rule `rule` at `now` would make, nothing written.
+#[inline(always)]
+fn peek<R: Rules + ?Sized>(rules: &R, rule: usize, n: u64, now: u64) -> Result<Decision, Error> {
+    rules.swap(rule, Peek(Acquire { now, n }), None)
 }
 
 /// One cost per rule, in the order given: 0 leaves a rule out of the request.
@@ -190,24 +193,24 @@ impl Engine {
         let mut decisions = [Decision::default(); MAX_RULES];
         if self.is_query(costs) {
             for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
-                *decision = rules.peek_at(index, 0, now_ns);
+                *decision = peek(rules, index, 0, now_ns)?;
             }
             return Ok(self.combined(decisions, costs, None));
         }
-        Ok(
-            match self.take(rules, costs, now_ns, Some(&mut decisions))? {
-                Ok(()) => {
-                    // The rules the request leaves out report their state.
-                    for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
-                        if costs.of(index) == 0 {
-                            *decision = rules.peek_at(index, 0, now_ns);
-                        }
+        // Each arm returns its own result: a denial's report is written where the caller
+        // reads it, not copied out of an inner result.
+        match self.take(rules, costs, now_ns, Some(&mut decisions))? {
+            Ok(()) => {
+                // The rules the request leaves out report their state.
+                for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
+                    if costs.of(index) == 0 {
+                        *decision = peek(rules, index, 0, now_ns)?;
                     }
-                    self.combined(decisions, costs, None)
                 }
-                Err(denying) => self.denial(rules, costs, now_ns, denying, decisions[denying]),
-            },
-        )
+                Ok(self.combined(decisions, costs, None))
+            }
+            Err(denying) => self.denial(rules, costs, now_ns, denying, decisions[denying]),
+        }
     }
 
     /// Whether a request of `costs` at `now_ns` is admitted: taken from every rule it
@@ -248,7 +251,7 @@ impl Engine {
             .iter()
             .filter(|&&index| costs.of(index) > 0 && self.asked_first[index]);
         for &index in marked.chain(takers) {
-            let decision = rules.peek_at(index, costs.of(index), now_ns);
+            let decision = peek(rules, index, costs.of(index), now_ns)?;
             if !decision.allowed {
                 if let Some(decisions) = decisions.as_deref_mut() {
                     decisions[index] = decision;
@@ -264,16 +267,12 @@ impl Engine {
             |index, n, refund| {
                 Ok(Some(match decisions.as_deref_mut() {
                     Some(decisions) => {
-                        let (decision, taken) = rules.acquire_refundable_at(index, n, now_ns)?;
+                        let request = Acquire { now: now_ns, n };
+                        let decision = rules.swap(index, request, Some(refund))?;
                         decisions[index] = decision;
-                        refund.set(taken);
                         decision.allowed
                     }
-                    None => {
-                        let (allowed, taken) = rules.try_acquire_refundable_at(index, n, now_ns)?;
-                        refund.set(taken);
-                        allowed
-                    }
+                    None => rules.swap(index, TryAcquire { now: now_ns, n }, Some(refund))?,
                 }))
             },
         )?;
@@ -314,14 +313,14 @@ impl Engine {
         now_ns: u64,
         denying: usize,
         denial: Decision,
-    ) -> PolicyDecision {
+    ) -> Result<PolicyDecision, Error> {
         let mut decisions = [Decision::default(); MAX_RULES];
         for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
             *decision = if index == denying {
                 denial
             } else {
-                let state = rules.peek_at(index, 0, now_ns);
-                let request = rules.peek_at(index, costs.of(index), now_ns);
+                let state = peek(rules, index, 0, now_ns)?;
+                let request = peek(rules, index, costs.of(index), now_ns)?;
                 Decision {
                     allowed: request.allowed,
                     retry_after_ns: request.retry_after_ns,
@@ -332,7 +331,7 @@ impl Engine {
         let denied_by = decisions[..self.len]
             .iter()
             .position(|decision| !decision.allowed);
-        self.combined(decisions, costs, denied_by)
+        Ok(self.combined(decisions, costs, denied_by))
     }
 
     /// The policy's decision from its rules' own: combined over the rules the request

@@ -129,7 +129,8 @@ fn places(rules: &[(bool, Config)], capacity: u64) -> Result<(Vec<Place>, usize)
 fn descriptor(rules: &[(bool, Config)]) -> Result<[u64; DESCRIPTOR_WORDS], Error> {
     let mut descriptor = [0; DESCRIPTOR_WORDS];
     for (index, &(per_key, config)) in rules.iter().enumerate() {
-        let identity = Identity::of(0, &config, &Decider::new(&config)?, 0);
+        let decider = Decider::new(&config).map_err(|error| error.in_rule(index))?;
+        let identity = Identity::of(0, &config, &decider, 0);
         descriptor[index * RULE_WORDS..][..RULE_WORDS].copy_from_slice(&[
             if per_key { SCOPE_PER_KEY } else { SCOPE_GLOBAL },
             identity.algorithm,
@@ -252,8 +253,8 @@ impl KeyedPolicy {
         // loom's atomics are models, not words of memory a file could hold.
         #[cfg(loom)]
         {
-            for (_, config) in &asked {
-                Decider::new(config)?;
+            for (index, (_, config)) in asked.iter().enumerate() {
+                Decider::new(config).map_err(|error| error.in_rule(index))?;
             }
             let _ = (path, replace);
             Err(Error::Unsupported)

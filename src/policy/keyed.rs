@@ -117,8 +117,9 @@ impl KeyedPolicy {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRules`] for no rule or more than
-    /// [`MAX_RULES`], [`ConfigError::ZeroCapacity`] or [`ConfigError::Capacity`] for a `capacity` of 0 or too large, else
-    /// the first invalid rule's reason.
+    /// [`MAX_RULES`], [`ConfigError::ZeroCapacity`] or [`ConfigError::Capacity`] for a
+    /// `capacity` of 0 or too large, else [`ConfigError::PolicyRule`] naming the first
+    /// invalid rule and its reason.
     pub fn new(rules: &[KeyedRule], capacity: u64) -> Result<Self, Error> {
         // One hasher for every table: see `ForKey::key`.
         let hasher = KeyHasher::random();
@@ -157,12 +158,14 @@ impl<S> KeyedPolicy<S> {
         }
         let rules: Box<[Scoped<S>]> = rules
             .iter()
-            .map(|rule| {
-                Ok(if rule.per_key {
-                    Scoped::PerKey(table(&rule.config)?)
+            .enumerate()
+            .map(|(index, rule)| {
+                let built = if rule.per_key {
+                    table(&rule.config).map(Scoped::PerKey)
                 } else {
-                    Scoped::Global(Limiter::new(&rule.config)?)
-                })
+                    Limiter::new(&rule.config).map(Scoped::Global)
+                };
+                built.map_err(|error| error.in_rule(index))
             })
             .collect::<Result<_, Error>>()?;
         Ok(Self::of(rules, capacity))

@@ -134,7 +134,8 @@ impl PolicyScript {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRules`] for no rule or more than
-    /// [`MAX_RULES`](crate::MAX_RULES), else the first rule [`Script::of`] refuses.
+    /// [`MAX_RULES`](crate::MAX_RULES), else [`ConfigError::PolicyRule`] naming the first
+    /// rule [`Script::of`] refuses and its reason.
     pub fn of(rules: &[Config]) -> Result<Self, Error> {
         if rules.is_empty() || rules.len() > crate::policy::MAX_RULES {
             return Err(Error::InvalidConfig(ConfigError::PolicyRules {
@@ -143,9 +144,10 @@ impl PolicyScript {
         }
         let mut config_args = vec![rules.len() as u64];
         let mut limit = u64::MAX;
-        for rule in rules {
-            let decider = Decider::new(rule)?;
-            let (_, rule_args) = script_of(rule, &decider)?;
+        for (index, rule) in rules.iter().enumerate() {
+            let in_rule = |error: Error| error.in_rule(index);
+            let decider = Decider::new(rule).map_err(in_rule)?;
+            let (_, rule_args) = script_of(rule, &decider).map_err(in_rule)?;
             config_args.push(rule.algorithm as u64);
             config_args.extend(rule_args);
             limit = limit.min(decider.limit());

@@ -32,15 +32,17 @@ pub(crate) use window_records::{acquire_at as window_acquire_at, replaced_counts
 
 use crate::algorithm::Rule;
 use crate::sync::AtomicU64;
-use crate::time::TimeSource;
+use crate::time::{TimeSource, Timed};
 
 /// An algorithm whose state this layer can keep in words: its one read-decide-swap
 /// primitive, which every request a limiter or a keyed slot makes goes through. Requests reach it checked (`n ≤ limit`), and a fresh state is
 /// all zeros.
 pub(crate) trait Stored: Rule {
-    /// Whether `try_acquire` consults its time source's hint (`one_word.rs`: a one-word
-    /// algorithm that says so); no other does.
-    const HINTED: bool = false;
+    /// The decision [`try_acquire`](Self::try_acquire) hands time's strategy: whether it
+    /// keeps the time source's hint is its [`Timed::HINTED`], said there alone.
+    type Now<'a, T: Tenancy + 'a>: Timed<Evicted = T::Evicted>
+    where
+        Self: 'a;
 
     /// How many words of state one limiter needs.
     fn state_words(&self) -> usize;

@@ -17,26 +17,14 @@ use crate::decision::Decision;
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{self, Bounds, TimeSource, Timed};
 
-/// An algorithm whose whole state is one word, and whether its decisions read a clock
-/// hint first.
-pub(crate) trait OneWord: Algorithm<u64, Update = u64> {
-    /// Whether `try_acquire` peeks at the word before reading any clock, and keeps the
-    /// time source's hint: worth it where the word alone can show that only the exact time
-    /// will do ([`Algorithm::needs_exact`]), as an idle GCRA bucket's does.
-    const HINTED: bool;
-}
+/// An algorithm whose whole state is one word.
+pub(crate) trait OneWord: Algorithm<u64, Update = u64> {}
 
-impl OneWord for Gcra {
-    const HINTED: bool = true;
-}
+impl OneWord for Gcra {}
 
-impl OneWord for FixedWindow {
-    const HINTED: bool = false;
-}
+impl OneWord for FixedWindow {}
 
-impl OneWord for Allowance {
-    const HINTED: bool = false;
-}
+impl OneWord for Allowance {}
 
 /// GCRA's reserve (the leaky bucket as a queue): acquires `n` units at `now` if the caller
 /// would wait at most `max_wait` before acting. With `max_wait == 0` it is exactly an
@@ -57,7 +45,10 @@ pub(crate) fn reserve_at<T: Tenancy>(
 }
 
 impl<A: OneWord> Stored for A {
-    const HINTED: bool = <A as OneWord>::HINTED;
+    type Now<'a, T: Tenancy + 'a>
+        = Now<'a, A, T>
+    where
+        A: 'a;
 
     #[inline(always)]
     fn state_words(&self) -> usize {
@@ -139,7 +130,7 @@ pub(crate) fn gcra_precise_first<T: Tenancy, C: TimeSource>(
 }
 
 /// A try-acquire of `1 ≤ n` units on one word, for the time strategy to decide.
-struct Now<'a, A, T> {
+pub(crate) struct Now<'a, A, T> {
     algorithm: &'a A,
     word: &'a AtomicU64,
     tenancy: &'a T,
@@ -148,8 +139,10 @@ struct Now<'a, A, T> {
 
 impl<A: OneWord, T: Tenancy> Timed for Now<'_, A, T> {
     type Evicted = T::Evicted;
-    const HINTED: bool = A::HINTED;
-    const PEEKS: bool = A::HINTED;
+    /// Hinted where the word alone can show that only the exact time will do, as an idle
+    /// GCRA bucket's does.
+    const HINTED: bool = A::PEEKS;
+    const PEEKS: bool = A::PEEKS;
 
     #[inline(always)]
     fn needs_exact(&self, passed: impl FnOnce() -> u64) -> bool {
@@ -162,7 +155,7 @@ impl<A: OneWord, T: Tenancy> Timed for Now<'_, A, T> {
     /// peek already picked the clock: it has none to try.)
     #[inline(always)]
     fn denied_through(&self, latest: u64) -> Result<bool, T::Evicted> {
-        if A::HINTED {
+        if A::PEEKS {
             return Ok(false);
         }
         decide_and_swap(self.word, self.tenancy, |word| {

@@ -21,8 +21,21 @@ pub(crate) trait Request: Copy {
     /// [`keep`]: Self::keep
     const REFUNDS: bool = false;
 
+    /// Whether the request may write: a keyed table inserts a missing key only for one
+    /// that may, and decides one that may not on a fresh state.
+    const WRITES: bool = true;
+
     /// The units asked for, as checked (`n ≤ limit`) by the caller.
     fn units(self) -> u64;
+
+    /// The time the request decides at (a settle: the latest of its bounds, where a
+    /// denial at any of them is a denial).
+    fn time(self) -> u64;
+
+    /// What the caller is told of `report`, the full report of this request decided
+    /// another way: a keyed table's insert of a missing key, or a denial for good (a
+    /// policy's rule whose change lowered its limit below the request, `limiter.rs`).
+    fn of_report(self, report: Decision) -> Self::Out;
 
     /// Decides on `state`, as `algorithm` reads it: what to report, and the update to
     /// store (`None`: nothing is written).
@@ -66,6 +79,16 @@ impl Request for Acquire {
     }
 
     #[inline(always)]
+    fn time(self) -> u64 {
+        self.now
+    }
+
+    #[inline(always)]
+    fn of_report(self, report: Decision) -> Decision {
+        report
+    }
+
+    #[inline(always)]
     fn decide<S: ?Sized, A: Algorithm<S>>(
         self,
         algorithm: &A,
@@ -99,10 +122,21 @@ pub(crate) struct Peek(pub(crate) Acquire);
 
 impl Request for Peek {
     type Out = Decision;
+    const WRITES: bool = false;
 
     #[inline(always)]
     fn units(self) -> u64 {
         self.0.n
+    }
+
+    #[inline(always)]
+    fn time(self) -> u64 {
+        self.0.now
+    }
+
+    #[inline(always)]
+    fn of_report(self, report: Decision) -> Decision {
+        report
     }
 
     #[inline(always)]
@@ -129,6 +163,16 @@ impl Request for TryAcquire {
     #[inline(always)]
     fn units(self) -> u64 {
         self.n
+    }
+
+    #[inline(always)]
+    fn time(self) -> u64 {
+        self.now
+    }
+
+    #[inline(always)]
+    fn of_report(self, report: Decision) -> bool {
+        report.allowed
     }
 
     #[inline(always)]
@@ -160,6 +204,16 @@ impl Request for Settle {
     }
 
     #[inline(always)]
+    fn time(self) -> u64 {
+        self.bounds.latest
+    }
+
+    #[inline(always)]
+    fn of_report(self, report: Decision) -> Option<bool> {
+        Some(report.allowed)
+    }
+
+    #[inline(always)]
     fn decide<S: ?Sized, A: Algorithm<S>>(
         self,
         algorithm: &A,
@@ -184,10 +238,21 @@ pub(crate) struct Refundable<R, K> {
 impl<R: Request, K: Fn(Refund) + Copy> Request for Refundable<R, K> {
     type Out = R::Out;
     const REFUNDS: bool = true;
+    const WRITES: bool = R::WRITES;
 
     #[inline(always)]
     fn units(self) -> u64 {
         self.request.units()
+    }
+
+    #[inline(always)]
+    fn time(self) -> u64 {
+        self.request.time()
+    }
+
+    #[inline(always)]
+    fn of_report(self, report: Decision) -> R::Out {
+        self.request.of_report(report)
     }
 
     #[inline(always)]

@@ -16,8 +16,9 @@ pub(crate) trait Timed {
 
     /// Whether the decision keeps its time source's hint ([`super::ClockHint`]): worth it
     /// where a peek at the state can show that only the exact time will do, as an idle
-    /// GCRA bucket's does.
-    const HINTED: bool;
+    /// GCRA bucket's does. A limiter or keyed table asks it of its rule's decision (through
+    /// the store's `Stored::Now`) before it reads the hint itself.
+    const HINTED: bool = false;
 
     /// Whether [`needs_exact`](Self::needs_exact) looks at anything: otherwise the
     /// strategy never asks, and reads no time for it.

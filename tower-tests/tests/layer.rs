@@ -321,8 +321,8 @@ impl RequestLimit for Failing {
             allowed: true,
             ..Decision::default()
         };
-        match self.error {
-            Some(error) => Err(error),
+        match &self.error {
+            Some(error) => Err(error.clone()),
             None => Ok(Several(vec![admitted; self.rules])),
         }
     }

@@ -64,7 +64,8 @@ impl<S> KeyedPolicy<S> {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`]: the first invalid rule's reason, or
+    /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRule`] naming the first invalid rule and
+    /// its reason, or
     /// [`ConfigError::LiveChange`] for another number of rules, a per-key rule in place
     /// of a global one or the other way round, or a rule that cannot carry its state over
     /// (another algorithm, or a sliding log: see
@@ -85,8 +86,8 @@ impl<S> KeyedPolicy<S> {
         }
         // Every rule is checked before any changes: whether a rule carries over depends
         // only on its scope, its algorithm and its memory, which no change alters.
-        for (rule, new) in self.rules.iter().zip(rules) {
-            let decider = Decider::new(&new.config)?;
+        for (index, (rule, new)) in self.rules.iter().zip(rules).enumerate() {
+            let decider = Decider::new(&new.config).map_err(|error| error.in_rule(index))?;
             match rule {
                 Scoped::PerKey(table) if new.per_key => table.check_change(&decider)?,
                 Scoped::Global(limiter) if !new.per_key => limiter.check_change(&decider)?,

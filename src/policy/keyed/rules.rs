@@ -3,10 +3,11 @@
 
 use super::super::engine::Rules;
 use crate::decider::Decider;
-use crate::decision::Decision;
 use crate::error::Error;
 use crate::keyed::{KeyedLimiter, KeyedRefund, Located};
 use crate::limiter::{Limiter, RuleRefund};
+use crate::state::Request;
+use std::cell::Cell;
 use std::hash::BuildHasher;
 
 /// Where a rule of a keyed policy keeps its state.
@@ -43,62 +44,35 @@ pub(super) struct ForKey<'a, S> {
     pub(super) key: Located,
 }
 
-impl<S: BuildHasher> ForKey<'_, S> {
-    /// A step on rule `rule`: `per_key` on its table, `global` on its limiter.
-    #[inline(always)]
-    fn take<A>(
-        &self,
-        rule: usize,
-        per_key: impl FnOnce(&KeyedLimiter<S>) -> Result<(A, Option<KeyedRefund>), Error>,
-        global: impl FnOnce(&Limiter) -> (A, Option<RuleRefund>),
-    ) -> Result<(A, Option<ScopedRefund>), Error> {
-        Ok(match &self.rules[rule] {
-            Scoped::PerKey(table) => {
-                let (outcome, refund) = per_key(table)?;
-                (outcome, refund.map(ScopedRefund::PerKey))
-            }
-            Scoped::Global(limiter) => {
-                let (outcome, refund) = global(limiter);
-                (outcome, refund.map(ScopedRefund::Global))
-            }
-        })
-    }
-}
-
 impl<S: BuildHasher> Rules for ForKey<'_, S> {
     type Refund = ScopedRefund;
 
-    fn peek_at(&self, rule: usize, n: u64, now_ns: u64) -> Decision {
-        match &self.rules[rule] {
-            Scoped::PerKey(table) => table.peek_at(self.key, n, now_ns),
-            Scoped::Global(limiter) => limiter.peek_at(n, now_ns),
-        }
-    }
-
-    fn acquire_refundable_at(
+    fn swap<R: Request>(
         &self,
         rule: usize,
-        n: u64,
-        now_ns: u64,
-    ) -> Result<(Decision, Option<ScopedRefund>), Error> {
-        self.take(
-            rule,
-            |table| table.acquire_refundable_at(self.key, n, now_ns),
-            |limiter| limiter.acquire_refundable_at(n, now_ns),
-        )
-    }
-
-    fn try_acquire_refundable_at(
-        &self,
-        rule: usize,
-        n: u64,
-        now_ns: u64,
-    ) -> Result<(bool, Option<ScopedRefund>), Error> {
-        self.take(
-            rule,
-            |table| table.try_acquire_refundable_at(self.key, n, now_ns),
-            |limiter| limiter.try_acquire_refundable_at(n, now_ns),
-        )
+        request: R,
+        refund: Option<&Cell<Option<ScopedRefund>>>,
+    ) -> Result<R::Out, Error> {
+        Ok(match &self.rules[rule] {
+            Scoped::PerKey(table) => {
+                let (out, taken) = table.step(self.key, request)?;
+                if let (Some(refund), Some(taken)) = (refund, taken) {
+                    refund.set(Some(ScopedRefund::PerKey(taken)));
+                }
+                out
+            }
+            Scoped::Global(limiter) => {
+                let Some(refund) = refund else {
+                    return Ok(limiter.step(request, None));
+                };
+                let taken = Cell::new(None);
+                let out = limiter.step(request, Some(&taken));
+                if let Some(taken) = taken.get() {
+                    refund.set(Some(ScopedRefund::Global(taken)));
+                }
+                out
+            }
+        })
     }
 
     fn refund(&self, rule: usize, refund: ScopedRefund) {

@@ -56,6 +56,8 @@ pub(super) const RING: usize = 3;
 pub(super) const SLOT_WORDS: usize = 2;
 
 impl Stored for SlidingLog {
+    type Now<'a, T: Tenancy + 'a> = Now<'a, T>;
+
     fn state_words(&self) -> usize {
         // limit ≤ 2²⁰, so this cannot overflow.
         RING + SLOT_WORDS * self.limit() as usize
@@ -195,7 +197,7 @@ impl Stored for SlidingLog {
 }
 
 /// A try-acquire of `1 ≤ n` units on one read of the ring, for the time strategy to decide.
-struct Now<'a, T> {
+pub(crate) struct Now<'a, T> {
     log: &'a SlidingLog,
     state: &'a [AtomicU64],
     tenancy: &'a T,
@@ -211,7 +213,6 @@ struct Now<'a, T> {
 
 impl<T: Tenancy> Timed for Now<'_, T> {
     type Evicted = T::Evicted;
-    const HINTED: bool = false;
     const PEEKS: bool = true;
 
     /// An admission certain at any time is logged at the exact time: no bounds to read.

@@ -86,6 +86,8 @@ pub(super) const CURRENT: usize = 0;
 pub(super) const CLOSED: usize = 1;
 
 impl Stored for SlidingWindow {
+    type Now<'a, T: Tenancy + 'a> = Now<'a, T>;
+
     #[inline(always)]
     fn state_words(&self) -> usize {
         3
@@ -186,7 +188,7 @@ pub(crate) fn acquire_at<T: Tenancy>(
 }
 
 /// A try-acquire of `1 ≤ n` units, for the time strategy to decide.
-struct Now<'a, T> {
+pub(crate) struct Now<'a, T> {
     sliding: &'a SlidingWindow,
     state: &'a [AtomicU64],
     tenancy: &'a T,
@@ -195,7 +197,6 @@ struct Now<'a, T> {
 
 impl<T: Tenancy> Timed for Now<'_, T> {
     type Evicted = T::Evicted;
-    const HINTED: bool = false;
     const PEEKS: bool = false;
 
     fn needs_exact(&self, _passed: impl FnOnce() -> u64) -> bool {
