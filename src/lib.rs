@@ -113,6 +113,7 @@ mod state;
 mod sync;
 mod time;
 mod versions;
+mod wait;
 
 /// The crate's README (crates.io), whose example runs as a doc test.
 #[cfg(doctest)]

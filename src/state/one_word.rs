@@ -50,9 +50,26 @@ pub(crate) fn reserve_at<T: Tenancy>(
     n: u64,
     max_wait: u64,
 ) -> Result<Decision, T::Evicted> {
+    // One rule for both: the refund dropped here is two values the swap holds anyway.
+    reserve_refundable_at(gcra, state, tenancy, now, n, max_wait).map(|(decision, _)| decision)
+}
+
+/// [`reserve_at`], with what giving an admission back takes (`None` for a denial or a
+/// query): a waiter that gives up its place in the queue before its wait ends (docs/rust.md,
+/// Waiting) gives the units back as a policy's step does.
+#[inline(always)]
+pub(crate) fn reserve_refundable_at<T: Tenancy>(
+    gcra: &Gcra,
+    state: &[AtomicU64],
+    tenancy: &T,
+    now: u64,
+    n: u64,
+    max_wait: u64,
+) -> Result<(Decision, Option<Refund>), T::Evicted> {
     decide_and_swap(&state[0], tenancy, |tat| {
         let outcome = gcra.reserve(tat, now, n, max_wait);
-        (outcome.decision, outcome.update)
+        let refund = outcome.update.map(|after| Refund::new(0, tat, after));
+        ((outcome.decision, refund), outcome.update)
     })
 }
 
