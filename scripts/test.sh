@@ -128,15 +128,16 @@ summary() {
 # ---- what the steps run ------------------------------------------------------------------
 
 # Cargo's view of the Rust tests: the library with every feature the tests use, and the
-# Redis tier's package beside it (redis-tests/), always both, so that every cargo command
-# below builds the library the same way and a warm build serves them all.
-cargo_test() { cargo test -p librate -p librate-ffi -p librate-redis-tests --features testing,redis,redis-async "$@"; }
+# Redis tier's package and the async waits' on tokio beside it (redis-tests/,
+# async-tests/), always all, so that every cargo command below builds the library the
+# same way and a warm build serves them all.
+cargo_test() { cargo test -p librate -p librate-ffi -p librate-redis-tests -p librate-async-tests --features testing,redis,redis-async "$@"; }
 tests_of() { for t in "$@"; do printf -- '--test %s ' "$(basename "$t" .rs)"; done; }
-# The library's integration tests and the C ABI's (ffi/tests). --quick leaves out those
-# that drive the C and C++ compilers (through ffi/tests/native), and the loom models,
-# empty without `--cfg loom`.
-root_tests=$(tests_of tests/*.rs ffi/tests/*.rs)
-in_process_tests=$(tests_of $(grep -L '^mod native;' tests/*.rs ffi/tests/*.rs | grep -v '^tests/loom_'))
+# The library's integration tests, the C ABI's (ffi/tests) and the async waits' on tokio
+# (async-tests/tests). --quick leaves out those that drive the C and C++ compilers
+# (through ffi/tests/native), and the loom models, empty without `--cfg loom`.
+root_tests=$(tests_of tests/*.rs ffi/tests/*.rs async-tests/tests/*.rs)
+in_process_tests=$(tests_of $(grep -L '^mod native;' tests/*.rs ffi/tests/*.rs async-tests/tests/*.rs | grep -v '^tests/loom_'))
 redis_tests=$(tests_of redis-tests/tests/*.rs)
 
 go_test() { go test -json "$@" | python3 -u "$root/scripts/go-test-summary.py"; }
