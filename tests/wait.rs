@@ -11,7 +11,7 @@ mod executor;
 #[path = "wait/subjects.rs"]
 mod subjects;
 
-use executor::{block_on, poll_once};
+use executor::{block_on, cancel_mid_wait};
 use librate::{Config, Error, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -134,14 +134,13 @@ fn a_cancelled_gcra_wait_gives_its_units_back() {
     // τ = 2 h. After one unit, TAT = t0 + 1 h: two more units wait 1 h − e, within 10 h.
     let limiter = gcra(HOUR, 2);
     admitted(limiter.acquire(1).unwrap(), 1);
-    let mut wait = Box::pin(limiter.until_ready_async(2, LONG));
-    assert!(poll_once(&mut wait).is_pending());
-    // Asleep on librate's timer: no tokio runtime polls it.
-    assert!(librate_timer_started());
-    // Queued: TAT = t0 + 3 h, and one more unit would wait 2 h − e.
-    let queued = limiter.acquire(0).unwrap();
-    assert!(queued.reset_after_ns > 2 * HOUR, "{queued:?}");
-    drop(wait);
+    cancel_mid_wait(limiter.until_ready_async(2, LONG), || {
+        // Asleep on librate's timer: no tokio runtime polls it.
+        assert!(librate_timer_started());
+        // Queued: TAT = t0 + 3 h, and one more unit would wait 2 h − e.
+        let queued = limiter.acquire(0).unwrap();
+        assert!(queued.reset_after_ns > 2 * HOUR, "{queued:?}");
+    });
     // Given back: TAT = t0 + 1 h again, and the unit left is there.
     admitted(limiter.acquire(1).unwrap(), 0);
 }
@@ -150,11 +149,10 @@ fn a_cancelled_gcra_wait_gives_its_units_back() {
 fn a_cancelled_wait_with_a_later_reserve_behind_it_keeps_its_units() {
     let limiter = gcra(HOUR, 2);
     admitted(limiter.acquire(1).unwrap(), 1);
-    let mut wait = Box::pin(limiter.until_ready_async(2, LONG));
-    assert!(poll_once(&mut wait).is_pending());
-    // Queued behind it: TAT = t0 + 4 h.
-    assert!(limiter.reserve(1, 10 * HOUR).unwrap().allowed);
-    drop(wait);
+    cancel_mid_wait(limiter.until_ready_async(2, LONG), || {
+        // Queued behind it: TAT = t0 + 4 h.
+        assert!(limiter.reserve(1, 10 * HOUR).unwrap().allowed);
+    });
     // The later reserve depends on the place before it: the units stay taken.
     let after = limiter.acquire(0).unwrap();
     assert!(after.reset_after_ns > 3 * HOUR, "{after:?}");
@@ -201,9 +199,7 @@ fn a_keyed_wait_is_one_keys() {
     assert!(!gave_up.allowed);
     // Another key waits for nothing: it is full.
     admitted(table.until_ready(b"b", 2, Duration::ZERO).unwrap(), 0);
-    let mut wait = Box::pin(table.until_ready_async(b"a", 2, LONG));
-    assert!(poll_once(&mut wait).is_pending());
-    drop(wait);
+    cancel_mid_wait(table.until_ready_async(b"a", 2, LONG), || {});
     admitted(table.acquire(b"a", 1).unwrap(), 0);
     let fast = KeyedLimiter::new(&Config::gcra(1, 20 * MS), 16).unwrap();
     admitted(fast.acquire(b"a", 1).unwrap(), 0);
@@ -256,4 +252,21 @@ fn a_keyed_policy_wait_is_one_keys() {
         policy.until_ready(b"a", 11, LONG).unwrap_err(),
         Error::InsufficientCapacity
     );
+}
+
+#[test]
+fn a_cancelled_wait_on_a_shared_file_gives_its_units_back() {
+    let dir = std::env::temp_dir().join(format!("librate-wait-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = Config::gcra(1, HOUR).with_burst(2);
+    // As on a private limiter: τ = 2 h, two more units after one wait 1 h − e.
+    let limiter = Limiter::open(dir.join("limiter"), &config).unwrap();
+    admitted(limiter.acquire(1).unwrap(), 1);
+    cancel_mid_wait(limiter.until_ready_async(2, LONG), || {});
+    admitted(limiter.acquire(1).unwrap(), 0);
+    let table = KeyedLimiter::open(dir.join("table"), &config, 16).unwrap();
+    admitted(table.acquire(b"a", 1).unwrap(), 1);
+    cancel_mid_wait(table.until_ready_async(b"a", 2, LONG), || {});
+    admitted(table.acquire(b"a", 1).unwrap(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

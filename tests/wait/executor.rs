@@ -35,9 +35,13 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     }
 }
 
-/// Polls `future` once: how a test stops a wait mid-way, by dropping it after.
+/// Polls `future` once, which must leave it waiting, runs `meanwhile`, and drops the
+/// future: a wait cancelled mid-way.
 #[allow(dead_code)] // Not every test binary that includes this file cancels a wait.
-pub(crate) fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
+pub(crate) fn cancel_mid_wait<F: Future>(future: F, meanwhile: impl FnOnce()) {
+    let mut future = pin!(future);
     let waker = waker();
-    std::pin::Pin::new(future).poll(&mut Context::from_waker(&waker))
+    let polled = future.as_mut().poll(&mut Context::from_waker(&waker));
+    assert!(polled.is_pending(), "the wait did not have to wait");
+    meanwhile();
 }
