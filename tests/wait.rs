@@ -270,3 +270,19 @@ fn a_cancelled_wait_on_a_shared_file_gives_its_units_back() {
     admitted(table.acquire(b"a", 1).unwrap(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn every_async_wait_can_move_between_threads() {
+    // A runtime with several threads (tokio::spawn) asks it of a future; unpolled, each
+    // does nothing.
+    fn sendable<F: std::future::Future + Send>(_: F) {}
+    let config = Config::gcra(1, HOUR);
+    let limiter = Limiter::new(&config).unwrap();
+    sendable(limiter.until_ready_async(1, LONG));
+    let table = KeyedLimiter::new(&config, 16).unwrap();
+    sendable(table.until_ready_async(b"a", 1, LONG));
+    let policy = Policy::new(&[config]).unwrap();
+    sendable(policy.until_ready_async(1, LONG));
+    let keyed_policy = KeyedPolicy::new(&[KeyedRule::per_key(config)], 16).unwrap();
+    sendable(keyed_policy.until_ready_async(b"a", 1, LONG));
+}
