@@ -50,13 +50,16 @@ pub(crate) fn reserve_at<T: Tenancy>(
     n: u64,
     max_wait: u64,
 ) -> Result<Decision, T::Evicted> {
-    // One rule for both: the refund dropped here is two values the swap holds anyway.
-    reserve_refundable_at(gcra, state, tenancy, now, n, max_wait).map(|(decision, _)| decision)
+    decide_and_swap(&state[0], tenancy, |tat| {
+        let outcome = gcra.reserve(tat, now, n, max_wait);
+        (outcome.decision, outcome.update)
+    })
 }
 
 /// [`reserve_at`], with what giving an admission back takes (`None` for a denial or a
 /// query): a waiter that gives up its place in the queue before its wait ends (docs/rust.md,
-/// Waiting) gives the units back as a policy's step does.
+/// Waiting) gives the units back as a policy's step does. A function of its own rather than
+/// one `reserve_at` calls dropping the refund: the plain reserve's code stays as it was.
 #[inline(always)]
 pub(crate) fn reserve_refundable_at<T: Tenancy>(
     gcra: &Gcra,
