@@ -157,7 +157,8 @@ impl Wait {
         Ok(if decision.allowed || decision.retry_after_ns > left {
             Step::Done(decided)
         } else {
-            Step::Retry(decision.retry_after_ns)
+            // At least a nanosecond: a denial always has a wait, and a loop must not spin.
+            Step::Retry(decision.retry_after_ns.max(1))
         })
     }
 }
