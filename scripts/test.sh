@@ -128,17 +128,18 @@ summary() {
 # ---- what the steps run ------------------------------------------------------------------
 
 # Cargo's view of the Rust tests: the library with every feature the tests use, and the
-# packages of the Redis tier's tests (redis-tests/) and the tower layer's (tower-tests/,
-# which turns on the library's `tower` feature) beside it, always all, so that every cargo
-# command below builds the library the same way and a warm build serves them all.
-cargo_test() { cargo test -p librate -p librate-ffi -p librate-redis-tests -p librate-tower-tests --features testing,redis,redis-async "$@"; }
+# packages of the Redis tier's tests (redis-tests/), the tower layer's (tower-tests/,
+# which turns on the library's `tower` feature) and the async waits' on tokio
+# (async-tests/) beside it, always all, so that every cargo command below builds the
+# library the same way and a warm build serves them all.
+cargo_test() { cargo test -p librate -p librate-ffi -p librate-redis-tests -p librate-tower-tests -p librate-async-tests --features testing,redis,redis-async "$@"; }
 tests_of() { for t in "$@"; do printf -- '--test %s ' "$(basename "$t" .rs)"; done; }
-# The library's integration tests, the C ABI's (ffi/tests) and the tower layer's
-# (tower-tests/tests, in process and on 127.0.0.1). --quick leaves out those that drive
-# the C and C++ compilers (through ffi/tests/native), and the loom models, empty without
-# `--cfg loom`.
-root_tests=$(tests_of tests/*.rs ffi/tests/*.rs tower-tests/tests/*.rs)
-in_process_tests=$(tests_of $(grep -L '^mod native;' tests/*.rs ffi/tests/*.rs tower-tests/tests/*.rs | grep -v '^tests/loom_'))
+# The library's integration tests, the C ABI's (ffi/tests), the tower layer's
+# (tower-tests/tests, in process and on 127.0.0.1) and the async waits' on tokio
+# (async-tests/tests). --quick leaves out those that drive the C and C++ compilers
+# (through ffi/tests/native), and the loom models, empty without `--cfg loom`.
+root_tests=$(tests_of tests/*.rs ffi/tests/*.rs tower-tests/tests/*.rs async-tests/tests/*.rs)
+in_process_tests=$(tests_of $(grep -L '^mod native;' tests/*.rs ffi/tests/*.rs tower-tests/tests/*.rs async-tests/tests/*.rs | grep -v '^tests/loom_'))
 redis_tests=$(tests_of redis-tests/tests/*.rs)
 
 go_test() { go test -json "$@" | python3 -u "$root/scripts/go-test-summary.py"; }

@@ -10,8 +10,9 @@ use crate::decision::Decision;
 use crate::error::Error;
 use crate::error::{Breach, ConfigError};
 use crate::state::{
-    gcra_precise_first, is_marker, replaced_counts, reserve_at, store_counts, window_acquire_at,
-    Acquire, Owned, Refund, Refundable, Request, Stored, Tenancy,
+    gcra_precise_first, is_marker, replaced_counts, reserve_at, reserve_refundable_at,
+    store_counts, window_acquire_at, Acquire, Owned, Refund, Refundable, Request, Stored,
+    Tenancy,
 };
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{TimeSource, Timed};
@@ -131,6 +132,26 @@ impl Decider {
             Self::Gcra(gcra) => reserve_at(gcra, state, tenancy, now_ns, n, max_wait_ns),
             Self::SlidingWindow(sliding) => window_acquire_at(sliding, state, tenancy, now_ns, n),
             _ => self.swap(state, tenancy, Acquire { now: now_ns, n }),
+        }
+    }
+
+    /// [`acquire_at`](Self::acquire_at) of a reserve, with what giving its admission back
+    /// takes: GCRA's queue keeps it (`state/one_word.rs`), for a waiter that leaves the
+    /// queue before its turn; any other rule decides as `acquire_at` does and keeps none.
+    #[inline(always)]
+    pub(crate) fn reserve_refundable_at<T: Tenancy>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        now_ns: u64,
+        n: u64,
+        max_wait_ns: u64,
+    ) -> Result<(Decision, Option<Refund>), T::Evicted> {
+        match self {
+            Self::Gcra(gcra) => reserve_refundable_at(gcra, state, tenancy, now_ns, n, max_wait_ns),
+            _ => self
+                .acquire_at(state, tenancy, now_ns, n, max_wait_ns)
+                .map(|decision| (decision, None)),
         }
     }
 

@@ -20,6 +20,8 @@
 //! is a crate of its own above them all, `librate-ffi`: this crate knows nothing of C.
 //!
 //! ```text
+//!  wait.rs         until_ready and until_ready_async on each of the tiers below: a
+//!   │              GCRA reserve slept out, or acquires retried (docs/rust.md, Waiting)
 //!  policy.rs       Policy: several rules decided all or nothing, over limiters;
 //!  policy/         the engine they share, and KeyedPolicy: per-key rules in keyed
 //!   │              tables and global rules in limiters, for one key at a time
@@ -48,7 +50,8 @@
 //! # Vocabulary
 //! - **acquire**: decide a request of `n` units and report the whole [`Decision`];
 //!   **try_acquire**: decide it and report only whether it was admitted; **reserve**:
-//!   GCRA's queue, admitting a request that waits at most `max_wait_ns`. **`_at`**: at a
+//!   GCRA's queue, admitting a request that waits at most `max_wait_ns`; **until_ready**:
+//!   wait, sleeping, until a request is admitted. **`_at`**: at a
 //!   time the caller gives; without it the library clock is read.
 //! - **decide**: an algorithm's pure rule on a state it was given; **settle**: decide one
 //!   request for every instant of an interval at once (the coarse clock's bounds);
@@ -115,6 +118,7 @@ mod time;
 #[cfg(feature = "tower")]
 pub mod tower;
 mod versions;
+mod wait;
 
 /// The crate's README (crates.io), whose example runs as a doc test.
 #[cfg(doctest)]

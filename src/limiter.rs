@@ -12,6 +12,7 @@ use std::cell::Cell;
 mod change;
 mod file;
 mod operations;
+mod reserve;
 use operations::{Acquire, Reset, Swap, TryAcquire};
 
 /// One rate limiter: at most `limit` units per `period_ns`, by the configured algorithm.

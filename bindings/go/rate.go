@@ -353,7 +353,7 @@ func (l *Limiter) ReserveAt(n int, now, maxWait time.Duration) (Decision, error)
 // would come after ctx's deadline; in that last case it returns at once with an error
 // wrapping context.DeadlineExceeded, having taken nothing. A GCRA limiter reserves the
 // units first and then sleeps out Decision.Wait, so waiters are served in order; if ctx
-// ends during that sleep the reserved units stay spent (librate has no refund). The
+// ends during that sleep the reserved units stay spent (the C ABI gives none back). The
 // window algorithms retry after each RetryAfter instead.
 func (l *Limiter) Wait(ctx context.Context, n int) error {
 	reserve := l.Reserve

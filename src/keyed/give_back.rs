@@ -63,7 +63,7 @@ pub(crate) struct KeyedRefund {
 
 /// Where a keyed admission took its units.
 #[derive(Clone, Copy)]
-enum Taken {
+pub(super) enum Taken {
     /// The request was decided on the key's state in `slot`.
     InPlace { slot: usize, refund: Refund },
     /// The request inserted the key.
@@ -71,7 +71,7 @@ enum Taken {
 }
 
 impl KeyedRefund {
-    fn new(region: &Region, taken: Taken) -> Self {
+    pub(super) fn new(region: &Region, taken: Taken) -> Self {
         let region = region.serial;
         Self { region, taken }
     }

@@ -92,6 +92,7 @@ pub(crate) mod markers;
 mod recover;
 mod region;
 mod regions;
+mod reserve;
 mod reset;
 mod stats;
 #[cfg(all(test, not(loom)))]

@@ -44,6 +44,26 @@ pub(crate) fn reserve_at<T: Tenancy>(
     })
 }
 
+/// [`reserve_at`], with what giving an admission back takes (`None` for a denial or a
+/// query): a waiter that gives up its place in the queue before its wait ends (docs/rust.md,
+/// Waiting) gives the units back as a policy's step does. A function of its own rather than
+/// one `reserve_at` calls dropping the refund: the plain reserve's code stays as it was.
+#[inline(always)]
+pub(crate) fn reserve_refundable_at<T: Tenancy>(
+    gcra: &Gcra,
+    state: &[AtomicU64],
+    tenancy: &T,
+    now: u64,
+    n: u64,
+    max_wait: u64,
+) -> Result<(Decision, Option<Refund>), T::Evicted> {
+    decide_and_swap(&state[0], tenancy, |tat| {
+        let outcome = gcra.reserve(tat, now, n, max_wait);
+        let refund = outcome.update.map(|after| Refund::new(0, tat, after));
+        ((outcome.decision, refund), outcome.update)
+    })
+}
+
 impl<A: OneWord> Stored for A {
     type Now<'a, T: Tenancy + 'a>
         = Now<'a, A, T>

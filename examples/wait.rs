@@ -1,0 +1,24 @@
+//! Waiting for a turn (docs/rust.md, Waiting): `cargo run --release --example wait`.
+//! scripts/check-docs.py checks that each line of the page's snippet is in this file.
+
+use librate::{Config, Limiter};
+use std::time::Duration;
+
+const MS: u64 = 1_000_000;
+
+fn main() -> Result<(), librate::Error> {
+    // A shaper: one call every 100 ms, no bursts. Each caller sleeps out its turn.
+    let shaper = Limiter::new(&Config::gcra(1, 100 * MS))?;
+    for call in 0..3 {
+        let d = shaper.until_ready(1, Duration::from_secs(1))?;
+        println!("call {call}: waited {} ms", d.wait_ns / MS);
+    }
+
+    // Two a day: a third waits for tomorrow, so a wait of a second gives up at once.
+    let daily = Limiter::new(&Config::sliding_log(2, 86_400_000 * MS))?;
+    daily.until_ready(2, Duration::ZERO)?;
+    let d = daily.until_ready(1, Duration::from_secs(1))?;
+    assert!(!d.allowed); // nothing was taken
+    println!("daily: retry in {} h", d.retry_after_ns / (3_600_000 * MS));
+    Ok(())
+}
