@@ -11,8 +11,7 @@ use crate::error::Error;
 use crate::error::{Breach, ConfigError};
 use crate::state::{
     gcra_precise_first, is_marker, replaced_counts, reserve_at, reserve_refundable_at,
-    store_counts, window_acquire_at, Acquire, Owned, Refund, Refundable, Request, Stored,
-    Tenancy,
+    store_counts, window_acquire_at, Acquire, Owned, Refund, Refundable, Request, Stored, Tenancy,
 };
 use crate::sync::{AtomicU64, Ordering};
 use crate::time::{TimeSource, Timed};
