@@ -203,16 +203,45 @@ pub unsafe extern "C" fn rate_limiter_acquire(
     n: u64,
     out: *mut rate_decision,
 ) -> i32 {
+    // Each body out of line, so that neither pays for the other's frame: a function's
+    // registers are saved on entry, before its first branch.
+    if out.is_null() {
+        // SAFETY: the caller's promise on `limiter`.
+        return unsafe { acquire_outcome(limiter, n) };
+    }
+    // SAFETY: the caller's promises; `out` is non-NULL.
+    unsafe { acquire_reported(limiter, n, out) }
+}
+
+/// `rate_limiter_acquire` with a decision to write.
+///
+/// # Safety
+/// `limiter` is NULL or a live handle; `out` points to a writable `rate_decision`.
+#[inline(never)]
+unsafe fn acquire_reported(limiter: *mut rate_limiter, n: u64, out: *mut rate_decision) -> i32 {
     boundary(|| {
         // SAFETY: the caller passes NULL or a live handle.
         let Some(limiter) = (unsafe { limiter_ref(limiter) }) else {
             return RATE_E_NULL;
         };
-        if out.is_null() {
-            return outcome_status(limiter.try_acquire(n));
-        }
-        // SAFETY: `out` is non-NULL and the caller promised it is writable.
+        // SAFETY: the caller promised `out` is writable.
         unsafe { report(limiter.acquire(n), out) }
+    })
+}
+
+/// `rate_limiter_acquire` with `out` NULL: the hot path of a caller that needs the
+/// outcome alone.
+///
+/// # Safety
+/// `limiter` is NULL or a live handle.
+#[inline(never)]
+unsafe fn acquire_outcome(limiter: *mut rate_limiter, n: u64) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        match unsafe { limiter_ref(limiter) } {
+            Some(limiter) => outcome_status(limiter.try_acquire(n)),
+            None => RATE_E_NULL,
+        }
     })
 }
 

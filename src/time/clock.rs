@@ -20,8 +20,24 @@ use crate::sync::{Ordering, ProcessAtomicU64};
 /// let b = librate::now_ns();
 /// assert!(b >= a);
 /// ```
-#[inline]
+#[inline(always)]
 pub fn now_ns() -> u64 {
+    // The common reading, inline: the TSC clock started, its anchor current and young.
+    // Anything else (the first reading, which resolves the clocks; an anchor to replace;
+    // the vDSO's clock) is out of line.
+    match tsc::now_on_current_anchor() {
+        Some(now) => {
+            publish(now);
+            now
+        }
+        None => now_ns_otherwise(),
+    }
+}
+
+/// [`now_ns`] when the TSC clock cannot read on its current anchor alone.
+#[cold]
+#[inline(never)]
+fn now_ns_otherwise() -> u64 {
     // First: the clocks are resolved (and the TSC clock started, where it serves) before
     // any reading, so no reading from before the TSC clock started follows one after.
     let function = clock_gettime();
