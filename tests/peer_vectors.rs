@@ -4,11 +4,12 @@
 mod common;
 
 use common::peer_vectors::{self, Decide};
+use librate::Instant;
 use librate::{Config, Limiter};
 
 fn in_process(config: &Config) -> Decide {
     let limiter = Limiter::new(config).unwrap();
-    Box::new(move |n, at| limiter.acquire_at(n, at))
+    Box::new(move |n, at| limiter.acquire_at(n, Instant::from_nanos(at)))
 }
 
 #[test]

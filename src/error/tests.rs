@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::limiter::Limiter;
+use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;
 /// 2⁶⁴ − 257, the largest storable state (docs/decision.md, the end of the timeline).
@@ -18,7 +19,7 @@ fn rejected(config: Config) -> ConfigError {
 #[test]
 fn the_sentences_every_language_gives() {
     // docs/decision.md, Configuration.
-    let zero = rejected(Config::gcra(0, SECOND));
+    let zero = rejected(Config::per_second(0));
     assert_eq!(zero.to_string(), "limit 0: must be at least 1");
     assert_eq!(
         Error::InvalidConfig(zero).to_string(),
@@ -26,14 +27,14 @@ fn the_sentences_every_language_gives() {
     );
     // floor(P / L) >= 1: L at most P.
     assert_eq!(
-        rejected(Config::gcra(SECOND + 1, SECOND)).to_string(),
+        rejected(Config::gcra(SECOND + 1, Duration::from_secs(1))).to_string(),
         "limit 1000000001: must be at most 1000000000 for GCRA with period_ns 1000000000 \
          (at most one unit per ns)"
     );
     // floor((2^64 - 1) / 10^9) = 18446744073; times 2^29 plus L fits below 2^64 - 257
     // for every L of 29 bits, times 2^30 does not.
     assert_eq!(
-        rejected(Config::fixed_window(SECOND, SECOND)).to_string(),
+        rejected(Config::fixed_window(SECOND, Duration::from_secs(1))).to_string(),
         "limit 1000000000: must be at most 536870911 for the fixed window with period_ns \
          1000000000"
     );
@@ -46,39 +47,42 @@ fn the_sentences_every_language_gives() {
 #[test]
 fn each_rejection_names_its_field_value_and_bound() {
     let cases = [
-        (Config::sliding_log(1, 0), "period_ns 0: must be at least 1"),
+        (
+            Config::sliding_log(1, Duration::ZERO),
+            "period_ns 0: must be at least 1",
+        ),
         // 2 * floor(P / 1) <= 2^64 - 257 up to P = 2^63 - 129.
         (
-            Config::gcra(1, u64::MAX - 1).with_burst(2),
+            Config::gcra(1, Duration::from_nanos(u64::MAX - 1)).with_burst(2),
             "period_ns 18446744073709551614: must be at most 9223372036854775679 for GCRA \
              with limit 1 and burst 2 (burst x (period_ns / limit) must be at most \
              2^64 - 257 ns)",
         ),
         // T = 18446744073 * 10^9 <= 2^64 - 257 < 2T: a burst of 1.
         (
-            Config::gcra(1, 18_446_744_073 * SECOND).with_burst(2),
+            Config::gcra(1, Duration::from_secs(18_446_744_073)).with_burst(2),
             "burst 2: must be at most 1 for GCRA with limit 1 and period_ns \
              18446744073000000000 (burst x (period_ns / limit) must be at most 2^64 - 257 ns)",
         ),
         // Burst 0 is L = 2: 2 * floor(P / 2) <= 2^64 - 257 up to P = 2^64 - 257.
         (
-            Config::gcra(2, u64::MAX - 1),
+            Config::gcra(2, Duration::from_nanos(u64::MAX - 1)),
             "period_ns 18446744073709551614: must be at most 18446744073709551359 for GCRA \
              with limit 2 (limit x (period_ns / limit) must be at most 2^64 - 257 ns)",
         ),
         (
-            Config::sliding_window(SECOND, SECOND),
+            Config::sliding_window(SECOND, Duration::from_secs(1)),
             "limit 1000000000: must be at most 536870911 for the sliding window with \
              period_ns 1000000000",
         ),
         (
-            Config::sliding_log((1 << 20) + 1, SECOND),
+            Config::sliding_log((1 << 20) + 1, Duration::from_secs(1)),
             "limit 1048577: must be at most 1048576 for the sliding log with period_ns \
              1000000000",
         ),
         // L = 1: floor((2^64 - 1) / P) * 2 + 1 <= 2^64 - 257 from P = 3 on.
         (
-            Config::fixed_window(1, 1),
+            Config::fixed_window(1, Duration::from_nanos(1)),
             "period_ns 1: must be at least 3 for the fixed window with limit 1",
         ),
         // A period that never ends holds up to 2^64 - 257 units.
@@ -89,7 +93,7 @@ fn each_rejection_names_its_field_value_and_bound() {
         ),
         // More than one unit per ns, and a burst no period holds: two fields to change.
         (
-            Config::gcra(5, 3).with_burst(u64::MAX),
+            Config::gcra(5, Duration::from_nanos(3)).with_burst(u64::MAX),
             "limit 5 with period_ns 3 and burst 18446744073709551615: period_ns / limit \
              must be at least 1 ns (at most one unit per ns)",
         ),
@@ -101,7 +105,7 @@ fn each_rejection_names_its_field_value_and_bound() {
 
 #[test]
 fn the_accessors_say_what_the_sentence_says() {
-    let too_fast = rejected(Config::gcra(SECOND + 1, SECOND));
+    let too_fast = rejected(Config::gcra(SECOND + 1, Duration::from_secs(1)));
     assert!(matches!(too_fast, ConfigError::RateTooHigh(_)));
     assert_eq!(too_fast.field(), Some(Field::Limit));
     assert_eq!(too_fast.value(), Some(SECOND + 1));
@@ -112,12 +116,12 @@ fn the_accessors_say_what_the_sentence_says() {
         (forever.field(), forever.value(), forever.bound()),
         (Some(Field::Burst), Some(END + 1), Some(Bound::AtMost(END)))
     );
-    let zero = rejected(Config::fixed_window(1, 0));
+    let zero = rejected(Config::fixed_window(1, Duration::ZERO));
     assert_eq!(
         (zero.field(), zero.value(), zero.bound()),
         (Some(Field::PeriodNs), Some(0), Some(Bound::AtLeast(1)))
     );
-    let two_fields = rejected(Config::gcra(5, 3).with_burst(u64::MAX));
+    let two_fields = rejected(Config::gcra(5, Duration::from_nanos(3)).with_burst(u64::MAX));
     assert_eq!(
         (two_fields.field(), two_fields.value(), two_fields.bound()),
         (None, None, None)
