@@ -8,7 +8,7 @@ use super::clock::now_ns;
 
 /// A point on librate's timeline: nanoseconds since an origin the caller chooses (`0` for
 /// a test's own clock) or, from [`Instant::now`], since `CLOCK_MONOTONIC`'s
-/// ([`now_ns`](crate::now_ns)). The `_at` forms of every operation take one; a limiter
+/// ([`now_ns`]). The `_at` forms of every operation take one; a limiter
 /// decides on one timeline, whichever it is (docs/clock.md).
 ///
 /// The timeline is `u64` nanoseconds, from [`Instant::ZERO`] to [`Instant::MAX`] (about
@@ -34,7 +34,7 @@ impl Instant {
     /// The timeline's last instant, `u64::MAX` ns.
     pub const MAX: Self = Self(u64::MAX);
 
-    /// The time now on librate's clock, [`now_ns`](crate::now_ns).
+    /// The time now on librate's clock, [`now_ns`].
     #[inline]
     pub fn now() -> Self {
         Self(now_ns())
