@@ -15,12 +15,11 @@
 
 #![deny(missing_docs)]
 
-use librate::Instant;
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use librate::{Config, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
+use librate::{Config, Instant, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
 
 mod timing;
 use timing::{contended, single};

@@ -22,7 +22,6 @@
 
 #![deny(missing_docs)]
 
-use librate::Instant;
 use std::hint::black_box;
 use std::io::{Read, Write};
 use std::ops::Deref;
@@ -32,7 +31,7 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
-use librate::{Config, KeyedLimiter, Limiter};
+use librate::{Config, Instant, KeyedLimiter, Limiter};
 
 mod local_redis;
 mod timing;

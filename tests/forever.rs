@@ -6,8 +6,9 @@
 mod common;
 
 use common::{at, decision};
-use librate::Instant;
-use librate::{Algorithm, Bound, Config, ConfigError, Error, Field, KeyedLimiter, Limiter, Policy};
+use librate::{
+    Algorithm, Bound, Config, ConfigError, Error, Field, Instant, KeyedLimiter, Limiter, Policy,
+};
 use std::time::Duration;
 
 const ALGORITHMS: [Algorithm; 4] = [

@@ -6,8 +6,7 @@ mod common;
 
 use common::models::{GcraModel, END};
 use common::{at, Rng, MS, SECOND};
-use librate::Instant;
-use librate::{Bound, Config, ConfigError, Decision, Error, Field, Limiter};
+use librate::{Bound, Config, ConfigError, Decision, Error, Field, Instant, Limiter};
 use std::time::Duration;
 
 fn gcra(limit: u64, period_ns: u64, burst: u64) -> Limiter {

@@ -4,8 +4,7 @@
 mod common;
 
 use common::{at, models::KeyedGcraModel};
-use librate::Instant;
-use librate::{Config, ConfigError, Error, KeyedLimiter};
+use librate::{Config, ConfigError, Error, Instant, KeyedLimiter};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;

@@ -10,8 +10,7 @@ mod common;
 
 use common::key_is_hash::KeyIsHash;
 use common::{at, decision, Rng, MS, SECOND};
-use librate::Instant;
-use librate::{Config, ConfigError, Error, KeyedLimiter, Limiter};
+use librate::{Config, ConfigError, Error, Instant, KeyedLimiter, Limiter};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 

@@ -6,9 +6,9 @@
 mod common;
 
 use common::{at, Rng, MS, SECOND};
-use librate::Instant;
 use librate::{
-    Config, ConfigError, Decision, Error, KeyedPolicy, KeyedRule, Limiter, Policy, PolicyDecision,
+    Config, ConfigError, Decision, Error, Instant, KeyedPolicy, KeyedRule, Limiter, Policy,
+    PolicyDecision,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

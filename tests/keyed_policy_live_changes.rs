@@ -8,8 +8,7 @@
 mod common;
 
 use common::{at, SECOND};
-use librate::Instant;
-use librate::{Config, ConfigError, Error, KeyedPolicy, KeyedRule};
+use librate::{Config, ConfigError, Error, Instant, KeyedPolicy, KeyedRule};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 

@@ -1,8 +1,7 @@
 //! The keyed table with the window algorithms (docs/decision.md, docs/keyed.md), on a virtual
 //! clock.
 
-use librate::Instant;
-use librate::{Config, Error, KeyedLimiter};
+use librate::{Config, Error, Instant, KeyedLimiter};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::thread;

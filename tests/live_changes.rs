@@ -9,8 +9,7 @@ mod common;
 
 use common::processes::rewrite_word;
 use common::{at, decision, Rng, SECOND};
-use librate::Instant;
-use librate::{Config, ConfigError, Error, Limiter};
+use librate::{Config, ConfigError, Error, Instant, Limiter};
 use std::time::Duration;
 
 #[test]

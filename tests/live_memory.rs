@@ -13,8 +13,7 @@
 //! The table's test sweeps 200,000 slots a change: it runs in release builds
 //! (`cargo test --release --test live_memory`, which `scripts/test.sh` runs).
 
-use librate::Instant;
-use librate::{Config, KeyedLimiter, Limiter};
+use librate::{Config, Instant, KeyedLimiter, Limiter};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;

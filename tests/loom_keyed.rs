@@ -16,8 +16,7 @@
 
 #![cfg(loom)]
 
-use librate::Instant;
-use librate::{Decision, Error};
+use librate::{Decision, Error, Instant};
 use loom::sync::Arc;
 use loom::thread;
 

@@ -9,8 +9,7 @@
 //! the home slot), GCRA of 1 per `T` per key, at frozen times.
 #![cfg(loom)]
 
-use librate::Instant;
-use librate::{Config, KeyedPolicy, KeyedRule};
+use librate::{Config, Instant, KeyedPolicy, KeyedRule};
 use loom::sync::Arc;
 use loom::thread;
 use std::time::Duration;

@@ -4,8 +4,10 @@
 //!       cargo test --release --test loom_limiter`
 #![cfg(loom)]
 
-use librate::Instant;
-use librate::{Config, Limiter};
+mod common;
+use common::at;
+
+use librate::{Config, Instant, Limiter};
 use loom::sync::Arc;
 use loom::thread;
 use std::time::Duration;
@@ -35,26 +37,14 @@ fn race<R: Send + 'static>(
 fn frozen_clock_admits_exactly_the_burst() {
     loom::model(|| {
         let limiter = limiter(2);
-        let admitted = race(&limiter, 3, |l| {
-            l.acquire_at(1, Instant::from_nanos(1000)).unwrap().allowed
-        });
+        let admitted = race(&limiter, 3, |l| l.acquire_at(1, at(1000)).unwrap().allowed);
         assert_eq!(admitted.iter().filter(|&&a| a).count(), 2);
         // Nothing drained, and the denial wrote nothing: the TAT is 1000 + 2·T.
-        let after = limiter.acquire_at(0, Instant::from_nanos(1000)).unwrap();
+        let after = limiter.acquire_at(0, at(1000)).unwrap();
         assert_eq!((after.remaining, after.reset_after_ns), (0, 2 * T));
         // One period later exactly one more unit is admitted.
-        assert!(
-            limiter
-                .acquire_at(1, Instant::from_nanos(1000 + T))
-                .unwrap()
-                .allowed
-        );
-        assert!(
-            !limiter
-                .acquire_at(1, Instant::from_nanos(1000 + T))
-                .unwrap()
-                .allowed
-        );
+        assert!(limiter.acquire_at(1, at(1000 + T)).unwrap().allowed);
+        assert!(!limiter.acquire_at(1, at(1000 + T)).unwrap().allowed);
     });
 }
 
@@ -109,16 +99,11 @@ fn a_reset_racing_acquires_decides_each_before_or_after_it() {
     loom::model(|| {
         // Burst 1, drained at 1000: before the reset nothing fits, after it one unit does.
         let limiter = limiter(1);
-        assert!(
-            limiter
-                .acquire_at(1, Instant::from_nanos(1000))
-                .unwrap()
-                .allowed
-        );
+        assert!(limiter.acquire_at(1, at(1000)).unwrap().allowed);
         let acquirers: Vec<_> = (0..2)
             .map(|_| {
                 let l = Arc::clone(&limiter);
-                thread::spawn(move || l.acquire_at(1, Instant::from_nanos(1000)).unwrap().allowed)
+                thread::spawn(move || l.acquire_at(1, at(1000)).unwrap().allowed)
             })
             .collect();
         limiter.reset();
@@ -128,10 +113,7 @@ fn a_reset_racing_acquires_decides_each_before_or_after_it() {
             .sum();
         // Every admitted unit came after the reset and is still counted: never one
         // admitted and then erased by it, nor two.
-        let remaining = limiter
-            .acquire_at(0, Instant::from_nanos(1000))
-            .unwrap()
-            .remaining;
+        let remaining = limiter.acquire_at(0, at(1000)).unwrap().remaining;
         assert_eq!(admitted + remaining, 1);
     });
 }

@@ -6,7 +6,9 @@
 //!       cargo test --release --test loom_live_changes`
 #![cfg(loom)]
 
-use librate::Instant;
+mod common;
+use common::at;
+
 use librate::{Config, Limiter};
 use loom::sync::Arc;
 use loom::thread;
@@ -37,12 +39,10 @@ fn a_change_racing_two_acquires() {
         let acquirers: Vec<_> = (0..2)
             .map(|_| {
                 let limiter = Arc::clone(&limiter);
-                thread::spawn(move || limiter.acquire_at(2, Instant::from_nanos(NOW)).unwrap())
+                thread::spawn(move || limiter.acquire_at(2, at(NOW)).unwrap())
             })
             .collect();
-        limiter
-            .set_config_at(&new, Instant::from_nanos(NOW))
-            .unwrap();
+        limiter.set_config_at(&new, at(NOW)).unwrap();
         let decisions: Vec<_> = acquirers.into_iter().map(|t| t.join().unwrap()).collect();
         // A decision's limit is its rule's burst: which rule decided it.
         let admitted_under = |burst: u64| {
@@ -61,7 +61,7 @@ fn a_change_racing_two_acquires() {
         // change, capped at 2, then 2 per admission under the new rule.
         let carried = (3 - 2 * before).min(2);
         assert!(2 * after <= carried);
-        let state = limiter.acquire_at(0, Instant::from_nanos(NOW)).unwrap();
+        let state = limiter.acquire_at(0, at(NOW)).unwrap();
         assert_eq!((state.limit, state.remaining), (2, carried - 2 * after));
     });
 }
@@ -75,12 +75,10 @@ fn a_change_racing_an_acquire_after_another() {
         let limiter = Arc::new(Limiter::new(&old).unwrap());
         let acquirer = {
             let limiter = Arc::clone(&limiter);
-            thread::spawn(move || limiter.acquire_at(2, Instant::from_nanos(NOW)).unwrap())
+            thread::spawn(move || limiter.acquire_at(2, at(NOW)).unwrap())
         };
-        let first = limiter.acquire_at(2, Instant::from_nanos(NOW)).unwrap();
-        limiter
-            .set_config_at(&new, Instant::from_nanos(NOW))
-            .unwrap();
+        let first = limiter.acquire_at(2, at(NOW)).unwrap();
+        limiter.set_config_at(&new, at(NOW)).unwrap();
         let raced = acquirer.join().unwrap();
         assert_eq!(first.limit, 3, "decided before the change");
         let before = u64::from(first.allowed) + u64::from(raced.limit == 3 && raced.allowed);
@@ -88,7 +86,7 @@ fn a_change_racing_an_acquire_after_another() {
         assert!(raced.limit == 3 || raced.limit == 2);
         let carried = (3 - 2 * before).min(2);
         assert!(2 * after <= carried);
-        let state = limiter.acquire_at(0, Instant::from_nanos(NOW)).unwrap();
+        let state = limiter.acquire_at(0, at(NOW)).unwrap();
         assert_eq!((state.limit, state.remaining), (2, carried - 2 * after));
     });
 }
@@ -105,18 +103,15 @@ fn a_change_lowering_a_rule_below_a_racing_request() {
         );
         let requester = {
             let policy = Arc::clone(&policy);
-            thread::spawn(move || policy.acquire_at(2, Instant::from_nanos(NOW)))
+            thread::spawn(move || policy.acquire_at(2, at(NOW)))
         };
         policy
             .set_rules_at(
                 &[Config::gcra(1, Duration::from_nanos(100)).with_burst(1)],
-                Instant::from_nanos(NOW),
+                at(NOW),
             )
             .unwrap();
-        let after = policy
-            .acquire_at(0, Instant::from_nanos(NOW))
-            .unwrap()
-            .decision;
+        let after = policy.acquire_at(0, at(NOW)).unwrap().decision;
         match requester.join().unwrap() {
             // Checked against the new rule's limit of 1.
             Err(error) => {
@@ -157,14 +152,14 @@ fn a_caller_after_a_policy_change_checks_the_rules_in_force() {
                 policy
                     .set_rules_at(
                         &[Config::gcra(1, Duration::from_nanos(100)).with_burst(1)],
-                        Instant::from_nanos(NOW),
+                        at(NOW),
                     )
                     .unwrap();
                 done.store(true, Ordering::Release);
             })
         };
         let after = done.load(Ordering::Acquire);
-        let request = policy.try_acquire_at(2, Instant::from_nanos(NOW));
+        let request = policy.try_acquire_at(2, at(NOW));
         // Without the flag's word it may also be checked against the old burst of 3, and
         // admitted under it or denied under the new one (see the model before).
         if after {
@@ -172,7 +167,7 @@ fn a_caller_after_a_policy_change_checks_the_rules_in_force() {
         }
         changer.join().unwrap();
         assert_eq!(
-            policy.try_acquire_at(2, Instant::from_nanos(NOW)),
+            policy.try_acquire_at(2, at(NOW)),
             Err(librate::Error::InsufficientCapacity)
         );
     });
@@ -190,16 +185,12 @@ fn a_free_racing_a_late_reader() {
     let middle = Config::gcra(1, Duration::from_nanos(100)).with_burst(4);
     loom::model(move || {
         let limiter = Arc::new(Limiter::new(&old).unwrap());
-        limiter
-            .set_config_at(&middle, Instant::from_nanos(NOW))
-            .unwrap();
+        limiter.set_config_at(&middle, at(NOW)).unwrap();
         let reader = {
             let limiter = Arc::clone(&limiter);
-            thread::spawn(move || limiter.acquire_at(2, Instant::from_nanos(NOW)).unwrap())
+            thread::spawn(move || limiter.acquire_at(2, at(NOW)).unwrap())
         };
-        limiter
-            .set_config_at(&new, Instant::from_nanos(NOW))
-            .unwrap();
+        limiter.set_config_at(&new, at(NOW)).unwrap();
         let decision = reader.join().unwrap();
         assert!(decision.allowed, "2 of 3 tokens, or of 2 after the change");
         // Before the change: 1 token left, carried over (cap 2); after it: 2 - 2.
@@ -208,7 +199,7 @@ fn a_free_racing_a_late_reader() {
             2 => 0,
             other => panic!("decided under no rule it had: burst {other}"),
         };
-        let state = limiter.acquire_at(0, Instant::from_nanos(NOW)).unwrap();
+        let state = limiter.acquire_at(0, at(NOW)).unwrap();
         assert_eq!((state.limit, state.remaining), (2, left));
     });
 }

@@ -11,8 +11,7 @@
 
 #![cfg(loom)]
 
-use librate::Instant;
-use librate::{crashes, Config, Limiter};
+use librate::{crashes, Config, Instant, Limiter};
 use loom::thread;
 
 /// More crash points than a change passes: the last runs complete it.

@@ -14,8 +14,7 @@
 
 #![cfg(loom)]
 
-use librate::Instant;
-use librate::{crashes, Config, KeyedLimiter};
+use librate::{crashes, Config, Instant, KeyedLimiter};
 use loom::thread;
 
 /// More crash points than a change of a two-slot table passes (after recording it, after

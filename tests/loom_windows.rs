@@ -6,8 +6,10 @@
 
 #![cfg(loom)]
 
-use librate::Instant;
-use librate::{Config, Decision, Limiter};
+mod common;
+use common::at;
+
+use librate::{Config, Decision, Instant, Limiter};
 use loom::sync::Arc;
 use loom::thread;
 use std::time::Duration;
@@ -28,7 +30,7 @@ fn race_with(
         .iter()
         .map(|&(n, now)| {
             let limiter = Arc::clone(limiter);
-            thread::spawn(move || limiter.acquire_at(n, Instant::from_nanos(now)).unwrap())
+            thread::spawn(move || limiter.acquire_at(n, at(now)).unwrap())
         })
         .collect();
     meanwhile();
@@ -40,10 +42,7 @@ fn admitted(decisions: &[Decision]) -> usize {
 }
 
 fn remaining(limiter: &Limiter, now: u64) -> u64 {
-    limiter
-        .acquire_at(0, Instant::from_nanos(now))
-        .unwrap()
-        .remaining
+    limiter.acquire_at(0, at(now)).unwrap().remaining
 }
 
 #[test]
@@ -68,12 +67,7 @@ fn fixed_window_roll_over_racing_an_increment_loses_no_count() {
         // L = 2 per 10 ns; one unit already in window 0.
         let limiter =
             Arc::new(Limiter::new(&Config::fixed_window(2, Duration::from_nanos(10))).unwrap());
-        assert!(
-            limiter
-                .acquire_at(1, Instant::from_nanos(5))
-                .unwrap()
-                .allowed
-        );
+        assert!(limiter.acquire_at(1, at(5)).unwrap().allowed);
         // One increment in window 0 against two requests in window 1.
         let decisions = race(&limiter, &[(1, 8), (1, 15), (1, 15)]);
         // An admitted request says which window it counted in: reset_after is the time to
@@ -102,12 +96,7 @@ fn sliding_window_roll_over_keeps_the_previous_count() {
         // L = 2 per 10 ns; window 0 full.
         let limiter =
             Arc::new(Limiter::new(&Config::sliding_window(2, Duration::from_nanos(10))).unwrap());
-        assert!(
-            limiter
-                .acquire_at(2, Instant::from_nanos(5))
-                .unwrap()
-                .allowed
-        );
+        assert!(limiter.acquire_at(2, at(5)).unwrap().allowed);
         // At 15 the 2 from window 0 weigh 2·5/10 = 1: one of the two fits. The request at
         // 9 (window 0, or window 1's start once it rolled over) never fits.
         let decisions = race(&limiter, &[(1, 15), (1, 15), (1, 9)]);
@@ -193,12 +182,7 @@ fn a_reset_racing_acquires_decides_each_before_or_after_it() {
             // L = 1, used up in window 1: before the reset nothing fits, after it one
             // unit does (the sliding window's first admission after it bars window 0).
             let limiter = Arc::new(Limiter::new(&config).unwrap());
-            assert!(
-                limiter
-                    .acquire_at(1, Instant::from_nanos(15))
-                    .unwrap()
-                    .allowed
-            );
+            assert!(limiter.acquire_at(1, at(15)).unwrap().allowed);
             let (admitted, left) = race_a_reset(&limiter, 15);
             // Every admitted unit came after the reset and is still counted.
             assert_eq!(admitted + left, 1, "{config:?}");
@@ -216,12 +200,7 @@ fn a_reset_racing_a_roll_over_never_admits_more_than_either_order() {
         // that can deny more, never admit more.
         let limiter =
             Arc::new(Limiter::new(&Config::sliding_window(2, Duration::from_nanos(10))).unwrap());
-        assert!(
-            limiter
-                .acquire_at(2, Instant::from_nanos(5))
-                .unwrap()
-                .allowed
-        );
+        assert!(limiter.acquire_at(2, at(5)).unwrap().allowed);
         let (admitted, left) = race_a_reset(&limiter, 15);
         // At 20 (window 2, its start) window 1 weighs in full: exactly the units counted
         // there after the reset.
@@ -276,12 +255,7 @@ fn racing_first_admissions_out_of_a_reset_word_lose_no_count() {
         // 2 too. Neither may lose the count window 1 records when it closes.
         let limiter =
             Arc::new(Limiter::new(&Config::sliding_window(2, Duration::from_nanos(10))).unwrap());
-        assert!(
-            limiter
-                .acquire_at(2, Instant::from_nanos(15))
-                .unwrap()
-                .allowed
-        );
+        assert!(limiter.acquire_at(2, at(15)).unwrap().allowed);
         limiter.reset();
         let decisions = race(&limiter, &[(1, 15), (1, 25)]);
         assert_eq!(admitted(&decisions), 2);

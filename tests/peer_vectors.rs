@@ -4,8 +4,7 @@
 mod common;
 
 use common::peer_vectors::{self, Decide};
-use librate::Instant;
-use librate::{Config, Limiter};
+use librate::{Config, Instant, Limiter};
 
 fn in_process(config: &Config) -> Decide {
     let limiter = Limiter::new(config).unwrap();

@@ -5,21 +5,19 @@
 mod common;
 
 use common::models::combine;
-use common::{random_rule, Rng, MS, SECOND};
-use librate::Instant;
-use librate::{Algorithm, Config, ConfigError, Decision, Error, Limiter, Policy, PolicyDecision};
+use common::{at, random_rule, Rng, MS, SECOND};
+use librate::{
+    Algorithm, Config, ConfigError, Decision, Error, Instant, Limiter, Policy, PolicyDecision,
+};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The model of one rule: a fresh limiter of it, given the policy's admissions so far.
 fn replayed(rule: &Config, admitted: &[(u64, u64)]) -> Limiter {
     let limiter = Limiter::new(rule).unwrap();
-    for &(n, at) in admitted {
+    for &(n, t) in admitted {
         assert!(
-            limiter
-                .acquire_at(n, Instant::from_nanos(at))
-                .unwrap()
-                .allowed,
+            limiter.acquire_at(n, at(t)).unwrap().allowed,
             "the model replays admissions"
         );
     }
@@ -30,15 +28,11 @@ fn replayed(rule: &Config, admitted: &[(u64, u64)]) -> Limiter {
 fn model(rules: &[Config], admitted: &[(u64, u64)], n: u64, now: u64) -> PolicyDecision {
     let taken: Vec<Decision> = rules
         .iter()
-        .map(|rule| {
-            replayed(rule, admitted)
-                .acquire_at(n, Instant::from_nanos(now))
-                .unwrap()
-        })
+        .map(|rule| replayed(rule, admitted).acquire_at(n, at(now)).unwrap())
         .collect();
     let (decision, denied_by, each) = combine(taken, |i| {
         replayed(&rules[i], admitted)
-            .acquire_at(0, Instant::from_nanos(now))
+            .acquire_at(0, at(now))
             .unwrap()
     });
     // A PolicyDecision is compared through its public parts (see `same`).
@@ -90,11 +84,11 @@ fn policies_decide_as_their_rules_would_together() {
             let n = rng.below(limit + 2);
             if n > limit {
                 assert_eq!(
-                    policy.acquire_at(n, Instant::from_nanos(now)),
+                    policy.acquire_at(n, at(now)),
                     Err(Error::InsufficientCapacity)
                 );
                 assert_eq!(
-                    policy.try_acquire_at(n, Instant::from_nanos(now)),
+                    policy.try_acquire_at(n, at(now)),
                     Err(Error::InsufficientCapacity)
                 );
                 continue;
@@ -102,7 +96,7 @@ fn policies_decide_as_their_rules_would_together() {
             let want = model(&rules, &admitted, n, now);
             let got = if rng.chance(30) && n > 0 {
                 // The bool form takes as the full one does.
-                let allowed = policy.try_acquire_at(n, Instant::from_nanos(now)).unwrap();
+                let allowed = policy.try_acquire_at(n, at(now)).unwrap();
                 assert_eq!(
                     allowed, want.decision.allowed,
                     "case {case} step {step}: {rules:?}"
@@ -112,7 +106,7 @@ fn policies_decide_as_their_rules_would_together() {
                 }
                 continue;
             } else {
-                policy.acquire_at(n, Instant::from_nanos(now)).unwrap()
+                policy.acquire_at(n, at(now)).unwrap()
             };
             let context = format!("case {case} step {step}: n {n} at {now}, {rules:?}");
             assert_eq!(got.decision, want.decision, "{context}");
@@ -211,10 +205,7 @@ fn threads_admit_exactly_the_tightest_limit() {
             std::thread::scope(|scope| {
                 for _ in 0..4 {
                     scope.spawn(|| {
-                        while policy
-                            .try_acquire_at(1, Instant::from_nanos(SECOND))
-                            .unwrap()
-                        {
+                        while policy.try_acquire_at(1, at(SECOND)).unwrap() {
                             admitted.fetch_add(1, Ordering::Relaxed);
                         }
                     });
@@ -222,7 +213,7 @@ fn threads_admit_exactly_the_tightest_limit() {
             });
             let tightest = policy.limit();
             assert_eq!(admitted.load(Ordering::Relaxed), tightest, "{rules:?}");
-            let state = policy.acquire_at(0, Instant::from_nanos(SECOND)).unwrap();
+            let state = policy.acquire_at(0, at(SECOND)).unwrap();
             for (rule, decision) in rules.iter().zip(state.rules()) {
                 // Within its limit: what it holds is at least the admitted units.
                 assert!(decision.limit - decision.remaining >= tightest, "{rule:?}");
@@ -308,7 +299,7 @@ fn a_lowered_limit_binds_every_caller_after_the_change() {
                         loop {
                             let after = done.load(Ordering::Acquire);
                             // 30 units: within the built bursts, past the lowered one.
-                            let large = policy.try_acquire_at(30, Instant::from_nanos(now));
+                            let large = policy.try_acquire_at(30, at(now));
                             match large {
                                 Ok(true) => admitted += 30,
                                 Ok(false) => assert!(!after, "a denial, not an error"),
@@ -320,11 +311,11 @@ fn a_lowered_limit_binds_every_caller_after_the_change() {
                                     Err(Error::InsufficientCapacity)
                                 );
                                 assert_eq!(
-                                    policy.acquire_at(30, Instant::from_nanos(now)),
+                                    policy.acquire_at(30, at(now)),
                                     Err(Error::InsufficientCapacity)
                                 );
                             }
-                            if policy.try_acquire_at(1, Instant::from_nanos(now)).unwrap() {
+                            if policy.try_acquire_at(1, at(now)).unwrap() {
                                 admitted += 1;
                             } else if after {
                                 return admitted;
@@ -334,24 +325,16 @@ fn a_lowered_limit_binds_every_caller_after_the_change() {
                 })
                 .collect();
             // Once at least 10 units are taken, so the change meets a bucket in use.
-            while policy
-                .acquire_at(0, Instant::from_nanos(now))
-                .unwrap()
-                .rules()[0]
-                .remaining
-                > 40
-            {
+            while policy.acquire_at(0, at(now)).unwrap().rules()[0].remaining > 40 {
                 std::hint::spin_loop();
             }
-            policy
-                .set_rules_at(&lowered, Instant::from_nanos(now))
-                .unwrap();
+            policy.set_rules_at(&lowered, at(now)).unwrap();
             done.store(true, Ordering::Release);
             takers.into_iter().map(|taker| taker.join().unwrap()).sum()
         });
         // k units before the change leave min(50 - k, 20) tokens after it, k ≥ 10.
         assert!((30..=50).contains(&admitted), "{admitted}");
-        let state = policy.acquire_at(0, Instant::from_nanos(now)).unwrap();
+        let state = policy.acquire_at(0, at(now)).unwrap();
         assert_eq!(state.rules()[0].remaining, 0);
         assert_eq!(state.rules()[1].remaining, 100 - admitted);
     }

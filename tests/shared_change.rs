@@ -8,8 +8,7 @@ mod common;
 use common::at;
 
 use common::processes::{in_processes, Scratch};
-use librate::Instant;
-use librate::{describe_file, Config, Error, Limiter};
+use librate::{describe_file, Config, Error, Instant, Limiter};
 use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;

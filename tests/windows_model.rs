@@ -16,8 +16,7 @@ mod common;
 
 use common::decision;
 use common::models::{model_decide, FixedModel, LogModel, SlidingModel, WindowModel};
-use librate::Instant;
-use librate::{Algorithm, Bound, Config, ConfigError, Decision, Error, Field, Limiter};
+use librate::{Algorithm, Bound, Config, ConfigError, Decision, Error, Field, Instant, Limiter};
 use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;

@@ -4,8 +4,10 @@
 
 #![cfg(not(loom))]
 
-use librate::Instant;
-use librate::{Algorithm, Config, Limiter};
+mod common;
+use common::at;
+
+use librate::{Algorithm, Config, Instant, Limiter};
 use std::sync::Barrier;
 use std::thread;
 use std::time::Duration;
@@ -30,7 +32,7 @@ fn hammer(limiter: &Limiter, now: u64, attempts: u64, cost: fn(u64) -> u64) -> u
                     (0..attempts)
                         .map(|i| {
                             let n = cost(i);
-                            let decision = limiter.acquire_at(n, Instant::from_nanos(now)).unwrap();
+                            let decision = limiter.acquire_at(n, at(now)).unwrap();
                             if decision.allowed {
                                 n
                             } else {
@@ -53,10 +55,7 @@ fn four_threads_at_a_frozen_time_admit_exactly_the_limit() {
         let admitted = hammer(&limiter, 5 * PERIOD + 7, LIMIT, |_| 1);
         assert_eq!(admitted, LIMIT, "{algorithm:?}");
         assert_eq!(
-            limiter
-                .acquire_at(0, Instant::from_nanos(5 * PERIOD + 7))
-                .unwrap()
-                .remaining,
+            limiter.acquire_at(0, at(5 * PERIOD + 7)).unwrap().remaining,
             0
         );
     }
@@ -70,10 +69,7 @@ fn mixed_costs_never_lose_or_invent_a_unit() {
         let limiter =
             Limiter::new(&Config::new(algorithm, LIMIT, Duration::from_nanos(PERIOD))).unwrap();
         let admitted = hammer(&limiter, 3 * PERIOD, LIMIT, |i| 1 + i % 3);
-        let remaining = limiter
-            .acquire_at(0, Instant::from_nanos(3 * PERIOD))
-            .unwrap()
-            .remaining;
+        let remaining = limiter.acquire_at(0, at(3 * PERIOD)).unwrap().remaining;
         assert_eq!(admitted + remaining, LIMIT, "{algorithm:?}");
         assert!(remaining < 3, "{algorithm:?}: {remaining} left");
     }
@@ -97,17 +93,10 @@ fn racing_roll_overs_and_laps_admit_exactly_what_is_free() {
     // 600 weigh 600·(P − P/2)/P = 300: exactly 700 more, and the roll-over kept the 600.
     let limiter =
         Limiter::new(&Config::sliding_window(LIMIT, Duration::from_nanos(PERIOD))).unwrap();
-    assert!(
-        limiter
-            .acquire_at(600, Instant::from_nanos(PERIOD / 2))
-            .unwrap()
-            .allowed
-    );
+    assert!(limiter.acquire_at(600, at(PERIOD / 2)).unwrap().allowed);
     let admitted = hammer(&limiter, PERIOD + PERIOD / 2, LIMIT, |_| 1);
     assert_eq!(admitted, 700);
     // At 3/4 of window 1 the 600 weigh 150: 150 free.
-    let later = limiter
-        .acquire_at(0, Instant::from_nanos(PERIOD + 3 * PERIOD / 4))
-        .unwrap();
+    let later = limiter.acquire_at(0, at(PERIOD + 3 * PERIOD / 4)).unwrap();
     assert_eq!(later.remaining, 150);
 }

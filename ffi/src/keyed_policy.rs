@@ -6,8 +6,7 @@ use super::policy::{costs_of, report_policy, rules_of};
 use super::{boundary, outcome_status, path_of, rate_config, status_of};
 use super::{rate_policy_decision, RATE_E_NULL, RATE_OK};
 use librate::Error;
-use librate::Instant;
-use librate::{KeyedPolicy, KeyedRule, MAX_RULES};
+use librate::{Instant, KeyedPolicy, KeyedRule, MAX_RULES};
 use std::ffi::c_char;
 use std::path::Path;
 

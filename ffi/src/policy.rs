@@ -3,8 +3,7 @@
 use super::{boundary, outcome_status, rate_config, rate_decision, status_of};
 use super::{RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_LIMITED, RATE_OK};
 use librate::Error;
-use librate::Instant;
-use librate::{Policy, PolicyDecision, MAX_RULES};
+use librate::{Instant, Policy, PolicyDecision, MAX_RULES};
 
 mod change;
 

@@ -19,8 +19,7 @@
 mod common;
 
 use common::c_decision::decision_of;
-use librate::Instant;
-use librate::{Config, Decision, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
+use librate::{Config, Decision, Instant, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
 use rate::*;
 use std::ptr;
 use std::time::Duration;

@@ -20,8 +20,7 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use librate::Instant;
-use librate::{Algorithm, Config, Decision, Error, KeyedLimiter, Limiter};
+use librate::{Algorithm, Config, Decision, Error, Instant, KeyedLimiter, Limiter};
 use librate_fuzz::{config, new_path, next_time, rust_config};
 use std::cell::RefCell;
 use std::collections::HashMap;

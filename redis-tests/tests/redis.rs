@@ -5,7 +5,6 @@
 
 mod common;
 
-use librate::Instant;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
@@ -15,7 +14,7 @@ use common::redis_replay::replay;
 use common::redis_server::{server, RedisServer};
 use common::{Rng, MS, SECOND};
 use librate::redis::{RedisError, RedisLimiter};
-use librate::{Algorithm, Config, ConfigError, Decision, Error};
+use librate::{Algorithm, Config, ConfigError, Decision, Error, Instant};
 
 /// The seed scenario of docs/decision.md on Redis with explicit times: L = 1, P = 2 s, B = 1. Bob
 /// is admitted at 0 ms, denied at 999 and 1000 ms, admitted at 2001 ms; Alice is independent.

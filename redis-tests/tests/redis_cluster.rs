@@ -7,8 +7,7 @@ mod common;
 use common::SECOND;
 use common::{at, redis_server::RedisCluster};
 use librate::redis::{slot, RedisLimiter};
-use librate::Instant;
-use librate::{Config, Limiter};
+use librate::{Config, Instant, Limiter};
 
 /// 40 keys over three masters: each decides exactly as an in-process limiter of its own,
 /// and the Redis keys of one user under two prefixes share a slot (their hash tag).

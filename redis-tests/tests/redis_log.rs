@@ -9,8 +9,7 @@ use common::redis_replay::replay;
 use common::redis_server::server;
 use common::{decision, Rng, MS, SECOND};
 use librate::redis::{RedisError, RedisLimiter};
-use librate::Instant;
-use librate::{Config, ConfigError, Decision, Error, Limiter};
+use librate::{Config, ConfigError, Decision, Error, Instant, Limiter};
 use std::time::Duration;
 
 /// The sliding log on Redis: random configurations (L from 1 to 50, some larger, a few at

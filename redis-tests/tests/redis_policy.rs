@@ -9,8 +9,7 @@ use common::redis_replay::Unexpiring;
 use common::redis_server::{server, RedisCluster, RedisServer};
 use common::{random_rule, Rng, MS, SECOND};
 use librate::redis::{slot, RedisError, RedisLimiter, RedisPolicy};
-use librate::Instant;
-use librate::{Config, ConfigError, Decision, Error, Policy};
+use librate::{Config, ConfigError, Decision, Error, Instant, Policy};
 use std::time::Duration;
 
 /// Random policies of 1 to 8 rules of any mix, each under a prefix of its own; random costs

@@ -9,8 +9,7 @@ use common::redis_replay::{replay, MAX_STATE};
 use common::redis_server::server;
 use common::{Rng, MS, SECOND};
 use librate::redis::{RedisError, RedisLimiter};
-use librate::Instant;
-use librate::{Algorithm, Config, ConfigError, Decision, Error, Limiter};
+use librate::{Algorithm, Config, ConfigError, Decision, Error, Instant, Limiter};
 use std::time::Duration;
 
 /// The fixed window's doc example (src/algorithm/fixed_window.rs) on Redis: 2 per minute;

@@ -2,8 +2,7 @@
 //! capacity 1 (two slots), GCRA of 1 per `T`, and keys that are their own hashes, so a
 //! model puts each key in the slot its race needs.
 
-use librate::Instant;
-use librate::{Config, Decision, Error, KeyedLimiter};
+use librate::{Config, Decision, Error, Instant, KeyedLimiter};
 use loom::sync::Arc;
 use loom::thread;
 use std::collections::BTreeSet;

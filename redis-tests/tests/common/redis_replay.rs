@@ -3,8 +3,7 @@
 //! field, and every admission's expiry checked.
 
 use librate::redis::{RedisError, RedisLimiter};
-use librate::Instant;
-use librate::{Algorithm, Config, Decision, Limiter};
+use librate::{Algorithm, Config, Decision, Instant, Limiter};
 use std::time::Duration;
 
 use super::{Rng, MS};
