@@ -14,8 +14,8 @@
 
 mod common;
 
-use common::decision;
 use common::models::{model_decide, FixedModel, LogModel, SlidingModel, WindowModel};
+use common::{at, decision};
 use librate::{Algorithm, Bound, Config, ConfigError, Decision, Error, Field, Instant, Limiter};
 use std::time::Duration;
 
@@ -48,10 +48,7 @@ fn replay(config: &Config, history: &[(u64, u64)]) -> Limiter {
     let limiter = Limiter::new(config).unwrap();
     for &(t, n) in history {
         assert!(
-            limiter
-                .acquire_at(n, Instant::from_nanos(t))
-                .unwrap()
-                .allowed,
+            limiter.acquire_at(n, at(t)).unwrap().allowed,
             "replay diverged"
         );
     }
@@ -68,7 +65,7 @@ fn assert_first(t: u64, d: u64, mut holds: impl FnMut(u64) -> bool, what: &str) 
         return;
     }
     let just_before = match t.checked_add(d) {
-        Some(at) => at - 1,
+        Some(end) => end - 1,
         None => u64::MAX,
     };
     assert!(!holds(just_before), "{what}: before {t} + {d}");
@@ -82,16 +79,11 @@ fn assert_first(t: u64, d: u64, mut holds: impl FnMut(u64) -> bool, what: &str) 
 fn check_by_definition(config: &Config, history: &[(u64, u64)], t: u64, n: u64, d: &Decision) {
     if !d.allowed {
         let copy = replay(config, history);
-        let admits = |at| copy.acquire_at(n, Instant::from_nanos(at)).unwrap().allowed;
+        let admits = |t| copy.acquire_at(n, at(t)).unwrap().allowed;
         assert_first(t, d.retry_after_ns, admits, "retry_after");
     }
     let copy = replay(config, history);
-    let full = |at| {
-        copy.acquire_at(0, Instant::from_nanos(at))
-            .unwrap()
-            .remaining
-            == config.limit
-    };
+    let full = |t| copy.acquire_at(0, at(t)).unwrap().remaining == config.limit;
     assert_first(t, d.reset_after_ns, full, "reset_after");
 }
 
@@ -138,7 +130,7 @@ fn run_random<M: WindowModel>(
             1 => limit + 1,
             _ => 1 + rng.up_to(limit - 1),
         };
-        let got = limiter.acquire_at(n, Instant::from_nanos(t));
+        let got = limiter.acquire_at(n, at(t));
         let want = model_decide(&mut model, t, n);
         assert_eq!(
             got, want,
@@ -235,18 +227,17 @@ fn sliding_log_matches_its_model() {
 #[test]
 fn seed_fixed_window_two_per_minute() {
     let limiter = Limiter::new(&Config::fixed_window(2, Duration::from_secs(60))).unwrap();
-    let at = |s: u64| {
-        limiter
-            .acquire_at(1, Instant::from_nanos(s * SECOND))
-            .unwrap()
-    };
+    let at_second = |s: u64| limiter.acquire_at(1, at(s * SECOND)).unwrap();
     // 0:24 and 0:36 admitted; the window resets at 1:00.
-    assert_eq!(at(24), decision(true, 2, 1, 0, 36 * SECOND));
-    assert_eq!(at(36), decision(true, 2, 0, 0, 24 * SECOND));
+    assert_eq!(at_second(24), decision(true, 2, 1, 0, 36 * SECOND));
+    assert_eq!(at_second(36), decision(true, 2, 0, 0, 24 * SECOND));
     // 0:49 rejected: retry after 11 s, when the next window starts.
-    assert_eq!(at(49), decision(false, 2, 0, 11 * SECOND, 11 * SECOND));
+    assert_eq!(
+        at_second(49),
+        decision(false, 2, 0, 11 * SECOND, 11 * SECOND)
+    );
     // 1:12 admitted in the new window, which resets at 2:00.
-    assert_eq!(at(72), decision(true, 2, 1, 0, 48 * SECOND));
+    assert_eq!(at_second(72), decision(true, 2, 1, 0, 48 * SECOND));
 }
 
 #[test]
@@ -254,18 +245,12 @@ fn seed_sliding_window_ten_per_minute_after_nine() {
     let limiter = Limiter::new(&Config::sliding_window(10, Duration::from_secs(60))).unwrap();
     // 9 admitted in the previous window (0:00–1:00).
     assert_eq!(
-        limiter
-            .acquire_at(9, Instant::from_nanos(30 * SECOND))
-            .unwrap(),
+        limiter.acquire_at(9, at(30 * SECOND)).unwrap(),
         decision(true, 10, 1, 0, 90 * SECOND)
     );
     // The estimate at e seconds into 1:00–2:00 is 9·(60 − e)/60 + cur; remaining is
     // 10 − ⌈9·(60 − e)/60⌉, and everything has left the window at 2:00.
-    let query = |e: u64| {
-        limiter
-            .acquire_at(0, Instant::from_nanos(MINUTE + e * SECOND))
-            .unwrap()
-    };
+    let query = |e: u64| limiter.acquire_at(0, at(MINUTE + e * SECOND)).unwrap();
     assert_eq!(query(0), decision(true, 10, 1, 0, 60 * SECOND)); // 9
     assert_eq!(query(15), decision(true, 10, 3, 0, 45 * SECOND)); // 6.75
     assert_eq!(query(20), decision(true, 10, 4, 0, 40 * SECOND)); // 6
@@ -273,34 +258,24 @@ fn seed_sliding_window_ten_per_minute_after_nine() {
     assert_eq!(query(59), decision(true, 10, 9, 0, SECOND)); // 0.15
     assert_eq!(query(60), decision(true, 10, 10, 0, 0));
     // At 1:15, 6.75 + 3 ≤ 10 but 6.75 + 4 > 10.
-    let at = MINUTE + 15 * SECOND;
-    assert!(
-        limiter
-            .acquire_at(1, Instant::from_nanos(at))
-            .unwrap()
-            .allowed
-    );
-    assert!(
-        limiter
-            .acquire_at(2, Instant::from_nanos(at))
-            .unwrap()
-            .allowed
-    );
+    let t = MINUTE + 15 * SECOND;
+    assert!(limiter.acquire_at(1, at(t)).unwrap().allowed);
+    assert!(limiter.acquire_at(2, at(t)).unwrap().allowed);
     // The 4th is denied until 9·(60 − e)/60 + 4 ≤ 10, i.e. e = 20 s: 5 s from now. Both
     // windows are clear only at 3:00 (this window's 3 weigh on the next one).
     assert_eq!(
-        limiter.acquire_at(1, Instant::from_nanos(at)).unwrap(),
+        limiter.acquire_at(1, at(t)).unwrap(),
         decision(false, 10, 0, 5 * SECOND, 105 * SECOND)
     );
     assert!(
         !limiter
-            .acquire_at(1, Instant::from_nanos(MINUTE + 20 * SECOND - 1))
+            .acquire_at(1, at(MINUTE + 20 * SECOND - 1))
             .unwrap()
             .allowed
     );
     assert!(
         limiter
-            .acquire_at(1, Instant::from_nanos(MINUTE + 20 * SECOND))
+            .acquire_at(1, at(MINUTE + 20 * SECOND))
             .unwrap()
             .allowed
     );
@@ -309,25 +284,22 @@ fn seed_sliding_window_ten_per_minute_after_nine() {
 #[test]
 fn seed_sliding_log_two_per_minute() {
     let limiter = Limiter::new(&Config::sliding_log(2, Duration::from_secs(60))).unwrap();
-    let at = |s: u64| {
-        limiter
-            .acquire_at(1, Instant::from_nanos(s * SECOND))
-            .unwrap()
-    };
-    assert_eq!(at(24), decision(true, 2, 1, 0, 60 * SECOND));
-    assert_eq!(at(36), decision(true, 2, 0, 0, 60 * SECOND));
+    let at_second = |s: u64| limiter.acquire_at(1, at(s * SECOND)).unwrap();
+    assert_eq!(at_second(24), decision(true, 2, 1, 0, 60 * SECOND));
+    assert_eq!(at_second(36), decision(true, 2, 0, 0, 60 * SECOND));
     // 0:49: the 0:24 entry leaves at 1:24, the 0:36 one at 1:36.
-    assert_eq!(at(49), decision(false, 2, 0, 35 * SECOND, 47 * SECOND));
+    assert_eq!(
+        at_second(49),
+        decision(false, 2, 0, 35 * SECOND, 47 * SECOND)
+    );
     // 1:12 is still denied (unlike the fixed window): 0:24 is within the last minute.
-    assert_eq!(at(72), decision(false, 2, 0, 12 * SECOND, 24 * SECOND));
-    assert_eq!(at(84), decision(true, 2, 0, 0, 60 * SECOND));
+    assert_eq!(
+        at_second(72),
+        decision(false, 2, 0, 12 * SECOND, 24 * SECOND)
+    );
+    assert_eq!(at_second(84), decision(true, 2, 0, 0, 60 * SECOND));
     // Remaining grows by one as each entry expires.
-    let query = |s: u64| {
-        limiter
-            .acquire_at(0, Instant::from_nanos(s * SECOND))
-            .unwrap()
-            .remaining
-    };
+    let query = |s: u64| limiter.acquire_at(0, at(s * SECOND)).unwrap().remaining;
     assert_eq!((query(95), query(96), query(144)), (0, 1, 2));
 }
 
@@ -339,16 +311,9 @@ fn time_going_backwards_never_admits_more() {
         Algorithm::SlidingLog,
     ] {
         let limiter = Limiter::new(&Config::new(algorithm, 2, Duration::from_secs(60))).unwrap();
-        assert!(
-            limiter
-                .acquire_at(2, Instant::from_nanos(10 * MINUTE))
-                .unwrap()
-                .allowed
-        );
+        assert!(limiter.acquire_at(2, at(10 * MINUTE)).unwrap().allowed);
         // Back to an old, empty window: still counted against the latest one.
-        let back = limiter
-            .acquire_at(1, Instant::from_nanos(3 * MINUTE))
-            .unwrap();
+        let back = limiter.acquire_at(1, at(3 * MINUTE)).unwrap();
         assert!(!back.allowed, "{algorithm:?}");
         assert_eq!(back.remaining, 0, "{algorithm:?}");
         assert!(
@@ -367,29 +332,18 @@ fn queries_change_nothing_and_costs_above_the_limit_are_errors() {
     ] {
         let limiter = Limiter::new(&Config::new(algorithm, 3, Duration::from_secs(60))).unwrap();
         assert_eq!(
-            limiter.acquire_at(0, Instant::from_nanos(5)).unwrap(),
+            limiter.acquire_at(0, at(5)).unwrap(),
             decision(true, 3, 3, 0, 0),
             "{algorithm:?}"
         );
         assert_eq!(
-            limiter.acquire_at(4, Instant::from_nanos(5)).unwrap_err(),
+            limiter.acquire_at(4, at(5)).unwrap_err(),
             Error::InsufficientCapacity
         );
-        assert!(
-            limiter
-                .acquire_at(3, Instant::from_nanos(5))
-                .unwrap()
-                .allowed
-        );
+        assert!(limiter.acquire_at(3, at(5)).unwrap().allowed);
+        assert_eq!(limiter.acquire_at(0, at(5)).unwrap().remaining, 0);
         assert_eq!(
-            limiter
-                .acquire_at(0, Instant::from_nanos(5))
-                .unwrap()
-                .remaining,
-            0
-        );
-        assert_eq!(
-            limiter.acquire_at(4, Instant::from_nanos(5)).unwrap_err(),
+            limiter.acquire_at(4, at(5)).unwrap_err(),
             Error::InsufficientCapacity
         );
     }
@@ -497,45 +451,37 @@ fn extreme_configs_decide_without_overflow() {
     let period = u64::MAX - 1;
     let fixed = Limiter::new(&Config::fixed_window(huge, Duration::from_nanos(period))).unwrap();
     assert_eq!(
-        fixed.acquire_at(huge, Instant::from_nanos(7)).unwrap(),
+        fixed.acquire_at(huge, at(7)).unwrap(),
         decision(true, huge, 0, 0, period - 7)
     );
     assert_eq!(
-        fixed
-            .acquire_at(1, Instant::from_nanos(period - 1))
-            .unwrap(),
+        fixed.acquire_at(1, at(period - 1)).unwrap(),
         decision(false, huge, 0, 1, 1)
     );
     assert_eq!(
-        fixed.acquire_at(1, Instant::from_nanos(period)).unwrap(),
+        fixed.acquire_at(1, at(period)).unwrap(),
         decision(true, huge, huge - 1, 0, u64::MAX)
     );
     // The sliding window's full window weighs on window 1 too, and window 2 never comes.
     let sliding =
         Limiter::new(&Config::sliding_window(huge, Duration::from_nanos(period))).unwrap();
     assert_eq!(
-        sliding.acquire_at(huge, Instant::from_nanos(7)).unwrap(),
+        sliding.acquire_at(huge, at(7)).unwrap(),
         decision(true, huge, 0, 0, u64::MAX)
     );
     assert_eq!(
-        sliding
-            .acquire_at(1, Instant::from_nanos(period - 1))
-            .unwrap(),
+        sliding.acquire_at(1, at(period - 1)).unwrap(),
         decision(false, huge, 0, u64::MAX, u64::MAX)
     );
     assert_eq!(
-        sliding.acquire_at(1, Instant::from_nanos(period)).unwrap(),
+        sliding.acquire_at(1, at(period)).unwrap(),
         decision(false, huge, 0, u64::MAX, u64::MAX)
     );
     // Logged at 5, the units expire at 5 + P = 2⁶⁴ + 3: past the timeline.
     let log = Limiter::new(&Config::sliding_log(1 << 20, Duration::from_nanos(period))).unwrap();
-    assert!(
-        log.acquire_at(1 << 20, Instant::from_nanos(5))
-            .unwrap()
-            .allowed
-    );
+    assert!(log.acquire_at(1 << 20, at(5)).unwrap().allowed);
     assert_eq!(
-        log.acquire_at(1, Instant::from_nanos(6)).unwrap(),
+        log.acquire_at(1, at(6)).unwrap(),
         decision(false, 1 << 20, 0, u64::MAX, u64::MAX)
     );
 }
