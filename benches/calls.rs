@@ -191,7 +191,7 @@ fn c_limiter(config: Config) -> *mut rate::rate_limiter {
     let config = rate::rate_config {
         algorithm: rate::RATE_GCRA,
         limit: config.limit,
-        period_ns: config.period_ns,
+        period_ns: config.period().as_nanos() as u64,
         burst: config.burst,
     };
     let mut handle = ptr::null_mut();

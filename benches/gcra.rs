@@ -40,8 +40,7 @@ use timing::{contended, single};
 const US: u64 = 1_000;
 const MS: u64 = 1_000 * US;
 const SECOND: u64 = 1_000 * MS;
-const HOUR: u64 = 3_600 * SECOND;
-const DAY: u64 = 24 * HOUR;
+const DAY: Duration = Duration::from_secs(86_400);
 /// The time `acquire_at` is asked about in the frozen-time benches.
 const FROZEN_NS: u64 = 1_000 * SECOND;
 /// Governor's largest burst (its burst is a `NonZeroU32`).
@@ -59,7 +58,7 @@ fn allowing() -> Vec<Subject> {
         // call. Admission is certain, but the new TAT is now + T, which only the precise
         // clock can give: `try_acquire` learns that from its first call (the limiter's
         // clock hint) and then reads the precise clock first, without the coarse read.
-        Subject::new("gcra_idle", Config::gcra(1_000_000_000, SECOND), 0, true),
+        Subject::new("gcra_idle", Config::per_second(1_000_000_000), 0, true),
         fixed_window(),
         sliding_window(),
         // Every admission logs the exact time, so it reads the precise clock (≥ 24 ns): at
@@ -68,7 +67,7 @@ fn allowing() -> Vec<Subject> {
         // ring the log allows, whose misses would swamp the algorithm.
         Subject::new(
             "sliding_log",
-            Config::sliding_log(1 << 13, 100 * US),
+            Config::sliding_log(1 << 13, Duration::from_micros(100)),
             0,
             true,
         ),
@@ -80,7 +79,7 @@ fn allowing() -> Vec<Subject> {
 fn fixed_window() -> Subject {
     Subject::new(
         "fixed_window",
-        Config::fixed_window(1 << 40, 1 << 62),
+        Config::fixed_window(1 << 40, Duration::from_nanos(1 << 62)),
         0,
         true,
     )
@@ -90,7 +89,7 @@ fn fixed_window() -> Subject {
 fn sliding_window() -> Subject {
     Subject::new(
         "sliding_window",
-        Config::sliding_window(1 << 40, 1 << 62),
+        Config::sliding_window(1 << 40, Duration::from_nanos(1 << 62)),
         0,
         true,
     )
@@ -104,7 +103,7 @@ fn sliding_window() -> Subject {
 fn busy_gcra() -> Subject {
     Subject::new(
         "gcra_busy",
-        Config::gcra(10_000_000, SECOND).with_burst(MAX_GOVERNOR_BURST),
+        Config::per_second(10_000_000).with_burst(MAX_GOVERNOR_BURST),
         1_000_000,
         true,
     )
@@ -115,7 +114,7 @@ fn busy_gcra() -> Subject {
 /// one falling inside a run would refill them (a chance of ~5·10⁻⁵ rather than ~10⁻³).
 fn denying() -> Vec<Subject> {
     vec![
-        Subject::new("gcra_drained", Config::gcra(1, HOUR), 1, false),
+        Subject::new("gcra_drained", Config::per_hour(1), 1, false),
         Subject::new("fixed_window_full", Config::fixed_window(1, DAY), 1, false),
         Subject::new(
             "sliding_window_full",
@@ -138,7 +137,7 @@ fn allowing_frozen() -> Vec<Subject> {
 fn frozen_gcra() -> Subject {
     Subject::new(
         "gcra_frozen",
-        Config::gcra(1_000_000_000, SECOND).with_burst(MAX_GOVERNOR_BURST),
+        Config::per_second(1_000_000_000).with_burst(MAX_GOVERNOR_BURST),
         0,
         true,
     )
@@ -173,7 +172,7 @@ impl Subject {
     /// A fresh librate limiter with the prefill taken at `now_ns`.
     fn ours(&self, now_ns: u64) -> Limiter {
         let limiter = Limiter::new(&self.config).expect("bench configs are valid");
-        let prefill = limiter.acquire_at(self.prefill, now_ns);
+        let prefill = limiter.acquire_at(self.prefill, librate::Instant::from_nanos(now_ns));
         assert!(prefill.expect("prefill ≤ burst").allowed, "{}", self.label);
         limiter
     }
@@ -183,7 +182,7 @@ impl Subject {
         let config = rate_config {
             algorithm: self.config.algorithm as u32,
             limit: self.config.limit,
-            period_ns: self.config.period_ns,
+            period_ns: self.config.period().as_nanos() as u64,
             burst: self.config.burst,
         };
         let mut handle = ptr::null_mut();
@@ -205,7 +204,8 @@ impl Subject {
             0 => self.config.limit,
             burst => burst,
         };
-        let emission_interval = Duration::from_nanos(self.config.period_ns / self.config.limit);
+        let emission_interval =
+            Duration::from_nanos(self.config.period().as_nanos() as u64 / self.config.limit);
         let burst = NonZeroU32::new(u32::try_from(burst).ok()?)?;
         let quota = Quota::with_period(emission_interval)?.allow_burst(burst);
         let limiter = RateLimiter::direct_with_clock(quota, clock);
@@ -412,7 +412,10 @@ fn boundary_at(group: &mut BenchmarkGroup<WallTime>, subject: &Subject) {
 fn ours_at_frozen_time(group: &mut BenchmarkGroup<WallTime>, subject: &Subject, operation: &str) {
     let ours = subject.ours(FROZEN_NS);
     let acquire_at = || {
-        let decision = ours.acquire_at(black_box(1), black_box(FROZEN_NS));
+        let decision = ours.acquire_at(
+            black_box(1),
+            black_box(librate::Instant::from_nanos(FROZEN_NS)),
+        );
         decision.is_ok_and(|d| d.allowed)
     };
     single(group, subject.id(operation), acquire_at);
@@ -429,7 +432,10 @@ fn changed(c: &mut Criterion) {
         let subject = busy_gcra();
         let ours = subject.ours(librate::now_ns());
         if changes == "changed_once" {
-            let change = ours.set_config_at(&subject.config, librate::now_ns());
+            let change = ours.set_config_at(
+                &subject.config,
+                librate::Instant::from_nanos(librate::now_ns()),
+            );
             change.expect("a change to the same rule is valid");
         }
         let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
@@ -443,11 +449,15 @@ fn changed(c: &mut Criterion) {
         let subject = frozen_gcra();
         let ours = subject.ours(FROZEN_NS);
         if changes == "changed_once" {
-            let change = ours.set_config_at(&subject.config, FROZEN_NS);
+            let change =
+                ours.set_config_at(&subject.config, librate::Instant::from_nanos(FROZEN_NS));
             change.expect("a change to the same rule is valid");
         }
         let acquire_at = || {
-            let decision = ours.acquire_at(black_box(1), black_box(FROZEN_NS));
+            let decision = ours.acquire_at(
+                black_box(1),
+                black_box(librate::Instant::from_nanos(FROZEN_NS)),
+            );
             decision.is_ok_and(|d| d.allowed)
         };
         single(

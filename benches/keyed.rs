@@ -25,13 +25,14 @@ use governor::{Quota, RateLimiter};
 use librate::{Config, KeyedLimiter};
 use std::hint::black_box;
 use std::num::NonZeroU32;
+use std::time::Duration;
 use std::time::Instant;
 
 mod keys;
 use keys::{cycle, shuffled};
 
-const SECOND: u64 = 1_000_000_000;
-const HOUR: u64 = 3600 * SECOND;
+const SECOND: Duration = Duration::from_secs(1);
+const HOUR: Duration = Duration::from_secs(3600);
 
 type Governor = RateLimiter<u64, DefaultKeyedStateStore<u64>, DefaultClock>;
 
@@ -146,7 +147,13 @@ fn compare(
         });
         let now = librate::now_ns();
         group.bench_function("librate_acquire_at_no_clock", |b| {
-            b.iter(|| black_box(table.acquire_at(&step().to_le_bytes(), 1, now)))
+            b.iter(|| {
+                black_box(table.acquire_at(
+                    &step().to_le_bytes(),
+                    1,
+                    librate::Instant::from_nanos(now),
+                ))
+            })
         });
     }
 }

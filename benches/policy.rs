@@ -16,22 +16,23 @@
 #![deny(missing_docs)]
 
 use std::hint::black_box;
+use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use librate::{Config, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
+use librate::{Config, Instant, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
 
 mod timing;
 use timing::{contended, single};
 
 const SECOND: u64 = 1_000_000_000;
-const HOUR: u64 = 3_600 * SECOND;
+const HOUR: Duration = Duration::from_secs(3600);
 /// The time `acquire_at` is asked about in the frozen-time group.
 const FROZEN_NS: u64 = 1_000 * SECOND;
 
 /// The two rules: 10 million a second and 2⁴⁰ an hour, bursts far beyond any run.
 fn rules() -> [Config; 2] {
     [
-        Config::gcra(10_000_000, SECOND).with_burst(u64::from(u32::MAX)),
+        Config::per_second(10_000_000).with_burst(u64::from(u32::MAX)),
         Config::gcra(1 << 40, HOUR).with_burst(1 << 40),
     ]
 }
@@ -80,14 +81,16 @@ fn at_frozen_time(c: &mut Criterion) {
         || {
             let now = black_box(FROZEN_NS);
             (
-                first.acquire_at(1, now).unwrap(),
-                second.acquire_at(1, now).unwrap(),
+                first.acquire_at(1, Instant::from_nanos(now)).unwrap(),
+                second.acquire_at(1, Instant::from_nanos(now)).unwrap(),
             )
         },
     );
     let policy = Policy::new(&rules()).unwrap();
     single(&mut group, BenchmarkId::new("policy", "admit"), || {
-        policy.acquire_at(1, black_box(FROZEN_NS)).unwrap()
+        policy
+            .acquire_at(1, black_box(Instant::from_nanos(FROZEN_NS)))
+            .unwrap()
     });
     group.finish();
 }
@@ -124,8 +127,15 @@ fn keyed_at_frozen_time(c: &mut Criterion) {
     )
     .unwrap();
     for key in &keys {
-        assert!(table.acquire_at(key, 1, FROZEN_NS).unwrap().allowed);
-        let admitted = policy.acquire_at(key, 1, FROZEN_NS).unwrap();
+        assert!(
+            table
+                .acquire_at(key, 1, Instant::from_nanos(FROZEN_NS))
+                .unwrap()
+                .allowed
+        );
+        let admitted = policy
+            .acquire_at(key, 1, Instant::from_nanos(FROZEN_NS))
+            .unwrap();
         assert!(admitted.decision.allowed);
     }
     let mut next = keys.iter().cycle();
@@ -135,8 +145,8 @@ fn keyed_at_frozen_time(c: &mut Criterion) {
         || {
             let (key, now) = (next.next().unwrap(), black_box(FROZEN_NS));
             (
-                table.acquire_at(key, 1, now).unwrap(),
-                limiter.acquire_at(1, now).unwrap(),
+                table.acquire_at(key, 1, Instant::from_nanos(now)).unwrap(),
+                limiter.acquire_at(1, Instant::from_nanos(now)).unwrap(),
             )
         },
     );
@@ -145,7 +155,9 @@ fn keyed_at_frozen_time(c: &mut Criterion) {
         BenchmarkId::new("keyed_policy", "admit"),
         || {
             let key = next.next().unwrap();
-            policy.acquire_at(key, 1, black_box(FROZEN_NS)).unwrap()
+            policy
+                .acquire_at(key, 1, black_box(Instant::from_nanos(FROZEN_NS)))
+                .unwrap()
         },
     );
     group.finish();

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
-use librate::{Config, KeyedLimiter, Limiter};
+use librate::{Config, Instant, KeyedLimiter, Limiter};
 
 mod local_redis;
 mod timing;
@@ -40,7 +40,7 @@ use timing::{contended, single};
 
 const US: u64 = 1_000;
 const SECOND: u64 = 1_000_000 * US;
-const HOUR: u64 = 3_600 * SECOND;
+const HOUR: Duration = Duration::from_secs(3600);
 /// The time `acquire_at` is asked about in the frozen-time benches (as in `gcra.rs`).
 const FROZEN_NS: u64 = 1_000 * SECOND;
 /// `gcra.rs`' burst for its busy and frozen buckets (governor's largest).
@@ -66,8 +66,13 @@ const fn subject(label: &'static str, config: Config, prefill: u64, allowing: bo
 }
 
 /// `gcra.rs`' counters: one window for the whole run, with far more room than its calls.
-fn counter(label: &'static str, config: fn(u64, u64) -> Config) -> Subject {
-    subject(label, config(1 << 40, 1 << 62), 0, true)
+fn counter(label: &'static str, config: fn(u64, Duration) -> Config) -> Subject {
+    subject(
+        label,
+        config(1 << 40, Duration::from_nanos(1 << 62)),
+        0,
+        true,
+    )
 }
 
 /// Through the clock: `gcra.rs`' busy and idle buckets, its two counters, its log, and
@@ -77,16 +82,16 @@ fn through_clock_subjects() -> [Subject; 6] {
     [
         subject(
             "gcra_busy",
-            Config::gcra(10_000_000, SECOND).with_burst(LARGE_BURST),
+            Config::per_second(10_000_000).with_burst(LARGE_BURST),
             1_000_000,
             true,
         ),
-        subject("gcra_idle", Config::gcra(1_000_000_000, SECOND), 0, true),
+        subject("gcra_idle", Config::per_second(1_000_000_000), 0, true),
         counter("fixed_window", Config::fixed_window),
         counter("sliding_window", Config::sliding_window),
         subject(
             "sliding_log",
-            Config::sliding_log(1 << 13, 100 * US),
+            Config::sliding_log(1 << 13, Duration::from_micros(100)),
             0,
             true,
         ),
@@ -100,7 +105,7 @@ fn frozen_subjects() -> [Subject; 3] {
     [
         subject(
             "gcra_frozen",
-            Config::gcra(1_000_000_000, SECOND).with_burst(LARGE_BURST),
+            Config::per_second(1_000_000_000).with_burst(LARGE_BURST),
             0,
             true,
         ),
@@ -188,7 +193,7 @@ impl Subject {
                 }
             }
         };
-        let prefill = subjected.acquire_at(self.prefill, now_ns);
+        let prefill = subjected.acquire_at(self.prefill, Instant::from_nanos(now_ns));
         assert!(prefill.expect("prefill ≤ burst").allowed, "{}", self.label);
         subjected
     }
@@ -236,7 +241,8 @@ fn at_frozen_time(c: &mut Criterion) {
         for store in STORES {
             let ours = subject.make(store, FROZEN_NS);
             let acquire_at = || {
-                let decision = ours.acquire_at(black_box(1), black_box(FROZEN_NS));
+                let decision =
+                    ours.acquire_at(black_box(1), black_box(Instant::from_nanos(FROZEN_NS)));
                 decision.is_ok_and(|d| d.allowed)
             };
             single(&mut group, subject.id("acquire_at", store), acquire_at);
@@ -279,7 +285,7 @@ impl Subject {
             .unwrap_or_else(|error| panic!("open {}: {error}", path.display()));
         if let History::ChangedOnce = history {
             limiter
-                .set_config_at(&self.config, now_ns)
+                .set_config_at(&self.config, Instant::from_nanos(now_ns))
                 .expect("a change of burst carries over");
             assert_eq!(limiter.config(), &self.config);
         }
@@ -287,7 +293,7 @@ impl Subject {
             limiter,
             file: Some(path),
         };
-        let prefill = subjected.acquire_at(self.prefill, now_ns);
+        let prefill = subjected.acquire_at(self.prefill, Instant::from_nanos(now_ns));
         assert!(prefill.expect("prefill ≤ burst").allowed, "{}", self.label);
         subjected
     }
@@ -311,7 +317,7 @@ fn changed(c: &mut Criterion) {
     for history in HISTORIES {
         let ours = frozen.make_shared(history, FROZEN_NS);
         let acquire_at = || {
-            let decision = ours.acquire_at(black_box(1), black_box(FROZEN_NS));
+            let decision = ours.acquire_at(black_box(1), black_box(Instant::from_nanos(FROZEN_NS)));
             decision.is_ok_and(|d| d.allowed)
         };
         let id = BenchmarkId::new(frozen.label, format!("acquire_at/{}", history.name()));
@@ -320,7 +326,7 @@ fn changed(c: &mut Criterion) {
     }
     // The idle keyed table of `keyed`, shared, never changed and changed once (opened
     // with a burst one less, then given its rule).
-    let config = Config::gcra(1_000_000_000, SECOND);
+    let config = Config::per_second(1_000_000_000);
     for history in HISTORIES {
         let opened = match history {
             History::NeverChanged => config,
@@ -386,7 +392,7 @@ fn keyed_table(config: &Config, store: Store, now_ns: u64) -> KeyedLimiter {
     }
     .expect("bench configs are valid");
     for key in 0..KEYS {
-        let inserted = table.acquire_at(&key.to_le_bytes(), 1, now_ns);
+        let inserted = table.acquire_at(&key.to_le_bytes(), 1, Instant::from_nanos(now_ns));
         assert!(inserted.expect("capacity for every key").allowed);
     }
     table
@@ -398,7 +404,7 @@ fn keyed_table(config: &Config, store: Store, now_ns: u64) -> KeyedLimiter {
 fn keyed(c: &mut Criterion) {
     let mut group = c.benchmark_group("shared_keyed");
     let cases = [
-        ("idle_1000_keys", Config::gcra(1_000_000_000, SECOND), true),
+        ("idle_1000_keys", Config::per_second(1_000_000_000), true),
         (
             "drained_1000_keys",
             Config::gcra(1, HOUR).with_burst(1),

@@ -2,26 +2,28 @@
 //! `cargo run --release --example policy`. An API allows 10 a second and 1,000 a day; a
 //! request the daily rule would take but the per-second rule denies costs the day nothing.
 
-const SECOND: u64 = 1_000_000_000;
-const DAY: u64 = 86_400 * SECOND;
+use std::time::Duration;
+
+const SECOND: Duration = Duration::from_secs(1);
+const DAY: Duration = Duration::from_secs(86_400);
 
 fn main() -> Result<(), librate::Error> {
-    use librate::{Config, Policy};
+    use librate::{Config, Instant, Policy};
 
     // 10 a second and 1,000 a day, decided together: all or nothing.
     let api = Policy::new(&[Config::gcra(10, SECOND), Config::fixed_window(1_000, DAY)])?;
     for _ in 0..10 {
-        assert!(api.acquire_at(1, 0)?.decision.allowed);
+        assert!(api.acquire_at(1, Instant::ZERO)?.decision.allowed);
     }
-    let d = api.acquire_at(1, 0)?;
+    let d = api.acquire_at(1, Instant::ZERO)?;
     if !d.decision.allowed {
         // denied_by: Some(0), the per-second rule; the day still has 990 left.
-        let wait_ms = d.decision.retry_after_ns / 1_000_000;
+        let wait_ms = d.decision.retry_after().as_millis();
         println!("rule {:?}: retry in {wait_ms} ms", d.denied_by);
     }
     assert_eq!(d.denied_by, Some(0));
     assert_eq!(d.rules()[1].remaining, 990);
-    assert_eq!(d.decision.retry_after_ns, SECOND / 10);
+    assert_eq!(d.decision.retry_after(), SECOND / 10);
     Ok(())
 }
 

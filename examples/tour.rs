@@ -5,15 +5,16 @@
 //! the tour prints the lines of this file that produced it (between `// show:` and
 //! `// end` markers). Times are in milliseconds. The output fits 100 columns.
 
-use librate::{Config, Decision, Error, KeyedLimiter, Limiter};
+use librate::{Config, Decision, Error, Instant, KeyedLimiter, Limiter};
 use std::fmt::Write as _;
+use std::time::Duration;
 
-const MS: u64 = 1_000_000;
-const SECOND: u64 = 1_000 * MS;
+const MS: Duration = Duration::from_millis(1);
+const SECOND: Duration = Duration::from_secs(1);
 
 /// The limit every algorithm is given in the side-by-side tables: 10 units per second.
 const LIMIT: u64 = 10;
-const PERIOD: u64 = SECOND;
+const PERIOD: Duration = SECOND;
 
 /// This file, to show the code behind each table.
 const SOURCE: &str = include_str!("tour.rs");
@@ -67,8 +68,8 @@ fn per_user(out: &mut String) -> Result<(), Error> {
         ("Bob", 2001),
     ];
     for (user, at_ms) in requests {
-        let decision = users.acquire_at(user.as_bytes(), 1, at_ms * MS)?;
-        table.push(user, at_ms * MS, decision);
+        let at = Instant::ZERO + Duration::from_millis(at_ms);
+        table.push(user, at, users.acquire_at(user.as_bytes(), 1, at)?);
     }
     // end
     table.write(out);
@@ -93,7 +94,8 @@ fn one_per_second(out: &mut String) -> Result<(), Error> {
     // show: one_per_second
     let limiter = Limiter::new(&Config::gcra(1, SECOND).with_burst(2))?;
     for (request, at_ms) in [("A", 0), ("B", 0), ("C", 0), ("D", 1000)] {
-        table.push(request, at_ms * MS, limiter.acquire_at(1, at_ms * MS)?);
+        let at = Instant::ZERO + Duration::from_millis(at_ms);
+        table.push(request, at, limiter.acquire_at(1, at)?);
     }
     // end
     table.write(out);
@@ -116,8 +118,8 @@ fn reserve_queue(out: &mut String) -> Result<(), Error> {
     // show: reserve_queue
     let shaper = Limiter::new(&Config::gcra(10, SECOND).with_burst(1))?;
     for request in ["#1", "#2", "#3", "#4", "#5"] {
-        let decision = shaper.reserve_at(1, 0, SECOND)?; // all at t = 0, max_wait 1 s
-        table.push(request, 0, decision); // act after decision.wait_ns
+        let decision = shaper.reserve_at(1, Instant::ZERO, SECOND)?; // all at t = 0, max_wait 1 s
+        table.push(request, Instant::ZERO, decision); // act after decision.wait()
     }
     // end
     table.write(out);
@@ -131,7 +133,7 @@ fn reserve_queue(out: &mut String) -> Result<(), Error> {
 /// Requests offered at evenly spaced times for 10 s, at each offered rate, against every
 /// algorithm at 10 per second.
 fn offered_rates(out: &mut String, algorithms: &[(&str, Config)]) -> Result<(), Error> {
-    const SECONDS: u64 = 10;
+    const SECONDS: u32 = 10;
     title(
         out,
         "4. Offered rates against 10 per second, evenly spaced over 10 s: units admitted",
@@ -141,12 +143,12 @@ fn offered_rates(out: &mut String, algorithms: &[(&str, Config)]) -> Result<(), 
     let mut header = vec!["offered/s".to_string(), "offered".to_string()];
     header.extend(algorithms.iter().map(|(name, _)| name.to_string()));
     let mut table = Table::new(header);
-    for rate in [1, 2, 5, 10, 20, 50, 100] {
+    for rate in [1u32, 2, 5, 10, 20, 50, 100] {
         let offered = rate * SECONDS;
         let mut row = vec![rate.to_string(), offered.to_string()];
         for (_, config) in algorithms {
             // show: offered_rates
-            let times = (0..rate * SECONDS).map(|i| i * SECOND / rate); // evenly spaced
+            let times = (0..rate * SECONDS).map(|i| Instant::ZERO + SECOND * i / rate); // evenly spaced
             let admitted = admitted_times(config, times)?.len();
             // end
             row.push(admitted.to_string());
@@ -171,7 +173,6 @@ fn offered_rates(out: &mut String, algorithms: &[(&str, Config)]) -> Result<(), 
 /// A flood straddling a window edge: after a quiet start, one request every millisecond
 /// from 100 ms before the edge at 10 s until one period after it.
 fn boundary_burst(out: &mut String, algorithms: &[(&str, Config)]) -> Result<(), Error> {
-    const EDGE: u64 = 10 * SECOND;
     title(
         out,
         "5. A flood across a window edge: a request every 1 ms from 9.9 s to 11 s, 10 per s",
@@ -190,9 +191,10 @@ fn boundary_burst(out: &mut String, algorithms: &[(&str, Config)]) -> Result<(),
     );
     for (name, config) in algorithms {
         // show: boundary_burst
-        let flood = (EDGE - 100 * MS..EDGE + PERIOD).step_by(MS as usize); // 1,100 requests
+        let edge = Instant::ZERO + 10 * SECOND;
+        let flood = (0..1_100).map(|i| edge - 100 * MS + i * MS); // 1,100 requests, 1 ms apart
         let admitted = admitted_times(config, flood.clone())?;
-        let before = admitted.iter().filter(|&&t| t < EDGE).count();
+        let before = admitted.iter().filter(|&&t| t < edge).count();
         let most = most_in_any_period(&admitted, PERIOD); // in any (t - 1 s, t]
                                                           // end
         table.push(vec![
@@ -221,19 +223,22 @@ fn boundary_burst(out: &mut String, algorithms: &[(&str, Config)]) -> Result<(),
 
 /// Offers one unit at each of `times` (non-decreasing) to a fresh limiter built from
 /// `config` and returns the times it admitted.
-fn admitted_times(config: &Config, times: impl Iterator<Item = u64>) -> Result<Vec<u64>, Error> {
+fn admitted_times(
+    config: &Config,
+    times: impl Iterator<Item = Instant>,
+) -> Result<Vec<Instant>, Error> {
     let limiter = Limiter::new(config)?;
     let mut admitted = Vec::new();
-    for now_ns in times {
-        if limiter.acquire_at(1, now_ns)?.allowed {
-            admitted.push(now_ns);
+    for at in times {
+        if limiter.acquire_at(1, at)?.allowed {
+            admitted.push(at);
         }
     }
     Ok(admitted)
 }
 
 /// The most of the sorted `times` that fall within one period `(t - period, t]`.
-fn most_in_any_period(times: &[u64], period: u64) -> usize {
+fn most_in_any_period(times: &[Instant], period: Duration) -> usize {
     let mut first = 0;
     let mut most = 0;
     for (last, &t) in times.iter().enumerate() {
@@ -295,12 +300,14 @@ fn note(out: &mut String, text: &str) {
     let _ = writeln!(out, "{line}");
 }
 
-/// A duration in milliseconds: whole when it is, else to the nanosecond; "never" at u64::MAX.
-fn ms(ns: u64) -> String {
-    match ns {
-        u64::MAX => "never".to_string(),
-        ns if ns % MS == 0 => (ns / MS).to_string(),
-        ns => format!("{}.{:06}", ns / MS, ns % MS),
+/// A duration in milliseconds: whole when it is, else to the nanosecond; "never" at
+/// [`Decision::NEVER`].
+fn ms(duration: Duration) -> String {
+    let ns = duration.as_nanos() % 1_000_000;
+    match duration {
+        Decision::NEVER => "never".to_string(),
+        _ if ns == 0 => duration.as_millis().to_string(),
+        _ => format!("{}.{ns:06}", duration.as_millis()),
     }
 }
 
@@ -322,16 +329,16 @@ impl DecisionTable {
         Self(Table::new(header.map(String::from).to_vec()))
     }
 
-    fn push(&mut self, who: &str, now_ns: u64, decision: Decision) {
+    fn push(&mut self, who: &str, at: Instant, decision: Decision) {
         self.0.push(vec![
             who.to_string(),
-            ms(now_ns),
+            ms(at - Instant::ZERO),
             if decision.allowed { "yes" } else { "no" }.to_string(),
             decision.limit.to_string(),
             decision.remaining.to_string(),
-            ms(decision.retry_after_ns),
-            ms(decision.reset_after_ns),
-            ms(decision.wait_ns),
+            ms(decision.retry_after()),
+            ms(decision.reset_after()),
+            ms(decision.wait()),
         ]);
     }
 
@@ -421,10 +428,13 @@ mod tests {
     #[test]
     fn the_explained_numbers() {
         let algorithms = algorithms();
-        let count = |config: &Config, rate: u64| {
-            admitted_times(config, (0..rate * 10).map(|i| i * SECOND / rate))
-                .unwrap()
-                .len()
+        let count = |config: &Config, rate: u32| {
+            admitted_times(
+                config,
+                (0..rate * 10).map(|i| Instant::ZERO + SECOND * i / rate),
+            )
+            .unwrap()
+            .len()
         };
         // GCRA above 10/s over [0, 9.95 s]: the bucket of 10, plus a refill every 100 ms
         // up to 9.95 s (99 of them).
@@ -434,8 +444,8 @@ mod tests {
         // The exact algorithms admit the offered 100 at exactly 10/s.
         assert_eq!(count(&algorithms[1].1, 10), 100);
         assert_eq!(count(&algorithms[3].1, 10), 100);
-        let edge = 10 * SECOND;
-        let flood = || (edge - 100 * MS..edge + PERIOD).step_by(MS as usize);
+        let edge = Instant::ZERO + 10 * SECOND;
+        let flood = || (0..1_100).map(move |i| edge - 100 * MS + i * MS);
         let most =
             |config: &Config| most_in_any_period(&admitted_times(config, flood()).unwrap(), PERIOD);
         // Fixed window: 10 before the edge, 10 after. GCRA: 10, then one per 100 ms from

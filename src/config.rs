@@ -1,8 +1,14 @@
-//! What a limiter is asked to enforce: at most `limit` units per `period_ns`.
+//! What a limiter is asked to enforce: at most `limit` units per period.
 
-/// The limiting algorithm. The numbers are the C constants `RATE_GCRA` … `RATE_SLIDING_LOG`.
+use std::time::Duration;
+
+use crate::time::nanos;
+
+/// The limiting algorithm. The numbers are the C constants `RATE_GCRA` … `RATE_SLIDING_LOG`;
+/// more algorithms may come.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
+#[non_exhaustive]
 pub enum Algorithm {
     /// Generic cell rate algorithm: a leaky bucket as a meter (the token bucket is the same
     /// algorithm). Smooth: one unit every `period_ns / limit`, bursts up to `burst`.
@@ -25,73 +31,104 @@ pub enum Algorithm {
 /// A limiter's configuration. Plain data; it is validated when a limiter is built from it.
 ///
 /// ```
-/// use librate::{Config, Limiter};
+/// use librate::{Config, Instant, Limiter};
+/// use std::time::Duration;
 /// // 100 requests a minute, in bursts of up to 10.
-/// let config = Config::gcra(100, 60_000_000_000).with_burst(10);
+/// let config = Config::per_minute(100).with_burst(10);
+/// assert_eq!(config, Config::gcra(100, Duration::from_secs(60)).with_burst(10));
 /// let limiter = Limiter::new(&config).unwrap();
-/// assert!(limiter.acquire_at(1, 0).unwrap().allowed);
+/// assert!(limiter.acquire_at(1, Instant::ZERO).unwrap().allowed);
 /// ```
+///
+/// The period is a [`Duration`] in every constructor, kept as whole nanoseconds
+/// ([`period`](Self::period)); one of `u64::MAX` ns or more, [`Duration::MAX`] among them,
+/// is [`Config::FOREVER`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Config {
     /// Which algorithm enforces the limit.
     pub algorithm: Algorithm,
     /// L ≥ 1: units admitted per period.
     pub limit: u64,
-    /// P ≥ 1: the period, in nanoseconds. [`Config::FOREVER`] is a period that never ends:
-    /// a rate of zero.
-    pub period_ns: u64,
+    /// P ≥ 1: the period in nanoseconds, saturated at `u64::MAX` ([`Config::FOREVER`], a
+    /// period that never ends: a rate of zero). Private, so that the period is given and
+    /// read one way, as a [`Duration`]; the crate's algorithms compute on it as nanoseconds.
+    pub(crate) period_ns: u64,
     /// GCRA only: the most units admitted at once; 0 means `limit`. The window
     /// algorithms ignore it.
     pub burst: u64,
 }
 
 impl Config {
-    /// A period that never ends, the last instant of the timeline (`u64::MAX` ns): a rule
+    /// A period that never ends, the length of the whole timeline (`u64::MAX` ns, about 584
+    /// years; every longer period saturates to it): a rule
     /// that never refills, whatever its algorithm. GCRA admits its `burst` (0 means
     /// `limit`) and then nothing ever, as a token bucket of rate zero; the fixed window,
     /// the sliding window counter and the sliding log admit `limit` in one window or one
     /// period that never ends. A denial's `retry_after_ns` is then `u64::MAX` ("never"),
-    /// and so is `reset_after_ns` once anything was admitted. `limit ≤ 2⁶⁴ − 257` (burst
+    /// and so is `reset_after_ns` once anything was admitted ([`Decision::NEVER`](crate::Decision::NEVER)). `limit ≤ 2⁶⁴ − 257` (burst
     /// too, for GCRA), and the log's cap of 2²⁰ does not apply: no log is kept.
     ///
     /// ```
-    /// use librate::{Config, Limiter};
+    /// use librate::{Config, Decision, Instant, Limiter};
+    /// use std::time::Duration;
     /// // A free trial: 100 requests, ever.
     /// let trial = Limiter::new(&Config::fixed_window(100, Config::FOREVER)).unwrap();
-    /// assert!(trial.acquire_at(100, 0).unwrap().allowed);
-    /// let denied = trial.acquire_at(1, 3_600_000_000_000).unwrap();
-    /// assert_eq!((denied.allowed, denied.retry_after_ns), (false, u64::MAX));
+    /// assert!(trial.acquire_at(100, Instant::ZERO).unwrap().allowed);
+    /// let denied = trial.acquire_at(1, Instant::ZERO + Duration::from_secs(3600)).unwrap();
+    /// assert_eq!((denied.allowed, denied.retry_after()), (false, Decision::NEVER));
+    /// assert_eq!(Config::fixed_window(100, Duration::MAX), Config::fixed_window(100, Config::FOREVER));
     /// ```
-    pub const FOREVER: u64 = u64::MAX;
+    pub const FOREVER: Duration = Duration::from_nanos(u64::MAX);
 
     /// A configuration for `algorithm` with no explicit burst.
-    pub const fn new(algorithm: Algorithm, limit: u64, period_ns: u64) -> Self {
+    pub const fn new(algorithm: Algorithm, limit: u64, period: Duration) -> Self {
         Self {
             algorithm,
             limit,
-            period_ns,
+            period_ns: nanos(period),
             burst: 0,
         }
     }
 
-    /// GCRA: `limit` units per `period_ns`, burst `limit`.
-    pub const fn gcra(limit: u64, period_ns: u64) -> Self {
-        Self::new(Algorithm::Gcra, limit, period_ns)
+    /// GCRA: `limit` units per `period`, burst `limit`.
+    pub const fn gcra(limit: u64, period: Duration) -> Self {
+        Self::new(Algorithm::Gcra, limit, period)
     }
 
-    /// Fixed window: at most `limit` units per window of `period_ns`.
-    pub const fn fixed_window(limit: u64, period_ns: u64) -> Self {
-        Self::new(Algorithm::FixedWindow, limit, period_ns)
+    /// GCRA: `limit` units a second, burst `limit`.
+    pub const fn per_second(limit: u64) -> Self {
+        Self::gcra(limit, Duration::from_secs(1))
     }
 
-    /// Sliding window counter: at most `limit` units per weighted sliding `period_ns`.
-    pub const fn sliding_window(limit: u64, period_ns: u64) -> Self {
-        Self::new(Algorithm::SlidingWindow, limit, period_ns)
+    /// GCRA: `limit` units a minute, burst `limit`.
+    pub const fn per_minute(limit: u64) -> Self {
+        Self::gcra(limit, Duration::from_secs(60))
     }
 
-    /// Sliding window log: at most `limit` units in any `period_ns`, exactly.
-    pub const fn sliding_log(limit: u64, period_ns: u64) -> Self {
-        Self::new(Algorithm::SlidingLog, limit, period_ns)
+    /// GCRA: `limit` units an hour, burst `limit`.
+    pub const fn per_hour(limit: u64) -> Self {
+        Self::gcra(limit, Duration::from_secs(3600))
+    }
+
+    /// Fixed window: at most `limit` units per window of `period`.
+    pub const fn fixed_window(limit: u64, period: Duration) -> Self {
+        Self::new(Algorithm::FixedWindow, limit, period)
+    }
+
+    /// Sliding window counter: at most `limit` units per weighted sliding `period`.
+    pub const fn sliding_window(limit: u64, period: Duration) -> Self {
+        Self::new(Algorithm::SlidingWindow, limit, period)
+    }
+
+    /// Sliding window log: at most `limit` units in any `period`, exactly.
+    pub const fn sliding_log(limit: u64, period: Duration) -> Self {
+        Self::new(Algorithm::SlidingLog, limit, period)
+    }
+
+    /// The period, whole nanoseconds: [`Config::FOREVER`] for any period of `u64::MAX` ns
+    /// or more.
+    pub const fn period(&self) -> Duration {
+        Duration::from_nanos(self.period_ns)
     }
 
     /// The same configuration with GCRA burst `burst` (0 means `limit`).

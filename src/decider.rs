@@ -46,8 +46,9 @@ impl Config {
     ///
     /// ```
     /// use librate::{Config, Error};
-    /// assert!(Config::gcra(10, 1_000_000_000).validate().is_ok());
-    /// assert!(matches!(Config::gcra(0, 1_000_000_000).validate(), Err(Error::InvalidConfig(_))));
+    /// use std::time::Duration;
+    /// assert!(Config::gcra(10, Duration::from_secs(1)).validate().is_ok());
+    /// assert!(matches!(Config::gcra(0, Duration::from_secs(1)).validate(), Err(Error::InvalidConfig(_))));
     /// ```
     ///
     /// # Errors
@@ -67,7 +68,7 @@ impl Decider {
     /// The decider of `config`, or what its algorithm's constructor found wrong.
     fn checked(config: &Config) -> Result<Self, Breach> {
         let (limit, period_ns) = (config.limit, config.period_ns);
-        if period_ns == Config::FOREVER {
+        if config.period() == Config::FOREVER {
             let allowance = Allowance::new(config.algorithm, limit, config.burst)?;
             return Ok(Self::Allowance(allowance));
         }

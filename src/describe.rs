@@ -24,11 +24,12 @@ const POLICY_RULES: usize = MAX_RULES;
 ///
 /// ```
 /// use librate::{describe_file, Config, Limiter};
+/// use std::time::Duration;
 /// let path = std::env::temp_dir().join(format!("librate-describe-{}", std::process::id()));
-/// let _limiter = Limiter::open(&path, &Config::gcra(10, 1_000_000_000)).unwrap();
+/// let _limiter = Limiter::open(&path, &Config::gcra(10, Duration::from_secs(1))).unwrap();
 /// let held = describe_file(&path).unwrap();
 /// assert!(held.ends_with(": a librate limiter holding GCRA, limit 10, period_ns 1000000000, burst 10"));
-/// assert!(Limiter::open(&path, &Config::gcra(20, 1_000_000_000)).is_err());
+/// assert!(Limiter::open(&path, &Config::gcra(20, Duration::from_secs(1))).is_err());
 /// # std::fs::remove_file(&path).unwrap();
 /// ```
 ///

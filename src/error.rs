@@ -74,7 +74,7 @@ pub enum ConfigError {
 pub enum Field {
     /// [`Config::limit`](crate::Config::limit).
     Limit,
-    /// [`Config::period_ns`](crate::Config::period_ns).
+    /// The period, [`Config::period`](crate::Config::period), in nanoseconds.
     PeriodNs,
     /// [`Config::burst`](crate::Config::burst).
     Burst,
@@ -98,6 +98,7 @@ impl Field {
 /// The bound a field's value broke: changing that field alone to the bound makes the
 /// configuration valid, and one step further does not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Bound {
     /// The value must be at least this.
     AtLeast(u64),

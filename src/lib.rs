@@ -2,17 +2,19 @@
 //!
 //! Four algorithms (GCRA, fixed window, sliding window counter, sliding window log) share
 //! one [`Decision`] shape. Every operation takes a cost `n` and, in its `_at` form, the
-//! time `now_ns` from the caller; the plain forms read `CLOCK_MONOTONIC` once, at the edge.
+//! time from the caller, an [`Instant`]; the plain forms read `CLOCK_MONOTONIC` once, at
+//! the edge. Periods and waits are [`std::time::Duration`]s.
 //! The semantics are fixed in docs/decision.md; the C header is `include/rate.h`.
 //!
 //! ```
-//! use librate::{Config, Limiter};
-//! const SECOND: u64 = 1_000_000_000;
+//! use librate::{Config, Instant, Limiter};
+//! use std::time::Duration;
+//! const SECOND: Duration = Duration::from_secs(1);
 //! // Bob may make one request per 2 s.
 //! let bob = Limiter::new(&Config::gcra(1, 2 * SECOND)).unwrap();
-//! assert!(bob.acquire_at(1, 0).unwrap().allowed);
-//! assert!(!bob.acquire_at(1, SECOND).unwrap().allowed);
-//! assert!(bob.acquire_at(1, 2 * SECOND).unwrap().allowed);
+//! assert!(bob.acquire_at(1, Instant::ZERO).unwrap().allowed);
+//! assert!(!bob.acquire_at(1, Instant::ZERO + SECOND).unwrap().allowed);
+//! assert!(bob.acquire_at(1, Instant::ZERO + 2 * SECOND).unwrap().allowed);
 //! ```
 //!
 //! # Layers
@@ -50,7 +52,7 @@
 //! # Vocabulary
 //! - **acquire**: decide a request of `n` units and report the whole [`Decision`];
 //!   **try_acquire**: decide it and report only whether it was admitted; **reserve**:
-//!   GCRA's queue, admitting a request that waits at most `max_wait_ns`; **until_ready**:
+//!   GCRA's queue, admitting a request that waits at most `max_wait`; **until_ready**:
 //!   wait, sleeping, until a request is admitted. **`_at`**: at a
 //!   time the caller gives; without it the library clock is read.
 //! - **decide**: an algorithm's pure rule on a state it was given; **settle**: decide one
@@ -83,13 +85,15 @@
 //! limit:
 //!
 //! ```
-//! use librate::{Algorithm, Config, Limiter};
-//! const SECOND: u64 = 1_000_000_000;
+//! use librate::{Algorithm, Config, Instant, Limiter};
+//! use std::time::Duration;
+//! const SECOND: Duration = Duration::from_secs(1);
 //! // 10 per second; a flood of 10 just before the edge at 1 s, then 10 just after it.
+//! let edge = Instant::ZERO + SECOND;
 //! let admitted_within_one_second = |algorithm| {
 //!     let limiter = Limiter::new(&Config::new(algorithm, 10, SECOND)).unwrap();
-//!     let before = limiter.acquire_at(10, SECOND - 1).unwrap().allowed;
-//!     let after = (0..10).filter(|_| limiter.acquire_at(1, SECOND).unwrap().allowed);
+//!     let before = limiter.acquire_at(10, edge - Duration::from_nanos(1)).unwrap().allowed;
+//!     let after = (0..10).filter(|_| limiter.acquire_at(1, edge).unwrap().allowed);
 //!     10 * u64::from(before) + after.count() as u64
 //! };
 //! assert_eq!(admitted_within_one_second(Algorithm::FixedWindow), 20);
@@ -135,4 +139,4 @@ pub use policy::{KeyedPolicy, KeyedRule, Policy, PolicyDecision, MAX_RULES};
 #[cfg(any(loom, feature = "testing"))]
 #[doc(hidden)]
 pub use shared::owner::crashes;
-pub use time::{clock_source, now_ns, ClockSource};
+pub use time::{clock_source, now_ns, ClockSource, Instant};

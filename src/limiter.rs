@@ -6,8 +6,9 @@ use crate::decision::Decision;
 use crate::error::Error;
 use crate::generations::{Generation, Generations};
 use crate::state::{self, Refund, Request};
-use crate::time::{self, ClockHint, Hinted, Monotonic, TimeSource};
+use crate::time::{self, ClockHint, Hinted, Instant, Monotonic, TimeSource};
 use std::cell::Cell;
+use std::time::Duration;
 
 mod change;
 mod file;
@@ -15,23 +16,25 @@ mod operations;
 mod reserve;
 use operations::{Acquire, Reset, Swap, TryAcquire};
 
-/// One rate limiter: at most `limit` units per `period_ns`, by the configured algorithm.
+/// One rate limiter: at most `limit` units per period, by the configured algorithm.
 ///
 /// A `Limiter` is `Send + Sync`: share it between threads by reference or `Arc`; every
-/// operation is lock-free. Times are `u64` nanoseconds on `CLOCK_MONOTONIC`
-/// ([`now_ns`](crate::time::now_ns)); the `_at` forms take the time from the caller.
+/// operation is lock-free. Times are [`Instant`]s on `CLOCK_MONOTONIC`
+/// ([`Instant::now`]), periods and waits [`Duration`]s; the `_at` forms take the time
+/// from the caller.
 ///
 /// ```
-/// use librate::{Config, Limiter};
-/// const SECOND: u64 = 1_000_000_000;
+/// use librate::{Config, Instant, Limiter};
+/// use std::time::Duration;
+/// const SECOND: Duration = Duration::from_secs(1);
 /// // One request per second, bursts of 2.
 /// let limiter = Limiter::new(&Config::gcra(1, SECOND).with_burst(2)).unwrap();
-/// assert!(limiter.acquire_at(1, 0).unwrap().allowed);
-/// assert!(limiter.acquire_at(1, 0).unwrap().allowed);
-/// let denied = limiter.acquire_at(1, 0).unwrap();
+/// assert!(limiter.acquire_at(1, Instant::ZERO).unwrap().allowed);
+/// assert!(limiter.acquire_at(1, Instant::ZERO).unwrap().allowed);
+/// let denied = limiter.acquire_at(1, Instant::ZERO).unwrap();
 /// assert!(!denied.allowed);
-/// assert_eq!(denied.retry_after_ns, SECOND);
-/// assert!(limiter.acquire_at(1, SECOND).unwrap().allowed);
+/// assert_eq!(denied.retry_after(), SECOND);
+/// assert!(limiter.acquire_at(1, Instant::ZERO + SECOND).unwrap().allowed);
 /// ```
 #[derive(Debug)]
 pub struct Limiter {
@@ -84,17 +87,17 @@ impl Limiter {
     /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`.
     #[inline]
     pub fn acquire(&self, n: u64) -> Result<Decision, Error> {
-        self.acquire_at(n, time::now_ns())
+        self.acquire_at(n, Instant::now())
     }
 
-    /// Acquires `n` units at `now_ns`. An earlier `now_ns` than one already seen never
+    /// Acquires `n` units at `at`. An earlier `at` than one already seen never
     /// admits more than the latest time would.
     ///
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`.
     #[inline]
-    pub fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Decision, Error> {
-        self.decide(n, now_ns, None)
+    pub fn acquire_at(&self, n: u64, at: Instant) -> Result<Decision, Error> {
+        self.decide(n, at.as_nanos(), None)
     }
 
     /// Acquires `n` units now and says only whether they were admitted: the fastest path.
@@ -111,19 +114,20 @@ impl Limiter {
         self.try_acquire_by(Monotonic, n)
     }
 
-    /// Acquires `n` units at `now_ns` and says only whether they were admitted: the
+    /// Acquires `n` units at `at` and says only whether they were admitted: the
     /// outcome [`acquire_at`](Self::acquire_at) gives, without the report's work. A
     /// query (`n == 0`) is decided as `acquire_at` decides it.
     ///
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
     #[inline]
-    pub fn try_acquire_at(&self, n: u64, now_ns: u64) -> Result<bool, Error> {
+    pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, Error> {
         if n == 0 {
-            return self.acquire_at(0, now_ns).map(|decision| decision.allowed);
+            return self.acquire_at(0, at).map(|decision| decision.allowed);
         }
         // No refund is kept: an outcome-only caller has no way to give the units back.
-        self.swap(state::TryAcquire { now: now_ns, n }, None)
+        let now = at.as_nanos();
+        self.swap(state::TryAcquire { now, n }, None)
     }
 
     /// [`try_acquire`](Self::try_acquire) on the time source `time`, with this limiter's
@@ -135,33 +139,34 @@ impl Limiter {
     }
 
     /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
-    /// have to wait at most `max_wait_ns` before acting, and says how long in `wait_ns`.
+    /// have to wait at most `max_wait` before acting, and says how long in `wait_ns`.
     ///
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds the burst; [`Error::Unsupported`]
     /// for the window algorithms.
-    pub fn reserve(&self, n: u64, max_wait_ns: u64) -> Result<Decision, Error> {
-        self.reserve_at(n, time::now_ns(), max_wait_ns)
+    pub fn reserve(&self, n: u64, max_wait: Duration) -> Result<Decision, Error> {
+        self.reserve_at(n, Instant::now(), max_wait)
     }
 
-    /// [`reserve`](Self::reserve) at `now_ns`. With `max_wait_ns == 0` it is exactly
+    /// [`reserve`](Self::reserve) at `at`. With `max_wait` zero it is exactly
     /// [`acquire_at`](Self::acquire_at).
     ///
     /// ```
-    /// use librate::{Config, Limiter};
-    /// const MS: u64 = 1_000_000;
+    /// use librate::{Config, Instant, Limiter};
+    /// use std::time::Duration;
+    /// const MS: Duration = Duration::from_millis(1);
     /// // 10 per second, no burst beyond 1: a unit every 100 ms.
     /// let shaper = Limiter::new(&Config::gcra(10, 1000 * MS).with_burst(1)).unwrap();
-    /// assert_eq!(shaper.reserve_at(1, 0, 500 * MS).unwrap().wait_ns, 0);
-    /// assert_eq!(shaper.reserve_at(1, 0, 500 * MS).unwrap().wait_ns, 100 * MS);
-    /// assert_eq!(shaper.reserve_at(1, 0, 500 * MS).unwrap().wait_ns, 200 * MS);
+    /// assert_eq!(shaper.reserve_at(1, Instant::ZERO, 500 * MS).unwrap().wait(), Duration::ZERO);
+    /// assert_eq!(shaper.reserve_at(1, Instant::ZERO, 500 * MS).unwrap().wait(), 100 * MS);
+    /// assert_eq!(shaper.reserve_at(1, Instant::ZERO, 500 * MS).unwrap().wait(), 200 * MS);
     /// ```
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve).
     #[inline]
-    pub fn reserve_at(&self, n: u64, now_ns: u64, max_wait_ns: u64) -> Result<Decision, Error> {
-        self.decide(n, now_ns, Some(max_wait_ns))
+    pub fn reserve_at(&self, n: u64, at: Instant, max_wait: Duration) -> Result<Decision, Error> {
+        self.decide(n, at.as_nanos(), Some(time::nanos(max_wait)))
     }
 
     /// Makes the limiter new again (a customer's limit lifted once their ticket is
@@ -180,15 +185,16 @@ impl Limiter {
     /// count as it stood before the reset, to weigh in the new window.
     ///
     /// ```
-    /// use librate::{Config, Limiter};
-    /// const SECOND: u64 = 1_000_000_000;
+    /// use librate::{Config, Instant, Limiter};
+    /// use std::time::Duration;
+    /// const SECOND: Duration = Duration::from_secs(1);
     /// let limiter = Limiter::new(&Config::sliding_log(2, 60 * SECOND)).unwrap();
-    /// assert!(limiter.acquire_at(2, 10 * SECOND).unwrap().allowed);
-    /// assert!(!limiter.acquire_at(1, 20 * SECOND).unwrap().allowed);
+    /// assert!(limiter.acquire_at(2, Instant::ZERO + 10 * SECOND).unwrap().allowed);
+    /// assert!(!limiter.acquire_at(1, Instant::ZERO + 20 * SECOND).unwrap().allowed);
     /// limiter.reset();
-    /// let fresh = limiter.acquire_at(2, 20 * SECOND).unwrap();
+    /// let fresh = limiter.acquire_at(2, Instant::ZERO + 20 * SECOND).unwrap();
     /// assert!(fresh.allowed);
-    /// assert_eq!(fresh.reset_after_ns, 60 * SECOND);
+    /// assert_eq!(fresh.reset_after(), 60 * SECOND);
     /// ```
     pub fn reset(&self) {
         // A request of 0 units: no rule refuses it. In a file whose rule changed, the

@@ -43,7 +43,7 @@ use crate::error::{ConfigError, Error};
 use crate::limiter::{Limiter, RuleRefund};
 use crate::state::{Request, Settle, TryAcquire};
 use crate::sync::{AtomicBool, Ordering};
-use crate::time::{self, Bounds, Monotonic, TimeSource};
+use crate::time::{Bounds, Instant, Monotonic, TimeSource};
 use std::cell::Cell;
 
 /// The most rules one policy holds.
@@ -56,25 +56,26 @@ pub const MAX_RULES: usize = 8;
 /// documentation for what concurrent callers may observe.
 ///
 /// ```
-/// use librate::{Config, Policy};
-/// const SECOND: u64 = 1_000_000_000;
+/// use librate::{Config, Instant, Policy};
+/// use std::time::Duration;
+/// const SECOND: Duration = Duration::from_secs(1);
 /// // 2 a second, and 3 a minute.
 /// let policy = Policy::new(&[
 ///     Config::gcra(2, SECOND),
 ///     Config::fixed_window(3, 60 * SECOND),
 /// ])
 /// .unwrap();
-/// assert!(policy.acquire_at(1, 0).unwrap().decision.allowed);
-/// assert!(policy.acquire_at(1, 0).unwrap().decision.allowed);
+/// assert!(policy.acquire_at(1, Instant::ZERO).unwrap().decision.allowed);
+/// assert!(policy.acquire_at(1, Instant::ZERO).unwrap().decision.allowed);
 /// // The per-second rule denies; the per-minute one gives its unit back.
-/// let denied = policy.acquire_at(1, 0).unwrap();
+/// let denied = policy.acquire_at(1, Instant::ZERO).unwrap();
 /// assert_eq!(denied.denied_by, Some(0));
 /// assert_eq!(denied.rules()[1].remaining, 1);
-/// assert!(policy.acquire_at(1, SECOND).unwrap().decision.allowed);
+/// assert!(policy.acquire_at(1, Instant::ZERO + SECOND).unwrap().decision.allowed);
 /// // Three this minute: now the per-minute rule denies, until the next minute.
-/// let denied = policy.acquire_at(1, 2 * SECOND).unwrap();
+/// let denied = policy.acquire_at(1, Instant::ZERO + 2 * SECOND).unwrap();
 /// assert_eq!(denied.denied_by, Some(1));
-/// assert_eq!(denied.decision.retry_after_ns, 58 * SECOND);
+/// assert_eq!(denied.decision.retry_after(), 58 * SECOND);
 /// ```
 #[derive(Debug)]
 pub struct Policy {
@@ -183,16 +184,16 @@ impl Policy {
     /// # Errors
     /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit.
     pub fn acquire(&self, n: u64) -> Result<PolicyDecision, Error> {
-        self.acquire_at(n, time::now_ns())
+        self.acquire_at(n, Instant::now())
     }
 
-    /// [`acquire`](Self::acquire) at `now_ns`.
+    /// [`acquire`](Self::acquire) at `at`.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn acquire_at(&self, n: u64, now_ns: u64) -> Result<PolicyDecision, Error> {
+    pub fn acquire_at(&self, n: u64, at: Instant) -> Result<PolicyDecision, Error> {
         self.engine
-            .acquire_at(&*self.rules, self.uniform(n)?, now_ns)
+            .acquire_at(&*self.rules, self.uniform(n)?, at.as_nanos())
     }
 
     /// Acquires `costs[i]` units of rule `i` now, for every rule, or nothing: a rule of
@@ -200,13 +201,14 @@ impl Policy {
     /// state, and the combined decision leaves it out). All costs 0 only reports.
     ///
     /// ```
-    /// use librate::{Config, Policy};
-    /// const SECOND: u64 = 1_000_000_000;
+    /// use librate::{Config, Instant, Policy};
+    /// use std::time::Duration;
+    /// const SECOND: Duration = Duration::from_secs(1);
     /// // Writes: 1 a second; all requests: 3 a second.
     /// let policy = Policy::new(&[Config::gcra(1, SECOND), Config::gcra(3, SECOND)]).unwrap();
-    /// assert!(policy.acquire_costs_at(&[1, 1], 0).unwrap().decision.allowed); // a write
-    /// assert_eq!(policy.acquire_costs_at(&[1, 1], 0).unwrap().denied_by, Some(0));
-    /// let read = policy.acquire_costs_at(&[0, 1], 0).unwrap();
+    /// assert!(policy.acquire_costs_at(&[1, 1], Instant::ZERO).unwrap().decision.allowed); // a write
+    /// assert_eq!(policy.acquire_costs_at(&[1, 1], Instant::ZERO).unwrap().denied_by, Some(0));
+    /// let read = policy.acquire_costs_at(&[0, 1], Instant::ZERO).unwrap();
     /// assert!(read.decision.allowed);
     /// assert_eq!(read.decision.remaining, 1); // the write rule is left out
     /// ```
@@ -216,16 +218,16 @@ impl Policy {
     /// [`Error::InvalidConfig`] with [`ConfigError::PolicyCosts`] if there is not one cost
     /// per rule.
     pub fn acquire_costs(&self, costs: &[u64]) -> Result<PolicyDecision, Error> {
-        self.acquire_costs_at(costs, time::now_ns())
+        self.acquire_costs_at(costs, Instant::now())
     }
 
-    /// [`acquire_costs`](Self::acquire_costs) at `now_ns`.
+    /// [`acquire_costs`](Self::acquire_costs) at `at`.
     ///
     /// # Errors
     /// As [`acquire_costs`](Self::acquire_costs).
-    pub fn acquire_costs_at(&self, costs: &[u64], now_ns: u64) -> Result<PolicyDecision, Error> {
+    pub fn acquire_costs_at(&self, costs: &[u64], at: Instant) -> Result<PolicyDecision, Error> {
         let costs = self.costs(costs)?;
-        self.engine.acquire_at(&*self.rules, &costs, now_ns)
+        self.engine.acquire_at(&*self.rules, &costs, at.as_nanos())
     }
 
     /// Acquires `n` units now from every rule, or from none, and says only whether they
@@ -260,22 +262,23 @@ impl Policy {
         Ok(self.try_acquire_now(&costs))
     }
 
-    /// [`try_acquire`](Self::try_acquire) at `now_ns`.
+    /// [`try_acquire`](Self::try_acquire) at `at`.
     ///
     /// # Errors
     /// As [`try_acquire`](Self::try_acquire).
-    pub fn try_acquire_at(&self, n: u64, now_ns: u64) -> Result<bool, Error> {
+    pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, Error> {
         self.engine
-            .try_acquire_at(&*self.rules, self.uniform(n)?, now_ns)
+            .try_acquire_at(&*self.rules, self.uniform(n)?, at.as_nanos())
     }
 
-    /// [`try_acquire_costs`](Self::try_acquire_costs) at `now_ns`.
+    /// [`try_acquire_costs`](Self::try_acquire_costs) at `at`.
     ///
     /// # Errors
     /// As [`acquire_costs`](Self::acquire_costs).
-    pub fn try_acquire_costs_at(&self, costs: &[u64], now_ns: u64) -> Result<bool, Error> {
+    pub fn try_acquire_costs_at(&self, costs: &[u64], at: Instant) -> Result<bool, Error> {
         let costs = self.costs(costs)?;
-        self.engine.try_acquire_at(&*self.rules, &costs, now_ns)
+        self.engine
+            .try_acquire_at(&*self.rules, &costs, at.as_nanos())
     }
 
     /// `n` of every rule, checked: against the limits the rules were built with, or

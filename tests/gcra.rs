@@ -5,19 +5,20 @@
 mod common;
 
 use common::models::{GcraModel, END};
-use common::{Rng, MS, SECOND};
-use librate::{Bound, Config, ConfigError, Decision, Error, Field, Limiter};
+use common::{at, Rng, MS, SECOND};
+use librate::{Bound, Config, ConfigError, Decision, Error, Field, Instant, Limiter};
+use std::time::Duration;
 
 fn gcra(limit: u64, period_ns: u64, burst: u64) -> Limiter {
-    Limiter::new(&Config::gcra(limit, period_ns).with_burst(burst)).unwrap()
+    Limiter::new(&Config::gcra(limit, Duration::from_nanos(period_ns)).with_burst(burst)).unwrap()
 }
 
 #[test]
 fn seed_bob_one_per_two_seconds() {
     let bob = gcra(1, 2 * SECOND, 1);
     let alice = gcra(1, 2 * SECOND, 1);
-    assert!(bob.acquire_at(1, 0).unwrap().allowed);
-    let at_999 = bob.acquire_at(1, 999 * MS).unwrap();
+    assert!(bob.acquire_at(1, Instant::ZERO).unwrap().allowed);
+    let at_999 = bob.acquire_at(1, at(999 * MS)).unwrap();
     // TAT = 2000 ms; admitted at t iff 2000 + 2000 − t ≤ 2000 ⟺ t ≥ 2000: retry 1001 ms.
     assert_eq!(
         at_999,
@@ -31,20 +32,20 @@ fn seed_bob_one_per_two_seconds() {
         }
     );
     assert!(
-        alice.acquire_at(1, 999 * MS).unwrap().allowed,
+        alice.acquire_at(1, at(999 * MS)).unwrap().allowed,
         "keys are independent"
     );
-    assert!(!bob.acquire_at(1, 1000 * MS).unwrap().allowed);
-    assert!(bob.acquire_at(1, 2001 * MS).unwrap().allowed);
+    assert!(!bob.acquire_at(1, at(1000 * MS)).unwrap().allowed);
+    assert!(bob.acquire_at(1, at(2001 * MS)).unwrap().allowed);
 }
 
 #[test]
 fn seed_one_per_second_capacity_two() {
     let limiter = gcra(1, SECOND, 2);
-    let a = limiter.acquire_at(1, 0).unwrap();
-    let b = limiter.acquire_at(1, 0).unwrap();
-    let c = limiter.acquire_at(1, 0).unwrap();
-    let d = limiter.acquire_at(1, SECOND).unwrap();
+    let a = limiter.acquire_at(1, Instant::ZERO).unwrap();
+    let b = limiter.acquire_at(1, Instant::ZERO).unwrap();
+    let c = limiter.acquire_at(1, Instant::ZERO).unwrap();
+    let d = limiter.acquire_at(1, at(SECOND)).unwrap();
     assert!(a.allowed && b.allowed && !c.allowed && d.allowed);
     // After A: TAT = 1 s, remaining = (2 s − 1 s) / 1 s = 1; after B: TAT = 2 s, 0 left.
     assert_eq!((a.remaining, a.reset_after_ns), (1, SECOND));
@@ -59,7 +60,11 @@ fn reserve_queues_with_exact_waits() {
     // 10/s, burst 1: T = 100 ms, τ = 100 ms. Five reserves at t = 0 with max wait 350 ms.
     let shaper = gcra(10, SECOND, 1);
     let waits: Vec<_> = (0..5)
-        .map(|_| shaper.reserve_at(1, 0, 350 * MS).unwrap())
+        .map(|_| {
+            shaper
+                .reserve_at(1, Instant::ZERO, Duration::from_millis(350))
+                .unwrap()
+        })
         .collect();
     let admitted: Vec<_> = waits.iter().map(|d| (d.allowed, d.wait_ns)).collect();
     // k-th admitted: TAT = (k+1)·100 ms, wait = TAT − τ = k·100 ms while ≤ 350 ms.
@@ -82,11 +87,11 @@ fn reserve_queues_with_exact_waits() {
 fn errors_are_typed() {
     let invalid = |config: Config| Limiter::new(&config).unwrap_err();
     assert_eq!(
-        invalid(Config::gcra(0, SECOND)),
+        invalid(Config::per_second(0)),
         Error::InvalidConfig(ConfigError::ZeroLimit)
     );
     assert_eq!(
-        invalid(Config::gcra(1, 0)),
+        invalid(Config::gcra(1, Duration::ZERO)),
         Error::InvalidConfig(ConfigError::ZeroPeriod)
     );
     // Each names the field to change and its bound (docs/decision.md, Configuration).
@@ -94,7 +99,7 @@ fn errors_are_typed() {
         Error::InvalidConfig(why) => (why.field(), why.bound()),
         other => panic!("{other:?}"),
     };
-    let too_fast = invalid(Config::gcra(2, 1));
+    let too_fast = invalid(Config::gcra(2, Duration::from_nanos(1)));
     assert!(matches!(
         too_fast,
         Error::InvalidConfig(ConfigError::RateTooHigh(_))
@@ -104,7 +109,7 @@ fn errors_are_typed() {
         (Some(Field::Limit), Some(Bound::AtMost(1)))
     );
     // 2·(2⁶⁴ − 2) overflows; 2·⌊P/1⌋ ≤ END holds up to P = ⌊END/2⌋ = 2⁶³ − 129.
-    let too_long = invalid(Config::gcra(1, u64::MAX - 1).with_burst(2));
+    let too_long = invalid(Config::gcra(1, Duration::from_nanos(u64::MAX - 1)).with_burst(2));
     assert!(matches!(
         too_long,
         Error::InvalidConfig(ConfigError::ToleranceTooLarge(_))
@@ -113,9 +118,11 @@ fn errors_are_typed() {
         bound(too_long),
         (Some(Field::PeriodNs), Some(Bound::AtMost((1 << 63) - 129)))
     );
-    assert!(Limiter::new(&Config::gcra(1, (1 << 63) - 129).with_burst(2)).is_ok());
+    assert!(
+        Limiter::new(&Config::gcra(1, Duration::from_nanos((1 << 63) - 129)).with_burst(2)).is_ok()
+    );
     // τ = B·T must be at most END (a fresh bucket's B units must fit below it).
-    let past_end = invalid(Config::gcra(1, END + 1).with_burst(1));
+    let past_end = invalid(Config::gcra(1, Duration::from_nanos(END + 1)).with_burst(1));
     assert!(matches!(
         past_end,
         Error::InvalidConfig(ConfigError::ToleranceTooLarge(_))
@@ -124,11 +131,14 @@ fn errors_are_typed() {
         bound(past_end),
         (Some(Field::PeriodNs), Some(Bound::AtMost(END)))
     );
-    assert!(Limiter::new(&Config::gcra(1, END).with_burst(1)).is_ok());
+    assert!(Limiter::new(&Config::gcra(1, Duration::from_nanos(END)).with_burst(1)).is_ok());
     let limiter = gcra(3, SECOND, 5);
-    assert_eq!(limiter.acquire_at(6, 0), Err(Error::InsufficientCapacity));
     assert_eq!(
-        limiter.reserve_at(6, 0, u64::MAX),
+        limiter.acquire_at(6, Instant::ZERO),
+        Err(Error::InsufficientCapacity)
+    );
+    assert_eq!(
+        limiter.reserve_at(6, Instant::ZERO, Duration::from_nanos(u64::MAX)),
         Err(Error::InsufficientCapacity)
     );
     assert_eq!(
@@ -136,7 +146,7 @@ fn errors_are_typed() {
         Err(Error::InsufficientCapacity)
     );
     // The rejected calls changed nothing: the full burst is still there.
-    assert_eq!(limiter.acquire_at(0, 0).unwrap().remaining, 5);
+    assert_eq!(limiter.acquire_at(0, Instant::ZERO).unwrap().remaining, 5);
 }
 
 #[test]
@@ -144,18 +154,18 @@ fn time_going_backwards_never_admits_more() {
     // 1 per second, burst 1. Admit at 10 s, then ask at 5 s: the bucket is judged by its
     // TAT (11 s), so the earlier time must wait 6 s, not be treated as fresh.
     let limiter = gcra(1, SECOND, 1);
-    assert!(limiter.acquire_at(1, 10 * SECOND).unwrap().allowed);
-    let earlier = limiter.acquire_at(1, 5 * SECOND).unwrap();
+    assert!(limiter.acquire_at(1, at(10 * SECOND)).unwrap().allowed);
+    let earlier = limiter.acquire_at(1, at(5 * SECOND)).unwrap();
     assert!(!earlier.allowed);
     assert_eq!(earlier.retry_after_ns, 6 * SECOND);
-    assert!(limiter.acquire_at(1, 11 * SECOND).unwrap().allowed);
+    assert!(limiter.acquire_at(1, at(11 * SECOND)).unwrap().allowed);
 }
 
 #[test]
 fn extreme_values_saturate_instead_of_wrapping() {
     let limiter = gcra(1, END, 1); // T = τ = END
-    assert!(limiter.acquire_at(1, 0).unwrap().allowed);
-    let denied = limiter.acquire_at(1, 1).unwrap();
+    assert!(limiter.acquire_at(1, Instant::ZERO).unwrap().allowed);
+    let denied = limiter.acquire_at(1, at(1)).unwrap();
     // TAT = END; another unit would need TAT + T > END: never.
     assert_eq!((denied.allowed, denied.retry_after_ns), (false, u64::MAX));
     // Full again at t ≥ END would need room for a TAT of t + τ > END: never.
@@ -163,18 +173,18 @@ fn extreme_values_saturate_instead_of_wrapping() {
     // The end of the timeline: L=5 per 10 ns (T = 2), so at t = END − 5 only the
     // ⌊5 / 2⌋ = 2 units whose TAT is still at most END can be admitted.
     let late = gcra(5, 10, 0);
-    let query = late.acquire_at(0, END - 5).unwrap();
+    let query = late.acquire_at(0, at(END - 5)).unwrap();
     assert_eq!(
         (query.allowed, query.remaining, query.reset_after_ns),
         (true, 2, u64::MAX)
     );
     assert_eq!(
-        late.acquire_at(3, END - 5).unwrap().retry_after_ns,
+        late.acquire_at(3, at(END - 5)).unwrap().retry_after_ns,
         u64::MAX
     );
-    assert!(late.acquire_at(2, END - 5).unwrap().allowed);
-    assert!(!late.acquire_at(1, END).unwrap().allowed);
-    assert!(!late.acquire_at(1, u64::MAX).unwrap().allowed);
+    assert!(late.acquire_at(2, at(END - 5)).unwrap().allowed);
+    assert!(!late.acquire_at(1, at(END)).unwrap().allowed);
+    assert!(!late.acquire_at(1, at(u64::MAX)).unwrap().allowed);
 }
 
 #[test]
@@ -224,9 +234,9 @@ fn matches_the_sequential_model_on_random_histories() {
             };
             let reserve = rng.chance(50);
             let got = if reserve {
-                limiter.reserve_at(n, now, max_wait)
+                limiter.reserve_at(n, at(now), Duration::from_nanos(max_wait))
             } else {
-                limiter.acquire_at(n, now)
+                limiter.acquire_at(n, at(now))
             };
             if n > effective_burst {
                 assert_eq!(
@@ -250,9 +260,9 @@ fn matches_the_sequential_model_on_random_histories() {
 fn replay(config: &Config, history: &[(u64, u64)], probe: (u64, u64)) -> Decision {
     let limiter = Limiter::new(config).unwrap();
     for &(n, t) in history {
-        limiter.acquire_at(n, t).unwrap();
+        limiter.acquire_at(n, at(t)).unwrap();
     }
-    limiter.acquire_at(probe.0, probe.1).unwrap()
+    limiter.acquire_at(probe.0, at(probe.1)).unwrap()
 }
 
 #[test]
@@ -260,7 +270,8 @@ fn retry_and_reset_hold_by_definition_on_the_library_itself() {
     let mut rng = Rng::new(7);
     for _ in 0..60 {
         let limit = rng.range(1, 5);
-        let config = Config::gcra(limit, limit * rng.range(1, 50)).with_burst(rng.range(0, 4));
+        let config = Config::gcra(limit, Duration::from_nanos(limit * rng.range(1, 50)))
+            .with_burst(rng.range(0, 4));
         let burst = if config.burst == 0 {
             limit
         } else {
@@ -269,7 +280,7 @@ fn retry_and_reset_hold_by_definition_on_the_library_itself() {
         let mut history = Vec::new();
         let mut now = rng.below(1000);
         for _ in 0..12 {
-            now += rng.below(config.period_ns);
+            now += rng.below(config.period().as_nanos() as u64);
             let n = rng.range(1, burst);
             let decision = replay(&config, &history, (n, now));
             if !decision.allowed {
@@ -311,20 +322,20 @@ fn retry_and_reset_hold_by_definition_on_the_library_itself() {
 /// t + n·T, not one nanosecond before.
 #[test]
 fn reset_after_is_exact_for_a_large_late_admission() {
-    let config = Config::gcra(5, 1_432_100_142).with_burst(32_730_240_330);
+    let config = Config::gcra(5, Duration::from_nanos(1_432_100_142)).with_burst(32_730_240_330);
     let limiter = Limiter::new(&config).unwrap();
     let t = 3_028_339_343_176_555_158;
-    let decision = limiter.acquire_at(12_390_272_101, t).unwrap();
+    let decision = limiter.acquire_at(12_390_272_101, at(t)).unwrap();
     assert!(decision.allowed);
     assert_eq!(decision.reset_after_ns, 3_548_822_082_096_038_828);
     assert_eq!(decision.remaining, 20_339_968_229);
     let reset = t + decision.reset_after_ns;
     assert_eq!(
-        limiter.acquire_at(0, reset).unwrap().remaining,
+        limiter.acquire_at(0, at(reset)).unwrap().remaining,
         32_730_240_330
     );
     assert_eq!(
-        limiter.acquire_at(0, reset - 1).unwrap().remaining,
+        limiter.acquire_at(0, at(reset - 1)).unwrap().remaining,
         32_730_240_329
     );
 }
@@ -332,7 +343,7 @@ fn reset_after_is_exact_for_a_large_late_admission() {
 #[test]
 fn a_config_error_names_the_field_the_value_and_the_bound() {
     // T = floor(P / L) must be at least 1: L at most P (docs/decision.md, Configuration).
-    let config = Config::gcra(1_000_000_001, 1_000_000_000);
+    let config = Config::gcra(1_000_000_001, Duration::from_nanos(1_000_000_000));
     let Err(Error::InvalidConfig(why)) = Limiter::new(&config) else {
         panic!("accepted");
     };

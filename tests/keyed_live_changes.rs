@@ -9,38 +9,39 @@
 mod common;
 
 use common::key_is_hash::KeyIsHash;
-use common::{decision, Rng, MS, SECOND};
-use librate::{Config, ConfigError, Error, KeyedLimiter, Limiter};
+use common::{at, decision, Rng, MS, SECOND};
+use librate::{Config, ConfigError, Error, Instant, KeyedLimiter, Limiter};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 #[test]
 fn gcra_keys_keep_their_tokens_capped_at_the_new_burst() {
     // 10 a second (T = 100 ms, τ = 1 s). At 0 ann takes 6 (4 tokens left), bob 1 (9).
-    let users = KeyedLimiter::new(&Config::gcra(10, SECOND), 100).unwrap();
-    assert!(users.acquire_at(b"ann", 6, 0).unwrap().allowed);
-    assert!(users.acquire_at(b"bob", 1, 0).unwrap().allowed);
+    let users = KeyedLimiter::new(&Config::per_second(10), 100).unwrap();
+    assert!(users.acquire_at(b"ann", 6, Instant::ZERO).unwrap().allowed);
+    assert!(users.acquire_at(b"bob", 1, Instant::ZERO).unwrap().allowed);
     // 1 a second, burst 2 (T = 1 s, τ = 2 s): both keep 2 tokens, TAT 0.
-    let incident = Config::gcra(1, SECOND).with_burst(2);
-    users.set_config_at(&incident, 0).unwrap();
+    let incident = Config::per_second(1).with_burst(2);
+    users.set_config_at(&incident, Instant::ZERO).unwrap();
     assert_eq!(users.config(), &incident);
     for key in [b"ann", b"bob"] {
         assert_eq!(
-            users.acquire_at(key, 0, 0).unwrap(),
+            users.acquire_at(key, 0, Instant::ZERO).unwrap(),
             decision(true, 2, 2, 0, 0)
         );
     }
     assert_eq!(
-        users.acquire_at(b"ann", 2, 0).unwrap(),
+        users.acquire_at(b"ann", 2, Instant::ZERO).unwrap(),
         decision(true, 2, 0, 0, 2 * SECOND)
     );
     // TAT 2 s: one more unit fits at TAT + T − τ = 1 s.
     assert_eq!(
-        users.acquire_at(b"ann", 1, 0).unwrap(),
+        users.acquire_at(b"ann", 1, Instant::ZERO).unwrap(),
         decision(false, 2, 0, SECOND, 2 * SECOND)
     );
     // A new key starts with the new burst.
     assert_eq!(
-        users.acquire_at(b"cat", 0, 0).unwrap(),
+        users.acquire_at(b"cat", 0, Instant::ZERO).unwrap(),
         decision(true, 2, 2, 0, 0)
     );
 }
@@ -48,18 +49,18 @@ fn gcra_keys_keep_their_tokens_capped_at_the_new_burst() {
 #[test]
 fn gcra_keys_keep_fractions_of_a_token() {
     // 10 a second: 10 taken at 0, TAT 1 s; at 250 ms the debt is 750 ms, 2.5 tokens.
-    let users = KeyedLimiter::new(&Config::gcra(10, SECOND), 100).unwrap();
-    assert!(users.acquire_at(b"ann", 10, 0).unwrap().allowed);
+    let users = KeyedLimiter::new(&Config::per_second(10), 100).unwrap();
+    assert!(users.acquire_at(b"ann", 10, Instant::ZERO).unwrap().allowed);
     // 2 a second, burst 4 (T = 500 ms, τ = 2 s): 2.5 tokens are 1.25 s of room, so TAT
     // = 250 ms + 2 s − 1.25 s = 1 s: 2 whole tokens, 3 at TAT + 3T − τ = 500 ms.
-    let slower = Config::gcra(2, SECOND).with_burst(4);
-    users.set_config_at(&slower, 250 * MS).unwrap();
+    let slower = Config::per_second(2).with_burst(4);
+    users.set_config_at(&slower, at(250 * MS)).unwrap();
     assert_eq!(
-        users.acquire_at(b"ann", 0, 250 * MS).unwrap(),
+        users.acquire_at(b"ann", 0, at(250 * MS)).unwrap(),
         decision(true, 4, 2, 0, 750 * MS)
     );
     assert_eq!(
-        users.acquire_at(b"ann", 3, 250 * MS).unwrap(),
+        users.acquire_at(b"ann", 3, at(250 * MS)).unwrap(),
         decision(false, 4, 2, 250 * MS, 750 * MS)
     );
 }
@@ -67,21 +68,27 @@ fn gcra_keys_keep_fractions_of_a_token() {
 #[test]
 fn fixed_window_keys_keep_their_counts_capped_at_the_new_limit() {
     // 10 a second: at 500 ms ann has 7 counted in [0, 1 s), bob 3.
-    let users = KeyedLimiter::new(&Config::fixed_window(10, SECOND), 100).unwrap();
-    assert!(users.acquire_at(b"ann", 7, 500 * MS).unwrap().allowed);
-    assert!(users.acquire_at(b"bob", 3, 500 * MS).unwrap().allowed);
+    let users = KeyedLimiter::new(&Config::fixed_window(10, Duration::from_secs(1)), 100).unwrap();
+    assert!(users.acquire_at(b"ann", 7, at(500 * MS)).unwrap().allowed);
+    assert!(users.acquire_at(b"bob", 3, at(500 * MS)).unwrap().allowed);
     // 5 per 2 s: the counts move to [0, 2 s), ann's capped at 5.
     users
-        .set_config_at(&Config::fixed_window(5, 2 * SECOND), 500 * MS)
+        .set_config_at(
+            &Config::fixed_window(5, Duration::from_secs(2)),
+            at(500 * MS),
+        )
         .unwrap();
-    let ann = users.acquire_at(b"ann", 1, 1500 * MS).unwrap();
+    let ann = users.acquire_at(b"ann", 1, at(1500 * MS)).unwrap();
     assert_eq!((ann.allowed, ann.remaining), (false, 0));
     assert_eq!(ann.retry_after_ns, 500 * MS, "until the window ends at 2 s");
-    let bob = users.acquire_at(b"bob", 2, 1500 * MS).unwrap();
+    let bob = users.acquire_at(b"bob", 2, at(1500 * MS)).unwrap();
     assert_eq!((bob.allowed, bob.remaining), (true, 0));
     // The next window counts nothing.
     assert_eq!(
-        users.acquire_at(b"ann", 0, 2 * SECOND).unwrap().remaining,
+        users
+            .acquire_at(b"ann", 0, at(2 * SECOND))
+            .unwrap()
+            .remaining,
         5
     );
 }
@@ -90,58 +97,90 @@ fn fixed_window_keys_keep_their_counts_capped_at_the_new_limit() {
 fn sliding_window_keys_keep_both_windows_counts() {
     // 10 a second: ann takes 4 in [0, 1 s) and 3 at 1.5 s, when the previous window
     // weighs ½: 3 + 2 counted.
-    let users = KeyedLimiter::new(&Config::sliding_window(10, SECOND), 100).unwrap();
-    assert!(users.acquire_at(b"ann", 4, 0).unwrap().allowed);
-    assert!(users.acquire_at(b"ann", 3, 1500 * MS).unwrap().allowed);
+    let users =
+        KeyedLimiter::new(&Config::sliding_window(10, Duration::from_secs(1)), 100).unwrap();
+    assert!(users.acquire_at(b"ann", 4, Instant::ZERO).unwrap().allowed);
+    assert!(users.acquire_at(b"ann", 3, at(1500 * MS)).unwrap().allowed);
     // 20 a second: the same windows, the same counts, 15 left.
     users
-        .set_config_at(&Config::sliding_window(20, SECOND), 1500 * MS)
+        .set_config_at(
+            &Config::sliding_window(20, Duration::from_secs(1)),
+            at(1500 * MS),
+        )
         .unwrap();
     assert_eq!(
-        users.acquire_at(b"ann", 0, 1500 * MS).unwrap().remaining,
+        users
+            .acquire_at(b"ann", 0, at(1500 * MS))
+            .unwrap()
+            .remaining,
         15
     );
     // 4 a second: the previous window's 4 fit the cap, so 3 + 2 counted: over the limit.
     users
-        .set_config_at(&Config::sliding_window(4, SECOND), 1500 * MS)
+        .set_config_at(
+            &Config::sliding_window(4, Duration::from_secs(1)),
+            at(1500 * MS),
+        )
         .unwrap();
-    assert!(!users.acquire_at(b"ann", 1, 1500 * MS).unwrap().allowed);
+    assert!(!users.acquire_at(b"ann", 1, at(1500 * MS)).unwrap().allowed);
     // At 2.5 s the 3 of [1 s, 2 s) weigh ½: 1.5, rounded up to 2 counted.
-    assert_eq!(users.acquire_at(b"ann", 0, 2500 * MS).unwrap().remaining, 2);
+    assert_eq!(
+        users
+            .acquire_at(b"ann", 0, at(2500 * MS))
+            .unwrap()
+            .remaining,
+        2
+    );
 }
 
 #[test]
 fn a_refused_change_changes_nothing() {
-    let rule = Config::gcra(10, SECOND);
+    let rule = Config::per_second(10);
     let users = KeyedLimiter::new(&rule, 100).unwrap();
-    assert!(users.acquire_at(b"ann", 6, 0).unwrap().allowed);
+    assert!(users.acquire_at(b"ann", 6, Instant::ZERO).unwrap().allowed);
     let refusals = [
         (
-            Config::fixed_window(10, SECOND),
+            Config::fixed_window(10, Duration::from_secs(1)),
             Error::InvalidConfig(ConfigError::LiveChange),
         ),
         (
-            Config::sliding_log(10, SECOND),
+            Config::sliding_log(10, Duration::from_secs(1)),
             Error::InvalidConfig(ConfigError::LiveChange),
         ),
         (
-            Config::gcra(0, SECOND),
+            Config::per_second(0),
             Error::InvalidConfig(ConfigError::ZeroLimit),
         ),
     ];
     for (config, error) in refusals {
-        assert_eq!(users.set_config_at(&config, 0), Err(error), "{config:?}");
+        assert_eq!(
+            users.set_config_at(&config, Instant::ZERO),
+            Err(error),
+            "{config:?}"
+        );
         assert_eq!(users.config(), &rule);
-        assert_eq!(users.acquire_at(b"ann", 0, 0).unwrap().remaining, 4);
+        assert_eq!(
+            users
+                .acquire_at(b"ann", 0, Instant::ZERO)
+                .unwrap()
+                .remaining,
+            4
+        );
     }
     // A sliding log's entries are not carried, to any log.
-    let log = KeyedLimiter::new(&Config::sliding_log(3, SECOND), 10).unwrap();
-    assert!(log.acquire_at(b"ann", 2, 0).unwrap().allowed);
+    let log = KeyedLimiter::new(&Config::sliding_log(3, Duration::from_secs(1)), 10).unwrap();
+    assert!(log.acquire_at(b"ann", 2, Instant::ZERO).unwrap().allowed);
     assert_eq!(
-        log.set_config_at(&Config::sliding_log(5, SECOND), 0),
+        log.set_config_at(
+            &Config::sliding_log(5, Duration::from_secs(1)),
+            Instant::ZERO
+        ),
         Err(Error::InvalidConfig(ConfigError::LiveChange))
     );
-    assert_eq!(log.acquire_at(b"ann", 0, 0).unwrap().remaining, 1);
+    assert_eq!(
+        log.acquire_at(b"ann", 0, Instant::ZERO).unwrap().remaining,
+        1
+    );
 }
 
 /// A table in a shared file changes there as in process (docs/shared.md): ann's 4 tokens
@@ -149,12 +188,20 @@ fn a_refused_change_changes_nothing() {
 #[test]
 fn a_shared_table_changes_as_in_process() {
     let path = std::env::temp_dir().join(format!("librate-keyed-live-{}", std::process::id()));
-    let rule = Config::gcra(10, SECOND);
+    let rule = Config::per_second(10);
     let users = KeyedLimiter::open(&path, &rule, 100).unwrap();
-    assert!(users.acquire_at(b"ann", 6, 0).unwrap().allowed);
-    users.set_config_at(&Config::gcra(1, SECOND), 0).unwrap();
-    assert_eq!(users.config(), &Config::gcra(1, SECOND));
-    assert_eq!(users.acquire_at(b"ann", 0, 0).unwrap().remaining, 1);
+    assert!(users.acquire_at(b"ann", 6, Instant::ZERO).unwrap().allowed);
+    users
+        .set_config_at(&Config::per_second(1), Instant::ZERO)
+        .unwrap();
+    assert_eq!(users.config(), &Config::per_second(1));
+    assert_eq!(
+        users
+            .acquire_at(b"ann", 0, Instant::ZERO)
+            .unwrap()
+            .remaining,
+        1
+    );
     drop(users);
     std::fs::remove_file(&path).unwrap();
 }
@@ -171,33 +218,41 @@ fn keys_far_from_home_and_around_the_end_are_carried_over() {
     // burst of 6 and then of 8 both keep.
     let left = |key: u64| 6 - (key & 0xf);
     let table =
-        KeyedLimiter::with_hasher(&Config::gcra(1, SECOND).with_burst(8), 8, KeyIsHash).unwrap();
+        KeyedLimiter::with_hasher(&Config::per_second(1).with_burst(8), 8, KeyIsHash).unwrap();
     for &key in &keys {
         let taken = 8 - left(key);
         assert!(
             table
-                .acquire_at(&key.to_le_bytes(), taken, 0)
+                .acquire_at(&key.to_le_bytes(), taken, Instant::ZERO)
                 .unwrap()
                 .allowed
         );
     }
     for burst in [6, 8] {
-        let rule = Config::gcra(1, SECOND).with_burst(burst);
-        table.set_config_at(&rule, 0).unwrap();
+        let rule = Config::per_second(1).with_burst(burst);
+        table.set_config_at(&rule, Instant::ZERO).unwrap();
     }
     for &key in &keys {
         let left = left(key);
-        let state = table.acquire_at(&key.to_le_bytes(), 0, 0).unwrap();
+        let state = table
+            .acquire_at(&key.to_le_bytes(), 0, Instant::ZERO)
+            .unwrap();
         assert_eq!(state.remaining, left, "key {key:#x}");
     }
-    assert_eq!(table.live_keys_at(0), 8);
+    assert_eq!(table.live_keys_at(Instant::ZERO), 8);
     // Each key is found where it was carried: a second request takes from the same state.
     for &key in &keys {
         let left = left(key);
-        let taken = table.acquire_at(&key.to_le_bytes(), left, 0).unwrap();
+        let taken = table
+            .acquire_at(&key.to_le_bytes(), left, Instant::ZERO)
+            .unwrap();
         assert_eq!((taken.allowed, taken.remaining), (true, 0), "key {key:#x}");
     }
-    assert_eq!(table.live_keys_at(0), 8, "no key was inserted twice");
+    assert_eq!(
+        table.live_keys_at(Instant::ZERO),
+        8,
+        "no key was inserted twice"
+    );
 }
 
 /// Many keys under random requests and changes, each against a limiter of its own that
@@ -208,20 +263,20 @@ fn keys_far_from_home_and_around_the_end_are_carried_over() {
 fn many_keys_follow_a_limiter_each() {
     let families: [&[Config]; 3] = [
         &[
-            Config::gcra(10, SECOND),
-            Config::gcra(3, SECOND).with_burst(5),
-            Config::gcra(50, SECOND).with_burst(20),
+            Config::per_second(10),
+            Config::per_second(3).with_burst(5),
+            Config::per_second(50).with_burst(20),
             Config::gcra(7, Config::FOREVER),
         ],
         &[
-            Config::fixed_window(10, SECOND),
-            Config::fixed_window(4, 3 * SECOND),
-            Config::fixed_window(25, 250 * MS),
+            Config::fixed_window(10, Duration::from_secs(1)),
+            Config::fixed_window(4, Duration::from_secs(3)),
+            Config::fixed_window(25, Duration::from_millis(250)),
         ],
         &[
-            Config::sliding_window(10, SECOND),
-            Config::sliding_window(6, 2 * SECOND),
-            Config::sliding_window(30, 700 * MS),
+            Config::sliding_window(10, Duration::from_secs(1)),
+            Config::sliding_window(6, Duration::from_secs(2)),
+            Config::sliding_window(30, Duration::from_millis(700)),
             Config::sliding_window(8, Config::FOREVER),
         ],
     ];
@@ -237,26 +292,30 @@ fn many_keys_follow_a_limiter_each() {
         for round in 1..=6 {
             for (key, model) in keys.iter().zip(&models) {
                 if rng.chance(60) {
-                    let limit = model.acquire_at(0, now).unwrap().limit;
+                    let limit = model.acquire_at(0, at(now)).unwrap().limit;
                     let n = rng.range(1, limit.min(6));
-                    let expected = model.acquire_at(n, now).unwrap();
-                    assert_eq!(table.acquire_at(key, n, now).unwrap(), expected);
+                    let expected = model.acquire_at(n, at(now)).unwrap();
+                    assert_eq!(table.acquire_at(key, n, at(now)).unwrap(), expected);
                 }
             }
             now += rng.range(0, 400 * MS);
             let rule = &rules[round % rules.len()];
-            table.set_config_at(rule, now).unwrap();
+            table.set_config_at(rule, at(now)).unwrap();
             for model in &mut models {
                 if !is_fresh(model, now) {
-                    model.set_config_at(rule, now).unwrap();
+                    model.set_config_at(rule, at(now)).unwrap();
                 }
                 if is_fresh(model, now) {
                     *model = Limiter::new(rule).unwrap();
                 }
             }
             for (key, model) in keys.iter().zip(&models) {
-                let expected = model.acquire_at(0, now).unwrap();
-                assert_eq!(table.acquire_at(key, 0, now).unwrap(), expected, "{rule:?}");
+                let expected = model.acquire_at(0, at(now)).unwrap();
+                assert_eq!(
+                    table.acquire_at(key, 0, at(now)).unwrap(),
+                    expected,
+                    "{rule:?}"
+                );
             }
         }
     }
@@ -265,9 +324,9 @@ fn many_keys_follow_a_limiter_each() {
 /// Whether `limiter`'s state decides as a new one at `now`: GCRA's TAT ≤ now (a query
 /// says the bucket is full again in 0 ns), a window or an allowance counting nothing.
 fn is_fresh(limiter: &Limiter, now: u64) -> bool {
-    let state = limiter.acquire_at(0, now).unwrap();
+    let state = limiter.acquire_at(0, at(now)).unwrap();
     let rule = limiter.config();
-    if rule.algorithm == librate::Algorithm::Gcra && rule.period_ns != Config::FOREVER {
+    if rule.algorithm == librate::Algorithm::Gcra && rule.period() != Config::FOREVER {
         state.reset_after_ns == 0
     } else {
         state.remaining == state.limit
@@ -277,36 +336,49 @@ fn is_fresh(limiter: &Limiter, now: u64) -> bool {
 #[test]
 fn a_reset_key_and_a_fresh_key_start_anew_under_the_new_rule() {
     // T = 1 ms, burst 10.
-    let users = KeyedLimiter::new(&Config::gcra(1, MS).with_burst(10), 100).unwrap();
-    assert!(users.acquire_at(b"ann", 10, 0).unwrap().allowed);
-    assert!(users.acquire_at(b"bob", 1, 0).unwrap().allowed);
+    let users = KeyedLimiter::new(
+        &Config::gcra(1, Duration::from_millis(1)).with_burst(10),
+        100,
+    )
+    .unwrap();
+    assert!(users.acquire_at(b"ann", 10, Instant::ZERO).unwrap().allowed);
+    assert!(users.acquire_at(b"bob", 1, Instant::ZERO).unwrap().allowed);
     users.reset(b"ann").unwrap();
     // At 5 ms bob is fresh (TAT 1 ms): neither key is live, and neither is carried.
-    let rule = Config::gcra(1, MS).with_burst(3);
-    users.set_config_at(&rule, 5 * MS).unwrap();
-    assert_eq!(users.live_keys_at(5 * MS), 0);
+    let rule = Config::gcra(1, Duration::from_millis(1)).with_burst(3);
+    users.set_config_at(&rule, at(5 * MS)).unwrap();
+    assert_eq!(users.live_keys_at(at(5 * MS)), 0);
     for key in [b"ann", b"bob"] {
-        assert_eq!(users.acquire_at(key, 0, 5 * MS).unwrap().remaining, 3);
+        assert_eq!(users.acquire_at(key, 0, at(5 * MS)).unwrap().remaining, 3);
     }
     // A reset after the change works on the new region.
-    assert!(users.acquire_at(b"ann", 3, 5 * MS).unwrap().allowed);
+    assert!(users.acquire_at(b"ann", 3, at(5 * MS)).unwrap().allowed);
     users.reset(b"ann").unwrap();
-    assert_eq!(users.acquire_at(b"ann", 0, 5 * MS).unwrap().remaining, 3);
+    assert_eq!(
+        users.acquire_at(b"ann", 0, at(5 * MS)).unwrap().remaining,
+        3
+    );
 }
 
 #[test]
 fn stats_count_every_region_refusals() {
     // Capacity 1: two slots, both live until 1 s.
-    let table = KeyedLimiter::new(&Config::gcra(1, SECOND), 1).unwrap();
+    let table = KeyedLimiter::new(&Config::per_second(1), 1).unwrap();
     for key in [b"a", b"b"] {
-        assert!(table.acquire_at(key, 1, 0).unwrap().allowed);
+        assert!(table.acquire_at(key, 1, Instant::ZERO).unwrap().allowed);
     }
-    assert_eq!(table.acquire_at(b"c", 1, 0), Err(Error::TableFull));
+    assert_eq!(
+        table.acquire_at(b"c", 1, Instant::ZERO),
+        Err(Error::TableFull)
+    );
     table
-        .set_config_at(&Config::gcra(1, 2 * SECOND), 0)
+        .set_config_at(&Config::gcra(1, Duration::from_secs(2)), Instant::ZERO)
         .unwrap();
-    assert_eq!(table.acquire_at(b"c", 1, 0), Err(Error::TableFull));
-    let stats = table.stats_at(0);
+    assert_eq!(
+        table.acquire_at(b"c", 1, Instant::ZERO),
+        Err(Error::TableFull)
+    );
+    let stats = table.stats_at(Instant::ZERO);
     assert_eq!((stats.live_keys, stats.table_full), (2, 2));
 }
 
@@ -325,14 +397,14 @@ fn changes_racing_acquires_lose_and_double_count_nothing() {
     const NEW: u64 = 100;
     let families: [[Config; 3]; 2] = [
         [
-            Config::gcra(1, MS).with_burst(OLD),
-            Config::gcra(1, 2 * MS).with_burst(NEW),
-            Config::gcra(1, MS).with_burst(NEW),
+            Config::gcra(1, Duration::from_millis(1)).with_burst(OLD),
+            Config::gcra(1, Duration::from_millis(2)).with_burst(NEW),
+            Config::gcra(1, Duration::from_millis(1)).with_burst(NEW),
         ],
         [
-            Config::fixed_window(OLD, 3_600 * SECOND),
-            Config::fixed_window(NEW, 7_200 * SECOND),
-            Config::fixed_window(NEW, 3_600 * SECOND),
+            Config::fixed_window(OLD, Duration::from_secs(3_600)),
+            Config::fixed_window(NEW, Duration::from_secs(7_200)),
+            Config::fixed_window(NEW, Duration::from_secs(3_600)),
         ],
     ];
     let now = 10 * SECOND;
@@ -342,7 +414,7 @@ fn changes_racing_acquires_lose_and_double_count_nothing() {
         let old_keys: Vec<[u8; 8]> = (0..48u64).map(u64::to_le_bytes).collect();
         let new_keys: Vec<[u8; 8]> = (48..64u64).map(u64::to_le_bytes).collect();
         for key in &old_keys {
-            assert!(table.acquire_at(key, 1, now).unwrap().allowed);
+            assert!(table.acquire_at(key, 1, at(now)).unwrap().allowed);
         }
         let changed = AtomicBool::new(false);
         let admitted: Vec<Vec<u64>> = std::thread::scope(|scope| {
@@ -354,7 +426,7 @@ fn changes_racing_acquires_lose_and_double_count_nothing() {
                             let done = changed.load(Ordering::Acquire);
                             let mut any = false;
                             for (index, key) in old_keys.iter().chain(&new_keys).enumerate() {
-                                if table.acquire_at(key, 1, now).unwrap().allowed {
+                                if table.acquire_at(key, 1, at(now)).unwrap().allowed {
                                     admitted[index] += 1;
                                     any = true;
                                 }
@@ -369,7 +441,7 @@ fn changes_racing_acquires_lose_and_double_count_nothing() {
             scope.spawn(|| {
                 for change in 0..200 {
                     let rule = if change % 2 == 0 { &second } else { &third };
-                    table.set_config_at(rule, now).unwrap();
+                    table.set_config_at(rule, at(now)).unwrap();
                 }
                 changed.store(true, Ordering::Release);
             });
@@ -390,6 +462,6 @@ fn changes_racing_acquires_lose_and_double_count_nothing() {
             }
         }
         assert_eq!(table.config(), &third);
-        assert_eq!(table.live_keys_at(now), 64);
+        assert_eq!(table.live_keys_at(at(now)), 64);
     }
 }

@@ -5,11 +5,13 @@
 
 mod common;
 
-use common::{Rng, MS, SECOND};
+use common::{at, Rng, MS, SECOND};
 use librate::{
-    Config, ConfigError, Decision, Error, KeyedPolicy, KeyedRule, Limiter, Policy, PolicyDecision,
+    Config, ConfigError, Decision, Error, Instant, KeyedPolicy, KeyedRule, Limiter, Policy,
+    PolicyDecision,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// An admitted request: its key, its costs and its time.
 struct Admitted {
@@ -26,7 +28,7 @@ fn replayed(rules: &[KeyedRule], rule: usize, key: usize, admitted: &[Admitted])
         .iter()
         .filter(|past| past.costs[rule] > 0 && (!rules[rule].is_per_key() || past.key == key));
     for past in counted {
-        let decision = limiter.acquire_at(past.costs[rule], past.at).unwrap();
+        let decision = limiter.acquire_at(past.costs[rule], at(past.at)).unwrap();
         assert!(decision.allowed, "the model replays admissions");
     }
     limiter
@@ -43,7 +45,7 @@ fn model(
 ) -> (Decision, Option<usize>, Vec<Decision>) {
     let model = |rule| replayed(rules, rule, key, admitted);
     let taken: Vec<Decision> = (0..rules.len())
-        .map(|rule| model(rule).acquire_at(costs[rule], now).unwrap())
+        .map(|rule| model(rule).acquire_at(costs[rule], at(now)).unwrap())
         .collect();
     let denied_by = taken.iter().position(|decision| !decision.allowed);
     let each: Vec<Decision> = match denied_by {
@@ -52,7 +54,7 @@ fn model(
             .map(|rule| Decision {
                 allowed: taken[rule].allowed,
                 retry_after_ns: taken[rule].retry_after_ns,
-                ..model(rule).acquire_at(0, now).unwrap()
+                ..model(rule).acquire_at(0, at(now)).unwrap()
             })
             .collect(),
     };
@@ -80,10 +82,10 @@ fn random_rule(rng: &mut Rng) -> KeyedRule {
     let limit = rng.range(1, 6);
     let period = [100 * MS, SECOND, 7 * SECOND][rng.below(3) as usize];
     let config = match rng.below(4) {
-        0 => Config::gcra(limit, period).with_burst(rng.range(1, 6)),
-        1 => Config::fixed_window(limit, period),
-        2 => Config::sliding_window(limit, period),
-        _ => Config::sliding_log(limit, period),
+        0 => Config::gcra(limit, Duration::from_nanos(period)).with_burst(rng.range(1, 6)),
+        1 => Config::fixed_window(limit, Duration::from_nanos(period)),
+        2 => Config::sliding_window(limit, Duration::from_nanos(period)),
+        _ => Config::sliding_log(limit, Duration::from_nanos(period)),
     };
     if rng.chance(60) {
         KeyedRule::per_key(config)
@@ -132,27 +134,29 @@ fn keyed_policies_decide_as_their_rules_would_together() {
             let context =
                 format!("case {case} step {step}: key {key} {costs:?} at {now}, {rules:?}");
             let too_large = rules.iter().zip(&costs).any(|(rule, &cost)| {
-                Limiter::new(rule.config()).unwrap().acquire_at(cost, 0)
+                Limiter::new(rule.config())
+                    .unwrap()
+                    .acquire_at(cost, Instant::ZERO)
                     == Err(Error::InsufficientCapacity)
             });
             if too_large {
-                let got = policy.acquire_costs_at(KEYS[key], &costs, now);
+                let got = policy.acquire_costs_at(KEYS[key], &costs, at(now));
                 assert_eq!(got, Err(Error::InsufficientCapacity), "{context}");
                 continue;
             }
             let (decision, denied_by, each) = model(&rules, &admitted, key, &costs, now);
             if rng.chance(30) && costs.iter().any(|&cost| cost > 0) {
                 let allowed = if uniform {
-                    policy.try_acquire_at(KEYS[key], costs[0], now)
+                    policy.try_acquire_at(KEYS[key], costs[0], at(now))
                 } else {
-                    policy.try_acquire_costs_at(KEYS[key], &costs, now)
+                    policy.try_acquire_costs_at(KEYS[key], &costs, at(now))
                 };
                 assert_eq!(allowed, Ok(decision.allowed), "{context}");
             } else {
                 let got: PolicyDecision = if uniform {
-                    policy.acquire_at(KEYS[key], costs[0], now)
+                    policy.acquire_at(KEYS[key], costs[0], at(now))
                 } else {
-                    policy.acquire_costs_at(KEYS[key], &costs, now)
+                    policy.acquire_costs_at(KEYS[key], &costs, at(now))
                 }
                 .unwrap();
                 assert_eq!(got.decision, decision, "{context}");
@@ -186,27 +190,27 @@ fn threads_admit_exactly_the_tightest_limit() {
     let policies: [(KeyedRule, KeyedRule, bool, u64); 4] = [
         // Each thread its own key: 4 × 10 per key, 25 for everybody.
         (
-            KeyedRule::per_key(Config::gcra(10, SECOND)),
-            KeyedRule::global(Config::fixed_window(25, SECOND)),
+            KeyedRule::per_key(Config::per_second(10)),
+            KeyedRule::global(Config::fixed_window(25, Duration::from_secs(1))),
             false,
             25,
         ),
         (
-            KeyedRule::per_key(Config::sliding_window(5, SECOND)),
-            KeyedRule::global(Config::gcra(50, SECOND)),
+            KeyedRule::per_key(Config::sliding_window(5, Duration::from_secs(1))),
+            KeyedRule::global(Config::per_second(50)),
             false,
             20,
         ),
         // One key for every thread, per-key rule tighter, second.
         (
-            KeyedRule::global(Config::gcra(50, SECOND)),
-            KeyedRule::per_key(Config::fixed_window(20, SECOND)),
+            KeyedRule::global(Config::per_second(50)),
+            KeyedRule::per_key(Config::fixed_window(20, Duration::from_secs(1))),
             true,
             20,
         ),
         (
-            KeyedRule::per_key(Config::sliding_log(30, SECOND)),
-            KeyedRule::global(Config::sliding_window(12, SECOND)),
+            KeyedRule::per_key(Config::sliding_log(30, Duration::from_secs(1))),
+            KeyedRule::global(Config::sliding_window(12, Duration::from_secs(1))),
             true,
             12,
         ),
@@ -220,7 +224,7 @@ fn threads_admit_exactly_the_tightest_limit() {
                     let (policy, admitted) = (&policy, &admitted);
                     scope.spawn(move || {
                         let key = [if one_key { 0 } else { thread }];
-                        while policy.try_acquire_at(&key, 1, SECOND).unwrap() {
+                        while policy.try_acquire_at(&key, 1, at(SECOND)).unwrap() {
                             admitted.fetch_add(1, Ordering::Relaxed);
                         }
                     });
@@ -232,14 +236,14 @@ fn threads_admit_exactly_the_tightest_limit() {
                 "{first:?} {second:?}"
             );
             for thread in 0..4u8 {
-                let state = policy.acquire_at(&[thread], 0, SECOND).unwrap();
+                let state = policy.acquire_at(&[thread], 0, at(SECOND)).unwrap();
                 for decision in state.rules() {
                     assert!(decision.remaining <= decision.limit);
                 }
             }
             // The global rule holds at least every admitted unit.
             let global = usize::from(first.is_per_key());
-            let state = policy.acquire_at(b"anyone", 0, SECOND).unwrap();
+            let state = policy.acquire_at(b"anyone", 0, at(SECOND)).unwrap();
             let held = state.rules()[global].limit - state.rules()[global].remaining;
             assert!(held >= tightest, "{first:?} {second:?}: {held}");
         }
@@ -250,9 +254,9 @@ fn threads_admit_exactly_the_tightest_limit() {
 /// (a new key's insert by making the key absent again), and the request is `TableFull`.
 #[test]
 fn a_full_table_after_others_took_gives_everything_back() {
-    let posts = Config::gcra(1, SECOND);
-    let friends = Config::fixed_window(150, 86_400 * SECOND);
-    let everybody = Config::gcra(10, SECOND);
+    let posts = Config::per_second(1);
+    let friends = Config::fixed_window(150, Duration::from_secs(86_400));
+    let everybody = Config::per_second(10);
     // Capacity 1: two slots per table.
     let policy = KeyedPolicy::new(
         &[
@@ -266,32 +270,32 @@ fn a_full_table_after_others_took_gives_everything_back() {
     for key in [b"x", b"y"] {
         assert!(
             policy
-                .acquire_costs_at(key, &[0, 0, 1], 0)
+                .acquire_costs_at(key, &[0, 0, 1], Instant::ZERO)
                 .unwrap()
                 .decision
                 .allowed
         );
     }
-    let refused = policy.acquire_costs_at(b"z", &[1, 1, 1], 0);
+    let refused = policy.acquire_costs_at(b"z", &[1, 1, 1], Instant::ZERO);
     assert_eq!(refused, Err(Error::TableFull));
-    let state = policy.acquire_at(b"z", 0, 0).unwrap();
+    let state = policy.acquire_at(b"z", 0, Instant::ZERO).unwrap();
     let remaining: Vec<u64> = state.rules().iter().map(|rule| rule.remaining).collect();
     // Everybody: 10, nothing taken; z's posts: 1, fresh; z's friends: 150, fresh.
     assert_eq!(remaining, [10, 1, 150]);
-    let stats = policy.stats_at(0);
+    let stats = policy.stats_at(Instant::ZERO);
     assert_eq!((stats.capacity, stats.max_keys), (1, 2));
     assert_eq!((stats.live_keys, stats.table_full), (2, 1));
     // The bool form refuses alike, and counts the refusal.
     assert_eq!(
-        policy.try_acquire_costs_at(b"z", &[1, 1, 1], 0),
+        policy.try_acquire_costs_at(b"z", &[1, 1, 1], Instant::ZERO),
         Err(Error::TableFull)
     );
-    assert_eq!(policy.stats_at(0).table_full, 2);
+    assert_eq!(policy.stats_at(Instant::ZERO).table_full, 2);
     // z's two inserts, given back, hold the posts table's two slots under no key until
     // their state is fresh (a second after 0), then the table has room again.
     let x = |now| policy.acquire_costs_at(b"x", &[1, 1, 1], now);
-    assert_eq!(x(0), Err(Error::TableFull));
-    assert!(x(SECOND + 1).unwrap().decision.allowed);
+    assert_eq!(x(Instant::ZERO), Err(Error::TableFull));
+    assert!(x(at(SECOND + 1)).unwrap().decision.allowed);
 }
 
 /// A denied request that inserted its key in an earlier rule's table leaves the key
@@ -300,8 +304,8 @@ fn a_full_table_after_others_took_gives_everything_back() {
 fn a_denied_insert_leaves_its_key_fresh() {
     let policy = KeyedPolicy::new(
         &[
-            KeyedRule::per_key(Config::gcra(1, SECOND)),
-            KeyedRule::per_key(Config::fixed_window(1, 60 * SECOND)),
+            KeyedRule::per_key(Config::per_second(1)),
+            KeyedRule::per_key(Config::fixed_window(1, Duration::from_secs(60))),
         ],
         8,
     )
@@ -309,19 +313,23 @@ fn a_denied_insert_leaves_its_key_fresh() {
     // alice is in the second table only, and full there.
     assert!(
         policy
-            .acquire_costs_at(b"alice", &[0, 1], 0)
+            .acquire_costs_at(b"alice", &[0, 1], Instant::ZERO)
             .unwrap()
             .decision
             .allowed
     );
-    let denied = policy.acquire_costs_at(b"alice", &[1, 1], 0).unwrap();
+    let denied = policy
+        .acquire_costs_at(b"alice", &[1, 1], Instant::ZERO)
+        .unwrap();
     assert_eq!(denied.denied_by, Some(1));
     assert_eq!(denied.rules()[0].remaining, 1);
     // The first rule admits her as new, at the same instant.
-    let first = policy.acquire_costs_at(b"alice", &[1, 0], 0).unwrap();
+    let first = policy
+        .acquire_costs_at(b"alice", &[1, 0], Instant::ZERO)
+        .unwrap();
     assert!(first.decision.allowed);
     assert_eq!(first.decision.remaining, 0);
-    assert_eq!(policy.stats_at(0).live_keys, 1);
+    assert_eq!(policy.stats_at(Instant::ZERO).live_keys, 1);
 }
 
 /// A reset makes the key's per-key rules fresh and leaves the global rules as they are.
@@ -329,20 +337,26 @@ fn a_denied_insert_leaves_its_key_fresh() {
 fn reset_forgets_a_key_in_its_per_key_rules_only() {
     let policy = KeyedPolicy::new(
         &[
-            KeyedRule::per_key(Config::gcra(1, 60 * SECOND)),
-            KeyedRule::global(Config::fixed_window(5, 60 * SECOND)),
+            KeyedRule::per_key(Config::per_minute(1)),
+            KeyedRule::global(Config::fixed_window(5, Duration::from_secs(60))),
         ],
         8,
     )
     .unwrap();
-    assert!(policy.acquire_at(b"bob", 1, 0).unwrap().decision.allowed);
+    assert!(
+        policy
+            .acquire_at(b"bob", 1, Instant::ZERO)
+            .unwrap()
+            .decision
+            .allowed
+    );
     assert_eq!(
-        policy.acquire_at(b"bob", 1, SECOND).unwrap().denied_by,
+        policy.acquire_at(b"bob", 1, at(SECOND)).unwrap().denied_by,
         Some(0)
     );
     policy.reset(b"bob").unwrap();
     policy.reset(b"carol").unwrap();
-    let again = policy.acquire_at(b"bob", 1, SECOND).unwrap();
+    let again = policy.acquire_at(b"bob", 1, at(SECOND)).unwrap();
     assert!(again.decision.allowed);
     // Two admitted in all: the global rule remembers both.
     assert_eq!(again.rules()[1].remaining, 3);
@@ -350,7 +364,7 @@ fn reset_forgets_a_key_in_its_per_key_rules_only() {
 
 #[test]
 fn bad_input_is_an_error() {
-    let rule = KeyedRule::per_key(Config::gcra(2, SECOND));
+    let rule = KeyedRule::per_key(Config::per_second(2));
     let rules_error = |rules| Error::InvalidConfig(ConfigError::PolicyRules { rules });
     assert_eq!(KeyedPolicy::new(&[], 8).unwrap_err(), rules_error(0));
     assert_eq!(KeyedPolicy::new(&[rule; 9], 8).unwrap_err(), rules_error(9));
@@ -368,42 +382,51 @@ fn bad_input_is_an_error() {
     );
     // A rule's own error names the rule (docs/policies.md).
     assert_eq!(
-        KeyedPolicy::new(&[KeyedRule::global(Config::gcra(0, SECOND))], 8).unwrap_err(),
+        KeyedPolicy::new(&[KeyedRule::global(Config::per_second(0))], 8).unwrap_err(),
         Error::InvalidConfig(ConfigError::PolicyRule {
             rule: 0,
             why: Box::new(ConfigError::ZeroLimit)
         })
     );
-    let policy = KeyedPolicy::new(&[rule, KeyedRule::global(Config::gcra(5, SECOND))], 8).unwrap();
+    let policy = KeyedPolicy::new(&[rule, KeyedRule::global(Config::per_second(5))], 8).unwrap();
     assert_eq!(policy.limit(), 2);
     assert_eq!(policy.bytes_per_key(), 32);
     let costs_error = |costs| Error::InvalidConfig(ConfigError::PolicyCosts { costs });
     assert_eq!(
-        policy.acquire_costs_at(b"k", &[1], 0).unwrap_err(),
+        policy
+            .acquire_costs_at(b"k", &[1], Instant::ZERO)
+            .unwrap_err(),
         costs_error(1)
     );
     assert_eq!(
-        policy.try_acquire_costs_at(b"k", &[1, 1, 1], 0),
+        policy.try_acquire_costs_at(b"k", &[1, 1, 1], Instant::ZERO),
         Err(costs_error(3))
     );
     assert_eq!(
-        policy.acquire_at(b"k", 3, 0),
+        policy.acquire_at(b"k", 3, Instant::ZERO),
         Err(Error::InsufficientCapacity)
     );
     assert_eq!(
-        policy.try_acquire_costs_at(b"k", &[0, 6], 0),
+        policy.try_acquire_costs_at(b"k", &[0, 6], Instant::ZERO),
         Err(Error::InsufficientCapacity)
     );
     // Nothing was taken by any of those.
-    assert_eq!(policy.acquire_at(b"k", 0, 0).unwrap().decision.remaining, 2);
-    // A policy's costs per rule, in process, check alike.
-    let plain = Policy::new(&[Config::gcra(2, SECOND)]).unwrap();
     assert_eq!(
-        plain.acquire_costs_at(&[1, 1], 0).unwrap_err(),
+        policy
+            .acquire_at(b"k", 0, Instant::ZERO)
+            .unwrap()
+            .decision
+            .remaining,
+        2
+    );
+    // A policy's costs per rule, in process, check alike.
+    let plain = Policy::new(&[Config::per_second(2)]).unwrap();
+    assert_eq!(
+        plain.acquire_costs_at(&[1, 1], Instant::ZERO).unwrap_err(),
         costs_error(2)
     );
     assert_eq!(
-        plain.try_acquire_costs_at(&[3], 0),
+        plain.try_acquire_costs_at(&[3], Instant::ZERO),
         Err(Error::InsufficientCapacity)
     );
 }

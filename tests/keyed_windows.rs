@@ -1,38 +1,43 @@
 //! The keyed table with the window algorithms (docs/decision.md, docs/keyed.md), on a virtual
 //! clock.
 
-use librate::{Config, Error, KeyedLimiter};
+use librate::{Config, Error, Instant, KeyedLimiter};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::thread;
+use std::time::Duration;
 
 const MS: u64 = 1_000_000;
 const SECOND: u64 = 1_000 * MS;
 
 /// Acquires one unit for `key` at `now_ms`: (allowed, retry_after_ns).
 fn one(table: &KeyedLimiter, key: &str, now_ms: u64) -> (bool, u64) {
-    let decision = table.acquire_at(key.as_bytes(), 1, now_ms * MS).unwrap();
+    let decision = table
+        .acquire_at(key.as_bytes(), 1, Instant::from_nanos(now_ms * MS))
+        .unwrap();
     (decision.allowed, decision.retry_after_ns)
 }
 
 #[test]
 fn fixed_window_per_key() {
     // Two per window of 1 s: windows [0, 1 s), [1 s, 2 s), …
-    let table = KeyedLimiter::new(&Config::fixed_window(2, SECOND), 4).unwrap();
+    let table = KeyedLimiter::new(&Config::fixed_window(2, Duration::from_secs(1)), 4).unwrap();
     assert_eq!(one(&table, "a", 0), (true, 0));
     assert_eq!(one(&table, "a", 500), (true, 0));
     // The window is spent; the next one starts at 1 s.
     assert_eq!(one(&table, "a", 900), (false, 100 * MS));
     assert_eq!(one(&table, "b", 900), (true, 0));
     assert_eq!(one(&table, "a", 1000), (true, 0));
-    let query = table.acquire_at(b"a", 0, 1000 * MS).unwrap();
+    let query = table
+        .acquire_at(b"a", 0, Instant::from_nanos(1000 * MS))
+        .unwrap();
     assert_eq!((query.limit, query.remaining), (2, 1));
 }
 
 #[test]
 fn sliding_window_per_key() {
     // Two per sliding second: prev·(P − e) + (cur + n)·P ≤ L·P.
-    let table = KeyedLimiter::new(&Config::sliding_window(2, SECOND), 4).unwrap();
+    let table = KeyedLimiter::new(&Config::sliding_window(2, Duration::from_secs(1)), 4).unwrap();
     assert_eq!(one(&table, "a", 0), (true, 0));
     assert_eq!(one(&table, "a", 500), (true, 0));
     // At 1.25 s: 2·750 ms + 1·1 s > 2 s; it fits once 2·(1 s − e) ≤ 1 s, at e = 500 ms.
@@ -44,7 +49,7 @@ fn sliding_window_per_key() {
 #[test]
 fn sliding_log_per_key() {
     // Exactly two in any second (t − 1 s, t].
-    let table = KeyedLimiter::new(&Config::sliding_log(2, SECOND), 4).unwrap();
+    let table = KeyedLimiter::new(&Config::sliding_log(2, Duration::from_secs(1)), 4).unwrap();
     assert_eq!(one(&table, "a", 0), (true, 0));
     assert_eq!(one(&table, "a", 500), (true, 0));
     // The entry at 0 leaves the log at 1 s.
@@ -57,7 +62,7 @@ fn sliding_log_per_key() {
 #[test]
 fn multi_word_states_are_installed_whole() {
     // A log of three: its state spans many words; each key's must arrive intact.
-    let table = KeyedLimiter::new(&Config::sliding_log(3, SECOND), 2).unwrap();
+    let table = KeyedLimiter::new(&Config::sliding_log(3, Duration::from_secs(1)), 2).unwrap();
     for key in ["a", "b", "c", "d"] {
         for at in 0..3 {
             assert_eq!(one(&table, key, at), (true, 0), "{key} at {at} ms");
@@ -72,16 +77,16 @@ fn multi_word_states_are_installed_whole() {
 #[test]
 fn full_tables_reclaim_fresh_window_states() {
     for config in [
-        Config::fixed_window(1, SECOND),
-        Config::sliding_window(1, SECOND),
-        Config::sliding_log(1, SECOND),
+        Config::fixed_window(1, Duration::from_secs(1)),
+        Config::sliding_window(1, Duration::from_secs(1)),
+        Config::sliding_log(1, Duration::from_secs(1)),
     ] {
         // Capacity 1: two slots.
         let table = KeyedLimiter::new(&config, 1).unwrap();
         assert_eq!(one(&table, "x", 0), (true, 0), "{config:?}");
         assert_eq!(one(&table, "y", 0), (true, 0), "{config:?}");
         assert_eq!(
-            table.acquire_at(b"z", 1, 500 * MS),
+            table.acquire_at(b"z", 1, Instant::from_nanos(500 * MS)),
             Err(Error::TableFull),
             "{config:?}"
         );
@@ -95,22 +100,22 @@ fn full_tables_reclaim_fresh_window_states() {
 #[test]
 fn windows_have_no_reserve() {
     for config in [
-        Config::fixed_window(4, SECOND),
-        Config::sliding_window(4, SECOND),
-        Config::sliding_log(4, SECOND),
+        Config::fixed_window(4, Duration::from_secs(1)),
+        Config::sliding_window(4, Duration::from_secs(1)),
+        Config::sliding_log(4, Duration::from_secs(1)),
     ] {
         let table = KeyedLimiter::new(&config, 2).unwrap();
         assert_eq!(
-            table.reserve_at(b"new", 1, 0, SECOND),
+            table.reserve_at(b"new", 1, Instant::ZERO, Duration::from_secs(1)),
             Err(Error::Unsupported)
         );
-        assert!(table.acquire_at(b"old", 1, 0).unwrap().allowed);
+        assert!(table.acquire_at(b"old", 1, Instant::ZERO).unwrap().allowed);
         assert_eq!(
-            table.reserve_at(b"old", 1, 0, SECOND),
+            table.reserve_at(b"old", 1, Instant::ZERO, Duration::from_secs(1)),
             Err(Error::Unsupported)
         );
         assert_eq!(
-            table.live_keys_at(0),
+            table.live_keys_at(Instant::ZERO),
             1,
             "{config:?}: reserve inserted nothing"
         );
@@ -120,9 +125,9 @@ fn windows_have_no_reserve() {
 #[test]
 fn four_threads_admit_exactly_the_limit_per_key() {
     for (config, limit) in [
-        (Config::fixed_window(200, 1000 * SECOND), 200),
-        (Config::sliding_window(200, 1000 * SECOND), 200),
-        (Config::sliding_log(64, 1000 * SECOND), 64),
+        (Config::fixed_window(200, Duration::from_secs(1000)), 200),
+        (Config::sliding_window(200, Duration::from_secs(1000)), 200),
+        (Config::sliding_log(64, Duration::from_secs(1000)), 64),
     ] {
         let table = KeyedLimiter::new(&config, 16).unwrap();
         let (shared, own) = (AtomicU64::new(0), AtomicU64::new(0));
@@ -134,11 +139,19 @@ fn four_threads_admit_exactly_the_limit_per_key() {
                     start.wait();
                     let mine = thread.to_le_bytes();
                     for _ in 0..limit {
-                        if table.acquire_at(b"shared", 1, SECOND).unwrap().allowed {
+                        if table
+                            .acquire_at(b"shared", 1, Instant::from_nanos(SECOND))
+                            .unwrap()
+                            .allowed
+                        {
                             shared.fetch_add(1, Ordering::Relaxed);
                         }
                         for _ in 0..2 {
-                            if table.acquire_at(&mine, 1, SECOND).unwrap().allowed {
+                            if table
+                                .acquire_at(&mine, 1, Instant::from_nanos(SECOND))
+                                .unwrap()
+                                .allowed
+                            {
                                 own.fetch_add(1, Ordering::Relaxed);
                             }
                         }
@@ -156,9 +169,9 @@ fn a_batch_decides_each_window_algorithm_as_single_acquires_do() {
     // A batch and one acquire_at per key, on twin tables (roomy, so no key is ever
     // refused), see the same requests and must agree on every outcome.
     let configs = [
-        Config::fixed_window(3, 100 * MS),
-        Config::sliding_window(3, 100 * MS),
-        Config::sliding_log(3, 100 * MS),
+        Config::fixed_window(3, Duration::from_millis(100)),
+        Config::sliding_window(3, Duration::from_millis(100)),
+        Config::sliding_log(3, Duration::from_millis(100)),
     ];
     for config in configs {
         let batched = KeyedLimiter::new(&config, 64).unwrap();
@@ -178,10 +191,15 @@ fn a_batch_decides_each_window_algorithm_as_single_acquires_do() {
             let keys: Vec<&[u8]> = keys.iter().map(|key| &key[..]).collect();
             let mut outcomes = Vec::new();
             batched
-                .try_acquire_batch_at(&keys, n, now, |_, outcome| outcomes.push(outcome))
+                .try_acquire_batch_at(&keys, n, Instant::from_nanos(now), |_, outcome| {
+                    outcomes.push(outcome)
+                })
                 .unwrap();
             for (key, outcome) in keys.iter().zip(outcomes) {
-                let expected = single.acquire_at(key, n, now).unwrap().allowed;
+                let expected = single
+                    .acquire_at(key, n, Instant::from_nanos(now))
+                    .unwrap()
+                    .allowed;
                 assert_eq!(outcome, Ok(expected), "{config:?} at {now}");
                 denials += u64::from(!expected);
             }

@@ -8,52 +8,53 @@
 mod common;
 
 use common::processes::rewrite_word;
-use common::{decision, Rng, SECOND};
-use librate::{Config, ConfigError, Error, Limiter};
+use common::{at, decision, Rng, SECOND};
+use librate::{Config, ConfigError, Error, Instant, Limiter};
+use std::time::Duration;
 
 #[test]
 fn gcra_keeps_its_tokens_capped_at_the_new_burst() {
     // 10 a second (T = 100 ms): 7 taken at 0, 3 tokens left; at 250 ms, 5.5.
-    let limiter = Limiter::new(&Config::gcra(10, SECOND)).unwrap();
-    assert!(limiter.acquire_at(7, 0).unwrap().allowed);
+    let limiter = Limiter::new(&Config::per_second(10)).unwrap();
+    assert!(limiter.acquire_at(7, Instant::ZERO).unwrap().allowed);
     // 2 a second, burst 4 (T = 500 ms, τ = 2 s): 4 tokens, full; TAT 250 ms.
     limiter
-        .set_config_at(&Config::gcra(2, SECOND).with_burst(4), 250_000_000)
+        .set_config_at(&Config::per_second(2).with_burst(4), at(250_000_000))
         .unwrap();
     assert_eq!(
-        limiter.acquire_at(4, 250_000_000).unwrap(),
+        limiter.acquire_at(4, at(250_000_000)).unwrap(),
         decision(true, 4, 0, 0, 2 * SECOND)
     );
     // Back to 10 a second (T = 100 ms, τ = 1 s) at 1.25 s: 2 tokens (1 s of room at T =
     // 500 ms), so 0.2 s of room at T = 100 ms: TAT 1.25 + 0.8 s.
     limiter
-        .set_config_at(&Config::gcra(10, SECOND), 1_250_000_000)
+        .set_config_at(&Config::per_second(10), at(1_250_000_000))
         .unwrap();
     assert_eq!(
-        limiter.acquire_at(0, 1_250_000_000).unwrap(),
+        limiter.acquire_at(0, at(1_250_000_000)).unwrap(),
         decision(true, 10, 2, 0, 800_000_000)
     );
-    assert_eq!(limiter.config(), &Config::gcra(10, SECOND));
+    assert_eq!(limiter.config(), &Config::per_second(10));
 }
 
 #[test]
 fn a_bucket_and_an_allowance_trade_whole_tokens() {
-    let limiter = Limiter::new(&Config::gcra(1, SECOND).with_burst(5)).unwrap();
-    assert!(limiter.acquire_at(3, 0).unwrap().allowed);
+    let limiter = Limiter::new(&Config::per_second(1).with_burst(5)).unwrap();
+    assert!(limiter.acquire_at(3, Instant::ZERO).unwrap().allowed);
     // At 500 ms: 2.5 tokens; as an allowance of 10 (the burst), 2 units are left for ever.
     let allowance = Config::gcra(1, Config::FOREVER).with_burst(10);
-    limiter.set_config_at(&allowance, 500_000_000).unwrap();
+    limiter.set_config_at(&allowance, at(500_000_000)).unwrap();
     assert_eq!(
-        limiter.acquire_at(0, 100 * SECOND).unwrap(),
+        limiter.acquire_at(0, at(100 * SECOND)).unwrap(),
         decision(true, 10, 2, 0, u64::MAX)
     );
-    assert!(limiter.acquire_at(1, 100 * SECOND).unwrap().allowed);
+    assert!(limiter.acquire_at(1, at(100 * SECOND)).unwrap().allowed);
     // Back to 1 a second, burst 5, at 200 s: 1 token, TAT 200 s + 4 s.
     limiter
-        .set_config_at(&Config::gcra(1, SECOND).with_burst(5), 200 * SECOND)
+        .set_config_at(&Config::per_second(1).with_burst(5), at(200 * SECOND))
         .unwrap();
     assert_eq!(
-        limiter.acquire_at(0, 200 * SECOND).unwrap(),
+        limiter.acquire_at(0, at(200 * SECOND)).unwrap(),
         decision(true, 5, 1, 0, 4 * SECOND)
     );
 }
@@ -62,38 +63,47 @@ fn a_bucket_and_an_allowance_trade_whole_tokens() {
 fn window_counters_keep_their_counts_in_the_new_windows() {
     // 5 a minute; 4 counted in [60 s, 120 s), changed at 100 s to 3 per 30 s: window
     // [90 s, 120 s) holds min(4, 3) = 3, full until 120 s.
-    let fixed = Limiter::new(&Config::fixed_window(5, 60 * SECOND)).unwrap();
-    assert!(fixed.acquire_at(4, 70 * SECOND).unwrap().allowed);
+    let fixed = Limiter::new(&Config::fixed_window(5, Duration::from_secs(60))).unwrap();
+    assert!(fixed.acquire_at(4, at(70 * SECOND)).unwrap().allowed);
     fixed
-        .set_config_at(&Config::fixed_window(3, 30 * SECOND), 100 * SECOND)
+        .set_config_at(
+            &Config::fixed_window(3, Duration::from_secs(30)),
+            at(100 * SECOND),
+        )
         .unwrap();
     assert_eq!(
-        fixed.acquire_at(1, 100 * SECOND).unwrap(),
+        fixed.acquire_at(1, at(100 * SECOND)).unwrap(),
         decision(false, 3, 0, 20 * SECOND, 20 * SECOND)
     );
-    assert!(fixed.acquire_at(3, 120 * SECOND).unwrap().allowed);
+    assert!(fixed.acquire_at(3, at(120 * SECOND)).unwrap().allowed);
 
     // 10 a minute: 9 in [0, 60 s), 2 in [60 s, 120 s). At 75 s, changed to 10 per 100 s:
     // [0, 100 s) holds the 2, nothing before it (window 0). At 75 s: 8 left.
-    let sliding = Limiter::new(&Config::sliding_window(10, 60 * SECOND)).unwrap();
-    assert!(sliding.acquire_at(9, 30 * SECOND).unwrap().allowed);
-    assert!(sliding.acquire_at(2, 75 * SECOND).unwrap().allowed);
+    let sliding = Limiter::new(&Config::sliding_window(10, Duration::from_secs(60))).unwrap();
+    assert!(sliding.acquire_at(9, at(30 * SECOND)).unwrap().allowed);
+    assert!(sliding.acquire_at(2, at(75 * SECOND)).unwrap().allowed);
     // 10 − 2 − ⌈9·45/60⌉ = 1 left.
-    assert_eq!(sliding.acquire_at(0, 75 * SECOND).unwrap().remaining, 1);
+    assert_eq!(sliding.acquire_at(0, at(75 * SECOND)).unwrap().remaining, 1);
     sliding
-        .set_config_at(&Config::sliding_window(10, 100 * SECOND), 75 * SECOND)
+        .set_config_at(
+            &Config::sliding_window(10, Duration::from_secs(100)),
+            at(75 * SECOND),
+        )
         .unwrap();
     assert_eq!(
-        sliding.acquire_at(0, 75 * SECOND).unwrap(),
+        sliding.acquire_at(0, at(75 * SECOND)).unwrap(),
         decision(true, 10, 8, 0, 125 * SECOND)
     );
     // At 150 s, changed to 4 per 50 s: window [150 s, 200 s) is empty, [100, 150 s) holds
     // min(2, 4) = 2 (the 2 of [0, 100 s) moved on). Weighted fully at 150 s: 2 left.
     sliding
-        .set_config_at(&Config::sliding_window(4, 50 * SECOND), 150 * SECOND)
+        .set_config_at(
+            &Config::sliding_window(4, Duration::from_secs(50)),
+            at(150 * SECOND),
+        )
         .unwrap();
     assert_eq!(
-        sliding.acquire_at(0, 150 * SECOND).unwrap(),
+        sliding.acquire_at(0, at(150 * SECOND)).unwrap(),
         decision(true, 4, 2, 0, 50 * SECOND)
     );
 }
@@ -101,60 +111,78 @@ fn window_counters_keep_their_counts_in_the_new_windows() {
 #[test]
 fn a_window_and_an_allowance_trade_what_is_counted() {
     // 10 a minute, 9 at 30 s; at 75 s the estimate counts 0 + ⌈9·45/60⌉ = 7.
-    let sliding = Limiter::new(&Config::sliding_window(10, 60 * SECOND)).unwrap();
-    assert!(sliding.acquire_at(9, 30 * SECOND).unwrap().allowed);
+    let sliding = Limiter::new(&Config::sliding_window(10, Duration::from_secs(60))).unwrap();
+    assert!(sliding.acquire_at(9, at(30 * SECOND)).unwrap().allowed);
     sliding
-        .set_config_at(&Config::sliding_window(20, Config::FOREVER), 75 * SECOND)
+        .set_config_at(
+            &Config::sliding_window(20, Config::FOREVER),
+            at(75 * SECOND),
+        )
         .unwrap();
     assert_eq!(
-        sliding.acquire_at(0, 80 * SECOND).unwrap(),
+        sliding.acquire_at(0, at(80 * SECOND)).unwrap(),
         decision(true, 20, 13, 0, u64::MAX)
     );
     // Back to 10 a minute at 100 s: the 7 used are counted in [60 s, 120 s).
     sliding
-        .set_config_at(&Config::sliding_window(10, 60 * SECOND), 100 * SECOND)
+        .set_config_at(
+            &Config::sliding_window(10, Duration::from_secs(60)),
+            at(100 * SECOND),
+        )
         .unwrap();
-    assert_eq!(sliding.acquire_at(0, 100 * SECOND).unwrap().remaining, 3);
+    assert_eq!(
+        sliding.acquire_at(0, at(100 * SECOND)).unwrap().remaining,
+        3
+    );
 }
 
 #[test]
 fn changes_that_cannot_carry_over_are_refused_and_change_nothing() {
     let live_change = Err(Error::InvalidConfig(ConfigError::LiveChange));
-    let limiter = Limiter::new(&Config::gcra(2, SECOND)).unwrap();
-    assert!(limiter.acquire_at(1, 0).unwrap().allowed);
+    let limiter = Limiter::new(&Config::per_second(2)).unwrap();
+    assert!(limiter.acquire_at(1, Instant::ZERO).unwrap().allowed);
     assert_eq!(
-        limiter.set_config_at(&Config::fixed_window(2, SECOND), 0),
+        limiter.set_config_at(
+            &Config::fixed_window(2, Duration::from_secs(1)),
+            Instant::ZERO
+        ),
         live_change
     );
     assert_eq!(
-        limiter.set_config_at(&Config::gcra(0, SECOND), 0),
+        limiter.set_config_at(&Config::per_second(0), Instant::ZERO),
         Err(Error::InvalidConfig(ConfigError::ZeroLimit))
     );
-    assert_eq!(limiter.acquire_at(0, 0).unwrap().remaining, 1);
-    assert_eq!(limiter.config(), &Config::gcra(2, SECOND));
-    let log = Limiter::new(&Config::sliding_log(2, SECOND)).unwrap();
+    assert_eq!(limiter.acquire_at(0, Instant::ZERO).unwrap().remaining, 1);
+    assert_eq!(limiter.config(), &Config::per_second(2));
+    let log = Limiter::new(&Config::sliding_log(2, Duration::from_secs(1))).unwrap();
     assert_eq!(
-        log.set_config_at(&Config::sliding_log(3, SECOND), 0),
+        log.set_config_at(
+            &Config::sliding_log(3, Duration::from_secs(1)),
+            Instant::ZERO
+        ),
         live_change
     );
     assert_eq!(
-        log.set_config_at(&Config::sliding_log(2, Config::FOREVER), 0),
+        log.set_config_at(&Config::sliding_log(2, Config::FOREVER), Instant::ZERO),
         live_change
     );
     // A log's allowance is no ring: it changes as any allowance does.
     let trial = Limiter::new(&Config::sliding_log(2, Config::FOREVER)).unwrap();
-    assert!(trial.acquire_at(1, 0).unwrap().allowed);
+    assert!(trial.acquire_at(1, Instant::ZERO).unwrap().allowed);
     trial
-        .set_config_at(&Config::sliding_log(5, Config::FOREVER), 0)
+        .set_config_at(&Config::sliding_log(5, Config::FOREVER), Instant::ZERO)
         .unwrap();
-    assert_eq!(trial.acquire_at(0, 0).unwrap().remaining, 4);
+    assert_eq!(trial.acquire_at(0, Instant::ZERO).unwrap().remaining, 4);
     let path = std::env::temp_dir().join(format!("librate-live-{}", std::process::id()));
-    let shared = Limiter::open(&path, &Config::gcra(2, SECOND)).unwrap();
+    let shared = Limiter::open(&path, &Config::per_second(2)).unwrap();
     assert_eq!(
-        shared.set_config_at(&Config::fixed_window(3, SECOND), 0),
+        shared.set_config_at(
+            &Config::fixed_window(3, Duration::from_secs(1)),
+            Instant::ZERO
+        ),
         live_change
     );
-    assert_eq!(shared.config(), &Config::gcra(2, SECOND));
+    assert_eq!(shared.config(), &Config::per_second(2));
     std::fs::remove_file(&path).unwrap();
 }
 
@@ -164,11 +192,11 @@ fn changes_that_cannot_carry_over_are_refused_and_change_nothing() {
 #[test]
 fn a_shared_word_holding_the_marker_value_is_a_state() {
     let path = std::env::temp_dir().join(format!("librate-marker-{}", std::process::id()));
-    let config = Config::gcra(2, SECOND);
+    let config = Config::per_second(2);
     let before = {
         let shared = Limiter::open(&path, &config).unwrap();
         let before = std::fs::read(&path).unwrap();
-        assert!(shared.acquire_at(1, SECOND).unwrap().allowed);
+        assert!(shared.acquire_at(1, at(SECOND)).unwrap().allowed);
         before
     };
     // The one word the admission wrote is the state's first word.
@@ -179,25 +207,28 @@ fn a_shared_word_holding_the_marker_value_is_a_state() {
     assert_eq!(changed.len(), 1);
     rewrite_word(&path, changed[0], u64::MAX);
     let shared = Limiter::open(&path, &config).unwrap();
-    let denied = shared.acquire_at(1, SECOND).unwrap();
+    let denied = shared.acquire_at(1, at(SECOND)).unwrap();
     assert!(!denied.allowed);
     assert_eq!(denied.retry_after_ns, u64::MAX);
     assert_eq!(shared.try_acquire(1), Ok(false));
     shared.reset();
-    assert!(shared.acquire_at(2, SECOND).unwrap().allowed);
+    assert!(shared.acquire_at(2, at(SECOND)).unwrap().allowed);
     std::fs::remove_file(&path).unwrap();
 }
 
 #[test]
 fn reset_after_a_change_resets_the_new_rule() {
-    let limiter = Limiter::new(&Config::fixed_window(3, SECOND)).unwrap();
-    assert!(limiter.acquire_at(3, 0).unwrap().allowed);
+    let limiter = Limiter::new(&Config::fixed_window(3, Duration::from_secs(1))).unwrap();
+    assert!(limiter.acquire_at(3, Instant::ZERO).unwrap().allowed);
     limiter
-        .set_config_at(&Config::fixed_window(5, SECOND), 0)
+        .set_config_at(
+            &Config::fixed_window(5, Duration::from_secs(1)),
+            Instant::ZERO,
+        )
         .unwrap();
-    assert_eq!(limiter.acquire_at(0, 0).unwrap().remaining, 2);
+    assert_eq!(limiter.acquire_at(0, Instant::ZERO).unwrap().remaining, 2);
     limiter.reset();
-    assert_eq!(limiter.acquire_at(0, 0).unwrap().remaining, 5);
+    assert_eq!(limiter.acquire_at(0, Instant::ZERO).unwrap().remaining, 5);
 }
 
 /// An exact fraction, for the GCRA model's tokens.
@@ -299,7 +330,8 @@ fn gcra_changes_match_the_token_model() {
     for round in 0..200 {
         let per_unit = |rng: &mut Rng| MICROSECOND << rng.below(4);
         let (mut t, mut b) = (per_unit(&mut rng), rng.range(1, 8));
-        let limiter = Limiter::new(&Config::gcra(1, t).with_burst(b)).unwrap();
+        let limiter =
+            Limiter::new(&Config::gcra(1, Duration::from_nanos(t)).with_burst(b)).unwrap();
         let mut model = BucketModel::new(t, b);
         let mut now = 0;
         for step in 0..60 {
@@ -307,20 +339,23 @@ fn gcra_changes_match_the_token_model() {
             if rng.below(5) == 0 {
                 (t, b) = (per_unit(&mut rng), rng.range(1, 8));
                 limiter
-                    .set_config_at(&Config::gcra(1, t).with_burst(b), now)
+                    .set_config_at(
+                        &Config::gcra(1, Duration::from_nanos(t)).with_burst(b),
+                        at(now),
+                    )
                     .unwrap();
                 model.change(t, b, now);
                 continue;
             }
             let n = rng.range(1, b);
-            let allowed = limiter.acquire_at(n, now).unwrap().allowed;
+            let allowed = limiter.acquire_at(n, at(now)).unwrap().allowed;
             let model_allowed = model.acquire(n, now);
             assert!(!allowed || model_allowed, "round {round} step {step}");
             if allowed != model_allowed {
                 // Rounded down at a change: the model took units the limiter could not.
                 model.tokens.numerator += i128::from(n) * model.tokens.denominator;
             }
-            let remaining = i128::from(limiter.acquire_at(0, now).unwrap().remaining);
+            let remaining = i128::from(limiter.acquire_at(0, at(now)).unwrap().remaining);
             let whole = model.tokens.floor();
             assert!(
                 remaining == whole || remaining + 1 == whole,
@@ -337,7 +372,9 @@ fn gcra_changes_match_the_token_model() {
 fn fixed_window_changes_match_the_window_model() {
     let mut rng = Rng::new(11);
     for round in 0..200 {
-        let config = |rng: &mut Rng| Config::fixed_window(rng.range(1, 6), 100 * rng.range(1, 5));
+        let config = |rng: &mut Rng| {
+            Config::fixed_window(rng.range(1, 6), Duration::from_nanos(100 * rng.range(1, 5)))
+        };
         let mut current = config(&mut rng);
         let limiter = Limiter::new(&current).unwrap();
         // (window index, count) of the latest window, in the current rule's windows.
@@ -345,13 +382,16 @@ fn fixed_window_changes_match_the_window_model() {
         let mut now = 0;
         for step in 0..80 {
             now += rng.below(120);
-            let (limit, period) = (current.limit, current.period_ns);
+            let (limit, period) = (current.limit, current.period().as_nanos() as u64);
             let index = now / period;
             let count = if counted.0 == index { counted.1 } else { 0 };
             if rng.below(6) == 0 {
                 current = config(&mut rng);
-                limiter.set_config_at(&current, now).unwrap();
-                counted = (now / current.period_ns, count.min(current.limit));
+                limiter.set_config_at(&current, at(now)).unwrap();
+                counted = (
+                    now / current.period().as_nanos() as u64,
+                    count.min(current.limit),
+                );
                 continue;
             }
             let n = rng.range(0, limit);
@@ -366,7 +406,7 @@ fn fixed_window_changes_match_the_window_model() {
                 if after > 0 { next_window } else { 0 },
             );
             assert_eq!(
-                limiter.acquire_at(n, now).unwrap(),
+                limiter.acquire_at(n, at(now)).unwrap(),
                 expected,
                 "round {round} step {step}"
             );
@@ -385,19 +425,19 @@ fn changes_racing_acquires_lose_and_double_count_nothing() {
     let rules: [[Config; 2]; 4] = [
         // T = 1 ms and 2 ms, burst 2,000: whole tokens carry exactly at a frozen time.
         [
-            Config::gcra(1, 1_000_000).with_burst(CAPACITY),
-            Config::gcra(1, 2_000_000).with_burst(CAPACITY),
+            Config::gcra(1, Duration::from_nanos(1_000_000)).with_burst(CAPACITY),
+            Config::gcra(1, Duration::from_nanos(2_000_000)).with_burst(CAPACITY),
         ],
         [
-            Config::gcra(1, 1_000_000).with_burst(CAPACITY),
+            Config::gcra(1, Duration::from_nanos(1_000_000)).with_burst(CAPACITY),
             Config::gcra(1, Config::FOREVER).with_burst(CAPACITY),
         ],
         [
-            Config::fixed_window(CAPACITY, 3_600 * SECOND),
-            Config::fixed_window(CAPACITY, 7_200 * SECOND),
+            Config::fixed_window(CAPACITY, Duration::from_secs(3_600)),
+            Config::fixed_window(CAPACITY, Duration::from_secs(7_200)),
         ],
         [
-            Config::sliding_window(CAPACITY, 3_600 * SECOND),
+            Config::sliding_window(CAPACITY, Duration::from_secs(3_600)),
             Config::sliding_window(CAPACITY, Config::FOREVER),
         ],
     ];
@@ -409,7 +449,7 @@ fn changes_racing_acquires_lose_and_double_count_nothing() {
                 .map(|_| {
                     scope.spawn(|| {
                         (0..CAPACITY)
-                            .filter(|_| limiter.acquire_at(1, now).unwrap().allowed)
+                            .filter(|_| limiter.acquire_at(1, at(now)).unwrap().allowed)
                             .count() as u64
                     })
                 })
@@ -417,14 +457,14 @@ fn changes_racing_acquires_lose_and_double_count_nothing() {
             scope.spawn(|| {
                 for change in 0..200 {
                     let rule = if change % 2 == 0 { &second } else { &first };
-                    limiter.set_config_at(rule, now).unwrap();
+                    limiter.set_config_at(rule, at(now)).unwrap();
                 }
             });
             acquirers.into_iter().map(|t| t.join().unwrap()).sum()
         });
         assert_eq!(admitted, CAPACITY, "{first:?}");
         assert_eq!(
-            limiter.acquire_at(0, now).unwrap().remaining,
+            limiter.acquire_at(0, at(now)).unwrap().remaining,
             0,
             "{first:?}"
         );
@@ -437,50 +477,72 @@ fn a_policy_changes_every_rule_or_none() {
     use librate::Policy;
     // 2 a second and 5 a minute; 2 taken at 0.
     let policy = Policy::new(&[
-        Config::gcra(2, SECOND),
-        Config::fixed_window(5, 60 * SECOND),
+        Config::per_second(2),
+        Config::fixed_window(5, Duration::from_secs(60)),
     ])
     .unwrap();
-    assert!(policy.acquire_at(2, 0).unwrap().decision.allowed);
+    assert!(
+        policy
+            .acquire_at(2, Instant::ZERO)
+            .unwrap()
+            .decision
+            .allowed
+    );
     let live_change = Err(Error::InvalidConfig(ConfigError::LiveChange));
     // Another number of rules, or another algorithm for the second: nothing changes.
     assert_eq!(
-        policy.set_rules_at(&[Config::gcra(9, SECOND)], 0),
+        policy.set_rules_at(&[Config::per_second(9)], Instant::ZERO),
         live_change
     );
-    let mixed = [Config::gcra(9, SECOND), Config::sliding_window(9, SECOND)];
-    assert_eq!(policy.set_rules_at(&mixed, 0), live_change);
-    assert_eq!(policy.rules().next(), Some(&Config::gcra(2, SECOND)));
+    let mixed = [
+        Config::per_second(9),
+        Config::sliding_window(9, Duration::from_secs(1)),
+    ];
+    assert_eq!(policy.set_rules_at(&mixed, Instant::ZERO), live_change);
+    assert_eq!(policy.rules().next(), Some(&Config::per_second(2)));
     // 1 a second, burst 4: 0 tokens stay 0 (TAT 4 s); 3 a minute: the 2 counted stay.
     let tighter = [
-        Config::gcra(1, SECOND).with_burst(4),
-        Config::fixed_window(3, 60 * SECOND),
+        Config::per_second(1).with_burst(4),
+        Config::fixed_window(3, Duration::from_secs(60)),
     ];
-    policy.set_rules_at(&tighter, 0).unwrap();
+    policy.set_rules_at(&tighter, Instant::ZERO).unwrap();
     assert_eq!(policy.limit(), 3);
     // A cost above the new least limit is an error, as for any cost above a rule's
     // limit, not a denial.
     assert_eq!(
-        policy.acquire_at(4, SECOND),
+        policy.acquire_at(4, at(SECOND)),
         Err(Error::InsufficientCapacity)
     );
     assert_eq!(policy.try_acquire(4), Err(Error::InsufficientCapacity));
-    let query = policy.acquire_at(0, SECOND).unwrap();
+    let query = policy.acquire_at(0, at(SECOND)).unwrap();
     assert_eq!(query.rules()[0], decision(true, 4, 1, 0, 3 * SECOND));
     assert_eq!(query.rules()[1], decision(true, 3, 1, 0, 59 * SECOND));
     assert_eq!(policy.rules().copied().collect::<Vec<_>>(), tighter);
 
     // A limit lowered below what the policy was built with binds at once: 3 units were
     // within every rule's limit, and are no longer.
-    let wide = Policy::new(&[Config::gcra(10, SECOND), Config::fixed_window(10, SECOND)]).unwrap();
+    let wide = Policy::new(&[
+        Config::per_second(10),
+        Config::fixed_window(10, Duration::from_secs(1)),
+    ])
+    .unwrap();
     wide.set_rules_at(
-        &[Config::gcra(2, SECOND), Config::fixed_window(10, SECOND)],
-        0,
+        &[
+            Config::per_second(2),
+            Config::fixed_window(10, Duration::from_secs(1)),
+        ],
+        Instant::ZERO,
     )
     .unwrap();
-    assert_eq!(wide.try_acquire_at(3, 0), Err(Error::InsufficientCapacity));
+    assert_eq!(
+        wide.try_acquire_at(3, Instant::ZERO),
+        Err(Error::InsufficientCapacity)
+    );
     assert_eq!(wide.try_acquire(3), Err(Error::InsufficientCapacity));
-    assert_eq!(wide.acquire_at(3, 0), Err(Error::InsufficientCapacity));
+    assert_eq!(
+        wide.acquire_at(3, Instant::ZERO),
+        Err(Error::InsufficientCapacity)
+    );
 }
 
 /// The README's example, line for line.
@@ -490,20 +552,30 @@ fn readme_a_customer_changes_plan() {
     const MINUTE: u64 = 60 * SECOND;
     // Free plan: 1 a second, 100 a day.
     let day = 24 * 60 * MINUTE;
-    let customer = Policy::new(&[Config::gcra(1, SECOND), Config::fixed_window(100, day)]).unwrap();
-    assert!(customer.acquire_at(1, 0).unwrap().decision.allowed);
+    let customer = Policy::new(&[
+        Config::per_second(1),
+        Config::fixed_window(100, Duration::from_nanos(day)),
+    ])
+    .unwrap();
+    assert!(
+        customer
+            .acquire_at(1, Instant::ZERO)
+            .unwrap()
+            .decision
+            .allowed
+    );
     // Upgraded: 10 a second, bursts of 20, 10,000 a day. What was used stays used.
     let pro = [
-        Config::gcra(10, SECOND).with_burst(20),
-        Config::fixed_window(10_000, day),
+        Config::per_second(10).with_burst(20),
+        Config::fixed_window(10_000, Duration::from_nanos(day)),
     ];
-    customer.set_rules_at(&pro, 0).unwrap();
-    let now = customer.acquire_at(0, 0).unwrap();
+    customer.set_rules_at(&pro, Instant::ZERO).unwrap();
+    let now = customer.acquire_at(0, Instant::ZERO).unwrap();
     assert_eq!(now.rules()[1].remaining, 9_999);
     // The bucket was empty (its 1 unit taken): it refills at the new rate, 1 per 100 ms.
     assert_eq!(now.rules()[0].remaining, 0);
     assert_eq!(
-        customer.acquire_at(0, 100_000_000).unwrap().rules()[0].remaining,
+        customer.acquire_at(0, at(100_000_000)).unwrap().rules()[0].remaining,
         1
     );
 }

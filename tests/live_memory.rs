@@ -13,13 +13,14 @@
 //! The table's test sweeps 200,000 slots a change: it runs in release builds
 //! (`cargo test --release --test live_memory`, which `scripts/test.sh` runs).
 
-use librate::{Config, KeyedLimiter, Limiter};
+use librate::{Config, Instant, KeyedLimiter, Limiter};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::thread;
+use std::time::Duration;
 
-const SECOND: u64 = 1_000_000_000;
+const SECOND: Duration = Duration::from_secs(1);
 
 /// The system allocator, counting the bytes live and their peak.
 struct Counting;
@@ -100,22 +101,31 @@ fn a_table_of_100_000_keys_changed_1_000_times_stays_within_a_few_table_sizes() 
     ];
     let table = KeyedLimiter::new(&rules[0], KEYS).unwrap();
     for key in 0..KEYS {
-        assert!(table.acquire_at(&key.to_le_bytes(), 1, 0).unwrap().allowed);
+        assert!(
+            table
+                .acquire_at(&key.to_le_bytes(), 1, Instant::ZERO)
+                .unwrap()
+                .allowed
+        );
     }
     let size = table.table_bytes();
     let start = start_peak();
     // The allocator sees a change: it allocates the new region.
-    table.set_config_at(&rules[1], 0).unwrap();
+    table.set_config_at(&rules[1], Instant::ZERO).unwrap();
     assert!(PEAK.load(Ordering::Relaxed) >= start + size);
     let acquires = race(
         2,
         |i| {
             let key = (i * 7_919) % KEYS;
-            let _ = table.acquire_at(&key.to_le_bytes(), 1, 0).unwrap();
+            let _ = table
+                .acquire_at(&key.to_le_bytes(), 1, Instant::ZERO)
+                .unwrap();
         },
         || {
             for change in 1..1_000 {
-                table.set_config_at(&rules[change % 2], 0).unwrap();
+                table
+                    .set_config_at(&rules[change % 2], Instant::ZERO)
+                    .unwrap();
             }
         },
     );
@@ -134,7 +144,7 @@ fn a_table_of_100_000_keys_changed_1_000_times_stays_within_a_few_table_sizes() 
         peak - start
     );
     // Every key kept its state: 1 taken of 20, then carried over, capped at 30 or 20.
-    assert_eq!(table.live_keys_at(0), KEYS);
+    assert_eq!(table.live_keys_at(Instant::ZERO), KEYS);
 }
 
 #[test]
@@ -146,7 +156,7 @@ fn a_limiter_changed_100_000_times_stays_within_a_few_limiter_sizes() {
     ];
     let limiter = Limiter::new(&rules[0]).unwrap();
     let start = start_peak();
-    limiter.set_config_at(&rules[1], 0).unwrap();
+    limiter.set_config_at(&rules[1], Instant::ZERO).unwrap();
     // One generation: what a change allocates, and what it would keep if it kept the one
     // it replaced.
     let generation = LIVE.load(Ordering::Relaxed) - start;
@@ -154,11 +164,13 @@ fn a_limiter_changed_100_000_times_stays_within_a_few_limiter_sizes() {
     let acquires = race(
         2,
         |_| {
-            let _ = limiter.acquire_at(1, 0).unwrap();
+            let _ = limiter.acquire_at(1, Instant::ZERO).unwrap();
         },
         || {
             for change in 1..100_000 {
-                limiter.set_config_at(&rules[change % 2], 0).unwrap();
+                limiter
+                    .set_config_at(&rules[change % 2], Instant::ZERO)
+                    .unwrap();
             }
         },
     );

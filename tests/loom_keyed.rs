@@ -16,7 +16,7 @@
 
 #![cfg(loom)]
 
-use librate::{Decision, Error};
+use librate::{Decision, Error, Instant};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -58,7 +58,7 @@ fn two_batches_of_the_same_new_keys_make_one_state_each() {
         let batch = |t: &Table| {
             let (b, c) = (B.to_le_bytes(), C.to_le_bytes());
             let mut admitted = 0;
-            t.try_acquire_batch_at(&[&b, &c], 1, 0, |_, outcome| {
+            t.try_acquire_batch_at(&[&b, &c], 1, Instant::ZERO, |_, outcome| {
                 admitted += usize::from(outcome.unwrap());
             })
             .unwrap();
@@ -177,7 +177,7 @@ fn a_reset_racing_a_request_of_its_key_decides_it_before_or_after() {
                 "a new key's unit"
             );
         }
-        assert_eq!(table.live_keys_at(0), 1);
+        assert_eq!(table.live_keys_at(Instant::ZERO), 1);
         assert_eq!(table.claimed_slots(), 0);
     });
 }

@@ -15,8 +15,10 @@
 use librate::{Config, Decision, KeyedLimiter};
 use loom::sync::Arc;
 use loom::thread;
+use std::time::Duration;
 
 mod common;
+use common::at;
 
 use common::loom_keys::{KeyIsHash, A, B, C, T};
 
@@ -26,15 +28,15 @@ const NOW: u64 = 10 * T;
 /// it, and every key stays in the table.
 fn rules() -> (Config, Config) {
     (
-        Config::gcra(1, T).with_burst(3),
-        Config::gcra(1, 2 * T).with_burst(4),
+        Config::gcra(1, Duration::from_nanos(T)).with_burst(3),
+        Config::gcra(1, Duration::from_nanos(2 * T)).with_burst(4),
     )
 }
 
 type Table = KeyedLimiter<KeyIsHash>;
 
 fn acquire(table: &Table, key: u64, n: u64) -> Decision {
-    table.acquire_at(&key.to_le_bytes(), n, NOW).unwrap()
+    table.acquire_at(&key.to_le_bytes(), n, at(NOW)).unwrap()
 }
 
 /// What `key` has left under the new rule once every thread is done, and that it is in
@@ -82,7 +84,7 @@ fn race_a_change(table: &Arc<Table>, key: u64, n: u64) -> Decision {
         let table = Arc::clone(table);
         thread::spawn(move || acquire(&table, key, n))
     };
-    table.set_config_at(&rules().1, NOW).unwrap();
+    table.set_config_at(&rules().1, at(NOW)).unwrap();
     acquirer.join().unwrap()
 }
 
@@ -118,7 +120,7 @@ fn a_change_racing_an_acquire_then_an_insert() {
             let table = Arc::clone(&table);
             thread::spawn(move || (acquire(&table, A, 2), acquire(&table, C, 1)))
         };
-        table.set_config_at(&rules().1, NOW).unwrap();
+        table.set_config_at(&rules().1, at(NOW)).unwrap();
         let (existing, new) = requests.join().unwrap();
         assert_existing_key(&existing, &table);
         assert_new_key(&new, &table, C);
@@ -134,10 +136,10 @@ fn a_change_racing_an_acquire_then_an_insert() {
 #[test]
 fn a_free_racing_a_late_reader() {
     // A has 2 tokens; a burst of 5 keeps them.
-    let middle = Config::gcra(1, T).with_burst(5);
+    let middle = Config::gcra(1, Duration::from_nanos(T)).with_burst(5);
     loom::model(move || {
         let table = table_with_a();
-        table.set_config_at(&middle, NOW).unwrap();
+        table.set_config_at(&middle, at(NOW)).unwrap();
         let decision = race_a_change(&table, A, 2);
         assert!(decision.allowed, "2 tokens, before (of 5) or after (of 4)");
         assert!(decision.limit == 5 || decision.limit == 4);

@@ -9,9 +9,10 @@
 //! the home slot), GCRA of 1 per `T` per key, at frozen times.
 #![cfg(loom)]
 
-use librate::{Config, KeyedPolicy, KeyedRule};
+use librate::{Config, Instant, KeyedPolicy, KeyedRule};
 use loom::sync::Arc;
 use loom::thread;
+use std::time::Duration;
 
 mod common;
 
@@ -23,15 +24,15 @@ type Policy = KeyedPolicy<KeyIsHash>;
 /// everybody], the global rule given first (so it takes first, and gives back too).
 fn policy(burst: u64) -> Arc<Policy> {
     let rules = [
-        KeyedRule::global(Config::fixed_window(10, 100 * T)),
-        KeyedRule::per_key(Config::gcra(1, T).with_burst(burst)),
-        KeyedRule::per_key(Config::fixed_window(1, 100 * T)),
+        KeyedRule::global(Config::fixed_window(10, Duration::from_nanos(100 * T))),
+        KeyedRule::per_key(Config::gcra(1, Duration::from_nanos(T)).with_burst(burst)),
+        KeyedRule::per_key(Config::fixed_window(1, Duration::from_nanos(100 * T))),
     ];
     Arc::new(KeyedPolicy::with_hasher(&rules, 1, KeyIsHash).unwrap())
 }
 
 fn acquire(policy: &Policy, key: u64, costs: [u64; 3], now: u64) -> Option<bool> {
-    match policy.acquire_costs_at(&key.to_le_bytes(), &costs, now) {
+    match policy.acquire_costs_at(&key.to_le_bytes(), &costs, Instant::from_nanos(now)) {
         Ok(decision) => Some(decision.decision.allowed),
         Err(librate::Error::TableFull) => None,
         Err(other) => panic!("{other:?}"),
@@ -69,14 +70,14 @@ fn a_give_back_never_lands_in_another_keys_state() {
         };
         // Global: A and C counted, the denied request given back; A's GCRA state as it
         // was (TAT T, fresh at T) or dropped for B (fresh), its window full.
-        assert_eq!(at(A, T), [8, 1, 0]);
+        assert_eq!(at(A, Instant::from_nanos(T)), [8, 1, 0]);
         match b {
             Some(true) => {
                 // B holds exactly its own unit until 4T: at 4T − 1 it has none left.
-                assert_eq!(at(B, 4 * T - 1)[1], 0);
-                assert_eq!(at(B, 4 * T)[1], 1);
+                assert_eq!(at(B, Instant::from_nanos(4 * T - 1))[1], 0);
+                assert_eq!(at(B, Instant::from_nanos(4 * T))[1], 1);
             }
-            None => assert_eq!(at(B, 3 * T)[1], 1),
+            None => assert_eq!(at(B, Instant::from_nanos(3 * T))[1], 1),
             Some(false) => panic!("B is new: its GCRA state is fresh"),
         }
     });

@@ -15,8 +15,10 @@
 use librate::{Config, KeyedPolicy, KeyedRule};
 use loom::sync::Arc;
 use loom::thread;
+use std::time::Duration;
 
 mod common;
+use common::at;
 
 use common::loom_keys::{outcomes, KeyIsHash, A, B, T};
 
@@ -29,8 +31,8 @@ type Policy = KeyedPolicy<KeyIsHash>;
 /// `global` per `WINDOW` (listed in that order, so the per-key rule takes first).
 fn rules(interval: u64, burst: u64, global: u64) -> [KeyedRule; 2] {
     [
-        KeyedRule::per_key(Config::gcra(1, interval).with_burst(burst)),
-        KeyedRule::global(Config::fixed_window(global, WINDOW)),
+        KeyedRule::per_key(Config::gcra(1, Duration::from_nanos(interval)).with_burst(burst)),
+        KeyedRule::global(Config::fixed_window(global, Duration::from_nanos(WINDOW))),
     ]
 }
 
@@ -48,13 +50,13 @@ fn raised() -> [KeyedRule; 2] {
 /// A's request takes 1 of its 3 tokens and 1 of the window's 10 before the race.
 fn policy_with_a() -> Arc<Policy> {
     let policy = Arc::new(Policy::with_hasher(&old(), 1, KeyIsHash).unwrap());
-    assert!(policy.try_acquire_at(&A.to_le_bytes(), 1, NOW).unwrap());
+    assert!(policy.try_acquire_at(&A.to_le_bytes(), 1, at(NOW)).unwrap());
     policy
 }
 
 /// `(limit, remaining)` of each rule for `key` at `NOW`, with nothing taken.
 fn fields(policy: &Policy, key: u64) -> [(u64, u64); 2] {
-    let decision = policy.acquire_at(&key.to_le_bytes(), 0, NOW).unwrap();
+    let decision = policy.acquire_at(&key.to_le_bytes(), 0, at(NOW)).unwrap();
     let rules = decision.rules();
     [
         (rules[0].limit, rules[0].remaining),
@@ -75,13 +77,13 @@ fn race_a_change(
         let policy = Arc::clone(policy);
         thread::spawn(move || {
             let decision = policy
-                .acquire_costs_at(&key.to_le_bytes(), &costs, NOW)
+                .acquire_costs_at(&key.to_le_bytes(), &costs, at(NOW))
                 .unwrap();
             let rules = decision.rules();
             (decision.decision.allowed, [rules[0].limit, rules[1].limit])
         })
     };
-    policy.set_rules_at(&new, NOW).unwrap();
+    policy.set_rules_at(&new, at(NOW)).unwrap();
     acquirer.join().unwrap()
 }
 
@@ -120,8 +122,8 @@ fn a_raise_racing_an_insert_of_a_new_key() {
 /// would be asked before any takes, and deny before the GCRA took).
 fn two_per_key(interval: u64, burst: u64) -> [KeyedRule; 2] {
     [
-        KeyedRule::per_key(Config::gcra(1, interval).with_burst(burst)),
-        KeyedRule::per_key(Config::fixed_window(1, WINDOW)),
+        KeyedRule::per_key(Config::gcra(1, Duration::from_nanos(interval)).with_burst(burst)),
+        KeyedRule::per_key(Config::fixed_window(1, Duration::from_nanos(WINDOW))),
     ]
 }
 
@@ -135,7 +137,7 @@ fn a_denied_requests_give_back_racing_the_move_of_its_key() {
     let tokens_left = outcomes(|| {
         let policy = Arc::new(Policy::with_hasher(&two_per_key(T, 3), 1, KeyIsHash).unwrap());
         // A takes 1 of its 3 tokens and fills its window.
-        assert!(policy.try_acquire_at(&A.to_le_bytes(), 1, NOW).unwrap());
+        assert!(policy.try_acquire_at(&A.to_le_bytes(), 1, at(NOW)).unwrap());
         let (allowed, _) = race_a_change(&policy, A, [2, 1], two_per_key(2 * T, 4));
         assert!(!allowed, "A's window is full under either rule");
         let [(burst, left), window] = fields(&policy, A);

@@ -6,9 +6,13 @@
 //!       cargo test --release --test loom_live_changes`
 #![cfg(loom)]
 
+mod common;
+use common::at;
+
 use librate::{Config, Limiter};
 use loom::sync::Arc;
 use loom::thread;
+use std::time::Duration;
 
 const NOW: u64 = 1_000;
 
@@ -16,8 +20,8 @@ const NOW: u64 = 1_000;
 /// units at a frozen time, so tokens never refill and carry over exactly.
 fn rules() -> (Config, Config) {
     (
-        Config::gcra(1, 100).with_burst(3),
-        Config::gcra(1, 200).with_burst(2),
+        Config::gcra(1, Duration::from_nanos(100)).with_burst(3),
+        Config::gcra(1, Duration::from_nanos(200)).with_burst(2),
     )
 }
 
@@ -35,10 +39,10 @@ fn a_change_racing_two_acquires() {
         let acquirers: Vec<_> = (0..2)
             .map(|_| {
                 let limiter = Arc::clone(&limiter);
-                thread::spawn(move || limiter.acquire_at(2, NOW).unwrap())
+                thread::spawn(move || limiter.acquire_at(2, at(NOW)).unwrap())
             })
             .collect();
-        limiter.set_config_at(&new, NOW).unwrap();
+        limiter.set_config_at(&new, at(NOW)).unwrap();
         let decisions: Vec<_> = acquirers.into_iter().map(|t| t.join().unwrap()).collect();
         // A decision's limit is its rule's burst: which rule decided it.
         let admitted_under = |burst: u64| {
@@ -57,7 +61,7 @@ fn a_change_racing_two_acquires() {
         // change, capped at 2, then 2 per admission under the new rule.
         let carried = (3 - 2 * before).min(2);
         assert!(2 * after <= carried);
-        let state = limiter.acquire_at(0, NOW).unwrap();
+        let state = limiter.acquire_at(0, at(NOW)).unwrap();
         assert_eq!((state.limit, state.remaining), (2, carried - 2 * after));
     });
 }
@@ -71,10 +75,10 @@ fn a_change_racing_an_acquire_after_another() {
         let limiter = Arc::new(Limiter::new(&old).unwrap());
         let acquirer = {
             let limiter = Arc::clone(&limiter);
-            thread::spawn(move || limiter.acquire_at(2, NOW).unwrap())
+            thread::spawn(move || limiter.acquire_at(2, at(NOW)).unwrap())
         };
-        let first = limiter.acquire_at(2, NOW).unwrap();
-        limiter.set_config_at(&new, NOW).unwrap();
+        let first = limiter.acquire_at(2, at(NOW)).unwrap();
+        limiter.set_config_at(&new, at(NOW)).unwrap();
         let raced = acquirer.join().unwrap();
         assert_eq!(first.limit, 3, "decided before the change");
         let before = u64::from(first.allowed) + u64::from(raced.limit == 3 && raced.allowed);
@@ -82,7 +86,7 @@ fn a_change_racing_an_acquire_after_another() {
         assert!(raced.limit == 3 || raced.limit == 2);
         let carried = (3 - 2 * before).min(2);
         assert!(2 * after <= carried);
-        let state = limiter.acquire_at(0, NOW).unwrap();
+        let state = limiter.acquire_at(0, at(NOW)).unwrap();
         assert_eq!((state.limit, state.remaining), (2, carried - 2 * after));
     });
 }
@@ -93,15 +97,21 @@ fn a_change_racing_an_acquire_after_another() {
 #[test]
 fn a_change_lowering_a_rule_below_a_racing_request() {
     loom::model(|| {
-        let policy = Arc::new(librate::Policy::new(&[Config::gcra(1, 100).with_burst(3)]).unwrap());
+        let policy = Arc::new(
+            librate::Policy::new(&[Config::gcra(1, Duration::from_nanos(100)).with_burst(3)])
+                .unwrap(),
+        );
         let requester = {
             let policy = Arc::clone(&policy);
-            thread::spawn(move || policy.acquire_at(2, NOW))
+            thread::spawn(move || policy.acquire_at(2, at(NOW)))
         };
         policy
-            .set_rules_at(&[Config::gcra(1, 100).with_burst(1)], NOW)
+            .set_rules_at(
+                &[Config::gcra(1, Duration::from_nanos(100)).with_burst(1)],
+                at(NOW),
+            )
             .unwrap();
-        let after = policy.acquire_at(0, NOW).unwrap().decision;
+        let after = policy.acquire_at(0, at(NOW)).unwrap().decision;
         match requester.join().unwrap() {
             // Checked against the new rule's limit of 1.
             Err(error) => {
@@ -131,19 +141,25 @@ fn a_change_lowering_a_rule_below_a_racing_request() {
 fn a_caller_after_a_policy_change_checks_the_rules_in_force() {
     use loom::sync::atomic::{AtomicBool, Ordering};
     loom::model(|| {
-        let policy = Arc::new(librate::Policy::new(&[Config::gcra(1, 100).with_burst(3)]).unwrap());
+        let policy = Arc::new(
+            librate::Policy::new(&[Config::gcra(1, Duration::from_nanos(100)).with_burst(3)])
+                .unwrap(),
+        );
         let done = Arc::new(AtomicBool::new(false));
         let changer = {
             let (policy, done) = (Arc::clone(&policy), Arc::clone(&done));
             thread::spawn(move || {
                 policy
-                    .set_rules_at(&[Config::gcra(1, 100).with_burst(1)], NOW)
+                    .set_rules_at(
+                        &[Config::gcra(1, Duration::from_nanos(100)).with_burst(1)],
+                        at(NOW),
+                    )
                     .unwrap();
                 done.store(true, Ordering::Release);
             })
         };
         let after = done.load(Ordering::Acquire);
-        let request = policy.try_acquire_at(2, NOW);
+        let request = policy.try_acquire_at(2, at(NOW));
         // Without the flag's word it may also be checked against the old burst of 3, and
         // admitted under it or denied under the new one (see the model before).
         if after {
@@ -151,7 +167,7 @@ fn a_caller_after_a_policy_change_checks_the_rules_in_force() {
         }
         changer.join().unwrap();
         assert_eq!(
-            policy.try_acquire_at(2, NOW),
+            policy.try_acquire_at(2, at(NOW)),
             Err(librate::Error::InsufficientCapacity)
         );
     });
@@ -166,15 +182,15 @@ fn a_caller_after_a_policy_change_checks_the_rules_in_force() {
 fn a_free_racing_a_late_reader() {
     let (old, new) = rules();
     // 3 tokens, carried over into a burst of 4: still 3.
-    let middle = Config::gcra(1, 100).with_burst(4);
+    let middle = Config::gcra(1, Duration::from_nanos(100)).with_burst(4);
     loom::model(move || {
         let limiter = Arc::new(Limiter::new(&old).unwrap());
-        limiter.set_config_at(&middle, NOW).unwrap();
+        limiter.set_config_at(&middle, at(NOW)).unwrap();
         let reader = {
             let limiter = Arc::clone(&limiter);
-            thread::spawn(move || limiter.acquire_at(2, NOW).unwrap())
+            thread::spawn(move || limiter.acquire_at(2, at(NOW)).unwrap())
         };
-        limiter.set_config_at(&new, NOW).unwrap();
+        limiter.set_config_at(&new, at(NOW)).unwrap();
         let decision = reader.join().unwrap();
         assert!(decision.allowed, "2 of 3 tokens, or of 2 after the change");
         // Before the change: 1 token left, carried over (cap 2); after it: 2 - 2.
@@ -183,7 +199,7 @@ fn a_free_racing_a_late_reader() {
             2 => 0,
             other => panic!("decided under no rule it had: burst {other}"),
         };
-        let state = limiter.acquire_at(0, NOW).unwrap();
+        let state = limiter.acquire_at(0, at(NOW)).unwrap();
         assert_eq!((state.limit, state.remaining), (2, left));
     });
 }

@@ -8,10 +8,11 @@
 use librate::{Config, Policy};
 use loom::sync::Arc;
 use loom::thread;
+use std::time::Duration;
 
 mod common;
 
-use common::loom_keys::outcomes;
+use common::{at, loom_keys::outcomes};
 
 const T: u64 = 100; // emission interval: 1 per 100 ns
 const NOW: u64 = 1000;
@@ -23,7 +24,7 @@ fn race(policy: &Arc<Policy>, costs: &[u64]) -> Vec<bool> {
         .iter()
         .map(|&n| {
             let policy = Arc::clone(policy);
-            thread::spawn(move || policy.try_acquire_at(n, NOW).unwrap())
+            thread::spawn(move || policy.try_acquire_at(n, at(NOW)).unwrap())
         })
         .collect();
     handles.into_iter().map(|h| h.join().unwrap()).collect()
@@ -31,7 +32,7 @@ fn race(policy: &Arc<Policy>, costs: &[u64]) -> Vec<bool> {
 
 /// Each rule's remaining units after the race.
 fn remaining(policy: &Policy) -> Vec<u64> {
-    let state = policy.acquire_at(0, NOW).unwrap();
+    let state = policy.acquire_at(0, at(NOW)).unwrap();
     state.rules().iter().map(|rule| rule.remaining).collect()
 }
 
@@ -43,8 +44,8 @@ fn never_past_a_limit_and_at_most_a_unit_kept() {
     let seen = outcomes(|| {
         let policy = Arc::new(
             Policy::new(&[
-                Config::gcra(1, T).with_burst(2),
-                Config::gcra(1, T).with_burst(1),
+                Config::gcra(1, Duration::from_nanos(T)).with_burst(2),
+                Config::gcra(1, Duration::from_nanos(T)).with_burst(1),
             ])
             .unwrap(),
         );
@@ -66,25 +67,25 @@ fn a_denied_request_can_deny_another_for_a_moment() {
     let seen = outcomes(|| {
         let policy = Arc::new(
             Policy::new(&[
-                Config::gcra(1, T).with_burst(2),
-                Config::fixed_window(2, 10 * T),
+                Config::gcra(1, Duration::from_nanos(T)).with_burst(2),
+                Config::fixed_window(2, Duration::from_nanos(10 * T)),
             ])
             .unwrap(),
         );
         // The window holds 1 of 2: a request of 2 is denied by it, one of 1 is not.
-        assert!(policy.try_acquire_at(1, NOW).unwrap());
-        let first = policy.acquire_at(0, NOW).unwrap();
+        assert!(policy.try_acquire_at(1, at(NOW)).unwrap());
+        let first = policy.acquire_at(0, at(NOW)).unwrap();
         // The GCRA rule drains by NOW + T: it is full again when the race runs.
         assert_eq!(first.rules()[0].remaining, 1);
         let admitted = {
             let other = Arc::clone(&policy);
-            let later = thread::spawn(move || other.try_acquire_at(2, NOW + T).unwrap());
-            let one = policy.try_acquire_at(1, NOW + T).unwrap();
+            let later = thread::spawn(move || other.try_acquire_at(2, at(NOW + T)).unwrap());
+            let one = policy.try_acquire_at(1, at(NOW + T)).unwrap();
             (later.join().unwrap(), one)
         };
         assert!(!admitted.0, "2 units never fit the window");
         let left = {
-            let state = policy.acquire_at(0, NOW + T).unwrap();
+            let state = policy.acquire_at(0, at(NOW + T)).unwrap();
             state
                 .rules()
                 .iter()

@@ -19,6 +19,7 @@
 use librate::{crashes, Config, Decision, KeyedLimiter};
 use loom::sync::Arc;
 use loom::thread;
+use std::time::Duration;
 
 mod common;
 
@@ -31,7 +32,10 @@ const STEPS: u32 = 6;
 const DOOMED: u64 = 2;
 
 fn shared_table() -> Arc<Table> {
-    Arc::new(KeyedLimiter::with_registry(&Config::gcra(1, T), 1, KeyIsHash).unwrap())
+    Arc::new(
+        KeyedLimiter::with_registry(&Config::gcra(1, Duration::from_nanos(T)), 1, KeyIsHash)
+            .unwrap(),
+    )
 }
 
 /// Runs `doomed` on a thread that plays process `token` and stops at its crash point

@@ -11,7 +11,7 @@
 
 #![cfg(loom)]
 
-use librate::{crashes, Config, Limiter};
+use librate::{crashes, Config, Instant, Limiter};
 use loom::thread;
 
 /// More crash points than a change passes: the last runs complete it.
@@ -31,15 +31,15 @@ fn a_change_racing_an_acquire_in_another_process() {
         let there = here.attach_model().unwrap();
         let acquirer = thread::spawn(move || {
             crashes::play(2, None, || {
-                let allowed = there.acquire_at(1, 0).unwrap().allowed;
-                (allowed, there.acquire_at(0, 0).unwrap())
+                let allowed = there.acquire_at(1, Instant::ZERO).unwrap().allowed;
+                (allowed, there.acquire_at(0, Instant::ZERO).unwrap())
             })
         });
-        here.set_config_at(&allowance(3), 0).unwrap();
+        here.set_config_at(&allowance(3), Instant::ZERO).unwrap();
         let (allowed, seen) = acquirer.join().unwrap().unwrap();
         assert!(allowed);
         assert!(seen.remaining == 1, "{seen:?}");
-        let decision = here.acquire_at(0, 0).unwrap();
+        let decision = here.acquire_at(0, Instant::ZERO).unwrap();
         assert_eq!((decision.limit, decision.remaining), (3, 1));
     });
 }
@@ -57,15 +57,17 @@ fn a_change_that_reuses_words_waits_for_the_decisions_on_them() {
     model.preemption_bound = Some(2);
     model.check(|| {
         let here = Limiter::model_file(&allowance(4)).unwrap();
-        here.set_config_at(&allowance(4), 0).unwrap();
+        here.set_config_at(&allowance(4), Instant::ZERO).unwrap();
         let there = here.attach_model().unwrap();
-        let acquirer =
-            thread::spawn(move || crashes::play(2, None, || there.acquire_at(2, 0).is_ok()));
+        let acquirer = thread::spawn(move || {
+            crashes::play(2, None, || there.acquire_at(2, Instant::ZERO).is_ok())
+        });
         for units in [1, 1] {
-            here.set_config_at(&allowance(units), 0).unwrap();
+            here.set_config_at(&allowance(units), Instant::ZERO)
+                .unwrap();
         }
         acquirer.join().unwrap();
-        let decision = here.acquire_at(0, 0).unwrap();
+        let decision = here.acquire_at(0, Instant::ZERO).unwrap();
         assert_eq!((decision.limit, decision.remaining), (1, 1));
     });
 }
@@ -81,17 +83,22 @@ fn a_changer_that_stops_for_good_leaves_one_rule() {
             let here = Limiter::model_file(&allowance(2)).unwrap();
             let there = here.attach_model().unwrap();
             let changer = thread::spawn(move || {
-                crashes::play(2, Some(stop_at), || there.set_config_at(&allowance(3), 0))
+                crashes::play(2, Some(stop_at), || {
+                    there.set_config_at(&allowance(3), Instant::ZERO)
+                })
             });
-            assert!(here.acquire_at(1, 0).unwrap().allowed, "step {stop_at}");
+            assert!(
+                here.acquire_at(1, Instant::ZERO).unwrap().allowed,
+                "step {stop_at}"
+            );
             let changed = changer.join().unwrap();
-            let decision = here.acquire_at(0, 0).unwrap();
+            let decision = here.acquire_at(0, Instant::ZERO).unwrap();
             assert_eq!(decision.remaining, 1, "step {stop_at}: {decision:?}");
             if changed.is_some() {
                 assert_eq!(decision.limit, 3, "step {stop_at}");
             }
-            here.set_config_at(&allowance(4), 0).unwrap();
-            let decision = here.acquire_at(0, 0).unwrap();
+            here.set_config_at(&allowance(4), Instant::ZERO).unwrap();
+            let decision = here.acquire_at(0, Instant::ZERO).unwrap();
             assert_eq!(
                 (decision.limit, decision.remaining),
                 (4, 1),

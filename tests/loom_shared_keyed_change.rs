@@ -14,7 +14,7 @@
 
 #![cfg(loom)]
 
-use librate::{crashes, Config, KeyedLimiter};
+use librate::{crashes, Config, Instant, KeyedLimiter};
 use loom::thread;
 
 /// More crash points than a change of a two-slot table passes (after recording it, after
@@ -28,7 +28,7 @@ fn allowance(units: u64) -> Config {
 /// A table whose key `a` used 1 unit of an allowance of 2: 1 left.
 fn table() -> KeyedLimiter {
     let here = KeyedLimiter::model_file(&allowance(2), 1).unwrap();
-    assert!(here.acquire_at(b"a", 1, 0).unwrap().allowed);
+    assert!(here.acquire_at(b"a", 1, Instant::ZERO).unwrap().allowed);
     here
 }
 
@@ -43,15 +43,15 @@ fn a_change_racing_an_acquire_in_another_process() {
         let there = here.attach_model().unwrap();
         let acquirer = thread::spawn(move || {
             crashes::play(2, None, || {
-                let allowed = there.acquire_at(b"a", 1, 0).unwrap().allowed;
-                (allowed, there.acquire_at(b"a", 0, 0).unwrap())
+                let allowed = there.acquire_at(b"a", 1, Instant::ZERO).unwrap().allowed;
+                (allowed, there.acquire_at(b"a", 0, Instant::ZERO).unwrap())
             })
         });
-        here.set_config_at(&allowance(3), 0).unwrap();
+        here.set_config_at(&allowance(3), Instant::ZERO).unwrap();
         let (allowed, seen) = acquirer.join().unwrap().unwrap();
         assert!(allowed);
         assert_eq!(seen.remaining, 0, "{seen:?}");
-        let decision = here.acquire_at(b"a", 0, 0).unwrap();
+        let decision = here.acquire_at(b"a", 0, Instant::ZERO).unwrap();
         assert_eq!((decision.limit, decision.remaining), (3, 0));
     });
 }
@@ -73,17 +73,20 @@ fn a_change_that_reuses_a_region_waits_for_the_decisions_on_it() {
     model.max_branches = 20_000;
     model.check(|| {
         let here = KeyedLimiter::model_file(&allowance(4), 1).unwrap();
-        assert!(here.acquire_at(b"a", 3, 0).unwrap().allowed);
-        here.set_config_at(&allowance(4), 0).unwrap();
+        assert!(here.acquire_at(b"a", 3, Instant::ZERO).unwrap().allowed);
+        here.set_config_at(&allowance(4), Instant::ZERO).unwrap();
         let there = here.attach_model().unwrap();
         let acquirer = thread::spawn(move || {
-            crashes::play(2, None, || there.acquire_at(b"a", 1, 0).unwrap().allowed)
+            crashes::play(2, None, || {
+                there.acquire_at(b"a", 1, Instant::ZERO).unwrap().allowed
+            })
         });
         for units in [2, 2] {
-            here.set_config_at(&allowance(units), 0).unwrap();
+            here.set_config_at(&allowance(units), Instant::ZERO)
+                .unwrap();
         }
         assert_eq!(acquirer.join().unwrap(), Some(true));
-        let decision = here.acquire_at(b"a", 0, 0).unwrap();
+        let decision = here.acquire_at(b"a", 0, Instant::ZERO).unwrap();
         assert_eq!((decision.limit, decision.remaining), (2, 0));
     });
 }
@@ -101,20 +104,22 @@ fn a_changer_that_stops_for_good_leaves_one_rule() {
             let here = table();
             let there = here.attach_model().unwrap();
             let changer = thread::spawn(move || {
-                crashes::play(2, Some(stop_at), || there.set_config_at(&allowance(3), 0))
+                crashes::play(2, Some(stop_at), || {
+                    there.set_config_at(&allowance(3), Instant::ZERO)
+                })
             });
             assert!(
-                here.acquire_at(b"a", 1, 0).unwrap().allowed,
+                here.acquire_at(b"a", 1, Instant::ZERO).unwrap().allowed,
                 "step {stop_at}"
             );
             let changed = changer.join().unwrap();
-            let decision = here.acquire_at(b"a", 0, 0).unwrap();
+            let decision = here.acquire_at(b"a", 0, Instant::ZERO).unwrap();
             assert_eq!(decision.remaining, 0, "step {stop_at}: {decision:?}");
             if changed.is_some() {
                 assert_eq!(decision.limit, 3, "step {stop_at}");
             }
-            here.set_config_at(&allowance(4), 0).unwrap();
-            let decision = here.acquire_at(b"a", 0, 0).unwrap();
+            here.set_config_at(&allowance(4), Instant::ZERO).unwrap();
+            let decision = here.acquire_at(b"a", 0, Instant::ZERO).unwrap();
             assert_eq!(
                 (decision.limit, decision.remaining),
                 (4, 0),

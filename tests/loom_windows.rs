@@ -6,9 +6,13 @@
 
 #![cfg(loom)]
 
-use librate::{Config, Decision, Limiter};
+mod common;
+use common::at;
+
+use librate::{Config, Decision, Instant, Limiter};
 use loom::sync::Arc;
 use loom::thread;
+use std::time::Duration;
 
 /// Runs one acquire per `(n, now)` on its own thread, all at once; returns the decisions
 /// in the same order.
@@ -26,7 +30,7 @@ fn race_with(
         .iter()
         .map(|&(n, now)| {
             let limiter = Arc::clone(limiter);
-            thread::spawn(move || limiter.acquire_at(n, now).unwrap())
+            thread::spawn(move || limiter.acquire_at(n, at(now)).unwrap())
         })
         .collect();
     meanwhile();
@@ -38,15 +42,15 @@ fn admitted(decisions: &[Decision]) -> usize {
 }
 
 fn remaining(limiter: &Limiter, now: u64) -> u64 {
-    limiter.acquire_at(0, now).unwrap().remaining
+    limiter.acquire_at(0, at(now)).unwrap().remaining
 }
 
 #[test]
 fn three_threads_never_admit_more_than_the_limit() {
     for config in [
-        Config::fixed_window(2, 10),
-        Config::sliding_window(2, 10),
-        Config::sliding_log(2, 10),
+        Config::fixed_window(2, Duration::from_nanos(10)),
+        Config::sliding_window(2, Duration::from_nanos(10)),
+        Config::sliding_log(2, Duration::from_nanos(10)),
     ] {
         loom::model(move || {
             let limiter = Arc::new(Limiter::new(&config).unwrap());
@@ -61,8 +65,9 @@ fn three_threads_never_admit_more_than_the_limit() {
 fn fixed_window_roll_over_racing_an_increment_loses_no_count() {
     loom::model(|| {
         // L = 2 per 10 ns; one unit already in window 0.
-        let limiter = Arc::new(Limiter::new(&Config::fixed_window(2, 10)).unwrap());
-        assert!(limiter.acquire_at(1, 5).unwrap().allowed);
+        let limiter =
+            Arc::new(Limiter::new(&Config::fixed_window(2, Duration::from_nanos(10))).unwrap());
+        assert!(limiter.acquire_at(1, at(5)).unwrap().allowed);
         // One increment in window 0 against two requests in window 1.
         let decisions = race(&limiter, &[(1, 8), (1, 15), (1, 15)]);
         // An admitted request says which window it counted in: reset_after is the time to
@@ -89,8 +94,9 @@ fn fixed_window_roll_over_racing_an_increment_loses_no_count() {
 fn sliding_window_roll_over_keeps_the_previous_count() {
     loom::model(|| {
         // L = 2 per 10 ns; window 0 full.
-        let limiter = Arc::new(Limiter::new(&Config::sliding_window(2, 10)).unwrap());
-        assert!(limiter.acquire_at(2, 5).unwrap().allowed);
+        let limiter =
+            Arc::new(Limiter::new(&Config::sliding_window(2, Duration::from_nanos(10))).unwrap());
+        assert!(limiter.acquire_at(2, at(5)).unwrap().allowed);
         // At 15 the 2 from window 0 weigh 2·5/10 = 1: one of the two fits. The request at
         // 9 (window 0, or window 1's start once it rolled over) never fits.
         let decisions = race(&limiter, &[(1, 15), (1, 15), (1, 9)]);
@@ -108,8 +114,9 @@ fn sliding_window_roll_over_keeps_the_previous_count() {
 fn sliding_log_never_claims_a_slot_twice() {
     loom::model(|| {
         // L = 2 per 10 ns; the ring is full of entries at 0, which expire at 10.
-        let limiter = Arc::new(Limiter::new(&Config::sliding_log(2, 10)).unwrap());
-        assert!(limiter.acquire_at(2, 0).unwrap().allowed);
+        let limiter =
+            Arc::new(Limiter::new(&Config::sliding_log(2, Duration::from_nanos(10))).unwrap());
+        assert!(limiter.acquire_at(2, Instant::ZERO).unwrap().allowed);
         // Two units at 10 and 11: both fit, and each must land in its own slot. (Three
         // threads here take loom minutes instead of a second, for no new interleaving of a
         // claim: the frozen-time test above already races three claimers.)
@@ -138,8 +145,9 @@ fn sliding_log_reader_of_a_pending_slot_never_over_admits() {
     loom::model(|| {
         // L = 1 per 10 ns: every request needs the newest entry, often still pending, and
         // the slot still holds the entry at 0 until the new one is written.
-        let limiter = Arc::new(Limiter::new(&Config::sliding_log(1, 10)).unwrap());
-        assert!(limiter.acquire_at(1, 0).unwrap().allowed);
+        let limiter =
+            Arc::new(Limiter::new(&Config::sliding_log(1, Duration::from_nanos(10))).unwrap());
+        assert!(limiter.acquire_at(1, Instant::ZERO).unwrap().allowed);
         let decisions = race(&limiter, &[(1, 10), (1, 15)]);
         // Only one fits in any 10 ns; trusting the stale 0 would admit both.
         assert_eq!(admitted(&decisions), 1);
@@ -166,15 +174,15 @@ fn race_a_reset(limiter: &Arc<Limiter>, now: u64) -> (u64, u64) {
 #[test]
 fn a_reset_racing_acquires_decides_each_before_or_after_it() {
     for config in [
-        Config::fixed_window(1, 10),
-        Config::sliding_window(1, 10),
-        Config::sliding_log(1, 10),
+        Config::fixed_window(1, Duration::from_nanos(10)),
+        Config::sliding_window(1, Duration::from_nanos(10)),
+        Config::sliding_log(1, Duration::from_nanos(10)),
     ] {
         loom::model(move || {
             // L = 1, used up in window 1: before the reset nothing fits, after it one
             // unit does (the sliding window's first admission after it bars window 0).
             let limiter = Arc::new(Limiter::new(&config).unwrap());
-            assert!(limiter.acquire_at(1, 15).unwrap().allowed);
+            assert!(limiter.acquire_at(1, at(15)).unwrap().allowed);
             let (admitted, left) = race_a_reset(&limiter, 15);
             // Every admitted unit came after the reset and is still counted.
             assert_eq!(admitted + left, 1, "{config:?}");
@@ -190,8 +198,9 @@ fn a_reset_racing_a_roll_over_never_admits_more_than_either_order() {
         // record window 0's count as it stood before the reset, which then still weighs in
         // window 1 (module docs of state/window_records.rs, "What no barrier covers"):
         // that can deny more, never admit more.
-        let limiter = Arc::new(Limiter::new(&Config::sliding_window(2, 10)).unwrap());
-        assert!(limiter.acquire_at(2, 5).unwrap().allowed);
+        let limiter =
+            Arc::new(Limiter::new(&Config::sliding_window(2, Duration::from_nanos(10))).unwrap());
+        assert!(limiter.acquire_at(2, at(5)).unwrap().allowed);
         let (admitted, left) = race_a_reset(&limiter, 15);
         // At 20 (window 2, its start) window 1 weighs in full: exactly the units counted
         // there after the reset.
@@ -210,8 +219,9 @@ fn a_reset_racing_claims_of_the_log_keeps_only_what_came_after_it() {
     loom::model(|| {
         // L = 2 per 10 ns, full of entries at 0: before the reset nothing fits, after it
         // two units, logged at 5.
-        let limiter = Arc::new(Limiter::new(&Config::sliding_log(2, 10)).unwrap());
-        assert!(limiter.acquire_at(2, 0).unwrap().allowed);
+        let limiter =
+            Arc::new(Limiter::new(&Config::sliding_log(2, Duration::from_nanos(10))).unwrap());
+        assert!(limiter.acquire_at(2, Instant::ZERO).unwrap().allowed);
         let (admitted, left) = race_a_reset(&limiter, 5);
         assert_eq!(admitted + left, 2);
         assert_eq!(remaining(&limiter, 14), left);
@@ -225,8 +235,9 @@ fn an_admission_racing_a_reset_of_the_log_reports_from_one_side_of_it() {
         // L = 2 per 10 ns, one entry at 0: a unit at 5 fits before the reset (leaving
         // none) and after it (leaving one). Its report and the log left must agree on
         // which: decided before the reset and then erased, or after it and still counted.
-        let limiter = Arc::new(Limiter::new(&Config::sliding_log(2, 10)).unwrap());
-        assert!(limiter.acquire_at(1, 0).unwrap().allowed);
+        let limiter =
+            Arc::new(Limiter::new(&Config::sliding_log(2, Duration::from_nanos(10))).unwrap());
+        assert!(limiter.acquire_at(1, Instant::ZERO).unwrap().allowed);
         let decision = race_with(&limiter, &[(1, 5)], || limiter.reset())[0];
         assert!(decision.allowed);
         let sides = (decision.remaining, remaining(&limiter, 5));
@@ -242,8 +253,9 @@ fn racing_first_admissions_out_of_a_reset_word_lose_no_count() {
         // and leaves nothing at 25: at 15 first, window 2 holds 1 and window 1's 1 weighs
         // ⌈1·5/10⌉ = 1; at 25 first, the one at 15 is judged at 20 and counted in window
         // 2 too. Neither may lose the count window 1 records when it closes.
-        let limiter = Arc::new(Limiter::new(&Config::sliding_window(2, 10)).unwrap());
-        assert!(limiter.acquire_at(2, 15).unwrap().allowed);
+        let limiter =
+            Arc::new(Limiter::new(&Config::sliding_window(2, Duration::from_nanos(10))).unwrap());
+        assert!(limiter.acquire_at(2, at(15)).unwrap().allowed);
         limiter.reset();
         let decisions = race(&limiter, &[(1, 15), (1, 25)]);
         assert_eq!(admitted(&decisions), 2);

@@ -4,11 +4,11 @@
 mod common;
 
 use common::peer_vectors::{self, Decide};
-use librate::{Config, Limiter};
+use librate::{Config, Instant, Limiter};
 
 fn in_process(config: &Config) -> Decide {
     let limiter = Limiter::new(config).unwrap();
-    Box::new(move |n, at| limiter.acquire_at(n, at))
+    Box::new(move |n, at| limiter.acquire_at(n, Instant::from_nanos(at)))
 }
 
 #[test]

@@ -5,16 +5,19 @@
 mod common;
 
 use common::models::combine;
-use common::{random_rule, Rng, MS, SECOND};
-use librate::{Algorithm, Config, ConfigError, Decision, Error, Limiter, Policy, PolicyDecision};
+use common::{at, random_rule, Rng, MS, SECOND};
+use librate::{
+    Algorithm, Config, ConfigError, Decision, Error, Instant, Limiter, Policy, PolicyDecision,
+};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 /// The model of one rule: a fresh limiter of it, given the policy's admissions so far.
 fn replayed(rule: &Config, admitted: &[(u64, u64)]) -> Limiter {
     let limiter = Limiter::new(rule).unwrap();
-    for &(n, at) in admitted {
+    for &(n, t) in admitted {
         assert!(
-            limiter.acquire_at(n, at).unwrap().allowed,
+            limiter.acquire_at(n, at(t)).unwrap().allowed,
             "the model replays admissions"
         );
     }
@@ -25,14 +28,16 @@ fn replayed(rule: &Config, admitted: &[(u64, u64)]) -> Limiter {
 fn model(rules: &[Config], admitted: &[(u64, u64)], n: u64, now: u64) -> PolicyDecision {
     let taken: Vec<Decision> = rules
         .iter()
-        .map(|rule| replayed(rule, admitted).acquire_at(n, now).unwrap())
+        .map(|rule| replayed(rule, admitted).acquire_at(n, at(now)).unwrap())
         .collect();
     let (decision, denied_by, each) = combine(taken, |i| {
-        replayed(&rules[i], admitted).acquire_at(0, now).unwrap()
+        replayed(&rules[i], admitted)
+            .acquire_at(0, at(now))
+            .unwrap()
     });
     // A PolicyDecision is compared through its public parts (see `same`).
     let policy = Policy::new(rules).unwrap();
-    let mut expected = policy.acquire_at(0, 0).unwrap();
+    let mut expected = policy.acquire_at(0, Instant::ZERO).unwrap();
     expected.decision = decision;
     expected.denied_by = denied_by;
     assert_eq!(expected.rules().len(), each.len());
@@ -58,7 +63,13 @@ fn policies_decide_as_their_rules_would_together() {
         let policy = Policy::new(&rules).unwrap();
         let limit = rules
             .iter()
-            .map(|rule| Limiter::new(rule).unwrap().acquire_at(0, 0).unwrap().limit)
+            .map(|rule| {
+                Limiter::new(rule)
+                    .unwrap()
+                    .acquire_at(0, Instant::ZERO)
+                    .unwrap()
+                    .limit
+            })
             .min()
             .unwrap();
         assert_eq!(policy.limit(), limit);
@@ -72,9 +83,12 @@ fn policies_decide_as_their_rules_would_together() {
             };
             let n = rng.below(limit + 2);
             if n > limit {
-                assert_eq!(policy.acquire_at(n, now), Err(Error::InsufficientCapacity));
                 assert_eq!(
-                    policy.try_acquire_at(n, now),
+                    policy.acquire_at(n, at(now)),
+                    Err(Error::InsufficientCapacity)
+                );
+                assert_eq!(
+                    policy.try_acquire_at(n, at(now)),
                     Err(Error::InsufficientCapacity)
                 );
                 continue;
@@ -82,7 +96,7 @@ fn policies_decide_as_their_rules_would_together() {
             let want = model(&rules, &admitted, n, now);
             let got = if rng.chance(30) && n > 0 {
                 // The bool form takes as the full one does.
-                let allowed = policy.try_acquire_at(n, now).unwrap();
+                let allowed = policy.try_acquire_at(n, at(now)).unwrap();
                 assert_eq!(
                     allowed, want.decision.allowed,
                     "case {case} step {step}: {rules:?}"
@@ -92,7 +106,7 @@ fn policies_decide_as_their_rules_would_together() {
                 }
                 continue;
             } else {
-                policy.acquire_at(n, now).unwrap()
+                policy.acquire_at(n, at(now)).unwrap()
             };
             let context = format!("case {case} step {step}: n {n} at {now}, {rules:?}");
             assert_eq!(got.decision, want.decision, "{context}");
@@ -107,7 +121,7 @@ fn policies_decide_as_their_rules_would_together() {
 
 #[test]
 fn a_policy_has_one_to_eight_valid_rules() {
-    let rule = Config::gcra(1, SECOND);
+    let rule = Config::per_second(1);
     let none = Policy::new(&[]).unwrap_err();
     assert_eq!(
         none,
@@ -123,7 +137,11 @@ fn a_policy_has_one_to_eight_valid_rules() {
     );
     assert!(Policy::new(&[rule; 8]).is_ok());
     // The invalid rule is named (docs/policies.md), with its own error.
-    let zero = Policy::new(&[rule, Config::new(Algorithm::FixedWindow, 0, SECOND)]).unwrap_err();
+    let zero = Policy::new(&[
+        rule,
+        Config::new(Algorithm::FixedWindow, 0, Duration::from_secs(1)),
+    ])
+    .unwrap_err();
     assert_eq!(
         zero,
         Error::InvalidConfig(ConfigError::PolicyRule {
@@ -135,10 +153,10 @@ fn a_policy_has_one_to_eight_valid_rules() {
         zero.to_string(),
         "invalid configuration: rule 1: limit 0: must be at least 1"
     );
-    let policy = Policy::new(&[rule, Config::sliding_log(3, SECOND)]).unwrap();
+    let policy = Policy::new(&[rule, Config::sliding_log(3, Duration::from_secs(1))]).unwrap();
     assert_eq!(
         policy.rules().copied().collect::<Vec<_>>(),
-        [rule, Config::sliding_log(3, SECOND)]
+        [rule, Config::sliding_log(3, Duration::from_secs(1))]
     );
 }
 
@@ -147,13 +165,25 @@ fn a_policy_has_one_to_eight_valid_rules() {
 #[test]
 fn a_log_denied_by_a_later_log_keeps_nothing() {
     let policy = Policy::new(&[
-        Config::sliding_log(5, SECOND),
-        Config::sliding_log(2, 60 * SECOND),
+        Config::sliding_log(5, Duration::from_secs(1)),
+        Config::sliding_log(2, Duration::from_secs(60)),
     ])
     .unwrap();
-    assert!(policy.acquire_at(1, 0).unwrap().decision.allowed);
-    assert!(policy.acquire_at(1, 0).unwrap().decision.allowed);
-    let denied = policy.acquire_at(1, 0).unwrap();
+    assert!(
+        policy
+            .acquire_at(1, Instant::ZERO)
+            .unwrap()
+            .decision
+            .allowed
+    );
+    assert!(
+        policy
+            .acquire_at(1, Instant::ZERO)
+            .unwrap()
+            .decision
+            .allowed
+    );
+    let denied = policy.acquire_at(1, Instant::ZERO).unwrap();
     assert_eq!(denied.denied_by, Some(1));
     // The per-second log holds the two admitted units only: 3 left of 5.
     assert_eq!(denied.rules()[0].remaining, 3);
@@ -166,13 +196,16 @@ fn a_log_denied_by_a_later_log_keeps_nothing() {
 #[test]
 fn threads_admit_exactly_the_tightest_limit() {
     let pairs = [
-        [Config::gcra(50, SECOND), Config::gcra(20, SECOND)],
-        [Config::gcra(20, SECOND), Config::gcra(50, SECOND)],
+        [Config::per_second(50), Config::per_second(20)],
+        [Config::per_second(20), Config::per_second(50)],
         [
-            Config::fixed_window(30, SECOND),
-            Config::sliding_window(25, SECOND),
+            Config::fixed_window(30, Duration::from_secs(1)),
+            Config::sliding_window(25, Duration::from_secs(1)),
         ],
-        [Config::sliding_log(40, SECOND), Config::gcra(35, SECOND)],
+        [
+            Config::sliding_log(40, Duration::from_secs(1)),
+            Config::per_second(35),
+        ],
     ];
     for rules in pairs {
         for _ in 0..20 {
@@ -181,7 +214,7 @@ fn threads_admit_exactly_the_tightest_limit() {
             std::thread::scope(|scope| {
                 for _ in 0..4 {
                     scope.spawn(|| {
-                        while policy.try_acquire_at(1, SECOND).unwrap() {
+                        while policy.try_acquire_at(1, at(SECOND)).unwrap() {
                             admitted.fetch_add(1, Ordering::Relaxed);
                         }
                     });
@@ -189,7 +222,7 @@ fn threads_admit_exactly_the_tightest_limit() {
             });
             let tightest = policy.limit();
             assert_eq!(admitted.load(Ordering::Relaxed), tightest, "{rules:?}");
-            let state = policy.acquire_at(0, SECOND).unwrap();
+            let state = policy.acquire_at(0, at(SECOND)).unwrap();
             for (rule, decision) in rules.iter().zip(state.rules()) {
                 // Within its limit: what it holds is at least the admitted units.
                 assert!(decision.limit - decision.remaining >= tightest, "{rule:?}");
@@ -204,7 +237,7 @@ fn threads_admit_exactly_the_tightest_limit() {
 /// denying one, with three).
 #[test]
 fn through_the_clock_as_at_one_time() {
-    const HOUR: u64 = 3_600 * SECOND;
+    const HOUR: Duration = Duration::from_secs(3600);
     let cases: [&[Config]; 6] = [
         &[
             Config::gcra(1, HOUR).with_burst(5),
@@ -215,7 +248,7 @@ fn through_the_clock_as_at_one_time() {
             Config::gcra(1, HOUR).with_burst(5),
         ],
         &[
-            Config::gcra(1_000_000, SECOND).with_burst(5),
+            Config::per_second(1_000_000).with_burst(5),
             Config::sliding_log(3, HOUR),
         ],
         &[
@@ -243,7 +276,7 @@ fn through_the_clock_as_at_one_time() {
         // The per-hour rules hold exactly the 3 admitted units; a million a second drains
         // in microseconds.
         for (rule, held) in rules.iter().zip(held) {
-            if rule.period_ns == HOUR {
+            if rule.period() == HOUR {
                 assert_eq!(held, 3, "{rule:?}");
             }
         }
@@ -256,7 +289,7 @@ fn through_the_clock_as_at_one_time() {
 /// the first rule ends empty.
 #[test]
 fn a_lowered_limit_binds_every_caller_after_the_change() {
-    const HOUR: u64 = 3_600 * SECOND;
+    const HOUR: Duration = Duration::from_secs(3600);
     let now = 10 * SECOND;
     // 1 an hour: nothing refills at one frozen time. The second rule never denies.
     let built = [
@@ -275,7 +308,7 @@ fn a_lowered_limit_binds_every_caller_after_the_change() {
                         loop {
                             let after = done.load(Ordering::Acquire);
                             // 30 units: within the built bursts, past the lowered one.
-                            let large = policy.try_acquire_at(30, now);
+                            let large = policy.try_acquire_at(30, at(now));
                             match large {
                                 Ok(true) => admitted += 30,
                                 Ok(false) => assert!(!after, "a denial, not an error"),
@@ -287,11 +320,11 @@ fn a_lowered_limit_binds_every_caller_after_the_change() {
                                     Err(Error::InsufficientCapacity)
                                 );
                                 assert_eq!(
-                                    policy.acquire_at(30, now),
+                                    policy.acquire_at(30, at(now)),
                                     Err(Error::InsufficientCapacity)
                                 );
                             }
-                            if policy.try_acquire_at(1, now).unwrap() {
+                            if policy.try_acquire_at(1, at(now)).unwrap() {
                                 admitted += 1;
                             } else if after {
                                 return admitted;
@@ -301,16 +334,16 @@ fn a_lowered_limit_binds_every_caller_after_the_change() {
                 })
                 .collect();
             // Once at least 10 units are taken, so the change meets a bucket in use.
-            while policy.acquire_at(0, now).unwrap().rules()[0].remaining > 40 {
+            while policy.acquire_at(0, at(now)).unwrap().rules()[0].remaining > 40 {
                 std::hint::spin_loop();
             }
-            policy.set_rules_at(&lowered, now).unwrap();
+            policy.set_rules_at(&lowered, at(now)).unwrap();
             done.store(true, Ordering::Release);
             takers.into_iter().map(|taker| taker.join().unwrap()).sum()
         });
         // k units before the change leave min(50 - k, 20) tokens after it, k ≥ 10.
         assert!((30..=50).contains(&admitted), "{admitted}");
-        let state = policy.acquire_at(0, now).unwrap();
+        let state = policy.acquire_at(0, at(now)).unwrap();
         assert_eq!(state.rules()[0].remaining, 0);
         assert_eq!(state.rules()[1].remaining, 100 - admitted);
     }

@@ -2,19 +2,20 @@
 //! process and in files that real processes share.
 #![cfg(not(loom))]
 
-use librate::{Config, Decision, Error, KeyedLimiter, Limiter};
+use librate::{Config, Decision, Error, Instant, KeyedLimiter, Limiter};
+use std::time::Duration;
 
 mod common;
 
 use common::processes::{in_processes, rewrite_word, Scratch};
-use common::{Rng, SECOND};
+use common::{at, Rng, SECOND};
 
 const HOUR: u64 = 3600 * SECOND;
 /// The frozen time the table tests decide at.
 const FROZEN: u64 = 1_000 * SECOND;
 
 fn decision(limiter: &Limiter, n: u64, now: u64) -> Decision {
-    limiter.acquire_at(n, now).unwrap()
+    limiter.acquire_at(n, at(now)).unwrap()
 }
 
 /// `(allowed, remaining, retry_after_ns, reset_after_ns)`: the fields the cases check.
@@ -26,7 +27,7 @@ fn fields(d: Decision) -> (bool, u64, u64, u64) {
 /// full again, at the time it was drained and before it.
 #[test]
 fn a_reset_gcra_bucket_is_full_at_any_time() {
-    let limiter = Limiter::new(&Config::gcra(1, SECOND).with_burst(2)).unwrap();
+    let limiter = Limiter::new(&Config::per_second(1).with_burst(2)).unwrap();
     assert!(decision(&limiter, 2, 0).allowed);
     // TAT 2 s: at 0.5 s, 2 + 1 − 0.5 > 2, denied until 1 s.
     assert_eq!(
@@ -47,7 +48,7 @@ fn a_reset_gcra_bucket_is_full_at_any_time() {
 /// earlier one.
 #[test]
 fn a_reset_fixed_window_counts_nothing_at_any_time() {
-    let limiter = Limiter::new(&Config::fixed_window(2, 60 * SECOND)).unwrap();
+    let limiter = Limiter::new(&Config::fixed_window(2, Duration::from_secs(60))).unwrap();
     assert!(decision(&limiter, 2, 24 * SECOND).allowed);
     assert!(!decision(&limiter, 1, 36 * SECOND).allowed);
     limiter.reset();
@@ -64,7 +65,7 @@ fn a_reset_fixed_window_counts_nothing_at_any_time() {
 /// request from a window before the latest is judged at that window's start.
 #[test]
 fn a_reset_sliding_window_forgets_both_windows() {
-    let limiter = Limiter::new(&Config::sliding_window(10, 60 * SECOND)).unwrap();
+    let limiter = Limiter::new(&Config::sliding_window(10, Duration::from_secs(60))).unwrap();
     assert!(decision(&limiter, 9, 30 * SECOND).allowed);
     // At 75 s the 9 of window 0 weigh 9·45/60 = 6.75: 3 fit.
     assert!(decision(&limiter, 3, 75 * SECOND).allowed);
@@ -100,7 +101,7 @@ fn a_reset_sliding_window_forgets_both_windows() {
 /// latest time logged is judged (and logged) at it.
 #[test]
 fn a_reset_sliding_log_is_empty_from_the_latest_time_on() {
-    let limiter = Limiter::new(&Config::sliding_log(2, 60 * SECOND)).unwrap();
+    let limiter = Limiter::new(&Config::sliding_log(2, Duration::from_secs(60))).unwrap();
     assert!(decision(&limiter, 2, 10 * SECOND).allowed);
     assert_eq!(
         fields(decision(&limiter, 1, 20 * SECOND)),
@@ -129,10 +130,10 @@ fn a_reset_sliding_log_is_empty_from_the_latest_time_on() {
 
 fn all_algorithms(limit: u64, period_ns: u64) -> [Config; 4] {
     [
-        Config::gcra(limit, period_ns),
-        Config::fixed_window(limit, period_ns),
-        Config::sliding_window(limit, period_ns),
-        Config::sliding_log(limit, period_ns),
+        Config::gcra(limit, Duration::from_nanos(period_ns)),
+        Config::fixed_window(limit, Duration::from_nanos(period_ns)),
+        Config::sliding_window(limit, Duration::from_nanos(period_ns)),
+        Config::sliding_log(limit, Duration::from_nanos(period_ns)),
     ]
 }
 
@@ -143,12 +144,12 @@ fn requests(rng: &mut Rng, limit: u64, start: u64, count: usize) -> Vec<(u64, u6
     (0..count)
         .map(|_| {
             now += rng.below(40);
-            let at = if rng.chance(10) {
+            let t = if rng.chance(10) {
                 now.saturating_sub(rng.below(30)).max(start)
             } else {
                 now
             };
-            (rng.below(limit + 1), at)
+            (rng.below(limit + 1), t)
         })
         .collect()
 }
@@ -212,15 +213,15 @@ fn a_reset_key_decides_as_a_new_key_at_any_time() {
                 let key = format!("key-{round}");
                 let length = rng.below(12) as usize;
                 for &(n, now) in &requests(&mut rng, 4, 1000, length) {
-                    table.acquire_at(key.as_bytes(), n, now).unwrap();
+                    table.acquire_at(key.as_bytes(), n, at(now)).unwrap();
                 }
                 table.reset(key.as_bytes()).unwrap();
                 let fresh = KeyedLimiter::new(&config, 1).unwrap();
                 // From 0: before the key's history as well as after it.
                 for &(n, now) in &requests(&mut rng, 4, 0, 16) {
                     assert_eq!(
-                        table.acquire_at(key.as_bytes(), n, now).unwrap(),
-                        fresh.acquire_at(b"new", n, now).unwrap(),
+                        table.acquire_at(key.as_bytes(), n, at(now)).unwrap(),
+                        fresh.acquire_at(b"new", n, at(now)).unwrap(),
                         "{config:?} round {round}"
                     );
                 }
@@ -236,11 +237,11 @@ fn a_reset_key_decides_as_a_new_key_at_any_time() {
 fn the_readme_example() {
     use librate::{Config, KeyedLimiter};
     const SECOND: u64 = 1_000_000_000;
-    let users = KeyedLimiter::new(&Config::gcra(1, 60 * SECOND), 1000).unwrap();
-    assert!(users.acquire_at(b"bob", 1, 0).unwrap().allowed);
-    assert!(!users.acquire_at(b"bob", 1, SECOND).unwrap().allowed);
+    let users = KeyedLimiter::new(&Config::per_minute(1), 1000).unwrap();
+    assert!(users.acquire_at(b"bob", 1, Instant::ZERO).unwrap().allowed);
+    assert!(!users.acquire_at(b"bob", 1, at(SECOND)).unwrap().allowed);
     users.reset(b"bob").unwrap(); // bob's ticket is resolved
-    assert!(users.acquire_at(b"bob", 1, SECOND).unwrap().allowed);
+    assert!(users.acquire_at(b"bob", 1, at(SECOND)).unwrap().allowed);
 }
 
 /// A reset of a key not in the table inserts nothing: a full table stays full, and the
@@ -251,14 +252,14 @@ fn resetting_an_absent_key_inserts_nothing() {
         // Capacity 1: two slots.
         let table = KeyedLimiter::new(&config, 1).unwrap();
         for key in [b"a", b"b"] {
-            assert!(table.acquire_at(key, 1, FROZEN).unwrap().allowed);
+            assert!(table.acquire_at(key, 1, at(FROZEN)).unwrap().allowed);
         }
         table.reset(b"c").unwrap();
         table.reset(b"").unwrap();
-        assert_eq!(table.live_keys_at(FROZEN), 2, "{config:?}");
-        assert_eq!(table.acquire_at(b"c", 1, FROZEN), Err(Error::TableFull));
+        assert_eq!(table.live_keys_at(at(FROZEN)), 2, "{config:?}");
+        assert_eq!(table.acquire_at(b"c", 1, at(FROZEN)), Err(Error::TableFull));
         // The keys in the table are as they were.
-        assert!(!table.acquire_at(b"a", 1, FROZEN).unwrap().allowed);
+        assert!(!table.acquire_at(b"a", 1, at(FROZEN)).unwrap().allowed);
     }
 }
 
@@ -267,17 +268,21 @@ fn resetting_an_absent_key_inserts_nothing() {
 #[test]
 fn a_reset_keys_former_state_holds_its_slot_until_fresh() {
     // One per 10 s, burst 1: a TAT 10 s after each admission.
-    let table = KeyedLimiter::new(&Config::gcra(1, 10 * SECOND), 1).unwrap();
-    assert!(table.acquire_at(b"a", 1, 0).unwrap().allowed);
-    assert!(table.acquire_at(b"b", 1, 0).unwrap().allowed);
+    let table = KeyedLimiter::new(&Config::gcra(1, Duration::from_secs(10)), 1).unwrap();
+    assert!(table.acquire_at(b"a", 1, Instant::ZERO).unwrap().allowed);
+    assert!(table.acquire_at(b"b", 1, Instant::ZERO).unwrap().allowed);
     table.reset(b"a").unwrap();
-    assert_eq!(table.live_keys_at(0), 1, "a's former state is no key");
-    assert_eq!(table.acquire_at(b"a", 1, SECOND), Err(Error::TableFull));
+    assert_eq!(
+        table.live_keys_at(Instant::ZERO),
+        1,
+        "a's former state is no key"
+    );
+    assert_eq!(table.acquire_at(b"a", 1, at(SECOND)), Err(Error::TableFull));
     // A query never inserts, so it needs no slot: a is new.
-    assert_eq!(table.acquire_at(b"a", 0, SECOND).unwrap().remaining, 1);
+    assert_eq!(table.acquire_at(b"a", 0, at(SECOND)).unwrap().remaining, 1);
     // At 10 s the former state is fresh and its slot is reused.
-    assert!(table.acquire_at(b"a", 1, 10 * SECOND).unwrap().allowed);
-    assert_eq!(table.stats_at(10 * SECOND).table_full, 1);
+    assert!(table.acquire_at(b"a", 1, at(10 * SECOND)).unwrap().allowed);
+    assert_eq!(table.stats_at(at(10 * SECOND)).table_full, 1);
 }
 
 /// The statistics count every request refused as a new key in a full table (acquire,
@@ -290,7 +295,7 @@ fn statistics_count_every_refusal_of_a_new_key() {
         let gcra = config.algorithm == librate::Algorithm::Gcra;
         // Capacity 2: four slots.
         let table = KeyedLimiter::new(&config, 2).unwrap();
-        let fresh = table.stats_at(now);
+        let fresh = table.stats_at(at(now));
         assert_eq!(
             (
                 fresh.capacity,
@@ -302,31 +307,31 @@ fn statistics_count_every_refusal_of_a_new_key() {
             "{config:?}"
         );
         for key in [b"a", b"b", b"c", b"d"] {
-            assert!(table.acquire_at(key, 1, now).unwrap().allowed);
+            assert!(table.acquire_at(key, 1, at(now)).unwrap().allowed);
         }
         for round in 1..=3 {
-            assert_eq!(table.acquire_at(b"e", 1, now), Err(Error::TableFull));
-            assert_eq!(table.stats_at(now).table_full, round, "{config:?}");
+            assert_eq!(table.acquire_at(b"e", 1, at(now)), Err(Error::TableFull));
+            assert_eq!(table.stats_at(at(now)).table_full, round, "{config:?}");
         }
         assert_eq!(table.try_acquire(b"f", 1), Err(Error::TableFull));
         let mut refused = 0;
         table
-            .try_acquire_batch_at(&[b"g", b"a", b"h"], 1, now, |_, outcome| {
+            .try_acquire_batch_at(&[b"g", b"a", b"h"], 1, at(now), |_, outcome| {
                 refused += u64::from(outcome == Err(Error::TableFull));
             })
             .unwrap();
         assert_eq!(refused, 2);
         if gcra {
             assert_eq!(
-                table.reserve_at(b"i", 1, now, SECOND),
+                table.reserve_at(b"i", 1, at(now), Duration::from_secs(1)),
                 Err(Error::TableFull)
             );
         }
         // Neither a query of a new key nor a denial of an existing one is a refusal.
-        assert!(table.acquire_at(b"j", 0, now).unwrap().allowed);
-        assert!(!table.acquire_at(b"a", 1, now).unwrap().allowed);
+        assert!(table.acquire_at(b"j", 0, at(now)).unwrap().allowed);
+        assert!(!table.acquire_at(b"a", 1, at(now)).unwrap().allowed);
         let expected = 3 + 1 + 2 + u64::from(gcra);
-        let stats = table.stats_at(now);
+        let stats = table.stats_at(at(now));
         assert_eq!(
             (stats.live_keys, stats.table_full),
             (4, expected),
@@ -334,7 +339,7 @@ fn statistics_count_every_refusal_of_a_new_key() {
         );
         // Two hours on every key is fresh (the windows': nothing in the current window or
         // the one before): none is live, and the count stays.
-        let later = table.stats_at(now + 2 * HOUR);
+        let later = table.stats_at(at(now + 2 * HOUR));
         assert_eq!((later.live_keys, later.table_full), (0, expected));
     }
 }
@@ -345,10 +350,10 @@ fn statistics_count_every_refusal_of_a_new_key() {
 fn a_shared_tables_refusals_are_counted_across_processes() {
     let scratch = Scratch::new("reset-stats");
     let path = scratch.path("table");
-    let config = Config::gcra(1, HOUR);
+    let config = Config::per_hour(1);
     let table = KeyedLimiter::open(&path, &config, 1).unwrap();
     for key in [b"a", b"b"] {
-        assert!(table.acquire_at(key, 1, FROZEN).unwrap().allowed);
+        assert!(table.acquire_at(key, 1, at(FROZEN)).unwrap().allowed);
     }
     // Three processes each have 4 new keys refused.
     let statuses = in_processes(3, |process| {
@@ -356,19 +361,19 @@ fn a_shared_tables_refusals_are_counted_across_processes() {
         let refused = (0..4)
             .filter(|key| {
                 let key = format!("new-{process}-{key}");
-                table.acquire_at(key.as_bytes(), 1, FROZEN) == Err(Error::TableFull)
+                table.acquire_at(key.as_bytes(), 1, at(FROZEN)) == Err(Error::TableFull)
             })
             .count();
         refused as u8
     });
     assert_eq!(statuses, [4, 4, 4]);
-    let stats = table.stats_at(FROZEN);
+    let stats = table.stats_at(at(FROZEN));
     assert_eq!((stats.live_keys, stats.table_full), (2, 12));
     drop(table);
     // Another boot: word 9 of the header is the boot id.
     rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
     let rebooted = KeyedLimiter::open(&path, &config, 1).unwrap();
-    let stats = rebooted.stats_at(FROZEN);
+    let stats = rebooted.stats_at(at(FROZEN));
     assert_eq!((stats.live_keys, stats.table_full), (0, 12));
 }
 
@@ -382,8 +387,8 @@ fn a_reset_in_one_process_holds_in_all() {
         let table_path = scratch.path(&format!("table-{:?}", config.algorithm));
         let limiter = Limiter::open(&limiter_path, &config).unwrap();
         let table = KeyedLimiter::open(&table_path, &config, 8).unwrap();
-        assert!(limiter.acquire_at(3, FROZEN).unwrap().allowed);
-        assert!(table.acquire_at(b"bob", 3, FROZEN).unwrap().allowed);
+        assert!(limiter.acquire_at(3, at(FROZEN)).unwrap().allowed);
+        assert!(table.acquire_at(b"bob", 3, at(FROZEN)).unwrap().allowed);
         let resets = in_processes(1, |_| {
             Limiter::open(&limiter_path, &config).unwrap().reset();
             let table = KeyedLimiter::open(&table_path, &config, 8).unwrap();
@@ -392,12 +397,15 @@ fn a_reset_in_one_process_holds_in_all() {
         });
         assert_eq!(resets, [0]);
         assert_eq!(
-            limiter.acquire_at(0, FROZEN).unwrap().remaining,
+            limiter.acquire_at(0, at(FROZEN)).unwrap().remaining,
             3,
             "{config:?}"
         );
-        assert_eq!(table.acquire_at(b"bob", 0, FROZEN).unwrap().remaining, 3);
-        assert_eq!(table.live_keys_at(FROZEN), 0, "{config:?}");
+        assert_eq!(
+            table.acquire_at(b"bob", 0, at(FROZEN)).unwrap().remaining,
+            3
+        );
+        assert_eq!(table.live_keys_at(at(FROZEN)), 0, "{config:?}");
     }
 }
 
@@ -419,7 +427,7 @@ fn resets_racing_acquires_admit_at_most_a_limit_between_resets() {
                         for _ in 0..2_000 {
                             admitted.0 += u64::from(decision(&limiter, 1, FROZEN).allowed);
                             admitted.1 +=
-                                u64::from(table.acquire_at(b"k", 1, FROZEN).unwrap().allowed);
+                                u64::from(table.acquire_at(b"k", 1, at(FROZEN)).unwrap().allowed);
                         }
                         admitted
                     })
@@ -442,16 +450,16 @@ fn resets_racing_acquires_admit_at_most_a_limit_between_resets() {
             "{config:?}: {keyed_admitted}"
         );
         // The state left is whole: what a query says remains is exactly what is admitted.
-        let remaining = limiter.acquire_at(0, FROZEN).unwrap().remaining;
+        let remaining = limiter.acquire_at(0, at(FROZEN)).unwrap().remaining;
         let taken = (0..9)
             .filter(|_| decision(&limiter, 1, FROZEN).allowed)
             .count();
         assert_eq!(taken as u64, remaining, "{config:?}");
-        let remaining = table.acquire_at(b"k", 0, FROZEN).unwrap().remaining;
+        let remaining = table.acquire_at(b"k", 0, at(FROZEN)).unwrap().remaining;
         let taken = (0..9)
-            .filter(|_| table.acquire_at(b"k", 1, FROZEN).unwrap().allowed)
+            .filter(|_| table.acquire_at(b"k", 1, at(FROZEN)).unwrap().allowed)
             .count();
         assert_eq!(taken as u64, remaining, "{config:?}");
-        assert!(table.live_keys_at(FROZEN) <= 1, "{config:?}");
+        assert!(table.live_keys_at(at(FROZEN)) <= 1, "{config:?}");
     }
 }

@@ -4,10 +4,12 @@
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
 
 use librate::{Config, Error, Limiter};
 
 mod common;
+use common::at;
 
 use common::processes::{in_processes, rewrite_word, Scratch};
 
@@ -17,10 +19,10 @@ const FROZEN: u64 = 1_000 * SECOND;
 
 fn configs(limit: u64) -> [Config; 4] {
     [
-        Config::gcra(limit, 3600 * SECOND),
-        Config::fixed_window(limit, 3600 * SECOND),
-        Config::sliding_window(limit, 3600 * SECOND),
-        Config::sliding_log(limit, 3600 * SECOND),
+        Config::per_hour(limit),
+        Config::fixed_window(limit, Duration::from_secs(3600)),
+        Config::sliding_window(limit, Duration::from_secs(3600)),
+        Config::sliding_log(limit, Duration::from_secs(3600)),
     ]
 }
 
@@ -34,7 +36,7 @@ fn processes_share_one_limit() {
         let admitted = in_processes(4, |_| {
             let limiter = Limiter::open(&path, &config).unwrap();
             let mut admitted = 0;
-            while limiter.acquire_at(1, FROZEN).unwrap().allowed {
+            while limiter.acquire_at(1, at(FROZEN)).unwrap().allowed {
                 admitted += 1;
             }
             admitted
@@ -44,7 +46,7 @@ fn processes_share_one_limit() {
         // The file outlives the processes: a later opener finds the limit used up.
         let later = Limiter::open(&path, &config).unwrap();
         assert_eq!(
-            later.acquire_at(0, FROZEN).unwrap().remaining,
+            later.acquire_at(0, at(FROZEN)).unwrap().remaining,
             0,
             "{config:?}"
         );
@@ -57,10 +59,10 @@ fn processes_share_one_limit() {
 fn racing_creators_end_on_one_table() {
     let scratch = Scratch::new("race");
     let path = scratch.path("limit");
-    let config = Config::gcra(3, 3600 * SECOND);
+    let config = Config::per_hour(3);
     let admitted = in_processes(8, |_| {
         let limiter = Limiter::open(&path, &config).unwrap();
-        u8::from(limiter.acquire_at(1, FROZEN).unwrap().allowed)
+        u8::from(limiter.acquire_at(1, at(FROZEN)).unwrap().allowed)
     });
     assert_eq!(admitted.iter().map(|&n| u32::from(n)).sum::<u32>(), 3);
     let names: Vec<_> = fs::read_dir(&scratch.0)
@@ -78,15 +80,15 @@ fn racing_creators_end_on_one_table() {
 fn a_file_that_is_not_this_table_is_refused_untouched() {
     let scratch = Scratch::new("refuse");
     let path = scratch.path("limit");
-    let config = Config::gcra(10, SECOND);
+    let config = Config::per_second(10);
     drop(Limiter::open(&path, &config).unwrap());
     let before = fs::read(&path).unwrap();
     let others = [
-        Config::gcra(11, SECOND),
-        Config::gcra(10, 2 * SECOND),
-        Config::gcra(10, SECOND).with_burst(5),
-        Config::fixed_window(10, SECOND),
-        Config::sliding_log(10, SECOND),
+        Config::per_second(11),
+        Config::gcra(10, Duration::from_secs(2)),
+        Config::per_second(10).with_burst(5),
+        Config::fixed_window(10, Duration::from_secs(1)),
+        Config::sliding_log(10, Duration::from_secs(1)),
     ];
     for other in others {
         assert_eq!(
@@ -96,7 +98,7 @@ fn a_file_that_is_not_this_table_is_refused_untouched() {
         );
     }
     // Burst 0 means the limit: the same table.
-    assert!(Limiter::open(&path, &Config::gcra(10, SECOND).with_burst(10)).is_ok());
+    assert!(Limiter::open(&path, &Config::per_second(10).with_burst(10)).is_ok());
     assert_eq!(fs::read(&path).unwrap(), before);
 
     let garbage = scratch.path("garbage");
@@ -127,7 +129,7 @@ fn a_file_that_is_not_this_table_is_refused_untouched() {
 #[test]
 fn os_refusals_carry_the_errno() {
     let scratch = Scratch::new("os");
-    let config = Config::gcra(10, SECOND);
+    let config = Config::per_second(10);
     let missing_dir = scratch.path("no-such-dir").join("limit");
     assert_eq!(
         Limiter::open(&missing_dir, &config).unwrap_err(),
@@ -162,9 +164,9 @@ fn taken_temporary_names_are_skipped() {
     for squatter in &squatters {
         fs::write(squatter, b"not a table").unwrap();
     }
-    let config = Config::gcra(2, SECOND);
+    let config = Config::per_second(2);
     let limiter = Limiter::open(&path, &config).unwrap();
-    assert_eq!(limiter.acquire_at(1, FROZEN).unwrap().remaining, 1);
+    assert_eq!(limiter.acquire_at(1, at(FROZEN)).unwrap().remaining, 1);
     for squatter in &squatters {
         assert_eq!(fs::read(squatter).unwrap(), b"not a table");
     }
@@ -176,21 +178,21 @@ fn taken_temporary_names_are_skipped() {
 fn a_table_from_another_boot_is_reset() {
     let scratch = Scratch::new("boot");
     let path = scratch.path("limit");
-    let config = Config::gcra(1, 3600 * SECOND);
+    let config = Config::per_hour(1);
     let limiter = Limiter::open(&path, &config).unwrap();
-    assert!(limiter.acquire_at(1, FROZEN).unwrap().allowed);
+    assert!(limiter.acquire_at(1, at(FROZEN)).unwrap().allowed);
     drop(limiter);
     assert!(
         !Limiter::open(&path, &config)
             .unwrap()
-            .acquire_at(1, FROZEN)
+            .acquire_at(1, at(FROZEN))
             .unwrap()
             .allowed
     );
     rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
     let reopened = Limiter::open(&path, &config).unwrap();
-    assert_eq!(reopened.acquire_at(0, FROZEN).unwrap().remaining, 1);
-    assert!(reopened.acquire_at(1, FROZEN).unwrap().allowed);
+    assert_eq!(reopened.acquire_at(0, at(FROZEN)).unwrap().remaining, 1);
+    assert!(reopened.acquire_at(1, at(FROZEN)).unwrap().allowed);
 }
 
 /// Whatever a writer puts in a limiter file's rule block (the serial, the records, the
@@ -200,7 +202,7 @@ fn a_table_from_another_boot_is_reset() {
 #[test]
 fn any_rule_block_bytes_give_a_limiter_or_incompatible() {
     let scratch = Scratch::new("rule-bytes");
-    let config = Config::gcra(8, SECOND);
+    let config = Config::per_second(8);
     let path = scratch.path("gcra");
     drop(Limiter::open(&path, &config).unwrap());
     let pristine = fs::read(&path).unwrap();
@@ -220,7 +222,7 @@ fn any_rule_block_bytes_give_a_limiter_or_incompatible() {
             Ok(limiter) => {
                 opened += 1;
                 for now in [0, FROZEN, u64::MAX] {
-                    match limiter.acquire_at(1, now) {
+                    match limiter.acquire_at(1, at(now)) {
                         Ok(decision) => assert!(decision.remaining <= 8),
                         Err(error) => assert_eq!(error, Error::Incompatible),
                     }
@@ -271,7 +273,7 @@ fn any_state_bytes_give_a_decision() {
             }
             let limiter = Limiter::open(&path, &config).unwrap();
             for now in [0, FROZEN, u64::MAX / 2, u64::MAX] {
-                let decision = limiter.acquire_at(1, now).unwrap();
+                let decision = limiter.acquire_at(1, at(now)).unwrap();
                 assert!(decision.remaining <= 8, "{config:?}");
                 let _ = limiter.try_acquire(1).unwrap();
             }

@@ -16,7 +16,7 @@ mod common;
 use common::processes::{
     in_processes, in_threads, kill_and_reap, read_word, rewrite_word, spawn, Scratch,
 };
-use common::Rng;
+use common::{at, Rng};
 
 const SECOND: u64 = 1_000_000_000;
 const HOUR: u64 = 3600 * SECOND;
@@ -45,10 +45,10 @@ fn installing(entry: u64) -> u64 {
 
 fn configs(limit: u64) -> [Config; 4] {
     [
-        Config::gcra(limit, HOUR),
-        Config::fixed_window(limit, HOUR),
-        Config::sliding_window(limit, HOUR),
-        Config::sliding_log(limit, HOUR),
+        Config::per_hour(limit),
+        Config::fixed_window(limit, Duration::from_secs(3600)),
+        Config::sliding_window(limit, Duration::from_secs(3600)),
+        Config::sliding_log(limit, Duration::from_secs(3600)),
     ]
 }
 
@@ -66,8 +66,12 @@ fn processes_share_one_table() {
             let total = in_threads(4, |thread| {
                 let mut admitted = 0;
                 for key in keys.iter().cycle().skip(thread).take(keys.len() * 8) {
-                    admitted +=
-                        u64::from(table.acquire_at(key.as_bytes(), 1, FROZEN).unwrap().allowed);
+                    admitted += u64::from(
+                        table
+                            .acquire_at(key.as_bytes(), 1, at(FROZEN))
+                            .unwrap()
+                            .allowed,
+                    );
                 }
                 admitted
             });
@@ -77,10 +81,10 @@ fn processes_share_one_table() {
         assert_eq!(total, 50, "{config:?}: {admitted:?}");
         let later = KeyedLimiter::open(&path, &config, 64).unwrap();
         for key in &keys {
-            let query = later.acquire_at(key.as_bytes(), 0, FROZEN).unwrap();
+            let query = later.acquire_at(key.as_bytes(), 0, at(FROZEN)).unwrap();
             assert_eq!(query.remaining, 0, "{config:?} {key}");
         }
-        assert_eq!(later.live_keys_at(FROZEN), 10, "{config:?}");
+        assert_eq!(later.live_keys_at(at(FROZEN)), 10, "{config:?}");
     }
 }
 
@@ -89,10 +93,10 @@ fn processes_share_one_table() {
 fn racing_creators_end_on_one_table() {
     let scratch = Scratch::new("keyed-race");
     let path = scratch.path("table");
-    let config = Config::gcra(3, HOUR);
+    let config = Config::per_hour(3);
     let admitted = in_processes(8, |_| {
         let table = KeyedLimiter::open(&path, &config, 100).unwrap();
-        u8::from(table.acquire_at(b"k", 1, FROZEN).unwrap().allowed)
+        u8::from(table.acquire_at(b"k", 1, at(FROZEN)).unwrap().allowed)
     });
     assert_eq!(admitted.iter().map(|&n| u32::from(n)).sum::<u32>(), 3);
     let names: Vec<_> = fs::read_dir(&scratch.0)
@@ -110,15 +114,15 @@ fn racing_creators_end_on_one_table() {
 fn a_file_for_another_table_is_refused_untouched() {
     let scratch = Scratch::new("keyed-mismatch");
     let path = scratch.path("table");
-    let config = Config::gcra(3, HOUR);
+    let config = Config::per_hour(3);
     let table = KeyedLimiter::open(&path, &config, 100).unwrap();
-    assert!(table.acquire_at(b"k", 1, FROZEN).unwrap().allowed);
+    assert!(table.acquire_at(b"k", 1, at(FROZEN)).unwrap().allowed);
     let before = fs::read(&path).unwrap();
     for (other, capacity) in [
         (config, 101),
-        (Config::gcra(4, HOUR), 100),
-        (Config::gcra(3, HOUR).with_burst(4), 100),
-        (Config::fixed_window(3, HOUR), 100),
+        (Config::per_hour(4), 100),
+        (Config::per_hour(3).with_burst(4), 100),
+        (Config::fixed_window(3, Duration::from_secs(3600)), 100),
     ] {
         assert_eq!(
             KeyedLimiter::open(&path, &other, capacity).unwrap_err(),
@@ -155,7 +159,7 @@ fn a_table_larger_than_the_free_space_is_refused_at_once() {
     let scratch = Scratch::new("keyed-huge");
     let path = scratch.path("table");
     assert_eq!(
-        KeyedLimiter::open(&path, &Config::gcra(3, HOUR), 1 << 44).unwrap_err(),
+        KeyedLimiter::open(&path, &Config::per_hour(3), 1 << 44).unwrap_err(),
         Error::Io(libc::ENOSPC)
     );
     assert_eq!(fs::read_dir(scratch.path("")).unwrap().count(), 0);
@@ -166,21 +170,21 @@ fn a_table_larger_than_the_free_space_is_refused_at_once() {
 fn a_table_from_another_boot_is_reset() {
     let scratch = Scratch::new("keyed-boot");
     let path = scratch.path("table");
-    let config = Config::gcra(1, HOUR);
+    let config = Config::per_hour(1);
     let table = KeyedLimiter::open(&path, &config, 2).unwrap();
     for key in [b"a", b"b", b"c", b"d"] {
-        assert!(table.acquire_at(key, 1, FROZEN).unwrap().allowed);
+        assert!(table.acquire_at(key, 1, at(FROZEN)).unwrap().allowed);
     }
     assert_eq!(
-        table.acquire_at(b"e", 1, FROZEN).unwrap_err(),
+        table.acquire_at(b"e", 1, at(FROZEN)).unwrap_err(),
         Error::TableFull
     );
     drop(table);
     rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
     let reset = KeyedLimiter::open(&path, &config, 2).unwrap();
-    assert_eq!(reset.live_keys_at(FROZEN), 0);
+    assert_eq!(reset.live_keys_at(at(FROZEN)), 0);
     for key in [b"a", b"e", b"f", b"g"] {
-        assert!(reset.acquire_at(key, 1, FROZEN).unwrap().allowed);
+        assert!(reset.acquire_at(key, 1, at(FROZEN)).unwrap().allowed);
     }
 }
 
@@ -192,9 +196,9 @@ fn a_table_of_another_pid_namespace_is_refused_until_reboot() {
     use std::os::unix::fs::MetadataExt;
     let scratch = Scratch::new("keyed-namespace");
     let path = scratch.path("table");
-    let config = Config::gcra(1, HOUR);
+    let config = Config::per_hour(1);
     let table = KeyedLimiter::open(&path, &config, 2).unwrap();
-    assert!(table.acquire_at(b"a", 1, FROZEN).unwrap().allowed);
+    assert!(table.acquire_at(b"a", 1, at(FROZEN)).unwrap().allowed);
     drop(table);
     let namespace = fs::metadata("/proc/self/ns/pid").unwrap().ino();
     assert_eq!(read_word(&path, 12), namespace);
@@ -208,7 +212,7 @@ fn a_table_of_another_pid_namespace_is_refused_until_reboot() {
     rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
     let reset = KeyedLimiter::open(&path, &config, 2).unwrap();
     assert_eq!(read_word(&path, 12), namespace);
-    assert!(reset.acquire_at(b"a", 1, FROZEN).unwrap().allowed);
+    assert!(reset.acquire_at(b"a", 1, at(FROZEN)).unwrap().allowed);
 }
 
 /// The index of the one slot whose first word differs between two images of the file.
@@ -246,10 +250,10 @@ fn a_claim_whose_process_died_is_put_back() {
     let scratch = Scratch::new("keyed-dead-claim");
     let path = scratch.path("table");
     // GCRA, 1 per hour: a key's TAT after one admission at FROZEN is FROZEN + 1 h.
-    let config = Config::gcra(1, HOUR);
+    let config = Config::per_hour(1);
     let table = KeyedLimiter::open(&path, &config, 8).unwrap();
     let empty = fs::read(&path).unwrap();
-    assert!(table.acquire_at(b"old", 1, FROZEN).unwrap().allowed);
+    assert!(table.acquire_at(b"old", 1, at(FROZEN)).unwrap().allowed);
     let slot = changed_slot(&empty, &fs::read(&path).unwrap());
     let first = SLOTS + 2 * slot + 1;
     assert_eq!(read_word(&path, first), FROZEN + HOUR);
@@ -264,7 +268,7 @@ fn a_claim_whose_process_died_is_put_back() {
     rewrite_word(&path, entry + 3, fingerprint);
     rewrite_word(&path, first - 1, !fingerprint);
     rewrite_word(&path, first, installing(5));
-    let denied = table.acquire_at(b"old", 1, FROZEN + 1).unwrap();
+    let denied = table.acquire_at(b"old", 1, at(FROZEN + 1)).unwrap();
     assert!(!denied.allowed);
     assert_eq!(denied.retry_after_ns, HOUR - 1);
     assert_eq!(read_word(&path, first), FROZEN + HOUR);
@@ -275,7 +279,7 @@ fn a_claim_whose_process_died_is_put_back() {
     for marker in [installing(7), installing(CLAIMS), installing(254)] {
         rewrite_word(&path, first, marker);
         // `old` waits for the slot, which turns vacant: `old` is new again.
-        assert!(table.acquire_at(b"old", 1, FROZEN + 2).unwrap().allowed);
+        assert!(table.acquire_at(b"old", 1, at(FROZEN + 2)).unwrap().allowed);
         assert_ne!(read_word(&path, first), marker);
     }
     assert_eq!(read_word(&path, REGISTRY + 7 * ENTRY_WORDS), 0);
@@ -290,10 +294,10 @@ fn a_key_past_the_recorded_bound_is_found() {
     let scratch = Scratch::new("keyed-past-bound");
     let path = scratch.path("table");
     // GCRA, 1 per hour: a key's TAT after one admission at FROZEN is FROZEN + 1 h.
-    let config = Config::gcra(1, HOUR);
+    let config = Config::per_hour(1);
     let table = KeyedLimiter::open(&path, &config, 8).unwrap();
     let empty = fs::read(&path).unwrap();
-    assert!(table.acquire_at(b"k", 1, FROZEN).unwrap().allowed);
+    assert!(table.acquire_at(b"k", 1, at(FROZEN)).unwrap().allowed);
     let home = changed_slot(&empty, &fs::read(&path).unwrap());
     let fingerprint = read_word(&path, SLOTS + 2 * home);
     // Every slot live until FROZEN + 1 h: the home one another key's, every other one
@@ -311,7 +315,7 @@ fn a_key_past_the_recorded_bound_is_found() {
     // The control block's max_distance.
     rewrite_word(&path, HEADER, 0);
     let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || sender.send(table.acquire_at(b"k", 1, FROZEN + 1)));
+    std::thread::spawn(move || sender.send(table.acquire_at(b"k", 1, at(FROZEN + 1))));
     let decision = receiver
         .recv_timeout(Duration::from_secs(60))
         .expect("the acquire returns")
@@ -341,10 +345,10 @@ fn own_token() -> u64 {
 fn a_forged_claim_of_a_live_process_ends_the_wait() {
     let scratch = Scratch::new("keyed-live-forgery");
     let path = scratch.path("table");
-    let config = Config::gcra(1, HOUR);
+    let config = Config::per_hour(1);
     let table = KeyedLimiter::open(&path, &config, 8).unwrap();
     let empty = fs::read(&path).unwrap();
-    assert!(table.acquire_at(b"stuck", 1, FROZEN).unwrap().allowed);
+    assert!(table.acquire_at(b"stuck", 1, at(FROZEN)).unwrap().allowed);
     let slot = changed_slot(&empty, &fs::read(&path).unwrap());
     let first = SLOTS + 2 * slot + 1;
     let entry = REGISTRY + 3 * ENTRY_WORDS;
@@ -355,7 +359,7 @@ fn a_forged_claim_of_a_live_process_ends_the_wait() {
     rewrite_word(&path, first, installing(3));
     let started = Instant::now();
     assert_eq!(
-        table.acquire_at(b"stuck", 1, FROZEN + 1).unwrap_err(),
+        table.acquire_at(b"stuck", 1, at(FROZEN + 1)).unwrap_err(),
         Error::TableFull
     );
     let waited = started.elapsed();
@@ -375,21 +379,21 @@ fn a_forged_claim_of_a_live_process_ends_the_wait() {
 fn a_registry_full_of_live_owners_refuses_new_keys() {
     let scratch = Scratch::new("keyed-live-registry");
     let path = scratch.path("table");
-    let config = Config::gcra(1, HOUR);
+    let config = Config::per_hour(1);
     let table = KeyedLimiter::open(&path, &config, 8).unwrap();
-    assert!(table.acquire_at(b"known", 1, FROZEN).unwrap().allowed);
+    assert!(table.acquire_at(b"known", 1, at(FROZEN)).unwrap().allowed);
     for entry in 0..CLAIMS as usize {
         rewrite_word(&path, REGISTRY + entry * ENTRY_WORDS, own_token());
     }
     let started = Instant::now();
     assert_eq!(
-        table.acquire_at(b"new", 1, FROZEN).unwrap_err(),
+        table.acquire_at(b"new", 1, at(FROZEN)).unwrap_err(),
         Error::TableFull
     );
     let waited = started.elapsed();
     assert!(waited >= Duration::from_millis(900), "{waited:?}");
     assert!(waited < Duration::from_secs(30), "{waited:?}");
-    let known = table.acquire_at(b"known", 1, FROZEN + 1).unwrap();
+    let known = table.acquire_at(b"known", 1, at(FROZEN + 1)).unwrap();
     assert_eq!((known.allowed, known.retry_after_ns), (false, HOUR - 1));
 }
 
@@ -402,7 +406,7 @@ fn a_registry_full_of_live_owners_refuses_new_keys() {
 fn killed_inserters_leave_a_usable_table() {
     let scratch = Scratch::new("keyed-kill");
     let path = scratch.path("table");
-    let config = Config::gcra(2, SECOND);
+    let config = Config::per_second(2);
     let capacity = 256;
     drop(KeyedLimiter::open(&path, &config, capacity).unwrap());
     let mut rng = Rng::new(16);
@@ -419,7 +423,7 @@ fn killed_inserters_leave_a_usable_table() {
                             let key = format!("{round}-{worker}-{thread}-{i}");
                             // Times move on, so older keys go fresh and are reclaimed.
                             let now = FROZEN + i * SECOND / 8;
-                            let _ = table.acquire_at(key.as_bytes(), 1, now);
+                            let _ = table.acquire_at(key.as_bytes(), 1, at(now));
                         }
                     });
                 })
@@ -446,13 +450,13 @@ fn killed_inserters_leave_a_usable_table() {
     let mut seen = HashSet::new();
     for i in 0..table.max_keys() {
         let key = format!("after-{i}");
-        let decision = table.acquire_at(key.as_bytes(), 1, later).unwrap();
+        let decision = table.acquire_at(key.as_bytes(), 1, at(later)).unwrap();
         assert!(decision.allowed, "{key}");
         seen.insert(key);
     }
-    assert_eq!(table.live_keys_at(later), table.max_keys());
+    assert_eq!(table.live_keys_at(at(later)), table.max_keys());
     assert_eq!(
-        table.acquire_at(b"one-too-many", 1, later).unwrap_err(),
+        table.acquire_at(b"one-too-many", 1, at(later)).unwrap_err(),
         Error::TableFull
     );
     for entry in 0..CLAIMS as usize {
@@ -497,7 +501,7 @@ fn any_region_bytes_give_a_decision() {
                 for i in 0..40u64 {
                     let key = format!("k{}", (i + thread as u64 + round) % 24);
                     let now = [0, FROZEN, FROZEN + i * HOUR, u64::MAX][i as usize % 4];
-                    match table.acquire_at(key.as_bytes(), 1, now) {
+                    match table.acquire_at(key.as_bytes(), 1, at(now)) {
                         Ok(decision) => assert!(decision.remaining <= 4, "{config:?}"),
                         Err(error) => assert_eq!(error, Error::TableFull, "{config:?}"),
                     }

@@ -5,9 +5,11 @@
 //! files and real processes (`fork`).
 
 mod common;
+use common::at;
 
 use common::processes::{in_processes, Scratch};
-use librate::{describe_file, Config, Error, KeyedLimiter, KeyedPolicy, KeyedRule};
+use librate::{describe_file, Config, Error, Instant, KeyedLimiter, KeyedPolicy, KeyedRule};
+use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;
 const HOUR: u64 = 3600 * SECOND;
@@ -44,23 +46,35 @@ fn killed_in_child(child: impl FnOnce()) -> bool {
 fn a_change_in_one_process_is_seen_by_every_process() {
     let scratch = Scratch::new("keyed-change-seen");
     let path = scratch.path("gcra");
-    let old = Config::gcra(10, SECOND);
-    let new = Config::gcra(5, SECOND);
+    let old = Config::per_second(10);
+    let new = Config::per_second(5);
     let here = KeyedLimiter::open(&path, &old, 100).unwrap();
-    assert!(here.acquire_at(b"ann", 4, 0).unwrap().allowed); // 6 tokens left
-    assert!(here.acquire_at(b"bob", 9, 0).unwrap().allowed); // 1 token left
+    assert!(here.acquire_at(b"ann", 4, Instant::ZERO).unwrap().allowed); // 6 tokens left
+    assert!(here.acquire_at(b"bob", 9, Instant::ZERO).unwrap().allowed); // 1 token left
     let statuses = in_processes(1, |_| {
         let there = KeyedLimiter::open(&path, &old, 100).unwrap();
         // 10 a second → 5 a second at 0: min(6, 5) = 5 tokens.
-        there.set_config_at(&new, 0).unwrap();
-        u8::from(there.acquire_at(b"ann", 0, 0).unwrap().remaining != 5)
+        there.set_config_at(&new, Instant::ZERO).unwrap();
+        u8::from(
+            there
+                .acquire_at(b"ann", 0, Instant::ZERO)
+                .unwrap()
+                .remaining
+                != 5,
+        )
     });
     assert_eq!(statuses, [0]);
-    let ann = here.acquire_at(b"ann", 0, 0).unwrap();
+    let ann = here.acquire_at(b"ann", 0, Instant::ZERO).unwrap();
     assert_eq!((ann.limit, ann.remaining), (5, 5));
-    assert_eq!(here.acquire_at(b"bob", 0, 0).unwrap().remaining, 1);
+    assert_eq!(
+        here.acquire_at(b"bob", 0, Instant::ZERO).unwrap().remaining,
+        1
+    );
     assert_eq!(here.try_acquire(b"cid", 1), Ok(true));
-    assert_eq!(here.acquire_at(b"dan", 0, 0).unwrap().remaining, 5);
+    assert_eq!(
+        here.acquire_at(b"dan", 0, Instant::ZERO).unwrap().remaining,
+        5
+    );
     assert_eq!(here.config(), &new);
     // The file holds the new rule: the old one is refused, the new one opens.
     assert_eq!(
@@ -68,8 +82,8 @@ fn a_change_in_one_process_is_seen_by_every_process() {
         Error::Incompatible
     );
     let again = KeyedLimiter::open(&path, &new, 100).unwrap();
-    assert!(again.acquire_at(b"ann", 5, 0).unwrap().allowed);
-    assert!(!here.acquire_at(b"ann", 1, 0).unwrap().allowed);
+    assert!(again.acquire_at(b"ann", 5, Instant::ZERO).unwrap().allowed);
+    assert!(!here.acquire_at(b"ann", 1, Instant::ZERO).unwrap().allowed);
     assert!(describe_file(&path).unwrap().ends_with(
         ": a librate keyed table of capacity 100 holding GCRA, limit 5, period_ns 1000000000, \
          burst 5 (its rule changed 1 time since it was made)"
@@ -83,18 +97,23 @@ fn a_change_in_one_process_is_seen_by_every_process() {
 fn a_window_change_in_a_file_carries_each_count() {
     let scratch = Scratch::new("keyed-change-window");
     let path = scratch.path("fixed");
-    let first = KeyedLimiter::open(&path, &Config::fixed_window(10, SECOND), 10).unwrap();
-    assert!(first.acquire_at(b"ann", 7, SECOND / 2).unwrap().allowed);
-    assert!(first.acquire_at(b"bob", 2, SECOND / 2).unwrap().allowed);
-    let second = KeyedLimiter::open(&path, &Config::fixed_window(10, SECOND), 10).unwrap();
+    let first =
+        KeyedLimiter::open(&path, &Config::fixed_window(10, Duration::from_secs(1)), 10).unwrap();
+    assert!(first.acquire_at(b"ann", 7, at(SECOND / 2)).unwrap().allowed);
+    assert!(first.acquire_at(b"bob", 2, at(SECOND / 2)).unwrap().allowed);
+    let second =
+        KeyedLimiter::open(&path, &Config::fixed_window(10, Duration::from_secs(1)), 10).unwrap();
     second
-        .set_config_at(&Config::fixed_window(8, 2 * SECOND), SECOND / 2)
+        .set_config_at(
+            &Config::fixed_window(8, Duration::from_secs(2)),
+            at(SECOND / 2),
+        )
         .unwrap();
-    let at = SECOND + SECOND / 2;
-    assert_eq!(first.acquire_at(b"ann", 0, at).unwrap().remaining, 1);
-    assert_eq!(first.acquire_at(b"bob", 0, at).unwrap().remaining, 6);
-    assert_eq!(second.acquire_at(b"cid", 0, at).unwrap().remaining, 8);
-    assert!(!second.acquire_at(b"ann", 2, at).unwrap().allowed);
+    let later = at(SECOND + SECOND / 2);
+    assert_eq!(first.acquire_at(b"ann", 0, later).unwrap().remaining, 1);
+    assert_eq!(first.acquire_at(b"bob", 0, later).unwrap().remaining, 6);
+    assert_eq!(second.acquire_at(b"cid", 0, later).unwrap().remaining, 8);
+    assert!(!second.acquire_at(b"ann", 2, later).unwrap().allowed);
 }
 
 /// An opener that asks replaces the file's rule as a change would (at the clock's now, so
@@ -105,24 +124,29 @@ fn a_window_change_in_a_file_carries_each_count() {
 fn an_opener_replaces_the_files_rule() {
     let scratch = Scratch::new("keyed-change-replace");
     let path = scratch.path("gcra");
-    let old = KeyedLimiter::open(&path, &Config::gcra(10, HOUR), 10).unwrap();
+    let old = KeyedLimiter::open(&path, &Config::per_hour(10), 10).unwrap();
     assert!(old.acquire(b"ann", 4).unwrap().allowed);
     let before = std::fs::read(&path).unwrap();
     assert_eq!(
-        KeyedLimiter::open(&path, &Config::gcra(20, HOUR), 10).unwrap_err(),
+        KeyedLimiter::open(&path, &Config::per_hour(20), 10).unwrap_err(),
         Error::Incompatible
     );
     assert_eq!(std::fs::read(&path).unwrap(), before);
     // Another algorithm cannot carry the state over, nor another capacity be replaced.
-    assert!(KeyedLimiter::open_replacing(&path, &Config::fixed_window(10, HOUR), 10).is_err());
+    assert!(KeyedLimiter::open_replacing(
+        &path,
+        &Config::fixed_window(10, Duration::from_secs(3600)),
+        10
+    )
+    .is_err());
     assert_eq!(
-        KeyedLimiter::open_replacing(&path, &Config::gcra(20, HOUR), 11).unwrap_err(),
+        KeyedLimiter::open_replacing(&path, &Config::per_hour(20), 11).unwrap_err(),
         Error::Incompatible
     );
-    let new = KeyedLimiter::open_replacing(&path, &Config::gcra(20, HOUR), 10).unwrap();
+    let new = KeyedLimiter::open_replacing(&path, &Config::per_hour(20), 10).unwrap();
     // 6 tokens kept under a burst of 20.
     assert_eq!(new.acquire(b"ann", 0).unwrap().remaining, 6);
-    assert_eq!(old.config(), &Config::gcra(20, HOUR));
+    assert_eq!(old.config(), &Config::per_hour(20));
     assert_eq!(old.acquire(b"ann", 0).unwrap().limit, 20);
 }
 
@@ -161,12 +185,12 @@ fn race_changes(low: &Config, high: &Config, opened_first: bool) -> (Vec<(u64, u
         for round in 0..TAKEN_PER_KEY as usize * RACED_KEYS {
             if index == 0 {
                 let rule = if (round / 20) % 2 == 0 { high } else { low };
-                if round % 20 == 0 && table.set_config_at(rule, 0).is_err() {
+                if round % 20 == 0 && table.set_config_at(rule, Instant::ZERO).is_err() {
                     return 2;
                 }
             } else {
                 let key = (round + index) % RACED_KEYS;
-                match table.acquire_at(format!("key-{key}").as_bytes(), 1, 0) {
+                match table.acquire_at(format!("key-{key}").as_bytes(), 1, Instant::ZERO) {
                     Ok(decision) => admitted[key] += u64::from(decision.allowed),
                     Err(_) => return 3,
                 }
@@ -187,7 +211,7 @@ fn race_changes(low: &Config, high: &Config, opened_first: bool) -> (Vec<(u64, u
     let counts = (0..RACED_KEYS)
         .map(|key| {
             let left = start
-                .acquire_at(format!("key-{key}").as_bytes(), 0, 0)
+                .acquire_at(format!("key-{key}").as_bytes(), 0, Instant::ZERO)
                 .unwrap();
             (admitted[key], left.remaining)
         })
@@ -241,12 +265,29 @@ fn a_lower_burst_caps_the_tokens_a_key_kept() {
     let path = scratch.path("allowance");
     let high = Config::gcra(120_000, Config::FOREVER);
     let table = KeyedLimiter::open(&path, &high, 8).unwrap();
-    assert!(table.acquire_at(b"key", 2_000, 0).unwrap().allowed);
-    assert_eq!(table.acquire_at(b"key", 0, 0).unwrap().remaining, 118_000);
+    assert!(
+        table
+            .acquire_at(b"key", 2_000, Instant::ZERO)
+            .unwrap()
+            .allowed
+    );
+    assert_eq!(
+        table
+            .acquire_at(b"key", 0, Instant::ZERO)
+            .unwrap()
+            .remaining,
+        118_000
+    );
     table
-        .set_config_at(&Config::gcra(100_000, Config::FOREVER), 0)
+        .set_config_at(&Config::gcra(100_000, Config::FOREVER), Instant::ZERO)
         .unwrap();
-    assert_eq!(table.acquire_at(b"key", 0, 0).unwrap().remaining, 100_000);
+    assert_eq!(
+        table
+            .acquire_at(b"key", 0, Instant::ZERO)
+            .unwrap()
+            .remaining,
+        100_000
+    );
 }
 
 /// A change killed (SIGKILL) at each of its steps leaves a file that opens and decides
@@ -256,8 +297,8 @@ fn a_lower_burst_caps_the_tokens_a_key_kept() {
 /// dead change's lock over.
 #[test]
 fn a_change_killed_at_each_step_leaves_one_rule() {
-    let old = Config::gcra(10, SECOND);
-    let new = Config::gcra(5, SECOND);
+    let old = Config::per_second(10);
+    let new = Config::per_second(5);
     // Crash points of a change of a table of capacity 2 (4 slots): after recording it,
     // after freezing each slot, after publishing the new rule. Then one past the last:
     // the change is whole.
@@ -265,12 +306,12 @@ fn a_change_killed_at_each_step_leaves_one_rule() {
         let scratch = Scratch::new(&format!("keyed-change-kill-{step}"));
         let path = scratch.path("gcra");
         let table = KeyedLimiter::open(&path, &old, 2).unwrap();
-        assert!(table.acquire_at(b"ann", 4, 0).unwrap().allowed);
-        assert!(table.acquire_at(b"bob", 10, 0).unwrap().allowed);
+        assert!(table.acquire_at(b"ann", 4, Instant::ZERO).unwrap().allowed);
+        assert!(table.acquire_at(b"bob", 10, Instant::ZERO).unwrap().allowed);
         let killed = killed_in_child(|| {
             let table = KeyedLimiter::open(&path, &old, 2).unwrap();
             librate::crashes::kill_at(step);
-            table.set_config_at(&new, 0).unwrap();
+            table.set_config_at(&new, Instant::ZERO).unwrap();
         });
         assert_eq!(killed, step <= 6, "step {step}");
         // An opener settles the dead change first: one rule for every opener, the other
@@ -285,8 +326,8 @@ fn a_change_killed_at_each_step_leaves_one_rule() {
             Error::Incompatible,
             "step {step}"
         );
-        let ann = table.acquire_at(b"ann", 0, 0).unwrap();
-        let bob = table.acquire_at(b"bob", 0, 0).unwrap();
+        let ann = table.acquire_at(b"ann", 0, Instant::ZERO).unwrap();
+        let bob = table.acquire_at(b"bob", 0, Instant::ZERO).unwrap();
         let expected = if step == 1 { (10, 6, 0) } else { (5, 5, 0) };
         assert_eq!(
             (ann.limit, ann.remaining, bob.remaining),
@@ -295,20 +336,23 @@ fn a_change_killed_at_each_step_leaves_one_rule() {
         );
         let reopened = KeyedLimiter::open(&path, held, 2).unwrap();
         assert_eq!(
-            reopened.acquire_at(b"ann", 0, 0).unwrap().remaining,
+            reopened
+                .acquire_at(b"ann", 0, Instant::ZERO)
+                .unwrap()
+                .remaining,
             expected.1
         );
         // The next change takes the lock over and carries the state on: 20 a second keeps
         // the 6 tokens left; 5 of 5 is a full bucket, a fresh state, which starts anew
         // with 20.
         reopened
-            .set_config_at(&Config::gcra(20, SECOND), 0)
+            .set_config_at(&Config::per_second(20), Instant::ZERO)
             .unwrap();
-        let ann = table.acquire_at(b"ann", 0, 0).unwrap();
+        let ann = table.acquire_at(b"ann", 0, Instant::ZERO).unwrap();
         let tokens = if step == 1 { 6 } else { 20 };
         assert_eq!((ann.limit, ann.remaining), (20, tokens), "step {step}");
         assert!(
-            !table.acquire_at(b"bob", 1, 0).unwrap().allowed,
+            !table.acquire_at(b"bob", 1, Instant::ZERO).unwrap().allowed,
             "step {step}"
         );
     }
@@ -324,12 +368,12 @@ fn a_policy_changes_in_its_file() {
     // Rules of an hour, decided at the clock's now (as an opener's change is), in which
     // the clock's advance during the test refills nothing and ends no window.
     let old = [
-        KeyedRule::per_key(Config::gcra(10, HOUR)),
-        KeyedRule::global(Config::fixed_window(100, HOUR)),
+        KeyedRule::per_key(Config::per_hour(10)),
+        KeyedRule::global(Config::fixed_window(100, Duration::from_secs(3600))),
     ];
     let new = [
-        KeyedRule::per_key(Config::gcra(5, HOUR)),
-        KeyedRule::global(Config::fixed_window(1000, HOUR)),
+        KeyedRule::per_key(Config::per_hour(5)),
+        KeyedRule::global(Config::fixed_window(1000, Duration::from_secs(3600))),
     ];
     let here = KeyedPolicy::open(&path, &old, 10).unwrap();
     assert!(here.acquire(b"ann", 4).unwrap().decision.allowed);
@@ -356,8 +400,8 @@ fn a_policy_changes_in_its_file() {
          limit 1000, period_ns {HOUR} (its rule changed 1 time since it was made) (global)"
     )));
     let newer = [
-        KeyedRule::per_key(Config::gcra(20, HOUR)),
-        KeyedRule::global(Config::fixed_window(10, HOUR)),
+        KeyedRule::per_key(Config::per_hour(20)),
+        KeyedRule::global(Config::fixed_window(10, Duration::from_secs(3600))),
     ];
     let replaced = KeyedPolicy::open_replacing(&path, &newer, 10).unwrap();
     let now = replaced.acquire(b"ann", 0).unwrap();
@@ -386,7 +430,7 @@ fn a_keyed_table_file_holds_its_rule_and_three_tables() {
     use std::os::unix::fs::MetadataExt;
     let scratch = Scratch::new("keyed-change-size");
     let path = scratch.path("gcra");
-    let table = KeyedLimiter::open(&path, &Config::gcra(10, SECOND), 100_000).unwrap();
+    let table = KeyedLimiter::open(&path, &Config::per_second(10), 100_000).unwrap();
     let metadata = std::fs::metadata(&path).unwrap();
     assert_eq!(metadata.len(), 9_645_824);
     // Blocks of 512 bytes: at most the header, rule block and first copy, written.
@@ -395,6 +439,6 @@ fn a_keyed_table_file_holds_its_rule_and_three_tables() {
         metadata.blocks() * 512 <= 33_152 + copy + 8192,
         "{metadata:?}"
     );
-    table.set_config(&Config::gcra(5, SECOND)).unwrap();
+    table.set_config(&Config::per_second(5)).unwrap();
     assert!(std::fs::metadata(&path).unwrap().blocks() * 512 >= 2 * copy);
 }

@@ -10,10 +10,10 @@ use librate::{Config, Error, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter};
 mod common;
 
 use common::processes::{in_processes, in_threads, kill_and_reap, rewrite_word, spawn, Scratch};
-use common::Rng;
+use common::{at, Rng};
 
 const SECOND: u64 = 1_000_000_000;
-const HOUR: u64 = 3600 * SECOND;
+const HOUR: Duration = Duration::from_secs(3600);
 /// The frozen time every process decides at.
 const FROZEN: u64 = 1_000 * SECOND;
 
@@ -34,7 +34,7 @@ fn processes_share_one_policy() {
         let total = in_threads(2, |thread| {
             let mut admitted = 0;
             for key in keys.iter().cycle().skip(thread).take(keys.len() * 8) {
-                let decision = policy.acquire_at(key.as_bytes(), 1, FROZEN).unwrap();
+                let decision = policy.acquire_at(key.as_bytes(), 1, at(FROZEN)).unwrap();
                 admitted += u64::from(decision.decision.allowed);
             }
             admitted
@@ -46,7 +46,7 @@ fn processes_share_one_policy() {
     let later = KeyedPolicy::open(&path, &rules, 64).unwrap();
     let mut used = 0;
     for key in &keys {
-        let state = later.acquire_at(key.as_bytes(), 0, FROZEN).unwrap();
+        let state = later.acquire_at(key.as_bytes(), 0, at(FROZEN)).unwrap();
         assert_eq!(state.rules()[1].remaining, 0, "{key}");
         used += 5 - state.rules()[0].remaining;
     }
@@ -62,18 +62,24 @@ fn processes_share_one_policy() {
 fn a_file_of_other_rules_is_refused_untouched() {
     let scratch = Scratch::new("keyed-policy-mismatch");
     let path = scratch.path("policy");
-    let posts = Config::gcra(1, SECOND);
-    let everybody = Config::fixed_window(100, SECOND);
+    let posts = Config::per_second(1);
+    let everybody = Config::fixed_window(100, Duration::from_secs(1));
     let rules = [KeyedRule::per_key(posts), KeyedRule::global(everybody)];
     let policy = KeyedPolicy::open(&path, &rules, 64).unwrap();
-    assert!(policy.acquire_at(b"a", 1, FROZEN).unwrap().decision.allowed);
+    assert!(
+        policy
+            .acquire_at(b"a", 1, at(FROZEN))
+            .unwrap()
+            .decision
+            .allowed
+    );
     let before = fs::read(&path).unwrap();
     let others: [&[KeyedRule]; 5] = [
         &[rules[1], rules[0]],
         &[KeyedRule::per_key(posts), KeyedRule::per_key(everybody)],
         &[KeyedRule::per_key(posts)],
         &[rules[0], rules[1], rules[1]],
-        &[KeyedRule::per_key(Config::gcra(2, SECOND)), rules[1]],
+        &[KeyedRule::per_key(Config::per_second(2)), rules[1]],
     ];
     for other in others {
         let refused = KeyedPolicy::open(&path, other, 64).unwrap_err();
@@ -98,7 +104,7 @@ fn a_file_of_other_rules_is_refused_untouched() {
     let refused = KeyedPolicy::open(&limiter_path, &rules[..1], 64).unwrap_err();
     assert_eq!(refused, Error::Incompatible);
     let again = KeyedPolicy::open(&path, &rules, 64).unwrap();
-    let denied = again.acquire_at(b"a", 1, FROZEN).unwrap();
+    let denied = again.acquire_at(b"a", 1, at(FROZEN)).unwrap();
     assert_eq!(denied.denied_by, Some(0));
     assert_eq!(denied.rules()[1].remaining, 99);
 }
@@ -116,15 +122,24 @@ fn a_policy_from_another_boot_is_reset() {
     ];
     let policy = KeyedPolicy::open(&path, &rules, 1).unwrap();
     for key in [b"a", b"b"] {
-        assert!(policy.acquire_at(key, 1, FROZEN).unwrap().decision.allowed);
+        assert!(
+            policy
+                .acquire_at(key, 1, at(FROZEN))
+                .unwrap()
+                .decision
+                .allowed
+        );
     }
-    assert_eq!(policy.acquire_at(b"c", 1, FROZEN), Err(Error::TableFull));
+    assert_eq!(
+        policy.acquire_at(b"c", 1, at(FROZEN)),
+        Err(Error::TableFull)
+    );
     drop(policy);
     rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
     let reset = KeyedPolicy::open(&path, &rules, 1).unwrap();
-    let stats = reset.stats_at(FROZEN);
+    let stats = reset.stats_at(at(FROZEN));
     assert_eq!((stats.live_keys, stats.table_full), (0, 1));
-    let again = reset.acquire_at(b"a", 1, FROZEN).unwrap();
+    let again = reset.acquire_at(b"a", 1, at(FROZEN)).unwrap();
     assert!(again.decision.allowed);
     assert_eq!(again.rules()[1].remaining, 9);
     // Its description survived the reset: other rules are still refused.
@@ -145,9 +160,9 @@ fn killed_processes_leave_a_usable_policy() {
     let scratch = Scratch::new("keyed-policy-kill");
     let path = scratch.path("policy");
     let rules = [
-        KeyedRule::per_key(Config::gcra(2, SECOND)),
-        KeyedRule::per_key(Config::fixed_window(1, SECOND)),
-        KeyedRule::global(Config::gcra(1_000_000, SECOND)),
+        KeyedRule::per_key(Config::per_second(2)),
+        KeyedRule::per_key(Config::fixed_window(1, Duration::from_secs(1))),
+        KeyedRule::global(Config::per_second(1_000_000)),
     ];
     let capacity = 128;
     let policy = KeyedPolicy::open(&path, &rules, capacity).unwrap();
@@ -166,8 +181,8 @@ fn killed_processes_leave_a_usable_policy() {
                             // other request is denied by the window after taking from the
                             // GCRA rule, which gives back.
                             let now = FROZEN + (i % 8_000) * SECOND / 8;
-                            let _ = policy.acquire_at(key.as_bytes(), 1, now);
-                            let _ = policy.acquire_at(key.as_bytes(), 1, now);
+                            let _ = policy.acquire_at(key.as_bytes(), 1, at(now));
+                            let _ = policy.acquire_at(key.as_bytes(), 1, at(now));
                         }
                     });
                 })
@@ -180,22 +195,24 @@ fn killed_processes_leave_a_usable_policy() {
         // The survivor's own key decides exactly: one a second by the window.
         let key = format!("survivor-{round}");
         let now = FROZEN + 1_000_000 * SECOND * (round + 1);
-        let first = policy.acquire_at(key.as_bytes(), 1, now).unwrap();
+        let first = policy.acquire_at(key.as_bytes(), 1, at(now)).unwrap();
         assert!(first.decision.allowed, "{round}");
-        let second = policy.acquire_at(key.as_bytes(), 1, now).unwrap();
+        let second = policy.acquire_at(key.as_bytes(), 1, at(now)).unwrap();
         assert_eq!(second.denied_by, Some(1), "{round}");
     }
     let later = FROZEN + 1_000_000 * SECOND * 100;
-    let max_keys = policy.stats_at(later).max_keys;
+    let max_keys = policy.stats_at(at(later)).max_keys;
     assert_eq!(max_keys, 2 * capacity);
     for i in 0..max_keys {
         let key = format!("after-{i}");
-        let decision = policy.acquire_at(key.as_bytes(), 1, later).unwrap();
+        let decision = policy.acquire_at(key.as_bytes(), 1, at(later)).unwrap();
         assert!(decision.decision.allowed, "{key}");
     }
-    assert_eq!(policy.stats_at(later).live_keys, max_keys);
+    assert_eq!(policy.stats_at(at(later)).live_keys, max_keys);
     assert_eq!(
-        policy.acquire_at(b"one-too-many", 1, later).unwrap_err(),
+        policy
+            .acquire_at(b"one-too-many", 1, at(later))
+            .unwrap_err(),
         Error::TableFull
     );
 }

@@ -50,7 +50,7 @@ fn a_cost_above_the_limit_is_an_error_at_once() {
         limiter.until_ready(3, LONG),
         Err(Error::InsufficientCapacity)
     );
-    let window = Limiter::new(&Config::fixed_window(2, HOUR)).unwrap();
+    let window = Limiter::new(&Config::fixed_window(2, Duration::from_nanos(HOUR))).unwrap();
     assert_eq!(
         window.until_ready(3, LONG),
         Err(Error::InsufficientCapacity)
@@ -73,9 +73,9 @@ fn a_query_waits_for_nothing() {
 /// The algorithms without a queue, one unit per 20 ms.
 fn windows() -> [Config; 3] {
     [
-        Config::fixed_window(1, 20 * MS),
-        Config::sliding_window(1, 20 * MS),
-        Config::sliding_log(1, 20 * MS),
+        Config::fixed_window(1, Duration::from_nanos(20 * MS)),
+        Config::sliding_window(1, Duration::from_nanos(20 * MS)),
+        Config::sliding_log(1, Duration::from_nanos(20 * MS)),
     ]
 }
 
@@ -97,9 +97,9 @@ fn a_window_wait_acquires_again_after_the_retry() {
 fn a_window_wait_too_short_gives_up_and_takes_nothing() {
     // No wait at all: the windows' calendar edges could come within any shorter one.
     for config in [
-        Config::fixed_window(3, HOUR),
-        Config::sliding_window(3, HOUR),
-        Config::sliding_log(3, HOUR),
+        Config::fixed_window(3, Duration::from_nanos(HOUR)),
+        Config::sliding_window(3, Duration::from_nanos(HOUR)),
+        Config::sliding_log(3, Duration::from_nanos(HOUR)),
     ] {
         let limiter = Limiter::new(&config).unwrap();
         admitted(limiter.acquire(1).unwrap(), 2);
@@ -111,7 +111,7 @@ fn a_window_wait_too_short_gives_up_and_takes_nothing() {
         admitted(limiter.acquire(2).unwrap(), 0);
     }
     // The log has no calendar: its unit frees up an hour after it was taken.
-    let log = Limiter::new(&Config::sliding_log(1, HOUR)).unwrap();
+    let log = Limiter::new(&Config::sliding_log(1, Duration::from_nanos(HOUR))).unwrap();
     admitted(log.acquire(1).unwrap(), 0);
     let gave_up = log.until_ready(1, Duration::from_millis(1)).unwrap();
     assert!(!gave_up.allowed);
@@ -151,7 +151,12 @@ fn a_cancelled_wait_with_a_later_reserve_behind_it_keeps_its_units() {
     admitted(limiter.acquire(1).unwrap(), 1);
     cancel_mid_wait(limiter.until_ready_async(2, LONG), || {
         // Queued behind it: TAT = t0 + 4 h.
-        assert!(limiter.reserve(1, 10 * HOUR).unwrap().allowed);
+        assert!(
+            limiter
+                .reserve(1, Duration::from_nanos(10 * HOUR))
+                .unwrap()
+                .allowed
+        );
     });
     // The later reserve depends on the place before it: the units stay taken.
     let after = limiter.acquire(0).unwrap();
@@ -191,7 +196,11 @@ fn concurrent_async_waits_are_each_woken_in_turn() {
 
 #[test]
 fn a_keyed_wait_is_one_keys() {
-    let table = KeyedLimiter::new(&Config::gcra(1, HOUR).with_burst(2), 16).unwrap();
+    let table = KeyedLimiter::new(
+        &Config::gcra(1, Duration::from_nanos(HOUR)).with_burst(2),
+        16,
+    )
+    .unwrap();
     admitted(table.acquire(b"a", 1).unwrap(), 1);
     let gave_up = table
         .until_ready(b"a", 2, Duration::from_millis(1))
@@ -201,14 +210,18 @@ fn a_keyed_wait_is_one_keys() {
     admitted(table.until_ready(b"b", 2, Duration::ZERO).unwrap(), 0);
     cancel_mid_wait(table.until_ready_async(b"a", 2, LONG), || {});
     admitted(table.acquire(b"a", 1).unwrap(), 0);
-    let fast = KeyedLimiter::new(&Config::gcra(1, 20 * MS), 16).unwrap();
+    let fast = KeyedLimiter::new(&Config::gcra(1, Duration::from_nanos(20 * MS)), 16).unwrap();
     admitted(fast.acquire(b"a", 1).unwrap(), 0);
     let decision = fast.until_ready(b"a", 1, Duration::from_secs(1)).unwrap();
     assert!(
         decision.allowed && decision.wait_ns <= 20 * MS,
         "{decision:?}"
     );
-    let window = KeyedLimiter::new(&Config::sliding_window(1, 20 * MS), 16).unwrap();
+    let window = KeyedLimiter::new(
+        &Config::sliding_window(1, Duration::from_nanos(20 * MS)),
+        16,
+    )
+    .unwrap();
     admitted(window.acquire(b"a", 1).unwrap(), 0);
     admitted(
         block_on(window.until_ready_async(b"a", 1, Duration::from_secs(1))).unwrap(),
@@ -218,14 +231,22 @@ fn a_keyed_wait_is_one_keys() {
 
 #[test]
 fn a_policy_wait_takes_from_no_rule_until_all_admit() {
-    let policy = Policy::new(&[Config::gcra(1, HOUR), Config::sliding_log(5, HOUR)]).unwrap();
+    let policy = Policy::new(&[
+        Config::gcra(1, Duration::from_nanos(HOUR)),
+        Config::sliding_log(5, Duration::from_nanos(HOUR)),
+    ])
+    .unwrap();
     admitted(policy.acquire(1).unwrap().decision, 0);
     let gave_up = policy.until_ready(1, Duration::from_millis(1)).unwrap();
     assert_eq!(gave_up.denied_by, Some(0));
     // The window's rule took nothing: four of five left.
     let query = policy.acquire(0).unwrap();
     assert_eq!(query.rules()[1].remaining, 4);
-    let fast = Policy::new(&[Config::gcra(1, 20 * MS), Config::sliding_log(10, HOUR)]).unwrap();
+    let fast = Policy::new(&[
+        Config::gcra(1, Duration::from_nanos(20 * MS)),
+        Config::sliding_log(10, Duration::from_nanos(HOUR)),
+    ])
+    .unwrap();
     admitted(fast.acquire(1).unwrap().decision, 0);
     let decision = fast.until_ready(1, Duration::from_secs(1)).unwrap();
     assert!(decision.decision.allowed);
@@ -237,8 +258,8 @@ fn a_policy_wait_takes_from_no_rule_until_all_admit() {
 #[test]
 fn a_keyed_policy_wait_is_one_keys() {
     let rules = [
-        KeyedRule::per_key(Config::gcra(1, 20 * MS)),
-        KeyedRule::global(Config::sliding_log(10, HOUR)),
+        KeyedRule::per_key(Config::gcra(1, Duration::from_nanos(20 * MS))),
+        KeyedRule::global(Config::sliding_log(10, Duration::from_nanos(HOUR))),
     ];
     let policy = KeyedPolicy::new(&rules, 16).unwrap();
     assert!(policy.acquire(b"a", 1).unwrap().decision.allowed);
@@ -258,7 +279,7 @@ fn a_keyed_policy_wait_is_one_keys() {
 fn a_cancelled_wait_on_a_shared_file_gives_its_units_back() {
     let dir = std::env::temp_dir().join(format!("librate-wait-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let config = Config::gcra(1, HOUR).with_burst(2);
+    let config = Config::gcra(1, Duration::from_nanos(HOUR)).with_burst(2);
     // As on a private limiter: τ = 2 h, two more units after one wait 1 h − e.
     let limiter = Limiter::open(dir.join("limiter"), &config).unwrap();
     admitted(limiter.acquire(1).unwrap(), 1);
@@ -276,7 +297,7 @@ fn every_async_wait_can_move_between_threads() {
     // A runtime with several threads (tokio::spawn) asks it of a future; unpolled, each
     // does nothing.
     fn sendable<F: std::future::Future + Send>(_: F) {}
-    let config = Config::gcra(1, HOUR);
+    let config = Config::gcra(1, Duration::from_nanos(HOUR));
     let limiter = Limiter::new(&config).unwrap();
     sendable(limiter.until_ready_async(1, LONG));
     let table = KeyedLimiter::new(&config, 16).unwrap();

@@ -14,9 +14,10 @@
 
 mod common;
 
-use common::decision;
 use common::models::{model_decide, FixedModel, LogModel, SlidingModel, WindowModel};
-use librate::{Algorithm, Bound, Config, ConfigError, Decision, Error, Field, Limiter};
+use common::{at, decision};
+use librate::{Algorithm, Bound, Config, ConfigError, Decision, Error, Field, Instant, Limiter};
+use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;
 const MINUTE: u64 = 60 * SECOND;
@@ -46,7 +47,10 @@ impl SplitMix64 {
 fn replay(config: &Config, history: &[(u64, u64)]) -> Limiter {
     let limiter = Limiter::new(config).unwrap();
     for &(t, n) in history {
-        assert!(limiter.acquire_at(n, t).unwrap().allowed, "replay diverged");
+        assert!(
+            limiter.acquire_at(n, at(t)).unwrap().allowed,
+            "replay diverged"
+        );
     }
     limiter
 }
@@ -61,7 +65,7 @@ fn assert_first(t: u64, d: u64, mut holds: impl FnMut(u64) -> bool, what: &str) 
         return;
     }
     let just_before = match t.checked_add(d) {
-        Some(at) => at - 1,
+        Some(end) => end - 1,
         None => u64::MAX,
     };
     assert!(!holds(just_before), "{what}: before {t} + {d}");
@@ -75,11 +79,11 @@ fn assert_first(t: u64, d: u64, mut holds: impl FnMut(u64) -> bool, what: &str) 
 fn check_by_definition(config: &Config, history: &[(u64, u64)], t: u64, n: u64, d: &Decision) {
     if !d.allowed {
         let copy = replay(config, history);
-        let admits = |at| copy.acquire_at(n, at).unwrap().allowed;
+        let admits = |t| copy.acquire_at(n, at(t)).unwrap().allowed;
         assert_first(t, d.retry_after_ns, admits, "retry_after");
     }
     let copy = replay(config, history);
-    let full = |at| copy.acquire_at(0, at).unwrap().remaining == config.limit;
+    let full = |t| copy.acquire_at(0, at(t)).unwrap().remaining == config.limit;
     assert_first(t, d.reset_after_ns, full, "reset_after");
 }
 
@@ -103,7 +107,7 @@ fn run_random<M: WindowModel>(
     seen: &mut Seen,
 ) {
     let limiter = Limiter::new(&config).unwrap();
-    let (limit, period) = (config.limit, config.period_ns);
+    let (limit, period) = (config.limit, config.period().as_nanos() as u64);
     let mut t = match rng.up_to(3) {
         0 => 0,
         1 => rng.up_to(period.saturating_mul(10)),
@@ -126,7 +130,7 @@ fn run_random<M: WindowModel>(
             1 => limit + 1,
             _ => 1 + rng.up_to(limit - 1),
         };
-        let got = limiter.acquire_at(n, t);
+        let got = limiter.acquire_at(n, at(t));
         let want = model_decide(&mut model, t, n);
         assert_eq!(
             got, want,
@@ -158,14 +162,18 @@ fn random_config(rng: &mut SplitMix64, algorithm: Algorithm) -> Config {
         1 => 1000,
         _ => 4 * limit + rng.up_to(56),
     };
-    Config::new(algorithm, limit, period)
+    Config::new(algorithm, limit, Duration::from_nanos(period))
 }
 
 /// Large configs whose products overflow u64 (L up to 2⁴⁰, P up to 2⁶²): only a few
 /// windows fit the timeline, so the end of it ("never") comes up often.
 fn large_config(rng: &mut SplitMix64, algorithm: Algorithm) -> Config {
     let limit = 1 + rng.up_to(1 << 40);
-    Config::new(algorithm, limit, 4 * limit + rng.up_to(1 << 62))
+    Config::new(
+        algorithm,
+        limit,
+        Duration::from_nanos(4 * limit + rng.up_to(1 << 62)),
+    )
 }
 
 fn random_runs<M: WindowModel>(algorithm: Algorithm, model: impl Fn(u64, u64) -> M) {
@@ -181,7 +189,7 @@ fn random_runs_of<M: WindowModel>(
     for seed in 0..120 {
         let mut rng = SplitMix64(seed);
         let config = config_of(&mut rng, algorithm);
-        let model = model(config.limit, config.period_ns);
+        let model = model(config.limit, config.period().as_nanos() as u64);
         run_random(config, model, &mut rng, 60, &mut seen);
     }
     let least = [
@@ -218,28 +226,31 @@ fn sliding_log_matches_its_model() {
 
 #[test]
 fn seed_fixed_window_two_per_minute() {
-    let limiter = Limiter::new(&Config::fixed_window(2, MINUTE)).unwrap();
-    let at = |s: u64| limiter.acquire_at(1, s * SECOND).unwrap();
+    let limiter = Limiter::new(&Config::fixed_window(2, Duration::from_secs(60))).unwrap();
+    let at_second = |s: u64| limiter.acquire_at(1, at(s * SECOND)).unwrap();
     // 0:24 and 0:36 admitted; the window resets at 1:00.
-    assert_eq!(at(24), decision(true, 2, 1, 0, 36 * SECOND));
-    assert_eq!(at(36), decision(true, 2, 0, 0, 24 * SECOND));
+    assert_eq!(at_second(24), decision(true, 2, 1, 0, 36 * SECOND));
+    assert_eq!(at_second(36), decision(true, 2, 0, 0, 24 * SECOND));
     // 0:49 rejected: retry after 11 s, when the next window starts.
-    assert_eq!(at(49), decision(false, 2, 0, 11 * SECOND, 11 * SECOND));
+    assert_eq!(
+        at_second(49),
+        decision(false, 2, 0, 11 * SECOND, 11 * SECOND)
+    );
     // 1:12 admitted in the new window, which resets at 2:00.
-    assert_eq!(at(72), decision(true, 2, 1, 0, 48 * SECOND));
+    assert_eq!(at_second(72), decision(true, 2, 1, 0, 48 * SECOND));
 }
 
 #[test]
 fn seed_sliding_window_ten_per_minute_after_nine() {
-    let limiter = Limiter::new(&Config::sliding_window(10, MINUTE)).unwrap();
+    let limiter = Limiter::new(&Config::sliding_window(10, Duration::from_secs(60))).unwrap();
     // 9 admitted in the previous window (0:00–1:00).
     assert_eq!(
-        limiter.acquire_at(9, 30 * SECOND).unwrap(),
+        limiter.acquire_at(9, at(30 * SECOND)).unwrap(),
         decision(true, 10, 1, 0, 90 * SECOND)
     );
     // The estimate at e seconds into 1:00–2:00 is 9·(60 − e)/60 + cur; remaining is
     // 10 − ⌈9·(60 − e)/60⌉, and everything has left the window at 2:00.
-    let query = |e: u64| limiter.acquire_at(0, MINUTE + e * SECOND).unwrap();
+    let query = |e: u64| limiter.acquire_at(0, at(MINUTE + e * SECOND)).unwrap();
     assert_eq!(query(0), decision(true, 10, 1, 0, 60 * SECOND)); // 9
     assert_eq!(query(15), decision(true, 10, 3, 0, 45 * SECOND)); // 6.75
     assert_eq!(query(20), decision(true, 10, 4, 0, 40 * SECOND)); // 6
@@ -247,37 +258,48 @@ fn seed_sliding_window_ten_per_minute_after_nine() {
     assert_eq!(query(59), decision(true, 10, 9, 0, SECOND)); // 0.15
     assert_eq!(query(60), decision(true, 10, 10, 0, 0));
     // At 1:15, 6.75 + 3 ≤ 10 but 6.75 + 4 > 10.
-    let at = MINUTE + 15 * SECOND;
-    assert!(limiter.acquire_at(1, at).unwrap().allowed);
-    assert!(limiter.acquire_at(2, at).unwrap().allowed);
+    let t = MINUTE + 15 * SECOND;
+    assert!(limiter.acquire_at(1, at(t)).unwrap().allowed);
+    assert!(limiter.acquire_at(2, at(t)).unwrap().allowed);
     // The 4th is denied until 9·(60 − e)/60 + 4 ≤ 10, i.e. e = 20 s: 5 s from now. Both
     // windows are clear only at 3:00 (this window's 3 weigh on the next one).
     assert_eq!(
-        limiter.acquire_at(1, at).unwrap(),
+        limiter.acquire_at(1, at(t)).unwrap(),
         decision(false, 10, 0, 5 * SECOND, 105 * SECOND)
     );
     assert!(
         !limiter
-            .acquire_at(1, MINUTE + 20 * SECOND - 1)
+            .acquire_at(1, at(MINUTE + 20 * SECOND - 1))
             .unwrap()
             .allowed
     );
-    assert!(limiter.acquire_at(1, MINUTE + 20 * SECOND).unwrap().allowed);
+    assert!(
+        limiter
+            .acquire_at(1, at(MINUTE + 20 * SECOND))
+            .unwrap()
+            .allowed
+    );
 }
 
 #[test]
 fn seed_sliding_log_two_per_minute() {
-    let limiter = Limiter::new(&Config::sliding_log(2, MINUTE)).unwrap();
-    let at = |s: u64| limiter.acquire_at(1, s * SECOND).unwrap();
-    assert_eq!(at(24), decision(true, 2, 1, 0, 60 * SECOND));
-    assert_eq!(at(36), decision(true, 2, 0, 0, 60 * SECOND));
+    let limiter = Limiter::new(&Config::sliding_log(2, Duration::from_secs(60))).unwrap();
+    let at_second = |s: u64| limiter.acquire_at(1, at(s * SECOND)).unwrap();
+    assert_eq!(at_second(24), decision(true, 2, 1, 0, 60 * SECOND));
+    assert_eq!(at_second(36), decision(true, 2, 0, 0, 60 * SECOND));
     // 0:49: the 0:24 entry leaves at 1:24, the 0:36 one at 1:36.
-    assert_eq!(at(49), decision(false, 2, 0, 35 * SECOND, 47 * SECOND));
+    assert_eq!(
+        at_second(49),
+        decision(false, 2, 0, 35 * SECOND, 47 * SECOND)
+    );
     // 1:12 is still denied (unlike the fixed window): 0:24 is within the last minute.
-    assert_eq!(at(72), decision(false, 2, 0, 12 * SECOND, 24 * SECOND));
-    assert_eq!(at(84), decision(true, 2, 0, 0, 60 * SECOND));
+    assert_eq!(
+        at_second(72),
+        decision(false, 2, 0, 12 * SECOND, 24 * SECOND)
+    );
+    assert_eq!(at_second(84), decision(true, 2, 0, 0, 60 * SECOND));
     // Remaining grows by one as each entry expires.
-    let query = |s: u64| limiter.acquire_at(0, s * SECOND).unwrap().remaining;
+    let query = |s: u64| limiter.acquire_at(0, at(s * SECOND)).unwrap().remaining;
     assert_eq!((query(95), query(96), query(144)), (0, 1, 2));
 }
 
@@ -288,13 +310,16 @@ fn time_going_backwards_never_admits_more() {
         Algorithm::SlidingWindow,
         Algorithm::SlidingLog,
     ] {
-        let limiter = Limiter::new(&Config::new(algorithm, 2, MINUTE)).unwrap();
-        assert!(limiter.acquire_at(2, 10 * MINUTE).unwrap().allowed);
+        let limiter = Limiter::new(&Config::new(algorithm, 2, Duration::from_secs(60))).unwrap();
+        assert!(limiter.acquire_at(2, at(10 * MINUTE)).unwrap().allowed);
         // Back to an old, empty window: still counted against the latest one.
-        let back = limiter.acquire_at(1, 3 * MINUTE).unwrap();
+        let back = limiter.acquire_at(1, at(3 * MINUTE)).unwrap();
         assert!(!back.allowed, "{algorithm:?}");
         assert_eq!(back.remaining, 0, "{algorithm:?}");
-        assert!(!limiter.acquire_at(1, 0).unwrap().allowed, "{algorithm:?}");
+        assert!(
+            !limiter.acquire_at(1, Instant::ZERO).unwrap().allowed,
+            "{algorithm:?}"
+        );
     }
 }
 
@@ -305,20 +330,20 @@ fn queries_change_nothing_and_costs_above_the_limit_are_errors() {
         Algorithm::SlidingWindow,
         Algorithm::SlidingLog,
     ] {
-        let limiter = Limiter::new(&Config::new(algorithm, 3, MINUTE)).unwrap();
+        let limiter = Limiter::new(&Config::new(algorithm, 3, Duration::from_secs(60))).unwrap();
         assert_eq!(
-            limiter.acquire_at(0, 5).unwrap(),
+            limiter.acquire_at(0, at(5)).unwrap(),
             decision(true, 3, 3, 0, 0),
             "{algorithm:?}"
         );
         assert_eq!(
-            limiter.acquire_at(4, 5).unwrap_err(),
+            limiter.acquire_at(4, at(5)).unwrap_err(),
             Error::InsufficientCapacity
         );
-        assert!(limiter.acquire_at(3, 5).unwrap().allowed);
-        assert_eq!(limiter.acquire_at(0, 5).unwrap().remaining, 0);
+        assert!(limiter.acquire_at(3, at(5)).unwrap().allowed);
+        assert_eq!(limiter.acquire_at(0, at(5)).unwrap().remaining, 0);
         assert_eq!(
-            limiter.acquire_at(4, 5).unwrap_err(),
+            limiter.acquire_at(4, at(5)).unwrap_err(),
             Error::InsufficientCapacity
         );
     }
@@ -331,13 +356,16 @@ fn reserve_is_unsupported_whatever_the_cost() {
         Algorithm::SlidingWindow,
         Algorithm::SlidingLog,
     ] {
-        let limiter = Limiter::new(&Config::new(algorithm, 3, MINUTE)).unwrap();
+        let limiter = Limiter::new(&Config::new(algorithm, 3, Duration::from_secs(60))).unwrap();
         for n in [0, 1, 4] {
-            assert_eq!(limiter.reserve_at(n, 0, SECOND), Err(Error::Unsupported));
+            assert_eq!(
+                limiter.reserve_at(n, Instant::ZERO, Duration::from_secs(1)),
+                Err(Error::Unsupported)
+            );
         }
-        assert_eq!(limiter.reserve(1, 0), Err(Error::Unsupported));
+        assert_eq!(limiter.reserve(1, Duration::ZERO), Err(Error::Unsupported));
         // Nothing was taken.
-        assert_eq!(limiter.acquire_at(0, 0).unwrap().remaining, 3);
+        assert_eq!(limiter.acquire_at(0, Instant::ZERO).unwrap().remaining, 3);
     }
 }
 
@@ -361,38 +389,56 @@ fn config_bounds() {
         Algorithm::SlidingLog,
     ] {
         assert_eq!(
-            invalid(algorithm, 0, SECOND),
+            invalid(algorithm, 0, Duration::from_secs(1)),
             Error::InvalidConfig(ConfigError::ZeroLimit)
         );
         assert_eq!(
-            invalid(algorithm, 1, 0),
+            invalid(algorithm, 1, Duration::ZERO),
             Error::InvalidConfig(ConfigError::ZeroPeriod)
         );
         // One unit per ns is past every window algorithm's bound.
-        assert!(fix(algorithm, 1, 1).is_some());
+        assert!(fix(algorithm, 1, Duration::from_nanos(1)).is_some());
         // Burst is ignored.
-        assert!(Limiter::new(&Config::new(algorithm, 5, SECOND).with_burst(1)).is_ok());
+        assert!(
+            Limiter::new(&Config::new(algorithm, 5, Duration::from_secs(1)).with_burst(1)).is_ok()
+        );
     }
     // Windows: ⌊(2⁶⁴−1)/P⌋·2^bits(L) + L ≤ 2⁶⁴ − 257. L = 1, P = 2: 2⁶⁴ − 1, rejected;
     // from P = 3 on (last window 0x5555…55), accepted.
     for algorithm in [Algorithm::FixedWindow, Algorithm::SlidingWindow] {
-        assert_eq!(fix(algorithm, 1, 2), least_period(3));
-        assert!(Limiter::new(&Config::new(algorithm, 1, 3)).is_ok());
-        assert!(Limiter::new(&Config::new(algorithm, 250_000_000, SECOND)).is_ok());
+        assert_eq!(fix(algorithm, 1, Duration::from_nanos(2)), least_period(3));
+        assert!(Limiter::new(&Config::new(algorithm, 1, Duration::from_nanos(3))).is_ok());
+        assert!(Limiter::new(&Config::new(algorithm, 250_000_000, Duration::from_secs(1))).is_ok());
         // P = 2⁶⁴ − 2: the longest period that ends (2⁶⁴ − 1 never does: an allowance).
-        assert!(Limiter::new(&Config::new(algorithm, (1 << 63) - 257, u64::MAX - 1)).is_ok());
+        assert!(Limiter::new(&Config::new(
+            algorithm,
+            (1 << 63) - 257,
+            Duration::from_nanos(u64::MAX - 1)
+        ))
+        .is_ok());
         assert_eq!(
-            fix(algorithm, (1 << 63) - 256, u64::MAX - 1),
+            fix(
+                algorithm,
+                (1 << 63) - 256,
+                Duration::from_nanos(u64::MAX - 1)
+            ),
             most_limit((1 << 63) - 257)
         );
     }
     // Log: L ≤ 2²⁰ and L·(⌊(2⁶⁴−1)/P⌋ + 1) ≤ 2⁶⁴ − 257. L = 1, P = 2: 2⁶³, accepted.
-    assert!(Limiter::new(&Config::sliding_log(1, 2)).is_ok());
+    assert!(Limiter::new(&Config::sliding_log(1, Duration::from_nanos(2))).is_ok());
     // P = 3: 0x5555…56 windows; 2 of them fit below 2⁶⁴ − 257, 3 do not.
-    assert_eq!(fix(Algorithm::SlidingLog, 3, 3), most_limit(2));
-    assert!(Limiter::new(&Config::sliding_log(1 << 20, 1 << 21)).is_ok());
     assert_eq!(
-        fix(Algorithm::SlidingLog, (1 << 20) + 1, u64::MAX - 1),
+        fix(Algorithm::SlidingLog, 3, Duration::from_nanos(3)),
+        most_limit(2)
+    );
+    assert!(Limiter::new(&Config::sliding_log(1 << 20, Duration::from_nanos(1 << 21))).is_ok());
+    assert_eq!(
+        fix(
+            Algorithm::SlidingLog,
+            (1 << 20) + 1,
+            Duration::from_nanos(u64::MAX - 1)
+        ),
         most_limit(1 << 20)
     );
 }
@@ -403,38 +449,39 @@ fn extreme_configs_decide_without_overflow() {
     // window 2 never.
     let huge = (1u64 << 63) - 257;
     let period = u64::MAX - 1;
-    let fixed = Limiter::new(&Config::fixed_window(huge, period)).unwrap();
+    let fixed = Limiter::new(&Config::fixed_window(huge, Duration::from_nanos(period))).unwrap();
     assert_eq!(
-        fixed.acquire_at(huge, 7).unwrap(),
+        fixed.acquire_at(huge, at(7)).unwrap(),
         decision(true, huge, 0, 0, period - 7)
     );
     assert_eq!(
-        fixed.acquire_at(1, period - 1).unwrap(),
+        fixed.acquire_at(1, at(period - 1)).unwrap(),
         decision(false, huge, 0, 1, 1)
     );
     assert_eq!(
-        fixed.acquire_at(1, period).unwrap(),
+        fixed.acquire_at(1, at(period)).unwrap(),
         decision(true, huge, huge - 1, 0, u64::MAX)
     );
     // The sliding window's full window weighs on window 1 too, and window 2 never comes.
-    let sliding = Limiter::new(&Config::sliding_window(huge, period)).unwrap();
+    let sliding =
+        Limiter::new(&Config::sliding_window(huge, Duration::from_nanos(period))).unwrap();
     assert_eq!(
-        sliding.acquire_at(huge, 7).unwrap(),
+        sliding.acquire_at(huge, at(7)).unwrap(),
         decision(true, huge, 0, 0, u64::MAX)
     );
     assert_eq!(
-        sliding.acquire_at(1, period - 1).unwrap(),
+        sliding.acquire_at(1, at(period - 1)).unwrap(),
         decision(false, huge, 0, u64::MAX, u64::MAX)
     );
     assert_eq!(
-        sliding.acquire_at(1, period).unwrap(),
+        sliding.acquire_at(1, at(period)).unwrap(),
         decision(false, huge, 0, u64::MAX, u64::MAX)
     );
     // Logged at 5, the units expire at 5 + P = 2⁶⁴ + 3: past the timeline.
-    let log = Limiter::new(&Config::sliding_log(1 << 20, period)).unwrap();
-    assert!(log.acquire_at(1 << 20, 5).unwrap().allowed);
+    let log = Limiter::new(&Config::sliding_log(1 << 20, Duration::from_nanos(period))).unwrap();
+    assert!(log.acquire_at(1 << 20, at(5)).unwrap().allowed);
     assert_eq!(
-        log.acquire_at(1, 6).unwrap(),
+        log.acquire_at(1, at(6)).unwrap(),
         decision(false, 1 << 20, 0, u64::MAX, u64::MAX)
     );
 }
@@ -447,7 +494,12 @@ fn try_acquire_admits_exactly_the_limit_on_the_real_clock() {
         Algorithm::SlidingWindow,
         Algorithm::SlidingLog,
     ] {
-        let limiter = Limiter::new(&Config::new(algorithm, 5, u64::MAX / 4)).unwrap();
+        let limiter = Limiter::new(&Config::new(
+            algorithm,
+            5,
+            Duration::from_nanos(u64::MAX / 4),
+        ))
+        .unwrap();
         let admitted = (0..8).filter(|_| limiter.try_acquire(1).unwrap()).count();
         assert_eq!(admitted, 5, "{algorithm:?}");
         assert_eq!(limiter.try_acquire(6), Err(Error::InsufficientCapacity));

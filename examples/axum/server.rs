@@ -13,8 +13,7 @@ use librate::tower::{PeerIp, RateLimitLayer};
 use librate::{Config, KeyedLimiter};
 use std::net::SocketAddr;
 use std::sync::Arc;
-
-const SECOND: u64 = 1_000_000_000;
+use std::time::Duration;
 
 /// The app: `GET /` answers "hello", each client IP within `per_ip`'s limit.
 pub(crate) fn app(per_ip: Arc<KeyedLimiter>) -> Router {
@@ -29,7 +28,7 @@ pub(crate) fn app(per_ip: Arc<KeyedLimiter>) -> Router {
 
 /// 100 requests a minute per client IP, 10 at once, for up to 100,000 clients at once.
 pub(crate) fn per_ip() -> Arc<KeyedLimiter> {
-    let config = Config::gcra(100, 60 * SECOND).with_burst(10);
+    let config = Config::gcra(100, Duration::from_secs(60)).with_burst(10);
     Arc::new(KeyedLimiter::new(&config, 100_000).expect("a valid configuration"))
 }
 

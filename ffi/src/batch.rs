@@ -3,6 +3,7 @@
 
 use super::keyed::{key_bytes, rate_keyed};
 use super::{boundary, outcome_status, status_of, RATE_E_NULL, RATE_OK};
+use librate::Instant;
 use librate::KeyedLimiter;
 
 /// Acquires `n` units for each of `count` keys, now, reporting only whether each was
@@ -269,7 +270,9 @@ fn decide_chunks<'k>(
         let record = |offset: usize, outcome| statuses[start + offset] = outcome_status(outcome);
         let decided = match now_ns {
             None => table.try_acquire_batch(chunk, n, record),
-            Some(now_ns) => table.try_acquire_batch_at(chunk, n, now_ns, record),
+            Some(now_ns) => {
+                table.try_acquire_batch_at(chunk, n, Instant::from_nanos(now_ns), record)
+            }
         };
         // Only `n` over the limit fails, on the first chunk, before any status is set.
         if let Err(error) = decided {

@@ -6,9 +6,11 @@ use super::{
 };
 use librate::Config;
 use librate::Error;
+use librate::Instant;
 use librate::KeyedLimiter;
 use std::ffi::c_char;
 use std::path::Path;
+use std::time::Duration;
 
 mod change;
 
@@ -306,10 +308,10 @@ pub unsafe extern "C" fn rate_keyed_acquire_at(
 ) -> i32 {
     let body = |table: &KeyedLimiter, key: &[u8]| {
         if out.is_null() {
-            return outcome_status(table.try_acquire_at(key, n, now_ns));
+            return outcome_status(table.try_acquire_at(key, n, Instant::from_nanos(now_ns)));
         }
         // SAFETY: `out` is non-NULL and the caller promised it is writable.
-        unsafe { report(table.acquire_at(key, n, now_ns), out) }
+        unsafe { report(table.acquire_at(key, n, Instant::from_nanos(now_ns)), out) }
     };
     // SAFETY: passed on from this function's contract.
     unsafe { with_key(keyed, key, key_len, table, body) }
@@ -342,7 +344,17 @@ pub unsafe extern "C" fn rate_keyed_reserve_at(
 ) -> i32 {
     let body = |table: &KeyedLimiter, key: &[u8]| {
         // SAFETY: the caller passes NULL or a writable decision.
-        unsafe { report(table.reserve_at(key, n, now_ns, max_wait_ns), out) }
+        unsafe {
+            report(
+                table.reserve_at(
+                    key,
+                    n,
+                    Instant::from_nanos(now_ns),
+                    Duration::from_nanos(max_wait_ns),
+                ),
+                out,
+            )
+        }
     };
     // SAFETY: passed on from this function's contract.
     unsafe { with_key(keyed, key, key_len, table, body) }
@@ -423,7 +435,11 @@ pub unsafe extern "C" fn rate_keyed_read_stats_at(
     out: *mut rate_keyed_stats,
 ) -> i32 {
     // SAFETY: passed on from this function's contract.
-    unsafe { read_stats(keyed, out, |table| table.stats_at(now_ns)) }
+    unsafe {
+        read_stats(keyed, out, |table| {
+            table.stats_at(Instant::from_nanos(now_ns))
+        })
+    }
 }
 
 /// The body of the `rate_keyed_read_stats` exports: `stats` of the table, written to

@@ -6,7 +6,7 @@ use super::policy::{costs_of, report_policy, rules_of};
 use super::{boundary, outcome_status, path_of, rate_config, status_of};
 use super::{rate_policy_decision, RATE_E_NULL, RATE_OK};
 use librate::Error;
-use librate::{KeyedPolicy, KeyedRule, MAX_RULES};
+use librate::{Instant, KeyedPolicy, KeyedRule, MAX_RULES};
 use std::ffi::c_char;
 use std::path::Path;
 
@@ -401,8 +401,17 @@ unsafe fn decide(
     out: *mut rate_policy_decision,
 ) -> i32 {
     if out.is_null() {
-        return outcome_status(policy.try_acquire_costs_at(key, costs, now_ns));
+        return outcome_status(policy.try_acquire_costs_at(
+            key,
+            costs,
+            Instant::from_nanos(now_ns),
+        ));
     }
     // SAFETY: `out` is non-NULL and writable, per this function's contract.
-    unsafe { report_policy(policy.acquire_costs_at(key, costs, now_ns), out) }
+    unsafe {
+        report_policy(
+            policy.acquire_costs_at(key, costs, Instant::from_nanos(now_ns)),
+            out,
+        )
+    }
 }

@@ -6,9 +6,11 @@ use super::{
 };
 use librate::Config;
 use librate::Error;
+use librate::Instant;
 use librate::Limiter;
 use std::ffi::c_char;
 use std::path::Path;
+use std::time::Duration;
 
 /// An opaque rate limiter. Safe to use from many threads at once; `rate_limiter_free`
 /// must not race with any other call on the same handle.
@@ -273,10 +275,10 @@ pub unsafe extern "C" fn rate_limiter_acquire_at(
             return RATE_E_NULL;
         };
         if out.is_null() {
-            return outcome_status(limiter.try_acquire_at(n, now_ns));
+            return outcome_status(limiter.try_acquire_at(n, Instant::from_nanos(now_ns)));
         }
         // SAFETY: `out` is non-NULL and the caller promised it is writable.
-        unsafe { report(limiter.acquire_at(n, now_ns), out) }
+        unsafe { report(limiter.acquire_at(n, Instant::from_nanos(now_ns)), out) }
     })
 }
 
@@ -309,7 +311,16 @@ pub unsafe extern "C" fn rate_limiter_reserve_at(
             return RATE_E_NULL;
         };
         // SAFETY: the caller passes NULL or a writable decision.
-        unsafe { report(limiter.reserve_at(n, now_ns, max_wait_ns), out) }
+        unsafe {
+            report(
+                limiter.reserve_at(
+                    n,
+                    Instant::from_nanos(now_ns),
+                    Duration::from_nanos(max_wait_ns),
+                ),
+                out,
+            )
+        }
     })
 }
 
@@ -403,7 +414,7 @@ pub unsafe extern "C" fn rate_limiter_set_config_at(
     // SAFETY: the caller passes NULL or a live handle, and NULL or a readable config.
     unsafe {
         set_config_of(limiter_ref(limiter), config, |limiter, config| {
-            limiter.set_config_at(config, now_ns)
+            limiter.set_config_at(config, Instant::from_nanos(now_ns))
         })
     }
 }

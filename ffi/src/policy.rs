@@ -3,7 +3,7 @@
 use super::{boundary, outcome_status, rate_config, rate_decision, status_of};
 use super::{RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_LIMITED, RATE_OK};
 use librate::Error;
-use librate::{Policy, PolicyDecision, MAX_RULES};
+use librate::{Instant, Policy, PolicyDecision, MAX_RULES};
 
 mod change;
 
@@ -241,10 +241,15 @@ pub unsafe extern "C" fn rate_policy_acquire_costs_at(
             Err(status) => return status,
         };
         if out.is_null() {
-            return outcome_status(policy.try_acquire_costs_at(costs, now_ns));
+            return outcome_status(policy.try_acquire_costs_at(costs, Instant::from_nanos(now_ns)));
         }
         // SAFETY: `out` is non-NULL and the caller promised it is writable.
-        unsafe { report_policy(policy.acquire_costs_at(costs, now_ns), out) }
+        unsafe {
+            report_policy(
+                policy.acquire_costs_at(costs, Instant::from_nanos(now_ns)),
+                out,
+            )
+        }
     })
 }
 
@@ -296,10 +301,10 @@ unsafe fn acquire(
         return RATE_E_NULL;
     };
     if out.is_null() {
-        return outcome_status(policy.try_acquire_at(n, now_ns));
+        return outcome_status(policy.try_acquire_at(n, Instant::from_nanos(now_ns)));
     }
     // SAFETY: `out` is non-NULL and the caller promised it is writable.
-    unsafe { report_policy(policy.acquire_at(n, now_ns), out) }
+    unsafe { report_policy(policy.acquire_at(n, Instant::from_nanos(now_ns)), out) }
 }
 
 /// Writes a policy's decision to `out` and returns RATE_OK or RATE_LIMITED; an error is

@@ -4,6 +4,7 @@ use librate::Algorithm;
 use librate::Config;
 use librate::Decision;
 use librate::KeyedStats;
+use std::time::Duration;
 
 /// Algorithm: GCRA (leaky bucket as a meter; token bucket). Takes `burst`.
 pub const RATE_GCRA: u32 = 0;
@@ -53,7 +54,8 @@ impl From<&Config> for rate_config {
         Self {
             algorithm: config.algorithm as u32,
             limit: config.limit,
-            period_ns: config.period_ns,
+            // Exact: a `Config` saturates its period at `u64::MAX` ns (`Config::FOREVER`).
+            period_ns: config.period().as_nanos() as u64,
             burst: config.burst,
         }
     }
@@ -70,12 +72,8 @@ impl rate_config {
             RATE_SLIDING_LOG => Algorithm::SlidingLog,
             _ => return None,
         };
-        Some(Config {
-            algorithm,
-            limit: self.limit,
-            period_ns: self.period_ns,
-            burst: self.burst,
-        })
+        let period = Duration::from_nanos(self.period_ns);
+        Some(Config::new(algorithm, self.limit, period).with_burst(self.burst))
     }
 }
 

@@ -11,9 +11,10 @@ use common::c_decision::decision_of;
 use common::exact::{valid, Exact, NEVER, STORABLE};
 use common::models::combine;
 use common::Rng;
-use librate::{Algorithm, Config, Decision, Error, Limiter, Policy};
+use librate::{Algorithm, Config, Decision, Error, Instant, Limiter, Policy};
 use rate::*;
 use std::ptr;
+use std::time::Duration;
 
 const ALGORITHMS: [Algorithm; 4] = [
     Algorithm::Gcra,
@@ -58,11 +59,12 @@ fn closed_forms_equal_their_definitions() {
         let algorithm = ALGORITHMS[rng.below(4) as usize];
         let limit = rng.range(1, 4);
         let period_ns = if rng.chance(10) {
-            Config::FOREVER
+            RATE_FOREVER
         } else {
             rng.range(1, 40)
         };
-        let config = Config::new(algorithm, limit, period_ns).with_burst(rng.range(0, 5));
+        let period = Duration::from_nanos(period_ns);
+        let config = Config::new(algorithm, limit, period).with_burst(rng.range(0, 5));
         if !valid(&config) {
             continue;
         }
@@ -71,7 +73,7 @@ fn closed_forms_equal_their_definitions() {
         let limit = model.limit();
         // An allowance's "never" holds at every time: seen only where the scan reaches
         // the end of the timeline.
-        let base = if rng.chance(50) && period_ns != Config::FOREVER {
+        let base = if rng.chance(50) && period_ns != RATE_FOREVER {
             0
         } else {
             u64::MAX - 300
@@ -117,7 +119,7 @@ fn closed_forms_equal_their_definitions() {
 /// reset_after_ns = n·T = 3,548,822,082,096,038,828.
 #[test]
 fn the_reviewed_case() {
-    let config = Config::gcra(5, 1_432_100_142).with_burst(32_730_240_330);
+    let config = Config::gcra(5, Duration::from_nanos(1_432_100_142)).with_burst(32_730_240_330);
     let mut model = Exact::new(&config);
     let decision = model
         .decide(3_028_339_343_176_555_158, 12_390_272_101, None)
@@ -148,7 +150,7 @@ fn wide_config(rng: &mut Rng) -> Config {
     let period_ns = match rng.below(8) {
         0 => rng.range(1, 64),
         1 => near(rng, u64::MAX - 1),
-        2 => Config::FOREVER,
+        2 => RATE_FOREVER,
         3 => {
             let power = 1 << rng.range(1, 63);
             near(rng, power)
@@ -167,7 +169,7 @@ fn wide_config(rng: &mut Rng) -> Config {
         5 if algorithm == Algorithm::SlidingLog => near(rng, 1 << 20),
         _ => any(rng),
     };
-    let limit = if algorithm == Algorithm::SlidingLog && period_ns != Config::FOREVER {
+    let limit = if algorithm == Algorithm::SlidingLog && period_ns != RATE_FOREVER {
         // The model logs every unit: keep most logs short.
         limit.min(if rng.chance(2) { 1 << 20 } else { log_cap })
     } else {
@@ -182,14 +184,14 @@ fn wide_config(rng: &mut Rng) -> Config {
         4 => near(rng, u64::MAX - 256),
         _ => any(rng),
     };
-    Config::new(algorithm, limit, period_ns).with_burst(burst)
+    Config::new(algorithm, limit, Duration::from_nanos(period_ns)).with_burst(burst)
 }
 
 /// The next time of a sequence: anywhere on the timeline, near 0 or its end, at a
 /// window's edge or the last instant a GCRA bucket can be full, or a step from `now`
 /// either way.
 fn wide_time(rng: &mut Rng, now: u64, config: &Config, limit: u64) -> u64 {
-    let p = config.period_ns;
+    let p = config.period().as_nanos() as u64;
     match rng.below(10) {
         0 => now,
         1 => now.saturating_add(rng.below(p.saturating_mul(2).max(2))),
@@ -230,9 +232,10 @@ impl Handle {
                 Algorithm::FixedWindow => RATE_FIXED_WINDOW,
                 Algorithm::SlidingWindow => RATE_SLIDING_WINDOW,
                 Algorithm::SlidingLog => RATE_SLIDING_LOG,
+                algorithm => unimplemented!("no C number for {algorithm:?}"),
             },
             limit: config.limit,
-            period_ns: config.period_ns,
+            period_ns: config.period().as_nanos() as u64,
             burst: config.burst,
         };
         let mut handle = ptr::null_mut();
@@ -264,8 +267,12 @@ impl Handle {
         let handle = match self {
             Self::Rust(limiter) => {
                 return match max_wait {
-                    Some(max_wait) => limiter.reserve_at(n, now, max_wait),
-                    None => limiter.acquire_at(n, now),
+                    Some(max_wait) => limiter.reserve_at(
+                        n,
+                        Instant::from_nanos(now),
+                        Duration::from_nanos(max_wait),
+                    ),
+                    None => limiter.acquire_at(n, Instant::from_nanos(now)),
                 }
             }
             Self::C(handle) => *handle,
@@ -395,7 +402,7 @@ fn policies_decide_as_the_reference_models_everywhere() {
                 1 => near(&mut rng, limit),
                 _ => rng.below(limit.saturating_add(1)),
             };
-            let got = policy.acquire_at(n, now);
+            let got = policy.acquire_at(n, Instant::from_nanos(now));
             decisions += 1;
             if n > limit {
                 assert_eq!(got.err(), Some(Error::InsufficientCapacity));
@@ -423,7 +430,7 @@ fn policies_decide_as_the_reference_models_everywhere() {
 /// Errors the model names: a cost above the limit, a reserve on a window.
 #[test]
 fn the_model_names_the_errors() {
-    let mut window = Exact::new(&Config::fixed_window(2, 10));
+    let mut window = Exact::new(&Config::fixed_window(2, Duration::from_nanos(10)));
     assert_eq!(window.decide(0, 0, Some(0)), Err(Error::Unsupported));
     assert_eq!(window.decide(0, 3, None), Err(Error::InsufficientCapacity));
 }

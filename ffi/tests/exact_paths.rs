@@ -19,9 +19,10 @@
 mod common;
 
 use common::c_decision::decision_of;
-use librate::{Config, Decision, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
+use librate::{Config, Decision, Instant, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
 use rate::*;
 use std::ptr;
+use std::time::Duration;
 
 const LIMIT: u64 = 5;
 const PERIOD: u64 = 1_432_100_142;
@@ -36,7 +37,7 @@ const LAST_FULL: u64 = 9_072_147_721_944_222_119;
 const LATE: u64 = 9_340_998_188_928_970_156;
 
 fn config() -> Config {
-    Config::gcra(LIMIT, PERIOD).with_burst(BURST)
+    Config::gcra(LIMIT, Duration::from_nanos(PERIOD)).with_burst(BURST)
 }
 
 /// The admission's decision by docs/decision.md (see the file's comment).
@@ -103,12 +104,14 @@ fn limiter_acquire_and_reserve() {
             &format!("Limiter, max_wait {max_wait:?}"),
             || {
                 Some(match max_wait {
-                    None => limiter.acquire_at(N, T).unwrap(),
+                    None => limiter.acquire_at(N, Instant::from_nanos(T)).unwrap(),
                     // n·T ≤ τ: a reserve waits 0 and reports what an acquire does.
-                    Some(max_wait) => limiter.reserve_at(N, T, max_wait).unwrap(),
+                    Some(max_wait) => limiter
+                        .reserve_at(N, Instant::from_nanos(T), Duration::from_nanos(max_wait))
+                        .unwrap(),
                 })
             },
-            |at| limiter.acquire_at(0, at).unwrap(),
+            |at| limiter.acquire_at(0, Instant::from_nanos(at)).unwrap(),
         );
     }
 }
@@ -121,11 +124,18 @@ fn keyed_limiter_acquire_and_reserve() {
             &format!("KeyedLimiter, max_wait {max_wait:?}"),
             || {
                 Some(match max_wait {
-                    None => table.acquire_at(b"k", N, T).unwrap(),
-                    Some(max_wait) => table.reserve_at(b"k", N, T, max_wait).unwrap(),
+                    None => table.acquire_at(b"k", N, Instant::from_nanos(T)).unwrap(),
+                    Some(max_wait) => table
+                        .reserve_at(
+                            b"k",
+                            N,
+                            Instant::from_nanos(T),
+                            Duration::from_nanos(max_wait),
+                        )
+                        .unwrap(),
                 })
             },
-            |at| table.acquire_at(b"k", 0, at).unwrap(),
+            |at| table.acquire_at(b"k", 0, Instant::from_nanos(at)).unwrap(),
         );
     }
 }
@@ -136,18 +146,35 @@ fn policies() {
     check_path(
         "Policy",
         || {
-            let decision = policy.acquire_at(N, T).unwrap();
+            let decision = policy.acquire_at(N, Instant::from_nanos(T)).unwrap();
             assert_eq!(decision.rules(), [admitted()]);
             Some(decision.decision)
         },
-        |at| policy.acquire_at(0, at).unwrap().decision,
+        |at| {
+            policy
+                .acquire_at(0, Instant::from_nanos(at))
+                .unwrap()
+                .decision
+        },
     );
     for rule in [KeyedRule::per_key(config()), KeyedRule::global(config())] {
         let policy = KeyedPolicy::new(&[rule], 4).unwrap();
         check_path(
             &format!("KeyedPolicy, per key {}", rule.is_per_key()),
-            || Some(policy.acquire_at(b"k", N, T).unwrap().decision),
-            |at| policy.acquire_at(b"k", 0, at).unwrap().decision,
+            || {
+                Some(
+                    policy
+                        .acquire_at(b"k", N, Instant::from_nanos(T))
+                        .unwrap()
+                        .decision,
+                )
+            },
+            |at| {
+                policy
+                    .acquire_at(b"k", 0, Instant::from_nanos(at))
+                    .unwrap()
+                    .decision
+            },
         );
     }
 }
@@ -163,8 +190,8 @@ fn shared_files() {
     let limiter = Limiter::open(&path, &config()).unwrap();
     check_path(
         "shared Limiter",
-        || Some(limiter.acquire_at(N, T).unwrap()),
-        |at| limiter.acquire_at(0, at).unwrap(),
+        || Some(limiter.acquire_at(N, Instant::from_nanos(T)).unwrap()),
+        |at| limiter.acquire_at(0, Instant::from_nanos(at)).unwrap(),
     );
     drop(limiter);
     std::fs::remove_file(&path).unwrap();
@@ -172,8 +199,8 @@ fn shared_files() {
     let table = KeyedLimiter::open(&path, &config(), 4).unwrap();
     check_path(
         "shared KeyedLimiter",
-        || Some(table.acquire_at(b"k", N, T).unwrap()),
-        |at| table.acquire_at(b"k", 0, at).unwrap(),
+        || Some(table.acquire_at(b"k", N, Instant::from_nanos(T)).unwrap()),
+        |at| table.acquire_at(b"k", 0, Instant::from_nanos(at)).unwrap(),
     );
     drop(table);
     std::fs::remove_file(&path).unwrap();
@@ -226,7 +253,7 @@ fn c_abi() {
 #[test]
 fn forever_is_never_full_again() {
     let limiter = Limiter::new(&Config::gcra(LIMIT, Config::FOREVER).with_burst(BURST)).unwrap();
-    let decision = limiter.acquire_at(N, T).unwrap();
+    let decision = limiter.acquire_at(N, Instant::from_nanos(T)).unwrap();
     assert_eq!(
         decision,
         Decision {
@@ -235,6 +262,12 @@ fn forever_is_never_full_again() {
         }
     );
     for at in [0, T, T + RESET, u64::MAX] {
-        assert_eq!(limiter.acquire_at(0, at).unwrap().remaining, BURST - N);
+        assert_eq!(
+            limiter
+                .acquire_at(0, Instant::from_nanos(at))
+                .unwrap()
+                .remaining,
+            BURST - N
+        );
     }
 }

@@ -58,7 +58,7 @@ fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
         _ => any(input)?,
     };
     // The model logs every unit: a log's limit stays short unless it never refills.
-    let limit = if algorithm == RATE_SLIDING_LOG && period_ns != librate::Config::FOREVER {
+    let limit = if algorithm == RATE_SLIDING_LOG && period_ns != RATE_FOREVER {
         limit.min(1 << 12)
     } else {
         limit

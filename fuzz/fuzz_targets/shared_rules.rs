@@ -20,14 +20,15 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use librate::{Algorithm, Config, Decision, Error, Instant, KeyedLimiter, Limiter};
 use librate_fuzz::{config, new_path, next_time, rust_config};
-use librate::{Algorithm, Config, Decision, Error, KeyedLimiter, Limiter};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// Words of a limiter file's header.
 const HEADER_WORDS: usize = 16;
@@ -65,8 +66,8 @@ impl Handle {
 
     fn acquire_at(&self, key: &[u8], n: u64, now: u64) -> Outcome<Decision> {
         match self {
-            Self::One(limiter) => limiter.acquire_at(n, now),
-            Self::Keyed(table) => table.acquire_at(key, n, now),
+            Self::One(limiter) => limiter.acquire_at(n, Instant::from_nanos(now)),
+            Self::Keyed(table) => table.acquire_at(key, n, Instant::from_nanos(now)),
         }
     }
 
@@ -79,15 +80,22 @@ impl Handle {
 
     fn reserve_at(&self, key: &[u8], n: u64, now: u64, max_wait: u64) -> Outcome<Decision> {
         match self {
-            Self::One(limiter) => limiter.reserve_at(n, now, max_wait),
-            Self::Keyed(table) => table.reserve_at(key, n, now, max_wait),
+            Self::One(limiter) => {
+                limiter.reserve_at(n, Instant::from_nanos(now), Duration::from_nanos(max_wait))
+            }
+            Self::Keyed(table) => table.reserve_at(
+                key,
+                n,
+                Instant::from_nanos(now),
+                Duration::from_nanos(max_wait),
+            ),
         }
     }
 
     fn set_config_at(&self, config: &Config, now: u64) -> Outcome<()> {
         match self {
-            Self::One(limiter) => limiter.set_config_at(config, now),
-            Self::Keyed(table) => table.set_config_at(config, now),
+            Self::One(limiter) => limiter.set_config_at(config, Instant::from_nanos(now)),
+            Self::Keyed(table) => table.set_config_at(config, Instant::from_nanos(now)),
         }
     }
 
@@ -141,18 +149,21 @@ fn live_token() -> u64 {
 
 /// The `k`-th rule a change gives a file of `config`: its algorithm, another limit.
 fn carried(config: &Config, k: u64) -> Config {
-    Config {
-        limit: config.limit.saturating_add(k).max(1),
-        burst: 0,
-        ..*config
-    }
+    let limit = config.limit.saturating_add(k).max(1);
+    Config::new(config.algorithm, limit, config.period())
 }
 
 /// A rule of another algorithm: no change carries `config`'s state over to it.
 fn incompatible(config: &Config) -> Config {
     match config.algorithm {
-        Algorithm::Gcra => Config::fixed_window(config.limit.max(1), config.period_ns.max(1)),
-        _ => Config::gcra(config.limit.max(1), config.period_ns.max(1)),
+        Algorithm::Gcra => Config::fixed_window(
+            config.limit.max(1),
+            config.period().max(Duration::from_nanos(1)),
+        ),
+        _ => Config::gcra(
+            config.limit.max(1),
+            config.period().max(Duration::from_nanos(1)),
+        ),
     }
 }
 
@@ -244,7 +255,7 @@ fn run(input: &mut Unstructured<'_>) -> Result<()> {
         [
             config.algorithm as u64,
             config.limit,
-            config.period_ns,
+            config.period().as_nanos() as u64,
             config.burst,
         ],
         changes,
@@ -300,7 +311,7 @@ fn on_file(
     let file = File::options().write(true).open(path).unwrap();
     let mut now = input.arbitrary()?;
     while !input.is_empty() {
-        now = next_time(input, now, config.period_ns)?;
+        now = next_time(input, now, config.period().as_nanos() as u64)?;
         let operation = input.int_in_range(0u8..=9)?;
         if operation == 9 {
             // Another writer, while the file is mapped.

@@ -6,12 +6,13 @@
 
 use c_decision::decision_of;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
+use librate::{Decision, Error};
 use rate::{
     rate_config, rate_decision, RATE_E_INSUFFICIENT_CAPACITY, RATE_E_TABLE_FULL,
-    RATE_E_UNSUPPORTED, RATE_FIXED_WINDOW, RATE_GCRA, RATE_LIMITED, RATE_OK, RATE_SLIDING_LOG,
-    RATE_SLIDING_WINDOW,
+    RATE_E_UNSUPPORTED, RATE_FIXED_WINDOW, RATE_FOREVER, RATE_GCRA, RATE_LIMITED, RATE_OK,
+    RATE_SLIDING_LOG, RATE_SLIDING_WINDOW,
 };
-use librate::{Decision, Error};
+use std::time::Duration;
 
 #[path = "../../ffi/tests/common/c_decision.rs"]
 #[allow(dead_code, unreachable_pub)]
@@ -65,7 +66,7 @@ pub fn config(input: &mut Unstructured<'_>) -> Result<rate_config> {
         0 => input.arbitrary::<u64>()?,
         1 => limit.saturating_mul(input.int_in_range(1..=1000)?),
         2 => [1_000_000, 1_000_000_000, 60_000_000_000][usize::from(input.int_in_range(0u8..=2)?)],
-        3 => librate::Config::FOREVER,
+        3 => RATE_FOREVER,
         _ => limit
             .saturating_mul(4)
             .saturating_add(input.int_in_range(0..=64)?),
@@ -144,12 +145,8 @@ pub fn rust_config(config: &rate_config) -> librate::Config {
         RATE_SLIDING_WINDOW => librate::Algorithm::SlidingWindow,
         _ => librate::Algorithm::SlidingLog,
     };
-    librate::Config {
-        algorithm,
-        limit: config.limit,
-        period_ns: config.period_ns,
-        burst: config.burst,
-    }
+    let period = Duration::from_nanos(config.period_ns);
+    librate::Config::new(algorithm, config.limit, period).with_burst(config.burst)
 }
 
 /// Whether to print each call (set `LIBRATE_FUZZ_TRACE=1` to read a finding).

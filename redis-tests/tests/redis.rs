@@ -14,7 +14,7 @@ use common::redis_replay::replay;
 use common::redis_server::{server, RedisServer};
 use common::{Rng, MS, SECOND};
 use librate::redis::{RedisError, RedisLimiter};
-use librate::{Algorithm, Config, ConfigError, Decision, Error};
+use librate::{Algorithm, Config, ConfigError, Decision, Error, Instant};
 
 /// The seed scenario of docs/decision.md on Redis with explicit times: L = 1, P = 2 s, B = 1. Bob
 /// is admitted at 0 ms, denied at 999 and 1000 ms, admitted at 2001 ms; Alice is independent.
@@ -23,9 +23,11 @@ fn seed_scenario() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
-    let limiter = RedisLimiter::new(&Config::gcra(1, 2 * SECOND), "seed:").unwrap();
+    let limiter = RedisLimiter::new(&Config::gcra(1, Duration::from_secs(2)), "seed:").unwrap();
     let at = |redis: &mut redis::Connection, key: &[u8], ms: u64| {
-        limiter.acquire_at(redis, key, 1, ms * MS).unwrap()
+        limiter
+            .acquire_at(redis, key, 1, Instant::from_nanos(ms * MS))
+            .unwrap()
     };
     let bob = at(&mut redis, b"bob", 0);
     assert_eq!(
@@ -62,13 +64,13 @@ fn peer_vectors_through_redis() {
         serial.set(serial.get() + 1);
         let limiter = RedisLimiter::new(config, format!("peer:{}:", serial.get())).unwrap();
         let redis = Rc::clone(&redis);
-        Box::new(
-            move |n, at| match limiter.acquire_at(&mut *redis.borrow_mut(), b"k", n, at) {
+        Box::new(move |n, at| {
+            match limiter.acquire_at(&mut *redis.borrow_mut(), b"k", n, Instant::from_nanos(at)) {
                 Ok(decision) => Ok(decision),
                 Err(RedisError::Rate(error)) => Err(error),
                 Err(error) => panic!("{error}"),
-            },
-        )
+            }
+        })
     };
     peer_vectors::throttled_rate_limit(&mut through_redis);
     peer_vectors::x_time_rate_burst(&mut through_redis);
@@ -97,7 +99,7 @@ fn decides_as_the_in_process_limiter() {
         };
         replay(
             &mut redis,
-            &Config::gcra(limit, period).with_burst(burst),
+            &Config::gcra(limit, Duration::from_nanos(period)).with_burst(burst),
             case,
             &mut rng,
         );
@@ -111,7 +113,7 @@ fn the_servers_clock_decides_and_keys_expire_when_fresh() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
-    let limiter = RedisLimiter::new(&Config::gcra(3, SECOND), "clock:").unwrap();
+    let limiter = RedisLimiter::new(&Config::per_second(3), "clock:").unwrap();
     for _ in 0..3 {
         assert!(limiter.acquire(&mut redis, b"k", 1).unwrap().allowed);
     }
@@ -125,7 +127,7 @@ fn the_servers_clock_decides_and_keys_expire_when_fresh() {
     assert!(ttl > 0 && ttl <= 1000, "{ttl}");
     // At an explicit time, the key lives exactly until its TAT: 1 unit of T = 1/3 s.
     limiter
-        .acquire_at(&mut redis, b"at", 1, 1_000 * SECOND)
+        .acquire_at(&mut redis, b"at", 1, Instant::from_nanos(1_000 * SECOND))
         .unwrap();
     let ttl: i64 = redis::cmd("PTTL")
         .arg(limiter.redis_key(b"at"))
@@ -133,7 +135,9 @@ fn the_servers_clock_decides_and_keys_expire_when_fresh() {
         .unwrap();
     assert!(ttl > 300 && ttl <= 334, "{ttl}");
     // A query writes nothing.
-    limiter.acquire_at(&mut redis, b"query", 0, SECOND).unwrap();
+    limiter
+        .acquire_at(&mut redis, b"query", 0, Instant::from_nanos(SECOND))
+        .unwrap();
     let exists: u64 = redis::cmd("EXISTS")
         .arg(limiter.redis_key(b"query"))
         .query(&mut redis)
@@ -147,13 +151,20 @@ fn a_flushed_script_is_loaded_again() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
-    let limiter = RedisLimiter::new(&Config::gcra(2, SECOND), "flush:").unwrap();
-    assert!(limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap().allowed);
+    let limiter = RedisLimiter::new(&Config::per_second(2), "flush:").unwrap();
+    assert!(
+        limiter
+            .acquire_at(&mut redis, b"k", 1, Instant::ZERO)
+            .unwrap()
+            .allowed
+    );
     redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query::<()>(&mut redis)
         .unwrap();
-    let second = limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap();
+    let second = limiter
+        .acquire_at(&mut redis, b"k", 1, Instant::ZERO)
+        .unwrap();
     assert_eq!((second.allowed, second.remaining), (true, 0));
 }
 
@@ -164,7 +175,7 @@ fn a_batch_decides_as_single_calls() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
-    let config = Config::gcra(3, SECOND);
+    let config = Config::per_second(3);
     let batched = RedisLimiter::new(&config, "batch:").unwrap();
     let single = RedisLimiter::new(&config, "single:").unwrap();
     let keys: Vec<Vec<u8>> = (0..20u8).map(|k| vec![b'k', k % 7]).collect();
@@ -176,9 +187,13 @@ fn a_batch_decides_as_single_calls() {
                 .query::<()>(&mut redis)
                 .unwrap();
         }
-        let decisions = batched.acquire_batch_at(&mut redis, &keys, 1, now).unwrap();
+        let decisions = batched
+            .acquire_batch_at(&mut redis, &keys, 1, Instant::from_nanos(now))
+            .unwrap();
         for (key, decision) in keys.iter().zip(decisions) {
-            let want = single.acquire_at(&mut redis, key, 1, now).unwrap();
+            let want = single
+                .acquire_at(&mut redis, key, 1, Instant::from_nanos(now))
+                .unwrap();
             assert_eq!(decision.unwrap(), want, "round {round}");
         }
     }
@@ -189,7 +204,7 @@ fn a_batch_decides_as_single_calls() {
         .query::<()>(&mut redis)
         .unwrap();
     let mixed = batched
-        .acquire_batch_at(&mut redis, &[b"fresh", b"list"], 1, 0)
+        .acquire_batch_at(&mut redis, &[b"fresh", b"list"], 1, Instant::ZERO)
         .unwrap();
     assert!(mixed[0].as_ref().unwrap().allowed);
     assert!(
@@ -198,7 +213,7 @@ fn a_batch_decides_as_single_calls() {
         mixed[1]
     );
     assert!(matches!(
-        batched.acquire_batch_at(&mut redis, &keys, 4, 0),
+        batched.acquire_batch_at(&mut redis, &keys, 4, Instant::ZERO),
         Err(RedisError::Rate(Error::InsufficientCapacity))
     ));
 }
@@ -211,10 +226,10 @@ fn a_batch_is_one_script_call() {
         return;
     };
     for (index, config) in [
-        Config::gcra(3, SECOND),
-        Config::fixed_window(3, SECOND),
-        Config::sliding_window(3, SECOND),
-        Config::sliding_log(3, SECOND),
+        Config::per_second(3),
+        Config::fixed_window(3, Duration::from_secs(1)),
+        Config::sliding_window(3, Duration::from_secs(1)),
+        Config::sliding_log(3, Duration::from_secs(1)),
     ]
     .iter()
     .enumerate()
@@ -226,14 +241,16 @@ fn a_batch_is_one_script_call() {
             .query::<()>(&mut redis)
             .unwrap();
         // Loads the script, so the count below is the batch's alone.
-        limiter.acquire_at(&mut redis, b"a", 0, SECOND).unwrap();
+        limiter
+            .acquire_at(&mut redis, b"a", 0, Instant::from_nanos(SECOND))
+            .unwrap();
         redis::cmd("CONFIG")
             .arg("RESETSTAT")
             .query::<()>(&mut redis)
             .unwrap();
         let keys: [&[u8]; 5] = [b"a", b"b", b"list", b"c", b"d"];
         let decisions = limiter
-            .acquire_batch_at(&mut redis, &keys, 2, SECOND)
+            .acquire_batch_at(&mut redis, &keys, 2, Instant::from_nanos(SECOND))
             .unwrap();
         let stats: String = redis::cmd("INFO")
             .arg("commandstats")
@@ -265,20 +282,34 @@ fn a_restarted_server_is_used_again() {
     let Some(mut server) = RedisServer::start() else {
         return;
     };
-    let limiter = RedisLimiter::new(&Config::gcra(1, SECOND), "restart:").unwrap();
+    let limiter = RedisLimiter::new(&Config::per_second(1), "restart:").unwrap();
     let mut redis = server.connection();
-    assert!(limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap().allowed);
+    assert!(
+        limiter
+            .acquire_at(&mut redis, b"k", 1, Instant::ZERO)
+            .unwrap()
+            .allowed
+    );
     server.stop();
     for _ in 0..3 {
-        let error = limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap_err();
+        let error = limiter
+            .acquire_at(&mut redis, b"k", 1, Instant::ZERO)
+            .unwrap_err();
         assert!(matches!(error, RedisError::Redis(_)), "{error}");
     }
     server.restart();
     let mut redis = server.connection();
     // The restarted server lost the key: the bucket is full again.
-    let decision = limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap();
+    let decision = limiter
+        .acquire_at(&mut redis, b"k", 1, Instant::ZERO)
+        .unwrap();
     assert_eq!((decision.allowed, decision.remaining), (true, 0));
-    assert!(!limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap().allowed);
+    assert!(
+        !limiter
+            .acquire_at(&mut redis, b"k", 1, Instant::ZERO)
+            .unwrap()
+            .allowed
+    );
 }
 
 /// Refusals before Redis, and Redis's own errors, are errors: never an admission.
@@ -288,10 +319,10 @@ fn failures_are_errors() {
         return;
     };
     assert!(matches!(
-        RedisLimiter::new(&Config::gcra(1, 1 << 53), "x"),
+        RedisLimiter::new(&Config::gcra(1, Duration::from_nanos(1 << 53)), "x"),
         Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
     ));
-    assert!(RedisLimiter::new(&Config::gcra(1, (1 << 53) - 1), "x").is_ok());
+    assert!(RedisLimiter::new(&Config::gcra(1, Duration::from_nanos((1 << 53) - 1)), "x").is_ok());
     // A rule that never refills has no script, even where a bucket refilling once per
     // 2⁶⁴/L ns would hold its numbers exactly (L = 2²⁰, burst 1: τ = 2⁴⁴).
     assert!(matches!(
@@ -300,24 +331,32 @@ fn failures_are_errors() {
     ));
     for algorithm in [Algorithm::FixedWindow, Algorithm::SlidingWindow] {
         assert!(matches!(
-            RedisLimiter::new(&Config::new(algorithm, 1, 1 << 53), "x"),
+            RedisLimiter::new(
+                &Config::new(algorithm, 1, Duration::from_nanos(1 << 53)),
+                "x"
+            ),
             Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
         ));
-        assert!(RedisLimiter::new(&Config::new(algorithm, 1, (1 << 53) - 1), "x").is_ok());
+        assert!(RedisLimiter::new(
+            &Config::new(algorithm, 1, Duration::from_nanos((1 << 53) - 1)),
+            "x"
+        )
+        .is_ok());
         // A reserve, even one that would not wait, is refused as in process.
-        let windows = RedisLimiter::new(&Config::new(algorithm, 2, SECOND), "x").unwrap();
+        let windows =
+            RedisLimiter::new(&Config::new(algorithm, 2, Duration::from_secs(1)), "x").unwrap();
         assert!(matches!(
-            windows.reserve_at(&mut redis, b"k", 1, 0, 0),
+            windows.reserve_at(&mut redis, b"k", 1, Instant::ZERO, Duration::ZERO),
             Err(RedisError::Rate(Error::Unsupported))
         ));
     }
     assert!(matches!(
-        RedisLimiter::new(&Config::gcra(0, SECOND), "x"),
+        RedisLimiter::new(&Config::per_second(0), "x"),
         Err(Error::InvalidConfig(ConfigError::ZeroLimit))
     ));
-    let limiter = RedisLimiter::new(&Config::gcra(2, SECOND), "fail:").unwrap();
+    let limiter = RedisLimiter::new(&Config::per_second(2), "fail:").unwrap();
     assert!(matches!(
-        limiter.acquire_at(&mut redis, b"k", 3, 0),
+        limiter.acquire_at(&mut redis, b"k", 3, Instant::ZERO),
         Err(RedisError::Rate(Error::InsufficientCapacity))
     ));
     // A key holding a list, and one holding a string that is no TAT.
@@ -327,7 +366,9 @@ fn failures_are_errors() {
         .arg("x")
         .query::<()>(&mut redis)
         .unwrap();
-    let error = limiter.acquire_at(&mut redis, b"list", 1, 0).unwrap_err();
+    let error = limiter
+        .acquire_at(&mut redis, b"list", 1, Instant::ZERO)
+        .unwrap_err();
     assert!(matches!(error, RedisError::Redis(_)), "{error}");
     let key = limiter.redis_key(b"text");
     redis::cmd("SET")
@@ -335,7 +376,9 @@ fn failures_are_errors() {
         .arg("12ab")
         .query::<()>(&mut redis)
         .unwrap();
-    let error = limiter.acquire_at(&mut redis, b"text", 1, 0).unwrap_err();
+    let error = limiter
+        .acquire_at(&mut redis, b"text", 1, Instant::ZERO)
+        .unwrap_err();
     assert!(error.to_string().contains("holds no GCRA state"), "{error}");
     // The server gone: the call fails within the connection's timeout.
     let url = server.url();
@@ -344,7 +387,9 @@ fn failures_are_errors() {
     assert!(client
         .get_connection_with_timeout(Duration::from_millis(200))
         .is_err());
-    let error = limiter.acquire_at(&mut redis, b"k", 1, 0).unwrap_err();
+    let error = limiter
+        .acquire_at(&mut redis, b"k", 1, Instant::ZERO)
+        .unwrap_err();
     assert!(matches!(error, RedisError::Redis(_)), "{error}");
 }
 
@@ -357,10 +402,10 @@ fn processes_on_one_server_admit_exactly_the_limit() {
         return;
     };
     let configs = [
-        Config::gcra(5, SECOND),
-        Config::fixed_window(5, SECOND),
-        Config::sliding_window(5, SECOND),
-        Config::sliding_log(5, SECOND),
+        Config::per_second(5),
+        Config::fixed_window(5, Duration::from_secs(1)),
+        Config::sliding_window(5, Duration::from_secs(1)),
+        Config::sliding_log(5, Duration::from_secs(1)),
     ];
     for (index, config) in configs.iter().enumerate() {
         let limiter = RedisLimiter::new(config, format!("hammer:{index}:")).unwrap();
@@ -374,8 +419,12 @@ fn processes_on_one_server_admit_exactly_the_limit() {
                             let mut admitted = 0;
                             for i in 0..80u64 {
                                 let key = format!("user-{}", (i + thread) % 10);
-                                let decision =
-                                    limiter.acquire_at(&mut redis, key.as_bytes(), 1, 7 * SECOND);
+                                let decision = limiter.acquire_at(
+                                    &mut redis,
+                                    key.as_bytes(),
+                                    1,
+                                    Instant::from_nanos(7 * SECOND),
+                                );
                                 admitted += u64::from(decision.unwrap().allowed);
                             }
                             admitted

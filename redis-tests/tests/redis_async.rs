@@ -33,10 +33,10 @@ async fn connect(server: &RedisServer) -> MultiplexedConnection {
 /// One configuration of each algorithm: 3 units a second.
 fn every_algorithm() -> [Config; 4] {
     [
-        Config::gcra(3, SECOND),
-        Config::fixed_window(3, SECOND),
-        Config::sliding_window(3, SECOND),
-        Config::sliding_log(3, SECOND),
+        Config::per_second(3),
+        Config::fixed_window(3, Duration::from_secs(1)),
+        Config::sliding_window(3, Duration::from_secs(1)),
+        Config::sliding_log(3, Duration::from_secs(1)),
     ]
 }
 
@@ -82,16 +82,34 @@ async fn decides_as_the_blocking_methods_and_in_process() {
             let (now, context) = (at * MS, format!("{config:?} step {step}"));
             let (want, got, blocking_got) = match max_wait {
                 None => (
-                    local.acquire_at(n, now),
-                    remote.acquire_at_async(&mut redis, b"k", n, now).await,
-                    sync.acquire_at(&mut blocking, b"k", n, now),
+                    local.acquire_at(n, librate::Instant::from_nanos(now)),
+                    remote
+                        .acquire_at_async(&mut redis, b"k", n, librate::Instant::from_nanos(now))
+                        .await,
+                    sync.acquire_at(&mut blocking, b"k", n, librate::Instant::from_nanos(now)),
                 ),
                 Some(wait) => (
-                    local.reserve_at(n, now, wait * MS),
+                    local.reserve_at(
+                        n,
+                        librate::Instant::from_nanos(now),
+                        Duration::from_nanos(wait * MS),
+                    ),
                     remote
-                        .reserve_at_async(&mut redis, b"k", n, now, wait * MS)
+                        .reserve_at_async(
+                            &mut redis,
+                            b"k",
+                            n,
+                            librate::Instant::from_nanos(now),
+                            Duration::from_nanos(wait * MS),
+                        )
                         .await,
-                    sync.reserve_at(&mut blocking, b"k", n, now, wait * MS),
+                    sync.reserve_at(
+                        &mut blocking,
+                        b"k",
+                        n,
+                        librate::Instant::from_nanos(now),
+                        Duration::from_nanos(wait * MS),
+                    ),
                 ),
             };
             assert_same(got, want.clone(), &context);
@@ -113,13 +131,17 @@ async fn assert_decides_as_in_process(
     for (round, &now) in times.iter().enumerate() {
         let got = if round % 2 == 0 {
             limiter
-                .acquire_batch_at_async(redis, keys, 1, now)
+                .acquire_batch_at_async(redis, keys, 1, librate::Instant::from_nanos(now))
                 .await
                 .unwrap()
         } else {
             let mut got = Vec::new();
             for key in keys {
-                got.push(limiter.acquire_at_async(redis, key, 1, now).await);
+                got.push(
+                    limiter
+                        .acquire_at_async(redis, key, 1, librate::Instant::from_nanos(now))
+                        .await,
+                );
             }
             got
         };
@@ -129,7 +151,11 @@ async fn assert_decides_as_in_process(
                 .entry(key)
                 .or_insert_with(|| Limiter::new(config).unwrap());
             let context = format!("{config:?} {key:?} round {round}");
-            assert_same(got, local.acquire_at(1, now), &context);
+            assert_same(
+                got,
+                local.acquire_at(1, librate::Instant::from_nanos(now)),
+                &context,
+            );
         }
     }
 }
@@ -150,7 +176,7 @@ async fn a_batch_decides_as_in_process() {
         assert_decides_as_in_process(&mut redis, &limiter, &keys, &times).await;
         assert!(matches!(
             limiter
-                .acquire_batch_at_async(&mut redis, &keys, 4, 0)
+                .acquire_batch_at_async(&mut redis, &keys, 4, librate::Instant::ZERO)
                 .await,
             Err(RedisError::Rate(Error::InsufficientCapacity))
         ));
@@ -169,7 +195,7 @@ async fn the_servers_clock_decides() {
         return;
     };
     let mut redis = connect(&server).await;
-    let limiter = Arc::new(RedisLimiter::new(&Config::gcra(3, SECOND), "clock:").unwrap());
+    let limiter = Arc::new(RedisLimiter::new(&Config::per_second(3), "clock:").unwrap());
     let tasks: Vec<_> = (0..2)
         .map(|_| {
             let (limiter, mut redis) = (Arc::clone(&limiter), redis.clone());
@@ -190,7 +216,7 @@ async fn the_servers_clock_decides() {
     assert!(!denied.allowed);
     assert!(denied.retry_after_ns > 0 && denied.retry_after_ns <= SECOND / 3);
     let queued = limiter
-        .reserve_async(&mut redis, b"k", 1, SECOND)
+        .reserve_async(&mut redis, b"k", 1, Duration::from_secs(1))
         .await
         .unwrap();
     assert!(queued.allowed);
@@ -218,7 +244,7 @@ async fn a_batch_is_one_script_call() {
             .unwrap();
         // A query loads the script and writes nothing.
         limiter
-            .acquire_at_async(&mut redis, b"a", 0, SECOND)
+            .acquire_at_async(&mut redis, b"a", 0, librate::Instant::from_nanos(SECOND))
             .await
             .unwrap();
         redis::cmd("CONFIG")
@@ -227,7 +253,7 @@ async fn a_batch_is_one_script_call() {
             .unwrap();
         let keys: [&[u8]; 5] = [b"a", b"b", b"list", b"c", b"d"];
         let decisions = limiter
-            .acquire_batch_at_async(&mut redis, &keys, 2, SECOND)
+            .acquire_batch_at_async(&mut redis, &keys, 2, librate::Instant::from_nanos(SECOND))
             .await
             .unwrap();
         assert_eq!(decisions.len(), keys.len());
@@ -239,7 +265,9 @@ async fn a_batch_is_one_script_call() {
             stats.contains("cmdstat_evalsha:calls=1,"),
             "{config:?}: {stats}"
         );
-        let fresh = Limiter::new(config).unwrap().acquire_at(2, SECOND);
+        let fresh = Limiter::new(config)
+            .unwrap()
+            .acquire_at(2, librate::Instant::from_nanos(SECOND));
         for (key, decision) in keys.iter().zip(decisions) {
             if *key == b"list" {
                 assert!(matches!(decision, Err(RedisError::Redis(_))), "{config:?}");
@@ -249,7 +277,7 @@ async fn a_batch_is_one_script_call() {
         }
         // Alone, the list key is the call's error.
         let alone = limiter
-            .acquire_at_async(&mut redis, b"list", 1, SECOND)
+            .acquire_at_async(&mut redis, b"list", 1, librate::Instant::from_nanos(SECOND))
             .await;
         assert!(matches!(alone, Err(RedisError::Redis(_))), "{config:?}");
     }
@@ -263,7 +291,7 @@ async fn a_flushed_script_is_loaded_again() {
         return;
     };
     let mut redis = connect(&server).await;
-    let config = Config::gcra(3, SECOND);
+    let config = Config::per_second(3);
     let limiter = RedisLimiter::new(&config, "flush:").unwrap();
     let keys: [&[u8]; 2] = [b"k", b"j"];
     let locals = keys.map(|_| Limiter::new(&config).unwrap());
@@ -280,18 +308,26 @@ async fn a_flushed_script_is_loaded_again() {
             .unwrap();
         let got = if batch {
             limiter
-                .acquire_batch_at_async(&mut redis, &keys, 1, 0)
+                .acquire_batch_at_async(&mut redis, &keys, 1, librate::Instant::ZERO)
                 .await
                 .unwrap()
         } else {
             let mut got = Vec::new();
             for key in keys {
-                got.push(limiter.acquire_at_async(&mut redis, key, 1, 0).await);
+                got.push(
+                    limiter
+                        .acquire_at_async(&mut redis, key, 1, librate::Instant::ZERO)
+                        .await,
+                );
             }
             got
         };
         for (got, local) in got.into_iter().zip(&locals) {
-            assert_same(got, local.acquire_at(1, 0), &format!("round {round}"));
+            assert_same(
+                got,
+                local.acquire_at(1, librate::Instant::ZERO),
+                &format!("round {round}"),
+            );
         }
         // Loaded once a round (the first round's call finds no script either), whichever
         // way Redis names the subcommand (7: `script|load`; 6: `script`).
@@ -312,11 +348,11 @@ async fn a_dead_server_is_an_error() {
     let Some(mut server) = RedisServer::start() else {
         return;
     };
-    let limiter = RedisLimiter::new(&Config::gcra(1, SECOND), "dead:").unwrap();
+    let limiter = RedisLimiter::new(&Config::per_second(1), "dead:").unwrap();
     let mut redis = connect(&server).await;
     assert!(
         limiter
-            .acquire_at_async(&mut redis, b"k", 1, 0)
+            .acquire_at_async(&mut redis, b"k", 1, librate::Instant::ZERO)
             .await
             .unwrap()
             .allowed
@@ -325,12 +361,12 @@ async fn a_dead_server_is_an_error() {
     let started = Instant::now();
     for _ in 0..3 {
         let error = limiter
-            .acquire_at_async(&mut redis, b"k", 1, 0)
+            .acquire_at_async(&mut redis, b"k", 1, librate::Instant::ZERO)
             .await
             .unwrap_err();
         assert!(matches!(error, RedisError::Redis(_)), "{error}");
         let error = limiter
-            .acquire_batch_at_async(&mut redis, &[b"k", b"j"], 1, 0)
+            .acquire_batch_at_async(&mut redis, &[b"k", b"j"], 1, librate::Instant::ZERO)
             .await
             .unwrap_err();
         assert!(matches!(error, RedisError::Redis(_)), "{error}");
@@ -339,7 +375,7 @@ async fn a_dead_server_is_an_error() {
     server.restart();
     let mut redis = connect(&server).await;
     let decision = limiter
-        .acquire_at_async(&mut redis, b"k", 1, 0)
+        .acquire_at_async(&mut redis, b"k", 1, librate::Instant::ZERO)
         .await
         .unwrap();
     assert_eq!((decision.allowed, decision.remaining), (true, 0));
@@ -355,7 +391,7 @@ async fn a_cluster_decides_slot_by_slot() {
     };
     let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
     let mut redis = client.get_async_connection().await.unwrap();
-    let limiter = RedisLimiter::new(&Config::gcra(2, SECOND), "cluster:async:").unwrap();
+    let limiter = RedisLimiter::new(&Config::per_second(2), "cluster:async:").unwrap();
     let names: Vec<String> = (0..30).map(|user| format!("user-{user}")).collect();
     let keys: Vec<&[u8]> = names.iter().map(|name| name.as_bytes()).collect();
     // The masters hold a third of the slots each: 30 keys land in every third.
@@ -391,15 +427,22 @@ async fn a_policy_decides_as_in_process_and_resets() {
         (3, 1_000),
         (1, 900),
     ] {
-        let got = remote.acquire_at_async(&mut redis, b"k", n, ms * MS).await;
-        match (got, local.acquire_at(n, ms * MS)) {
+        let got = remote
+            .acquire_at_async(&mut redis, b"k", n, librate::Instant::from_nanos(ms * MS))
+            .await;
+        match (
+            got,
+            local.acquire_at(n, librate::Instant::from_nanos(ms * MS)),
+        ) {
             (Ok(got), Ok(want)) => assert_eq!(got, want, "{n} at {ms} ms"),
             (Err(RedisError::Rate(got)), Err(want)) => assert_eq!(got, want),
             (got, want) => panic!("{n} at {ms} ms: {got:?} against {want:?}"),
         }
     }
     remote.reset_async(&mut redis, b"k").await.unwrap();
-    let fresh = remote.acquire_at_async(&mut redis, b"k", 3, 900 * MS).await;
+    let fresh = remote
+        .acquire_at_async(&mut redis, b"k", 3, librate::Instant::from_nanos(900 * MS))
+        .await;
     assert!(fresh.unwrap().decision.allowed);
     let other = remote.acquire_async(&mut redis, b"other", 3).await;
     assert!(other.unwrap().decision.allowed);
@@ -409,7 +452,9 @@ async fn a_policy_decides_as_in_process_and_resets() {
         if reset {
             limiter.reset_async(&mut redis, b"k").await.unwrap();
         }
-        let full = limiter.acquire_at_async(&mut redis, b"k", 3, 0).await;
+        let full = limiter
+            .acquire_at_async(&mut redis, b"k", 3, librate::Instant::ZERO)
+            .await;
         assert_eq!(full.unwrap().remaining, 0, "reset {reset}");
     }
 }

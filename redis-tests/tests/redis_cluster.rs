@@ -4,10 +4,10 @@
 
 mod common;
 
-use common::redis_server::RedisCluster;
 use common::SECOND;
+use common::{at, redis_server::RedisCluster};
 use librate::redis::{slot, RedisLimiter};
-use librate::{Config, Limiter};
+use librate::{Config, Instant, Limiter};
 
 /// 40 keys over three masters: each decides exactly as an in-process limiter of its own,
 /// and the Redis keys of one user under two prefixes share a slot (their hash tag).
@@ -18,24 +18,24 @@ fn keys_across_the_masters_decide_as_in_process() {
     };
     let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
     let mut redis = client.get_connection().unwrap();
-    let config = Config::gcra(2, SECOND);
+    let config = Config::per_second(2);
     let per_second = RedisLimiter::new(&config, "cluster:second:").unwrap();
-    let per_hour = RedisLimiter::new(&Config::gcra(100, 3600 * SECOND), "cluster:hour:").unwrap();
+    let per_hour = RedisLimiter::new(&Config::per_hour(100), "cluster:hour:").unwrap();
     let mut slots = std::collections::HashSet::new();
     for user in 0..40u64 {
         let key = format!("user-{user}");
         let local = Limiter::new(&config).unwrap();
         for step in 0..5u64 {
             let now = 1_000 * SECOND + step * SECOND / 3;
-            let want = local.acquire_at(1, now).unwrap();
+            let want = local.acquire_at(1, at(now)).unwrap();
             let got = per_second
-                .acquire_at(&mut redis, key.as_bytes(), 1, now)
+                .acquire_at(&mut redis, key.as_bytes(), 1, at(now))
                 .unwrap();
             assert_eq!(got, want, "{key} step {step}");
         }
         assert!(
             per_hour
-                .acquire_at(&mut redis, key.as_bytes(), 1, 0)
+                .acquire_at(&mut redis, key.as_bytes(), 1, Instant::ZERO)
                 .unwrap()
                 .allowed
         );
@@ -113,7 +113,7 @@ fn batches_across_the_masters_decide_as_in_process() {
     };
     let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
     let mut redis = client.get_connection().unwrap();
-    let config = Config::gcra(2, SECOND);
+    let config = Config::per_second(2);
     let limiter = RedisLimiter::new(&config, "cluster:batch:").unwrap();
     let names: Vec<String> = (0..30).map(|user| format!("user-{user}")).collect();
     let keys: Vec<&[u8]> = names.iter().map(|name| name.as_bytes()).collect();
@@ -128,12 +128,14 @@ fn batches_across_the_masters_decide_as_in_process() {
         .collect();
     for step in 0..5u64 {
         let now = 1_000 * SECOND + step * SECOND / 3;
-        let got = limiter.acquire_batch_at(&mut redis, &keys, 1, now).unwrap();
+        let got = limiter
+            .acquire_batch_at(&mut redis, &keys, 1, at(now))
+            .unwrap();
         assert_eq!(got.len(), keys.len());
         for ((name, local), got) in names.iter().zip(&locals).zip(got) {
             assert_eq!(
                 got.unwrap(),
-                local.acquire_at(1, now).unwrap(),
+                local.acquire_at(1, at(now)).unwrap(),
                 "{name} step {step}"
             );
         }

@@ -9,7 +9,8 @@ use common::redis_replay::replay;
 use common::redis_server::server;
 use common::{decision, Rng, MS, SECOND};
 use librate::redis::{RedisError, RedisLimiter};
-use librate::{Config, ConfigError, Decision, Error, Limiter};
+use librate::{Config, ConfigError, Decision, Error, Instant, Limiter};
+use std::time::Duration;
 
 /// The sliding log on Redis: random configurations (L from 1 to 50, some larger, a few at
 /// the cap 2^20; periods from about one unit a nanosecond, where the in-process bound on
@@ -37,7 +38,7 @@ fn sliding_log_decides_as_the_in_process_limiter() {
             1 => (1 << 53) - 1 - rng.below(SECOND),
             _ => rng.range(1, 10 * SECOND),
         };
-        let config = Config::sliding_log(limit, period);
+        let config = Config::sliding_log(limit, Duration::from_nanos(period));
         if let Err(error) = Limiter::new(&config) {
             let refused = RedisLimiter::new(&config, "x").err();
             assert_eq!(refused, Some(error), "{config:?}");
@@ -74,27 +75,60 @@ fn sliding_log_durations_near_2_52_are_exact() {
         for (d, back) in distances.into_iter().enumerate() {
             let now = t0 - back;
             let span = back + period;
-            let two = RedisLimiter::new(&Config::sliding_log(2, period), format!("near{p}:{d}:"));
+            let two = RedisLimiter::new(
+                &Config::sliding_log(2, Duration::from_nanos(period)),
+                format!("near{p}:{d}:"),
+            );
             let two = two.unwrap();
-            assert!(two.acquire_at(&mut redis, b"k", 1, t0).unwrap().allowed);
-            let admitted = two.acquire_at(&mut redis, b"k", 1, now).unwrap();
+            assert!(
+                two.acquire_at(&mut redis, b"k", 1, Instant::from_nanos(t0))
+                    .unwrap()
+                    .allowed
+            );
+            let admitted = two
+                .acquire_at(&mut redis, b"k", 1, Instant::from_nanos(now))
+                .unwrap();
             assert_eq!(admitted, decision(true, 2, 0, 0, span), "{period} {back}");
-            let queried = two.acquire_at(&mut redis, b"k", 0, now).unwrap();
+            let queried = two
+                .acquire_at(&mut redis, b"k", 0, Instant::from_nanos(now))
+                .unwrap();
             assert_eq!(queried, decision(true, 2, 0, 0, span), "{period} {back}");
 
-            let one = RedisLimiter::new(&Config::sliding_log(1, period), format!("far{p}:{d}:"));
+            let one = RedisLimiter::new(
+                &Config::sliding_log(1, Duration::from_nanos(period)),
+                format!("far{p}:{d}:"),
+            );
             let one = one.unwrap();
-            assert!(one.acquire_at(&mut redis, b"k", 1, t0).unwrap().allowed);
-            let denied = one.acquire_at(&mut redis, b"k", 1, now).unwrap();
+            assert!(
+                one.acquire_at(&mut redis, b"k", 1, Instant::from_nanos(t0))
+                    .unwrap()
+                    .allowed
+            );
+            let denied = one
+                .acquire_at(&mut redis, b"k", 1, Instant::from_nanos(now))
+                .unwrap();
             assert_eq!(denied, decision(false, 1, 0, span, span), "{period} {back}");
         }
     }
     // Later than the entry, by 4.5·10⁶ s (still in the log of P = 2⁵² − 1 ns, which ends
     // 3,599,627,370,495 ns later) and by P (gone: at or before now − P).
     let period = (1 << 52) - 1;
-    let limiter = RedisLimiter::new(&Config::sliding_log(2, period), "later:").unwrap();
-    assert!(limiter.acquire_at(&mut redis, b"k", 1, t0).unwrap().allowed);
-    let mut later = |at| limiter.acquire_at(&mut redis, b"k", 0, t0 + at).unwrap();
+    let limiter = RedisLimiter::new(
+        &Config::sliding_log(2, Duration::from_nanos(period)),
+        "later:",
+    )
+    .unwrap();
+    assert!(
+        limiter
+            .acquire_at(&mut redis, b"k", 1, Instant::from_nanos(t0))
+            .unwrap()
+            .allowed
+    );
+    let mut later = |at: u64| {
+        limiter
+            .acquire_at(&mut redis, b"k", 0, Instant::from_nanos(t0 + at))
+            .unwrap()
+    };
     let kept = decision(true, 2, 1, 0, 3_599_627_370_495);
     assert_eq!(later(4_500_000 * SECOND), kept);
     assert_eq!(later(period), decision(true, 2, 2, 0, 0));
@@ -107,8 +141,13 @@ fn sliding_log_example() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
-    let limiter = RedisLimiter::new(&Config::sliding_log(2, 60 * SECOND), "example:").unwrap();
-    let mut at = |s: u64| limiter.acquire_at(&mut redis, b"k", 1, s * SECOND).unwrap();
+    let limiter =
+        RedisLimiter::new(&Config::sliding_log(2, Duration::from_secs(60)), "example:").unwrap();
+    let mut at = |s: u64| {
+        limiter
+            .acquire_at(&mut redis, b"k", 1, Instant::from_nanos(s * SECOND))
+            .unwrap()
+    };
     let decision = |allowed, remaining, retry_after_s: u64, reset_after_s: u64| Decision {
         allowed,
         limit: 2,
@@ -132,15 +171,23 @@ fn sliding_log_refuses_reserves() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
-    let config = Config::sliding_log(3, SECOND);
+    let config = Config::sliding_log(3, Duration::from_secs(1));
     let local = Limiter::new(&config).unwrap();
     let remote = RedisLimiter::new(&config, "reserve:").unwrap();
     for n in [0, 1, 3, 4] {
-        let want = local.reserve_at(n, SECOND, 1).unwrap_err();
+        let want = local
+            .reserve_at(n, Instant::from_nanos(SECOND), Duration::from_nanos(1))
+            .unwrap_err();
         assert_eq!(want, Error::Unsupported);
-        let got = remote.reserve_at(&mut redis, b"k", n, SECOND, 1);
+        let got = remote.reserve_at(
+            &mut redis,
+            b"k",
+            n,
+            Instant::from_nanos(SECOND),
+            Duration::from_nanos(1),
+        );
         assert!(matches!(got, Err(RedisError::Rate(error)) if error == want));
-        let got = remote.reserve(&mut redis, b"k", n, u64::MAX);
+        let got = remote.reserve(&mut redis, b"k", n, Duration::from_nanos(u64::MAX));
         assert!(matches!(got, Err(RedisError::Rate(Error::Unsupported))));
     }
     assert_eq!(pttl(&mut redis, &remote, b"k"), -2);
@@ -162,18 +209,19 @@ fn sliding_log_keys_expire_with_their_newest_entry() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
-    let limiter = RedisLimiter::new(&Config::sliding_log(2, 10 * SECOND), "expiry:").unwrap();
+    let limiter =
+        RedisLimiter::new(&Config::sliding_log(2, Duration::from_secs(10)), "expiry:").unwrap();
     let within = |ttl: i64, ms: i64| ttl > ms - 200 && ttl <= ms;
     assert!(
         limiter
-            .acquire_at(&mut redis, b"k", 0, 100 * SECOND)
+            .acquire_at(&mut redis, b"k", 0, Instant::from_nanos(100 * SECOND))
             .unwrap()
             .allowed
     );
     assert_eq!(pttl(&mut redis, &limiter, b"k"), -2);
     assert!(
         limiter
-            .acquire_at(&mut redis, b"k", 1, 100 * SECOND)
+            .acquire_at(&mut redis, b"k", 1, Instant::from_nanos(100 * SECOND))
             .unwrap()
             .allowed
     );
@@ -181,32 +229,33 @@ fn sliding_log_keys_expire_with_their_newest_entry() {
     assert!(within(ttl, 10_000), "{ttl}");
     // From 5 s before the latest entry: logged at 100 s, which expires 15 s later.
     let past = limiter
-        .acquire_at(&mut redis, b"k", 1, 95 * SECOND)
+        .acquire_at(&mut redis, b"k", 1, Instant::from_nanos(95 * SECOND))
         .unwrap();
     assert_eq!((past.allowed, past.reset_after_ns), (true, 15 * SECOND));
     let ttl = pttl(&mut redis, &limiter, b"k");
     assert!(within(ttl, 15_000), "{ttl}");
     // Full: a denial and a query at 101.5 s leave the expiry as it was.
     let denied = limiter
-        .acquire_at(&mut redis, b"k", 1, 101_500 * MS)
+        .acquire_at(&mut redis, b"k", 1, Instant::from_nanos(101_500 * MS))
         .unwrap();
     assert!(!denied.allowed);
     limiter
-        .acquire_at(&mut redis, b"k", 0, 101_500 * MS)
+        .acquire_at(&mut redis, b"k", 0, Instant::from_nanos(101_500 * MS))
         .unwrap();
     let ttl = pttl(&mut redis, &limiter, b"k");
     assert!(within(ttl, 15_000), "{ttl}");
     // At 110 s + 1 ns both entries have left: 2 more admitted, the key lives 10 s again.
     assert!(
         limiter
-            .acquire_at(&mut redis, b"k", 2, 110 * SECOND + 1)
+            .acquire_at(&mut redis, b"k", 2, Instant::from_nanos(110 * SECOND + 1))
             .unwrap()
             .allowed
     );
     let ttl = pttl(&mut redis, &limiter, b"k");
     assert!(within(ttl, 10_000), "{ttl}");
     // By the server's clock: 2 admitted, the 3rd denied within the period.
-    let limiter = RedisLimiter::new(&Config::sliding_log(2, SECOND), "clock:").unwrap();
+    let limiter =
+        RedisLimiter::new(&Config::sliding_log(2, Duration::from_secs(1)), "clock:").unwrap();
     for _ in 0..2 {
         assert!(limiter.acquire(&mut redis, b"k", 1).unwrap().allowed);
     }
@@ -226,21 +275,27 @@ fn sliding_log_bounds_and_foreign_state() {
     };
     let not_exact = Error::InvalidConfig(ConfigError::NotExactOnRedis);
     for (period, refused) in [(1 << 53, Some(not_exact)), ((1 << 53) - 1, None)] {
-        let made = RedisLimiter::new(&Config::sliding_log(1, period), "x");
+        let made = RedisLimiter::new(&Config::sliding_log(1, Duration::from_nanos(period)), "x");
         assert_eq!(made.err(), refused);
     }
-    let config = Config::sliding_log(1 << 20, 2 * MS);
+    let config = Config::sliding_log(1 << 20, Duration::from_millis(2));
     let local = Limiter::new(&config).unwrap();
     let remote = RedisLimiter::new(&config, "dense:").unwrap();
     for (n, now) in [(1 << 20, u64::MAX - MS), (5, u64::MAX - 1), (7, u64::MAX)] {
-        let want = local.acquire_at(n, now).unwrap();
-        assert_eq!(remote.acquire_at(&mut redis, b"k", n, now).unwrap(), want);
+        let want = local.acquire_at(n, Instant::from_nanos(now)).unwrap();
+        assert_eq!(
+            remote
+                .acquire_at(&mut redis, b"k", n, Instant::from_nanos(now))
+                .unwrap(),
+            want
+        );
     }
 
-    let limiter = RedisLimiter::new(&Config::sliding_log(3, SECOND), "foreign:").unwrap();
+    let limiter =
+        RedisLimiter::new(&Config::sliding_log(3, Duration::from_secs(1)), "foreign:").unwrap();
     assert!(
         limiter
-            .acquire_at(&mut redis, b"good", 2, SECOND)
+            .acquire_at(&mut redis, b"good", 2, Instant::from_nanos(SECOND))
             .unwrap()
             .allowed
     );
@@ -272,7 +327,7 @@ fn sliding_log_bounds_and_foreign_state() {
             .unwrap();
         // bad_ns (slot 0's nanoseconds) is found when the denial reads that slot.
         let error = limiter
-            .acquire_at(&mut redis, name.as_bytes(), 2, SECOND)
+            .acquire_at(&mut redis, name.as_bytes(), 2, Instant::from_nanos(SECOND))
             .unwrap_err();
         assert!(
             error.to_string().contains("holds no sliding log state"),
@@ -285,6 +340,8 @@ fn sliding_log_bounds_and_foreign_state() {
         .arg(1)
         .query::<()>(&mut redis)
         .unwrap();
-    let error = limiter.acquire_at(&mut redis, b"hash", 1, 0).unwrap_err();
+    let error = limiter
+        .acquire_at(&mut redis, b"hash", 1, Instant::ZERO)
+        .unwrap_err();
     assert!(matches!(error, RedisError::Redis(_)), "{error}");
 }

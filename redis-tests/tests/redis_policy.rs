@@ -9,7 +9,8 @@ use common::redis_replay::Unexpiring;
 use common::redis_server::{server, RedisCluster, RedisServer};
 use common::{random_rule, Rng, MS, SECOND};
 use librate::redis::{slot, RedisError, RedisLimiter, RedisPolicy};
-use librate::{Config, ConfigError, Decision, Error, Policy};
+use librate::{Config, ConfigError, Decision, Error, Instant, Policy};
+use std::time::Duration;
 
 /// Random policies of 1 to 8 rules of any mix, each under a prefix of its own; random costs
 /// (0 to one past the least limit) at random times (forward, and back one time in five):
@@ -41,15 +42,15 @@ fn policies_decide_as_the_in_process_policy() {
             };
             let n = rng.below(local.limit() + 2);
             let context = format!("case {case} step {step}: n {n} at {now}, {rules:?}");
-            let mut got = remote.acquire_at(&mut redis, b"k", n, now);
+            let mut got = remote.acquire_at(&mut redis, b"k", n, Instant::from_nanos(now));
             while matches!(&got, Ok(admitted) if admitted.decision.allowed && n > 0)
                 && redis.expired()
             {
                 // A key expired between the script and `PERSIST`: again.
                 redis.undo();
-                got = remote.acquire_at(&mut redis, b"k", n, now);
+                got = remote.acquire_at(&mut redis, b"k", n, Instant::from_nanos(now));
             }
-            match (local.acquire_at(n, now), got) {
+            match (local.acquire_at(n, Instant::from_nanos(now)), got) {
                 (Ok(want), Ok(got)) => {
                     assert_eq!(got.decision, want.decision, "{context}");
                     assert_eq!(got.denied_by, want.denied_by, "{context}");
@@ -72,13 +73,17 @@ fn two_a_second_and_three_a_minute() {
     };
     let policy = RedisPolicy::new(
         &[
-            Config::gcra(2, SECOND),
-            Config::fixed_window(3, 60 * SECOND),
+            Config::per_second(2),
+            Config::fixed_window(3, Duration::from_secs(60)),
         ],
         "doc:",
     )
     .unwrap();
-    let mut at = |n: u64, now: u64| policy.acquire_at(&mut redis, b"bob", n, now).unwrap();
+    let mut at = |n: u64, now: u64| {
+        policy
+            .acquire_at(&mut redis, b"bob", n, Instant::from_nanos(now))
+            .unwrap()
+    };
     let first = at(1, 0);
     // GCRA: T = 500 ms, τ = 1 s; a TAT of 500 ms leaves one unit. The window: 2 left
     // until 60 s.
@@ -150,10 +155,10 @@ fn connections_admit_exactly_the_tightest_limit() {
         let mut limits = [40; 4];
         limits[tightest] = 30;
         let rules = [
-            Config::gcra(limits[0], 3600 * SECOND),
-            Config::fixed_window(limits[1], 3600 * SECOND),
-            Config::sliding_window(limits[2], 3600 * SECOND),
-            Config::sliding_log(limits[3], 3600 * SECOND),
+            Config::per_hour(limits[0]),
+            Config::fixed_window(limits[1], Duration::from_secs(3600)),
+            Config::sliding_window(limits[2], Duration::from_secs(3600)),
+            Config::sliding_log(limits[3], Duration::from_secs(3600)),
         ];
         let policy = RedisPolicy::new(&rules, format!("hammer:{tightest}:")).unwrap();
         let admitted: u64 = std::thread::scope(|scope| {
@@ -164,7 +169,12 @@ fn connections_admit_exactly_the_tightest_limit() {
                         (0..25)
                             .filter(|_| {
                                 let decision = policy
-                                    .acquire_at(&mut redis, b"shared", 1, 5 * SECOND)
+                                    .acquire_at(
+                                        &mut redis,
+                                        b"shared",
+                                        1,
+                                        Instant::from_nanos(5 * SECOND),
+                                    )
                                     .unwrap();
                                 decision.decision.allowed
                             })
@@ -178,7 +188,7 @@ fn connections_admit_exactly_the_tightest_limit() {
         // Every denial took nothing: each other rule holds exactly the 30 admitted.
         let mut redis = server.connection();
         let state = policy
-            .acquire_at(&mut redis, b"shared", 0, 5 * SECOND)
+            .acquire_at(&mut redis, b"shared", 0, Instant::from_nanos(5 * SECOND))
             .unwrap();
         for (index, rule) in state.rules().iter().enumerate() {
             assert_eq!(rule.remaining, limits[index] - 30, "rule {index}");
@@ -194,22 +204,25 @@ fn reset_lifts_a_keys_limit() {
         return;
     };
     let rules = [
-        Config::gcra(2, 60 * SECOND),
-        Config::fixed_window(3, 60 * SECOND),
-        Config::sliding_window(3, 60 * SECOND),
-        Config::sliding_log(3, 60 * SECOND),
+        Config::per_minute(2),
+        Config::fixed_window(3, Duration::from_secs(60)),
+        Config::sliding_window(3, Duration::from_secs(60)),
+        Config::sliding_log(3, Duration::from_secs(60)),
     ];
     let policy = RedisPolicy::new(&rules, "reset:").unwrap();
     for key in [&b"alice"[..], b"bob"] {
         assert!(
             policy
-                .acquire_at(&mut redis, key, 2, 0)
+                .acquire_at(&mut redis, key, 2, Instant::ZERO)
                 .unwrap()
                 .decision
                 .allowed
         );
         assert_eq!(
-            policy.acquire_at(&mut redis, key, 1, 0).unwrap().denied_by,
+            policy
+                .acquire_at(&mut redis, key, 1, Instant::ZERO)
+                .unwrap()
+                .denied_by,
             Some(0)
         );
     }
@@ -221,14 +234,16 @@ fn reset_lifts_a_keys_limit() {
             .unwrap();
         assert!(!exists);
     }
-    let fresh = policy.acquire_at(&mut redis, b"alice", 2, 0).unwrap();
+    let fresh = policy
+        .acquire_at(&mut redis, b"alice", 2, Instant::ZERO)
+        .unwrap();
     assert!(fresh.decision.allowed);
     // Full before the request: each rule's limit less the 2 taken.
     let remaining: Vec<u64> = fresh.rules().iter().map(|rule| rule.remaining).collect();
     assert_eq!(remaining, [0, 1, 1, 1]);
     assert_eq!(
         policy
-            .acquire_at(&mut redis, b"bob", 1, 0)
+            .acquire_at(&mut redis, b"bob", 1, Instant::ZERO)
             .unwrap()
             .denied_by,
         Some(0)
@@ -236,20 +251,29 @@ fn reset_lifts_a_keys_limit() {
     // Resetting a key with no state is no error.
     policy.reset(&mut redis, b"carol").unwrap();
 
-    let limiter = RedisLimiter::new(&Config::fixed_window(1, 60 * SECOND), "reset:one:").unwrap();
+    let limiter = RedisLimiter::new(
+        &Config::fixed_window(1, Duration::from_secs(60)),
+        "reset:one:",
+    )
+    .unwrap();
     for key in [&b"alice"[..], b"bob"] {
-        assert!(limiter.acquire_at(&mut redis, key, 1, 0).unwrap().allowed);
+        assert!(
+            limiter
+                .acquire_at(&mut redis, key, 1, Instant::ZERO)
+                .unwrap()
+                .allowed
+        );
     }
     limiter.reset(&mut redis, b"alice").unwrap();
     assert!(
         limiter
-            .acquire_at(&mut redis, b"alice", 1, 0)
+            .acquire_at(&mut redis, b"alice", 1, Instant::ZERO)
             .unwrap()
             .allowed
     );
     assert!(
         !limiter
-            .acquire_at(&mut redis, b"bob", 1, 0)
+            .acquire_at(&mut redis, b"bob", 1, Instant::ZERO)
             .unwrap()
             .allowed
     );
@@ -260,7 +284,10 @@ fn reset_lifts_a_keys_limit() {
 /// limit.
 #[test]
 fn keys_and_refusals() {
-    let rules = [Config::gcra(5, SECOND), Config::sliding_log(3, SECOND)];
+    let rules = [
+        Config::per_second(5),
+        Config::sliding_log(3, Duration::from_secs(1)),
+    ];
     let policy = RedisPolicy::new(&rules, "api:").unwrap();
     assert_eq!(
         policy.redis_keys(b"bob"),
@@ -281,18 +308,35 @@ fn keys_and_refusals() {
     }
     for count in [0, 9] {
         assert!(matches!(
-            RedisPolicy::new(&vec![Config::gcra(1, SECOND); count], "x"),
+            RedisPolicy::new(&vec![Config::per_second(1); count], "x"),
             Err(Error::InvalidConfig(ConfigError::PolicyRules { rules })) if rules == count
         ));
     }
     assert!(matches!(
-        RedisPolicy::new(&[rules[0], Config::fixed_window(1, 1 << 53)], "x"),
-        Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
+        RedisPolicy::new(
+            &[
+                rules[0],
+                Config::fixed_window(1, Duration::from_nanos(1 << 53))
+            ],
+            "x"
+        ),
+        Err(Error::InvalidConfig(ConfigError::PolicyRule { rule: 1, why }))
+            if *why == ConfigError::NotExactOnRedis
     ));
+    // The invalid rule is named, as in process (docs/policies.md).
+    let zero = RedisPolicy::new(
+        &[rules[0], Config::fixed_window(0, Duration::from_secs(1))],
+        "x",
+    );
     assert!(matches!(
-        RedisPolicy::new(&[rules[0], Config::fixed_window(0, SECOND)], "x"),
-        Err(Error::InvalidConfig(ConfigError::ZeroLimit))
+        &zero,
+        Err(Error::InvalidConfig(ConfigError::PolicyRule { rule: 1, why }))
+            if **why == ConfigError::ZeroLimit
     ));
+    assert_eq!(
+        zero.err().unwrap().to_string(),
+        "invalid configuration: rule 1: limit 0: must be at least 1"
+    );
     assert_eq!(policy.limit(), 3);
 }
 
@@ -305,13 +349,13 @@ fn failures_are_errors() {
         return;
     };
     let rules = [
-        Config::gcra(2, SECOND),
-        Config::fixed_window(2, SECOND),
-        Config::sliding_log(2, SECOND),
+        Config::per_second(2),
+        Config::fixed_window(2, Duration::from_secs(1)),
+        Config::sliding_log(2, Duration::from_secs(1)),
     ];
     let policy = RedisPolicy::new(&rules, "fail:").unwrap();
     assert!(matches!(
-        policy.acquire_at(&mut redis, b"k", 3, 0),
+        policy.acquire_at(&mut redis, b"k", 3, Instant::ZERO),
         Err(RedisError::Rate(Error::InsufficientCapacity))
     ));
     for wrong in 0..rules.len() {
@@ -323,7 +367,7 @@ fn failures_are_errors() {
             .exec(&mut redis)
             .unwrap();
         let error = policy
-            .acquire_at(&mut redis, key.as_bytes(), 1, 0)
+            .acquire_at(&mut redis, key.as_bytes(), 1, Instant::ZERO)
             .unwrap_err();
         assert!(matches!(error, RedisError::Redis(_)), "{error}");
         let written: usize = redis::cmd("EXISTS")
@@ -338,7 +382,9 @@ fn failures_are_errors() {
         .arg("12ab")
         .exec(&mut redis)
         .unwrap();
-    let error = policy.acquire_at(&mut redis, b"text", 1, 0).unwrap_err();
+    let error = policy
+        .acquire_at(&mut redis, b"text", 1, Instant::ZERO)
+        .unwrap_err();
     assert!(
         error.to_string().contains("holds no fixed window state"),
         "{error}"
@@ -347,7 +393,7 @@ fn failures_are_errors() {
     redis::cmd("SCRIPT").arg("FLUSH").exec(&mut redis).unwrap();
     assert!(
         policy
-            .acquire_at(&mut redis, b"k", 2, 0)
+            .acquire_at(&mut redis, b"k", 2, Instant::ZERO)
             .unwrap()
             .decision
             .allowed
@@ -362,7 +408,9 @@ fn failures_are_errors() {
     );
 
     drop(server);
-    let error = policy.acquire_at(&mut redis, b"k", 1, 0).unwrap_err();
+    let error = policy
+        .acquire_at(&mut redis, b"k", 1, Instant::ZERO)
+        .unwrap_err();
     assert!(matches!(error, RedisError::Redis(_)), "{error}");
     assert!(policy.reset(&mut redis, b"k").is_err());
 }
@@ -377,8 +425,8 @@ fn policies_on_a_cluster() {
     let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
     let mut redis = client.get_connection().unwrap();
     let rules = [
-        Config::gcra(2, SECOND),
-        Config::sliding_window(3, 10 * SECOND),
+        Config::per_second(2),
+        Config::sliding_window(3, Duration::from_secs(10)),
     ];
     let policy = RedisPolicy::new(&rules, "cluster:policy:").unwrap();
     let mut masters = std::collections::HashSet::new();
@@ -387,9 +435,9 @@ fn policies_on_a_cluster() {
         let local = Policy::new(&rules).unwrap();
         for step in 0..5u64 {
             let now = 1_000 * SECOND + step * SECOND / 4;
-            let want = local.acquire_at(1, now).unwrap();
+            let want = local.acquire_at(1, Instant::from_nanos(now)).unwrap();
             let got = policy
-                .acquire_at(&mut redis, key.as_bytes(), 1, now)
+                .acquire_at(&mut redis, key.as_bytes(), 1, Instant::from_nanos(now))
                 .unwrap();
             assert_eq!(got, want, "{key} step {step}");
         }
@@ -397,7 +445,12 @@ fn policies_on_a_cluster() {
         policy.reset(&mut redis, key.as_bytes()).unwrap();
         assert!(
             policy
-                .acquire_at(&mut redis, key.as_bytes(), 2, 1_000 * SECOND)
+                .acquire_at(
+                    &mut redis,
+                    key.as_bytes(),
+                    2,
+                    Instant::from_nanos(1_000 * SECOND)
+                )
                 .unwrap()
                 .decision
                 .allowed
@@ -415,8 +468,8 @@ fn readme_example() -> Result<(), Box<dyn std::error::Error>> {
     };
     let policy = RedisPolicy::new(
         &[
-            Config::gcra(10, SECOND),
-            Config::fixed_window(1_000, 86_400 * SECOND),
+            Config::per_second(10),
+            Config::fixed_window(1_000, Duration::from_secs(86_400)),
         ],
         "api:",
     )?;

@@ -10,6 +10,7 @@ use common::redis_server::server;
 use common::SECOND;
 use librate::redis::{PolicyScript, Script};
 use librate::Config;
+use std::time::Duration;
 
 /// A time near now: 2.5 s after 0, halfway into a 1 s window.
 const NEAR: &str = "2500000000";
@@ -81,22 +82,22 @@ fn each_limiter_script_alone() {
     // Sliding log, 5 a second: 3 left, and the 2 logged now expire in 1 s.
     let cases = [
         (
-            Config::gcra(10, 10 * SECOND),
+            Config::gcra(10, Duration::from_secs(10)),
             [1, 10, 8, 0, 2 * SECOND, 0],
             2 * SECOND,
         ),
         (
-            Config::fixed_window(5, SECOND),
+            Config::fixed_window(5, Duration::from_secs(1)),
             [1, 5, 3, 0, SECOND / 2, 0],
             SECOND,
         ),
         (
-            Config::sliding_window(5, SECOND),
+            Config::sliding_window(5, Duration::from_secs(1)),
             [1, 5, 3, 0, 3 * SECOND / 2, 0],
             2 * SECOND,
         ),
         (
-            Config::sliding_log(5, SECOND),
+            Config::sliding_log(5, Duration::from_secs(1)),
             [1, 5, 3, 0, SECOND, 0],
             SECOND,
         ),
@@ -124,8 +125,8 @@ fn the_policy_script_alone() {
         return;
     };
     let rules = [
-        Config::gcra(10, 10 * SECOND),
-        Config::fixed_window(5, SECOND),
+        Config::gcra(10, Duration::from_secs(10)),
+        Config::fixed_window(5, Duration::from_secs(1)),
     ];
     let script = PolicyScript::of(&rules).unwrap();
     // The rule count, then each rule's algorithm number and configuration.

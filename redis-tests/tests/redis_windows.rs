@@ -9,7 +9,8 @@ use common::redis_replay::{replay, MAX_STATE};
 use common::redis_server::server;
 use common::{Rng, MS, SECOND};
 use librate::redis::{RedisError, RedisLimiter};
-use librate::{Algorithm, Config, ConfigError, Decision, Error, Limiter};
+use librate::{Algorithm, Config, ConfigError, Decision, Error, Instant, Limiter};
+use std::time::Duration;
 
 /// The fixed window's doc example (src/algorithm/fixed_window.rs) on Redis: 2 per minute;
 /// 0:24 and 0:36 admitted, 0:49 denied until 1:00, 1:12 admitted.
@@ -18,8 +19,14 @@ fn fixed_window_doc_example() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
-    let limiter = RedisLimiter::new(&Config::fixed_window(2, 60 * SECOND), "fixed:").unwrap();
-    let mut at = |seconds| in_seconds(2, limiter.acquire_at(&mut redis, b"k", 1, seconds * SECOND));
+    let limiter =
+        RedisLimiter::new(&Config::fixed_window(2, Duration::from_secs(60)), "fixed:").unwrap();
+    let mut at = |seconds: u64| {
+        in_seconds(
+            2,
+            limiter.acquire_at(&mut redis, b"k", 1, Instant::from_nanos(seconds * SECOND)),
+        )
+    };
     // (allowed, remaining, retry_after, reset_after). Window [0, 60 s): reset at 1:00.
     assert_eq!(at(24), (true, 1, 0, 36));
     assert_eq!(at(36), (true, 0, 0, 24));
@@ -40,11 +47,15 @@ fn sliding_window_doc_example() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
-    let limiter = RedisLimiter::new(&Config::sliding_window(10, 60 * SECOND), "sliding:").unwrap();
-    let mut at = |n, seconds| {
+    let limiter = RedisLimiter::new(
+        &Config::sliding_window(10, Duration::from_secs(60)),
+        "sliding:",
+    )
+    .unwrap();
+    let mut at = |n, seconds: u64| {
         in_seconds(
             10,
-            limiter.acquire_at(&mut redis, b"k", n, seconds * SECOND),
+            limiter.acquire_at(&mut redis, b"k", n, Instant::from_nanos(seconds * SECOND)),
         )
     };
     // (allowed, remaining, retry_after, reset_after). Window 0: nothing before it. Both
@@ -123,7 +134,11 @@ fn windows_decide_as_the_in_process_limiter() {
             _ => EXACT - rng.range(1, 1 << 20) + u64::from(rng.chance(5)),
         };
         let Some(largest) = largest_window_limit(period) else {
-            assert!(RedisLimiter::new(&Config::new(algorithm, 1, period), "x").is_err());
+            assert!(RedisLimiter::new(
+                &Config::new(algorithm, 1, Duration::from_nanos(period)),
+                "x"
+            )
+            .is_err());
             continue;
         };
         let limit = match rng.below(4) {
@@ -133,7 +148,7 @@ fn windows_decide_as_the_in_process_limiter() {
         }
         // Sometimes one past the bound: rejected alike.
         .saturating_add(u64::from(rng.chance(3)));
-        let config = Config::new(algorithm, limit, period);
+        let config = Config::new(algorithm, limit, Duration::from_nanos(period));
         match (Limiter::new(&config), RedisLimiter::new(&config, "x")) {
             (Ok(_), Ok(_)) => {}
             (Ok(_), Err(error)) => {
@@ -175,8 +190,8 @@ fn windows_on_the_servers_clock() {
     };
     let period = EXACT - 1;
     for config in [
-        Config::fixed_window(3, period),
-        Config::sliding_window(3, period),
+        Config::fixed_window(3, Duration::from_nanos(period)),
+        Config::sliding_window(3, Duration::from_nanos(period)),
     ] {
         let limiter = RedisLimiter::new(&config, format!("{:?}:", config.algorithm)).unwrap();
         for remaining in [2, 1, 0] {
@@ -201,16 +216,16 @@ fn window_keys_expire_when_fresh() {
         return;
     };
     for config in [
-        Config::fixed_window(2, SECOND),
-        Config::sliding_window(2, SECOND),
+        Config::fixed_window(2, Duration::from_secs(1)),
+        Config::sliding_window(2, Duration::from_secs(1)),
     ] {
         let limiter = RedisLimiter::new(&config, format!("{:?}:", config.algorithm)).unwrap();
         // Whether n units were admitted at `ms` on the caller's timeline, and the key's PTTL
         // then, rounded up to 100 ms (the real time since the script takes it below the
         // time left on the caller's timeline).
-        let mut at = |n, ms| {
+        let mut at = |n, ms: u64| {
             let allowed = limiter
-                .acquire_at(&mut redis, b"k", n, ms * MS)
+                .acquire_at(&mut redis, b"k", n, Instant::from_nanos(ms * MS))
                 .unwrap()
                 .allowed;
             let ttl = pttl(&mut redis, &limiter, b"k");
@@ -226,7 +241,9 @@ fn window_keys_expire_when_fresh() {
         // so 1 fits on both.
         assert_eq!(at(1, 1_001_900), (true, 1_100));
         // A query writes nothing.
-        limiter.acquire_at(&mut redis, b"query", 0, SECOND).unwrap();
+        limiter
+            .acquire_at(&mut redis, b"query", 0, Instant::from_nanos(SECOND))
+            .unwrap();
         assert_eq!(pttl(&mut redis, &limiter, b"query"), -2);
     }
 }
@@ -241,9 +258,17 @@ fn window_state_of_another_shape_is_an_error() {
         return;
     };
     let minute = 60 * SECOND;
-    let fixed = RedisLimiter::new(&Config::fixed_window(2, minute), "fixed:").unwrap();
-    let sliding = RedisLimiter::new(&Config::sliding_window(2, minute), "sliding:").unwrap();
-    let gcra = RedisLimiter::new(&Config::gcra(2, minute), "gcra:").unwrap();
+    let fixed = RedisLimiter::new(
+        &Config::fixed_window(2, Duration::from_nanos(minute)),
+        "fixed:",
+    )
+    .unwrap();
+    let sliding = RedisLimiter::new(
+        &Config::sliding_window(2, Duration::from_nanos(minute)),
+        "sliding:",
+    )
+    .unwrap();
+    let gcra = RedisLimiter::new(&Config::gcra(2, Duration::from_nanos(minute)), "gcra:").unwrap();
     // Text, for every algorithm.
     let text: [&[u8]; 4] = [b"", b"12ab", b"60000000000 1", b"60000000000 1 0"];
     // 2^64 ns is 18446744073 s and 709551616 ns: no u64 instant.
@@ -292,8 +317,12 @@ fn window_state_of_another_shape_is_an_error() {
     ];
     for (limiter, name, wrong) in cases {
         // The script reads back what it wrote.
-        assert!(limiter.acquire_at(&mut redis, b"own", 1, minute).is_ok());
-        assert!(limiter.acquire_at(&mut redis, b"own", 1, minute).is_ok());
+        assert!(limiter
+            .acquire_at(&mut redis, b"own", 1, Instant::from_nanos(minute))
+            .is_ok());
+        assert!(limiter
+            .acquire_at(&mut redis, b"own", 1, Instant::from_nanos(minute))
+            .is_ok());
         for value in text.iter().map(|text| text.to_vec()).chain(wrong) {
             let key = limiter.redis_key(b"k");
             redis::cmd("SET")
@@ -301,7 +330,9 @@ fn window_state_of_another_shape_is_an_error() {
                 .arg(&value)
                 .query::<()>(&mut redis)
                 .unwrap();
-            let error = limiter.acquire_at(&mut redis, b"k", 1, minute).unwrap_err();
+            let error = limiter
+                .acquire_at(&mut redis, b"k", 1, Instant::from_nanos(minute))
+                .unwrap_err();
             let message = error.to_string();
             assert!(
                 matches!(&error, RedisError::Redis(_))
@@ -318,7 +349,9 @@ fn window_state_of_another_shape_is_an_error() {
         .arg("x")
         .query::<()>(&mut redis)
         .unwrap();
-    let error = sliding.acquire_at(&mut redis, b"list", 1, 0).unwrap_err();
+    let error = sliding
+        .acquire_at(&mut redis, b"list", 1, Instant::ZERO)
+        .unwrap_err();
     assert!(matches!(error, RedisError::Redis(_)), "{error}");
 }
 

@@ -14,14 +14,15 @@
 //! reserve never waits: it is admitted with `wait_ns` 0 or denied as an acquire is.
 //!
 //! ```
-//! use librate::{Config, Limiter};
+//! use librate::{Config, Decision, Instant, Limiter};
+//! use std::time::Duration;
 //! // Three units, ever.
 //! let trial = Limiter::new(&Config::gcra(3, Config::FOREVER)).unwrap();
-//! assert!(trial.acquire_at(2, 0).unwrap().allowed);
-//! let last = trial.acquire_at(1, 1_000).unwrap();
-//! assert_eq!((last.remaining, last.reset_after_ns), (0, u64::MAX));
-//! let denied = trial.acquire_at(1, u64::MAX).unwrap();
-//! assert_eq!((denied.allowed, denied.retry_after_ns), (false, u64::MAX));
+//! assert!(trial.acquire_at(2, Instant::ZERO).unwrap().allowed);
+//! let last = trial.acquire_at(1, Instant::ZERO + Duration::from_micros(1)).unwrap();
+//! assert_eq!((last.remaining, last.reset_after()), (0, Decision::NEVER));
+//! let denied = trial.acquire_at(1, Instant::MAX).unwrap();
+//! assert_eq!((denied.allowed, denied.retry_after()), (false, Decision::NEVER));
 //! ```
 
 use super::{Algorithm, Outcome, Rule, Settled, MAX_STATE};

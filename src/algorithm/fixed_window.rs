@@ -19,16 +19,17 @@
 //! `reset_after_ns` is that same time if anything is counted in window k, else 0.
 //!
 //! ```
-//! use librate::{Config, Limiter};
-//! const SECOND: u64 = 1_000_000_000;
+//! use librate::{Config, Instant, Limiter};
+//! use std::time::Duration;
+//! const SECOND: Duration = Duration::from_secs(1);
 //! // 2 per minute: 0:24 and 0:36 admitted, 0:49 denied until 1:00, 1:12 admitted.
 //! let limiter = Limiter::new(&Config::fixed_window(2, 60 * SECOND)).unwrap();
-//! assert!(limiter.acquire_at(1, 24 * SECOND).unwrap().allowed);
-//! assert!(limiter.acquire_at(1, 36 * SECOND).unwrap().allowed);
-//! let denied = limiter.acquire_at(1, 49 * SECOND).unwrap();
+//! assert!(limiter.acquire_at(1, Instant::ZERO + 24 * SECOND).unwrap().allowed);
+//! assert!(limiter.acquire_at(1, Instant::ZERO + 36 * SECOND).unwrap().allowed);
+//! let denied = limiter.acquire_at(1, Instant::ZERO + 49 * SECOND).unwrap();
 //! assert!(!denied.allowed);
-//! assert_eq!(denied.retry_after_ns, 11 * SECOND);
-//! assert!(limiter.acquire_at(1, 72 * SECOND).unwrap().allowed);
+//! assert_eq!(denied.retry_after(), 11 * SECOND);
+//! assert!(limiter.acquire_at(1, Instant::ZERO + 72 * SECOND).unwrap().allowed);
 //! ```
 
 use super::windows::{until, Counted, Windows};

@@ -43,16 +43,17 @@
 //! head and every other word keep growing, so nothing of the ring's protocol changes.
 //!
 //! ```
-//! use librate::{Config, Limiter};
-//! const SECOND: u64 = 1_000_000_000;
+//! use librate::{Config, Instant, Limiter};
+//! use std::time::Duration;
+//! const SECOND: Duration = Duration::from_secs(1);
 //! // 2 per minute, exactly, over any 60 s.
 //! let limiter = Limiter::new(&Config::sliding_log(2, 60 * SECOND)).unwrap();
-//! assert!(limiter.acquire_at(1, 24 * SECOND).unwrap().allowed);
-//! assert!(limiter.acquire_at(1, 36 * SECOND).unwrap().allowed);
-//! let denied = limiter.acquire_at(1, 72 * SECOND).unwrap();
+//! assert!(limiter.acquire_at(1, Instant::ZERO + 24 * SECOND).unwrap().allowed);
+//! assert!(limiter.acquire_at(1, Instant::ZERO + 36 * SECOND).unwrap().allowed);
+//! let denied = limiter.acquire_at(1, Instant::ZERO + 72 * SECOND).unwrap();
 //! assert!(!denied.allowed);
-//! assert_eq!(denied.retry_after_ns, 12 * SECOND); // 0:24 leaves the log at 1:24
-//! assert!(limiter.acquire_at(1, 84 * SECOND).unwrap().allowed);
+//! assert_eq!(denied.retry_after(), 12 * SECOND); // 0:24 leaves the log at 1:24
+//! assert!(limiter.acquire_at(1, Instant::ZERO + 84 * SECOND).unwrap().allowed);
 //! ```
 
 use super::windows::until;

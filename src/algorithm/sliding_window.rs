@@ -26,13 +26,14 @@
 //!   `prev > 0`, else now.
 //!
 //! ```
-//! use librate::{Config, Limiter};
-//! const SECOND: u64 = 1_000_000_000;
+//! use librate::{Config, Instant, Limiter};
+//! use std::time::Duration;
+//! const SECOND: Duration = Duration::from_secs(1);
 //! // 10 per minute; 9 admitted in the first minute.
 //! let limiter = Limiter::new(&Config::sliding_window(10, 60 * SECOND)).unwrap();
-//! assert!(limiter.acquire_at(9, 30 * SECOND).unwrap().allowed);
+//! assert!(limiter.acquire_at(9, Instant::ZERO + 30 * SECOND).unwrap().allowed);
 //! // 15 s into the next minute the previous 9 weigh 9·45/60 = 6.75: 3 more fit, not 4.
-//! let at = 75 * SECOND;
+//! let at = Instant::ZERO + 75 * SECOND;
 //! assert_eq!(limiter.acquire_at(0, at).unwrap().remaining, 3);
 //! assert!(!limiter.acquire_at(4, at).unwrap().allowed);
 //! assert!(limiter.acquire_at(3, at).unwrap().allowed);

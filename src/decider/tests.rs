@@ -4,6 +4,7 @@ use super::*;
 use crate::state::{owned, Owned, Settle, TryAcquire};
 use crate::time::fake::FakeTime;
 use crate::time::Bounds;
+use std::time::Duration;
 
 /// Histories (time, units) the settling tests start from.
 const HISTORIES: [&[(u64, u64)]; 5] = [
@@ -46,9 +47,9 @@ fn counter_windows(decider: &Decider) -> Option<&Windows> {
 #[test]
 fn settle_agrees_with_acquire_at_every_instant() {
     let configs = [
-        Config::gcra(4, 400),
-        Config::fixed_window(3, 100),
-        Config::sliding_window(4, 100),
+        Config::gcra(4, Duration::from_nanos(400)),
+        Config::fixed_window(3, Duration::from_nanos(100)),
+        Config::sliding_window(4, Duration::from_nanos(100)),
     ];
     for config in configs {
         let decider = Decider::new(&config).unwrap();
@@ -114,7 +115,7 @@ fn settle_agrees_with_acquire_at_every_instant() {
 /// exercised.
 #[test]
 fn the_log_decides_as_an_acquire_at_the_exact_time() {
-    let decider = Decider::new(&Config::sliding_log(3, 100)).unwrap();
+    let decider = Decider::new(&Config::sliding_log(3, Duration::from_nanos(100))).unwrap();
     let (mut bounds_unread, mut exact_unread) = (0, 0);
     for history in HISTORIES {
         for earliest in (0..450).step_by(11) {
@@ -155,9 +156,21 @@ fn the_log_decides_as_an_acquire_at_the_exact_time() {
 fn freshness_of_the_window_algorithms() {
     let cases: [(Config, &[u64], &[u64]); 3] = [
         // One unit admitted at 150 (window 1 of 100 ns).
-        (Config::fixed_window(4, 100), &[0, 150, 299], &[300, 1000]),
-        (Config::sliding_window(4, 100), &[0, 150, 299], &[300, 1000]),
-        (Config::sliding_log(2, 100), &[0, 150, 249], &[250, 1000]),
+        (
+            Config::fixed_window(4, Duration::from_nanos(100)),
+            &[0, 150, 299],
+            &[300, 1000],
+        ),
+        (
+            Config::sliding_window(4, Duration::from_nanos(100)),
+            &[0, 150, 299],
+            &[300, 1000],
+        ),
+        (
+            Config::sliding_log(2, Duration::from_nanos(100)),
+            &[0, 150, 249],
+            &[250, 1000],
+        ),
     ];
     for (config, live, fresh) in cases {
         let decider = Decider::new(&config).unwrap();
@@ -187,14 +200,14 @@ fn freshness_of_the_window_algorithms() {
 #[test]
 fn any_words_give_a_decision() {
     let configs = [
-        Config::gcra(3, 300),
-        Config::gcra(1, u64::MAX / 2),
-        Config::fixed_window(5, 1000),
-        Config::fixed_window(1, 3),
-        Config::sliding_window(5, 1000),
-        Config::sliding_window(1, 3),
-        Config::sliding_log(3, 1000),
-        Config::sliding_log(1, 2),
+        Config::gcra(3, Duration::from_nanos(300)),
+        Config::gcra(1, Duration::from_nanos(u64::MAX / 2)),
+        Config::fixed_window(5, Duration::from_nanos(1000)),
+        Config::fixed_window(1, Duration::from_nanos(3)),
+        Config::sliding_window(5, Duration::from_nanos(1000)),
+        Config::sliding_window(1, Duration::from_nanos(3)),
+        Config::sliding_log(3, Duration::from_nanos(1000)),
+        Config::sliding_log(1, Duration::from_nanos(2)),
     ];
     let mut random = Words(0x9E37_79B9_7F4A_7C15);
     for config in configs {
@@ -233,10 +246,10 @@ fn any_words_give_a_decision() {
 fn replaced_words_admit_nothing() {
     use crate::replaced::REPLACED;
     let configs = [
-        Config::gcra(3, 300),
-        Config::gcra(1, u64::MAX / 2),
-        Config::fixed_window(5, 1000),
-        Config::sliding_window(5, 1000),
+        Config::gcra(3, Duration::from_nanos(300)),
+        Config::gcra(1, Duration::from_nanos(u64::MAX / 2)),
+        Config::fixed_window(5, Duration::from_nanos(1000)),
+        Config::sliding_window(5, Duration::from_nanos(1000)),
         Config::gcra(3, Config::FOREVER),
         Config::sliding_window(3, Config::FOREVER),
     ];
@@ -303,10 +316,16 @@ fn only_gcra_follows_the_hint() {
     // a hint; a period that never ends is no bucket (it never refills).
     let second = 1_000_000_000;
     let cases = [
-        (Config::gcra(10, second), true),
-        (Config::fixed_window(10, second), false),
-        (Config::sliding_window(10, second), false),
-        (Config::sliding_log(10, second), false),
+        (Config::gcra(10, Duration::from_nanos(second)), true),
+        (
+            Config::fixed_window(10, Duration::from_nanos(second)),
+            false,
+        ),
+        (
+            Config::sliding_window(10, Duration::from_nanos(second)),
+            false,
+        ),
+        (Config::sliding_log(10, Duration::from_nanos(second)), false),
         (Config::gcra(10, Config::FOREVER), false),
     ];
     for (config, hinted) in cases {

@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::limiter::Limiter;
+use crate::Instant;
+use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;
 /// 2⁶⁴ − 257, the largest storable state (docs/decision.md, the end of the timeline).
@@ -18,7 +20,7 @@ fn rejected(config: Config) -> ConfigError {
 #[test]
 fn the_sentences_every_language_gives() {
     // docs/decision.md, Configuration.
-    let zero = rejected(Config::gcra(0, SECOND));
+    let zero = rejected(Config::per_second(0));
     assert_eq!(zero.to_string(), "limit 0: must be at least 1");
     assert_eq!(
         Error::InvalidConfig(zero).to_string(),
@@ -26,14 +28,14 @@ fn the_sentences_every_language_gives() {
     );
     // floor(P / L) >= 1: L at most P.
     assert_eq!(
-        rejected(Config::gcra(SECOND + 1, SECOND)).to_string(),
+        rejected(Config::gcra(SECOND + 1, Duration::from_secs(1))).to_string(),
         "limit 1000000001: must be at most 1000000000 for GCRA with period_ns 1000000000 \
          (at most one unit per ns)"
     );
     // floor((2^64 - 1) / 10^9) = 18446744073; times 2^29 plus L fits below 2^64 - 257
     // for every L of 29 bits, times 2^30 does not.
     assert_eq!(
-        rejected(Config::fixed_window(SECOND, SECOND)).to_string(),
+        rejected(Config::fixed_window(SECOND, Duration::from_secs(1))).to_string(),
         "limit 1000000000: must be at most 536870911 for the fixed window with period_ns \
          1000000000"
     );
@@ -46,39 +48,42 @@ fn the_sentences_every_language_gives() {
 #[test]
 fn each_rejection_names_its_field_value_and_bound() {
     let cases = [
-        (Config::sliding_log(1, 0), "period_ns 0: must be at least 1"),
+        (
+            Config::sliding_log(1, Duration::ZERO),
+            "period_ns 0: must be at least 1",
+        ),
         // 2 * floor(P / 1) <= 2^64 - 257 up to P = 2^63 - 129.
         (
-            Config::gcra(1, u64::MAX - 1).with_burst(2),
+            Config::gcra(1, Duration::from_nanos(u64::MAX - 1)).with_burst(2),
             "period_ns 18446744073709551614: must be at most 9223372036854775679 for GCRA \
              with limit 1 and burst 2 (burst x (period_ns / limit) must be at most \
              2^64 - 257 ns)",
         ),
         // T = 18446744073 * 10^9 <= 2^64 - 257 < 2T: a burst of 1.
         (
-            Config::gcra(1, 18_446_744_073 * SECOND).with_burst(2),
+            Config::gcra(1, Duration::from_secs(18_446_744_073)).with_burst(2),
             "burst 2: must be at most 1 for GCRA with limit 1 and period_ns \
              18446744073000000000 (burst x (period_ns / limit) must be at most 2^64 - 257 ns)",
         ),
         // Burst 0 is L = 2: 2 * floor(P / 2) <= 2^64 - 257 up to P = 2^64 - 257.
         (
-            Config::gcra(2, u64::MAX - 1),
+            Config::gcra(2, Duration::from_nanos(u64::MAX - 1)),
             "period_ns 18446744073709551614: must be at most 18446744073709551359 for GCRA \
              with limit 2 (limit x (period_ns / limit) must be at most 2^64 - 257 ns)",
         ),
         (
-            Config::sliding_window(SECOND, SECOND),
+            Config::sliding_window(SECOND, Duration::from_secs(1)),
             "limit 1000000000: must be at most 536870911 for the sliding window with \
              period_ns 1000000000",
         ),
         (
-            Config::sliding_log((1 << 20) + 1, SECOND),
+            Config::sliding_log((1 << 20) + 1, Duration::from_secs(1)),
             "limit 1048577: must be at most 1048576 for the sliding log with period_ns \
              1000000000",
         ),
         // L = 1: floor((2^64 - 1) / P) * 2 + 1 <= 2^64 - 257 from P = 3 on.
         (
-            Config::fixed_window(1, 1),
+            Config::fixed_window(1, Duration::from_nanos(1)),
             "period_ns 1: must be at least 3 for the fixed window with limit 1",
         ),
         // A period that never ends holds up to 2^64 - 257 units.
@@ -89,7 +94,7 @@ fn each_rejection_names_its_field_value_and_bound() {
         ),
         // More than one unit per ns, and a burst no period holds: two fields to change.
         (
-            Config::gcra(5, 3).with_burst(u64::MAX),
+            Config::gcra(5, Duration::from_nanos(3)).with_burst(u64::MAX),
             "limit 5 with period_ns 3 and burst 18446744073709551615: period_ns / limit \
              must be at least 1 ns (at most one unit per ns)",
         ),
@@ -101,7 +106,7 @@ fn each_rejection_names_its_field_value_and_bound() {
 
 #[test]
 fn the_accessors_say_what_the_sentence_says() {
-    let too_fast = rejected(Config::gcra(SECOND + 1, SECOND));
+    let too_fast = rejected(Config::gcra(SECOND + 1, Duration::from_secs(1)));
     assert!(matches!(too_fast, ConfigError::RateTooHigh(_)));
     assert_eq!(too_fast.field(), Some(Field::Limit));
     assert_eq!(too_fast.value(), Some(SECOND + 1));
@@ -112,12 +117,12 @@ fn the_accessors_say_what_the_sentence_says() {
         (forever.field(), forever.value(), forever.bound()),
         (Some(Field::Burst), Some(END + 1), Some(Bound::AtMost(END)))
     );
-    let zero = rejected(Config::fixed_window(1, 0));
+    let zero = rejected(Config::fixed_window(1, Duration::ZERO));
     assert_eq!(
         (zero.field(), zero.value(), zero.bound()),
         (Some(Field::PeriodNs), Some(0), Some(Bound::AtLeast(1)))
     );
-    let two_fields = rejected(Config::gcra(5, 3).with_burst(u64::MAX));
+    let two_fields = rejected(Config::gcra(5, Duration::from_nanos(3)).with_burst(u64::MAX));
     assert_eq!(
         (two_fields.field(), two_fields.value(), two_fields.bound()),
         (None, None, None)
@@ -171,7 +176,10 @@ fn policies_and_redis_say_what_go_and_python_say() {
 #[test]
 fn a_policy_names_its_invalid_rule_as_go_does() {
     // bindings/go policy.go: "rule 1: " and the rule's own sentence.
-    let zero = crate::Policy::new(&[Config::gcra(10, SECOND), Config::gcra(0, SECOND)]);
+    let zero = crate::Policy::new(&[
+        Config::gcra(10, Duration::from_nanos(SECOND)),
+        Config::gcra(0, Duration::from_nanos(SECOND)),
+    ]);
     let Err(Error::InvalidConfig(why)) = zero else {
         panic!("{zero:?}");
     };
@@ -193,9 +201,9 @@ fn a_policy_names_its_invalid_rule_as_go_does() {
     );
     // floor(P / L) >= 1: L at most P.
     let too_fast = crate::Policy::new(&[
-        Config::fixed_window(3, SECOND),
-        Config::sliding_log(2, SECOND),
-        Config::gcra(SECOND + 1, SECOND),
+        Config::fixed_window(3, Duration::from_nanos(SECOND)),
+        Config::sliding_log(2, Duration::from_nanos(SECOND)),
+        Config::gcra(SECOND + 1, Duration::from_nanos(SECOND)),
     ]);
     assert_eq!(
         too_fast.unwrap_err().to_string(),
@@ -208,8 +216,8 @@ fn a_policy_names_its_invalid_rule_as_go_does() {
 fn a_keyed_policy_names_its_rule_but_not_its_capacity() {
     use crate::{KeyedPolicy, KeyedRule};
     let rules = [
-        KeyedRule::per_key(Config::sliding_window(1, 0)),
-        KeyedRule::global(Config::gcra(1, SECOND)),
+        KeyedRule::per_key(Config::sliding_window(1, Duration::from_nanos(0))),
+        KeyedRule::global(Config::gcra(1, Duration::from_nanos(SECOND))),
     ];
     let period = KeyedPolicy::new(&rules, 10).unwrap_err();
     assert_eq!(
@@ -217,8 +225,11 @@ fn a_keyed_policy_names_its_rule_but_not_its_capacity() {
         "invalid configuration: rule 0: period_ns 0: must be at least 1"
     );
     let global = [
-        KeyedRule::per_key(Config::gcra(1, SECOND)),
-        KeyedRule::global(Config::sliding_log((1 << 20) + 1, SECOND)),
+        KeyedRule::per_key(Config::gcra(1, Duration::from_nanos(SECOND))),
+        KeyedRule::global(Config::sliding_log(
+            (1 << 20) + 1,
+            Duration::from_nanos(SECOND),
+        )),
     ];
     assert_eq!(
         KeyedPolicy::new(&global, 10).unwrap_err().to_string(),
@@ -231,7 +242,10 @@ fn a_keyed_policy_names_its_rule_but_not_its_capacity() {
     let _ = std::fs::remove_file(&path);
     assert_eq!(opened.unwrap_err(), period);
     // The capacity is the policy's, not a rule's.
-    let valid = [KeyedRule::per_key(Config::gcra(1, SECOND))];
+    let valid = [KeyedRule::per_key(Config::gcra(
+        1,
+        Duration::from_nanos(SECOND),
+    ))];
     assert_eq!(
         KeyedPolicy::new(&valid, 0).unwrap_err(),
         Error::InvalidConfig(ConfigError::ZeroCapacity)
@@ -240,16 +254,29 @@ fn a_keyed_policy_names_its_rule_but_not_its_capacity() {
 
 #[test]
 fn a_change_of_rules_names_the_invalid_one() {
-    let policy = crate::Policy::new(&[Config::gcra(1, SECOND), Config::gcra(2, SECOND)]).unwrap();
-    let changed = policy.set_rules_at(&[Config::gcra(2, SECOND), Config::gcra(2, 0)], 0);
+    let policy = crate::Policy::new(&[
+        Config::gcra(1, Duration::from_nanos(SECOND)),
+        Config::gcra(2, Duration::from_nanos(SECOND)),
+    ])
+    .unwrap();
+    let changed = policy.set_rules_at(
+        &[
+            Config::gcra(2, Duration::from_nanos(SECOND)),
+            Config::gcra(2, Duration::from_nanos(0)),
+        ],
+        Instant::from_nanos(0),
+    );
     assert_eq!(
         changed.unwrap_err().to_string(),
         "invalid configuration: rule 1: period_ns 0: must be at least 1"
     );
     // Another algorithm is no rule's configuration error: the policy's.
     let other = policy.set_rules_at(
-        &[Config::fixed_window(1, SECOND), Config::gcra(2, SECOND)],
-        0,
+        &[
+            Config::fixed_window(1, Duration::from_nanos(SECOND)),
+            Config::gcra(2, Duration::from_nanos(SECOND)),
+        ],
+        Instant::from_nanos(0),
     );
     assert_eq!(other, Err(Error::InvalidConfig(ConfigError::LiveChange)));
 }
@@ -258,7 +285,10 @@ fn a_change_of_rules_names_the_invalid_one() {
 fn a_redis_policy_names_the_rule_redis_cannot_decide_exactly() {
     // 2^53 ns is 104 days: a window of 105 days is past it.
     let days = |d: u64| d * 86_400 * SECOND;
-    let rules = [Config::gcra(1, SECOND), Config::fixed_window(1, days(105))];
+    let rules = [
+        Config::gcra(1, Duration::from_nanos(SECOND)),
+        Config::fixed_window(1, Duration::from_nanos(days(105))),
+    ];
     assert_eq!(
         crate::redis::PolicyScript::of(&rules)
             .unwrap_err()

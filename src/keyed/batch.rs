@@ -7,7 +7,7 @@
 use super::layout::Located;
 use super::KeyedLimiter;
 use crate::error::Error;
-use crate::time as clock;
+use crate::time::{self as clock, Instant};
 use std::hash::BuildHasher;
 
 /// Keys a batch hashes, and whose slots it prefetches, before it decides any of them:
@@ -33,7 +33,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     ///
     /// ```
     /// use librate::{Config, Error, KeyedLimiter};
-    /// let users = KeyedLimiter::new(&Config::gcra(1, 1_000_000_000), 1000).unwrap();
+    /// use std::time::Duration;
+    /// let users = KeyedLimiter::new(&Config::gcra(1, Duration::from_secs(1)), 1000).unwrap();
     /// let keys: [&[u8]; 3] = [b"ann", b"bob", b"ann"];
     /// let mut admitted = Vec::new();
     /// users.try_acquire_batch(&keys, 1, |_, outcome| admitted.push(outcome)).unwrap();
@@ -51,7 +52,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         self.batch(keys, n, None, each)
     }
 
-    /// [`try_acquire_batch`](Self::try_acquire_batch) with every key decided at `now_ns`.
+    /// [`try_acquire_batch`](Self::try_acquire_batch) with every key decided at `at`.
     ///
     /// # Errors
     /// As [`try_acquire_batch`](Self::try_acquire_batch).
@@ -59,10 +60,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         &self,
         keys: &[&[u8]],
         n: u64,
-        now_ns: u64,
+        at: Instant,
         each: impl FnMut(usize, Result<bool, Error>),
     ) -> Result<(), Error> {
-        self.batch(keys, n, Some(now_ns), each)
+        self.batch(keys, n, Some(at.as_nanos()), each)
     }
 
     /// The batch acquire, at `now_ns` or (`None`) at a clock reading per group of keys.

@@ -41,14 +41,15 @@ impl KeyedLimiter<KeyHasher> {
     /// needs it returns [`Error::TableFull`].
     ///
     /// ```
-    /// use librate::{Config, KeyedLimiter};
+    /// use librate::{Config, Instant, KeyedLimiter};
+    /// use std::time::Duration;
     /// let path = std::env::temp_dir().join(format!("librate-keyed-doc-{}", std::process::id()));
-    /// let config = Config::gcra(1, 1_000_000_000);
+    /// let config = Config::gcra(1, Duration::from_secs(1));
     /// let first = KeyedLimiter::open(&path, &config, 1000).unwrap();
     /// let second = KeyedLimiter::open(&path, &config, 1000).unwrap(); // another process
-    /// assert!(first.acquire_at(b"bob", 1, 0).unwrap().allowed);
-    /// assert!(!second.acquire_at(b"bob", 1, 0).unwrap().allowed); // one limit per key
-    /// assert!(second.acquire_at(b"alice", 1, 0).unwrap().allowed);
+    /// assert!(first.acquire_at(b"bob", 1, Instant::ZERO).unwrap().allowed);
+    /// assert!(!second.acquire_at(b"bob", 1, Instant::ZERO).unwrap().allowed); // one limit per key
+    /// assert!(second.acquire_at(b"alice", 1, Instant::ZERO).unwrap().allowed);
     /// # std::fs::remove_file(&path).unwrap();
     /// ```
     ///
@@ -69,7 +70,8 @@ impl KeyedLimiter<KeyHasher> {
     ///
     /// ```
     /// use librate::{Config, KeyedLimiter};
-    /// const MINUTE: u64 = 60_000_000_000;
+    /// use std::time::Duration;
+    /// const MINUTE: Duration = Duration::from_secs(60);
     /// let path = std::env::temp_dir().join(format!("librate-keyed-doc-r-{}", std::process::id()));
     /// let old = KeyedLimiter::open(&path, &Config::gcra(10, MINUTE), 1000).unwrap();
     /// assert!(old.acquire(b"bob", 4).unwrap().allowed); // 6 tokens left

@@ -47,7 +47,7 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
 use crate::sync::{Backoff, Ordering};
-use crate::time as clock;
+use crate::time::Instant;
 
 impl<S> KeyedLimiter<S> {
     /// Replaces the rule every key of this table follows, now, keeping what each key has
@@ -56,14 +56,14 @@ impl<S> KeyedLimiter<S> {
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at).
     pub fn set_config(&self, config: &Config) -> Result<(), Error> {
-        self.set_config_at(config, clock::now_ns())
+        self.set_config_at(config, Instant::now())
     }
 
-    /// Replaces the rule every key of this table follows at `now_ns`, carrying each key's
+    /// Replaces the rule every key of this table follows at `at`, carrying each key's
     /// state over by the rules of [`Limiter::set_config_at`](crate::Limiter::set_config_at):
     /// GCRA keeps each key's tokens (capped at the new burst), the window counters what
     /// each key's windows count (capped at the new limit). A key whose state is fresh (it
-    /// would admit as much as a new key) at `now_ns`, under the old rule or carried over
+    /// would admit as much as a new key) at `at`, under the old rule or carried over
     /// under the new one, starts anew under the new rule, as a new key: a table may drop
     /// a fresh key's state at any time, and the change does.
     ///
@@ -81,18 +81,19 @@ impl<S> KeyedLimiter<S> {
     /// decisions in flight on older regions when several still await them.
     ///
     /// ```
-    /// use librate::{Config, KeyedLimiter};
-    /// const SECOND: u64 = 1_000_000_000;
+    /// use librate::{Config, Instant, KeyedLimiter};
+    /// use std::time::Duration;
+    /// const SECOND: Duration = Duration::from_secs(1);
     /// // 10 a second per user; bob has taken 6, so 4 tokens are left.
     /// let users = KeyedLimiter::new(&Config::gcra(10, SECOND), 1000).unwrap();
-    /// assert!(users.acquire_at(b"bob", 6, 0).unwrap().allowed);
+    /// assert!(users.acquire_at(b"bob", 6, Instant::ZERO).unwrap().allowed);
     /// // An incident: 1 a second, bursts of 2. Bob's 4 tokens are capped at 2.
-    /// users.set_config_at(&Config::gcra(1, SECOND).with_burst(2), 0).unwrap();
-    /// assert_eq!(users.acquire_at(b"bob", 0, 0).unwrap().remaining, 2);
-    /// assert!(users.acquire_at(b"bob", 2, 0).unwrap().allowed);
-    /// assert_eq!(users.acquire_at(b"bob", 1, 0).unwrap().retry_after_ns, SECOND);
+    /// users.set_config_at(&Config::gcra(1, SECOND).with_burst(2), Instant::ZERO).unwrap();
+    /// assert_eq!(users.acquire_at(b"bob", 0, Instant::ZERO).unwrap().remaining, 2);
+    /// assert!(users.acquire_at(b"bob", 2, Instant::ZERO).unwrap().allowed);
+    /// assert_eq!(users.acquire_at(b"bob", 1, Instant::ZERO).unwrap().retry_after(), SECOND);
     /// // A new user starts with the new burst.
-    /// assert_eq!(users.acquire_at(b"ann", 0, 0).unwrap().remaining, 2);
+    /// assert_eq!(users.acquire_at(b"ann", 0, Instant::ZERO).unwrap().remaining, 2);
     /// ```
     ///
     /// # Errors
@@ -111,7 +112,8 @@ impl<S> KeyedLimiter<S> {
     ///
     /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
     /// [`ConfigError::Capacity`]: crate::ConfigError::Capacity
-    pub fn set_config_at(&self, config: &Config, now_ns: u64) -> Result<(), Error> {
+    pub fn set_config_at(&self, config: &Config, at: Instant) -> Result<(), Error> {
+        let now_ns = at.as_nanos();
         let decider = Decider::new(config)?;
         if let Some(file) = &self.file {
             let serial = file

@@ -237,7 +237,9 @@ mod tests {
     use crate::config::Config;
     use crate::keyed::KeyedLimiter;
     use crate::sync::Ordering;
+    use crate::time::Instant;
     use std::hash::{BuildHasher, Hasher};
+    use std::time::Duration;
 
     /// Hashes an 8-byte key to itself, so a test picks each key's home slot.
     #[derive(Clone, Default)]
@@ -267,13 +269,23 @@ mod tests {
     #[test]
     fn a_new_key_takes_a_vacant_slot_before_evicting_a_fresh_key() {
         // Capacity 4: 8 slots. Fingerprints 1, 2 and 3 all have home slot 0.
-        let table = KeyedLimiter::with_hasher(&Config::gcra(1, 10), 4, Transparent(0)).unwrap();
+        let table = KeyedLimiter::with_hasher(
+            &Config::gcra(1, Duration::from_nanos(10)),
+            4,
+            Transparent(0),
+        )
+        .unwrap();
         let keys = [1u64, 2, 3].map(u64::to_le_bytes);
         for round in 0..4u64 {
             for (index, key) in keys.iter().enumerate() {
                 // T = 10: every key is fresh again by its next request.
                 let now = 100 * round + 20 * index as u64;
-                assert!(table.acquire_at(key, 1, now).unwrap().allowed);
+                assert!(
+                    table
+                        .acquire_at(key, 1, Instant::from_nanos(now))
+                        .unwrap()
+                        .allowed
+                );
             }
         }
         let slots: Vec<u64> = (0..3)

@@ -306,6 +306,8 @@ mod tests {
     use crate::keyed::markers::is_marker;
     use crate::keyed::KeyedLimiter;
     use crate::sync::Ordering;
+    use crate::time::Instant;
+    use std::time::Duration;
 
     const SECOND: u64 = 1_000_000_000;
 
@@ -315,15 +317,18 @@ mod tests {
     #[test]
     fn reclaim_keeps_the_first_word_growing() {
         for config in [
-            Config::gcra(1, SECOND),
-            Config::fixed_window(1, SECOND),
-            Config::sliding_window(1, SECOND),
-            Config::sliding_log(1, SECOND),
+            Config::per_second(1),
+            Config::fixed_window(1, Duration::from_secs(1)),
+            Config::sliding_window(1, Duration::from_secs(1)),
+            Config::sliding_log(1, Duration::from_secs(1)),
         ] {
             // Capacity 1: two slots, both taken at 0.
             let table = KeyedLimiter::new(&config, 1).unwrap();
             for key in [b"x", b"y"] {
-                assert!(table.acquire_at(key, 1, 0).unwrap().allowed, "{config:?}");
+                assert!(
+                    table.acquire_at(key, 1, Instant::ZERO).unwrap().allowed,
+                    "{config:?}"
+                );
             }
             let words = || -> Vec<u64> {
                 (0..table.max_keys() as usize)
@@ -339,7 +344,12 @@ mod tests {
             let before = words();
             assert!(before.iter().all(|&word| !is_marker(word)), "{config:?}");
             // At 2 s both are fresh; z takes one slot.
-            assert!(table.acquire_at(b"z", 1, 2 * SECOND).unwrap().allowed);
+            assert!(
+                table
+                    .acquire_at(b"z", 1, Instant::from_nanos(2 * SECOND))
+                    .unwrap()
+                    .allowed
+            );
             let after = words();
             let changed: Vec<_> = (0..table.max_keys() as usize)
                 .filter(|&slot| after[slot] != before[slot])

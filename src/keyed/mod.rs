@@ -118,10 +118,11 @@ use crate::error::Error;
 use crate::sync::AtomicU64;
 #[cfg(loom)]
 use crate::sync::Ordering;
-use crate::time::{self as clock, Hinted, Monotonic, ThreadHint, TimeSource};
+use crate::time::{self as clock, Hinted, Instant, Monotonic, ThreadHint, TimeSource};
 use crate::versions::{Kept, Versions};
 use std::fmt;
 use std::hash::BuildHasher;
+use std::time::Duration;
 
 /// A table larger than this is taken to live mostly outside the CPU's caches, so that the
 /// slot of a key is a cache miss: `try_acquire` then prefetches the slot and reads the
@@ -145,15 +146,16 @@ const CACHED_TABLE_BYTES: usize = 8 << 20;
 /// no thread can still be reading it, so a table holds a few tables at most.
 ///
 /// ```
-/// use librate::{Config, KeyedLimiter};
-/// const MS: u64 = 1_000_000;
+/// use librate::{Config, Instant, KeyedLimiter};
+/// use std::time::Duration;
+/// const MS: Duration = Duration::from_millis(1);
 /// // One request per 2 s per user.
 /// let users = KeyedLimiter::new(&Config::gcra(1, 2000 * MS), 1000).unwrap();
-/// assert!(users.acquire_at(b"bob", 1, 0).unwrap().allowed);
-/// let denied = users.acquire_at(b"bob", 1, 999 * MS).unwrap();
+/// assert!(users.acquire_at(b"bob", 1, Instant::ZERO).unwrap().allowed);
+/// let denied = users.acquire_at(b"bob", 1, Instant::ZERO + 999 * MS).unwrap();
 /// assert!(!denied.allowed);
-/// assert_eq!(denied.retry_after_ns, 1001 * MS);
-/// assert!(users.acquire_at(b"alice", 1, 999 * MS).unwrap().allowed);
+/// assert_eq!(denied.retry_after(), 1001 * MS);
+/// assert!(users.acquire_at(b"alice", 1, Instant::ZERO + 999 * MS).unwrap().allowed);
 /// ```
 pub struct KeyedLimiter<S = KeyHasher> {
     /// The region the table was built with, in place (a table whose rule never changes
@@ -224,13 +226,13 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         self.acquire_or_reserve(key, n, None)
     }
 
-    /// Acquires `n` units for `key` at `now_ns`. Keys are independent; an earlier `now_ns`
+    /// Acquires `n` units for `key` at `at`. Keys are independent; an earlier `at`
     /// than one already seen never admits more than the latest time would.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<Decision, Error> {
-        let request = Request::new(now_ns, n, None);
+    pub fn acquire_at(&self, key: &[u8], n: u64, at: Instant) -> Result<Decision, Error> {
+        let request = Request::new(at.as_nanos(), n, None);
         self.acquire_located(&self.view(), self.locate(key), request, None)
     }
 
@@ -266,18 +268,18 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         self.try_acquire_by(&view, region, key, n, time)
     }
 
-    /// Acquires `n` units for `key` at `now_ns` and says only whether they were admitted:
+    /// Acquires `n` units for `key` at `at` and says only whether they were admitted:
     /// the outcome [`acquire_at`](Self::acquire_at) gives, without the report's work (the
     /// C ABI's `out` NULL). A query (`n == 0`) is admitted and never inserts its key, as
     /// `acquire_at`'s is.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn try_acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<bool, Error> {
+    pub fn try_acquire_at(&self, key: &[u8], n: u64, at: Instant) -> Result<bool, Error> {
         let view = self.view();
         let region = view.current();
         region.decider.check(n, None)?;
-        self.try_acquire_located_at(&view, region, self.locate(key), now_ns, n)
+        self.try_acquire_located_at(&view, region, self.locate(key), at.as_nanos(), n)
     }
 
     /// A try_acquire of `n` (checked under `region`'s rule) for `key`, by `time`.
@@ -350,15 +352,15 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     }
 
     /// Reserves `n` units for `key` now: GCRA's leaky bucket as a queue. Admits if the
-    /// caller would wait at most `max_wait_ns` before acting; `wait_ns` says how long.
+    /// caller would wait at most `max_wait` before acting; `wait_ns` says how long.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire), and [`Error::Unsupported`] for the window algorithms.
-    pub fn reserve(&self, key: &[u8], n: u64, max_wait_ns: u64) -> Result<Decision, Error> {
-        self.acquire_or_reserve(key, n, Some(max_wait_ns))
+    pub fn reserve(&self, key: &[u8], n: u64, max_wait: Duration) -> Result<Decision, Error> {
+        self.acquire_or_reserve(key, n, Some(clock::nanos(max_wait)))
     }
 
-    /// [`reserve`](Self::reserve) at `now_ns`. With `max_wait_ns == 0` it is exactly
+    /// [`reserve`](Self::reserve) at `at`. With `max_wait` zero it is exactly
     /// [`acquire_at`](Self::acquire_at).
     ///
     /// # Errors
@@ -367,10 +369,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         &self,
         key: &[u8],
         n: u64,
-        now_ns: u64,
-        max_wait_ns: u64,
+        at: Instant,
+        max_wait: Duration,
     ) -> Result<Decision, Error> {
-        let request = Request::new(now_ns, n, Some(max_wait_ns));
+        let request = Request::new(at.as_nanos(), n, Some(clock::nanos(max_wait)));
         self.acquire_located(&self.view(), self.locate(key), request, None)
     }
 

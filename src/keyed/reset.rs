@@ -53,15 +53,16 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// slot is reused: resets of busy keys can fill a table for that long.
     ///
     /// ```
-    /// use librate::{Config, KeyedLimiter};
-    /// const SECOND: u64 = 1_000_000_000;
+    /// use librate::{Config, Instant, KeyedLimiter};
+    /// use std::time::Duration;
+    /// const SECOND: Duration = Duration::from_secs(1);
     /// let users = KeyedLimiter::new(&Config::gcra(1, 60 * SECOND), 1000).unwrap();
-    /// assert!(users.acquire_at(b"bob", 1, 0).unwrap().allowed);
-    /// assert!(!users.acquire_at(b"bob", 1, SECOND).unwrap().allowed);
+    /// assert!(users.acquire_at(b"bob", 1, Instant::ZERO).unwrap().allowed);
+    /// assert!(!users.acquire_at(b"bob", 1, Instant::ZERO + SECOND).unwrap().allowed);
     /// users.reset(b"bob").unwrap(); // support lifted bob's limit
-    /// assert!(users.acquire_at(b"bob", 1, SECOND).unwrap().allowed);
+    /// assert!(users.acquire_at(b"bob", 1, Instant::ZERO + SECOND).unwrap().allowed);
     /// users.reset(b"carol").unwrap(); // not in the table: nothing to do
-    /// assert_eq!(users.live_keys_at(SECOND), 1);
+    /// assert_eq!(users.live_keys_at(Instant::ZERO + SECOND), 1);
     /// ```
     ///
     /// # Errors

@@ -5,7 +5,7 @@ use super::markers::is_marker;
 use super::region::Region;
 use super::KeyedLimiter;
 use crate::sync::Ordering;
-use crate::time as clock;
+use crate::time::Instant;
 
 /// A keyed table's statistics, from [`KeyedLimiter::stats`] or
 /// [`stats_at`](KeyedLimiter::stats_at).
@@ -42,11 +42,12 @@ impl Region {
 }
 
 impl<S> KeyedLimiter<S> {
-    /// How many keys hold a state that is not fresh at `now_ns`: a snapshot taken by
+    /// How many keys hold a state that is not fresh at `at`: a snapshot taken by
     /// reading every slot (O(slots); for tests and metrics, not hot paths). A reset key's
     /// former state is no key's, and not counted. During a change of rule it counts the
     /// keys moved into the new region and those not moved yet.
-    pub fn live_keys_at(&self, now_ns: u64) -> u64 {
+    pub fn live_keys_at(&self, at: Instant) -> u64 {
+        let now_ns = at.as_nanos();
         let view = self.view();
         let region = view.current();
         let moving = if region.is_sweeping() {
@@ -58,25 +59,26 @@ impl<S> KeyedLimiter<S> {
         region.live_keys_at(now_ns) + moving
     }
 
-    /// The table's statistics with its live keys at `now_ns`: a snapshot, O(slots).
+    /// The table's statistics with its live keys at `at`: a snapshot, O(slots).
     ///
     /// ```
-    /// use librate::{Config, Error, KeyedLimiter};
+    /// use librate::{Config, Error, Instant, KeyedLimiter};
+    /// use std::time::Duration;
     /// // Capacity 1: two slots.
-    /// let table = KeyedLimiter::new(&Config::gcra(1, 1_000_000_000), 1).unwrap();
+    /// let table = KeyedLimiter::new(&Config::gcra(1, Duration::from_secs(1)), 1).unwrap();
     /// for key in [b"a", b"b"] {
-    ///     assert!(table.acquire_at(key, 1, 0).unwrap().allowed);
+    ///     assert!(table.acquire_at(key, 1, Instant::ZERO).unwrap().allowed);
     /// }
-    /// assert_eq!(table.acquire_at(b"c", 1, 0), Err(Error::TableFull));
-    /// let stats = table.stats_at(0);
+    /// assert_eq!(table.acquire_at(b"c", 1, Instant::ZERO), Err(Error::TableFull));
+    /// let stats = table.stats_at(Instant::ZERO);
     /// assert_eq!((stats.capacity, stats.max_keys), (1, 2));
     /// assert_eq!((stats.live_keys, stats.table_full), (2, 1));
     /// ```
-    pub fn stats_at(&self, now_ns: u64) -> KeyedStats {
+    pub fn stats_at(&self, at: Instant) -> KeyedStats {
         KeyedStats {
             capacity: self.capacity,
             max_keys: self.max_keys(),
-            live_keys: self.live_keys_at(now_ns),
+            live_keys: self.live_keys_at(at),
             table_full: self.table_full(),
         }
     }
@@ -90,6 +92,6 @@ impl<S> KeyedLimiter<S> {
 
     /// [`stats_at`](Self::stats_at) now (`CLOCK_MONOTONIC`).
     pub fn stats(&self) -> KeyedStats {
-        self.stats_at(clock::now_ns())
+        self.stats_at(Instant::now())
     }
 }

@@ -5,8 +5,6 @@ use super::KeyedLimiter;
 use crate::config::Config;
 use crate::time::{Monotonic, ThreadHint, TimeSource};
 
-const SECOND: u64 = 1_000_000_000;
-
 /// A keyed try_acquire on an idle key leaves this thread reading the exact clock
 /// first, and one on a drained key (which the coarse bounds settle) leaves it peeking
 /// first again; either way each outcome is the one the key's state gives.
@@ -15,8 +13,8 @@ fn keyed_decisions_teach_this_thread_which_clock_to_read_first() {
     if Monotonic.slack().is_none() {
         return; // No coarse clock to trust: every decision reads the exact time.
     }
-    let idle = KeyedLimiter::new(&Config::gcra(1_000_000_000, SECOND), 10).unwrap();
-    let drained = KeyedLimiter::new(&Config::gcra(1, 3600 * SECOND).with_burst(1), 10).unwrap();
+    let idle = KeyedLimiter::new(&Config::per_second(1_000_000_000), 10).unwrap();
+    let drained = KeyedLimiter::new(&Config::per_hour(1).with_burst(1), 10).unwrap();
     // Inserted: a new key teaches nothing.
     assert_eq!(idle.try_acquire(b"a", 1), Ok(true));
     assert_eq!(drained.try_acquire(b"x", 1), Ok(true));

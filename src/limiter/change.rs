@@ -5,7 +5,7 @@ use super::Limiter;
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::Error;
-use crate::time;
+use crate::time::Instant;
 
 impl Limiter {
     /// Replaces the rule this limiter enforces, now, keeping what was consumed under the
@@ -15,17 +15,17 @@ impl Limiter {
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at).
     pub fn set_config(&self, config: &Config) -> Result<(), Error> {
-        self.set_config_at(config, time::now_ns())
+        self.set_config_at(config, Instant::now())
     }
 
-    /// Replaces the rule this limiter enforces at `now_ns`, carrying the state over:
+    /// Replaces the rule this limiter enforces at `at`, carrying the state over:
     /// - **GCRA keeps the tokens** (as x/time/rate's `SetLimit`): the units a request could
-    ///   take at `now_ns` stay (fractions included, and reserves queued past the burst as
+    ///   take at `at` stay (fractions included, and reserves queued past the burst as
     ///   negative tokens), then refill at the new rate, capped at the new burst.
     /// - **The fixed window and the sliding window counter keep what is counted**, in
-    ///   units: the count of the window holding `now_ns` (and, for the sliding window
+    ///   units: the count of the window holding `at` (and, for the sliding window
     ///   counter, of the window before it) moves to the new period's window holding
-    ///   `now_ns` (and the one before it), each capped at the new limit. Windows are cut
+    ///   `at` (and the one before it), each capped at the new limit. Windows are cut
     ///   from 0 at the new period, `[k·P', (k+1)·P')`, as for any limiter of it.
     /// - **A period of [`Config::FOREVER`]** keeps its algorithm's rule: a bucket becomes
     ///   an allowance of its whole tokens left, and back; a window counter an allowance
@@ -43,16 +43,17 @@ impl Limiter {
     /// decision (docs/shared.md, changing the rule).
     ///
     /// ```
-    /// use librate::{Config, Limiter};
-    /// const SECOND: u64 = 1_000_000_000;
+    /// use librate::{Config, Instant, Limiter};
+    /// use std::time::Duration;
+    /// const SECOND: Duration = Duration::from_secs(1);
     /// // 10 a second; 6 taken, 4 tokens left.
     /// let limiter = Limiter::new(&Config::gcra(10, SECOND)).unwrap();
-    /// assert!(limiter.acquire_at(6, 0).unwrap().allowed);
+    /// assert!(limiter.acquire_at(6, Instant::ZERO).unwrap().allowed);
     /// // An incident: 1 a second, bursts of 2. The 4 tokens are capped at 2.
-    /// limiter.set_config_at(&Config::gcra(1, SECOND).with_burst(2), 0).unwrap();
-    /// assert_eq!(limiter.acquire_at(0, 0).unwrap().remaining, 2);
-    /// assert!(limiter.acquire_at(2, 0).unwrap().allowed);
-    /// assert_eq!(limiter.acquire_at(1, 0).unwrap().retry_after_ns, SECOND);
+    /// limiter.set_config_at(&Config::gcra(1, SECOND).with_burst(2), Instant::ZERO).unwrap();
+    /// assert_eq!(limiter.acquire_at(0, Instant::ZERO).unwrap().remaining, 2);
+    /// assert!(limiter.acquire_at(2, Instant::ZERO).unwrap().allowed);
+    /// assert_eq!(limiter.acquire_at(1, Instant::ZERO).unwrap().retry_after(), SECOND);
     /// ```
     ///
     /// # Errors
@@ -63,9 +64,9 @@ impl Limiter {
     /// file's words hold no rule. Either way nothing changes.
     ///
     /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
-    pub fn set_config_at(&self, config: &Config, now_ns: u64) -> Result<(), Error> {
+    pub fn set_config_at(&self, config: &Config, at: Instant) -> Result<(), Error> {
         let decider = Decider::new(config)?;
-        self.generations.replace(decider, config, now_ns)
+        self.generations.replace(decider, config, at.as_nanos())
     }
 
     /// Whether [`set_config_at`](Self::set_config_at) would take a rule of `decider`: the

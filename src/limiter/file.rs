@@ -22,13 +22,14 @@ impl Limiter {
     /// with, or the last [`set_config`](Self::set_config) made in it by any process).
     ///
     /// ```
-    /// use librate::{Config, Limiter};
+    /// use librate::{Config, Instant, Limiter};
+    /// use std::time::Duration;
     /// let path = std::env::temp_dir().join(format!("librate-doc-{}", std::process::id()));
-    /// let config = Config::gcra(1, 1_000_000_000);
+    /// let config = Config::gcra(1, Duration::from_secs(1));
     /// let first = Limiter::open(&path, &config).unwrap();
     /// let second = Limiter::open(&path, &config).unwrap(); // another process, say
-    /// assert!(first.acquire_at(1, 0).unwrap().allowed);
-    /// assert!(!second.acquire_at(1, 0).unwrap().allowed); // one limit for both
+    /// assert!(first.acquire_at(1, Instant::ZERO).unwrap().allowed);
+    /// assert!(!second.acquire_at(1, Instant::ZERO).unwrap().allowed); // one limit for both
     /// # std::fs::remove_file(&path).unwrap();
     /// ```
     ///
@@ -49,7 +50,8 @@ impl Limiter {
     ///
     /// ```
     /// use librate::{Config, Limiter};
-    /// const MINUTE: u64 = 60_000_000_000;
+    /// use std::time::Duration;
+    /// const MINUTE: Duration = Duration::from_secs(60);
     /// let path = std::env::temp_dir().join(format!("librate-doc-r-{}", std::process::id()));
     /// let old = Limiter::open(&path, &Config::gcra(10, MINUTE)).unwrap();
     /// assert!(old.acquire(4).unwrap().allowed); // 6 tokens left

@@ -2,12 +2,14 @@
 
 use super::*;
 use crate::time::fake::FakeTime;
+use crate::Instant;
+use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;
 const HOUR: u64 = 3600 * SECOND;
 
 fn gcra(limit: u64, period_ns: u64, burst: u64) -> Limiter {
-    Limiter::new(&Config::gcra(limit, period_ns).with_burst(burst)).unwrap()
+    Limiter::new(&Config::gcra(limit, Duration::from_nanos(period_ns)).with_burst(burst)).unwrap()
 }
 
 #[test]
@@ -116,7 +118,9 @@ fn a_busy_bucket_is_decided_on_the_coarse_clock_alone() {
     // The 12th is due at 1.102 s, after the bounds' latest: denied on them alone.
     assert!(!limiter.try_acquire_by(&time, 1).unwrap());
     assert_eq!(time.take_reads(), (1, 0));
-    let query = limiter.acquire_at(0, SECOND + 2 * MS).unwrap();
+    let query = limiter
+        .acquire_at(0, Instant::from_nanos(SECOND + 2 * MS))
+        .unwrap();
     assert_eq!((query.remaining, query.reset_after_ns), (0, SECOND));
 }
 
@@ -142,7 +146,7 @@ fn an_idle_bucket_reads_only_the_exact_clock() {
 /// descheduled between the reads, and the slack stays.
 #[test]
 fn a_late_tick_seen_by_try_acquire_widens_the_bounds() {
-    let limiter = Limiter::new(&Config::fixed_window(10, SECOND)).unwrap();
+    let limiter = Limiter::new(&Config::fixed_window(10, Duration::from_secs(1))).unwrap();
     let time = FakeTime::new(Some(4 * MS));
     // Bounds [996, 1004] ms straddle the edge at 1 s; the exact time is 1,016 ms.
     time.set_with_recheck(996 * MS, 1016 * MS, 1012 * MS);
@@ -150,11 +154,23 @@ fn a_late_tick_seen_by_try_acquire_widens_the_bounds() {
     assert_eq!(time.take_reads(), (2, 1), "bounds, exact, recheck");
     assert_eq!(time.slack(), Some(8 * MS), "1,016 ≤ 1,012 + 8: descheduled");
     // Counted in the window of its exact time, as an acquire then would be.
-    assert_eq!(limiter.acquire_at(0, 1016 * MS).unwrap().remaining, 9);
+    assert_eq!(
+        limiter
+            .acquire_at(0, Instant::from_nanos(1016 * MS))
+            .unwrap()
+            .remaining,
+        9
+    );
     // Bounds [1,996, 2,004] ms straddle the edge at 2 s; exact 2,016 ms, and a fresh
     // coarse reading of 1,998 ms.
     time.set_with_recheck(1996 * MS, 2016 * MS, 1998 * MS);
     assert!(limiter.try_acquire_by(&time, 1).unwrap());
     assert_eq!(time.slack(), Some(36 * MS), "lag 18 ms proven: twice that");
-    assert_eq!(limiter.acquire_at(0, 2016 * MS).unwrap().remaining, 9);
+    assert_eq!(
+        limiter
+            .acquire_at(0, Instant::from_nanos(2016 * MS))
+            .unwrap()
+            .remaining,
+        9
+    );
 }

@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::decider::Decider;
 use crate::error::{ConfigError, Error};
 use crate::sync::Ordering;
-use crate::time;
+use crate::time::Instant;
 
 impl Policy {
     /// Replaces the policy's rules, now: see [`set_rules_at`](Self::set_rules_at).
@@ -14,10 +14,10 @@ impl Policy {
     /// # Errors
     /// As [`set_rules_at`](Self::set_rules_at).
     pub fn set_rules(&self, rules: &[Config]) -> Result<(), Error> {
-        self.set_rules_at(rules, time::now_ns())
+        self.set_rules_at(rules, Instant::now())
     }
 
-    /// Replaces the policy's rules at `now_ns` (a customer changes plan), each rule in
+    /// Replaces the policy's rules at `at` (a customer changes plan), each rule in
     /// turn as [`Limiter::set_config_at`](crate::Limiter::set_config_at) replaces a limiter's, keeping what it has
     /// consumed. The new rules are as many as the old, each of the same algorithm as the
     /// one it replaces (a period of [`Config::FOREVER`] counts as the same), so that the
@@ -28,20 +28,22 @@ impl Policy {
     /// change may see some rules already changed and others not yet.
     ///
     /// ```
-    /// use librate::{Config, Policy};
-    /// const SECOND: u64 = 1_000_000_000;
+    /// use librate::{Config, Instant, Policy};
+    /// use std::time::Duration;
+    /// const SECOND: Duration = Duration::from_secs(1);
     /// // 2 a second and 3 a minute; a customer upgrades to 4 a second and 10 a minute.
     /// let policy = Policy::new(&[
     ///     Config::gcra(2, SECOND),
     ///     Config::fixed_window(3, 60 * SECOND),
     /// ])
     /// .unwrap();
-    /// assert!(policy.acquire_at(2, 0).unwrap().decision.allowed);
+    /// assert!(policy.acquire_at(2, Instant::ZERO).unwrap().decision.allowed);
     /// let upgrade = [Config::gcra(4, SECOND), Config::fixed_window(10, 60 * SECOND)];
-    /// policy.set_rules_at(&upgrade, 0).unwrap();
+    /// policy.set_rules_at(&upgrade, Instant::ZERO).unwrap();
     /// // The bucket's 0 tokens stay 0 (now 250 ms each); the window keeps its 2.
-    /// assert_eq!(policy.acquire_at(0, 0).unwrap().rules()[1].remaining, 8);
-    /// assert!(policy.acquire_at(1, 250_000_000).unwrap().decision.allowed);
+    /// assert_eq!(policy.acquire_at(0, Instant::ZERO).unwrap().rules()[1].remaining, 8);
+    /// let later = Instant::ZERO + Duration::from_millis(250);
+    /// assert!(policy.acquire_at(1, later).unwrap().decision.allowed);
     /// ```
     ///
     /// # Errors
@@ -49,7 +51,7 @@ impl Policy {
     /// its reason, or
     /// [`ConfigError::LiveChange`] for another number of rules or a rule that cannot carry
     /// its state over (see [`Limiter::set_config_at`](crate::Limiter::set_config_at)). Then no rule changes.
-    pub fn set_rules_at(&self, rules: &[Config], now_ns: u64) -> Result<(), Error> {
+    pub fn set_rules_at(&self, rules: &[Config], at: Instant) -> Result<(), Error> {
         if rules.len() != self.rules.len() {
             return Err(Error::InvalidConfig(ConfigError::LiveChange));
         }
@@ -63,7 +65,7 @@ impl Policy {
         // change checks a cost against the limits the rules were built with.
         self.changed.store(true, Ordering::Relaxed);
         for (rule, config) in self.rules.iter().zip(rules) {
-            rule.set_config_at(config, now_ns)?;
+            rule.set_config_at(config, at)?;
         }
         Ok(())
     }

@@ -190,16 +190,17 @@ impl KeyedPolicy {
     /// are as for [`KeyedLimiter::open`](crate::KeyedLimiter::open).
     ///
     /// ```
-    /// use librate::{Config, KeyedPolicy, KeyedRule};
+    /// use librate::{Config, Instant, KeyedPolicy, KeyedRule};
+    /// use std::time::Duration;
     /// let path = std::env::temp_dir().join(format!("librate-policy-doc-{}", std::process::id()));
     /// let rules = [
-    ///     KeyedRule::per_key(Config::gcra(1, 1_000_000_000)),
-    ///     KeyedRule::global(Config::fixed_window(100, 1_000_000_000)),
+    ///     KeyedRule::per_key(Config::gcra(1, Duration::from_secs(1))),
+    ///     KeyedRule::global(Config::fixed_window(100, Duration::from_secs(1))),
     /// ];
     /// let first = KeyedPolicy::open(&path, &rules, 1000).unwrap();
     /// let second = KeyedPolicy::open(&path, &rules, 1000).unwrap(); // another process
-    /// assert!(first.acquire_at(b"bob", 1, 0).unwrap().decision.allowed);
-    /// let denied = second.acquire_at(b"bob", 1, 0).unwrap();
+    /// assert!(first.acquire_at(b"bob", 1, Instant::ZERO).unwrap().decision.allowed);
+    /// let denied = second.acquire_at(b"bob", 1, Instant::ZERO).unwrap();
     /// assert_eq!(denied.denied_by, Some(0));
     /// assert_eq!(denied.rules()[1].remaining, 99); // one admitted, for everybody
     /// let other = [rules[1], rules[0]];

@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::error::{ConfigError, Error};
 use crate::keyed::{KeyHasher, KeyedLimiter, KeyedStats, Located};
 use crate::limiter::Limiter;
-use crate::time;
+use crate::time::Instant;
 use std::hash::BuildHasher;
 
 use super::MAX_RULES;
@@ -79,8 +79,9 @@ impl KeyedRule {
 /// rule.
 ///
 /// ```
-/// use librate::{Config, KeyedPolicy, KeyedRule};
-/// const SECOND: u64 = 1_000_000_000;
+/// use librate::{Config, Instant, KeyedPolicy, KeyedRule};
+/// use std::time::Duration;
+/// const SECOND: Duration = Duration::from_secs(1);
 /// // Per customer: 1 post and 5 likes a second; everybody: 3 requests a second.
 /// let site = KeyedPolicy::new(
 ///     &[
@@ -92,15 +93,15 @@ impl KeyedRule {
 /// )
 /// .unwrap();
 /// let (post, like) = ([1, 0, 1], [0, 1, 1]);
-/// assert!(site.acquire_costs_at(b"alice", &post, 0).unwrap().decision.allowed);
+/// assert!(site.acquire_costs_at(b"alice", &post, Instant::ZERO).unwrap().decision.allowed);
 /// // alice's second post: her post rule denies, and the global rule gives back.
-/// let denied = site.acquire_costs_at(b"alice", &post, 0).unwrap();
+/// let denied = site.acquire_costs_at(b"alice", &post, Instant::ZERO).unwrap();
 /// assert_eq!(denied.denied_by, Some(0));
 /// assert_eq!(denied.rules()[2].remaining, 2);
-/// assert!(site.acquire_costs_at(b"alice", &like, 0).unwrap().decision.allowed);
-/// assert!(site.acquire_costs_at(b"bob", &post, 0).unwrap().decision.allowed);
+/// assert!(site.acquire_costs_at(b"alice", &like, Instant::ZERO).unwrap().decision.allowed);
+/// assert!(site.acquire_costs_at(b"bob", &post, Instant::ZERO).unwrap().decision.allowed);
 /// // Three requests this second: the global rule denies everybody.
-/// assert_eq!(site.acquire_costs_at(b"carol", &like, 0).unwrap().denied_by, Some(2));
+/// assert_eq!(site.acquire_costs_at(b"carol", &like, Instant::ZERO).unwrap().denied_by, Some(2));
 /// ```
 #[derive(Debug)]
 pub struct KeyedPolicy<S = KeyHasher> {
@@ -225,16 +226,17 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// if `key` is new to a per-key rule whose table is full of live keys (nothing is
     /// taken).
     pub fn acquire(&self, key: &[u8], n: u64) -> Result<PolicyDecision, Error> {
-        self.acquire_at(key, n, time::now_ns())
+        self.acquire_at(key, n, Instant::now())
     }
 
-    /// [`acquire`](Self::acquire) at `now_ns`.
+    /// [`acquire`](Self::acquire) at `at`.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<PolicyDecision, Error> {
+    pub fn acquire_at(&self, key: &[u8], n: u64, at: Instant) -> Result<PolicyDecision, Error> {
         let costs = self.uniform(n)?;
-        self.engine.acquire_at(&self.for_key(key), &costs, now_ns)
+        self.engine
+            .acquire_at(&self.for_key(key), &costs, at.as_nanos())
     }
 
     /// Acquires `costs[i]` units of rule `i` for `key` now, for every rule, or nothing: a
@@ -246,10 +248,10 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// As [`acquire`](Self::acquire), and [`Error::InvalidConfig`] with
     /// [`ConfigError::PolicyCosts`] if there is not one cost per rule.
     pub fn acquire_costs(&self, key: &[u8], costs: &[u64]) -> Result<PolicyDecision, Error> {
-        self.acquire_costs_at(key, costs, time::now_ns())
+        self.acquire_costs_at(key, costs, Instant::now())
     }
 
-    /// [`acquire_costs`](Self::acquire_costs) at `now_ns`.
+    /// [`acquire_costs`](Self::acquire_costs) at `at`.
     ///
     /// # Errors
     /// As [`acquire_costs`](Self::acquire_costs).
@@ -257,10 +259,11 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         &self,
         key: &[u8],
         costs: &[u64],
-        now_ns: u64,
+        at: Instant,
     ) -> Result<PolicyDecision, Error> {
         let costs = self.costs(costs)?;
-        self.engine.acquire_at(&self.for_key(key), &costs, now_ns)
+        self.engine
+            .acquire_at(&self.for_key(key), &costs, at.as_nanos())
     }
 
     /// Acquires `n` units of every rule for `key` now, or nothing, and says only whether
@@ -269,16 +272,16 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, Error> {
-        self.try_acquire_at(key, n, time::now_ns())
+        self.try_acquire_at(key, n, Instant::now())
     }
 
-    /// [`try_acquire`](Self::try_acquire) at `now_ns`.
+    /// [`try_acquire`](Self::try_acquire) at `at`.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn try_acquire_at(&self, key: &[u8], n: u64, now_ns: u64) -> Result<bool, Error> {
+    pub fn try_acquire_at(&self, key: &[u8], n: u64, at: Instant) -> Result<bool, Error> {
         let costs = self.uniform(n)?;
-        self.try_acquire_checked(key, &costs, now_ns)
+        self.try_acquire_checked(key, &costs, at.as_nanos())
     }
 
     /// [`try_acquire`](Self::try_acquire) of one cost per rule, as
@@ -287,10 +290,10 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// # Errors
     /// As [`acquire_costs`](Self::acquire_costs).
     pub fn try_acquire_costs(&self, key: &[u8], costs: &[u64]) -> Result<bool, Error> {
-        self.try_acquire_costs_at(key, costs, time::now_ns())
+        self.try_acquire_costs_at(key, costs, Instant::now())
     }
 
-    /// [`try_acquire_costs`](Self::try_acquire_costs) at `now_ns`.
+    /// [`try_acquire_costs`](Self::try_acquire_costs) at `at`.
     ///
     /// # Errors
     /// As [`acquire_costs`](Self::acquire_costs).
@@ -298,10 +301,10 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         &self,
         key: &[u8],
         costs: &[u64],
-        now_ns: u64,
+        at: Instant,
     ) -> Result<bool, Error> {
         let costs = self.costs(costs)?;
-        self.try_acquire_checked(key, &costs, now_ns)
+        self.try_acquire_checked(key, &costs, at.as_nanos())
     }
 
     /// Resets `key` in every per-key rule (as [`KeyedLimiter::reset`]): its next request is
@@ -317,12 +320,12 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         self.tables().try_for_each(|table| table.reset(key))
     }
 
-    /// The per-key rules' tables' statistics at `now_ns`, summed up: `capacity` and
+    /// The per-key rules' tables' statistics at `at`, summed up: `capacity` and
     /// `max_keys` of each table, `live_keys` of the fullest (the one that refuses new
     /// keys first), and `table_full` the requests refused with [`Error::TableFull`] (each
     /// counted once, by the table that refused it). All zeros without a per-key rule.
-    pub fn stats_at(&self, now_ns: u64) -> KeyedStats {
-        let each = self.tables().map(|table| table.stats_at(now_ns));
+    pub fn stats_at(&self, at: Instant) -> KeyedStats {
+        let each = self.tables().map(|table| table.stats_at(at));
         each.fold(
             KeyedStats {
                 capacity: 0,
@@ -341,7 +344,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
 
     /// [`stats_at`](Self::stats_at) now (`CLOCK_MONOTONIC`).
     pub fn stats(&self) -> KeyedStats {
-        self.stats_at(time::now_ns())
+        self.stats_at(Instant::now())
     }
 
     fn tables(&self) -> impl Iterator<Item = &KeyedLimiter<S>> {

@@ -15,6 +15,8 @@ use super::exchange::{only, Call, Decisions, Exchange};
 use super::{RedisError, RedisLimiter, RedisPolicy};
 use crate::decision::Decision;
 use crate::policy::PolicyDecision;
+use crate::time::{nanos, Instant};
+use std::time::Duration;
 
 /// The async methods: each is the blocking method of the same name without `_async`,
 /// awaited on an async connection.
@@ -22,12 +24,13 @@ use crate::policy::PolicyDecision;
 /// ```no_run
 /// # async fn serve() -> Result<(), Box<dyn std::error::Error>> {
 /// use librate::redis::RedisLimiter;
+/// use std::time::Duration;
 /// use librate::Config;
 /// let client = redis::Client::open("redis://127.0.0.1/")?;
 /// // One multiplexed connection serves every task: clone it into each.
 /// let mut connection = client.get_multiplexed_async_connection().await?;
 /// // Each user may make one request per 2 s, whichever host serves it.
-/// let limiter = RedisLimiter::new(&Config::gcra(1, 2_000_000_000), "api:")?;
+/// let limiter = RedisLimiter::new(&Config::gcra(1, Duration::from_secs(2)), "api:")?;
 /// if !limiter.acquire_async(&mut connection, b"bob", 1).await?.allowed {
 ///     // answer 429
 /// }
@@ -48,7 +51,7 @@ impl RedisLimiter {
         only(run(connection, self.single(key, n, None, None)?).await?)
     }
 
-    /// [`acquire_at`](Self::acquire_at), awaited: at `now_ns` on the caller's timeline.
+    /// [`acquire_at`](Self::acquire_at), awaited: at `at` on the caller's timeline.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -57,12 +60,12 @@ impl RedisLimiter {
         connection: &mut impl redis::aio::ConnectionLike,
         key: &[u8],
         n: u64,
-        now_ns: u64,
+        at: Instant,
     ) -> Result<Decision, RedisError> {
-        only(run(connection, self.single(key, n, Some(now_ns), None)?).await?)
+        only(run(connection, self.single(key, n, Some(at.as_nanos()), None)?).await?)
     }
 
-    /// [`reserve`](Self::reserve), awaited: GCRA's queue, waiting at most `max_wait_ns`.
+    /// [`reserve`](Self::reserve), awaited: GCRA's queue, waiting at most `max_wait`.
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve).
@@ -71,9 +74,15 @@ impl RedisLimiter {
         connection: &mut impl redis::aio::ConnectionLike,
         key: &[u8],
         n: u64,
-        max_wait_ns: u64,
+        max_wait: Duration,
     ) -> Result<Decision, RedisError> {
-        only(run(connection, self.single(key, n, None, Some(max_wait_ns))?).await?)
+        only(
+            run(
+                connection,
+                self.single(key, n, None, Some(nanos(max_wait)))?,
+            )
+            .await?,
+        )
     }
 
     /// [`reserve_at`](Self::reserve_at), awaited.
@@ -85,10 +94,10 @@ impl RedisLimiter {
         connection: &mut impl redis::aio::ConnectionLike,
         key: &[u8],
         n: u64,
-        now_ns: u64,
-        max_wait_ns: u64,
+        at: Instant,
+        max_wait: Duration,
     ) -> Result<Decision, RedisError> {
-        let exchange = self.single(key, n, Some(now_ns), Some(max_wait_ns))?;
+        let exchange = self.single(key, n, Some(at.as_nanos()), Some(nanos(max_wait)))?;
         only(run(connection, exchange).await?)
     }
 
@@ -130,9 +139,9 @@ impl RedisLimiter {
         connection: &mut impl redis::aio::ConnectionLike,
         keys: &[&[u8]],
         n: u64,
-        now_ns: u64,
+        at: Instant,
     ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
-        run(connection, self.batch(keys, n, Some(now_ns))?).await
+        run(connection, self.batch(keys, n, Some(at.as_nanos()))?).await
     }
 }
 
@@ -153,7 +162,7 @@ impl RedisPolicy {
         self.decide_async(connection, key, n, None).await
     }
 
-    /// [`acquire_at`](Self::acquire_at), awaited: every rule decided at `now_ns`.
+    /// [`acquire_at`](Self::acquire_at), awaited: every rule decided at `at`.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
@@ -162,9 +171,10 @@ impl RedisPolicy {
         connection: &mut impl redis::aio::ConnectionLike,
         key: &[u8],
         n: u64,
-        now_ns: u64,
+        at: Instant,
     ) -> Result<PolicyDecision, RedisError> {
-        self.decide_async(connection, key, n, Some(now_ns)).await
+        self.decide_async(connection, key, n, Some(at.as_nanos()))
+            .await
     }
 
     /// [`reset`](Self::reset), awaited.

@@ -6,6 +6,8 @@ use super::{RedisError, Script};
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::Error;
+use crate::time::{nanos, Instant};
+use std::time::Duration;
 
 /// A limit of one configuration for every key under a prefix, kept in Redis.
 ///
@@ -15,11 +17,12 @@ use crate::error::Error;
 ///
 /// ```no_run
 /// use librate::redis::RedisLimiter;
+/// use std::time::Duration;
 /// use librate::Config;
 /// let client = redis::Client::open("redis://127.0.0.1/").unwrap();
 /// let mut connection = client.get_connection().unwrap();
 /// // Each user may make one request per 2 s, whichever host serves it.
-/// let limiter = RedisLimiter::new(&Config::gcra(1, 2_000_000_000), "api:")?;
+/// let limiter = RedisLimiter::new(&Config::gcra(1, Duration::from_secs(2)), "api:")?;
 /// if !limiter.acquire(&mut connection, b"bob", 1)?.allowed {
 ///     // answer 429
 /// }
@@ -87,7 +90,7 @@ impl RedisLimiter {
         only(run(connection, self.single(key, n, None, None)?)?)
     }
 
-    /// [`acquire`](Self::acquire) at `now_ns` on the caller's timeline instead of the
+    /// [`acquire`](Self::acquire) at `at` on the caller's timeline instead of the
     /// server's clock (tests, simulations; every call on a key should use one timeline).
     ///
     /// # Errors
@@ -97,31 +100,34 @@ impl RedisLimiter {
         connection: &mut impl redis::ConnectionLike,
         key: &[u8],
         n: u64,
-        now_ns: u64,
+        at: Instant,
     ) -> Result<Decision, RedisError> {
-        only(run(connection, self.single(key, n, Some(now_ns), None)?)?)
+        only(run(
+            connection,
+            self.single(key, n, Some(at.as_nanos()), None)?,
+        )?)
     }
 
     /// GCRA's queue (docs/decision.md, reserve): admits `n` units if the caller will wait at most
-    /// `max_wait_ns`, reporting the wait in `wait_ns`.
+    /// `max_wait`, reporting the wait in `wait_ns`.
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire); [`Error::Unsupported`] (in [`RedisError::Rate`]) for
-    /// a window algorithm with a non-zero `max_wait_ns`, as in process.
+    /// a window algorithm with a non-zero `max_wait`, as in process.
     pub fn reserve(
         &self,
         connection: &mut impl redis::ConnectionLike,
         key: &[u8],
         n: u64,
-        max_wait_ns: u64,
+        max_wait: Duration,
     ) -> Result<Decision, RedisError> {
         only(run(
             connection,
-            self.single(key, n, None, Some(max_wait_ns))?,
+            self.single(key, n, None, Some(nanos(max_wait)))?,
         )?)
     }
 
-    /// [`reserve`](Self::reserve) at `now_ns` (the arguments in the order of
+    /// [`reserve`](Self::reserve) at `at` (the arguments in the order of
     /// [`Limiter::reserve_at`](crate::Limiter::reserve_at)).
     ///
     /// # Errors
@@ -131,10 +137,10 @@ impl RedisLimiter {
         connection: &mut impl redis::ConnectionLike,
         key: &[u8],
         n: u64,
-        now_ns: u64,
-        max_wait_ns: u64,
+        at: Instant,
+        max_wait: Duration,
     ) -> Result<Decision, RedisError> {
-        let exchange = self.single(key, n, Some(now_ns), Some(max_wait_ns))?;
+        let exchange = self.single(key, n, Some(at.as_nanos()), Some(nanos(max_wait)))?;
         only(run(connection, exchange)?)
     }
 
@@ -159,7 +165,7 @@ impl RedisLimiter {
         run(connection, self.batch(keys, n, None)?)
     }
 
-    /// [`acquire_batch`](Self::acquire_batch) at `now_ns`.
+    /// [`acquire_batch`](Self::acquire_batch) at `at`.
     ///
     /// # Errors
     /// As [`acquire_batch`](Self::acquire_batch).
@@ -168,9 +174,9 @@ impl RedisLimiter {
         connection: &mut impl redis::ConnectionLike,
         keys: &[&[u8]],
         n: u64,
-        now_ns: u64,
+        at: Instant,
     ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
-        run(connection, self.batch(keys, n, Some(now_ns))?)
+        run(connection, self.batch(keys, n, Some(at.as_nanos()))?)
     }
 
     /// A single decision's exchange, once `n` (and a reserve) pass the checks the
@@ -183,7 +189,7 @@ impl RedisLimiter {
         max_wait_ns: Option<u64>,
     ) -> Result<Exchange<'_>, Error> {
         // A reserve is one even with no wait: unsupported by the windows, as in process.
-        self.plan.check(n, max_wait_ns)?;
+        self.plan.check(n, max_wait_ns.map(Duration::from_nanos))?;
         let request = self.request(n, now_ns, max_wait_ns.unwrap_or(0));
         Ok(Exchange::single(request, self.redis_key(key)))
     }

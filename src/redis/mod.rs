@@ -49,7 +49,9 @@ pub use slot::{slot, SLOTS};
 use crate::config::{Algorithm, Config};
 use crate::decider::Decider;
 use crate::error::{ConfigError, Error};
+use crate::time::nanos;
 use scripts::Kind;
+use std::time::Duration;
 
 /// The largest duration the scripts hold as one Lua number: below it, doubles are exact.
 const EXACT: u64 = 1 << 53;
@@ -109,12 +111,12 @@ impl Script {
     }
 
     /// Checks a request as the in-process limiter does: `n` within the limit, and a
-    /// reserve (`max_wait_ns` given) only for GCRA.
+    /// reserve (`max_wait` given) only for GCRA.
     ///
     /// # Errors
     /// [`Error::InsufficientCapacity`], or [`Error::Unsupported`].
-    pub fn check(&self, n: u64, max_wait_ns: Option<u64>) -> Result<(), Error> {
-        self.decider.check(n, max_wait_ns)
+    pub fn check(&self, n: u64, max_wait: Option<Duration>) -> Result<(), Error> {
+        self.decider.check(n, max_wait.map(nanos))
     }
 }
 
@@ -191,7 +193,7 @@ fn script_of(config: &Config, decider: &Decider) -> Result<(Kind, Vec<u64>), Err
     match config.algorithm {
         // A rule that never refills (an allowance) has no script: refused, rather than
         // run as a bucket refilling once per 2⁶⁴/L ns.
-        _ if config.period_ns == Config::FOREVER => Err(not_exact),
+        _ if config.period() == Config::FOREVER => Err(not_exact),
         Algorithm::Gcra => {
             let burst = decider.limit();
             let emission_interval = config.period_ns / config.limit;

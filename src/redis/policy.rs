@@ -9,6 +9,7 @@ use super::{PolicyScript, RedisError};
 use crate::config::Config;
 use crate::error::Error;
 use crate::policy::PolicyDecision;
+use crate::time::Instant;
 
 /// A [`Policy`](crate::Policy) for every key under a prefix, kept in Redis: a request is
 /// admitted iff every rule admits it, and a denied request takes from no rule.
@@ -21,8 +22,9 @@ use crate::policy::PolicyDecision;
 ///
 /// ```no_run
 /// use librate::redis::RedisPolicy;
+/// use std::time::Duration;
 /// use librate::Config;
-/// const SECOND: u64 = 1_000_000_000;
+/// const SECOND: Duration = Duration::from_secs(1);
 /// let client = redis::Client::open("redis://127.0.0.1/").unwrap();
 /// let mut connection = client.get_connection().unwrap();
 /// // 10 a second and 1,000 a day for each customer, whichever host serves it.
@@ -93,7 +95,7 @@ impl RedisPolicy {
         self.decide(connection, key, n, None)
     }
 
-    /// [`acquire`](Self::acquire) with every rule decided at `now_ns`, the caller's time,
+    /// [`acquire`](Self::acquire) with every rule decided at `at`, the caller's time,
     /// not the server's (tests, simulations: keep one timeline per key).
     ///
     /// # Errors
@@ -103,9 +105,9 @@ impl RedisPolicy {
         connection: &mut impl redis::ConnectionLike,
         key: &[u8],
         n: u64,
-        now_ns: u64,
+        at: Instant,
     ) -> Result<PolicyDecision, RedisError> {
-        self.decide(connection, key, n, Some(now_ns))
+        self.decide(connection, key, n, Some(at.as_nanos()))
     }
 
     /// Deletes `key`'s state in every rule (one `DEL` of its rules' keys), so its next

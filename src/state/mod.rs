@@ -60,7 +60,7 @@ pub(crate) trait Stored: Rule {
     ) -> Result<R::Out, T::Evicted>;
 
     /// Acquires `1 ≤ n` units now, reporting only whether they were admitted: the store's
-    /// steps for bounds and at a time, as a [`Timed`](crate::time::Timed) decision, with
+    /// steps for bounds and at a time, as a [`Timed`] decision, with
     /// `time`'s strategy ([`time::decide`](crate::time::decide)) picking the readings. Either way the outcome is a [`TryAcquire`]'s at some instant
     /// within the call.
     fn try_acquire<T: Tenancy, C: TimeSource>(

@@ -9,7 +9,8 @@ use std::sync::OnceLock;
 use super::tsc;
 use crate::sync::{Ordering, ProcessAtomicU64};
 
-/// Nanoseconds on `CLOCK_MONOTONIC`: the timeline every `now_ns` in this crate is on.
+/// Nanoseconds on `CLOCK_MONOTONIC`: the timeline every [`Instant`](crate::Instant) of this
+/// crate is on; [`Instant::now`](crate::Instant::now) is this reading as an instant.
 ///
 /// Where the kernel's clocksource is the TSC (and the environment variable `LIBRATE_CLOCK`
 /// is not `monotonic`), it is read from the TSC and stays within a microsecond of
@@ -51,8 +52,9 @@ fn now_ns_otherwise() -> u64 {
     now
 }
 
-/// Which clock [`now_ns`] reads.
+/// Which clock [`now_ns`] reads; other hosts' clocks may come.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ClockSource {
     /// The TSC, converted to `CLOCK_MONOTONIC` and kept within a microsecond of it: where
     /// the kernel's clocksource is `tsc` on a CPU with an invariant TSC.

@@ -19,12 +19,14 @@
 //! - `hint.rs`: [`ClockHint`], a limiter's memory of which reading its decisions needed,
 //!   [`ThreadHint`], a thread's for its keyed decisions, and [`Hinted`], a time source
 //!   that consults one (and may take its exact reading first).
+//! - `instant.rs`: [`Instant`], an explicit time as the public API takes it.
 //! - `fake.rs` (tests only): a time source whose readings a test sets.
 
 mod clock;
 #[cfg(all(test, not(loom)))]
 pub(crate) mod fake;
 mod hint;
+mod instant;
 mod monotonic;
 mod slack;
 mod strategy;
@@ -33,6 +35,8 @@ mod tsc;
 pub(crate) use clock::prepare;
 pub use clock::{clock_source, now_ns, ClockSource};
 pub(crate) use hint::{ClockHint, Hinted, ThreadHint};
+pub(crate) use instant::nanos;
+pub use instant::Instant;
 pub(crate) use monotonic::Monotonic;
 pub(crate) use strategy::{decide, precise_first, Timed};
 

@@ -5,6 +5,7 @@ use super::headers;
 use super::key::Key;
 use super::limit::{Decided, RequestLimit};
 use crate::error::Error;
+use crate::time::Instant;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::request::Parts;
 use http::StatusCode;
@@ -15,8 +16,8 @@ use std::sync::Arc;
 pub(super) const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 pub(super) const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 
-/// The clock `now_ns` is read from.
-pub(super) type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+/// The clock decisions are made at.
+pub(super) type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
 
 /// What every request through one layer shares.
 pub(super) struct Gate<L> {
@@ -88,8 +89,8 @@ impl<L: RequestLimit> Gate<L> {
     }
 
     fn decide(&self, key: &[u8]) -> Verdict {
-        let now_ns = (self.clock)();
-        match self.limiter.acquire_at(key, self.costs.as_deref(), now_ns) {
+        let at = (self.clock)();
+        match self.limiter.acquire_at(key, self.costs.as_deref(), at) {
             Ok(decided) => self.decided(&decided),
             Err(error) => self.failed(error),
         }

@@ -131,6 +131,7 @@ pub(super) fn table_full_retry_after(rule: &Config) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     const SECOND: u64 = NS_PER_SECOND;
 
@@ -153,13 +154,19 @@ mod tests {
 
     #[test]
     fn three_per_one_and_a_half_seconds_is_four_per_two() {
-        let rule = Config::gcra(3, 1_500_000_000);
+        let rule = Config::gcra(3, Duration::from_nanos(1_500_000_000));
         assert_eq!(policy(&["\"d\"".into()], &[rule]), "\"d\";q=4;w=2");
     }
 
     #[test]
     fn a_full_table_s_retry_after_is_one_period_at_least_one_second() {
-        assert_eq!(table_full_retry_after(&Config::gcra(10, 60 * SECOND)), 60);
-        assert_eq!(table_full_retry_after(&Config::gcra(10, SECOND / 10)), 1);
+        assert_eq!(
+            table_full_retry_after(&Config::gcra(10, Duration::from_nanos(60 * SECOND))),
+            60
+        );
+        assert_eq!(
+            table_full_retry_after(&Config::gcra(10, Duration::from_nanos(SECOND / 10))),
+            1
+        );
     }
 }

@@ -7,6 +7,7 @@ use crate::error::Error;
 use crate::keyed::KeyedLimiter;
 use crate::limiter::Limiter;
 use crate::policy::{KeyedPolicy, Policy, PolicyDecision};
+use crate::time::Instant;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
@@ -55,13 +56,13 @@ pub trait RequestLimit: Send + Sync + 'static {
     /// The rules each key gets, in order, advertised in `RateLimit-Policy`.
     fn rules(&self) -> Vec<Config>;
 
-    /// Decides one request of `key` at `now_ns`: one unit of every rule, or, for a
-    /// policy given `costs`, `costs[i]` units of rule `i`, all or nothing.
+    /// Decides one request of `key` at `at`: one unit of every rule, or, for a policy
+    /// given `costs`, `costs[i]` units of rule `i`, all or nothing.
     fn acquire_at(
         &self,
         key: &[u8],
         costs: Option<&[u64]>,
-        now_ns: u64,
+        at: Instant,
     ) -> Result<Self::Decided, Error>;
 }
 
@@ -74,8 +75,8 @@ impl<S: BuildHasher + Send + Sync + 'static> RequestLimit for KeyedLimiter<S> {
         vec![*self.config()]
     }
 
-    fn acquire_at(&self, key: &[u8], _: Option<&[u64]>, now_ns: u64) -> Result<Decision, Error> {
-        KeyedLimiter::acquire_at(self, key, 1, now_ns)
+    fn acquire_at(&self, key: &[u8], _: Option<&[u64]>, at: Instant) -> Result<Decision, Error> {
+        KeyedLimiter::acquire_at(self, key, 1, at)
     }
 }
 
@@ -88,8 +89,8 @@ impl RequestLimit for Limiter {
         vec![*self.config()]
     }
 
-    fn acquire_at(&self, _: &[u8], _: Option<&[u64]>, now_ns: u64) -> Result<Decision, Error> {
-        Limiter::acquire_at(self, 1, now_ns)
+    fn acquire_at(&self, _: &[u8], _: Option<&[u64]>, at: Instant) -> Result<Decision, Error> {
+        Limiter::acquire_at(self, 1, at)
     }
 }
 
@@ -108,11 +109,11 @@ impl<S: BuildHasher + Send + Sync + 'static> RequestLimit for KeyedPolicy<S> {
         &self,
         key: &[u8],
         costs: Option<&[u64]>,
-        now_ns: u64,
+        at: Instant,
     ) -> Result<PolicyDecision, Error> {
         match costs {
-            Some(costs) => self.acquire_costs_at(key, costs, now_ns),
-            None => KeyedPolicy::acquire_at(self, key, 1, now_ns),
+            Some(costs) => self.acquire_costs_at(key, costs, at),
+            None => KeyedPolicy::acquire_at(self, key, 1, at),
         }
     }
 }
@@ -130,11 +131,11 @@ impl RequestLimit for Policy {
         &self,
         _: &[u8],
         costs: Option<&[u64]>,
-        now_ns: u64,
+        at: Instant,
     ) -> Result<PolicyDecision, Error> {
         match costs {
-            Some(costs) => self.acquire_costs_at(costs, now_ns),
-            None => Policy::acquire_at(self, 1, now_ns),
+            Some(costs) => self.acquire_costs_at(costs, at),
+            None => Policy::acquire_at(self, 1, at),
         }
     }
 }
@@ -152,8 +153,8 @@ impl<L: RequestLimit> RequestLimit for Arc<L> {
         &self,
         key: &[u8],
         costs: Option<&[u64]>,
-        now_ns: u64,
+        at: Instant,
     ) -> Result<L::Decided, Error> {
-        L::acquire_at(self, key, costs, now_ns)
+        L::acquire_at(self, key, costs, at)
     }
 }

@@ -43,6 +43,7 @@ pub use key::{Key, PeerIp};
 pub use limit::{Decided, RequestLimit};
 pub use service::{RateLimit, ResponseFuture};
 
+use crate::time::Instant;
 use gate::{Clock, Gate};
 use http::HeaderValue;
 use std::fmt;
@@ -114,7 +115,7 @@ impl<L: RequestLimit> Builder<L> {
             key: Key::default(),
             names: None,
             costs: None,
-            clock: Arc::new(crate::time::now_ns),
+            clock: Arc::new(Instant::now),
             fail_open: false,
         }
     }
@@ -144,9 +145,9 @@ impl<L: RequestLimit> Builder<L> {
         self
     }
 
-    /// The clock `now_ns` is read from (tests, simulations); by default
-    /// [`now_ns`](crate::now_ns), the library's.
-    pub fn clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+    /// The clock decisions are made at (tests, simulations); by default
+    /// [`Instant::now`], the library's.
+    pub fn clock(mut self, clock: impl Fn() -> Instant + Send + Sync + 'static) -> Self {
         self.clock = Arc::new(clock);
         self
     }

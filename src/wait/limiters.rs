@@ -5,6 +5,7 @@ use crate::decision::Decision;
 use crate::error::Error;
 use crate::keyed::{KeyedLimiter, KeyedRefund, Located};
 use crate::limiter::{Limiter, RuleRefund};
+use crate::time::Instant;
 use std::hash::BuildHasher;
 use std::time::Duration;
 
@@ -68,7 +69,7 @@ impl Waited for Limiter {
     }
 
     fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Decision, Error> {
-        Limiter::acquire_at(self, n, now_ns)
+        Limiter::acquire_at(self, n, Instant::from_nanos(now_ns))
     }
 
     fn refund(&self, refund: RuleRefund) {

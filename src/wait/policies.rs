@@ -6,6 +6,7 @@
 use super::{until_ready, until_ready_async, Acquiring};
 use crate::error::Error;
 use crate::policy::{KeyedPolicy, Policy, PolicyDecision};
+use crate::time::Instant;
 use std::hash::BuildHasher;
 use std::time::Duration;
 
@@ -52,7 +53,7 @@ impl Policy {
     }
 
     fn acquiring(&self) -> Acquiring<impl Fn(u64, u64) -> Result<PolicyDecision, Error> + '_> {
-        Acquiring(|n, now_ns| self.acquire_at(n, now_ns))
+        Acquiring(|n, now_ns| self.acquire_at(n, Instant::from_nanos(now_ns)))
     }
 }
 
@@ -91,6 +92,6 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         &'a self,
         key: &'a [u8],
     ) -> Acquiring<impl Fn(u64, u64) -> Result<PolicyDecision, Error> + 'a> {
-        Acquiring(move |n, now_ns| self.acquire_at(key, n, now_ns))
+        Acquiring(move |n, now_ns| self.acquire_at(key, n, Instant::from_nanos(now_ns)))
     }
 }

@@ -33,7 +33,7 @@ fn bits(value: u128) -> u32 {
 
 /// Whether docs/decision.md's bounds table (and the section on FOREVER) accepts `config`.
 pub fn valid(config: &Config) -> bool {
-    let (l, p) = (u128::from(config.limit), u128::from(config.period_ns));
+    let (l, p) = (u128::from(config.limit), config.period().as_nanos());
     let b = if config.burst == 0 {
         l
     } else {
@@ -42,7 +42,7 @@ pub fn valid(config: &Config) -> bool {
     if l == 0 || p == 0 {
         return false;
     }
-    if config.period_ns == Config::FOREVER {
+    if config.period() == Config::FOREVER {
         // An allowance of C units, C from 1 to 2⁶⁴ − 257: B for GCRA, L for the others.
         let c = if config.algorithm == Algorithm::Gcra {
             b
@@ -58,6 +58,7 @@ pub fn valid(config: &Config) -> bool {
             (last_window << bits(l)) + l <= STORABLE
         }
         Algorithm::SlidingLog => l <= 1 << 20 && l * (last_window + 1) <= STORABLE,
+        algorithm => unimplemented!("no bounds for {algorithm:?}"),
     }
 }
 
@@ -109,14 +110,14 @@ fn decision(limit: u128, remaining: u128, reset_after_ns: u64) -> Decision {
 impl Exact {
     /// A fresh limiter of a `config` that [`valid`] accepts.
     pub fn new(config: &Config) -> Self {
-        let (l, p) = (u128::from(config.limit), u128::from(config.period_ns));
+        let (l, p) = (u128::from(config.limit), config.period().as_nanos());
         let b = if config.burst == 0 {
             l
         } else {
             u128::from(config.burst)
         };
         let gcra = config.algorithm == Algorithm::Gcra;
-        if config.period_ns == Config::FOREVER {
+        if config.period() == Config::FOREVER {
             let c = if gcra { b } else { l };
             return Self::Allowance { c, used: 0, gcra };
         }
@@ -145,6 +146,8 @@ impl Exact {
                 stamps: Vec::new(),
                 latest: 0,
             },
+
+            algorithm => unimplemented!("no model of {algorithm:?}"),
         }
     }
 

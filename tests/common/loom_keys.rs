@@ -2,11 +2,12 @@
 //! capacity 1 (two slots), GCRA of 1 per `T`, and keys that are their own hashes, so a
 //! model puts each key in the slot its race needs.
 
-use librate::{Config, Decision, Error, KeyedLimiter};
+use librate::{Config, Decision, Error, Instant, KeyedLimiter};
 use loom::sync::Arc;
 use loom::thread;
 use std::collections::BTreeSet;
 use std::sync::Mutex;
+use std::time::Duration;
 
 pub use super::key_is_hash::KeyIsHash;
 
@@ -20,11 +21,13 @@ pub const C: u64 = 1 << 63 | 3;
 pub type Table = KeyedLimiter<KeyIsHash>;
 
 pub fn table() -> Arc<Table> {
-    Arc::new(KeyedLimiter::with_hasher(&Config::gcra(1, T), 1, KeyIsHash).unwrap())
+    Arc::new(
+        KeyedLimiter::with_hasher(&Config::gcra(1, Duration::from_nanos(T)), 1, KeyIsHash).unwrap(),
+    )
 }
 
 pub fn acquire(table: &Table, key: u64, now: u64) -> Result<Decision, Error> {
-    table.acquire_at(&key.to_le_bytes(), 1, now)
+    table.acquire_at(&key.to_le_bytes(), 1, Instant::from_nanos(now))
 }
 
 /// Runs `first` and `second` on two threads against `table` and returns their results.

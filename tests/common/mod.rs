@@ -2,6 +2,8 @@
 
 #![allow(dead_code, unreachable_pub)] // each test crate uses a different subset
 
+use std::time::Duration;
+
 pub mod exact;
 pub mod key_is_hash;
 #[cfg(loom)]
@@ -46,6 +48,11 @@ impl Rng {
 pub const MS: u64 = 1_000_000;
 pub const SECOND: u64 = 1_000_000_000;
 
+/// The instant `ns` nanoseconds into a test's timeline: the time an `_at` call takes.
+pub fn at(ns: u64) -> librate::Instant {
+    librate::Instant::from_nanos(ns)
+}
+
 /// A random rule of any algorithm, for policies: small limits, so sequences reach them,
 /// and periods of every shape the Redis window scripts treat apart (whole seconds,
 /// divisors of a second, and neither).
@@ -60,10 +67,10 @@ pub fn random_rule(rng: &mut Rng) -> librate::Config {
         rng.range(MS, 3 * SECOND),
     ][rng.below(6) as usize];
     match rng.below(4) {
-        0 => librate::Config::gcra(limit, period).with_burst(rng.range(1, 6)),
-        1 => librate::Config::fixed_window(limit, period),
-        2 => librate::Config::sliding_window(limit, period),
-        _ => librate::Config::sliding_log(limit, period),
+        0 => librate::Config::gcra(limit, Duration::from_nanos(period)).with_burst(rng.range(1, 6)),
+        1 => librate::Config::fixed_window(limit, Duration::from_nanos(period)),
+        2 => librate::Config::sliding_window(limit, Duration::from_nanos(period)),
+        _ => librate::Config::sliding_log(limit, Duration::from_nanos(period)),
     }
 }
 

@@ -407,13 +407,13 @@ pub enum RuleModel {
 impl RuleModel {
     /// The model of a fresh limiter of `config`, which must be valid.
     pub fn new(config: &Config) -> Self {
-        let (limit, period) = (config.limit, config.period_ns);
+        let (limit, period) = (config.limit, config.period().as_nanos() as u64);
         let burst = if config.burst == 0 {
             limit
         } else {
             config.burst
         };
-        if period == Config::FOREVER {
+        if period == u64::MAX {
             let gcra = config.algorithm == Algorithm::Gcra;
             let capacity = if gcra { burst } else { limit };
             return Self::Allowance {
@@ -430,6 +430,7 @@ impl RuleModel {
             Algorithm::FixedWindow => Self::Fixed(FixedModel::new(limit, period)),
             Algorithm::SlidingWindow => Self::Sliding(SlidingModel::new(limit, period)),
             Algorithm::SlidingLog => Self::Log(LogModel::new(limit, period)),
+            algorithm => unimplemented!("no model of {algorithm:?}"),
         }
     }
 

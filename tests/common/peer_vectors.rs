@@ -9,6 +9,7 @@
 
 use super::{MS, SECOND};
 use librate::{Config, Decision, Error};
+use std::time::Duration;
 
 /// A limiter under test: decides `n` units at `at_ns`.
 pub type Decide = Box<dyn FnMut(u64, u64) -> Result<Decision, Error>>;
@@ -17,7 +18,7 @@ pub type Decide = Box<dyn FnMut(u64, u64) -> Result<Decision, Error>>;
 pub type Make<'a> = &'a mut dyn FnMut(&Config) -> Decide;
 
 fn gcra(make: Make<'_>, limit: u64, period_ns: u64, burst: u64) -> Decide {
-    make(&Config::gcra(limit, period_ns).with_burst(burst))
+    make(&Config::gcra(limit, Duration::from_nanos(period_ns)).with_burst(burst))
 }
 
 /// One step of a vector: at `at_ns`, `n` units, and what librate's decision must say.

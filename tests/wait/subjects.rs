@@ -11,7 +11,7 @@ pub(crate) const LONG: Duration = Duration::from_secs(10 * 3600);
 
 /// A GCRA limiter of one unit per `period_ns`, bursts of `burst`: τ = burst × period.
 pub(crate) fn gcra(period_ns: u64, burst: u64) -> Limiter {
-    Limiter::new(&Config::gcra(1, period_ns).with_burst(burst)).unwrap()
+    Limiter::new(&Config::gcra(1, Duration::from_nanos(period_ns)).with_burst(burst)).unwrap()
 }
 
 /// Asserts that `decision` admitted and left `remaining` units.

@@ -12,13 +12,14 @@ use librate::{Config, KeyedLimiter};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
+use std::time::Duration;
 use tower::ServiceExt;
 
 const SECOND: u64 = 1_000_000_000;
 
 /// 3 a minute per IP (GCRA: one every 20 s, a burst of 3).
 fn three_a_minute() -> Arc<KeyedLimiter> {
-    Arc::new(KeyedLimiter::new(&Config::gcra(3, 60 * SECOND), 1_000).unwrap())
+    Arc::new(KeyedLimiter::new(&Config::gcra(3, Duration::from_nanos(60 * SECOND)), 1_000).unwrap())
 }
 
 /// Serves the example's app on 127.0.0.1, on a port of the system's choosing, from a

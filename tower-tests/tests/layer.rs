@@ -7,10 +7,13 @@ mod common;
 use common::{field, respond};
 use http::{HeaderName, Request};
 use librate::tower::{Decided, Key, LayerError, PeerIp, RateLimitLayer, RequestLimit};
-use librate::{Config, Decision, Error, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
+use librate::{
+    Config, Decision, Error, Instant, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy,
+};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;
 
@@ -23,9 +26,9 @@ impl Clock {
         self.0.store(now_ns, Ordering::Relaxed);
     }
 
-    fn reader(&self) -> impl Fn() -> u64 + Send + Sync + 'static {
+    fn reader(&self) -> impl Fn() -> Instant + Send + Sync + 'static {
         let now = Arc::clone(&self.0);
-        move || now.load(Ordering::Relaxed)
+        move || Instant::from_nanos(now.load(Ordering::Relaxed))
     }
 }
 
@@ -80,7 +83,7 @@ fn from(peer: Option<&str>, forwarded: &[&str]) -> Request<()> {
 
 /// 2 a second per client: GCRA, one unit every 500 ms, a burst of 2.
 fn two_a_second() -> KeyedLimiter {
-    KeyedLimiter::new(&Config::gcra(2, SECOND), 100).unwrap()
+    KeyedLimiter::new(&Config::gcra(2, Duration::from_nanos(SECOND)), 100).unwrap()
 }
 
 #[test]
@@ -126,8 +129,8 @@ fn a_keyed_limiter_per_ip() {
 fn a_keyed_policy_reports_the_binding_rule() {
     // 2 a second per client, and 3 a minute for everyone (a fixed window, 0 to 60 s).
     let rules = [
-        KeyedRule::per_key(Config::gcra(2, SECOND)),
-        KeyedRule::global(Config::fixed_window(3, 60 * SECOND)),
+        KeyedRule::per_key(Config::gcra(2, Duration::from_nanos(SECOND))),
+        KeyedRule::global(Config::fixed_window(3, Duration::from_nanos(60 * SECOND))),
     ];
     let clock = Clock::default();
     let layer = RateLimitLayer::builder(KeyedPolicy::new(&rules, 100).unwrap())
@@ -165,12 +168,12 @@ fn a_keyed_policy_reports_the_binding_rule() {
 fn costs_leave_a_rule_out_of_the_report() {
     // A request costs the per-second rule nothing: only the minute's counts and reports.
     let rules = [
-        Config::gcra(2, SECOND),
-        Config::fixed_window(3, 60 * SECOND),
+        Config::gcra(2, Duration::from_nanos(SECOND)),
+        Config::fixed_window(3, Duration::from_nanos(60 * SECOND)),
     ];
     let layer = RateLimitLayer::builder(Policy::new(&rules).unwrap())
         .costs([0, 1])
-        .clock(|| 0)
+        .clock(|| Instant::ZERO)
         .build()
         .unwrap();
     const POLICY: &str = "\"rule0\";q=2;w=1, \"rule1\";q=3;w=60";
@@ -191,7 +194,7 @@ fn costs_leave_a_rule_out_of_the_report() {
 fn behind_trusted_proxies_the_client_they_name() {
     let layer = RateLimitLayer::builder(two_a_second())
         .key(PeerIp::new().trusting_proxies(2))
-        .clock(|| 0)
+        .clock(|| Instant::ZERO)
         .build()
         .unwrap();
     // Two proxies: the client is the second entry from the right, whatever the client
@@ -220,7 +223,7 @@ fn behind_trusted_proxies_the_client_they_name() {
 #[test]
 fn no_peer_address_shares_the_empty_key() {
     let layer = RateLimitLayer::builder(two_a_second())
-        .clock(|| 0)
+        .clock(|| Instant::ZERO)
         .build()
         .unwrap();
     assert_eq!(ask(&layer, from(None, &[])).status, 200);
@@ -234,7 +237,7 @@ fn a_key_function_may_exempt_requests() {
     let key = Key::from_fn(|parts| (parts.uri.path() != "/health").then(|| b"all".to_vec()));
     let layer = RateLimitLayer::builder(two_a_second())
         .key(key)
-        .clock(|| 0)
+        .clock(|| Instant::ZERO)
         .build()
         .unwrap();
     let get = |path| Request::get(path).body(()).unwrap();
@@ -258,7 +261,7 @@ fn a_header_key() {
     let key = Key::header(HeaderName::from_static("x-api-key"));
     let layer = RateLimitLayer::builder(two_a_second())
         .key(key)
-        .clock(|| 0)
+        .clock(|| Instant::ZERO)
         .build()
         .unwrap();
     let with = |key: &[u8]| {
@@ -277,10 +280,10 @@ fn a_header_key() {
 #[test]
 fn a_limit_for_everyone_reads_no_key() {
     // A Limiter is one limit for every request: even a key that exempts all is not read.
-    let limiter = Limiter::new(&Config::gcra(1, SECOND)).unwrap();
+    let limiter = Limiter::new(&Config::gcra(1, Duration::from_nanos(SECOND))).unwrap();
     let layer = RateLimitLayer::builder(limiter)
         .key(Key::from_fn(|_| None))
-        .clock(|| 0)
+        .clock(|| Instant::ZERO)
         .build()
         .unwrap();
     assert_eq!(ask(&layer, from(Some("192.0.2.1:1"), &[])).status, 200);
@@ -313,10 +316,10 @@ impl RequestLimit for Failing {
     const POLICY: bool = false;
 
     fn rules(&self) -> Vec<Config> {
-        vec![Config::gcra(10, 90 * SECOND)]
+        vec![Config::gcra(10, Duration::from_nanos(90 * SECOND))]
     }
 
-    fn acquire_at(&self, _: &[u8], _: Option<&[u64]>, _: u64) -> Result<Several, Error> {
+    fn acquire_at(&self, _: &[u8], _: Option<&[u64]>, _: Instant) -> Result<Several, Error> {
         let admitted = Decision {
             allowed: true,
             ..Decision::default()
@@ -372,8 +375,8 @@ fn a_full_table_fails_closed_or_open() {
 fn names_and_costs_must_fit_the_rules() {
     let policy = || {
         Policy::new(&[
-            Config::gcra(2, SECOND).with_burst(3),
-            Config::fixed_window(5, SECOND),
+            Config::gcra(2, Duration::from_nanos(SECOND)).with_burst(3),
+            Config::fixed_window(5, Duration::from_nanos(SECOND)),
         ])
         .unwrap()
     };

@@ -8,9 +8,10 @@ mod common;
 use common::{field, respond};
 use http::{Request, StatusCode};
 use librate::tower::{Decided, RateLimitLayer, RequestLimit};
-use librate::{Config, Decision, Error};
+use librate::{Config, Decision, Error, Instant};
 use serde_json::Value;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 /// The cases of bindings/testdata/`name`: at least 10.
 fn cases(name: &str) -> Vec<Value> {
@@ -27,8 +28,11 @@ fn u64_of(value: &Value) -> u64 {
 }
 
 fn rule_of(vector: &Value) -> Config {
-    Config::gcra(u64_of(&vector["limit"]), u64_of(&vector["period_ns"]))
-        .with_burst(u64_of(&vector["burst"]))
+    Config::gcra(
+        u64_of(&vector["limit"]),
+        Duration::from_nanos(u64_of(&vector["period_ns"])),
+    )
+    .with_burst(u64_of(&vector["burst"]))
 }
 
 fn decision_of(vector: &Value) -> Decision {
@@ -56,7 +60,7 @@ impl RequestLimit for OneRule {
         vec![self.rule]
     }
 
-    fn acquire_at(&self, _: &[u8], _: Option<&[u64]>, _: u64) -> Result<Decision, Error> {
+    fn acquire_at(&self, _: &[u8], _: Option<&[u64]>, _: Instant) -> Result<Decision, Error> {
         Ok(self.decision)
     }
 }
@@ -93,7 +97,7 @@ impl RequestLimit for Rulebook {
         self.rules.clone()
     }
 
-    fn acquire_at(&self, _: &[u8], _: Option<&[u64]>, _: u64) -> Result<Rules, Error> {
+    fn acquire_at(&self, _: &[u8], _: Option<&[u64]>, _: Instant) -> Result<Rules, Error> {
         Ok(self.decided.clone())
     }
 }

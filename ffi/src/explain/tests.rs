@@ -5,6 +5,7 @@ use crate::{RATE_FIXED_WINDOW, RATE_GCRA, RATE_SLIDING_LOG, RATE_SLIDING_WINDOW}
 use librate::Config;
 use librate::Limiter;
 use std::ffi::CStr;
+use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;
 
@@ -242,18 +243,10 @@ fn named_bound(raw: rate_config, reason: &str) -> Option<(bool, u64, impl Fn(u64
     let base = raw.to_config()?;
     let field = field.to_owned();
     Some((side == "most", bound, move |value| match field.as_str() {
-        "limit" => Config {
-            limit: value,
-            ..base
-        },
-        "period_ns" => Config {
-            period_ns: value,
-            ..base
-        },
-        "burst" => Config {
-            burst: value,
-            ..base
-        },
+        "limit" => Config::new(base.algorithm, value, base.period()).with_burst(base.burst),
+        "period_ns" => Config::new(base.algorithm, base.limit, Duration::from_nanos(value))
+            .with_burst(base.burst),
+        "burst" => base.with_burst(value),
         other => panic!("a bound on {other}"),
     }))
 }

@@ -2,6 +2,7 @@
 
 use super::super::{boundary, rate_config, set_config_of, RATE_E_NULL, RATE_OK};
 use super::rate_keyed;
+use librate::Instant;
 
 /// Replaces the rule every key of the table follows, now (`rate_now_ns`), keeping what
 /// each key has consumed: as `rate_keyed_set_config_at`.
@@ -68,7 +69,7 @@ pub unsafe extern "C" fn rate_keyed_set_config_at(
     // SAFETY: passed on from this function's contract.
     unsafe {
         set_config_of(table, config, |table, config| {
-            table.set_config_at(config, now_ns)
+            table.set_config_at(config, Instant::from_nanos(now_ns))
         })
     }
 }

@@ -3,6 +3,7 @@
 use super::super::policy::set_rules_of;
 use super::super::{boundary, RATE_E_NULL, RATE_OK};
 use super::{inner, rate_keyed_policy, rate_keyed_rule};
+use librate::Instant;
 
 /// Replaces the keyed policy's rules, now (`rate_now_ns`): as
 /// `rate_keyed_policy_set_rules_at`.
@@ -71,7 +72,7 @@ pub unsafe extern "C" fn rate_keyed_policy_set_rules_at(
             rules,
             rules_len,
             rate_keyed_rule::to_rule,
-            |policy, rules| policy.set_rules_at(rules, now_ns),
+            |policy, rules| policy.set_rules_at(rules, Instant::from_nanos(now_ns)),
         )
     }
 }

@@ -4,6 +4,7 @@
 use super::super::keyed::with_key;
 use super::super::{boundary, rate_keyed_stats, status_of, RATE_E_NULL, RATE_OK};
 use super::{inner, rate_keyed_policy};
+use librate::Instant;
 use librate::KeyedPolicy;
 
 /// Resets the key in every per-key rule, as `rate_keyed_reset` does in a table: its next
@@ -61,7 +62,7 @@ pub unsafe extern "C" fn rate_keyed_policy_read_stats_at(
         else {
             return RATE_E_NULL;
         };
-        *out = rate_keyed_stats::from(policy.policy.stats_at(now_ns));
+        *out = rate_keyed_stats::from(policy.policy.stats_at(Instant::from_nanos(now_ns)));
         RATE_OK
     })
 }

@@ -3,6 +3,7 @@
 use super::super::{boundary, rate_config, status_of, RATE_E_NULL, RATE_OK};
 use super::{policy_ref, rate_policy, rules_of};
 use librate::Error;
+use librate::Instant;
 
 /// Replaces the policy's rules, now (`rate_now_ns`): as `rate_policy_set_rules_at`.
 ///
@@ -58,7 +59,7 @@ pub unsafe extern "C" fn rate_policy_set_rules_at(
             rules,
             rules_len,
             rate_config::to_config,
-            |policy, configs| policy.set_rules_at(configs, now_ns),
+            |policy, configs| policy.set_rules_at(configs, Instant::from_nanos(now_ns)),
         )
     }
 }

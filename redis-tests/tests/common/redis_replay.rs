@@ -3,7 +3,8 @@
 //! field, and every admission's expiry checked.
 
 use librate::redis::{RedisError, RedisLimiter};
-use librate::{Algorithm, Config, Decision, Limiter};
+use librate::{Algorithm, Config, Decision, Instant, Limiter};
+use std::time::Duration;
 
 use super::{Rng, MS};
 
@@ -20,7 +21,7 @@ pub fn replay(redis: &mut redis::Connection, config: &Config, case: u64, rng: &m
     let local = Limiter::new(config).unwrap();
     let remote = RedisLimiter::new(config, format!("model:{case}:")).unwrap();
     let mut redis = Unexpiring::new(redis, vec![remote.redis_key(b"k")]);
-    let period = config.period_ns;
+    let period = config.period().as_nanos() as u64;
     let capacity = match config.algorithm {
         Algorithm::Gcra if config.burst > 0 => config.burst,
         _ => config.limit,
@@ -67,12 +68,18 @@ pub fn replay(redis: &mut redis::Connection, config: &Config, case: u64, rng: &m
             _ => rng.below(period.saturating_mul(3)),
         });
         let want = match max_wait {
-            None => local.acquire_at(n, now),
-            Some(wait) => local.reserve_at(n, now, wait),
+            None => local.acquire_at(n, Instant::from_nanos(now)),
+            Some(wait) => local.reserve_at(n, Instant::from_nanos(now), Duration::from_nanos(wait)),
         };
         let call = |redis: &mut Unexpiring| match max_wait {
-            None => remote.acquire_at(redis, b"k", n, now),
-            Some(wait) => remote.reserve_at(redis, b"k", n, now, wait),
+            None => remote.acquire_at(redis, b"k", n, Instant::from_nanos(now)),
+            Some(wait) => remote.reserve_at(
+                redis,
+                b"k",
+                n,
+                Instant::from_nanos(now),
+                Duration::from_nanos(wait),
+            ),
         };
         let mut got = call(&mut redis);
         while matches!(&got, Ok(admitted) if admitted.allowed && n > 0) && redis.expired() {
@@ -102,7 +109,7 @@ pub fn replay(redis: &mut redis::Connection, config: &Config, case: u64, rng: &m
 fn expiry(config: &Config, admitted: &Decision) -> Option<u128> {
     let reset = u128::from(admitted.reset_after_ns);
     (admitted.reset_after_ns < u64::MAX).then(|| match config.algorithm {
-        Algorithm::FixedWindow => reset + u128::from(config.period_ns),
+        Algorithm::FixedWindow => reset + config.period().as_nanos(),
         _ => reset,
     })
 }

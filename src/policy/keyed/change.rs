@@ -6,7 +6,7 @@
 use super::{KeyedPolicy, KeyedRule, Scoped};
 use crate::decider::Decider;
 use crate::error::{ConfigError, Error};
-use crate::time;
+use crate::time::Instant;
 
 impl<S> KeyedPolicy<S> {
     /// Replaces the policy's rules now (`CLOCK_MONOTONIC`): see
@@ -15,10 +15,10 @@ impl<S> KeyedPolicy<S> {
     /// # Errors
     /// As [`set_rules_at`](Self::set_rules_at).
     pub fn set_rules(&self, rules: &[KeyedRule]) -> Result<(), Error> {
-        self.set_rules_at(rules, time::now_ns())
+        self.set_rules_at(rules, Instant::now())
     }
 
-    /// Replaces the policy's rules at `now_ns` (a customer changes plan), keeping what
+    /// Replaces the policy's rules at `at` (a customer changes plan), keeping what
     /// was consumed: each per-key rule's table changes as
     /// [`KeyedLimiter::set_config_at`](crate::KeyedLimiter::set_config_at) changes one
     /// (every key's state carried over, a key fresh at the change starting anew), each
@@ -35,8 +35,9 @@ impl<S> KeyedPolicy<S> {
     /// `retry_after_ns` of `u64::MAX`; a request after the change is refused up front.
     ///
     /// ```
-    /// use librate::{Config, KeyedPolicy, KeyedRule};
-    /// const SECOND: u64 = 1_000_000_000;
+    /// use librate::{Config, Instant, KeyedPolicy, KeyedRule};
+    /// use std::time::Duration;
+    /// const SECOND: Duration = Duration::from_secs(1);
     /// // Per customer 2 a second; everybody 100 a minute.
     /// let site = KeyedPolicy::new(
     ///     &[
@@ -46,20 +47,21 @@ impl<S> KeyedPolicy<S> {
     ///     1000,
     /// )
     /// .unwrap();
-    /// assert!(site.acquire_at(b"ann", 2, 0).unwrap().decision.allowed);
+    /// assert!(site.acquire_at(b"ann", 2, Instant::ZERO).unwrap().decision.allowed);
     /// // Upgraded: 4 a second per customer, 1,000 a minute for everybody.
     /// site.set_rules_at(
     ///     &[
     ///         KeyedRule::per_key(Config::gcra(4, SECOND)),
     ///         KeyedRule::global(Config::fixed_window(1000, 60 * SECOND)),
     ///     ],
-    ///     0,
+    ///     Instant::ZERO,
     /// )
     /// .unwrap();
-    /// let now = site.acquire_at(b"ann", 0, 0).unwrap();
+    /// let now = site.acquire_at(b"ann", 0, Instant::ZERO).unwrap();
     /// // ann's bucket stays empty (a token now every 250 ms); the window keeps its 2.
     /// assert_eq!((now.rules()[0].remaining, now.rules()[1].remaining), (0, 998));
-    /// assert!(site.acquire_at(b"ann", 1, 250_000_000).unwrap().decision.allowed);
+    /// let later = Instant::ZERO + Duration::from_millis(250);
+    /// assert!(site.acquire_at(b"ann", 1, later).unwrap().decision.allowed);
     /// assert_eq!(site.limit(), 4);
     /// ```
     ///
@@ -80,7 +82,7 @@ impl<S> KeyedPolicy<S> {
     ///
     /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
     /// [`ConfigError::Capacity`]: crate::ConfigError::Capacity
-    pub fn set_rules_at(&self, rules: &[KeyedRule], now_ns: u64) -> Result<(), Error> {
+    pub fn set_rules_at(&self, rules: &[KeyedRule], at: Instant) -> Result<(), Error> {
         if rules.len() != self.rules.len() {
             return Err(Error::InvalidConfig(ConfigError::LiveChange));
         }
@@ -96,8 +98,8 @@ impl<S> KeyedPolicy<S> {
         }
         for (rule, new) in self.rules.iter().zip(rules) {
             match rule {
-                Scoped::PerKey(table) => table.set_config_at(&new.config, now_ns)?,
-                Scoped::Global(limiter) => limiter.set_config_at(&new.config, now_ns)?,
+                Scoped::PerKey(table) => table.set_config_at(&new.config, at)?,
+                Scoped::Global(limiter) => limiter.set_config_at(&new.config, at)?,
             }
         }
         Ok(())
