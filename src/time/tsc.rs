@@ -387,6 +387,11 @@ fn aim(
         let ticks = u128::from(window_end - tsc);
         // Each line's reading rounds down: 2 more covers the two roundings.
         ((ticks * u128::from(current.scale - scale)) >> 32) as u64 + 2
+    } else if window_end > tsc && start == on_line {
+        // A line at least as steep never climbs above the new one; but a new line that
+        // starts on the old one starts on its reading, rounded down, and a reading on it
+        // rounds down again: a nanosecond below the old line's single rounding at worst.
+        1
     } else {
         0
     };

@@ -101,3 +101,34 @@ fn the_scale_between_two_pairs_is_nanoseconds_per_tick() {
     assert_eq!(scale_between((5, 0), (5, 1_000)), None);
     assert_eq!(scale_between((5, 0), (4, 1_000)), None);
 }
+
+/// A new line at least as steep as the old still starts above every reading on the old
+/// one: a reading rounds down on each line, so the new line's start (the old line at the
+/// pair, rounded down) plus its own rounded-down climb can fall a nanosecond short of the
+/// old line's single rounding over the same ticks. Scales with fractions of a nanosecond
+/// a tick, and every tick of the old window after the pair, at many pairs.
+#[test]
+fn a_steeper_new_line_never_reads_below_the_old_one() {
+    // 0.3 ns a tick (about 3.3 GHz), 100 ns above the long-run line from the first pair
+    // at (0, 0), whose rate is then a little higher: the new line is the steeper.
+    let old = Anchor {
+        tsc: 1_000_000,
+        ns: 300_100,
+        scale: (3 << 32) / 10,
+    };
+    let window = 2_000_000;
+    for pair_tsc in (1_000_001..1_000_400).step_by(7) {
+        // The clock on the old line.
+        let on_line = old.at(pair_tsc);
+        let next = aim(old, window, (0, 0), (pair_tsc, on_line)).unwrap();
+        assert!(next.scale >= old.scale, "pair {pair_tsc}");
+        for tick in pair_tsc..pair_tsc + 2_000 {
+            assert!(
+                next.at(tick) >= old.at(tick),
+                "pair {pair_tsc}, tick {tick}: new {} < old {}",
+                next.at(tick),
+                old.at(tick)
+            );
+        }
+    }
+}
