@@ -244,22 +244,35 @@ fn publish(number: u64, anchor: Anchor) {
     ANCHORS.sequence.store(2 * number, Ordering::Release);
 }
 
-/// [`now`]'s first try, when it needs nothing else: the TSC clock started and not retired,
-/// the anchor read whole, and young enough that no reader needs to replace it. `None`
-/// otherwise, for [`now`] to settle, never because the reading would differ from it.
+/// One read of the published anchor with a TSC reading between the two reads of the
+/// sequence: `(first, anchor, tsc, second)`. The anchor is whole unless `second` shows a
+/// later writer began to refill its bank (`second >= (first | 1) + 2`, module docs,
+/// Publication); `first` is [`RETIRED`] once the TSC is.
 #[inline(always)]
-pub(super) fn now_on_current_anchor() -> Option<u64> {
-    // Acquire, Relaxed, the fence: as in `now`.
+fn read_anchor() -> (u64, Anchor, u64, u64) {
+    // Acquire: pairs with `publish`'s Release, for the bank's words.
     let first = ANCHORS.sequence.load(Ordering::Acquire);
     let bank = &ANCHORS.banks[((first >> 1) & 1) as usize];
+    // Relaxed: the fence below orders these before the second sequence read.
     let anchor = Anchor {
         tsc: bank[0].load(Ordering::Relaxed),
         ns: bank[1].load(Ordering::Relaxed),
         scale: bank[2].load(Ordering::Relaxed),
     };
     let tsc = rdtsc();
+    // Acquire fence: if a read above saw a later writer's store, the sequence read below
+    // sees that writer's claim (the CAS before its stores).
     fence(Ordering::Acquire);
     let second = ANCHORS.sequence.load(Ordering::Relaxed);
+    (first, anchor, tsc, second)
+}
+
+/// [`now`]'s first try, when it needs nothing else: the TSC clock started and not retired,
+/// the anchor read whole, and young enough that no reader needs to replace it. `None`
+/// otherwise, for [`now`] to settle, never because the reading would differ from it.
+#[inline(always)]
+pub(super) fn now_on_current_anchor() -> Option<u64> {
+    let (first, anchor, tsc, second) = read_anchor();
     // Relaxed: as in `now`.
     let window_ticks = ANCHORS.window_ticks.load(Ordering::Relaxed);
     // A tick before the anchor's (another CPU's) wraps past the window: `now` saturates it.
@@ -272,23 +285,10 @@ pub(super) fn now_on_current_anchor() -> Option<u64> {
 /// (then the caller reads the vDSO, no earlier than [`floor`]).
 pub(super) fn now(read_monotonic: impl Fn() -> u64) -> Option<u64> {
     loop {
-        // Acquire: pairs with `publish`'s Release, for the bank's words.
-        let first = ANCHORS.sequence.load(Ordering::Acquire);
+        let (first, anchor, tsc, second) = read_anchor();
         if first == RETIRED {
             return None;
         }
-        let bank = &ANCHORS.banks[((first >> 1) & 1) as usize];
-        // Relaxed: the fence below orders these before the second sequence read.
-        let anchor = Anchor {
-            tsc: bank[0].load(Ordering::Relaxed),
-            ns: bank[1].load(Ordering::Relaxed),
-            scale: bank[2].load(Ordering::Relaxed),
-        };
-        let tsc = rdtsc();
-        // Acquire fence: if a read above saw a later writer's store, the sequence read
-        // below sees that writer's claim (the CAS before its stores).
-        fence(Ordering::Acquire);
-        let second = ANCHORS.sequence.load(Ordering::Relaxed);
         if second >= (first | 1) + 2 {
             continue;
         }
