@@ -22,10 +22,9 @@
 //! use librate::tower::{PeerIp, RateLimitLayer};
 //! use librate::{Config, KeyedLimiter};
 //! use std::sync::Arc;
-//! const SECOND: u64 = 1_000_000_000;
 //!
 //! // 100 requests a minute per client, up to 100,000 clients at once, behind one proxy.
-//! let per_ip = Arc::new(KeyedLimiter::new(&Config::gcra(100, 60 * SECOND), 100_000).unwrap());
+//! let per_ip = Arc::new(KeyedLimiter::new(&Config::per_minute(100), 100_000).unwrap());
 //! let layer = RateLimitLayer::builder(Arc::clone(&per_ip))
 //!     .key(PeerIp::new().trusting_proxies(1))
 //!     .build()

@@ -23,14 +23,14 @@ impl Limiter {
     /// ```
     /// use librate::{Config, Limiter};
     /// use std::time::Duration;
-    /// const MS: u64 = 1_000_000;
+    /// const MS: Duration = Duration::from_millis(1);
     /// // One unit every 20 ms.
     /// let limiter = Limiter::new(&Config::gcra(1, 20 * MS)).unwrap();
     /// assert!(limiter.acquire(1).unwrap().allowed);
     /// let admitted = limiter.until_ready(1, Duration::from_secs(1)).unwrap();
-    /// assert!(admitted.allowed && admitted.wait_ns <= 20 * MS);
+    /// assert!(admitted.allowed && admitted.wait() <= 20 * MS);
     /// // One unit an hour: a wait of a second gives up at once, taking nothing.
-    /// let hourly = Limiter::new(&Config::gcra(1, 3_600_000 * MS)).unwrap();
+    /// let hourly = Limiter::new(&Config::per_hour(1)).unwrap();
     /// assert!(hourly.acquire(1).unwrap().allowed);
     /// assert!(!hourly.until_ready(1, Duration::from_secs(1)).unwrap().allowed);
     /// ```

@@ -19,16 +19,16 @@ impl Policy {
     /// ```
     /// use librate::{Config, Policy};
     /// use std::time::Duration;
-    /// const MS: u64 = 1_000_000;
+    /// const MS: Duration = Duration::from_millis(1);
+    /// const HOUR: Duration = Duration::from_secs(3600);
     /// // One every 20 ms, and 2 in any hour.
-    /// let policy = Policy::new(&[Config::gcra(1, 20 * MS), Config::sliding_log(2, 3_600_000 * MS)])
-    ///     .unwrap();
+    /// let policy = Policy::new(&[Config::gcra(1, 20 * MS), Config::sliding_log(2, HOUR)]).unwrap();
     /// assert!(policy.acquire(1).unwrap().decision.allowed);
     /// assert!(policy.until_ready(1, Duration::from_secs(1)).unwrap().decision.allowed);
     /// // The hour's 2 are taken: a wait of a second gives up at once.
     /// let gave_up = policy.until_ready(1, Duration::from_secs(1)).unwrap();
     /// assert!(!gave_up.decision.allowed);
-    /// assert!(gave_up.decision.retry_after_ns > 1_000 * MS);
+    /// assert!(gave_up.decision.retry_after() > 1_000 * MS);
     /// ```
     ///
     /// # Errors
