@@ -1,5 +1,6 @@
 //! The TSC clock's arithmetic: anchors, scales and retirement, on made-up ticks.
 
+use super::next::aim;
 use super::*;
 
 #[test]
