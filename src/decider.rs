@@ -10,11 +10,11 @@ use crate::decision::Decision;
 use crate::error::Error;
 use crate::error::{Breach, ConfigError};
 use crate::state::{
-    gcra_precise_first, is_marker, replaced_counts, reserve_at, reserve_refundable_at,
-    store_counts, window_acquire_at, Acquire, Owned, Refund, Refundable, Request, Stored, Tenancy,
+    gcra_now, is_marker, replaced_counts, reserve_at, reserve_refundable_at, store_counts,
+    window_acquire_at, Acquire, Owned, Refund, Refundable, Request, Stored, Tenancy,
 };
 use crate::sync::{AtomicU64, Ordering};
-use crate::time::{TimeSource, Timed};
+use crate::time::{self, TimeSource, Timed};
 
 /// A validated algorithm with its parameters.
 #[derive(Clone, Copy, Debug)]
@@ -237,10 +237,30 @@ impl Decider {
         // swap, reached without the dispatch's jump table.
         if let Self::Gcra(gcra) = self {
             if time.precise_first() {
-                return gcra_precise_first(gcra, state, tenancy, time, n);
+                return time::precise_first(time, gcra_now(gcra, &state[0], tenancy, n));
             }
         }
         self.try_acquire_peeking(state, tenancy, time, n)
+    }
+
+    /// [`try_acquire`](Self::try_acquire) of `1 ≤ n` units when it is an idle GCRA
+    /// bucket's decision and needs no call: the hint says to read the exact clock first,
+    /// and the clock reads inline. `None`, having decided nothing, otherwise.
+    #[inline(always)]
+    pub(crate) fn try_acquire_inline<T: Tenancy, C: TimeSource>(
+        &self,
+        state: &[AtomicU64],
+        tenancy: &T,
+        time: C,
+        n: u64,
+    ) -> Option<Result<bool, T::Evicted>> {
+        debug_assert!(n != 0 && self.check(n, None).is_ok());
+        match (self, state.first()) {
+            (Self::Gcra(gcra), Some(word)) if time.precise_first() => {
+                time::precise_first_inline(time, gcra_now(gcra, word, tenancy, n))
+            }
+            _ => None,
+        }
     }
 
     /// [`try_acquire`](Self::try_acquire) of `1 ≤ n` units by every other path: the

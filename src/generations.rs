@@ -51,6 +51,7 @@ use crate::error::Error;
 use crate::replaced::{Replaceable, Replaced, REPLACED};
 use crate::shared::{Mapping, OneState};
 use crate::sync::{AtomicU64, Backoff, Ordering};
+use crate::time::TimeSource;
 use crate::versions::{Kept, Pin, Version, Versions};
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -240,6 +241,20 @@ impl Generations {
         } else {
             self.run_again(n, max_wait_ns, operation)
         }
+    }
+
+    /// [`decide`](Self::decide)'s first try of a try-acquire of `n` units when it needs no
+    /// call ([`Decider::try_acquire_inline`]): the first generation's rule admits the
+    /// request and its words hold no marker. `None`, having decided nothing, otherwise.
+    #[inline(always)]
+    pub(crate) fn try_acquire_inline(&self, time: impl TimeSource, n: u64) -> Option<bool> {
+        let first = self.versions.first();
+        if n == 0 || first.decider.check(n, None).is_err() {
+            return None;
+        }
+        let decided =
+            (first.decider).try_acquire_inline(first.state(), &MAY_BE_REPLACED, time, n)?;
+        decided.ok()
     }
 
     /// [`run_again`](Self::run_again), out of line.

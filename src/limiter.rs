@@ -114,6 +114,20 @@ impl Limiter {
         self.try_acquire_by(Monotonic, n)
     }
 
+    /// [`try_acquire`](Self::try_acquire)'s decision when it needs no call: an idle GCRA
+    /// limiter's, read on the clock's inline path, as most of its decisions are. `None`
+    /// when it would need one (another algorithm or state, `n` zero or above the limit, a
+    /// change of rule, the clock's slow path); then nothing was decided, and
+    /// `try_acquire` decides. For a caller that keeps its own function a leaf on the
+    /// common path, as the C ABI's `rate_limiter_acquire` does; Rust code calls
+    /// `try_acquire`, which takes the same path inline.
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn try_acquire_inline(&self, n: u64) -> Option<bool> {
+        let time = Hinted::new(Monotonic, &self.hint);
+        self.generations.try_acquire_inline(time, n)
+    }
+
     /// Acquires `n` units at `at` and says only whether they were admitted: the
     /// outcome [`acquire_at`](Self::acquire_at) gives, without the report's work. A
     /// query (`n == 0`) is decided as `acquire_at` decides it.

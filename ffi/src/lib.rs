@@ -89,6 +89,14 @@ impl PanicFallback for () {
     fn on_panic() -> Self {}
 }
 
+/// A body that may leave its work to another (`None`): a panic is its answer, the
+/// fallback, never a reason to run the other.
+impl<T: PanicFallback> PanicFallback for Option<T> {
+    fn on_panic() -> Self {
+        Some(T::on_panic())
+    }
+}
+
 /// Runs an export's body, turning a panic into the return type's fallback. The panic
 /// message still goes to the host's panic hook; librate installs none of its own.
 #[inline(always)]

@@ -205,11 +205,20 @@ pub unsafe extern "C" fn rate_limiter_acquire(
     n: u64,
     out: *mut rate_decision,
 ) -> i32 {
-    // Each body out of line, so that neither pays for the other's frame: a function's
-    // registers are saved on entry, before its first branch.
+    // The common decision (an idle GCRA bucket's, the outcome alone) in place and calling
+    // nothing, so that this function saves no registers; anything else in a body out of
+    // line, reached by a jump: a function's registers are saved on entry, before its
+    // first branch. The bodies are `extern "C"`, which cannot unwind, so a call to them
+    // needs no landing pad here and can be a jump.
     if out.is_null() {
+        let status = boundary(|| {
+            // SAFETY: the caller passes NULL or a live handle.
+            let limiter = unsafe { limiter_ref(limiter) }?;
+            let admitted = limiter.try_acquire_inline(n)?;
+            Some(outcome_status(Ok(admitted)))
+        });
         // SAFETY: the caller's promise on `limiter`.
-        return unsafe { acquire_outcome(limiter, n) };
+        return status.unwrap_or_else(|| unsafe { acquire_outcome(limiter, n) });
     }
     // SAFETY: the caller's promises; `out` is non-NULL.
     unsafe { acquire_reported(limiter, n, out) }
@@ -220,7 +229,11 @@ pub unsafe extern "C" fn rate_limiter_acquire(
 /// # Safety
 /// `limiter` is NULL or a live handle; `out` points to a writable `rate_decision`.
 #[inline(never)]
-unsafe fn acquire_reported(limiter: *mut rate_limiter, n: u64, out: *mut rate_decision) -> i32 {
+unsafe extern "C" fn acquire_reported(
+    limiter: *mut rate_limiter,
+    n: u64,
+    out: *mut rate_decision,
+) -> i32 {
     boundary(|| {
         // SAFETY: the caller passes NULL or a live handle.
         let Some(limiter) = (unsafe { limiter_ref(limiter) }) else {
@@ -237,7 +250,7 @@ unsafe fn acquire_reported(limiter: *mut rate_limiter, n: u64, out: *mut rate_de
 /// # Safety
 /// `limiter` is NULL or a live handle.
 #[inline(never)]
-unsafe fn acquire_outcome(limiter: *mut rate_limiter, n: u64) -> i32 {
+unsafe extern "C" fn acquire_outcome(limiter: *mut rate_limiter, n: u64) -> i32 {
     boundary(|| {
         // SAFETY: the caller passes NULL or a live handle.
         match unsafe { limiter_ref(limiter) } {

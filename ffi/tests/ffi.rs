@@ -298,6 +298,54 @@ fn null_out_is_allowed() {
     }
 }
 
+/// `rate_limiter_acquire` with `out` NULL decides an idle GCRA bucket in place once a
+/// decision has needed the exact time, and leaves every other case to the full path:
+/// both count each unit once.
+#[test]
+fn out_null_counts_each_unit_once_on_every_path() {
+    // SAFETY (every block): live handles; `out` NULL is allowed; configs from references.
+    // B = 5 an hour: the library clock moves far less than T = 720 s during the test, so
+    // exactly 5 single units are admitted, then none; n = 2 > 0 left is denied, n = 6 > B
+    // is never admissible.
+    let hourly = Handle::new(gcra(5, 3600 * SECOND, 5));
+    let outcomes: Vec<i32> = (0..8)
+        .map(|_| unsafe { rate_limiter_acquire(hourly.0, 1, ptr::null_mut()) })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [[RATE_OK; 5].as_slice(), &[RATE_LIMITED; 3]].concat()
+    );
+    unsafe {
+        assert_eq!(
+            rate_limiter_acquire(hourly.0, 2, ptr::null_mut()),
+            RATE_LIMITED
+        );
+        assert_eq!(
+            rate_limiter_acquire(hourly.0, 6, ptr::null_mut()),
+            RATE_E_INSUFFICIENT_CAPACITY
+        );
+    }
+    assert_eq!(hourly.acquire(0).1.remaining, 0);
+
+    // A change of rule before any acquire replaces the first rule's words: the in-place
+    // path must find the marker and leave the decision to the new rule. A fresh bucket of
+    // B = 3 keeps its 3 tokens under 6 an hour with B' = 3 (docs/live-changes.md: T' =
+    // 600 s, τ' = 3T', TAT' = t + τ' − min(τ', 3T') = t), so it is full: 3 units are
+    // admitted, then none. The first call needs the exact time (TAT' ≤ t), so the second
+    // is tried in place, on the replaced words: deciding there would deny it.
+    let changed = Handle::new(gcra(3, 3600 * SECOND, 3));
+    let six = gcra(6, 3600 * SECOND, 3);
+    unsafe { assert_eq!(rate_limiter_set_config(changed.0, &six), RATE_OK) };
+    let outcomes: Vec<i32> = (0..5)
+        .map(|_| unsafe { rate_limiter_acquire(changed.0, 1, ptr::null_mut()) })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [RATE_OK, RATE_OK, RATE_OK, RATE_LIMITED, RATE_LIMITED]
+    );
+    assert_eq!(changed.acquire(0).1.remaining, 0);
+}
+
 /// Makes each call `(n, now_ns, status)` on two twin limiters of `config`, one with an
 /// out and one with `out` NULL (the outcome alone): both must return `status`, and the out
 /// must agree (allowed on RATE_OK, denied on RATE_LIMITED, untouched on an error).

@@ -25,7 +25,7 @@ mod ring;
 mod window_records;
 
 pub(crate) use cell::{is_marker, owned, Owned, Tenancy};
-pub(crate) use one_word::{gcra_precise_first, reserve_at, reserve_refundable_at};
+pub(crate) use one_word::{gcra_now, reserve_at, reserve_refundable_at};
 pub(crate) use refund::Refund;
 pub(crate) use request::{Acquire, Peek, Refundable, Request, Settle, TryAcquire};
 pub(crate) use window_records::{acquire_at as window_acquire_at, replaced_counts, store_counts};

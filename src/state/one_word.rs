@@ -128,25 +128,23 @@ impl<A: OneWord> Stored for A {
     }
 }
 
-/// GCRA's try-acquire of `1 ≤ n` units when `time`'s hint says to read the exact clock
-/// first ([`time::precise_first`]): for a limiter to take before its dispatch on the
-/// algorithm, since an idle bucket takes it on every call.
+/// GCRA's try-acquire of `1 ≤ n` units on its `word`, for the time strategy to decide when
+/// the hint says to read the exact clock first ([`time::precise_first`]): for a limiter
+/// to take before its dispatch on the algorithm, since an idle bucket takes it on every
+/// call.
 #[inline(always)]
-pub(crate) fn gcra_precise_first<T: Tenancy, C: TimeSource>(
-    gcra: &Gcra,
-    state: &[AtomicU64],
-    tenancy: &T,
-    time: C,
+pub(crate) fn gcra_now<'a, T: Tenancy>(
+    gcra: &'a Gcra,
+    word: &'a AtomicU64,
+    tenancy: &'a T,
     n: u64,
-) -> Result<bool, T::Evicted> {
-    let word = &state[0];
-    let now = Now {
+) -> Now<'a, Gcra, T> {
+    Now {
         algorithm: gcra,
         word,
         tenancy,
         n,
-    };
-    time::precise_first(time, now)
+    }
 }
 
 /// A try-acquire of `1 ≤ n` units on one word, for the time strategy to decide.

@@ -23,16 +23,17 @@ use crate::sync::{Ordering, ProcessAtomicU64};
 /// ```
 #[inline(always)]
 pub fn now_ns() -> u64 {
-    // The common reading, inline: the TSC clock started, its anchor current and young.
-    // Anything else (the first reading, which resolves the clocks; an anchor to replace;
-    // the vDSO's clock) is out of line.
-    match tsc::now_on_current_anchor() {
-        Some(now) => {
-            publish(now);
-            now
-        }
-        None => now_ns_otherwise(),
-    }
+    now_ns_inline().unwrap_or_else(now_ns_otherwise)
+}
+
+/// [`now_ns`]'s common reading, inline: the TSC clock started, its anchor current and
+/// young. Anything else (the first reading, which resolves the clocks; an anchor to
+/// replace; the vDSO's clock) is `None`, for [`now_ns`] to read out of line.
+#[inline(always)]
+pub(crate) fn now_ns_inline() -> Option<u64> {
+    let now = tsc::now_on_current_anchor()?;
+    publish(now);
+    Some(now)
 }
 
 /// [`now_ns`] when the TSC clock cannot read on its current anchor alone.

@@ -128,6 +128,9 @@ pub(crate) struct Hinted<S, H, R = Unread> {
 pub(crate) trait Reading: Copy {
     /// The exact time.
     fn now(self, source: impl TimeSource) -> u64;
+
+    /// The exact time when it reads without a call ([`TimeSource::now_inline`]).
+    fn now_inline(self, source: impl TimeSource) -> Option<u64>;
 }
 
 /// No reading taken yet: the exact time is read when asked for.
@@ -139,12 +142,22 @@ impl Reading for Unread {
     fn now(self, source: impl TimeSource) -> u64 {
         source.now()
     }
+
+    #[inline(always)]
+    fn now_inline(self, source: impl TimeSource) -> Option<u64> {
+        source.now_inline()
+    }
 }
 
 impl Reading for u64 {
     #[inline(always)]
     fn now(self, _source: impl TimeSource) -> u64 {
         self
+    }
+
+    #[inline(always)]
+    fn now_inline(self, _source: impl TimeSource) -> Option<u64> {
+        Some(self)
     }
 }
 
@@ -181,6 +194,11 @@ impl<S: TimeSource, H: Hint, R: Reading> TimeSource for Hinted<S, H, R> {
     }
 
     #[inline(always)]
+    fn now_inline(self) -> Option<u64> {
+        self.read.now_inline(self.source)
+    }
+
+    #[inline(always)]
     fn passed(self) -> u64 {
         self.source.passed()
     }
@@ -188,6 +206,11 @@ impl<S: TimeSource, H: Hint, R: Reading> TimeSource for Hinted<S, H, R> {
     #[inline(always)]
     fn slack(self) -> Option<u64> {
         self.source.slack()
+    }
+
+    #[inline(always)]
+    fn slack_inline(self) -> Option<u64> {
+        self.source.slack_inline()
     }
 
     #[inline(always)]

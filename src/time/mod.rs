@@ -38,7 +38,7 @@ pub(crate) use hint::{ClockHint, Hinted, ThreadHint};
 pub(crate) use instant::nanos;
 pub use instant::Instant;
 pub(crate) use monotonic::Monotonic;
-pub(crate) use strategy::{decide, precise_first, Timed};
+pub(crate) use strategy::{decide, precise_first, precise_first_inline, Timed};
 
 /// Bounds on the exact time from one cheap reading: `earliest ≤ now ≤ latest`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,12 +59,27 @@ pub(crate) trait TimeSource: Copy {
     /// The exact time.
     fn now(self) -> u64;
 
+    /// The exact time when it reads without a call, as [`now`](Self::now) reads it most
+    /// of the time; `None` when only the call would do (then nothing was read).
+    #[inline(always)]
+    fn now_inline(self) -> Option<u64> {
+        Some(self.now())
+    }
+
     /// A time the exact clock has certainly reached; cheap, and possibly long past.
     fn passed(self) -> u64;
 
     /// How wide [`bounds`](Self::bounds) are, or `None` when this source has no cheap
     /// reading to trust.
     fn slack(self) -> Option<u64>;
+
+    /// [`slack`](Self::slack) when it reads without a call; `None` also where only a call
+    /// would tell (before the first calibration), which costs a decision no more than the
+    /// chance to learn from it.
+    #[inline(always)]
+    fn slack_inline(self) -> Option<u64> {
+        self.slack()
+    }
 
     /// Bounds on the exact time from one cheap reading, or `None` as for `slack`.
     fn bounds(self) -> Option<Bounds>;

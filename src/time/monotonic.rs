@@ -20,6 +20,11 @@ impl TimeSource for Monotonic {
     }
 
     #[inline(always)]
+    fn now_inline(self) -> Option<u64> {
+        clock::now_ns_inline()
+    }
+
+    #[inline(always)]
     fn passed(self) -> u64 {
         clock::passed_ns()
     }
@@ -27,6 +32,11 @@ impl TimeSource for Monotonic {
     #[inline(always)]
     fn slack(self) -> Option<u64> {
         SLACK.get(clock::coarse_resolution_ns)
+    }
+
+    #[inline(always)]
+    fn slack_inline(self) -> Option<u64> {
+        SLACK.calibrated()
     }
 
     /// The coarse reading bounds `CLOCK_MONOTONIC` to `[coarse, coarse + slack]`; the

@@ -47,6 +47,17 @@ impl Slack {
         }
     }
 
+    /// The slack once calibrated, and `None` before, without calibrating it (or when the
+    /// coarse clock cannot be trusted).
+    #[inline(always)]
+    pub(super) fn calibrated(&self) -> Option<u64> {
+        // Relaxed: as in `get`.
+        match self.ns.load(Ordering::Relaxed) {
+            UNKNOWN | DISTRUSTED => None,
+            slack => Some(slack),
+        }
+    }
+
     /// Sets the first slack. Racing first calls compute the same value; `fetch_max` keeps
     /// a late one from undoing a widening.
     fn calibrate(&self, resolution: Option<u64>) -> u64 {

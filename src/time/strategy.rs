@@ -110,7 +110,32 @@ pub(crate) fn precise_first<C: TimeSource, D: Timed>(
     time: C,
     decision: D,
 ) -> Result<bool, D::Evicted> {
-    let (allowed, settles) = decision.at_learning(time.now(), || time.slack())?;
+    at_learning(time, decision, time.now(), || time.slack())
+}
+
+/// [`precise_first`] when the exact time reads without a call
+/// ([`TimeSource::now_inline`]); `None`, having decided nothing, when it does not. With
+/// nothing out of line, a caller's whole decision can be a leaf function that saves no
+/// registers, and the call it makes otherwise a jump.
+#[inline(always)]
+pub(crate) fn precise_first_inline<C: TimeSource, D: Timed>(
+    time: C,
+    decision: D,
+) -> Option<Result<bool, D::Evicted>> {
+    let now = time.now_inline()?;
+    Some(at_learning(time, decision, now, || time.slack_inline()))
+}
+
+/// Decides `decision` at `now`, read first, and learns whether bounds `slack()` wide
+/// would have settled it.
+#[inline(always)]
+fn at_learning<C: TimeSource, D: Timed>(
+    time: C,
+    decision: D,
+    now: u64,
+    slack: impl FnOnce() -> Option<u64>,
+) -> Result<bool, D::Evicted> {
+    let (allowed, settles) = decision.at_learning(now, slack)?;
     if settles {
         time.learn(false);
     }
