@@ -35,6 +35,7 @@ edition = "2021"
 publish = false
 [dependencies]
 librate = { path = "$library" }
+librate-ffi = { path = "$library/ffi" }
 [profile.release]
 panic = "unwind"
 [workspace]

@@ -7,9 +7,10 @@
 //! decision takes the same path at any time (drained: a coarse read and a denial; idle: an
 //! exact read and an admission).
 
-use librate::{Config, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
+use librate::{Config, Instant, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
 use std::hint::black_box;
 use std::ptr;
+use std::time::Duration;
 
 type CKeyedAcquireAt = unsafe extern "C" fn(
     *mut rate::rate_keyed,
@@ -19,11 +20,12 @@ type CKeyedAcquireAt = unsafe extern "C" fn(
     u64,
     *mut rate::rate_decision,
 ) -> i32;
-type CAcquire =
-    unsafe extern "C" fn(*mut rate::rate_limiter, u64, *mut rate::rate_decision) -> i32;
+type CAcquire = unsafe extern "C" fn(*mut rate::rate_limiter, u64, *mut rate::rate_decision) -> i32;
 
-const SECOND: u64 = 1_000_000_000;
-const HOUR: u64 = 3600 * SECOND;
+const SECOND: Duration = Duration::from_secs(1);
+const HOUR: Duration = Duration::from_secs(3600);
+/// A second in nanoseconds, for times and rates.
+const S: u64 = 1_000_000_000;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -38,15 +40,11 @@ fn main() {
         // Admits every call: each comes one period after the one before.
         "gcra_acquire_at_allow" => {
             let l = limiter(Config::gcra(1, SECOND));
-            count(calls, |i| {
-                l.acquire_at(1, black_box(i * SECOND)).unwrap().allowed
-            })
+            count(calls, |i| l.acquire_at(1, at(i * S)).unwrap().allowed)
         }
         "gcra_acquire_at_deny" => {
             let l = limiter(Config::gcra(1, HOUR));
-            count(calls, |_| {
-                l.acquire_at(1, black_box(SECOND)).unwrap().allowed
-            })
+            count(calls, |_| l.acquire_at(1, at(S)).unwrap().allowed)
         }
         "gcra_try_acquire_drained" => {
             let l = limiter(Config::gcra(1, HOUR));
@@ -62,7 +60,10 @@ fn main() {
             let l = c_limiter(Config::gcra(1_000_000_000, SECOND));
             let acquire = black_box(rate::rate_limiter_acquire as CAcquire);
             // SAFETY: `l` is a live handle; `out` NULL is allowed.
-            count(calls, |_| unsafe { acquire(l, black_box(1), ptr::null_mut()) } == 0)
+            count(
+                calls,
+                |_| unsafe { acquire(l, black_box(1), ptr::null_mut()) } == 0,
+            )
         }
         "fixed_window_try_acquire_drained" => {
             let l = limiter(Config::fixed_window(1, HOUR));
@@ -70,17 +71,15 @@ fn main() {
         }
         "fixed_window_acquire_at_allow" => {
             let l = limiter(Config::fixed_window(1_000_000_000, HOUR));
-            count(calls, |i| l.acquire_at(1, black_box(i)).unwrap().allowed)
+            count(calls, |i| l.acquire_at(1, at(i)).unwrap().allowed)
         }
         "fixed_window_acquire_at_deny" => {
             let l = limiter(Config::fixed_window(1, HOUR));
-            count(calls, |_| {
-                l.acquire_at(1, black_box(SECOND)).unwrap().allowed
-            })
+            count(calls, |_| l.acquire_at(1, at(S)).unwrap().allowed)
         }
         "sliding_window_acquire_at_allow" => {
             let l = limiter(Config::sliding_window(1_000_000_000, HOUR));
-            count(calls, |i| l.acquire_at(1, black_box(i)).unwrap().allowed)
+            count(calls, |i| l.acquire_at(1, at(i)).unwrap().allowed)
         }
         "sliding_window_try_acquire_drained" => {
             let l = limiter(Config::sliding_window(1, HOUR));
@@ -88,23 +87,19 @@ fn main() {
         }
         "sliding_log_acquire_at_deny" => {
             let l = limiter(Config::sliding_log(4, HOUR));
-            count(calls, |_| {
-                l.acquire_at(1, black_box(SECOND)).unwrap().allowed
-            })
+            count(calls, |_| l.acquire_at(1, at(S)).unwrap().allowed)
         }
         "keyed_gcra_acquire_at_deny" => {
             let t = keyed(Config::gcra(1, HOUR));
             let key = |i: u64| (i % 64).to_le_bytes();
-            count(calls, |i| {
-                t.acquire_at(&key(i), 1, black_box(SECOND)).unwrap().allowed
-            })
+            count(calls, |i| t.acquire_at(&key(i), 1, at(S)).unwrap().allowed)
         }
         // The C ABI's keyed acquire at a time, `out` NULL: the outcome alone.
         "c_keyed_acquire_at_deny" => {
             let config = rate::rate_config {
                 algorithm: rate::RATE_GCRA,
                 limit: 1,
-                period_ns: HOUR,
+                period_ns: 3600 * S,
                 burst: 1,
             };
             let mut t = ptr::null_mut();
@@ -116,7 +111,7 @@ fn main() {
                 let key = key(i);
                 // SAFETY: a live table, 8 readable bytes; `out` NULL is allowed.
                 let status =
-                    unsafe { acquire_at(t, key.as_ptr(), 8, 1, black_box(SECOND), ptr::null_mut()) };
+                    unsafe { acquire_at(t, key.as_ptr(), 8, 1, black_box(S), ptr::null_mut()) };
                 status == 0
             })
         }
@@ -128,9 +123,7 @@ fn main() {
         "policy_try_acquire_at_allow" => {
             let p = Policy::new(&[Config::gcra(1, SECOND), Config::sliding_window(10, SECOND)])
                 .unwrap();
-            count(calls, |i| {
-                p.try_acquire_at(1, black_box(i * SECOND)).unwrap()
-            })
+            count(calls, |i| p.try_acquire_at(1, at(i * S)).unwrap())
         }
         "policy_try_acquire_drained" => {
             let p =
@@ -155,29 +148,25 @@ fn main() {
             let p = Policy::new(&[Config::gcra(1, SECOND), Config::sliding_window(10, SECOND)])
                 .unwrap();
             count(calls, |i| {
-                p.acquire_at(1, black_box(i * SECOND)).unwrap().decision.allowed
+                p.acquire_at(1, at(i * S)).unwrap().decision.allowed
             })
         }
         // The first rule admits, the drained second denies, and the first gives back.
         "policy_acquire_at_give_back" => {
-            let p = Policy::new(&[Config::gcra(SECOND, SECOND), Config::fixed_window(1, HOUR)])
-                .unwrap();
-            count(calls, |i| {
-                p.acquire_at(1, black_box(i)).unwrap().decision.allowed
-            })
+            let p = Policy::new(&[Config::gcra(S, SECOND), Config::fixed_window(1, HOUR)]).unwrap();
+            count(calls, |i| p.acquire_at(1, at(i)).unwrap().decision.allowed)
         }
         // A per-key and a global rule, on 64 keys: each key once a second, 64 a second in all.
         "keyed_policy_try_acquire_at_allow" => {
             let p = keyed_policy();
             count(calls, |i| {
-                p.try_acquire_at(&key(i), 1, black_box(i / 64 * SECOND))
-                    .unwrap()
+                p.try_acquire_at(&key(i), 1, at(i / 64 * S)).unwrap()
             })
         }
         "keyed_policy_acquire_at_allow" => {
             let p = keyed_policy();
             count(calls, |i| {
-                let at = black_box(i / 64 * SECOND);
+                let at = at(i / 64 * S);
                 p.acquire_at(&key(i), 1, at).unwrap().decision.allowed
             })
         }
@@ -208,6 +197,11 @@ fn keyed_policy() -> KeyedPolicy {
         KeyedRule::global(Config::sliding_window(128, SECOND)),
     ];
     KeyedPolicy::new(&rules, 1024).unwrap()
+}
+
+/// The time `ns` on the limiter's timeline, opaque to the optimiser.
+fn at(ns: u64) -> Instant {
+    black_box(Instant::from_nanos(ns))
 }
 
 /// The key of call `i`: one of 64.
