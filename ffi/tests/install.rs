@@ -35,10 +35,10 @@ impl Install {
     }
 }
 
-/// Runs scripts/install.sh [prefix] with `env`, failing with its output.
-fn install_sh(work: &Path, prefix: &Path, env: &[(&str, &Path)], log: &str) {
+/// Runs scripts/install.sh [flags…] [prefix] with `env`, failing with its output.
+fn install_sh(work: &Path, flags: &[&str], prefix: &Path, env: &[(&str, &Path)], log: &str) {
     let mut command = Command::new(Path::new(ROOT).join("scripts/install.sh"));
-    command.arg(prefix).envs(env.iter().copied());
+    command.args(flags).arg(prefix).envs(env.iter().copied());
     run_ok(command, &work.join(log));
 }
 
@@ -49,23 +49,29 @@ fn installed() -> &'static Install {
         let (work, _) = work_dir("install");
         let prefix = work.join("prefix");
         let _ = fs::remove_dir_all(&prefix);
-        install_sh(&work, &prefix, &[], "install.log");
+        install_sh(&work, &[], &prefix, &[], "install.log");
         Install { work, prefix }
     })
 }
 
-/// `pkg-config` (or `$PKG_CONFIG`) looking only at the installed rate.pc.
+/// `pkg-config` (or `$PKG_CONFIG`) looking only at the installed librate.pc.
 fn pkg_config(args: &[&str]) -> Vec<String> {
     let install = installed();
+    pkg_config_in(&install.lib(), "librate", args)
+}
+
+/// `pkg-config ARGS MODULE` looking only at `lib/pkgconfig`.
+fn pkg_config_in(lib: &Path, module: &str, args: &[&str]) -> Vec<String> {
     let mut command = Command::new(std::env::var("PKG_CONFIG").unwrap_or("pkg-config".into()));
     command
         .args(args)
-        .arg("rate")
-        .env("PKG_CONFIG_PATH", install.lib().join("pkgconfig"))
+        .arg(module)
+        .env("PKG_CONFIG_PATH", lib.join("pkgconfig"))
         .env_remove("PKG_CONFIG_LIBDIR")
         .env_remove("PKG_CONFIG_SYSROOT_DIR");
-    let log = format!("pkg-config{}.log", args.join(""));
-    let output = run_ok(command, &install.work.join(log));
+    let name: String = args.concat().chars().filter(char::is_ascii_alphanumeric).collect();
+    let log = format!("pkg-config-{module}-{name}.log");
+    let output = run_ok(command, &installed().work.join(log));
     output.split_whitespace().map(String::from).collect()
 }
 
@@ -160,6 +166,7 @@ fn destdir_stages_the_install_under_a_root() {
     let prefix = Path::new("/opt/librate-test");
     install_sh(
         &install.work,
+        &[],
         prefix,
         &[("DESTDIR", &stage)],
         "install-destdir.log",
@@ -169,7 +176,7 @@ fn destdir_stages_the_install_under_a_root() {
         "include/rate.h",
         "include/rate.hpp",
         "lib/librate.a",
-        "lib/pkgconfig/rate.pc",
+        "lib/pkgconfig/librate.pc",
     ] {
         assert!(root.join(file).is_file(), "DESTDIR install lacks {file}");
     }
@@ -178,15 +185,71 @@ fn destdir_stages_the_install_under_a_root() {
         link_target(&root.join("lib/librate.so")),
         format!("librate.so.{MAJOR}")
     );
-    // rate.pc names the final prefix, not the staging root.
-    let pc = fs::read_to_string(root.join("lib/pkgconfig/rate.pc")).unwrap();
+    // librate.pc names the final prefix, not the staging root.
+    let pc = fs::read_to_string(root.join("lib/pkgconfig/librate.pc")).unwrap();
     assert!(
         pc.lines().any(|line| line == "prefix=/opt/librate-test"),
-        "rate.pc:\n{pc}"
+        "librate.pc:\n{pc}"
     );
     assert!(
         !Path::new("/opt/librate-test").exists(),
         "DESTDIR install wrote outside the root"
+    );
+}
+
+#[test]
+fn rate_pc_of_earlier_releases_names_the_same_library() {
+    let lib = installed().lib();
+    assert_eq!(
+        link_target(&lib.join("pkgconfig/rate.pc")),
+        "librate.pc",
+        "rate.pc is kept as a link to librate.pc"
+    );
+    for args in [["--modversion"], ["--cflags"], ["--libs"]] {
+        assert_eq!(
+            pkg_config_in(&lib, "rate", &args),
+            pkg_config(&args),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn a_relocatable_install_works_wherever_it_is_moved() {
+    let install = installed();
+    let built = install.work.join("relocatable-built");
+    let moved = install.work.join("relocatable-moved");
+    for dir in [&built, &moved] {
+        let _ = fs::remove_dir_all(dir);
+    }
+    install_sh(
+        &install.work,
+        &["--relocatable"],
+        &built,
+        &[],
+        "install-relocatable.log",
+    );
+    fs::rename(&built, &moved).unwrap();
+    // pkg-config reads the prefix from where it found librate.pc: the moved tree.
+    let lib = moved.join("lib");
+    let pc_dir = lib.join("pkgconfig");
+    assert_eq!(
+        pkg_config_in(&lib, "librate", &["--cflags"]),
+        [format!("-I{}/../../include", pc_dir.display())]
+    );
+    assert_eq!(
+        pkg_config_in(&lib, "librate", &["--libs"]),
+        [format!("-L{}/../../lib", pc_dir.display()), "-lrate".into()]
+    );
+    // And a prefix given on the command line wins.
+    let defined = [
+        "--define-variable=prefix=/opt/elsewhere",
+        "--cflags",
+        "--libs",
+    ];
+    assert_eq!(
+        pkg_config_in(&lib, "librate", &defined),
+        ["-I/opt/elsewhere/include", "-L/opt/elsewhere/lib", "-lrate"]
     );
 }
 

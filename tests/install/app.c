@@ -1,5 +1,5 @@
 /* A C program as a user of an installed librate writes it: built by tests/install.rs with
- * nothing but `pkg-config --cflags --libs rate` (or `--static`), so <rate.h> must come
+ * nothing but `pkg-config --cflags --libs librate` (or `--static`), so <rate.h> must come
  * from the installed include directory. It prints the library's version and exits 0 if the
  * seed scenario of docs/decision.md holds: L=1, P=2 s, B=1 admits Bob at 0 ms, denies him at
  * 999 ms (retry in 2 + 2 - 0.999 - 2 = 1.001 s) and admits him again at 2001 ms. */
