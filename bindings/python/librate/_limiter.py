@@ -25,7 +25,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from . import _waiting
 from ._convert import FOREVER, U64_MAX, Duration, duration_ns, key_bytes, u64
-from ._decision import Decision, seconds
+from ._decision import Decision, blank_decision, seconds
 from ._decorator import decorate
 from ._errors import InvalidConfig, LibrateError, RateLimited, error_for
 from ._ffi import (
@@ -628,10 +628,19 @@ class Limiter(_Base):
             return False
         raise self._fail(status, n)
 
-    def acquire(self, n: int = 1, *, now_ns: int | None = None) -> Decision:
+    def acquire(self, n: int = _ONE, *, now_ns: int | None = None) -> Decision:
         """Acquires ``n`` units (``n == 0`` only reports the state) and returns the full
         decision; at ``now_ns`` if given, else now."""
-        return self._acquire((), n, now_ns)
+        if now_ns is not None:
+            return self._acquire((), n, now_ns)
+        # try_acquire's fast path, the C library writing into a new Decision (one per
+        # call: the call releases the GIL, so a shared one would be raced).
+        units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
+        decision: Decision = blank_decision(Decision)
+        status = _limiter_try(self._handle, units, byref(decision))
+        if status == 0 or status == 1:
+            return decision
+        raise self._fail(status, n)
 
     def reserve(self, n: int = 1, *, max_wait: Duration, now_ns: int | None = None) -> Decision:
         """Reserves ``n`` units (GCRA only: the leaky bucket as a queue). Admitted if the
@@ -827,9 +836,19 @@ class KeyedLimiter(_Base):
             return [code != RATE_LIMITED for code in codes]
         return list(map(RATE_OK.__eq__, codes))
 
-    def acquire(self, key: Key, n: int = 1, *, now_ns: int | None = None) -> Decision:
+    def acquire(self, key: Key, n: int = _ONE, *, now_ns: int | None = None) -> Decision:
         """``Limiter.acquire`` for ``key``. A query (``n == 0``) never inserts the key."""
-        return self._acquire(_key_target(key), n, now_ns)
+        if now_ns is not None:
+            return self._acquire(_key_target(key), n, now_ns)
+        # Limiter.acquire's fast path, with the key.
+        if key.__class__ is not bytes:
+            key = key_bytes(key)
+        units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
+        decision: Decision = blank_decision(Decision)
+        status = self._fast(self._handle, key, c_size_t(len(key)), units, byref(decision))
+        if status == 0 or status == 1:
+            return decision
+        raise self._fail(status, n)
 
     def reserve(
         self, key: Key, n: int = 1, *, max_wait: Duration, now_ns: int | None = None
