@@ -44,6 +44,7 @@ from ._ffi import (
     rate_decision,
     rate_keyed_stats,
 )
+from ._renamed import renamed
 from ._stats import KeyedStats
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -315,10 +316,17 @@ class Config:
         return seconds(self.period_ns)
 
     @property
-    def capacity(self) -> int:
+    def max_n(self) -> int:
         """The most units admitted at once: the largest ``n`` that is not an
         ``InsufficientCapacity`` error (GCRA: burst; windows: limit)."""
         return self.limit if self.burst is None else self.burst
+
+    @property
+    def capacity(self) -> int:
+        """Deprecated alias of ``max_n``: ``capacity`` now means only the keys a table
+        holds."""
+        renamed("Config.capacity", "Config.max_n")
+        return self.max_n
 
     def to_c(self) -> rate_config:
         """The configuration as the C library takes it, a ``struct rate_config`` (a
@@ -525,7 +533,7 @@ class _Base(_Owner):
         timeout: object,
     ) -> Callable[[F], F]:
         if callable(n):
-            raise TypeError("write @limiter.limit() with parentheses")
+            raise TypeError("write @limiter.rate_limited() with parentheses")
         cost = u64(n, "n")
         if not isinstance(wait, bool):
             raise TypeError(f"wait must be a bool, not {type(wait).__name__}")
@@ -618,7 +626,7 @@ class Limiter(_Base):
         """Acquires ``n`` units now and says only whether they were admitted: the fast
         path (the C library decides on its coarse clock when that settles the outcome).
 
-        Raises ``InsufficientCapacity`` if ``n`` exceeds ``config.capacity``."""
+        Raises ``InsufficientCapacity`` if ``n`` exceeds ``config.max_n``."""
         units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
         status = _limiter_try(self._handle, units, None)
         # Literals, not RATE_OK/RATE_LIMITED: a constant is cheaper than a global load.
@@ -689,12 +697,20 @@ class Limiter(_Base):
         """``wait()`` for asyncio: sleeps the task, not the thread."""
         return await _waiting.pause(self._waiter((), n, timeout))
 
-    def limit(
+    def rate_limited(
         self, n: int = 1, *, wait: bool = False, timeout: Duration | None = None
     ) -> Callable[[F], F]:
         """Decorator: each call of the function (sync or async) first acquires ``n``
         units. Denied calls raise ``RateLimited``; with ``wait=True`` they wait instead
         (up to ``timeout``, then raise ``RateLimited``)."""
+        return self._decorator(_no_target, n, wait, timeout)
+
+    def limit(
+        self, n: int = 1, *, wait: bool = False, timeout: Duration | None = None
+    ) -> Callable[[F], F]:
+        """Deprecated alias of ``rate_limited``: ``limit`` now means only units per
+        period."""
+        renamed("Limiter.limit()", "Limiter.rate_limited()")
         return self._decorator(_no_target, n, wait, timeout)
 
 
@@ -913,7 +929,7 @@ class KeyedLimiter(_Base):
         """``Limiter.wait_async`` for ``key``."""
         return await _waiting.pause(self._waiter(_key_target(key), n, timeout))
 
-    def limit(
+    def rate_limited(
         self,
         key: Key | Callable[..., Key],
         n: int = 1,
@@ -921,8 +937,8 @@ class KeyedLimiter(_Base):
         wait: bool = False,
         timeout: Duration | None = None,
     ) -> Callable[[F], F]:
-        """``Limiter.limit`` for a key: a fixed ``str``/``bytes``, or a function called
-        with the decorated function's arguments that returns the key."""
+        """``Limiter.rate_limited`` for a key: a fixed ``str``/``bytes``, or a function
+        called with the decorated function's arguments that returns the key."""
         if callable(key):
             key_of = key
 
@@ -936,3 +952,16 @@ class KeyedLimiter(_Base):
                 return fixed
 
         return self._decorator(target_of, n, wait, timeout)
+
+    def limit(
+        self,
+        key: Key | Callable[..., Key],
+        n: int = 1,
+        *,
+        wait: bool = False,
+        timeout: Duration | None = None,
+    ) -> Callable[[F], F]:
+        """Deprecated alias of ``rate_limited``: ``limit`` now means only units per
+        period."""
+        renamed("KeyedLimiter.limit()", "KeyedLimiter.rate_limited()")
+        return self.rate_limited(key, n, wait=wait, timeout=timeout)

@@ -124,8 +124,8 @@ def test_period_forms() -> None:
     )
     config = Limiter(algorithm="gcra", limit=5, period=1.5, burst=2).config
     assert config == librate.Config("gcra", 5, 1500 * MS, 2)
-    assert (config.period, config.capacity) == (1.5, 2)
-    assert Limiter(limit=5, period=1).config.capacity == 5
+    assert (config.period, config.max_n) == (1.5, 2)
+    assert Limiter(limit=5, period=1).config.max_n == 5
 
 
 def test_reserve_shapes_traffic() -> None:

@@ -122,7 +122,7 @@ def test_middleware_arguments() -> None:
     app = hello_wsgi([])
     with pytest.raises(TypeError, match="KeyedLimiter"):
         WSGIRateLimit(app, limiter, key=lambda environ: "x")
-    with pytest.raises(ValueError, match="capacity"):
+    with pytest.raises(ValueError, match="max_n"):
         WSGIRateLimit(app, limiter, cost=3)
     with pytest.raises(ValueError, match="printable ASCII"):
         ASGIRateLimit(hello_asgi([]), limiter, policy="\n")
@@ -152,7 +152,7 @@ def test_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
     config = librate.Config("gcra", case["limit"], case["period_ns"], case["burst"] or None)
     d = case["decision"]
     decision = librate.Decision(
-        d["allowed"], config.capacity, d["remaining"], d["retry_after_ns"], d["reset_after_ns"]
+        d["allowed"], config.max_n, d["remaining"], d["retry_after_ns"], d["reset_after_ns"]
     )
     name = sf_string(case["name"])
     assert policy_header(name, config) == case["policy"]
@@ -197,7 +197,7 @@ def test_policy_middleware_arguments() -> None:
         WSGIRateLimit(app, policy, rule_names=["a", 2])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="printable ASCII"):
         ASGIRateLimit(hello_asgi([]), policy, rule_names=["a", "caf\u00e9"])
-    with pytest.raises(ValueError, match="capacity 2"):
+    with pytest.raises(ValueError, match="max_n 2"):
         WSGIRateLimit(app, policy, cost=3)
 
 
@@ -260,7 +260,7 @@ def test_cost_per_rule_arguments() -> None:
     for limiter in (policy, keyed):
         with pytest.raises(ValueError, match="cost has 2 costs for 4 rules"):
             WSGIRateLimit(app, limiter, cost=[1, 0])
-        with pytest.raises(ValueError, match="cost\\[1\\] 6 exceeds rule 1's capacity 5"):
+        with pytest.raises(ValueError, match="cost\\[1\\] 6 exceeds rule 1's max_n 5"):
             WSGIRateLimit(app, limiter, cost=[1, 6, 0, 1])
         with pytest.raises(ValueError, match="cost is all zero"):
             ASGIRateLimit(hello_asgi([]), limiter, cost=(0, 0, 0, 0))
@@ -288,7 +288,7 @@ def test_policy_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
     ]
     each = tuple(
         librate.Decision(
-            d["allowed"], rule.capacity, d["remaining"], d["retry_after_ns"], d["reset_after_ns"]
+            d["allowed"], rule.max_n, d["remaining"], d["retry_after_ns"], d["reset_after_ns"]
         )
         for rule, d in zip(rules, case["decisions"], strict=True)
     )
@@ -297,7 +297,7 @@ def test_policy_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
     counted = [index for index, cost in enumerate(costs) if cost]
     combined = librate.Decision(
         case["denied_by"] is None,
-        min(rules[i].capacity for i in counted),
+        min(rules[i].max_n for i in counted),
         min(each[i].remaining for i in counted),
         max(each[i].retry_after_ns for i in counted),
         max(each[i].reset_after_ns for i in counted),

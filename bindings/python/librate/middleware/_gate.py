@@ -191,9 +191,9 @@ def _acquirer(
         assert isinstance(limiter, KeyedPolicy)
         return (lambda key, now_ns: limiter.acquire_costs(key, costs, now_ns=now_ns)), counted
     n = u64(cost, "cost")
-    capacity = min(rule.capacity for rule in rules)
-    if n > capacity:
-        raise ValueError(f"cost {n} exceeds the limiter's capacity {capacity}")
+    max_n = min(rule.max_n for rule in rules)
+    if n > max_n:
+        raise ValueError(f"cost {n} exceeds the limiter's max_n {max_n}")
     if isinstance(limiter, _UNKEYED):
         return (lambda key, now_ns: limiter.acquire(n, now_ns=now_ns)), None
     return (lambda key, now_ns: limiter.acquire(key, n, now_ns=now_ns)), None
@@ -203,7 +203,7 @@ def _per_rule_costs(
     limiter: AnyLimiter, cost: Sequence[int], rules: tuple[Config, ...]
 ) -> tuple[int, ...]:
     """``cost``, a sequence of one cost per rule, checked: for an in-process policy,
-    each within its rule's capacity, not all zero."""
+    each within its rule's ``max_n``, not all zero."""
     if isinstance(limiter, RedisPolicyBase):
         raise TypeError(
             f"cost= per rule is not supported on Redis: a {type(limiter).__name__} takes "
@@ -218,8 +218,8 @@ def _per_rule_costs(
     if len(costs) != len(rules):
         raise ValueError(f"cost has {len(costs)} costs for {len(rules)} rules: give one per rule")
     for index, (each, rule) in enumerate(zip(costs, rules, strict=True)):
-        if each > rule.capacity:
-            raise ValueError(f"cost[{index}] {each} exceeds rule {index}'s capacity {rule.capacity}")
+        if each > rule.max_n:
+            raise ValueError(f"cost[{index}] {each} exceeds rule {index}'s max_n {rule.max_n}")
     if not any(costs):
         raise ValueError("cost is all zero: a request would take from no rule")
     return costs
@@ -267,8 +267,8 @@ class RateLimitMiddleware(Generic[App, Request]):
       or bytes, or None to let that request through unlimited and without headers.
       Default: the client address. Not with a ``Limiter`` or a ``Policy``.
     - ``cost``: units each request takes of every rule (default 1), at most the least
-      rule's capacity. Or, for a ``Policy`` or ``KeyedPolicy``, a sequence of one cost
-      per rule (``[1, 0, 0, 1]``), each at most its rule's capacity and not all 0: a rule
+      rule's ``max_n``. Or, for a ``Policy`` or ``KeyedPolicy``, a sequence of one cost
+      per rule (``[1, 0, 0, 1]``), each at most its rule's ``max_n`` and not all 0: a rule
       of cost 0 takes no part, and ``RateLimit`` reports the binding rule of those the
       request costs. A Redis policy takes one cost for every rule (a sequence is a
       ``TypeError``).
