@@ -308,3 +308,45 @@ def test_policy_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
     rule = binding_rule(decision, counted)
     assert ratelimit_header(names[rule], each[rule]) == case["ratelimit"]
     assert (None if combined.allowed else retry_after(combined)) == case["retry_after"]
+
+
+def test_client_ip_as_the_tower_layer_keys_it() -> None:
+    # The cases of src/tower/key.rs: every middleware keys a client as Rust's PeerIp.
+    from librate.middleware._client import client_ip
+
+    assert client_ip("192.0.2.1", [], 0) == "192.0.2.1"
+    assert client_ip("::ffff:192.0.2.1", [], 0) == "192.0.2.1"
+    assert client_ip("2001:DB8:0::1", [], 0) == "2001:db8::1"
+    assert client_ip("192.0.2.1", ["203.0.113.9"], 0) == "192.0.2.1"  # no proxy trusted
+    assert client_ip(None, [], 0) == ""
+    assert client_ip(None, ["not an address"], 1) == ""
+    # The client forged the first entry; proxy 1 appended 198.51.100.7, proxy 2
+    # 10.0.0.1, and proxy 2's address is the peer.
+    lines = ["203.0.113.9, 198.51.100.7", "10.0.0.1"]
+    peer = "10.0.0.2"
+    assert [client_ip(peer, lines, hops) for hops in (1, 2, 3, 4)] == [
+        "10.0.0.1",
+        "198.51.100.7",
+        "203.0.113.9",  # trusting more proxies than run takes the client's own claim
+        "10.0.0.2",  # too few entries: the peer
+    ]
+    # A malformed entry is the peer; only the entries up to the client's are read.
+    for malformed in ("unknown", "1.2.3.4.5", "\xff\xfe", "fe80::1%eth0", "[192.0.2.1]:80"):
+        assert client_ip(peer, [malformed], 1) == "10.0.0.2"
+    assert client_ip(peer, ["\xff\xfe", "192.0.2.1"], 1) == "192.0.2.1"
+    assert client_ip(peer, ["\xff, 192.0.2.1"], 1) == "192.0.2.1"
+    # Empty members are no entries; ports and brackets are allowed.
+    assert client_ip(peer, ["192.0.2.1:80, ,"], 1) == "192.0.2.1"
+    assert client_ip(peer, [" [2001:db8::1]:80"], 1) == "2001:db8::1"
+    assert client_ip(peer, ["192.0.2.1:65536"], 1) == "10.0.0.2"
+
+
+def test_trusted_proxies_through_wsgi_and_asgi(serve: Serve) -> None:
+    # 1 an hour per client behind one proxy, over HTTP: the client the proxy names.
+    per_ip = librate.KeyedLimiter(limit=1, period=3600, capacity=8)
+    port = serve(per_ip, [], trusted_proxies=1)
+    assert get(port, headers={"X-Forwarded-For": "203.0.113.9, 198.51.100.7"}).status == 200
+    assert get(port, headers={"X-Forwarded-For": "198.51.100.7"}).status == 429
+    assert get(port, headers={"X-Forwarded-For": "198.51.100.8"}).status == 200
+    assert get(port).status == 200  # no header: the peer, 127.0.0.1
+    assert get(port, headers={"X-Forwarded-For": "unknown"}).status == 429
