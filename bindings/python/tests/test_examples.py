@@ -1,7 +1,7 @@
 """The Python examples, run as a user runs them: examples/python/first_screen.py (the
 README's snippet); policy.py (the policy snippets); costs.py (a cost per rule);
-flask_app.py, a process serving 127.0.0.1, asked over HTTP until its per-IP limit
-answers 429; and prefork_per_ip.py, worker processes sharing one per-IP limit through a
+flask_app.py, django_app.py and fastapi_app.py, each a process serving 127.0.0.1, asked
+over HTTP until its per-IP limits answer 429; and prefork_per_ip.py, worker processes sharing one per-IP limit through a
 keyed table in a file."""
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from helpers import Response, get
 
@@ -94,6 +96,33 @@ def test_flask_app_limits_each_ip() -> None:
         other = get(port, source="127.0.0.2")
         assert other.status == 200
         assert other.headers["RateLimit"].startswith('"default";r=4;t=')
+
+
+@pytest.mark.parametrize("example", ["django_app.py", "fastapi_app.py"])
+def test_framework_app_limits_each_ip_and_its_login(example: str) -> None:
+    pytest.importorskip(example.split("_")[0])
+    with serving(example) as port:
+        # The whole app: 5 per 60 s a client, bursts of 5 (T = 12 s). The k-th request
+        # leaves 5 - k, as long as the requests take less than T.
+        for left in (4, 3, 2, 1, 0):
+            answer = get(port)
+            assert answer.status == 200
+            assert answer.headers["RateLimit-Policy"] == '"default";q=5;w=60'
+            assert answer.headers["RateLimit"].startswith(f'"default";r={left};t=')
+        denied = get(port)
+        assert denied.status == 429
+        assert 1 <= int(denied.headers["Retry-After"]) <= 12
+        # The login route: 2 per 60 s of its own (T = 30 s), reported instead of the
+        # app's limit, which another address has whole.
+        for left in (1, 0):
+            login = get(port, "/login", source="127.0.0.2")
+            assert login.status == 200
+            assert login.headers.get_all("RateLimit-Policy") == ['"login";q=2;w=60']
+            assert login.headers["RateLimit"].startswith(f'"login";r={left};t=')
+        refused = get(port, "/login", source="127.0.0.2")
+        assert refused.status == 429
+        assert 1 <= int(refused.headers["Retry-After"]) <= 30
+        assert refused.headers["RateLimit"] == f'"login";r=0;t={refused.headers["Retry-After"]}'
 
 
 WORKERS = 4
