@@ -44,7 +44,7 @@ from ._ffi import (
     rate_decision,
     rate_keyed_stats,
 )
-from ._renamed import renamed
+from ._renamed import renamed, renamed_method
 from ._stats import KeyedStats
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -705,13 +705,8 @@ class Limiter(_Base):
         (up to ``timeout``, then raise ``RateLimited``)."""
         return self._decorator(_no_target, n, wait, timeout)
 
-    def limit(
-        self, n: int = 1, *, wait: bool = False, timeout: Duration | None = None
-    ) -> Callable[[F], F]:
-        """Deprecated alias of ``rate_limited``: ``limit`` now means only units per
-        period."""
-        renamed("Limiter.limit()", "Limiter.rate_limited()")
-        return self._decorator(_no_target, n, wait, timeout)
+    # ``limit`` now means only units per period.
+    limit = renamed_method(rate_limited, "Limiter.limit()", "Limiter.rate_limited()")
 
 
 def _key_target(key: object) -> tuple[bytes, int]:
@@ -953,15 +948,5 @@ class KeyedLimiter(_Base):
 
         return self._decorator(target_of, n, wait, timeout)
 
-    def limit(
-        self,
-        key: Key | Callable[..., Key],
-        n: int = 1,
-        *,
-        wait: bool = False,
-        timeout: Duration | None = None,
-    ) -> Callable[[F], F]:
-        """Deprecated alias of ``rate_limited``: ``limit`` now means only units per
-        period."""
-        renamed("KeyedLimiter.limit()", "KeyedLimiter.rate_limited()")
-        return self.rate_limited(key, n, wait=wait, timeout=timeout)
+    # ``limit`` now means only units per period.
+    limit = renamed_method(rate_limited, "KeyedLimiter.limit()", "KeyedLimiter.rate_limited()")

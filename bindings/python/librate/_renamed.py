@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def renamed(old: str, new: str) -> None:
@@ -14,3 +19,15 @@ def renamed(old: str, new: str) -> None:
         DeprecationWarning,
         stacklevel=3,
     )
+
+
+def renamed_method(method: F, old: str, new: str) -> F:
+    """``method`` under its old name ``old``, warning that it is now ``new``."""
+
+    @functools.wraps(method)
+    def alias(*args: Any, **kwargs: Any) -> Any:
+        renamed(old, new)
+        return method(*args, **kwargs)
+
+    alias.__doc__ = f"Deprecated alias of ``{new}``, removed in the next release."
+    return cast(F, alias)

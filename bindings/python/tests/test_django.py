@@ -6,7 +6,6 @@ closed)."""
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,7 +33,7 @@ from django.urls import path  # noqa: E402
 
 import librate  # noqa: E402
 from header_vectors import Case, cases  # noqa: E402
-from helpers import MS, VirtualClock  # noqa: E402
+from helpers import MS, VirtualClock, closed_port  # noqa: E402
 from librate.middleware.django import rate_limited  # noqa: E402
 
 calls: list[str] = []
@@ -170,13 +169,6 @@ def test_header_vectors_shared_with_go_and_rust(case: Case) -> None:
         answer = Client().get("/")
     assert answer.status_code == case.status
     assert fields(answer) == case.headers
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 where nothing listens."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.mark.parametrize("fail_open", [True, False])

@@ -6,7 +6,6 @@ closed)."""
 from __future__ import annotations
 
 import logging
-import socket
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 import librate  # noqa: E402
 from header_vectors import Case, cases  # noqa: E402
-from helpers import MS, VirtualClock  # noqa: E402
+from helpers import MS, VirtualClock, closed_port  # noqa: E402
 from librate.middleware.fastapi import ASGIRateLimit, RateLimit  # noqa: E402
 
 
@@ -126,13 +125,6 @@ def test_header_vectors_shared_with_go_and_rust(case: Case, mode: str) -> None:
     answer = TestClient(app).get("/x")
     assert answer.status_code == case.status
     assert fields(answer) == case.headers
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 where nothing listens."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.mark.parametrize("mode", ["dependency", "middleware"])

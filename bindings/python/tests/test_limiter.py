@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -82,6 +83,7 @@ def test_decision_is_immutable_and_compares_by_value() -> None:
         "reset_after_ns=4000000000, wait_ns=0)"
     )
     assert (decision.retry_after, decision.reset_after, decision.wait) == (2.0, 4.0, 0.0)
+    assert pickle.loads(pickle.dumps(decision)) == decision
 
 
 def test_query_changes_nothing() -> None:
