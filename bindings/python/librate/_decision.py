@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from ctypes import Structure, c_bool, c_uint64, sizeof
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._convert import NS_PER_SECOND, U64_MAX
 from ._ffi import RATE_POLICY_NO_RULE, rate_decision, rate_policy_decision
@@ -23,6 +23,16 @@ def seconds(ns: int) -> float:
 class Decision(Structure):
     """What a limiter decided, and what the caller may do next. Immutable: its fields
     cannot be set or deleted; equal decisions compare equal and hash alike.
+
+    - ``allowed``: whether the request was admitted.
+    - ``limit``: most units this limiter can ever admit at once (GCRA: burst; windows:
+      limit), the C decision's field of that name.
+    - ``remaining``: units that could be admitted right after this decision.
+    - ``retry_after_ns``: 0 when admitted; else how long until the same request, with no
+      other traffic, would be admitted.
+    - ``reset_after_ns``: how long until, with no other traffic, ``remaining == limit``.
+    - ``wait_ns``: reserve only, how long an admitted caller must wait before acting;
+      else 0.
 
     Durations are measured from the time the decision was made. The ``*_ns`` fields are
     exact integers; ``retry_after``, ``reset_after`` and ``wait`` are the same values in
@@ -43,19 +53,34 @@ class Decision(Structure):
         ("wait_ns", c_uint64),
     ]
 
-    #: Whether the request was admitted.
-    allowed: bool
-    #: Most units this limiter can ever admit at once (GCRA: burst; windows: limit).
-    limit: int
-    #: Units that could be admitted right after this decision.
-    remaining: int
-    #: 0 when admitted; else how long until the same request, with no other traffic,
-    #: would be admitted.
-    retry_after_ns: int
-    #: How long until, with no other traffic, ``remaining == limit`` again.
-    reset_after_ns: int
-    #: Reserve only: how long an admitted caller must wait before acting; else 0.
-    wait_ns: int
+    if TYPE_CHECKING:
+        # What type checkers see of the fields ctypes makes from _fields_: read-only.
+
+        @property
+        def allowed(self) -> bool:
+            """Whether the request was admitted."""
+
+        @property
+        def limit(self) -> int:
+            """Most units this limiter can ever admit at once (GCRA: burst; windows:
+            limit)."""
+
+        @property
+        def remaining(self) -> int:
+            """Units that could be admitted right after this decision."""
+
+        @property
+        def retry_after_ns(self) -> int:
+            """0 when admitted; else how long until the same request, with no other
+            traffic, would be admitted."""
+
+        @property
+        def reset_after_ns(self) -> int:
+            """How long until, with no other traffic, ``remaining == limit`` again."""
+
+        @property
+        def wait_ns(self) -> int:
+            """Reserve only: how long an admitted caller must wait before acting; else 0."""
 
     def __init__(
         self,
