@@ -350,3 +350,19 @@ def test_trusted_proxies_through_wsgi_and_asgi(serve: Serve) -> None:
     assert get(port, headers={"X-Forwarded-For": "198.51.100.8"}).status == 200
     assert get(port).status == 200  # no header: the peer, 127.0.0.1
     assert get(port, headers={"X-Forwarded-For": "unknown"}).status == 429
+
+
+@pytest.mark.parametrize("kind", ["wsgi", "asgi"])
+def test_an_inner_limit_s_headers_are_kept(kind: str, request: pytest.FixtureRequest) -> None:
+    # An app limited twice: the response reports the inner, narrower limit, once.
+    inner = librate.Limiter(limit=2, period=60)
+    outer = librate.Limiter(limit=1000, period=1)
+    if kind == "wsgi":
+        app: Any = WSGIRateLimit(WSGIRateLimit(hello_wsgi([]), inner, policy="inner"), outer)
+        port = request.getfixturevalue("wsgi_server")(app)
+    else:
+        app = ASGIRateLimit(ASGIRateLimit(hello_asgi([]), inner, policy="inner"), outer)
+        port = request.getfixturevalue("asgi_server")(app)
+    answer = get(port)
+    assert answer.headers.get_all("RateLimit-Policy") == ['"inner";q=2;w=60']
+    assert answer.headers.get_all("RateLimit") == ['"inner";r=1;t=30']
