@@ -25,9 +25,9 @@ An entry's limiter is one of:
 Every entry may also give the middleware's options (``RateLimitMiddleware``): ``key``
 (a function of the ``HttpRequest``, or its dotted path; default: the client's IP
 address), ``cost``, ``policy`` (the name in the headers; default: the entry's name),
-``rule_names``, ``clock``, ``trusted_proxies`` and ``fail_open``. Limiters are made at the first
-request that needs them, and again after ``settings.LIBRATE`` changes (``override_settings``
-in tests).
+``rule_names`` (a policy's), ``clock`` (a function or its dotted path),
+``trusted_proxies`` and ``fail_open``. Limiters are made at the first request that needs
+them, and again after ``settings.LIBRATE`` changes (``override_settings`` in tests).
 """
 
 from __future__ import annotations
