@@ -248,9 +248,6 @@ impl Generations {
     /// request and its words hold no marker. `None`, having decided nothing, otherwise.
     #[inline(always)]
     pub(crate) fn try_acquire_inline(&self, time: impl TimeSource, n: u64) -> Option<bool> {
-        if !time.reads_inline() {
-            return None;
-        }
         let first = self.versions.first();
         if n == 0 || first.decider.check(n, None).is_err() {
             return None;

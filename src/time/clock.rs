@@ -26,12 +26,6 @@ pub fn now_ns() -> u64 {
     now_ns_inline().unwrap_or_else(now_ns_otherwise)
 }
 
-/// Whether [`now_ns_inline`] can read at all: the TSC clock is running.
-#[inline(always)]
-pub(crate) fn reads_inline() -> bool {
-    tsc::running()
-}
-
 /// [`now_ns`]'s common reading, inline: the TSC clock started, its anchor current and
 /// young. Anything else (the first reading, which resolves the clocks; an anchor to
 /// replace; the vDSO's clock) is `None`, for [`now_ns`] to read out of line.

@@ -199,11 +199,6 @@ impl<S: TimeSource, H: Hint, R: Reading> TimeSource for Hinted<S, H, R> {
     }
 
     #[inline(always)]
-    fn reads_inline(self) -> bool {
-        self.source.reads_inline()
-    }
-
-    #[inline(always)]
     fn passed(self) -> u64 {
         self.source.passed()
     }

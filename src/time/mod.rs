@@ -66,14 +66,6 @@ pub(crate) trait TimeSource: Copy {
         Some(self.now())
     }
 
-    /// Whether [`now_inline`](Self::now_inline) can read at all in this process: a test
-    /// cheaper than a try, for a caller to take before the work that leads up to the
-    /// reading, so that where the inline reading never serves that work is not wasted.
-    #[inline(always)]
-    fn reads_inline(self) -> bool {
-        true
-    }
-
     /// A time the exact clock has certainly reached; cheap, and possibly long past.
     fn passed(self) -> u64;
 

@@ -25,11 +25,6 @@ impl TimeSource for Monotonic {
     }
 
     #[inline(always)]
-    fn reads_inline(self) -> bool {
-        clock::reads_inline()
-    }
-
-    #[inline(always)]
     fn passed(self) -> u64 {
         clock::passed_ns()
     }
