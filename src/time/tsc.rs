@@ -350,6 +350,7 @@ pub(super) fn now(read_monotonic: impl Fn() -> u64) -> Option<u64> {
 }
 
 /// Whether readings come from the TSC now: it was started and is not retired.
+#[inline(always)]
 pub(super) fn running() -> bool {
     // Acquire: as in `now`, for the bank's scale.
     let sequence = ANCHORS.sequence.load(Ordering::Acquire);
