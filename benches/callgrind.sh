@@ -10,6 +10,7 @@
 # calls.rs is built against each tree as a small package of its own under the temporary
 # directory (the same source on both sides, whether or not BASE has it), in release.
 set -euo pipefail
+shopt -s inherit_errexit # a failed build inside $(…) stops the script
 cd "$(dirname "$0")/.."
 base=${1:?usage: benches/callgrind.sh BASE [N] [CASE...]}
 calls=${2:-100000}

@@ -324,6 +324,10 @@ PYTHON_PAIRS = [
     ("1,000 keys", "librate try_acquire_many, gcra, 100 keys a call", "limits moving window"),
 ]
 
+# bench.py's floor, and the librate rows the page compares with it (1 key).
+PYTHON_FLOOR = "bare ctypes call (floor)"
+PYTHON_OVER_FLOOR = ["librate try_acquire, gcra", "librate acquire -> Decision, gcra"]
+
 
 def outputs_said(count: int) -> str:
     if count == 1:
@@ -352,6 +356,18 @@ def python(data: Path, page: Path) -> list[str]:
                 ratio(paired_ratio(ours, theirs, ours_name, file.path)),
             ]
         )
+    floor = need(runs, f"{PYTHON_FLOOR} | 1 key", file.path)
+    floor_rows = []
+    for name in PYTHON_OVER_FLOOR:
+        ours = need(runs, f"{name} | 1 key", file.path)
+        floor_rows.append(
+            [
+                name.removeprefix("librate "),
+                ns(statistics.median(ours)),
+                ns(statistics.median(floor)),
+                ratio(paired_ratio(ours, floor, name, file.path)),
+            ]
+        )
     return [
         "## Python: librate against limits and pyrate-limiter",
         "",
@@ -376,6 +392,15 @@ def python(data: Path, page: Path) -> list[str]:
         ),
         "",
         "Below 1, librate takes less time than the peer.",
+        "",
+        "Against the floor, the declared ctypes function called directly with no Python "
+        "around it (one key):",
+        "",
+        *table(
+            ["librate", "librate ns", "floor ns", "librate ÷ floor"],
+            [False, True, True, True],
+            floor_rows,
+        ),
         "",
     ]
 

@@ -139,4 +139,4 @@ pub use policy::{KeyedPolicy, KeyedRule, Policy, PolicyDecision, MAX_RULES};
 #[cfg(any(loom, feature = "testing"))]
 #[doc(hidden)]
 pub use shared::owner::crashes;
-pub use time::{clock_source, now_ns, ClockSource, Instant};
+pub use time::{clock_reads_inline, clock_source, now_ns, ClockSource, Instant};

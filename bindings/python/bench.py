@@ -346,6 +346,10 @@ def report(table: list[Row], overhead: float) -> str:
             speedup = (fastest.ns - overhead) / mine
             summary += f"; {speedup:.1f}× faster than the fastest peer ({fastest.name})"
         lines.append(summary + ".")
+    decision = next((r for r in table if r.name.startswith("librate acquire") and r.samples), None)
+    if decision is not None and "1 key" in floors:
+        ratio = (decision.ns - overhead) / floors["1 key"]
+        lines.append(f"- 1 key: librate acquire -> Decision = {ratio:.2f}× the bare ctypes call.")
     return "\n".join(lines)
 
 

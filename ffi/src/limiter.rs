@@ -205,23 +205,38 @@ pub unsafe extern "C" fn rate_limiter_acquire(
     n: u64,
     out: *mut rate_decision,
 ) -> i32 {
-    // The common decision (an idle GCRA bucket's, the outcome alone) in place and calling
-    // nothing, so that this function saves no registers; anything else in a body out of
-    // line, reached by a jump: a function's registers are saved on entry, before its
-    // first branch. The bodies are `extern "C"`, which cannot unwind, so a call to them
-    // needs no landing pad here and can be a jump.
+    // A dispatch that saves no registers, to bodies reached by a jump: a function's
+    // registers are saved on entry, before its first branch. The bodies are `extern "C"`,
+    // which cannot unwind, so a call to them needs no landing pad here and can be a jump.
+    // The common decision (an idle GCRA bucket's, the outcome alone) is made in a body
+    // that calls nothing, `acquire_in_place`; where the clock cannot read inline it
+    // never decides, and is skipped.
     if out.is_null() {
-        let status = boundary(|| {
-            // SAFETY: the caller passes NULL or a live handle.
-            let limiter = unsafe { limiter_ref(limiter) }?;
-            let admitted = limiter.try_acquire_inline(n)?;
-            Some(outcome_status(Ok(admitted)))
-        });
-        // SAFETY: the caller's promise on `limiter`.
-        return status.unwrap_or_else(|| unsafe { acquire_outcome(limiter, n) });
+        // SAFETY (both): the caller's promise on `limiter`.
+        if librate::clock_reads_inline() {
+            return unsafe { acquire_in_place(limiter, n) };
+        }
+        return unsafe { acquire_outcome(limiter, n) };
     }
     // SAFETY: the caller's promises; `out` is non-NULL.
     unsafe { acquire_reported(limiter, n, out) }
+}
+
+/// `rate_limiter_acquire` with `out` NULL on a clock that reads inline: the common
+/// decision in place, else [`acquire_outcome`].
+///
+/// # Safety
+/// `limiter` is NULL or a live handle.
+#[inline(never)]
+unsafe extern "C" fn acquire_in_place(limiter: *mut rate_limiter, n: u64) -> i32 {
+    let status = boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        let limiter = unsafe { limiter_ref(limiter) }?;
+        let admitted = limiter.try_acquire_inline(n)?;
+        Some(outcome_status(Ok(admitted)))
+    });
+    // SAFETY: the caller's promise on `limiter`.
+    status.unwrap_or_else(|| unsafe { acquire_outcome(limiter, n) })
 }
 
 /// `rate_limiter_acquire` with a decision to write.

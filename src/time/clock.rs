@@ -26,6 +26,16 @@ pub fn now_ns() -> u64 {
     now_ns_inline().unwrap_or_else(now_ns_otherwise)
 }
 
+/// Whether [`now_ns`] reads without a call in this process now: the TSC clock runs. For
+/// a caller that picks its path before any other work, as the C ABI's
+/// `rate_limiter_acquire` does: where it is `false`, `Limiter::try_acquire_inline`
+/// never decides.
+#[doc(hidden)]
+#[inline(always)]
+pub fn clock_reads_inline() -> bool {
+    tsc::running()
+}
+
 /// [`now_ns`]'s common reading, inline: the TSC clock started, its anchor current and
 /// young. Anything else (the first reading, which resolves the clocks; an anchor to
 /// replace; the vDSO's clock) is `None`, for [`now_ns`] to read out of line.

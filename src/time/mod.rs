@@ -33,7 +33,7 @@ mod strategy;
 mod tsc;
 
 pub(crate) use clock::prepare;
-pub use clock::{clock_source, now_ns, ClockSource};
+pub use clock::{clock_reads_inline, clock_source, now_ns, ClockSource};
 pub(crate) use hint::{ClockHint, Hinted, ThreadHint};
 pub(crate) use instant::nanos;
 pub use instant::Instant;

@@ -252,21 +252,36 @@ fn publish(number: u64, anchor: Anchor) {
 /// Publication); `first` is [`RETIRED`] once the TSC is.
 #[inline(always)]
 fn read_anchor() -> (u64, Anchor, u64, u64) {
+    let (first, anchor) = load_anchor();
+    let (tsc, second) = tsc_then_sequence();
+    (first, anchor, tsc, second)
+}
+
+/// [`read_anchor`]'s first half: `(first, anchor)`.
+#[inline(always)]
+fn load_anchor() -> (u64, Anchor) {
     // Acquire: pairs with `publish`'s Release, for the bank's words.
     let first = ANCHORS.sequence.load(Ordering::Acquire);
     let bank = &ANCHORS.banks[((first >> 1) & 1) as usize];
-    // Relaxed: the fence below orders these before the second sequence read.
+    // Relaxed: the fence in `tsc_then_sequence` orders these before the second sequence
+    // read.
     let anchor = Anchor {
         tsc: bank[0].load(Ordering::Relaxed),
         ns: bank[1].load(Ordering::Relaxed),
         scale: bank[2].load(Ordering::Relaxed),
     };
+    (first, anchor)
+}
+
+/// [`read_anchor`]'s second half, after [`load_anchor`]: `(tsc, second)`.
+#[inline(always)]
+fn tsc_then_sequence() -> (u64, u64) {
     let tsc = rdtsc();
-    // Acquire fence: if a read above saw a later writer's store, the sequence read below
-    // sees that writer's claim (the CAS before its stores).
+    // Acquire fence: if a read in `load_anchor` saw a later writer's store, the sequence
+    // read below sees that writer's claim (the CAS before its stores).
     fence(Ordering::Acquire);
     let second = ANCHORS.sequence.load(Ordering::Relaxed);
-    (first, anchor, tsc, second)
+    (tsc, second)
 }
 
 /// [`now`]'s first try, when it needs nothing else: the TSC clock started and not retired,
@@ -274,12 +289,18 @@ fn read_anchor() -> (u64, Anchor, u64, u64) {
 /// otherwise, for [`now`] to settle, never because the reading would differ from it.
 #[inline(always)]
 pub(super) fn now_on_current_anchor() -> Option<u64> {
-    let (first, anchor, tsc, second) = read_anchor();
+    let (first, anchor) = load_anchor();
+    // Not started (no scale yet) or retired: known before the TSC is read, so that a
+    // process on the vDSO's clock pays little for trying this one first.
+    if first == RETIRED || anchor.scale == 0 {
+        return None;
+    }
+    let (tsc, second) = tsc_then_sequence();
     // Relaxed: as in `now`.
     let window_ticks = ANCHORS.window_ticks.load(Ordering::Relaxed);
     // A tick before the anchor's (another CPU's) wraps past the window: `now` saturates it.
     let ticks = tsc.wrapping_sub(anchor.tsc);
-    let whole = first != RETIRED && second < (first | 1) + 2 && anchor.scale != 0;
+    let whole = second < (first | 1) + 2;
     (whole && ticks <= reanchor_ticks(window_ticks)).then(|| anchor.at(tsc))
 }
 
@@ -329,6 +350,7 @@ pub(super) fn now(read_monotonic: impl Fn() -> u64) -> Option<u64> {
 }
 
 /// Whether readings come from the TSC now: it was started and is not retired.
+#[inline(always)]
 pub(super) fn running() -> bool {
     // Acquire: as in `now`, for the bank's scale.
     let sequence = ANCHORS.sequence.load(Ordering::Acquire);

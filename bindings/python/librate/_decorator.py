@@ -1,4 +1,4 @@
-"""The function wrapper behind ``@limiter.limit(...)``, for sync and async functions."""
+"""The function wrapper behind ``@limiter.rate_limited(...)``, for sync and async functions."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ def decorate(func: F, *, admit: Admit, admit_async: AdmitAsync) -> F:
     ``admit_async`` (which may ``await`` a wait), plain functions through ``admit``."""
     if not callable(func):
         raise TypeError(
-            f"limit(...) decorates a function, not {type(func).__name__}; "
-            "write @limiter.limit() with parentheses"
+            f"rate_limited(...) decorates a function, not {type(func).__name__}; "
+            "write @limiter.rate_limited() with parentheses"
         )
     if inspect.iscoroutinefunction(func):
 

@@ -83,7 +83,7 @@ class RedisError(LibrateError):
 
 
 class RateLimited(LibrateError):
-    """Raised by ``@limiter.limit(...)`` when a call is denied (or its wait timed out).
+    """Raised by ``@limiter.rate_limited(...)`` when a call is denied (or its wait timed out).
 
     ``retry_after`` (seconds) and ``retry_after_ns`` say when the same call, with no other
     traffic, would be admitted; ``decision`` is the full denial.

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from . import _waiting
 from ._convert import FOREVER, U64_MAX, Duration, duration_ns, key_bytes, u64
-from ._decision import Decision, seconds
+from ._decision import Decision, blank_decision, seconds
 from ._decorator import decorate
 from ._errors import InvalidConfig, LibrateError, RateLimited, error_for
 from ._ffi import (
@@ -44,6 +44,7 @@ from ._ffi import (
     rate_decision,
     rate_keyed_stats,
 )
+from ._renamed import renamed, renamed_method
 from ._stats import KeyedStats
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -315,10 +316,17 @@ class Config:
         return seconds(self.period_ns)
 
     @property
-    def capacity(self) -> int:
+    def max_n(self) -> int:
         """The most units admitted at once: the largest ``n`` that is not an
         ``InsufficientCapacity`` error (GCRA: burst; windows: limit)."""
         return self.limit if self.burst is None else self.burst
+
+    @property
+    def capacity(self) -> int:
+        """Deprecated alias of ``max_n``: ``capacity`` now means only the keys a table
+        holds."""
+        renamed("Config.capacity", "Config.max_n")
+        return self.max_n
 
     def to_c(self) -> rate_config:
         """The configuration as the C library takes it, a ``struct rate_config`` (a
@@ -525,7 +533,7 @@ class _Base(_Owner):
         timeout: object,
     ) -> Callable[[F], F]:
         if callable(n):
-            raise TypeError("write @limiter.limit() with parentheses")
+            raise TypeError("write @limiter.rate_limited() with parentheses")
         cost = u64(n, "n")
         if not isinstance(wait, bool):
             raise TypeError(f"wait must be a bool, not {type(wait).__name__}")
@@ -618,7 +626,7 @@ class Limiter(_Base):
         """Acquires ``n`` units now and says only whether they were admitted: the fast
         path (the C library decides on its coarse clock when that settles the outcome).
 
-        Raises ``InsufficientCapacity`` if ``n`` exceeds ``config.capacity``."""
+        Raises ``InsufficientCapacity`` if ``n`` exceeds ``config.max_n``."""
         units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
         status = _limiter_try(self._handle, units, None)
         # Literals, not RATE_OK/RATE_LIMITED: a constant is cheaper than a global load.
@@ -628,10 +636,19 @@ class Limiter(_Base):
             return False
         raise self._fail(status, n)
 
-    def acquire(self, n: int = 1, *, now_ns: int | None = None) -> Decision:
+    def acquire(self, n: int = _ONE, *, now_ns: int | None = None) -> Decision:
         """Acquires ``n`` units (``n == 0`` only reports the state) and returns the full
         decision; at ``now_ns`` if given, else now."""
-        return self._acquire((), n, now_ns)
+        if now_ns is not None:
+            return self._acquire((), n, now_ns)
+        # try_acquire's fast path, the C library writing into a new Decision (one per
+        # call: the call releases the GIL, so a shared one would be raced).
+        units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
+        decision: Decision = blank_decision(Decision)
+        status = _limiter_try(self._handle, units, byref(decision))
+        if status == 0 or status == 1:
+            return decision
+        raise self._fail(status, n)
 
     def reserve(self, n: int = 1, *, max_wait: Duration, now_ns: int | None = None) -> Decision:
         """Reserves ``n`` units (GCRA only: the leaky bucket as a queue). Admitted if the
@@ -680,13 +697,16 @@ class Limiter(_Base):
         """``wait()`` for asyncio: sleeps the task, not the thread."""
         return await _waiting.pause(self._waiter((), n, timeout))
 
-    def limit(
+    def rate_limited(
         self, n: int = 1, *, wait: bool = False, timeout: Duration | None = None
     ) -> Callable[[F], F]:
         """Decorator: each call of the function (sync or async) first acquires ``n``
         units. Denied calls raise ``RateLimited``; with ``wait=True`` they wait instead
         (up to ``timeout``, then raise ``RateLimited``)."""
         return self._decorator(_no_target, n, wait, timeout)
+
+    # ``limit`` now means only units per period.
+    limit = renamed_method(rate_limited, "Limiter.limit()", "Limiter.rate_limited()")
 
 
 def _key_target(key: object) -> tuple[bytes, int]:
@@ -827,9 +847,19 @@ class KeyedLimiter(_Base):
             return [code != RATE_LIMITED for code in codes]
         return list(map(RATE_OK.__eq__, codes))
 
-    def acquire(self, key: Key, n: int = 1, *, now_ns: int | None = None) -> Decision:
+    def acquire(self, key: Key, n: int = _ONE, *, now_ns: int | None = None) -> Decision:
         """``Limiter.acquire`` for ``key``. A query (``n == 0``) never inserts the key."""
-        return self._acquire(_key_target(key), n, now_ns)
+        if now_ns is not None:
+            return self._acquire(_key_target(key), n, now_ns)
+        # Limiter.acquire's fast path, with the key.
+        if key.__class__ is not bytes:
+            key = key_bytes(key)
+        units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
+        decision: Decision = blank_decision(Decision)
+        status = self._fast(self._handle, key, c_size_t(len(key)), units, byref(decision))
+        if status == 0 or status == 1:
+            return decision
+        raise self._fail(status, n)
 
     def reserve(
         self, key: Key, n: int = 1, *, max_wait: Duration, now_ns: int | None = None
@@ -894,7 +924,7 @@ class KeyedLimiter(_Base):
         """``Limiter.wait_async`` for ``key``."""
         return await _waiting.pause(self._waiter(_key_target(key), n, timeout))
 
-    def limit(
+    def rate_limited(
         self,
         key: Key | Callable[..., Key],
         n: int = 1,
@@ -902,8 +932,8 @@ class KeyedLimiter(_Base):
         wait: bool = False,
         timeout: Duration | None = None,
     ) -> Callable[[F], F]:
-        """``Limiter.limit`` for a key: a fixed ``str``/``bytes``, or a function called
-        with the decorated function's arguments that returns the key."""
+        """``Limiter.rate_limited`` for a key: a fixed ``str``/``bytes``, or a function
+        called with the decorated function's arguments that returns the key."""
         if callable(key):
             key_of = key
 
@@ -917,3 +947,6 @@ class KeyedLimiter(_Base):
                 return fixed
 
         return self._decorator(target_of, n, wait, timeout)
+
+    # ``limit`` now means only units per period.
+    limit = renamed_method(rate_limited, "KeyedLimiter.limit()", "KeyedLimiter.rate_limited()")

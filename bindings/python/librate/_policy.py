@@ -21,6 +21,7 @@ from ._ffi import (
     rate_policy_decision,
 )
 from ._limiter import _C_ONE, _CLOSED, _ONE, Config, _Handle, _Owner, status_text
+from ._renamed import renamed
 
 
 class _PolicyHandle(_Handle):
@@ -168,10 +169,17 @@ class Policy(_Owner):
         return self._rules
 
     @property
-    def capacity(self) -> int:
+    def max_n(self) -> int:
         """The largest ``n`` the policy can ever admit: the least of its rules'
-        capacities (a larger one is an ``InsufficientCapacity`` error)."""
-        return min(rule.capacity for rule in self._rules)
+        ``max_n`` (a larger one is an ``InsufficientCapacity`` error)."""
+        return min(rule.max_n for rule in self._rules)
+
+    @property
+    def capacity(self) -> int:
+        """Deprecated alias of ``max_n``: ``capacity`` now means only the keys a table
+        holds."""
+        renamed("Policy.capacity", "Policy.max_n")
+        return self.max_n
 
     def _enforces(self) -> str:
         return ", ".join(map(str, self._rules))
@@ -180,7 +188,7 @@ class Policy(_Owner):
         """Acquires ``n`` units now from every rule, or from none, and says only whether
         they were admitted.
 
-        Raises ``InsufficientCapacity`` if ``n`` exceeds ``capacity``."""
+        Raises ``InsufficientCapacity`` if ``n`` exceeds ``max_n``."""
         units = _C_ONE if n is _ONE else c_uint64(u64(n, "n"))
         status = self._c.fast(self._handle, units, None)
         if status == RATE_OK:
@@ -194,7 +202,7 @@ class Policy(_Owner):
         the state), and returns the combined decision, which rule denied and each
         rule's own; at ``now_ns`` if given, else now.
 
-        Raises ``InsufficientCapacity`` if ``n`` exceeds ``capacity``."""
+        Raises ``InsufficientCapacity`` if ``n`` exceeds ``max_n``."""
         n = u64(n, "n")
         out = rate_policy_decision()
         if now_ns is None:
@@ -229,7 +237,7 @@ class Policy(_Owner):
         (True, 4, 3)
 
         Raises ``InvalidConfig`` unless there is one cost per rule, and
-        ``InsufficientCapacity`` for a cost above its rule's capacity."""
+        ``InsufficientCapacity`` for a cost above its rule's ``max_n``."""
         array, count = cost_array(costs)
         out = rate_policy_decision()
         if now_ns is None:

@@ -30,6 +30,7 @@ from ._ffi import (
 )
 from ._limiter import Config, Key, _config, status_text
 from ._policy import checked_rules
+from ._renamed import renamed
 
 #: What a public method returns: a ``Decision`` (sync), or an awaitable of one (asyncio).
 R = TypeVar("R")
@@ -54,7 +55,7 @@ class Plan:
     """A configuration's script on Redis: its source and SHA1, the arguments every call
     ends with, and the checks the in-process limiter makes."""
 
-    __slots__ = ("config", "source", "sha", "config_args", "capacity", "one_now", "one_now_brief")
+    __slots__ = ("config", "source", "sha", "config_args", "max_n", "one_now", "one_now_brief")
 
     def __init__(self, config: Config) -> None:
         script = rate_redis_script()
@@ -63,7 +64,7 @@ class Plan:
         if status != RATE_OK:
             raise error_for(status, _rejection(config, c_config))
         self.config = config
-        self.source, self.sha, self.config_args, self.capacity = _prepared(script)
+        self.source, self.sha, self.config_args, self.max_n = _prepared(script)
         # The arguments of the commonest request, one unit now, built once (redis-py
         # only reads them): ARGV as ``args(1, None, 0)`` gives it.
         self.one_now = [b"", b"1", b"0", *self.config_args]
@@ -71,10 +72,10 @@ class Plan:
 
     def check(self, n: int, reserve: bool) -> None:
         """Refuses a request as the in-process limiter does: a reserve (even one that
-        would not wait) on a window algorithm, then ``n`` above the capacity."""
+        would not wait) on a window algorithm, then ``n`` above ``max_n``."""
         if reserve and self.config.algorithm != "gcra":
             status = RATE_E_UNSUPPORTED
-        elif n > self.capacity:
+        elif n > self.max_n:
             status = RATE_E_INSUFFICIENT_CAPACITY
         else:
             return
@@ -152,7 +153,7 @@ class PolicyPlan:
     """A policy's script on Redis (``rate_redis_policy_prepare``): its source and SHA1,
     the arguments every call ends with, and the largest cost it admits."""
 
-    __slots__ = ("rules", "source", "sha", "config_args", "capacity")
+    __slots__ = ("rules", "source", "sha", "config_args", "max_n")
 
     def __init__(self, rules: tuple[Config, ...]) -> None:
         script = rate_redis_policy_script()
@@ -161,14 +162,14 @@ class PolicyPlan:
         if status != RATE_OK:
             raise error_for(status, _policy_rejection(rules, status))
         self.rules = rules
-        self.source, self.sha, self.config_args, self.capacity = _prepared(script)
+        self.source, self.sha, self.config_args, self.max_n = _prepared(script)
 
     def check(self, n: int) -> None:
-        """Refuses ``n`` above the least capacity, as the in-process policy does."""
-        if n > self.capacity:
+        """Refuses ``n`` above the least ``max_n``, as the in-process policy does."""
+        if n > self.max_n:
             raise error_for(
                 RATE_E_INSUFFICIENT_CAPACITY,
-                f"{status_text(RATE_E_INSUFFICIENT_CAPACITY)} (n={n}, capacity {self.capacity})",
+                f"{status_text(RATE_E_INSUFFICIENT_CAPACITY)} (n={n}, max_n {self.max_n})",
             )
 
     def args(self, n: int, now_ns: int | None) -> list[bytes]:
@@ -187,7 +188,7 @@ class PolicyPlan:
         denied_by = next((i for i, rule in enumerate(rules) if not rule.allowed), None)
         combined = Decision(
             denied_by is None,
-            self.capacity,
+            self.max_n,
             min(rule.remaining for rule in rules),
             max(rule.retry_after_ns for rule in rules),
             max(rule.reset_after_ns for rule in rules),
@@ -307,7 +308,7 @@ class RedisBase(_Sender, Generic[R, B]):
         """A checked request: ``max_wait`` None for an acquire, else a reserve's."""
         if n.__class__ is int and n == 1 and now_ns is None and max_wait is None:
             # The commonest request, one unit now, which every limit admits (its
-            # capacity is at least 1): nothing to check or convert.
+            # max_n is at least 1): nothing to check or convert.
             return self.redis_key(key), self._plan.one_now
         cost = u64(n, "n")
         now = None if now_ns is None else u64(now_ns, "now_ns")
@@ -333,7 +334,7 @@ class RedisBase(_Sender, Generic[R, B]):
         returns the decision: by the Redis server's clock (``TIME``), or at ``now_ns`` on
         your own timeline (use one timeline per key).
 
-        Raises ``InsufficientCapacity`` if ``n`` exceeds ``config.capacity`` (nothing is
+        Raises ``InsufficientCapacity`` if ``n`` exceeds ``config.max_n`` (nothing is
         sent), ``RedisError`` if Redis gives no decision (never an admission)."""
         return self._decide(self._call(key, n, now_ns, None))
 
@@ -391,10 +392,17 @@ class RedisPolicyBase(_Sender, Generic[R]):
         return self._plan.rules
 
     @property
-    def capacity(self) -> int:
+    def max_n(self) -> int:
         """The largest ``n`` the policy can ever admit: the least of its rules'
-        capacities (a larger one is an ``InsufficientCapacity`` error)."""
-        return self._plan.capacity
+        ``max_n`` (a larger one is an ``InsufficientCapacity`` error)."""
+        return self._plan.max_n
+
+    @property
+    def capacity(self) -> int:
+        """Deprecated alias of ``max_n``: ``capacity`` now means only the keys a table
+        holds."""
+        renamed(f"{type(self).__name__}.capacity", f"{type(self).__name__}.max_n")
+        return self.max_n
 
     def redis_keys(self, key: Key) -> list[bytes]:
         """The Redis keys holding ``key``'s rules' states, in rule order: rule ``i`` at
@@ -418,7 +426,7 @@ class RedisPolicyBase(_Sender, Generic[R]):
         server's clock (``TIME``), or at ``now_ns`` on your own timeline (one per key).
         Returns a ``PolicyDecision``, the in-process ``Policy``'s for the same times.
 
-        Raises ``InsufficientCapacity`` if ``n`` exceeds ``capacity`` (nothing is sent),
+        Raises ``InsufficientCapacity`` if ``n`` exceeds ``max_n`` (nothing is sent),
         ``RedisError`` if Redis gives no decision (never an admission; a rule's key
         holding something else is one, and nothing is written)."""
         cost = u64(n, "n")

@@ -83,7 +83,11 @@ def asgi_server() -> Iterator[Callable[[object], int]]:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False)
+        # proxy_headers off: uvicorn would otherwise put X-Forwarded-For's client in the
+        # scope, where the middleware's own trusted_proxies should read it.
+        config = uvicorn.Config(
+            app, lifespan="off", log_level="warning", access_log=False, proxy_headers=False
+        )
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
         thread.start()

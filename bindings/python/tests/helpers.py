@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import http.client
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -158,3 +159,10 @@ SECOND_AND_MINUTE_STEPS: list[Step] = [
     # Denied by the minute rule for 58 s.
     (2 * SECOND, 429, '"minute";r=0;t=58', "58"),
 ]
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (a Redis that is down)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

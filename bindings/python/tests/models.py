@@ -27,8 +27,8 @@ class Gcra:
 
     def __post_init__(self) -> None:
         self.interval = self.period // self.limit
-        self.capacity = self.burst or self.limit
-        self.tolerance = self.capacity * self.interval
+        self.max_n = self.burst or self.limit
+        self.tolerance = self.max_n * self.interval
 
     def admits(self, t: int, n: int) -> bool:
         return max(self.tat, t) + n * self.interval - t <= self.tolerance
@@ -44,7 +44,7 @@ class FixedWindow:
     window: int = -1
     count: int = 0
 
-    capacity = property(lambda self: self.limit)
+    max_n = property(lambda self: self.limit)
 
     def _count_at(self, t: int) -> int:
         return self.count if t // self.period == self.window else 0
@@ -63,7 +63,7 @@ class SlidingWindow:
     period: int
     counts: dict[int, int] = field(default_factory=dict)  # window index -> count
 
-    capacity = property(lambda self: self.limit)
+    max_n = property(lambda self: self.limit)
 
     def admits(self, t: int, n: int) -> bool:
         k, e = divmod(t, self.period)
@@ -83,7 +83,7 @@ class SlidingLog:
     period: int
     log: list[int] = field(default_factory=list)  # admitted timestamps, one per unit
 
-    capacity = property(lambda self: self.limit)
+    max_n = property(lambda self: self.limit)
 
     def admits(self, t: int, n: int) -> bool:
         live = sum(1 for stamp in self.log if t - self.period < stamp <= t)
@@ -106,7 +106,7 @@ class Expected:
 
 
 def remaining(model: Model, t: int) -> int:
-    return max(m for m in range(model.capacity + 1) if model.admits(t, m))
+    return max(m for m in range(model.max_n + 1) if model.admits(t, m))
 
 
 def decide(model: Model, t: int, n: int, horizon: int) -> Expected:
@@ -116,8 +116,8 @@ def decide(model: Model, t: int, n: int, horizon: int) -> Expected:
     retry = 0 if allowed else next(d for d in range(1, horizon + 1) if model.admits(t + d, n))
     if allowed and n:
         model.commit(t, n)
-    reset = next(d for d in range(horizon + 1) if remaining(model, t + d) == model.capacity)
-    return Expected(allowed, model.capacity, remaining(model, t), retry, reset)
+    reset = next(d for d in range(horizon + 1) if remaining(model, t + d) == model.max_n)
+    return Expected(allowed, model.max_n, remaining(model, t), retry, reset)
 
 
 def replay(
@@ -137,7 +137,7 @@ def replay(
         t += rng.choice(gaps)
         key = rng.choice(sorted(models))
         model = models[key]
-        n = rng.choice([0, 1, 1, 1, min(2, model.capacity), model.capacity])
+        n = rng.choice([0, 1, 1, 1, min(2, model.max_n), model.max_n])
         expected = decide(model, t, n, horizon)
         got = acquire(key, n, t)
         observed = (got.allowed, got.limit, got.remaining, got.retry_after_ns, got.reset_after_ns)

@@ -123,13 +123,13 @@ def replay(client: redis.Redis, config: Config, case: int, rng: random.Random) -
     """Replays 100 random requests on one key through ``config``'s in-process limiter and
     through Redis, asserting equal every decision and every refusal, and after each
     admission the expiry the script set. Times start near 0, below 2**40, near the end
-    of the timeline or anywhere; costs include 0, 1, the capacity and one past it; half
+    of the timeline or anywhere; costs include 0, 1, max_n and one past it; half
     the GCRA requests are reserves (a few on a window, all refused) waiting 0, anything,
     or forever."""
     local = librate.Limiter(**keywords(config))
     unexpiring = Unexpiring(client)
     remote = RedisLimiter(unexpiring, **keywords(config), prefix=f"replay:{next(_replays)}:")
-    period, capacity = config.period_ns, config.capacity
+    period, max_n = config.period_ns, config.max_n
     now = base = [
         0,
         rng.randrange(2**40),
@@ -138,7 +138,7 @@ def replay(client: redis.Redis, config: Config, case: int, rng: random.Random) -
     ][case % 4]
     for step in range(100):
         now = _time(rng, step, now, base, period)
-        n = [0, rng.randint(1, 3), capacity, capacity + 1, rng.randrange(capacity + 2)][
+        n = [0, rng.randint(1, 3), max_n, max_n + 1, rng.randrange(max_n + 2)][
             min(rng.randrange(6), 4)
         ]
         reserves = 50 if config.algorithm == "gcra" else 10

@@ -19,8 +19,9 @@ Public is what a user can reach without an underscore:
 A docstring must be the object's own: ``inspect.getdoc`` would lend a method its base
 class's. Special methods (``__init__``, ``__call__``, ...) are left out: a class's
 docstring says how to build and call it. So are the fields of the decision tuples,
-which the class docstring describes. ``librate.redis`` is checked where redis-py is
-installed (it imports it).
+which the class docstring describes. ``librate.redis``, ``librate.middleware.django``
+and ``librate.middleware.fastapi`` are checked where redis-py, Django and FastAPI are
+installed (they import them).
 """
 
 from __future__ import annotations
@@ -51,9 +52,18 @@ def public_modules() -> list[str]:
     return names
 
 
+#: The public modules that import a framework or client, and the package each needs.
+NEEDS = {
+    "librate.redis": "redis",
+    "librate.middleware.django": "django",
+    "librate.middleware.fastapi": "fastapi",
+}
+
+
 def load(name: str) -> types.ModuleType | None:
-    """The module, or None for librate.redis without redis-py."""
-    if name == "librate.redis" and importlib.util.find_spec("redis") is None:
+    """The module, or None for one whose framework or client is not installed."""
+    needed = NEEDS.get(name)
+    if needed is not None and importlib.util.find_spec(needed) is None:
         return None
     return importlib.import_module(name)
 
@@ -132,7 +142,7 @@ def constant_documented(module: types.ModuleType, name: str) -> bool:
 
 def test_the_public_modules_are_found() -> None:
     # Guards the search itself: a rename must not leave a module unchecked.
-    assert {"librate", "librate.middleware", "librate.redis"} <= set(public_modules())
+    assert {"librate", "librate.middleware", *NEEDS} <= set(public_modules())
 
 
 def test_librate_redis_is_checked() -> None:

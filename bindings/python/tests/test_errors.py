@@ -199,7 +199,7 @@ def test_bad_cost(value: Any, error: type[Exception]) -> None:
         lambda: limiter.reserve(value, max_wait=1),
         lambda: limiter.wait(value),
         lambda: asyncio.run(limiter.wait_async(value)),
-        lambda: limiter.limit(value),
+        lambda: limiter.rate_limited(value),
     ]
     for call in calls:
         with pytest.raises(error):
@@ -234,17 +234,17 @@ def test_bad_durations(value: Any, error: type[Exception]) -> None:
         with pytest.raises(error):
             limiter.wait(timeout=value)
         with pytest.raises(error):
-            limiter.limit(timeout=value)
+            limiter.rate_limited(timeout=value)
 
 
 def test_bad_decorator_arguments() -> None:
     limiter = librate.Limiter(limit=5, period=1)
     with pytest.raises(TypeError, match="parentheses"):
-        limiter.limit(lambda: None)  # type: ignore[arg-type]
+        limiter.rate_limited(lambda: None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        limiter.limit(wait=1)  # type: ignore[arg-type]
+        limiter.rate_limited(wait=1)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        limiter.limit()(42)  # type: ignore[type-var]
+        limiter.rate_limited()(42)  # type: ignore[type-var]
 
 
 def test_insufficient_capacity_everywhere() -> None:
@@ -256,7 +256,7 @@ def test_insufficient_capacity_everywhere() -> None:
         lambda: limiter.reserve(3, max_wait=math.inf, now_ns=0),
         lambda: limiter.wait(3),
         lambda: asyncio.run(limiter.wait_async(3)),
-        lambda: limiter.limit(3)(lambda: None)(),
+        lambda: limiter.rate_limited(3)(lambda: None)(),
     ):
         with pytest.raises(librate.InsufficientCapacity, match="n=3"):
             call()
@@ -265,7 +265,7 @@ def test_insufficient_capacity_everywhere() -> None:
 
 def test_closed_limiter_raises_on_every_call() -> None:
     limiter = librate.Limiter(limit=5, period=1)
-    limited = limiter.limit()(lambda: "ran")
+    limited = limiter.rate_limited()(lambda: "ran")
     limiter.close()
     assert limiter.closed
     for call in (
@@ -309,3 +309,27 @@ def test_unchecked_twin() -> None:
     assert twin is not _ffi.lib.rate_limiter_acquire
     assert twin.restype is _ffi.SIGNATURES["rate_limiter_acquire"][0] and twin.argtypes is None
     assert _ffi.lib.rate_limiter_acquire.argtypes is not None
+
+
+def test_renamed_names_warn_and_still_work() -> None:
+    # One meaning per word (docs/python.md, Names across languages): the old names work
+    # for one release, each with a DeprecationWarning pointing at the caller's line.
+    limiter = librate.Limiter(limit=2, period=3600, burst=3)
+    with pytest.warns(DeprecationWarning, match=r"Config\.capacity .*: use Config\.max_n") as seen:
+        assert limiter.config.capacity == 3
+    assert seen[0].filename == __file__
+    policy = librate.Policy([librate.Config.gcra(2, 1), librate.Config.fixed_window(5, 60)])
+    with pytest.warns(DeprecationWarning, match=r"Policy\.capacity .*: use Policy\.max_n"):
+        assert policy.capacity == 2
+    with pytest.warns(DeprecationWarning, match=r"Limiter\.limit\(\) .*: use Limiter\.rate_"):
+        decorate = limiter.limit(2)
+    limited = decorate(lambda: "ran")
+    assert limited() == "ran"
+    with pytest.raises(librate.RateLimited):
+        limited()  # 2 of the burst of 3 taken, within the hour: 2 more do not fit
+    keyed = librate.KeyedLimiter(limit=1, period=3600, capacity=2)
+    with pytest.warns(DeprecationWarning, match=r"KeyedLimiter\.limit\(\) is deprecated"):
+        per_user = keyed.limit(lambda user: user)(lambda user: user)
+    assert per_user("ann") == "ann"
+    with pytest.raises(librate.RateLimited):
+        per_user("ann")

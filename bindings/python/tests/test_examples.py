@@ -1,8 +1,8 @@
 """The Python examples, run as a user runs them: examples/python/first_screen.py (the
 README's snippet); policy.py (the policy snippets); costs.py (a cost per rule);
-flask_app.py, a process serving 127.0.0.1, asked over HTTP until its per-IP limit
-answers 429; and prefork_per_ip.py, worker processes sharing one per-IP limit through a
-keyed table in a file."""
+flask_app.py, django_app.py and fastapi_app.py, each a process serving 127.0.0.1, asked
+over HTTP until its per-IP limits answer 429; and prefork_per_ip.py, worker processes
+sharing one per-IP limit through a keyed table in a file."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from helpers import Response, get
 
@@ -76,24 +78,46 @@ def test_costs() -> None:
     )
 
 
+def admits_five_then_429(port: int) -> None:
+    """5 per 60 s, bursts of 5 (T = 12 s), for one address: the k-th request leaves
+    5 - k, as long as the six requests take less than T; the 6th is denied until the
+    next unit, T after the first, minus what has passed since."""
+    for left in (4, 3, 2, 1, 0):
+        answer = get(port)
+        assert answer.status == 200
+        assert answer.headers.get_all("RateLimit-Policy") == ['"default";q=5;w=60']
+        assert answer.headers["RateLimit"].startswith(f'"default";r={left};t=')
+    denied = get(port)
+    assert denied.status == 429
+    assert 1 <= int(denied.headers["Retry-After"]) <= 12
+    assert denied.headers["RateLimit"] == f'"default";r=0;t={denied.headers["Retry-After"]}'
+
+
 def test_flask_app_limits_each_ip() -> None:
     with serving("flask_app.py") as port:
-        # 5 per 60 s, bursts of 5: T = 12 s. The k-th request leaves 5 - k, as long as the
-        # six requests take less than T.
-        for left in (4, 3, 2, 1, 0):
-            answer = get(port)
-            assert answer.status == 200
-            assert answer.headers["RateLimit-Policy"] == '"default";q=5;w=60'
-            assert answer.headers["RateLimit"].startswith(f'"default";r={left};t=')
-        denied = get(port)
-        assert denied.status == 429
-        # The next unit is T = 12 s after the first, minus what has passed since.
-        assert 1 <= int(denied.headers["Retry-After"]) <= 12
-        assert denied.headers["RateLimit"] == f'"default";r=0;t={denied.headers["Retry-After"]}'
+        admits_five_then_429(port)
         # Another address has a limit of its own.
         other = get(port, source="127.0.0.2")
         assert other.status == 200
         assert other.headers["RateLimit"].startswith('"default";r=4;t=')
+
+
+@pytest.mark.parametrize("example", ["django_app.py", "fastapi_app.py"])
+def test_framework_app_limits_each_ip_and_its_login(example: str) -> None:
+    pytest.importorskip(example.split("_")[0])
+    with serving(example) as port:
+        admits_five_then_429(port)
+        # The login route: 2 per 60 s of its own (T = 30 s), reported instead of the
+        # app's limit, which another address has whole.
+        for left in (1, 0):
+            login = get(port, "/login", source="127.0.0.2")
+            assert login.status == 200
+            assert login.headers.get_all("RateLimit-Policy") == ['"login";q=2;w=60']
+            assert login.headers["RateLimit"].startswith(f'"login";r={left};t=')
+        refused = get(port, "/login", source="127.0.0.2")
+        assert refused.status == 429
+        assert 1 <= int(refused.headers["Retry-After"]) <= 30
+        assert refused.headers["RateLimit"] == f'"login";r=0;t={refused.headers["Retry-After"]}'
 
 
 WORKERS = 4

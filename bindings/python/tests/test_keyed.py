@@ -125,8 +125,8 @@ def test_bad_keys(key: object) -> None:
         lambda: limiter.reserve(key, max_wait=1),  # type: ignore[arg-type]
         lambda: limiter.wait(key),  # type: ignore[arg-type]
         lambda: asyncio.run(limiter.wait_async(key)),  # type: ignore[arg-type]
-        lambda: limiter.limit(key),  # type: ignore[arg-type]
-        lambda: limiter.limit(lambda: key)(lambda: None)(),
+        lambda: limiter.rate_limited(key),  # type: ignore[arg-type]
+        lambda: limiter.rate_limited(lambda: key)(lambda: None)(),
         lambda: limiter.try_acquire_many(["ok", key]),  # type: ignore[list-item]
     ):
         with pytest.raises(TypeError, match="key must be str or bytes"):
@@ -238,7 +238,7 @@ def test_wait_and_decorators(clock: VirtualClock) -> None:
     assert asyncio.run(limiter.wait_async("v")).wait_ns == 0
     assert clock.slept == [2.0]
 
-    @limiter.limit(lambda user, item: user)
+    @limiter.rate_limited(lambda user, item: user)
     def fetch(user: str, item: int) -> int:
         return item
 
@@ -247,7 +247,7 @@ def test_wait_and_decorators(clock: VirtualClock) -> None:
     with pytest.raises(librate.RateLimited):
         fetch("alice", 3)
 
-    @limiter.limit(b"shared", wait=True)
+    @limiter.rate_limited(b"shared", wait=True)
     async def shared() -> str:
         return "ok"
 

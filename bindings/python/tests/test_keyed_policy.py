@@ -161,7 +161,7 @@ def test_middleware_takes_a_key_function() -> None:
     policy = site()
     app = WSGIRateLimit(hello_wsgi([]), policy, key=lambda environ: "k")
     assert app is not None
-    with pytest.raises(ValueError, match="capacity 1"):
+    with pytest.raises(ValueError, match="max_n 1"):
         WSGIRateLimit(hello_wsgi([]), policy, cost=2)
 
 

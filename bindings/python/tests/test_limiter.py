@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -49,6 +50,42 @@ def test_decision_fields_by_hand() -> None:
     assert later.reset_after == 1.5 and later.wait == 0.0
 
 
+def test_acquire_now_writes_the_whole_decision() -> None:
+    # acquire() without now_ns has a path of its own (the C library writes straight into
+    # the Decision). GCRA, 2 an hour (T = 30 min): a first unit leaves 1 and TAT =
+    # now + 30 min whenever now is; two more units at once are denied.
+    limiter = Limiter(limit=2, period=3600)
+    assert limiter.acquire() == Decision(True, 2, 1, 0, 1800 * SECOND, 0)
+    denied = limiter.acquire(2)
+    assert (denied.allowed, denied.limit, denied.remaining, denied.wait_ns) == (False, 2, 1, 0)
+    keyed = librate.KeyedLimiter(limit=2, period=3600, capacity=4)
+    assert keyed.acquire("a", 2) == Decision(True, 2, 0, 0, 3600 * SECOND, 0)
+    assert keyed.acquire(b"b") == Decision(True, 2, 1, 0, 1800 * SECOND, 0)
+    with pytest.raises(librate.InsufficientCapacity, match="n=3"):
+        limiter.acquire(3)
+    limiter.close()
+    with pytest.raises(librate.ClosedError):
+        limiter.acquire()
+
+
+def test_decision_is_immutable_and_compares_by_value() -> None:
+    decision = Decision(False, 3, 1, 2 * SECOND, 4 * SECOND)
+    with pytest.raises(AttributeError, match="immutable"):
+        decision.allowed = True  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="immutable"):
+        del decision.limit
+    assert decision == Decision(False, 3, 1, 2 * SECOND, 4 * SECOND, 0)
+    assert decision != Decision(False, 3, 1, 2 * SECOND, 4 * SECOND, 1)
+    assert decision != (False, 3, 1, 2 * SECOND, 4 * SECOND, 0)
+    assert len({decision, Decision(False, 3, 1, 2 * SECOND, 4 * SECOND)}) == 1
+    assert repr(decision) == (
+        "Decision(allowed=False, limit=3, remaining=1, retry_after_ns=2000000000, "
+        "reset_after_ns=4000000000, wait_ns=0)"
+    )
+    assert (decision.retry_after, decision.reset_after, decision.wait) == (2.0, 4.0, 0.0)
+    assert pickle.loads(pickle.dumps(decision)) == decision
+
+
 def test_query_changes_nothing() -> None:
     limiter = Limiter(limit=2, period=2)
     query = limiter.acquire(0, now_ns=0)
@@ -89,8 +126,8 @@ def test_period_forms() -> None:
     )
     config = Limiter(algorithm="gcra", limit=5, period=1.5, burst=2).config
     assert config == librate.Config("gcra", 5, 1500 * MS, 2)
-    assert (config.period, config.capacity) == (1.5, 2)
-    assert Limiter(limit=5, period=1).config.capacity == 5
+    assert (config.period, config.max_n) == (1.5, 2)
+    assert Limiter(limit=5, period=1).config.max_n == 5
 
 
 def test_reserve_shapes_traffic() -> None:

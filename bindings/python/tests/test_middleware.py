@@ -122,7 +122,7 @@ def test_middleware_arguments() -> None:
     app = hello_wsgi([])
     with pytest.raises(TypeError, match="KeyedLimiter"):
         WSGIRateLimit(app, limiter, key=lambda environ: "x")
-    with pytest.raises(ValueError, match="capacity"):
+    with pytest.raises(ValueError, match="max_n"):
         WSGIRateLimit(app, limiter, cost=3)
     with pytest.raises(ValueError, match="printable ASCII"):
         ASGIRateLimit(hello_asgi([]), limiter, policy="\n")
@@ -152,7 +152,7 @@ def test_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
     config = librate.Config("gcra", case["limit"], case["period_ns"], case["burst"] or None)
     d = case["decision"]
     decision = librate.Decision(
-        d["allowed"], config.capacity, d["remaining"], d["retry_after_ns"], d["reset_after_ns"]
+        d["allowed"], config.max_n, d["remaining"], d["retry_after_ns"], d["reset_after_ns"]
     )
     name = sf_string(case["name"])
     assert policy_header(name, config) == case["policy"]
@@ -197,7 +197,7 @@ def test_policy_middleware_arguments() -> None:
         WSGIRateLimit(app, policy, rule_names=["a", 2])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="printable ASCII"):
         ASGIRateLimit(hello_asgi([]), policy, rule_names=["a", "caf\u00e9"])
-    with pytest.raises(ValueError, match="capacity 2"):
+    with pytest.raises(ValueError, match="max_n 2"):
         WSGIRateLimit(app, policy, cost=3)
 
 
@@ -260,7 +260,7 @@ def test_cost_per_rule_arguments() -> None:
     for limiter in (policy, keyed):
         with pytest.raises(ValueError, match="cost has 2 costs for 4 rules"):
             WSGIRateLimit(app, limiter, cost=[1, 0])
-        with pytest.raises(ValueError, match="cost\\[1\\] 6 exceeds rule 1's capacity 5"):
+        with pytest.raises(ValueError, match="cost\\[1\\] 6 exceeds rule 1's max_n 5"):
             WSGIRateLimit(app, limiter, cost=[1, 6, 0, 1])
         with pytest.raises(ValueError, match="cost is all zero"):
             ASGIRateLimit(hello_asgi([]), limiter, cost=(0, 0, 0, 0))
@@ -288,7 +288,7 @@ def test_policy_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
     ]
     each = tuple(
         librate.Decision(
-            d["allowed"], rule.capacity, d["remaining"], d["retry_after_ns"], d["reset_after_ns"]
+            d["allowed"], rule.max_n, d["remaining"], d["retry_after_ns"], d["reset_after_ns"]
         )
         for rule, d in zip(rules, case["decisions"], strict=True)
     )
@@ -297,7 +297,7 @@ def test_policy_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
     counted = [index for index, cost in enumerate(costs) if cost]
     combined = librate.Decision(
         case["denied_by"] is None,
-        min(rules[i].capacity for i in counted),
+        min(rules[i].max_n for i in counted),
         min(each[i].remaining for i in counted),
         max(each[i].retry_after_ns for i in counted),
         max(each[i].reset_after_ns for i in counted),
@@ -308,3 +308,61 @@ def test_policy_header_vectors_shared_with_go(case: dict[str, Any]) -> None:
     rule = binding_rule(decision, counted)
     assert ratelimit_header(names[rule], each[rule]) == case["ratelimit"]
     assert (None if combined.allowed else retry_after(combined)) == case["retry_after"]
+
+
+def test_client_ip_as_the_tower_layer_keys_it() -> None:
+    # The cases of src/tower/key.rs: every middleware keys a client as Rust's PeerIp.
+    from librate.middleware._client import client_ip
+
+    assert client_ip("192.0.2.1", [], 0) == "192.0.2.1"
+    assert client_ip("::ffff:192.0.2.1", [], 0) == "192.0.2.1"
+    assert client_ip("2001:DB8:0::1", [], 0) == "2001:db8::1"
+    assert client_ip("192.0.2.1", ["203.0.113.9"], 0) == "192.0.2.1"  # no proxy trusted
+    assert client_ip(None, [], 0) == ""
+    assert client_ip(None, ["not an address"], 1) == ""
+    # The client forged the first entry; proxy 1 appended 198.51.100.7, proxy 2
+    # 10.0.0.1, and proxy 2's address is the peer.
+    lines = ["203.0.113.9, 198.51.100.7", "10.0.0.1"]
+    peer = "10.0.0.2"
+    assert [client_ip(peer, lines, hops) for hops in (1, 2, 3, 4)] == [
+        "10.0.0.1",
+        "198.51.100.7",
+        "203.0.113.9",  # trusting more proxies than run takes the client's own claim
+        "10.0.0.2",  # too few entries: the peer
+    ]
+    # A malformed entry is the peer; only the entries up to the client's are read.
+    for malformed in ("unknown", "1.2.3.4.5", "\xff\xfe", "fe80::1%eth0", "[192.0.2.1]:80"):
+        assert client_ip(peer, [malformed], 1) == "10.0.0.2"
+    assert client_ip(peer, ["\xff\xfe", "192.0.2.1"], 1) == "192.0.2.1"
+    assert client_ip(peer, ["\xff, 192.0.2.1"], 1) == "192.0.2.1"
+    # Empty members are no entries; ports and brackets are allowed.
+    assert client_ip(peer, ["192.0.2.1:80, ,"], 1) == "192.0.2.1"
+    assert client_ip(peer, [" [2001:db8::1]:80"], 1) == "2001:db8::1"
+    assert client_ip(peer, ["192.0.2.1:65536"], 1) == "10.0.0.2"
+
+
+def test_trusted_proxies_through_wsgi_and_asgi(serve: Serve) -> None:
+    # 1 an hour per client behind one proxy, over HTTP: the client the proxy names.
+    per_ip = librate.KeyedLimiter(limit=1, period=3600, capacity=8)
+    port = serve(per_ip, [], trusted_proxies=1)
+    assert get(port, headers={"X-Forwarded-For": "203.0.113.9, 198.51.100.7"}).status == 200
+    assert get(port, headers={"X-Forwarded-For": "198.51.100.7"}).status == 429
+    assert get(port, headers={"X-Forwarded-For": "198.51.100.8"}).status == 200
+    assert get(port).status == 200  # no header: the peer, 127.0.0.1
+    assert get(port, headers={"X-Forwarded-For": "unknown"}).status == 429
+
+
+@pytest.mark.parametrize("kind", ["wsgi", "asgi"])
+def test_an_inner_limit_s_headers_are_kept(kind: str, request: pytest.FixtureRequest) -> None:
+    # An app limited twice: the response reports the inner, narrower limit, once.
+    inner = librate.Limiter(limit=2, period=60)
+    outer = librate.Limiter(limit=1000, period=1)
+    if kind == "wsgi":
+        app: Any = WSGIRateLimit(WSGIRateLimit(hello_wsgi([]), inner, policy="inner"), outer)
+        port = request.getfixturevalue("wsgi_server")(app)
+    else:
+        app = ASGIRateLimit(ASGIRateLimit(hello_asgi([]), inner, policy="inner"), outer)
+        port = request.getfixturevalue("asgi_server")(app)
+    answer = get(port)
+    assert answer.headers.get_all("RateLimit-Policy") == ['"inner";q=2;w=60']
+    assert answer.headers.get_all("RateLimit") == ['"inner";r=1;t=30']

@@ -74,7 +74,7 @@ def test_properties_and_repr() -> None:
     rules = (librate.Config.gcra(10, 1, burst=4), librate.Config.sliding_window(7, 60))
     policy = librate.Policy(list(rules))
     assert policy.rules == rules
-    assert policy.capacity == 4  # the least of burst 4 and limit 7
+    assert policy.max_n == 4  # the least of burst 4 and limit 7
     assert repr(policy) == (
         "<Policy Config(algorithm='gcra', limit=10, period_ns=1000000000, burst=4), "
         "Config(algorithm='sliding_window', limit=7, period_ns=60000000000, burst=None)>"
@@ -249,10 +249,10 @@ def test_threads_at_a_frozen_time_admit_exactly_the_tighter_limit(
     # fail to be given back: never enough to fill the looser rule first.
     for _ in range(20):
         policy = librate.Policy(rules)
-        assert admitted_until_denied(policy) == policy.capacity
+        assert admitted_until_denied(policy) == policy.max_n
         for rule in policy.acquire(0, now_ns=SECOND).rules:
             # Within its limit, and holding at least the admitted units.
-            assert rule.limit - rule.remaining >= policy.capacity
+            assert rule.limit - rule.remaining >= policy.max_n
 
 
 def admitted_until_denied(policy: librate.Policy) -> int:

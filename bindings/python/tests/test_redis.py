@@ -247,7 +247,7 @@ def test_invalid_configurations(redis_client: redis.Redis) -> None:
     long_burst = {"limit": 2, "period": Fraction(EXACT - 2, SECOND), "burst": 3, "prefix": "x"}
     with pytest.raises(librate.InvalidConfig, match="2\\*\\*53"):
         RedisLimiter(redis_client, **long_burst)
-    assert RedisLimiter(redis_client, **{**long_burst, "burst": 2}).config.capacity == 2
+    assert RedisLimiter(redis_client, **{**long_burst, "burst": 2}).config.max_n == 2
     with pytest.raises(librate.InvalidConfig, match="^limit 0: must be at least 1$"):
         RedisLimiter(redis_client, limit=0, period=1, prefix="x")
     with pytest.raises(librate.InvalidConfig, match="burst"):

@@ -200,7 +200,7 @@ def test_each_middleware_takes_its_kind_of_limiter(redis_server: RedisServer, ki
         ASGIRateLimit(hello_asgi([]), sync)
     with pytest.raises(TypeError, match=f"WSGI takes a Redis{kind}, not an AsyncRedis{kind}"):
         WSGIRateLimit(hello_wsgi([]), asynchronous)
-    with pytest.raises(ValueError, match="cost 3 exceeds the limiter's capacity 2"):
+    with pytest.raises(ValueError, match="cost 3 exceeds the limiter's max_n 2"):
         WSGIRateLimit(hello_wsgi([]), sync, cost=3)
     # One cost for every rule: a sequence is refused, the Redis script takes one.
     refused = "not supported on Redis" if kind == "Policy" else "needs a Policy or KeyedPolicy"

@@ -59,7 +59,7 @@ def test_decides_as_the_in_process_limiter(redis_client: redis.Redis, algorithm:
             assert "2**53" in str(error), config
             longest = config.period_ns
             if algorithm == "gcra":
-                longest = config.capacity * (config.period_ns // config.limit)
+                longest = config.max_n * (config.period_ns // config.limit)
             assert longest >= EXACT, config
             continue
         replay(redis_client, config, case, rng)

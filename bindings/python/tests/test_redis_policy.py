@@ -32,7 +32,7 @@ def random_rule(rng: random.Random) -> Config:
 
 
 def test_policies_decide_as_in_process(redis_server: RedisServer, clients: Clients) -> None:
-    # Random policies of 1 to 8 rules of any mix; costs 0 to one past the capacity, at
+    # Random policies of 1 to 8 rules of any mix; costs 0 to one past max_n, at
     # times forward and back: every decision, denied_by and rule is librate.Policy's.
     rng = random.Random(0x90_11C7)
     denials = 0
@@ -40,7 +40,7 @@ def test_policies_decide_as_in_process(redis_server: RedisServer, clients: Clien
         rules = [random_rule(rng) for _ in range(rng.randint(1, 8))]
         local = librate.Policy(rules)
         remote = clients.policy(redis_server.port, rules, f"py-conform:{clients.kind}:{case}:")
-        assert remote.capacity == local.capacity
+        assert remote.max_n == local.max_n
         assert remote.rules == tuple(rules)
         now = 10_000 * SECOND
         for step in range(25):
@@ -48,8 +48,8 @@ def test_policies_decide_as_in_process(redis_server: RedisServer, clients: Clien
                 now -= rng.randrange(30 * SECOND)
             else:
                 now += rng.randrange(20 * SECOND)
-            n = rng.randrange(local.capacity + 2)
-            if n > local.capacity:
+            n = rng.randrange(local.max_n + 2)
+            if n > local.max_n:
                 with pytest.raises(librate.InsufficientCapacity):
                     local.acquire(n, now_ns=now)
                 with pytest.raises(librate.InsufficientCapacity):
@@ -161,7 +161,7 @@ def test_refusals(redis_client: redis.Redis) -> None:
     with pytest.raises(TypeError):
         AsyncRedisPolicy(redis_client, rules, prefix="x")
     policy = RedisPolicy(redis_client, rules, prefix="py-refuse:")
-    assert policy.capacity == 3
+    assert policy.max_n == 3
     with pytest.raises(librate.InsufficientCapacity):
         policy.acquire("k", 4, now_ns=0)
 

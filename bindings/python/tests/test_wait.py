@@ -60,7 +60,7 @@ def test_wait_async(clock: VirtualClock) -> None:
 def test_sync_decorator_raises_when_limited(clock: VirtualClock) -> None:
     limiter = librate.Limiter(limit=1, period=3600)
 
-    @limiter.limit()
+    @limiter.rate_limited()
     def handler(x: int) -> int:
         """Doubles."""
         return 2 * x
@@ -78,7 +78,7 @@ def test_sync_decorator_raises_when_limited(clock: VirtualClock) -> None:
 def test_async_decorator_raises_when_limited(clock: VirtualClock) -> None:
     limiter = librate.Limiter(limit=2, period=3600)
 
-    @limiter.limit(2)
+    @limiter.rate_limited(2)
     async def handler() -> str:
         return "ok"
 
@@ -91,11 +91,11 @@ def test_async_decorator_raises_when_limited(clock: VirtualClock) -> None:
 def test_decorator_waits(clock: VirtualClock) -> None:
     limiter = librate.Limiter(limit=1, period=2)
 
-    @limiter.limit(wait=True)
+    @limiter.rate_limited(wait=True)
     def handler() -> str:
         return "ok"
 
-    @limiter.limit(wait=True)
+    @limiter.rate_limited(wait=True)
     async def async_handler() -> str:
         return "ok"
 
@@ -107,7 +107,7 @@ def test_decorator_waits(clock: VirtualClock) -> None:
 def test_decorator_wait_timeout_raises(clock: VirtualClock) -> None:
     limiter = librate.Limiter(limit=1, period=2)
 
-    @limiter.limit(wait=True, timeout=0.5)
+    @limiter.rate_limited(wait=True, timeout=0.5)
     def handler() -> str:
         return "ok"
 

@@ -65,7 +65,7 @@ def test_window_errors(algorithm: str) -> None:
         limiter.acquire(4, now_ns=0)
     with pytest.raises(librate.Unsupported):
         limiter.reserve(max_wait=1, now_ns=0)
-    assert limiter.config.capacity == 3
+    assert limiter.config.max_n == 3
     assert limiter.acquire(0, now_ns=0) == Decision(True, 3, 3, 0, 0, 0)
 
 

@@ -14,6 +14,7 @@ from .._keyed_policy import KeyedPolicy, KeyedRule
 from .._limiter import Config, Key, KeyedLimiter, Limiter
 from .._policy import Policy
 from .._redis_core import RedisBase, RedisPolicyBase
+from ._client import client_key, trusted_hops
 from ._headers import (
     binding_rule,
     policies_header,
@@ -191,9 +192,9 @@ def _acquirer(
         assert isinstance(limiter, KeyedPolicy)
         return (lambda key, now_ns: limiter.acquire_costs(key, costs, now_ns=now_ns)), counted
     n = u64(cost, "cost")
-    capacity = min(rule.capacity for rule in rules)
-    if n > capacity:
-        raise ValueError(f"cost {n} exceeds the limiter's capacity {capacity}")
+    max_n = min(rule.max_n for rule in rules)
+    if n > max_n:
+        raise ValueError(f"cost {n} exceeds the limiter's max_n {max_n}")
     if isinstance(limiter, _UNKEYED):
         return (lambda key, now_ns: limiter.acquire(n, now_ns=now_ns)), None
     return (lambda key, now_ns: limiter.acquire(key, n, now_ns=now_ns)), None
@@ -203,7 +204,7 @@ def _per_rule_costs(
     limiter: AnyLimiter, cost: Sequence[int], rules: tuple[Config, ...]
 ) -> tuple[int, ...]:
     """``cost``, a sequence of one cost per rule, checked: for an in-process policy,
-    each within its rule's capacity, not all zero."""
+    each within its rule's ``max_n``, not all zero."""
     if isinstance(limiter, RedisPolicyBase):
         raise TypeError(
             f"cost= per rule is not supported on Redis: a {type(limiter).__name__} takes "
@@ -218,8 +219,8 @@ def _per_rule_costs(
     if len(costs) != len(rules):
         raise ValueError(f"cost has {len(costs)} costs for {len(rules)} rules: give one per rule")
     for index, (each, rule) in enumerate(zip(costs, rules, strict=True)):
-        if each > rule.capacity:
-            raise ValueError(f"cost[{index}] {each} exceeds rule {index}'s capacity {rule.capacity}")
+        if each > rule.max_n:
+            raise ValueError(f"cost[{index}] {each} exceeds rule {index}'s max_n {rule.max_n}")
     if not any(costs):
         raise ValueError("cost is all zero: a request would take from no rule")
     return costs
@@ -265,10 +266,17 @@ class RateLimitMiddleware(Generic[App, Request]):
       of several, a ``RedisPolicy`` for WSGI, an ``AsyncRedisPolicy`` for ASGI.
     - ``key``: a function of the request (WSGI environ / ASGI scope) giving its key, str
       or bytes, or None to let that request through unlimited and without headers.
-      Default: the client address. Not with a ``Limiter`` or a ``Policy``.
+      Default: the client's IP address (see ``trusted_proxies``). Not with a ``Limiter``
+      or a ``Policy``.
+    - ``trusted_proxies``: how many proxies the operator runs in front of the app, each
+      appending the address it received the request from to ``X-Forwarded-For``. The
+      default key is then the entry that many from the right (1: the last), or the peer
+      address if the header has fewer entries or that one is no IP address; entries
+      further left were written by the client and are never read. 0 (the default)
+      trusts no header: the key is the peer address.
     - ``cost``: units each request takes of every rule (default 1), at most the least
-      rule's capacity. Or, for a ``Policy`` or ``KeyedPolicy``, a sequence of one cost
-      per rule (``[1, 0, 0, 1]``), each at most its rule's capacity and not all 0: a rule
+      rule's ``max_n``. Or, for a ``Policy`` or ``KeyedPolicy``, a sequence of one cost
+      per rule (``[1, 0, 0, 1]``), each at most its rule's ``max_n`` and not all 0: a rule
       of cost 0 takes no part, and ``RateLimit`` reports the binding rule of those the
       request costs. A Redis policy takes one cost for every rule (a sequence is a
       ``TypeError``).
@@ -297,9 +305,14 @@ class RateLimitMiddleware(Generic[App, Request]):
     asynchronous = False
 
     @staticmethod
-    def client_address(request: Any) -> Key | None:
-        """The default key of a request: the client's address, as the server gives it.
+    def client_address(request: Any) -> str | None:
+        """The peer address of a request, as the server gives it, None if it gives none.
         ``WSGIRateLimit`` and ``ASGIRateLimit`` say where they read it."""
+        raise NotImplementedError
+
+    @staticmethod
+    def forwarded_for(request: Any) -> list[str]:
+        """The request's ``X-Forwarded-For`` lines, in order (latin-1 text)."""
         raise NotImplementedError
 
     def __init__(
@@ -313,12 +326,15 @@ class RateLimitMiddleware(Generic[App, Request]):
         rule_names: Sequence[str] | None = None,
         clock: Callable[[], int] | None = None,
         fail_open: bool = False,
+        trusted_proxies: int = 0,
     ) -> None:
         self.app = app
         self._gate: Gate[Request] = Gate(
             limiter,
             key=key,
-            default_key=self.client_address,
+            default_key=client_key(
+                self.client_address, self.forwarded_for, trusted_hops(trusted_proxies)
+            ),
             cost=cost,
             policy=policy,
             rule_names=rule_names,

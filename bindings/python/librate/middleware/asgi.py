@@ -27,18 +27,28 @@ class ASGIRateLimit(RateLimitMiddleware[ASGIApp, Scope]):
     """Wraps an ASGI app; the same behaviour as ``WSGIRateLimit``, with ``key(scope)``.
 
     ``ASGIRateLimit(app, limiter, *, key=None, cost=1, policy=None, rule_names=None,
-    clock=None, fail_open=False)``: see ``RateLimitMiddleware`` for the arguments.
+    clock=None, fail_open=False, trusted_proxies=0)``: see ``RateLimitMiddleware`` for
+    the arguments. In Starlette and FastAPI: ``app.add_middleware(ASGIRateLimit,
+    limiter=...)``.
     """
 
     asynchronous = True
 
     @staticmethod
-    def client_address(request: Scope) -> str:
-        """The default key: the peer host from ``scope["client"]``, "" if the server gives
-        none. Behind a proxy this is the proxy: pass a ``key`` that reads the forwarded
-        address your proxy sets (and that clients cannot forge)."""
+    def client_address(request: Scope) -> str | None:
+        """The peer host from ``scope["client"]``, None if the server gives none. Behind
+        a proxy this is the proxy: say how many run with ``trusted_proxies``."""
         client = request.get("client")
-        return str(client[0]) if client else ""
+        return str(client[0]) if client else None
+
+    @staticmethod
+    def forwarded_for(request: Scope) -> list[str]:
+        """The ``x-forwarded-for`` fields of ``scope["headers"]``, in order."""
+        return [
+            value.decode("latin-1")
+            for name, value in request.get("headers", ())
+            if name == b"x-forwarded-for"
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         verdict = None if scope["type"] != "http" else await self._gate.check_async(scope)
@@ -64,7 +74,12 @@ class ASGIRateLimit(RateLimitMiddleware[ASGIApp, Scope]):
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", ()), *added]}
+                headers = list(message.get("headers", ()))
+                # A response that carries a field already (a route's own limit, from the
+                # FastAPI dependency) keeps it: it reports the narrower limit.
+                present = {name.lower() for name, _ in headers}
+                headers += [(name, value) for name, value in added if name not in present]
+                message = {**message, "headers": headers}
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

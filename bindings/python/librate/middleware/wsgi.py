@@ -14,19 +14,27 @@ WSGIApp = Callable[[Environ, StartResponse], Iterable[bytes]]
 
 class WSGIRateLimit(RateLimitMiddleware[WSGIApp, Environ]):
     """Wraps a WSGI app. Admitted requests reach ``app`` and their responses gain the
-    ``RateLimit-Policy`` and ``RateLimit`` headers; denied ones get ``429 Too Many
-    Requests`` with ``Retry-After`` and the same headers, and never reach ``app``.
+    ``RateLimit-Policy`` and ``RateLimit`` headers (those a response carries already,
+    from a limit of its own, are kept); denied ones get ``429 Too Many Requests`` with
+    ``Retry-After`` and the same headers, and never reach ``app``.
 
     ``WSGIRateLimit(app, limiter, *, key=None, cost=1, policy=None, rule_names=None,
-    clock=None, fail_open=False)``: see ``RateLimitMiddleware`` for the arguments.
+    clock=None, fail_open=False, trusted_proxies=0)``: see ``RateLimitMiddleware`` for
+    the arguments.
     """
 
     @staticmethod
-    def client_address(request: Environ) -> str:
-        """The default key: the peer address (``REMOTE_ADDR``), "" if the server gives
-        none. Behind a proxy this is the proxy: pass a ``key`` that reads the forwarded
-        address your proxy sets (and that clients cannot forge)."""
-        return str(request.get("REMOTE_ADDR") or "")
+    def client_address(request: Environ) -> str | None:
+        """The peer address: ``REMOTE_ADDR``, None if the server gives none. Behind a
+        proxy this is the proxy: say how many run with ``trusted_proxies``."""
+        address = request.get("REMOTE_ADDR")
+        return str(address) if address else None
+
+    @staticmethod
+    def forwarded_for(request: Environ) -> list[str]:
+        """``HTTP_X_FORWARDED_FOR``: the server joins the field's lines with commas."""
+        value = request.get("HTTP_X_FORWARDED_FOR")
+        return [str(value)] if value else []
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         verdict = self._gate.check(environ)
@@ -48,6 +56,9 @@ class WSGIRateLimit(RateLimitMiddleware[WSGIApp, Environ]):
         def start_with_headers(
             status: str, headers: list[tuple[str, str]], exc_info: Any = None
         ) -> Any:
-            return start_response(status, [*headers, *added], exc_info)
+            # A response that carries a field already (an inner limit's) keeps it.
+            present = {name.lower() for name, _ in headers}
+            fields = [(name, value) for name, value in added if name.lower() not in present]
+            return start_response(status, [*headers, *fields], exc_info)
 
         return self.app(environ, start_with_headers)
