@@ -1,14 +1,18 @@
 """Build hook: puts the native library inside the package, so `import librate` needs no
 environment variable.
 
-In a librate checkout (this file two levels below Cargo.toml) it runs
-`cargo build --release -p librate-ffi --lib` in the repo root (a no-op when the build is current) and
-copies target/release/librate.so into the built package. If cargo is not on PATH, an
-existing target/release build is used instead. Outside a checkout (an sdist) the library
-must already sit in librate/.
+Where the library comes from, first match:
+- LIBRATE_LIBRARY, the path of a built librate.so: bundled as it is, nothing is compiled
+  (scripts/dist.sh builds the release wheels so, one per platform);
+- the Rust sources: in a librate checkout (this file two levels below the workspace's
+  Cargo.toml) or an sdist (which carries them in rust/), it runs
+  `cargo build --release -p librate-ffi --lib` there (a no-op when the build is current)
+  and bundles target/release/librate.so; without cargo on PATH, an existing build is used,
+  and without one it says to install Rust or run `cargo build --release`.
 
 The wheel is tagged py3-none-<platform>: it holds a native library, but loads it with
-ctypes, so it works with any CPython 3 of that platform.
+ctypes, so it works with any CPython 3 of that platform. LIBRATE_PLATFORM overrides the
+platform (scripts/dist.sh gives the manylinux tags its libraries meet).
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
+# The Rust workspace: the checkout's, or the sdist's copy of what the library needs.
+REPO = HERE / "rust" if (HERE / "rust" / "Cargo.toml").is_file() else HERE.parent.parent
 # The package cannot be imported here (that loads the library), so read the one file.
 LIBRARY_NAME = runpy.run_path(str(HERE / "librate" / "_libname.py"))["LIBRARY_NAME"]
 
@@ -35,7 +40,12 @@ def _target_dir() -> Path:
 
 
 def native_library() -> Path:
-    """The library to bundle, building it first when this is a checkout."""
+    """The library to bundle, building it first from the Rust sources when there are any."""
+    prebuilt = os.environ.get("LIBRATE_LIBRARY")
+    if prebuilt:
+        if not Path(prebuilt).is_file():
+            raise RuntimeError(f"LIBRATE_LIBRARY={prebuilt} is not a file")
+        return Path(prebuilt)
     if (REPO / "Cargo.toml").is_file():
         cargo = shutil.which("cargo")
         built = _target_dir() / "release" / LIBRARY_NAME
@@ -44,8 +54,8 @@ def native_library() -> Path:
         if built.is_file():
             return built
         raise RuntimeError(
-            f"{built} does not exist and cargo is not on PATH: install Rust "
-            "(https://rustup.rs) or run `cargo build --release` first"
+            f"{built} does not exist and cargo is not on PATH: run `cargo build --release` "
+            f"in {REPO} first, or install Rust (https://rustup.rs)"
         )
     shipped = HERE / "librate" / LIBRARY_NAME
     if shipped.is_file():
@@ -77,7 +87,19 @@ class PlatformWheel(bdist_wheel):
 
     def get_tag(self) -> tuple[str, str, str]:
         _, _, platform = super().get_tag()
-        return "py3", "none", platform
+        return "py3", "none", os.environ.get("LIBRATE_PLATFORM", platform)
 
 
-setup(cmdclass={"build_py": BuildPyWithLibrary, "bdist_wheel": PlatformWheel})
+class NativeDistribution(Distribution):
+    """A distribution that holds a native library: its files install into platlib, the
+    place tools such as auditwheel look for one (without an extension module setuptools
+    would call the package pure)."""
+
+    def has_ext_modules(self) -> bool:
+        return True
+
+
+setup(
+    distclass=NativeDistribution,
+    cmdclass={"build_py": BuildPyWithLibrary, "bdist_wheel": PlatformWheel},
+)
