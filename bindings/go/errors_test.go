@@ -18,7 +18,7 @@ func TestSentinelCodes(t *testing.T) {
 		err  error
 		code int32
 	}{
-		{librate.ErrNull, -1},
+		{librate.ErrClosed, -1},
 		{librate.ErrInvalidConfig, -2},
 		{librate.ErrInsufficientCapacity, -3},
 		{librate.ErrTableFull, -4},

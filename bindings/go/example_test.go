@@ -100,11 +100,11 @@ func ExampleLimiter_Wait() {
 		panic(err)
 	}
 	defer limiter.Close()
-	fmt.Println(limiter.Wait(context.Background(), 1))
+	fmt.Println(limiter.Wait(context.Background()))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err = limiter.Wait(ctx, 1) // the next unit is an hour away
+	err = limiter.Wait(ctx) // the next unit is an hour away
 	fmt.Println(errors.Is(err, context.DeadlineExceeded))
 	// Output:
 	// <nil>

@@ -121,7 +121,7 @@ func TestKeyedPolicyErrors(t *testing.T) {
 		t.Errorf("the global rule holds a and b only: %+v", d)
 	}
 	p.Close()
-	if _, err := p.Acquire("k", 1); !errors.Is(err, librate.ErrNull) {
+	if _, err := p.Acquire("k", 1); !errors.Is(err, librate.ErrClosed) {
 		t.Errorf("closed: %v", err)
 	}
 	// A closed policy keeps its rules, a nil one has none.

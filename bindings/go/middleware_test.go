@@ -186,7 +186,7 @@ func TestRemoteIP(t *testing.T) {
 	}
 }
 
-// When the limiter fails (here: closed, ErrNull), requests get 503 by default and are
+// When the limiter fails (here: closed, ErrClosed), requests get 503 by default and are
 // served with FailOpen; neither carries RateLimit fields.
 func TestMiddlewareFailure(t *testing.T) {
 	closed := mustGCRA(t, 1, time.Second, 0)
