@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -78,16 +77,16 @@ func TestKeyedMatchesReferenceModel(t *testing.T) {
 	k := mustKeyed(t, librate.Config{Algorithm: librate.GCRA, Limit: 4, Period: 1000, Burst: 3}, 64)
 	models := map[string]*gcraModel{}
 	modelRun(t, 0x2545f4914f6cdd1d, 3000, 100, 500, func(rng *xorshift, now uint64) (librate.Decision, librate.Decision, string, error) {
-		key := "key-" + strconv.FormatUint(rng.next(5), 10)
-		n := rng.next(4)
+		key := "key-" + strconv.FormatUint(rng.Next(5), 10)
+		n := rng.Next(4)
 		model, ok := models[key]
 		if !ok {
 			model = &gcraModel{interval: 250, burst: 3}
 			models[key] = model
 		}
-		switch rng.next(3) {
+		switch rng.Next(3) {
 		case 0:
-			maxWait := rng.next(600)
+			maxWait := rng.Next(600)
 			got, err := k.ReserveAtBytes([]byte(key), int(n), time.Duration(now), time.Duration(maxWait))
 			return got, model.decide(now, n, maxWait), fmt.Sprintf("ReserveAtBytes %s n=%d maxWait=%d", key, n, maxWait), err
 		case 1:
@@ -314,15 +313,6 @@ func ExampleKeyed() {
 	// alice true 0s
 }
 
-func init() {
-	keyedContenders = append(keyedContenders, keyedContender{
-		name: "librate",
-		new: func(b *testing.B, keys int) func(key []byte) bool {
-			return mustKeyed(b, keyedBenchConfig, keys).AllowBytes
-		},
-	})
-}
-
 // AllowMany decides as AllowN per key does: twin tables, one fed batches and one fed key
 // by key, agree on every outcome. Three per hour (burst 3), so no decision here depends
 // on when the clock is read.
@@ -407,60 +397,5 @@ func TestKeyedAllowManyTableFullAndErrors(t *testing.T) {
 	var none *librate.Keyed
 	if _, err := none.AllowMany(nil, keys, 1); !errors.Is(err, librate.ErrClosed) {
 		t.Fatalf("nil: %v", err)
-	}
-}
-
-// BenchmarkKeyedMany: batches of 100 pseudo-random keys among 1,000 or 1,000,000, timed
-// per key (ns/op is per key): librate's AllowMany, one cgo crossing per batch, against
-// x/time/rate's mutex-guarded map deciding the same keys one by one. Every key is
-// inserted before timing starts, and every decision admits.
-func BenchmarkKeyedMany(b *testing.B) {
-	const batch = 100
-	for _, keys := range []int{1_000, 1_000_000} {
-		names := make([]string, keys)
-		for i := range names {
-			names[i] = "user-" + strconv.Itoa(i)
-		}
-		x := xorshift(0x9e3779b97f4a7c15)
-		order := make([]string, 1<<16)
-		orderBytes := make([][]byte, len(order))
-		for i := range order {
-			order[i] = names[x.next(uint64(keys))]
-			orderBytes[i] = []byte(order[i])
-		}
-		table := mustKeyed(b, keyedBenchConfig, keys)
-		if _, err := table.AllowMany(nil, names, 1); err != nil {
-			b.Fatal(err)
-		}
-		xrate := keyedContenders[0].new(b, keys)
-		for _, name := range orderBytes {
-			xrate(name)
-		}
-		run := func(name string, decide func(start int) bool) {
-			b.Run(strconv.Itoa(keys)+"/"+name, func(b *testing.B) {
-				start := 0
-				for i := 0; i < b.N; i += batch {
-					if start+batch > len(order) {
-						start = 0
-					}
-					if !decide(start) {
-						b.Fatal("denied on the admitting path")
-					}
-					start += batch
-				}
-			})
-		}
-		var out []bool
-		run("librate", func(start int) bool {
-			out, _ = table.AllowMany(out[:0], order[start:start+batch], 1)
-			return !slices.Contains(out, false) && len(out) == batch
-		})
-		run("xrate", func(start int) bool {
-			admitted := true
-			for _, key := range orderBytes[start : start+batch] {
-				admitted = xrate(key) && admitted
-			}
-			return admitted
-		})
 	}
 }

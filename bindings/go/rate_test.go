@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	xorshiftpkg "librate/bindings/go/internal/xorshift"
 	"math"
 	"os"
 	"regexp"
@@ -166,17 +167,8 @@ func (m *gcraModel) decide(now, n, maxWait uint64) librate.Decision {
 	return d
 }
 
-// xorshift is Marsaglia's xorshift64: a reproducible pseudo-random stream for test
-// runs and benchmark key orders. Seed it non-zero.
-type xorshift uint64
-
-// next is a pseudo-random number in [0, bound).
-func (x *xorshift) next(bound uint64) uint64 {
-	*x ^= *x << 13
-	*x ^= *x >> 7
-	*x ^= *x << 17
-	return uint64(*x) % bound
-}
+// xorshift is the tests' reproducible pseudo-random stream.
+type xorshift = xorshiftpkg.Stream
 
 // modelRun drives a pseudo-random run against a reference model. Each op makes one
 // call at time now (advanced by up to maxStep each op) and returns librate's result,
@@ -190,7 +182,7 @@ func modelRun(t *testing.T, seed xorshift, ops int, maxStep uint64, minEach int,
 	rng, now := seed, uint64(0)
 	admitted, denied := 0, 0
 	for i := range ops {
-		now += rng.next(maxStep)
+		now += rng.Next(maxStep)
 		got, want, what, err := op(&rng, now)
 		if err != nil {
 			t.Fatalf("op %d (%s, now=%d): %v", i, what, now, err)
@@ -216,9 +208,9 @@ func TestGCRAMatchesReferenceModel(t *testing.T) {
 	l := mustGCRA(t, 4, 1000, 3)
 	model := gcraModel{interval: 250, burst: 3}
 	modelRun(t, 0x9e3779b97f4a7c15, 3000, 200, 500, func(rng *xorshift, now uint64) (librate.Decision, librate.Decision, string, error) {
-		n := rng.next(4) // 0..3: queries included
-		if rng.next(3) == 0 {
-			maxWait := rng.next(600)
+		n := rng.Next(4) // 0..3: queries included
+		if rng.Next(3) == 0 {
+			maxWait := rng.Next(600)
 			got, err := l.ReserveAt(int(n), time.Duration(now), time.Duration(maxWait))
 			return got, model.decide(now, n, maxWait), fmt.Sprintf("ReserveAt n=%d maxWait=%d", n, maxWait), err
 		}

@@ -90,7 +90,7 @@ func TestWindowsMatchReferenceModel(t *testing.T) {
 			l := mustNew(t, librate.Config{Algorithm: algorithm, Limit: 4, Period: 1000, Burst: 99})
 			model := newWindowModel(algorithm, 4, 1000)
 			modelRun(t, 0x853c49e6748fea9b, 2000, 150, 300, func(rng *xorshift, now uint64) (librate.Decision, librate.Decision, string, error) {
-				n := rng.next(5)
+				n := rng.Next(5)
 				got, err := l.AcquireAt(int(n), time.Duration(now))
 				return got, model.decide(now, n), fmt.Sprintf("AcquireAt n=%d", n), err
 			})
