@@ -133,8 +133,9 @@ func ExampleMiddleware() {
 		panic(err)
 	}
 	defer limiter.Close()
-	m, err := librate.NewMiddleware(librate.Shared(limiter), librate.MiddlewareOptions{
-		Now: func() time.Duration { return 0 },
+	start := time.Now()
+	m, err := librate.NewMiddleware(limiter, librate.MiddlewareOptions{
+		Now: func() time.Time { return start },
 	})
 	if err != nil {
 		panic(err)
@@ -160,7 +161,7 @@ func ExampleMiddleware() {
 // A policy of two rules, named in the fields, in front of a handler: RateLimit-Policy
 // lists both, RateLimit reports the one closest to its limit, or the one that denied. A
 // fake clock keeps the output fixed.
-func ExampleNewPolicyMiddleware() {
+func ExampleMiddleware_policy() {
 	policy, err := librate.NewPolicy(
 		librate.Config{Algorithm: librate.GCRA, Limit: 2, Period: time.Second},           // 2 a second
 		librate.Config{Algorithm: librate.FixedWindow, Limit: 3, Period: 24 * time.Hour}, // 3 a day
@@ -169,10 +170,11 @@ func ExampleNewPolicyMiddleware() {
 		panic(err)
 	}
 	defer policy.Close()
+	// Times count from 0 on librate's timeline, where the daily window starts.
 	var now time.Duration
-	m, err := librate.NewPolicyMiddleware(librate.SharedPolicy(policy), librate.MiddlewareOptions{
+	m, err := librate.NewMiddleware(policy, librate.MiddlewareOptions{
 		RuleNames: []string{"burst", "daily"},
-		Now:       func() time.Duration { return now },
+		Now:       func() time.Time { return librate.TimeAt(now) },
 	})
 	if err != nil {
 		panic(err)
@@ -201,7 +203,7 @@ func ExampleNewPolicyMiddleware() {
 // costs the client's post rule and everybody's rule, a like the client's like rule and
 // everybody's. RateLimit reports the binding rule of those the route costs: the like
 // reports the like rule, not the spent post rule it does not cost.
-func ExampleNewPolicyMiddleware_costs() {
+func ExampleMiddleware_costs() {
 	site, err := librate.NewKeyedPolicy(100_000,
 		librate.PerKeyRule(librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: time.Minute}),    // per client: 1 post a minute
 		librate.PerKeyRule(librate.Config{Algorithm: librate.GCRA, Limit: 5, Period: time.Minute}),    // and 5 likes a minute
@@ -211,13 +213,14 @@ func ExampleNewPolicyMiddleware_costs() {
 		panic(err)
 	}
 	defer site.Close()
-	now := func() time.Duration { return 0 }
+	start := time.Now()
+	now := func() time.Time { return start }
 	names := []string{"posts", "likes", "all"}
-	posts, err := librate.NewPolicyMiddleware(site, librate.MiddlewareOptions{RuleNames: names, Costs: []int{1, 0, 1}, Now: now})
+	posts, err := librate.NewMiddleware(site, librate.MiddlewareOptions{RuleNames: names, Costs: []int{1, 0, 1}, Now: now})
 	if err != nil {
 		panic(err)
 	}
-	likes, err := librate.NewPolicyMiddleware(site, librate.MiddlewareOptions{RuleNames: names, Costs: []int{0, 1, 1}, Now: now})
+	likes, err := librate.NewMiddleware(site, librate.MiddlewareOptions{RuleNames: names, Costs: []int{0, 1, 1}, Now: now})
 	if err != nil {
 		panic(err)
 	}

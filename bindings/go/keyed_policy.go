@@ -67,7 +67,7 @@ func GlobalRule(config Config) KeyedRule { return KeyedRule{Config: config, Scop
 // A request may cost each rule differently (AcquireCosts): a cost of 0 leaves a rule out,
 // so one policy holds a site's limits for every kind of request. Its methods are safe for
 // concurrent use and never block; what concurrent callers may observe is what they may
-// observe of a Policy, rule by rule. It is a PolicyLimiter, for NewPolicyMiddleware.
+// observe of a Policy, rule by rule. It is a RequestLimiter, for NewMiddleware.
 //
 // A nil or closed KeyedPolicy answers every call with ErrClosed (and Allow with false).
 type KeyedPolicy struct {
@@ -187,7 +187,7 @@ func (p *KeyedPolicy) KeyedRules() []KeyedRule {
 }
 
 // Rules returns the configurations of the rules in force (KeyedRules), in the order
-// given: what RateLimit-Policy advertises (PolicyLimiter).
+// given: what RateLimit-Policy advertises (RequestLimiter).
 func (p *KeyedPolicy) Rules() []Config {
 	if p == nil {
 		return nil
@@ -305,7 +305,7 @@ func (p *KeyedPolicy) Acquire(key string, n int) (PolicyDecision, error) {
 	return p.AcquireCosts(key, p.uniform(n))
 }
 
-// AcquireAt is Acquire at time now on the caller's timeline (PolicyLimiter).
+// AcquireAt is Acquire at time now on the caller's timeline.
 func (p *KeyedPolicy) AcquireAt(key string, n int, now time.Duration) (PolicyDecision, error) {
 	return p.AcquireCostsAt(key, p.uniform(n), now)
 }

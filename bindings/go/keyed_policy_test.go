@@ -170,7 +170,7 @@ func TestKeyedPolicyMiddleware(t *testing.T) {
 	p := mustKeyedPolicy(t, 100,
 		librate.PerKeyRule(librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: time.Second}),
 		librate.GlobalRule(librate.Config{Algorithm: librate.FixedWindow, Limit: 3, Period: time.Minute}))
-	m, err := librate.NewPolicyMiddleware(p, librate.MiddlewareOptions{Now: clock.Now, RuleNames: []string{"client", "all"}})
+	m, err := librate.NewMiddleware(p, librate.MiddlewareOptions{Now: clock.Now, RuleNames: []string{"client", "all"}})
 	if err != nil {
 		t.Fatal(err)
 	}

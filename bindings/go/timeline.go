@@ -81,3 +81,17 @@ func untilOnTimeline(ns uint64, t time.Time) time.Duration {
 	}
 	return time.Duration(min(ns-from, uint64(Never)))
 }
+
+// TimeAt is the time.Time at offset on librate's timeline (the offset Now returns, and
+// the "At" methods take): a time with Go's monotonic reading, which AllowN, ReserveN
+// and MiddlewareOptions.Now map back to offset exactly. It lets a test or a simulation
+// that counts time from 0 drive the calls that take a time.Time.
+func TimeAt(offset time.Duration) time.Time {
+	return anchor.at.Add(offset - anchor.ns)
+}
+
+// OffsetOf is the offset on librate's timeline that t maps to, as AllowN maps it: what
+// an "At" method takes for the same instant. A time before librate's origin is 0.
+func OffsetOf(t time.Time) time.Duration {
+	return time.Duration(onTimeline(t))
+}

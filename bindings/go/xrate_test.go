@@ -249,3 +249,22 @@ func TestXRateWaitSimple(t *testing.T) {
 		t.Errorf("act later: %v after %v, want at least %v", err, time.Since(start), 2*d)
 	}
 }
+
+// TimeAt and OffsetOf map between librate's timeline and time.Time exactly, both ways,
+// for a time with a monotonic reading; librate's clock and Go's agree to within a read.
+func TestTimeAtAndOffsetOf(t *testing.T) {
+	for _, offset := range []time.Duration{0, 1, time.Hour, 1000 * time.Hour} {
+		if got := librate.OffsetOf(librate.TimeAt(offset)); got != offset {
+			t.Errorf("OffsetOf(TimeAt(%v)) = %v", offset, got)
+		}
+	}
+	if got := librate.OffsetOf(time.Time{}); got != 0 {
+		t.Errorf("OffsetOf(the zero Time) = %v, want 0", got)
+	}
+	before := librate.Now()
+	mapped := librate.OffsetOf(time.Now())
+	after := librate.Now()
+	if mapped < before-time.Millisecond || mapped > after {
+		t.Errorf("OffsetOf(time.Now()) = %v, not within [%v - 1ms, %v]", mapped, before, after)
+	}
+}
