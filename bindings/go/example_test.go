@@ -62,7 +62,8 @@ func ExampleNewPolicy() {
 	// at 2s: allowed=false denied by 1, retry after 58s; per minute 0 left
 }
 
-// Allow on librate's clock is the fast path for "may I?".
+// Allow on librate's clock is the fast path for "may I?"; AllowN takes a time and a
+// count, as x/time/rate's AllowN does.
 func ExampleLimiter_Allow() {
 	limiter, err := librate.NewGCRA(100, time.Second, 0)
 	if err != nil {
@@ -72,11 +73,38 @@ func ExampleLimiter_Allow() {
 	if limiter.Allow() {
 		fmt.Println("handle the request")
 	}
-	// Output: handle the request
+	if limiter.AllowN(time.Now(), 10) {
+		fmt.Println("handle a batch of 10")
+	}
+	// Output:
+	// handle the request
+	// handle a batch of 10
 }
 
-// Reserve as a traffic shaper: ten units a second, no bursts, each caller told how
-// long to wait before acting.
+// Reserve as a traffic shaper, in x/time/rate's shape: ten units a second, no bursts,
+// each caller told how long to wait before acting.
+func ExampleLimiter_ReserveN() {
+	shaper, err := librate.NewGCRA(10, time.Second, 1)
+	if err != nil {
+		panic(err)
+	}
+	defer shaper.Close()
+	now := time.Now()
+	for range 3 {
+		r := shaper.ReserveN(now, 1)
+		if !r.OK() {
+			panic(r.Err())
+		}
+		fmt.Println("wait", r.DelayFrom(now))
+	}
+	// Output:
+	// wait 0s
+	// wait 100ms
+	// wait 200ms
+}
+
+// ReserveAt on a timeline of your own, counted from 0: a reserve willing to wait at
+// most maxWait (here a second), which takes nothing past it.
 func ExampleLimiter_ReserveAt() {
 	shaper, err := librate.NewGCRA(10, time.Second, 1)
 	if err != nil {
@@ -104,7 +132,7 @@ func ExampleLimiter_Wait() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err = limiter.Wait(ctx) // the next unit is an hour away
+	err = limiter.WaitN(ctx, 1) // the next unit is an hour away
 	fmt.Println(errors.Is(err, context.DeadlineExceeded))
 	// Output:
 	// <nil>

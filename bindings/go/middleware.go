@@ -25,7 +25,7 @@ type MiddlewareOptions struct {
 	RuleNames []string
 	// Costs are the units each request takes of each rule, one cost per rule in order
 	// (a post costs [1, 0, 0, 1]: the post rule and the global rule), each from 0 to its
-	// rule's capacity (GCRA: Burst, or Limit when 0; the windows: Limit), not all 0; a
+	// rule's most at once (GCRA: Burst, or Limit when 0; the windows: Limit), not all 0; a
 	// rule of cost 0 takes no part. nil means 1 of every rule. A Redis policy takes one
 	// cost for every rule: other costs are its error, ErrUnsupported.
 	Costs []int
@@ -85,7 +85,7 @@ type Middleware struct {
 // NewMiddleware builds a Middleware over limiter. The error is ErrInvalidArgument for a
 // nil limiter or one without rules, a Policy name for several rules, RuleNames of
 // another length than the rules, a name that is not printable ASCII, or Costs that are
-// not one per rule, each from 0 to its rule's capacity, not all 0.
+// not one per rule, each from 0 to the most its rule admits at once, not all 0.
 func NewMiddleware(limiter RequestLimiter, options MiddlewareOptions) (*Middleware, error) {
 	if limiter == nil {
 		return nil, detailed(ErrInvalidArgument, "NewMiddleware: nil limiter")
@@ -144,15 +144,15 @@ func ruleNames(options MiddlewareOptions, rules int) ([]string, error) {
 }
 
 // checkCosts checks MiddlewareOptions.Costs against rules: one cost per rule, each from
-// 0 to its rule's capacity, not all 0. The error wraps ErrInvalidArgument.
+// 0 to the most its rule admits at once, not all 0. The error wraps ErrInvalidArgument.
 func checkCosts(costs []int, rules []Config) error {
 	if len(costs) != len(rules) {
 		return detailed(ErrInvalidArgument, "NewMiddleware: Costs has %d costs for %d rules", len(costs), len(rules))
 	}
 	taking := false
 	for i, cost := range costs {
-		if capacity := capacityOf(rules[i]); cost < 0 || uint64(cost) > capacity {
-			return detailed(ErrInvalidArgument, "NewMiddleware: Costs[%d] is %d: must be 0 to rule %d's capacity %d", i, cost, i, capacity)
+		if most := mostAtOnce(rules[i]); cost < 0 || uint64(cost) > most {
+			return detailed(ErrInvalidArgument, "NewMiddleware: Costs[%d] is %d: must be 0 to rule %d's most at once, %d", i, cost, i, most)
 		}
 		taking = taking || cost > 0
 	}
@@ -162,9 +162,9 @@ func checkCosts(costs []int, rules []Config) error {
 	return nil
 }
 
-// capacityOf is the most units config admits at once: GCRA's Burst (0 means Limit), a
+// mostAtOnce is the most units config admits at once: GCRA's Burst (0 means Limit), a
 // window's Limit.
-func capacityOf(config Config) uint64 {
+func mostAtOnce(config Config) uint64 {
 	if config.Algorithm == GCRA && config.Burst != 0 {
 		return config.Burst
 	}

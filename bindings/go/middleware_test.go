@@ -461,7 +461,7 @@ func TestNewPolicyMiddlewareErrors(t *testing.T) {
 		{"a Policy name", policy, librate.MiddlewareOptions{Policy: "api"}},
 		{"one cost for two rules", policy, librate.MiddlewareOptions{Costs: []int{1}}},
 		{"three costs for two rules", policy, librate.MiddlewareOptions{Costs: []int{1, 1, 1}}},
-		{"a cost above its rule's capacity", policy, librate.MiddlewareOptions{Costs: []int{3, 0}}},
+		{"a cost above the most its rule admits at once", policy, librate.MiddlewareOptions{Costs: []int{3, 0}}},
 		{"a negative cost", policy, librate.MiddlewareOptions{Costs: []int{1, -1}}},
 		{"every cost 0", policy, librate.MiddlewareOptions{Costs: []int{0, 0}}},
 	}
@@ -486,7 +486,7 @@ func TestNewPolicyMiddlewareErrors(t *testing.T) {
 			t.Errorf("%+v: %v; want %q", c.options, err, c.want)
 		}
 	}
-	// Each cost up to its own rule's capacity: 2 of the GCRA rule's burst of 2, 3 of 3.
+	// Each cost up to the most its own rule admits at once: 2 of the GCRA rule's burst of 2, 3 of 3.
 	if _, err := librate.NewMiddleware(policy, librate.MiddlewareOptions{Costs: []int{2, 3}}); err != nil {
 		t.Errorf("Costs at the capacities: %v", err)
 	}
