@@ -254,12 +254,12 @@ func (k *Keyed) wait(ctx context.Context, key cKey, n int) error {
 // Limiter.Allow.
 func (k *Keyed) Allow(key string) bool { return k.allowN(stringKey(key), 1) }
 
-// AllowMany reports, for each key in turn, whether n units are admitted now, as AllowN
-// would key after key (a key given twice is decided twice), appending one bool per key
-// to dst and returning the extended slice. A new key refused because the table is full
-// of live keys gets false, as from AllowN.
+// AllowMany reports, for each key in turn, whether n units are admitted now, as
+// AllowN(key, time.Now(), n) would key after key (a key given twice is decided twice),
+// appending one bool per key to dst and returning the extended slice. A new key refused
+// because the table is full of live keys gets false, as from AllowN.
 //
-// It crosses into C once for all the keys, so per key it costs a fraction of an AllowN
+// It crosses into C once for all the keys, so per key it costs a fraction of an Allow
 // call, whose largest part is cgo's crossing; librate then hashes the keys and fetches
 // their slots 16 at a time, and reads the clock once per 16. It allocates nothing once
 // its pooled scratch buffers have grown to the batch size.

@@ -117,8 +117,8 @@ func NewPolicyMiddleware(limiter RequestLimiter, options MiddlewareOptions) (*Mi
 	return NewMiddleware(limiter, options)
 }
 
-// ruleNames are the names of rules rules in the fields: Policy for a single rule (or
-// "default"), RuleNames (or "rule0", "rule1", …) for several.
+// ruleNames names a limiter's rules in the fields: Policy (or "default") for a single
+// rule, RuleNames (or "rule0", "rule1", …) for several.
 func ruleNames(options MiddlewareOptions, rules int) ([]string, error) {
 	switch {
 	case rules == 0:

@@ -64,7 +64,8 @@ func reservation(decision Decision, now uint64, err error) *Reservation {
 
 // OK reports whether the units were reserved. Not OK: n above the burst
 // (ErrInsufficientCapacity), a window algorithm (ErrUnsupported: they have no queue), a
-// negative n, a closed handle, or a new key in a full table; Err says which. The
+// negative n, a closed handle, or a new key in a full table, which Err names; or a wait
+// past the end of time (a Period of Forever, past its burst), where Err is nil. The
 // holder of a Reservation that is not OK must not act.
 func (r *Reservation) OK() bool {
 	return r != nil && r.ok

@@ -169,7 +169,7 @@ func rejected(status C.int32_t, explain func(reason *C.char, length C.size_t) C.
 func statusError(status C.int32_t) error {
 	switch status {
 	case C.RATE_E_NULL:
-		return ErrNull
+		return ErrClosed
 	case C.RATE_E_INVALID_CONFIG:
 		return ErrInvalidConfig
 	case C.RATE_E_INSUFFICIENT_CAPACITY:

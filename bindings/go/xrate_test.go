@@ -132,6 +132,10 @@ func TestReservationNotOK(t *testing.T) {
 	closed := perSecond(t, 2)
 	closed.Close()
 	var none *librate.Reservation
+	forever := mustNew(t, librate.Config{Limit: 1, Period: librate.Forever})
+	if first := forever.Reserve(); !first.OK() {
+		t.Fatalf("Forever: the first unit: %v", first.Err())
+	}
 	for _, c := range []struct {
 		name string
 		r    *librate.Reservation
@@ -142,6 +146,7 @@ func TestReservationNotOK(t *testing.T) {
 		{"window algorithm", window.Reserve(), librate.ErrUnsupported},
 		{"closed", closed.Reserve(), librate.ErrClosed},
 		{"nil", none, librate.ErrClosed},
+		{"a wait past the end of time", forever.Reserve(), nil},
 	} {
 		if c.r.OK() || !errors.Is(c.r.Err(), c.want) {
 			t.Errorf("%s: OK %v, Err %v; want not OK, %v", c.name, c.r.OK(), c.r.Err(), c.want)

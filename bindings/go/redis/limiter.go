@@ -15,7 +15,8 @@
 // reserve on a window algorithm) is refused before it is sent, with librate's errors.
 // Redis unreachable, too slow for the context or answering an error is an *Error
 // wrapping go-redis's error: never a decision, so the caller chooses to fail open or
-// closed (librate.MiddlewareOptions.FailOpen, through ForMiddleware).
+// closed (librate.MiddlewareOptions.FailOpen, when a Limiter or a Policy is behind
+// librate.NewMiddleware).
 package librateredis
 
 import (
