@@ -70,6 +70,28 @@ func BenchmarkAllow(b *testing.B) {
 	}
 }
 
+// BenchmarkAllowN: one goroutine calling AllowN(time.Now(), 1), x/time/rate's shape,
+// which both read Go's clock for: librate maps the time onto its own timeline and
+// decides on the precise path.
+func BenchmarkAllowN(b *testing.B) {
+	for _, state := range benchStates {
+		librateLimiter, xrateLimiter := mustNew(b, state.config), state.xrate()
+		for _, c := range []struct {
+			name   string
+			allowN func(time.Time, int) bool
+		}{{"librate", librateLimiter.AllowN}, {"xrate", xrateLimiter.AllowN}} {
+			c.allowN(time.Now(), 1) // the first call, which a deny state admits
+			b.Run(state.name+"/"+c.name, func(b *testing.B) {
+				for b.Loop() {
+					if c.allowN(time.Now(), 1) != state.allowed {
+						b.Fatalf("allowed = %v in state %s", !state.allowed, state.name)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkAllowParallel: GOMAXPROCS goroutines calling Allow on one limiter.
 func BenchmarkAllowParallel(b *testing.B) {
 	for _, state := range benchStates {
