@@ -75,7 +75,8 @@ func uniformCost(costs []int, rules int) (int, error) {
 	}
 	for _, cost := range costs {
 		if cost != costs[0] {
-			return 0, &refusal{what: fmt.Sprintf("costs %v: a Redis policy takes one cost for every rule", costs), err: librate.ErrUnsupported}
+			return 0, &refusal{what: fmt.Sprintf("costs %v", costs),
+				text: "unsupported: a Redis policy takes one cost for every rule", err: librate.ErrUnsupported}
 		}
 	}
 	return costs[0], nil

@@ -133,7 +133,7 @@ func TestPolicyMiddlewareCosts(t *testing.T) {
 	if got := get(ctx, h, "192.0.2.2:1"); got.status != http.StatusServiceUnavailable {
 		t.Errorf("Costs [1 0]: %+v; want 503", got)
 	}
-	want := `error="librateredis: costs [1 0]: a Redis policy takes one cost for every rule: operation not supported by this handle`
+	want := `error="librateredis: costs [1 0]: unsupported: a Redis policy takes one cost for every rule"`
 	if !strings.Contains(log.String(), want) {
 		t.Errorf("Costs [1 0]: log %q; want %q", log.String(), want)
 	}

@@ -9,15 +9,19 @@ import (
 )
 
 // refusal is a request refused before anything is sent: its message is "librateredis: ",
-// what was wrong, ": " and the librate error's text (without its own "librate: "
-// prefix), and errors.Is finds that error.
+// what was wrong, ": " and text, or the librate error's text (without its own "librate: "
+// prefix) when text is empty; errors.Is finds that error.
 type refusal struct {
-	what string
-	err  error
+	what, text string
+	err        error
 }
 
 func (e *refusal) Error() string {
-	return "librateredis: " + e.what + ": " + strings.TrimPrefix(e.err.Error(), "librate: ")
+	text := e.text
+	if text == "" {
+		text = strings.TrimPrefix(e.err.Error(), "librate: ")
+	}
+	return "librateredis: " + e.what + ": " + text
 }
 
 func (e *refusal) Unwrap() error { return e.err }
