@@ -7,7 +7,7 @@ of metadata, each `# key: value`:
 
     # machine: AMD EPYC, 2 vCPUs (VM)
     # date: 2026-11-24
-    # command: (cd bindings/go && go test -run '^$' -bench '^BenchmarkAllow$' -count 5 ./...)
+    # command: (cd bindings/go/peers && go test -run '^$' -bench '^BenchmarkAllow$' -count 5 ./...)
     # provenance: free text on where the output came from (read by people only)
 
 No output format has a line beginning with `# `, so the parsers below ignore them. A value

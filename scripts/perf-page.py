@@ -284,11 +284,11 @@ def go(data: Path, page: Path) -> list[str]:
     return [
         "## Go: librate against x/time/rate",
         "",
-        "`go test -bench` in `bindings/go` runs each benchmark for librate and for "
+        "`go test -bench` in `bindings/go/peers` runs each benchmark for librate and for "
         "[golang.org/x/time/rate](https://pkg.go.dev/golang.org/x/time/rate) (the version "
-        "`bindings/go/go.mod` requires), configured alike so that every call of a run comes "
+        "`bindings/go/peers/go.mod` requires), configured alike so that every call of a run comes "
         "out the same: *busy*, a limiter running ahead of the clock; *idle*, a full bucket; "
-        "*deny*, exhausted. `bindings/go/bench_test.go` describes each benchmark. A case is "
+        "*deny*, exhausted. `bindings/go/peers/bench_test.go` describes each benchmark. A case is "
         "the benchmark's name without the contender; each time is "
         f"{runs_said(counts, 'time go test printed')}, in ns a call. librate's time includes "
         "cgo's crossing into the library.",
@@ -743,7 +743,7 @@ def measuring_again() -> list[str]:
         "of the C entry points. `docs/bench/c-abi.txt` is `benches/c_abi_table.py`'s "
         "output over several runs of `cargo bench --bench c_abi`. `docs/bench/go.txt` may "
         "hold any of the benchmarks of "
-        "`bindings/go` (`-bench .`): every librate benchmark becomes a row with its "
+        "`bindings/go/peers` (`-bench .`): every librate benchmark becomes a row with its "
         "x/time/rate twin.",
         "",
     ]

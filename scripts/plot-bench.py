@@ -6,7 +6,7 @@ Inputs, under docs/bench/ (each file's `# command:` line says how to make it aga
 scripts/bench_data.py reads them):
 
   rust.txt    cargo bench --bench gcra, criterion's bencher format
-  go.txt      go test -bench '^BenchmarkAllow$' in bindings/go
+  go.txt      go test -bench '^BenchmarkAllow$' in bindings/go/peers
   python.txt  bindings/python/bench.py
 
 Usage: scripts/plot-bench.py [--data docs/bench] [--out docs/bench.svg]

@@ -18,7 +18,7 @@ send them), `limits` (its Lua files) and the Go module cache holding go-redis/re
 v10.0.1:
 
     cargo build --release && .venv/bin/pip install ./bindings/python limits
-    (cd bindings/go && go mod download github.com/go-redis/redis_rate/v10)
+    (cd bindings/go/redis && go mod download github.com/go-redis/redis_rate/v10)
     .venv/bin/python scripts/redis_script_cost.py [N]
 """
 

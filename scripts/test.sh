@@ -199,24 +199,35 @@ python_tests() {
     fi
 }
 
+# The Go modules, each with its own go.mod: the binding (the standard library only), its
+# Redis client, the benchmarks against its peers, the example service and the framework
+# examples (net/http, chi, gin, echo).
+go_binding_modules="bindings/go bindings/go/redis bindings/go/peers"
+go_example_modules="examples/go examples/go/frameworks"
+
 go_tests() {
-    cd bindings/go
-    go vet ./...
-    go_test -race -count=1 ./...
-    GOGC=1 GODEBUG=cgocheck=1 go_test -short -count=1 -tags debug ./...
-    go_test -count=1 -tags librate_dynamic ./...
+    for module in $go_binding_modules; do
+        (
+            cd "$module"
+            go vet ./...
+            go_test -race -count=1 ./...
+            GOGC=1 GODEBUG=cgocheck=1 go_test -short -count=1 -tags debug ./...
+            go_test -count=1 -tags librate_dynamic ./...
+        )
+    done
 }
 
 go_quick() {
-    # Every package but the Redis client's, then the example service.
-    (cd bindings/go && go_test -count=1 $(go list ./... | grep -v '/redis$'))
-    (cd examples/go && go_test -count=1 ./...)
+    # Every module but the Redis client's, the examples included.
+    for module in bindings/go bindings/go/peers $go_example_modules; do
+        (cd "$module" && go_test -count=1 ./...)
+    done
 }
 
 go_example() {
-    cd examples/go
-    go vet ./...
-    go_test -count=1 ./...
+    for module in $go_example_modules; do
+        (cd "$module" && go vet ./... && go_test -count=1 ./...)
+    done
 }
 
 # ---- the run ----------------------------------------------------------------------------
@@ -260,7 +271,7 @@ else
     step "Reference: cargo doc -D warnings, every crate denying missing docs" \
         scripts/check-reference.sh
     step "Go: vet, race tests, GC stress with a GC before every C call, dynamic link" go_tests
-    step "Go: the example service (examples/go), over HTTP on 127.0.0.1" go_example
+    step "Go: the example service (examples/go) over HTTP on 127.0.0.1, the framework examples" go_example
 fi
 
 summary

@@ -7,13 +7,16 @@
 package librate_test
 
 import (
+	"time"
+
+	librate "librate/bindings/go"
 	"strconv"
 	"testing"
 )
 
 // AllowMany allocates nothing once its pooled buffers and dst have grown to the batch.
 func TestKeyedAllowManyAllocatesNothing(t *testing.T) {
-	k := mustKeyed(t, keyedBenchConfig, 1000)
+	k := mustKeyed(t, librate.Config{Limit: 1, Period: time.Second, Burst: 1e9}, 1000)
 	keys := make([]string, 100)
 	for i := range keys {
 		keys[i] = "user-" + strconv.Itoa(i)

@@ -13,9 +13,9 @@ import (
 )
 
 // docRoots are the directories whose Go packages TestDocComments checks, every package
-// below them included: this module's (the API, its redis subpackage, the internal
-// packages the tests share) and the examples' module, which exports little but is read
-// as an example of the API.
+// below them included, nested modules too: the API, its Redis client and the peer
+// benchmarks (modules of their own), the internal packages the tests share, and the
+// examples' modules, which export little but are read as examples of the API.
 var docRoots = []string{".", filepath.Join("..", "..", "examples", "go")}
 
 // TestDocComments fails, with file:line and name, for each exported identifier of the

@@ -18,7 +18,7 @@ func TestSentinelCodes(t *testing.T) {
 		err  error
 		code int32
 	}{
-		{librate.ErrNull, -1},
+		{librate.ErrClosed, -1},
 		{librate.ErrInvalidConfig, -2},
 		{librate.ErrInsufficientCapacity, -3},
 		{librate.ErrTableFull, -4},
@@ -117,5 +117,30 @@ func checkConfigError(t *testing.T, call string, err error, want string) {
 		t.Errorf("%s: %v is not a *ConfigError matching ErrInvalidConfig", call, err)
 	case !errors.As(err, &e) || e.Code != -2:
 		t.Errorf("%s: %v does not unwrap to Error{-2}", call, err)
+	}
+}
+
+// Each message carries the "librate: " prefix once, and the closed handle's names the
+// handle, not a NULL pointer.
+func TestMessagesHaveOnePrefix(t *testing.T) {
+	closed := mustGCRA(t, 1, time.Second, 0)
+	closed.Close()
+	_, closedErr := closed.Acquire(1)
+	_, negativeErr := mustGCRA(t, 1, time.Second, 0).Acquire(-1)
+	_, negativeWait := mustGCRA(t, 1, time.Second, 0).ReserveWithin(1, -time.Nanosecond)
+	for _, c := range []struct {
+		err  error
+		is   error
+		want string
+	}{
+		{closedErr, librate.ErrClosed, "librate: closed or nil handle (status -1)"},
+		{negativeErr, librate.ErrInvalidArgument, "librate: n is -1: invalid argument"},
+		{negativeWait, librate.ErrInvalidArgument, "librate: maxWait (ns) is -1: invalid argument"},
+		{mustGCRA(t, 1, time.Second, 0).WaitN(nilContext(), 1), librate.ErrInvalidArgument, "librate: WaitN with a nil context: invalid argument"},
+		{librate.ErrNull, librate.ErrClosed, "librate: closed or nil handle (status -1)"},
+	} {
+		if c.err == nil || c.err.Error() != c.want || !errors.Is(c.err, c.is) {
+			t.Errorf("%v: want %q, matching %v", c.err, c.want, c.is)
+		}
 	}
 }

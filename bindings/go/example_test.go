@@ -62,7 +62,8 @@ func ExampleNewPolicy() {
 	// at 2s: allowed=false denied by 1, retry after 58s; per minute 0 left
 }
 
-// Allow on librate's clock is the fast path for "may I?".
+// Allow on librate's clock is the fast path for "may I?"; AllowN takes a time and a
+// count, as x/time/rate's AllowN does.
 func ExampleLimiter_Allow() {
 	limiter, err := librate.NewGCRA(100, time.Second, 0)
 	if err != nil {
@@ -72,11 +73,38 @@ func ExampleLimiter_Allow() {
 	if limiter.Allow() {
 		fmt.Println("handle the request")
 	}
-	// Output: handle the request
+	if limiter.AllowN(time.Now(), 10) {
+		fmt.Println("handle a batch of 10")
+	}
+	// Output:
+	// handle the request
+	// handle a batch of 10
 }
 
-// Reserve as a traffic shaper: ten units a second, no bursts, each caller told how
-// long to wait before acting.
+// Reserve as a traffic shaper, in x/time/rate's shape: ten units a second, no bursts,
+// each caller told how long to wait before acting.
+func ExampleLimiter_ReserveN() {
+	shaper, err := librate.NewGCRA(10, time.Second, 1)
+	if err != nil {
+		panic(err)
+	}
+	defer shaper.Close()
+	now := time.Now()
+	for range 3 {
+		r := shaper.ReserveN(now, 1)
+		if !r.OK() {
+			panic(r.Err())
+		}
+		fmt.Println("wait", r.DelayFrom(now))
+	}
+	// Output:
+	// wait 0s
+	// wait 100ms
+	// wait 200ms
+}
+
+// ReserveAt on a timeline of your own, counted from 0: a reserve willing to wait at
+// most maxWait (here a second), which takes nothing past it.
 func ExampleLimiter_ReserveAt() {
 	shaper, err := librate.NewGCRA(10, time.Second, 1)
 	if err != nil {
@@ -100,11 +128,11 @@ func ExampleLimiter_Wait() {
 		panic(err)
 	}
 	defer limiter.Close()
-	fmt.Println(limiter.Wait(context.Background(), 1))
+	fmt.Println(limiter.Wait(context.Background()))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err = limiter.Wait(ctx, 1) // the next unit is an hour away
+	err = limiter.WaitN(ctx, 1) // the next unit is an hour away
 	fmt.Println(errors.Is(err, context.DeadlineExceeded))
 	// Output:
 	// <nil>
@@ -133,8 +161,9 @@ func ExampleMiddleware() {
 		panic(err)
 	}
 	defer limiter.Close()
-	m, err := librate.NewMiddleware(librate.Shared(limiter), librate.MiddlewareOptions{
-		Now: func() time.Duration { return 0 },
+	start := time.Now()
+	m, err := librate.NewMiddleware(limiter, librate.MiddlewareOptions{
+		Now: func() time.Time { return start },
 	})
 	if err != nil {
 		panic(err)
@@ -160,7 +189,7 @@ func ExampleMiddleware() {
 // A policy of two rules, named in the fields, in front of a handler: RateLimit-Policy
 // lists both, RateLimit reports the one closest to its limit, or the one that denied. A
 // fake clock keeps the output fixed.
-func ExampleNewPolicyMiddleware() {
+func ExampleMiddleware_policy() {
 	policy, err := librate.NewPolicy(
 		librate.Config{Algorithm: librate.GCRA, Limit: 2, Period: time.Second},           // 2 a second
 		librate.Config{Algorithm: librate.FixedWindow, Limit: 3, Period: 24 * time.Hour}, // 3 a day
@@ -169,10 +198,11 @@ func ExampleNewPolicyMiddleware() {
 		panic(err)
 	}
 	defer policy.Close()
+	// Times count from 0 on librate's timeline, where the daily window starts.
 	var now time.Duration
-	m, err := librate.NewPolicyMiddleware(librate.SharedPolicy(policy), librate.MiddlewareOptions{
+	m, err := librate.NewMiddleware(policy, librate.MiddlewareOptions{
 		RuleNames: []string{"burst", "daily"},
-		Now:       func() time.Duration { return now },
+		Now:       func() time.Time { return librate.TimeAt(now) },
 	})
 	if err != nil {
 		panic(err)
@@ -201,7 +231,7 @@ func ExampleNewPolicyMiddleware() {
 // costs the client's post rule and everybody's rule, a like the client's like rule and
 // everybody's. RateLimit reports the binding rule of those the route costs: the like
 // reports the like rule, not the spent post rule it does not cost.
-func ExampleNewPolicyMiddleware_costs() {
+func ExampleMiddleware_costs() {
 	site, err := librate.NewKeyedPolicy(100_000,
 		librate.PerKeyRule(librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: time.Minute}),    // per client: 1 post a minute
 		librate.PerKeyRule(librate.Config{Algorithm: librate.GCRA, Limit: 5, Period: time.Minute}),    // and 5 likes a minute
@@ -211,13 +241,14 @@ func ExampleNewPolicyMiddleware_costs() {
 		panic(err)
 	}
 	defer site.Close()
-	now := func() time.Duration { return 0 }
+	start := time.Now()
+	now := func() time.Time { return start }
 	names := []string{"posts", "likes", "all"}
-	posts, err := librate.NewPolicyMiddleware(site, librate.MiddlewareOptions{RuleNames: names, Costs: []int{1, 0, 1}, Now: now})
+	posts, err := librate.NewMiddleware(site, librate.MiddlewareOptions{RuleNames: names, Costs: []int{1, 0, 1}, Now: now})
 	if err != nil {
 		panic(err)
 	}
-	likes, err := librate.NewPolicyMiddleware(site, librate.MiddlewareOptions{RuleNames: names, Costs: []int{0, 1, 1}, Now: now})
+	likes, err := librate.NewMiddleware(site, librate.MiddlewareOptions{RuleNames: names, Costs: []int{0, 1, 1}, Now: now})
 	if err != nil {
 		panic(err)
 	}

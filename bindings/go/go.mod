@@ -1,14 +1,3 @@
 module librate/bindings/go
 
 go 1.24.0
-
-require (
-	github.com/go-redis/redis_rate/v10 v10.0.1
-	github.com/redis/go-redis/v9 v9.17.3
-	golang.org/x/time v0.14.0
-)
-
-require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
-)

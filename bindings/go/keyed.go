@@ -3,10 +3,13 @@ package librate
 /*
 #include "rate.h"
 
-// librate_go_keyed_reserve reserves on librate's clock in a single cgo crossing.
+// librate_go_keyed_reserve reserves on librate's clock in a single cgo crossing, and
+// writes the time it read to *now, as librate_go_reserve in rate.go.
 static int32_t librate_go_keyed_reserve(rate_keyed *keyed, const uint8_t *key, size_t key_len,
-                                        uint64_t n, uint64_t max_wait_ns, rate_decision *out) {
-	return rate_keyed_reserve_at(keyed, key, key_len, n, rate_now_ns(), max_wait_ns, out);
+                                        uint64_t n, uint64_t max_wait_ns, rate_decision *out,
+                                        uint64_t *now) {
+	*now = rate_now_ns();
+	return rate_keyed_reserve_at(keyed, key, key_len, n, *now, max_wait_ns, out);
 }
 
 // librate_go_keyed_allow is rate_keyed_acquire without a decision, with the handle as an
@@ -56,7 +59,7 @@ import (
 // reclaimed silently; once the table is full of live keys, a new key gets ErrTableFull.
 //
 // Methods are safe for concurrent use and take string keys without copying them. A nil
-// or closed Keyed answers every call with ErrNull (and Allow with false). NewKeyed
+// or closed Keyed answers every call with ErrClosed (and Allow with false). NewKeyed
 // makes a table private to this process; OpenKeyed one in a file that every process
 // opening it shares.
 type Keyed struct {
@@ -190,14 +193,40 @@ func (k *Keyed) acquireAt(key cKey, n int, now time.Duration) (Decision, error) 
 	return result(status, &out)
 }
 
-func (k *Keyed) reserve(key cKey, n int, maxWait time.Duration) (Decision, error) {
+// reserve is ReserveWithin for key, with the time on librate's clock it decided at.
+func (k *Keyed) reserve(key cKey, n int, maxWait time.Duration) (Decision, uint64, error) {
 	if n < 0 || maxWait < 0 {
-		return Decision{}, negativeArgument(n, 0, maxWait)
+		return Decision{}, 0, negativeArgument(n, 0, maxWait)
 	}
 	var out C.rate_decision
-	status := C.librate_go_keyed_reserve(k.handle(), key.ptr, key.len, C.uint64_t(n), C.uint64_t(maxWait), &out)
+	var now C.uint64_t
+	status := C.librate_go_keyed_reserve(k.handle(), key.ptr, key.len, C.uint64_t(n), C.uint64_t(maxWait), &out, &now)
 	runtime.KeepAlive(k)
-	return result(status, &out)
+	decision, err := result(status, &out)
+	return decision, uint64(now), err
+}
+
+// reserveN is ReserveN for key.
+func (k *Keyed) reserveN(key cKey, t time.Time, n int) *Reservation {
+	if n < 0 {
+		return reservation(Decision{}, 0, negative("n", int64(n)))
+	}
+	now := onTimeline(t)
+	var out C.rate_decision
+	status := C.rate_keyed_reserve_at(k.handle(), key.ptr, key.len, C.uint64_t(n), C.uint64_t(now), unbounded, &out)
+	runtime.KeepAlive(k)
+	decision, err := result(status, &out)
+	return reservation(decision, now, err)
+}
+
+// allowAt is AllowN for key.
+func (k *Keyed) allowAt(key cKey, t time.Time, n int) bool {
+	if n < 0 {
+		return false
+	}
+	status := C.rate_keyed_acquire_at(k.handle(), key.ptr, key.len, C.uint64_t(n), C.uint64_t(onTimeline(t)), nil)
+	runtime.KeepAlive(k)
+	return status == C.RATE_OK
 }
 
 func (k *Keyed) reserveAt(key cKey, n int, now, maxWait time.Duration) (Decision, error) {
@@ -211,27 +240,31 @@ func (k *Keyed) reserveAt(key cKey, n int, now, maxWait time.Duration) (Decision
 }
 
 func (k *Keyed) wait(ctx context.Context, key cKey, n int) error {
-	reserve := func(n int, maxWait time.Duration) (Decision, error) { return k.reserve(key, n, maxWait) }
+	reserve := func(n int, maxWait time.Duration) (Decision, error) {
+		decision, _, err := k.reserve(key, n, maxWait)
+		return decision, err
+	}
 	if k.Config().Algorithm != GCRA {
 		reserve = nil
 	}
 	return wait(ctx, n, reserve, func(n int) (Decision, error) { return k.acquire(key, n) })
 }
 
-// Allow reports whether one unit is admitted now for key. It is AllowN(key, 1).
+// Allow reports whether one unit is admitted now for key, on librate's fastest path, as
+// Limiter.Allow.
 func (k *Keyed) Allow(key string) bool { return k.allowN(stringKey(key), 1) }
 
-// AllowMany reports, for each key in turn, whether n units are admitted now, as AllowN
-// would key after key (a key given twice is decided twice), appending one bool per key
-// to dst and returning the extended slice. A new key refused because the table is full
-// of live keys gets false, as from AllowN.
+// AllowMany reports, for each key in turn, whether n units are admitted now, as
+// AllowN(key, time.Now(), n) would key after key (a key given twice is decided twice),
+// appending one bool per key to dst and returning the extended slice. A new key refused
+// because the table is full of live keys gets false, as from AllowN.
 //
-// It crosses into C once for all the keys, so per key it costs a fraction of an AllowN
+// It crosses into C once for all the keys, so per key it costs a fraction of an Allow
 // call, whose largest part is cgo's crossing; librate then hashes the keys and fetches
 // their slots 16 at a time, and reads the clock once per 16. It allocates nothing once
 // its pooled scratch buffers have grown to the batch size.
 //
-// The error is ErrInsufficientCapacity for an n above the limit, ErrNull for a nil or
+// The error is ErrInsufficientCapacity for an n above the limit, ErrClosed for a nil or
 // closed Keyed, or an error for a negative n; on an error no key is decided and dst is
 // returned as it was.
 func (k *Keyed) AllowMany(dst []bool, keys []string, n int) ([]bool, error) {
@@ -275,10 +308,18 @@ type batchScratch struct {
 
 var batchScratches = sync.Pool{New: func() any { return new(batchScratch) }}
 
-// AllowN reports whether n units are admitted now for key, on librate's fastest path.
-// It returns false for a negative n, an n above the limit, a full table, and a nil or
-// closed Keyed; use Acquire to tell those apart from a denial.
-func (k *Keyed) AllowN(key string, n int) bool { return k.allowN(stringKey(key), n) }
+// AllowN reports whether n units are admitted for key at time t, and takes them if so,
+// as Limiter.AllowN. It returns false for a negative n, an n above the burst, a full
+// table, and a nil or closed Keyed; use Acquire to tell those apart from a denial.
+func (k *Keyed) AllowN(key string, t time.Time, n int) bool {
+	return k.allowAt(stringKey(key), t, n)
+}
+
+// AllowNow is AllowN now, on librate's fastest path.
+//
+// Deprecated: use AllowN(key, time.Now(), n); AllowNow was AllowN's shape before 0.2
+// and goes in the next release.
+func (k *Keyed) AllowNow(key string, n int) bool { return k.allowN(stringKey(key), n) }
 
 // Acquire takes n units now for key if its limit allows, as Limiter.Acquire; a new key
 // in a table full of live keys gets ErrTableFull. n == 0 is a query and never inserts
@@ -292,18 +333,36 @@ func (k *Keyed) AcquireAt(key string, n int, now time.Duration) (Decision, error
 	return k.acquireAt(stringKey(key), n, now)
 }
 
-// Reserve is Limiter.Reserve for key (GCRA only; windows return ErrUnsupported).
-func (k *Keyed) Reserve(key string, n int, maxWait time.Duration) (Decision, error) {
-	return k.reserve(stringKey(key), n, maxWait)
+// Reserve is ReserveN(key, time.Now(), 1), with the time read on librate's clock.
+func (k *Keyed) Reserve(key string) *Reservation {
+	decision, now, err := k.reserve(stringKey(key), 1, Never)
+	return reservation(decision, now, err)
 }
 
-// ReserveAt is Reserve at time now on the caller's timeline.
+// ReserveN is Limiter.ReserveN for key (GCRA only: a window algorithm's Reservation is
+// not OK, with ErrUnsupported).
+func (k *Keyed) ReserveN(key string, t time.Time, n int) *Reservation {
+	return k.reserveN(stringKey(key), t, n)
+}
+
+// ReserveWithin is Limiter.ReserveWithin for key.
+func (k *Keyed) ReserveWithin(key string, n int, maxWait time.Duration) (Decision, error) {
+	decision, _, err := k.reserve(stringKey(key), n, maxWait)
+	return decision, err
+}
+
+// ReserveAt is ReserveWithin at time now on the caller's timeline.
 func (k *Keyed) ReserveAt(key string, n int, now, maxWait time.Duration) (Decision, error) {
 	return k.reserveAt(stringKey(key), n, now, maxWait)
 }
 
-// Wait is Limiter.Wait for key.
-func (k *Keyed) Wait(ctx context.Context, key string, n int) error {
+// Wait is WaitN(ctx, key, 1).
+func (k *Keyed) Wait(ctx context.Context, key string) error {
+	return k.wait(ctx, stringKey(key), 1)
+}
+
+// WaitN is Limiter.WaitN for key.
+func (k *Keyed) WaitN(ctx context.Context, key string, n int) error {
 	return k.wait(ctx, stringKey(key), n)
 }
 
@@ -311,7 +370,9 @@ func (k *Keyed) Wait(ctx context.Context, key string, n int) error {
 func (k *Keyed) AllowBytes(key []byte) bool { return k.allowN(bytesKey(key), 1) }
 
 // AllowNBytes is AllowN with a []byte key.
-func (k *Keyed) AllowNBytes(key []byte, n int) bool { return k.allowN(bytesKey(key), n) }
+func (k *Keyed) AllowNBytes(key []byte, t time.Time, n int) bool {
+	return k.allowAt(bytesKey(key), t, n)
+}
 
 // AcquireBytes is Acquire with a []byte key.
 func (k *Keyed) AcquireBytes(key []byte, n int) (Decision, error) {
@@ -323,9 +384,15 @@ func (k *Keyed) AcquireAtBytes(key []byte, n int, now time.Duration) (Decision, 
 	return k.acquireAt(bytesKey(key), n, now)
 }
 
-// ReserveBytes is Reserve with a []byte key.
-func (k *Keyed) ReserveBytes(key []byte, n int, maxWait time.Duration) (Decision, error) {
-	return k.reserve(bytesKey(key), n, maxWait)
+// ReserveNBytes is ReserveN with a []byte key.
+func (k *Keyed) ReserveNBytes(key []byte, t time.Time, n int) *Reservation {
+	return k.reserveN(bytesKey(key), t, n)
+}
+
+// ReserveWithinBytes is ReserveWithin with a []byte key.
+func (k *Keyed) ReserveWithinBytes(key []byte, n int, maxWait time.Duration) (Decision, error) {
+	decision, _, err := k.reserve(bytesKey(key), n, maxWait)
+	return decision, err
 }
 
 // ReserveAtBytes is ReserveAt with a []byte key.
@@ -333,13 +400,14 @@ func (k *Keyed) ReserveAtBytes(key []byte, n int, now, maxWait time.Duration) (D
 	return k.reserveAt(bytesKey(key), n, now, maxWait)
 }
 
-// WaitBytes is Wait with a []byte key. The key must not change until WaitBytes returns.
-func (k *Keyed) WaitBytes(ctx context.Context, key []byte, n int) error {
+// WaitNBytes is WaitN with a []byte key. The key must not change until WaitNBytes
+// returns.
+func (k *Keyed) WaitNBytes(ctx context.Context, key []byte, n int) error {
 	return k.wait(ctx, bytesKey(key), n)
 }
 
 // Close frees the table (for one from OpenKeyed: unmaps the file and leaves it in
-// place). It is idempotent and always returns nil; afterwards every call returns ErrNull. It must not run concurrently with other calls on k. A Keyed
+// place). It is idempotent and always returns nil; afterwards every call returns ErrClosed. It must not run concurrently with other calls on k. A Keyed
 // dropped without Close is freed when the garbage collector finds it unreachable.
 func (k *Keyed) Close() error {
 	if k != nil {

@@ -24,6 +24,7 @@ package librate
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"slices"
@@ -66,9 +67,9 @@ func GlobalRule(config Config) KeyedRule { return KeyedRule{Config: config, Scop
 // A request may cost each rule differently (AcquireCosts): a cost of 0 leaves a rule out,
 // so one policy holds a site's limits for every kind of request. Its methods are safe for
 // concurrent use and never block; what concurrent callers may observe is what they may
-// observe of a Policy, rule by rule. It is a PolicyLimiter, for NewPolicyMiddleware.
+// observe of a Policy, rule by rule. It is a RequestLimiter, for NewMiddleware.
 //
-// A nil or closed KeyedPolicy answers every call with ErrNull (and Allow with false).
+// A nil or closed KeyedPolicy answers every call with ErrClosed (and Allow with false).
 type KeyedPolicy struct {
 	ptr *C.rate_keyed_policy
 	// The rules last known in force: those given to NewKeyedPolicy or OpenKeyedPolicy,
@@ -186,7 +187,7 @@ func (p *KeyedPolicy) KeyedRules() []KeyedRule {
 }
 
 // Rules returns the configurations of the rules in force (KeyedRules), in the order
-// given: what RateLimit-Policy advertises (PolicyLimiter).
+// given: what RateLimit-Policy advertises (RequestLimiter).
 func (p *KeyedPolicy) Rules() []Config {
 	if p == nil {
 		return nil
@@ -245,7 +246,7 @@ func (p *KeyedPolicy) handle() *C.rate_keyed_policy {
 	return ptr
 }
 
-// uniform is n of every rule (0 rules for a nil policy, which librate answers ErrNull).
+// uniform is n of every rule (0 rules for a nil policy, which librate answers ErrClosed).
 func (p *KeyedPolicy) uniform(n int) []int {
 	if p == nil {
 		return nil
@@ -258,24 +259,53 @@ func (p *KeyedPolicy) uniform(n int) []int {
 }
 
 // Allow reports whether one unit of every rule is admitted now for key.
-func (p *KeyedPolicy) Allow(key string) bool { return p.AllowN(key, 1) }
+func (p *KeyedPolicy) Allow(key string) bool { return p.allowNow(key, 1) }
 
-// AllowN reports whether n units of every rule are admitted now for key (and takes
-// them). It returns false on any error; use Acquire to tell those apart from a denial.
-func (p *KeyedPolicy) AllowN(key string, n int) bool {
+// AllowN reports whether n units of every rule are admitted for key at time t (and
+// takes them), as Limiter.AllowN. It returns false on any error; use Acquire to tell
+// those apart from a denial.
+func (p *KeyedPolicy) AllowN(key string, t time.Time, n int) bool {
+	if n < 0 {
+		return false
+	}
+	d, err := p.acquireCosts(key, p.uniform(n), time.Duration(onTimeline(t)))
+	return err == nil && d.Allowed
+}
+
+// AllowNow is AllowN now.
+//
+// Deprecated: use AllowN(key, time.Now(), n); AllowNow was AllowN's shape before 0.2
+// and goes in the next release.
+func (p *KeyedPolicy) AllowNow(key string, n int) bool { return p.allowNow(key, n) }
+
+// allowNow is Allow for n units.
+func (p *KeyedPolicy) allowNow(key string, n int) bool {
 	d, err := p.AcquireCosts(key, p.uniform(n))
 	return err == nil && d.Allowed
+}
+
+// Wait is WaitN(ctx, key, 1).
+func (p *KeyedPolicy) Wait(ctx context.Context, key string) error {
+	return p.WaitN(ctx, key, 1)
+}
+
+// WaitN is Policy.WaitN for key.
+func (p *KeyedPolicy) WaitN(ctx context.Context, key string, n int) error {
+	return wait(ctx, n, nil, func(n int) (Decision, error) {
+		decision, err := p.Acquire(key, n)
+		return decision.Decision, err
+	})
 }
 
 // Acquire takes n units of every rule for key now, or nothing, and reports the decision.
 // n == 0 is a query. Errors: ErrInsufficientCapacity (n above a rule's limit),
 // ErrTableFull (a new key a per-key rule's full table refuses), ErrInvalidArgument (n
-// negative), ErrNull (nil or closed).
+// negative), ErrClosed (nil or closed).
 func (p *KeyedPolicy) Acquire(key string, n int) (PolicyDecision, error) {
 	return p.AcquireCosts(key, p.uniform(n))
 }
 
-// AcquireAt is Acquire at time now on the caller's timeline (PolicyLimiter).
+// AcquireAt is Acquire at time now on the caller's timeline.
 func (p *KeyedPolicy) AcquireAt(key string, n int, now time.Duration) (PolicyDecision, error) {
 	return p.AcquireCostsAt(key, p.uniform(n), now)
 }
@@ -343,7 +373,7 @@ func (p *KeyedPolicy) StatsAt(now time.Duration) (KeyedStats, error) {
 }
 
 // Close frees the policy (and unmaps a shared file). It is idempotent and always returns
-// nil; afterwards every call returns ErrNull. It must not run concurrently with other
+// nil; afterwards every call returns ErrClosed. It must not run concurrently with other
 // calls on p.
 func (p *KeyedPolicy) Close() error {
 	if p != nil {

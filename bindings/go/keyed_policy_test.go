@@ -121,7 +121,7 @@ func TestKeyedPolicyErrors(t *testing.T) {
 		t.Errorf("the global rule holds a and b only: %+v", d)
 	}
 	p.Close()
-	if _, err := p.Acquire("k", 1); !errors.Is(err, librate.ErrNull) {
+	if _, err := p.Acquire("k", 1); !errors.Is(err, librate.ErrClosed) {
 		t.Errorf("closed: %v", err)
 	}
 	// A closed policy keeps its rules, a nil one has none.
@@ -170,7 +170,7 @@ func TestKeyedPolicyMiddleware(t *testing.T) {
 	p := mustKeyedPolicy(t, 100,
 		librate.PerKeyRule(librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: time.Second}),
 		librate.GlobalRule(librate.Config{Algorithm: librate.FixedWindow, Limit: 3, Period: time.Minute}))
-	m, err := librate.NewPolicyMiddleware(p, librate.MiddlewareOptions{Now: clock.Now, RuleNames: []string{"client", "all"}})
+	m, err := librate.NewMiddleware(p, librate.MiddlewareOptions{Now: clock.Now, RuleNames: []string{"client", "all"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func (l *Limiter) SetConfig(config Config) error {
 // Config returns the file's rule in force, whichever process set it.
 //
 // The error is a *ConfigError matching ErrInvalidConfig for an invalid rule, another
-// algorithm, or a sliding log's rule (its entries are not carried over); ErrNull for a
+// algorithm, or a sliding log's rule (its entries are not carried over); ErrClosed for a
 // nil or closed Limiter. Nothing changes then.
 func (l *Limiter) SetConfigAt(config Config, now time.Duration) error {
 	set := func(cConfig *C.rate_config) C.int32_t {
@@ -72,7 +72,7 @@ func (k *Keyed) SetConfig(config Config) error {
 // process, returns the file's rule in force, whichever process set it.
 //
 // The error is a *ConfigError matching ErrInvalidConfig for an invalid rule, another
-// algorithm, or a sliding log's rule (its entries are not carried over); ErrNull for a
+// algorithm, or a sliding log's rule (its entries are not carried over); ErrClosed for a
 // nil or closed Keyed. Nothing changes then.
 func (k *Keyed) SetConfigAt(config Config, now time.Duration) error {
 	set := func(cConfig *C.rate_config) C.int32_t {
@@ -116,7 +116,7 @@ func (p *Policy) SetRules(rules ...Config) error {
 // under that rule's old or new configuration. Rules then returns the new rules.
 //
 // The error is a *ConfigError matching ErrInvalidConfig for another number of rules, an
-// invalid rule, or a rule that cannot carry its state over; ErrNull for a nil or closed
+// invalid rule, or a rule that cannot carry its state over; ErrClosed for a nil or closed
 // Policy. Nothing changes then.
 func (p *Policy) SetRulesAt(now time.Duration, rules ...Config) error {
 	if now < 0 {
@@ -163,7 +163,7 @@ func (p *KeyedPolicy) SetRules(rules ...KeyedRule) error {
 //
 // The error is a *ConfigError matching ErrInvalidConfig for another number of rules, an
 // invalid rule or scope, or a rule that cannot carry its state over (another scope or
-// algorithm, a sliding log); ErrNull for a nil or closed KeyedPolicy. Nothing changes
+// algorithm, a sliding log); ErrClosed for a nil or closed KeyedPolicy. Nothing changes
 // then.
 func (p *KeyedPolicy) SetRulesAt(now time.Duration, rules ...KeyedRule) error {
 	if now < 0 {

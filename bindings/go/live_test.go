@@ -39,8 +39,8 @@ func TestSetConfigKeepsTheTokens(t *testing.T) {
 		t.Errorf("a refused change changed Config() to %+v", l.Config())
 	}
 	var closed *librate.Limiter
-	if err := closed.SetConfig(tighter); !errors.Is(err, librate.ErrNull) {
-		t.Errorf("nil Limiter: %v, want ErrNull", err)
+	if err := closed.SetConfig(tighter); !errors.Is(err, librate.ErrClosed) {
+		t.Errorf("nil Limiter: %v, want ErrClosed", err)
 	}
 }
 
@@ -80,8 +80,8 @@ func TestKeyedSetConfigKeepsEachKeysTokens(t *testing.T) {
 		t.Errorf("a refused change changed Config() to %+v", users.Config())
 	}
 	var closed *librate.Keyed
-	if err := closed.SetConfig(tighter); !errors.Is(err, librate.ErrNull) {
-		t.Errorf("nil Keyed: %v, want ErrNull", err)
+	if err := closed.SetConfig(tighter); !errors.Is(err, librate.ErrClosed) {
+		t.Errorf("nil Keyed: %v, want ErrClosed", err)
 	}
 }
 
@@ -211,8 +211,8 @@ func TestKeyedPolicySetRulesChangesPlan(t *testing.T) {
 		defer p.Close()
 		keyedPlanChange(t, p, p)
 		var none *librate.KeyedPolicy
-		if err := none.SetRules(plan...); !errors.Is(err, librate.ErrNull) {
-			t.Errorf("nil policy: %v, want ErrNull", err)
+		if err := none.SetRules(plan...); !errors.Is(err, librate.ErrClosed) {
+			t.Errorf("nil policy: %v, want ErrClosed", err)
 		}
 	})
 	t.Run("file", func(t *testing.T) {

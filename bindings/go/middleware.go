@@ -1,8 +1,6 @@
 package librate
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
 	"math/bits"
 	"net"
@@ -13,119 +11,31 @@ import (
 	"time"
 )
 
-// RequestLimiter is what Middleware consults for each request: a *Keyed (one limit per
-// key), or Shared(limiter) (one limit for all keys together).
-type RequestLimiter interface {
-	// AcquireAt takes n units for key at now, as Keyed.AcquireAt.
-	AcquireAt(key string, n int, now time.Duration) (Decision, error)
-	// Config is the limit each key gets, advertised in RateLimit-Policy.
-	Config() Config
-}
-
-// Shared makes one Limiter a RequestLimiter that every key shares: a limit on all the
-// traffic through the middleware together, rather than per client.
-func Shared(limiter *Limiter) RequestLimiter {
-	return shared{limiter}
-}
-
-type shared struct{ limiter *Limiter }
-
-func (s shared) AcquireAt(_ string, n int, now time.Duration) (Decision, error) {
-	return s.limiter.AcquireAt(n, now)
-}
-
-func (s shared) Config() Config { return s.limiter.Config() }
-
-// PolicyLimiter is what a Middleware made by NewPolicyMiddleware consults for each
-// request: several rules decided together, such as SharedPolicy(policy) (every key shares
-// them) or a *KeyedPolicy (per-key rules for the request's key, and global rules).
-type PolicyLimiter interface {
-	// AcquireAt takes n units for key at now from every rule, or from none, as
-	// Policy.AcquireAt.
-	AcquireAt(key string, n int, now time.Duration) (PolicyDecision, error)
-	// Rules are the rules each key gets, in order, advertised in RateLimit-Policy.
-	Rules() []Config
-}
-
-// SharedPolicy makes one Policy a PolicyLimiter that every key shares: its rules hold
-// for all the traffic through the middleware together.
-func SharedPolicy(policy *Policy) PolicyLimiter {
-	return sharedPolicy{policy}
-}
-
-type sharedPolicy struct{ policy *Policy }
-
-func (s sharedPolicy) AcquireAt(_ string, n int, now time.Duration) (PolicyDecision, error) {
-	return s.policy.AcquireAt(n, now)
-}
-
-func (s sharedPolicy) AcquireCostsAt(_ string, costs []int, now time.Duration) (PolicyDecision, error) {
-	return s.policy.AcquireCostsAt(costs, now)
-}
-
-func (s sharedPolicy) Rules() []Config { return s.policy.Rules() }
-
-// CostsLimiter is a PolicyLimiter that takes a cost per rule, as MiddlewareOptions.Costs
-// needs: SharedPolicy(policy) and a *KeyedPolicy are.
-type CostsLimiter interface {
-	PolicyLimiter
-	// AcquireCostsAt takes costs[i] units of rule i for key at now, for every rule, or
-	// nothing, as KeyedPolicy.AcquireCostsAt.
-	AcquireCostsAt(key string, costs []int, now time.Duration) (PolicyDecision, error)
-}
-
-// ContextLimiter is a RequestLimiter that decides over the network, such as the Redis
-// limiter of package librate/bindings/go/redis (through its ForMiddleware). Middleware
-// passes it each request's context, so a slow or unreachable server costs a request no
-// more than the request's own deadline, and, when MiddlewareOptions.Now is nil, lets it
-// read its own clock (a Redis server's, which every host shares) instead of librate's,
-// which is per host.
-type ContextLimiter interface {
-	RequestLimiter
-	// AcquireContext takes n units for key now, by the limiter's own clock.
-	AcquireContext(ctx context.Context, key string, n int) (Decision, error)
-	// AcquireAtContext takes n units for key at now on the caller's timeline.
-	AcquireAtContext(ctx context.Context, key string, n int, now time.Duration) (Decision, error)
-}
-
-// ContextPolicyLimiter is a PolicyLimiter that decides over the network, such as the
-// Redis policy of package librate/bindings/go/redis (through its ForMiddleware): to
-// NewPolicyMiddleware what a ContextLimiter is to NewMiddleware.
-type ContextPolicyLimiter interface {
-	PolicyLimiter
-	// AcquireContext takes n units for key now from every rule, or from none, by the
-	// limiter's own clock.
-	AcquireContext(ctx context.Context, key string, n int) (PolicyDecision, error)
-	// AcquireAtContext takes n units for key at now on the caller's timeline.
-	AcquireAtContext(ctx context.Context, key string, n int, now time.Duration) (PolicyDecision, error)
-}
-
-// MiddlewareOptions configures NewMiddleware. The zero value limits by remote IP on
-// librate's clock, fails closed, and names its policy "default".
+// MiddlewareOptions configures NewMiddleware. The zero value limits by remote IP, on
+// the limiter's own clock, fails closed, and names a single rule "default" and a
+// policy's rules "rule0", "rule1", …
 type MiddlewareOptions struct {
 	// Key picks the key a request counts against; nil means RemoteIP.
 	Key func(*http.Request) string
-	// Policy names the quota policy in the RateLimit and RateLimit-Policy fields: an
-	// sf-string of printable ASCII; empty means "default". NewMiddleware only.
+	// Policy names a single rule (a limiter's) in the RateLimit and RateLimit-Policy
+	// fields: an sf-string of printable ASCII; empty means "default".
 	Policy string
-	// RuleNames names a PolicyLimiter's rules in the fields, one name per rule in order,
-	// each an sf-string of printable ASCII; nil means "rule0", "rule1", …
-	// NewPolicyMiddleware only.
+	// RuleNames names a policy's rules in the fields, one name per rule in order, each
+	// an sf-string of printable ASCII; nil means "rule0", "rule1", …
 	RuleNames []string
 	// Costs are the units each request takes of each rule, one cost per rule in order
 	// (a post costs [1, 0, 0, 1]: the post rule and the global rule), each from 0 to its
-	// rule's capacity (GCRA: Burst, or Limit when 0; the windows: Limit), not all 0; a
-	// rule of cost 0 takes no part. nil means 1 of every rule. NewPolicyMiddleware with a
-	// CostsLimiter only (SharedPolicy, *KeyedPolicy; a Redis policy takes one cost for
-	// every rule), which decides at Now.
+	// rule's most at once (GCRA: Burst, or Limit when 0; the windows: Limit), not all 0; a
+	// rule of cost 0 takes no part. nil means 1 of every rule. A Redis policy takes one
+	// cost for every rule: other costs are its error, ErrUnsupported.
 	Costs []int
 	// FailOpen serves requests when the limiter fails (ErrTableFull, a closed
 	// limiter, Redis unreachable or answering an error); otherwise they get 503
 	// Service Unavailable. Either way each failure is logged to Logger.
 	FailOpen bool
-	// Now is the clock passed to AcquireAt; nil means librate's Now, or for a
-	// ContextLimiter its own clock.
-	Now func() time.Duration
+	// Now is the clock the middleware passes the limiter; nil means the limiter's own
+	// (librate's, or a Redis server's, which every host shares).
+	Now func() time.Time
 	// Logger records each failure of the limiter, with the error and whether the
 	// request was served (fail open, a warning) or refused (fail closed, an error); nil
 	// means slog.Default().
@@ -146,8 +56,8 @@ type MiddlewareOptions struct {
 // Decision.RetryAfter, equal to Retry-After, as the draft's §6 requires Retry-After to
 // reach no earlier than the end of the effective window. Seconds round up.
 //
-// Over a PolicyLimiter (NewPolicyMiddleware), RateLimit-Policy lists every rule, one
-// list member each, and RateLimit reports the rule that binds, as the draft's example of
+// Over a policy (a RequestLimiter of several rules), RateLimit-Policy lists every rule,
+// one list member each, and RateLimit reports the rule that binds, as the draft's example of
 // several windows (Appendix B.3.1) does:
 //
 //	RateLimit-Policy: "hour";q=1000;w=3600, "day";q=5000;w=86400
@@ -160,21 +70,11 @@ type MiddlewareOptions struct {
 // MiddlewareOptions.Costs the binding rule is one of those the request costs.
 type Middleware struct {
 	limiter RequestLimiter
-	// contextual is limiter as a ContextLimiter, or nil.
-	contextual ContextLimiter
-	// rules replaces limiter in a Middleware from NewPolicyMiddleware.
-	rules PolicyLimiter
-	// contextualRules is rules as a ContextPolicyLimiter, or nil.
-	contextualRules ContextPolicyLimiter
-	// costed is rules as a CostsLimiter when MiddlewareOptions.Costs is set, with costs
-	// those costs; else nil, and a request takes 1 of every rule.
-	costed CostsLimiter
-	costs  []int
-	key    func(*http.Request) string
-	now    func() time.Duration
-	// ownClock: the limiter is a ContextLimiter or ContextPolicyLimiter reading its own
-	// clock (Now is nil).
-	ownClock bool
+	// costs are MiddlewareOptions.Costs: nil, a request takes 1 of every rule.
+	costs []int
+	key   func(*http.Request) string
+	// now is MiddlewareOptions.Now; nil, the limiter's own clock.
+	now      func() time.Time
 	failOpen bool
 	logger   *slog.Logger
 	// names holds each rule's sf-string, quoted; policy the whole RateLimit-Policy value.
@@ -182,100 +82,89 @@ type Middleware struct {
 	policy string
 }
 
-// NewMiddleware builds a Middleware over limiter. The error is ErrInvalidArgument for
-// a nil limiter, a Policy name that is not printable ASCII, or RuleNames or Costs (which
-// name and cost a policy's rules: see NewPolicyMiddleware).
+// NewMiddleware builds a Middleware over limiter. The error is ErrInvalidArgument for a
+// nil limiter or one without rules, a Policy name for several rules, RuleNames of
+// another length than the rules, a name that is not printable ASCII, or Costs that are
+// not one per rule, each from 0 to the most its rule admits at once, not all 0.
 func NewMiddleware(limiter RequestLimiter, options MiddlewareOptions) (*Middleware, error) {
 	if limiter == nil {
-		return nil, fmt.Errorf("librate: NewMiddleware: nil limiter: %w", ErrInvalidArgument)
-	}
-	if options.RuleNames != nil {
-		return nil, fmt.Errorf("librate: NewMiddleware: RuleNames name a policy's rules; name a limiter's with Policy: %w", ErrInvalidArgument)
-	}
-	if options.Costs != nil {
-		return nil, fmt.Errorf("librate: NewMiddleware: Costs cost a policy's rules; a limiter has one: %w", ErrInvalidArgument)
-	}
-	name := options.Policy
-	if name == "" {
-		name = "default"
-	}
-	m, err := newMiddleware(options, []Config{limiter.Config()}, []string{name})
-	if err != nil {
-		return nil, fmt.Errorf("librate: NewMiddleware: %w", err)
-	}
-	m.limiter = limiter
-	m.contextual, _ = limiter.(ContextLimiter)
-	m.ownClock = options.Now == nil && m.contextual != nil
-	return m, nil
-}
-
-// NewPolicyMiddleware builds a Middleware over several rules decided together, each
-// named by MiddlewareOptions.RuleNames in the fields. A ContextPolicyLimiter decides
-// with each request's context, as a ContextLimiter does in NewMiddleware. The error is
-// ErrInvalidArgument for a nil limiter or one without rules, RuleNames of another length
-// than the rules or with a name that is not printable ASCII, a Policy name (which names
-// a single limiter's rule), or Costs that are not one per rule, each from 0 to its
-// rule's capacity, not all 0, or that limiter is not a CostsLimiter.
-func NewPolicyMiddleware(limiter PolicyLimiter, options MiddlewareOptions) (*Middleware, error) {
-	if limiter == nil {
-		return nil, fmt.Errorf("librate: NewPolicyMiddleware: nil limiter: %w", ErrInvalidArgument)
-	}
-	if options.Policy != "" {
-		return nil, fmt.Errorf("librate: NewPolicyMiddleware: Policy names a limiter's rule; name a policy's with RuleNames: %w", ErrInvalidArgument)
+		return nil, detailed(ErrInvalidArgument, "NewMiddleware: nil limiter")
 	}
 	rules := limiter.Rules()
-	names := options.RuleNames
-	if names == nil {
-		for i := range rules {
-			names = append(names, "rule"+strconv.Itoa(i))
-		}
-	}
-	if len(rules) == 0 || len(names) != len(rules) {
-		return nil, fmt.Errorf("librate: NewPolicyMiddleware: %d rule names for %d rules: %w", len(names), len(rules), ErrInvalidArgument)
+	names, err := ruleNames(options, len(rules))
+	if err != nil {
+		return nil, err
 	}
 	m, err := newMiddleware(options, rules, names)
 	if err != nil {
-		return nil, fmt.Errorf("librate: NewPolicyMiddleware: %w", err)
+		return nil, err
 	}
-	m.rules = limiter
-	m.contextualRules, _ = limiter.(ContextPolicyLimiter)
-	m.ownClock = options.Now == nil && m.contextualRules != nil
+	m.limiter = limiter
 	if options.Costs != nil {
-		costed, ok := limiter.(CostsLimiter)
-		if !ok {
-			return nil, fmt.Errorf("librate: NewPolicyMiddleware: Costs need a CostsLimiter (SharedPolicy, *KeyedPolicy); a %T takes one cost for every rule (per-rule costs are not supported on Redis): %w", limiter, ErrInvalidArgument)
-		}
 		if err := checkCosts(options.Costs, rules); err != nil {
-			return nil, fmt.Errorf("librate: NewPolicyMiddleware: %w", err)
+			return nil, err
 		}
-		m.costed, m.costs = costed, slices.Clone(options.Costs)
-		m.ownClock = false
+		m.costs = slices.Clone(options.Costs)
 	}
 	return m, nil
 }
 
+// NewPolicyMiddleware is NewMiddleware.
+//
+// Deprecated: use NewMiddleware, which takes a policy as it takes a limiter;
+// NewPolicyMiddleware goes in the next release.
+func NewPolicyMiddleware(limiter RequestLimiter, options MiddlewareOptions) (*Middleware, error) {
+	return NewMiddleware(limiter, options)
+}
+
+// ruleNames names a limiter's rules in the fields: Policy (or "default") for a single
+// rule, RuleNames (or "rule0", "rule1", …) for several.
+func ruleNames(options MiddlewareOptions, rules int) ([]string, error) {
+	switch {
+	case rules == 0:
+		return nil, detailed(ErrInvalidArgument, "NewMiddleware: a limiter without rules")
+	case options.Policy != "" && rules > 1:
+		return nil, detailed(ErrInvalidArgument, "NewMiddleware: Policy names a single rule; name a policy's %d with RuleNames", rules)
+	case options.Policy != "" && options.RuleNames != nil:
+		return nil, detailed(ErrInvalidArgument, "NewMiddleware: Policy and RuleNames both name the rule")
+	case options.RuleNames != nil && len(options.RuleNames) != rules:
+		return nil, detailed(ErrInvalidArgument, "NewMiddleware: %d rule names for %d rules", len(options.RuleNames), rules)
+	case options.RuleNames != nil:
+		return options.RuleNames, nil
+	case rules == 1 && options.Policy != "":
+		return []string{options.Policy}, nil
+	case rules == 1:
+		return []string{"default"}, nil
+	}
+	names := make([]string, rules)
+	for i := range names {
+		names[i] = "rule" + strconv.Itoa(i)
+	}
+	return names, nil
+}
+
 // checkCosts checks MiddlewareOptions.Costs against rules: one cost per rule, each from
-// 0 to its rule's capacity, not all 0. The error wraps ErrInvalidArgument.
+// 0 to the most its rule admits at once, not all 0. The error wraps ErrInvalidArgument.
 func checkCosts(costs []int, rules []Config) error {
 	if len(costs) != len(rules) {
-		return fmt.Errorf("Costs has %d costs for %d rules: %w", len(costs), len(rules), ErrInvalidArgument)
+		return detailed(ErrInvalidArgument, "NewMiddleware: Costs has %d costs for %d rules", len(costs), len(rules))
 	}
 	taking := false
 	for i, cost := range costs {
-		if capacity := capacityOf(rules[i]); cost < 0 || uint64(cost) > capacity {
-			return fmt.Errorf("Costs[%d] is %d: must be 0 to rule %d's capacity %d: %w", i, cost, i, capacity, ErrInvalidArgument)
+		if most := mostAtOnce(rules[i]); cost < 0 || uint64(cost) > most {
+			return detailed(ErrInvalidArgument, "NewMiddleware: Costs[%d] is %d: must be 0 to rule %d's most at once, %d", i, cost, i, most)
 		}
 		taking = taking || cost > 0
 	}
 	if !taking {
-		return fmt.Errorf("Costs are all 0: a request would take from no rule: %w", ErrInvalidArgument)
+		return detailed(ErrInvalidArgument, "NewMiddleware: Costs are all 0: a request would take from no rule")
 	}
 	return nil
 }
 
-// capacityOf is the most units config admits at once: GCRA's Burst (0 means Limit), a
+// mostAtOnce is the most units config admits at once: GCRA's Burst (0 means Limit), a
 // window's Limit.
-func capacityOf(config Config) uint64 {
+func mostAtOnce(config Config) uint64 {
 	if config.Algorithm == GCRA && config.Burst != 0 {
 		return config.Burst
 	}
@@ -290,9 +179,6 @@ func newMiddleware(options MiddlewareOptions, rules []Config, names []string) (*
 	if m.key == nil {
 		m.key = RemoteIP
 	}
-	if m.now == nil {
-		m.now = Now
-	}
 	if m.logger == nil {
 		m.logger = slog.Default()
 	}
@@ -300,7 +186,7 @@ func newMiddleware(options MiddlewareOptions, rules []Config, names []string) (*
 	for i, rule := range rules {
 		quoted, ok := sfString(names[i])
 		if !ok {
-			return nil, fmt.Errorf("policy name %q is not printable ASCII: %w", names[i], ErrInvalidArgument)
+			return nil, detailed(ErrInvalidArgument, "NewMiddleware: rule name %q is not printable ASCII", names[i])
 		}
 		quota, window := policyOf(rule)
 		m.names = append(m.names, quoted)
@@ -321,31 +207,45 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		return http.HandlerFunc(unavailable)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		decision, err := m.acquire(r)
-		if err != nil {
-			if m.failOpen {
-				m.logger.LogAttrs(r.Context(), slog.LevelWarn, "librate: the rate limiter failed; request served unlimited (fail open)",
-					slog.Any("error", err))
-				next.ServeHTTP(w, r)
-			} else {
-				m.logger.LogAttrs(r.Context(), slog.LevelError, "librate: the rate limiter failed; request refused with 503 (fail closed)",
-					slog.Any("error", err))
-				unavailable(w, r)
-			}
-			return
-		}
-		header := w.Header()
-		header.Set("RateLimit-Policy", m.policy)
-		own := decision.own
-		if decision.Allowed {
-			header.Set("RateLimit", m.item(decision.rule, own.Remaining, seconds(own.ResetAfter)))
+		if m.Admit(w, r) {
 			next.ServeHTTP(w, r)
-			return
 		}
-		header.Set("RateLimit", m.item(decision.rule, own.Remaining, seconds(own.RetryAfter)))
-		header.Set("Retry-After", strconv.FormatUint(seconds(decision.RetryAfter), 10))
-		http.Error(w, "too many requests", http.StatusTooManyRequests)
 	})
+}
+
+// Admit decides r and reports whether to serve it, for a framework whose middleware is
+// not an http.Handler wrapper (gin's handlers take a *gin.Context; see docs/go.md): on
+// true the RateLimit fields are set on w and the caller serves the request; on false
+// the answer (429, or 503 when the limiter fails closed) is written and the caller
+// stops. A nil Middleware answers 503.
+func (m *Middleware) Admit(w http.ResponseWriter, r *http.Request) bool {
+	if m == nil {
+		unavailable(w, r)
+		return false
+	}
+	decision, err := m.acquire(r)
+	if err != nil {
+		if m.failOpen {
+			m.logger.LogAttrs(r.Context(), slog.LevelWarn, "librate: the rate limiter failed; request served unlimited (fail open)",
+				slog.Any("error", err))
+			return true
+		}
+		m.logger.LogAttrs(r.Context(), slog.LevelError, "librate: the rate limiter failed; request refused with 503 (fail closed)",
+			slog.Any("error", err))
+		unavailable(w, r)
+		return false
+	}
+	header := w.Header()
+	header.Set("RateLimit-Policy", m.policy)
+	own := decision.own
+	if decision.Allowed {
+		header.Set("RateLimit", m.item(decision.rule, own.Remaining, seconds(own.ResetAfter)))
+		return true
+	}
+	header.Set("RateLimit", m.item(decision.rule, own.Remaining, seconds(own.RetryAfter)))
+	header.Set("Retry-After", strconv.FormatUint(seconds(decision.RetryAfter), 10))
+	http.Error(w, "too many requests", http.StatusTooManyRequests)
+	return false
 }
 
 // reported is what the fields say of one request: the decision, and the rule RateLimit
@@ -356,46 +256,18 @@ type reported struct {
 	own  Decision
 }
 
-// acquire takes one unit (or a policy's Costs) for r's key: with r's context from a
-// ContextLimiter or ContextPolicyLimiter.
+// acquire takes one unit of every rule (or Costs) for r's key, with r's context.
 func (m *Middleware) acquire(r *http.Request) (reported, error) {
-	key := m.key(r)
-	if m.rules != nil {
-		return m.acquireRules(r.Context(), key)
+	var t time.Time
+	if m.now != nil {
+		t = m.now()
 	}
-	var d Decision
-	var err error
-	switch {
-	case m.ownClock:
-		d, err = m.contextual.AcquireContext(r.Context(), key, 1)
-	case m.contextual != nil:
-		d, err = m.contextual.AcquireAtContext(r.Context(), key, 1, m.now())
-	default:
-		d, err = m.limiter.AcquireAt(key, 1, m.now())
-	}
-	return reported{d, 0, d}, err
-}
-
-// acquireRules takes one unit (or its cost) for key from every rule of a PolicyLimiter,
-// or from none.
-func (m *Middleware) acquireRules(ctx context.Context, key string) (reported, error) {
-	var d PolicyDecision
-	var err error
-	switch {
-	case m.costed != nil:
-		d, err = m.costed.AcquireCostsAt(key, m.costs, m.now())
-	case m.ownClock:
-		d, err = m.contextualRules.AcquireContext(ctx, key, 1)
-	case m.contextualRules != nil:
-		d, err = m.contextualRules.AcquireAtContext(ctx, key, 1, m.now())
-	default:
-		d, err = m.rules.AcquireAt(key, 1, m.now())
-	}
+	d, err := m.limiter.LimitRequest(r.Context(), m.key(r), t, m.costs)
 	if err != nil {
 		return reported{}, err
 	}
 	if len(d.Rules) != len(m.names) {
-		return reported{}, fmt.Errorf("librate: a PolicyLimiter decided %d rules, not its %d: %w", len(d.Rules), len(m.names), ErrInternal)
+		return reported{}, detailed(ErrInternal, "a RequestLimiter decided %d rules, not its %d", len(d.Rules), len(m.names))
 	}
 	rule := bindingRule(d, m.costs)
 	return reported{d.Decision, rule, d.Rules[rule]}, nil

@@ -2,6 +2,7 @@ package librate_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -18,10 +19,10 @@ import (
 	librate "librate/bindings/go"
 )
 
-// fakeClock is a settable clock for Middleware.Now.
+// fakeClock is a settable clock for MiddlewareOptions.Now: now on librate's timeline.
 type fakeClock struct{ now time.Duration }
 
-func (c *fakeClock) Now() time.Duration { return c.now }
+func (c *fakeClock) Now() time.Time { return librate.TimeAt(c.now) }
 
 // okHandler answers 200 "ok".
 var okHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
@@ -82,7 +83,7 @@ func newMiddleware(t *testing.T, limiter librate.RequestLimiter, options librate
 // seconds (1001 ms → 2, 1000 ms → 1, 2 s → 2). The policy is q=1 per w=2 seconds.
 func TestMiddlewareSharedSeedScenario(t *testing.T) {
 	clock := &fakeClock{}
-	h := newMiddleware(t, librate.Shared(mustGCRA(t, 1, 2*time.Second, 1)), librate.MiddlewareOptions{Now: clock.Now})
+	h := newMiddleware(t, mustGCRA(t, 1, 2*time.Second, 1), librate.MiddlewareOptions{Now: clock.Now})
 	const policy = `"default";q=1;w=2`
 	steps := []httpStep{
 		{0, "192.0.2.1:1000", response{200, `"default";r=0;t=2`, policy, ""}},
@@ -98,7 +99,7 @@ func TestMiddlewareSharedSeedScenario(t *testing.T) {
 // unit, rounded up), and the sixth request waits 200 ms, so Retry-After is 1.
 func TestMiddlewareCountsDown(t *testing.T) {
 	clock := &fakeClock{now: time.Hour}
-	h := newMiddleware(t, librate.Shared(mustGCRA(t, 5, time.Second, 0)),
+	h := newMiddleware(t, mustGCRA(t, 5, time.Second, 0),
 		librate.MiddlewareOptions{Now: clock.Now, Policy: "per-second"})
 	const policy = `"per-second";q=5;w=1`
 	wants := []response{
@@ -131,7 +132,7 @@ func TestMiddlewarePolicyScaling(t *testing.T) {
 		{1000, time.Second / 3, `"default";q=3000;w=1`}, // 333333333 ns: 1000·10⁹/333333333 = 3000.000003
 	}
 	for _, c := range cases {
-		got := serve(newMiddleware(t, librate.Shared(mustGCRA(t, c.limit, c.period, 0)), librate.MiddlewareOptions{}), "192.0.2.1:1", nil)
+		got := serve(newMiddleware(t, mustGCRA(t, c.limit, c.period, 0), librate.MiddlewareOptions{}), "192.0.2.1:1", nil)
 		if got.policy != c.want {
 			t.Errorf("%d per %v: RateLimit-Policy %q, want %q", c.limit, c.period, got.policy, c.want)
 		}
@@ -161,12 +162,12 @@ type recordingLimiter struct {
 	limiter *librate.Limiter
 }
 
-func (r recordingLimiter) AcquireAt(key string, n int, now time.Duration) (librate.Decision, error) {
+func (r recordingLimiter) LimitRequest(ctx context.Context, key string, t time.Time, costs []int) (librate.PolicyDecision, error) {
 	*r.keys = append(*r.keys, key)
-	return r.limiter.AcquireAt(n, now)
+	return r.limiter.LimitRequest(ctx, key, t, costs)
 }
 
-func (r recordingLimiter) Config() librate.Config { return r.limiter.Config() }
+func (r recordingLimiter) Rules() []librate.Config { return r.limiter.Rules() }
 
 // The default key is the remote IP without port or IPv6 brackets.
 func TestRemoteIP(t *testing.T) {
@@ -186,14 +187,14 @@ func TestRemoteIP(t *testing.T) {
 	}
 }
 
-// When the limiter fails (here: closed, ErrNull), requests get 503 by default and are
+// When the limiter fails (here: closed, ErrClosed), requests get 503 by default and are
 // served with FailOpen; neither carries RateLimit fields.
 func TestMiddlewareFailure(t *testing.T) {
 	closed := mustGCRA(t, 1, time.Second, 0)
 	closed.Close()
 	for _, failOpen := range []bool{false, true} {
 		var log bytes.Buffer
-		h := newMiddleware(t, librate.Shared(closed), librate.MiddlewareOptions{FailOpen: failOpen,
+		h := newMiddleware(t, closed, librate.MiddlewareOptions{FailOpen: failOpen,
 			Logger: slog.New(slog.NewTextHandler(&log, nil))})
 		want := response{status: http.StatusServiceUnavailable}
 		logged := `level=ERROR msg="librate: the rate limiter failed; request refused with 503 (fail closed)"`
@@ -219,7 +220,7 @@ func TestNewMiddlewareErrors(t *testing.T) {
 	if _, err := librate.NewMiddleware(nil, librate.MiddlewareOptions{}); !errors.Is(err, librate.ErrInvalidArgument) {
 		t.Errorf("nil limiter: %v", err)
 	}
-	limiter := librate.Shared(mustGCRA(t, 1, time.Second, 0))
+	limiter := mustGCRA(t, 1, time.Second, 0)
 	for _, name := range []string{"tab\there", "naïve", "new\nline"} {
 		if _, err := librate.NewMiddleware(limiter, librate.MiddlewareOptions{Policy: name}); !errors.Is(err, librate.ErrInvalidArgument) {
 			t.Errorf("policy %q: %v", name, err)
@@ -252,11 +253,15 @@ type vectorLimiter struct {
 	decision librate.Decision
 }
 
-func (v vectorLimiter) AcquireAt(string, int, time.Duration) (librate.Decision, error) {
-	return v.decision, nil
+func (v vectorLimiter) LimitRequest(context.Context, string, time.Time, []int) (librate.PolicyDecision, error) {
+	deniedBy := 0
+	if v.decision.Allowed {
+		deniedBy = -1
+	}
+	return librate.PolicyDecision{Decision: v.decision, DeniedBy: deniedBy, Rules: []librate.Decision{v.decision}}, nil
 }
 
-func (v vectorLimiter) Config() librate.Config { return v.config }
+func (v vectorLimiter) Rules() []librate.Config { return []librate.Config{v.config} }
 
 // fromC is a C decision's duration as the binding reports it: saturated at Never.
 func fromC(ns uint64) time.Duration {
@@ -313,7 +318,7 @@ func checkVector(t *testing.T, h http.Handler, what, policy, rateLimit string, r
 // fixed window). RateLimit reports the rule with the least left, or the one that denied.
 func TestPolicyMiddleware(t *testing.T) {
 	clock := &fakeClock{}
-	m, err := librate.NewPolicyMiddleware(librate.SharedPolicy(mustPolicy(t, twoRules...)),
+	m, err := librate.NewMiddleware(mustPolicy(t, twoRules...),
 		librate.MiddlewareOptions{Now: clock.Now, RuleNames: []string{"second", "minute"}})
 	if err != nil {
 		t.Fatal(err)
@@ -360,15 +365,15 @@ func TestPolicyMiddlewareCosts(t *testing.T) {
 	keyed := mustKeyedPolicy(t, 8, perKey...)
 	for _, c := range []struct {
 		name    string
-		limiter librate.PolicyLimiter
+		limiter librate.RequestLimiter
 		// query asks each rule's state at now, taking nothing.
 		query func(now time.Duration) (librate.PolicyDecision, error)
 	}{
-		{"Policy", librate.SharedPolicy(policy), func(now time.Duration) (librate.PolicyDecision, error) { return policy.AcquireAt(0, now) }},
+		{"Policy", policy, func(now time.Duration) (librate.PolicyDecision, error) { return policy.AcquireAt(0, now) }},
 		{"KeyedPolicy", keyed, func(now time.Duration) (librate.PolicyDecision, error) { return keyed.AcquireAt("192.0.2.1", 0, now) }},
 	} {
 		clock := &fakeClock{}
-		m, err := librate.NewPolicyMiddleware(c.limiter, librate.MiddlewareOptions{Now: clock.Now, RuleNames: socialNames, Costs: []int{1, 0, 0, 1}})
+		m, err := librate.NewMiddleware(c.limiter, librate.MiddlewareOptions{Now: clock.Now, RuleNames: socialNames, Costs: []int{1, 0, 0, 1}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -418,23 +423,23 @@ func TestPolicyMiddlewareCosts(t *testing.T) {
 func TestPolicyMiddlewareDefaultsAndFailure(t *testing.T) {
 	p := mustPolicy(t, librate.Config{Algorithm: librate.SlidingLog, Limit: 10, Period: time.Second},
 		librate.Config{Algorithm: librate.GCRA, Limit: 4, Period: time.Minute})
-	h := newPolicyMiddleware(t, librate.SharedPolicy(p), librate.MiddlewareOptions{Now: func() time.Duration { return 0 }})
+	h := newPolicyMiddleware(t, p, librate.MiddlewareOptions{Now: func() time.Time { return librate.TimeAt(0) }})
 	// 3 of the 4 a minute (T = 15 s) left, full again in 15 s.
 	want := response{200, `"rule1";r=3;t=15`, `"rule0";q=10;w=1, "rule1";q=4;w=60`, ""}
 	if got := serve(h, "192.0.2.1:1", nil); got != want {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 	p.Close()
-	h = newPolicyMiddleware(t, librate.SharedPolicy(p), librate.MiddlewareOptions{
+	h = newPolicyMiddleware(t, p, librate.MiddlewareOptions{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if got := serve(h, "192.0.2.1:1", nil); got != (response{status: http.StatusServiceUnavailable}) {
 		t.Errorf("closed policy: %+v, want 503", got)
 	}
 }
 
-func newPolicyMiddleware(t *testing.T, limiter librate.PolicyLimiter, options librate.MiddlewareOptions) http.Handler {
+func newPolicyMiddleware(t *testing.T, limiter librate.RequestLimiter, options librate.MiddlewareOptions) http.Handler {
 	t.Helper()
-	m, err := librate.NewPolicyMiddleware(limiter, options)
+	m, err := librate.NewMiddleware(limiter, options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,39 +447,47 @@ func newPolicyMiddleware(t *testing.T, limiter librate.PolicyLimiter, options li
 }
 
 func TestNewPolicyMiddlewareErrors(t *testing.T) {
-	policy := librate.SharedPolicy(mustPolicy(t, twoRules...))
+	policy := mustPolicy(t, twoRules...)
 	cases := []struct {
 		name    string
-		limiter librate.PolicyLimiter
+		limiter librate.RequestLimiter
 		options librate.MiddlewareOptions
 	}{
 		{"nil limiter", nil, librate.MiddlewareOptions{}},
-		{"a nil policy: no rules", librate.SharedPolicy(nil), librate.MiddlewareOptions{}},
+		{"a nil policy: no rules", (*librate.Policy)(nil), librate.MiddlewareOptions{}},
 		{"one name for two rules", policy, librate.MiddlewareOptions{RuleNames: []string{"a"}}},
 		{"three names for two rules", policy, librate.MiddlewareOptions{RuleNames: []string{"a", "b", "c"}}},
 		{"a name not ASCII", policy, librate.MiddlewareOptions{RuleNames: []string{"a", "naïve"}}},
 		{"a Policy name", policy, librate.MiddlewareOptions{Policy: "api"}},
 		{"one cost for two rules", policy, librate.MiddlewareOptions{Costs: []int{1}}},
 		{"three costs for two rules", policy, librate.MiddlewareOptions{Costs: []int{1, 1, 1}}},
-		{"a cost above its rule's capacity", policy, librate.MiddlewareOptions{Costs: []int{3, 0}}},
+		{"a cost above the most its rule admits at once", policy, librate.MiddlewareOptions{Costs: []int{3, 0}}},
 		{"a negative cost", policy, librate.MiddlewareOptions{Costs: []int{1, -1}}},
 		{"every cost 0", policy, librate.MiddlewareOptions{Costs: []int{0, 0}}},
-		{"costs on a PolicyLimiter without AcquireCostsAt", vectorPolicy{rules: twoRules}, librate.MiddlewareOptions{Costs: []int{1, 1}}},
 	}
 	for _, c := range cases {
-		if _, err := librate.NewPolicyMiddleware(c.limiter, c.options); !errors.Is(err, librate.ErrInvalidArgument) {
+		if _, err := librate.NewMiddleware(c.limiter, c.options); !errors.Is(err, librate.ErrInvalidArgument) {
 			t.Errorf("%s: %v; want ErrInvalidArgument", c.name, err)
 		}
 	}
-	limiter := librate.Shared(mustGCRA(t, 1, time.Second, 0))
-	if _, err := librate.NewMiddleware(limiter, librate.MiddlewareOptions{RuleNames: []string{"a"}}); !errors.Is(err, librate.ErrInvalidArgument) {
-		t.Errorf("NewMiddleware with RuleNames: %v; want ErrInvalidArgument", err)
+	// A limiter is a policy of one rule: one name and one cost, no more.
+	limiter := mustGCRA(t, 1, time.Second, 0)
+	for _, c := range []struct {
+		options librate.MiddlewareOptions
+		want    string
+	}{
+		{librate.MiddlewareOptions{RuleNames: []string{"a", "b"}}, "librate: NewMiddleware: 2 rule names for 1 rules: invalid argument"},
+		{librate.MiddlewareOptions{Costs: []int{1, 1}}, "librate: NewMiddleware: Costs has 2 costs for 1 rules: invalid argument"},
+		{librate.MiddlewareOptions{Policy: "a", RuleNames: []string{"a"}}, "librate: NewMiddleware: Policy and RuleNames both name the rule: invalid argument"},
+		{librate.MiddlewareOptions{RuleNames: []string{"a"}, Costs: []int{1}}, ""},
+	} {
+		_, err := librate.NewMiddleware(limiter, c.options)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || err.Error() != c.want || !errors.Is(err, librate.ErrInvalidArgument)) {
+			t.Errorf("%+v: %v; want %q", c.options, err, c.want)
+		}
 	}
-	if _, err := librate.NewMiddleware(limiter, librate.MiddlewareOptions{Costs: []int{1}}); !errors.Is(err, librate.ErrInvalidArgument) {
-		t.Errorf("NewMiddleware with Costs: %v; want ErrInvalidArgument", err)
-	}
-	// Each cost up to its own rule's capacity: 2 of the GCRA rule's burst of 2, 3 of 3.
-	if _, err := librate.NewPolicyMiddleware(policy, librate.MiddlewareOptions{Costs: []int{2, 3}}); err != nil {
+	// Each cost up to the most its own rule admits at once: 2 of the GCRA rule's burst of 2, 3 of 3.
+	if _, err := librate.NewMiddleware(policy, librate.MiddlewareOptions{Costs: []int{2, 3}}); err != nil {
 		t.Errorf("Costs at the capacities: %v", err)
 	}
 }
@@ -510,19 +523,11 @@ type vectorPolicy struct {
 	decision librate.PolicyDecision
 }
 
-func (v vectorPolicy) AcquireAt(string, int, time.Duration) (librate.PolicyDecision, error) {
+func (v vectorPolicy) LimitRequest(context.Context, string, time.Time, []int) (librate.PolicyDecision, error) {
 	return v.decision, nil
 }
 
 func (v vectorPolicy) Rules() []librate.Config { return v.rules }
-
-// costedVector is a vectorPolicy that takes a cost per rule (a CostsLimiter), answering
-// every request with the same decision still.
-type costedVector struct{ vectorPolicy }
-
-func (v costedVector) AcquireCostsAt(key string, _ []int, now time.Duration) (librate.PolicyDecision, error) {
-	return v.AcquireAt(key, 1, now)
-}
 
 // The Python and Go middlewares write the same fields for the same policy decision.
 func TestPolicyMiddlewareHeaderVectors(t *testing.T) {
@@ -549,12 +554,18 @@ func TestPolicyMiddlewareHeaderVectors(t *testing.T) {
 			combined.ResetAfter = max(combined.ResetAfter, own.ResetAfter)
 		}
 		v.decision = combined
-		h := newPolicyMiddleware(t, costedVector{v}, librate.MiddlewareOptions{RuleNames: c.Names, Costs: c.Costs})
+		names := c.Names
+		if names == nil && len(v.rules) == 1 {
+			// The vectors name a policy's one rule rule0; a RequestLimiter of one rule,
+			// limiter or policy, is "default" unless named.
+			names = []string{"rule0"}
+		}
+		h := newPolicyMiddleware(t, v, librate.MiddlewareOptions{RuleNames: names, Costs: c.Costs})
 		checkVector(t, h, c.What, c.Policy, c.RateLimit, c.RetryAfter)
 	}
 }
 
-// A PolicyLimiter that decides another number of rules than it has is a failure of the
+// A RequestLimiter that decides another number of rules than it has is a failure of the
 // limiter, not a crash.
 func TestPolicyMiddlewareRulesMismatch(t *testing.T) {
 	v := vectorPolicy{rules: twoRules, decision: librate.PolicyDecision{DeniedBy: -1,

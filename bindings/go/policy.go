@@ -29,6 +29,7 @@ static int32_t librate_go_policy_allow(uintptr_t policy, uint64_t n) {
 import "C"
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -64,7 +65,7 @@ var _ [0]struct{} = [MaxRules - C.RATE_POLICY_MAX_RULES]struct{}{}
 //     sliding log denies because a concurrent request changed it after it was asked.
 //     Either way a rule only ever errs on the side of its limit.
 //
-// A nil or closed Policy answers every call with ErrNull (and Allow with false).
+// A nil or closed Policy answers every call with ErrClosed (and Allow with false).
 type Policy struct {
 	ptr *C.rate_policy
 	// rules are the rules in force: those given to NewPolicy, or to the last SetRules.
@@ -161,15 +162,34 @@ func (p *Policy) handle() *C.rate_policy {
 	return ptr
 }
 
-// Allow reports whether one unit is admitted now by every rule. It is AllowN(1).
+// Allow reports whether one unit is admitted now by every rule (and takes it from
+// each), on librate's fastest path.
 func (p *Policy) Allow() bool {
-	return p.AllowN(1)
+	return p.allowNow(1)
 }
 
-// AllowN reports whether n units are admitted now by every rule (and takes them from
-// each). It returns false for a negative n, an n above a rule's limit, and a nil or
-// closed Policy; use Acquire to tell those apart from a denial.
-func (p *Policy) AllowN(n int) bool {
+// AllowN reports whether n units are admitted at time t by every rule (and takes them
+// from each), as Limiter.AllowN. It returns false for a negative n, an n above a rule's
+// burst, and a nil or closed Policy; use Acquire to tell those apart from a denial.
+func (p *Policy) AllowN(t time.Time, n int) bool {
+	if n < 0 {
+		return false
+	}
+	status := C.rate_policy_acquire_at(p.handle(), C.uint64_t(n), C.uint64_t(onTimeline(t)), nil)
+	runtime.KeepAlive(p)
+	return status == C.RATE_OK
+}
+
+// AllowNow is AllowN now, on librate's fastest path.
+//
+// Deprecated: use AllowN(time.Now(), n); AllowNow was AllowN's shape before 0.2 and
+// goes in the next release.
+func (p *Policy) AllowNow(n int) bool {
+	return p.allowNow(n)
+}
+
+// allowNow is Allow for n units.
+func (p *Policy) allowNow(n int) bool {
 	if n < 0 {
 		return false
 	}
@@ -178,10 +198,25 @@ func (p *Policy) AllowN(n int) bool {
 	return status == C.RATE_OK
 }
 
+// Wait is WaitN(ctx, 1).
+func (p *Policy) Wait(ctx context.Context) error {
+	return p.WaitN(ctx, 1)
+}
+
+// WaitN blocks until n units of every rule are admitted, as Limiter.WaitN. A policy has
+// no queue: it acquires, and while denied sleeps out the denial's RetryAfter and
+// acquires again, holding nothing while it sleeps.
+func (p *Policy) WaitN(ctx context.Context, n int) error {
+	return wait(ctx, n, nil, func(n int) (Decision, error) {
+		decision, err := p.Acquire(n)
+		return decision.Decision, err
+	})
+}
+
 // Acquire takes n units now from every rule, or from none, and reports the decision. n
 // == 0 is a query: admitted, changes nothing. A denial is a PolicyDecision with Allowed
 // false and a nil error; errors are ErrInsufficientCapacity (n above a rule's limit),
-// ErrInvalidArgument (n negative) and ErrNull (nil or closed).
+// ErrInvalidArgument (n negative) and ErrClosed (nil or closed).
 func (p *Policy) Acquire(n int) (PolicyDecision, error) {
 	if n < 0 {
 		return PolicyDecision{}, negative("n", int64(n))
@@ -207,7 +242,7 @@ func (p *Policy) AcquireAt(n int, now time.Duration) (PolicyDecision, error) {
 // of cost 0 takes no part (its entry in Rules only reports its state, and the combined
 // Decision leaves it out); all costs 0 is a query. Errors: ErrInvalidConfig for other
 // than one cost per rule, ErrInsufficientCapacity for a cost above its rule's limit,
-// ErrInvalidArgument for a negative cost, ErrNull (nil or closed).
+// ErrInvalidArgument for a negative cost, ErrClosed (nil or closed).
 func (p *Policy) AcquireCosts(costs []int) (PolicyDecision, error) {
 	return p.acquireCosts(costs, -1)
 }
@@ -255,7 +290,7 @@ func costArray(costs []int) ([MaxRules]C.uint64_t, error) {
 }
 
 // Close frees the policy. It is idempotent and always returns nil; afterwards every call
-// returns ErrNull. It must not run concurrently with other calls on p. A Policy dropped
+// returns ErrClosed. It must not run concurrently with other calls on p. A Policy dropped
 // without Close is freed when the garbage collector finds it unreachable.
 func (p *Policy) Close() error {
 	if p != nil {

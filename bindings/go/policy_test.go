@@ -110,10 +110,10 @@ func TestPolicyOnTheRealClock(t *testing.T) {
 	p := mustPolicy(t,
 		librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: time.Hour},
 		librate.Config{Algorithm: librate.SlidingLog, Limit: 5, Period: 24 * time.Hour})
-	if !p.Allow() || p.Allow() || p.AllowN(1) {
+	if !p.Allow() || p.Allow() || p.AllowN(time.Now(), 1) {
 		t.Fatal("want exactly one unit admitted")
 	}
-	if !p.AllowN(0) {
+	if !p.AllowN(time.Now(), 0) {
 		t.Fatal("a query is always admitted")
 	}
 	d, err := p.Acquire(1)
@@ -207,7 +207,7 @@ func TestPolicyBadInput(t *testing.T) {
 			t.Errorf("%s: %v; want %v", c.name, err, c.want)
 		}
 	}
-	if p.AllowN(3) || p.AllowN(-1) {
+	if p.AllowN(time.Now(), 3) || p.AllowN(time.Now(), -1) {
 		t.Error("AllowN(3) and AllowN(-1) must be false")
 	}
 	// None of the failed calls took anything.
@@ -253,20 +253,20 @@ func TestPolicyAcquireCosts(t *testing.T) {
 	}
 }
 
-// Every method of a closed or nil Policy returns ErrNull (Allow false); Close is
+// Every method of a closed or nil Policy returns ErrClosed (Allow false); Close is
 // idempotent.
 func TestPolicyClosedAndNil(t *testing.T) {
 	closed := mustPolicy(t, twoRules...)
 	closed.Close()
 	var nilPolicy *librate.Policy
 	for name, p := range map[string]*librate.Policy{"closed": closed, "nil": nilPolicy} {
-		if _, err := p.Acquire(1); !errors.Is(err, librate.ErrNull) {
-			t.Errorf("%s policy, Acquire: %v; want ErrNull", name, err)
+		if _, err := p.Acquire(1); !errors.Is(err, librate.ErrClosed) {
+			t.Errorf("%s policy, Acquire: %v; want ErrClosed", name, err)
 		}
-		if _, err := p.AcquireAt(1, 0); !errors.Is(err, librate.ErrNull) {
-			t.Errorf("%s policy, AcquireAt: %v; want ErrNull", name, err)
+		if _, err := p.AcquireAt(1, 0); !errors.Is(err, librate.ErrClosed) {
+			t.Errorf("%s policy, AcquireAt: %v; want ErrClosed", name, err)
 		}
-		if p.Allow() || p.AllowN(0) {
+		if p.Allow() || p.AllowN(time.Now(), 0) {
 			t.Errorf("%s policy: Allow returned true", name)
 		}
 		if err := p.Close(); err != nil {

@@ -20,10 +20,12 @@ package librate
 #cgo CFLAGS: -I${SRCDIR}/../../include
 #include "rate.h"
 
-// librate_go_reserve reserves on librate's clock in a single cgo crossing.
+// librate_go_reserve reserves on librate's clock in a single cgo crossing, and writes
+// the time it read to *now (for a Reservation, which counts its delay from then).
 static int32_t librate_go_reserve(rate_limiter *limiter, uint64_t n, uint64_t max_wait_ns,
-                                  rate_decision *out) {
-	return rate_limiter_reserve_at(limiter, n, rate_now_ns(), max_wait_ns, out);
+                                  rate_decision *out, uint64_t *now) {
+	*now = rate_now_ns();
+	return rate_limiter_reserve_at(limiter, n, *now, max_wait_ns, out);
 }
 
 // librate_go_allow is rate_limiter_acquire without a decision, taking the handle as an
@@ -167,8 +169,8 @@ func configFromC(held C.rate_config) (Config, bool) {
 }
 
 // Limiter enforces one Config. Its methods are safe for concurrent use and never
-// block, except Wait. A nil or closed Limiter answers every call with ErrNull (and
-// Allow with false).
+// block, except Wait and WaitN. A nil or closed Limiter answers every call with
+// ErrClosed (and Allow with false).
 type Limiter struct {
 	ptr *C.rate_limiter
 	// config is the rule last known in force: the one given to New, to the last
@@ -280,16 +282,38 @@ func address(handle unsafe.Pointer) C.uintptr_t {
 	return C.uintptr_t(uintptr(handle))
 }
 
-// Allow reports whether one unit is admitted now. It is AllowN(1).
+// Allow reports whether one unit is admitted now, as x/time/rate's Allow: librate's
+// fastest path, which decides on the coarse clock whenever that settles the outcome
+// exactly. It returns false for a nil or closed Limiter; use Acquire to tell that apart
+// from a denial.
 func (l *Limiter) Allow() bool {
-	return l.AllowN(1)
+	return l.allowNow(1)
 }
 
-// AllowN reports whether n units are admitted now: librate's fastest path, which
-// decides on the coarse clock whenever that settles the outcome exactly. It returns
-// false for a negative n, an n above the limit, and a nil or closed Limiter; use
-// Acquire to tell those apart from a denial.
-func (l *Limiter) AllowN(n int) bool {
+// AllowN reports whether n units are admitted at time t, and takes them if so, as
+// x/time/rate's AllowN: AllowN(time.Now(), n) decides now. t maps onto librate's timeline
+// through its monotonic reading (docs/go.md, time). It returns false for a negative n,
+// an n above the burst, and a nil or closed Limiter; use Acquire to tell those apart
+// from a denial.
+func (l *Limiter) AllowN(t time.Time, n int) bool {
+	if n < 0 {
+		return false
+	}
+	status := C.rate_limiter_acquire_at(l.handle(), C.uint64_t(n), C.uint64_t(onTimeline(t)), nil)
+	runtime.KeepAlive(l)
+	return status == C.RATE_OK
+}
+
+// AllowNow is AllowN now on librate's fast path, as Allow is for one unit.
+//
+// Deprecated: use AllowN(time.Now(), n), x/time/rate's shape. AllowNow was AllowN's
+// name and shape before 0.2 and goes in the next release.
+func (l *Limiter) AllowNow(n int) bool {
+	return l.allowNow(n)
+}
+
+// allowNow is Allow for n units.
+func (l *Limiter) allowNow(n int) bool {
 	if n < 0 {
 		return false
 	}
@@ -301,7 +325,7 @@ func (l *Limiter) AllowN(n int) bool {
 // Acquire takes n units now if the limit allows, and reports the decision. n == 0 is
 // a query: admitted, changes nothing. A denial is a Decision with Allowed false and a
 // nil error; errors are ErrInsufficientCapacity (n above Limit), ErrInvalidArgument (n
-// negative) and ErrNull (nil or closed).
+// negative) and ErrClosed (nil or closed).
 func (l *Limiter) Acquire(n int) (Decision, error) {
 	if n < 0 {
 		return Decision{}, negative("n", int64(n))
@@ -324,18 +348,27 @@ func (l *Limiter) AcquireAt(n int, now time.Duration) (Decision, error) {
 	return result(status, &out)
 }
 
-// Reserve takes n units now if the caller would have to wait at most maxWait before
-// acting on them (the leaky bucket as a queue, a traffic shaper); Decision.Wait says how
-// long. With maxWait 0 it is Acquire. GCRA only: the window algorithms return
+// ReserveWithin takes n units now if the caller would have to wait at most maxWait
+// before acting on them (the leaky bucket as a queue, a traffic shaper); Decision.Wait
+// says how long. With maxWait 0 it is Acquire. GCRA only: the window algorithms return
 // ErrUnsupported. A denied reserve's RetryAfter is for the same reserve, same maxWait.
-func (l *Limiter) Reserve(n int, maxWait time.Duration) (Decision, error) {
+// ReserveN is the same with no bound on the wait, in x/time/rate's shape.
+func (l *Limiter) ReserveWithin(n int, maxWait time.Duration) (Decision, error) {
+	decision, _, err := l.reserveNow(n, maxWait)
+	return decision, err
+}
+
+// reserveNow is ReserveWithin, with the time on librate's clock it decided at.
+func (l *Limiter) reserveNow(n int, maxWait time.Duration) (Decision, uint64, error) {
 	if n < 0 || maxWait < 0 {
-		return Decision{}, negativeArgument(n, 0, maxWait)
+		return Decision{}, 0, negativeArgument(n, 0, maxWait)
 	}
 	var out C.rate_decision
-	status := C.librate_go_reserve(l.handle(), C.uint64_t(n), C.uint64_t(maxWait), &out)
+	var now C.uint64_t
+	status := C.librate_go_reserve(l.handle(), C.uint64_t(n), C.uint64_t(maxWait), &out, &now)
 	runtime.KeepAlive(l)
-	return result(status, &out)
+	decision, err := result(status, &out)
+	return decision, uint64(now), err
 }
 
 // ReserveAt is Reserve at time now on the caller's timeline.
@@ -349,14 +382,21 @@ func (l *Limiter) ReserveAt(n int, now, maxWait time.Duration) (Decision, error)
 	return result(status, &out)
 }
 
-// Wait blocks until n units are admitted, ctx is done, or it is clear that admission
-// would come after ctx's deadline; in that last case it returns at once with an error
-// wrapping context.DeadlineExceeded, having taken nothing. A GCRA limiter reserves the
-// units first and then sleeps out Decision.Wait, so waiters are served in order; if ctx
-// ends during that sleep the reserved units stay spent (the C ABI gives none back). The
-// window algorithms retry after each RetryAfter instead.
-func (l *Limiter) Wait(ctx context.Context, n int) error {
-	reserve := l.Reserve
+// Wait is WaitN(ctx, 1).
+func (l *Limiter) Wait(ctx context.Context) error {
+	return l.WaitN(ctx, 1)
+}
+
+// WaitN blocks until n units are admitted, ctx is done, or it is clear that admission
+// would come after ctx's deadline, as x/time/rate's WaitN; in that last case it returns
+// at once with an error wrapping context.DeadlineExceeded, having taken nothing. An n
+// above the burst is ErrInsufficientCapacity at once. A GCRA limiter reserves the units
+// first and then sleeps out Decision.Wait, so waiters are served in order; if ctx ends
+// during that sleep the reserved units stay spent, since librate's C ABI has no refund
+// yet (docs/go.md, cancelling). The window algorithms retry after each RetryAfter
+// instead, holding nothing while they sleep.
+func (l *Limiter) WaitN(ctx context.Context, n int) error {
+	reserve := l.ReserveWithin
 	if l.Config().Algorithm != GCRA {
 		reserve = nil
 	}
@@ -364,7 +404,7 @@ func (l *Limiter) Wait(ctx context.Context, n int) error {
 }
 
 // Close frees the limiter. It is idempotent and always returns nil; afterwards every
-// call returns ErrNull. It must not run concurrently with other calls on l. A Limiter
+// call returns ErrClosed. It must not run concurrently with other calls on l. A Limiter
 // dropped without Close is freed when the garbage collector finds it unreachable.
 func (l *Limiter) Close() error {
 	if l != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	xorshiftpkg "librate/bindings/go/internal/xorshift"
 	"math"
 	"os"
 	"regexp"
@@ -166,17 +167,8 @@ func (m *gcraModel) decide(now, n, maxWait uint64) librate.Decision {
 	return d
 }
 
-// xorshift is Marsaglia's xorshift64: a reproducible pseudo-random stream for test
-// runs and benchmark key orders. Seed it non-zero.
-type xorshift uint64
-
-// next is a pseudo-random number in [0, bound).
-func (x *xorshift) next(bound uint64) uint64 {
-	*x ^= *x << 13
-	*x ^= *x >> 7
-	*x ^= *x << 17
-	return uint64(*x) % bound
-}
+// xorshift is the tests' reproducible pseudo-random stream.
+type xorshift = xorshiftpkg.Stream
 
 // modelRun drives a pseudo-random run against a reference model. Each op makes one
 // call at time now (advanced by up to maxStep each op) and returns librate's result,
@@ -190,7 +182,7 @@ func modelRun(t *testing.T, seed xorshift, ops int, maxStep uint64, minEach int,
 	rng, now := seed, uint64(0)
 	admitted, denied := 0, 0
 	for i := range ops {
-		now += rng.next(maxStep)
+		now += rng.Next(maxStep)
 		got, want, what, err := op(&rng, now)
 		if err != nil {
 			t.Fatalf("op %d (%s, now=%d): %v", i, what, now, err)
@@ -216,9 +208,9 @@ func TestGCRAMatchesReferenceModel(t *testing.T) {
 	l := mustGCRA(t, 4, 1000, 3)
 	model := gcraModel{interval: 250, burst: 3}
 	modelRun(t, 0x9e3779b97f4a7c15, 3000, 200, 500, func(rng *xorshift, now uint64) (librate.Decision, librate.Decision, string, error) {
-		n := rng.next(4) // 0..3: queries included
-		if rng.next(3) == 0 {
-			maxWait := rng.next(600)
+		n := rng.Next(4) // 0..3: queries included
+		if rng.Next(3) == 0 {
+			maxWait := rng.Next(600)
 			got, err := l.ReserveAt(int(n), time.Duration(now), time.Duration(maxWait))
 			return got, model.decide(now, n, maxWait), fmt.Sprintf("ReserveAt n=%d maxWait=%d", n, maxWait), err
 		}
@@ -305,16 +297,16 @@ func TestConcurrentAllowAdmitsExactlyTheBurst(t *testing.T) {
 
 func TestAllowAndAllowN(t *testing.T) {
 	l := mustGCRA(t, 3, 100*365*24*time.Hour, 0) // nothing refills during the test
-	if !l.AllowN(0) || !l.AllowN(2) || !l.Allow() {
+	if !l.AllowN(time.Now(), 0) || !l.AllowN(time.Now(), 2) || !l.Allow() {
 		t.Fatal("the burst of 3 was not admitted")
 	}
-	if l.Allow() || l.AllowN(1) {
+	if l.Allow() || l.AllowN(time.Now(), 1) {
 		t.Fatal("admitted past the burst")
 	}
-	if !l.AllowN(0) {
+	if !l.AllowN(time.Now(), 0) {
 		t.Fatal("a query is always admitted")
 	}
-	if l.AllowN(-1) || l.AllowN(4) {
+	if l.AllowN(time.Now(), -1) || l.AllowN(time.Now(), 4) {
 		t.Fatal("AllowN(-1) and AllowN(above the limit) must be false")
 	}
 }
@@ -349,18 +341,18 @@ func TestErrors(t *testing.T) {
 	}{
 		{"Acquire(3)", func() error { _, err := l.Acquire(3); return err }, librate.ErrInsufficientCapacity},
 		{"AcquireAt(3)", func() error { _, err := l.AcquireAt(3, 0); return err }, librate.ErrInsufficientCapacity},
-		{"Reserve(3)", func() error { _, err := l.Reserve(3, time.Hour); return err }, librate.ErrInsufficientCapacity},
+		{"Reserve(3)", func() error { _, err := l.ReserveWithin(3, time.Hour); return err }, librate.ErrInsufficientCapacity},
 		{"ReserveAt(3)", func() error { _, err := l.ReserveAt(3, 0, time.Hour); return err }, librate.ErrInsufficientCapacity},
-		{"Wait(3)", func() error { return l.Wait(ctx, 3) }, librate.ErrInsufficientCapacity},
+		{"Wait(3)", func() error { return l.WaitN(ctx, 3) }, librate.ErrInsufficientCapacity},
 		{"Acquire(-1)", func() error { _, err := l.Acquire(-1); return err }, librate.ErrInvalidArgument},
 		{"AcquireAt(-1, 0)", func() error { _, err := l.AcquireAt(-1, 0); return err }, librate.ErrInvalidArgument},
 		{"AcquireAt(1, -1)", func() error { _, err := l.AcquireAt(1, -1); return err }, librate.ErrInvalidArgument},
-		{"Reserve(-1)", func() error { _, err := l.Reserve(-1, 0); return err }, librate.ErrInvalidArgument},
-		{"Reserve(1, -1)", func() error { _, err := l.Reserve(1, -1); return err }, librate.ErrInvalidArgument},
+		{"Reserve(-1)", func() error { _, err := l.ReserveWithin(-1, 0); return err }, librate.ErrInvalidArgument},
+		{"Reserve(1, -1)", func() error { _, err := l.ReserveWithin(1, -1); return err }, librate.ErrInvalidArgument},
 		{"ReserveAt(1, -1, 0)", func() error { _, err := l.ReserveAt(1, -1, 0); return err }, librate.ErrInvalidArgument},
 		{"ReserveAt(1, 0, -1)", func() error { _, err := l.ReserveAt(1, 0, -1); return err }, librate.ErrInvalidArgument},
-		{"Wait(-1)", func() error { return l.Wait(ctx, -1) }, librate.ErrInvalidArgument},
-		{"Wait(nil ctx)", func() error { return l.Wait(nilContext(), 1) }, librate.ErrInvalidArgument},
+		{"Wait(-1)", func() error { return l.WaitN(ctx, -1) }, librate.ErrInvalidArgument},
+		{"Wait(nil ctx)", func() error { return l.WaitN(nilContext(), 1) }, librate.ErrInvalidArgument},
 	}
 	for _, c := range calls {
 		if err := c.call(); !errors.Is(err, c.want) {
@@ -377,7 +369,7 @@ func TestErrors(t *testing.T) {
 // supposed to pass one, but no input may crash the program).
 func nilContext() context.Context { return nil }
 
-// Every method of a closed or nil Limiter returns ErrNull (Allow false); Close is
+// Every method of a closed or nil Limiter returns ErrClosed (Allow false); Close is
 // idempotent.
 func TestClosedAndNilLimiter(t *testing.T) {
 	closed := mustGCRA(t, 1, time.Second, 0)
@@ -392,16 +384,16 @@ func TestClosedAndNilLimiter(t *testing.T) {
 		calls := map[string]func() error{
 			"Acquire":   func() error { _, err := l.Acquire(1); return err },
 			"AcquireAt": func() error { _, err := l.AcquireAt(1, 0); return err },
-			"Reserve":   func() error { _, err := l.Reserve(1, 0); return err },
+			"Reserve":   func() error { _, err := l.ReserveWithin(1, 0); return err },
 			"ReserveAt": func() error { _, err := l.ReserveAt(1, 0, 0); return err },
-			"Wait":      func() error { return l.Wait(context.Background(), 1) },
+			"Wait":      func() error { return l.WaitN(context.Background(), 1) },
 		}
 		for call, f := range calls {
-			if err := f(); !errors.Is(err, librate.ErrNull) {
-				t.Errorf("%s limiter, %s: %v; want ErrNull", name, call, err)
+			if err := f(); !errors.Is(err, librate.ErrClosed) {
+				t.Errorf("%s limiter, %s: %v; want ErrClosed", name, call, err)
 			}
 		}
-		if l.Allow() || l.AllowN(0) {
+		if l.Allow() || l.AllowN(time.Now(), 0) {
 			t.Errorf("%s limiter: Allow returned true", name)
 		}
 		if err := l.Close(); err != nil {
@@ -450,7 +442,7 @@ func TestHugeDurations(t *testing.T) {
 
 func TestWaitReturnsAtOnceWhenAdmitted(t *testing.T) {
 	l := mustGCRA(t, 1, time.Hour, 1)
-	if err := l.Wait(context.Background(), 1); err != nil {
+	if err := l.WaitN(context.Background(), 1); err != nil {
 		t.Fatal(err)
 	}
 	if d, _ := l.AcquireAt(0, 0); d.Remaining != 0 {
@@ -462,7 +454,7 @@ func TestWaitReturnsAtOnceWhenAdmitted(t *testing.T) {
 func TestWaitSleepsOutTheReservation(t *testing.T) {
 	l := mustGCRA(t, 1000, time.Second, 1)
 	for i := range 3 {
-		if err := l.Wait(context.Background(), 1); err != nil {
+		if err := l.WaitN(context.Background(), 1); err != nil {
 			t.Fatalf("Wait %d: %v", i, err)
 		}
 	}
@@ -478,7 +470,7 @@ func TestWaitReturnsEarlyPastTheDeadline(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	err := l.Wait(ctx, 1)
+	err := l.WaitN(ctx, 1)
 	if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		t.Fatalf("Wait: %v (ctx.Err %v); want an early DeadlineExceeded", err, ctx.Err())
 	}
@@ -491,7 +483,7 @@ func TestWaitHonoursCancellation(t *testing.T) {
 	l := mustGCRA(t, 1, time.Hour, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := l.Wait(ctx, 1); !errors.Is(err, context.Canceled) {
+	if err := l.WaitN(ctx, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait on a cancelled context: %v", err)
 	}
 	if d, _ := l.Acquire(0); d.Remaining != 1 {
@@ -503,7 +495,7 @@ func TestWaitHonoursCancellation(t *testing.T) {
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 	go cancel()
-	if err := l.Wait(ctx, 1); !errors.Is(err, context.Canceled) {
+	if err := l.WaitN(ctx, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Wait cancelled while waiting: %v", err)
 	}
 }

@@ -24,7 +24,7 @@ import (
 // it has seen on, it decides as a new limiter of its configuration would (GCRA and the
 // fixed window at any time). Each acquire racing it, in any goroutine (or, for a limiter
 // from Open, any process), is decided wholly before it or wholly after it. The error is
-// ErrNull for a nil or closed Limiter.
+// ErrClosed for a nil or closed Limiter.
 func (l *Limiter) Reset() error {
 	status := C.rate_limiter_reset(l.handle())
 	runtime.KeepAlive(l)
@@ -35,7 +35,7 @@ func (l *Limiter) Reset() error {
 // in the table stays out of it. The key's former state keeps a slot, under no key, until
 // it is fresh (at most a period, or GCRA's burst, after its last admission), so
 // resetting many busy keys at once can fill a table for that long. Each acquire of the
-// key racing the reset is decided wholly before or after it. The error is ErrNull for a
+// key racing the reset is decided wholly before or after it. The error is ErrClosed for a
 // nil or closed Keyed, or ErrTableFull only for a table from OpenKeyed whose slot a
 // stopped process keeps claimed (nothing is reset).
 func (k *Keyed) Reset(key string) error { return k.reset(stringKey(key)) }
@@ -65,7 +65,7 @@ type KeyedStats struct {
 }
 
 // Stats reports the table's statistics, with its live keys counted now. It reads every
-// slot: call it for a dashboard, not on a hot path. The error is ErrNull for a nil or
+// slot: call it for a dashboard, not on a hot path. The error is ErrClosed for a nil or
 // closed Keyed.
 func (k *Keyed) Stats() (KeyedStats, error) {
 	var out C.rate_keyed_stats

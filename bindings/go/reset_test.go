@@ -120,11 +120,11 @@ func TestResetAndStatsOfNilOrClosed(t *testing.T) {
 		"closed limiter": closed.Reset(),
 		"nil keyed":      nilKeyed.Reset("a"),
 	} {
-		if !errors.Is(err, librate.ErrNull) {
+		if !errors.Is(err, librate.ErrClosed) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if _, err := nilKeyed.Stats(); !errors.Is(err, librate.ErrNull) {
+	if _, err := nilKeyed.Stats(); !errors.Is(err, librate.ErrClosed) {
 		t.Errorf("stats of nil: %v", err)
 	}
 }

@@ -80,32 +80,48 @@ type Error struct {
 // never reaches C (whose parameters are unsigned). It lies outside the C codes' range.
 const codeInvalidArgument int32 = -1000
 
-// Error describes the code: librate's own text for C codes.
+// Error is "librate: " and the code's text: librate's own for C codes.
 func (e Error) Error() string {
-	if e.Code == codeInvalidArgument {
-		return "librate: invalid argument: negative count, time or duration"
+	return "librate: " + e.text()
+}
+
+// text describes the code without the "librate: " prefix, which a message that wraps
+// an Error (see detailed) gives once for both.
+func (e Error) text() string {
+	switch e.Code {
+	case codeInvalidArgument:
+		return "invalid argument"
+	case C.RATE_E_NULL:
+		// The binding passes C no NULL but a nil or closed handle's.
+		return "closed or nil handle (status -1)"
 	}
-	return fmt.Sprintf("librate: %s (status %d)", C.GoString(C.rate_status_str(C.int32_t(e.Code))), e.Code)
+	return fmt.Sprintf("%s (status %d)", C.GoString(C.rate_status_str(C.int32_t(e.Code))), e.Code)
 }
 
 // The errors librate returns, for errors.Is. They are boxed once here, so returning one
 // does not allocate.
 var (
-	// ErrNull: the handle is nil or closed (RATE_E_NULL).
-	ErrNull error = Error{Code: C.RATE_E_NULL}
+	// ErrClosed: the handle is closed (or nil). Its code is C's RATE_E_NULL: the only
+	// NULL this package passes C is a closed handle's.
+	ErrClosed error = Error{Code: C.RATE_E_NULL}
+	// ErrNull is ErrClosed's old name.
+	//
+	// Deprecated: use ErrClosed; ErrNull goes in the next release.
+	ErrNull = ErrClosed
 	// ErrInvalidConfig: zero or negative limit, period or capacity, an unknown
 	// algorithm, more than one unit per nanosecond, or a product that overflows
 	// (RATE_E_INVALID_CONFIG). New and NewKeyed return it wrapped in a *ConfigError
 	// that says which field and which bound.
 	ErrInvalidConfig error = Error{Code: C.RATE_E_INVALID_CONFIG}
-	// ErrInsufficientCapacity: the cost exceeds the limiter's Limit, so no amount of
-	// waiting admits it; this is an error, not a denial (RATE_E_INSUFFICIENT_CAPACITY).
+	// ErrInsufficientCapacity: the cost exceeds the limiter's burst (a window's
+	// limit), so no amount of waiting admits it; this is an error, not a denial
+	// (RATE_E_INSUFFICIENT_CAPACITY).
 	ErrInsufficientCapacity error = Error{Code: C.RATE_E_INSUFFICIENT_CAPACITY}
 	// ErrTableFull: a Keyed table is full of live keys and the key is new; nothing was
 	// admitted. Fail open or closed as suits the caller (RATE_E_TABLE_FULL).
 	ErrTableFull error = Error{Code: C.RATE_E_TABLE_FULL}
-	// ErrUnsupported: the operation does not exist for this limiter: Reserve on a window
-	// algorithm (RATE_E_UNSUPPORTED).
+	// ErrUnsupported: the operation does not exist for this limiter: a reserve on a
+	// window algorithm (RATE_E_UNSUPPORTED).
 	ErrUnsupported error = Error{Code: C.RATE_E_UNSUPPORTED}
 	// ErrInternal: a bug inside librate, caught at the C boundary (RATE_E_INTERNAL).
 	ErrInternal error = Error{Code: C.RATE_E_INTERNAL}
@@ -115,8 +131,8 @@ var (
 	// what the file holds (DescribeFile): open it with that rule, or use another path, or
 	// replace the file's rule (the option ReplaceRule).
 	ErrIncompatible error = Error{Code: C.RATE_E_INCOMPATIBLE}
-	// ErrInvalidArgument: a negative count, time or duration, rejected before calling
-	// C. Its code, -1000, is the binding's own.
+	// ErrInvalidArgument: a negative count, time or duration, a nil context or limiter,
+	// rejected before calling C. Its code, -1000, is the binding's own.
 	ErrInvalidArgument error = Error{Code: codeInvalidArgument}
 )
 
@@ -153,7 +169,7 @@ func rejected(status C.int32_t, explain func(reason *C.char, length C.size_t) C.
 func statusError(status C.int32_t) error {
 	switch status {
 	case C.RATE_E_NULL:
-		return ErrNull
+		return ErrClosed
 	case C.RATE_E_INVALID_CONFIG:
 		return ErrInvalidConfig
 	case C.RATE_E_INSUFFICIENT_CAPACITY:
@@ -171,7 +187,24 @@ func statusError(status C.int32_t) error {
 	}
 }
 
-// negative reports a negative argument, naming it.
+// negative reports a negative argument, naming it: "librate: n is -1: invalid argument".
 func negative(what string, value int64) error {
-	return fmt.Errorf("librate: %s is %d: %w", what, value, ErrInvalidArgument)
+	return detailed(ErrInvalidArgument, "%s is %d", what, value)
 }
+
+// detailed is one of the Err* values with what went wrong in this call: its message is
+// "librate: ", the detail, ": " and the value's text (one prefix for both), and
+// errors.Is finds the value.
+func detailed(sentinel error, format string, args ...any) error {
+	return &detailError{detail: fmt.Sprintf(format, args...), err: sentinel.(Error)}
+}
+
+// detailError is detailed's error.
+type detailError struct {
+	detail string
+	err    Error
+}
+
+func (e *detailError) Error() string { return "librate: " + e.detail + ": " + e.err.text() }
+
+func (e *detailError) Unwrap() error { return e.err }

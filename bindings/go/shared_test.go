@@ -19,8 +19,13 @@ import (
 // table is a *Limiter or a *Keyed from a file, as the shared-file tests use either: units
 // taken for a key (a limiter has one limit for every key), and Close.
 type table struct {
-	librate.RequestLimiter
+	acquireAt func(key string, n int, now time.Duration) (librate.Decision, error)
 	io.Closer
+}
+
+// AcquireAt takes n units for key at now: a Keyed's AcquireAt, a Limiter's for every key.
+func (t table) AcquireAt(key string, n int, now time.Duration) (librate.Decision, error) {
+	return t.acquireAt(key, n, now)
 }
 
 // fileKind is one of the two kinds of table a file holds, and how the tests open one.
@@ -43,7 +48,7 @@ var (
 			if err != nil {
 				return table{}, err
 			}
-			return table{librate.Shared(l), l}, nil
+			return table{func(_ string, n int, now time.Duration) (librate.Decision, error) { return l.AcquireAt(n, now) }, l}, nil
 		},
 		keys: []string{""},
 	}
@@ -54,7 +59,7 @@ var (
 			if err != nil {
 				return table{}, err
 			}
-			return table{k, k}, nil
+			return table{k.AcquireAt, k}, nil
 		},
 		keys: []string{"user-0", "user-1", "user-2", "user-3", "user-4", "user-5", "user-6", "user-7"},
 	}
@@ -250,7 +255,7 @@ func TestOpenKeyedRefusesAnotherCapacity(t *testing.T) {
 	for _, capacity := range []int{1, keyedCapacity - 1, keyedCapacity + 1, 2 * keyedCapacity} {
 		checkIncompatible(t, "capacity "+strconv.Itoa(capacity), path, func() (table, error) {
 			k, err := librate.OpenKeyed(path, gcra10, capacity)
-			return table{k, k}, err
+			return table{k.AcquireAt, k}, err
 		})
 	}
 	for _, capacity := range []int{0, -1} {

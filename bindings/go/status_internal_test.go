@@ -6,7 +6,7 @@ import "testing"
 // boxed value, so returning it does not allocate), and anything else to Error{Code}.
 func TestStatusError(t *testing.T) {
 	want := map[int32]error{
-		-1: ErrNull, -2: ErrInvalidConfig, -3: ErrInsufficientCapacity,
+		-1: ErrClosed, -2: ErrInvalidConfig, -3: ErrInsufficientCapacity,
 		-4: ErrTableFull, -5: ErrUnsupported, -6: ErrInternal,
 	}
 	for code, sentinel := range want {

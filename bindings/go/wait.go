@@ -19,7 +19,7 @@ func wait(
 		return negative("n", int64(n))
 	}
 	if ctx == nil {
-		return fmt.Errorf("librate: Wait with a nil context: %w", ErrInvalidArgument)
+		return detailed(ErrInvalidArgument, "WaitN with a nil context")
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -60,7 +60,7 @@ func wait(
 
 // pastDeadline is Wait's early answer when admission would come after the deadline.
 func pastDeadline(n int) error {
-	return fmt.Errorf("librate: Wait(n=%d) would outlast the context deadline: %w", n, context.DeadlineExceeded)
+	return fmt.Errorf("librate: WaitN(n=%d) would outlast the context deadline: %w", n, context.DeadlineExceeded)
 }
 
 // sleep waits for d or until ctx is done, whichever comes first.

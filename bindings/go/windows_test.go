@@ -90,7 +90,7 @@ func TestWindowsMatchReferenceModel(t *testing.T) {
 			l := mustNew(t, librate.Config{Algorithm: algorithm, Limit: 4, Period: 1000, Burst: 99})
 			model := newWindowModel(algorithm, 4, 1000)
 			modelRun(t, 0x853c49e6748fea9b, 2000, 150, 300, func(rng *xorshift, now uint64) (librate.Decision, librate.Decision, string, error) {
-				n := rng.next(5)
+				n := rng.Next(5)
 				got, err := l.AcquireAt(int(n), time.Duration(now))
 				return got, model.decide(now, n), fmt.Sprintf("AcquireAt n=%d", n), err
 			})
@@ -136,7 +136,7 @@ func TestWindowsHaveNoReserve(t *testing.T) {
 		if _, err := l.ReserveAt(1, 0, time.Second); !errors.Is(err, librate.ErrUnsupported) {
 			t.Errorf("%v ReserveAt: %v; want ErrUnsupported", algorithm, err)
 		}
-		if _, err := l.Reserve(1, time.Second); !errors.Is(err, librate.ErrUnsupported) {
+		if _, err := l.ReserveWithin(1, time.Second); !errors.Is(err, librate.ErrUnsupported) {
 			t.Errorf("%v Reserve: %v; want ErrUnsupported", algorithm, err)
 		}
 		if _, err := l.AcquireAt(3, 0); !errors.Is(err, librate.ErrInsufficientCapacity) {
@@ -158,7 +158,7 @@ func TestWindowsWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 3 {
-			if err := l.Wait(context.Background(), 1); err != nil {
+			if err := l.WaitN(context.Background(), 1); err != nil {
 				t.Fatalf("%v Wait %d: %v", algorithm, i, err)
 			}
 		}
@@ -175,12 +175,12 @@ func TestWindowsWait(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	if err := l.Wait(ctx, 1); !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+	if err := l.WaitN(ctx, 1); !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		t.Fatalf("Wait past the deadline: %v; want an early DeadlineExceeded", err)
 	}
 	cancelled, cancelNow := context.WithCancel(context.Background())
 	go cancelNow()
-	if err := l.Wait(cancelled, 1); !errors.Is(err, context.Canceled) {
+	if err := l.WaitN(cancelled, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Wait: %v", err)
 	}
 }

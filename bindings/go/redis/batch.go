@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -34,8 +35,16 @@ func (l *Limiter) AcquireMany(ctx context.Context, keys []string, n int) ([]Resu
 	return l.decideMany(ctx, keys, request{n: n})
 }
 
-// AcquireManyAt is AcquireMany at now, in nanoseconds on the caller's timeline.
-func (l *Limiter) AcquireManyAt(ctx context.Context, keys []string, n int, now uint64) ([]Result, error) {
+// AcquireManyAt is AcquireMany at now on the caller's timeline, as AcquireAt takes it.
+func (l *Limiter) AcquireManyAt(ctx context.Context, keys []string, n int, now time.Duration) ([]Result, error) {
+	if now < 0 {
+		return nil, negativeNow(now)
+	}
+	return l.acquireManyAtNs(ctx, keys, n, uint64(now))
+}
+
+// acquireManyAtNs is AcquireManyAt anywhere on the script's uint64 timeline.
+func (l *Limiter) acquireManyAtNs(ctx context.Context, keys []string, n int, now uint64) ([]Result, error) {
 	return l.decideMany(ctx, keys, request{n: n, now: strconv.FormatUint(now, 10)})
 }
 

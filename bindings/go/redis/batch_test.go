@@ -28,10 +28,10 @@ func TestBatchesDecideAsSingleCalls(t *testing.T) {
 			single := newLimiter(t, client, config, "single:"+algorithm.String()+":")
 			rng := rand.New(rand.NewPCG(17, uint64(algorithm)))
 			names := []string{"", "a", "b", "c"}
-			now := uint64(10 * time.Hour)
+			now := 10 * time.Hour
 			var decided [2]int // denials, admissions
 			for round := range 200 {
-				now = now - uint64(20*time.Minute) + rng.Uint64N(uint64(50*time.Minute))
+				now = now - 20*time.Minute + time.Duration(rng.Int64N(int64(50*time.Minute)))
 				keys := make([]string, rng.IntN(6))
 				for i := range keys {
 					keys[i] = names[rng.IntN(len(names))]

@@ -110,7 +110,7 @@ func policiesOnEveryMaster(t *testing.T, c *cluster, client *redis.ClusterClient
 		for step := range 4 {
 			now := time.Duration(step) * time.Second / 4
 			want, _ := local.AcquireAt(1, now)
-			if got, err := p.AcquireAt(ctx, key, 1, uint64(now)); err != nil || !reflect.DeepEqual(got, want) {
+			if got, err := p.AcquireAt(ctx, key, 1, now); err != nil || !reflect.DeepEqual(got, want) {
 				t.Fatalf("%q step %d: %+v, %v\nwant %+v", key, step, got, err, want)
 			}
 		}
@@ -143,7 +143,7 @@ func keysDecideAsInProcess(t *testing.T, c *cluster, client *redis.ClusterClient
 			now := hour10 + step.at
 			for _, key := range keys {
 				want := local(key, step.n, now)
-				got, err := remote.AcquireAt(ctx, key, step.n, uint64(now))
+				got, err := remote.AcquireAt(ctx, key, step.n, now)
 				if err != nil || got != want {
 					t.Fatalf("step %d, %q on master %d: n=%d at %v: %+v, %v\nwant %+v",
 						i, key, c.master(t, remote.Key(key)), step.n, step.at, got, err, want)
@@ -184,7 +184,7 @@ func batchesOverEveryMaster(t *testing.T, c *cluster, client *redis.ClusterClien
 func batchAsModel(t testing.TB, what string, remote *librateredis.Limiter, local model, keys []string, c call) {
 	t.Helper()
 	now := hour10 + c.at
-	results, err := remote.AcquireManyAt(ctx, keys, c.n, uint64(now))
+	results, err := remote.AcquireManyAt(ctx, keys, c.n, now)
 	if err != nil || len(results) != len(keys) {
 		t.Fatalf("%s: %d results for %d keys, %v", what, len(results), len(keys), err)
 	}
@@ -281,7 +281,7 @@ func flushedScriptsAreLoadedAgain(t *testing.T, c *cluster, client *redis.Cluste
 			t.Fatalf("%q, key %d on master %d: script flushed %v", key, i, master, flushed)
 		}
 		want := local(key, 1, hour10)
-		if got, err := remote.AcquireAt(ctx, key, 1, uint64(hour10)); err != nil || got != want {
+		if got, err := remote.AcquireAt(ctx, key, 1, hour10); err != nil || got != want {
 			t.Fatalf("%q on master %d after SCRIPT FLUSH: %+v, %v\nwant %+v", key, master, got, err, want)
 		}
 		if !loaded(master) {

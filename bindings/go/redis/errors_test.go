@@ -194,3 +194,38 @@ func TestAServerGoneIsAnError(t *testing.T) {
 		t.Errorf("a batch to a killed server: %+v, %v; want an *Error for each key", results, err)
 	}
 }
+
+// A refused argument's message says "librateredis: " once, then what was wrong and
+// librate's error's own text, which errors.Is finds.
+func TestRefusalMessagesHaveOnePrefix(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer client.Close()
+	l, err := librateredis.New(client, gcra2, "k:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := librateredis.NewPolicy(client, []librate.Config{gcra2, gcra2}, "p:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, negativeN := l.Acquire(ctx, "k", -1)
+	_, negativeNow := l.AcquireAt(ctx, "k", 1, -time.Second)
+	_, perRule := p.LimitRequest(ctx, "k", time.Time{}, []int{1, 0})
+	_, beforeEpoch := l.LimitRequest(ctx, "k", time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC), nil)
+	_, nilClient := librateredis.New(nil, gcra2, "k:")
+	for _, c := range []struct {
+		err  error
+		is   error
+		want string
+	}{
+		{negativeN, librate.ErrInvalidArgument, "librateredis: n is -1: invalid argument"},
+		{negativeNow, librate.ErrInvalidArgument, "librateredis: now is -1s: invalid argument"},
+		{perRule, librate.ErrUnsupported, "librateredis: costs [1 0]: unsupported: a Redis policy takes one cost for every rule"},
+		{beforeEpoch, librate.ErrInvalidArgument, "librateredis: time 1969-12-31 00:00:00 +0000 UTC is before the Unix epoch: invalid argument"},
+		{nilClient, librate.ErrInvalidArgument, "librateredis: New with a nil client: invalid argument"},
+	} {
+		if c.err == nil || c.err.Error() != c.want || !errors.Is(c.err, c.is) {
+			t.Errorf("%v\nwant %q, matching %v", c.err, c.want, c.is)
+		}
+	}
+}

@@ -44,13 +44,14 @@ func Example() {
 // The net/http middleware over Redis: one limit per client address for every host, by
 // the Redis server's clock, with the RateLimit fields and 429s of librate.Middleware.
 // FailOpen serves requests unlimited while Redis cannot decide; each failure is logged.
-func ExampleLimiter_ForMiddleware() {
+// A Limiter is a librate.RequestLimiter, as the in-process limiters are.
+func ExampleLimiter_LimitRequest() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
 	perClient, err := librateredis.New(client, librate.Config{Limit: 100, Period: time.Minute}, "http:")
 	if err != nil {
 		log.Fatal(err)
 	}
-	m, err := librate.NewMiddleware(perClient.ForMiddleware(), librate.MiddlewareOptions{FailOpen: true})
+	m, err := librate.NewMiddleware(perClient, librate.MiddlewareOptions{FailOpen: true})
 	if err != nil {
 		log.Fatal(err)
 	}

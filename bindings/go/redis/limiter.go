@@ -15,7 +15,8 @@
 // reserve on a window algorithm) is refused before it is sent, with librate's errors.
 // Redis unreachable, too slow for the context or answering an error is an *Error
 // wrapping go-redis's error: never a decision, so the caller chooses to fail open or
-// closed (librate.MiddlewareOptions.FailOpen, through ForMiddleware).
+// closed (librate.MiddlewareOptions.FailOpen, when a Limiter or a Policy is behind
+// librate.NewMiddleware).
 package librateredis
 
 import (
@@ -57,15 +58,16 @@ type Limiter struct {
 // for a configuration librate.New rejects or one whose durations reach 2^53 ns (about
 // 104 days), which Redis's Lua numbers do not hold exactly; librate.ErrUnsupported for
 // an algorithm librate has no Redis script for yet; librate.ErrInvalidArgument for a nil
-// client.
-func New(client redis.UniversalClient, config librate.Config, prefix string) (*Limiter, error) {
+// client. Unless given GoRedisLog, it silences go-redis's logger (see GoRedisLog).
+func New(client redis.UniversalClient, config librate.Config, prefix string, options ...Option) (*Limiter, error) {
 	if client == nil {
-		return nil, fmt.Errorf("librateredis: New with a nil client: %w", librate.ErrInvalidArgument)
+		return nil, invalid("New with a nil client")
 	}
 	script, err := librate.PrepareRedis(config)
 	if err != nil {
 		return nil, err
 	}
+	apply(options)
 	l := &Limiter{
 		client:     client,
 		config:     config,
@@ -108,10 +110,19 @@ func (l *Limiter) Acquire(ctx context.Context, key string, n int) (librate.Decis
 	return l.decide(ctx, key, request{n: n})
 }
 
-// AcquireAt is Acquire at now, in nanoseconds on the caller's timeline, instead of the
-// server's clock: the whole uint64 range, as librate's C and Rust APIs take it. Use one
-// timeline per key.
-func (l *Limiter) AcquireAt(ctx context.Context, key string, n int, now uint64) (librate.Decision, error) {
+// AcquireAt is Acquire at now on the caller's timeline instead of the server's clock,
+// as librate.Limiter.AcquireAt takes it: an offset from the timeline's origin, from 0.
+// The server's clock is nanoseconds since the Unix epoch (TIME), so
+// time.Duration(t.UnixNano()) is the time.Time t on it. Use one timeline per key.
+func (l *Limiter) AcquireAt(ctx context.Context, key string, n int, now time.Duration) (librate.Decision, error) {
+	if now < 0 {
+		return librate.Decision{}, negativeNow(now)
+	}
+	return l.acquireAtNs(ctx, key, n, uint64(now))
+}
+
+// acquireAtNs is AcquireAt anywhere on the script's uint64 timeline.
+func (l *Limiter) acquireAtNs(ctx context.Context, key string, n int, now uint64) (librate.Decision, error) {
 	return l.decide(ctx, key, request{n: n, now: strconv.FormatUint(now, 10)})
 }
 
@@ -123,8 +134,16 @@ func (l *Limiter) Reserve(ctx context.Context, key string, n int, maxWait time.D
 	return l.decide(ctx, key, request{n: n, maxWait: maxWait, reserve: true})
 }
 
-// ReserveAt is Reserve at now, in nanoseconds on the caller's timeline.
-func (l *Limiter) ReserveAt(ctx context.Context, key string, n int, now uint64, maxWait time.Duration) (librate.Decision, error) {
+// ReserveAt is Reserve at now on the caller's timeline, as AcquireAt takes it.
+func (l *Limiter) ReserveAt(ctx context.Context, key string, n int, now, maxWait time.Duration) (librate.Decision, error) {
+	if now < 0 {
+		return librate.Decision{}, negativeNow(now)
+	}
+	return l.reserveAtNs(ctx, key, n, uint64(now), maxWait)
+}
+
+// reserveAtNs is ReserveAt anywhere on the script's uint64 timeline.
+func (l *Limiter) reserveAtNs(ctx context.Context, key string, n int, now uint64, maxWait time.Duration) (librate.Decision, error) {
 	return l.decide(ctx, key, request{n: n, now: strconv.FormatUint(now, 10), maxWait: maxWait, reserve: true})
 }
 
@@ -154,11 +173,11 @@ func (l *Limiter) check(ctx context.Context, r request) error {
 func checked(ctx context.Context, r request, limit uint64, unsupported bool) error {
 	switch {
 	case ctx == nil:
-		return fmt.Errorf("librateredis: nil context: %w", librate.ErrInvalidArgument)
+		return invalid("nil context")
 	case r.n < 0:
-		return fmt.Errorf("librateredis: n is %d: %w", r.n, librate.ErrInvalidArgument)
+		return invalid("n is %d", r.n)
 	case r.maxWait < 0:
-		return fmt.Errorf("librateredis: maxWait is %v: %w", r.maxWait, librate.ErrInvalidArgument)
+		return invalid("maxWait is %v", r.maxWait)
 	case unsupported:
 		return librate.ErrUnsupported
 	case uint64(r.n) > limit:

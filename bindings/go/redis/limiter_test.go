@@ -57,7 +57,7 @@ func TestSeedScenario(t *testing.T) {
 	l := newLimiter(t, client, librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: 2 * time.Second, Burst: 1}, "seed:")
 	at := func(key string, at time.Duration) librate.Decision {
 		t.Helper()
-		d, err := l.AcquireAt(ctx, key, 1, uint64(at))
+		d, err := l.AcquireAt(ctx, key, 1, at)
 		if err != nil {
 			t.Fatalf("%s at %v: %v", key, at, err)
 		}
@@ -153,9 +153,9 @@ func decidesAsInProcess(t *testing.T, client redis.UniversalClient, algorithm li
 			var got librate.Decision
 			var gotErr error
 			if reserve {
-				got, gotErr = remote.ReserveAt(ctx, "k", n, now, maxWait)
+				got, gotErr = librateredis.ReserveAtNs(remote, ctx, "k", n, now, maxWait)
 			} else {
-				got, gotErr = remote.AcquireAt(ctx, "k", n, now)
+				got, gotErr = librateredis.AcquireAtNs(remote, ctx, "k", n, now)
 			}
 			// Redis expires a key by its own clock, while these times jump anywhere: a
 			// key live at them would expire if the test stalled past its TTL (a loaded
@@ -180,7 +180,7 @@ func TestPeerVectors(t *testing.T) {
 		t.Run(vector.Name, func(t *testing.T) {
 			l := newLimiter(t, client, vector.Config, fmt.Sprintf("peer:%d:", i))
 			vector.Replay(t, func(n int, at time.Duration) (librate.Decision, error) {
-				return l.AcquireAt(ctx, "k", n, uint64(at))
+				return l.AcquireAt(ctx, "k", n, at)
 			})
 		})
 	}
@@ -208,13 +208,13 @@ func TestTheServersClockDecidesAndKeysExpire(t *testing.T) {
 		t.Errorf("TTL %v, want within (0, 1 s]", ttl)
 	}
 	// At an explicit time the key lives until its TAT: one T of 1/3 s, in whole ms.
-	if _, err := l.AcquireAt(ctx, "at", 1, 1000*second); err != nil {
+	if _, err := l.AcquireAt(ctx, "at", 1, 1000*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if ttl := client.PTTL(ctx, l.Key("at")).Val(); ttl <= 300*ms || ttl > 334*ms {
 		t.Errorf("TTL %v, want within (300 ms, 334 ms]", ttl)
 	}
-	if _, err := l.AcquireAt(ctx, "query", 0, second); err != nil {
+	if _, err := l.AcquireAt(ctx, "query", 0, time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if n := client.Exists(ctx, l.Key("query")).Val(); n != 0 {

@@ -8,62 +8,96 @@ import (
 	librate "librate/bindings/go"
 )
 
-// ForMiddleware returns l as a librate.ContextLimiter for librate.NewMiddleware. The
-// middleware then decides each request with the request's context, by the Redis
-// server's clock (or, when MiddlewareOptions.Now is set, at the time it gives), and
-// answers what Redis does not decide as MiddlewareOptions.FailOpen says: the request
-// served unlimited, or 503.
-func (l *Limiter) ForMiddleware() librate.ContextLimiter {
-	return requests{contextual[librate.Decision]{l.Acquire, l.AcquireAt}, l}
-}
+// Rules is the limiter's Config, alone, as a librate.RequestLimiter.
+func (l *Limiter) Rules() []librate.Config { return []librate.Config{l.config} }
 
-// requests is Limiter.ForMiddleware's adapter.
-type requests struct {
-	contextual[librate.Decision]
-	limiter *Limiter
-}
-
-func (r requests) Config() librate.Config { return r.limiter.Config() }
-
-// ForMiddleware returns p as a librate.ContextPolicyLimiter for
-// librate.NewPolicyMiddleware, which then decides each request as over a Limiter's
-// ForMiddleware: with the request's context, by the Redis server's clock (or at
-// MiddlewareOptions.Now), failing open or closed on what Redis does not decide. Every
-// request takes 1 unit of every rule: the policy's script takes one cost for all its
-// rules, so MiddlewareOptions.Costs are refused (ErrInvalidArgument).
-func (p *Policy) ForMiddleware() librate.ContextPolicyLimiter {
-	return policyRequests{contextual[librate.PolicyDecision]{p.Acquire, p.AcquireAt}, p}
-}
-
-// policyRequests is Policy.ForMiddleware's adapter.
-type policyRequests struct {
-	contextual[librate.PolicyDecision]
-	policy *Policy
-}
-
-func (r policyRequests) Rules() []librate.Config { return r.policy.Rules() }
-
-// contextual is the part of a middleware's adapter that decides, for a Limiter (D a
-// librate.Decision) or a Policy (a librate.PolicyDecision): its Acquire and AcquireAt.
-type contextual[D any] struct {
-	acquire   func(ctx context.Context, key string, n int) (D, error)
-	acquireAt func(ctx context.Context, key string, n int, now uint64) (D, error)
-}
-
-// AcquireAt is AcquireAtContext without a deadline of its own (the client's timeouts
-// still apply).
-func (c contextual[D]) AcquireAt(key string, n int, now time.Duration) (D, error) {
-	return c.AcquireAtContext(context.Background(), key, n, now)
-}
-
-func (c contextual[D]) AcquireAtContext(ctx context.Context, key string, n int, now time.Duration) (D, error) {
-	if now < 0 {
-		var none D
-		return none, fmt.Errorf("librateredis: now is %v: %w", now, librate.ErrInvalidArgument)
+// LimitRequest takes costs[0] units (nil costs: 1) for key, as a librate.RequestLimiter,
+// for librate.NewMiddleware: with the request's context, so a slow or unreachable
+// server costs a request no more than its own deadline, and by the server's clock, which
+// every host shares, or at t, as nanoseconds since the Unix epoch (the server clock's
+// timeline) when t is not the zero Time. The middleware answers what Redis does not
+// decide as librate.MiddlewareOptions.FailOpen says: the request served unlimited, or
+// 503.
+func (l *Limiter) LimitRequest(ctx context.Context, key string, t time.Time, costs []int) (librate.PolicyDecision, error) {
+	n, err := uniformCost(costs, 1)
+	if err != nil {
+		return librate.PolicyDecision{}, err
 	}
-	return c.acquireAt(ctx, key, n, uint64(now))
+	if t.IsZero() {
+		return oneRule(l.Acquire(ctx, key, n))
+	}
+	now, err := unixNanos(t)
+	if err != nil {
+		return librate.PolicyDecision{}, err
+	}
+	return oneRule(l.acquireAtNs(ctx, key, n, now))
 }
 
-func (c contextual[D]) AcquireContext(ctx context.Context, key string, n int) (D, error) {
-	return c.acquire(ctx, key, n)
+// LimitRequest takes n units of every rule for key, or none, as a
+// librate.RequestLimiter, as Limiter.LimitRequest does. The policy's script takes one
+// cost for every rule: costs other than one per rule, all equal, are
+// librate.ErrUnsupported.
+func (p *Policy) LimitRequest(ctx context.Context, key string, t time.Time, costs []int) (librate.PolicyDecision, error) {
+	n, err := uniformCost(costs, len(p.rules))
+	if err != nil {
+		return librate.PolicyDecision{}, err
+	}
+	if t.IsZero() {
+		return p.Acquire(ctx, key, n)
+	}
+	now, err := unixNanos(t)
+	if err != nil {
+		return librate.PolicyDecision{}, err
+	}
+	return p.acquireAtNs(ctx, key, n, now)
+}
+
+// ForMiddleware returns l, which is a librate.RequestLimiter.
+//
+// Deprecated: pass l to librate.NewMiddleware itself; ForMiddleware goes in the next
+// release.
+func (l *Limiter) ForMiddleware() librate.RequestLimiter { return l }
+
+// ForMiddleware returns p, which is a librate.RequestLimiter.
+//
+// Deprecated: pass p to librate.NewMiddleware itself; ForMiddleware goes in the next
+// release.
+func (p *Policy) ForMiddleware() librate.RequestLimiter { return p }
+
+// uniformCost is the one cost a request of costs takes of each of rules rules: 1 for
+// nil costs, else the cost every rule shares.
+func uniformCost(costs []int, rules int) (int, error) {
+	if costs == nil {
+		return 1, nil
+	}
+	if len(costs) != rules {
+		return 0, invalid("%d costs for %d rules", len(costs), rules)
+	}
+	for _, cost := range costs {
+		if cost != costs[0] {
+			return 0, &refusal{what: fmt.Sprintf("costs %v", costs),
+				text: "unsupported: a Redis policy takes one cost for every rule", err: librate.ErrUnsupported}
+		}
+	}
+	return costs[0], nil
+}
+
+// unixNanos is t as nanoseconds since the Unix epoch, the timeline of the server's clock.
+func unixNanos(t time.Time) (uint64, error) {
+	if t.Before(time.Unix(0, 0)) {
+		return 0, invalid("time %v is before the Unix epoch", t)
+	}
+	return uint64(t.UnixNano()), nil
+}
+
+// oneRule is a limiter's decision as a policy of one rule.
+func oneRule(d librate.Decision, err error) (librate.PolicyDecision, error) {
+	if err != nil {
+		return librate.PolicyDecision{}, err
+	}
+	deniedBy := -1
+	if !d.Allowed {
+		deniedBy = 0
+	}
+	return librate.PolicyDecision{Decision: d, DeniedBy: deniedBy, Rules: []librate.Decision{d}}, nil
 }

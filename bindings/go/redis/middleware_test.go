@@ -3,7 +3,6 @@ package librateredis_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -36,12 +35,6 @@ func get(ctx context.Context, h http.Handler, addr string) answer {
 func wrap(t *testing.T, limiter librate.RequestLimiter, options librate.MiddlewareOptions) http.Handler {
 	t.Helper()
 	m, err := librate.NewMiddleware(limiter, options)
-	return okBehind(t, m, err)
-}
-
-func wrapPolicy(t *testing.T, limiter librate.PolicyLimiter, options librate.MiddlewareOptions) http.Handler {
-	t.Helper()
-	m, err := librate.NewPolicyMiddleware(limiter, options)
 	return okBehind(t, m, err)
 }
 
@@ -79,7 +72,7 @@ func replay(t *testing.T, h http.Handler, now *time.Duration, steps []step) {
 func TestMiddlewareSeedScenario(t *testing.T) {
 	l := newLimiter(t, startServer(t).client(t), librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: 2 * time.Second}, "http:")
 	var now time.Duration
-	h := wrap(t, l.ForMiddleware(), librate.MiddlewareOptions{Now: func() time.Duration { return now }})
+	h := wrap(t, l, librate.MiddlewareOptions{Now: func() time.Time { return time.Unix(0, int64(now)) }})
 	replay(t, h, &now, []step{
 		{0, "192.0.2.1:1000", answer{200, `"default";r=0;t=2`, ""}},
 		{999 * ms, "192.0.2.1:1000", answer{429, `"default";r=0;t=2`, "2"}},
@@ -103,9 +96,9 @@ func TestMiddlewareUsesTheServersClockAndTheRequestsContext(t *testing.T) {
 		// denied says whether the limiter denies the key by the server's clock.
 		denied func(key string) (bool, error)
 	}{
-		{"limiter", func(o librate.MiddlewareOptions) http.Handler { return wrap(t, l.ForMiddleware(), o) }, `"default";r=0;t=3600`,
+		{"limiter", func(o librate.MiddlewareOptions) http.Handler { return wrap(t, l, o) }, `"default";r=0;t=3600`,
 			func(key string) (bool, error) { d, err := l.Acquire(ctx, key, 1); return !d.Allowed, err }},
-		{"policy", func(o librate.MiddlewareOptions) http.Handler { return wrapPolicy(t, p.ForMiddleware(), o) }, `"rule1";r=0;t=3600`,
+		{"policy", func(o librate.MiddlewareOptions) http.Handler { return wrap(t, p, o) }, `"rule1";r=0;t=3600`,
 			func(key string) (bool, error) { d, err := p.Acquire(ctx, key, 1); return d.DeniedBy == 1, err }},
 	} {
 		var log bytes.Buffer
@@ -127,12 +120,22 @@ func TestMiddlewareUsesTheServersClockAndTheRequestsContext(t *testing.T) {
 	}
 }
 
-// A Redis policy's script takes one cost for every rule: per-rule Costs are refused.
-func TestPolicyMiddlewareRefusesCosts(t *testing.T) {
+// A Redis policy's script takes one cost for every rule: the same cost of each rule is
+// taken, per-rule Costs are each request's error, librate.ErrUnsupported, logged.
+func TestPolicyMiddlewareCosts(t *testing.T) {
 	p := newPolicy(t, startServer(t).client(t), []librate.Config{perSecond, hourly}, "http:")
-	_, err := librate.NewPolicyMiddleware(p.ForMiddleware(), librate.MiddlewareOptions{Costs: []int{1, 0}})
-	if !errors.Is(err, librate.ErrInvalidArgument) || !strings.Contains(err.Error(), "not supported on Redis") {
-		t.Errorf("Costs on a Redis policy: %v; want ErrInvalidArgument", err)
+	h := wrap(t, p, librate.MiddlewareOptions{Costs: []int{1, 1}})
+	if got := get(ctx, h, "192.0.2.1:1"); got != (answer{200, `"rule1";r=0;t=3600`, ""}) {
+		t.Errorf("Costs [1 1]: %+v; want 200, the hourly rule binding", got)
+	}
+	var log bytes.Buffer
+	h = wrap(t, p, librate.MiddlewareOptions{Costs: []int{1, 0}, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if got := get(ctx, h, "192.0.2.2:1"); got.status != http.StatusServiceUnavailable {
+		t.Errorf("Costs [1 0]: %+v; want 503", got)
+	}
+	want := `error="librateredis: costs [1 0]: unsupported: a Redis policy takes one cost for every rule"`
+	if !strings.Contains(log.String(), want) {
+		t.Errorf("Costs [1 0]: log %q; want %q", log.String(), want)
 	}
 }
 
@@ -158,8 +161,8 @@ func TestMiddlewareFailsOpenOrClosed(t *testing.T) {
 			// key is the Redis key the logged error names.
 			key string
 		}{
-			{"limiter", func(o librate.MiddlewareOptions) http.Handler { return wrap(t, limiter.ForMiddleware(), o) }, `http:{192.0.2.1}`},
-			{"policy", func(o librate.MiddlewareOptions) http.Handler { return wrapPolicy(t, policy.ForMiddleware(), o) }, `http:{=192.0.2.1}:0`},
+			{"limiter", func(o librate.MiddlewareOptions) http.Handler { return wrap(t, limiter, o) }, `http:{192.0.2.1}`},
+			{"policy", func(o librate.MiddlewareOptions) http.Handler { return wrap(t, policy, o) }, `http:{=192.0.2.1}:0`},
 		} {
 			var log bytes.Buffer
 			h := kind.wrap(librate.MiddlewareOptions{FailOpen: c.failOpen, Logger: slog.New(slog.NewTextHandler(&log, nil))})
@@ -188,8 +191,8 @@ func TestPolicyMiddleware(t *testing.T) {
 		{Algorithm: librate.FixedWindow, Limit: 3, Period: time.Minute},
 	}, "http:")
 	var now time.Duration
-	h := wrapPolicy(t, p.ForMiddleware(), librate.MiddlewareOptions{
-		Now: func() time.Duration { return now }, RuleNames: []string{"second", "minute"}})
+	h := wrap(t, p, librate.MiddlewareOptions{
+		Now: func() time.Time { return time.Unix(0, int64(now)) }, RuleNames: []string{"second", "minute"}})
 	replay(t, h, &now, []step{
 		// The per-second rule has the least left: 1 (full again in 0.5 s), then 0 (1 s).
 		{0, "192.0.2.1:1000", answer{200, `"second";r=1;t=1`, ""}},

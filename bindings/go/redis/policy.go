@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -34,10 +35,11 @@ type Policy struct {
 // keys under prefix, deciding through client. The error is librate's: a
 // *librate.ConfigError (matching librate.ErrInvalidConfig) for a wrong number of rules,
 // a rule New refuses, or a prefix holding "{" or "}" (which would make part of it the
-// rules' hash tag); librate.ErrInvalidArgument for a nil client.
-func NewPolicy(client redis.UniversalClient, rules []librate.Config, prefix string) (*Policy, error) {
+// rules' hash tag); librate.ErrInvalidArgument for a nil client. Unless given
+// GoRedisLog, it silences go-redis's logger (see GoRedisLog).
+func NewPolicy(client redis.UniversalClient, rules []librate.Config, prefix string, options ...Option) (*Policy, error) {
 	if client == nil {
-		return nil, fmt.Errorf("librateredis: NewPolicy with a nil client: %w", librate.ErrInvalidArgument)
+		return nil, invalid("NewPolicy with a nil client")
 	}
 	if strings.ContainsAny(prefix, "{}") {
 		return nil, &librate.ConfigError{Reason: fmt.Sprintf("a Redis policy's prefix must not contain '{' or '}': %q", prefix)}
@@ -46,6 +48,7 @@ func NewPolicy(client redis.UniversalClient, rules []librate.Config, prefix stri
 	if err != nil {
 		return nil, err
 	}
+	apply(options)
 	return &Policy{
 		client:     client,
 		rules:      append([]librate.Config(nil), rules...),
@@ -98,9 +101,17 @@ func (p *Policy) Acquire(ctx context.Context, key string, n int) (librate.Policy
 	return p.decide(ctx, key, n, "")
 }
 
-// AcquireAt is Acquire with every rule decided at now, in nanoseconds on the caller's
-// timeline, instead of the server's clock. Use one timeline per key.
-func (p *Policy) AcquireAt(ctx context.Context, key string, n int, now uint64) (librate.PolicyDecision, error) {
+// AcquireAt is Acquire with every rule decided at now on the caller's timeline instead
+// of the server's clock, as Limiter.AcquireAt takes it. Use one timeline per key.
+func (p *Policy) AcquireAt(ctx context.Context, key string, n int, now time.Duration) (librate.PolicyDecision, error) {
+	if now < 0 {
+		return librate.PolicyDecision{}, negativeNow(now)
+	}
+	return p.acquireAtNs(ctx, key, n, uint64(now))
+}
+
+// acquireAtNs is AcquireAt anywhere on the script's uint64 timeline.
+func (p *Policy) acquireAtNs(ctx context.Context, key string, n int, now uint64) (librate.PolicyDecision, error) {
 	return p.decide(ctx, key, n, strconv.FormatUint(now, 10))
 }
 
@@ -158,7 +169,7 @@ func (p *Policy) decisionOf(redisKey string, reply any, err error) (librate.Poli
 // deleted is the DEL of redisKeys: a key's state, gone, is a fresh state.
 func deleted(ctx context.Context, client redis.UniversalClient, redisKeys []string) error {
 	if ctx == nil {
-		return fmt.Errorf("librateredis: nil context: %w", librate.ErrInvalidArgument)
+		return invalid("nil context")
 	}
 	if err := client.Del(ctx, redisKeys...).Err(); err != nil {
 		return &Error{Key: redisKeys[0], Err: err}

@@ -79,7 +79,7 @@ func TestPoliciesDecideAsInProcess(t *testing.T) {
 			}
 			n := rng.IntN(int(remote.Limit()) + 2)
 			want, wantErr := local.AcquireAt(n, now)
-			got, err := remote.AcquireAt(ctx, "k", n, uint64(now))
+			got, err := remote.AcquireAt(ctx, "k", n, now)
 			if !errors.Is(err, wantErr) || (wantErr == nil && !reflect.DeepEqual(got, want)) {
 				t.Fatalf("case %d step %d: %d at %v, %+v:\n got %+v, %v\nwant %+v, %v", c, step, n, now, rules, got, err, want, wantErr)
 			}
@@ -107,7 +107,7 @@ func TestConnectionsAdmitExactlyTheTightestLimit(t *testing.T) {
 		go func() {
 			defer admitted.Done()
 			for range 10 {
-				d, err := p.AcquireAt(ctx, "shared", 1, second)
+				d, err := p.AcquireAt(ctx, "shared", 1, time.Second)
 				if err != nil {
 					t.Error(err)
 					return
@@ -124,7 +124,7 @@ func TestConnectionsAdmitExactlyTheTightestLimit(t *testing.T) {
 	if total != 30 {
 		t.Errorf("%d admitted, want 30", total)
 	}
-	state, err := p.AcquireAt(ctx, "shared", 0, second)
+	state, err := p.AcquireAt(ctx, "shared", 0, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func TestHelperProcess(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				d, err := l.AcquireAt(ctx, "k", 1, uint64(frozen))
+				d, err := l.AcquireAt(ctx, "k", 1, frozen)
 				switch {
 				case err != nil:
 					t.Error(err)

@@ -1,6 +1,9 @@
-package librate_test
+package peers_test
 
 import (
+	"librate/bindings/go/internal/xorshift"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -10,7 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	librate "librate/bindings/go"
-	"librate/bindings/go/internal/floor"
+	"librate/bindings/go/peers/internal/floor"
 )
 
 // The benchmarks pit librate against golang.org/x/time/rate in the same run, each
@@ -59,6 +62,28 @@ func BenchmarkAllow(b *testing.B) {
 			b.Run(state.name+"/"+c.name, func(b *testing.B) {
 				for b.Loop() {
 					if c.allow() != state.allowed {
+						b.Fatalf("allowed = %v in state %s", !state.allowed, state.name)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkAllowN: one goroutine calling AllowN(time.Now(), 1), x/time/rate's shape,
+// which both read Go's clock for: librate maps the time onto its own timeline and
+// decides on the precise path.
+func BenchmarkAllowN(b *testing.B) {
+	for _, state := range benchStates {
+		librateLimiter, xrateLimiter := mustNew(b, state.config), state.xrate()
+		for _, c := range []struct {
+			name   string
+			allowN func(time.Time, int) bool
+		}{{"librate", librateLimiter.AllowN}, {"xrate", xrateLimiter.AllowN}} {
+			c.allowN(time.Now(), 1) // the first call, which a deny state admits
+			b.Run(state.name+"/"+c.name, func(b *testing.B) {
+				for b.Loop() {
+					if c.allowN(time.Now(), 1) != state.allowed {
 						b.Fatalf("allowed = %v in state %s", !state.allowed, state.name)
 					}
 				}
@@ -127,9 +152,19 @@ type keyedContender struct {
 	new  func(b *testing.B, keys int) func(key []byte) bool
 }
 
-// keyedContenders: x/time/rate as its documentation suggests for per-key limits, a
-// map of limiters behind a mutex; keyed_test.go adds librate's Keyed.
+// keyedContenders: librate's Keyed, and x/time/rate as its documentation suggests for
+// per-key limits, a map of limiters behind a mutex.
 var keyedContenders = []keyedContender{{
+	name: "librate",
+	new: func(b *testing.B, keys int) func(key []byte) bool {
+		k, err := librate.NewKeyed(keyedBenchConfig, keys)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { k.Close() })
+		return k.AllowBytes
+	},
+}, {
 	name: "xrate",
 	new: func(_ *testing.B, keys int) func(key []byte) bool {
 		var mu sync.Mutex
@@ -164,10 +199,10 @@ func BenchmarkKeyed(b *testing.B) {
 			}
 			name := strconv.FormatUint(keys, 10) + "/" + c.name
 			b.Run(name, func(b *testing.B) {
-				x := xorshift(0x9e3779b97f4a7c15)
+				x := xorshift.Stream(0x9e3779b97f4a7c15)
 				var buf [32]byte
 				for b.Loop() {
-					if !allow(benchKey(buf[:], x.next(keys))) {
+					if !allow(benchKey(buf[:], x.Next(keys))) {
 						b.Fatal("denied on the admitting path")
 					}
 				}
@@ -175,10 +210,10 @@ func BenchmarkKeyed(b *testing.B) {
 			b.Run(name+"/parallel", func(b *testing.B) {
 				var seed atomic.Uint64
 				b.RunParallel(func(pb *testing.PB) {
-					x := xorshift(0x9e3779b97f4a7c15 + seed.Add(0x632be59bd9b4e019))
+					x := xorshift.Stream(0x9e3779b97f4a7c15 + seed.Add(0x632be59bd9b4e019))
 					var buf [32]byte
 					for pb.Next() {
-						if !allow(benchKey(buf[:], x.next(keys))) {
+						if !allow(benchKey(buf[:], x.Next(keys))) {
 							b.Error("denied on the admitting path")
 							return
 						}
@@ -210,4 +245,74 @@ func BenchmarkContendedFloor(b *testing.B) {
 			floor.Swap()
 		}
 	})
+}
+
+// BenchmarkKeyedMany: batches of 100 pseudo-random keys among 1,000 or 1,000,000, timed
+// per key (ns/op is per key): librate's AllowMany, one cgo crossing per batch, against
+// x/time/rate's mutex-guarded map deciding the same keys one by one. Every key is
+// inserted before timing starts, and every decision admits.
+func BenchmarkKeyedMany(b *testing.B) {
+	const batch = 100
+	for _, keys := range []int{1_000, 1_000_000} {
+		names := make([]string, keys)
+		for i := range names {
+			names[i] = "user-" + strconv.Itoa(i)
+		}
+		x := rand.New(rand.NewPCG(0x9e3779b97f4a7c15, 0))
+		order := make([]string, 1<<16)
+		orderBytes := make([][]byte, len(order))
+		for i := range order {
+			order[i] = names[x.IntN(keys)]
+			orderBytes[i] = []byte(order[i])
+		}
+		table, err := librate.NewKeyed(keyedBenchConfig, keys)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer table.Close()
+		if _, err := table.AllowMany(nil, names, 1); err != nil {
+			b.Fatal(err)
+		}
+		xrate := keyedContenders[1].new(b, keys)
+		for _, name := range orderBytes {
+			xrate(name)
+		}
+		run := func(name string, decide func(start int) bool) {
+			b.Run(strconv.Itoa(keys)+"/"+name, func(b *testing.B) {
+				start := 0
+				for i := 0; i < b.N; i += batch {
+					if start+batch > len(order) {
+						start = 0
+					}
+					if !decide(start) {
+						b.Fatal("denied on the admitting path")
+					}
+					start += batch
+				}
+			})
+		}
+		var out []bool
+		run("librate", func(start int) bool {
+			out, _ = table.AllowMany(out[:0], order[start:start+batch], 1)
+			return !slices.Contains(out, false) && len(out) == batch
+		})
+		run("xrate", func(start int) bool {
+			admitted := true
+			for _, key := range orderBytes[start : start+batch] {
+				admitted = xrate(key) && admitted
+			}
+			return admitted
+		})
+	}
+}
+
+// mustNew creates a Limiter of config, closed when b ends, or fails b.
+func mustNew(b testing.TB, config librate.Config) *librate.Limiter {
+	b.Helper()
+	l, err := librate.New(config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
 }
