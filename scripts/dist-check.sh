@@ -81,11 +81,14 @@ unset PKG_CONFIG_PATH
 # --- aarch64 under qemu -----------------------------------------------------------------
 step "aarch64 library under qemu-user"
 sysroot=/usr/aarch64-linux-gnu
-if ! command -v qemu-aarch64 >/dev/null || [[ ! -e $sysroot/lib/ld-linux-aarch64.so.1 ]]; then
+arm_tarball=$out/c/librate-$version-aarch64-unknown-linux-gnu.tar.gz
+if [[ ! -f $arm_tarball ]]; then
+    echo "skipped: no $arm_tarball (DIST_TARGETS left aarch64 out)" >&2
+elif ! command -v qemu-aarch64 >/dev/null || [[ ! -e $sysroot/lib/ld-linux-aarch64.so.1 ]]; then
     echo "skipped: no qemu-aarch64 or no aarch64 C library in $sysroot" \
         "(apt-get install qemu-user libc6-arm64-cross)" >&2
 else
-    tar -C "$work" -xzf "$out/c/librate-$version-aarch64-unknown-linux-gnu.tar.gz"
+    tar -C "$work" -xzf "$arm_tarball"
     arm=$work/librate-$version-aarch64-unknown-linux-gnu
     zig=("$tools/bin/python" -m ziglang cc -target aarch64-linux-gnu.2.17)
     arm_flags=(-std=c99 -pthread -I"$arm/include" -L"$arm/lib" -lrate

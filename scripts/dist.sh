@@ -103,10 +103,10 @@ sdist_src=$work/sdist/librate
 mkdir -p "$sdist_src/rust"
 git ls-files -z bindings/python | xargs -0 -I{} cp --parents {} "$work/sdist"
 cp -a "$work/sdist/bindings/python/." "$sdist_src/"
-git ls-files -z Cargo.toml Cargo.lock src ffi include README.crates.md LICENSE-MIT LICENSE-APACHE CHANGELOG.md ':!ffi/tests' |
+git ls-files -z Cargo.toml Cargo.lock src ffi include 'examples/*.rs' README.crates.md LICENSE-MIT LICENSE-APACHE CHANGELOG.md ':!ffi/tests' |
     xargs -0 -I{} cp --parents {} "$sdist_src/rust"
-# The workspace of the library and its C ABI alone: the benchmarks and test packages stay
-# in the repository.
+# The workspace of the library and its C ABI alone (with the examples its manifest names):
+# the benchmarks and test packages stay in the repository.
 python3 - "$sdist_src/rust/Cargo.toml" <<'EOF'
 import re
 import sys

@@ -27,7 +27,9 @@
 #        valgrind, redis-server (with redis-cli, for the Cluster tests), python3 >= 3.10
 #        with venv, go >= 1.24. Installs pytest, uvicorn, Flask, redis-py, Django, FastAPI
 #        and httpx from PyPI into .venv (the package's `test` extra); the fuzz step
-#        fetches libfuzzer-sys from crates.io and builds libFuzzer with the C++ compiler.
+#        fetches libfuzzer-sys from crates.io and builds libFuzzer with the C++ compiler;
+#        the dist step installs ziglang, cargo-zigbuild, auditwheel and build from PyPI into
+#        target/dist/venv.
 set -uo pipefail # not -e: a failed step is recorded and the next one runs
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -64,7 +66,7 @@ with open(sys.argv[1], errors="replace") as log:
             passed, failed, skipped = passed + int(m[1]), failed + int(m[2]), skipped + int(m[3])
             continue
         # scripts/go-test-summary.py, scripts/c-tests.sh
-        m = re.match(r"(?:go test|c-tests): (\d+) passed, (\d+) failed(?:, (\d+) skipped)?$", line)
+        m = re.match(r"(?:go test|c-tests|dist-check): (\d+) passed, (\d+) failed(?:, (\d+) skipped)?$", line)
         if m:
             passed, failed = passed + int(m[1]), failed + int(m[2])
             skipped += int(m[3] or 0)
@@ -230,6 +232,14 @@ go_example() {
     done
 }
 
+# The release artifacts for x86_64 (scripts/dist.sh: wheel, sdist, C tarball), installed
+# and run as a user would, without cargo (scripts/dist-check.sh). The aarch64 ones are a
+# release check of their own (docs/install.md).
+dist() {
+    local out=$root/target/dist/out
+    DIST_TARGETS=x86_64-unknown-linux-gnu scripts/dist.sh "$out" && scripts/dist-check.sh "$out"
+}
+
 # ---- the run ----------------------------------------------------------------------------
 
 redis_server=${REDIS_SERVER:-redis-server}
@@ -272,6 +282,7 @@ else
         scripts/check-reference.sh
     step "Go: vet, race tests, GC stress with a GC before every C call, dynamic link" go_tests
     step "Go: the example service (examples/go) over HTTP on 127.0.0.1, the framework examples" go_example
+    step "Dist: the x86_64 wheel, sdist and C tarball, installed and run as a user would" dist
 fi
 
 summary
