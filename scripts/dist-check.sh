@@ -9,10 +9,12 @@
 #   - the aarch64 tarball's library under qemu-user: the same program, and the C test
 #     suite (tests/c), built by zig for aarch64 (skipped, and said, without qemu-aarch64
 #     and an aarch64 C library: Debian's qemu-user and libc6-arm64-cross);
+#   - the Go module through the file proxy into a fresh module (with a C compiler alone),
+#     built as it is, vendored, and against the installed C tarball (-tags librate_system);
 #   - the sdist, built from its own contents into a fresh venv, with cargo this time.
 #
 # Usage: scripts/dist-check.sh OUT
-# Needs: python3 with venv, cc, pkg-config; DIST_VENV as for dist.sh (its zig).
+# Needs: python3 with venv, cc, pkg-config, go; DIST_VENV as for dist.sh (its zig).
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -76,7 +78,57 @@ env PATH="$no_rust_path" cc -std=c99 tests/install/app.c -o "$work/app-static" \
 readelf -d "$work/app-static" | grep -q 'librate\.so' && fail "the static program needs librate.so"
 [[ $("$work/app-static") == "librate $version" ]] || fail "the static program's seed scenario"
 passed "C tarball: a static program decides the seed scenario"
-unset PKG_CONFIG_PATH
+unset PKG_CONFIG_PATH   # $prefix stays installed, for the Go module's system build below
+
+# --- the Go module ----------------------------------------------------------------------
+step "Go module through the file proxy into a fresh module, no cargo on PATH"
+module=$(sed -n 's/^module //p' bindings/go/go.mod)
+app=$work/goapp
+mkdir -p "$app"
+cat >"$app/main.go" <<EOF
+// The seed scenario through the released Go module.
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	librate "$module"
+)
+
+func main() {
+	bob, err := librate.NewGCRA(1, 2*time.Second, 1)
+	if err != nil {
+		panic(err)
+	}
+	defer bob.Close()
+	first, _ := bob.AcquireAt(1, 0)
+	late, _ := bob.AcquireAt(1, 999*time.Millisecond)
+	again, _ := bob.AcquireAt(1, 2001*time.Millisecond)
+	if !first.Allowed || late.Allowed || late.RetryAfter != 1001*time.Millisecond || !again.Allowed {
+		fmt.Println("the seed scenario does not hold:", first, late, again)
+		os.Exit(1)
+	}
+	fmt.Println("librate", librate.Version())
+}
+EOF
+# GOFLAGS=-modcacherw: the test's module cache can be removed with the rest of $work.
+go_env=(env PATH="$no_rust_path" GOPROXY="file://$out/go" GONOSUMDB="$module" GOFLAGS=-modcacherw
+        GOPATH="$work/gopath" GOCACHE="$work/gocache")
+(cd "$app" && "${go_env[@]}" go mod init example.com/app >/dev/null 2>&1 &&
+    "${go_env[@]}" go get "$module@v$version" >&2 && "${go_env[@]}" go build -o app . >&2)
+[[ $("$app/app") == "librate $version" ]] || fail "the Go module's seed scenario"
+passed "Go module: fetched through the proxy, built with a C compiler alone"
+(cd "$app" && "${go_env[@]}" go mod vendor >&2 && "${go_env[@]}" go build -mod=vendor -o app-vendored . >&2)
+[[ $("$app/app-vendored") == "librate $version" ]] || fail "the vendored Go module's seed scenario"
+passed "Go module: vendored, built from vendor/"
+(cd "$app" && PKG_CONFIG_PATH=$prefix/lib/pkgconfig "${go_env[@]}" go build -mod=mod \
+    -tags librate_system -o app-system . >&2)
+[[ $(LD_LIBRARY_PATH=$prefix/lib "$app/app-system") == "librate $version" ]] ||
+    fail "the Go module against the installed library"
+readelf -d "$app/app-system" | grep -q 'librate\.so\.0' || fail "-tags librate_system did not link librate.so"
+passed "Go module: -tags librate_system links the installed library"
 
 # --- aarch64 under qemu -----------------------------------------------------------------
 step "aarch64 library under qemu-user"
@@ -93,7 +145,15 @@ else
     zig=("$tools/bin/python" -m ziglang cc -target aarch64-linux-gnu.2.17)
     arm_flags=(-std=c99 -pthread -I"$arm/include" -L"$arm/lib" -lrate
                "-DRATE_EXPECTED_VERSION=\"$version\"")
-    run_arm() { qemu-aarch64 -L "$sysroot" -E LD_LIBRARY_PATH="$arm/lib" "$@"; }
+    # test_shared's race of four processes of four threads on one table loses updates
+    # under qemu-user whatever the library's CPU: the x86_64 library's own test program
+    # fails it under qemu-x86_64 too, and passes it natively, which points at qemu-user's
+    # emulation of atomics across processes that share a mapping. That case needs aarch64
+    # hardware (docs/install.md).
+    run_arm() {
+        qemu-aarch64 -L "$sysroot" -E LD_LIBRARY_PATH="$arm/lib" \
+            -E RATE_TEST_SKIP=test_processes_and_threads_share_one_limit "$@"
+    }
     "${zig[@]}" tests/install/app.c "${arm_flags[@]}" -o "$work/app-arm"
     [[ $(run_arm "$work/app-arm") == "librate $version" ]] || fail "aarch64: the seed scenario"
     passed "aarch64: a program decides the seed scenario"

@@ -7,6 +7,9 @@
 #   OUT/python/librate-VERSION-py3-none-manylinux_2_17_ARCH.manylinux2014_ARCH.whl
 #   OUT/python/librate-VERSION.tar.gz     the sdist: builds wherever cargo is, from the Rust
 #                                         sources it carries
+#   OUT/go/                               a Go module proxy tree (GOPROXY=file://OUT/go) of
+#                                         the module, with the header and librate.a for
+#                                         linux/amd64 and linux/arm64 inside
 #   OUT/sizes.txt                         each artifact's size in bytes
 # and checks them: one version everywhere, each wheel's manylinux tag (auditwheel), each
 # library's glibc symbol versions and soname.
@@ -55,8 +58,8 @@ step "build tools in $venv"
     ziglang cargo-zigbuild auditwheel build
 export PATH="$venv/bin:$PATH"
 
-rm -rf "$out/c" "$out/python"
-mkdir -p "$out/c" "$out/python"
+rm -rf "$out/c" "$out/python" "$out/go"
+mkdir -p "$out/c" "$out/python" "$out/go"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -123,6 +126,59 @@ cp LICENSE-MIT LICENSE-APACHE "$sdist_src/"
 python -m build --sdist --outdir "$out/python" "$sdist_src" >&2
 [[ -f $out/python/librate-$version.tar.gz ]] || fail "build made no librate-$version.tar.gz"
 
+# --- Go: the module, with the header and the libraries inside ---------------------------
+step "Go module proxy tree"
+module=$(sed -n 's/^module //p' bindings/go/go.mod)
+go_version=v$version
+go_src=$work/go/module
+mkdir -p "$go_src/include"
+# The module's own files: not the nested modules' (redis, peers), not the repository's link
+# files, which reach into the checkout; scripts/dist-go/ has the released module's.
+(cd bindings/go && git ls-files -z -- . ':!redis' ':!peers' ':!link_static.go' ':!link_dynamic.go' |
+    xargs -0 cp --parents -t "$go_src")
+cp scripts/dist-go/*.go "$go_src/"
+cp include/rate.h "$go_src/include/"
+printf '// Package include holds librate'"'"'s C header for the module'"'"'s cgo build. It has no Go API.\npackage include\n' \
+    >"$go_src/include/include.go"
+vendored=("$module/include")
+for target in "${targets[@]}"; do
+    case ${target%%-*} in
+        x86_64) platform=linux_amd64 ;;
+        aarch64) platform=linux_arm64 ;;
+    esac
+    mkdir -p "$go_src/lib/$platform"
+    cp "$work/c/librate-$version-$target/lib/librate.a" "$go_src/lib/$platform/"
+    printf '// Package %s holds librate.a for %s, which the module links. It has no Go API.\npackage %s\n' \
+        "$platform" "$platform" "$platform" >"$go_src/lib/$platform/lib.go"
+    vendored+=("$module/lib/$platform")
+done
+{
+    printf '//go:build librate_vendor_files\n\npackage librate\n\n'
+    printf '// Never built: it names the directories that hold the header and the libraries, so\n'
+    printf '// that `go mod vendor`, which copies every package some build could import, copies\n'
+    printf '// them too.\nimport (\n'
+    printf '\t_ "%s"\n' "${vendored[@]}"
+    printf ')\n'
+} >"$go_src/vendor_files.go"
+proxy=$out/go/$module/@v
+mkdir -p "$proxy"
+cp bindings/go/go.mod "$proxy/$go_version.mod"
+printf '{"Version":"%s","Time":"%s"}\n' "$go_version" "$(git log -1 --format=%cI | sed 's/+00:00$/Z/')" \
+    >"$proxy/$go_version.info"
+printf '%s\n' "$go_version" >"$proxy/list"
+python3 - "$go_src" "$module@$go_version" "$proxy/$go_version.zip" <<'EOF'
+import os
+import sys
+import zipfile
+
+source, prefix, zip_path = sys.argv[1:]
+with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as archive:
+    for directory, _, files in sorted(os.walk(source)):
+        for name in sorted(files):
+            path = os.path.join(directory, name)
+            archive.write(path, f"{prefix}/{os.path.relpath(path, source)}")
+EOF
+
 # --- sizes ------------------------------------------------------------------------------
 step "sizes"
 {
@@ -138,6 +194,7 @@ step "sizes"
             "$(stat -c %s "$out/python/librate-$version-py3-none-manylinux_2_17_$arch.manylinux2014_$arch.whl")"
     done
     printf 'any sdist %s\n' "$(stat -c %s "$out/python/librate-$version.tar.gz")"
+    printf 'any go-module-zip %s\n' "$(stat -c %s "$out/go/$module/@v/$go_version.zip")"
 } >"$out/sizes.txt"
 cat "$out/sizes.txt" >&2
 echo "dist.sh: librate $version into $out" >&2

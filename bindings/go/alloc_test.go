@@ -9,7 +9,7 @@ package librate_test
 import (
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 	"strconv"
 	"testing"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // The sentinels carry the status numbers of docs/c.md, match only themselves under

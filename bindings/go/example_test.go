@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // One request per second with bursts of two, on a caller's clock: A and B pass at

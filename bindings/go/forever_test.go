@@ -3,7 +3,7 @@ package librate_test
 import (
 	"testing"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // A Period of Forever never refills: each algorithm admits its allowance once (GCRA its

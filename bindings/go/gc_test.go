@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // Limiters and policies made and dropped without Close while other goroutines do the same. Under

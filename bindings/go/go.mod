@@ -1,3 +1,3 @@
-module librate/bindings/go
+module github.com/librate/librate/bindings/go
 
 go 1.24.0

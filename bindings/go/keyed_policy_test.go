@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // A site's limits, scaled down: per customer 1 post and 5 likes a second (GCRA),

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 func mustKeyed(t testing.TB, config librate.Config, capacity int) *librate.Keyed {

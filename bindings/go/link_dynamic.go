@@ -6,9 +6,10 @@ package librate
 // target/release, found at run time through the rpath below (or LD_LIBRARY_PATH when the
 // binary is moved elsewhere).
 
-// A checkout without a cargo build fails here, in one line, rather than in the linker.
+// The header is the checkout's include/. A checkout without a cargo build fails here, in
+// one line, rather than in the linker.
 
-// #cgo CFLAGS: -I${SRCDIR}/../../target/release
+// #cgo CFLAGS: -I${SRCDIR}/../../include -I${SRCDIR}/../../target/release
 // #cgo LDFLAGS: -L${SRCDIR}/../../target/release -lrate -Wl,-rpath,${SRCDIR}/../../target/release
 // #if !__has_include(<librate.so>)
 // #error "librate is not built: run `cargo build --release` in the repository's root"

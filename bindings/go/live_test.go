@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // 10 a second (T = 100 ms): 6 taken, 4 tokens. Tightened to 1 a second, burst 2: the

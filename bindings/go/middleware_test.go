@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // fakeClock is a settable clock for MiddlewareOptions.Now: now on librate's timeline.

@@ -3,7 +3,7 @@ package librate_test
 import (
 	"testing"
 
-	"librate/bindings/go/internal/peervectors"
+	"github.com/librate/librate/bindings/go/internal/peervectors"
 )
 
 // Published test vectors of the Go peers (internal/peervectors: throttled's

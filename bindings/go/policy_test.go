@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // mustPolicy builds a policy, closed when the test ends, or fails the test.

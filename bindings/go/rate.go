@@ -17,7 +17,6 @@
 package librate
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
 #include "rate.h"
 
 // librate_go_reserve reserves on librate's clock in a single cgo crossing, and writes

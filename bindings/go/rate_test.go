@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	xorshiftpkg "librate/bindings/go/internal/xorshift"
+	xorshiftpkg "github.com/librate/librate/bindings/go/internal/xorshift"
 	"math"
 	"os"
 	"regexp"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 const ms = time.Millisecond

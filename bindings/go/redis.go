@@ -14,11 +14,11 @@ import "C"
 import (
 	"runtime"
 
-	"librate/bindings/go/internal/hook"
+	"github.com/librate/librate/bindings/go/internal/hook"
 )
 
 // RedisScript is the Lua script that decides a Config on Redis (or Valkey), with the
-// arguments it takes: what package librate/bindings/go/redis sends through go-redis, and
+// arguments it takes: what package github.com/librate/librate/bindings/go/redis sends through go-redis, and
 // what a client over another Redis library sends to get the same decisions. The scripts
 // are librate's own, the same bytes for every language.
 //

@@ -8,7 +8,7 @@ import (
 // RequestLimiter is what a Middleware consults for each request, the one interface
 // between the middleware and a limiter: *Limiter and *Policy (one limit for all keys
 // together), *Keyed and *KeyedPolicy (a limit per key), and the Redis Limiter and
-// Policy of package librate/bindings/go/redis (a limit per key across hosts) are all
+// Policy of package github.com/librate/librate/bindings/go/redis (a limit per key across hosts) are all
 // RequestLimiters.
 type RequestLimiter interface {
 	// Rules are the rules each key gets, in order, advertised in RateLimit-Policy: one

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // A reset limiter of each algorithm decides as a new one: after `fill` units at fillAt,

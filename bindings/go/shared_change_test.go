@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // A shared limiter's rule changed in its file (docs/shared.md, changing the rule):

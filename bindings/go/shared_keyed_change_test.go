@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // A shared keyed table's and keyed policy's rules changed in their file (docs/shared.md,

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // The keyed table the killed inserters share: GCRA, 2 a second, bursts of 2 (T = 500

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // The process tests run this very test binary again as child processes: with

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // table is a *Limiter or a *Keyed from a file, as the shared-file tests use either: units

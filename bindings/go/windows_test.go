@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // windowModel is a sequential reference for the three window algorithms, written from

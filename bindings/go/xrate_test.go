@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // The calls in x/time/rate's shape, checked against x/time/rate's own vectors

@@ -2,6 +2,6 @@ module librate/examples/go
 
 go 1.24.0
 
-require librate/bindings/go v0.0.0
+require github.com/librate/librate/bindings/go v0.0.0
 
-replace librate/bindings/go => ../../bindings/go
+replace github.com/librate/librate/bindings/go => ../../bindings/go

@@ -20,7 +20,7 @@ import (
 	"net/http"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // newHandler is the service: "hello" behind limit requests per period for each client

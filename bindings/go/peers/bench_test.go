@@ -1,7 +1,7 @@
 package peers_test
 
 import (
-	"librate/bindings/go/internal/xorshift"
+	"github.com/librate/librate/bindings/go/internal/xorshift"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/time/rate"
 
-	librate "librate/bindings/go"
-	"librate/bindings/go/peers/internal/floor"
+	librate "github.com/librate/librate/bindings/go"
+	"github.com/librate/librate/bindings/go/peers/internal/floor"
 )
 
 // The benchmarks pit librate against golang.org/x/time/rate in the same run, each

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
-	librateredis "librate/bindings/go/redis"
+	librate "github.com/librate/librate/bindings/go"
+	librateredis "github.com/librate/librate/bindings/go/redis"
 )
 
 // A batch decides each key as single calls in the same order do, a key given twice

@@ -14,7 +14,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // The benchmarks pit librateredis against github.com/go-redis/redis_rate/v10 (GCRA in

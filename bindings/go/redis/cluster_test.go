@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	librate "librate/bindings/go"
-	librateredis "librate/bindings/go/redis"
+	librate "github.com/librate/librate/bindings/go"
+	librateredis "github.com/librate/librate/bindings/go/redis"
 )
 
 // The package on a Redis Cluster of three masters the test starts on loopback ports

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	librate "librate/bindings/go"
-	librateredis "librate/bindings/go/redis"
+	librate "github.com/librate/librate/bindings/go"
+	librateredis "github.com/librate/librate/bindings/go/redis"
 )
 
 var gcra2 = librate.Config{Algorithm: librate.GCRA, Limit: 2, Period: time.Second}

@@ -1,11 +1,11 @@
-module librate/bindings/go/redis
+module github.com/librate/librate/bindings/go/redis
 
 go 1.24.0
 
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/redis/go-redis/v9 v9.17.3
-	librate/bindings/go v0.0.0
+	github.com/librate/librate/bindings/go v0.0.0
 )
 
 require (
@@ -13,4 +13,4 @@ require (
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
 )
 
-replace librate/bindings/go => ../
+replace github.com/librate/librate/bindings/go => ../

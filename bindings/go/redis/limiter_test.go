@@ -11,10 +11,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	librate "librate/bindings/go"
-	"librate/bindings/go/internal/hook"
-	"librate/bindings/go/internal/peervectors"
-	librateredis "librate/bindings/go/redis"
+	librate "github.com/librate/librate/bindings/go"
+	"github.com/librate/librate/bindings/go/internal/hook"
+	"github.com/librate/librate/bindings/go/internal/peervectors"
+	librateredis "github.com/librate/librate/bindings/go/redis"
 )
 
 const (

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	librate "librate/bindings/go"
-	librateredis "librate/bindings/go/redis"
+	librate "github.com/librate/librate/bindings/go"
+	librateredis "github.com/librate/librate/bindings/go/redis"
 )
 
 // refusedEnv names the port a re-run of this test binary calls, refused; refusedLog,

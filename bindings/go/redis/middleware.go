@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // Rules is the limiter's Config, alone, as a librate.RequestLimiter.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	librate "librate/bindings/go"
-	librateredis "librate/bindings/go/redis"
+	librate "github.com/librate/librate/bindings/go"
+	librateredis "github.com/librate/librate/bindings/go/redis"
 )
 
 // randomRule is a rule of any algorithm with a small limit and a period of a minute or

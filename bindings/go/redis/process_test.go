@@ -15,8 +15,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	librate "librate/bindings/go"
-	librateredis "librate/bindings/go/redis"
+	librate "github.com/librate/librate/bindings/go"
+	librateredis "github.com/librate/librate/bindings/go/redis"
 )
 
 // The hammer runs this test binary again as child processes: with

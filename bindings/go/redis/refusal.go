@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // refusal is a request refused before anything is sent: its message is "librateredis: ",

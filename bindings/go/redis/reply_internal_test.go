@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // A script's reply is read field for field, integers or decimal strings, durations

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 	"librate/examples/go/frameworks"
 )
 

@@ -6,7 +6,7 @@ require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/labstack/echo/v4 v4.16.0
-	librate/bindings/go v0.0.0
+	github.com/librate/librate/bindings/go v0.0.0
 )
 
 require (
@@ -45,4 +45,4 @@ require (
 	google.golang.org/protobuf v1.36.10 // indirect
 )
 
-replace librate/bindings/go => ../../../bindings/go
+replace github.com/librate/librate/bindings/go => ../../../bindings/go

@@ -23,7 +23,7 @@ import (
 	"os"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // config is the limit of each client address, which every process must open the file

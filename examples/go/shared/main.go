@@ -17,7 +17,7 @@ import (
 	"os"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 // config is the limit every process must open the file with: another one is refused

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	librate "librate/bindings/go"
+	librate "github.com/librate/librate/bindings/go"
 )
 
 const ms = time.Millisecond
