@@ -5,9 +5,9 @@ use super::{
     set_config_of, RATE_E_NULL, RATE_OK,
 };
 use librate::Config;
-use librate::Error;
 use librate::Instant;
 use librate::Limiter;
+use librate::OpenError;
 use std::ffi::c_char;
 use std::path::Path;
 use std::time::Duration;
@@ -139,7 +139,7 @@ unsafe fn open_with(
     path: *const c_char,
     config: *const rate_config,
     out: *mut *mut rate_limiter,
-    open: fn(&Path, &Config) -> Result<Limiter, Error>,
+    open: fn(&Path, &Config) -> Result<Limiter, OpenError>,
 ) -> i32 {
     boundary(|| {
         // SAFETY: passed on from this function's contract.
