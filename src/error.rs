@@ -1,10 +1,11 @@
 //! Typed errors of the Rust API, one type per kind of operation, each with only the
 //! failures that operation can produce (docs/rust.md, Errors): building from a
 //! configuration, [`ConfigError`]; an acquire, [`AcquireError`] (on a policy,
-//! [`InsufficientCapacity`]; on a key, [`KeyedAcquireError`]); a reserve, a request of one cost per rule and an async wait add
-//! theirs ([`ReserveError`], [`CostsError`], [`WaitError`]); a key's reset,
-//! [`ResetError`]; opening a shared file, [`OpenError`] (its I/O error a [`FileError`]
-//! naming the path); a change of rule, [`ChangeError`]. [`Error`] is every one of them,
+//! [`InsufficientCapacity`]; on a key, [`KeyedAcquireError`]); a reserve, a request of
+//! one cost per rule and an async wait add theirs ([`ReserveError`], [`CostsError`],
+//! [`WaitError`]); a key's reset, [`ResetError`]; opening a shared file, [`OpenError`]
+//! (its I/O error a [`FileError`] naming the path); a change of rule, [`ChangeError`]; a
+//! shared file's trouble at run time, [`SharedError`]. [`Error`] is every one of them,
 //! for a caller that lifts them all with `?`. The C layer maps each to a fixed `RATE_E_*`
 //! number.
 

@@ -17,8 +17,9 @@ pub struct KeyedStats {
     pub max_keys: u64,
     /// Keys whose state was not fresh at the time asked ([`KeyedLimiter::live_keys_at`]).
     pub live_keys: u64,
-    /// Requests for new keys refused with [`KeyedAcquireError::TableFull`](crate::KeyedAcquireError::TableFull)
-    /// since the table was built; for a shared table, since its file was created, by
+    /// Requests for new keys refused with
+    /// [`KeyedAcquireError::TableFull`](crate::KeyedAcquireError::TableFull) since the
+    /// table was built; for a shared table, since its file was created, by
     /// every process that opened it.
     pub table_full: u64,
 }

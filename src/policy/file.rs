@@ -13,8 +13,8 @@
 //!
 //! An opener's rules must be as many as the descriptor's, of the same scopes in the same
 //! order, and each the rule in force of its place; else the file is
-//! [`OpenError::Incompatible`](crate::OpenError::Incompatible) and left untouched, unless the opener asks that its rules
-//! replace the file's. The tables hash keys with the file's one secret hash key.
+//! [`OpenError::Incompatible`](crate::OpenError::Incompatible) and left untouched,
+//! unless the opener asks that its rules replace the file's. The tables hash keys with the file's one secret hash key.
 //! Everything else (create or attach, another boot, a process killed mid-insert or
 //! mid-change) is the keyed table's and the limiter's, per rule.
 
@@ -207,7 +207,8 @@ impl KeyedPolicy {
     /// assert_eq!(denied.rules()[1].remaining, 99); // one admitted, for everybody
     /// let other = [rules[1], rules[0]];
     /// let refused = KeyedPolicy::open(&path, &other, 1000).unwrap_err();
-    /// assert!(matches!(refused, librate::OpenError::Incompatible { path: named } if named == path));
+    /// let incompatible = librate::OpenError::Incompatible { path: path.clone() };
+    /// assert_eq!(refused.to_string(), incompatible.to_string()); // it names the path
     /// # std::fs::remove_file(&path).unwrap();
     /// ```
     ///

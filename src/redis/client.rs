@@ -153,8 +153,8 @@ impl RedisLimiter {
     ///
     /// # Errors
     /// The outer error when no reply came at all (Redis unreachable, past the timeout) or
-    /// the request is refused for every key ([`RedisError::Rate`]: `n` above the limit); a key whose
-    /// Redis key holds something else has its own error; an error for a whole script call
+    /// the request is refused for every key ([`RedisError::Rate`]: `n` above the limit); a
+    /// key whose Redis key holds something else has its own error; an error for a whole script call
     /// (OOM, READONLY, where the script writes nothing) is each of its keys' error.
     pub fn acquire_batch(
         &self,

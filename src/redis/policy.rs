@@ -82,9 +82,9 @@ impl RedisPolicy {
     /// none. `n == 0` only reports.
     ///
     /// # Errors
-    /// [`RedisError::Rate`] with [`ReserveError::Acquire`](crate::ReserveError::Acquire) if `n` exceeds a rule's
-    /// limit; [`RedisError::Redis`] if Redis cannot be reached in the connection's timeout
-    /// or answers an error (a rule's key holding something else: nothing is written):
+    /// [`RedisError::Rate`] with [`ReserveError::Acquire`](crate::ReserveError::Acquire) if
+    /// `n` exceeds a rule's limit; [`RedisError::Redis`] if Redis cannot be reached in the
+    /// connection's timeout or answers an error (a rule's key holding something else: nothing is written):
     /// never an admission.
     pub fn acquire(
         &self,

@@ -31,7 +31,7 @@ impl<S> KeyedPolicy<S> {
     /// the key's), so no rule ever admits past its limit; a racing request may see some
     /// rules changed and others not yet. A request that a racing change makes larger than
     /// a rule's new limit takes nothing: a per-key rule refuses it as its table does,
-    /// with [`KeyedAcquireError::InsufficientCapacity`](crate::KeyedAcquireError::InsufficientCapacity), a global rule denies it with a
+    /// with [`KeyedAcquireError::InsufficientCapacity`], a global rule denies it with a
     /// `retry_after_ns` of `u64::MAX`; a request after the change is refused up front.
     ///
     /// ```
@@ -81,6 +81,7 @@ impl<S> KeyedPolicy<S> {
     /// some rules changed (those keep their new rule).
     ///
     /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
+    /// [`KeyedAcquireError::InsufficientCapacity`]: crate::KeyedAcquireError::InsufficientCapacity
     /// [`ConfigError::Capacity`]: crate::ConfigError::Capacity
     pub fn set_rules_at(&self, rules: &[KeyedRule], at: Instant) -> Result<(), ChangeError> {
         if rules.len() != self.rules.len() {
