@@ -55,12 +55,14 @@ impl Request {
         }
     }
 
-    /// Whether `decider` may decide the request, as a request of error `E` checks it.
+    /// Whether `decider` may decide the request, as a request of error `E` checks it: a
+    /// reserve's (`max_wait_ns` given) is a [`ReserveError`], an acquire's is not.
     ///
     /// # Errors
     /// As [`Refusal::check`].
     #[inline]
     pub(super) fn check<E: Refusal>(&self, decider: &Decider) -> Result<(), E> {
+        debug_assert_eq!(self.max_wait_ns.is_some(), E::RESERVE);
         E::check(self.n, decider)
     }
 
@@ -82,6 +84,8 @@ impl Request {
 pub(crate) trait Refusal: From<SharedError> {
     /// The refusal of a new key by a table full of live keys.
     const TABLE_FULL: Self;
+    /// Whether it is a reserve's error, checked as [`Decider::check_reserve`] checks.
+    const RESERVE: bool;
 
     /// Whether `decider` may decide a request of `n` units of this kind.
     ///
@@ -92,6 +96,7 @@ pub(crate) trait Refusal: From<SharedError> {
 
 impl Refusal for KeyedAcquireError {
     const TABLE_FULL: Self = Self::TableFull;
+    const RESERVE: bool = false;
 
     #[inline(always)]
     fn check(n: u64, decider: &Decider) -> Result<(), Self> {
@@ -101,6 +106,7 @@ impl Refusal for KeyedAcquireError {
 
 impl Refusal for ReserveError<KeyedAcquireError> {
     const TABLE_FULL: Self = Self::Acquire(KeyedAcquireError::TableFull);
+    const RESERVE: bool = true;
 
     #[inline(always)]
     fn check(n: u64, decider: &Decider) -> Result<(), Self> {
