@@ -194,7 +194,7 @@ pub enum ChangeError {
     /// The new configuration is invalid, or its state cannot be carried over
     /// ([`ConfigError::LiveChange`]).
     Config(ConfigError),
-    /// A limiter in a shared file only: another process held the change up, or the file's
+    /// In a shared file only: another process held the change up, or the file's
     /// rule in force is no rule of it.
     Shared(SharedError),
 }
