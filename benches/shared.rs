@@ -382,12 +382,12 @@ const KEYS: u64 = 1_000;
 /// and for a shared one its file, removed before returning (the mapping stays).
 fn keyed_table(config: &Config, store: Store, now_ns: u64) -> KeyedLimiter {
     let table = match store {
-        Store::Private => KeyedLimiter::new(config, KEYS),
+        Store::Private => KeyedLimiter::new(config, KEYS).map_err(librate::Error::from),
         Store::Shared => {
             let path = fresh_path("keyed");
             let table = KeyedLimiter::open(&path, config, KEYS);
             let _ = std::fs::remove_file(&path);
-            table
+            table.map_err(librate::Error::from)
         }
     }
     .expect("bench configs are valid");

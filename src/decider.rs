@@ -7,8 +7,7 @@ use crate::algorithm::{Allowance, FixedWindow, Gcra, Rule, SlidingLog, SlidingWi
 use crate::config::Algorithm;
 use crate::config::Config;
 use crate::decision::Decision;
-use crate::error::Error;
-use crate::error::{Breach, ConfigError};
+use crate::error::{Breach, ConfigError, InsufficientCapacity, ReserveError};
 use crate::state::{
     gcra_now, is_marker, replaced_counts, reserve_at, reserve_refundable_at, store_counts,
     window_acquire_at, Acquire, Owned, Refund, Refundable, Request, Stored, Tenancy,
@@ -45,24 +44,24 @@ impl Config {
     /// allocates anything, and says which bound it breaks, if one.
     ///
     /// ```
-    /// use librate::{Config, Error};
+    /// use librate::{Config, ConfigError};
     /// use std::time::Duration;
     /// assert!(Config::gcra(10, Duration::from_secs(1)).validate().is_ok());
-    /// assert!(matches!(Config::gcra(0, Duration::from_secs(1)).validate(), Err(Error::InvalidConfig(_))));
+    /// assert_eq!(Config::gcra(0, Duration::from_secs(1)).validate(), Err(ConfigError::ZeroLimit));
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`], saying what is wrong.
-    pub fn validate(&self) -> Result<(), Error> {
+    /// The [`ConfigError`] saying what is wrong.
+    pub fn validate(&self) -> Result<(), ConfigError> {
         Decider::new(self).map(drop)
     }
 }
 
 impl Decider {
     /// # Errors
-    /// [`Error::InvalidConfig`] naming the field, the value and the bound `config` broke.
-    pub(crate) fn new(config: &Config) -> Result<Self, Error> {
-        Self::checked(config).map_err(|breach| Error::InvalidConfig(breach.of(config)))
+    /// The [`ConfigError`] naming the field, the value and the bound `config` broke.
+    pub(crate) fn new(config: &Config) -> Result<Self, ConfigError> {
+        Self::checked(config).map_err(|breach| breach.of(config))
     }
 
     /// The decider of `config`, or what its algorithm's constructor found wrong.
@@ -97,20 +96,31 @@ impl Decider {
         dispatch!(self, algorithm => algorithm.limit())
     }
 
-    /// Checks a request before it is run: `Err(Unsupported)` for a reserve (`max_wait_ns`
-    /// given) on an algorithm without a queue, `Err(InsufficientCapacity)` if `n` can never
-    /// be admitted. The operations below run only requests that passed, so once the state
-    /// is touched nothing can fail but the tenancy.
+    /// Checks an acquire before it is run: `Err` if `n` can never be admitted. The
+    /// operations below run only requests that passed, so once the state is touched
+    /// nothing can fail but the tenancy.
     #[inline]
-    pub(crate) fn check(&self, n: u64, max_wait_ns: Option<u64>) -> Result<(), Error> {
-        if max_wait_ns.is_some() && self.algorithm() != Algorithm::Gcra {
-            // The window algorithms have no queue to wait in, whatever `n` is.
-            Err(Error::Unsupported)
-        } else if n > self.limit() {
-            Err(Error::InsufficientCapacity)
+    pub(crate) fn check(&self, n: u64) -> Result<(), InsufficientCapacity> {
+        if n > self.limit() {
+            Err(InsufficientCapacity)
         } else {
             Ok(())
         }
+    }
+
+    /// Checks a reserve as [`check`](Self::check) an acquire, on an algorithm with a
+    /// queue: the error of an acquire of the subject (`E`) if `n` can never be admitted.
+    #[inline]
+    pub(crate) fn check_reserve<E: From<InsufficientCapacity>>(
+        &self,
+        n: u64,
+    ) -> Result<(), ReserveError<E>> {
+        if self.algorithm() != Algorithm::Gcra {
+            // The window algorithms have no queue to wait in, whatever `n` is.
+            return Err(ReserveError::Unsupported);
+        }
+        self.check(n)
+            .map_err(|why| ReserveError::Acquire(E::from(why)))
     }
 
     /// Acquires `n` units at `now_ns` (`n == 0` queries), as a reserve willing to wait
@@ -125,9 +135,8 @@ impl Decider {
         n: u64,
         max_wait_ns: u64,
     ) -> Result<Decision, T::Evicted> {
-        debug_assert!(self
-            .check(n, Some(max_wait_ns).filter(|&wait| wait > 0))
-            .is_ok());
+        debug_assert!(self.check(n).is_ok());
+        debug_assert!(max_wait_ns == 0 || self.algorithm() == Algorithm::Gcra);
         match self {
             Self::Gcra(gcra) => reserve_at(gcra, state, tenancy, now_ns, n, max_wait_ns),
             Self::SlidingWindow(sliding) => window_acquire_at(sliding, state, tenancy, now_ns, n),
@@ -166,7 +175,7 @@ impl Decider {
         tenancy: &T,
         request: R,
     ) -> Result<R::Out, T::Evicted> {
-        debug_assert!(self.check(request.units(), None).is_ok());
+        debug_assert!(self.check(request.units()).is_ok());
         dispatch!(self, algorithm => algorithm.swap(state, tenancy, request))
     }
 
@@ -183,7 +192,7 @@ impl Decider {
         request: R,
         keep: K,
     ) -> Result<R::Out, T::Evicted> {
-        debug_assert!(self.check(request.units(), None).is_ok());
+        debug_assert!(self.check(request.units()).is_ok());
         dispatch!(self, algorithm => {
             algorithm.swap(state, tenancy, Refundable { request, keep })
         })
@@ -229,7 +238,7 @@ impl Decider {
         time: C,
         n: u64,
     ) -> Result<bool, T::Evicted> {
-        debug_assert!(self.check(n, None).is_ok());
+        debug_assert!(self.check(n).is_ok());
         if n == 0 {
             return Ok(true);
         }
@@ -254,7 +263,7 @@ impl Decider {
         time: C,
         n: u64,
     ) -> Option<Result<bool, T::Evicted>> {
-        debug_assert!(n != 0 && self.check(n, None).is_ok());
+        debug_assert!(n != 0 && self.check(n).is_ok());
         match (self, state.first()) {
             (Self::Gcra(gcra), Some(word)) if time.precise_first() => {
                 time::precise_first_inline(time, gcra_now(gcra, word, tenancy, n))
@@ -296,12 +305,11 @@ impl Decider {
     /// entries are not carried).
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] with [`ConfigError::LiveChange`] for a pair that does not
-    /// carry over.
-    pub(crate) fn check_change(&self, new: &Decider) -> Result<(), Error> {
+    /// [`ConfigError::LiveChange`] for a pair that does not carry over.
+    pub(crate) fn check_change(&self, new: &Decider) -> Result<(), ConfigError> {
         let log = |decider: &Decider| matches!(decider, Self::SlidingLog(_));
         if self.algorithm() != new.algorithm() || log(self) || log(new) {
-            return Err(Error::InvalidConfig(ConfigError::LiveChange));
+            return Err(ConfigError::LiveChange);
         }
         Ok(())
     }

@@ -4,7 +4,7 @@
 //! described, and nothing in it is written.
 
 use crate::config::{Algorithm, Config};
-use crate::error::Error;
+use crate::error::FileError;
 use crate::policy::MAX_RULES;
 use crate::shared::{first_rule, rule_in_force, rule_of, HEADER_WORDS, LAYOUT_VERSION, MAGIC};
 use crate::shared::{KIND_KEYED, KIND_KEYED_POLICY, KIND_LIMITER, RECORDS_END};
@@ -34,10 +34,10 @@ const POLICY_RULES: usize = MAX_RULES;
 /// ```
 ///
 /// # Errors
-/// [`Error::Io`] with the OS's error number if the file cannot be opened or read.
-pub fn describe_file(path: impl AsRef<Path>) -> Result<String, Error> {
+/// The [`FileError`], naming the path, if the file cannot be opened or read.
+pub fn describe_file(path: impl AsRef<Path>) -> Result<String, FileError> {
     let path = path.as_ref();
-    let io = |error: std::io::Error| Error::Io(error.raw_os_error().unwrap_or(libc::EIO));
+    let io = |error| FileError::new(path, error);
     let mut bytes = Vec::new();
     let limit = (HEADER_WORDS + POLICY_RULES * POLICY_RULE_WORDS).max(rules_prefix()) * 8;
     let file = File::open(path).map_err(io)?;

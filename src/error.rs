@@ -1,426 +1,80 @@
-//! Typed errors of the Rust API. The C layer maps each to a fixed `RATE_E_*` number.
-//!
-//! A rejected configuration names the field, its value and the bound it broke
-//! ([`ConfigError::field`], [`value`](ConfigError::value), [`bound`](ConfigError::bound)),
-//! and its `Display` is the sentence every language gives (docs/decision.md,
-//! Configuration): the C explain functions write it, Python and Go raise it.
+//! Typed errors of the Rust API, one type per kind of operation, each with only the
+//! failures that operation can produce (docs/rust.md, Errors): building from a
+//! configuration, [`ConfigError`]; an acquire, [`AcquireError`] (on a policy,
+//! [`InsufficientCapacity`]; on a key, [`KeyedAcquireError`]); a reserve, a request of
+//! one cost per rule and an async wait add theirs ([`ReserveError`], [`CostsError`],
+//! [`WaitError`]); a key's reset, [`ResetError`]; opening a shared file, [`OpenError`]
+//! (its I/O error a [`FileError`] naming the path); a change of rule, [`ChangeError`]; a
+//! shared file's trouble at run time, [`SharedError`]. [`Error`] is every one of them,
+//! for a caller that lifts them all with `?`. The C layer maps each to a fixed `RATE_E_*`
+//! number.
 
-use crate::config::{Algorithm, Config};
+mod acquire;
+mod config;
+mod shared;
+
+pub use acquire::{
+    AcquireError, CostsError, InsufficientCapacity, KeyedAcquireError, ReserveError, ResetError,
+    WaitError,
+};
+pub(crate) use config::Breach;
+pub use config::{Bound, ConfigError, Field, OutOfBounds};
+pub use shared::{ChangeError, FileError, OpenError, SharedError};
+
 use std::fmt;
+use std::path::PathBuf;
 
-/// Why a [`Config`] (or a keyed table's capacity, or a policy) was rejected.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// `limit` is 0; at least one unit per period is required.
-    ZeroLimit,
-    /// `period_ns` is 0.
-    ZeroPeriod,
-    /// GCRA: `period_ns / limit` is 0, i.e. more than one unit per nanosecond.
-    RateTooHigh(OutOfBounds),
-    /// GCRA: `burst × emission interval` exceeds 2⁶⁴ − 257 ns, the largest storable TAT.
-    ToleranceTooLarge(OutOfBounds),
-    /// Window algorithms: `limit` is too large for `period_ns` (their state could
-    /// overflow on the u64 timeline), or above the sliding log's cap of 2²⁰; a period
-    /// that never ends: `limit` (GCRA: `burst`) above 2⁶⁴ − 257. The exact bounds are on
-    /// each [`Algorithm`] variant.
-    LimitTooLarge(OutOfBounds),
-    /// Keyed limiters and keyed policies: `capacity` is 0.
-    ZeroCapacity,
-    /// Keyed limiters and keyed policies: the table of `capacity` keys, `bytes_per_key`
-    /// bytes each, is larger than can be allocated or mapped.
-    Capacity {
-        /// The capacity asked for.
-        capacity: u64,
-        /// The bytes one key takes in the table.
-        bytes_per_key: u64,
-    },
-    /// The Redis tier: a duration of the configuration (GCRA's `burst × emission
-    /// interval`, a window's period) reaches 2⁵³ ns (104 days), past what Redis's Lua,
-    /// whose numbers are doubles, decides exactly.
-    NotExactOnRedis,
-    /// Policies: a rule's configuration is invalid. [`field`](Self::field),
-    /// [`value`](Self::value) and [`bound`](Self::bound) are its reason's.
-    PolicyRule {
-        /// The rule's index, in the order given (from 0).
-        rule: usize,
-        /// Why the rule's configuration was rejected.
-        why: Box<ConfigError>,
-    },
-    /// Policies: no rule, or more than [`MAX_RULES`](crate::MAX_RULES).
-    PolicyRules {
-        /// The rules given.
-        rules: usize,
-    },
-    /// The Redis tier: a policy's key prefix holds `{` or `}`, which would make (part of)
-    /// the prefix the Cluster hash tag of the rules' keys instead of the key's.
-    RedisPrefix,
-    /// Policies: a request's costs, one per rule, are not as many as the rules.
-    PolicyCosts {
-        /// The costs given.
-        costs: usize,
-    },
-    /// A change of rule at run time (`set_config`, `set_rules`) that cannot carry the
-    /// state over: to another algorithm (a period of [`Config::FOREVER`] keeps it), to or
-    /// from a sliding log's own rule, or to another number of rules.
-    ///
-    /// [`Config::FOREVER`]: crate::Config::FOREVER
-    LiveChange,
-}
-
-/// A field that a [`ConfigError`] names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Field {
-    /// [`Config::limit`](crate::Config::limit).
-    Limit,
-    /// The period, [`Config::period`](crate::Config::period), in nanoseconds.
-    PeriodNs,
-    /// [`Config::burst`](crate::Config::burst).
-    Burst,
-    /// A keyed table's capacity.
-    Capacity,
-}
-
-impl Field {
-    /// The field's name in every language's messages: `limit`, `period_ns`, `burst`,
-    /// `capacity`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Limit => "limit",
-            Self::PeriodNs => "period_ns",
-            Self::Burst => "burst",
-            Self::Capacity => "capacity",
-        }
-    }
-}
-
-/// The bound a field's value broke: changing that field alone to the bound makes the
-/// configuration valid, and one step further does not.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Bound {
-    /// The value must be at least this.
-    AtLeast(u64),
-    /// The value must be at most this.
-    AtMost(u64),
-}
-
-/// A configuration that breaks one of its algorithm's bounds (docs/decision.md,
-/// Configuration), and the field whose change alone would mend it, if one would.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OutOfBounds {
-    config: Config,
-    /// The field to change and its bound; `None` when no one field's change suffices.
-    fix: Option<(Field, Bound)>,
-}
-
-impl OutOfBounds {
-    /// The configuration rejected.
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    /// The field whose change alone would make the configuration valid, and the bound
-    /// that change must meet; `None` when several fields must change.
-    pub fn fix(&self) -> Option<(Field, Bound)> {
-        self.fix
-    }
-}
-
-impl ConfigError {
-    /// The field the error names (a policy's rule's: [`PolicyRule`](Self::PolicyRule)):
-    /// `None` for the errors about a policy as a whole, the Redis tier or a live change,
-    /// and for a configuration no one field's change would mend.
-    pub fn field(&self) -> Option<Field> {
-        match self {
-            Self::Capacity { .. } => Some(Field::Capacity),
-            Self::PolicyRule { why, .. } => why.field(),
-            _ => self.field_and_bound().map(|(field, _)| field),
-        }
-    }
-
-    /// The value of [`field`](Self::field) that was given.
-    pub fn value(&self) -> Option<u64> {
-        match *self {
-            Self::ZeroLimit | Self::ZeroPeriod | Self::ZeroCapacity => Some(0),
-            Self::Capacity { capacity, .. } => Some(capacity),
-            Self::PolicyRule { ref why, .. } => why.value(),
-            _ => {
-                let (field, _) = self.field_and_bound()?;
-                self.out_of_bounds()
-                    .map(|broken| value_of(&broken.config, field))
-            }
-        }
-    }
-
-    /// The bound [`field`](Self::field)'s value broke, exact: the field at the bound is
-    /// accepted (the rest of the configuration unchanged), one past it is not. `None`
-    /// for a table too large to allocate, whose bound depends on the memory at hand.
-    pub fn bound(&self) -> Option<Bound> {
-        match self {
-            Self::PolicyRule { why, .. } => why.bound(),
-            _ => self.field_and_bound().map(|(_, bound)| bound),
-        }
-    }
-
-    fn field_and_bound(&self) -> Option<(Field, Bound)> {
-        match self.zero() {
-            Some(field) => Some((field, Bound::AtLeast(1))),
-            None => self.out_of_bounds()?.fix,
-        }
-    }
-
-    /// The field that is 0 where it must be at least 1.
-    fn zero(&self) -> Option<Field> {
-        match self {
-            Self::ZeroLimit => Some(Field::Limit),
-            Self::ZeroPeriod => Some(Field::PeriodNs),
-            Self::ZeroCapacity => Some(Field::Capacity),
-            _ => None,
-        }
-    }
-
-    fn out_of_bounds(&self) -> Option<&OutOfBounds> {
-        match self {
-            Self::RateTooHigh(broken)
-            | Self::ToleranceTooLarge(broken)
-            | Self::LimitTooLarge(broken) => Some(broken),
-            _ => None,
-        }
-    }
-
-    /// The rule broken: the whole sentence of the errors that name no field.
-    fn rule(&self) -> &'static str {
-        match self {
-            Self::PolicyRule { why, .. } => why.rule(),
-            Self::ZeroLimit | Self::ZeroPeriod | Self::ZeroCapacity => "must be at least 1",
-            Self::RateTooHigh(_) => {
-                "period_ns / limit must be at least 1 ns (at most one unit per ns)"
-            }
-            Self::ToleranceTooLarge(_) => {
-                "burst x (period_ns / limit) must be at most 2^64 - 257 ns"
-            }
-            Self::LimitTooLarge(_) => {
-                "limit is too large for this algorithm (for its period, or above the log's cap)"
-            }
-            Self::Capacity { .. } => "more than can be allocated",
-            Self::NotExactOnRedis => {
-                "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns \
-                 (about 104 days)"
-            }
-            Self::PolicyRules { .. } => "a policy holds 1 to 8 rules",
-            Self::RedisPrefix => "a Redis policy's prefix must not contain '{' or '}'",
-            Self::PolicyCosts { .. } => "a policy request gives one cost per rule",
-            Self::LiveChange => {
-                "a live change keeps the algorithm (and the number of rules), and a sliding \
-                 log's rule does not change"
-            }
-        }
-    }
-}
-
-fn value_of(config: &Config, field: Field) -> u64 {
-    match field {
-        Field::Limit => config.limit,
-        Field::PeriodNs => config.period_ns,
-        Field::Burst => config.burst,
-        // A capacity is no field of a Config: no OutOfBounds names it.
-        Field::Capacity => 0,
-    }
-}
-
-/// The algorithm as the sentences name it.
-fn algorithm_name(algorithm: Algorithm) -> &'static str {
-    match algorithm {
-        Algorithm::Gcra => "GCRA",
-        Algorithm::FixedWindow => "the fixed window",
-        Algorithm::SlidingWindow => "the sliding window",
-        Algorithm::SlidingLog => "the sliding log",
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(field) = self.zero() {
-            return write!(f, "{} 0: {}", field.name(), self.rule());
-        }
-        match self {
-            Self::Capacity {
-                capacity,
-                bytes_per_key,
-            } => write!(
-                f,
-                "capacity {capacity}: its table needs {} bytes ({bytes_per_key} per key), {}",
-                u128::from(*capacity) * u128::from(*bytes_per_key),
-                self.rule()
-            ),
-            Self::RateTooHigh(broken)
-            | Self::ToleranceTooLarge(broken)
-            | Self::LimitTooLarge(broken) => broken.write(self, f),
-            // As Go says it (bindings/go policy.go); Python: "rules[1]: …".
-            Self::PolicyRule { rule, why } => write!(f, "rule {rule}: {why}"),
-            Self::PolicyRules { rules } => write!(f, "{}, not {rules}", self.rule()),
-            Self::PolicyCosts { costs } => write!(f, "{costs} costs: {}", self.rule()),
-            _ => f.write_str(self.rule()),
-        }
-    }
-}
-
-impl OutOfBounds {
-    /// Writes the sentence of `error`, which holds `self`: "FIELD VALUE: must be at
-    /// most|least BOUND for ALGORITHM with THE OTHER FIELDS (WHY)", or, when no one field
-    /// mends it, the fields given and the rule they break.
-    fn write(&self, error: &ConfigError, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let config = &self.config;
-        let gcra_burst = config.algorithm == Algorithm::Gcra && config.burst > 0;
-        let Some((field, bound)) = self.fix else {
-            write!(
-                f,
-                "limit {} with period_ns {}",
-                config.limit, config.period_ns
-            )?;
-            if gcra_burst {
-                write!(f, " and burst {}", config.burst)?;
-            }
-            return write!(f, ": {}", error.rule());
-        };
-        let (side, at) = match bound {
-            Bound::AtLeast(least) => ("least", least),
-            Bound::AtMost(most) => ("most", most),
-        };
-        write!(
-            f,
-            "{} {}: must be at {side} {at} for {}",
-            field.name(),
-            value_of(config, field),
-            algorithm_name(config.algorithm)
-        )?;
-        // The other fields the broken rule reads: GCRA's tolerance reads its burst too.
-        let tolerance = matches!(error, ConfigError::ToleranceTooLarge(_));
-        let others = [
-            (Field::Limit, true),
-            (Field::PeriodNs, true),
-            (Field::Burst, tolerance && gcra_burst),
-        ];
-        let mut joiner = " with ";
-        for (other, read) in others {
-            if read && other != field {
-                write!(f, "{joiner}{} {}", other.name(), value_of(config, other))?;
-                joiner = " and ";
-            }
-        }
-        match error {
-            ConfigError::RateTooHigh(_) if bound == Bound::AtMost(config.period_ns) => {
-                f.write_str(" (at most one unit per ns)")
-            }
-            ConfigError::ToleranceTooLarge(_) => {
-                let units = if gcra_burst { "burst" } else { "limit" };
-                write!(
-                    f,
-                    " ({units} x (period_ns / limit) must be at most 2^64 - 257 ns)"
-                )
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// What an algorithm's constructor finds wrong with its numbers, before the
-/// configuration is known whole: the rule broken, and the field and bound that would mend
-/// it. [`Breach::of`] makes the [`ConfigError`] of the whole configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Breach {
-    ZeroLimit,
-    ZeroPeriod,
-    RateTooHigh(Option<(Field, Bound)>),
-    ToleranceTooLarge(Option<(Field, Bound)>),
-    LimitTooLarge(Option<(Field, Bound)>),
-}
-
-impl Breach {
-    /// The error of `config`, whose algorithm's constructor found this breach.
-    pub(crate) fn of(self, config: &Config) -> ConfigError {
-        let broken = |fix| OutOfBounds {
-            config: *config,
-            fix,
-        };
-        match self {
-            Self::ZeroLimit => ConfigError::ZeroLimit,
-            Self::ZeroPeriod => ConfigError::ZeroPeriod,
-            Self::RateTooHigh(fix) => ConfigError::RateTooHigh(broken(fix)),
-            Self::ToleranceTooLarge(fix) => ConfigError::ToleranceTooLarge(broken(fix)),
-            Self::LimitTooLarge(fix) => ConfigError::LimitTooLarge(broken(fix)),
-        }
-    }
-}
-
-/// Every way an operation can fail. A denial is not an error: it is a
-/// [`Decision`](crate::Decision) with `allowed == false`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Every way an operation can fail: each operation's own error converts into it (`From`),
+/// so `?` lifts any of them into a function returning `Result<_, librate::Error>`. A denial
+/// is not an error: it is a [`Decision`](crate::Decision) with `allowed == false`. Not
+/// `Clone` nor `Eq`: it may hold an [`std::io::Error`].
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
-    /// The configuration is invalid.
+    /// The configuration is invalid ([`ConfigError`] names the field, value and bound).
     InvalidConfig(ConfigError),
-    /// `n` exceeds the most this limiter can ever admit at once (its `limit`), so no
-    /// amount of waiting would admit it.
+    /// `n` exceeds the most the limiter can ever admit at once ([`InsufficientCapacity`]).
     InsufficientCapacity,
     /// A keyed table is full of live keys and cannot take a new one.
     TableFull,
-    /// The operation does not exist for this limiter: a reserve on a window algorithm, or
-    /// a change of rule where none can be made (a keyed table or keyed policy in a shared
-    /// file).
+    /// A reserve on an algorithm without a queue ([`ReserveError::Unsupported`]).
     Unsupported,
-    /// The operating system refused to create, open, size or map a shared file: its
-    /// error number (`errno`), as [`std::io::Error::from_raw_os_error`] reads it.
-    Io(i32),
+    /// A shared file kept an operation from proceeding ([`SharedError`]).
+    Shared(SharedError),
     /// The file is not a librate table of this layout, kind, rule and size; it was left
-    /// untouched. [`describe_file`](crate::describe_file) says what it holds.
-    Incompatible,
+    /// untouched ([`OpenError::Incompatible`]).
+    Incompatible {
+        /// The file's path, as given.
+        path: PathBuf,
+    },
+    /// The operating system refused a shared file ([`FileError`] names its path).
+    Io(FileError),
+    /// librate's timer thread could not be started ([`WaitError::Timer`]).
+    Timer(std::io::Error),
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::InvalidConfig(why) => write!(f, "invalid configuration: {why}"),
-            Self::InsufficientCapacity => f.write_str("cost exceeds the limiter's capacity"),
-            Self::TableFull => f.write_str("keyed table is full of live keys"),
-            Self::Unsupported => {
-                f.write_str("operation not supported by this limiter (a reserve needs GCRA)")
-            }
-            Self::Io(errno) => write!(
-                f,
-                "shared file: {}",
-                std::io::Error::from_raw_os_error(*errno)
-            ),
-            Self::Incompatible => f.write_str(
-                "shared file is not a librate table of this kind, rule and size (describe_file \
-                 says what it holds; an opener may replace its rules)",
-            ),
+            Self::InsufficientCapacity => InsufficientCapacity.fmt(f),
+            Self::TableFull => f.write_str(acquire::TABLE_FULL),
+            Self::Unsupported => f.write_str(acquire::UNSUPPORTED),
+            Self::Shared(why) => why.fmt(f),
+            Self::Incompatible { path } => shared::write_incompatible(f, path),
+            Self::Io(error) => error.fmt(f),
+            Self::Timer(_) => f.write_str(acquire::TIMER),
         }
     }
 }
 
-impl std::error::Error for Error {}
-
-impl Error {
-    /// This error as rule number `rule` of a policy gives it: a rule's own configuration's
-    /// error ([`ConfigError::field`] and the rest say which field) names the rule; any
-    /// other (a table's capacity, a file's) is the policy's, and stays as it is.
-    pub(crate) fn in_rule(self, rule: usize) -> Self {
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::InvalidConfig(
-                why @ (ConfigError::ZeroLimit
-                | ConfigError::ZeroPeriod
-                | ConfigError::RateTooHigh(_)
-                | ConfigError::ToleranceTooLarge(_)
-                | ConfigError::LimitTooLarge(_)
-                | ConfigError::NotExactOnRedis),
-            ) => Self::InvalidConfig(ConfigError::PolicyRule {
-                rule,
-                why: Box::new(why),
-            }),
-            other => other,
+            Self::InvalidConfig(why) => Some(why),
+            Self::Io(error) => Some(error.io_error()),
+            Self::Timer(error) => Some(error),
+            _ => None,
         }
     }
 }
@@ -428,6 +82,100 @@ impl Error {
 impl From<ConfigError> for Error {
     fn from(why: ConfigError) -> Self {
         Self::InvalidConfig(why)
+    }
+}
+
+impl From<InsufficientCapacity> for Error {
+    fn from(_: InsufficientCapacity) -> Self {
+        Self::InsufficientCapacity
+    }
+}
+
+impl From<AcquireError> for Error {
+    fn from(why: AcquireError) -> Self {
+        match why {
+            AcquireError::InsufficientCapacity => Self::InsufficientCapacity,
+            AcquireError::Shared(why) => Self::Shared(why),
+        }
+    }
+}
+
+impl From<SharedError> for Error {
+    fn from(why: SharedError) -> Self {
+        Self::Shared(why)
+    }
+}
+
+impl From<FileError> for Error {
+    fn from(error: FileError) -> Self {
+        Self::Io(error)
+    }
+}
+
+impl From<KeyedAcquireError> for Error {
+    fn from(why: KeyedAcquireError) -> Self {
+        match why {
+            KeyedAcquireError::InsufficientCapacity => Self::InsufficientCapacity,
+            KeyedAcquireError::TableFull => Self::TableFull,
+            KeyedAcquireError::Shared(why) => Self::Shared(why),
+        }
+    }
+}
+
+impl From<ResetError> for Error {
+    fn from(why: ResetError) -> Self {
+        match why {
+            ResetError::TableFull => Self::TableFull,
+            ResetError::Shared(why) => Self::Shared(why),
+        }
+    }
+}
+
+impl<E: Into<Error>> From<ReserveError<E>> for Error {
+    fn from(why: ReserveError<E>) -> Self {
+        match why {
+            ReserveError::Acquire(why) => why.into(),
+            ReserveError::Unsupported => Self::Unsupported,
+        }
+    }
+}
+
+impl<E: Into<Error>> From<CostsError<E>> for Error {
+    fn from(why: CostsError<E>) -> Self {
+        match why {
+            CostsError::Acquire(why) => why.into(),
+            CostsError::CostCount { costs } => {
+                Self::InvalidConfig(ConfigError::PolicyCosts { costs })
+            }
+        }
+    }
+}
+
+impl<E: Into<Error>> From<WaitError<E>> for Error {
+    fn from(why: WaitError<E>) -> Self {
+        match why {
+            WaitError::Acquire(why) => why.into(),
+            WaitError::Timer(error) => Self::Timer(error),
+        }
+    }
+}
+
+impl From<OpenError> for Error {
+    fn from(why: OpenError) -> Self {
+        match why {
+            OpenError::Config(why) => Self::InvalidConfig(why),
+            OpenError::Incompatible { path } => Self::Incompatible { path },
+            OpenError::Io(error) => Self::Io(error),
+        }
+    }
+}
+
+impl From<ChangeError> for Error {
+    fn from(why: ChangeError) -> Self {
+        match why {
+            ChangeError::Config(why) => Self::InvalidConfig(why),
+            ChangeError::Shared(why) => Self::Shared(why),
+        }
     }
 }
 

@@ -47,7 +47,7 @@
 
 use crate::config::Config;
 use crate::decider::Decider;
-use crate::error::Error;
+use crate::error::{ChangeError, SharedError};
 use crate::replaced::{Replaceable, Replaced, REPLACED};
 use crate::shared::{Mapping, OneState};
 use crate::sync::{AtomicU64, Backoff, Ordering};
@@ -58,6 +58,13 @@ use std::sync::Arc;
 
 mod file;
 pub(crate) use self::file::InFile;
+
+/// A request's check against a rule, before it runs: an acquire's
+/// ([`Decider::check`]) or a reserve's ([`Decider::check_reserve`]), its error the
+/// request's.
+pub(crate) trait Check<E>: Fn(&Decider) -> Result<(), E> + Copy {}
+
+impl<E, F: Fn(&Decider) -> Result<(), E> + Copy> Check<E> for F {}
 
 /// Words of padding on each side of the state, so no other allocation shares its cache
 /// lines: 128 bytes, the unit x86-64's adjacent-line prefetcher pulls in pairs (the same
@@ -208,9 +215,9 @@ impl Generations {
         }
     }
 
-    /// Runs `operation` on the generation in force for a request of `n` units (and
-    /// `max_wait_ns`, a reserve's), and returns its result, or the error of the rule's
-    /// check of the request ([`Decider::check`]).
+    /// Runs `operation` on the generation in force for a request that `check` checks
+    /// against a rule (an acquire's [`Decider::check`] or a reserve's), and returns its
+    /// result, or the error of that check (in a file, or what the file gives).
     ///
     /// It runs first on the first generation, in place, as a limiter whose rule never
     /// changed decides: no pointer to follow, nothing pinned, and the words' tenancy a
@@ -220,14 +227,13 @@ impl Generations {
     /// nothing. Then, or if the rule refuses the request, it runs again, pinned, where
     /// [`next`](Self::next) says.
     #[inline(always)]
-    pub(crate) fn decide<O: Operation>(
+    pub(crate) fn decide<O: Operation, E: From<SharedError>>(
         &self,
-        n: u64,
-        max_wait_ns: Option<u64>,
+        check: impl Check<E>,
         operation: O,
-    ) -> Result<O::Output, Error> {
+    ) -> Result<O::Output, E> {
         let first = self.versions.first();
-        if first.decider.check(n, max_wait_ns).is_ok() {
+        if check(&first.decider).is_ok() {
             if let Ok(result) = operation.run(first, &MAY_BE_REPLACED) {
                 return Ok(result);
             }
@@ -236,10 +242,10 @@ impl Generations {
         // out-of-line call, which keeps the retries' code off the path; a larger one
         // would be written to memory on every decision, to meet the call's, so the
         // retries run here.
-        if std::mem::size_of::<Result<O::Output, Error>>() <= 2 * std::mem::size_of::<u64>() {
-            self.decide_again(n, max_wait_ns, operation)
+        if std::mem::size_of::<Result<O::Output, E>>() <= 2 * std::mem::size_of::<u64>() {
+            self.decide_again(check, operation)
         } else {
-            self.run_again(n, max_wait_ns, operation)
+            self.run_again(check, operation)
         }
     }
 
@@ -249,7 +255,7 @@ impl Generations {
     #[inline(always)]
     pub(crate) fn try_acquire_inline(&self, time: impl TimeSource, n: u64) -> Option<bool> {
         let first = self.versions.first();
-        if n == 0 || first.decider.check(n, None).is_err() {
+        if n == 0 || first.decider.check(n).is_err() {
             return None;
         }
         let decided =
@@ -260,32 +266,30 @@ impl Generations {
     /// [`run_again`](Self::run_again), out of line.
     #[cold]
     #[inline(never)]
-    fn decide_again<O: Operation>(
+    fn decide_again<O: Operation, E: From<SharedError>>(
         &self,
-        n: u64,
-        max_wait_ns: Option<u64>,
+        check: impl Check<E>,
         operation: O,
-    ) -> Result<O::Output, Error> {
-        self.run_again(n, max_wait_ns, operation)
+    ) -> Result<O::Output, E> {
+        self.run_again(check, operation)
     }
 
     /// Runs `operation` after the first generation's rule refused the request or its
     /// words held the marker, pinned, where [`next`](Self::next) says, until it decides.
     #[inline(always)]
-    fn run_again<O: Operation>(
+    fn run_again<O: Operation, E: From<SharedError>>(
         &self,
-        n: u64,
-        max_wait_ns: Option<u64>,
+        check: impl Check<E>,
         operation: O,
-    ) -> Result<O::Output, Error> {
+    ) -> Result<O::Output, E> {
         if let Some(file) = &self.file {
-            return self.run_in_file(file, n, max_wait_ns, operation);
+            return self.run_in_file(file, check, operation);
         }
         let pin = self.versions.pin();
         let mut tried = self.versions.first();
         let mut backoff = Backoff::default();
         loop {
-            let generation = Self::next(&pin, tried, n, max_wait_ns, &mut backoff)?;
+            let generation = Self::next(&pin, tried, check, &mut backoff)?;
             if let Ok(result) = operation.run(generation, &MAY_BE_REPLACED) {
                 return Ok(result);
             }
@@ -300,13 +304,12 @@ impl Generations {
     /// on the path of a limiter whose rule never changed.
     #[cold]
     #[inline(never)]
-    fn next<'a>(
+    fn next<'a, E>(
         pin: &'a Pin<'_, Generation>,
         mut tried: &'a Version<Generation>,
-        n: u64,
-        max_wait_ns: Option<u64>,
+        check: impl Check<E>,
         backoff: &mut Backoff,
-    ) -> Result<&'a Version<Generation>, Error> {
+    ) -> Result<&'a Version<Generation>, E> {
         loop {
             let generation = if tried.is_replaced() {
                 let current = pin.current();
@@ -321,10 +324,10 @@ impl Generations {
                     current
                 }
             } else {
-                tried.decider.check(n, max_wait_ns)?;
+                check(&tried.decider)?;
                 tried
             };
-            if generation.decider.check(n, max_wait_ns).is_ok() {
+            if check(&generation.decider).is_ok() {
                 return Ok(generation);
             }
             tried = generation;
@@ -337,12 +340,17 @@ impl Generations {
     /// follows its file's rule changes it in the file (`shared/rules.rs`), then adopts it.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] if the state cannot be carried over to `decider`
-    /// ([`Decider::check_change`]); in a file, as `Rules::change`.
-    pub(crate) fn replace(&self, decider: Decider, config: &Config, now: u64) -> Result<(), Error> {
+    /// [`ConfigError::LiveChange`](crate::ConfigError::LiveChange) if the state cannot be
+    /// carried over to `decider` ([`Decider::check_change`]); in a file, as `Rules::change`.
+    pub(crate) fn replace(
+        &self,
+        decider: Decider,
+        config: &Config,
+        now: u64,
+    ) -> Result<(), ChangeError> {
         if let Some(file) = &self.file {
             let serial = file.rules().change(config, &decider, now, &OneState)?;
-            return self.adopt(file, serial).map(drop);
+            return Ok(self.adopt(file, serial).map(drop)?);
         }
         let mut new = Generation::private(decider, config);
         let mut change = self.versions.change();

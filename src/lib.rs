@@ -132,7 +132,11 @@ struct ReadmeExample;
 pub use config::{Algorithm, Config};
 pub use decision::Decision;
 pub use describe::describe_file;
-pub use error::{Bound, ConfigError, Error, Field, OutOfBounds};
+pub use error::{
+    AcquireError, Bound, ChangeError, ConfigError, CostsError, Error, Field, FileError,
+    InsufficientCapacity, KeyedAcquireError, OpenError, OutOfBounds, ReserveError, ResetError,
+    SharedError, WaitError,
+};
 pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
 pub use limiter::Limiter;
 pub use policy::{KeyedPolicy, KeyedRule, Policy, PolicyDecision, MAX_RULES};

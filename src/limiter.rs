@@ -3,7 +3,7 @@
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::decision::Decision;
-use crate::error::Error;
+use crate::error::{AcquireError, ConfigError, ReserveError};
 use crate::generations::{Generation, Generations};
 use crate::state::{self, Refund, Request};
 use crate::time::{self, ClockHint, Hinted, Instant, Monotonic, TimeSource};
@@ -58,7 +58,7 @@ pub(crate) struct RuleRefund {
 
 impl Limiter {
     /// Builds a limiter, full at any time, or says why `config` is invalid.
-    pub fn new(config: &Config) -> Result<Self, Error> {
+    pub fn new(config: &Config) -> Result<Self, ConfigError> {
         let decider = Decider::new(config)?;
         time::prepare();
         Ok(Self::of(Generation::private(decider, config)))
@@ -84,9 +84,10 @@ impl Limiter {
     /// Acquires `n` units now. `n == 0` only reports the current state.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`.
+    /// [`AcquireError::InsufficientCapacity`] if `n` exceeds the decision's `limit`;
+    /// [`AcquireError::Shared`] only in a shared file whose rule changed (docs/shared.md).
     #[inline]
-    pub fn acquire(&self, n: u64) -> Result<Decision, Error> {
+    pub fn acquire(&self, n: u64) -> Result<Decision, AcquireError> {
         self.acquire_at(n, Instant::now())
     }
 
@@ -94,10 +95,19 @@ impl Limiter {
     /// admits more than the latest time would.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`.
+    /// As [`acquire`](Self::acquire).
     #[inline]
-    pub fn acquire_at(&self, n: u64, at: Instant) -> Result<Decision, Error> {
-        self.decide(n, at.as_nanos(), None)
+    pub fn acquire_at(&self, n: u64, at: Instant) -> Result<Decision, AcquireError> {
+        let now_ns = at.as_nanos();
+        let max_wait_ns = None;
+        (self.generations).decide(
+            acquiring(n),
+            Acquire {
+                now_ns,
+                n,
+                max_wait_ns,
+            },
+        )
     }
 
     /// Acquires `n` units now and says only whether they were admitted: the fastest path.
@@ -108,9 +118,9 @@ impl Limiter {
     /// its rate) reads it first, until its TAT runs ahead of the coarse bounds again.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
+    /// As [`acquire`](Self::acquire).
     #[inline(always)]
-    pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
+    pub fn try_acquire(&self, n: u64) -> Result<bool, AcquireError> {
         self.try_acquire_by(Monotonic, n)
     }
 
@@ -133,9 +143,9 @@ impl Limiter {
     /// query (`n == 0`) is decided as `acquire_at` decides it.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] if `n` exceeds the limit.
+    /// As [`acquire`](Self::acquire).
     #[inline]
-    pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, Error> {
+    pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, AcquireError> {
         if n == 0 {
             return self.acquire_at(0, at).map(|decision| decision.allowed);
         }
@@ -147,18 +157,19 @@ impl Limiter {
     /// [`try_acquire`](Self::try_acquire) on the time source `time`, with this limiter's
     /// clock hint.
     #[inline(always)]
-    fn try_acquire_by(&self, time: impl TimeSource, n: u64) -> Result<bool, Error> {
+    fn try_acquire_by(&self, time: impl TimeSource, n: u64) -> Result<bool, AcquireError> {
         let time = Hinted::new(time, &self.hint);
-        self.generations.decide(n, None, TryAcquire { time, n })
+        self.generations
+            .decide(acquiring(n), TryAcquire { time, n })
     }
 
     /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
     /// have to wait at most `max_wait` before acting, and says how long in `wait_ns`.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] if `n` exceeds the burst; [`Error::Unsupported`]
-    /// for the window algorithms.
-    pub fn reserve(&self, n: u64, max_wait: Duration) -> Result<Decision, Error> {
+    /// [`ReserveError::Acquire`] as [`acquire`](Self::acquire) (`n` above the burst);
+    /// [`ReserveError::Unsupported`] for the window algorithms, which have no queue.
+    pub fn reserve(&self, n: u64, max_wait: Duration) -> Result<Decision, ReserveError> {
         self.reserve_at(n, Instant::now(), max_wait)
     }
 
@@ -179,8 +190,23 @@ impl Limiter {
     /// # Errors
     /// As [`reserve`](Self::reserve).
     #[inline]
-    pub fn reserve_at(&self, n: u64, at: Instant, max_wait: Duration) -> Result<Decision, Error> {
-        self.decide(n, at.as_nanos(), Some(time::nanos(max_wait)))
+    pub fn reserve_at(
+        &self,
+        n: u64,
+        at: Instant,
+        max_wait: Duration,
+    ) -> Result<Decision, ReserveError> {
+        let now_ns = at.as_nanos();
+        let max_wait_ns = Some(time::nanos(max_wait));
+        let check = move |decider: &Decider| decider.check_reserve(n);
+        (self.generations).decide(
+            check,
+            Acquire {
+                now_ns,
+                n,
+                max_wait_ns,
+            },
+        )
     }
 
     /// Makes the limiter new again (a customer's limit lifted once their ticket is
@@ -214,8 +240,8 @@ impl Limiter {
         // A request of 0 units: no rule refuses it. In a file whose rule changed, the
         // reset can fail as a decision there can (a changer stopped mid-change, every
         // registry entry taken, words that hold no rule): it then resets nothing.
-        let reset = self.generations.decide(0, None, Reset);
-        debug_assert!(!matches!(reset, Err(Error::InsufficientCapacity)));
+        let reset = self.generations.decide(acquiring(0), Reset);
+        debug_assert!(!matches!(reset, Err(AcquireError::InsufficientCapacity)));
     }
 
     /// The rule this limiter enforces, for a policy of several ([`crate::Policy`]).
@@ -274,24 +300,17 @@ impl Limiter {
         &self,
         request: R,
         refund: Option<&Cell<Option<RuleRefund>>>,
-    ) -> Result<R::Out, Error> {
+    ) -> Result<R::Out, AcquireError> {
         let n = request.units();
-        self.generations.decide(n, None, Swap { request, refund })
+        self.generations
+            .decide(acquiring(n), Swap { request, refund })
     }
+}
 
-    /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units at `now_ns`.
-    #[inline(always)]
-    fn decide(&self, n: u64, now_ns: u64, max_wait_ns: Option<u64>) -> Result<Decision, Error> {
-        self.generations.decide(
-            n,
-            max_wait_ns,
-            Acquire {
-                now_ns,
-                n,
-                max_wait_ns,
-            },
-        )
-    }
+/// The check of an acquire of `n` units against a rule (a limiter's error).
+#[inline(always)]
+fn acquiring(n: u64) -> impl Fn(&Decider) -> Result<(), AcquireError> + Copy {
+    move |decider| Ok(decider.check(n)?)
 }
 
 impl RuleRefund {

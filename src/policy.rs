@@ -39,12 +39,13 @@ use self::engine::{least_limit, Cost, Costs, Engine, Rules, Taken, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
 use crate::decision::Decision;
-use crate::error::{ConfigError, Error};
+use crate::error::{ConfigError, CostsError, InsufficientCapacity};
 use crate::limiter::{Limiter, RuleRefund};
-use crate::state::{Request, Settle, TryAcquire};
+use crate::state::{owned, Request, Settle, TryAcquire};
 use crate::sync::{AtomicBool, Ordering};
 use crate::time::{Bounds, Instant, Monotonic, TimeSource};
 use std::cell::Cell;
+use std::convert::Infallible;
 
 /// The most rules one policy holds.
 pub const MAX_RULES: usize = 8;
@@ -147,14 +148,12 @@ impl Policy {
     /// A policy of `rules`, each full at any time.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRules`] for no rule or more than
+    /// [`ConfigError::PolicyRules`] for no rule or more than
     /// [`MAX_RULES`], else [`ConfigError::PolicyRule`] naming the first invalid rule and its
     /// reason.
-    pub fn new(rules: &[Config]) -> Result<Self, Error> {
+    pub fn new(rules: &[Config]) -> Result<Self, ConfigError> {
         if rules.is_empty() || rules.len() > MAX_RULES {
-            return Err(Error::InvalidConfig(ConfigError::PolicyRules {
-                rules: rules.len(),
-            }));
+            return Err(ConfigError::PolicyRules { rules: rules.len() });
         }
         let rules: Box<[Limiter]> = rules
             .iter()
@@ -182,8 +181,8 @@ impl Policy {
     /// Acquires `n` units now from every rule, or from none. `n == 0` only reports.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit.
-    pub fn acquire(&self, n: u64) -> Result<PolicyDecision, Error> {
+    /// [`InsufficientCapacity`] if `n` exceeds a rule's limit.
+    pub fn acquire(&self, n: u64) -> Result<PolicyDecision, InsufficientCapacity> {
         self.acquire_at(n, Instant::now())
     }
 
@@ -191,9 +190,13 @@ impl Policy {
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn acquire_at(&self, n: u64, at: Instant) -> Result<PolicyDecision, Error> {
-        self.engine
-            .acquire_at(&*self.rules, self.uniform(n)?, at.as_nanos())
+    pub fn acquire_at(&self, n: u64, at: Instant) -> Result<PolicyDecision, InsufficientCapacity> {
+        let n = self.uniform(n)?;
+        Ok(owned(self.engine.acquire_at(
+            &*self.rules,
+            n,
+            at.as_nanos(),
+        )))
     }
 
     /// Acquires `costs[i]` units of rule `i` now, for every rule, or nothing: a rule of
@@ -214,10 +217,9 @@ impl Policy {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] if a cost exceeds its rule's limit;
-    /// [`Error::InvalidConfig`] with [`ConfigError::PolicyCosts`] if there is not one cost
-    /// per rule.
-    pub fn acquire_costs(&self, costs: &[u64]) -> Result<PolicyDecision, Error> {
+    /// [`CostsError::Acquire`] if a cost exceeds its rule's limit;
+    /// [`CostsError::CostCount`] if there is not one cost per rule.
+    pub fn acquire_costs(&self, costs: &[u64]) -> Result<PolicyDecision, CostsError> {
         self.acquire_costs_at(costs, Instant::now())
     }
 
@@ -225,31 +227,28 @@ impl Policy {
     ///
     /// # Errors
     /// As [`acquire_costs`](Self::acquire_costs).
-    pub fn acquire_costs_at(&self, costs: &[u64], at: Instant) -> Result<PolicyDecision, Error> {
+    pub fn acquire_costs_at(
+        &self,
+        costs: &[u64],
+        at: Instant,
+    ) -> Result<PolicyDecision, CostsError> {
         let costs = self.costs(costs)?;
-        self.engine.acquire_at(&*self.rules, &costs, at.as_nanos())
+        Ok(owned(self.engine.acquire_at(
+            &*self.rules,
+            &costs,
+            at.as_nanos(),
+        )))
     }
 
     /// Acquires `n` units now from every rule, or from none, and says only whether they
     /// were admitted.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit.
-    #[inline]
-    pub fn try_acquire(&self, n: u64) -> Result<bool, Error> {
-        self.try_acquire_checked(n)
-            .ok_or(Error::InsufficientCapacity)
-    }
-
-    /// [`try_acquire`](Self::try_acquire), `None` if `n` exceeds a rule's limit (the one
-    /// error [`uniform`](Self::uniform) gives). Out of line, its outcome comes back in a
-    /// register, where a `Result` with an [`Error`], which does not fit the two a call
-    /// returns, would come back through memory.
+    /// [`InsufficientCapacity`] if `n` exceeds a rule's limit.
+    // Out of line: the body is large, and its result (two bytes) comes back in a register.
     #[inline(never)]
-    fn try_acquire_checked(&self, n: u64) -> Option<bool> {
-        let n = self.uniform(n);
-        debug_assert!(matches!(n, Ok(_) | Err(Error::InsufficientCapacity)));
-        Some(self.try_acquire_now(n.ok()?))
+    pub fn try_acquire(&self, n: u64) -> Result<bool, InsufficientCapacity> {
+        Ok(self.try_acquire_now(self.uniform(n)?))
     }
 
     /// [`try_acquire`](Self::try_acquire) of one cost per rule, as
@@ -257,7 +256,7 @@ impl Policy {
     ///
     /// # Errors
     /// As [`acquire_costs`](Self::acquire_costs).
-    pub fn try_acquire_costs(&self, costs: &[u64]) -> Result<bool, Error> {
+    pub fn try_acquire_costs(&self, costs: &[u64]) -> Result<bool, CostsError> {
         let costs = self.costs(costs)?;
         Ok(self.try_acquire_now(&costs))
     }
@@ -266,25 +265,32 @@ impl Policy {
     ///
     /// # Errors
     /// As [`try_acquire`](Self::try_acquire).
-    pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, Error> {
-        self.engine
-            .try_acquire_at(&*self.rules, self.uniform(n)?, at.as_nanos())
+    pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, InsufficientCapacity> {
+        let n = self.uniform(n)?;
+        Ok(owned(self.engine.try_acquire_at(
+            &*self.rules,
+            n,
+            at.as_nanos(),
+        )))
     }
 
     /// [`try_acquire_costs`](Self::try_acquire_costs) at `at`.
     ///
     /// # Errors
     /// As [`acquire_costs`](Self::acquire_costs).
-    pub fn try_acquire_costs_at(&self, costs: &[u64], at: Instant) -> Result<bool, Error> {
+    pub fn try_acquire_costs_at(&self, costs: &[u64], at: Instant) -> Result<bool, CostsError> {
         let costs = self.costs(costs)?;
-        self.engine
-            .try_acquire_at(&*self.rules, &costs, at.as_nanos())
+        Ok(owned(self.engine.try_acquire_at(
+            &*self.rules,
+            &costs,
+            at.as_nanos(),
+        )))
     }
 
     /// `n` of every rule, checked: against the limits the rules were built with, or
     /// against each rule in force once a change of rule began.
     #[inline(always)]
-    fn uniform(&self, n: u64) -> Result<Uniform, Error> {
+    fn uniform(&self, n: u64) -> Result<Uniform, InsufficientCapacity> {
         // Relaxed: a caller after a change (in happens-before) reads `true` (coherence),
         // and checks the rules in force. A caller racing the change may check the limits
         // the rules were built with; a rule whose change lowered its limit below `n` then
@@ -292,14 +298,14 @@ impl Policy {
         // change came just after this check.
         if n > self.engine.limit() || self.changed.load(Ordering::Relaxed) {
             for rule in &*self.rules {
-                rule.rule().check(n, None)?;
+                rule.rule().check(n)?;
             }
         }
         Ok(Uniform(n))
     }
 
     /// One cost per rule, checked.
-    fn costs(&self, costs: &[u64]) -> Result<Costs, Error> {
+    fn costs(&self, costs: &[u64]) -> Result<Costs, CostsError> {
         self.engine
             .costs(self.rules.iter().map(Limiter::rule), costs)
     }
@@ -358,6 +364,8 @@ impl Policy {
 /// A policy's own limiters, as the engine takes from them.
 impl Rules for [Limiter] {
     type Refund = RuleRefund;
+    /// A policy's own limiters are in no file: a step of a checked request never fails.
+    type Error = Infallible;
 
     #[inline]
     fn swap<R: Request>(
@@ -365,7 +373,7 @@ impl Rules for [Limiter] {
         rule: usize,
         request: R,
         refund: Option<&Cell<Option<RuleRefund>>>,
-    ) -> Result<R::Out, Error> {
+    ) -> Result<R::Out, Infallible> {
         Ok(self[rule].step(request, refund))
     }
 

@@ -30,11 +30,18 @@ mod sleep;
 mod timer;
 
 use crate::decision::Decision;
-use crate::error::Error;
+use crate::error::{ReserveError, WaitError};
 use crate::policy::PolicyDecision;
 use crate::time;
 use std::convert::Infallible;
 use std::time::Duration;
+
+/// What a reserve of `W` gives: its decision, with what giving its admission back takes
+/// if there is one, or its error.
+type Reserved<W> = Result<
+    (<W as Waited>::Decided, Option<<W as Waited>::Refund>),
+    ReserveError<<W as Waited>::Error>,
+>;
 
 /// What a wait asks of a limiter, of a key of a table, or of a policy.
 trait Waited {
@@ -42,25 +49,22 @@ trait Waited {
     type Decided: Outcome;
     /// What giving back a reserve's admission takes.
     type Refund: Copy;
+    /// What its acquire fails with.
+    type Error;
 
     /// Reserves `n` units at `now_ns` in a GCRA queue, for a caller willing to wait at
     /// most `max_wait_ns`, with what giving them back takes if admitted.
     ///
     /// # Errors
-    /// [`Error::Unsupported`] where there is no queue (the wait then acquires), or the
-    /// reserve's error.
-    fn reserve_at(
-        &self,
-        n: u64,
-        now_ns: u64,
-        max_wait_ns: u64,
-    ) -> Result<(Self::Decided, Option<Self::Refund>), Error>;
+    /// [`ReserveError::Unsupported`] where there is no queue (the wait then acquires), or
+    /// the acquire's error.
+    fn reserve_at(&self, n: u64, now_ns: u64, max_wait_ns: u64) -> Reserved<Self>;
 
     /// Acquires `n` units at `now_ns`.
     ///
     /// # Errors
     /// The acquire's.
-    fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Self::Decided, Error>;
+    fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Self::Decided, Self::Error>;
 
     /// Gives back what a reserve took, as far as no later request depends on it.
     fn refund(&self, refund: Self::Refund);
@@ -69,15 +73,21 @@ trait Waited {
 /// A subject without a queue (a policy, a policy's key), waited on by its acquire.
 struct Acquiring<F>(F);
 
-impl<D: Outcome, F: Fn(u64, u64) -> Result<D, Error>> Waited for Acquiring<F> {
+impl<D: Outcome, E, F: Fn(u64, u64) -> Result<D, E>> Waited for Acquiring<F> {
     type Decided = D;
     type Refund = Infallible;
+    type Error = E;
 
-    fn reserve_at(&self, _: u64, _: u64, _: u64) -> Result<(D, Option<Infallible>), Error> {
-        Err(Error::Unsupported)
+    fn reserve_at(
+        &self,
+        _: u64,
+        _: u64,
+        _: u64,
+    ) -> Result<(D, Option<Infallible>), ReserveError<E>> {
+        Err(ReserveError::Unsupported)
     }
 
-    fn acquire_at(&self, n: u64, now_ns: u64) -> Result<D, Error> {
+    fn acquire_at(&self, n: u64, now_ns: u64) -> Result<D, E> {
         (self.0)(n, now_ns)
     }
 
@@ -135,7 +145,7 @@ impl Wait {
         &mut self,
         waited: &W,
         n: u64,
-    ) -> Result<Step<W::Decided, W::Refund>, Error> {
+    ) -> Result<Step<W::Decided, W::Refund>, W::Error> {
         let now_ns = time::now_ns();
         let left = self.deadline_ns.saturating_sub(now_ns);
         if self.queue {
@@ -148,8 +158,8 @@ impl Wait {
                         Step::Queued(decided, wait_ns, refund)
                     });
                 }
-                Err(Error::Unsupported) => self.queue = false,
-                Err(other) => return Err(other),
+                Err(ReserveError::Unsupported) => self.queue = false,
+                Err(ReserveError::Acquire(why)) => return Err(why),
             }
         }
         let decided = waited.acquire_at(n, now_ns)?;
@@ -164,7 +174,7 @@ impl Wait {
 }
 
 /// Waits on the thread until `waited` admits `n` units, for at most `max_wait`.
-fn until_ready<W: Waited>(waited: &W, n: u64, max_wait: Duration) -> Result<W::Decided, Error> {
+fn until_ready<W: Waited>(waited: &W, n: u64, max_wait: Duration) -> Result<W::Decided, W::Error> {
     let mut wait = Wait::start(max_wait);
     loop {
         match wait.step(waited, n)? {
@@ -183,18 +193,18 @@ async fn until_ready_async<W: Waited>(
     waited: &W,
     n: u64,
     max_wait: Duration,
-) -> Result<W::Decided, Error> {
+) -> Result<W::Decided, WaitError<W::Error>> {
     let mut wait = Wait::start(max_wait);
     loop {
         match wait.step(waited, n)? {
             Step::Done(decided) => return Ok(decided),
             Step::Queued(decided, wait_ns, refund) => {
                 let held = Held { waited, refund };
-                sleep::sleep(wait_ns).await?;
+                sleep::sleep(wait_ns).await.map_err(WaitError::Timer)?;
                 held.keep();
                 return Ok(decided);
             }
-            Step::Retry(retry_ns) => sleep::sleep(retry_ns).await?,
+            Step::Retry(retry_ns) => sleep::sleep(retry_ns).await.map_err(WaitError::Timer)?,
         }
     }
 }

@@ -5,8 +5,10 @@
 mod common;
 
 use common::models::{GcraModel, END};
-use common::{at, Rng, MS, SECOND};
-use librate::{Bound, Config, ConfigError, Decision, Error, Field, Instant, Limiter};
+use common::{at, refused, Refused, Rng, MS, SECOND};
+use librate::{
+    AcquireError, Bound, Config, ConfigError, Decision, Field, Instant, Limiter, ReserveError,
+};
 use std::time::Duration;
 
 fn gcra(limit: u64, period_ns: u64, burst: u64) -> Limiter {
@@ -86,34 +88,22 @@ fn reserve_queues_with_exact_waits() {
 #[test]
 fn errors_are_typed() {
     let invalid = |config: Config| Limiter::new(&config).unwrap_err();
-    assert_eq!(
-        invalid(Config::per_second(0)),
-        Error::InvalidConfig(ConfigError::ZeroLimit)
-    );
+    assert_eq!(invalid(Config::per_second(0)), ConfigError::ZeroLimit);
     assert_eq!(
         invalid(Config::gcra(1, Duration::ZERO)),
-        Error::InvalidConfig(ConfigError::ZeroPeriod)
+        ConfigError::ZeroPeriod
     );
     // Each names the field to change and its bound (docs/decision.md, Configuration).
-    let bound = |error: Error| match error {
-        Error::InvalidConfig(why) => (why.field(), why.bound()),
-        other => panic!("{other:?}"),
-    };
+    let bound = |why: ConfigError| (why.field(), why.bound());
     let too_fast = invalid(Config::gcra(2, Duration::from_nanos(1)));
-    assert!(matches!(
-        too_fast,
-        Error::InvalidConfig(ConfigError::RateTooHigh(_))
-    ));
+    assert!(matches!(too_fast, ConfigError::RateTooHigh(_)));
     assert_eq!(
         bound(too_fast),
         (Some(Field::Limit), Some(Bound::AtMost(1)))
     );
     // 2·(2⁶⁴ − 2) overflows; 2·⌊P/1⌋ ≤ END holds up to P = ⌊END/2⌋ = 2⁶³ − 129.
     let too_long = invalid(Config::gcra(1, Duration::from_nanos(u64::MAX - 1)).with_burst(2));
-    assert!(matches!(
-        too_long,
-        Error::InvalidConfig(ConfigError::ToleranceTooLarge(_))
-    ));
+    assert!(matches!(too_long, ConfigError::ToleranceTooLarge(_)));
     assert_eq!(
         bound(too_long),
         (Some(Field::PeriodNs), Some(Bound::AtMost((1 << 63) - 129)))
@@ -123,10 +113,7 @@ fn errors_are_typed() {
     );
     // τ = B·T must be at most END (a fresh bucket's B units must fit below it).
     let past_end = invalid(Config::gcra(1, Duration::from_nanos(END + 1)).with_burst(1));
-    assert!(matches!(
-        past_end,
-        Error::InvalidConfig(ConfigError::ToleranceTooLarge(_))
-    ));
+    assert!(matches!(past_end, ConfigError::ToleranceTooLarge(_)));
     assert_eq!(
         bound(past_end),
         (Some(Field::PeriodNs), Some(Bound::AtMost(END)))
@@ -135,15 +122,15 @@ fn errors_are_typed() {
     let limiter = gcra(3, SECOND, 5);
     assert_eq!(
         limiter.acquire_at(6, Instant::ZERO),
-        Err(Error::InsufficientCapacity)
+        Err(AcquireError::InsufficientCapacity)
     );
     assert_eq!(
         limiter.reserve_at(6, Instant::ZERO, Duration::from_nanos(u64::MAX)),
-        Err(Error::InsufficientCapacity)
+        Err(ReserveError::Acquire(AcquireError::InsufficientCapacity))
     );
     assert_eq!(
         limiter.try_acquire(u64::MAX),
-        Err(Error::InsufficientCapacity)
+        Err(AcquireError::InsufficientCapacity)
     );
     // The rejected calls changed nothing: the full burst is still there.
     assert_eq!(limiter.acquire_at(0, Instant::ZERO).unwrap().remaining, 5);
@@ -234,14 +221,14 @@ fn matches_the_sequential_model_on_random_histories() {
             };
             let reserve = rng.chance(50);
             let got = if reserve {
-                limiter.reserve_at(n, at(now), Duration::from_nanos(max_wait))
+                (limiter.reserve_at(n, at(now), Duration::from_nanos(max_wait))).map_err(refused)
             } else {
-                limiter.acquire_at(n, at(now))
+                limiter.acquire_at(n, at(now)).map_err(refused)
             };
             if n > effective_burst {
                 assert_eq!(
                     got,
-                    Err(Error::InsufficientCapacity),
+                    Err(Refused::InsufficientCapacity),
                     "case {case} step {step}"
                 );
                 continue;
@@ -344,7 +331,7 @@ fn reset_after_is_exact_for_a_large_late_admission() {
 fn a_config_error_names_the_field_the_value_and_the_bound() {
     // T = floor(P / L) must be at least 1: L at most P (docs/decision.md, Configuration).
     let config = Config::gcra(1_000_000_001, Duration::from_nanos(1_000_000_000));
-    let Err(Error::InvalidConfig(why)) = Limiter::new(&config) else {
+    let Err(why) = Limiter::new(&config) else {
         panic!("accepted");
     };
     assert_eq!(why.field(), Some(Field::Limit));

@@ -4,7 +4,10 @@
 mod common;
 
 use common::{at, models::KeyedGcraModel};
-use librate::{Config, ConfigError, Error, Instant, KeyedLimiter};
+use librate::{
+    Config, ConfigError, Instant, InsufficientCapacity, KeyedAcquireError, KeyedLimiter,
+    ReserveError,
+};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -84,7 +87,7 @@ fn a_query_reports_without_inserting() {
     // The queries took no slot: a new key still finds the table full.
     assert_eq!(
         table.acquire_at(b"c", 1, Instant::ZERO),
-        Err(Error::TableFull)
+        Err(KeyedAcquireError::TableFull)
     );
 
     // And queries of many absent keys leave an empty table empty.
@@ -107,21 +110,23 @@ fn a_cost_beyond_the_limit_is_an_error_not_a_denial() {
     let table = KeyedLimiter::new(&Config::per_second(4).with_burst(2), 4).unwrap();
     assert_eq!(
         table.acquire_at(b"new", 3, Instant::ZERO),
-        Err(Error::InsufficientCapacity)
+        Err(KeyedAcquireError::InsufficientCapacity)
     );
     assert_eq!(
         table.reserve_at(b"new", 3, Instant::ZERO, Duration::from_nanos(u64::MAX)),
-        Err(Error::InsufficientCapacity)
+        Err(ReserveError::Acquire(
+            KeyedAcquireError::InsufficientCapacity
+        ))
     );
     assert_eq!(
         table.try_acquire(b"new", 3),
-        Err(Error::InsufficientCapacity)
+        Err(KeyedAcquireError::InsufficientCapacity)
     );
     assert_eq!(table.live_keys_at(Instant::ZERO), 0, "nothing was inserted");
     assert!(table.acquire_at(b"new", 2, Instant::ZERO).unwrap().allowed);
     assert_eq!(
         table.acquire_at(b"new", 3, Instant::ZERO),
-        Err(Error::InsufficientCapacity)
+        Err(KeyedAcquireError::InsufficientCapacity)
     );
 }
 
@@ -140,12 +145,12 @@ fn a_full_table_refuses_new_keys_until_old_ones_expire() {
     for now in [0, SECOND / 2, SECOND - 1] {
         assert_eq!(
             table.acquire_at(b"late", 1, at(now)),
-            Err(Error::TableFull),
+            Err(KeyedAcquireError::TableFull),
             "at {now}"
         );
         assert_eq!(
             table.reserve_at(b"late", 1, at(now), Duration::from_secs(1)),
-            Err(Error::TableFull)
+            Err(ReserveError::Acquire(KeyedAcquireError::TableFull))
         );
     }
     // TableFull admitted nothing: the key is still absent, the others still live.
@@ -199,7 +204,7 @@ fn bad_capacities_are_invalid_configs() {
     let config = seed_config();
     assert_eq!(
         KeyedLimiter::new(&config, 0).unwrap_err(),
-        Error::InvalidConfig(ConfigError::ZeroCapacity)
+        ConfigError::ZeroCapacity
     );
     // Too large to address (2⁶⁴ keys of 32 bytes and more) or to allocate (2⁵⁵ bytes).
     for capacity in [u64::MAX, u64::MAX / 2, 1 << 62, 1 << 50] {
@@ -209,13 +214,13 @@ fn bad_capacities_are_invalid_configs() {
         };
         assert_eq!(
             KeyedLimiter::new(&config, capacity).unwrap_err(),
-            Error::InvalidConfig(too_big),
+            too_big,
             "{capacity}"
         );
     }
     assert_eq!(
         KeyedLimiter::new(&Config::per_second(0), 4).unwrap_err(),
-        Error::InvalidConfig(ConfigError::ZeroLimit)
+        ConfigError::ZeroLimit
     );
 }
 
@@ -263,7 +268,10 @@ fn try_acquire_and_acquire_use_the_library_clock() {
         assert!(!table.try_acquire(b"k", 1).unwrap());
         assert!(!table.acquire(b"k", 1).unwrap().allowed);
         assert!(table.try_acquire(b"k", 0).unwrap());
-        assert_eq!(table.try_acquire(b"k", 2), Err(Error::InsufficientCapacity));
+        assert_eq!(
+            table.try_acquire(b"k", 2),
+            Err(KeyedAcquireError::InsufficientCapacity)
+        );
         assert!(table.acquire(b"j", 1).unwrap().allowed);
         assert!(!table.try_acquire(b"j", 1).unwrap());
         let reserved = table.reserve(b"r", 1, Duration::ZERO).unwrap();
@@ -418,7 +426,7 @@ fn matches_a_sequential_model_through_churn_and_full_tables() {
         let expected = model.acquire(key, n, now);
         let actual = table.acquire_at(&key.to_le_bytes(), n, at(now));
         match (expected, actual) {
-            (Err(()), Err(Error::TableFull)) => fulls += 1,
+            (Err(()), Err(KeyedAcquireError::TableFull)) => fulls += 1,
             (Ok((allowed, retry)), Ok(decision)) => {
                 assert_eq!(
                     (allowed, retry),
@@ -462,7 +470,7 @@ fn a_batch_decides_like_the_model_key_after_key() {
             let key = u64::from_le_bytes(keys[i].try_into().unwrap());
             let expected = model.acquire(key, n, now).map(|(allowed, _)| allowed);
             match (expected, outcome) {
-                (Err(()), Err(Error::TableFull)) => fulls += 1,
+                (Err(()), Err(KeyedAcquireError::TableFull)) => fulls += 1,
                 (Ok(allowed), Ok(actual)) if allowed == actual => {
                     admits += u64::from(allowed);
                     denials += u64::from(!allowed);
@@ -486,11 +494,11 @@ fn a_batch_checks_the_cost_first_and_a_query_inserts_nothing() {
     let mut called = 0;
     assert_eq!(
         table.try_acquire_batch_at(&keys, 3, Instant::ZERO, |_, _| called += 1),
-        Err(Error::InsufficientCapacity)
+        Err(InsufficientCapacity)
     );
     assert_eq!(
         table.try_acquire_batch(&[], 3, |_, _| called += 1),
-        Err(Error::InsufficientCapacity)
+        Err(InsufficientCapacity)
     );
     assert_eq!(called, 0);
     let mut queried = Vec::new();

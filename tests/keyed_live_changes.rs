@@ -10,7 +10,9 @@ mod common;
 
 use common::key_is_hash::KeyIsHash;
 use common::{at, decision, Rng, MS, SECOND};
-use librate::{Config, ConfigError, Error, Instant, KeyedLimiter, Limiter};
+use librate::{
+    ChangeError, Config, ConfigError, Instant, KeyedAcquireError, KeyedLimiter, Limiter,
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -141,15 +143,15 @@ fn a_refused_change_changes_nothing() {
     let refusals = [
         (
             Config::fixed_window(10, Duration::from_secs(1)),
-            Error::InvalidConfig(ConfigError::LiveChange),
+            ChangeError::Config(ConfigError::LiveChange),
         ),
         (
             Config::sliding_log(10, Duration::from_secs(1)),
-            Error::InvalidConfig(ConfigError::LiveChange),
+            ChangeError::Config(ConfigError::LiveChange),
         ),
         (
             Config::per_second(0),
-            Error::InvalidConfig(ConfigError::ZeroLimit),
+            ChangeError::Config(ConfigError::ZeroLimit),
         ),
     ];
     for (config, error) in refusals {
@@ -175,7 +177,7 @@ fn a_refused_change_changes_nothing() {
             &Config::sliding_log(5, Duration::from_secs(1)),
             Instant::ZERO
         ),
-        Err(Error::InvalidConfig(ConfigError::LiveChange))
+        Err(ChangeError::Config(ConfigError::LiveChange))
     );
     assert_eq!(
         log.acquire_at(b"ann", 0, Instant::ZERO).unwrap().remaining,
@@ -369,14 +371,14 @@ fn stats_count_every_region_refusals() {
     }
     assert_eq!(
         table.acquire_at(b"c", 1, Instant::ZERO),
-        Err(Error::TableFull)
+        Err(KeyedAcquireError::TableFull)
     );
     table
         .set_config_at(&Config::gcra(1, Duration::from_secs(2)), Instant::ZERO)
         .unwrap();
     assert_eq!(
         table.acquire_at(b"c", 1, Instant::ZERO),
-        Err(Error::TableFull)
+        Err(KeyedAcquireError::TableFull)
     );
     let stats = table.stats_at(Instant::ZERO);
     assert_eq!((stats.live_keys, stats.table_full), (2, 2));

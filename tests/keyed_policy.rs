@@ -7,8 +7,8 @@ mod common;
 
 use common::{at, Rng, MS, SECOND};
 use librate::{
-    Config, ConfigError, Decision, Error, Instant, KeyedPolicy, KeyedRule, Limiter, Policy,
-    PolicyDecision,
+    AcquireError, Config, ConfigError, CostsError, Decision, Instant, InsufficientCapacity,
+    KeyedAcquireError, KeyedPolicy, KeyedRule, Limiter, Policy, PolicyDecision,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -137,24 +137,29 @@ fn keyed_policies_decide_as_their_rules_would_together() {
                 Limiter::new(rule.config())
                     .unwrap()
                     .acquire_at(cost, Instant::ZERO)
-                    == Err(Error::InsufficientCapacity)
+                    == Err(AcquireError::InsufficientCapacity)
             });
             if too_large {
                 let got = policy.acquire_costs_at(KEYS[key], &costs, at(now));
-                assert_eq!(got, Err(Error::InsufficientCapacity), "{context}");
+                let refused = CostsError::Acquire(KeyedAcquireError::InsufficientCapacity);
+                assert_eq!(got, Err(refused), "{context}");
                 continue;
             }
             let (decision, denied_by, each) = model(&rules, &admitted, key, &costs, now);
             if rng.chance(30) && costs.iter().any(|&cost| cost > 0) {
                 let allowed = if uniform {
-                    policy.try_acquire_at(KEYS[key], costs[0], at(now))
+                    policy
+                        .try_acquire_at(KEYS[key], costs[0], at(now))
+                        .map_err(CostsError::from)
                 } else {
                     policy.try_acquire_costs_at(KEYS[key], &costs, at(now))
                 };
                 assert_eq!(allowed, Ok(decision.allowed), "{context}");
             } else {
                 let got: PolicyDecision = if uniform {
-                    policy.acquire_at(KEYS[key], costs[0], at(now))
+                    policy
+                        .acquire_at(KEYS[key], costs[0], at(now))
+                        .map_err(CostsError::from)
                 } else {
                     policy.acquire_costs_at(KEYS[key], &costs, at(now))
                 }
@@ -277,7 +282,8 @@ fn a_full_table_after_others_took_gives_everything_back() {
         );
     }
     let refused = policy.acquire_costs_at(b"z", &[1, 1, 1], Instant::ZERO);
-    assert_eq!(refused, Err(Error::TableFull));
+    let table_full = CostsError::Acquire(KeyedAcquireError::TableFull);
+    assert_eq!(refused, Err(table_full));
     let state = policy.acquire_at(b"z", 0, Instant::ZERO).unwrap();
     let remaining: Vec<u64> = state.rules().iter().map(|rule| rule.remaining).collect();
     // Everybody: 10, nothing taken; z's posts: 1, fresh; z's friends: 150, fresh.
@@ -288,13 +294,13 @@ fn a_full_table_after_others_took_gives_everything_back() {
     // The bool form refuses alike, and counts the refusal.
     assert_eq!(
         policy.try_acquire_costs_at(b"z", &[1, 1, 1], Instant::ZERO),
-        Err(Error::TableFull)
+        Err(table_full)
     );
     assert_eq!(policy.stats_at(Instant::ZERO).table_full, 2);
     // z's two inserts, given back, hold the posts table's two slots under no key until
     // their state is fresh (a second after 0), then the table has room again.
     let x = |now| policy.acquire_costs_at(b"x", &[1, 1, 1], now);
-    assert_eq!(x(Instant::ZERO), Err(Error::TableFull));
+    assert_eq!(x(Instant::ZERO), Err(table_full));
     assert!(x(at(SECOND + 1)).unwrap().decision.allowed);
 }
 
@@ -365,50 +371,54 @@ fn reset_forgets_a_key_in_its_per_key_rules_only() {
 #[test]
 fn bad_input_is_an_error() {
     let rule = KeyedRule::per_key(Config::per_second(2));
-    let rules_error = |rules| Error::InvalidConfig(ConfigError::PolicyRules { rules });
+    let rules_error = |rules| ConfigError::PolicyRules { rules };
     assert_eq!(KeyedPolicy::new(&[], 8).unwrap_err(), rules_error(0));
     assert_eq!(KeyedPolicy::new(&[rule; 9], 8).unwrap_err(), rules_error(9));
     assert_eq!(
         KeyedPolicy::new(&[rule], 0).unwrap_err(),
-        Error::InvalidConfig(ConfigError::ZeroCapacity)
+        ConfigError::ZeroCapacity
     );
     // A GCRA key takes 32 bytes.
     assert_eq!(
         KeyedPolicy::new(&[rule], u64::MAX).unwrap_err(),
-        Error::InvalidConfig(ConfigError::Capacity {
+        ConfigError::Capacity {
             capacity: u64::MAX,
             bytes_per_key: 32
-        })
+        }
     );
     // A rule's own error names the rule (docs/policies.md).
     assert_eq!(
         KeyedPolicy::new(&[KeyedRule::global(Config::per_second(0))], 8).unwrap_err(),
-        Error::InvalidConfig(ConfigError::PolicyRule {
+        ConfigError::PolicyRule {
             rule: 0,
             why: Box::new(ConfigError::ZeroLimit)
-        })
+        }
     );
     let policy = KeyedPolicy::new(&[rule, KeyedRule::global(Config::per_second(5))], 8).unwrap();
     assert_eq!(policy.limit(), 2);
     assert_eq!(policy.bytes_per_key(), 32);
-    let costs_error = |costs| Error::InvalidConfig(ConfigError::PolicyCosts { costs });
     assert_eq!(
         policy
             .acquire_costs_at(b"k", &[1], Instant::ZERO)
             .unwrap_err(),
-        costs_error(1)
+        CostsError::CostCount { costs: 1 }
+    );
+    // Its sentence is the configuration error's, as Python and Go give it.
+    assert_eq!(
+        CostsError::<InsufficientCapacity>::CostCount { costs: 1 }.to_string(),
+        "1 costs: a policy request gives one cost per rule"
     );
     assert_eq!(
         policy.try_acquire_costs_at(b"k", &[1, 1, 1], Instant::ZERO),
-        Err(costs_error(3))
+        Err(CostsError::CostCount { costs: 3 })
     );
     assert_eq!(
         policy.acquire_at(b"k", 3, Instant::ZERO),
-        Err(Error::InsufficientCapacity)
+        Err(KeyedAcquireError::InsufficientCapacity)
     );
     assert_eq!(
         policy.try_acquire_costs_at(b"k", &[0, 6], Instant::ZERO),
-        Err(Error::InsufficientCapacity)
+        Err(CostsError::Acquire(KeyedAcquireError::InsufficientCapacity))
     );
     // Nothing was taken by any of those.
     assert_eq!(
@@ -423,10 +433,10 @@ fn bad_input_is_an_error() {
     let plain = Policy::new(&[Config::per_second(2)]).unwrap();
     assert_eq!(
         plain.acquire_costs_at(&[1, 1], Instant::ZERO).unwrap_err(),
-        costs_error(2)
+        CostsError::CostCount { costs: 2 }
     );
     assert_eq!(
         plain.try_acquire_costs_at(&[3], Instant::ZERO),
-        Err(Error::InsufficientCapacity)
+        Err(CostsError::Acquire(InsufficientCapacity))
     );
 }

@@ -8,7 +8,9 @@
 mod common;
 
 use common::{at, SECOND};
-use librate::{Config, ConfigError, Error, Instant, KeyedPolicy, KeyedRule};
+use librate::{
+    ChangeError, Config, ConfigError, Instant, KeyedAcquireError, KeyedPolicy, KeyedRule,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -73,7 +75,7 @@ fn a_cost_beyond_a_lowered_limit_is_refused_and_takes_nothing() {
     site.set_rules_at(&plan(2, 100), Instant::ZERO).unwrap();
     assert_eq!(
         site.acquire_at(b"ann", 3, Instant::ZERO).unwrap_err(),
-        Error::InsufficientCapacity
+        KeyedAcquireError::InsufficientCapacity
     );
     assert_eq!(remaining(&site, b"ann", 0), (2, 100));
 }
@@ -87,7 +89,7 @@ fn a_refused_change_changes_nothing() {
             .decision
             .allowed
     );
-    let live_change = Err(Error::InvalidConfig(ConfigError::LiveChange));
+    let live_change = Err(ChangeError::Config(ConfigError::LiveChange));
     // Another number of rules.
     assert_eq!(
         site.set_rules_at(&plan(5, 50)[..1], Instant::ZERO),
@@ -109,7 +111,7 @@ fn a_refused_change_changes_nothing() {
     let invalid = [KeyedRule::per_key(Config::per_second(0)), plan(5, 50)[1]];
     assert!(matches!(
         site.set_rules_at(&invalid, Instant::ZERO),
-        Err(Error::InvalidConfig(_))
+        Err(ChangeError::Config(_))
     ));
     assert_eq!(site.rules().collect::<Vec<_>>(), plan(10, 100));
     assert_eq!(remaining(&site, b"ann", 0), (4, 94));

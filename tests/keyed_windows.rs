@@ -1,7 +1,7 @@
 //! The keyed table with the window algorithms (docs/decision.md, docs/keyed.md), on a virtual
 //! clock.
 
-use librate::{Config, Error, Instant, KeyedLimiter};
+use librate::{Config, Instant, KeyedAcquireError, KeyedLimiter, ReserveError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::thread;
@@ -87,7 +87,7 @@ fn full_tables_reclaim_fresh_window_states() {
         assert_eq!(one(&table, "y", 0), (true, 0), "{config:?}");
         assert_eq!(
             table.acquire_at(b"z", 1, Instant::from_nanos(500 * MS)),
-            Err(Error::TableFull),
+            Err(KeyedAcquireError::TableFull),
             "{config:?}"
         );
         // At 2 s nothing is counted in the current or the previous window, and the
@@ -107,12 +107,12 @@ fn windows_have_no_reserve() {
         let table = KeyedLimiter::new(&config, 2).unwrap();
         assert_eq!(
             table.reserve_at(b"new", 1, Instant::ZERO, Duration::from_secs(1)),
-            Err(Error::Unsupported)
+            Err(ReserveError::Unsupported)
         );
         assert!(table.acquire_at(b"old", 1, Instant::ZERO).unwrap().allowed);
         assert_eq!(
             table.reserve_at(b"old", 1, Instant::ZERO, Duration::from_secs(1)),
-            Err(Error::Unsupported)
+            Err(ReserveError::Unsupported)
         );
         assert_eq!(
             table.live_keys_at(Instant::ZERO),

@@ -9,7 +9,7 @@ mod common;
 
 use common::processes::rewrite_word;
 use common::{at, decision, Rng, SECOND};
-use librate::{Config, ConfigError, Error, Instant, Limiter};
+use librate::{ChangeError, Config, ConfigError, Instant, InsufficientCapacity, Limiter};
 use std::time::Duration;
 
 #[test]
@@ -138,7 +138,7 @@ fn a_window_and_an_allowance_trade_what_is_counted() {
 
 #[test]
 fn changes_that_cannot_carry_over_are_refused_and_change_nothing() {
-    let live_change = Err(Error::InvalidConfig(ConfigError::LiveChange));
+    let live_change = Err(ChangeError::Config(ConfigError::LiveChange));
     let limiter = Limiter::new(&Config::per_second(2)).unwrap();
     assert!(limiter.acquire_at(1, Instant::ZERO).unwrap().allowed);
     assert_eq!(
@@ -150,7 +150,7 @@ fn changes_that_cannot_carry_over_are_refused_and_change_nothing() {
     );
     assert_eq!(
         limiter.set_config_at(&Config::per_second(0), Instant::ZERO),
-        Err(Error::InvalidConfig(ConfigError::ZeroLimit))
+        Err(ChangeError::Config(ConfigError::ZeroLimit))
     );
     assert_eq!(limiter.acquire_at(0, Instant::ZERO).unwrap().remaining, 1);
     assert_eq!(limiter.config(), &Config::per_second(2));
@@ -488,7 +488,7 @@ fn a_policy_changes_every_rule_or_none() {
             .decision
             .allowed
     );
-    let live_change = Err(Error::InvalidConfig(ConfigError::LiveChange));
+    let live_change = Err(ChangeError::Config(ConfigError::LiveChange));
     // Another number of rules, or another algorithm for the second: nothing changes.
     assert_eq!(
         policy.set_rules_at(&[Config::per_second(9)], Instant::ZERO),
@@ -509,11 +509,8 @@ fn a_policy_changes_every_rule_or_none() {
     assert_eq!(policy.limit(), 3);
     // A cost above the new least limit is an error, as for any cost above a rule's
     // limit, not a denial.
-    assert_eq!(
-        policy.acquire_at(4, at(SECOND)),
-        Err(Error::InsufficientCapacity)
-    );
-    assert_eq!(policy.try_acquire(4), Err(Error::InsufficientCapacity));
+    assert_eq!(policy.acquire_at(4, at(SECOND)), Err(InsufficientCapacity));
+    assert_eq!(policy.try_acquire(4), Err(InsufficientCapacity));
     let query = policy.acquire_at(0, at(SECOND)).unwrap();
     assert_eq!(query.rules()[0], decision(true, 4, 1, 0, 3 * SECOND));
     assert_eq!(query.rules()[1], decision(true, 3, 1, 0, 59 * SECOND));
@@ -536,13 +533,10 @@ fn a_policy_changes_every_rule_or_none() {
     .unwrap();
     assert_eq!(
         wide.try_acquire_at(3, Instant::ZERO),
-        Err(Error::InsufficientCapacity)
+        Err(InsufficientCapacity)
     );
-    assert_eq!(wide.try_acquire(3), Err(Error::InsufficientCapacity));
-    assert_eq!(
-        wide.acquire_at(3, Instant::ZERO),
-        Err(Error::InsufficientCapacity)
-    );
+    assert_eq!(wide.try_acquire(3), Err(InsufficientCapacity));
+    assert_eq!(wide.acquire_at(3, Instant::ZERO), Err(InsufficientCapacity));
 }
 
 /// The README's example, line for line.

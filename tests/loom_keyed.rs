@@ -16,7 +16,7 @@
 
 #![cfg(loom)]
 
-use librate::{Decision, Error, Instant};
+use librate::{Decision, Instant, KeyedAcquireError};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -102,12 +102,12 @@ fn an_insert_racing_a_reclaim_never_loses_a_live_key() {
         let table = a_fresh_at_t_and_c_live();
         let (b, a) = race(&table, |t| acquire(t, B, T), |t| acquire(t, A, T));
         match (a, b) {
-            (Ok(a), Err(Error::TableFull)) => {
+            (Ok(a), Err(KeyedAcquireError::TableFull)) => {
                 assert!(a.allowed);
                 assert_single_state(&table, A, 2 * T, T);
                 assert_eq!(table.slots_holding(&B.to_le_bytes()), 0);
             }
-            (Err(Error::TableFull), Ok(b)) => {
+            (Err(KeyedAcquireError::TableFull), Ok(b)) => {
                 assert!(b.allowed);
                 assert_single_state(&table, B, 2 * T, T);
                 assert_eq!(table.slots_holding(&A.to_le_bytes()), 0);

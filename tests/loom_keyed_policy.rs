@@ -34,7 +34,7 @@ fn policy(burst: u64) -> Arc<Policy> {
 fn acquire(policy: &Policy, key: u64, costs: [u64; 3], now: u64) -> Option<bool> {
     match policy.acquire_costs_at(&key.to_le_bytes(), &costs, Instant::from_nanos(now)) {
         Ok(decision) => Some(decision.decision.allowed),
-        Err(librate::Error::TableFull) => None,
+        Err(librate::CostsError::Acquire(librate::KeyedAcquireError::TableFull)) => None,
         Err(other) => panic!("{other:?}"),
     }
 }

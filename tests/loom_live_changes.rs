@@ -115,7 +115,7 @@ fn a_change_lowering_a_rule_below_a_racing_request() {
         match requester.join().unwrap() {
             // Checked against the new rule's limit of 1.
             Err(error) => {
-                assert_eq!(error, librate::Error::InsufficientCapacity);
+                assert_eq!(error, librate::InsufficientCapacity);
                 assert_eq!(after.remaining, 1);
             }
             Ok(decided) if decided.decision.allowed => {
@@ -163,12 +163,12 @@ fn a_caller_after_a_policy_change_checks_the_rules_in_force() {
         // Without the flag's word it may also be checked against the old burst of 3, and
         // admitted under it or denied under the new one (see the model before).
         if after {
-            assert_eq!(request, Err(librate::Error::InsufficientCapacity));
+            assert_eq!(request, Err(librate::InsufficientCapacity));
         }
         changer.join().unwrap();
         assert_eq!(
             policy.try_acquire_at(2, at(NOW)),
-            Err(librate::Error::InsufficientCapacity)
+            Err(librate::InsufficientCapacity)
         );
     });
 }

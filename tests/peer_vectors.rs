@@ -4,11 +4,16 @@
 mod common;
 
 use common::peer_vectors::{self, Decide};
+use common::refused;
 use librate::{Config, Instant, Limiter};
 
 fn in_process(config: &Config) -> Decide {
     let limiter = Limiter::new(config).unwrap();
-    Box::new(move |n, at| limiter.acquire_at(n, Instant::from_nanos(at)))
+    Box::new(move |n, at| {
+        limiter
+            .acquire_at(n, Instant::from_nanos(at))
+            .map_err(refused)
+    })
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! process and in files that real processes share.
 #![cfg(not(loom))]
 
-use librate::{Config, Decision, Error, Instant, KeyedLimiter, Limiter};
+use librate::{Config, Decision, Instant, KeyedAcquireError, KeyedLimiter, Limiter, ReserveError};
 use std::time::Duration;
 
 mod common;
@@ -257,7 +257,10 @@ fn resetting_an_absent_key_inserts_nothing() {
         table.reset(b"c").unwrap();
         table.reset(b"").unwrap();
         assert_eq!(table.live_keys_at(at(FROZEN)), 2, "{config:?}");
-        assert_eq!(table.acquire_at(b"c", 1, at(FROZEN)), Err(Error::TableFull));
+        assert_eq!(
+            table.acquire_at(b"c", 1, at(FROZEN)),
+            Err(KeyedAcquireError::TableFull)
+        );
         // The keys in the table are as they were.
         assert!(!table.acquire_at(b"a", 1, at(FROZEN)).unwrap().allowed);
     }
@@ -277,7 +280,10 @@ fn a_reset_keys_former_state_holds_its_slot_until_fresh() {
         1,
         "a's former state is no key"
     );
-    assert_eq!(table.acquire_at(b"a", 1, at(SECOND)), Err(Error::TableFull));
+    assert_eq!(
+        table.acquire_at(b"a", 1, at(SECOND)),
+        Err(KeyedAcquireError::TableFull)
+    );
     // A query never inserts, so it needs no slot: a is new.
     assert_eq!(table.acquire_at(b"a", 0, at(SECOND)).unwrap().remaining, 1);
     // At 10 s the former state is fresh and its slot is reused.
@@ -310,21 +316,27 @@ fn statistics_count_every_refusal_of_a_new_key() {
             assert!(table.acquire_at(key, 1, at(now)).unwrap().allowed);
         }
         for round in 1..=3 {
-            assert_eq!(table.acquire_at(b"e", 1, at(now)), Err(Error::TableFull));
+            assert_eq!(
+                table.acquire_at(b"e", 1, at(now)),
+                Err(KeyedAcquireError::TableFull)
+            );
             assert_eq!(table.stats_at(at(now)).table_full, round, "{config:?}");
         }
-        assert_eq!(table.try_acquire(b"f", 1), Err(Error::TableFull));
+        assert_eq!(
+            table.try_acquire(b"f", 1),
+            Err(KeyedAcquireError::TableFull)
+        );
         let mut refused = 0;
         table
             .try_acquire_batch_at(&[b"g", b"a", b"h"], 1, at(now), |_, outcome| {
-                refused += u64::from(outcome == Err(Error::TableFull));
+                refused += u64::from(outcome == Err(KeyedAcquireError::TableFull));
             })
             .unwrap();
         assert_eq!(refused, 2);
         if gcra {
             assert_eq!(
                 table.reserve_at(b"i", 1, at(now), Duration::from_secs(1)),
-                Err(Error::TableFull)
+                Err(ReserveError::Acquire(KeyedAcquireError::TableFull))
             );
         }
         // Neither a query of a new key nor a denial of an existing one is a refusal.
@@ -361,7 +373,7 @@ fn a_shared_tables_refusals_are_counted_across_processes() {
         let refused = (0..4)
             .filter(|key| {
                 let key = format!("new-{process}-{key}");
-                table.acquire_at(key.as_bytes(), 1, at(FROZEN)) == Err(Error::TableFull)
+                table.acquire_at(key.as_bytes(), 1, at(FROZEN)) == Err(KeyedAcquireError::TableFull)
             })
             .count();
         refused as u8

@@ -5,10 +5,12 @@
 //! their steps. Real files and real processes (`fork`).
 
 mod common;
-use common::at;
+use common::{assert_incompatible, at};
 
 use common::processes::{in_processes, Scratch};
-use librate::{describe_file, Config, Error, Instant, Limiter};
+use librate::{
+    describe_file, AcquireError, Config, ConfigError, Instant, Limiter, OpenError, SharedError,
+};
 use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;
@@ -61,9 +63,9 @@ fn a_change_in_one_process_is_seen_by_every_process() {
     assert_eq!((decision.limit, decision.remaining), (5, 5));
     assert_eq!(here.config(), &Config::per_second(5));
     // The file holds the new rule: the old one is refused, the new one opens.
-    assert_eq!(
+    assert_incompatible(
         Limiter::open(&path, &Config::per_second(10)).unwrap_err(),
-        Error::Incompatible
+        &path,
     );
     let again = Limiter::open(&path, &Config::per_second(5)).unwrap();
     assert!(again.acquire_at(5, Instant::ZERO).unwrap().allowed);
@@ -121,7 +123,7 @@ fn an_opener_replaces_the_files_rule() {
     // A rule the state cannot be carried to is refused, and nothing changes.
     assert!(matches!(
         Limiter::open_replacing(&path, &Config::sliding_window(20, Duration::from_secs(1))),
-        Err(Error::InvalidConfig(_))
+        Err(OpenError::Config(ConfigError::LiveChange))
     ));
     assert_eq!(old.config(), &Config::per_second(20));
 }
@@ -133,10 +135,8 @@ fn a_refused_opener_is_told_the_path_and_the_rule() {
     let path = scratch.path("limits");
     let limiter =
         Limiter::open(&path, &Config::fixed_window(100, Duration::from_secs(60))).unwrap();
-    assert_eq!(
-        Limiter::open(&path, &Config::fixed_window(200, Duration::from_secs(60))).unwrap_err(),
-        Error::Incompatible
-    );
+    let refused = Limiter::open(&path, &Config::fixed_window(200, Duration::from_secs(60)));
+    assert_incompatible(refused.unwrap_err(), &path);
     let shown = path.display();
     assert_eq!(
         describe_file(&path).unwrap(),
@@ -163,9 +163,18 @@ fn a_refused_opener_is_told_the_path_and_the_rule() {
         describe_file(&other).unwrap(),
         format!("{}: not a librate table (11 bytes)", other.display())
     );
+    let missing = scratch.path("missing");
+    let error = describe_file(&missing).unwrap_err();
     assert_eq!(
-        describe_file(scratch.path("missing")),
-        Err(Error::Io(libc::ENOENT))
+        (error.path(), error.kind(), error.raw_os_error()),
+        (&*missing, std::io::ErrorKind::NotFound, Some(libc::ENOENT))
+    );
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "shared file {}: No such file or directory (os error 2)",
+            missing.display()
+        )
     );
 }
 
@@ -262,11 +271,7 @@ fn a_change_killed_at_each_step_leaves_one_rule() {
         } else {
             (&new, &old)
         };
-        assert_eq!(
-            Limiter::open(&path, other).unwrap_err(),
-            Error::Incompatible,
-            "step {step}"
-        );
+        assert_incompatible(Limiter::open(&path, other).unwrap_err(), &path);
         let reopened = Limiter::open(&path, held).unwrap();
         assert_eq!(
             reopened.acquire_at(0, Instant::ZERO).unwrap().remaining,
@@ -340,7 +345,7 @@ fn a_stopped_changer_makes_decisions_fail_busy_until_it_runs() {
     }
     assert_eq!(
         limiter.acquire_at(1, Instant::ZERO),
-        Err(Error::Io(libc::EBUSY))
+        Err(AcquireError::Shared(SharedError::Busy))
     );
     // SAFETY: resumes the child this test stopped.
     unsafe { libc::kill(pid, libc::SIGCONT) };
@@ -365,7 +370,7 @@ fn a_changed_file_from_another_boot_keeps_its_rule_and_starts_fresh() {
     assert_eq!(limiter.acquire_at(0, at(SECOND)).unwrap().remaining, 3);
     drop(limiter);
     common::processes::rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
-    assert_eq!(Limiter::open(&path, &old).unwrap_err(), Error::Incompatible);
+    assert_incompatible(Limiter::open(&path, &old).unwrap_err(), &path);
     let reopened = Limiter::open(&path, &new).unwrap();
     let decision = reopened.acquire_at(0, at(SECOND)).unwrap();
     assert_eq!((decision.limit, decision.remaining), (4, 4));

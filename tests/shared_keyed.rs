@@ -9,14 +9,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use librate::{Config, Error, KeyedLimiter, Limiter};
+use librate::{Config, ConfigError, KeyedAcquireError, KeyedLimiter, Limiter, OpenError};
 
 mod common;
 
 use common::processes::{
     in_processes, in_threads, kill_and_reap, read_word, rewrite_word, spawn, Scratch,
 };
-use common::{at, Rng};
+use common::{assert_incompatible, assert_os_error, at, Rng};
 
 const SECOND: u64 = 1_000_000_000;
 const HOUR: u64 = 3600 * SECOND;
@@ -124,31 +124,24 @@ fn a_file_for_another_table_is_refused_untouched() {
         (Config::per_hour(3).with_burst(4), 100),
         (Config::fixed_window(3, Duration::from_secs(3600)), 100),
     ] {
-        assert_eq!(
+        assert_incompatible(
             KeyedLimiter::open(&path, &other, capacity).unwrap_err(),
-            Error::Incompatible,
-            "{other:?} {capacity}"
+            &path,
         );
     }
-    assert_eq!(
-        Limiter::open(&path, &config).unwrap_err(),
-        Error::Incompatible
-    );
+    assert_incompatible(Limiter::open(&path, &config).unwrap_err(), &path);
     let limiter_path = scratch.path("limiter");
     drop(Limiter::open(&limiter_path, &config).unwrap());
-    assert_eq!(
-        KeyedLimiter::open(&limiter_path, &config, 100).unwrap_err(),
-        Error::Incompatible
-    );
+    let refused = KeyedLimiter::open(&limiter_path, &config, 100).unwrap_err();
+    assert_incompatible(refused, &limiter_path);
     assert_eq!(fs::read(&path).unwrap(), before);
-    assert_eq!(
-        KeyedLimiter::open(&path, &config, 0).unwrap_err(),
-        Error::InvalidConfig(librate::ConfigError::ZeroCapacity)
-    );
-    assert_eq!(
-        KeyedLimiter::open(scratch.path("none/table"), &config, 1).unwrap_err(),
-        Error::Io(libc::ENOENT)
-    );
+    assert!(matches!(
+        KeyedLimiter::open(&path, &config, 0),
+        Err(OpenError::Config(ConfigError::ZeroCapacity))
+    ));
+    let nowhere = scratch.path("none/table");
+    let refused = KeyedLimiter::open(&nowhere, &config, 1).unwrap_err();
+    assert_os_error(refused, &nowhere, libc::ENOENT);
 }
 
 /// A table larger than its file system's free space (here half a petabyte) is refused
@@ -158,10 +151,8 @@ fn a_file_for_another_table_is_refused_untouched() {
 fn a_table_larger_than_the_free_space_is_refused_at_once() {
     let scratch = Scratch::new("keyed-huge");
     let path = scratch.path("table");
-    assert_eq!(
-        KeyedLimiter::open(&path, &Config::per_hour(3), 1 << 44).unwrap_err(),
-        Error::Io(libc::ENOSPC)
-    );
+    let refused = KeyedLimiter::open(&path, &Config::per_hour(3), 1 << 44).unwrap_err();
+    assert_os_error(refused, &path, libc::ENOSPC);
     assert_eq!(fs::read_dir(scratch.path("")).unwrap().count(), 0);
 }
 
@@ -177,7 +168,7 @@ fn a_table_from_another_boot_is_reset() {
     }
     assert_eq!(
         table.acquire_at(b"e", 1, at(FROZEN)).unwrap_err(),
-        Error::TableFull
+        KeyedAcquireError::TableFull
     );
     drop(table);
     rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
@@ -204,10 +195,7 @@ fn a_table_of_another_pid_namespace_is_refused_until_reboot() {
     assert_eq!(read_word(&path, 12), namespace);
     rewrite_word(&path, 12, namespace + 1);
     let before = fs::read(&path).unwrap();
-    assert_eq!(
-        KeyedLimiter::open(&path, &config, 2).unwrap_err(),
-        Error::Incompatible
-    );
+    assert_incompatible(KeyedLimiter::open(&path, &config, 2).unwrap_err(), &path);
     assert_eq!(fs::read(&path).unwrap(), before);
     rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
     let reset = KeyedLimiter::open(&path, &config, 2).unwrap();
@@ -360,7 +348,7 @@ fn a_forged_claim_of_a_live_process_ends_the_wait() {
     let started = Instant::now();
     assert_eq!(
         table.acquire_at(b"stuck", 1, at(FROZEN + 1)).unwrap_err(),
-        Error::TableFull
+        KeyedAcquireError::TableFull
     );
     let waited = started.elapsed();
     assert!(waited >= Duration::from_millis(900), "{waited:?}");
@@ -388,7 +376,7 @@ fn a_registry_full_of_live_owners_refuses_new_keys() {
     let started = Instant::now();
     assert_eq!(
         table.acquire_at(b"new", 1, at(FROZEN)).unwrap_err(),
-        Error::TableFull
+        KeyedAcquireError::TableFull
     );
     let waited = started.elapsed();
     assert!(waited >= Duration::from_millis(900), "{waited:?}");
@@ -457,7 +445,7 @@ fn killed_inserters_leave_a_usable_table() {
     assert_eq!(table.live_keys_at(at(later)), table.max_keys());
     assert_eq!(
         table.acquire_at(b"one-too-many", 1, at(later)).unwrap_err(),
-        Error::TableFull
+        KeyedAcquireError::TableFull
     );
     for entry in 0..CLAIMS as usize {
         let owner = read_word(&path, REGISTRY + entry * ENTRY_WORDS);
@@ -503,7 +491,7 @@ fn any_region_bytes_give_a_decision() {
                     let now = [0, FROZEN, FROZEN + i * HOUR, u64::MAX][i as usize % 4];
                     match table.acquire_at(key.as_bytes(), 1, at(now)) {
                         Ok(decision) => assert!(decision.remaining <= 4, "{config:?}"),
-                        Err(error) => assert_eq!(error, Error::TableFull, "{config:?}"),
+                        Err(error) => assert_eq!(error, KeyedAcquireError::TableFull, "{config:?}"),
                     }
                     let _ = table.try_acquire(key.as_bytes(), 1);
                 }

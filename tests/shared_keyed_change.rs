@@ -5,10 +5,10 @@
 //! files and real processes (`fork`).
 
 mod common;
-use common::at;
+use common::{assert_incompatible, at};
 
 use common::processes::{in_processes, Scratch};
-use librate::{describe_file, Config, Error, Instant, KeyedLimiter, KeyedPolicy, KeyedRule};
+use librate::{describe_file, Config, Instant, KeyedLimiter, KeyedPolicy, KeyedRule};
 use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;
@@ -77,10 +77,7 @@ fn a_change_in_one_process_is_seen_by_every_process() {
     );
     assert_eq!(here.config(), &new);
     // The file holds the new rule: the old one is refused, the new one opens.
-    assert_eq!(
-        KeyedLimiter::open(&path, &old, 100).unwrap_err(),
-        Error::Incompatible
-    );
+    assert_incompatible(KeyedLimiter::open(&path, &old, 100).unwrap_err(), &path);
     let again = KeyedLimiter::open(&path, &new, 100).unwrap();
     assert!(again.acquire_at(b"ann", 5, Instant::ZERO).unwrap().allowed);
     assert!(!here.acquire_at(b"ann", 1, Instant::ZERO).unwrap().allowed);
@@ -127,9 +124,9 @@ fn an_opener_replaces_the_files_rule() {
     let old = KeyedLimiter::open(&path, &Config::per_hour(10), 10).unwrap();
     assert!(old.acquire(b"ann", 4).unwrap().allowed);
     let before = std::fs::read(&path).unwrap();
-    assert_eq!(
+    assert_incompatible(
         KeyedLimiter::open(&path, &Config::per_hour(20), 10).unwrap_err(),
-        Error::Incompatible
+        &path,
     );
     assert_eq!(std::fs::read(&path).unwrap(), before);
     // Another algorithm cannot carry the state over, nor another capacity be replaced.
@@ -139,9 +136,9 @@ fn an_opener_replaces_the_files_rule() {
         10
     )
     .is_err());
-    assert_eq!(
+    assert_incompatible(
         KeyedLimiter::open_replacing(&path, &Config::per_hour(20), 11).unwrap_err(),
-        Error::Incompatible
+        &path,
     );
     let new = KeyedLimiter::open_replacing(&path, &Config::per_hour(20), 10).unwrap();
     // 6 tokens kept under a burst of 20.
@@ -321,11 +318,7 @@ fn a_change_killed_at_each_step_leaves_one_rule() {
         } else {
             (&new, &old)
         };
-        assert_eq!(
-            KeyedLimiter::open(&path, other, 2).unwrap_err(),
-            Error::Incompatible,
-            "step {step}"
-        );
+        assert_incompatible(KeyedLimiter::open(&path, other, 2).unwrap_err(), &path);
         let ann = table.acquire_at(b"ann", 0, Instant::ZERO).unwrap();
         let bob = table.acquire_at(b"bob", 0, Instant::ZERO).unwrap();
         let expected = if step == 1 { (10, 6, 0) } else { (5, 5, 0) };
@@ -390,10 +383,7 @@ fn a_policy_changes_in_its_file() {
         (now.rules()[0].remaining, now.rules()[1].remaining),
         (5, 996)
     );
-    assert_eq!(
-        KeyedPolicy::open(&path, &old, 10).unwrap_err(),
-        Error::Incompatible
-    );
+    assert_incompatible(KeyedPolicy::open(&path, &old, 10).unwrap_err(), &path);
     assert!(describe_file(&path).unwrap().ends_with(&format!(
         ": a librate keyed policy of capacity 10 holding 2 rules: GCRA, limit 5, period_ns \
          {HOUR}, burst 5 (its rule changed 1 time since it was made) (per key); fixed window, \
@@ -414,9 +404,9 @@ fn a_policy_changes_in_its_file() {
     assert_eq!(here.acquire(b"ann", 0).unwrap().rules()[0].limit, 20);
     // Another scope in a rule's place is refused even when replacing.
     let swapped = [newer[1], newer[0]];
-    assert_eq!(
+    assert_incompatible(
         KeyedPolicy::open_replacing(&path, &swapped, 10).unwrap_err(),
-        Error::Incompatible
+        &path,
     );
 }
 

@@ -5,12 +5,12 @@
 use std::fs;
 use std::time::Duration;
 
-use librate::{Config, Error, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter};
+use librate::{Config, KeyedAcquireError, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter};
 
 mod common;
 
 use common::processes::{in_processes, in_threads, kill_and_reap, rewrite_word, spawn, Scratch};
-use common::{at, Rng};
+use common::{assert_incompatible, at, Rng};
 
 const SECOND: u64 = 1_000_000_000;
 const HOUR: Duration = Duration::from_secs(3600);
@@ -83,26 +83,17 @@ fn a_file_of_other_rules_is_refused_untouched() {
     ];
     for other in others {
         let refused = KeyedPolicy::open(&path, other, 64).unwrap_err();
-        assert_eq!(refused, Error::Incompatible, "{other:?}");
+        assert_incompatible(refused, &path);
     }
-    assert_eq!(
-        KeyedPolicy::open(&path, &rules, 65).unwrap_err(),
-        Error::Incompatible
-    );
-    assert_eq!(
-        KeyedLimiter::open(&path, &posts, 64).unwrap_err(),
-        Error::Incompatible
-    );
-    assert_eq!(
-        Limiter::open(&path, &posts).unwrap_err(),
-        Error::Incompatible
-    );
+    assert_incompatible(KeyedPolicy::open(&path, &rules, 65).unwrap_err(), &path);
+    assert_incompatible(KeyedLimiter::open(&path, &posts, 64).unwrap_err(), &path);
+    assert_incompatible(Limiter::open(&path, &posts).unwrap_err(), &path);
     assert_eq!(fs::read(&path).unwrap(), before);
     // Nor does a policy open another kind's file.
     let limiter_path = scratch.path("limiter");
     drop(Limiter::open(&limiter_path, &posts).unwrap());
     let refused = KeyedPolicy::open(&limiter_path, &rules[..1], 64).unwrap_err();
-    assert_eq!(refused, Error::Incompatible);
+    assert_incompatible(refused, &limiter_path);
     let again = KeyedPolicy::open(&path, &rules, 64).unwrap();
     let denied = again.acquire_at(b"a", 1, at(FROZEN)).unwrap();
     assert_eq!(denied.denied_by, Some(0));
@@ -132,7 +123,7 @@ fn a_policy_from_another_boot_is_reset() {
     }
     assert_eq!(
         policy.acquire_at(b"c", 1, at(FROZEN)),
-        Err(Error::TableFull)
+        Err(KeyedAcquireError::TableFull)
     );
     drop(policy);
     rewrite_word(&path, 9, 0x0123_4567_89ab_cdef);
@@ -144,10 +135,7 @@ fn a_policy_from_another_boot_is_reset() {
     assert_eq!(again.rules()[1].remaining, 9);
     // Its description survived the reset: other rules are still refused.
     let other = [rules[1], rules[0]];
-    assert_eq!(
-        KeyedPolicy::open(&path, &other, 1).unwrap_err(),
-        Error::Incompatible
-    );
+    assert_incompatible(KeyedPolicy::open(&path, &other, 1).unwrap_err(), &path);
 }
 
 /// Workers in 4 processes of 4 threads request fresh keys of a three-rule policy without
@@ -213,6 +201,6 @@ fn killed_processes_leave_a_usable_policy() {
         policy
             .acquire_at(b"one-too-many", 1, at(later))
             .unwrap_err(),
-        Error::TableFull
+        KeyedAcquireError::TableFull
     );
 }

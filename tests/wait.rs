@@ -12,7 +12,10 @@ mod executor;
 mod subjects;
 
 use executor::{block_on, cancel_mid_wait};
-use librate::{Config, Error, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
+use librate::{
+    AcquireError, Config, KeyedAcquireError, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy,
+    WaitError,
+};
 use std::thread;
 use std::time::{Duration, Instant};
 use subjects::{admitted, gcra, librate_timer_started, HOUR, LONG, MS};
@@ -48,15 +51,18 @@ fn a_cost_above_the_limit_is_an_error_at_once() {
     let limiter = gcra(HOUR, 2);
     assert_eq!(
         limiter.until_ready(3, LONG),
-        Err(Error::InsufficientCapacity)
+        Err(AcquireError::InsufficientCapacity)
     );
     let window = Limiter::new(&Config::fixed_window(2, Duration::from_nanos(HOUR))).unwrap();
     assert_eq!(
         window.until_ready(3, LONG),
-        Err(Error::InsufficientCapacity)
+        Err(AcquireError::InsufficientCapacity)
     );
     let async_wait = block_on(limiter.until_ready_async(3, LONG));
-    assert_eq!(async_wait, Err(Error::InsufficientCapacity));
+    assert!(matches!(
+        async_wait,
+        Err(WaitError::Acquire(AcquireError::InsufficientCapacity))
+    ));
     // Nothing was taken.
     admitted(limiter.acquire(2).unwrap(), 0);
 }
@@ -271,7 +277,7 @@ fn a_keyed_policy_wait_is_one_keys() {
     assert_eq!(decision.rules()[1].remaining, 6);
     assert_eq!(
         policy.until_ready(b"a", 11, LONG).unwrap_err(),
-        Error::InsufficientCapacity
+        KeyedAcquireError::InsufficientCapacity
     );
 }
 

@@ -15,8 +15,11 @@
 mod common;
 
 use common::models::{model_decide, FixedModel, LogModel, SlidingModel, WindowModel};
-use common::{at, decision};
-use librate::{Algorithm, Bound, Config, ConfigError, Decision, Error, Field, Instant, Limiter};
+use common::{at, decision, refused};
+use librate::{
+    AcquireError, Algorithm, Bound, Config, ConfigError, Decision, Field, Instant, Limiter,
+    ReserveError,
+};
 use std::time::Duration;
 
 const SECOND: u64 = 1_000_000_000;
@@ -130,7 +133,7 @@ fn run_random<M: WindowModel>(
             1 => limit + 1,
             _ => 1 + rng.up_to(limit - 1),
         };
-        let got = limiter.acquire_at(n, at(t));
+        let got = limiter.acquire_at(n, at(t)).map_err(refused);
         let want = model_decide(&mut model, t, n);
         assert_eq!(
             got, want,
@@ -338,13 +341,13 @@ fn queries_change_nothing_and_costs_above_the_limit_are_errors() {
         );
         assert_eq!(
             limiter.acquire_at(4, at(5)).unwrap_err(),
-            Error::InsufficientCapacity
+            AcquireError::InsufficientCapacity
         );
         assert!(limiter.acquire_at(3, at(5)).unwrap().allowed);
         assert_eq!(limiter.acquire_at(0, at(5)).unwrap().remaining, 0);
         assert_eq!(
             limiter.acquire_at(4, at(5)).unwrap_err(),
-            Error::InsufficientCapacity
+            AcquireError::InsufficientCapacity
         );
     }
 }
@@ -360,10 +363,13 @@ fn reserve_is_unsupported_whatever_the_cost() {
         for n in [0, 1, 4] {
             assert_eq!(
                 limiter.reserve_at(n, Instant::ZERO, Duration::from_secs(1)),
-                Err(Error::Unsupported)
+                Err(ReserveError::Unsupported)
             );
         }
-        assert_eq!(limiter.reserve(1, Duration::ZERO), Err(Error::Unsupported));
+        assert_eq!(
+            limiter.reserve(1, Duration::ZERO),
+            Err(ReserveError::Unsupported)
+        );
         // Nothing was taken.
         assert_eq!(limiter.acquire_at(0, Instant::ZERO).unwrap().remaining, 3);
     }
@@ -378,7 +384,7 @@ fn config_bounds() {
     };
     // The largest limit the period takes, or the shortest period the limit takes.
     let fix = |algorithm, limit, period| match invalid(algorithm, limit, period) {
-        Error::InvalidConfig(ConfigError::LimitTooLarge(broken)) => broken.fix(),
+        ConfigError::LimitTooLarge(broken) => broken.fix(),
         other => panic!("{other:?}"),
     };
     let most_limit = |most| Some((Field::Limit, Bound::AtMost(most)));
@@ -390,11 +396,11 @@ fn config_bounds() {
     ] {
         assert_eq!(
             invalid(algorithm, 0, Duration::from_secs(1)),
-            Error::InvalidConfig(ConfigError::ZeroLimit)
+            ConfigError::ZeroLimit
         );
         assert_eq!(
             invalid(algorithm, 1, Duration::ZERO),
-            Error::InvalidConfig(ConfigError::ZeroPeriod)
+            ConfigError::ZeroPeriod
         );
         // One unit per ns is past every window algorithm's bound.
         assert!(fix(algorithm, 1, Duration::from_nanos(1)).is_some());
@@ -502,7 +508,10 @@ fn try_acquire_admits_exactly_the_limit_on_the_real_clock() {
         .unwrap();
         let admitted = (0..8).filter(|_| limiter.try_acquire(1).unwrap()).count();
         assert_eq!(admitted, 5, "{algorithm:?}");
-        assert_eq!(limiter.try_acquire(6), Err(Error::InsufficientCapacity));
+        assert_eq!(
+            limiter.try_acquire(6),
+            Err(AcquireError::InsufficientCapacity)
+        );
         assert!(limiter.try_acquire(0).unwrap());
         assert_eq!(limiter.acquire(0).unwrap().remaining, 0);
     }

@@ -9,7 +9,6 @@
 //! Configuration), the sentence Rust, Python and Go give too.
 
 use super::{boundary, rate_config, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK};
-use librate::Error;
 use librate::KeyedLimiter;
 use std::ffi::c_char;
 
@@ -135,7 +134,7 @@ fn limiter_reason(raw: &rate_config) -> Option<String> {
     let Some(config) = raw.to_config() else {
         return Some(unknown_algorithm(raw.algorithm));
     };
-    config.validate().err().map(reason)
+    config.validate().err().map(|why| why.to_string())
 }
 
 /// Why `rate_keyed_new` rejects `raw` with `capacity`, or `None` if it accepts them.
@@ -143,7 +142,9 @@ fn keyed_reason(raw: &rate_config, capacity: u64) -> Option<String> {
     let Some(config) = raw.to_config() else {
         return Some(unknown_algorithm(raw.algorithm));
     };
-    KeyedLimiter::new(&config, capacity).err().map(reason)
+    KeyedLimiter::new(&config, capacity)
+        .err()
+        .map(|why| why.to_string())
 }
 
 fn unknown_algorithm(number: u32) -> String {
@@ -151,15 +152,6 @@ fn unknown_algorithm(number: u32) -> String {
         "algorithm {number}: must be 0 (GCRA), 1 (fixed window), 2 (sliding window) \
          or 3 (sliding log)"
     )
-}
-
-/// The sentence of a constructor's error: a `ConfigError`'s own, without the
-/// "invalid configuration: " that `Error`'s adds (the status says as much).
-fn reason(error: Error) -> String {
-    match error {
-        Error::InvalidConfig(why) => why.to_string(),
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]

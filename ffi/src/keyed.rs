@@ -5,9 +5,9 @@ use super::{
     rate_keyed_stats, report, status_of, RATE_E_NULL, RATE_OK,
 };
 use librate::Config;
-use librate::Error;
 use librate::Instant;
 use librate::KeyedLimiter;
+use librate::OpenError;
 use std::ffi::c_char;
 use std::path::Path;
 use std::time::Duration;
@@ -157,7 +157,7 @@ unsafe fn open_file(
     config: *const rate_config,
     capacity: u64,
     out: *mut *mut rate_keyed,
-    open: fn(&Path, &Config, u64) -> Result<KeyedLimiter, Error>,
+    open: fn(&Path, &Config, u64) -> Result<KeyedLimiter, OpenError>,
 ) -> i32 {
     boundary(|| {
         // SAFETY: passed on from the caller's contract.

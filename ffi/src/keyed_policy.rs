@@ -5,7 +5,7 @@ use super::keyed::with_key;
 use super::policy::{costs_of, report_policy, rules_of};
 use super::{boundary, outcome_status, path_of, rate_config, status_of};
 use super::{rate_policy_decision, RATE_E_NULL, RATE_OK};
-use librate::Error;
+use librate::OpenError;
 use librate::{Instant, KeyedPolicy, KeyedRule, MAX_RULES};
 use std::ffi::c_char;
 use std::path::Path;
@@ -187,7 +187,7 @@ unsafe fn open_file(
     rules: *const rate_keyed_rule,
     rules_len: usize,
     out: *mut *mut rate_keyed_policy,
-    open: impl FnOnce(&Path, &[KeyedRule]) -> Result<KeyedPolicy, Error>,
+    open: impl FnOnce(&Path, &[KeyedRule]) -> Result<KeyedPolicy, OpenError>,
 ) -> i32 {
     boundary(|| {
         // SAFETY: passed on from the caller's contract.
@@ -205,11 +205,11 @@ unsafe fn open_file(
 /// # Safety
 /// As the exports': `rules` is NULL or points to `rules_len` readable rules; `out` is NULL
 /// or writable.
-unsafe fn construct(
+unsafe fn construct<E: Into<librate::Error>>(
     rules: *const rate_keyed_rule,
     rules_len: usize,
     out: *mut *mut rate_keyed_policy,
-    build: impl FnOnce(&[KeyedRule]) -> Result<KeyedPolicy, Error>,
+    build: impl FnOnce(&[KeyedRule]) -> Result<KeyedPolicy, E>,
 ) -> i32 {
     if out.is_null() {
         return RATE_E_NULL;

@@ -36,7 +36,7 @@ pub use types::*;
 
 use librate::Config;
 use librate::Decision;
-use librate::Error;
+use librate::{ChangeError, Error, OpenError};
 use std::ffi::{c_char, CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -114,7 +114,7 @@ pub(crate) fn boundary<R: PanicFallback>(body: impl FnOnce() -> R) -> R {
 pub(crate) unsafe fn set_config_of<T>(
     handle: Option<&T>,
     config: *const rate_config,
-    set: impl FnOnce(&T, &Config) -> Result<(), Error>,
+    set: impl FnOnce(&T, &Config) -> Result<(), ChangeError>,
 ) -> i32 {
     boundary(|| {
         // SAFETY: per this function's contract; `as_ref` checks NULL.
@@ -131,28 +131,39 @@ pub(crate) unsafe fn set_config_of<T>(
     })
 }
 
-/// The status code for an error of the Rust API.
-pub(crate) fn status_of(error: Error) -> i32 {
-    match error {
+/// The status code for an error of the Rust API: any operation's, through the umbrella
+/// [`Error`] each converts into.
+#[inline]
+pub(crate) fn status_of(error: impl Into<Error>) -> i32 {
+    match error.into() {
         Error::InvalidConfig(_) => RATE_E_INVALID_CONFIG,
         Error::InsufficientCapacity => RATE_E_INSUFFICIENT_CAPACITY,
         Error::TableFull => RATE_E_TABLE_FULL,
         Error::Unsupported => RATE_E_UNSUPPORTED,
-        Error::Io(errno) => {
-            // SAFETY: `__errno_location` returns this thread's errno, always writable.
-            unsafe { *libc::__errno_location() = errno };
-            RATE_E_IO
-        }
-        Error::Incompatible => RATE_E_INCOMPATIBLE,
+        Error::Shared(why) => match why.raw_os_error() {
+            Some(errno) => io_status(errno),
+            None => RATE_E_INCOMPATIBLE,
+        },
+        Error::Io(error) => io_status(error.raw_os_error().unwrap_or(libc::EIO)),
+        Error::Timer(error) => io_status(error.raw_os_error().unwrap_or(libc::EAGAIN)),
+        Error::Incompatible { .. } => RATE_E_INCOMPATIBLE,
         // A variant a later core adds, before this ABI names it.
         _ => RATE_E_INTERNAL,
     }
 }
 
+/// `RATE_E_IO`, with `errno` set to the OS's error number.
+#[cold]
+fn io_status(errno: i32) -> i32 {
+    // SAFETY: `__errno_location` returns this thread's errno, always writable.
+    unsafe { *libc::__errno_location() = errno };
+    RATE_E_IO
+}
+
 /// The status of an outcome-only acquire: RATE_OK admitted, RATE_LIMITED denied, or the
 /// error's code.
 #[inline]
-pub(crate) fn outcome_status(outcome: Result<bool, Error>) -> i32 {
+pub(crate) fn outcome_status(outcome: Result<bool, impl Into<Error>>) -> i32 {
     match outcome {
         Ok(true) => RATE_OK,
         Ok(false) => RATE_LIMITED,
@@ -169,7 +180,7 @@ pub(crate) unsafe fn construct_at<T>(
     path: *const c_char,
     config: *const rate_config,
     out: *mut *mut T,
-    build: impl FnOnce(&Path, &Config) -> Result<T, Error>,
+    build: impl FnOnce(&Path, &Config) -> Result<T, OpenError>,
 ) -> i32 {
     // SAFETY: passed on from this function's contract.
     let Some(path) = (unsafe { path_of(path) }) else {
@@ -197,10 +208,10 @@ pub(crate) unsafe fn path_of<'a>(path: *const c_char) -> Option<&'a Path> {
 /// # Safety
 /// `config` is NULL or points to a readable `rate_config`; `out` is NULL or points to a
 /// writable handle pointer, as the export's caller promised.
-pub(crate) unsafe fn construct<T>(
+pub(crate) unsafe fn construct<T, E: Into<Error>>(
     config: *const rate_config,
     out: *mut *mut T,
-    build: impl FnOnce(&Config) -> Result<T, Error>,
+    build: impl FnOnce(&Config) -> Result<T, E>,
 ) -> i32 {
     // SAFETY: per this function's contract; `as_ref` checks NULL.
     let Some(config) = (unsafe { config.as_ref() }) else {
@@ -227,7 +238,10 @@ pub(crate) unsafe fn construct<T>(
 ///
 /// # Safety
 /// `out` is NULL or points to a writable `rate_decision`, as the export's caller promised.
-pub(crate) unsafe fn report(result: Result<Decision, Error>, out: *mut rate_decision) -> i32 {
+pub(crate) unsafe fn report(
+    result: Result<Decision, impl Into<Error>>,
+    out: *mut rate_decision,
+) -> i32 {
     let decision = match result {
         Ok(decision) => decision,
         Err(error) => return status_of(error),

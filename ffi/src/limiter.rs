@@ -2,12 +2,12 @@
 
 use super::{
     boundary, construct, construct_at, outcome_status, rate_config, rate_decision, report,
-    set_config_of, RATE_E_NULL, RATE_OK,
+    set_config_of, RATE_E_NULL, RATE_LIMITED, RATE_OK,
 };
 use librate::Config;
-use librate::Error;
 use librate::Instant;
 use librate::Limiter;
+use librate::OpenError;
 use std::ffi::c_char;
 use std::path::Path;
 use std::time::Duration;
@@ -139,7 +139,7 @@ unsafe fn open_with(
     path: *const c_char,
     config: *const rate_config,
     out: *mut *mut rate_limiter,
-    open: fn(&Path, &Config) -> Result<Limiter, Error>,
+    open: fn(&Path, &Config) -> Result<Limiter, OpenError>,
 ) -> i32 {
     boundary(|| {
         // SAFETY: passed on from this function's contract.
@@ -233,7 +233,7 @@ unsafe extern "C" fn acquire_in_place(limiter: *mut rate_limiter, n: u64) -> i32
         // SAFETY: the caller passes NULL or a live handle.
         let limiter = unsafe { limiter_ref(limiter) }?;
         let admitted = limiter.try_acquire_inline(n)?;
-        Some(outcome_status(Ok(admitted)))
+        Some(if admitted { RATE_OK } else { RATE_LIMITED })
     });
     // SAFETY: the caller's promise on `limiter`.
     status.unwrap_or_else(|| unsafe { acquire_outcome(limiter, n) })

@@ -2,7 +2,6 @@
 
 use super::{boundary, outcome_status, rate_config, rate_decision, status_of};
 use super::{RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_LIMITED, RATE_OK};
-use librate::Error;
 use librate::{Instant, Policy, PolicyDecision, MAX_RULES};
 
 mod change;
@@ -313,7 +312,7 @@ unsafe fn acquire(
 /// # Safety
 /// `out` points to a writable `rate_policy_decision`.
 pub(super) unsafe fn report_policy(
-    result: Result<PolicyDecision, Error>,
+    result: Result<PolicyDecision, impl Into<librate::Error>>,
     out: *mut rate_policy_decision,
 ) -> i32 {
     let decision = match result {

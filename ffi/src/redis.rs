@@ -7,7 +7,7 @@ use super::keyed::key_bytes;
 use super::policy::{rules_of, RATE_POLICY_MAX_RULES};
 use super::{boundary, rate_config, status_of, RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_OK};
 use librate::redis::{slot, PolicyScript, Script};
-use librate::Error;
+use librate::ConfigError;
 
 /// The most configuration arguments a script takes.
 pub const RATE_REDIS_MAX_ARGS: usize = 4;
@@ -164,7 +164,7 @@ prepared!(rate_redis_script, rate_redis_policy_script);
 /// `out` is non-NULL and writable.
 unsafe fn write_prepared<T: Prepared>(
     out: *mut T,
-    script: Result<(&'static str, u64, Vec<u64>), Error>,
+    script: Result<(&'static str, u64, Vec<u64>), ConfigError>,
 ) -> i32 {
     match script {
         Ok((source, limit, config_args)) => {

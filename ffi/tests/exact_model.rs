@@ -10,8 +10,8 @@ mod common;
 use common::c_decision::decision_of;
 use common::exact::{valid, Exact, NEVER, STORABLE};
 use common::models::combine;
-use common::Rng;
-use librate::{Algorithm, Config, Decision, Error, Instant, Limiter, Policy};
+use common::{refused, Refused, Rng};
+use librate::{Algorithm, Config, Decision, Instant, InsufficientCapacity, Limiter, Policy};
 use rate::*;
 use std::ptr;
 use std::time::Duration;
@@ -262,17 +262,17 @@ impl Handle {
         now: u64,
         max_wait: Option<u64>,
         written: bool,
-        like: &Result<Decision, Error>,
-    ) -> Result<Decision, Error> {
+        like: &Result<Decision, Refused>,
+    ) -> Result<Decision, Refused> {
         let handle = match self {
             Self::Rust(limiter) => {
                 return match max_wait {
-                    Some(max_wait) => limiter.reserve_at(
-                        n,
-                        Instant::from_nanos(now),
-                        Duration::from_nanos(max_wait),
-                    ),
-                    None => limiter.acquire_at(n, Instant::from_nanos(now)),
+                    Some(max_wait) => limiter
+                        .reserve_at(n, Instant::from_nanos(now), Duration::from_nanos(max_wait))
+                        .map_err(refused),
+                    None => limiter
+                        .acquire_at(n, Instant::from_nanos(now))
+                        .map_err(refused),
                 }
             }
             Self::C(handle) => *handle,
@@ -296,8 +296,8 @@ impl Handle {
                 allowed: status == RATE_OK,
                 ..like.as_ref().copied().unwrap_or_default()
             }),
-            RATE_E_INSUFFICIENT_CAPACITY => Err(Error::InsufficientCapacity),
-            RATE_E_UNSUPPORTED => Err(Error::Unsupported),
+            RATE_E_INSUFFICIENT_CAPACITY => Err(Refused::InsufficientCapacity),
+            RATE_E_UNSUPPORTED => Err(Refused::Unsupported),
             status => panic!("status {status}"),
         }
     }
@@ -405,7 +405,7 @@ fn policies_decide_as_the_reference_models_everywhere() {
             let got = policy.acquire_at(n, Instant::from_nanos(now));
             decisions += 1;
             if n > limit {
-                assert_eq!(got.err(), Some(Error::InsufficientCapacity));
+                assert_eq!(got.err(), Some(InsufficientCapacity));
                 continue;
             }
             let mut after = models.clone();
@@ -431,6 +431,9 @@ fn policies_decide_as_the_reference_models_everywhere() {
 #[test]
 fn the_model_names_the_errors() {
     let mut window = Exact::new(&Config::fixed_window(2, Duration::from_nanos(10)));
-    assert_eq!(window.decide(0, 0, Some(0)), Err(Error::Unsupported));
-    assert_eq!(window.decide(0, 3, None), Err(Error::InsufficientCapacity));
+    assert_eq!(window.decide(0, 0, Some(0)), Err(Refused::Unsupported));
+    assert_eq!(
+        window.decide(0, 3, None),
+        Err(Refused::InsufficientCapacity)
+    );
 }

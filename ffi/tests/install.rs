@@ -69,7 +69,11 @@ fn pkg_config_in(lib: &Path, module: &str, args: &[&str]) -> Vec<String> {
         .env("PKG_CONFIG_PATH", lib.join("pkgconfig"))
         .env_remove("PKG_CONFIG_LIBDIR")
         .env_remove("PKG_CONFIG_SYSROOT_DIR");
-    let name: String = args.concat().chars().filter(char::is_ascii_alphanumeric).collect();
+    let name: String = args
+        .concat()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
     let log = format!("pkg-config-{module}-{name}.log");
     let output = run_ok(command, &installed().work.join(log));
     output.split_whitespace().map(String::from).collect()

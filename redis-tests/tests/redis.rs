@@ -12,9 +12,11 @@ use std::time::Duration;
 use common::peer_vectors::{self, Decide};
 use common::redis_replay::replay;
 use common::redis_server::{server, RedisServer};
-use common::{Rng, MS, SECOND};
+use common::{refused, Rng, MS, SECOND};
 use librate::redis::{RedisError, RedisLimiter};
-use librate::{Algorithm, Config, ConfigError, Decision, Error, Instant};
+use librate::{
+    Algorithm, Config, ConfigError, Decision, Instant, InsufficientCapacity, ReserveError,
+};
 
 /// The seed scenario of docs/decision.md on Redis with explicit times: L = 1, P = 2 s, B = 1. Bob
 /// is admitted at 0 ms, denied at 999 and 1000 ms, admitted at 2001 ms; Alice is independent.
@@ -67,7 +69,7 @@ fn peer_vectors_through_redis() {
         Box::new(move |n, at| {
             match limiter.acquire_at(&mut *redis.borrow_mut(), b"k", n, Instant::from_nanos(at)) {
                 Ok(decision) => Ok(decision),
-                Err(RedisError::Rate(error)) => Err(error),
+                Err(RedisError::Rate(error)) => Err(refused(error)),
                 Err(error) => panic!("{error}"),
             }
         })
@@ -214,7 +216,9 @@ fn a_batch_decides_as_single_calls() {
     );
     assert!(matches!(
         batched.acquire_batch_at(&mut redis, &keys, 4, Instant::ZERO),
-        Err(RedisError::Rate(Error::InsufficientCapacity))
+        Err(RedisError::Rate(ReserveError::Acquire(
+            InsufficientCapacity
+        )))
     ));
 }
 
@@ -320,14 +324,14 @@ fn failures_are_errors() {
     };
     assert!(matches!(
         RedisLimiter::new(&Config::gcra(1, Duration::from_nanos(1 << 53)), "x"),
-        Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
+        Err(ConfigError::NotExactOnRedis)
     ));
     assert!(RedisLimiter::new(&Config::gcra(1, Duration::from_nanos((1 << 53) - 1)), "x").is_ok());
     // A rule that never refills has no script, even where a bucket refilling once per
     // 2⁶⁴/L ns would hold its numbers exactly (L = 2²⁰, burst 1: τ = 2⁴⁴).
     assert!(matches!(
         RedisLimiter::new(&Config::gcra(1 << 20, Config::FOREVER).with_burst(1), "x"),
-        Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
+        Err(ConfigError::NotExactOnRedis)
     ));
     for algorithm in [Algorithm::FixedWindow, Algorithm::SlidingWindow] {
         assert!(matches!(
@@ -335,7 +339,7 @@ fn failures_are_errors() {
                 &Config::new(algorithm, 1, Duration::from_nanos(1 << 53)),
                 "x"
             ),
-            Err(Error::InvalidConfig(ConfigError::NotExactOnRedis))
+            Err(ConfigError::NotExactOnRedis)
         ));
         assert!(RedisLimiter::new(
             &Config::new(algorithm, 1, Duration::from_nanos((1 << 53) - 1)),
@@ -347,17 +351,19 @@ fn failures_are_errors() {
             RedisLimiter::new(&Config::new(algorithm, 2, Duration::from_secs(1)), "x").unwrap();
         assert!(matches!(
             windows.reserve_at(&mut redis, b"k", 1, Instant::ZERO, Duration::ZERO),
-            Err(RedisError::Rate(Error::Unsupported))
+            Err(RedisError::Rate(ReserveError::Unsupported))
         ));
     }
     assert!(matches!(
         RedisLimiter::new(&Config::per_second(0), "x"),
-        Err(Error::InvalidConfig(ConfigError::ZeroLimit))
+        Err(ConfigError::ZeroLimit)
     ));
     let limiter = RedisLimiter::new(&Config::per_second(2), "fail:").unwrap();
     assert!(matches!(
         limiter.acquire_at(&mut redis, b"k", 3, Instant::ZERO),
-        Err(RedisError::Rate(Error::InsufficientCapacity))
+        Err(RedisError::Rate(ReserveError::Acquire(
+            InsufficientCapacity
+        )))
     ));
     // A key holding a list, and one holding a string that is no TAT.
     let key = limiter.redis_key(b"list");

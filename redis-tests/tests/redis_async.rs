@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::redis_server::{server, RedisCluster, RedisServer};
-use common::{MS, SECOND};
+use common::{refused, Refused, MS, SECOND};
 use librate::redis::{slot, RedisError, RedisLimiter, RedisPolicy, SLOTS};
-use librate::{Config, Decision, Error, Limiter, Policy};
+use librate::{Config, Decision, InsufficientCapacity, Limiter, Policy, ReserveError};
 use redis::aio::MultiplexedConnection;
 
 /// An async connection to `server`, which answers within a second or fails.
@@ -41,10 +41,10 @@ fn every_algorithm() -> [Config; 4] {
 }
 
 /// Asserts that Redis decided (or refused) as the in-process limiter did.
-fn assert_same(got: Result<Decision, RedisError>, want: Result<Decision, Error>, context: &str) {
+fn assert_same(got: Result<Decision, RedisError>, want: Result<Decision, Refused>, context: &str) {
     match (got, want) {
         (Ok(got), Ok(want)) => assert_eq!(got, want, "{context}"),
-        (Err(RedisError::Rate(got)), Err(want)) => assert_eq!(got, want, "{context}"),
+        (Err(RedisError::Rate(got)), Err(want)) => assert_eq!(refused(got), want, "{context}"),
         (got, want) => panic!("{context}: {got:?} against {want:?}"),
     }
 }
@@ -82,18 +82,20 @@ async fn decides_as_the_blocking_methods_and_in_process() {
             let (now, context) = (at * MS, format!("{config:?} step {step}"));
             let (want, got, blocking_got) = match max_wait {
                 None => (
-                    local.acquire_at(n, librate::Instant::from_nanos(now)),
+                    (local.acquire_at(n, librate::Instant::from_nanos(now))).map_err(refused),
                     remote
                         .acquire_at_async(&mut redis, b"k", n, librate::Instant::from_nanos(now))
                         .await,
                     sync.acquire_at(&mut blocking, b"k", n, librate::Instant::from_nanos(now)),
                 ),
                 Some(wait) => (
-                    local.reserve_at(
-                        n,
-                        librate::Instant::from_nanos(now),
-                        Duration::from_nanos(wait * MS),
-                    ),
+                    local
+                        .reserve_at(
+                            n,
+                            librate::Instant::from_nanos(now),
+                            Duration::from_nanos(wait * MS),
+                        )
+                        .map_err(refused),
                     remote
                         .reserve_at_async(
                             &mut redis,
@@ -112,7 +114,7 @@ async fn decides_as_the_blocking_methods_and_in_process() {
                     ),
                 ),
             };
-            assert_same(got, want.clone(), &context);
+            assert_same(got, want, &context);
             assert_same(blocking_got, want, &context);
         }
     }
@@ -153,7 +155,7 @@ async fn assert_decides_as_in_process(
             let context = format!("{config:?} {key:?} round {round}");
             assert_same(
                 got,
-                local.acquire_at(1, librate::Instant::from_nanos(now)),
+                (local.acquire_at(1, librate::Instant::from_nanos(now))).map_err(refused),
                 &context,
             );
         }
@@ -178,7 +180,9 @@ async fn a_batch_decides_as_in_process() {
             limiter
                 .acquire_batch_at_async(&mut redis, &keys, 4, librate::Instant::ZERO)
                 .await,
-            Err(RedisError::Rate(Error::InsufficientCapacity))
+            Err(RedisError::Rate(ReserveError::Acquire(
+                InsufficientCapacity
+            )))
         ));
         let none = limiter.acquire_batch_async(&mut redis, &[], 1).await;
         assert!(none.unwrap().is_empty());
@@ -267,12 +271,13 @@ async fn a_batch_is_one_script_call() {
         );
         let fresh = Limiter::new(config)
             .unwrap()
-            .acquire_at(2, librate::Instant::from_nanos(SECOND));
+            .acquire_at(2, librate::Instant::from_nanos(SECOND))
+            .map_err(refused);
         for (key, decision) in keys.iter().zip(decisions) {
             if *key == b"list" {
                 assert!(matches!(decision, Err(RedisError::Redis(_))), "{config:?}");
             } else {
-                assert_same(decision, fresh.clone(), &format!("{config:?}"));
+                assert_same(decision, fresh, &format!("{config:?}"));
             }
         }
         // Alone, the list key is the call's error.
@@ -325,7 +330,7 @@ async fn a_flushed_script_is_loaded_again() {
         for (got, local) in got.into_iter().zip(&locals) {
             assert_same(
                 got,
-                local.acquire_at(1, librate::Instant::ZERO),
+                local.acquire_at(1, librate::Instant::ZERO).map_err(refused),
                 &format!("round {round}"),
             );
         }
@@ -435,7 +440,7 @@ async fn a_policy_decides_as_in_process_and_resets() {
             local.acquire_at(n, librate::Instant::from_nanos(ms * MS)),
         ) {
             (Ok(got), Ok(want)) => assert_eq!(got, want, "{n} at {ms} ms"),
-            (Err(RedisError::Rate(got)), Err(want)) => assert_eq!(got, want),
+            (Err(RedisError::Rate(got)), Err(want)) => assert_eq!(got, ReserveError::Acquire(want)),
             (got, want) => panic!("{n} at {ms} ms: {got:?} against {want:?}"),
         }
     }

@@ -9,7 +9,7 @@ use common::redis_replay::replay;
 use common::redis_server::server;
 use common::{decision, Rng, MS, SECOND};
 use librate::redis::{RedisError, RedisLimiter};
-use librate::{Config, ConfigError, Decision, Error, Instant, Limiter};
+use librate::{Config, ConfigError, Decision, Instant, Limiter, ReserveError};
 use std::time::Duration;
 
 /// The sliding log on Redis: random configurations (L from 1 to 50, some larger, a few at
@@ -178,7 +178,7 @@ fn sliding_log_refuses_reserves() {
         let want = local
             .reserve_at(n, Instant::from_nanos(SECOND), Duration::from_nanos(1))
             .unwrap_err();
-        assert_eq!(want, Error::Unsupported);
+        assert_eq!(want, ReserveError::Unsupported);
         let got = remote.reserve_at(
             &mut redis,
             b"k",
@@ -186,9 +186,15 @@ fn sliding_log_refuses_reserves() {
             Instant::from_nanos(SECOND),
             Duration::from_nanos(1),
         );
-        assert!(matches!(got, Err(RedisError::Rate(error)) if error == want));
+        assert!(matches!(
+            got,
+            Err(RedisError::Rate(ReserveError::Unsupported))
+        ));
         let got = remote.reserve(&mut redis, b"k", n, Duration::from_nanos(u64::MAX));
-        assert!(matches!(got, Err(RedisError::Rate(Error::Unsupported))));
+        assert!(matches!(
+            got,
+            Err(RedisError::Rate(ReserveError::Unsupported))
+        ));
     }
     assert_eq!(pttl(&mut redis, &remote, b"k"), -2);
 }
@@ -273,7 +279,7 @@ fn sliding_log_bounds_and_foreign_state() {
     let Some((_server, mut redis)) = server() else {
         return;
     };
-    let not_exact = Error::InvalidConfig(ConfigError::NotExactOnRedis);
+    let not_exact = ConfigError::NotExactOnRedis;
     for (period, refused) in [(1 << 53, Some(not_exact)), ((1 << 53) - 1, None)] {
         let made = RedisLimiter::new(&Config::sliding_log(1, Duration::from_nanos(period)), "x");
         assert_eq!(made.err(), refused);

@@ -9,7 +9,7 @@ use common::redis_replay::{replay, MAX_STATE};
 use common::redis_server::server;
 use common::{Rng, MS, SECOND};
 use librate::redis::{RedisError, RedisLimiter};
-use librate::{Algorithm, Config, ConfigError, Decision, Error, Instant, Limiter};
+use librate::{Algorithm, Config, ConfigError, Decision, Instant, Limiter};
 use std::time::Duration;
 
 /// The fixed window's doc example (src/algorithm/fixed_window.rs) on Redis: 2 per minute;
@@ -153,7 +153,7 @@ fn windows_decide_as_the_in_process_limiter() {
             (Ok(_), Ok(_)) => {}
             (Ok(_), Err(error)) => {
                 assert!(period >= EXACT, "{config:?}");
-                assert_eq!(error, Error::InvalidConfig(ConfigError::NotExactOnRedis));
+                assert_eq!(error, ConfigError::NotExactOnRedis);
                 continue;
             }
             (Err(want), got) => {

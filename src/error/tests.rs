@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::limiter::Limiter;
+use crate::Config;
 use crate::Instant;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ const END: u64 = u64::MAX - 256;
 
 fn rejected(config: Config) -> ConfigError {
     match Limiter::new(&config) {
-        Err(Error::InvalidConfig(why)) => why,
+        Err(why) => why,
         other => panic!("{config:?}: {other:?}"),
     }
 }
@@ -171,6 +172,12 @@ fn policies_and_redis_say_what_go_and_python_say() {
         "on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns (about \
          104 days)"
     );
+    // bindings/go/redis policy.go: the prefix quoted (Python: its repr).
+    let prefix = b"api{".to_vec();
+    assert_eq!(
+        ConfigError::RedisPrefix { prefix }.to_string(),
+        "a Redis policy's prefix must not contain '{' or '}': \"api{\""
+    );
 }
 
 #[test]
@@ -180,7 +187,7 @@ fn a_policy_names_its_invalid_rule_as_go_does() {
         Config::gcra(10, Duration::from_nanos(SECOND)),
         Config::gcra(0, Duration::from_nanos(SECOND)),
     ]);
-    let Err(Error::InvalidConfig(why)) = zero else {
+    let Err(why) = zero else {
         panic!("{zero:?}");
     };
     assert_eq!(
@@ -207,7 +214,7 @@ fn a_policy_names_its_invalid_rule_as_go_does() {
     ]);
     assert_eq!(
         too_fast.unwrap_err().to_string(),
-        "invalid configuration: rule 2: limit 1000000001: must be at most 1000000000 for GCRA \
+        "rule 2: limit 1000000001: must be at most 1000000000 for GCRA \
          with period_ns 1000000000 (at most one unit per ns)"
     );
 }
@@ -222,7 +229,7 @@ fn a_keyed_policy_names_its_rule_but_not_its_capacity() {
     let period = KeyedPolicy::new(&rules, 10).unwrap_err();
     assert_eq!(
         period.to_string(),
-        "invalid configuration: rule 0: period_ns 0: must be at least 1"
+        "rule 0: period_ns 0: must be at least 1"
     );
     let global = [
         KeyedRule::per_key(Config::gcra(1, Duration::from_nanos(SECOND))),
@@ -233,14 +240,14 @@ fn a_keyed_policy_names_its_rule_but_not_its_capacity() {
     ];
     assert_eq!(
         KeyedPolicy::new(&global, 10).unwrap_err().to_string(),
-        "invalid configuration: rule 1: limit 1048577: must be at most 1048576 for the \
+        "rule 1: limit 1048577: must be at most 1048576 for the \
          sliding log with period_ns 1000000000"
     );
     // A policy in a file checks its rules as one in process does.
     let path = std::env::temp_dir().join(format!("librate-rule-{}", std::process::id()));
     let opened = KeyedPolicy::open(&path, &rules, 10);
     let _ = std::fs::remove_file(&path);
-    assert_eq!(opened.unwrap_err(), period);
+    assert!(matches!(opened, Err(crate::OpenError::Config(why)) if why == period));
     // The capacity is the policy's, not a rule's.
     let valid = [KeyedRule::per_key(Config::gcra(
         1,
@@ -248,7 +255,7 @@ fn a_keyed_policy_names_its_rule_but_not_its_capacity() {
     ))];
     assert_eq!(
         KeyedPolicy::new(&valid, 0).unwrap_err(),
-        Error::InvalidConfig(ConfigError::ZeroCapacity)
+        ConfigError::ZeroCapacity
     );
 }
 
@@ -278,7 +285,7 @@ fn a_change_of_rules_names_the_invalid_one() {
         ],
         Instant::from_nanos(0),
     );
-    assert_eq!(other, Err(Error::InvalidConfig(ConfigError::LiveChange)));
+    assert_eq!(other, Err(ChangeError::Config(ConfigError::LiveChange)));
 }
 
 #[test]
@@ -293,7 +300,7 @@ fn a_redis_policy_names_the_rule_redis_cannot_decide_exactly() {
         crate::redis::PolicyScript::of(&rules)
             .unwrap_err()
             .to_string(),
-        "invalid configuration: rule 1: on Redis, burst x (period_ns / limit) and period_ns \
-         must be below 2^53 ns (about 104 days)"
+        "rule 1: on Redis, burst x (period_ns / limit) and period_ns must be below 2^53 ns \
+         (about 104 days)"
     );
 }

@@ -4,10 +4,11 @@
 //! as a generation of this process) before a decision is made on it, pinned here and in
 //! the file (`shared/pins.rs`).
 
+use super::Check;
 use super::{Generation, Generations, Memory, Operation, MAY_BE_REPLACED};
 use crate::config::Config;
 use crate::decider::Decider;
-use crate::error::Error;
+use crate::error::SharedError;
 use crate::replaced::Replaceable;
 use crate::shared::{Adoption, Attached, OneState, Pinned, Rules, Sides};
 use crate::versions::{Pin, Version};
@@ -45,7 +46,7 @@ impl Generations {
     ///
     /// # Errors
     /// As [`adopt`](Self::adopt).
-    pub(crate) fn in_file(first: Generation, file: InFile) -> Result<Self, Error> {
+    pub(crate) fn in_file(first: Generation, file: InFile) -> Result<Self, SharedError> {
         let generations = Self {
             file: Some(file),
             ..Self::new(first)
@@ -65,7 +66,7 @@ impl Generations {
     ///
     /// # Errors
     /// As [`adopt`](Self::adopt).
-    pub(super) fn follow(&self) -> Result<(), Error> {
+    pub(super) fn follow(&self) -> Result<(), SharedError> {
         match &self.file {
             Some(file) => loop {
                 let serial = file.rules().serial();
@@ -87,10 +88,10 @@ impl Generations {
     /// rule's record was rewritten meanwhile for a later one (read the serial again).
     ///
     /// # Errors
-    /// [`Error::Incompatible`] if the file's rule in force is no rule (bytes another
+    /// [`SharedError::Incompatible`] if the file's rule in force is no rule (bytes another
     /// writer put there).
     #[cold]
-    pub(super) fn adopt(&self, file: &InFile, serial: u64) -> Result<bool, Error> {
+    pub(super) fn adopt(&self, file: &InFile, serial: u64) -> Result<bool, SharedError> {
         let mut change = self.versions.change();
         let adopted = change.current().0.serial;
         let config = match file.rules().adoption(adopted, serial)? {
@@ -98,7 +99,8 @@ impl Generations {
             Adoption::Reread => return Ok(false),
             Adoption::Publish(config) => config,
         };
-        change.publish(file.generation(Decider::new(&config)?, &config, serial));
+        let decider = Decider::new(&config).map_err(|_| SharedError::Incompatible)?;
+        change.publish(file.generation(decider, &config, serial));
         Ok(true)
     }
 
@@ -109,18 +111,17 @@ impl Generations {
     /// Inlined, as `run_again` is, with the pinning and waiting out of line: a call that
     /// returned the operation's result would put every decision's result in memory.
     #[inline(always)]
-    pub(super) fn run_in_file<O: Operation>(
+    pub(super) fn run_in_file<O: Operation, E: From<SharedError>>(
         &self,
         file: &InFile,
-        n: u64,
-        max_wait_ns: Option<u64>,
+        check: impl Check<E>,
         operation: O,
-    ) -> Result<O::Output, Error> {
+    ) -> Result<O::Output, E> {
         const AS_A_STATE: Replaceable = Replaceable { replaceable: false };
         loop {
             let (pin, pinned, serial) = self.pin_in_file(file)?;
             let generation = pin.current();
-            generation.decider.check(n, max_wait_ns)?;
+            check(&generation.decider)?;
             if let Ok(result) = operation.run(generation, &MAY_BE_REPLACED) {
                 return Ok(result);
             }
@@ -144,7 +145,7 @@ impl Generations {
     fn pin_in_file<'a>(
         &'a self,
         file: &'a InFile,
-    ) -> Result<(Pin<'a, Generation>, Pinned<'a>, u64), Error> {
+    ) -> Result<(Pin<'a, Generation>, Pinned<'a>, u64), SharedError> {
         let rules = file.rules();
         loop {
             let pin = self.versions.pin();

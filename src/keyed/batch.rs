@@ -6,7 +6,7 @@
 
 use super::layout::Located;
 use super::KeyedLimiter;
-use crate::error::Error;
+use crate::error::{InsufficientCapacity, KeyedAcquireError};
 use crate::time::{self as clock, Instant};
 use std::hash::BuildHasher;
 
@@ -28,11 +28,11 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// cache misses overlap, and the group's clock reading is taken after the prefetches.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`, before any
-    /// key is decided (`each` is not called).
+    /// [`InsufficientCapacity`] if `n` exceeds the decision's `limit`, before any key is
+    /// decided (`each` is not called).
     ///
     /// ```
-    /// use librate::{Config, Error, KeyedLimiter};
+    /// use librate::{Config, InsufficientCapacity, KeyedLimiter};
     /// use std::time::Duration;
     /// let users = KeyedLimiter::new(&Config::gcra(1, Duration::from_secs(1)), 1000).unwrap();
     /// let keys: [&[u8]; 3] = [b"ann", b"bob", b"ann"];
@@ -41,14 +41,14 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// // ann's second request, in the same instant, finds her one unit taken.
     /// assert_eq!(admitted, [Ok(true), Ok(true), Ok(false)]);
     /// let too_many = users.try_acquire_batch(&keys, 2, |_, _| unreachable!());
-    /// assert_eq!(too_many, Err(Error::InsufficientCapacity));
+    /// assert_eq!(too_many, Err(InsufficientCapacity));
     /// ```
     pub fn try_acquire_batch(
         &self,
         keys: &[&[u8]],
         n: u64,
-        each: impl FnMut(usize, Result<bool, Error>),
-    ) -> Result<(), Error> {
+        each: impl FnMut(usize, Result<bool, KeyedAcquireError>),
+    ) -> Result<(), InsufficientCapacity> {
         self.batch(keys, n, None, each)
     }
 
@@ -61,8 +61,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         keys: &[&[u8]],
         n: u64,
         at: Instant,
-        each: impl FnMut(usize, Result<bool, Error>),
-    ) -> Result<(), Error> {
+        each: impl FnMut(usize, Result<bool, KeyedAcquireError>),
+    ) -> Result<(), InsufficientCapacity> {
         self.batch(keys, n, Some(at.as_nanos()), each)
     }
 
@@ -72,9 +72,9 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         keys: &[&[u8]],
         n: u64,
         now_ns: Option<u64>,
-        mut each: impl FnMut(usize, Result<bool, Error>),
-    ) -> Result<(), Error> {
-        self.decider().check(n, None)?;
+        mut each: impl FnMut(usize, Result<bool, KeyedAcquireError>),
+    ) -> Result<(), InsufficientCapacity> {
+        self.decider().check(n)?;
         for (group, chunk) in keys.chunks(BATCH_KEYS).enumerate() {
             let mut outcomes = [const { Ok(false) }; BATCH_KEYS];
             {
@@ -95,9 +95,9 @@ impl<S: BuildHasher> KeyedLimiter<S> {
                 for (outcome, &key) in outcomes.iter_mut().zip(&located[..chunk.len()]) {
                     // `n` was checked under the rule in force at the start: a change since
                     // may refuse it.
-                    *outcome = match region.decider.check(n, None) {
+                    *outcome = match region.decider.check(n) {
                         Ok(()) => self.try_acquire_located_at(&view, region, key, now_ns, n),
-                        Err(error) => Err(error),
+                        Err(error) => Err(error.into()),
                     };
                 }
             }

@@ -12,8 +12,8 @@ use super::region::Region;
 use super::{KeyHasher, KeyedLimiter, CACHED_TABLE_BYTES};
 use crate::config::Config;
 use crate::decider::Decider;
-use crate::error::Error;
-use crate::shared::{as_opened, Attached, Mapping};
+use crate::error::{ConfigError, OpenError, SharedError};
+use crate::shared::{as_opened, in_file, Attached, Mapping};
 #[cfg(not(loom))]
 use crate::shared::{pid_namespace, same_rule, settle_opened, Contents, Identity, KIND_KEYED};
 use crate::time as clock;
@@ -23,11 +23,9 @@ impl KeyedLimiter<KeyHasher> {
     /// Builds a table for `capacity` keys under `config`, with a fresh random hash key.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] if `config` is invalid, or with
-    /// [`ConfigError::ZeroCapacity`](crate::error::ConfigError::ZeroCapacity) if `capacity`
-    /// is 0, [`ConfigError::Capacity`](crate::error::ConfigError::Capacity) if its table
-    /// cannot be allocated.
-    pub fn new(config: &Config, capacity: u64) -> Result<Self, Error> {
+    /// The [`ConfigError`] if `config` is invalid, [`ConfigError::ZeroCapacity`] if
+    /// `capacity` is 0, [`ConfigError::Capacity`] if its table cannot be allocated.
+    pub fn new(config: &Config, capacity: u64) -> Result<Self, ConfigError> {
         Self::with_hasher(config, capacity, KeyHasher::random())
     }
 
@@ -38,7 +36,7 @@ impl KeyedLimiter<KeyHasher> {
     /// have been created for the same `config` and `capacity`. A process killed mid-insert
     /// leaves nothing claimed for good; a slot that a live process keeps claimed (stopped,
     /// or named by forged bytes) is waited on for about a second, and then a call that
-    /// needs it returns [`Error::TableFull`].
+    /// needs it returns `TableFull` ([`KeyedAcquireError::TableFull`](crate::KeyedAcquireError::TableFull)).
     ///
     /// ```
     /// use librate::{Config, Instant, KeyedLimiter};
@@ -54,11 +52,11 @@ impl KeyedLimiter<KeyHasher> {
     /// ```
     ///
     /// # Errors
-    /// As [`new`](Self::new); [`Error::Incompatible`] if the file is not a librate table of
-    /// this capacity, or holds another rule (it is left untouched:
-    /// [`describe_file`](crate::describe_file) says what it holds); [`Error::Io`] with the
-    /// OS's error number if the file cannot be created, opened or mapped.
-    pub fn open(path: impl AsRef<Path>, config: &Config, capacity: u64) -> Result<Self, Error> {
+    /// [`OpenError::Config`] as [`new`](Self::new); [`OpenError::Incompatible`] if the
+    /// file is not a librate table of this capacity, or holds another rule (it is left
+    /// untouched: [`describe_file`](crate::describe_file) says what it holds);
+    /// [`OpenError::Io`], naming the path, if the file cannot be created, opened or mapped.
+    pub fn open(path: impl AsRef<Path>, config: &Config, capacity: u64) -> Result<Self, OpenError> {
         Self::open_file(path.as_ref(), config, capacity, false)
     }
 
@@ -90,7 +88,7 @@ impl KeyedLimiter<KeyHasher> {
         path: impl AsRef<Path>,
         config: &Config,
         capacity: u64,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, OpenError> {
         Self::open_file(path.as_ref(), config, capacity, true)
     }
 
@@ -99,14 +97,18 @@ impl KeyedLimiter<KeyHasher> {
         config: &Config,
         capacity: u64,
         replace: bool,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, OpenError> {
         let decider = Decider::new(config)?;
         let table = FileTable::of(&decider, capacity)?;
         // loom's atomics are models, not words of memory a file could hold.
         #[cfg(loom)]
         {
-            let _ = (path, table, replace);
-            Err(Error::Unsupported)
+            let _ = (table, replace);
+            let unsupported = std::io::ErrorKind::Unsupported.into();
+            Err(OpenError::Io(crate::error::FileError::new(
+                path,
+                unsupported,
+            )))
         }
         #[cfg(not(loom))]
         {
@@ -122,10 +124,12 @@ impl KeyedLimiter<KeyHasher> {
                 changeable: true,
             };
             let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
-            let first = mapping.first_rule().ok_or(Error::Incompatible)?;
-            let table = Self::in_file(&first, config, capacity, &mapping, 0)?;
+            let first = mapping.first_rule().ok_or(SharedError::Incompatible);
+            let table = first
+                .and_then(|first| Self::in_file(&first, config, capacity, &mapping, 0))
+                .map_err(|why| OpenError::shared(path, why))?;
             let same = same_rule(table.config(), config);
-            settle_opened(same, replace, || table.set_config(config))?;
+            settle_opened(path, same, replace, || table.set_config(config))?;
             Ok(table)
         }
     }
@@ -136,7 +140,7 @@ impl KeyedLimiter<KeyHasher> {
     /// force in the file, whichever it is, and hashing keys with the file's hash key.
     ///
     /// # Errors
-    /// [`Error::Incompatible`] if `first` is no rule of the file's layout, or the rule in
+    /// [`SharedError::Incompatible`] if `first` is no rule of the file's layout, or the rule in
     /// force no rule of this table (bytes another writer put there).
     pub(crate) fn in_file(
         first: &Config,
@@ -144,14 +148,14 @@ impl KeyedLimiter<KeyHasher> {
         capacity: u64,
         mapping: &Arc<Mapping>,
         start: usize,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, SharedError> {
         let first = as_opened(first, config);
-        let decider = Decider::new(first).map_err(|_| Error::Incompatible)?;
-        let table = FileTable::of(&decider, capacity).map_err(|_| Error::Incompatible)?;
+        let decider = in_file(first)?;
+        let table = FileTable::of(&decider, capacity).map_err(|_| SharedError::Incompatible)?;
         // The header's rule sizes the table: words another process wrote there may ask
         // for more than the file holds.
         if start + table.words() > mapping.state_words() {
-            return Err(Error::Incompatible);
+            return Err(SharedError::Incompatible);
         }
         let file = TableFile {
             attached: Attached::new(Arc::clone(mapping), start, *first),
@@ -172,21 +176,27 @@ impl KeyedLimiter<KeyHasher> {
     /// of it plays another process that opened the file. Not public API.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn model_file(config: &Config, capacity: u64) -> Result<Self, Error> {
+    pub fn model_file(config: &Config, capacity: u64) -> Result<Self, crate::Error> {
         let table = FileTable::of(&Decider::new(config)?, capacity)?;
         let mapping = Mapping::model(*config, table.words());
         for (index, word) in mapping.state(table.words()).iter().enumerate() {
             // Relaxed: the file's creation, before any thread of the model starts.
             word.store(table.initial(index), crate::sync::Ordering::Relaxed);
         }
-        Self::in_file(config, config, capacity, &Arc::new(mapping), 0)
+        Ok(Self::in_file(
+            config,
+            config,
+            capacity,
+            &Arc::new(mapping),
+            0,
+        )?)
     }
 
     /// Under loom, another process's table on this one's file. Not public API.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn attach_model(&self) -> Result<Self, Error> {
-        let file = self.file.as_ref().ok_or(Error::Unsupported)?;
+    pub fn attach_model(&self) -> Result<Self, SharedError> {
+        let file = self.file.as_ref().expect("a table of `model_file`");
         let config = *self.config();
         Self::in_file(
             &file.attached.first,
@@ -204,7 +214,7 @@ impl<S> KeyedLimiter<S> {
     ///
     /// # Errors
     /// As [`new`](KeyedLimiter::new).
-    pub fn with_hasher(config: &Config, capacity: u64, hasher: S) -> Result<Self, Error> {
+    pub fn with_hasher(config: &Config, capacity: u64, hasher: S) -> Result<Self, ConfigError> {
         clock::prepare();
         Self::private(config, capacity, hasher, 0)
     }
@@ -213,12 +223,17 @@ impl<S> KeyedLimiter<S> {
     /// checks of crash recovery (loom cannot map files). Not public API.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn with_registry(config: &Config, capacity: u64, hasher: S) -> Result<Self, Error> {
+    pub fn with_registry(config: &Config, capacity: u64, hasher: S) -> Result<Self, ConfigError> {
         Self::private(config, capacity, hasher, recover::CLAIMS)
     }
 
     /// A table in this process's own memory, with `claims` registry entries.
-    fn private(config: &Config, capacity: u64, hasher: S, claims: usize) -> Result<Self, Error> {
+    fn private(
+        config: &Config,
+        capacity: u64,
+        hasher: S,
+        claims: usize,
+    ) -> Result<Self, ConfigError> {
         let decider = Decider::new(config)?;
         let layout = Layout::new(capacity, decider.state_words(), claims)?;
         let first = Region::private(decider, config, layout)?;

@@ -45,7 +45,7 @@ use super::region::Region;
 use super::KeyedLimiter;
 use crate::config::Config;
 use crate::decider::Decider;
-use crate::error::Error;
+use crate::error::{ChangeError, ConfigError};
 use crate::sync::{Backoff, Ordering};
 use crate::time::Instant;
 
@@ -55,7 +55,7 @@ impl<S> KeyedLimiter<S> {
     ///
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at).
-    pub fn set_config(&self, config: &Config) -> Result<(), Error> {
+    pub fn set_config(&self, config: &Config) -> Result<(), ChangeError> {
         self.set_config_at(config, Instant::now())
     }
 
@@ -97,7 +97,7 @@ impl<S> KeyedLimiter<S> {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] as [`new`](KeyedLimiter::new), or with
+    /// [`ChangeError::Config`] as [`new`](KeyedLimiter::new), or with
     /// [`ConfigError::LiveChange`] for a change of algorithm, or of a sliding log's rule
     /// (its entries are not carried), or with [`ConfigError::Capacity`] if the new region
     /// cannot be allocated. Nothing changes then.
@@ -105,21 +105,21 @@ impl<S> KeyedLimiter<S> {
     /// A table in a file ([`open`](KeyedLimiter::open)) changes there, once, for every
     /// process attached (docs/shared.md, changing the rule): the change sweeps the keys
     /// into the file's next region, and requests for a key it has moved wait until it
-    /// ends. There it also returns `Io(EBUSY)` if another process's change or pinned
+    /// ends. There it also returns [`SharedError::Busy`](crate::SharedError::Busy) if another process's change or pinned
     /// decision, or an insert of a process stopped mid-way, held it past a patience
     /// (seconds); if an insert did, the change stays in flight and the next process that
     /// needs it finishes it.
     ///
     /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
     /// [`ConfigError::Capacity`]: crate::ConfigError::Capacity
-    pub fn set_config_at(&self, config: &Config, at: Instant) -> Result<(), Error> {
+    pub fn set_config_at(&self, config: &Config, at: Instant) -> Result<(), ChangeError> {
         let now_ns = at.as_nanos();
         let decider = Decider::new(config)?;
         if let Some(file) = &self.file {
             let serial = file
                 .rules()
                 .change(config, &decider, now_ns, &Slots(file))?;
-            return file.adopt(&self.regions, serial).map(drop);
+            return Ok(file.adopt(&self.regions, serial).map(drop)?);
         }
         // Changes are serialized; a change that panicked ended its sweep (`Sweep`), so the
         // next one proceeds as usual.
@@ -152,7 +152,7 @@ impl<S> KeyedLimiter<S> {
     ///
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at), but for an invalid configuration.
-    pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
+    pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), ConfigError> {
         self.first().decider.check_change(decider)
     }
 }

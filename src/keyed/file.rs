@@ -40,7 +40,8 @@ use super::region::{Memory, Region};
 use super::KeyedLimiter;
 use crate::config::Config;
 use crate::decider::Decider;
-use crate::error::Error;
+use crate::error::{ConfigError, SharedError};
+use crate::shared::in_file;
 #[cfg(not(loom))]
 use crate::shared::kept_in_block;
 use crate::shared::owner::crash_point;
@@ -66,7 +67,7 @@ impl FileTable {
     ///
     /// # Errors
     /// As [`KeyedLimiter::new`] for the capacity.
-    pub(crate) fn of(decider: &Decider, capacity: u64) -> Result<Self, Error> {
+    pub(crate) fn of(decider: &Decider, capacity: u64) -> Result<Self, ConfigError> {
         let layout = Layout::new(capacity, decider.state_words(), recover::CLAIMS)?;
         // Three regions and the block must fit a mapping.
         layout
@@ -142,15 +143,15 @@ impl TableFile {
     /// The region of the rule of `serial`, `config`, on its words in the file.
     ///
     /// # Errors
-    /// [`Error::Incompatible`] if `config` cannot be a rule of this table (another
+    /// [`SharedError::Incompatible`] if `config` cannot be a rule of this table (another
     /// algorithm than the file's first rule: bytes another writer put in a record).
-    pub(super) fn region(&self, serial: u64, config: &Config) -> Result<Region, Error> {
-        let decider = Decider::new(config).map_err(|_| Error::Incompatible)?;
+    pub(super) fn region(&self, serial: u64, config: &Config) -> Result<Region, SharedError> {
+        let decider = in_file(config)?;
         let layout = self.table.layout;
-        let first = Decider::new(&self.attached.first).map_err(|_| Error::Incompatible)?;
+        let first = in_file(&self.attached.first)?;
         let carried = serial == 0 || first.check_change(&decider).is_ok();
         if !carried || decider.state_words() != first.state_words() {
-            return Err(Error::Incompatible);
+            return Err(SharedError::Incompatible);
         }
         let words = NonNull::from(&self.rules().side(serial, layout.words())[0]);
         let memory = Memory::Shared {
@@ -168,10 +169,14 @@ impl TableFile {
     /// It waits for no decision, so a thread may adopt while it decides.
     ///
     /// # Errors
-    /// [`Error::Incompatible`] if the file's rule in force is no rule of this table (bytes
+    /// [`SharedError::Incompatible`] if the file's rule in force is no rule of this table (bytes
     /// another writer put there).
     #[cold]
-    pub(super) fn adopt(&self, regions: &Versions<Region>, serial: u64) -> Result<bool, Error> {
+    pub(super) fn adopt(
+        &self,
+        regions: &Versions<Region>,
+        serial: u64,
+    ) -> Result<bool, SharedError> {
         let mut change = regions.adopting();
         let adopted = change.current().0.serial;
         let config = match self.rules().adoption(adopted, serial)? {
@@ -203,7 +208,7 @@ impl Carry for Slots<'_> {
         old: &Config,
         new: &Config,
         now: u64,
-    ) -> Result<(), Error> {
+    ) -> Result<(), SharedError> {
         let (old, new) = (self.0.region(serial, old)?, self.0.region(serial + 1, new)?);
         let cursor = rules.cursor();
         // Relaxed: this lock holder's own, or a dead holder's (see `started`).
@@ -239,9 +244,9 @@ impl Region {
     /// # Errors
     /// `Io(EBUSY)` if a live process holds the slot claimed past the waiters' patience (an
     /// insert stopped mid-way, or bytes forged to name a live process).
-    fn freeze(&self, slot: usize, frozen: &AtomicU64) -> Result<u64, Error> {
+    fn freeze(&self, slot: usize, frozen: &AtomicU64) -> Result<u64, SharedError> {
         loop {
-            let first = self.settled(slot).ok_or(Error::Io(libc::EBUSY))?;
+            let first = self.settled(slot).ok_or(SharedError::Busy)?;
             if first == MOVED {
                 // Relaxed: written before the swap, by the dead changer whose lock this
                 // process took over.
@@ -270,7 +275,7 @@ impl<S> KeyedLimiter<S> {
     ///
     /// # Errors
     /// As [`TableFile::adopt`].
-    pub(super) fn follow(&self) -> Result<(), Error> {
+    pub(super) fn follow(&self) -> Result<(), SharedError> {
         let Some(file) = &self.file else {
             return Ok(());
         };

@@ -48,7 +48,7 @@ use super::insert::Request;
 use super::layout::Located;
 use super::region::Region;
 use super::KeyedLimiter;
-use crate::error::Error;
+use crate::error::{KeyedAcquireError, SharedError};
 use crate::state::{self, owned, Owned, Refund};
 use std::cell::Cell;
 use std::hash::BuildHasher;
@@ -86,13 +86,13 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// the acquire that follows says why).
     ///
     /// # Errors
-    /// [`Error::TableFull`] as [`acquire_at`](Self::acquire_at).
+    /// As [`acquire_at`](Self::acquire_at).
     #[inline]
     pub(crate) fn step<R: state::Request>(
         &self,
         key: Located,
         request: R,
-    ) -> Result<(R::Out, Option<KeyedRefund>), Error> {
+    ) -> Result<(R::Out, Option<KeyedRefund>), KeyedAcquireError> {
         if !R::WRITES {
             return Ok((self.peek(key, request), None));
         }
@@ -123,7 +123,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         let found = self.on_key(
             &view,
             key,
-            |_| Ok::<(), Error>(()),
+            |_| Ok::<(), SharedError>(()),
             |region, _, state, tenant| region.decider.swap(state, tenant, request),
         );
         let fresh = |region: &Region| {

@@ -17,15 +17,15 @@ use super::recover::Claimant;
 use super::region::Region;
 use crate::decider::Decider;
 use crate::decision::Decision;
-use crate::error::Error;
+use crate::error::{KeyedAcquireError, ReserveError, SharedError};
 use crate::shared::owner::crash_point;
 use crate::state::{owned, Owned, Tenancy};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Why an operation on one region stopped without a result there.
 pub(super) enum Stop {
-    /// The request is refused: this error is its outcome.
-    Refused(Error),
+    /// The key is new and the table is full of live keys: the request is refused.
+    TableFull,
     /// The key's slot, or a slot of its probe range, was moved into a next region.
     Moved,
 }
@@ -55,13 +55,15 @@ impl Request {
         }
     }
 
-    /// Whether `decider` may decide the request ([`Decider::check`]).
+    /// Whether `decider` may decide the request, as a request of error `E` checks it: a
+    /// reserve's (`max_wait_ns` given) is a [`ReserveError`], an acquire's is not.
     ///
     /// # Errors
-    /// As [`Decider::check`].
+    /// As [`Refusal::check`].
     #[inline]
-    pub(super) fn check(&self, decider: &Decider) -> Result<(), Error> {
-        decider.check(self.n, self.max_wait_ns)
+    pub(super) fn check<E: Refusal>(&self, decider: &Decider) -> Result<(), E> {
+        debug_assert_eq!(self.max_wait_ns.is_some(), E::RESERVE);
+        E::check(self.n, decider)
     }
 
     /// Acquires (or reserves) the request on `state`.
@@ -74,6 +76,41 @@ impl Request {
     ) -> Result<Decision, T::Evicted> {
         let max_wait_ns = self.max_wait_ns.unwrap_or(0);
         decider.acquire_at(state, tenancy, self.now_ns, self.n, max_wait_ns)
+    }
+}
+
+/// The error of a request for one key, which says how the request is checked: an
+/// acquire's ([`KeyedAcquireError`]) or a reserve's ([`ReserveError`] of it).
+pub(crate) trait Refusal: From<SharedError> {
+    /// The refusal of a new key by a table full of live keys.
+    const TABLE_FULL: Self;
+    /// Whether it is a reserve's error, checked as [`Decider::check_reserve`] checks.
+    const RESERVE: bool;
+
+    /// Whether `decider` may decide a request of `n` units of this kind.
+    ///
+    /// # Errors
+    /// [`Decider::check`]'s, or [`Decider::check_reserve`]'s.
+    fn check(n: u64, decider: &Decider) -> Result<(), Self>;
+}
+
+impl Refusal for KeyedAcquireError {
+    const TABLE_FULL: Self = Self::TableFull;
+    const RESERVE: bool = false;
+
+    #[inline(always)]
+    fn check(n: u64, decider: &Decider) -> Result<(), Self> {
+        Ok(decider.check(n)?)
+    }
+}
+
+impl Refusal for ReserveError<KeyedAcquireError> {
+    const TABLE_FULL: Self = Self::Acquire(KeyedAcquireError::TableFull);
+    const RESERVE: bool = true;
+
+    #[inline(always)]
+    fn check(n: u64, decider: &Decider) -> Result<(), Self> {
+        decider.check_reserve(n)
     }
 }
 
@@ -127,7 +164,7 @@ impl Region {
                 Insert::Full => {
                     // Relaxed: a statistic; nothing else is ordered by it.
                     self.table_full().fetch_add(1, Ordering::Relaxed);
-                    return Err(Stop::Refused(Error::TableFull));
+                    return Err(Stop::TableFull);
                 }
             }
         }

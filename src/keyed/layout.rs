@@ -18,7 +18,7 @@
 
 use super::markers::VACANT;
 use super::KeyedLimiter;
-use crate::error::{ConfigError, Error};
+use crate::error::ConfigError;
 use crate::sync::AtomicU64;
 use std::hash::{BuildHasher, Hasher};
 
@@ -79,11 +79,11 @@ fn bytes_per_key(stride: usize) -> usize {
 
 /// The error of a table of `capacity` keys in slots of `stride` words that is too large
 /// to allocate or map.
-fn too_big(capacity: u64, stride: usize) -> Error {
-    Error::InvalidConfig(ConfigError::Capacity {
+fn too_big(capacity: u64, stride: usize) -> ConfigError {
+    ConfigError::Capacity {
         capacity,
         bytes_per_key: bytes_per_key(stride) as u64,
-    })
+    }
 }
 
 impl Layout {
@@ -92,9 +92,13 @@ impl Layout {
     /// # Errors
     /// [`ConfigError::ZeroCapacity`] if `capacity` is 0, [`ConfigError::Capacity`] if its
     /// region's size overflows.
-    pub(super) fn new(capacity: u64, state_words: usize, claims: usize) -> Result<Self, Error> {
+    pub(super) fn new(
+        capacity: u64,
+        state_words: usize,
+        claims: usize,
+    ) -> Result<Self, ConfigError> {
         if capacity == 0 {
-            return Err(Error::InvalidConfig(ConfigError::ZeroCapacity));
+            return Err(ConfigError::ZeroCapacity);
         }
         let stride = slot_stride(state_words);
         let too_big = || too_big(capacity, stride);
@@ -122,7 +126,7 @@ impl Layout {
     }
 
     /// The error of a table of this layout too large to allocate or map.
-    pub(super) fn too_big(&self) -> Error {
+    pub(super) fn too_big(&self) -> ConfigError {
         too_big(self.slot_count as u64 / SLOTS_PER_KEY, self.stride)
     }
 
@@ -149,7 +153,7 @@ impl Layout {
     ///
     /// # Errors
     /// [`ConfigError::Capacity`] if the allocator refuses.
-    pub(super) fn allocate(&self) -> Result<(Box<[AtomicU64]>, usize), Error> {
+    pub(super) fn allocate(&self) -> Result<(Box<[AtomicU64]>, usize), ConfigError> {
         // One line of slack lets the region start on a line boundary.
         let len = self.words() + LINE_WORDS;
         let mut words: Vec<AtomicU64> = Vec::new();

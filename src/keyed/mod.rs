@@ -103,6 +103,7 @@ pub(crate) use self::file::FileTable;
 use self::file::TableFile;
 pub(crate) use self::give_back::KeyedRefund;
 pub use self::hasher::KeyHasher;
+use self::insert::Refusal;
 use self::insert::Request;
 pub(crate) use self::layout::Located;
 use self::lookup::{Evicted, Lookup, Tenant};
@@ -114,7 +115,7 @@ pub use self::stats::KeyedStats;
 use crate::config::Config;
 use crate::decider::Decider;
 use crate::decision::Decision;
-use crate::error::Error;
+use crate::error::{KeyedAcquireError, ReserveError};
 use crate::sync::AtomicU64;
 #[cfg(loom)]
 use crate::sync::Ordering;
@@ -137,7 +138,7 @@ const CACHED_TABLE_BYTES: usize = 8 << 20;
 /// [`max_keys`](Self::max_keys) (`2 × capacity`) do; a key whose state is fresh (it would
 /// admit as much as a new key) may be dropped at any time to make room, which changes no
 /// decision. When every slot holds a live key, a request for a new key returns
-/// [`Error::TableFull`] and admits nothing; the caller chooses to fail open or closed.
+/// [`KeyedAcquireError::TableFull`] and admits nothing; the caller chooses to fail open or closed.
 ///
 /// `KeyedLimiter` is `Send + Sync` and lock-free for existing keys; see the module docs
 /// of `src/keyed/` for the protocol. Memory: [`bytes_per_key`](Self::bytes_per_key) (32 for
@@ -219,10 +220,11 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// state, and never inserts it.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] if `n` exceeds the decision's `limit`;
-    /// [`Error::TableFull`] if `key` is new and every slot holds a live key (nothing is
-    /// admitted).
-    pub fn acquire(&self, key: &[u8], n: u64) -> Result<Decision, Error> {
+    /// [`KeyedAcquireError::InsufficientCapacity`] if `n` exceeds the decision's `limit`;
+    /// [`KeyedAcquireError::TableFull`] if `key` is new and every slot holds a live key
+    /// (nothing is admitted); [`KeyedAcquireError::Shared`] only in a shared file
+    /// (docs/shared.md).
+    pub fn acquire(&self, key: &[u8], n: u64) -> Result<Decision, KeyedAcquireError> {
         self.acquire_or_reserve(key, n, None)
     }
 
@@ -231,7 +233,12 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn acquire_at(&self, key: &[u8], n: u64, at: Instant) -> Result<Decision, Error> {
+    pub fn acquire_at(
+        &self,
+        key: &[u8],
+        n: u64,
+        at: Instant,
+    ) -> Result<Decision, KeyedAcquireError> {
         let request = Request::new(at.as_nanos(), n, None);
         self.acquire_located(&self.view(), self.locate(key), request, None)
     }
@@ -245,10 +252,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, Error> {
+    pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, KeyedAcquireError> {
         let view = self.view();
         let region = view.current();
-        region.decider.check(n, None)?;
+        region.decider.check(n)?;
         let key = self.locate(key);
         if self.uncached {
             // The key's slot is most likely a cache miss, which costs several clock reads:
@@ -275,10 +282,15 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn try_acquire_at(&self, key: &[u8], n: u64, at: Instant) -> Result<bool, Error> {
+    pub fn try_acquire_at(
+        &self,
+        key: &[u8],
+        n: u64,
+        at: Instant,
+    ) -> Result<bool, KeyedAcquireError> {
         let view = self.view();
         let region = view.current();
-        region.decider.check(n, None)?;
+        region.decider.check(n)?;
         self.try_acquire_located_at(&view, region, self.locate(key), at.as_nanos(), n)
     }
 
@@ -291,7 +303,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         key: Located,
         n: u64,
         time: impl TimeSource,
-    ) -> Result<bool, Error> {
+    ) -> Result<bool, KeyedAcquireError> {
         self.try_acquire_located(
             view,
             region,
@@ -311,7 +323,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         key: Located,
         now_ns: u64,
         n: u64,
-    ) -> Result<bool, Error> {
+    ) -> Result<bool, KeyedAcquireError> {
         if n == 0 {
             // A query: admitted, and a keyed query never inserts its key.
             return Ok(true);
@@ -341,22 +353,29 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         n: u64,
         decide: impl Fn(&Region, &[AtomicU64], &Tenant<'_>) -> Result<bool, Evicted>,
         now: impl FnOnce() -> u64,
-    ) -> Result<bool, Error> {
+    ) -> Result<bool, KeyedAcquireError> {
         let missed_in = match region.on_existing(key, 0, decide) {
             Lookup::Found(allowed) => return Ok(allowed),
             Lookup::Absent => Some(region),
             Lookup::Moved => None,
         };
         let request = Request::new(now(), n, None);
-        Ok(self.acquire_located(view, key, request, missed_in)?.allowed)
+        let decided = self.acquire_located::<KeyedAcquireError>(view, key, request, missed_in);
+        Ok(decided?.allowed)
     }
 
     /// Reserves `n` units for `key` now: GCRA's leaky bucket as a queue. Admits if the
     /// caller would wait at most `max_wait` before acting; `wait_ns` says how long.
     ///
     /// # Errors
-    /// As [`acquire`](Self::acquire), and [`Error::Unsupported`] for the window algorithms.
-    pub fn reserve(&self, key: &[u8], n: u64, max_wait: Duration) -> Result<Decision, Error> {
+    /// [`ReserveError::Acquire`] as [`acquire`](Self::acquire); [`ReserveError::Unsupported`]
+    /// for the window algorithms, which have no queue.
+    pub fn reserve(
+        &self,
+        key: &[u8],
+        n: u64,
+        max_wait: Duration,
+    ) -> Result<Decision, ReserveError<KeyedAcquireError>> {
         self.acquire_or_reserve(key, n, Some(clock::nanos(max_wait)))
     }
 
@@ -371,7 +390,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         n: u64,
         at: Instant,
         max_wait: Duration,
-    ) -> Result<Decision, Error> {
+    ) -> Result<Decision, ReserveError<KeyedAcquireError>> {
         let request = Request::new(at.as_nanos(), n, Some(clock::nanos(max_wait)));
         self.acquire_located(&self.view(), self.locate(key), request, None)
     }
@@ -381,12 +400,12 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// a cached load, and a barrier to the CPU's running ahead) overlaps the slot's trip
     /// from memory.
     #[inline]
-    fn acquire_or_reserve(
+    fn acquire_or_reserve<E: Refusal>(
         &self,
         key: &[u8],
         n: u64,
         max_wait_ns: Option<u64>,
-    ) -> Result<Decision, Error> {
+    ) -> Result<Decision, E> {
         let key = self.locate(key);
         let view = self.view();
         view.current().prefetch_home(key);

@@ -10,7 +10,7 @@ use super::layout::{
 use super::markers::MOVED;
 use crate::config::Config;
 use crate::decider::Decider;
-use crate::error::Error;
+use crate::error::ConfigError;
 use crate::shared::{is_forged, Mapping, RECORDS_END};
 use crate::sync::{AtomicU64, Ordering};
 use crate::versions::Version;
@@ -112,7 +112,7 @@ impl Region {
         decider: Decider,
         config: &Config,
         layout: Layout,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, ConfigError> {
         let (words, start) = layout.allocate()?;
         let region = NonNull::from(&words[start]);
         Ok(Self::new(

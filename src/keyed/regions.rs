@@ -22,6 +22,7 @@
 
 use super::claim::Installed;
 use super::file::{Slots, TableFile};
+use super::insert::Refusal;
 use super::insert::{Request, Stop};
 use super::layout::Located;
 use super::lookup::{Evicted, Lookup, Tenant};
@@ -29,7 +30,7 @@ use super::region::Region;
 use super::KeyedLimiter;
 use crate::decider::Decider;
 use crate::decision::Decision;
-use crate::error::Error;
+use crate::error::SharedError;
 use crate::shared::Pinned;
 use crate::sync::{AtomicU64, Backoff, Ordering};
 use crate::versions::{Pin, Versions};
@@ -79,7 +80,7 @@ impl<'a> View<'a> {
     /// # Errors
     /// In a file, as [`Rules::wait_for_change`](crate::shared::Rules::wait_for_change) and
     /// [`enter`](Self::enter).
-    pub(super) fn latest(&self) -> Result<&Region, Error> {
+    pub(super) fn latest(&self) -> Result<&Region, SharedError> {
         let Some(file) = self.file else {
             return Ok(self.pinned().latest());
         };
@@ -99,7 +100,7 @@ impl<'a> View<'a> {
     /// # Errors
     /// As [`Rules::pin`](crate::shared::Rules::pin) and [`TableFile::adopt`].
     #[cold]
-    fn enter(&self, file: &'a TableFile) -> Result<(), Error> {
+    fn enter(&self, file: &'a TableFile) -> Result<(), SharedError> {
         let rules = file.rules();
         let taken = match self.pinned.get() {
             Some(_) => None,
@@ -176,7 +177,7 @@ impl<S> KeyedLimiter<S> {
     ///
     /// # Errors
     /// What `check` returns.
-    pub(super) fn on_key<'v, R, E: From<Error>>(
+    pub(super) fn on_key<'v, R, E: From<SharedError>>(
         &self,
         view: &'v View<'_>,
         key: Located,
@@ -199,7 +200,7 @@ impl<S> KeyedLimiter<S> {
     /// seen yet (once seen, a load returns it or a later one).
     #[cold]
     #[inline(never)]
-    fn on_key_again<'v, R, E: From<Error>>(
+    fn on_key_again<'v, R, E: From<SharedError>>(
         view: &'v View<'_>,
         key: Located,
         check: &impl Fn(&Decider) -> Result<(), E>,
@@ -253,7 +254,7 @@ impl<S> KeyedLimiter<S> {
     // Always inlined: its first try is the whole path of a key in a table whose rule does
     // not change, and the decision is returned from it without a copy per layer.
     #[inline(always)]
-    pub(super) fn acquire_routed<'v, R>(
+    pub(super) fn acquire_routed<'v, R, E: Refusal>(
         &self,
         view: &'v View<'_>,
         key: Located,
@@ -261,11 +262,11 @@ impl<S> KeyedLimiter<S> {
         mut missed_in: Option<&'v Region>,
         existing: impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
         inserted: impl Fn(&Region, Decision, Option<Installed>) -> R,
-    ) -> Result<R, Error> {
+    ) -> Result<R, E> {
         let mut moved = false;
         if missed_in.is_none() {
             let region = view.current();
-            request.check(&region.decider)?;
+            request.check::<E>(&region.decider)?;
             match region.on_existing_slot(key, 0, &existing) {
                 Lookup::Found(result) => return Ok(result),
                 Lookup::Absent => missed_in = Some(region),
@@ -278,7 +279,7 @@ impl<S> KeyedLimiter<S> {
     /// [`acquire_routed`](Self::acquire_routed) for a key its first try did not find
     /// where the table keeps it (`missed_in`), or found `moved`: an insert, or a key that
     /// a change is moving.
-    fn acquire_elsewhere<'v, R>(
+    fn acquire_elsewhere<'v, R, E: Refusal>(
         view: &'v View<'_>,
         key: Located,
         request: Request,
@@ -286,7 +287,7 @@ impl<S> KeyedLimiter<S> {
         mut moved: bool,
         existing: &impl Fn(&Region, usize, &[AtomicU64], &Tenant<'_>) -> Result<R, Evicted>,
         inserted: &impl Fn(&Region, Decision, Option<Installed>) -> R,
-    ) -> Result<R, Error> {
+    ) -> Result<R, E> {
         let mut missed_in = missed_in.filter(|region| !region.is_sweeping());
         loop {
             let region = match missed_in.take() {
@@ -295,7 +296,7 @@ impl<S> KeyedLimiter<S> {
                     match Self::on_key_again(
                         view,
                         key,
-                        &|rule| request.check(rule),
+                        &|rule| request.check::<E>(rule),
                         existing,
                         moved,
                     )? {
@@ -304,10 +305,10 @@ impl<S> KeyedLimiter<S> {
                     }
                 }
             };
-            request.check(&region.decider)?;
+            request.check::<E>(&region.decider)?;
             match region.acquire_tracked(key, request, true, existing, inserted) {
                 Ok(result) => return Ok(result),
-                Err(Stop::Refused(error)) => return Err(error),
+                Err(Stop::TableFull) => return Err(E::TABLE_FULL),
                 // The key's region was replaced: look again, on the latest region.
                 Err(Stop::Moved) => moved = true,
             }
@@ -316,13 +317,13 @@ impl<S> KeyedLimiter<S> {
 
     /// [`acquire_routed`](Self::acquire_routed) reporting the whole decision.
     #[inline]
-    pub(super) fn acquire_located<'v>(
+    pub(super) fn acquire_located<'v, E: Refusal>(
         &self,
         view: &'v View<'_>,
         key: Located,
         request: Request,
         missed_in: Option<&'v Region>,
-    ) -> Result<Decision, Error> {
+    ) -> Result<Decision, E> {
         self.acquire_routed(
             view,
             key,

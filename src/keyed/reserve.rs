@@ -8,7 +8,7 @@ use super::insert::Request;
 use super::layout::Located;
 use super::KeyedLimiter;
 use crate::decision::Decision;
-use crate::error::Error;
+use crate::error::{KeyedAcquireError, ReserveError};
 use std::hash::BuildHasher;
 
 impl<S: BuildHasher> KeyedLimiter<S> {
@@ -24,7 +24,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         n: u64,
         now_ns: u64,
         max_wait_ns: u64,
-    ) -> Result<(Decision, Option<KeyedRefund>), Error> {
+    ) -> Result<(Decision, Option<KeyedRefund>), ReserveError<KeyedAcquireError>> {
         self.acquire_routed(
             &self.view(),
             key,
@@ -58,7 +58,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         key: Located,
         n: u64,
         now_ns: u64,
-    ) -> Result<Decision, Error> {
+    ) -> Result<Decision, KeyedAcquireError> {
         let request = Request::new(now_ns, n, None);
         self.acquire_located(&self.view(), key, request, None)
     }

@@ -34,7 +34,7 @@ use super::markers::is_marker;
 use super::recover::Claimant;
 use super::region::Region;
 use super::KeyedLimiter;
-use crate::error::Error;
+use crate::error::ResetError;
 use crate::shared::owner::crash_point;
 use crate::sync::{Backoff, Ordering};
 use std::hash::BuildHasher;
@@ -66,11 +66,11 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// ```
     ///
     /// # Errors
-    /// [`Error::TableFull`] only in a shared table whose slot the reset needs stays
-    /// claimed by a live process for about a second, as an acquire would report; in a
-    /// shared table whose rule a change is moving, as a decision there
-    /// ([`set_config`](Self::set_config)).
-    pub fn reset(&self, key: &[u8]) -> Result<(), Error> {
+    /// Only in a shared table: [`ResetError::TableFull`] if the slot the reset needs stays
+    /// claimed by a live process for about a second, as an acquire would report;
+    /// [`ResetError::Shared`] where a change is moving the table's rule, as a decision
+    /// there ([`set_config`](Self::set_config)).
+    pub fn reset(&self, key: &[u8]) -> Result<(), ResetError> {
         let key = self.locate(key);
         let mut backoff = Backoff::default();
         let view = self.view();
@@ -110,7 +110,7 @@ impl Region {
     ///
     /// # Errors
     /// As [`KeyedLimiter::reset`].
-    fn reset_located(&self, key: Located) -> Result<Reset, Error> {
+    fn reset_located(&self, key: Located) -> Result<Reset, ResetError> {
         loop {
             // AcqRel, an RMW that changes nothing: it reads the latest bound, so a key
             // installed before this call is found, and it orders this lookup among the
@@ -120,7 +120,7 @@ impl Region {
                 return Ok(Reset::Absent);
             };
             let Some(claimant) = self.claimant(key.home) else {
-                return Err(Error::TableFull);
+                return Err(ResetError::TableFull);
             };
             let retired = self.retire(claimant, key, slot, None);
             self.release(claimant);

@@ -17,8 +17,9 @@ pub struct KeyedStats {
     pub max_keys: u64,
     /// Keys whose state was not fresh at the time asked ([`KeyedLimiter::live_keys_at`]).
     pub live_keys: u64,
-    /// Requests for new keys refused with [`Error::TableFull`](crate::Error::TableFull)
-    /// since the table was built; for a shared table, since its file was created, by
+    /// Requests for new keys refused with
+    /// [`KeyedAcquireError::TableFull`](crate::KeyedAcquireError::TableFull) since the
+    /// table was built; for a shared table, since its file was created, by
     /// every process that opened it.
     pub table_full: u64,
 }
@@ -62,14 +63,17 @@ impl<S> KeyedLimiter<S> {
     /// The table's statistics with its live keys at `at`: a snapshot, O(slots).
     ///
     /// ```
-    /// use librate::{Config, Error, Instant, KeyedLimiter};
+    /// use librate::{Config, Instant, KeyedAcquireError, KeyedLimiter};
     /// use std::time::Duration;
     /// // Capacity 1: two slots.
     /// let table = KeyedLimiter::new(&Config::gcra(1, Duration::from_secs(1)), 1).unwrap();
     /// for key in [b"a", b"b"] {
     ///     assert!(table.acquire_at(key, 1, Instant::ZERO).unwrap().allowed);
     /// }
-    /// assert_eq!(table.acquire_at(b"c", 1, Instant::ZERO), Err(Error::TableFull));
+    /// assert_eq!(
+    ///     table.acquire_at(b"c", 1, Instant::ZERO),
+    ///     Err(KeyedAcquireError::TableFull)
+    /// );
     /// let stats = table.stats_at(Instant::ZERO);
     /// assert_eq!((stats.capacity, stats.max_keys), (1, 2));
     /// assert_eq!((stats.live_keys, stats.table_full), (2, 1));

@@ -4,7 +4,7 @@
 use super::Limiter;
 use crate::config::Config;
 use crate::decider::Decider;
-use crate::error::Error;
+use crate::error::{ChangeError, ConfigError};
 use crate::time::Instant;
 
 impl Limiter {
@@ -14,7 +14,7 @@ impl Limiter {
     ///
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at).
-    pub fn set_config(&self, config: &Config) -> Result<(), Error> {
+    pub fn set_config(&self, config: &Config) -> Result<(), ChangeError> {
         self.set_config_at(config, Instant::now())
     }
 
@@ -57,14 +57,16 @@ impl Limiter {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] as [`new`](Self::new), or with [`ConfigError::LiveChange`]
+    /// [`ChangeError::Config`] as [`new`](Self::new), or with [`ConfigError::LiveChange`]
     /// for a change of algorithm, or of a sliding log's rule (its entries are not carried);
-    /// in a file, [`Error::Io`] with `EBUSY` if another process's change, or a decision of
-    /// a stopped process, holds it up for seconds, and [`Error::Incompatible`] if the
-    /// file's words hold no rule. Either way nothing changes.
+    /// in a file, [`ChangeError::Shared`]: [`SharedError::Busy`] if another process's
+    /// change, or a decision of a stopped process, holds it up for seconds, and
+    /// [`SharedError::Incompatible`] if the file's words hold no rule. Either way nothing
+    /// changes.
     ///
-    /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
-    pub fn set_config_at(&self, config: &Config, at: Instant) -> Result<(), Error> {
+    /// [`SharedError::Busy`]: crate::SharedError::Busy
+    /// [`SharedError::Incompatible`]: crate::SharedError::Incompatible
+    pub fn set_config_at(&self, config: &Config, at: Instant) -> Result<(), ChangeError> {
         let decider = Decider::new(config)?;
         self.generations.replace(decider, config, at.as_nanos())
     }
@@ -75,7 +77,7 @@ impl Limiter {
     ///
     /// # Errors
     /// As [`set_config_at`](Self::set_config_at), but for an invalid configuration.
-    pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), Error> {
+    pub(crate) fn check_change(&self, decider: &Decider) -> Result<(), ConfigError> {
         let first = self.generations.first();
         (first.decider).check_change(decider)
     }

@@ -4,9 +4,9 @@
 use super::Limiter;
 use crate::config::Config;
 use crate::decider::Decider;
-use crate::error::Error;
+use crate::error::{OpenError, SharedError};
 use crate::generations::{Generations, InFile};
-use crate::shared::{as_opened, file_words, Attached, Mapping};
+use crate::shared::{as_opened, file_words, in_file, Attached, Mapping};
 #[cfg(not(loom))]
 use crate::shared::{kept, same_rule, settle_opened, Contents, Identity, KIND_LIMITER};
 #[cfg(not(loom))]
@@ -34,12 +34,11 @@ impl Limiter {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] as [`new`](Self::new); [`Error::Incompatible`] if the file
-    /// is not a librate limiter, or holds another rule (it is left untouched:
-    /// [`describe_file`](crate::describe_file) says what it holds);
-    /// [`Error::Io`] with the OS's error number if the file cannot be created, opened or
-    /// mapped.
-    pub fn open(path: impl AsRef<Path>, config: &Config) -> Result<Self, Error> {
+    /// [`OpenError::Config`] as [`new`](Self::new); [`OpenError::Incompatible`] if the
+    /// file is not a librate limiter, or holds another rule (it is left untouched:
+    /// [`describe_file`](crate::describe_file) says what it holds); [`OpenError::Io`],
+    /// naming the path, if the file cannot be created, opened or mapped.
+    pub fn open(path: impl AsRef<Path>, config: &Config) -> Result<Self, OpenError> {
         Self::open_file(path.as_ref(), config, false)
     }
 
@@ -66,20 +65,24 @@ impl Limiter {
     /// # Errors
     /// As [`open`](Self::open), and as [`set_config`](Self::set_config) when the file's rule
     /// cannot be carried over to `config` (another algorithm, a sliding log's rule).
-    pub fn open_replacing(path: impl AsRef<Path>, config: &Config) -> Result<Self, Error> {
+    pub fn open_replacing(path: impl AsRef<Path>, config: &Config) -> Result<Self, OpenError> {
         Self::open_file(path.as_ref(), config, true)
     }
 
     /// loom's atomics are models, not words of memory a file could hold: see
     /// [`model_file`](Self::model_file).
     #[cfg(loom)]
-    fn open_file(path: &Path, config: &Config, replace: bool) -> Result<Self, Error> {
-        let _ = (path, Decider::new(config)?, replace);
-        Err(Error::Unsupported)
+    fn open_file(path: &Path, config: &Config, replace: bool) -> Result<Self, OpenError> {
+        let _ = (Decider::new(config)?, replace);
+        let unsupported = std::io::ErrorKind::Unsupported.into();
+        Err(OpenError::Io(crate::error::FileError::new(
+            path,
+            unsupported,
+        )))
     }
 
     #[cfg(not(loom))]
-    fn open_file(path: &Path, config: &Config, replace: bool) -> Result<Self, Error> {
+    fn open_file(path: &Path, config: &Config, replace: bool) -> Result<Self, OpenError> {
         let decider = Decider::new(config)?;
         time::prepare();
         let identity = Identity::of(KIND_LIMITER, config, &decider, 0);
@@ -93,16 +96,17 @@ impl Limiter {
             changeable: true,
         };
         let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
-        let limiter = Self::attached(mapping, config)?;
+        let limiter =
+            Self::attached(mapping, config).map_err(|why| OpenError::shared(path, why))?;
         let same = same_rule(limiter.config(), config);
-        settle_opened(same, replace, || limiter.set_config(config))?;
+        settle_opened(path, same, replace, || limiter.set_config(config))?;
         Ok(limiter)
     }
 
     /// A limiter on a file's words, `mapping`, opened with `config`: deciding on the rule
     /// in force in the file, whichever it is.
-    fn attached(mapping: Arc<Mapping>, config: &Config) -> Result<Self, Error> {
-        let first = mapping.first_rule().ok_or(Error::Incompatible)?;
+    fn attached(mapping: Arc<Mapping>, config: &Config) -> Result<Self, SharedError> {
+        let first = mapping.first_rule().ok_or(SharedError::Incompatible)?;
         Self::in_file(mapping, 0, &first, config)
     }
 
@@ -111,20 +115,20 @@ impl Limiter {
     /// with `config`: deciding on the rule in force in the file, whichever it is.
     ///
     /// # Errors
-    /// [`Error::Incompatible`] if `first` is no rule of the file's size, or the rule in
+    /// [`SharedError::Incompatible`] if `first` is no rule of the file's size, or the rule in
     /// force no rule (bytes another writer put there).
     pub(crate) fn in_file(
         mapping: Arc<Mapping>,
         start: usize,
         first: &Config,
         config: &Config,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, SharedError> {
         let first = *as_opened(first, config);
-        let first_decider = Decider::new(&first).map_err(|_| Error::Incompatible)?;
+        let first_decider = in_file(&first)?;
         // The header's rule sizes side A: words another process wrote there may ask for
         // more than the file holds.
         if start + file_words(first_decider.state_words()) > mapping.state_words() {
-            return Err(Error::Incompatible);
+            return Err(SharedError::Incompatible);
         }
         let file = InFile {
             attached: Attached::new(mapping, start, first),
@@ -139,16 +143,22 @@ impl Limiter {
     /// process that opened the file. Not public API.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn model_file(config: &Config) -> Result<Self, Error> {
+    pub fn model_file(config: &Config) -> Result<Self, crate::Error> {
         let words = file_words(Decider::new(config)?.state_words());
-        Self::attached(Arc::new(Mapping::model(*config, words)), config)
+        Ok(Self::attached(
+            Arc::new(Mapping::model(*config, words)),
+            config,
+        )?)
     }
 
     /// Under loom, another process's limiter on this one's file. Not public API.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn attach_model(&self) -> Result<Self, Error> {
-        let mapping = self.generations.mapping().ok_or(Error::Unsupported)?;
+    pub fn attach_model(&self) -> Result<Self, SharedError> {
+        let mapping = self
+            .generations
+            .mapping()
+            .expect("a limiter of `model_file`");
         Self::attached(mapping, self.config())
     }
 }

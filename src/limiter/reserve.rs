@@ -2,8 +2,9 @@
 //! (`src/wait.rs`) that may be cancelled while it sleeps out its place in GCRA's queue.
 
 use super::{Limiter, RuleRefund};
+use crate::decider::Decider;
 use crate::decision::Decision;
-use crate::error::Error;
+use crate::error::ReserveError;
 use crate::generations::{Generation, Operation};
 use crate::replaced::{Replaceable, Replaced};
 use crate::versions::Version;
@@ -48,7 +49,7 @@ impl Limiter {
         n: u64,
         now_ns: u64,
         max_wait_ns: u64,
-    ) -> Result<(Decision, Option<RuleRefund>), Error> {
+    ) -> Result<(Decision, Option<RuleRefund>), ReserveError> {
         let refund = Cell::new(None);
         let reserve = Reserve {
             now_ns,
@@ -56,7 +57,8 @@ impl Limiter {
             max_wait_ns,
             refund: &refund,
         };
-        let decision = self.generations.decide(n, Some(max_wait_ns), reserve)?;
+        let check = move |decider: &Decider| decider.check_reserve(n);
+        let decision = self.generations.decide(check, reserve)?;
         Ok((decision, refund.get()))
     }
 }

@@ -4,7 +4,7 @@
 use super::Policy;
 use crate::config::Config;
 use crate::decider::Decider;
-use crate::error::{ConfigError, Error};
+use crate::error::{ChangeError, ConfigError};
 use crate::sync::Ordering;
 use crate::time::Instant;
 
@@ -13,7 +13,7 @@ impl Policy {
     ///
     /// # Errors
     /// As [`set_rules_at`](Self::set_rules_at).
-    pub fn set_rules(&self, rules: &[Config]) -> Result<(), Error> {
+    pub fn set_rules(&self, rules: &[Config]) -> Result<(), ChangeError> {
         self.set_rules_at(rules, Instant::now())
     }
 
@@ -47,13 +47,13 @@ impl Policy {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRule`] naming the first invalid rule and
+    /// [`ChangeError::Config`]: [`ConfigError::PolicyRule`] naming the first invalid rule and
     /// its reason, or
     /// [`ConfigError::LiveChange`] for another number of rules or a rule that cannot carry
     /// its state over (see [`Limiter::set_config_at`](crate::Limiter::set_config_at)). Then no rule changes.
-    pub fn set_rules_at(&self, rules: &[Config], at: Instant) -> Result<(), Error> {
+    pub fn set_rules_at(&self, rules: &[Config], at: Instant) -> Result<(), ChangeError> {
         if rules.len() != self.rules.len() {
-            return Err(Error::InvalidConfig(ConfigError::LiveChange));
+            return Err(ConfigError::LiveChange.into());
         }
         // Every rule is checked before any changes: whether a rule carries over depends
         // only on algorithms, which no change alters, so none of the changes below fails.

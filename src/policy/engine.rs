@@ -6,7 +6,7 @@
 use super::{PolicyDecision, MAX_RULES};
 use crate::decider::Decider;
 use crate::decision::Decision;
-use crate::error::{ConfigError, Error};
+use crate::error::{CostsError, InsufficientCapacity};
 use crate::state::{Acquire, Peek, Request, TryAcquire};
 use std::cell::Cell;
 
@@ -16,19 +16,22 @@ use std::cell::Cell;
 pub(super) trait Rules {
     /// What giving an admission back takes.
     type Refund: Copy;
+    /// What a rule's state fails with: nothing for a policy's own limiters, a keyed
+    /// rule's new key a full table.
+    type Error;
 
     /// Runs `request` (checked by the caller against the rule's limit) on rule number
     /// `rule`: what it reports, with what giving its admission back takes put in
     /// `refund` if asked for and there is one (`refund` is left as it was otherwise).
     ///
     /// # Errors
-    /// What the rule's state fails with ([`Error::TableFull`] for a keyed rule's new key).
+    /// What the rule's state fails with ([`Rules::Error`]).
     fn swap<R: Request>(
         &self,
         rule: usize,
         request: R,
         refund: Option<&Cell<Option<Self::Refund>>>,
-    ) -> Result<R::Out, Error>;
+    ) -> Result<R::Out, Self::Error>;
 
     /// Gives an admission back, if nothing moved the rule's state on since.
     fn refund(&self, rule: usize, refund: Self::Refund);
@@ -36,7 +39,7 @@ pub(super) trait Rules {
 
 /// The decision an acquire of `n` units of rule `rule` at `now` would make, nothing written.
 #[inline(always)]
-fn peek<R: Rules + ?Sized>(rules: &R, rule: usize, n: u64, now: u64) -> Result<Decision, Error> {
+fn peek<R: Rules + ?Sized>(rules: &R, rule: usize, n: u64, now: u64) -> Result<Decision, R::Error> {
     rules.swap(rule, Peek(Acquire { now, n }), None)
 }
 
@@ -134,21 +137,20 @@ impl Engine {
     /// Checks a request's costs, one per rule, against the rules (`deciders`, in order).
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] with [`ConfigError::PolicyCosts`] if there are not as many
-    /// costs as rules; [`Error::InsufficientCapacity`] if a cost exceeds its rule's limit.
-    pub(super) fn costs(
+    /// [`CostsError::CostCount`] if there are not as many costs as rules; the policy's
+    /// acquire error `E` for a cost above its rule's limit.
+    pub(super) fn costs<E: From<InsufficientCapacity>>(
         &self,
         deciders: impl Iterator<Item = Decider>,
         costs: &[u64],
-    ) -> Result<Costs, Error> {
+    ) -> Result<Costs, CostsError<E>> {
         if costs.len() != self.len {
-            return Err(Error::InvalidConfig(ConfigError::PolicyCosts {
-                costs: costs.len(),
-            }));
+            return Err(CostsError::CostCount { costs: costs.len() });
         }
         let mut checked = [0; MAX_RULES];
         for ((slot, &cost), rule) in checked.iter_mut().zip(costs).zip(deciders) {
-            rule.check(cost, None)?;
+            rule.check(cost)
+                .map_err(|why| CostsError::Acquire(E::from(why)))?;
             *slot = cost;
         }
         Ok(checked)
@@ -181,7 +183,7 @@ impl Engine {
     /// costs, or from none.
     ///
     /// # Errors
-    /// What a rule's step returns ([`Error::TableFull`] for a keyed rule's new key), after
+    /// What a rule's step returns ([`Rules::Error`]), after
     /// the rules before it gave back.
     #[inline]
     pub(super) fn acquire_at<R: Rules + ?Sized>(
@@ -189,7 +191,7 @@ impl Engine {
         rules: &R,
         costs: impl Cost,
         now_ns: u64,
-    ) -> Result<PolicyDecision, Error> {
+    ) -> Result<PolicyDecision, R::Error> {
         let mut decisions = [Decision::default(); MAX_RULES];
         if self.is_query(costs) {
             for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
@@ -224,7 +226,7 @@ impl Engine {
         rules: &R,
         costs: impl Cost,
         now_ns: u64,
-    ) -> Result<bool, Error> {
+    ) -> Result<bool, R::Error> {
         Ok(self.take(rules, costs, now_ns, None)?.is_ok())
     }
 
@@ -239,7 +241,7 @@ impl Engine {
         costs: impl Cost,
         now_ns: u64,
         mut decisions: Option<&mut [Decision; MAX_RULES]>,
-    ) -> Result<Result<(), usize>, Error> {
+    ) -> Result<Result<(), usize>, R::Error> {
         // The rules that cannot give back take last, the first of them before the others:
         // those others are asked first, so that (but for a concurrent request changing an
         // answer) none of them denies once one has taken. So are the rules marked to be.
@@ -292,8 +294,8 @@ impl Engine {
         &self,
         rules: &R,
         costs: impl Cost,
-        step: impl FnMut(usize, u64, &Cell<Option<R::Refund>>) -> Result<Option<bool>, Error>,
-    ) -> Result<Taken, Error> {
+        step: impl FnMut(usize, u64, &Cell<Option<R::Refund>>) -> Result<Option<bool>, R::Error>,
+    ) -> Result<Taken, R::Error> {
         // The common policies of one and two rules by an order of known length: the loop
         // unrolled, and no more places for refunds than rules.
         match self.order.len() {
@@ -313,7 +315,7 @@ impl Engine {
         now_ns: u64,
         denying: usize,
         denial: Decision,
-    ) -> Result<PolicyDecision, Error> {
+    ) -> Result<PolicyDecision, R::Error> {
         let mut decisions = [Decision::default(); MAX_RULES];
         for (index, decision) in decisions[..self.len].iter_mut().enumerate() {
             *decision = if index == denying {
@@ -358,8 +360,8 @@ fn take_in_order<const N: usize, R: Rules + ?Sized>(
     rules: &R,
     costs: impl Cost,
     order: &[usize],
-    mut step: impl FnMut(usize, u64, &Cell<Option<R::Refund>>) -> Result<Option<bool>, Error>,
-) -> Result<Taken, Error> {
+    mut step: impl FnMut(usize, u64, &Cell<Option<R::Refund>>) -> Result<Option<bool>, R::Error>,
+) -> Result<Taken, R::Error> {
     // What each rule that took gives back, by its place in `order`: each step puts its
     // refund in its own place, and nothing reads it back unless a later rule denies (a
     // read of words just written one by one would wait for them to reach the cache).

@@ -13,8 +13,8 @@
 //!
 //! An opener's rules must be as many as the descriptor's, of the same scopes in the same
 //! order, and each the rule in force of its place; else the file is
-//! [`Error::Incompatible`] and left untouched, unless the opener asks that its rules
-//! replace the file's. The tables hash keys with the file's one secret hash key.
+//! [`OpenError::Incompatible`](crate::OpenError::Incompatible) and left untouched,
+//! unless the opener asks that its rules replace the file's. The tables hash keys with the file's one secret hash key.
 //! Everything else (create or attach, another boot, a process killed mid-insert or
 //! mid-change) is the keyed table's and the limiter's, per rule.
 
@@ -28,7 +28,9 @@ use super::keyed::{KeyedPolicy, KeyedRule};
 use super::MAX_RULES;
 use crate::config::Config;
 use crate::decider::Decider;
-use crate::error::{ConfigError, Error};
+#[cfg(not(loom))]
+use crate::error::SharedError;
+use crate::error::{ConfigError, OpenError};
 #[cfg(not(loom))]
 use crate::keyed::{FileTable, KeyHasher, KeyedLimiter};
 #[cfg(not(loom))]
@@ -94,7 +96,7 @@ impl Place {
 /// Where each rule of `rules` (per key or not, and its rule the file was created with)
 /// lives, and the words of them all.
 #[cfg(not(loom))]
-fn places(rules: &[(bool, Config)], capacity: u64) -> Result<(Vec<Place>, usize), Error> {
+fn places(rules: &[(bool, Config)], capacity: u64) -> Result<(Vec<Place>, usize), ConfigError> {
     let mut places = Vec::with_capacity(rules.len());
     let mut end = DESCRIPTOR_WORDS;
     let mut bytes_per_key = 0;
@@ -115,10 +117,10 @@ fn places(rules: &[(bool, Config)], capacity: u64) -> Result<(Vec<Place>, usize)
         };
         end = (place.start + place.words)
             .checked_next_multiple_of(REGION_ALIGN)
-            .ok_or(Error::InvalidConfig(ConfigError::Capacity {
+            .ok_or(ConfigError::Capacity {
                 capacity,
                 bytes_per_key,
-            }))?;
+            })?;
         places.push(place);
     }
     Ok((places, end))
@@ -126,7 +128,7 @@ fn places(rules: &[(bool, Config)], capacity: u64) -> Result<(Vec<Place>, usize)
 
 /// The descriptor of `rules`.
 #[cfg(not(loom))]
-fn descriptor(rules: &[(bool, Config)]) -> Result<[u64; DESCRIPTOR_WORDS], Error> {
+fn descriptor(rules: &[(bool, Config)]) -> Result<[u64; DESCRIPTOR_WORDS], ConfigError> {
     let mut descriptor = [0; DESCRIPTOR_WORDS];
     for (index, &(per_key, config)) in rules.iter().enumerate() {
         let decider = Decider::new(&config).map_err(|error| error.in_rule(index))?;
@@ -204,16 +206,22 @@ impl KeyedPolicy {
     /// assert_eq!(denied.denied_by, Some(0));
     /// assert_eq!(denied.rules()[1].remaining, 99); // one admitted, for everybody
     /// let other = [rules[1], rules[0]];
-    /// assert_eq!(KeyedPolicy::open(&path, &other, 1000).unwrap_err(), librate::Error::Incompatible);
+    /// let refused = KeyedPolicy::open(&path, &other, 1000).unwrap_err();
+    /// let incompatible = librate::OpenError::Incompatible { path: path.clone() };
+    /// assert_eq!(refused.to_string(), incompatible.to_string()); // it names the path
     /// # std::fs::remove_file(&path).unwrap();
     /// ```
     ///
     /// # Errors
-    /// As [`new`](Self::new); [`Error::Incompatible`] if the file is not a librate keyed
-    /// policy of these rules and this capacity (it is left untouched:
-    /// [`describe_file`](crate::describe_file) says what it holds); [`Error::Io`] with
-    /// the OS's error number if the file cannot be created, opened or mapped.
-    pub fn open(path: impl AsRef<Path>, rules: &[KeyedRule], capacity: u64) -> Result<Self, Error> {
+    /// [`OpenError::Config`] as [`new`](Self::new); [`OpenError::Incompatible`] if the
+    /// file is not a librate keyed policy of these rules and this capacity (it is left
+    /// untouched: [`describe_file`](crate::describe_file) says what it holds);
+    /// [`OpenError::Io`], naming the path, if the file cannot be created, opened or mapped.
+    pub fn open(
+        path: impl AsRef<Path>,
+        rules: &[KeyedRule],
+        capacity: u64,
+    ) -> Result<Self, OpenError> {
         Self::open_file(path.as_ref(), rules, capacity, false)
     }
 
@@ -229,7 +237,7 @@ impl KeyedPolicy {
         path: impl AsRef<Path>,
         rules: &[KeyedRule],
         capacity: u64,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, OpenError> {
         Self::open_file(path.as_ref(), rules, capacity, true)
     }
 
@@ -238,14 +246,12 @@ impl KeyedPolicy {
         rules: &[KeyedRule],
         capacity: u64,
         replace: bool,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, OpenError> {
         if rules.is_empty() || rules.len() > MAX_RULES {
-            return Err(Error::InvalidConfig(ConfigError::PolicyRules {
-                rules: rules.len(),
-            }));
+            return Err(ConfigError::PolicyRules { rules: rules.len() }.into());
         }
         if capacity == 0 {
-            return Err(Error::InvalidConfig(ConfigError::ZeroCapacity));
+            return Err(ConfigError::ZeroCapacity.into());
         }
         let asked: Vec<(bool, Config)> = rules
             .iter()
@@ -257,20 +263,25 @@ impl KeyedPolicy {
             for (index, (_, config)) in asked.iter().enumerate() {
                 Decider::new(config).map_err(|error| error.in_rule(index))?;
             }
-            let _ = (path, replace);
-            Err(Error::Unsupported)
+            let _ = replace;
+            let unsupported = std::io::ErrorKind::Unsupported.into();
+            Err(OpenError::Io(crate::error::FileError::new(
+                path,
+                unsupported,
+            )))
         }
         #[cfg(not(loom))]
         {
             let descriptor = descriptor(&asked)?;
             crate::time::prepare();
             let mapping = Self::map(path, &asked, &descriptor, capacity)?;
-            let policy = Self::attached(&mapping, rules, capacity)?;
+            let policy = Self::attached(&mapping, rules, capacity)
+                .map_err(|why| OpenError::shared(path, why))?;
             let same = policy
                 .rules()
                 .zip(rules)
                 .all(|(held, rule)| same_rule(held.config(), rule.config()));
-            settle_opened(same, replace, || policy.set_rules(rules))?;
+            settle_opened(path, same, replace, || policy.set_rules(rules))?;
             Ok(policy)
         }
     }
@@ -283,7 +294,7 @@ impl KeyedPolicy {
         asked: &[(bool, Config)],
         descriptor: &[u64; DESCRIPTOR_WORDS],
         capacity: u64,
-    ) -> Result<Arc<Mapping>, Error> {
+    ) -> Result<Arc<Mapping>, OpenError> {
         let (places, end) = places(asked, capacity)?;
         let identity = Identity {
             kind: KIND_KEYED_POLICY,
@@ -318,18 +329,22 @@ impl KeyedPolicy {
     /// rule in force in the file.
     ///
     /// # Errors
-    /// [`Error::Incompatible`] if the file's rules are not as many as `rules`, of the same
+    /// [`SharedError::Incompatible`] if the file's rules are not as many as `rules`, of the same
     /// scopes, or its words are no rules.
     #[cfg(not(loom))]
-    fn attached(mapping: &Arc<Mapping>, rules: &[KeyedRule], capacity: u64) -> Result<Self, Error> {
-        let created = described(mapping).ok_or(Error::Incompatible)?;
+    fn attached(
+        mapping: &Arc<Mapping>,
+        rules: &[KeyedRule],
+        capacity: u64,
+    ) -> Result<Self, SharedError> {
+        let created = described(mapping).ok_or(SharedError::Incompatible)?;
         let scopes = created.iter().map(|&(per_key, _)| per_key);
         if !scopes.eq(rules.iter().map(KeyedRule::is_per_key)) {
-            return Err(Error::Incompatible);
+            return Err(SharedError::Incompatible);
         }
-        let (places, end) = places(&created, capacity).map_err(|_| Error::Incompatible)?;
+        let (places, end) = places(&created, capacity).map_err(|_| SharedError::Incompatible)?;
         if end > mapping.state_words() {
-            return Err(Error::Incompatible);
+            return Err(SharedError::Incompatible);
         }
         let scoped = rules
             .iter()

@@ -14,7 +14,7 @@
 use super::engine::{least_limit, Costs, Engine};
 use super::PolicyDecision;
 use crate::config::Config;
-use crate::error::{ConfigError, Error};
+use crate::error::{ConfigError, CostsError, KeyedAcquireError, ResetError};
 use crate::keyed::{KeyHasher, KeyedLimiter, KeyedStats, Located};
 use crate::limiter::Limiter;
 use crate::time::Instant;
@@ -70,7 +70,7 @@ impl KeyedRule {
 /// Each per-key rule is a bounded keyed table of `capacity` keys with a
 /// [`KeyedLimiter`]'s semantics: up to `capacity` live keys always fit, fresh keys may
 /// be dropped, and a new key that finds a table full of live keys is refused with
-/// [`Error::TableFull`] (the rules that took before it give back). A request may cost
+/// [`KeyedAcquireError::TableFull`] (the rules that took before it give back). A request may cost
 /// each rule differently ([`acquire_costs`](Self::acquire_costs)); a cost of 0 leaves a
 /// rule out, so one policy holds the limits of several kinds of request.
 ///
@@ -117,11 +117,11 @@ impl KeyedPolicy {
     /// every rule full at any time.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRules`] for no rule or more than
+    /// [`ConfigError::PolicyRules`] for no rule or more than
     /// [`MAX_RULES`], [`ConfigError::ZeroCapacity`] or [`ConfigError::Capacity`] for a
     /// `capacity` of 0 or too large, else [`ConfigError::PolicyRule`] naming the first
     /// invalid rule and its reason.
-    pub fn new(rules: &[KeyedRule], capacity: u64) -> Result<Self, Error> {
+    pub fn new(rules: &[KeyedRule], capacity: u64) -> Result<Self, ConfigError> {
         // One hasher for every table: see `ForKey::key`.
         let hasher = KeyHasher::random();
         Self::build(rules, capacity, |config| {
@@ -135,7 +135,7 @@ impl<S: Clone> KeyedPolicy<S> {
     /// place keys in the slots their races need. Exists only under `cfg(loom)`.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn with_hasher(rules: &[KeyedRule], capacity: u64, hasher: S) -> Result<Self, Error> {
+    pub fn with_hasher(rules: &[KeyedRule], capacity: u64, hasher: S) -> Result<Self, ConfigError> {
         Self::build(rules, capacity, |config| {
             KeyedLimiter::with_hasher(config, capacity, hasher.clone())
         })
@@ -147,15 +147,13 @@ impl<S> KeyedPolicy<S> {
     fn build(
         rules: &[KeyedRule],
         capacity: u64,
-        table: impl Fn(&Config) -> Result<KeyedLimiter<S>, Error>,
-    ) -> Result<Self, Error> {
+        table: impl Fn(&Config) -> Result<KeyedLimiter<S>, ConfigError>,
+    ) -> Result<Self, ConfigError> {
         if rules.is_empty() || rules.len() > MAX_RULES {
-            return Err(Error::InvalidConfig(ConfigError::PolicyRules {
-                rules: rules.len(),
-            }));
+            return Err(ConfigError::PolicyRules { rules: rules.len() });
         }
         if capacity == 0 {
-            return Err(Error::InvalidConfig(ConfigError::ZeroCapacity));
+            return Err(ConfigError::ZeroCapacity);
         }
         let rules: Box<[Scoped<S>]> = rules
             .iter()
@@ -168,7 +166,7 @@ impl<S> KeyedPolicy<S> {
                 };
                 built.map_err(|error| error.in_rule(index))
             })
-            .collect::<Result<_, Error>>()?;
+            .collect::<Result<_, ConfigError>>()?;
         Ok(Self::of(rules, capacity))
     }
 
@@ -222,10 +220,11 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// `n == 0` only reports, and inserts no key.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] if `n` exceeds a rule's limit; [`Error::TableFull`]
-    /// if `key` is new to a per-key rule whose table is full of live keys (nothing is
-    /// taken).
-    pub fn acquire(&self, key: &[u8], n: u64) -> Result<PolicyDecision, Error> {
+    /// [`KeyedAcquireError::InsufficientCapacity`] if `n` exceeds a rule's limit;
+    /// [`KeyedAcquireError::TableFull`] if `key` is new to a per-key rule whose table is
+    /// full of live keys (nothing is taken); [`KeyedAcquireError::Shared`] only in a
+    /// shared file.
+    pub fn acquire(&self, key: &[u8], n: u64) -> Result<PolicyDecision, KeyedAcquireError> {
         self.acquire_at(key, n, Instant::now())
     }
 
@@ -233,7 +232,12 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn acquire_at(&self, key: &[u8], n: u64, at: Instant) -> Result<PolicyDecision, Error> {
+    pub fn acquire_at(
+        &self,
+        key: &[u8],
+        n: u64,
+        at: Instant,
+    ) -> Result<PolicyDecision, KeyedAcquireError> {
         let costs = self.uniform(n)?;
         self.engine
             .acquire_at(&self.for_key(key), &costs, at.as_nanos())
@@ -245,9 +249,13 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// reports.
     ///
     /// # Errors
-    /// As [`acquire`](Self::acquire), and [`Error::InvalidConfig`] with
-    /// [`ConfigError::PolicyCosts`] if there is not one cost per rule.
-    pub fn acquire_costs(&self, key: &[u8], costs: &[u64]) -> Result<PolicyDecision, Error> {
+    /// [`CostsError::Acquire`] as [`acquire`](Self::acquire), and
+    /// [`CostsError::CostCount`] if there is not one cost per rule.
+    pub fn acquire_costs(
+        &self,
+        key: &[u8],
+        costs: &[u64],
+    ) -> Result<PolicyDecision, CostsError<KeyedAcquireError>> {
         self.acquire_costs_at(key, costs, Instant::now())
     }
 
@@ -260,10 +268,12 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         key: &[u8],
         costs: &[u64],
         at: Instant,
-    ) -> Result<PolicyDecision, Error> {
+    ) -> Result<PolicyDecision, CostsError<KeyedAcquireError>> {
         let costs = self.costs(costs)?;
-        self.engine
-            .acquire_at(&self.for_key(key), &costs, at.as_nanos())
+        let decided = self
+            .engine
+            .acquire_at(&self.for_key(key), &costs, at.as_nanos());
+        Ok(decided?)
     }
 
     /// Acquires `n` units of every rule for `key` now, or nothing, and says only whether
@@ -271,7 +281,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, Error> {
+    pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, KeyedAcquireError> {
         self.try_acquire_at(key, n, Instant::now())
     }
 
@@ -279,7 +289,12 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     ///
     /// # Errors
     /// As [`acquire`](Self::acquire).
-    pub fn try_acquire_at(&self, key: &[u8], n: u64, at: Instant) -> Result<bool, Error> {
+    pub fn try_acquire_at(
+        &self,
+        key: &[u8],
+        n: u64,
+        at: Instant,
+    ) -> Result<bool, KeyedAcquireError> {
         let costs = self.uniform(n)?;
         self.try_acquire_checked(key, &costs, at.as_nanos())
     }
@@ -289,7 +304,11 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     ///
     /// # Errors
     /// As [`acquire_costs`](Self::acquire_costs).
-    pub fn try_acquire_costs(&self, key: &[u8], costs: &[u64]) -> Result<bool, Error> {
+    pub fn try_acquire_costs(
+        &self,
+        key: &[u8],
+        costs: &[u64],
+    ) -> Result<bool, CostsError<KeyedAcquireError>> {
         self.try_acquire_costs_at(key, costs, Instant::now())
     }
 
@@ -302,9 +321,9 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         key: &[u8],
         costs: &[u64],
         at: Instant,
-    ) -> Result<bool, Error> {
+    ) -> Result<bool, CostsError<KeyedAcquireError>> {
         let costs = self.costs(costs)?;
-        self.try_acquire_checked(key, &costs, at.as_nanos())
+        Ok(self.try_acquire_checked(key, &costs, at.as_nanos())?)
     }
 
     /// Resets `key` in every per-key rule (as [`KeyedLimiter::reset`]): its next request is
@@ -316,13 +335,13 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     ///
     /// # Errors
     /// As [`KeyedLimiter::reset`].
-    pub fn reset(&self, key: &[u8]) -> Result<(), Error> {
+    pub fn reset(&self, key: &[u8]) -> Result<(), ResetError> {
         self.tables().try_for_each(|table| table.reset(key))
     }
 
     /// The per-key rules' tables' statistics at `at`, summed up: `capacity` and
     /// `max_keys` of each table, `live_keys` of the fullest (the one that refuses new
-    /// keys first), and `table_full` the requests refused with [`Error::TableFull`] (each
+    /// keys first), and `table_full` the requests refused with `TableFull` (each
     /// counted once, by the table that refused it). All zeros without a per-key rule.
     pub fn stats_at(&self, at: Instant) -> KeyedStats {
         let each = self.tables().map(|table| table.stats_at(at));
@@ -363,7 +382,12 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         }
     }
 
-    fn try_acquire_checked(&self, key: &[u8], costs: &Costs, now_ns: u64) -> Result<bool, Error> {
+    fn try_acquire_checked(
+        &self,
+        key: &[u8],
+        costs: &Costs,
+        now_ns: u64,
+    ) -> Result<bool, KeyedAcquireError> {
         if costs.iter().all(|&cost| cost == 0) {
             return Ok(true);
         }
@@ -372,12 +396,15 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     }
 
     /// `n` of every rule, checked.
-    fn uniform(&self, n: u64) -> Result<Costs, Error> {
-        self.costs(&self.engine.uniform(n)[..self.rules.len()])
+    fn uniform(&self, n: u64) -> Result<Costs, KeyedAcquireError> {
+        for rule in self.rules.iter() {
+            rule.decider().check(n)?;
+        }
+        Ok(self.engine.uniform(n))
     }
 
     /// One cost per rule, checked.
-    fn costs(&self, costs: &[u64]) -> Result<Costs, Error> {
+    fn costs(&self, costs: &[u64]) -> Result<Costs, CostsError<KeyedAcquireError>> {
         self.engine
             .costs(self.rules.iter().map(Scoped::decider), costs)
     }

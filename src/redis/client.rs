@@ -5,7 +5,7 @@ use super::layout::limiter_key;
 use super::{RedisError, Script};
 use crate::config::Config;
 use crate::decision::Decision;
-use crate::error::Error;
+use crate::error::{ConfigError, InsufficientCapacity, ReserveError};
 use crate::time::{nanos, Instant};
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ use std::time::Duration;
 /// if !limiter.acquire(&mut connection, b"bob", 1)?.allowed {
 ///     // answer 429
 /// }
-/// # Ok::<(), librate::redis::RedisError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct RedisLimiter {
     config: Config,
@@ -40,7 +40,7 @@ impl RedisLimiter {
     ///
     /// # Errors
     /// As [`Script::of`].
-    pub fn new(config: &Config, prefix: impl AsRef<[u8]>) -> Result<Self, Error> {
+    pub fn new(config: &Config, prefix: impl AsRef<[u8]>) -> Result<Self, ConfigError> {
         let plan = Script::of(config)?;
         let script = redis::Script::new(plan.source());
         Ok(Self {
@@ -78,7 +78,7 @@ impl RedisLimiter {
     /// Decides `n` units for `key` now, by the server's clock.
     ///
     /// # Errors
-    /// [`RedisError::Rate`] with [`Error::InsufficientCapacity`] if `n` exceeds the limit;
+    /// [`RedisError::Rate`] with [`ReserveError::Acquire`] if `n` exceeds the limit;
     /// [`RedisError::Redis`] if Redis cannot be reached in the connection's timeout or
     /// answers an error: never an admission.
     pub fn acquire(
@@ -112,7 +112,7 @@ impl RedisLimiter {
     /// `max_wait`, reporting the wait in `wait_ns`.
     ///
     /// # Errors
-    /// As [`acquire`](Self::acquire); [`Error::Unsupported`] (in [`RedisError::Rate`]) for
+    /// As [`acquire`](Self::acquire); [`ReserveError::Unsupported`] (in [`RedisError::Rate`]) for
     /// a window algorithm with a non-zero `max_wait`, as in process.
     pub fn reserve(
         &self,
@@ -153,8 +153,8 @@ impl RedisLimiter {
     ///
     /// # Errors
     /// The outer error when no reply came at all (Redis unreachable, past the timeout) or
-    /// the request is refused for every key ([`Error::InsufficientCapacity`]); a key whose
-    /// Redis key holds something else has its own error; an error for a whole script call
+    /// the request is refused for every key ([`RedisError::Rate`]: `n` above the limit); a
+    /// key whose Redis key holds something else has its own error; an error for a whole script call
     /// (OOM, READONLY, where the script writes nothing) is each of its keys' error.
     pub fn acquire_batch(
         &self,
@@ -187,7 +187,7 @@ impl RedisLimiter {
         n: u64,
         now_ns: Option<u64>,
         max_wait_ns: Option<u64>,
-    ) -> Result<Exchange<'_>, Error> {
+    ) -> Result<Exchange<'_>, ReserveError<InsufficientCapacity>> {
         // A reserve is one even with no wait: unsupported by the windows, as in process.
         self.plan.check(n, max_wait_ns.map(Duration::from_nanos))?;
         let request = self.request(n, now_ns, max_wait_ns.unwrap_or(0));
@@ -200,7 +200,7 @@ impl RedisLimiter {
         keys: &[&[u8]],
         n: u64,
         now_ns: Option<u64>,
-    ) -> Result<Exchange<'_>, Error> {
+    ) -> Result<Exchange<'_>, ReserveError<InsufficientCapacity>> {
         self.plan.check(n, None)?;
         let redis_keys = keys.iter().map(|key| self.redis_key(key)).collect();
         Ok(Exchange::batch(self.request(n, now_ns, 0), redis_keys))

@@ -2,14 +2,15 @@
 
 use std::fmt;
 
-use crate::error::Error;
+use crate::error::{InsufficientCapacity, ReserveError};
 
 /// Why a call to Redis gave no decision.
 #[derive(Debug)]
 pub enum RedisError {
-    /// The request or configuration was refused before reaching Redis, as the in-process
-    /// limiter refuses it.
-    Rate(Error),
+    /// The request was refused before reaching Redis, as the in-process limiter refuses
+    /// it: `n` above the limit ([`ReserveError::Acquire`]), or a reserve on a window
+    /// algorithm ([`ReserveError::Unsupported`]).
+    Rate(ReserveError<InsufficientCapacity>),
     /// Redis could not be reached or answered an error (a timeout, a refused connection,
     /// OOM, READONLY, a key holding something else).
     Redis(redis::RedisError),
@@ -17,9 +18,15 @@ pub enum RedisError {
     Reply(String),
 }
 
-impl From<Error> for RedisError {
-    fn from(error: Error) -> Self {
+impl From<ReserveError<InsufficientCapacity>> for RedisError {
+    fn from(error: ReserveError<InsufficientCapacity>) -> Self {
         Self::Rate(error)
+    }
+}
+
+impl From<InsufficientCapacity> for RedisError {
+    fn from(error: InsufficientCapacity) -> Self {
+        Self::Rate(ReserveError::Acquire(error))
     }
 }
 

@@ -12,7 +12,7 @@
 //! nor `}` ([`ConfigError::RedisPrefix`]): the tag is then always the key's, and the
 //! subjects of one prefix spread over the Cluster.
 
-use crate::error::{ConfigError, Error};
+use crate::error::ConfigError;
 
 /// The Redis key of `key`'s state under `prefix`, for a single limiter.
 pub(crate) fn limiter_key(prefix: &[u8], key: &[u8]) -> Vec<u8> {
@@ -43,10 +43,12 @@ pub(crate) fn policy_keys(prefix: &[u8], key: &[u8], rules: usize) -> Vec<Vec<u8
 /// Checks a policy's prefix: neither `{` nor `}` in it.
 ///
 /// # Errors
-/// [`Error::InvalidConfig`] with [`ConfigError::RedisPrefix`].
-pub(crate) fn check_policy_prefix(prefix: &[u8]) -> Result<(), Error> {
+/// [`ConfigError::RedisPrefix`].
+pub(crate) fn check_policy_prefix(prefix: &[u8]) -> Result<(), ConfigError> {
     if prefix.iter().any(|&byte| byte == b'{' || byte == b'}') {
-        Err(Error::InvalidConfig(ConfigError::RedisPrefix))
+        Err(ConfigError::RedisPrefix {
+            prefix: prefix.to_vec(),
+        })
     } else {
         Ok(())
     }
@@ -77,9 +79,10 @@ mod tests {
     fn a_policy_prefix_holds_no_brace() {
         assert!(check_policy_prefix(b"api:").is_ok());
         for prefix in [&b"{"[..], b"}", b"a{b}", b"x{}"] {
+            let prefix = prefix.to_vec();
             assert_eq!(
-                check_policy_prefix(prefix),
-                Err(Error::InvalidConfig(ConfigError::RedisPrefix))
+                check_policy_prefix(&prefix),
+                Err(ConfigError::RedisPrefix { prefix })
             );
         }
     }

@@ -48,8 +48,7 @@ pub use slot::{slot, SLOTS};
 
 use crate::config::{Algorithm, Config};
 use crate::decider::Decider;
-use crate::error::{ConfigError, Error};
-use crate::time::nanos;
+use crate::error::{ConfigError, InsufficientCapacity, ReserveError};
 use scripts::Kind;
 use std::time::Duration;
 
@@ -73,8 +72,8 @@ impl Script {
     /// The script and arguments for `config`.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] for a configuration the in-process limiter rejects, or
-    /// ([`ConfigError::NotExactOnRedis`]) one whose durations reach 2⁵³ ns (104 days),
+    /// The [`ConfigError`] of a configuration the in-process limiter rejects, or
+    /// [`ConfigError::NotExactOnRedis`] for one whose durations reach 2⁵³ ns (104 days),
     /// which Lua's doubles cannot hold exactly: GCRA's `burst × (period_ns / limit)`, or a
     /// window's or the sliding log's `period_ns` (every other number a window script
     /// holds, counts included, then stays below 2⁵³).
@@ -84,7 +83,7 @@ impl Script {
     /// `limit`: the script keeps it as it is below `limit`, else as `limit` plus that
     /// remainder, so every position it holds is below `3 × limit ≤ 3 × 2²⁰`. Its
     /// timestamps are exact u64 instants (seconds and nanoseconds), so no time is refused.
-    pub fn of(config: &Config) -> Result<Self, Error> {
+    pub fn of(config: &Config) -> Result<Self, ConfigError> {
         let decider = Decider::new(config)?;
         let (kind, config_args) = script_of(config, &decider)?;
         Ok(Self {
@@ -114,9 +113,17 @@ impl Script {
     /// reserve (`max_wait` given) only for GCRA.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`], or [`Error::Unsupported`].
-    pub fn check(&self, n: u64, max_wait: Option<Duration>) -> Result<(), Error> {
-        self.decider.check(n, max_wait.map(nanos))
+    /// [`ReserveError::Acquire`] if `n` exceeds the limit; [`ReserveError::Unsupported`]
+    /// for a reserve on a window algorithm.
+    pub fn check(
+        &self,
+        n: u64,
+        max_wait: Option<Duration>,
+    ) -> Result<(), ReserveError<InsufficientCapacity>> {
+        match max_wait {
+            Some(_) => self.decider.check_reserve(n),
+            None => Ok(self.decider.check(n)?),
+        }
     }
 }
 
@@ -135,19 +142,17 @@ impl PolicyScript {
     /// The script and arguments for a policy of `rules`.
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRules`] for no rule or more than
+    /// [`ConfigError::PolicyRules`] for no rule or more than
     /// [`MAX_RULES`](crate::MAX_RULES), else [`ConfigError::PolicyRule`] naming the first
     /// rule [`Script::of`] refuses and its reason.
-    pub fn of(rules: &[Config]) -> Result<Self, Error> {
+    pub fn of(rules: &[Config]) -> Result<Self, ConfigError> {
         if rules.is_empty() || rules.len() > crate::policy::MAX_RULES {
-            return Err(Error::InvalidConfig(ConfigError::PolicyRules {
-                rules: rules.len(),
-            }));
+            return Err(ConfigError::PolicyRules { rules: rules.len() });
         }
         let mut config_args = vec![rules.len() as u64];
         let mut limit = u64::MAX;
         for (index, rule) in rules.iter().enumerate() {
-            let in_rule = |error: Error| error.in_rule(index);
+            let in_rule = |error: ConfigError| error.in_rule(index);
             let decider = Decider::new(rule).map_err(in_rule)?;
             let (_, rule_args) = script_of(rule, &decider).map_err(in_rule)?;
             config_args.push(rule.algorithm as u64);
@@ -176,10 +181,10 @@ impl PolicyScript {
     /// Checks a request as the in-process policy does: `n` within every rule's limit.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`].
-    pub fn check(&self, n: u64) -> Result<(), Error> {
+    /// [`InsufficientCapacity`].
+    pub fn check(&self, n: u64) -> Result<(), InsufficientCapacity> {
         if n > self.limit {
-            Err(Error::InsufficientCapacity)
+            Err(InsufficientCapacity)
         } else {
             Ok(())
         }
@@ -188,8 +193,8 @@ impl PolicyScript {
 
 /// The script deciding `config`'s algorithm, and the configuration arguments it takes after
 /// the three every script takes (now, n, max_wait).
-fn script_of(config: &Config, decider: &Decider) -> Result<(Kind, Vec<u64>), Error> {
-    let not_exact = Error::InvalidConfig(ConfigError::NotExactOnRedis);
+fn script_of(config: &Config, decider: &Decider) -> Result<(Kind, Vec<u64>), ConfigError> {
+    let not_exact = ConfigError::NotExactOnRedis;
     match config.algorithm {
         // A rule that never refills (an allowance) has no script: refused, rather than
         // run as a bucket refilling once per 2⁶⁴/L ns.

@@ -7,7 +7,7 @@ use super::layout::{check_policy_prefix, policy_keys};
 use super::reply::rule_decisions;
 use super::{PolicyScript, RedisError};
 use crate::config::Config;
-use crate::error::Error;
+use crate::error::{ConfigError, InsufficientCapacity};
 use crate::policy::PolicyDecision;
 use crate::time::Instant;
 
@@ -36,7 +36,7 @@ use crate::time::Instant;
 /// if !decision.decision.allowed {
 ///     // answer 429, naming rule decision.denied_by
 /// }
-/// # Ok::<(), librate::redis::RedisError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct RedisPolicy {
     rules: Vec<Config>,
@@ -51,7 +51,7 @@ impl RedisPolicy {
     /// # Errors
     /// As [`PolicyScript::of`]; [`ConfigError::RedisPrefix`](crate::ConfigError) for a
     /// prefix holding `{` or `}`.
-    pub fn new(rules: &[Config], prefix: impl AsRef<[u8]>) -> Result<Self, Error> {
+    pub fn new(rules: &[Config], prefix: impl AsRef<[u8]>) -> Result<Self, ConfigError> {
         let plan = PolicyScript::of(rules)?;
         check_policy_prefix(prefix.as_ref())?;
         let script = redis::Script::new(plan.source());
@@ -82,9 +82,9 @@ impl RedisPolicy {
     /// none. `n == 0` only reports.
     ///
     /// # Errors
-    /// [`RedisError::Rate`] with [`Error::InsufficientCapacity`] if `n` exceeds a rule's
-    /// limit; [`RedisError::Redis`] if Redis cannot be reached in the connection's timeout
-    /// or answers an error (a rule's key holding something else: nothing is written):
+    /// [`RedisError::Rate`] with [`ReserveError::Acquire`](crate::ReserveError::Acquire) if
+    /// `n` exceeds a rule's limit; [`RedisError::Redis`] if Redis cannot be reached in the
+    /// connection's timeout or answers an error (a rule's key holding something else: nothing is written):
     /// never an admission.
     pub fn acquire(
         &self,
@@ -142,7 +142,7 @@ impl RedisPolicy {
         key: &[u8],
         n: u64,
         now_ns: Option<u64>,
-    ) -> Result<Exchange<'_>, Error> {
+    ) -> Result<Exchange<'_>, InsufficientCapacity> {
         self.plan.check(n)?;
         let request = Request {
             sha: self.script.get_hash(),

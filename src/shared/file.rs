@@ -1,5 +1,4 @@
-//! Making a table's file: a new one beside its path, room for it on its file system, and
-//! the errors the OS gives.
+//! Making a table's file: a new one beside its path, and room for it on its file system.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -7,12 +6,11 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
 use crate::sync::{Ordering, ProcessAtomicU64};
 
 /// Creates a new file of mode 0600 beside `path`, under a name no other opener uses: one
 /// left behind by a process killed mid-create, or made by anybody else, is skipped.
-pub(super) fn create_beside(path: &Path) -> Result<(PathBuf, File), Error> {
+pub(super) fn create_beside(path: &Path) -> io::Result<(PathBuf, File)> {
     let mut attempts = 0;
     loop {
         let temporary = temporary_beside(path);
@@ -27,7 +25,7 @@ pub(super) fn create_beside(path: &Path) -> Result<(PathBuf, File), Error> {
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempts < 64 => {
                 attempts += 1;
             }
-            Err(error) => return Err(os_error(&error)),
+            Err(error) => return Err(error),
         }
     }
 }
@@ -61,9 +59,4 @@ fn temporary_beside(path: &Path) -> PathBuf {
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     path.with_file_name(name)
-}
-
-/// The error for a failed OS call: its errno.
-pub(super) fn os_error(error: &io::Error) -> Error {
-    Error::Io(error.raw_os_error().unwrap_or(libc::EIO))
 }

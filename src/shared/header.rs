@@ -7,7 +7,8 @@ use std::fs;
 
 use crate::config::{Algorithm, Config};
 use crate::decider::Decider;
-use crate::error::Error;
+use crate::error::{ChangeError, OpenError};
+use std::path::Path;
 
 /// Words before the state.
 pub(crate) const HEADER_WORDS: usize = 16;
@@ -155,20 +156,23 @@ pub(crate) fn as_opened<'a>(first: &'a Config, config: &'a Config) -> &'a Config
     }
 }
 
-/// What an opener of a file does once attached: nothing if the file's rules in force are
-/// its own (`same`); else, if it asks to `replace` them, their `change` now; else refuse.
+/// What an opener of the file at `path` does once attached: nothing if the file's rules
+/// in force are its own (`same`); else, if it asks to `replace` them, their `change` now;
+/// else refuse.
 ///
 /// # Errors
-/// [`Error::Incompatible`] for other rules not to be replaced; as `change`.
+/// [`OpenError::Incompatible`] for other rules not to be replaced; `change`'s error, as
+/// the opening of `path` gives it.
 pub(crate) fn settle_opened(
+    path: &Path,
     same: bool,
     replace: bool,
-    change: impl FnOnce() -> Result<(), Error>,
-) -> Result<(), Error> {
+    change: impl FnOnce() -> Result<(), ChangeError>,
+) -> Result<(), OpenError> {
     match (same, replace) {
         (true, _) => Ok(()),
-        (false, true) => change(),
-        (false, false) => Err(Error::Incompatible),
+        (false, true) => change().map_err(|why| OpenError::changing(path, why)),
+        (false, false) => Err(OpenError::incompatible(path)),
     }
 }
 

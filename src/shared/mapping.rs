@@ -9,10 +9,10 @@ use std::path::Path;
 use std::ptr::NonNull;
 use std::time::{Duration, Instant};
 
-use crate::error::Error;
+use crate::error::{ConfigError, FileError, OpenError};
 use crate::sync::{AtomicU64, Ordering};
 
-use super::file::{check_room, create_beside, os_error};
+use super::file::{check_room, create_beside};
 use super::header::{boot_id, header, W_ALGORITHM, W_BOOT, W_BURST, W_HASH_KEY, W_PID_NAMESPACE};
 use super::header::{first_rule, Identity, HEADER_WORDS};
 
@@ -65,9 +65,9 @@ unsafe impl Sync for Mapping {}
 
 /// The error of a file of `state_words` words too large to map, for a table of `capacity`
 /// keys (0 for a limiter, whose one "key" takes them all).
-fn too_big(capacity: u64, state_words: usize) -> Error {
+fn too_big(capacity: u64, state_words: usize) -> OpenError {
     let bytes = state_words as u64 * std::mem::size_of::<u64>() as u64;
-    Error::InvalidConfig(crate::error::ConfigError::Capacity {
+    OpenError::Config(ConfigError::Capacity {
         capacity: capacity.max(1),
         bytes_per_key: bytes.div_ceil(capacity.max(1)),
     })
@@ -79,7 +79,8 @@ impl Mapping {
         path: &Path,
         identity: Identity,
         contents: &Contents<'_>,
-    ) -> Result<Self, Error> {
+    ) -> Result<Self, OpenError> {
+        let os_error = |error| OpenError::Io(FileError::new(path, error));
         let words = HEADER_WORDS
             .checked_add(contents.state_words)
             .and_then(|words| words.checked_next_multiple_of(8))
@@ -87,19 +88,19 @@ impl Mapping {
             .ok_or_else(|| too_big(identity.capacity, contents.state_words))?;
         loop {
             match OpenOptions::new().read(true).write(true).open(path) {
-                Ok(file) => return Self::attach(&file, identity, words, contents),
+                Ok(file) => return Self::attach(path, &file, identity, words, contents),
                 Err(error) if error.kind() == io::ErrorKind::NotFound => {
                     // A symbolic link to nothing: linking a table there would fail for
                     // good, so this loop would never end.
                     if fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()) {
-                        return Err(os_error(&error));
+                        return Err(os_error(error));
                     }
                     if let Some(created) = Self::create(path, identity, words, contents)? {
                         return Ok(created);
                     }
                     // Another process linked its table first: attach to that one.
                 }
-                Err(error) => return Err(os_error(&error)),
+                Err(error) => return Err(os_error(error)),
             }
         }
     }
@@ -141,8 +142,9 @@ impl Mapping {
         identity: Identity,
         words: usize,
         contents: &Contents<'_>,
-    ) -> Result<Option<Self>, Error> {
-        let (temporary, mut file) = create_beside(path)?;
+    ) -> Result<Option<Self>, OpenError> {
+        let os_error = |error| OpenError::Io(FileError::new(path, error));
+        let (temporary, mut file) = create_beside(path).map_err(os_error)?;
         let built = (|| {
             // Exactly 0600, whatever the umask removed or not.
             file.set_permissions(fs::Permissions::from_mode(0o600))?;
@@ -174,22 +176,26 @@ impl Mapping {
         })();
         let _ = fs::remove_file(&temporary);
         match built {
-            Ok(()) => Self::attach(&file, identity, words, contents).map(Some),
+            Ok(()) => Self::attach(path, &file, identity, words, contents).map(Some),
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(None),
-            Err(error) => Err(os_error(&error)),
+            Err(error) => Err(os_error(error)),
         }
     }
 
-    /// Maps `file` and checks it is this table, resetting a table of an earlier boot.
+    /// Maps `file`, opened at `path`, and checks it is this table, resetting a table of
+    /// an earlier boot.
     fn attach(
+        path: &Path,
         file: &File,
         identity: Identity,
         words: usize,
         contents: &Contents<'_>,
-    ) -> Result<Self, Error> {
-        let metadata = file.metadata().map_err(|error| os_error(&error))?;
+    ) -> Result<Self, OpenError> {
+        let os_error = |error| OpenError::Io(FileError::new(path, error));
+        let incompatible = || OpenError::incompatible(path);
+        let metadata = file.metadata().map_err(os_error)?;
         if !metadata.is_file() || metadata.len() != (words * 8) as u64 {
-            return Err(Error::Incompatible);
+            return Err(incompatible());
         }
         // SAFETY: a fresh shared read-write mapping of the whole file, whose size was just
         // checked; the kernel picks the (page-aligned) address.
@@ -204,10 +210,10 @@ impl Mapping {
             )
         };
         if address == libc::MAP_FAILED {
-            return Err(os_error(&io::Error::last_os_error()));
+            return Err(os_error(io::Error::last_os_error()));
         }
         let mapping = Self {
-            words: NonNull::new(address.cast()).ok_or(Error::Incompatible)?,
+            words: NonNull::new(address.cast()).ok_or_else(incompatible)?,
             len: words,
         };
         let expected = header(identity, words, 0, [0, 0]);
@@ -223,14 +229,14 @@ impl Mapping {
             .zip(contents.descriptor)
             .all(|(word, &expected)| word.load(Ordering::Relaxed) == expected);
         if !matches || !described || contents.descriptor.len() > contents.state_words {
-            return Err(Error::Incompatible);
+            return Err(incompatible());
         }
         mapping.settle_boot(boot_id(), contents);
         // Relaxed: ordered after `settle_boot`'s Acquire load of this boot, which the
         // creator's link or the reset's Release store published the namespace with.
         let namespace = found[W_PID_NAMESPACE].load(Ordering::Relaxed);
         if contents.pid_namespace != 0 && namespace != 0 && namespace != contents.pid_namespace {
-            return Err(Error::Incompatible);
+            return Err(incompatible());
         }
         Ok(mapping)
     }

@@ -14,8 +14,8 @@
 //! its name with `link(2)`, which never replaces: no opener ever sees a half-written table,
 //! and of several processes creating one path at once, one links and the others, finding
 //! the name taken, attach to its table. An existing file is checked before it is used:
-//! any difference in its header or size is [`Error::Incompatible`](crate::Error::Incompatible),
-//! and it is left as it was. A limiter's header names the rule it was created with; the
+//! any difference in its header or size is
+//! [`OpenError::Incompatible`](crate::OpenError::Incompatible), and it is left as it was. A limiter's header names the rule it was created with; the
 //! limiter compares its opener's rule with the rule in force, which a change may have
 //! replaced (`rules.rs`).
 //!
@@ -62,5 +62,7 @@ pub(crate) use self::rules::kept;
 #[cfg(not(loom))]
 pub(crate) use self::rules::kept_in_block;
 pub(crate) use self::rules::rule_in_force;
-pub(crate) use self::rules::{file_words, Adoption, Attached, Carry, OneState, Rules, Sides};
+pub(crate) use self::rules::{
+    file_words, in_file, Adoption, Attached, Carry, OneState, Rules, Sides,
+};
 pub(crate) use self::rules::{is_forged, sides_start, RECORDS_END};

@@ -21,7 +21,7 @@
 //! process died is taken over by the next process to need one. A forked child is another
 //! process: it takes an entry of its own.
 
-use crate::error::Error;
+use crate::error::SharedError;
 use crate::shared::owner::{crash_point, is_alive, token};
 #[cfg(not(loom))]
 use crate::sync::ProcessAtomicU64;
@@ -80,8 +80,8 @@ impl<'a> Pins<'a> {
     /// epoch did not move meanwhile.
     ///
     /// # Errors
-    /// `Io(EUSERS)` if every entry belongs to a live process.
-    pub(crate) fn pin(&self, entry: &Entry) -> Result<Pinned<'a>, Error> {
+    /// `RegistryFull` if every entry belongs to a live process.
+    pub(crate) fn pin(&self, entry: &Entry) -> Result<Pinned<'a>, SharedError> {
         let index = self.entry(entry)?;
         let counters = &self.registry[index * ENTRY_WORDS + PINNED..][..2];
         let parity = count_in(self.epoch, counters);
@@ -91,7 +91,7 @@ impl<'a> Pins<'a> {
     }
 
     /// This process's entry: the one it took, or one it takes now.
-    fn entry(&self, entry: &Entry) -> Result<usize, Error> {
+    fn entry(&self, entry: &Entry) -> Result<usize, SharedError> {
         // Acquire: pairs with the Release store below, so the entry's counts are read as
         // reset by the thread that took it.
         let known = entry.0.load(Ordering::Acquire);
@@ -112,7 +112,7 @@ impl<'a> Pins<'a> {
     /// takes at a time: another that found the entry this process took must not pin
     /// there before the taker has reset the dead owner's counts.
     #[cold]
-    fn take(&self) -> Result<usize, Error> {
+    fn take(&self) -> Result<usize, SharedError> {
         #[cfg(not(loom))]
         let _taking = Taking::hold();
         let me = token();
@@ -140,15 +140,15 @@ impl<'a> Pins<'a> {
                 return Ok(index);
             }
         }
-        Err(Error::Io(libc::EUSERS))
+        Err(SharedError::RegistryFull)
     }
 
     /// Moves the epoch on and waits until no live process is pinned in the one before:
     /// every decision that could have read the rule in force before the move has ended.
     ///
     /// # Errors
-    /// `Io(EBUSY)` if a live process stays pinned past [`GIVE_UP`]; nothing was changed.
-    pub(crate) fn wait(&self) -> Result<(), Error> {
+    /// `Busy` if a live process stays pinned past [`GIVE_UP`]; nothing was changed.
+    pub(crate) fn wait(&self) -> Result<(), SharedError> {
         // SeqCst, with the fence: pairs with the fence in `pin` (module docs).
         let before = self.epoch.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
@@ -163,7 +163,7 @@ impl<'a> Pins<'a> {
                     break;
                 }
                 if started.elapsed() > GIVE_UP {
-                    return Err(Error::Io(libc::EBUSY));
+                    return Err(SharedError::Busy);
                 }
                 backoff.snooze();
             }

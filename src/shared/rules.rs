@@ -53,7 +53,7 @@ use super::header::rule_of;
 use super::pins::{Entry, Pinned, Pins, ENTRIES, ENTRY_WORDS};
 use super::Mapping;
 use crate::config::Config;
-use crate::error::Error;
+use crate::error::SharedError;
 #[cfg(not(loom))]
 use crate::replaced::REPLACED;
 use crate::sync::{fence, AtomicU64, Ordering};
@@ -62,7 +62,7 @@ use std::time::Duration;
 
 mod change;
 
-pub(crate) use self::change::{Carry, OneState};
+pub(crate) use self::change::{in_file, Carry, OneState};
 
 /// Words of the block before the registry.
 const BLOCK_WORDS: usize = 32;
@@ -237,8 +237,8 @@ impl<'a> Rules<'a> {
     /// Pins this thread (`pins.rs`).
     ///
     /// # Errors
-    /// `Io(EUSERS)` if the registry has no entry for this process.
-    pub(crate) fn pin(&self, entry: &Entry) -> Result<Pinned<'a>, Error> {
+    /// `RegistryFull` if the registry has no entry for this process.
+    pub(crate) fn pin(&self, entry: &Entry) -> Result<Pinned<'a>, SharedError> {
         self.pins().pin(entry)
     }
 
@@ -305,9 +305,9 @@ impl Rules<'_> {
     /// `serial`, which it read as the file's in force.
     ///
     /// # Errors
-    /// [`Error::Incompatible`] if the file's serial went back, or its rule in force is no
+    /// [`SharedError::Incompatible`] if the file's serial went back, or its rule in force is no
     /// rule (bytes another writer put there).
-    pub(crate) fn adoption(&self, adopted: u64, serial: u64) -> Result<Adoption, Error> {
+    pub(crate) fn adoption(&self, adopted: u64, serial: u64) -> Result<Adoption, SharedError> {
         if adopted == serial {
             return Ok(Adoption::Has);
         }
@@ -315,13 +315,13 @@ impl Rules<'_> {
             // Another thread adopted a later rule: read the serial again, unless the
             // file's serial went back.
             return match self.serial() < adopted {
-                true => Err(Error::Incompatible),
+                true => Err(SharedError::Incompatible),
                 false => Ok(Adoption::Reread),
             };
         }
         match self.rule(serial) {
             Some(config) => Ok(Adoption::Publish(config)),
-            None if self.serial() == serial => Err(Error::Incompatible),
+            None if self.serial() == serial => Err(SharedError::Incompatible),
             None => Ok(Adoption::Reread),
         }
     }

@@ -58,6 +58,11 @@ pub trait RequestLimit: Send + Sync + 'static {
 
     /// Decides one request of `key` at `at`: one unit of every rule, or, for a policy
     /// given `costs`, `costs[i]` units of rule `i`, all or nothing.
+    ///
+    /// # Errors
+    /// The limit's own error, as the umbrella [`Error`] (each of librate's converts into
+    /// it). Unless the layer fails open, [`Error::TableFull`] is answered 503 with
+    /// `Retry-After`, any other error 503.
     fn acquire_at(
         &self,
         key: &[u8],
@@ -76,7 +81,7 @@ impl<S: BuildHasher + Send + Sync + 'static> RequestLimit for KeyedLimiter<S> {
     }
 
     fn acquire_at(&self, key: &[u8], _: Option<&[u64]>, at: Instant) -> Result<Decision, Error> {
-        KeyedLimiter::acquire_at(self, key, 1, at)
+        Ok(KeyedLimiter::acquire_at(self, key, 1, at)?)
     }
 }
 
@@ -90,7 +95,7 @@ impl RequestLimit for Limiter {
     }
 
     fn acquire_at(&self, _: &[u8], _: Option<&[u64]>, at: Instant) -> Result<Decision, Error> {
-        Limiter::acquire_at(self, 1, at)
+        Ok(Limiter::acquire_at(self, 1, at)?)
     }
 }
 
@@ -112,8 +117,8 @@ impl<S: BuildHasher + Send + Sync + 'static> RequestLimit for KeyedPolicy<S> {
         at: Instant,
     ) -> Result<PolicyDecision, Error> {
         match costs {
-            Some(costs) => self.acquire_costs_at(key, costs, at),
-            None => KeyedPolicy::acquire_at(self, key, 1, at),
+            Some(costs) => Ok(self.acquire_costs_at(key, costs, at)?),
+            None => Ok(KeyedPolicy::acquire_at(self, key, 1, at)?),
         }
     }
 }
@@ -134,8 +139,8 @@ impl RequestLimit for Policy {
         at: Instant,
     ) -> Result<PolicyDecision, Error> {
         match costs {
-            Some(costs) => self.acquire_costs_at(costs, at),
-            None => Policy::acquire_at(self, 1, at),
+            Some(costs) => Ok(self.acquire_costs_at(costs, at)?),
+            None => Ok(Policy::acquire_at(self, 1, at)?),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{until_ready, until_ready_async, Waited};
 use crate::decision::Decision;
-use crate::error::Error;
+use crate::error::{AcquireError, KeyedAcquireError, ReserveError, WaitError};
 use crate::keyed::{KeyedLimiter, KeyedRefund, Located};
 use crate::limiter::{Limiter, RuleRefund};
 use crate::time::Instant;
@@ -36,8 +36,9 @@ impl Limiter {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] at once if `n` exceeds the limit: no wait admits it.
-    pub fn until_ready(&self, n: u64, max_wait: Duration) -> Result<Decision, Error> {
+    /// [`AcquireError::InsufficientCapacity`] at once if `n` exceeds the limit: no wait
+    /// admits it; [`AcquireError::Shared`] as [`acquire`](Self::acquire).
+    pub fn until_ready(&self, n: u64, max_wait: Duration) -> Result<Decision, AcquireError> {
         until_ready(self, n, max_wait)
     }
 
@@ -48,9 +49,13 @@ impl Limiter {
     /// moved the limiter on since (a reserve queued behind it): then they stay taken.
     ///
     /// # Errors
-    /// As [`until_ready`](Self::until_ready); [`Error::Io`] if librate's timer thread
-    /// could not be started (the units are then given back).
-    pub async fn until_ready_async(&self, n: u64, max_wait: Duration) -> Result<Decision, Error> {
+    /// [`WaitError::Acquire`] as [`until_ready`](Self::until_ready); [`WaitError::Timer`]
+    /// if librate's timer thread could not be started (the units are then given back).
+    pub async fn until_ready_async(
+        &self,
+        n: u64,
+        max_wait: Duration,
+    ) -> Result<Decision, WaitError> {
         until_ready_async(self, n, max_wait).await
     }
 }
@@ -58,17 +63,18 @@ impl Limiter {
 impl Waited for Limiter {
     type Decided = Decision;
     type Refund = RuleRefund;
+    type Error = AcquireError;
 
     fn reserve_at(
         &self,
         n: u64,
         now_ns: u64,
         max_wait_ns: u64,
-    ) -> Result<(Decision, Option<RuleRefund>), Error> {
+    ) -> Result<(Decision, Option<RuleRefund>), ReserveError> {
         self.reserve_refundable_at(n, now_ns, max_wait_ns)
     }
 
-    fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Decision, Error> {
+    fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Decision, AcquireError> {
         Limiter::acquire_at(self, n, Instant::from_nanos(now_ns))
     }
 
@@ -83,9 +89,15 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// (a new key is not inserted).
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] at once if `n` exceeds the limit;
-    /// [`Error::TableFull`] if `key` is new and the table is full of live keys.
-    pub fn until_ready(&self, key: &[u8], n: u64, max_wait: Duration) -> Result<Decision, Error> {
+    /// [`KeyedAcquireError::InsufficientCapacity`] at once if `n` exceeds the limit;
+    /// [`KeyedAcquireError::TableFull`] if `key` is new and the table is full of live
+    /// keys; [`KeyedAcquireError::Shared`] as [`acquire`](Self::acquire).
+    pub fn until_ready(
+        &self,
+        key: &[u8],
+        n: u64,
+        max_wait: Duration,
+    ) -> Result<Decision, KeyedAcquireError> {
         until_ready(&self.waiting(key), n, max_wait)
     }
 
@@ -94,14 +106,14 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// the key's units back (a key its reserve inserted is absent again).
     ///
     /// # Errors
-    /// As [`until_ready`](Self::until_ready), and [`Error::Io`] as
-    /// [`Limiter::until_ready_async`].
+    /// [`WaitError::Acquire`] as [`until_ready`](Self::until_ready), and
+    /// [`WaitError::Timer`] as [`Limiter::until_ready_async`].
     pub async fn until_ready_async(
         &self,
         key: &[u8],
         n: u64,
         max_wait: Duration,
-    ) -> Result<Decision, Error> {
+    ) -> Result<Decision, WaitError<KeyedAcquireError>> {
         until_ready_async(&self.waiting(key), n, max_wait).await
     }
 
@@ -122,17 +134,18 @@ struct Key<'a, S> {
 impl<S: BuildHasher> Waited for Key<'_, S> {
     type Decided = Decision;
     type Refund = KeyedRefund;
+    type Error = KeyedAcquireError;
 
     fn reserve_at(
         &self,
         n: u64,
         now_ns: u64,
         max_wait_ns: u64,
-    ) -> Result<(Decision, Option<KeyedRefund>), Error> {
+    ) -> Result<(Decision, Option<KeyedRefund>), ReserveError<KeyedAcquireError>> {
         (self.table).reserve_refundable_at(self.key, n, now_ns, max_wait_ns)
     }
 
-    fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Decision, Error> {
+    fn acquire_at(&self, n: u64, now_ns: u64) -> Result<Decision, KeyedAcquireError> {
         self.table.acquire_located_at(self.key, n, now_ns)
     }
 

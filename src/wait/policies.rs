@@ -4,7 +4,7 @@
 //! longest over the rules that deny.
 
 use super::{until_ready, until_ready_async, Acquiring};
-use crate::error::Error;
+use crate::error::{InsufficientCapacity, KeyedAcquireError, WaitError};
 use crate::policy::{KeyedPolicy, Policy, PolicyDecision};
 use crate::time::Instant;
 use std::hash::BuildHasher;
@@ -32,8 +32,12 @@ impl Policy {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] at once if `n` exceeds a rule's limit.
-    pub fn until_ready(&self, n: u64, max_wait: Duration) -> Result<PolicyDecision, Error> {
+    /// [`InsufficientCapacity`] at once if `n` exceeds a rule's limit.
+    pub fn until_ready(
+        &self,
+        n: u64,
+        max_wait: Duration,
+    ) -> Result<PolicyDecision, InsufficientCapacity> {
         until_ready(&self.acquiring(), n, max_wait)
     }
 
@@ -42,17 +46,19 @@ impl Policy {
     /// units while it sleeps, so dropping it gives nothing back.
     ///
     /// # Errors
-    /// As [`until_ready`](Self::until_ready); [`Error::Io`] if librate's timer thread
-    /// could not be started.
+    /// [`WaitError::Acquire`] as [`until_ready`](Self::until_ready); [`WaitError::Timer`]
+    /// if librate's timer thread could not be started.
     pub async fn until_ready_async(
         &self,
         n: u64,
         max_wait: Duration,
-    ) -> Result<PolicyDecision, Error> {
+    ) -> Result<PolicyDecision, WaitError<InsufficientCapacity>> {
         until_ready_async(&self.acquiring(), n, max_wait).await
     }
 
-    fn acquiring(&self) -> Acquiring<impl Fn(u64, u64) -> Result<PolicyDecision, Error> + '_> {
+    fn acquiring(
+        &self,
+    ) -> Acquiring<impl Fn(u64, u64) -> Result<PolicyDecision, InsufficientCapacity> + '_> {
         Acquiring(|n, now_ns| self.acquire_at(n, Instant::from_nanos(now_ns)))
     }
 }
@@ -61,15 +67,15 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// [`Policy::until_ready`] for `key`.
     ///
     /// # Errors
-    /// [`Error::InsufficientCapacity`] at once if `n` exceeds a rule's limit;
-    /// [`Error::TableFull`] if `key` is new to a per-key rule whose table is full of live
-    /// keys.
+    /// [`KeyedAcquireError::InsufficientCapacity`] at once if `n` exceeds a rule's limit;
+    /// [`KeyedAcquireError::TableFull`] if `key` is new to a per-key rule whose table is
+    /// full of live keys; [`KeyedAcquireError::Shared`] as [`acquire`](Self::acquire).
     pub fn until_ready(
         &self,
         key: &[u8],
         n: u64,
         max_wait: Duration,
-    ) -> Result<PolicyDecision, Error> {
+    ) -> Result<PolicyDecision, KeyedAcquireError> {
         until_ready(&self.acquiring(key), n, max_wait)
     }
 
@@ -77,21 +83,21 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// [`Policy::until_ready_async`].
     ///
     /// # Errors
-    /// As [`until_ready`](Self::until_ready), and [`Error::Io`] as
-    /// [`Policy::until_ready_async`].
+    /// [`WaitError::Acquire`] as [`until_ready`](Self::until_ready), and
+    /// [`WaitError::Timer`] as [`Policy::until_ready_async`].
     pub async fn until_ready_async(
         &self,
         key: &[u8],
         n: u64,
         max_wait: Duration,
-    ) -> Result<PolicyDecision, Error> {
+    ) -> Result<PolicyDecision, WaitError<KeyedAcquireError>> {
         until_ready_async(&self.acquiring(key), n, max_wait).await
     }
 
     fn acquiring<'a>(
         &'a self,
         key: &'a [u8],
-    ) -> Acquiring<impl Fn(u64, u64) -> Result<PolicyDecision, Error> + 'a> {
+    ) -> Acquiring<impl Fn(u64, u64) -> Result<PolicyDecision, KeyedAcquireError> + 'a> {
         Acquiring(move |n, now_ns| self.acquire_at(key, n, Instant::from_nanos(now_ns)))
     }
 }

@@ -3,13 +3,12 @@
 //! executor can be woken by.
 
 use super::timer::Sleep;
-use crate::error::Error;
 
 /// Sleeps the task `ns` nanoseconds.
 ///
 /// # Errors
-/// [`Error::Io`] if the timer thread could not be started.
-pub(super) async fn sleep(ns: u64) -> Result<(), Error> {
+/// The operating system's error if the timer thread could not be started.
+pub(super) async fn sleep(ns: u64) -> std::io::Result<()> {
     // A runtime built without its time driver makes tokio's sleep panic: the `tokio`
     // feature's documentation asks for one with it (docs/rust.md, Waiting).
     #[cfg(feature = "tokio")]

@@ -3,7 +3,6 @@
 //! wakes each task once its deadline has passed, as the futures-timer crate does. No
 //! runtime is named and nothing is spawned on the caller's.
 
-use crate::error::Error;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
@@ -88,7 +87,7 @@ impl Sleep {
 }
 
 impl Future for Sleep {
-    type Output = Result<(), Error>;
+    type Output = std::io::Result<()>;
 
     fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
         let Some(deadline) = self.deadline else {
@@ -103,7 +102,7 @@ impl Future for Sleep {
                 .name("librate-timer".into())
                 .spawn(run);
             if let Err(error) = started {
-                return Poll::Ready(Err(Error::Io(error.raw_os_error().unwrap_or(libc::EAGAIN))));
+                return Poll::Ready(Err(error));
             }
             timers.running = true;
         }

@@ -7,7 +7,8 @@
 //! everywhere. (`models.rs` finds the fields by bisection instead; these are independent
 //! of it too.)
 
-use librate::{Algorithm, Config, Decision, Error};
+use super::Refused;
+use librate::{Algorithm, Config, Decision};
 
 /// The largest value a state word may hold: those above 2⁶⁴ − 257 are reserved
 /// (docs/decision.md, "The end of the timeline"). A GCRA TAT above it cannot be stored.
@@ -176,13 +177,13 @@ impl Exact {
 
     /// An acquire (`max_wait` `None`) or a reserve of `n` units at `now`; records what it
     /// admits.
-    pub fn decide(&mut self, now: u64, n: u64, max_wait: Option<u64>) -> Result<Decision, Error> {
+    pub fn decide(&mut self, now: u64, n: u64, max_wait: Option<u64>) -> Result<Decision, Refused> {
         let reserves = matches!(self, Self::Gcra { .. } | Self::Allowance { gcra: true, .. });
         if max_wait.is_some() && !reserves {
-            return Err(Error::Unsupported);
+            return Err(Refused::Unsupported);
         }
         if n > self.limit() {
-            return Err(Error::InsufficientCapacity);
+            return Err(Refused::InsufficientCapacity);
         }
         let (now, n, w) = (
             u128::from(now),

@@ -2,7 +2,7 @@
 //! capacity 1 (two slots), GCRA of 1 per `T`, and keys that are their own hashes, so a
 //! model puts each key in the slot its race needs.
 
-use librate::{Config, Decision, Error, Instant, KeyedLimiter};
+use librate::{Config, Decision, Instant, KeyedAcquireError, KeyedLimiter};
 use loom::sync::Arc;
 use loom::thread;
 use std::collections::BTreeSet;
@@ -26,7 +26,7 @@ pub fn table() -> Arc<Table> {
     )
 }
 
-pub fn acquire(table: &Table, key: u64, now: u64) -> Result<Decision, Error> {
+pub fn acquire(table: &Table, key: u64, now: u64) -> Result<Decision, KeyedAcquireError> {
     table.acquire_at(&key.to_le_bytes(), 1, Instant::from_nanos(now))
 }
 

@@ -13,6 +13,51 @@ pub mod peer_vectors;
 #[cfg(not(loom))]
 pub mod processes;
 
+/// What a request's error says, whichever operation's type carries it: the models'
+/// answers and the library's compared alike (`librate::Error`, the one type every error
+/// converts into, holds an `io::Error` and so is not `Eq`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    InsufficientCapacity,
+    Unsupported,
+    TableFull,
+}
+
+/// The refusal `error` is; panics on an error no request of a model can give.
+pub fn refused(error: impl Into<librate::Error>) -> Refused {
+    match error.into() {
+        librate::Error::InsufficientCapacity => Refused::InsufficientCapacity,
+        librate::Error::Unsupported => Refused::Unsupported,
+        librate::Error::TableFull => Refused::TableFull,
+        other => panic!("not a request's refusal: {other}"),
+    }
+}
+
+/// Asserts that opening the file at `path` was refused as not this table, naming it.
+#[track_caller]
+pub fn assert_incompatible(error: librate::OpenError, path: &std::path::Path) {
+    match error {
+        librate::OpenError::Incompatible { path: named } => assert_eq!(named, path),
+        other => panic!("not Incompatible: {other:?}"),
+    }
+}
+
+/// Asserts that the operating system refused the file at `path` with `errno`, and that
+/// the error names the path.
+#[track_caller]
+pub fn assert_os_error(error: librate::OpenError, path: &std::path::Path, errno: i32) {
+    match error {
+        librate::OpenError::Io(error) => {
+            assert_eq!((error.path(), error.raw_os_error()), (path, Some(errno)));
+            assert!(
+                error.to_string().contains(&*path.to_string_lossy()),
+                "{error}"
+            );
+        }
+        other => panic!("not an OS error: {other:?}"),
+    }
+}
+
 /// SplitMix64: a tiny deterministic PRNG, so every property test is reproducible from its
 /// seed without a dependency.
 pub struct Rng(u64);

@@ -5,7 +5,8 @@
 //! `policy.rs`) and by the differential fuzz target (`fuzz/fuzz_targets/abi_sequence.rs`),
 //! which includes this file by path.
 
-use librate::{Algorithm, Config, Decision, Error};
+use super::Refused;
+use librate::{Algorithm, Config, Decision};
 use std::collections::{BTreeMap, HashMap};
 
 /// A sequential reference model of one algorithm.
@@ -251,10 +252,10 @@ pub fn first_d(t: u64, holds: impl Fn(u64) -> bool) -> u64 {
 }
 
 /// The model's decision for `n` at `t`, every field by its definition; records it.
-pub fn model_decide<M: WindowModel>(model: &mut M, t: u64, n: u64) -> Result<Decision, Error> {
+pub fn model_decide<M: WindowModel>(model: &mut M, t: u64, n: u64) -> Result<Decision, Refused> {
     let limit = model.limit();
     if n > limit {
-        return Err(Error::InsufficientCapacity);
+        return Err(Refused::InsufficientCapacity);
     }
     let allowed = n == 0 || model.fits(t, n);
     if allowed && n > 0 {
@@ -447,13 +448,13 @@ impl RuleModel {
 
     /// The decision on `n` units at `t`, an acquire (`max_wait` `None`) or a reserve;
     /// records what it admits. Windows have no reserve; a cost above the limit is an error.
-    pub fn decide(&mut self, t: u64, n: u64, max_wait: Option<u64>) -> Result<Decision, Error> {
+    pub fn decide(&mut self, t: u64, n: u64, max_wait: Option<u64>) -> Result<Decision, Refused> {
         if max_wait.is_some() && !matches!(self, Self::Gcra(_) | Self::Allowance { gcra: true, .. })
         {
-            return Err(Error::Unsupported);
+            return Err(Refused::Unsupported);
         }
         if n > self.limit() {
-            return Err(Error::InsufficientCapacity);
+            return Err(Refused::InsufficientCapacity);
         }
         match self {
             Self::Gcra(model) => Ok(model.decide(t, n, max_wait.unwrap_or(0))),
@@ -544,9 +545,9 @@ impl PolicyModel {
         &mut self,
         t: u64,
         n: u64,
-    ) -> Result<(Decision, Option<usize>, Vec<Decision>), Error> {
+    ) -> Result<(Decision, Option<usize>, Vec<Decision>), Refused> {
         if self.0.iter().any(|rule| n > rule.limit()) {
-            return Err(Error::InsufficientCapacity);
+            return Err(Refused::InsufficientCapacity);
         }
         let mut after = self.0.clone();
         let taken = after
@@ -651,7 +652,7 @@ impl KeyedModel {
         t: u64,
         n: u64,
         max_wait: Option<u64>,
-        got: Result<Decision, Error>,
+        got: Result<Decision, Refused>,
         compare: impl Fn(&Decision, &Decision) -> bool,
     ) -> Result<(), String> {
         self.latest = self.latest.max(t);
@@ -674,7 +675,7 @@ impl KeyedModel {
             }
             wants.push(want);
         }
-        if let (Err(Error::TableFull), Some(Ok(_))) = (&got, wants.first()) {
+        if let (Err(Refused::TableFull), Some(Ok(_))) = (&got, wants.first()) {
             let live = self.live_others(key, t);
             if n > 0 && live >= self.capacity {
                 return Ok(());

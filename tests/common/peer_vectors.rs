@@ -4,15 +4,16 @@
 //!
 //! Where a peer's conventions differ from librate's, librate's win and the mapping is stated
 //! once per peer: a peer's `-1` "no retry" is librate's `retry_after_ns == 0` for an
-//! admission, and a cost above the burst is `Error::InsufficientCapacity` (docs/decision.md),
+//! admission, and a cost above the burst is `InsufficientCapacity` (docs/decision.md),
 //! where a peer reports it as a denial.
 
+use super::Refused;
 use super::{MS, SECOND};
-use librate::{Config, Decision, Error};
+use librate::{Config, Decision};
 use std::time::Duration;
 
 /// A limiter under test: decides `n` units at `at_ns`.
-pub type Decide = Box<dyn FnMut(u64, u64) -> Result<Decision, Error>>;
+pub type Decide = Box<dyn FnMut(u64, u64) -> Result<Decision, Refused>>;
 
 /// Makes a fresh limiter of a configuration, with no state shared with any other.
 pub type Make<'a> = &'a mut dyn FnMut(&Config) -> Decide;
@@ -61,7 +62,7 @@ pub fn throttled_rate_limit(make: Make<'_>) {
     // hand: burst = MaxBurst + 1).
     let mut limiter = gcra(make, 1, SECOND, 5);
     // Case 0: 6 units, more than the limit: a capacity error here, and nothing changes.
-    assert_eq!(limiter(6, 0).unwrap_err(), Error::InsufficientCapacity);
+    assert_eq!(limiter(6, 0).unwrap_err(), Refused::InsufficientCapacity);
     let step = |at_ms: u64, n, allowed, remaining, reset_ms: u64, retry_ms: u64| Step {
         at_ns: at_ms * MS,
         n,
@@ -104,7 +105,7 @@ fn replay_allows(make: Make<'_>, burst: u64, test: &str, steps: &[(u64, u64, boo
         if n > burst {
             assert!(!allowed, "{test}, step {i}: the peer admits past its burst");
             let error = limiter(n, t).unwrap_err();
-            assert_eq!(error, Error::InsufficientCapacity, "{test}, step {i}");
+            assert_eq!(error, Refused::InsufficientCapacity, "{test}, step {i}");
         } else {
             let decision = limiter(n, t).unwrap();
             assert_eq!(decision.allowed, allowed, "{test}, step {i}");

@@ -293,7 +293,7 @@ fn a_limit_for_everyone_reads_no_key() {
 /// A limit that cannot decide: its table is full of live keys, or it answers as many
 /// rules as `rules` for a limit of one.
 struct Failing {
-    error: Option<Error>,
+    table_full: bool,
     rules: usize,
 }
 
@@ -324,9 +324,9 @@ impl RequestLimit for Failing {
             allowed: true,
             ..Decision::default()
         };
-        match &self.error {
-            Some(error) => Err(error.clone()),
-            None => Ok(Several(vec![admitted; self.rules])),
+        match self.table_full {
+            true => Err(Error::TableFull),
+            false => Ok(Several(vec![admitted; self.rules])),
         }
     }
 }
@@ -334,7 +334,7 @@ impl RequestLimit for Failing {
 #[test]
 fn a_full_table_fails_closed_or_open() {
     let full = || Failing {
-        error: Some(Error::TableFull),
+        table_full: true,
         rules: 1,
     };
     let closed = ask(&RateLimitLayer::new(full()), from(None, &[]));
@@ -361,7 +361,7 @@ fn a_full_table_fails_closed_or_open() {
     assert_eq!(ask(&open, from(None, &[])), untouched);
     // A limit that decides 2 rules where it advertised 1 has failed: 503, no Retry-After.
     let confused = RateLimitLayer::new(Failing {
-        error: None,
+        table_full: false,
         rules: 2,
     });
     let failed = Answer {

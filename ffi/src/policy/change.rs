@@ -2,7 +2,7 @@
 
 use super::super::{boundary, rate_config, status_of, RATE_E_NULL, RATE_OK};
 use super::{policy_ref, rate_policy, rules_of};
-use librate::Error;
+use librate::ChangeError;
 use librate::Instant;
 
 /// Replaces the policy's rules, now (`rate_now_ns`): as `rate_policy_set_rules_at`.
@@ -74,7 +74,7 @@ pub(crate) unsafe fn set_rules_of<T, C: Copy, R>(
     rules: *const C,
     rules_len: usize,
     convert: impl Fn(C) -> Option<R>,
-    set: impl FnOnce(&T, &[R]) -> Result<(), Error>,
+    set: impl FnOnce(&T, &[R]) -> Result<(), ChangeError>,
 ) -> i32 {
     boundary(|| {
         let Some(handle) = handle else {

@@ -2,6 +2,7 @@
 //! in-process limiter and through Redis, every decision and refusal compared field for
 //! field, and every admission's expiry checked.
 
+use super::refused;
 use librate::redis::{RedisError, RedisLimiter};
 use librate::{Algorithm, Config, Decision, Instant, Limiter};
 use std::time::Duration;
@@ -68,8 +69,13 @@ pub fn replay(redis: &mut redis::Connection, config: &Config, case: u64, rng: &m
             _ => rng.below(period.saturating_mul(3)),
         });
         let want = match max_wait {
-            None => local.acquire_at(n, Instant::from_nanos(now)),
-            Some(wait) => local.reserve_at(n, Instant::from_nanos(now), Duration::from_nanos(wait)),
+            None => local
+                .acquire_at(n, Instant::from_nanos(now))
+                .map_err(refused),
+            Some(wait) => {
+                (local.reserve_at(n, Instant::from_nanos(now), Duration::from_nanos(wait)))
+                    .map_err(refused)
+            }
         };
         let call = |redis: &mut Unexpiring| match max_wait {
             None => remote.acquire_at(redis, b"k", n, Instant::from_nanos(now)),
@@ -95,7 +101,7 @@ pub fn replay(redis: &mut redis::Connection, config: &Config, case: u64, rng: &m
                     redis.assert_kept_for(expiry(config, &want), &context);
                 }
             }
-            (Err(want), Err(RedisError::Rate(got))) => assert_eq!(got, want, "{context}"),
+            (Err(want), Err(RedisError::Rate(got))) => assert_eq!(refused(got), want, "{context}"),
             (want, got) => panic!("{context}: {want:?} against {got:?}"),
         }
     }

@@ -5,7 +5,7 @@
 
 use super::{KeyedPolicy, KeyedRule, Scoped};
 use crate::decider::Decider;
-use crate::error::{ConfigError, Error};
+use crate::error::{ChangeError, ConfigError};
 use crate::time::Instant;
 
 impl<S> KeyedPolicy<S> {
@@ -14,7 +14,7 @@ impl<S> KeyedPolicy<S> {
     ///
     /// # Errors
     /// As [`set_rules_at`](Self::set_rules_at).
-    pub fn set_rules(&self, rules: &[KeyedRule]) -> Result<(), Error> {
+    pub fn set_rules(&self, rules: &[KeyedRule]) -> Result<(), ChangeError> {
         self.set_rules_at(rules, Instant::now())
     }
 
@@ -31,7 +31,7 @@ impl<S> KeyedPolicy<S> {
     /// the key's), so no rule ever admits past its limit; a racing request may see some
     /// rules changed and others not yet. A request that a racing change makes larger than
     /// a rule's new limit takes nothing: a per-key rule refuses it as its table does,
-    /// with [`Error::InsufficientCapacity`], a global rule denies it with a
+    /// with [`KeyedAcquireError::InsufficientCapacity`], a global rule denies it with a
     /// `retry_after_ns` of `u64::MAX`; a request after the change is refused up front.
     ///
     /// ```
@@ -66,7 +66,7 @@ impl<S> KeyedPolicy<S> {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`]: [`ConfigError::PolicyRule`] naming the first invalid rule and
+    /// [`ChangeError::Config`]: [`ConfigError::PolicyRule`] naming the first invalid rule and
     /// its reason, or
     /// [`ConfigError::LiveChange`] for another number of rules, a per-key rule in place
     /// of a global one or the other way round, or a rule that cannot carry its state over
@@ -81,10 +81,11 @@ impl<S> KeyedPolicy<S> {
     /// some rules changed (those keep their new rule).
     ///
     /// [`ConfigError::LiveChange`]: crate::ConfigError::LiveChange
+    /// [`KeyedAcquireError::InsufficientCapacity`]: crate::KeyedAcquireError::InsufficientCapacity
     /// [`ConfigError::Capacity`]: crate::ConfigError::Capacity
-    pub fn set_rules_at(&self, rules: &[KeyedRule], at: Instant) -> Result<(), Error> {
+    pub fn set_rules_at(&self, rules: &[KeyedRule], at: Instant) -> Result<(), ChangeError> {
         if rules.len() != self.rules.len() {
-            return Err(Error::InvalidConfig(ConfigError::LiveChange));
+            return Err(ConfigError::LiveChange.into());
         }
         // Every rule is checked before any changes: whether a rule carries over depends
         // only on its scope, its algorithm and its memory, which no change alters.
@@ -93,7 +94,7 @@ impl<S> KeyedPolicy<S> {
             match rule {
                 Scoped::PerKey(table) if new.per_key => table.check_change(&decider)?,
                 Scoped::Global(limiter) if !new.per_key => limiter.check_change(&decider)?,
-                _ => return Err(Error::InvalidConfig(ConfigError::LiveChange)),
+                _ => return Err(ConfigError::LiveChange.into()),
             }
         }
         for (rule, new) in self.rules.iter().zip(rules) {

@@ -3,7 +3,7 @@
 
 use super::super::engine::Rules;
 use crate::decider::Decider;
-use crate::error::Error;
+use crate::error::KeyedAcquireError;
 use crate::keyed::{KeyedLimiter, KeyedRefund, Located};
 use crate::limiter::{Limiter, RuleRefund};
 use crate::state::Request;
@@ -46,13 +46,14 @@ pub(super) struct ForKey<'a, S> {
 
 impl<S: BuildHasher> Rules for ForKey<'_, S> {
     type Refund = ScopedRefund;
+    type Error = KeyedAcquireError;
 
     fn swap<R: Request>(
         &self,
         rule: usize,
         request: R,
         refund: Option<&Cell<Option<ScopedRefund>>>,
-    ) -> Result<R::Out, Error> {
+    ) -> Result<R::Out, KeyedAcquireError> {
         Ok(match &self.rules[rule] {
             Scoped::PerKey(table) => {
                 let (out, taken) = table.step(self.key, request)?;

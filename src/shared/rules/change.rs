@@ -8,7 +8,7 @@ use super::{
 };
 use crate::config::Config;
 use crate::decider::Decider;
-use crate::error::Error;
+use crate::error::{ChangeError, SharedError};
 use crate::replaced::REPLACED;
 use crate::shared::owner::{crash_point, is_alive, token};
 use crate::sync::{fence, AtomicU64, Backoff, Ordering};
@@ -29,7 +29,7 @@ pub(crate) trait Carry {
     /// carry its state over to `new`.
     ///
     /// # Errors
-    /// `Io(EBUSY)` if what it freezes is held by a live process past a patience (the
+    /// `Busy` if what it freezes is held by a live process past a patience (the
     /// change stays in flight, for the next holder of the lock to finish).
     fn carry(
         &self,
@@ -38,7 +38,7 @@ pub(crate) trait Carry {
         old: &Config,
         new: &Config,
         now: u64,
-    ) -> Result<(), Error>;
+    ) -> Result<(), SharedError>;
 }
 
 /// A limiter's state: the first words of a side.
@@ -57,8 +57,8 @@ impl Carry for OneState {
         old: &Config,
         new: &Config,
         now: u64,
-    ) -> Result<(), Error> {
-        let (old, new) = (&Decider::new(old)?, &Decider::new(new)?);
+    ) -> Result<(), SharedError> {
+        let (old, new) = (&in_file(old)?, &in_file(new)?);
         let old_side = rules.side(serial, old.state_words());
         let new_side = rules.side(serial + 1, new.state_words());
         for word in rules.side(serial + 1, SIDE_WORDS) {
@@ -77,12 +77,16 @@ impl<'a> Rules<'a> {
     /// changer died.
     ///
     /// # Errors
-    /// `Io(EBUSY)` if a live changer has not published it after [`STALLED`] (a process
+    /// `Busy` if a live changer has not published it after [`STALLED`] (a process
     /// stopped mid-change: SIGSTOP, a debugger); as [`finish`](Self::finish), for hostile
     /// bytes.
     #[cold]
     #[inline(never)]
-    pub(crate) fn wait_for_change(&self, serial: u64, carry: &impl Carry) -> Result<(), Error> {
+    pub(crate) fn wait_for_change(
+        &self,
+        serial: u64,
+        carry: &impl Carry,
+    ) -> Result<(), SharedError> {
         let started = Instant::now();
         let mut backoff = Backoff::default();
         while self.serial() == serial {
@@ -93,7 +97,7 @@ impl<'a> Rules<'a> {
                     return settled.map(drop);
                 }
                 if started.elapsed() > STALLED {
-                    return Err(Error::Io(libc::EBUSY));
+                    return Err(SharedError::Busy);
                 }
                 #[cfg(not(loom))]
                 std::thread::sleep(Duration::from_micros(100));
@@ -110,7 +114,7 @@ impl<'a> Rules<'a> {
     ///
     /// # Errors
     /// As [`Carry::carry`] and [`finish`](Self::finish).
-    pub(crate) fn settle(&self, carry: &impl Carry) -> Result<(), Error> {
+    pub(crate) fn settle(&self, carry: &impl Carry) -> Result<(), SharedError> {
         // Acquire: pairs with the Release store of the change in flight.
         if self.words[TARGET].load(Ordering::Acquire) == 0 {
             return Ok(());
@@ -125,8 +129,8 @@ impl<'a> Rules<'a> {
     /// the state by `carry`, and returns the serial it made.
     ///
     /// # Errors
-    /// As [`Decider::check_change`]; `Io(EBUSY)` if another process holds the lock or a
-    /// pinned decision past the patience given; [`Error::Incompatible`] if the file's
+    /// As [`Decider::check_change`]; [`SharedError::Busy`] if another process holds the lock or a
+    /// pinned decision past the patience given; [`SharedError::Incompatible`] if the file's
     /// records hold no rule (bytes another writer put there). Nothing changes then; but
     /// for an `EBUSY` of [`Carry::carry`], after which the change stays in flight and the
     /// next process that needs it finishes it.
@@ -136,11 +140,11 @@ impl<'a> Rules<'a> {
         decider: &Decider,
         now: u64,
         carry: &impl Carry,
-    ) -> Result<u64, Error> {
+    ) -> Result<u64, ChangeError> {
         let _lock = self.lock(carry)?;
         let serial = self.serial();
-        let old = self.rule(serial).ok_or(Error::Incompatible)?;
-        Decider::new(&old)?.check_change(decider)?;
+        let old = self.rule(serial).ok_or(SharedError::Incompatible)?;
+        in_file(&old)?.check_change(decider)?;
         let target = serial + 1;
         if target >= 3 {
             self.pins().wait()?;
@@ -174,11 +178,11 @@ impl<'a> Rules<'a> {
         new: &Config,
         now: u64,
         carry: &impl Carry,
-    ) -> Result<(), Error> {
-        let (old_decider, new_decider) = (Decider::new(old)?, Decider::new(new)?);
+    ) -> Result<(), SharedError> {
+        let (old_decider, new_decider) = (in_file(old)?, in_file(new)?);
         // Checked by the change that recorded `new`; again for one taken over, whose
         // record may hold bytes another writer put there.
-        old_decider.check_change(&new_decider)?;
+        (old_decider.check_change(&new_decider)).map_err(|_| SharedError::Incompatible)?;
         carry.carry(self, serial, old, new, now)?;
         // Release: publishes the new side's words with the serial.
         self.words[SERIAL].store(serial + 1, Ordering::Release);
@@ -222,13 +226,13 @@ impl<'a> Rules<'a> {
 
     /// Settles a change a dead process left in flight, holding the lock: finishes it if
     /// it froze the old words (decisions wait for it), else drops it (no decision saw it).
-    fn finish(&self, carry: &impl Carry) -> Result<(), Error> {
+    fn finish(&self, carry: &impl Carry) -> Result<(), SharedError> {
         // Acquire: pairs with the Release store of the change in flight.
         let target = self.words[TARGET].load(Ordering::Acquire);
         let serial = self.serial();
         if target != 0 && target == serial.wrapping_add(1) {
             let (Some(old), Some(new)) = (self.rule(serial), self.rule(target)) else {
-                return Err(Error::Incompatible);
+                return Err(SharedError::Incompatible);
             };
             if carry.started(self, serial) {
                 // Relaxed: published with the change in flight.
@@ -242,7 +246,7 @@ impl<'a> Rules<'a> {
     }
 
     /// Takes the changes' lock, finishing the change of a dead holder first.
-    fn lock(&self, carry: &impl Carry) -> Result<Lock<'a>, Error> {
+    fn lock(&self, carry: &impl Carry) -> Result<Lock<'a>, SharedError> {
         let started = Instant::now();
         let mut backoff = Backoff::default();
         loop {
@@ -255,7 +259,7 @@ impl<'a> Rules<'a> {
                 }
             }
             if started.elapsed() > GIVE_UP {
-                return Err(Error::Io(libc::EBUSY));
+                return Err(SharedError::Busy);
             }
             backoff.snooze();
             #[cfg(not(loom))]
@@ -268,7 +272,7 @@ impl<'a> Rules<'a> {
     /// Takes the lock from `holder` if it is free (0) or names a dead process, and settles
     /// what a dead holder left in flight ([`finish`](Self::finish)): the lock, held; `None`
     /// if `holder` lives, or another process took the lock first.
-    fn take_over(&self, holder: u64, carry: &impl Carry) -> Option<Result<Lock<'a>, Error>> {
+    fn take_over(&self, holder: u64, carry: &impl Carry) -> Option<Result<Lock<'a>, SharedError>> {
         if holder != 0 && is_alive(holder) {
             return None;
         }
@@ -309,4 +313,9 @@ fn encode(config: &Config) -> [u64; 4] {
         config.period_ns,
         config.burst,
     ]
+}
+
+/// The decider of a rule the file holds: bytes another writer put there may be no rule.
+pub(crate) fn in_file(config: &Config) -> Result<Decider, SharedError> {
+    Decider::new(config).map_err(|_| SharedError::Incompatible)
 }
