@@ -51,7 +51,10 @@ fn the_last_of_a_queue_gives_back_first() {
     // TAT 2 s → 1 s, then 1 s → 0: both given back, in that order.
     assert!(second.cancel());
     assert!(first.cancel());
-    assert_eq!(limiter.reserve_at(1, AT_0, SECOND).unwrap().wait(), Duration::ZERO);
+    assert_eq!(
+        limiter.reserve_at(1, AT_0, SECOND).unwrap().wait(),
+        Duration::ZERO
+    );
 }
 
 #[test]
@@ -59,7 +62,9 @@ fn a_denial_and_a_query_hold_nothing() {
     let limiter = Limiter::new(&one_a_second()).unwrap();
     assert!(limiter.acquire_at(1, AT_0).unwrap().allowed);
     // TAT 1 s: a reserve with W = 0 waits 1 s > 0: denied.
-    let denied = limiter.reserve_cancellable_at(1, AT_0, Duration::ZERO).unwrap();
+    let denied = limiter
+        .reserve_cancellable_at(1, AT_0, Duration::ZERO)
+        .unwrap();
     assert!(!denied.decision().allowed);
     assert!(!denied.cancel());
     let query = limiter.reserve_cancellable_at(0, AT_0, SECOND).unwrap();
@@ -115,7 +120,10 @@ fn a_later_admission_of_the_key_keeps_the_units() {
     let table = KeyedLimiter::new(&one_a_second(), 4).unwrap();
     let held = table.reserve_cancellable_at(b"k", 1, AT_0, SECOND).unwrap();
     // Queued behind it: TAT 2 s, wait 1 s.
-    assert_eq!(table.reserve_at(b"k", 1, AT_0, SECOND).unwrap().wait(), SECOND);
+    assert_eq!(
+        table.reserve_at(b"k", 1, AT_0, SECOND).unwrap().wait(),
+        SECOND
+    );
     assert!(!held.cancel());
     assert!(!table.reserve_at(b"k", 1, AT_0, SECOND).unwrap().allowed);
 }
@@ -124,7 +132,10 @@ fn a_later_admission_of_the_key_keeps_the_units() {
 fn words_of_another_kind_give_nothing_back() {
     let limiter = Limiter::new(&one_a_second()).unwrap();
     let table = KeyedLimiter::new(&one_a_second(), 4).unwrap();
-    let words = limiter.reserve_cancellable_at(1, AT_0, SECOND).unwrap().to_words();
+    let words = limiter
+        .reserve_cancellable_at(1, AT_0, SECOND)
+        .unwrap()
+        .to_words();
     assert!(!table.cancel_words(&words));
     // Any words: nothing happens, nothing panics.
     for fill in [0, 1, 2, u64::MAX] {
