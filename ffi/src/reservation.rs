@@ -10,7 +10,8 @@
 use super::keyed::{rate_keyed, table, with_key};
 use super::limiter::{limiter_ref, rate_limiter};
 use super::{boundary, rate_decision, report, RATE_E_NULL, RATE_LIMITED, RATE_OK};
-use librate::{Error, Instant, KeyedLimiter, Reservation, RESERVATION_WORDS};
+use librate::{Error, Instant, KeyedLimiter, Limiter, Reservation, RESERVATION_WORDS};
+use std::ptr::NonNull;
 use std::time::Duration;
 
 /// A reservation that `rate_limiter_cancel` or `rate_keyed_cancel` may give back, written
@@ -53,6 +54,38 @@ impl rate_reservation {
     }
 }
 
+/// Runs an export's body on a handle's limiter or table and its reservation, inside the
+/// boundary: RATE_E_NULL if either is NULL. The reservation stays a pointer, as a reserve
+/// writes it without reading it.
+fn with_reservation<T>(
+    handle: Option<&T>,
+    reservation: *mut rate_reservation,
+    body: impl FnOnce(&T, NonNull<rate_reservation>) -> i32,
+) -> i32 {
+    boundary(|| match (handle, NonNull::new(reservation)) {
+        (Some(handle), Some(reservation)) => body(handle, reservation),
+        _ => RATE_E_NULL,
+    })
+}
+
+/// The body of `rate_*_cancel`: `cancel_words` on the handle of the reservation's words,
+/// if the handle at `address` made it, inside the boundary.
+///
+/// # Safety
+/// `reservation` is NULL or points to a writable `rate_reservation`.
+unsafe fn cancel<T>(
+    handle: Option<&T>,
+    address: usize,
+    reservation: *mut rate_reservation,
+    cancel_words: impl FnOnce(&T, &[u64; RESERVATION_WORDS]) -> bool,
+) -> i32 {
+    with_reservation(handle, reservation, |held, mut reservation| {
+        // SAFETY: per this function's contract; non-NULL.
+        let reservation = unsafe { reservation.as_mut() };
+        reservation.cancel(address, |words| cancel_words(held, words))
+    })
+}
+
 /// A reserve's report: its decision to `out` (if not NULL) and, on RATE_OK or
 /// RATE_LIMITED, the reservation to `reservation`.
 ///
@@ -62,7 +95,7 @@ unsafe fn report_reserved(
     handle: usize,
     reserved: Result<Reservation<'_>, Error>,
     out: *mut rate_decision,
-    reservation: *mut rate_reservation,
+    reservation: NonNull<rate_reservation>,
 ) -> i32 {
     let (decision, held) = match reserved {
         Ok(held) => (
@@ -75,7 +108,7 @@ unsafe fn report_reserved(
     let status = unsafe { report(decision, out) };
     if let Some(held) = held {
         // SAFETY: per this function's contract.
-        unsafe { reservation.write(held) };
+        unsafe { reservation.as_ptr().write(held) };
     }
     status
 }
@@ -107,19 +140,14 @@ pub unsafe extern "C" fn rate_limiter_reserve_cancellable_at(
     out: *mut rate_decision,
     reservation: *mut rate_reservation,
 ) -> i32 {
-    boundary(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let Some(held) = (unsafe { limiter_ref(limiter) }) else {
-            return RATE_E_NULL;
-        };
-        if reservation.is_null() {
-            return RATE_E_NULL;
-        }
+    let body = |held: &Limiter, reservation| {
         let at = Instant::from_nanos(now_ns);
         let reserved = held.reserve_cancellable_at(n, at, Duration::from_nanos(max_wait_ns));
         // SAFETY: the caller passes NULL or a writable `out`, and a writable reservation.
         unsafe { report_reserved(limiter as usize, reserved, out, reservation) }
-    })
+    };
+    // SAFETY: the caller passes NULL or a live handle.
+    with_reservation(unsafe { limiter_ref(limiter) }, reservation, body)
 }
 
 /// Gives back the units of a reservation `rate_limiter_reserve_cancellable_at` wrote for
@@ -154,17 +182,15 @@ pub unsafe extern "C" fn rate_limiter_cancel(
     limiter: *mut rate_limiter,
     reservation: *mut rate_reservation,
 ) -> i32 {
-    boundary(|| {
-        // SAFETY: the caller passes NULL or a live handle.
-        let Some(held) = (unsafe { limiter_ref(limiter) }) else {
-            return RATE_E_NULL;
-        };
-        // SAFETY: the caller passes NULL or a writable reservation; `as_mut` checks NULL.
-        let Some(reservation) = (unsafe { reservation.as_mut() }) else {
-            return RATE_E_NULL;
-        };
-        reservation.cancel(limiter as usize, |words| held.cancel_words(words))
-    })
+    // SAFETY: the caller passes NULL or a live handle, and NULL or a writable reservation.
+    unsafe {
+        cancel(
+            limiter_ref(limiter),
+            limiter as usize,
+            reservation,
+            Limiter::cancel_words,
+        )
+    }
 }
 
 /// Reserves `n` units for the key of `key_len` bytes at `key`, at `now_ns`, as
@@ -193,9 +219,9 @@ pub unsafe extern "C" fn rate_keyed_reserve_cancellable_at(
     reservation: *mut rate_reservation,
 ) -> i32 {
     let body = |table: &KeyedLimiter, key: &[u8]| {
-        if reservation.is_null() {
+        let Some(reservation) = NonNull::new(reservation) else {
             return RATE_E_NULL;
-        }
+        };
         let (at, max_wait) = (
             Instant::from_nanos(now_ns),
             Duration::from_nanos(max_wait_ns),
@@ -222,15 +248,15 @@ pub unsafe extern "C" fn rate_keyed_cancel(
     keyed: *mut rate_keyed,
     reservation: *mut rate_reservation,
 ) -> i32 {
-    boundary(|| {
-        // SAFETY: the caller passes NULL or a live handle; `as_ref` checks NULL.
-        let Some(handle) = (unsafe { keyed.as_ref() }) else {
-            return RATE_E_NULL;
-        };
-        // SAFETY: the caller passes NULL or a writable reservation; `as_mut` checks NULL.
-        let Some(reservation) = (unsafe { reservation.as_mut() }) else {
-            return RATE_E_NULL;
-        };
-        reservation.cancel(keyed as usize, |words| handle.table.cancel_words(words))
-    })
+    // SAFETY: the caller passes NULL or a live handle (`as_ref` checks NULL), and NULL or
+    // a writable reservation.
+    unsafe {
+        let table = keyed.as_ref().map(table);
+        cancel(
+            table,
+            keyed as usize,
+            reservation,
+            <KeyedLimiter>::cancel_words,
+        )
+    }
 }

@@ -76,6 +76,14 @@ fn forged_words_on_a_table_give_nothing_back() {
     unsafe { rate_keyed_free(table) };
 }
 
+/// `rate_limiter_reserve_cancellable_at` of `n` units at 0, waiting at most a second.
+fn reserve(limiter: *mut rate_limiter, n: u64, reservation: &mut rate_reservation) -> i32 {
+    // SAFETY: a live handle and a writable reservation; `out` may be NULL.
+    unsafe {
+        rate_limiter_reserve_cancellable_at(limiter, n, 0, SECOND, ptr::null_mut(), reservation)
+    }
+}
+
 #[test]
 fn a_reservation_is_written_only_when_decided() {
     let mut limiter = ptr::null_mut();
@@ -83,33 +91,15 @@ fn a_reservation_is_written_only_when_decided() {
     assert_eq!(unsafe { rate_limiter_new(&CONFIG, &mut limiter) }, RATE_OK);
     let sentinel = rate_reservation { opaque: [7; 8] };
     let mut reservation = sentinel;
-    // SAFETY: a live handle; `out` may be NULL. n = 2 exceeds the burst of 1.
-    let status = unsafe {
-        rate_limiter_reserve_cancellable_at(
-            limiter,
-            2,
-            0,
-            SECOND,
-            ptr::null_mut(),
-            &mut reservation,
-        )
-    };
-    assert_eq!(status, RATE_E_INSUFFICIENT_CAPACITY);
+    // n = 2 exceeds the burst of 1.
+    assert_eq!(
+        reserve(limiter, 2, &mut reservation),
+        RATE_E_INSUFFICIENT_CAPACITY
+    );
     assert_eq!(reservation, sentinel);
     // A query of 0 units is decided, and holds nothing: its reservation is empty but for
     // the handle.
-    // SAFETY: as above.
-    let status = unsafe {
-        rate_limiter_reserve_cancellable_at(
-            limiter,
-            0,
-            0,
-            SECOND,
-            ptr::null_mut(),
-            &mut reservation,
-        )
-    };
-    assert_eq!(status, RATE_OK);
+    assert_eq!(reserve(limiter, 0, &mut reservation), RATE_OK);
     assert_eq!(&reservation.opaque[1..], &[0; 7]);
     // SAFETY: a handle from `rate_limiter_new`, freed once.
     unsafe { rate_limiter_free(limiter) };

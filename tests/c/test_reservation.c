@@ -20,6 +20,13 @@ static rate_limiter *one_a_second(void) {
     return rate_limiter_new(&config, &limiter) == RATE_OK ? limiter : NULL;
 }
 
+/* rate_keyed_reserve_cancellable_at of 1 unit for `key` at 0, waiting at most a second. */
+static int32_t reserve_key(rate_keyed *table, const char *key, rate_decision *d,
+                           rate_reservation *r) {
+    return rate_keyed_reserve_cancellable_at(table, (const uint8_t *)key, strlen(key), 1, 0, SECOND, d,
+                                             r);
+}
+
 static int test_a_cancel_gives_the_place_back(void) {
     rate_limiter *limiter = one_a_second();
     rate_reservation first, second, again;
@@ -93,20 +100,14 @@ static int test_a_key_given_back(void) {
     CHECK(limiter != NULL);
     CHECK_STATUS(rate_keyed_new(&config, 4, &table), RATE_OK);
     /* A new key: inserted at TAT 1 s, given back, absent again. */
-    CHECK_STATUS(rate_keyed_reserve_cancellable_at(table, (const uint8_t *)"k", 1, 1, 0, SECOND, &d,
-                                                   &held),
-                 RATE_OK);
+    CHECK_STATUS(reserve_key(table, "k", &d, &held), RATE_OK);
     CHECK_DECISION(d, 1, 1, 0, 0, SECOND, 0);
     CHECK_STATUS(rate_keyed_cancel(table, &held), RATE_OK);
     CHECK_STATUS(rate_keyed_read_stats_at(table, 0, &stats), RATE_OK);
     CHECK_EQ_U64(stats.live_keys, 0);
     /* Again, and one queued behind it (TAT 2 s, wait 1 s): the first keeps its unit. */
-    CHECK_STATUS(rate_keyed_reserve_cancellable_at(table, (const uint8_t *)"k", 1, 1, 0, SECOND, NULL,
-                                                   &held),
-                 RATE_OK);
-    CHECK_STATUS(rate_keyed_reserve_cancellable_at(table, (const uint8_t *)"k", 1, 1, 0, SECOND, &d,
-                                                   &queued),
-                 RATE_OK);
+    CHECK_STATUS(reserve_key(table, "k", NULL, &held), RATE_OK);
+    CHECK_STATUS(reserve_key(table, "k", &d, &queued), RATE_OK);
     CHECK_DECISION(d, 1, 1, 0, 0, 2 * SECOND, SECOND);
     CHECK_STATUS(rate_keyed_cancel(table, &held), RATE_LIMITED);
     /* The queued one gives back in place: TAT 1 s, so W = 0 is denied, retry after 1 s. */
@@ -116,9 +117,7 @@ static int test_a_key_given_back(void) {
     /* A limiter's reservation on a table, and a table's on a limiter, give nothing. */
     CHECK_STATUS(rate_limiter_reserve_cancellable_at(limiter, 1, 0, SECOND, NULL, &wrong), RATE_OK);
     CHECK_STATUS(rate_keyed_cancel(table, &wrong), RATE_LIMITED);
-    CHECK_STATUS(rate_keyed_reserve_cancellable_at(table, (const uint8_t *)"j", 1, 1, 0, SECOND, NULL,
-                                                   &wrong),
-                 RATE_OK);
+    CHECK_STATUS(reserve_key(table, "j", NULL, &wrong), RATE_OK);
     CHECK_STATUS(rate_limiter_cancel(limiter, &wrong), RATE_LIMITED);
     CHECK_STATUS(rate_limiter_acquire_at(limiter, 1, 0, NULL), RATE_LIMITED);
     rate_keyed_free(table);
