@@ -38,7 +38,8 @@ pub struct Reservation<'a> {
 /// What a reservation gives back, and where.
 enum Held<'a> {
     Rule(&'a Limiter, RuleRefund),
-    Key(&'a dyn GivesBackKeys, KeyedRefund),
+    // Sync, so that a reservation is Send and Sync: held across an await, or sent.
+    Key(&'a (dyn GivesBackKeys + Sync), KeyedRefund),
 }
 
 /// A keyed table of any hasher, as a reservation holds it.
@@ -62,12 +63,12 @@ impl<'a> Reservation<'a> {
         Self { decision, held }
     }
 
-    pub(crate) fn of_key<S: BuildHasher>(
+    pub(crate) fn of_key<S: BuildHasher + Sync>(
         table: &'a KeyedLimiter<S>,
         decision: Decision,
         refund: Option<KeyedRefund>,
     ) -> Self {
-        let held = refund.map(|refund| Held::Key(table as &dyn GivesBackKeys, refund));
+        let held = refund.map(|refund| Held::Key(table as &(dyn GivesBackKeys + Sync), refund));
         Self { decision, held }
     }
 

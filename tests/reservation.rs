@@ -147,3 +147,13 @@ fn words_of_another_kind_give_nothing_back() {
     assert!(limiter.cancel_words(&words));
     assert!(!limiter.cancel_words(&[0; librate::RESERVATION_WORDS]));
 }
+
+/// A reservation can be held across an await in a task that moves between threads.
+#[test]
+fn a_reservation_is_send_and_sync() {
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    let limiter = Limiter::new(&one_a_second()).unwrap();
+    let table = KeyedLimiter::new(&one_a_second(), 4).unwrap();
+    send_sync(&limiter.reserve_cancellable_at(1, AT_0, SECOND).unwrap());
+    send_sync(&table.reserve_cancellable_at(b"k", 1, AT_0, SECOND).unwrap());
+}

@@ -18,7 +18,9 @@ use std::time::Duration;
 impl<S: BuildHasher> KeyedLimiter<S> {
     /// [`Limiter::reserve_cancellable`](crate::Limiter::reserve_cancellable) for `key`:
     /// [`reserve`](Self::reserve), whose admission [`Reservation::cancel`] gives back. A
-    /// key the reserve inserted is absent again once given back.
+    /// key the reserve inserted is absent again once given back. (The hasher is `Sync`,
+    /// as the default [`KeyHasher`](crate::KeyHasher) is, so that the reservation is
+    /// `Send` and `Sync`.)
     ///
     /// # Errors
     /// As [`reserve`](Self::reserve).
@@ -27,7 +29,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         key: &[u8],
         n: u64,
         max_wait: Duration,
-    ) -> Result<Reservation<'_>, Error> {
+    ) -> Result<Reservation<'_>, Error>
+    where
+        S: Sync,
+    {
         self.reserve_cancellable_at(key, n, Instant::now(), max_wait)
     }
 
@@ -53,7 +58,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         n: u64,
         at: Instant,
         max_wait: Duration,
-    ) -> Result<Reservation<'_>, Error> {
+    ) -> Result<Reservation<'_>, Error>
+    where
+        S: Sync,
+    {
         let max_wait_ns = time::nanos(max_wait);
         let (decision, refund) =
             self.reserve_refundable_at(self.locate(key), n, at.as_nanos(), max_wait_ns)?;
