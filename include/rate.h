@@ -186,6 +186,21 @@ typedef struct rate_decision {
 } rate_decision;
 
 /**
+ * A reservation that `rate_limiter_cancel` or `rate_keyed_cancel` may give back, written
+ * by `rate_limiter_reserve_cancellable_at` or `rate_keyed_reserve_cancellable_at`. Plain
+ * memory of the caller's (on the stack, in a struct); nothing to free.
+ *
+ * Its words are opaque: read nothing from them and change none. All zero is an empty
+ * reservation, which gives nothing back.
+ */
+typedef struct rate_reservation {
+  /**
+   * Opaque: the handle that made it, and what giving its units back takes.
+   */
+  uint64_t opaque[8];
+} rate_reservation;
+
+/**
  * What a limiter enforces: at most `limit` units per `period_ns`.
  *
  * Bounds beyond `limit >= 1` and `period_ns >= 1` (else RATE_E_INVALID_CONFIG), for a
@@ -525,6 +540,19 @@ int32_t rate_keyed_acquire_packed_at(struct rate_keyed *keyed,
                                      uint64_t n,
                                      uint64_t now_ns,
                                      int32_t *statuses);
+
+/**
+ * Gives back the units of a reservation `rate_keyed_reserve_cancellable_at` wrote for
+ * this handle, as `rate_limiter_cancel` does for a limiter; `rate_keyed_reset` has no
+ * race with it. The reservation knows its key. A key the reserve inserted is absent
+ * again once given back.
+ *
+ * Ownership, thread-safety, NULL, returns: as `rate_limiter_cancel`.
+ *
+ * # Safety
+ * As `rate_limiter_cancel`, for a keyed handle.
+ */
+int32_t rate_keyed_cancel(struct rate_keyed *keyed, struct rate_reservation *reservation);
 
 /**
  * Explains why `rate_keyed_new` rejects `config` with `capacity`: as
@@ -1072,6 +1100,30 @@ int32_t rate_keyed_reserve_at(struct rate_keyed *keyed,
                               struct rate_decision *out);
 
 /**
+ * Reserves `n` units for the key of `key_len` bytes at `key`, at `now_ns`, as
+ * `rate_keyed_reserve_at` does, and writes to `reservation` what `rate_keyed_cancel`
+ * needs to give them back, as `rate_limiter_reserve_cancellable_at` does.
+ *
+ * Ownership, thread-safety: as `rate_limiter_reserve_cancellable_at`.
+ *
+ * NULL: as `rate_keyed_acquire`, and `reservation` NULL is RATE_E_NULL.
+ *
+ * Returns as `rate_keyed_reserve_at`; `reservation` is written on RATE_OK and
+ * RATE_LIMITED and untouched otherwise.
+ *
+ * # Safety
+ * As `rate_keyed_acquire`; `reservation` is NULL or writable.
+ */
+int32_t rate_keyed_reserve_cancellable_at(struct rate_keyed *keyed,
+                                          const uint8_t *key,
+                                          size_t key_len,
+                                          uint64_t n,
+                                          uint64_t now_ns,
+                                          uint64_t max_wait_ns,
+                                          struct rate_decision *out,
+                                          struct rate_reservation *reservation);
+
+/**
  * Resets the key of `key_len` bytes at `key`, as when a customer's limit is lifted: its
  * next request is decided as a new key's, at any time (as if it had never been seen). A
  * key not in the table is left out of it. The key's former state keeps its slot, under
@@ -1190,6 +1242,37 @@ int32_t rate_limiter_acquire_at(struct rate_limiter *limiter,
                                 uint64_t n,
                                 uint64_t now_ns,
                                 struct rate_decision *out);
+
+/**
+ * Gives back the units of a reservation `rate_limiter_reserve_cancellable_at` wrote for
+ * this handle, as far as no later request depends on them: the limiter then decides as
+ * if the reserve had never been made. Nothing comes back once a later admission moved
+ * the limiter on (a reserve queued behind it: those units stay taken, never admitted
+ * twice), or once `rate_limiter_set_config` replaced the rule. One race is not exact: a
+ * `rate_limiter_reset` since the reserve, whose later admissions bring the state back to
+ * exactly the value the reserve left, has those admissions' units given back.
+ *
+ * The reservation is emptied either way, so cancelling it again gives nothing.
+ *
+ * Ownership: `reservation` is the caller's, written (emptied) during the call.
+ *
+ * Thread-safety: safe to call concurrently on one handle; one reservation must not be
+ * cancelled by two threads at once.
+ *
+ * NULL: `limiter` or `reservation` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK (given back), RATE_LIMITED (nothing given back: the units stay taken,
+ * or it held none: a denial's, a query's, an emptied one, another handle's), or
+ * RATE_E_NULL.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `reservation` is NULL or points to a
+ * `rate_reservation` that a reserve wrote for this handle (or that is all zero) and that
+ * the caller has not changed since; words of anything else give nothing back, but a
+ * reservation of a handle since freed may be taken for one of a new handle at the same
+ * address.
+ */
+int32_t rate_limiter_cancel(struct rate_limiter *limiter, struct rate_reservation *reservation);
 
 /**
  * Explains why `rate_limiter_new` rejects `config`: writes one English sentence naming
@@ -1362,6 +1445,33 @@ int32_t rate_limiter_reserve_at(struct rate_limiter *limiter,
                                 uint64_t now_ns,
                                 uint64_t max_wait_ns,
                                 struct rate_decision *out);
+
+/**
+ * Reserves `n` units at `now_ns` as `rate_limiter_reserve_at` does, and writes to
+ * `reservation` what `rate_limiter_cancel` needs to give them back: for a caller that
+ * may not act after all (it gave up, a later step failed). A denial, or a query of 0
+ * units, writes an empty reservation, which gives nothing back.
+ *
+ * Ownership: `out` and `reservation` are the caller's; the reservation holds no memory
+ * and needs no freeing. It is this handle's, and void once the handle is freed.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `limiter` or `reservation` NULL is RATE_E_NULL; `out` may be NULL.
+ *
+ * Returns as `rate_limiter_reserve_at`; `reservation` is written on RATE_OK and
+ * RATE_LIMITED and untouched otherwise.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `out` is NULL or writable; `reservation` is NULL or
+ * writable.
+ */
+int32_t rate_limiter_reserve_cancellable_at(struct rate_limiter *limiter,
+                                            uint64_t n,
+                                            uint64_t now_ns,
+                                            uint64_t max_wait_ns,
+                                            struct rate_decision *out,
+                                            struct rate_reservation *reservation);
 
 /**
  * Resets the limiter, as when a customer's limit is lifted: it then decides as a new

@@ -115,6 +115,7 @@ mod limiter;
 mod policy;
 pub mod redis;
 mod replaced;
+mod reservation;
 mod shared;
 mod state;
 mod sync;
@@ -140,6 +141,9 @@ pub use error::{
 pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
 pub use limiter::Limiter;
 pub use policy::{KeyedPolicy, KeyedRule, Policy, PolicyDecision, MAX_RULES};
+pub use reservation::Reservation;
+#[doc(hidden)]
+pub use reservation::RESERVATION_WORDS;
 #[cfg(any(loom, feature = "testing"))]
 #[doc(hidden)]
 pub use shared::owner::crashes;

@@ -7,9 +7,9 @@ package librate
 // writes the time it read to *now, as librate_go_reserve in rate.go.
 static int32_t librate_go_keyed_reserve(rate_keyed *keyed, const uint8_t *key, size_t key_len,
                                         uint64_t n, uint64_t max_wait_ns, rate_decision *out,
-                                        uint64_t *now) {
+                                        uint64_t *now, rate_reservation *held) {
 	*now = rate_now_ns();
-	return rate_keyed_reserve_at(keyed, key, key_len, n, *now, max_wait_ns, out);
+	return rate_keyed_reserve_cancellable_at(keyed, key, key_len, n, *now, max_wait_ns, out, held);
 }
 
 // librate_go_keyed_allow is rate_keyed_acquire without a decision, with the handle as an
@@ -31,6 +31,10 @@ static int32_t librate_go_keyed_allow(uintptr_t keyed, const uint8_t *key, size_
 #cgo nocallback rate_keyed_acquire_at
 #cgo noescape rate_keyed_reserve_at
 #cgo nocallback rate_keyed_reserve_at
+#cgo noescape rate_keyed_reserve_cancellable_at
+#cgo nocallback rate_keyed_reserve_cancellable_at
+#cgo noescape rate_keyed_cancel
+#cgo nocallback rate_keyed_cancel
 #cgo noescape librate_go_keyed_reserve
 #cgo nocallback librate_go_keyed_reserve
 #cgo noescape librate_go_keyed_allow
@@ -193,30 +197,38 @@ func (k *Keyed) acquireAt(key cKey, n int, now time.Duration) (Decision, error) 
 	return result(status, &out)
 }
 
-// reserve is ReserveWithin for key, with the time on librate's clock it decided at.
-func (k *Keyed) reserve(key cKey, n int, maxWait time.Duration) (Decision, uint64, error) {
+// reserve is ReserveWithin for key as a Reservation, as Limiter.reserveNow.
+func (k *Keyed) reserve(key cKey, n int, maxWait time.Duration) *Reservation {
 	if n < 0 || maxWait < 0 {
-		return Decision{}, 0, negativeArgument(n, 0, maxWait)
+		return refused(negativeArgument(n, 0, maxWait))
 	}
 	var out C.rate_decision
 	var now C.uint64_t
-	status := C.librate_go_keyed_reserve(k.handle(), key.ptr, key.len, C.uint64_t(n), C.uint64_t(maxWait), &out, &now)
+	r := &Reservation{}
+	status := C.librate_go_keyed_reserve(k.handle(), key.ptr, key.len, C.uint64_t(n), C.uint64_t(maxWait), &out, &now, &r.held)
 	runtime.KeepAlive(k)
 	decision, err := result(status, &out)
-	return decision, uint64(now), err
+	return r.decided(decision, uint64(now), err, k.cancel)
 }
 
 // reserveN is ReserveN for key.
 func (k *Keyed) reserveN(key cKey, t time.Time, n int) *Reservation {
 	if n < 0 {
-		return reservation(Decision{}, 0, negative("n", int64(n)))
+		return refused(negative("n", int64(n)))
 	}
 	now := onTimeline(t)
 	var out C.rate_decision
-	status := C.rate_keyed_reserve_at(k.handle(), key.ptr, key.len, C.uint64_t(n), C.uint64_t(now), unbounded, &out)
+	r := &Reservation{}
+	status := C.rate_keyed_reserve_cancellable_at(k.handle(), key.ptr, key.len, C.uint64_t(n), C.uint64_t(now), unbounded, &out, &r.held)
 	runtime.KeepAlive(k)
 	decision, err := result(status, &out)
-	return reservation(decision, now, err)
+	return r.decided(decision, now, err, k.cancel)
+}
+
+// cancel gives back a reservation of this table's (Reservation.CancelAt).
+func (k *Keyed) cancel(held *C.rate_reservation) {
+	C.rate_keyed_cancel(k.handle(), held)
+	runtime.KeepAlive(k)
 }
 
 // allowAt is AllowN for key.
@@ -240,10 +252,7 @@ func (k *Keyed) reserveAt(key cKey, n int, now, maxWait time.Duration) (Decision
 }
 
 func (k *Keyed) wait(ctx context.Context, key cKey, n int) error {
-	reserve := func(n int, maxWait time.Duration) (Decision, error) {
-		decision, _, err := k.reserve(key, n, maxWait)
-		return decision, err
-	}
+	reserve := func(n int, maxWait time.Duration) *Reservation { return k.reserve(key, n, maxWait) }
 	if k.Config().Algorithm != GCRA {
 		reserve = nil
 	}
@@ -335,8 +344,7 @@ func (k *Keyed) AcquireAt(key string, n int, now time.Duration) (Decision, error
 
 // Reserve is ReserveN(key, time.Now(), 1), with the time read on librate's clock.
 func (k *Keyed) Reserve(key string) *Reservation {
-	decision, now, err := k.reserve(stringKey(key), 1, Never)
-	return reservation(decision, now, err)
+	return k.reserve(stringKey(key), 1, Never)
 }
 
 // ReserveN is Limiter.ReserveN for key (GCRA only: a window algorithm's Reservation is
@@ -347,8 +355,8 @@ func (k *Keyed) ReserveN(key string, t time.Time, n int) *Reservation {
 
 // ReserveWithin is Limiter.ReserveWithin for key.
 func (k *Keyed) ReserveWithin(key string, n int, maxWait time.Duration) (Decision, error) {
-	decision, _, err := k.reserve(stringKey(key), n, maxWait)
-	return decision, err
+	r := k.reserve(stringKey(key), n, maxWait)
+	return r.decision, r.err
 }
 
 // ReserveAt is ReserveWithin at time now on the caller's timeline.
@@ -391,8 +399,8 @@ func (k *Keyed) ReserveNBytes(key []byte, t time.Time, n int) *Reservation {
 
 // ReserveWithinBytes is ReserveWithin with a []byte key.
 func (k *Keyed) ReserveWithinBytes(key []byte, n int, maxWait time.Duration) (Decision, error) {
-	decision, _, err := k.reserve(bytesKey(key), n, maxWait)
-	return decision, err
+	r := k.reserve(bytesKey(key), n, maxWait)
+	return r.decision, r.err
 }
 
 // ReserveAtBytes is ReserveAt with a []byte key.

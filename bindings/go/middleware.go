@@ -12,8 +12,8 @@ import (
 )
 
 // MiddlewareOptions configures NewMiddleware. The zero value limits by remote IP, on
-// the limiter's own clock, fails closed, and names a single rule "default" and a
-// policy's rules "rule0", "rule1", …
+// the limiter's own clock, fails closed, and names a limiter's one rule "default" and a
+// policy's rules (a Policy of one rule too) "rule0", "rule1", …
 type MiddlewareOptions struct {
 	// Key picks the key a request counts against; nil means RemoteIP.
 	Key func(*http.Request) string
@@ -91,7 +91,8 @@ func NewMiddleware(limiter RequestLimiter, options MiddlewareOptions) (*Middlewa
 		return nil, detailed(ErrInvalidArgument, "NewMiddleware: nil limiter")
 	}
 	rules := limiter.Rules()
-	names, err := ruleNames(options, len(rules))
+	_, policy := limiter.(PolicyLimiter)
+	names, err := ruleNames(options, len(rules), policy)
 	if err != nil {
 		return nil, err
 	}
@@ -117,9 +118,21 @@ func NewPolicyMiddleware(limiter RequestLimiter, options MiddlewareOptions) (*Mi
 	return NewMiddleware(limiter, options)
 }
 
+// PolicyLimiter is a RequestLimiter that is a policy of rules: Policy, KeyedPolicy and
+// librateredis.Policy. NewMiddleware names its rules "rule0", "rule1", … unless
+// MiddlewareOptions names them, even when there is one rule, as every binding names a
+// policy's (bindings/testdata/policy_headers.json); another RequestLimiter of one rule
+// is a limiter, whose rule is "default".
+type PolicyLimiter interface {
+	RequestLimiter
+	// IsPolicy marks the type as a policy; it does nothing.
+	IsPolicy()
+}
+
 // ruleNames names a limiter's rules in the fields: Policy (or "default") for a single
-// rule, RuleNames (or "rule0", "rule1", …) for several.
-func ruleNames(options MiddlewareOptions, rules int) ([]string, error) {
+// rule that is no policy's, RuleNames (or "rule0", "rule1", …) for a policy's or for
+// several.
+func ruleNames(options MiddlewareOptions, rules int, policy bool) ([]string, error) {
 	switch {
 	case rules == 0:
 		return nil, detailed(ErrInvalidArgument, "NewMiddleware: a limiter without rules")
@@ -133,7 +146,7 @@ func ruleNames(options MiddlewareOptions, rules int) ([]string, error) {
 		return options.RuleNames, nil
 	case rules == 1 && options.Policy != "":
 		return []string{options.Policy}, nil
-	case rules == 1:
+	case rules == 1 && !policy:
 		return []string{"default"}, nil
 	}
 	names := make([]string, rules)

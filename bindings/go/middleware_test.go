@@ -437,6 +437,28 @@ func TestPolicyMiddlewareDefaultsAndFailure(t *testing.T) {
 	}
 }
 
+// A policy of one rule names it rule0, as the shared vectors and Python do
+// (bindings/testdata/policy_headers.json, "one rule"); a limiter's one rule is "default".
+func TestOneRulePolicyIsRule0(t *testing.T) {
+	config := librate.Config{Limit: 1, Period: 2 * time.Second}
+	now := librate.MiddlewareOptions{Now: func() time.Time { return librate.TimeAt(0) }}
+	for _, c := range []struct {
+		name    string
+		limiter librate.RequestLimiter
+		want    response
+	}{
+		// One of 1 taken: 0 left, full again in 2 s.
+		{"Policy", mustPolicy(t, config), response{200, `"rule0";r=0;t=2`, `"rule0";q=1;w=2`, ""}},
+		{"KeyedPolicy", mustKeyedPolicy(t, 4, librate.PerKeyRule(config)), response{200, `"rule0";r=0;t=2`, `"rule0";q=1;w=2`, ""}},
+		{"Limiter", mustNew(t, config), response{200, `"default";r=0;t=2`, `"default";q=1;w=2`, ""}},
+	} {
+		h := newPolicyMiddleware(t, c.limiter, now)
+		if got := serve(h, "192.0.2.1:1", nil); got != c.want {
+			t.Errorf("%s: got %+v\nwant %+v", c.name, got, c.want)
+		}
+	}
+}
+
 func newPolicyMiddleware(t *testing.T, limiter librate.RequestLimiter, options librate.MiddlewareOptions) http.Handler {
 	t.Helper()
 	m, err := librate.NewMiddleware(limiter, options)
@@ -529,6 +551,9 @@ func (v vectorPolicy) LimitRequest(context.Context, string, time.Time, []int) (l
 
 func (v vectorPolicy) Rules() []librate.Config { return v.rules }
 
+// IsPolicy: the vectors are a policy's, whose one rule is rule0.
+func (v vectorPolicy) IsPolicy() {}
+
 // The Python and Go middlewares write the same fields for the same policy decision.
 func TestPolicyMiddlewareHeaderVectors(t *testing.T) {
 	var vectors policyVectors
@@ -554,13 +579,7 @@ func TestPolicyMiddlewareHeaderVectors(t *testing.T) {
 			combined.ResetAfter = max(combined.ResetAfter, own.ResetAfter)
 		}
 		v.decision = combined
-		names := c.Names
-		if names == nil && len(v.rules) == 1 {
-			// The vectors name a policy's one rule rule0; a RequestLimiter of one rule,
-			// limiter or policy, is "default" unless named.
-			names = []string{"rule0"}
-		}
-		h := newPolicyMiddleware(t, v, librate.MiddlewareOptions{RuleNames: names, Costs: c.Costs})
+		h := newPolicyMiddleware(t, v, librate.MiddlewareOptions{RuleNames: c.Names, Costs: c.Costs})
 		checkVector(t, h, c.What, c.Policy, c.RateLimit, c.RetryAfter)
 	}
 }

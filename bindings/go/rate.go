@@ -20,11 +20,12 @@ package librate
 #include "rate.h"
 
 // librate_go_reserve reserves on librate's clock in a single cgo crossing, and writes
-// the time it read to *now (for a Reservation, which counts its delay from then).
+// the time it read to *now (for a Reservation, which counts its delay from then) and
+// what cancelling takes to *held.
 static int32_t librate_go_reserve(rate_limiter *limiter, uint64_t n, uint64_t max_wait_ns,
-                                  rate_decision *out, uint64_t *now) {
+                                  rate_decision *out, uint64_t *now, rate_reservation *held) {
 	*now = rate_now_ns();
-	return rate_limiter_reserve_at(limiter, n, *now, max_wait_ns, out);
+	return rate_limiter_reserve_cancellable_at(limiter, n, *now, max_wait_ns, out, held);
 }
 
 // librate_go_allow is rate_limiter_acquire without a decision, taking the handle as an
@@ -47,6 +48,10 @@ static int32_t librate_go_allow(uintptr_t limiter, uint64_t n) {
 #cgo nocallback rate_limiter_acquire_at
 #cgo noescape rate_limiter_reserve_at
 #cgo nocallback rate_limiter_reserve_at
+#cgo noescape rate_limiter_reserve_cancellable_at
+#cgo nocallback rate_limiter_reserve_cancellable_at
+#cgo noescape rate_limiter_cancel
+#cgo nocallback rate_limiter_cancel
 #cgo noescape librate_go_reserve
 #cgo nocallback librate_go_reserve
 #cgo noescape librate_go_allow
@@ -353,21 +358,29 @@ func (l *Limiter) AcquireAt(n int, now time.Duration) (Decision, error) {
 // ErrUnsupported. A denied reserve's RetryAfter is for the same reserve, same maxWait.
 // ReserveN is the same with no bound on the wait, in x/time/rate's shape.
 func (l *Limiter) ReserveWithin(n int, maxWait time.Duration) (Decision, error) {
-	decision, _, err := l.reserveNow(n, maxWait)
-	return decision, err
+	r := l.reserveNow(n, maxWait)
+	return r.decision, r.err
 }
 
-// reserveNow is ReserveWithin, with the time on librate's clock it decided at.
-func (l *Limiter) reserveNow(n int, maxWait time.Duration) (Decision, uint64, error) {
+// reserveNow is ReserveWithin as a Reservation, from the time on librate's clock it
+// decided at; its units are the holder's, OK or not, if the decision admitted them.
+func (l *Limiter) reserveNow(n int, maxWait time.Duration) *Reservation {
 	if n < 0 || maxWait < 0 {
-		return Decision{}, 0, negativeArgument(n, 0, maxWait)
+		return refused(negativeArgument(n, 0, maxWait))
 	}
 	var out C.rate_decision
 	var now C.uint64_t
-	status := C.librate_go_reserve(l.handle(), C.uint64_t(n), C.uint64_t(maxWait), &out, &now)
+	r := &Reservation{}
+	status := C.librate_go_reserve(l.handle(), C.uint64_t(n), C.uint64_t(maxWait), &out, &now, &r.held)
 	runtime.KeepAlive(l)
 	decision, err := result(status, &out)
-	return decision, uint64(now), err
+	return r.decided(decision, uint64(now), err, l.cancel)
+}
+
+// cancel gives back a reservation of this limiter's (Reservation.CancelAt).
+func (l *Limiter) cancel(held *C.rate_reservation) {
+	C.rate_limiter_cancel(l.handle(), held)
+	runtime.KeepAlive(l)
 }
 
 // ReserveAt is Reserve at time now on the caller's timeline.
@@ -391,11 +404,11 @@ func (l *Limiter) Wait(ctx context.Context) error {
 // at once with an error wrapping context.DeadlineExceeded, having taken nothing. An n
 // above the burst is ErrInsufficientCapacity at once. A GCRA limiter reserves the units
 // first and then sleeps out Decision.Wait, so waiters are served in order; if ctx ends
-// during that sleep the reserved units stay spent, since librate's C ABI has no refund
-// yet (docs/go.md, cancelling). The window algorithms retry after each RetryAfter
-// instead, holding nothing while they sleep.
+// during that sleep the reservation is cancelled, giving the units back as far as no
+// later request depends on them (docs/go.md, cancelling). The window algorithms retry
+// after each RetryAfter instead, holding nothing while they sleep.
 func (l *Limiter) WaitN(ctx context.Context, n int) error {
-	reserve := l.ReserveWithin
+	reserve := l.reserveNow
 	if l.Config().Algorithm != GCRA {
 		reserve = nil
 	}

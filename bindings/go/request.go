@@ -116,3 +116,9 @@ func oneRule(d Decision, err error) (PolicyDecision, error) {
 	}
 	return PolicyDecision{Decision: d, DeniedBy: deniedBy, Rules: []Decision{d}}, nil
 }
+
+// IsPolicy marks p as a PolicyLimiter: its rules are named as a policy's.
+func (p *Policy) IsPolicy() {}
+
+// IsPolicy marks p as a PolicyLimiter: its rules are named as a policy's.
+func (p *KeyedPolicy) IsPolicy() {}

@@ -8,6 +8,7 @@ import "C"
 import (
 	"math"
 	"runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,8 +17,7 @@ const unbounded = C.uint64_t(math.MaxUint64)
 
 // Reserve is ReserveN(time.Now(), 1), with the time read on librate's clock.
 func (l *Limiter) Reserve() *Reservation {
-	decision, now, err := l.reserveNow(1, Never)
-	return reservation(decision, now, err)
+	return l.reserveNow(1, Never)
 }
 
 // ReserveN takes n units at time t, however long the holder must wait before acting on
@@ -26,14 +26,15 @@ func (l *Limiter) Reserve() *Reservation {
 // AllowN. To wait at most so long, use ReserveWithin, which takes nothing past it.
 func (l *Limiter) ReserveN(t time.Time, n int) *Reservation {
 	if n < 0 {
-		return reservation(Decision{}, 0, negative("n", int64(n)))
+		return refused(negative("n", int64(n)))
 	}
 	now := onTimeline(t)
 	var out C.rate_decision
-	status := C.rate_limiter_reserve_at(l.handle(), C.uint64_t(n), C.uint64_t(now), unbounded, &out)
+	r := &Reservation{}
+	status := C.rate_limiter_reserve_cancellable_at(l.handle(), C.uint64_t(n), C.uint64_t(now), unbounded, &out, &r.held)
 	runtime.KeepAlive(l)
 	decision, err := result(status, &out)
-	return reservation(decision, now, err)
+	return r.decided(decision, now, err, l.cancel)
 }
 
 // Reservation holds units taken for an action that may happen later, as x/time/rate's
@@ -48,16 +49,29 @@ type Reservation struct {
 	// decision is the reserve's decision; err its error, if it had one.
 	decision Decision
 	err      error
+	// held is what giving the units back takes (rate.h's rate_reservation), written by
+	// the reserve and never after; cancel gives it back on the handle that made it.
+	held   C.rate_reservation
+	cancel func(*C.rate_reservation)
+	// spent is set by the first CancelAt that gives back, so the units go back once.
+	spent atomic.Bool
 }
 
-// reservation is the Reservation a reserve at now (librate's timeline) returned:
-// admitted, or not OK with its error (a denied reserve, whose wait has no bound, can
-// only be one that waits past the end of time: also not OK).
-func reservation(decision Decision, now uint64, err error) *Reservation {
-	r := &Reservation{decision: decision, err: err}
+// refused is the Reservation of a reserve refused before C was called.
+func refused(err error) *Reservation {
+	return (&Reservation{}).decided(Decision{}, 0, err, nil)
+}
+
+// decided completes r, whose held the reserve at now (librate's timeline) wrote, with
+// that reserve's outcome: admitted, or not OK with its error (a denied reserve, whose
+// wait has no bound, can only be one that waits past the end of time: also not OK).
+// cancel gives held back.
+func (r *Reservation) decided(decision Decision, now uint64, err error, cancel func(*C.rate_reservation)) *Reservation {
+	r.decision, r.err = decision, err
 	if err == nil && decision.Allowed {
 		r.ok = true
 		r.act = now + uint64(decision.Wait)
+		r.cancel = cancel
 	}
 	return r
 }
@@ -114,10 +128,25 @@ func (r *Reservation) Cancel() {
 	r.CancelAt(time.Now())
 }
 
-// CancelAt says the holder will not act on the units. x/time/rate then gives back the
-// units that no later reservation depends on; librate's core can do the same (its
-// refund: docs/rust.md, waits), but its C ABI, which this package binds, exposes no
-// refund yet, so CancelAt gives nothing back: the units stay spent, and come back at
-// the limit's rate as spent units do. Code written for x/time/rate compiles and stays
-// within the limit; it admits less after a cancel than x/time/rate would.
-func (r *Reservation) CancelAt(_ time.Time) {}
+// CancelAt says the holder will not act on the units, and gives them back by librate's
+// refund, as far as no later request depends on them: the limiter (or the key) then
+// decides as if the reserve had never been made. A reserve made after this one, which
+// waits behind it, keeps them taken (never admitted twice), and so does a change of
+// rule since (SetConfig). As x/time/rate's CancelAt, nothing is given back once t is
+// past the time the holder could act (t maps onto librate's timeline as for AllowN),
+// when not OK, or a second time.
+func (r *Reservation) CancelAt(t time.Time) {
+	if r.OK() && onTimeline(t) <= r.act {
+		r.giveBack()
+	}
+}
+
+// giveBack gives the units of an OK reservation back, once.
+func (r *Reservation) giveBack() {
+	if !r.spent.CompareAndSwap(false, true) {
+		return
+	}
+	// A copy: C empties the reservation it gives back, and r.held is read concurrently.
+	held := r.held
+	r.cancel(&held)
+}

@@ -8,11 +8,11 @@ import (
 
 // wait is Wait for a Limiter or one key of a Keyed. reserve (GCRA) is nil for the
 // window algorithms, which have no reserve: they acquire and sleep out RetryAfter until
-// admitted.
+// admitted. A reservation whose sleep ctx ends is cancelled: its units go back.
 func wait(
 	ctx context.Context,
 	n int,
-	reserve func(n int, maxWait time.Duration) (Decision, error),
+	reserve func(n int, maxWait time.Duration) *Reservation,
 	acquire func(n int) (Decision, error),
 ) error {
 	if n < 0 {
@@ -35,15 +35,20 @@ func wait(
 			}
 		}
 		if reserve != nil {
-			decision, err := reserve(n, maxWait)
-			if err != nil {
-				return err
+			r := reserve(n, maxWait)
+			if r.err != nil {
+				return r.err
 			}
-			if !decision.Allowed {
+			if !r.decision.Allowed {
 				// Only a deadline can deny a reserve: the wait would outlast it.
 				return pastDeadline(n)
 			}
-			return sleep(ctx, decision.Wait)
+			err := sleep(ctx, r.decision.Wait)
+			if err != nil {
+				// Ended before the time to act: the units go back.
+				r.giveBack()
+			}
+			return err
 		}
 		decision, err := acquire(n)
 		if err != nil || decision.Allowed {

@@ -180,14 +180,93 @@ func TestReserveNow(t *testing.T) {
 	}
 }
 
-// Cancel gives nothing back while librate's C ABI has no refund: the units stay spent.
-func TestCancelKeepsTheUnits(t *testing.T) {
+// Cancelling gives the units back by librate's refund, as far as no later reserve
+// depends on them. One unit an hour, burst 1 (docs/decision.md, Reserve): T = τ = 1h, a
+// reserve at t waits max(TAT, t) + 1h − t − 1h.
+func TestCancelGivesTheUnitsBack(t *testing.T) {
+	for _, c := range hourly(t) {
+		at := time.Now()
+		delay := func(r *librate.Reservation) time.Duration { return r.DelayFrom(at) }
+		// TAT at → at+1h, wait 0; given back: at again, so the next waits 0 too.
+		first := c.reserve(at)
+		if !first.OK() || delay(first) != 0 {
+			t.Fatalf("%s: first reserve OK %v, delay %v; want OK, 0", c.name, first.OK(), delay(first))
+		}
+		first.CancelAt(at)
+		again := c.reserve(at)
+		if delay(again) != 0 {
+			t.Fatalf("%s: after a cancel the reserve waits %v, want 0", c.name, delay(again))
+		}
+		// `first` was given back once: cancelling it again must not take `again`'s unit
+		// (the state holds the same value it left).
+		first.Cancel()
+		// Queued behind `again` (TAT at+2h): `again`'s unit stays taken.
+		later := c.reserve(at)
+		if delay(later) != time.Hour {
+			t.Fatalf("%s: a reserve behind it waits %v, want 1h", c.name, delay(later))
+		}
+		again.CancelAt(at)
+		if d := delay(c.reserve(at)); d != 2*time.Hour {
+			t.Fatalf("%s: after cancelling a unit a later one depends on, a reserve waits %v, want 2h", c.name, d)
+		}
+	}
+}
+
+// As x/time/rate's, CancelAt past the time to act gives nothing back, and a
+// Reservation that is not OK has nothing to give.
+func TestCancelAfterTheTimeToActKeepsTheUnits(t *testing.T) {
 	l := mustGCRA(t, 1, time.Hour, 1)
-	r := l.Reserve()
-	r.Cancel()
-	r.CancelAt(time.Now())
-	if l.Allow() {
-		t.Fatal("admitted after a cancel; the binding has no refund to give units back with")
+	at := time.Now()
+	l.ReserveN(at, 1).CancelAt(at.Add(time.Minute))
+	if d := l.ReserveN(at, 1).DelayFrom(at); d != time.Hour {
+		t.Fatalf("after a cancel past the time to act a reserve waits %v, want 1h", d)
+	}
+	// n above the burst: not OK, nothing to give back, nothing changed (TAT at+2h).
+	refused := l.ReserveN(at, 2)
+	refused.CancelAt(at)
+	if refused.OK() || l.ReserveN(at, 1).DelayFrom(at) != 2*time.Hour {
+		t.Fatal("a reservation that is not OK must change nothing when cancelled")
+	}
+}
+
+// WaitN gives its units back when the context ends before the wait does.
+func TestWaitNGivesBackWhenTheContextEnds(t *testing.T) {
+	for _, c := range hourly(t) {
+		// The burst is taken; WaitN reserves the next unit, an hour out, and its
+		// context ends while it sleeps.
+		c.reserve(time.Now())
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(20*time.Millisecond, cancel)
+		if err := c.waitN(ctx, 1); !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: WaitN returned %v, want context.Canceled", c.name, err)
+		}
+		// Given back: the next reserve waits what is left of the first hour (the unit
+		// WaitN held would add a second hour).
+		if d := c.reserve(time.Now()).Delay(); d > time.Hour || d < 59*time.Minute {
+			t.Fatalf("%s: after WaitN gave up, a reserve waits %v, want just under 1h", c.name, d)
+		}
+	}
+}
+
+// reserver is a fresh GCRA limiter of one unit an hour, burst 1, or a key of such a
+// table: ReserveN of one unit, and WaitN.
+type reserver struct {
+	name    string
+	reserve func(at time.Time) *librate.Reservation
+	waitN   func(ctx context.Context, n int) error
+}
+
+func hourly(t *testing.T) []reserver {
+	config := librate.Config{Limit: 1, Period: time.Hour, Burst: 1}
+	l := mustNew(t, config)
+	k := mustKeyed(t, config, 4)
+	return []reserver{
+		{"Limiter", func(at time.Time) *librate.Reservation { return l.ReserveN(at, 1) }, l.WaitN},
+		{
+			"Keyed",
+			func(at time.Time) *librate.Reservation { return k.ReserveN("k", at, 1) },
+			func(ctx context.Context, n int) error { return k.WaitN(ctx, "k", n) },
+		},
 	}
 }
 

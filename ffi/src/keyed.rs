@@ -236,7 +236,7 @@ pub(super) unsafe fn with_key<H, T>(
 }
 
 /// The table behind a handle.
-fn table(keyed: &rate_keyed) -> &KeyedLimiter {
+pub(super) fn table(keyed: &rate_keyed) -> &KeyedLimiter {
     &keyed.table
 }
 

@@ -20,6 +20,7 @@ mod types;
 // header.
 mod explain;
 mod file;
+mod reservation;
 
 pub use batch::*;
 pub use explain::*;
@@ -30,6 +31,7 @@ pub use limiter::*;
 pub use misc::*;
 pub use policy::*;
 pub use redis::*;
+pub use reservation::*;
 #[cfg(feature = "testing")]
 pub use testing::*;
 pub use types::*;

@@ -178,7 +178,7 @@ pub unsafe extern "C" fn rate_limiter_free(limiter: *mut rate_limiter) {
 ///
 /// # Safety
 /// `limiter` is NULL or a live handle from `rate_limiter_new`.
-unsafe fn limiter_ref<'a>(limiter: *const rate_limiter) -> Option<&'a Limiter> {
+pub(super) unsafe fn limiter_ref<'a>(limiter: *const rate_limiter) -> Option<&'a Limiter> {
     // SAFETY: per this function's contract; `as_ref` checks NULL.
     unsafe { limiter.as_ref() }.map(|handle| &handle.limiter)
 }

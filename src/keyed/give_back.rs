@@ -70,10 +70,60 @@ pub(super) enum Taken {
     Inserted { key: Located, installed: Installed },
 }
 
+/// The first of a keyed refund's words (`to_words`): where its units were taken.
+const IN_PLACE: u64 = 0;
+const INSERTED: u64 = 1;
+
 impl KeyedRefund {
     pub(super) fn new(region: &Region, taken: Taken) -> Self {
         let region = region.serial;
         Self { region, taken }
+    }
+
+    /// The refund as plain words (`src/reservation.rs`).
+    pub(crate) fn to_words(self) -> [u64; 6] {
+        match self.taken {
+            Taken::InPlace { slot, refund } => {
+                let [word, before, after] = refund.to_words();
+                [IN_PLACE, self.region, slot as u64, word, before, after]
+            }
+            Taken::Inserted { key, installed } => {
+                let (home, slot) = (key.home as u64, installed.slot as u64);
+                [
+                    INSERTED,
+                    self.region,
+                    key.fingerprint,
+                    home,
+                    slot,
+                    installed.first,
+                ]
+            }
+        }
+    }
+
+    /// The refund [`to_words`](Self::to_words) wrote, or `None` for words no refund
+    /// writes. Any other words make one, which [`KeyedLimiter::refund`] checks: a region
+    /// not in force or a slot out of its range gives nothing back.
+    pub(crate) fn from_words([kind, region, a, b, c, d]: [u64; 6]) -> Option<Self> {
+        let index = |word: u64| usize::try_from(word).unwrap_or(usize::MAX);
+        let taken = match kind {
+            IN_PLACE => Taken::InPlace {
+                slot: index(a),
+                refund: Refund::from_words([b, c, d]),
+            },
+            INSERTED => Taken::Inserted {
+                key: Located {
+                    fingerprint: a,
+                    home: index(b),
+                },
+                installed: Installed {
+                    slot: index(c),
+                    first: d,
+                },
+            },
+            _ => return None,
+        };
+        Some(Self { region, taken })
     }
 }
 
@@ -142,7 +192,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// A region that is neither the one in force nor the one a sweep still moves keys
     /// from had every slot moved: the units stay, carried over, as a give-back there
     /// would find the marker.
-    pub(crate) fn refund(&self, refund: KeyedRefund) {
+    ///
+    /// Says whether the units were given back. A slot out of the region's range (a
+    /// refund rebuilt from a caller's words, `KeyedRefund::from_words`) gives nothing.
+    pub(crate) fn refund(&self, refund: KeyedRefund) -> bool {
         let view = self.view();
         let current = view.current();
         let region = if current.serial == refund.region {
@@ -151,25 +204,31 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             // SAFETY: read through `view`, which found it swept into.
             let old = unsafe { view.predecessor(current) };
             if old.serial != refund.region {
-                return;
+                return false;
             }
             old
         } else {
-            return;
+            return false;
         };
         match refund.taken {
+            Taken::InPlace { slot, .. } if !region.holds_slot(slot) => false,
+            Taken::Inserted { key, installed }
+                if !region.holds_slot(key.home) || !region.holds_slot(installed.slot) =>
+            {
+                false
+            }
             // A moved slot holds its marker, which the refund's CAS never expects: the
             // units stay, carried over (`change.rs`).
-            Taken::InPlace { slot, refund } => {
-                refund.apply(region.state(slot));
-            }
+            Taken::InPlace { slot, refund } => refund.apply(region.state(slot)),
             // Without a claim (a shared table's registry stays busy) the units stay, and
             // `retire` leaves a moved slot as it is.
             Taken::Inserted { key, installed } => {
-                if let Some(claimant) = region.claimant(key.home) {
-                    region.retire(claimant, key, installed.slot, Some(installed.first));
-                    region.release(claimant);
-                }
+                let Some(claimant) = region.claimant(key.home) else {
+                    return false;
+                };
+                let retired = region.retire(claimant, key, installed.slot, Some(installed.first));
+                region.release(claimant);
+                retired
             }
         }
     }

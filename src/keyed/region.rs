@@ -182,6 +182,12 @@ impl Region {
 
 /// Where each word of a region lies (`layout.rs`), and where a key's probe goes.
 impl Region {
+    /// Whether the region has a slot `slot`.
+    #[inline]
+    pub(super) fn holds_slot(&self, slot: usize) -> bool {
+        slot < self.layout.slot_count
+    }
+
     /// Slot `slot`'s first word (its fingerprint), after one check that the slot is in
     /// the table: every word of the slot is then addressed from it with no check of its
     /// own, which keeps the lookup of a key short.

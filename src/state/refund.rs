@@ -31,17 +31,34 @@ impl Refund {
     /// limiters.)
     #[inline]
     pub(crate) fn apply(self, state: &[AtomicU64]) -> bool {
+        // A word out of range gives nothing back: a refund rebuilt from a caller's words
+        // (`from_words`) may name any index.
+        let Some(word) = state.get(self.word) else {
+            return false;
+        };
         // Release on success: the value put back was read with (at least) the ordering of
         // the admission's swap, so whatever other words it publishes (a window record) were
         // written before, and stay visible to readers that load it. Relaxed on failure:
         // nothing is read from it.
-        state[self.word]
-            .compare_exchange(
-                self.after,
-                self.before,
-                Ordering::Release,
-                Ordering::Relaxed,
-            )
-            .is_ok()
+        word.compare_exchange(
+            self.after,
+            self.before,
+            Ordering::Release,
+            Ordering::Relaxed,
+        )
+        .is_ok()
+    }
+
+    /// The refund as plain words, for a caller that keeps a reservation in memory of its
+    /// own (`src/reservation.rs`).
+    pub(crate) fn to_words(self) -> [u64; 3] {
+        [self.word as u64, self.before, self.after]
+    }
+
+    /// The refund [`to_words`](Self::to_words) wrote. Any words make a refund: one whose
+    /// word is out of range or does not hold `after` gives nothing back.
+    pub(crate) fn from_words([word, before, after]: [u64; 3]) -> Self {
+        let word = usize::try_from(word).unwrap_or(usize::MAX);
+        Self::new(word, before, after)
     }
 }

@@ -52,6 +52,10 @@ func (p *Policy) LimitRequest(ctx context.Context, key string, t time.Time, cost
 	return p.acquireAtNs(ctx, key, n, now)
 }
 
+// IsPolicy marks p as a librate.PolicyLimiter: NewMiddleware names its rules as a
+// policy's, "rule0", "rule1", … (even one).
+func (p *Policy) IsPolicy() {}
+
 // ForMiddleware returns l, which is a librate.RequestLimiter.
 //
 // Deprecated: pass l to librate.NewMiddleware itself; ForMiddleware goes in the next

@@ -106,6 +106,12 @@ class rate_keyed_stats(Structure):  # noqa: N801 - the C name
     ]
 
 
+class rate_reservation(Structure):  # noqa: N801 - the C name
+    """``struct rate_reservation``: a cancellable reserve's reservation; opaque words."""
+
+    _fields_ = [("opaque", c_uint64 * 8)]
+
+
 class rate_policy_decision(Structure):  # noqa: N801 - the C name
     """``struct rate_policy_decision``: a policy's decision, and each rule's."""
 
@@ -177,6 +183,11 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (HANDLE, c_uint64, c_uint64, c_uint64, DECISION),
     ),
+    "rate_limiter_reserve_cancellable_at": (
+        c_int32,
+        (HANDLE, c_uint64, c_uint64, c_uint64, DECISION, POINTER(rate_reservation)),
+    ),
+    "rate_limiter_cancel": (c_int32, (HANDLE, POINTER(rate_reservation))),
     "rate_limiter_reset": (c_int32, (HANDLE,)),
     "rate_limiter_set_config": (c_int32, (HANDLE, POINTER(rate_config))),
     "rate_limiter_set_config_at": (c_int32, (HANDLE, POINTER(rate_config), c_uint64)),
@@ -200,6 +211,11 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (HANDLE, KEY, c_size_t, c_uint64, c_uint64, c_uint64, DECISION),
     ),
+    "rate_keyed_reserve_cancellable_at": (
+        c_int32,
+        (HANDLE, KEY, c_size_t, c_uint64, c_uint64, c_uint64, DECISION, POINTER(rate_reservation)),
+    ),
+    "rate_keyed_cancel": (c_int32, (HANDLE, POINTER(rate_reservation))),
     "rate_keyed_reset": (c_int32, (HANDLE, KEY, c_size_t)),
     "rate_keyed_set_config": (c_int32, (HANDLE, POINTER(rate_config))),
     "rate_keyed_set_config_at": (c_int32, (HANDLE, POINTER(rate_config), c_uint64)),

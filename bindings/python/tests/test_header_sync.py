@@ -44,6 +44,7 @@ C_TYPES: dict[str, Any] = {
     "int32_t *": POINTER(c_int32),
     "uint16_t *": POINTER(c_uint16),
     "struct rate_decision *": POINTER(_ffi.rate_decision),
+    "struct rate_reservation *": POINTER(_ffi.rate_reservation),
     "struct rate_keyed_stats *": POINTER(_ffi.rate_keyed_stats),
     "struct rate_redis_script *": POINTER(_ffi.rate_redis_script),
     "struct rate_redis_policy_script *": POINTER(_ffi.rate_redis_policy_script),

@@ -78,7 +78,9 @@ impl<S: BuildHasher> Rules for ForKey<'_, S> {
 
     fn refund(&self, rule: usize, refund: ScopedRefund) {
         match (&self.rules[rule], refund) {
-            (Scoped::PerKey(table), ScopedRefund::PerKey(refund)) => table.refund(refund),
+            (Scoped::PerKey(table), ScopedRefund::PerKey(refund)) => {
+                table.refund(refund);
+            }
             (Scoped::Global(limiter), ScopedRefund::Global(refund)) => {
                 limiter.refund(refund);
             }
