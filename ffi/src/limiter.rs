@@ -297,15 +297,48 @@ pub unsafe extern "C" fn rate_limiter_acquire_at(
     now_ns: u64,
     out: *mut rate_decision,
 ) -> i32 {
+    // As `rate_limiter_acquire`: a dispatch that saves no registers, to bodies reached by
+    // a jump, so that the outcome alone pays for no decision's frame.
+    if out.is_null() {
+        // SAFETY: the caller's promise on `limiter`.
+        return unsafe { acquire_at_outcome(limiter, n, now_ns) };
+    }
+    // SAFETY: the caller's promises; `out` is non-NULL.
+    unsafe { acquire_at_reported(limiter, n, now_ns, out) }
+}
+
+/// `rate_limiter_acquire_at` with `out` NULL: the outcome alone.
+///
+/// # Safety
+/// `limiter` is NULL or a live handle.
+#[inline(never)]
+unsafe extern "C" fn acquire_at_outcome(limiter: *mut rate_limiter, n: u64, now_ns: u64) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        match unsafe { limiter_ref(limiter) } {
+            Some(limiter) => outcome_status(limiter.try_acquire_at(n, Instant::from_nanos(now_ns))),
+            None => RATE_E_NULL,
+        }
+    })
+}
+
+/// `rate_limiter_acquire_at` with a decision to write.
+///
+/// # Safety
+/// `limiter` is NULL or a live handle; `out` points to a writable `rate_decision`.
+#[inline(never)]
+unsafe extern "C" fn acquire_at_reported(
+    limiter: *mut rate_limiter,
+    n: u64,
+    now_ns: u64,
+    out: *mut rate_decision,
+) -> i32 {
     boundary(|| {
         // SAFETY: the caller passes NULL or a live handle.
         let Some(limiter) = (unsafe { limiter_ref(limiter) }) else {
             return RATE_E_NULL;
         };
-        if out.is_null() {
-            return outcome_status(limiter.try_acquire_at(n, Instant::from_nanos(now_ns)));
-        }
-        // SAFETY: `out` is non-NULL and the caller promised it is writable.
+        // SAFETY: the caller promised `out` is writable.
         unsafe { report(limiter.acquire_at(n, Instant::from_nanos(now_ns)), out) }
     })
 }
