@@ -52,7 +52,7 @@ fn compare(
     got: i32,
     out: &rate_decision,
     written: bool,
-    want: &std::result::Result<librate::Decision, librate::Error>,
+    want: &std::result::Result<librate::Decision, librate_fuzz::Refused>,
 ) {
     assert_eq!(got, status(want), "step {step}: status; model {want:?}");
     match want {

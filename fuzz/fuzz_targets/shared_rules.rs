@@ -10,8 +10,8 @@
 //! and described (`describe_file`).
 //!
 //! Whatever the bytes, every call returns a decision or one of the errors documented for a
-//! file another writer wrote (`Incompatible`, `InvalidConfig`, `Io`, `Unsupported`, and a
-//! decision's `InsufficientCapacity`), never panics or hangs (libFuzzer's -timeout; the
+//! file another writer wrote (`Incompatible`, `InvalidConfig`, `Io`, `Shared`, `Unsupported`,
+//! and a decision's `InsufficientCapacity`), never panics or hangs (libFuzzer's -timeout; the
 //! fuzz build gives up on a live holder's lock or pin after a millisecond), and a decision
 //! never reports more remaining than its limit.
 
@@ -66,36 +66,38 @@ impl Handle {
 
     fn acquire_at(&self, key: &[u8], n: u64, now: u64) -> Outcome<Decision> {
         match self {
-            Self::One(limiter) => limiter.acquire_at(n, Instant::from_nanos(now)),
-            Self::Keyed(table) => table.acquire_at(key, n, Instant::from_nanos(now)),
+            Self::One(limiter) => Ok(limiter.acquire_at(n, Instant::from_nanos(now))?),
+            Self::Keyed(table) => Ok(table.acquire_at(key, n, Instant::from_nanos(now))?),
         }
     }
 
     fn try_acquire(&self, key: &[u8], n: u64) -> Outcome<bool> {
         match self {
-            Self::One(limiter) => limiter.try_acquire(n),
-            Self::Keyed(table) => table.try_acquire(key, n),
+            Self::One(limiter) => Ok(limiter.try_acquire(n)?),
+            Self::Keyed(table) => Ok(table.try_acquire(key, n)?),
         }
     }
 
     fn reserve_at(&self, key: &[u8], n: u64, now: u64, max_wait: u64) -> Outcome<Decision> {
         match self {
-            Self::One(limiter) => {
-                limiter.reserve_at(n, Instant::from_nanos(now), Duration::from_nanos(max_wait))
-            }
-            Self::Keyed(table) => table.reserve_at(
+            Self::One(limiter) => Ok(limiter.reserve_at(
+                n,
+                Instant::from_nanos(now),
+                Duration::from_nanos(max_wait),
+            )?),
+            Self::Keyed(table) => Ok(table.reserve_at(
                 key,
                 n,
                 Instant::from_nanos(now),
                 Duration::from_nanos(max_wait),
-            ),
+            )?),
         }
     }
 
     fn set_config_at(&self, config: &Config, now: u64) -> Outcome<()> {
         match self {
-            Self::One(limiter) => limiter.set_config_at(config, Instant::from_nanos(now)),
-            Self::Keyed(table) => table.set_config_at(config, Instant::from_nanos(now)),
+            Self::One(limiter) => Ok(limiter.set_config_at(config, Instant::from_nanos(now))?),
+            Self::Keyed(table) => Ok(table.set_config_at(config, Instant::from_nanos(now))?),
         }
     }
 
@@ -105,7 +107,7 @@ impl Handle {
                 limiter.reset();
                 Ok(())
             }
-            Self::Keyed(table) => table.reset(key),
+            Self::Keyed(table) => Ok(table.reset(key)?),
         }
     }
 
@@ -237,9 +239,7 @@ fn corrupt(input: &mut Unstructured<'_>, bytes: &mut [u8]) -> Result<()> {
 fn opened(outcome: Outcome<Handle>) -> Option<Handle> {
     match outcome {
         Ok(limiter) => Some(limiter),
-        Err(Error::Incompatible | Error::InvalidConfig(_) | Error::Io(_) | Error::Unsupported) => {
-            None
-        }
+        Err(Error::Incompatible { .. } | Error::InvalidConfig(_) | Error::Io(_)) => None,
         Err(error) => panic!("open: {error:?}"),
     }
 }
@@ -370,7 +370,8 @@ fn decided<D: Into<Option<Decision>>>(outcome: Outcome<D>) {
             Error::InsufficientCapacity
             | Error::TableFull
             | Error::Unsupported
-            | Error::Incompatible
+            | Error::Shared(_)
+            | Error::Incompatible { .. }
             | Error::InvalidConfig(_)
             | Error::Io(_),
         ) => {}
@@ -382,8 +383,13 @@ fn decided<D: Into<Option<Decision>>>(outcome: Outcome<D>) {
 fn changed(outcome: Outcome<()>) {
     match outcome {
         Ok(())
-        | Err(Error::Incompatible | Error::InvalidConfig(_) | Error::Io(_) | Error::Unsupported) => {
-        }
+        | Err(
+            Error::Incompatible { .. }
+            | Error::InvalidConfig(_)
+            | Error::Io(_)
+            | Error::Unsupported
+            | Error::Shared(_),
+        ) => {}
         Err(error) => panic!("set_config_at: {error:?}"),
     }
 }
@@ -395,7 +401,7 @@ fn describe(path: &Path) {
             let named = format!("{}: ", path.display());
             assert!(sentence.starts_with(&named), "{sentence}");
         }
-        Err(Error::Io(_)) => {}
-        Err(error) => panic!("describe_file: {error:?}"),
+        // Always the file's I/O error, with its path.
+        Err(_) => {}
     }
 }

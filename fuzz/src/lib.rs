@@ -6,7 +6,7 @@
 
 use c_decision::decision_of;
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
-use librate::{Decision, Error};
+use librate::Decision;
 use rate::{
     rate_config, rate_decision, RATE_E_INSUFFICIENT_CAPACITY, RATE_E_TABLE_FULL,
     RATE_E_UNSUPPORTED, RATE_FIXED_WINDOW, RATE_FOREVER, RATE_GCRA, RATE_LIMITED, RATE_OK,
@@ -17,6 +17,11 @@ use std::time::Duration;
 #[path = "../../ffi/tests/common/c_decision.rs"]
 #[allow(dead_code, unreachable_pub)]
 pub mod c_decision;
+
+#[path = "../../tests/common/refused.rs"]
+#[allow(dead_code, unreachable_pub, missing_docs)]
+mod refused;
+pub use refused::{refused, Refused};
 
 #[path = "../../tests/common/exact.rs"]
 #[allow(dead_code, unreachable_pub, missing_docs)]
@@ -105,24 +110,23 @@ pub fn next_time(input: &mut Unstructured<'_>, now: u64, period_ns: u64) -> Resu
 }
 
 /// The C status of an outcome.
-pub fn status(outcome: &std::result::Result<Decision, Error>) -> i32 {
+pub fn status(outcome: &std::result::Result<Decision, Refused>) -> i32 {
     match outcome {
         Ok(decision) if decision.allowed => RATE_OK,
         Ok(_) => RATE_LIMITED,
-        Err(Error::InsufficientCapacity) => RATE_E_INSUFFICIENT_CAPACITY,
-        Err(Error::TableFull) => RATE_E_TABLE_FULL,
-        Err(Error::Unsupported) => RATE_E_UNSUPPORTED,
-        Err(error) => panic!("no call of a sequence returns {error:?}"),
+        Err(Refused::InsufficientCapacity) => RATE_E_INSUFFICIENT_CAPACITY,
+        Err(Refused::TableFull) => RATE_E_TABLE_FULL,
+        Err(Refused::Unsupported) => RATE_E_UNSUPPORTED,
     }
 }
 
 /// The outcome a C call reported: its status, and the decision it wrote.
-pub fn outcome(status: i32, out: &rate_decision) -> std::result::Result<Decision, Error> {
+pub fn outcome(status: i32, out: &rate_decision) -> std::result::Result<Decision, Refused> {
     match status {
         RATE_OK | RATE_LIMITED => Ok(decision_of(out)),
-        RATE_E_INSUFFICIENT_CAPACITY => Err(Error::InsufficientCapacity),
-        RATE_E_TABLE_FULL => Err(Error::TableFull),
-        RATE_E_UNSUPPORTED => Err(Error::Unsupported),
+        RATE_E_INSUFFICIENT_CAPACITY => Err(Refused::InsufficientCapacity),
+        RATE_E_TABLE_FULL => Err(Refused::TableFull),
+        RATE_E_UNSUPPORTED => Err(Refused::Unsupported),
         other => panic!("status {other} from a call that never returns it"),
     }
 }

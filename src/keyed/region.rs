@@ -107,7 +107,7 @@ impl Region {
     /// A new region of `decider` in this process's heap, laid out as `layout`.
     ///
     /// # Errors
-    /// [`ConfigError::Capacity`](crate::ConfigError::Capacity) if the allocator refuses.
+    /// [`ConfigError::Capacity`] if the allocator refuses.
     pub(super) fn private(
         decider: Decider,
         config: &Config,

@@ -13,7 +13,7 @@
 //!
 //! An opener's rules must be as many as the descriptor's, of the same scopes in the same
 //! order, and each the rule in force of its place; else the file is
-//! [`OpenError::Incompatible`](crate::OpenError::Incompatible) and left untouched,
+//! [`OpenError::Incompatible`] and left untouched,
 //! unless the opener asks that its rules replace the file's. The tables hash keys with the file's one secret hash key.
 //! Everything else (create or attach, another boot, a process killed mid-insert or
 //! mid-change) is the keyed table's and the limiter's, per rule.
