@@ -11,6 +11,8 @@ pub mod loom_keys;
 pub mod models;
 pub mod peer_vectors;
 mod refused;
+// Each test crate takes what it needs of this shared module.
+#[allow(unused_imports)]
 pub use refused::{refused, Refused};
 #[cfg(not(loom))]
 pub mod processes;
