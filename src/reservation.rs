@@ -1,6 +1,7 @@
-//! A reserve that can be cancelled (docs/rust.md, Cancelling a reservation): the decision,
-//! and what giving its units back takes (`state/refund.rs`), held on the limiter or the
-//! table that admitted it.
+//! A reserve that can be cancelled (docs/rust.md, Cancelling a reservation): the
+//! `reserve_cancellable` calls of limiters and keyed tables, and the [`Reservation`] they
+//! return, the decision and what giving its units back takes (`state/refund.rs`), held on
+//! the limiter or the table that admitted it.
 //!
 //! Giving back is exact as far as no later request depends on the units: it puts the
 //! word the admission changed back as it was if the word still holds what the admission
@@ -13,9 +14,114 @@
 //! on, by serial, and an index out of range or a serial not in force gives nothing back.
 
 use crate::decision::Decision;
+use crate::error::{KeyedAcquireError, ReserveError};
 use crate::keyed::{KeyedLimiter, KeyedRefund};
 use crate::limiter::{Limiter, RuleRefund};
+use crate::time::{self, Instant};
 use std::hash::BuildHasher;
+use std::time::Duration;
+
+impl Limiter {
+    /// [`reserve`](Self::reserve), whose admission [`Reservation::cancel`] gives back:
+    /// for a caller that may not act after all (its context ended, a later step failed).
+    /// A denial, or a query of 0 units, holds nothing to give back.
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub fn reserve_cancellable(
+        &self,
+        n: u64,
+        max_wait: Duration,
+    ) -> Result<Reservation<'_>, ReserveError> {
+        self.reserve_cancellable_at(n, Instant::now(), max_wait)
+    }
+
+    /// [`reserve_cancellable`](Self::reserve_cancellable) at `at`.
+    ///
+    /// ```
+    /// use librate::{Config, Instant, Limiter};
+    /// use std::time::Duration;
+    /// const SECOND: Duration = Duration::from_secs(1);
+    /// // One unit a second, no burst beyond it.
+    /// let limiter = Limiter::new(&Config::gcra(1, SECOND).with_burst(1)).unwrap();
+    /// let first = limiter.reserve_cancellable_at(1, Instant::ZERO, Duration::ZERO).unwrap();
+    /// assert!(first.decision().allowed);
+    /// assert!(first.cancel()); // given back: the next reserve is admitted at once
+    /// let again = limiter.reserve_cancellable_at(1, Instant::ZERO, SECOND).unwrap();
+    /// assert_eq!(again.decision().wait(), Duration::ZERO);
+    /// // A later reserve queued behind it: cancelling `again` gives nothing back.
+    /// let later = limiter.reserve_cancellable_at(1, Instant::ZERO, SECOND).unwrap();
+    /// assert_eq!(later.decision().wait(), SECOND);
+    /// assert!(!again.cancel());
+    /// ```
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub fn reserve_cancellable_at(
+        &self,
+        n: u64,
+        at: Instant,
+        max_wait: Duration,
+    ) -> Result<Reservation<'_>, ReserveError> {
+        let (decision, refund) =
+            self.reserve_refundable_at(n, at.as_nanos(), time::nanos(max_wait))?;
+        Ok(Reservation::of_rule(self, decision, refund))
+    }
+}
+
+impl<S: BuildHasher> KeyedLimiter<S> {
+    /// [`Limiter::reserve_cancellable`](crate::Limiter::reserve_cancellable) for `key`:
+    /// [`reserve`](Self::reserve), whose admission [`Reservation::cancel`] gives back. A
+    /// key the reserve inserted is absent again once given back. (The hasher is `Sync`,
+    /// as the default [`KeyHasher`](crate::KeyHasher) is, so that the reservation is
+    /// `Send` and `Sync`.)
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub fn reserve_cancellable(
+        &self,
+        key: &[u8],
+        n: u64,
+        max_wait: Duration,
+    ) -> Result<Reservation<'_>, ReserveError<KeyedAcquireError>>
+    where
+        S: Sync,
+    {
+        self.reserve_cancellable_at(key, n, Instant::now(), max_wait)
+    }
+
+    /// [`reserve_cancellable`](Self::reserve_cancellable) at `at`.
+    ///
+    /// ```
+    /// use librate::{Config, Instant, KeyedLimiter};
+    /// use std::time::Duration;
+    /// const SECOND: Duration = Duration::from_secs(1);
+    /// let table = KeyedLimiter::new(&Config::gcra(1, SECOND).with_burst(1), 16).unwrap();
+    /// let held = table.reserve_cancellable_at(b"alice", 1, Instant::ZERO, SECOND).unwrap();
+    /// assert!(held.decision().allowed);
+    /// assert!(held.cancel());
+    /// let again = table.reserve_at(b"alice", 1, Instant::ZERO, Duration::ZERO).unwrap();
+    /// assert!(again.allowed);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`reserve`](Self::reserve).
+    pub fn reserve_cancellable_at(
+        &self,
+        key: &[u8],
+        n: u64,
+        at: Instant,
+        max_wait: Duration,
+    ) -> Result<Reservation<'_>, ReserveError<KeyedAcquireError>>
+    where
+        S: Sync,
+    {
+        let max_wait_ns = time::nanos(max_wait);
+        let (decision, refund) =
+            self.reserve_refundable_at(self.locate(key), n, at.as_nanos(), max_wait_ns)?;
+        Ok(Reservation::of_key(self, decision, refund))
+    }
+}
 
 /// How many words [`Reservation::to_words`] writes.
 #[doc(hidden)]

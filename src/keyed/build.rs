@@ -176,7 +176,7 @@ impl KeyedLimiter<KeyHasher> {
     /// of it plays another process that opened the file. Not public API.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn model_file(config: &Config, capacity: u64) -> Result<Self, crate::Error> {
+    pub fn model_file(config: &Config, capacity: u64) -> Result<Self, crate::error::Error> {
         let table = FileTable::of(&Decider::new(config)?, capacity)?;
         let mapping = Mapping::model(*config, table.words());
         for (index, word) in mapping.state(table.words()).iter().enumerate() {

@@ -143,7 +143,7 @@ impl Limiter {
     /// process that opened the file. Not public API.
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn model_file(config: &Config) -> Result<Self, crate::Error> {
+    pub fn model_file(config: &Config) -> Result<Self, crate::error::Error> {
         let words = file_words(Decider::new(config)?.state_words());
         Ok(Self::attached(
             Arc::new(Mapping::model(*config, words)),

@@ -1,6 +1,6 @@
 //! A reserve that keeps what giving its admission back takes: the step of a wait
 //! (`src/wait.rs`) that may be cancelled while it sleeps out its place in GCRA's queue,
-//! and a caller's [`Reservation`] (`src/reservation.rs`).
+//! and of a caller's reservation (`src/reservation.rs`).
 
 use super::{Limiter, RuleRefund};
 use crate::decider::Decider;
@@ -8,12 +8,9 @@ use crate::decision::Decision;
 use crate::error::ReserveError;
 use crate::generations::{Generation, Operation};
 use crate::replaced::{Replaceable, Replaced};
-use crate::reservation::Reservation;
 use crate::state::Refund;
-use crate::time::{self, Instant};
 use crate::versions::Version;
 use std::cell::Cell;
-use std::time::Duration;
 
 /// A reserve of `n` units at `now_ns`, putting what giving the admission back takes in
 /// `refund` (left as it was for a denial or a query).
@@ -44,52 +41,6 @@ impl Operation for Reserve<'_> {
 }
 
 impl Limiter {
-    /// [`reserve`](Self::reserve), whose admission [`Reservation::cancel`] gives back:
-    /// for a caller that may not act after all (its context ended, a later step failed).
-    /// A denial, or a query of 0 units, holds nothing to give back.
-    ///
-    /// # Errors
-    /// As [`reserve`](Self::reserve).
-    pub fn reserve_cancellable(
-        &self,
-        n: u64,
-        max_wait: Duration,
-    ) -> Result<Reservation<'_>, ReserveError> {
-        self.reserve_cancellable_at(n, Instant::now(), max_wait)
-    }
-
-    /// [`reserve_cancellable`](Self::reserve_cancellable) at `at`.
-    ///
-    /// ```
-    /// use librate::{Config, Instant, Limiter};
-    /// use std::time::Duration;
-    /// const SECOND: Duration = Duration::from_secs(1);
-    /// // One unit a second, no burst beyond it.
-    /// let limiter = Limiter::new(&Config::gcra(1, SECOND).with_burst(1)).unwrap();
-    /// let first = limiter.reserve_cancellable_at(1, Instant::ZERO, Duration::ZERO).unwrap();
-    /// assert!(first.decision().allowed);
-    /// assert!(first.cancel()); // given back: the next reserve is admitted at once
-    /// let again = limiter.reserve_cancellable_at(1, Instant::ZERO, SECOND).unwrap();
-    /// assert_eq!(again.decision().wait(), Duration::ZERO);
-    /// // A later reserve queued behind it: cancelling `again` gives nothing back.
-    /// let later = limiter.reserve_cancellable_at(1, Instant::ZERO, SECOND).unwrap();
-    /// assert_eq!(later.decision().wait(), SECOND);
-    /// assert!(!again.cancel());
-    /// ```
-    ///
-    /// # Errors
-    /// As [`reserve`](Self::reserve).
-    pub fn reserve_cancellable_at(
-        &self,
-        n: u64,
-        at: Instant,
-        max_wait: Duration,
-    ) -> Result<Reservation<'_>, ReserveError> {
-        let (decision, refund) =
-            self.reserve_refundable_at(n, at.as_nanos(), time::nanos(max_wait))?;
-        Ok(Reservation::of_rule(self, decision, refund))
-    }
-
     /// [`reserve_at`](Self::reserve_at), with what giving the units back takes if they
     /// were admitted ([`refund`](Self::refund) gives them back).
     ///
