@@ -62,6 +62,8 @@ rm -rf "$out/c" "$out/python" "$out/go"
 mkdir -p "$out/c" "$out/python" "$out/go"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+sizes=()   # "WHAT ARTIFACT BYTES", as each is made
+size_of() { sizes+=("$1 $2 $(stat -c %s "$3")"); }
 
 # strip_for TARGET: the strip that reads the target's objects.
 strip_for() {
@@ -87,6 +89,9 @@ for target in "${targets[@]}"; do
     [[ $(printf '%s\n' "$newest" "$glibc" | sort -V | tail -n 1) == "$glibc" ]] ||
         fail "$shared needs glibc $newest, above the floor $glibc"
     tar -C "$work/c" --owner=0 --group=0 --numeric-owner -czf "$out/c/$name.tar.gz" "$name"
+    size_of "$target" librate.so "$shared"
+    size_of "$target" librate.a "$work/c/$name/lib/librate.a"
+    size_of "$target" tarball "$out/c/$name.tar.gz"
 
     # --- Python: the wheel of that library ----------------------------------------------
     step "$target: wheel"
@@ -98,6 +103,7 @@ for target in "${targets[@]}"; do
     auditwheel show "$wheel" >"$work/auditwheel.txt" 2>&1 || { cat "$work/auditwheel.txt" >&2; fail "auditwheel cannot read $wheel"; }
     grep -q "manylinux_2_17_$arch" "$work/auditwheel.txt" ||
         { cat "$work/auditwheel.txt" >&2; fail "$wheel is not manylinux_2_17_$arch"; }
+    size_of "$target" wheel "$wheel"
 done
 
 # --- Python: the sdist, with the Rust sources it builds from ----------------------------
@@ -125,6 +131,7 @@ EOF
 cp LICENSE-MIT LICENSE-APACHE "$sdist_src/"
 python -m build --sdist --outdir "$out/python" "$sdist_src" >&2
 [[ -f $out/python/librate-$version.tar.gz ]] || fail "build made no librate-$version.tar.gz"
+size_of any sdist "$out/python/librate-$version.tar.gz"
 
 # --- Go: the module, with the header and the libraries inside ---------------------------
 step "Go module proxy tree"
@@ -178,23 +185,14 @@ with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as archive:
             path = os.path.join(directory, name)
             archive.write(path, f"{prefix}/{os.path.relpath(path, source)}")
 EOF
+size_of any go-module-zip "$proxy/$go_version.zip"
 
 # --- sizes ------------------------------------------------------------------------------
 step "sizes"
 {
     printf '# librate %s, built by scripts/dist.sh (Cargo profile release: opt-level 3,\n' "$version"
     printf '# strip = "debuginfo"; librate.a further stripped of debug sections)\n'
-    for target in "${targets[@]}"; do
-        lib=$work/c/librate-$version-$target/lib
-        printf '%s librate.so %s\n' "$target" "$(stat -c %s "$lib/librate.so.$version")"
-        printf '%s librate.a %s\n' "$target" "$(stat -c %s "$lib/librate.a")"
-        printf '%s tarball %s\n' "$target" "$(stat -c %s "$out/c/librate-$version-$target.tar.gz")"
-        arch=${target%%-*}
-        printf '%s wheel %s\n' "$target" \
-            "$(stat -c %s "$out/python/librate-$version-py3-none-manylinux_2_17_$arch.manylinux2014_$arch.whl")"
-    done
-    printf 'any sdist %s\n' "$(stat -c %s "$out/python/librate-$version.tar.gz")"
-    printf 'any go-module-zip %s\n' "$(stat -c %s "$out/go/$module/@v/$go_version.zip")"
+    printf '%s\n' "${sizes[@]}"
 } >"$out/sizes.txt"
 cat "$out/sizes.txt" >&2
 echo "dist.sh: librate $version into $out" >&2
