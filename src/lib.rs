@@ -111,6 +111,7 @@ mod describe;
 mod error;
 mod generations;
 mod keyed;
+pub mod lease;
 mod limiter;
 mod policy;
 pub mod redis;
@@ -139,6 +140,7 @@ pub use error::{
     SharedError, WaitError,
 };
 pub use keyed::{KeyHasher, KeyedLimiter, KeyedStats};
+pub use lease::LeaseRule;
 pub use limiter::Limiter;
 pub use policy::{KeyedPolicy, KeyedRule, Policy, PolicyDecision, MAX_RULES};
 pub use reservation::Reservation;

@@ -68,6 +68,16 @@ pub enum ConfigError {
     ///
     /// [`Config::FOREVER`]: crate::Config::FOREVER
     LiveChange,
+    /// Leases (docs/leases.md): the rule's algorithm is not one that leases divide.
+    LeaseAlgorithm(Algorithm),
+    /// Leases: a lease shorter than 1 ms or of 2⁵³ µs or more, or a renewal interval not
+    /// below the lease's end (a thousandth of the lease before it).
+    LeaseTiming {
+        /// The lease's length.
+        lease: std::time::Duration,
+        /// The interval between renewals.
+        renew_every: std::time::Duration,
+    },
 }
 
 /// A field that a [`ConfigError`] names.
@@ -218,6 +228,11 @@ impl ConfigError {
                 "a live change keeps the algorithm (and the number of rules), and a sliding \
                  log's rule does not change"
             }
+            Self::LeaseAlgorithm(_) => "leases divide GCRA rules only",
+            Self::LeaseTiming { .. } => {
+                "a lease lasts from 1 ms to below 2^53 us, and is renewed at least 1 ms apart \
+                 and before the last thousandth of it"
+            }
         }
     }
 }
@@ -268,6 +283,16 @@ impl fmt::Display for ConfigError {
             Self::RedisPrefix { prefix } => {
                 write!(f, "{}: {:?}", self.rule(), String::from_utf8_lossy(prefix))
             }
+            Self::LeaseAlgorithm(algorithm) => {
+                write!(f, "{}, not {}", self.rule(), algorithm_name(*algorithm))
+            }
+            Self::LeaseTiming { lease, renew_every } => write!(
+                f,
+                "lease_ns {} renewed every {} ns: {}",
+                lease.as_nanos(),
+                renew_every.as_nanos(),
+                self.rule()
+            ),
             _ => f.write_str(self.rule()),
         }
     }

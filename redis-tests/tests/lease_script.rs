@@ -1,0 +1,219 @@
+//! The GCRA lease script (src/redis/lua/lease_gcra.lua, docs/leases.md) on a real
+//! `redis-server`, loaded alone: every reply of a run of grants, renewals, hand-backs and
+//! ends worked out by hand from the rule (1,000 a second: T = 1 ms, B = 1,000; leases of
+//! 2 s) and the demands given; and the errors for another rule, another type and garbage.
+
+mod common;
+
+use common::redis_server::server;
+use librate::lease::GCRA_SCRIPT;
+use redis::Value;
+
+const KEY: &str = "lease:{global}";
+const S: i64 = 1_000_000;
+
+/// One call: `op` at `now_us` for `holder` with `demand`, under T = 1 ms, B = `burst`,
+/// leases of 2 s.
+fn call(
+    redis: &mut redis::Connection,
+    op: &str,
+    now_us: u64,
+    holder: &str,
+    demand: u64,
+    burst: u64,
+) -> redis::RedisResult<Value> {
+    redis::Script::new(GCRA_SCRIPT)
+        .key(KEY)
+        .arg(op)
+        .arg(now_us)
+        .arg(1_000_000)
+        .arg(burst)
+        .arg(2_000_000)
+        .arg(holder)
+        .arg(demand)
+        .invoke(redis)
+}
+
+/// A renewal's reply as (status, [rate, burst, lease_us, epoch, held_rate, held_burst,
+/// holders]).
+fn renew(
+    redis: &mut redis::Connection,
+    now_us: u64,
+    holder: &str,
+    demand: u64,
+) -> (String, [i64; 7]) {
+    let reply = call(redis, "renew", now_us, holder, demand, 1000).unwrap();
+    let Value::Array(fields) = reply else {
+        panic!("{reply:?}")
+    };
+    let status: String = redis::from_redis_value(&fields[0]).unwrap();
+    let mut numbers = [0; 7];
+    for (number, field) in numbers.iter_mut().zip(&fields[1..]) {
+        *number = redis::from_redis_value(field).unwrap();
+    }
+    (status, numbers)
+}
+
+fn granted(numbers: [i64; 7]) -> (String, [i64; 7]) {
+    ("granted".to_owned(), numbers)
+}
+
+#[test]
+fn grants_follow_demand_and_never_hand_out_what_a_lease_may_hold() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    // A rule Redis has not seen: quiet for one lease, from its epoch, 0.
+    assert_eq!(
+        renew(&mut redis, 0, "h1", S as u64),
+        ("quiet".to_owned(), [0, 0, 2_000_000, 0, 0, 0, 0])
+    );
+    // Alone, a demand of 60% meets it and takes the rest too: the whole rule.
+    assert_eq!(
+        renew(&mut redis, 2_000_000, "h1", 600_000),
+        granted([S, 1000, 2_000_000, 0, S, 1000, 1])
+    );
+    // h2 asks for 60% too: its fair share is half, but h1 holds everything: none.
+    assert_eq!(
+        renew(&mut redis, 2_500_000, "h2", 600_000),
+        granted([0, 0, 2_000_000, 0, S, 1000, 2])
+    );
+    // h1 renews to half (a burst of 500), but may still decide from its whole-rule
+    // lease until 4 s: that stays held.
+    assert_eq!(
+        renew(&mut redis, 3_000_000, "h1", 600_000),
+        granted([S / 2, 500, 2_000_000, 0, S, 1000, 2])
+    );
+    assert_eq!(
+        renew(&mut redis, 3_500_000, "h2", 600_000),
+        granted([0, 0, 2_000_000, 0, S, 1000, 2])
+    );
+    // At 4 s h1's first lease has ended: h2 gets the other half.
+    assert_eq!(
+        renew(&mut redis, 4_000_000, "h2", 600_000),
+        granted([S / 2, 500, 2_000_000, 0, S, 1000, 2])
+    );
+    // h1 hands its share back: h2, alone, gets the whole rule at its next renewal.
+    assert_eq!(
+        call(&mut redis, "release", 4_100_000, "h1", 0, 1000).unwrap(),
+        Value::Int(1)
+    );
+    assert_eq!(
+        renew(&mut redis, 4_500_000, "h2", 600_000),
+        granted([S, 1000, 2_000_000, 0, S, 1000, 1])
+    );
+    // h3 arrives, h2 stops renewing: h3 gets nothing until h2's lease ends at 6.5 s.
+    assert_eq!(
+        renew(&mut redis, 6_499_999, "h3", S as u64),
+        granted([0, 0, 2_000_000, 0, S, 1000, 2])
+    );
+    assert_eq!(
+        renew(&mut redis, 6_500_000, "h3", S as u64),
+        granted([S, 1000, 2_000_000, 0, S, 1000, 1])
+    );
+}
+
+#[test]
+fn demands_below_the_rule_are_met_and_the_rest_split_evenly() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    renew(&mut redis, 0, "a", 0);
+    // a alone takes everything; b and c, asking while it holds it, get nothing.
+    assert_eq!(renew(&mut redis, 2_000_000, "a", 100_000).1[..2], [S, 1000]);
+    assert_eq!(renew(&mut redis, 2_500_000, "b", 200_000).1[..2], [0, 0]);
+    assert_eq!(renew(&mut redis, 2_500_000, "c", 300_000).1[..2], [0, 0]);
+    // a renews with 10%: 10% + (100% − 60%) / 3 = 23.33…%, floored, and a burst of 233;
+    // its lease of the whole rule still runs to 4 s.
+    assert_eq!(
+        renew(&mut redis, 3_000_000, "a", 100_000).1[..2],
+        [233_333, 233]
+    );
+    // From 4 s: b gets 20% + 13.33…%, c 30% + 13.33…% (its burst 433 of the 434 left).
+    assert_eq!(
+        renew(&mut redis, 4_000_000, "b", 200_000).1[..2],
+        [333_333, 333]
+    );
+    assert_eq!(
+        renew(&mut redis, 4_000_000, "c", 300_000).1[..2],
+        [433_333, 433]
+    );
+    // b asks for 50%: its target is 50% + 3.33…%, but a and c hold all but 333,334
+    // millionths and 334 units.
+    assert_eq!(
+        renew(&mut redis, 4_500_000, "b", 500_000).1[..2],
+        [333_334, 334]
+    );
+    // c asks for 90%: demands of 10%, 50% and 90% are past the rule; max-min meets a's
+    // 10% and levels b and c at 45%, but a and b hold all but 433,333 millionths, and
+    // all but 433 units.
+    assert_eq!(
+        renew(&mut redis, 4_500_000, "c", 900_000).1[..2],
+        [433_333, 433]
+    );
+}
+
+#[test]
+fn another_rule_another_type_and_garbage_are_errors() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    renew(&mut redis, 0, "a", 0);
+    let other = call(&mut redis, "renew", 1, "a", 0, 999)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        other.contains("holds the lease rule 1000000:1000:2000000 (interval_ns:burst:lease_us), not 1000000:999:2000000"),
+        "{other}"
+    );
+    let _: () = redis::cmd("HSET")
+        .arg(KEY)
+        .arg("h:x")
+        .arg("short")
+        .query(&mut redis)
+        .unwrap();
+    let garbage = call(&mut redis, "renew", 2_000_000, "a", 0, 1000)
+        .unwrap_err()
+        .to_string();
+    assert!(garbage.contains("holds no lease state at h:x"), "{garbage}");
+    let _: () = redis::cmd("SET")
+        .arg(KEY)
+        .arg("a string")
+        .query(&mut redis)
+        .unwrap();
+    let wrong = call(&mut redis, "renew", 2_000_000, "a", 0, 1000)
+        .unwrap_err()
+        .to_string();
+    assert!(wrong.contains("WRONGTYPE"), "{wrong}");
+    let arguments = call(&mut redis, "renew", 2_000_000, "a", 2_000_000, 1000)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        arguments.contains("lease script called with renew"),
+        "{arguments}"
+    );
+}
+
+#[test]
+fn a_rule_redis_lost_is_quiet_for_a_lease_again() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    renew(&mut redis, 0, "a", 0);
+    assert_eq!(
+        renew(&mut redis, 2_000_000, "a", S as u64).1[..2],
+        [S, 1000]
+    );
+    let _: () = redis::cmd("FLUSHALL").query(&mut redis).unwrap();
+    // a's lease may run to 4 s: nothing is granted until 5 s, a lease after the loss was
+    // seen, under a new epoch.
+    assert_eq!(
+        renew(&mut redis, 3_000_000, "b", S as u64),
+        ("quiet".to_owned(), [0, 0, 2_000_000, 3_000_000, 0, 0, 0])
+    );
+    assert_eq!(renew(&mut redis, 4_999_999, "a", S as u64).0, "quiet");
+    assert_eq!(
+        renew(&mut redis, 5_000_000, "a", S as u64),
+        granted([S, 1000, 2_000_000, 3_000_000, S, 1000, 1])
+    );
+}

@@ -1,0 +1,365 @@
+//! A holder of a lease on a global rule (docs/leases.md), without I/O: it decides from its
+//! share with atomics alone, counts its demand, says what to ask the lease script, and
+//! applies the answer. A client (`librate::redis`, Python's, Go's) carries the calls.
+
+use super::grant::{Grant, GrantStatus, Renewal, ReplyError};
+use super::rule::{LeaseRule, SCALE};
+use super::share::{empty, Share};
+use crate::config::Config;
+use crate::decision::Decision;
+use crate::error::{AcquireError, ConfigError};
+use crate::limiter::Limiter;
+use crate::time::{self, Instant};
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::Mutex;
+
+/// What a holder decides by when it holds no lease and Redis has not answered (it is down,
+/// or the first renewal is on its way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fallback {
+    /// Deny every request.
+    Deny,
+    /// Decide by this local rule (such as the global rule divided by the expected number
+    /// of holders): the caller's choice, which the global rule's promise does not cover.
+    Local(Config),
+}
+
+/// Where a holder's decisions come from at an instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HolderState {
+    /// From its share, under a lease.
+    Leased,
+    /// Redis answered that it holds no share (the rule is taken, or quiet): denied.
+    Unshared,
+    /// No lease and no answer: from the [`Fallback`].
+    Fallback,
+}
+
+/// A holder of a share of a [`LeaseRule`], deciding in process. `Send + Sync`: its
+/// decisions are lock-free; its renewals are one caller's at a time.
+///
+/// ```
+/// use librate::lease::{Fallback, Grant, HolderState, LeaseHolder};
+/// use librate::{Config, Instant, LeaseRule};
+/// use std::time::Duration;
+/// let rule = LeaseRule::new(&Config::per_second(1000), Duration::from_secs(2)).unwrap();
+/// let holder = LeaseHolder::new(&rule, Fallback::Deny).unwrap();
+/// let renewal = holder.renewal_at(Instant::ZERO);
+/// // The lease script's answer: half the rate, a burst of 500, for 2 s.
+/// let grant = Grant::from_fields(b"granted", [500_000, 500, 2_000_000, 1, 500_000, 500, 2]).unwrap();
+/// holder.apply_at(&renewal, &grant, Instant::ZERO).unwrap();
+/// assert_eq!(holder.state_at(Instant::ZERO), HolderState::Leased);
+/// // A share starts empty and fills at its rate: one unit every 2 ms.
+/// assert!(!holder.try_acquire_at(1, Instant::ZERO).unwrap());
+/// assert!(holder.try_acquire_at(1, Instant::ZERO + Duration::from_millis(2)).unwrap());
+/// ```
+#[derive(Debug)]
+pub struct LeaseHolder {
+    rule: LeaseRule,
+    name: String,
+    /// The local GCRA of the share held.
+    share: Limiter,
+    fallback: Option<Limiter>,
+    /// Decisions come from the share before this instant (ns; 0: no lease).
+    lease_end: AtomicU64,
+    /// Redis answered "no share" for decisions before this instant (ns).
+    unshared_until: AtomicU64,
+    /// Units asked for since the last renewal: the demand it reports.
+    requested: AtomicU64,
+    books: Mutex<Books>,
+}
+
+/// What the renewals keep: one caller's at a time.
+#[derive(Debug, Default)]
+struct Books {
+    /// When the last renewal was asked for.
+    last_sent: Option<Instant>,
+    /// The last grant applied.
+    grant: Option<Grant>,
+}
+
+impl LeaseHolder {
+    /// A holder of `rule` under a name of its own (random), deciding by `fallback` until
+    /// its first lease.
+    ///
+    /// # Errors
+    /// The [`ConfigError`] of a [`Fallback::Local`] rule.
+    pub fn new(rule: &LeaseRule, fallback: Fallback) -> Result<Self, ConfigError> {
+        let random = RandomState::new().hash_one(std::process::id());
+        Self::named(rule, fallback, &format!("{random:016x}"))
+    }
+
+    /// A holder named `name`, which no other holder of the rule may share: two holders of
+    /// one name are one holder to Redis, and could decide from one share twice.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn named(rule: &LeaseRule, fallback: Fallback, name: &str) -> Result<Self, ConfigError> {
+        let fallback = match fallback {
+            Fallback::Deny => None,
+            Fallback::Local(config) => Some(Limiter::new(&config)?),
+        };
+        // Never decided from before its first lease, which empties it first.
+        let placeholder = Config::gcra(1, std::time::Duration::from_nanos(rule.interval_ns()));
+        Ok(Self {
+            rule: *rule,
+            name: name.to_owned(),
+            share: Limiter::new(&placeholder)?,
+            fallback,
+            lease_end: AtomicU64::new(0),
+            unshared_until: AtomicU64::new(0),
+            requested: AtomicU64::new(0),
+            books: Mutex::default(),
+        })
+    }
+
+    /// The rule held.
+    pub fn rule(&self) -> &LeaseRule {
+        &self.rule
+    }
+
+    /// The holder's name in the rule's hash.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Admits `n` units now or not, as [`Limiter::try_acquire`] does.
+    ///
+    /// # Errors
+    /// [`AcquireError::InsufficientCapacity`] if `n` exceeds the global rule's burst.
+    #[inline]
+    pub fn try_acquire(&self, n: u64) -> Result<bool, AcquireError> {
+        self.try_acquire_at(n, Instant::now())
+    }
+
+    /// [`try_acquire`](Self::try_acquire) at `at`.
+    ///
+    /// # Errors
+    /// As [`try_acquire`](Self::try_acquire).
+    #[inline]
+    pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, AcquireError> {
+        if n > self.rule.burst() {
+            return Err(AcquireError::InsufficientCapacity);
+        }
+        // Relaxed: a count read once a renewal, whose exactness is a renewal's.
+        self.requested.fetch_add(n, Relaxed);
+        // Acquire: a lease end read is one whose share was set before it was published.
+        if at.as_nanos() < self.lease_end.load(Acquire) {
+            if let Ok(admitted) = self.share.try_acquire_at(n, at) {
+                return Ok(admitted);
+            }
+        }
+        Ok(self.beside_share(n, at).allowed)
+    }
+
+    /// Decides `n` units now, with the decision's fields (docs/decision.md), which are
+    /// the share's: exact for it, conservative for the global rule.
+    ///
+    /// # Errors
+    /// As [`try_acquire`](Self::try_acquire).
+    pub fn acquire(&self, n: u64) -> Result<Decision, AcquireError> {
+        self.acquire_at(n, Instant::now())
+    }
+
+    /// [`acquire`](Self::acquire) at `at`.
+    ///
+    /// # Errors
+    /// As [`try_acquire`](Self::try_acquire).
+    pub fn acquire_at(&self, n: u64, at: Instant) -> Result<Decision, AcquireError> {
+        if n > self.rule.burst() {
+            return Err(AcquireError::InsufficientCapacity);
+        }
+        self.requested.fetch_add(n, Relaxed);
+        if at.as_nanos() < self.lease_end.load(Acquire) {
+            if let Ok(decision) = self.share.acquire_at(n, at) {
+                return Ok(decision);
+            }
+        }
+        Ok(self.beside_share(n, at))
+    }
+
+    /// The decision without a share that admits `n`: the fallback's, or a denial until
+    /// the next renewal (a query is admitted).
+    #[cold]
+    fn beside_share(&self, n: u64, at: Instant) -> Decision {
+        if self.state_at(at) == HolderState::Fallback {
+            if let Some(local) = &self.fallback {
+                if let Ok(decision) = local.acquire_at(n, at) {
+                    return decision;
+                }
+            }
+        }
+        let limit = self.granted().burst;
+        Decision {
+            allowed: n == 0,
+            limit,
+            remaining: 0,
+            retry_after_ns: if n == 0 {
+                0
+            } else {
+                time::nanos(self.rule.renew_every())
+            },
+            reset_after_ns: 0,
+            wait_ns: 0,
+        }
+    }
+
+    /// Where decisions come from now.
+    pub fn state(&self) -> HolderState {
+        self.state_at(Instant::now())
+    }
+
+    /// Where decisions come from at `at`.
+    pub fn state_at(&self, at: Instant) -> HolderState {
+        let now = at.as_nanos();
+        if now < self.lease_end.load(Acquire) {
+            HolderState::Leased
+        } else if now < self.unshared_until.load(Relaxed) {
+            HolderState::Unshared
+        } else {
+            HolderState::Fallback
+        }
+    }
+
+    /// The share last granted (none before the first grant).
+    pub fn granted(&self) -> Share {
+        self.books()
+            .grant
+            .as_ref()
+            .map(|grant| grant.share)
+            .unwrap_or_default()
+    }
+
+    /// The last grant applied, with what every holder held then.
+    pub fn last_grant(&self) -> Option<Grant> {
+        self.books().grant.clone()
+    }
+
+    /// The renewal to send now, the script reading the server's clock.
+    pub fn renewal(&self) -> Renewal {
+        self.renewal_with(Instant::now(), false)
+    }
+
+    /// The renewal to send at `at` on the caller's timeline, which the script decides at
+    /// (simulations; every holder of a rule on one timeline).
+    pub fn renewal_at(&self, at: Instant) -> Renewal {
+        self.renewal_with(at, true)
+    }
+
+    fn renewal_with(&self, sent_at: Instant, at: bool) -> Renewal {
+        let mut books = self.books();
+        let units = self.requested.swap(0, Relaxed);
+        let demand = match books.last_sent {
+            // Before any count: a fair share of whatever is left.
+            None => SCALE,
+            Some(last) => demand(
+                units,
+                self.rule.interval_ns(),
+                sent_at.saturating_duration_since(last),
+            ),
+        };
+        let renewal = Renewal::renew(&self.rule, &self.name, demand, sent_at, at);
+        books.last_sent = Some(renewal.sent_at);
+        renewal
+    }
+
+    /// Applies the script's answer to `renewal`, now.
+    ///
+    /// # Errors
+    /// A [`ReplyError`] for an answer the script never gives; nothing is applied.
+    pub fn apply(&self, renewal: &Renewal, grant: &Grant) -> Result<HolderState, ReplyError> {
+        self.apply_at(renewal, grant, Instant::now())
+    }
+
+    /// Applies the script's answer to `renewal` at `at`: the share, held until the lease's
+    /// end less the [margin](LeaseRule::margin), counted from when the renewal was asked
+    /// for. A lease that follows one still held keeps the share's tokens (capped at the new
+    /// burst); any other starts empty.
+    ///
+    /// # Errors
+    /// As [`apply`](Self::apply).
+    pub fn apply_at(
+        &self,
+        renewal: &Renewal,
+        grant: &Grant,
+        at: Instant,
+    ) -> Result<HolderState, ReplyError> {
+        grant.checked(&self.rule)?;
+        let mut books = self.books();
+        let lease = time::nanos(std::time::Duration::from_micros(grant.lease_us));
+        let end = renewal.sent_at.as_nanos().saturating_add(lease);
+        let end = end.saturating_sub(time::nanos(self.rule.margin()));
+        if grant.status == GrantStatus::Quiet {
+            // No new grant: the lease held, if any, runs to its end.
+            self.unshared_until.fetch_max(end, Relaxed);
+            return Ok(self.state_at(at));
+        }
+        let continuing = at.as_nanos() < self.lease_end.load(Relaxed);
+        match grant.share.config(self.rule.interval_ns()) {
+            Some(config) => {
+                if !continuing {
+                    empty(&self.share, at);
+                }
+                // A GCRA rule to another: no change fails but for a file's.
+                let _ = self.share.set_config_at(&config, at);
+                // Release: whoever reads this end decides on the share just set.
+                self.lease_end.store(end, Release);
+            }
+            None => {
+                // Tokens are kept only while some share is: none is now.
+                self.lease_end.store(0, Relaxed);
+                empty(&self.share, at);
+                self.unshared_until.store(end, Relaxed);
+            }
+        }
+        books.grant = Some(grant.clone());
+        Ok(self.state_at(at))
+    }
+
+    /// Stops deciding from the share (decisions fall back from now on) and gives the
+    /// renewal that hands it back.
+    pub fn release(&self) -> Renewal {
+        self.lease_end.store(0, Relaxed);
+        self.unshared_until.store(0, Relaxed);
+        Renewal::release(&self.rule, &self.name, Instant::now())
+    }
+
+    fn books(&self) -> std::sync::MutexGuard<'_, Books> {
+        // A panic while the books were held left them whole: each field is one store.
+        self.books
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// The demand of `units` asked for over `elapsed`, in millionths of the rate of a rule
+/// whose emission interval is `interval_ns`, rounded up, at most the whole rule.
+fn demand(units: u64, interval_ns: u64, elapsed: std::time::Duration) -> u64 {
+    let elapsed = elapsed.as_nanos();
+    if elapsed == 0 {
+        return if units == 0 { 0 } else { SCALE };
+    }
+    let asked = u128::from(units) * u128::from(interval_ns) * u128::from(SCALE);
+    asked.div_ceil(elapsed).min(u128::from(SCALE)) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demand;
+    use std::time::Duration;
+
+    #[test]
+    fn demand_is_the_rate_asked_for_in_millionths_rounded_up() {
+        // A rule of 1,000 a second (T = 1 ms): 250 units in a second are a quarter.
+        assert_eq!(demand(250, 1_000_000, Duration::from_secs(1)), 250_000);
+        // 1 unit in 3 s of a rule of 1 a second: a third, rounded up.
+        assert_eq!(demand(1, 1_000_000_000, Duration::from_secs(3)), 333_334);
+        // More than the rule: the whole rule.
+        assert_eq!(demand(5_000, 1_000_000, Duration::from_secs(1)), 1_000_000);
+        assert_eq!(demand(0, 1_000_000, Duration::from_secs(1)), 0);
+        assert_eq!(demand(0, 1_000_000, Duration::ZERO), 0);
+        assert_eq!(demand(1, 1_000_000, Duration::ZERO), 1_000_000);
+    }
+}

@@ -1,0 +1,242 @@
+//! Leases over the `redis` crate (the `redis` cargo feature): one renewal as a script call
+//! on the caller's connection, and [`LeasedLimiter`], a holder renewed by a thread of its
+//! own on connections from the caller's client.
+
+use super::grant::{Grant, Renewal};
+use super::holder::{Fallback, HolderState, LeaseHolder};
+use super::rule::LeaseRule;
+use super::GCRA_SCRIPT;
+use crate::decision::Decision;
+use crate::error::{AcquireError, ConfigError};
+use crate::redis::RedisError;
+use crate::time::Instant;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+
+/// The lease script, hashed once.
+fn script() -> &'static redis::Script {
+    static SCRIPT: OnceLock<redis::Script> = OnceLock::new();
+    SCRIPT.get_or_init(|| redis::Script::new(GCRA_SCRIPT))
+}
+
+/// Sends `renewal` for the rule at `key` and reads the answer.
+fn call(
+    connection: &mut impl redis::ConnectionLike,
+    key: &[u8],
+    renewal: &Renewal,
+) -> Result<redis::Value, RedisError> {
+    let mut invocation = script().key(key);
+    for arg in renewal.args() {
+        invocation.arg(arg);
+    }
+    Ok(invocation.invoke::<redis::Value>(connection)?)
+}
+
+/// The grant a renewal's reply holds.
+fn grant_of(reply: &redis::Value) -> Result<Grant, RedisError> {
+    let garbage = || RedisError::Reply(format!("{reply:?}"));
+    let redis::Value::Array(fields) = reply else {
+        return Err(garbage());
+    };
+    let [status, numbers @ ..] = &fields[..] else {
+        return Err(garbage());
+    };
+    let status: Vec<u8> = redis::from_redis_value(status).map_err(|_| garbage())?;
+    let mut values = [0u64; 7];
+    if numbers.len() != values.len() {
+        return Err(garbage());
+    }
+    for (value, field) in values.iter_mut().zip(numbers) {
+        *value = redis::from_redis_value(field).map_err(|_| garbage())?;
+    }
+    Grant::from_fields(&status, values).map_err(|error| RedisError::Reply(error.to_string()))
+}
+
+/// Renews `holder`'s lease on the rule at `key` over `connection`: at `at` on the caller's
+/// timeline, or by the server's clock (`None`). Returns where the holder's decisions come
+/// from once the answer is applied.
+///
+/// # Errors
+/// [`RedisError::Redis`] if Redis cannot be reached or answers an error (another rule at
+/// `key`, another type); [`RedisError::Reply`] for an answer the script never gives. Either
+/// way nothing is applied: the holder decides from the lease it holds until it ends.
+pub fn renew(
+    connection: &mut impl redis::ConnectionLike,
+    key: &[u8],
+    holder: &LeaseHolder,
+    at: Option<Instant>,
+) -> Result<HolderState, RedisError> {
+    let renewal = match at {
+        Some(at) => holder.renewal_at(at),
+        None => holder.renewal(),
+    };
+    let grant = grant_of(&call(connection, key, &renewal)?)?;
+    let applied = match at {
+        Some(at) => holder.apply_at(&renewal, &grant, at),
+        None => holder.apply(&renewal, &grant),
+    };
+    applied.map_err(|error| RedisError::Reply(error.to_string()))
+}
+
+/// Stops `holder` deciding from its share and hands the share back to the rule at `key`.
+///
+/// # Errors
+/// As [`renew`]: the share then returns to the rule when its lease ends.
+pub fn release(
+    connection: &mut impl redis::ConnectionLike,
+    key: &[u8],
+    holder: &LeaseHolder,
+) -> Result<(), RedisError> {
+    call(connection, key, &holder.release())?;
+    Ok(())
+}
+
+/// A holder of a share of a global rule kept in Redis, renewed in the background by a
+/// thread of its own over connections from the caller's client (docs/leases.md).
+/// Decisions never wait on Redis. Dropping it, or [`close`](Self::close), stops the thread
+/// and hands the share back.
+///
+/// ```no_run
+/// use librate::lease::{Fallback, LeasedLimiter};
+/// use librate::{Config, LeaseRule};
+/// use std::time::Duration;
+/// let client = redis::Client::open("redis://127.0.0.1/").unwrap();
+/// // 10,000 requests a second across every host, leased 2 s at a time.
+/// let rule = LeaseRule::new(&Config::per_second(10_000), Duration::from_secs(2))?;
+/// let limiter = LeasedLimiter::open(client, "api:global", &rule, Fallback::Deny)?;
+/// if !limiter.try_acquire(1)? {
+///     // answer 429
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct LeasedLimiter {
+    holder: Arc<LeaseHolder>,
+    stop: Option<mpsc::Sender<()>>,
+    renewer: Option<JoinHandle<Result<(), RedisError>>>,
+}
+
+impl LeasedLimiter {
+    /// A holder of `rule` at the Redis key `key`, its first renewal sent at once; it
+    /// decides by `fallback` until an answer comes.
+    ///
+    /// # Errors
+    /// As [`LeaseHolder::new`]; [`ConfigError::LeaseTiming`] if no thread can be started.
+    pub fn open(
+        client: redis::Client,
+        key: impl Into<Vec<u8>>,
+        rule: &LeaseRule,
+        fallback: Fallback,
+    ) -> Result<Self, ConfigError> {
+        let holder = Arc::new(LeaseHolder::new(rule, fallback)?);
+        let (stop, stopped) = mpsc::channel();
+        let key = key.into();
+        let renewing = Arc::clone(&holder);
+        let renewer = std::thread::Builder::new()
+            .name("librate-lease".to_owned())
+            .spawn(move || renew_until_stopped(&client, &key, &renewing, &stopped))
+            .map_err(|_| ConfigError::LeaseTiming {
+                lease: rule.lease(),
+                renew_every: rule.renew_every(),
+            })?;
+        Ok(Self {
+            holder,
+            stop: Some(stop),
+            renewer: Some(renewer),
+        })
+    }
+
+    /// The holder: its state, its share, its `_at` forms.
+    pub fn holder(&self) -> &LeaseHolder {
+        &self.holder
+    }
+
+    /// As [`LeaseHolder::try_acquire`].
+    ///
+    /// # Errors
+    /// As [`LeaseHolder::try_acquire`].
+    #[inline]
+    pub fn try_acquire(&self, n: u64) -> Result<bool, AcquireError> {
+        self.holder.try_acquire(n)
+    }
+
+    /// As [`LeaseHolder::acquire`].
+    ///
+    /// # Errors
+    /// As [`LeaseHolder::acquire`].
+    pub fn acquire(&self, n: u64) -> Result<Decision, AcquireError> {
+        self.holder.acquire(n)
+    }
+
+    /// Whether decisions come from the fallback now (no lease, Redis not answering).
+    pub fn in_fallback(&self) -> bool {
+        self.holder.state() == HolderState::Fallback
+    }
+
+    /// Stops renewing and hands the share back.
+    ///
+    /// # Errors
+    /// The [`RedisError`] of the hand-back: the share then returns to the rule when its
+    /// lease ends.
+    pub fn close(mut self) -> Result<(), RedisError> {
+        self.stop_renewing()
+    }
+
+    fn stop_renewing(&mut self) -> Result<(), RedisError> {
+        drop(self.stop.take());
+        match self.renewer.take().map(JoinHandle::join) {
+            Some(Ok(released)) => released,
+            // The thread panicked (it holds no lock of the holder's that would stay held).
+            Some(Err(_)) => Err(RedisError::Reply("the lease renewer stopped".to_owned())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for LeasedLimiter {
+    fn drop(&mut self) {
+        let _ = self.stop_renewing();
+    }
+}
+
+/// The renewer's loop: a renewal every `renew_every` (each call bounded by it), a new
+/// connection after any failure, and the hand-back once `stopped` says so.
+fn renew_until_stopped(
+    client: &redis::Client,
+    key: &[u8],
+    holder: &LeaseHolder,
+    stopped: &mpsc::Receiver<()>,
+) -> Result<(), RedisError> {
+    let every = holder.rule().renew_every();
+    let mut connection: Option<redis::Connection> = None;
+    loop {
+        let renewed = connect(client, &mut connection, every)
+            .and_then(|connection| renew(connection, key, holder, None));
+        if renewed.is_err() {
+            connection = None;
+        }
+        match stopped.recv_timeout(every) {
+            Err(RecvTimeoutError::Timeout) => continue,
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let connection = connect(client, &mut connection, every)?;
+    release(connection, key, holder)
+}
+
+/// The open connection, or a new one whose calls time out after `timeout`.
+fn connect<'a>(
+    client: &redis::Client,
+    connection: &'a mut Option<redis::Connection>,
+    timeout: std::time::Duration,
+) -> Result<&'a mut redis::Connection, RedisError> {
+    match connection {
+        Some(open) => Ok(open),
+        slot @ None => {
+            let opened = client.get_connection_with_timeout(timeout)?;
+            opened.set_read_timeout(Some(timeout))?;
+            opened.set_write_timeout(Some(timeout))?;
+            Ok(slot.insert(opened))
+        }
+    }
+}

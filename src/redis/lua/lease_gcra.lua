@@ -1,0 +1,155 @@
+-- librate's lease script for GCRA (docs/leases.md): grants, renews and hands back holders'
+-- shares of one global rule, all in one hash, so one Cluster slot. It stands alone.
+--
+-- A share is a rate, in millionths of the rule's rate, and a burst, in units. The script
+-- keeps, per holder, the share it was last granted and the largest share it may still be
+-- deciding from (the ones before, until their lease ends), and never grants a share that
+-- would make the rates of everything still held exceed the rule's, or their bursts the
+-- rule's burst. Times are whole microseconds (below 2^53 for 285 years, so exact).
+--
+-- KEYS[1]: the rule's hash. Fields: 'rule' (interval_ns:burst:lease_us, what it was made
+-- for), 'epoch' (when it was made), 'quiet_until' (no grant before it), and per holder
+-- 'h:' .. holder: seven doubles, the granted rate, burst and lease end, the largest rate
+-- and burst it may still be deciding from and when that ends, and its last demand.
+-- ARGV: op ('renew' or 'release'), now in microseconds ('' for the server's TIME), the
+-- rule's emission interval in ns, its burst, the lease length in microseconds, the
+-- holder's name, its demand (millionths of the rule's rate, 0 to 1e6).
+-- Reply to 'renew': {status, rate, burst, lease_us, epoch, held_rate, held_burst, holders}:
+-- status 'granted' (the share, held lease_us from now) or 'quiet' (Redis made this rule
+-- afresh lately, so a lease from before may still run: no share for lease_us); held_*
+-- and holders count everything still held after this call. Reply to 'release': 1.
+
+local SCALE = 1000000
+local key = KEYS[1]
+local op = ARGV[1]
+local now = tonumber(ARGV[2])
+if ARGV[2] == '' then
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+local burst, lease, demand = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7])
+if not (now and burst and lease and demand) or (op ~= 'renew' and op ~= 'release')
+        or burst < 1 or lease < 1 or demand < 0 or demand > SCALE then
+    return redis.error_reply('librate: lease script called with ' .. table.concat(ARGV, ' '))
+end
+local rule = ARGV[3] .. ':' .. ARGV[4] .. ':' .. ARGV[5]
+local mine = 'h:' .. ARGV[6]
+
+local fields = redis.pcall('HGETALL', key)
+if fields.err then
+    -- Redis's own error: another type at the key.
+    return fields
+end
+local state = {}
+for i = 1, #fields, 2 do
+    state[fields[i]] = fields[i + 1]
+end
+
+if state.rule == nil then
+    if op == 'release' then
+        return 1
+    end
+    -- A rule this Redis has not seen, or has lost (restarted without persistence, a
+    -- replica that missed writes): a lease granted before may still run for one lease
+    -- length, holding the whole rule for all the script can tell, so none is granted
+    -- until then.
+    state = {rule = rule, epoch = string.format('%.0f', now),
+        quiet_until = string.format('%.0f', now + lease)}
+    redis.call('HSET', key, 'rule', rule, 'epoch', state.epoch, 'quiet_until', state.quiet_until)
+elseif state.rule ~= rule then
+    return redis.error_reply('librate: ' .. key .. ' holds the lease rule ' .. state.rule
+        .. ' (interval_ns:burst:lease_us), not ' .. rule)
+end
+local epoch, quiet_until = tonumber(state.epoch), tonumber(state.quiet_until)
+if not quiet_until or not epoch then
+    return redis.error_reply('librate: ' .. key .. ' holds no lease state')
+end
+
+if op == 'release' then
+    -- The holder stopped deciding before it asked: nothing it held is in use.
+    redis.call('HDEL', key, mine)
+    return 1
+end
+
+-- Everything other holders may still be deciding from, their demands, and this holder's
+-- own record.
+local others_rate, others_burst, demands, total, own = 0, 0, {}, 0, nil
+local latest = quiet_until
+for name, packed in pairs(state) do
+    if string.sub(name, 1, 2) == 'h:' then
+        if #packed ~= 56 then
+            return redis.error_reply('librate: ' .. key .. ' holds no lease state at ' .. name)
+        end
+        local r = {struct.unpack('>ddddddd', packed)}
+        if r[6] <= now then
+            r[4], r[5], r[6] = 0, 0, 0
+        end
+        if r[3] <= now and r[6] <= now then
+            -- Every lease it held has ended: it holds nothing.
+            redis.call('HDEL', key, name)
+        elseif name == mine then
+            own = r
+        else
+            others_rate = others_rate + math.max(r[1], r[4])
+            others_burst = others_burst + math.max(r[2], r[5])
+            if r[3] > now then
+                demands[#demands + 1] = r[7]
+                total = total + r[7]
+            end
+            latest = math.max(latest, r[3], r[6])
+        end
+    end
+end
+
+if now < quiet_until then
+    return {'quiet', 0, 0, quiet_until - now, epoch, others_rate, others_burst, #demands}
+end
+
+-- This holder's fair share of the rate by demand (max-min): demands that fit are met and
+-- what is left split evenly; otherwise every demand above the level that uses the whole
+-- rate gets that level.
+demands[#demands + 1] = demand
+total = total + demand
+local target
+if total <= SCALE then
+    target = demand + math.floor((SCALE - total) / #demands)
+else
+    table.sort(demands)
+    local left = SCALE
+    for i = 1, #demands do
+        local level = left / (#demands - i + 1)
+        if demands[i] > level then
+            target = math.min(demand, math.floor(level))
+            break
+        end
+        left = left - demands[i]
+    end
+end
+
+-- The share: the target where what others hold leaves room, and a burst in proportion
+-- (one unit at least), or nothing when either has no room.
+local rate = math.min(target, SCALE - others_rate)
+local share_burst = math.min(math.max(1, math.floor(burst * target / SCALE)), burst - others_burst)
+if rate < 1 or share_burst < 1 then
+    rate, share_burst = 0, 0
+end
+
+-- What this holder may still be deciding from: the largest of its unended leases.
+local prev_rate, prev_burst, prev_until = 0, 0, 0
+if own then
+    if own[3] > now then
+        prev_rate, prev_burst, prev_until = own[1], own[2], own[3]
+    end
+    prev_rate, prev_burst = math.max(prev_rate, own[4]), math.max(prev_burst, own[5])
+    prev_until = math.max(prev_until, own[6])
+end
+local ends = now + lease
+redis.call('HSET', key, mine,
+    struct.pack('>ddddddd', rate, share_burst, ends, prev_rate, prev_burst, prev_until, demand))
+-- Kept a lease length past the last lease's end, so that a rule whose holders all left
+-- is made afresh (and quiet) only once nothing can be deciding from it.
+latest = math.max(latest, ends)
+redis.call('PEXPIRE', key, math.ceil((latest - now + lease) / 1000))
+return {'granted', rate, share_burst, lease, epoch,
+    others_rate + math.max(rate, prev_rate), others_burst + math.max(share_burst, prev_burst),
+    #demands}
