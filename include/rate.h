@@ -62,6 +62,12 @@
 #define RATE_E_INCOMPATIBLE (0 - 8)
 
 /**
+ * Redis answered something librate's script never answers (a lease's grant); nothing of
+ * it was applied.
+ */
+#define RATE_E_REPLY (0 - 9)
+
+/**
  * Scope of a keyed policy's rule: one state for every key.
  */
 #define RATE_RULE_GLOBAL 0
@@ -127,6 +133,36 @@
 #define RATE_REASON_LEN 256
 
 /**
+ * `rate_lease_state`: decisions come from the share, under a lease.
+ */
+#define RATE_LEASE_LEASED 0
+
+/**
+ * `rate_lease_state`: Redis answered that the holder holds no share: denied.
+ */
+#define RATE_LEASE_UNSHARED 1
+
+/**
+ * `rate_lease_state`: no lease and no answer: decisions come from the fallback.
+ */
+#define RATE_LEASE_FALLBACK 2
+
+/**
+ * The most bytes of a holder's name.
+ */
+#define RATE_LEASE_NAME_MAX 64
+
+/**
+ * The bytes of each argument of a `rate_lease_renewal`, its NUL included.
+ */
+#define RATE_LEASE_ARG_BYTES 72
+
+/**
+ * The arguments of a lease script call.
+ */
+#define RATE_LEASE_ARGS 7
+
+/**
  * An opaque table of limiters, one per key, all under one configuration. Safe to use
  * from many threads at once; `rate_keyed_free` must not race with any other call on the
  * same handle.
@@ -139,6 +175,13 @@ typedef struct rate_keyed rate_keyed;
  * other call on the same handle.
  */
 typedef struct rate_keyed_policy rate_keyed_policy;
+
+/**
+ * An opaque holder of a lease. Safe to use from many threads at once, but its renewals
+ * (`rate_lease_renew*`, `rate_lease_apply*`, `rate_lease_release`) are one thread's at a
+ * time; `rate_lease_holder_free` must not race with any other call on it.
+ */
+typedef struct rate_lease_holder rate_lease_holder;
 
 /**
  * An opaque rate limiter. Safe to use from many threads at once; `rate_limiter_free`
@@ -297,6 +340,74 @@ typedef struct rate_keyed_stats {
    */
   uint64_t table_full;
 } rate_keyed_stats;
+
+/**
+ * One call of the lease script: send `args` (ARGV, in order, each NUL-terminated) with
+ * the rule's Redis key as the one key, then pass this struct back with the answer to
+ * `rate_lease_apply`. Plain memory of the caller's; nothing to free.
+ */
+typedef struct rate_lease_renewal {
+  /**
+   * When the holder asked, on its clock (ns).
+   */
+  uint64_t sent_at_ns;
+  /**
+   * The script's arguments.
+   */
+  char args[RATE_LEASE_ARGS][RATE_LEASE_ARG_BYTES];
+} rate_lease_renewal;
+
+/**
+ * A global rule and the timing of its leases.
+ */
+typedef struct rate_lease_rule {
+  /**
+   * The global rule: GCRA.
+   */
+  struct rate_config config;
+  /**
+   * How long a lease lasts, by Redis's clock: 1 ms to below 2^53 us.
+   */
+  uint64_t lease_ns;
+  /**
+   * How often the holder renews: 0 for a quarter of the lease.
+   */
+  uint64_t renew_every_ns;
+} rate_lease_rule;
+
+/**
+ * A holder's last grant, as the script answered it.
+ */
+typedef struct rate_lease_grant {
+  /**
+   * The share's rate, in millionths of the rule's (0: no share).
+   */
+  uint64_t rate;
+  /**
+   * The share's burst, in units (0: no share).
+   */
+  uint64_t burst;
+  /**
+   * How long the share is held from the script's time, in microseconds.
+   */
+  uint64_t lease_us;
+  /**
+   * When Redis made the rule's state (it changes when the state is lost).
+   */
+  uint64_t epoch;
+  /**
+   * The rates every holder may still be deciding from, this one's included.
+   */
+  uint64_t held_rate;
+  /**
+   * Their bursts.
+   */
+  uint64_t held_burst;
+  /**
+   * The holders that asked within a lease.
+   */
+  uint64_t holders;
+} rate_lease_grant;
 
 /**
  * A policy's Redis script and the arguments it takes: see `rate_redis_policy_prepare`.
@@ -1200,6 +1311,166 @@ int32_t rate_keyed_set_config(struct rate_keyed *keyed, const struct rate_config
 int32_t rate_keyed_set_config_at(struct rate_keyed *keyed,
                                  const struct rate_config *config,
                                  uint64_t now_ns);
+
+/**
+ * Acquires `n` units now (CLOCK_MONOTONIC) from the holder's share, with atomics alone:
+ * never waits on Redis. Without a lease: the fallback's decision, or a denial whose
+ * `retry_after_ns` is the renewal interval. The decision's fields are the share's.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `holder` NULL is RATE_E_NULL; `out` may be NULL.
+ *
+ * Returns RATE_OK, RATE_LIMITED, RATE_E_NULL, or RATE_E_INSUFFICIENT_CAPACITY (`n` above
+ * the global rule's burst).
+ *
+ * # Safety
+ * `holder` is NULL or a live handle; `out` is NULL or writable.
+ */
+int32_t rate_lease_acquire(struct rate_lease_holder *holder, uint64_t n, struct rate_decision *out);
+
+/**
+ * `rate_lease_acquire` at `now_ns` on the caller's timeline (one timeline for every
+ * holder of a rule and their renewals).
+ *
+ * # Safety
+ * As `rate_lease_acquire`.
+ */
+int32_t rate_lease_acquire_at(struct rate_lease_holder *holder,
+                              uint64_t n,
+                              uint64_t now_ns,
+                              struct rate_decision *out);
+
+/**
+ * Applies the lease script's answer to `renewal` now: `status` (`status_len` bytes,
+ * "granted" or "quiet") and its seven integers in order (rate, burst, lease_us, epoch,
+ * held_rate, held_burst, holders). Returns where decisions come from afterwards (a
+ * RATE_LEASE_* state), RATE_E_NULL, or RATE_E_REPLY for an answer the script never
+ * gives, of which nothing is applied.
+ *
+ * # Safety
+ * `holder` is NULL or a live handle; `renewal` is NULL or readable; `status` is NULL or
+ * points to `status_len` readable bytes; `fields` is NULL or points to 7 readable u64.
+ */
+int32_t rate_lease_apply(const struct rate_lease_holder *holder,
+                         const struct rate_lease_renewal *renewal,
+                         const uint8_t *status,
+                         size_t status_len,
+                         const uint64_t *fields);
+
+/**
+ * `rate_lease_apply` at `now_ns` on the caller's timeline.
+ *
+ * # Safety
+ * As `rate_lease_apply`.
+ */
+int32_t rate_lease_apply_at(const struct rate_lease_holder *holder,
+                            const struct rate_lease_renewal *renewal,
+                            const uint8_t *status,
+                            size_t status_len,
+                            const uint64_t *fields,
+                            uint64_t now_ns);
+
+/**
+ * Frees a holder. It does not hand its share back: call `rate_lease_release` and send
+ * its renewal first (otherwise the share returns to the rule when its lease ends).
+ *
+ * # Safety
+ * `holder` is NULL or a live handle, not used again afterwards.
+ */
+void rate_lease_holder_free(struct rate_lease_holder *holder);
+
+/**
+ * Creates a holder of `rule`, named `name` (`name_len` bytes, no NUL, at most
+ * RATE_LEASE_NAME_MAX; `name_len` 0 for a random name), deciding by `fallback` (a local
+ * rule; NULL: deny) when it holds no lease and Redis does not answer. Two holders of one
+ * name are one holder to Redis: a name must be unique among a rule's holders.
+ *
+ * Ownership: on RATE_OK, `*out` receives a handle the caller owns and must release with
+ * `rate_lease_holder_free`; on error `*out` is left untouched.
+ *
+ * NULL: `rule` or `out` NULL, or `name` NULL with a non-zero `name_len`, is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (a rule `rate_redis_prepare`
+ * rejects, another algorithm than GCRA, a lease or renewal interval out of bounds, an
+ * invalid fallback, or a name too long or holding a NUL).
+ *
+ * # Safety
+ * `rule` is NULL or readable; `fallback` is NULL or readable; `name` is NULL or points to
+ * `name_len` readable bytes; `out` is NULL or writable.
+ */
+int32_t rate_lease_holder_new(const struct rate_lease_rule *rule,
+                              const struct rate_config *fallback,
+                              const uint8_t *name,
+                              size_t name_len,
+                              struct rate_lease_holder **out);
+
+/**
+ * Writes the holder's last grant to `out` (all zero before the first). Returns RATE_OK or
+ * RATE_E_NULL.
+ *
+ * # Safety
+ * `holder` is NULL or a live handle; `out` is NULL or writable.
+ */
+int32_t rate_lease_last_grant(const struct rate_lease_holder *holder, struct rate_lease_grant *out);
+
+/**
+ * Stops the holder deciding from its share (decisions fall back from now on) and fills
+ * `out` with the call that hands the share back; its answer needs no applying.
+ *
+ * # Safety
+ * As `rate_lease_renew`.
+ */
+int32_t rate_lease_release(const struct rate_lease_holder *holder, struct rate_lease_renewal *out);
+
+/**
+ * Fills `out` with the renewal to send now, the script reading the server's clock
+ * (ARGV[2] is "").
+ *
+ * NULL: `holder` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK or RATE_E_NULL.
+ *
+ * # Safety
+ * `holder` is NULL or a live handle; `out` is NULL or writable.
+ */
+int32_t rate_lease_renew(const struct rate_lease_holder *holder, struct rate_lease_renewal *out);
+
+/**
+ * `rate_lease_renew` at `now_ns` on the caller's timeline, which the script decides at
+ * (simulations, tests).
+ *
+ * # Safety
+ * As `rate_lease_renew`.
+ */
+int32_t rate_lease_renew_at(const struct rate_lease_holder *holder,
+                            uint64_t now_ns,
+                            struct rate_lease_renewal *out);
+
+/**
+ * The lease script for GCRA rules, NUL-terminated and static (valid for the life of the
+ * process): a client sends it with EVALSHA (loading it after NOSCRIPT) naming the rule's
+ * Redis key, a hash, as its one key (on a Cluster it is the rule's slot), and a
+ * `rate_lease_renewal`'s arguments.
+ */
+const char *rate_lease_script(void);
+
+/**
+ * Where the holder's decisions come from now: RATE_LEASE_LEASED, RATE_LEASE_UNSHARED or
+ * RATE_LEASE_FALLBACK; RATE_E_NULL for a NULL handle.
+ *
+ * # Safety
+ * `holder` is NULL or a live handle.
+ */
+int32_t rate_lease_state(const struct rate_lease_holder *holder);
+
+/**
+ * `rate_lease_state` at `now_ns`.
+ *
+ * # Safety
+ * As `rate_lease_state`.
+ */
+int32_t rate_lease_state_at(const struct rate_lease_holder *holder, uint64_t now_ns);
 
 /**
  * Acquires `n` units now (CLOCK_MONOTONIC, see `rate_now_ns`). `n == 0` is a query:

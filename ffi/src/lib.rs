@@ -20,6 +20,7 @@ mod types;
 // header.
 mod explain;
 mod file;
+mod lease;
 mod reservation;
 
 pub use batch::*;
@@ -27,6 +28,7 @@ pub use explain::*;
 pub use file::*;
 pub use keyed::*;
 pub use keyed_policy::*;
+pub use lease::*;
 pub use limiter::*;
 pub use misc::*;
 pub use policy::*;
@@ -75,6 +77,10 @@ pub const RATE_E_IO: i32 = 0 - 7;
 /// replace its rule instead (`rate_limiter_open_replacing`).
 // Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
 pub const RATE_E_INCOMPATIBLE: i32 = 0 - 8;
+/// Redis answered something librate's script never answers (a lease's grant); nothing of
+/// it was applied.
+// Written `0 - N` so cbindgen parenthesises the macro: a bare `-1` breaks `x-RATE_E_NULL`.
+pub const RATE_E_REPLY: i32 = 0 - 9;
 
 /// What an export returns when its body panicked.
 pub(crate) trait PanicFallback {

@@ -33,6 +33,7 @@ pub extern "C" fn rate_status_str(status: i32) -> *const c_char {
         RATE_E_INTERNAL => c"internal error in librate",
         RATE_E_IO => c"the operating system refused the shared file (see errno)",
         RATE_E_INCOMPATIBLE => c"the file is not a librate table of this kind, rule and size (rate_describe_file says what it holds; an opener may replace its rules)",
+        RATE_E_REPLY => c"Redis answered something librate's script never answers; nothing was applied",
         _ => c"unknown status",
     };
     text.as_ptr()

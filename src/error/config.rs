@@ -78,6 +78,12 @@ pub enum ConfigError {
         /// The interval between renewals.
         renew_every: std::time::Duration,
     },
+    /// Leases, through the C ABI: a holder's name of more than 64 bytes, or not UTF-8
+    /// without NUL (it is an argument of the lease script).
+    LeaseName {
+        /// The name given (lossily, if it was not UTF-8).
+        name: String,
+    },
 }
 
 /// A field that a [`ConfigError`] names.
@@ -229,6 +235,7 @@ impl ConfigError {
                  log's rule does not change"
             }
             Self::LeaseAlgorithm(_) => "leases divide GCRA rules only",
+            Self::LeaseName { .. } => "a holder's name is 1 to 64 bytes of UTF-8 without NUL",
             Self::LeaseTiming { .. } => {
                 "a lease lasts from 1 ms to below 2^53 us, and is renewed at least 1 ms apart \
                  and before the last thousandth of it"
@@ -286,6 +293,7 @@ impl fmt::Display for ConfigError {
             Self::LeaseAlgorithm(algorithm) => {
                 write!(f, "{}, not {}", self.rule(), algorithm_name(*algorithm))
             }
+            Self::LeaseName { name } => write!(f, "name {name:?}: {}", self.rule()),
             Self::LeaseTiming { lease, renew_every } => write!(
                 f,
                 "lease_ns {} renewed every {} ns: {}",

@@ -54,6 +54,16 @@ impl Renewal {
         renewal
     }
 
+    /// A renewal asked for at `sent_at` whose arguments went their own way (the C ABI's
+    /// callers keep them): what applying its answer needs.
+    #[doc(hidden)]
+    pub fn sent(sent_at: Instant) -> Self {
+        Self {
+            sent_at,
+            args: Vec::new(),
+        }
+    }
+
     /// The script's arguments.
     pub fn args(&self) -> &[String] {
         &self.args

@@ -21,6 +21,16 @@ pub use redis::{release, renew, LeasedLimiter};
 pub use rule::LeaseRule;
 pub use share::Share;
 
+macro_rules! gcra_script {
+    () => {
+        include_str!("../redis/lua/lease_gcra.lua")
+    };
+}
+
 /// The lease script for GCRA rules: its one key is the rule's hash, its arguments a
 /// [`Renewal`]'s.
-pub const GCRA_SCRIPT: &str = include_str!("../redis/lua/lease_gcra.lua");
+pub const GCRA_SCRIPT: &str = gcra_script!();
+
+/// [`GCRA_SCRIPT`] with a NUL, for C.
+#[doc(hidden)]
+pub const GCRA_SCRIPT_WITH_NUL: &str = concat!(gcra_script!(), "\0");

@@ -75,6 +75,9 @@ static int test_status_codes_have_the_contract_numbers(void) {
     CHECK(RATE_E_TABLE_FULL == -4);
     CHECK(RATE_E_UNSUPPORTED == -5);
     CHECK(RATE_E_INTERNAL == -6);
+    CHECK(RATE_E_IO == -7);
+    CHECK(RATE_E_INCOMPATIBLE == -8);
+    CHECK(RATE_E_REPLY == -9);
     /* The macros are parenthesised, so arithmetic on them is safe. */
     CHECK(2 - RATE_E_NULL == 3);
     CHECK(RATE_GCRA == 0 && RATE_FIXED_WINDOW == 1 && RATE_SLIDING_WINDOW == 2 &&
@@ -86,9 +89,9 @@ static int test_status_str_describes_every_code(void) {
     static const int32_t known[] = {
         RATE_OK,           RATE_LIMITED,       RATE_E_NULL,     RATE_E_INVALID_CONFIG,
         RATE_E_INSUFFICIENT_CAPACITY, RATE_E_TABLE_FULL, RATE_E_UNSUPPORTED, RATE_E_INTERNAL,
-        RATE_E_IO,         RATE_E_INCOMPATIBLE,
+        RATE_E_IO,         RATE_E_INCOMPATIBLE, RATE_E_REPLY,
     };
-    static const int32_t unknown[] = {2, 3, -9, 100, -100, INT32_MAX, INT32_MIN};
+    static const int32_t unknown[] = {2, 3, -10, 100, -100, INT32_MAX, INT32_MIN};
     size_t count = sizeof known / sizeof known[0];
     size_t i, j;
     for (i = 0; i < count; i++) {
