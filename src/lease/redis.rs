@@ -108,6 +108,7 @@ pub fn release(
 /// if !limiter.try_acquire(1)? {
 ///     // answer 429
 /// }
+/// limiter.close()?; // hands the share back
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct LeasedLimiter {
