@@ -163,6 +163,11 @@
 #define RATE_LEASE_ARGS 7
 
 /**
+ * The integers of a lease script's answer, after its status.
+ */
+#define RATE_LEASE_FIELDS 8
+
+/**
  * An opaque table of limiters, one per key, all under one configuration. Safe to use
  * from many threads at once; `rate_keyed_free` must not race with any other call on the
  * same handle.
@@ -362,7 +367,8 @@ typedef struct rate_lease_renewal {
  */
 typedef struct rate_lease_rule {
   /**
-   * The global rule: GCRA.
+   * The global rule: GCRA, or a fixed window whose period is a whole number of
+   * microseconds.
    */
   struct rate_config config;
   /**
@@ -407,6 +413,12 @@ typedef struct rate_lease_grant {
    * The holders that asked within a lease.
    */
   uint64_t holders;
+  /**
+   * A fixed window's number (its start over its period); 0 for GCRA. A window's share
+   * is a count: `rate` and `held_rate` are 0, `burst` the count and `held_burst` the
+   * counts granted in the window.
+   */
+  uint64_t window;
 } rate_lease_grant;
 
 /**
@@ -1343,14 +1355,15 @@ int32_t rate_lease_acquire_at(struct rate_lease_holder *holder,
 
 /**
  * Applies the lease script's answer to `renewal` now: `status` (`status_len` bytes,
- * "granted" or "quiet") and its seven integers in order (rate, burst, lease_us, epoch,
- * held_rate, held_burst, holders). Returns where decisions come from afterwards (a
+ * "granted" or "quiet") and its RATE_LEASE_FIELDS integers in order (rate, burst,
+ * lease_us, epoch, held_rate, held_burst, holders, window). Returns where decisions come from afterwards (a
  * RATE_LEASE_* state), RATE_E_NULL, or RATE_E_REPLY for an answer the script never
  * gives, of which nothing is applied.
  *
  * # Safety
  * `holder` is NULL or a live handle; `renewal` is NULL or readable; `status` is NULL or
- * points to `status_len` readable bytes; `fields` is NULL or points to 7 readable u64.
+ * points to `status_len` readable bytes; `fields` is NULL or points to RATE_LEASE_FIELDS
+ * readable u64.
  */
 int32_t rate_lease_apply(const struct rate_lease_holder *holder,
                          const struct rate_lease_renewal *renewal,
@@ -1391,9 +1404,10 @@ void rate_lease_holder_free(struct rate_lease_holder *holder);
  *
  * NULL: `rule` or `out` NULL, or `name` NULL with a non-zero `name_len`, is RATE_E_NULL.
  *
- * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (a rule `rate_redis_prepare`
- * rejects, another algorithm than GCRA, a lease or renewal interval out of bounds, an
- * invalid fallback, or a name too long or holding a NUL).
+ * Returns RATE_OK, RATE_E_NULL, RATE_E_UNSUPPORTED (a sliding window or log: leases divide
+ * GCRA and fixed windows), or RATE_E_INVALID_CONFIG (a rule `rate_redis_prepare` rejects,
+ * a window's period not a whole number of microseconds, a lease or renewal interval out
+ * of bounds, an invalid fallback, or a name too long or holding a NUL).
  *
  * # Safety
  * `rule` is NULL or readable; `fallback` is NULL or readable; `name` is NULL or points to
@@ -1448,12 +1462,16 @@ int32_t rate_lease_renew_at(const struct rate_lease_holder *holder,
                             struct rate_lease_renewal *out);
 
 /**
- * The lease script for GCRA rules, NUL-terminated and static (valid for the life of the
- * process): a client sends it with EVALSHA (loading it after NOSCRIPT) naming the rule's
- * Redis key, a hash, as its one key (on a Cluster it is the rule's slot), and a
- * `rate_lease_renewal`'s arguments.
+ * The lease script of the holder's rule (GCRA's or the fixed window's), NUL-terminated
+ * and static (valid for the life of the process), or NULL for a NULL holder: a client
+ * sends it with EVALSHA (loading it after NOSCRIPT) naming the rule's Redis key, a hash,
+ * as its one key (on a Cluster it is the rule's slot), and a `rate_lease_renewal`'s
+ * arguments.
+ *
+ * # Safety
+ * `holder` is NULL or a live handle.
  */
-const char *rate_lease_script(void);
+const char *rate_lease_script(const struct rate_lease_holder *holder);
 
 /**
  * Where the holder's decisions come from now: RATE_LEASE_LEASED, RATE_LEASE_UNSHARED or

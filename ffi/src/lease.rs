@@ -5,6 +5,7 @@
 
 use super::{boundary, construct, rate_config, rate_decision, report, RATE_E_INVALID_CONFIG};
 use super::{RATE_E_NULL, RATE_E_REPLY, RATE_OK};
+use super::{RATE_E_UNSUPPORTED, RATE_SLIDING_LOG, RATE_SLIDING_WINDOW};
 use librate::lease::{Fallback, Grant, HolderState, LeaseHolder, Renewal};
 use librate::{Instant, LeaseRule};
 use std::ffi::c_char;
@@ -23,6 +24,8 @@ pub const RATE_LEASE_NAME_MAX: usize = 64;
 pub const RATE_LEASE_ARG_BYTES: usize = 72;
 /// The arguments of a lease script call.
 pub const RATE_LEASE_ARGS: usize = 7;
+/// The integers of a lease script's answer, after its status.
+pub const RATE_LEASE_FIELDS: usize = 8;
 // Literals above, so cbindgen writes numbers: every argument fits, a name its longest.
 const _: () = assert!(RATE_LEASE_ARG_BYTES > RATE_LEASE_NAME_MAX && RATE_LEASE_ARG_BYTES > 21);
 
@@ -37,7 +40,8 @@ pub struct rate_lease_holder {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct rate_lease_rule {
-    /// The global rule: GCRA.
+    /// The global rule: GCRA, or a fixed window whose period is a whole number of
+    /// microseconds.
     pub config: rate_config,
     /// How long a lease lasts, by Redis's clock: 1 ms to below 2^53 us.
     pub lease_ns: u64,
@@ -75,6 +79,10 @@ pub struct rate_lease_grant {
     pub held_burst: u64,
     /// The holders that asked within a lease.
     pub holders: u64,
+    /// A fixed window's number (its start over its period); 0 for GCRA. A window's share
+    /// is a count: `rate` and `held_rate` are 0, `burst` the count and `held_burst` the
+    /// counts granted in the window.
+    pub window: u64,
 }
 
 /// Creates a holder of `rule`, named `name` (`name_len` bytes, no NUL, at most
@@ -87,9 +95,10 @@ pub struct rate_lease_grant {
 ///
 /// NULL: `rule` or `out` NULL, or `name` NULL with a non-zero `name_len`, is RATE_E_NULL.
 ///
-/// Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (a rule `rate_redis_prepare`
-/// rejects, another algorithm than GCRA, a lease or renewal interval out of bounds, an
-/// invalid fallback, or a name too long or holding a NUL).
+/// Returns RATE_OK, RATE_E_NULL, RATE_E_UNSUPPORTED (a sliding window or log: leases divide
+/// GCRA and fixed windows), or RATE_E_INVALID_CONFIG (a rule `rate_redis_prepare` rejects,
+/// a window's period not a whole number of microseconds, a lease or renewal interval out
+/// of bounds, an invalid fallback, or a name too long or holding a NUL).
 ///
 /// # Safety
 /// `rule` is NULL or readable; `fallback` is NULL or readable; `name` is NULL or points to
@@ -107,6 +116,12 @@ pub unsafe extern "C" fn rate_lease_holder_new(
         let Some(rule) = (unsafe { rule.as_ref() }) else {
             return RATE_E_NULL;
         };
+        if matches!(
+            rule.config.algorithm,
+            RATE_SLIDING_WINDOW | RATE_SLIDING_LOG
+        ) {
+            return RATE_E_UNSUPPORTED;
+        }
         let name = match (name.is_null(), name_len) {
             (_, 0) => None,
             (true, _) => return RATE_E_NULL,
@@ -337,14 +352,15 @@ unsafe fn renewal_into(
 }
 
 /// Applies the lease script's answer to `renewal` now: `status` (`status_len` bytes,
-/// "granted" or "quiet") and its seven integers in order (rate, burst, lease_us, epoch,
-/// held_rate, held_burst, holders). Returns where decisions come from afterwards (a
+/// "granted" or "quiet") and its RATE_LEASE_FIELDS integers in order (rate, burst,
+/// lease_us, epoch, held_rate, held_burst, holders, window). Returns where decisions come from afterwards (a
 /// RATE_LEASE_* state), RATE_E_NULL, or RATE_E_REPLY for an answer the script never
 /// gives, of which nothing is applied.
 ///
 /// # Safety
 /// `holder` is NULL or a live handle; `renewal` is NULL or readable; `status` is NULL or
-/// points to `status_len` readable bytes; `fields` is NULL or points to 7 readable u64.
+/// points to `status_len` readable bytes; `fields` is NULL or points to RATE_LEASE_FIELDS
+/// readable u64.
 #[no_mangle]
 pub unsafe extern "C" fn rate_lease_apply(
     holder: *const rate_lease_holder,
@@ -393,7 +409,7 @@ pub unsafe extern "C" fn rate_lease_apply_at(
         let (status, fields) = unsafe {
             (
                 std::slice::from_raw_parts(status, status_len),
-                *fields.cast::<[u64; 7]>(),
+                *fields.cast::<[u64; RATE_LEASE_FIELDS]>(),
             )
         };
         let Ok(grant) = Grant::from_fields(status, fields) else {
@@ -432,6 +448,7 @@ pub unsafe extern "C" fn rate_lease_last_grant(
                 held_rate: grant.held.rate,
                 held_burst: grant.held.burst,
                 holders: grant.holders,
+                window: grant.window,
             });
         // SAFETY: `out` is non-NULL and writable, as the caller promised.
         unsafe { *out = grant };
@@ -439,11 +456,21 @@ pub unsafe extern "C" fn rate_lease_last_grant(
     })
 }
 
-/// The lease script for GCRA rules, NUL-terminated and static (valid for the life of the
-/// process): a client sends it with EVALSHA (loading it after NOSCRIPT) naming the rule's
-/// Redis key, a hash, as its one key (on a Cluster it is the rule's slot), and a
-/// `rate_lease_renewal`'s arguments.
+/// The lease script of the holder's rule (GCRA's or the fixed window's), NUL-terminated
+/// and static (valid for the life of the process), or NULL for a NULL holder: a client
+/// sends it with EVALSHA (loading it after NOSCRIPT) naming the rule's Redis key, a hash,
+/// as its one key (on a Cluster it is the rule's slot), and a `rate_lease_renewal`'s
+/// arguments.
+///
+/// # Safety
+/// `holder` is NULL or a live handle.
 #[no_mangle]
-pub extern "C" fn rate_lease_script() -> *const c_char {
-    librate::lease::GCRA_SCRIPT_WITH_NUL.as_ptr().cast()
+pub unsafe extern "C" fn rate_lease_script(holder: *const rate_lease_holder) -> *const c_char {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        match unsafe { holder_ref(holder) } {
+            Some(holder) => holder.script_with_nul().as_ptr().cast(),
+            None => std::ptr::null(),
+        }
+    })
 }

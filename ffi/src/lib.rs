@@ -97,6 +97,13 @@ impl PanicFallback for () {
     fn on_panic() -> Self {}
 }
 
+/// A static string's address: NULL, which no export returns for a live handle.
+impl PanicFallback for *const c_char {
+    fn on_panic() -> Self {
+        std::ptr::null()
+    }
+}
+
 /// A body that may leave its work to another (`None`): a panic is its answer, the
 /// fallback, never a reason to run the other.
 impl<T: PanicFallback> PanicFallback for Option<T> {

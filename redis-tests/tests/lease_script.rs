@@ -1,12 +1,13 @@
-//! The GCRA lease script (src/redis/lua/lease_gcra.lua, docs/leases.md) on a real
-//! `redis-server`, loaded alone: every reply of a run of grants, renewals, hand-backs and
-//! ends worked out by hand from the rule (1,000 a second: T = 1 ms, B = 1,000; leases of
-//! 2 s) and the demands given; and the errors for another rule, another type and garbage.
+//! The lease scripts (src/redis/lua/lease_gcra.lua and lease_fixed_window.lua,
+//! docs/leases.md) on a real `redis-server`, each loaded alone: every reply of a run of
+//! grants, renewals, hand-backs and ends worked out by hand from the rule (GCRA: 1,000 a
+//! second, T = 1 ms, B = 1,000; the window: 100 a second; leases of 2 s) and the demands
+//! given; and the errors for another rule, another type and garbage.
 
 mod common;
 
 use common::redis_server::server;
-use librate::lease::GCRA_SCRIPT;
+use librate::lease::{FIXED_WINDOW_SCRIPT, GCRA_SCRIPT};
 use redis::Value;
 
 const KEY: &str = "lease:{global}";
@@ -35,27 +36,53 @@ fn call(
 }
 
 /// A renewal's reply as (status, [rate, burst, lease_us, epoch, held_rate, held_burst,
-/// holders]).
+/// holders, window]).
 fn renew(
     redis: &mut redis::Connection,
     now_us: u64,
     holder: &str,
     demand: u64,
-) -> (String, [i64; 7]) {
-    let reply = call(redis, "renew", now_us, holder, demand, 1000).unwrap();
+) -> (String, [i64; 8]) {
+    fields_of(call(redis, "renew", now_us, holder, demand, 1000).unwrap())
+}
+
+fn fields_of(reply: Value) -> (String, [i64; 8]) {
     let Value::Array(fields) = reply else {
         panic!("{reply:?}")
     };
+    assert_eq!(fields.len(), 9, "{fields:?}");
     let status: String = redis::from_redis_value(&fields[0]).unwrap();
-    let mut numbers = [0; 7];
+    let mut numbers = [0; 8];
     for (number, field) in numbers.iter_mut().zip(&fields[1..]) {
         *number = redis::from_redis_value(field).unwrap();
     }
     (status, numbers)
 }
 
-fn granted(numbers: [i64; 7]) -> (String, [i64; 7]) {
+fn granted(numbers: [i64; 8]) -> (String, [i64; 8]) {
     ("granted".to_owned(), numbers)
+}
+
+/// One call of the window script: `op` at `now_us` for `holder` with `demand` (or the
+/// units left unused, for a release), under L = 100 a period of 1 s, leases of 2 s.
+fn window_call(
+    redis: &mut redis::Connection,
+    op: &str,
+    now_us: u64,
+    holder: &str,
+    demand: u64,
+) -> Value {
+    redis::Script::new(FIXED_WINDOW_SCRIPT)
+        .key("lease:{window}")
+        .arg(op)
+        .arg(now_us)
+        .arg(100)
+        .arg(1_000_000)
+        .arg(2_000_000)
+        .arg(holder)
+        .arg(demand)
+        .invoke(redis)
+        .unwrap()
 }
 
 #[test]
@@ -66,32 +93,32 @@ fn grants_follow_demand_and_never_hand_out_what_a_lease_may_hold() {
     // A rule Redis has not seen: quiet for one lease, from its epoch, 0.
     assert_eq!(
         renew(&mut redis, 0, "h1", S as u64),
-        ("quiet".to_owned(), [0, 0, 2_000_000, 0, 0, 0, 0])
+        ("quiet".to_owned(), [0, 0, 2_000_000, 0, 0, 0, 0, 0])
     );
     // Alone, a demand of 60% meets it and takes the rest too: the whole rule.
     assert_eq!(
         renew(&mut redis, 2_000_000, "h1", 600_000),
-        granted([S, 1000, 2_000_000, 0, S, 1000, 1])
+        granted([S, 1000, 2_000_000, 0, S, 1000, 1, 0])
     );
     // h2 asks for 60% too: its fair share is half, but h1 holds everything: none.
     assert_eq!(
         renew(&mut redis, 2_500_000, "h2", 600_000),
-        granted([0, 0, 2_000_000, 0, S, 1000, 2])
+        granted([0, 0, 2_000_000, 0, S, 1000, 2, 0])
     );
     // h1 renews to half (a burst of 500), but may still decide from its whole-rule
     // lease until 4 s: that stays held.
     assert_eq!(
         renew(&mut redis, 3_000_000, "h1", 600_000),
-        granted([S / 2, 500, 2_000_000, 0, S, 1000, 2])
+        granted([S / 2, 500, 2_000_000, 0, S, 1000, 2, 0])
     );
     assert_eq!(
         renew(&mut redis, 3_500_000, "h2", 600_000),
-        granted([0, 0, 2_000_000, 0, S, 1000, 2])
+        granted([0, 0, 2_000_000, 0, S, 1000, 2, 0])
     );
     // At 4 s h1's first lease has ended: h2 gets the other half.
     assert_eq!(
         renew(&mut redis, 4_000_000, "h2", 600_000),
-        granted([S / 2, 500, 2_000_000, 0, S, 1000, 2])
+        granted([S / 2, 500, 2_000_000, 0, S, 1000, 2, 0])
     );
     // h1 hands its share back: h2, alone, gets the whole rule at its next renewal.
     assert_eq!(
@@ -100,16 +127,16 @@ fn grants_follow_demand_and_never_hand_out_what_a_lease_may_hold() {
     );
     assert_eq!(
         renew(&mut redis, 4_500_000, "h2", 600_000),
-        granted([S, 1000, 2_000_000, 0, S, 1000, 1])
+        granted([S, 1000, 2_000_000, 0, S, 1000, 1, 0])
     );
     // h3 arrives, h2 stops renewing: h3 gets nothing until h2's lease ends at 6.5 s.
     assert_eq!(
         renew(&mut redis, 6_499_999, "h3", S as u64),
-        granted([0, 0, 2_000_000, 0, S, 1000, 2])
+        granted([0, 0, 2_000_000, 0, S, 1000, 2, 0])
     );
     assert_eq!(
         renew(&mut redis, 6_500_000, "h3", S as u64),
-        granted([S, 1000, 2_000_000, 0, S, 1000, 1])
+        granted([S, 1000, 2_000_000, 0, S, 1000, 1, 0])
     );
 }
 
@@ -209,11 +236,104 @@ fn a_rule_redis_lost_is_quiet_for_a_lease_again() {
     // seen, under a new epoch.
     assert_eq!(
         renew(&mut redis, 3_000_000, "b", S as u64),
-        ("quiet".to_owned(), [0, 0, 2_000_000, 3_000_000, 0, 0, 0])
+        ("quiet".to_owned(), [0, 0, 2_000_000, 3_000_000, 0, 0, 0, 0])
     );
     assert_eq!(renew(&mut redis, 4_999_999, "a", S as u64).0, "quiet");
     assert_eq!(
         renew(&mut redis, 5_000_000, "a", S as u64),
-        granted([S, 1000, 2_000_000, 3_000_000, S, 1000, 1])
+        granted([S, 1000, 2_000_000, 3_000_000, S, 1000, 1, 0])
     );
+}
+
+#[test]
+fn window_counts_only_grow_and_never_sum_past_the_limit() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    let mut renew = |now_us, holder, demand| {
+        fields_of(window_call(&mut redis, "renew", now_us, holder, demand))
+    };
+    // New to Redis in window 0 (epoch 0.5 s): quiet to the window's end, whose counts
+    // it cannot know.
+    assert_eq!(
+        renew(500_000, "a", S as u64),
+        ("quiet".to_owned(), [0, 0, 500_000, 500_000, 0, 0, 0, 0])
+    );
+    // Window 1: a, alone, asks for 60% and takes the whole limit, to 2 s.
+    assert_eq!(
+        renew(1_000_000, "a", 600_000),
+        granted([0, 100, 1_000_000, 500_000, 0, 100, 1, 1])
+    );
+    // b's fair share is 50, but a holds all 100 of window 1.
+    assert_eq!(
+        renew(1_200_000, "b", 600_000),
+        granted([0, 0, 800_000, 500_000, 0, 100, 2, 1])
+    );
+    // Window 2 starts empty: b gets its 50.
+    assert_eq!(
+        renew(2_000_000, "b", 600_000),
+        granted([0, 50, 1_000_000, 500_000, 0, 50, 2, 2])
+    );
+    // a asks for 20%: 20% + (100% − 80%) / 2 = 30%, 30 units.
+    assert_eq!(
+        renew(2_100_000, "a", 200_000),
+        granted([0, 30, 900_000, 500_000, 0, 80, 2, 2])
+    );
+    // b's target is 60% + 10%: 70, of which it has 50; the 20 left make 100.
+    assert_eq!(
+        renew(2_200_000, "b", 600_000),
+        granted([0, 70, 800_000, 500_000, 0, 100, 2, 2])
+    );
+    // a hands back with 10 of its 30 unused: b, alone, takes them (its target is 100).
+    let released = window_call(&mut redis, "release", 2_300_000, "a", 10);
+    assert_eq!(released, Value::Int(1));
+    let mut renew = |now_us, holder, demand| {
+        fields_of(window_call(&mut redis, "renew", now_us, holder, demand))
+    };
+    assert_eq!(
+        renew(2_400_000, "b", S as u64),
+        granted([0, 80, 600_000, 500_000, 0, 100, 1, 2])
+    );
+    // A time before window 2: nothing for window 1, and nothing written.
+    assert_eq!(
+        renew(1_500_000, "b", S as u64),
+        granted([0, 0, 500_000, 500_000, 0, 100, 0, 1])
+    );
+    assert_eq!(
+        renew(2_450_000, "b", S as u64),
+        granted([0, 80, 550_000, 500_000, 0, 100, 1, 2])
+    );
+}
+
+#[test]
+fn a_window_redis_lost_is_quiet_to_its_end() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    fields_of(window_call(&mut redis, "renew", 0, "a", 0));
+    let grant = fields_of(window_call(&mut redis, "renew", 1_000_000, "a", S as u64));
+    assert_eq!(grant.1[1], 100);
+    let _: () = redis::cmd("FLUSHALL").query(&mut redis).unwrap();
+    // The 100 of window 1 may be in use: nothing until 2 s, under a new epoch.
+    assert_eq!(
+        fields_of(window_call(&mut redis, "renew", 1_600_000, "b", S as u64)),
+        ("quiet".to_owned(), [0, 0, 400_000, 1_600_000, 0, 0, 0, 1])
+    );
+    assert_eq!(
+        fields_of(window_call(&mut redis, "renew", 2_000_000, "b", S as u64)),
+        granted([0, 100, 1_000_000, 1_600_000, 0, 100, 1, 2])
+    );
+    let other = redis::Script::new(FIXED_WINDOW_SCRIPT)
+        .key("lease:{window}")
+        .arg("renew")
+        .arg(2_000_001)
+        .arg(99)
+        .arg(1_000_000)
+        .arg(2_000_000)
+        .arg("b")
+        .arg(0)
+        .invoke::<Value>(&mut redis)
+        .unwrap_err()
+        .to_string();
+    assert!(other.contains("holds the lease rule fw:100:1000000:2000000 (fw:limit:period_us:lease_us), not fw:99:1000000:2000000"), "{other}");
 }

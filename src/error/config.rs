@@ -78,6 +78,12 @@ pub enum ConfigError {
         /// The interval between renewals.
         renew_every: std::time::Duration,
     },
+    /// Leases: a fixed window whose period is not a whole number of microseconds (the
+    /// lease script's unit), or whose limit reaches 2⁴⁸.
+    LeaseWindow {
+        /// The rule given.
+        config: crate::config::Config,
+    },
     /// Leases, through the C ABI: a holder's name of more than 64 bytes, or not UTF-8
     /// without NUL (it is an argument of the lease script).
     LeaseName {
@@ -234,7 +240,11 @@ impl ConfigError {
                 "a live change keeps the algorithm (and the number of rules), and a sliding \
                  log's rule does not change"
             }
-            Self::LeaseAlgorithm(_) => "leases divide GCRA rules only",
+            Self::LeaseAlgorithm(_) => "leases divide GCRA and fixed-window rules only",
+            Self::LeaseWindow { .. } => {
+                "a leased window's period is a whole number of microseconds, and its limit \
+                 below 2^48"
+            }
             Self::LeaseName { .. } => "a holder's name is 1 to 64 bytes of UTF-8 without NUL",
             Self::LeaseTiming { .. } => {
                 "a lease lasts from 1 ms to below 2^53 us, and is renewed at least 1 ms apart \
@@ -294,6 +304,13 @@ impl fmt::Display for ConfigError {
                 write!(f, "{}, not {}", self.rule(), algorithm_name(*algorithm))
             }
             Self::LeaseName { name } => write!(f, "name {name:?}: {}", self.rule()),
+            Self::LeaseWindow { config } => write!(
+                f,
+                "limit {} with period_ns {}: {}",
+                config.limit,
+                config.period_ns,
+                self.rule()
+            ),
             Self::LeaseTiming { lease, renew_every } => write!(
                 f,
                 "lease_ns {} renewed every {} ns: {}",

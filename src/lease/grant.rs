@@ -1,7 +1,7 @@
 //! What a holder sends the lease script and what it answers (docs/leases.md, the
 //! protocol), checked before anything of it is believed.
 
-use super::rule::{LeaseRule, SCALE};
+use super::rule::{Divided, LeaseRule, SCALE};
 use super::share::Share;
 use crate::time::Instant;
 use std::fmt;
@@ -35,11 +35,12 @@ impl Renewal {
         } else {
             (sent_at, String::new())
         };
+        let [first, second] = rule.script_args();
         let args = vec![
             "renew".to_owned(),
             now,
-            rule.interval_ns().to_string(),
-            rule.burst().to_string(),
+            first.to_string(),
+            second.to_string(),
             rule.lease_us().to_string(),
             holder.to_owned(),
             demand.to_string(),
@@ -47,9 +48,10 @@ impl Renewal {
         Self { sent_at, args }
     }
 
-    /// The hand-back of `holder`'s share, which no longer decides.
-    pub(crate) fn release(rule: &LeaseRule, holder: &str, sent_at: Instant) -> Self {
-        let mut renewal = Self::renew(rule, holder, 0, sent_at, false);
+    /// The hand-back of `holder`'s share, which no longer decides, with the units of a
+    /// window's count it left `unused` (0 for GCRA).
+    pub(crate) fn release(rule: &LeaseRule, holder: &str, sent_at: Instant, unused: u64) -> Self {
+        let mut renewal = Self::renew(rule, holder, unused, sent_at, false);
         renewal.args[0] = "release".to_owned();
         renewal
     }
@@ -85,8 +87,9 @@ pub enum GrantStatus {
     Quiet,
 }
 
-/// The lease script's answer to a renewal, as a client reads it:
-/// `{status, rate, burst, lease_us, epoch, held_rate, held_burst, holders}`.
+/// The lease script's answer to a renewal, as a client reads it: `{status, rate, burst,
+/// lease_us, epoch, held_rate, held_burst, holders, window}`. A fixed window's share is a
+/// count of the window numbered `window`: its `rate` is 0 and its `burst` the count.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Grant {
     /// Granted or quiet.
@@ -101,15 +104,17 @@ pub struct Grant {
     pub held: Share,
     /// The holders that asked within a lease, this one included.
     pub holders: u64,
+    /// A fixed window's number (its start over its period), 0 for GCRA.
+    pub window: u64,
 }
 
 impl Grant {
-    /// Reads the script's reply fields (`status` and seven integers), as every client
+    /// Reads the script's reply fields (`status` and eight integers), as every client
     /// passes them.
     ///
     /// # Errors
     /// A [`ReplyError`] naming the first field that the script never answers.
-    pub fn from_fields(status: &[u8], fields: [u64; 7]) -> Result<Self, ReplyError> {
+    pub fn from_fields(status: &[u8], fields: [u64; 8]) -> Result<Self, ReplyError> {
         let status = match status {
             b"granted" => GrantStatus::Granted,
             b"quiet" => GrantStatus::Quiet,
@@ -120,7 +125,7 @@ impl Grant {
                 })
             }
         };
-        let [rate, burst, lease_us, epoch, held_rate, held_burst, holders] = fields;
+        let [rate, burst, lease_us, epoch, held_rate, held_burst, holders, window] = fields;
         Ok(Self {
             status,
             share: Share { rate, burst },
@@ -131,6 +136,7 @@ impl Grant {
                 burst: held_burst,
             },
             holders,
+            window,
         })
     }
 
@@ -143,20 +149,28 @@ impl Grant {
             })
         };
         let Share { rate, burst } = self.share;
-        if rate > SCALE || (rate == 0) != (burst == 0) {
+        let most = rule.most();
+        let (rate_bound, lease_bound) = match rule.divided() {
+            Divided::Gcra { .. } => (SCALE, rule.lease_us()),
+            Divided::FixedWindow { period_us, .. } => (0, period_us),
+        };
+        if rate > rate_bound || (rate_bound > 0 && (rate == 0) != (burst == 0)) {
             return bad("rate", rate);
         }
-        if burst > rule.burst() {
+        if burst > most {
             return bad("burst", burst);
         }
-        if self.lease_us > rule.lease_us() {
+        if self.lease_us > lease_bound {
             return bad("lease_us", self.lease_us);
         }
-        if self.held.rate > SCALE {
+        if self.held.rate > rate_bound {
             return bad("held_rate", self.held.rate);
         }
-        if self.held.burst > rule.burst() {
+        if self.held.burst > most {
             return bad("held_burst", self.held.burst);
+        }
+        if rate_bound > 0 && self.window != 0 {
+            return bad("window", self.window);
         }
         Ok(self)
     }

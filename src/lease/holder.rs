@@ -3,8 +3,9 @@
 //! applies the answer. A client (`librate::redis`, Python's, Go's) carries the calls.
 
 use super::grant::{Grant, GrantStatus, Renewal, ReplyError};
-use super::rule::{LeaseRule, SCALE};
+use super::rule::{Divided, LeaseRule, SCALE};
 use super::share::{empty, Share};
+use super::window_share::WindowShare;
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::{AcquireError, ConfigError};
@@ -48,7 +49,8 @@ pub enum HolderState {
 /// let holder = LeaseHolder::new(&rule, Fallback::Deny).unwrap();
 /// let renewal = holder.renewal_at(Instant::ZERO);
 /// // The lease script's answer: half the rate, a burst of 500, for 2 s.
-/// let grant = Grant::from_fields(b"granted", [500_000, 500, 2_000_000, 1, 500_000, 500, 2]).unwrap();
+/// let fields = [500_000, 500, 2_000_000, 1, 500_000, 500, 2, 0];
+/// let grant = Grant::from_fields(b"granted", fields).unwrap();
 /// holder.apply_at(&renewal, &grant, Instant::ZERO).unwrap();
 /// assert_eq!(holder.state_at(Instant::ZERO), HolderState::Leased);
 /// // A share starts empty and fills at its rate: one unit every 2 ms.
@@ -59,16 +61,26 @@ pub enum HolderState {
 pub struct LeaseHolder {
     rule: LeaseRule,
     name: String,
-    /// The local GCRA of the share held.
-    share: Limiter,
+    /// What decides from the share held.
+    local: Local,
     fallback: Option<Limiter>,
-    /// Decisions come from the share before this instant (ns; 0: no lease).
+    /// Decisions come from the share before this instant (ns; 0: no lease); a window's
+    /// count has its own bounds besides.
     lease_end: AtomicU64,
     /// Redis answered "no share" for decisions before this instant (ns).
     unshared_until: AtomicU64,
     /// Units asked for since the last renewal: the demand it reports.
     requested: AtomicU64,
     books: Mutex<Books>,
+}
+
+/// What decides from a share: a GCRA of the share's rate and burst, or a window's count.
+// Unboxed: a holder keeps one for its life, and a box would put a load on every decision.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+enum Local {
+    Gcra(Limiter),
+    Window(WindowShare),
 }
 
 /// What the renewals keep: one caller's at a time.
@@ -101,12 +113,18 @@ impl LeaseHolder {
             Fallback::Deny => None,
             Fallback::Local(config) => Some(Limiter::new(&config)?),
         };
-        // Never decided from before its first lease, which empties it first.
-        let placeholder = Config::gcra(1, std::time::Duration::from_nanos(rule.interval_ns()));
+        let local = match rule.divided() {
+            Divided::Gcra { interval_ns, .. } => {
+                // Never decided from before its first lease, which empties it first.
+                let placeholder = Config::gcra(1, std::time::Duration::from_nanos(interval_ns));
+                Local::Gcra(Limiter::new(&placeholder)?)
+            }
+            Divided::FixedWindow { .. } => Local::Window(WindowShare::default()),
+        };
         Ok(Self {
             rule: *rule,
             name: name.to_owned(),
-            share: Limiter::new(&placeholder)?,
+            local,
             fallback,
             lease_end: AtomicU64::new(0),
             unshared_until: AtomicU64::new(0),
@@ -120,6 +138,21 @@ impl LeaseHolder {
         &self.rule
     }
 
+    /// The lease script of the rule's algorithm.
+    pub fn script(&self) -> &'static str {
+        let with_nul = self.script_with_nul();
+        &with_nul[..with_nul.len() - 1]
+    }
+
+    /// [`script`](Self::script) with a NUL, for C.
+    #[doc(hidden)]
+    pub fn script_with_nul(&self) -> &'static str {
+        match self.local {
+            Local::Gcra(_) => super::GCRA_SCRIPT_WITH_NUL,
+            Local::Window(_) => super::FIXED_WINDOW_SCRIPT_WITH_NUL,
+        }
+    }
+
     /// The holder's name in the rule's hash.
     pub fn name(&self) -> &str {
         &self.name
@@ -128,7 +161,8 @@ impl LeaseHolder {
     /// Admits `n` units now or not, as [`Limiter::try_acquire`] does.
     ///
     /// # Errors
-    /// [`AcquireError::InsufficientCapacity`] if `n` exceeds the global rule's burst.
+    /// [`AcquireError::InsufficientCapacity`] if `n` exceeds the global rule's burst (a
+    /// window's limit).
     #[inline]
     pub fn try_acquire(&self, n: u64) -> Result<bool, AcquireError> {
         self.try_acquire_at(n, Instant::now())
@@ -140,16 +174,24 @@ impl LeaseHolder {
     /// As [`try_acquire`](Self::try_acquire).
     #[inline]
     pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, AcquireError> {
-        if n > self.rule.burst() {
+        if n > self.rule.most() {
             return Err(AcquireError::InsufficientCapacity);
         }
         // Relaxed: a count read once a renewal, whose exactness is a renewal's.
         self.requested.fetch_add(n, Relaxed);
-        // Acquire: a lease end read is one whose share was set before it was published.
-        if at.as_nanos() < self.lease_end.load(Acquire) {
-            if let Ok(admitted) = self.share.try_acquire_at(n, at) {
-                return Ok(admitted);
+        match &self.local {
+            // Acquire: a lease end read is one whose share was set before it was published.
+            Local::Gcra(share) if at.as_nanos() < self.lease_end.load(Acquire) => {
+                if let Ok(admitted) = share.try_acquire_at(n, at) {
+                    return Ok(admitted);
+                }
             }
+            Local::Window(share) => {
+                if let Some(decision) = share.decide(n, at.as_nanos()) {
+                    return Ok(decision.allowed);
+                }
+            }
+            Local::Gcra(_) => {}
         }
         Ok(self.beside_share(n, at).allowed)
     }
@@ -168,16 +210,18 @@ impl LeaseHolder {
     /// # Errors
     /// As [`try_acquire`](Self::try_acquire).
     pub fn acquire_at(&self, n: u64, at: Instant) -> Result<Decision, AcquireError> {
-        if n > self.rule.burst() {
+        if n > self.rule.most() {
             return Err(AcquireError::InsufficientCapacity);
         }
         self.requested.fetch_add(n, Relaxed);
-        if at.as_nanos() < self.lease_end.load(Acquire) {
-            if let Ok(decision) = self.share.acquire_at(n, at) {
-                return Ok(decision);
+        let decided = match &self.local {
+            Local::Gcra(share) if at.as_nanos() < self.lease_end.load(Acquire) => {
+                share.acquire_at(n, at).ok()
             }
-        }
-        Ok(self.beside_share(n, at))
+            Local::Window(share) => share.decide(n, at.as_nanos()),
+            Local::Gcra(_) => None,
+        };
+        Ok(decided.unwrap_or_else(|| self.beside_share(n, at)))
     }
 
     /// The decision without a share that admits `n`: the fallback's, or a denial until
@@ -254,11 +298,9 @@ impl LeaseHolder {
         let demand = match books.last_sent {
             // Before any count: a fair share of whatever is left.
             None => SCALE,
-            Some(last) => demand(
-                units,
-                self.rule.interval_ns(),
-                sent_at.saturating_duration_since(last),
-            ),
+            Some(last) => self
+                .rule
+                .demand(units, sent_at.saturating_duration_since(last)),
         };
         let renewal = Renewal::renew(&self.rule, &self.name, demand, sent_at, at);
         books.last_sent = Some(renewal.sent_at);
@@ -288,42 +330,85 @@ impl LeaseHolder {
     ) -> Result<HolderState, ReplyError> {
         grant.checked(&self.rule)?;
         let mut books = self.books();
-        let lease = time::nanos(std::time::Duration::from_micros(grant.lease_us));
-        let end = renewal.sent_at.as_nanos().saturating_add(lease);
-        let end = end.saturating_sub(time::nanos(self.rule.margin()));
+        // Held for `lease_us` from the script's time, which is after the holder asked,
+        // less a thousandth of it (the rule's margin, for a whole lease).
+        let held = grant.lease_us.saturating_mul(1000);
+        let end = renewal
+            .sent_at
+            .as_nanos()
+            .saturating_add(held - held / 1000);
         if grant.status == GrantStatus::Quiet {
             // No new grant: the lease held, if any, runs to its end.
             self.unshared_until.fetch_max(end, Relaxed);
             return Ok(self.state_at(at));
         }
-        let continuing = at.as_nanos() < self.lease_end.load(Relaxed);
-        match grant.share.config(self.rule.interval_ns()) {
-            Some(config) => {
-                if !continuing {
-                    empty(&self.share, at);
-                }
-                // A GCRA rule to another: no change fails but for a file's.
-                let _ = self.share.set_config_at(&config, at);
-                // Release: whoever reads this end decides on the share just set.
-                self.lease_end.store(end, Release);
-            }
-            None => {
-                // Tokens are kept only while some share is: none is now.
-                self.lease_end.store(0, Relaxed);
-                empty(&self.share, at);
-                self.unshared_until.store(end, Relaxed);
+        match &self.local {
+            Local::Gcra(share) => self.apply_gcra(share, grant, end, at),
+            Local::Window(share) => {
+                let current = books.grant.as_ref().map(|held| held.window);
+                self.apply_window(share, grant, current, end, at);
             }
         }
         books.grant = Some(grant.clone());
         Ok(self.state_at(at))
     }
 
+    /// A GCRA share from `at` to `end`: a lease that follows one still held keeps its
+    /// tokens, any other starts empty.
+    fn apply_gcra(&self, share: &Limiter, grant: &Grant, end: u64, at: Instant) {
+        let continuing = at.as_nanos() < self.lease_end.load(Relaxed);
+        let Some(config) = grant.share.config(self.rule.divided()) else {
+            // Tokens are kept only while some share is: none is now.
+            self.lease_end.store(0, Relaxed);
+            empty(share, at);
+            self.unshared_until.store(end, Relaxed);
+            return;
+        };
+        if !continuing {
+            empty(share, at);
+        }
+        // A GCRA rule to another: no change fails but for a file's.
+        let _ = share.set_config_at(&config, at);
+        // Release: whoever reads this end decides on the share just set.
+        self.lease_end.store(end, Release);
+    }
+
+    /// A count of window `grant.window` from `at` to `end`: more of the window held
+    /// (`current`), or a window of its own.
+    fn apply_window(
+        &self,
+        share: &WindowShare,
+        grant: &Grant,
+        current: Option<u64>,
+        end: u64,
+        at: Instant,
+    ) {
+        let count = grant.share.burst;
+        let end = if current == Some(grant.window) {
+            share.grow(count, end)
+        } else {
+            share.begin(grant.window, count, at.as_nanos(), end);
+            end
+        };
+        if count == 0 {
+            self.lease_end.store(0, Relaxed);
+            self.unshared_until.store(end, Relaxed);
+        } else {
+            // Release: as a GCRA share's; a window's decisions read its own bounds.
+            self.lease_end.store(end, Release);
+        }
+    }
+
     /// Stops deciding from the share (decisions fall back from now on) and gives the
-    /// renewal that hands it back.
+    /// renewal that hands it back, with a window's units left unused.
     pub fn release(&self) -> Renewal {
         self.lease_end.store(0, Relaxed);
         self.unshared_until.store(0, Relaxed);
-        Renewal::release(&self.rule, &self.name, Instant::now())
+        let unused = match &self.local {
+            Local::Gcra(_) => 0,
+            Local::Window(share) => share.close(),
+        };
+        Renewal::release(&self.rule, &self.name, Instant::now(), unused)
     }
 
     fn books(&self) -> std::sync::MutexGuard<'_, Books> {
@@ -331,35 +416,5 @@ impl LeaseHolder {
         self.books
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-/// The demand of `units` asked for over `elapsed`, in millionths of the rate of a rule
-/// whose emission interval is `interval_ns`, rounded up, at most the whole rule.
-fn demand(units: u64, interval_ns: u64, elapsed: std::time::Duration) -> u64 {
-    let elapsed = elapsed.as_nanos();
-    if elapsed == 0 {
-        return if units == 0 { 0 } else { SCALE };
-    }
-    let asked = u128::from(units) * u128::from(interval_ns) * u128::from(SCALE);
-    asked.div_ceil(elapsed).min(u128::from(SCALE)) as u64
-}
-
-#[cfg(test)]
-mod tests {
-    use super::demand;
-    use std::time::Duration;
-
-    #[test]
-    fn demand_is_the_rate_asked_for_in_millionths_rounded_up() {
-        // A rule of 1,000 a second (T = 1 ms): 250 units in a second are a quarter.
-        assert_eq!(demand(250, 1_000_000, Duration::from_secs(1)), 250_000);
-        // 1 unit in 3 s of a rule of 1 a second: a third, rounded up.
-        assert_eq!(demand(1, 1_000_000_000, Duration::from_secs(3)), 333_334);
-        // More than the rule: the whole rule.
-        assert_eq!(demand(5_000, 1_000_000, Duration::from_secs(1)), 1_000_000);
-        assert_eq!(demand(0, 1_000_000, Duration::from_secs(1)), 0);
-        assert_eq!(demand(0, 1_000_000, Duration::ZERO), 0);
-        assert_eq!(demand(1, 1_000_000, Duration::ZERO), 1_000_000);
     }
 }

@@ -4,8 +4,9 @@
 //!
 //! `rule.rs` is the rule and the timing of its leases, `share.rs` a share and the local
 //! GCRA deciding from it, `grant.rs` the lease script's arguments and answers, and
-//! `holder.rs` a holder without I/O. The script is `src/redis/lua/lease_gcra.lua`, one for
-//! every language; the Rust client that sends it is `librate::redis`'s.
+//! `holder.rs` a holder without I/O. The scripts are `src/redis/lua/lease_gcra.lua` and
+//! `lease_fixed_window.lua`, one for every language; `redis.rs` sends them over the `redis`
+//! crate.
 
 mod grant;
 mod holder;
@@ -13,6 +14,7 @@ mod holder;
 mod redis;
 mod rule;
 mod share;
+mod window_share;
 
 pub use grant::{Grant, GrantStatus, Renewal, ReplyError};
 pub use holder::{Fallback, HolderState, LeaseHolder};
@@ -21,16 +23,20 @@ pub use redis::{release, renew, LeasedLimiter};
 pub use rule::LeaseRule;
 pub use share::Share;
 
-macro_rules! gcra_script {
-    () => {
-        include_str!("../redis/lua/lease_gcra.lua")
+/// A lease script's source, from `src/redis/lua/`.
+macro_rules! script {
+    ($name:literal) => {
+        include_str!(concat!("../redis/lua/", $name, ".lua"))
     };
 }
 
 /// The lease script for GCRA rules: its one key is the rule's hash, its arguments a
 /// [`Renewal`]'s.
-pub const GCRA_SCRIPT: &str = gcra_script!();
+pub const GCRA_SCRIPT: &str = script!("lease_gcra");
 
-/// [`GCRA_SCRIPT`] with a NUL, for C.
-#[doc(hidden)]
-pub const GCRA_SCRIPT_WITH_NUL: &str = concat!(gcra_script!(), "\0");
+/// The lease script for fixed-window rules, called as [`GCRA_SCRIPT`] is.
+pub const FIXED_WINDOW_SCRIPT: &str = script!("lease_fixed_window");
+
+/// The scripts with a NUL, for C.
+const GCRA_SCRIPT_WITH_NUL: &str = concat!(script!("lease_gcra"), "\0");
+const FIXED_WINDOW_SCRIPT_WITH_NUL: &str = concat!(script!("lease_fixed_window"), "\0");

@@ -5,7 +5,7 @@
 use super::grant::{Grant, Renewal};
 use super::holder::{Fallback, HolderState, LeaseHolder};
 use super::rule::LeaseRule;
-use super::GCRA_SCRIPT;
+use crate::config::Algorithm;
 use crate::decision::Decision;
 use crate::error::{AcquireError, ConfigError};
 use crate::redis::RedisError;
@@ -14,19 +14,25 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
-/// The lease script, hashed once.
-fn script() -> &'static redis::Script {
-    static SCRIPT: OnceLock<redis::Script> = OnceLock::new();
-    SCRIPT.get_or_init(|| redis::Script::new(GCRA_SCRIPT))
+/// The lease script of `holder`'s rule, hashed once.
+fn script(holder: &LeaseHolder) -> &'static redis::Script {
+    static GCRA: OnceLock<redis::Script> = OnceLock::new();
+    static FIXED_WINDOW: OnceLock<redis::Script> = OnceLock::new();
+    let cell = match holder.rule().config().algorithm {
+        Algorithm::Gcra => &GCRA,
+        _ => &FIXED_WINDOW,
+    };
+    cell.get_or_init(|| redis::Script::new(holder.script()))
 }
 
 /// Sends `renewal` for the rule at `key` and reads the answer.
 fn call(
     connection: &mut impl redis::ConnectionLike,
     key: &[u8],
+    holder: &LeaseHolder,
     renewal: &Renewal,
 ) -> Result<redis::Value, RedisError> {
-    let mut invocation = script().key(key);
+    let mut invocation = script(holder).key(key);
     for arg in renewal.args() {
         invocation.arg(arg);
     }
@@ -43,7 +49,7 @@ fn grant_of(reply: &redis::Value) -> Result<Grant, RedisError> {
         return Err(garbage());
     };
     let status: Vec<u8> = redis::from_redis_value(status).map_err(|_| garbage())?;
-    let mut values = [0u64; 7];
+    let mut values = [0u64; 8];
     if numbers.len() != values.len() {
         return Err(garbage());
     }
@@ -71,7 +77,7 @@ pub fn renew(
         Some(at) => holder.renewal_at(at),
         None => holder.renewal(),
     };
-    let grant = grant_of(&call(connection, key, &renewal)?)?;
+    let grant = grant_of(&call(connection, key, holder, &renewal)?)?;
     let applied = match at {
         Some(at) => holder.apply_at(&renewal, &grant, at),
         None => holder.apply(&renewal, &grant),
@@ -88,7 +94,7 @@ pub fn release(
     key: &[u8],
     holder: &LeaseHolder,
 ) -> Result<(), RedisError> {
-    call(connection, key, &holder.release())?;
+    call(connection, key, holder, &holder.release())?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! A share of a global rule (docs/leases.md): the rate and burst one lease grants, and the
 //! local GCRA that decides from it.
 
-use super::rule::SCALE;
+use super::rule::{Divided, SCALE};
 use crate::config::Config;
 use crate::limiter::Limiter;
 use crate::time::Instant;
@@ -17,11 +17,14 @@ pub struct Share {
 }
 
 impl Share {
-    /// The local rule of this share of a rule whose emission interval is `interval_ns`:
-    /// one unit every ⌈T·10⁶ / rate⌉ ns, never faster than the share, so the shares'
-    /// rates never sum past the rule's; `None` for no share, or one no local limiter
-    /// holds (its burst times its interval past the timeline), which decides nothing.
-    pub(crate) fn config(self, interval_ns: u64) -> Option<Config> {
+    /// The local rule of this share of a GCRA rule whose emission interval is T: one unit
+    /// every ⌈T·10⁶ / rate⌉ ns, never faster than the share, so the shares' rates never
+    /// sum past the rule's; `None` for no share, one no local limiter holds (its burst
+    /// times its interval past the timeline), which decides nothing, or a window's.
+    pub(crate) fn config(self, divided: Divided) -> Option<Config> {
+        let Divided::Gcra { interval_ns, .. } = divided else {
+            return None;
+        };
         if self.rate == 0 || self.burst == 0 {
             return None;
         }

@@ -27,7 +27,7 @@ static rate_lease_holder *holder_named(const char *name, const rate_config *fall
 /* Applies the script's answer `status` with its seven integers at `now_ns`. */
 static int32_t answer(rate_lease_holder *holder, const rate_lease_renewal *renewal,
                       const char *status, uint64_t rate, uint64_t burst, uint64_t now_ns) {
-    const uint64_t fields[7] = {rate, burst, 2000000, 7, rate, burst, 1};
+    const uint64_t fields[RATE_LEASE_FIELDS] = {rate, burst, 2000000, 7, rate, burst, 1, 0};
     return rate_lease_apply_at(holder, renewal, (const uint8_t *)status, strlen(status), fields,
                                now_ns);
 }
@@ -144,7 +144,7 @@ static int test_the_local_fallback(void) {
 static int test_answers_the_script_never_gives(void) {
     rate_lease_holder *holder = holder_named("host-a", NULL);
     rate_lease_renewal renewal;
-    const uint64_t fields[7] = {1000000, 1000, 2000000, 7, 1000000, 1000, 1};
+    const uint64_t fields[RATE_LEASE_FIELDS] = {1000000, 1000, 2000000, 7, 1000000, 1000, 1, 0};
     CHECK(holder != NULL);
     CHECK_STATUS(rate_lease_renew_at(holder, 0, &renewal), RATE_OK);
     CHECK_STATUS(rate_lease_apply_at(holder, &renewal, (const uint8_t *)"nope", 4, fields, 0),
@@ -165,7 +165,7 @@ static int test_bad_input(void) {
     rate_lease_renewal renewal;
     rate_lease_grant grant;
     rate_lease_rule rule = RULE;
-    const uint64_t fields[7] = {0};
+    const uint64_t fields[RATE_LEASE_FIELDS] = {0};
     char long_name[66];
     CHECK_STATUS(rate_lease_holder_new(NULL, NULL, NULL, 0, &holder), RATE_E_NULL);
     CHECK_STATUS(rate_lease_holder_new(&RULE, NULL, NULL, 0, NULL), RATE_E_NULL);
@@ -175,7 +175,13 @@ static int test_bad_input(void) {
     memset(long_name, 'x', sizeof long_name);
     CHECK_STATUS(rate_lease_holder_new(&RULE, NULL, (const uint8_t *)long_name, 65, &holder),
                  RATE_E_INVALID_CONFIG);
+    rule.config.algorithm = RATE_SLIDING_WINDOW;
+    CHECK_STATUS(rate_lease_holder_new(&rule, NULL, NULL, 0, &holder), RATE_E_UNSUPPORTED);
+    rule.config.algorithm = RATE_SLIDING_LOG;
+    CHECK_STATUS(rate_lease_holder_new(&rule, NULL, NULL, 0, &holder), RATE_E_UNSUPPORTED);
+    /* A leased window's period is a whole number of microseconds. */
     rule.config.algorithm = RATE_FIXED_WINDOW;
+    rule.config.period_ns = SECOND + 1;
     CHECK_STATUS(rate_lease_holder_new(&rule, NULL, NULL, 0, &holder), RATE_E_INVALID_CONFIG);
     rule = RULE;
     rule.lease_ns = 999 * 1000;
@@ -201,8 +207,62 @@ static int test_bad_input(void) {
     CHECK_STATUS(rate_lease_last_grant(holder, NULL), RATE_E_NULL);
     CHECK_STATUS(rate_lease_last_grant(holder, &grant), RATE_OK);
     CHECK_EQ_U64(grant.rate, 0);
-    CHECK(strncmp(rate_lease_script(), "-- librate's lease script", 25) == 0);
+    CHECK(strncmp(rate_lease_script(holder), "-- librate's lease script for GCRA", 34) == 0);
+    CHECK(rate_lease_script(NULL) == NULL);
     rate_lease_holder_free(NULL);
+    rate_lease_holder_free(holder);
+    return 0;
+}
+
+/* A fixed window of 100 a second (P = 1,000,000 us), leased 2 s at a time: a count of the
+ * window, held from when it arrived to the window's end less a thousandth of the time
+ * held. */
+static int test_a_window_count(void) {
+    const rate_lease_rule rule = {{RATE_FIXED_WINDOW, 100, SECOND, 0}, 2 * SECOND, 0};
+    rate_lease_holder *holder = NULL;
+    rate_lease_renewal renewal;
+    rate_lease_grant grant;
+    rate_decision d;
+    const uint64_t first[RATE_LEASE_FIELDS] = {0, 30, 750000, 7, 0, 30, 1, 10};
+    const uint64_t more[RATE_LEASE_FIELDS] = {0, 50, 500000, 7, 0, 50, 1, 10};
+    const uint64_t next[RATE_LEASE_FIELDS] = {0, 40, 1000000, 7, 0, 40, 1, 11};
+    const uint8_t *granted = (const uint8_t *)"granted";
+    CHECK_STATUS(rate_lease_holder_new(&rule, NULL, (const uint8_t *)"w", 1, &holder), RATE_OK);
+    CHECK(strncmp(rate_lease_script(holder), "-- librate's lease script for fixed windows", 43) == 0);
+    CHECK_STATUS(rate_lease_renew_at(holder, 10 * SECOND + 250 * MS, &renewal), RATE_OK);
+    CHECK_EQ_STR(renewal.args[2], "100");
+    CHECK_EQ_STR(renewal.args[3], "1000000");
+    /* 30 of window 10, to 11 s: held to 10.25 s + 750 ms - 750 us = 10.99925 s. */
+    CHECK_STATUS(rate_lease_apply_at(holder, &renewal, granted, 7, first, 10 * SECOND + 250 * MS),
+                 RATE_LEASE_LEASED);
+    CHECK_STATUS(rate_lease_acquire_at(holder, 30, 10 * SECOND + 250 * MS, &d), RATE_OK);
+    CHECK_DECISION(d, 1, 30, 0, 0, 749250 * 1000, 0);
+    CHECK_STATUS(rate_lease_acquire_at(holder, 1, 10 * SECOND + 500 * MS, &d), RATE_LIMITED);
+    CHECK_DECISION(d, 0, 30, 0, 499250 * 1000, 499250 * 1000, 0);
+    /* More of the same window: 50 in all, to the sooner end. */
+    CHECK_STATUS(rate_lease_renew_at(holder, 10 * SECOND + 500 * MS, &renewal), RATE_OK);
+    CHECK_STATUS(rate_lease_apply_at(holder, &renewal, granted, 7, more, 10 * SECOND + 500 * MS),
+                 RATE_LEASE_LEASED);
+    CHECK_STATUS(rate_lease_acquire_at(holder, 20, 10 * SECOND + 500 * MS, &d), RATE_OK);
+    CHECK_DECISION(d, 1, 50, 0, 0, 499250 * 1000, 0);
+    CHECK_STATUS(rate_lease_state_at(holder, 10 * SECOND + 999250 * 1000 - 1), RATE_LEASE_LEASED);
+    CHECK_STATUS(rate_lease_state_at(holder, 10 * SECOND + 999250 * 1000), RATE_LEASE_FALLBACK);
+    CHECK_STATUS(rate_lease_acquire_at(holder, 0, 10 * SECOND + 999250 * 1000, &d), RATE_OK);
+    CHECK_DECISION(d, 1, 50, 0, 0, 0, 0);
+    /* Window 11: a count of its own, from when it arrived, to 12 s less 1 ms. */
+    CHECK_STATUS(rate_lease_renew_at(holder, 11 * SECOND, &renewal), RATE_OK);
+    CHECK_STATUS(rate_lease_apply_at(holder, &renewal, granted, 7, next, 11 * SECOND),
+                 RATE_LEASE_LEASED);
+    CHECK_STATUS(rate_lease_acquire_at(holder, 1, 11 * SECOND, &d), RATE_OK);
+    CHECK_DECISION(d, 1, 40, 39, 0, 999 * MS, 0);
+    CHECK_STATUS(rate_lease_last_grant(holder, &grant), RATE_OK);
+    CHECK_EQ_U64(grant.window, 11);
+    CHECK_EQ_U64(grant.burst, 40);
+    /* The hand-back returns the 39 left, and the holder stops deciding first. */
+    CHECK_STATUS(rate_lease_release(holder, &renewal), RATE_OK);
+    CHECK_EQ_STR(renewal.args[0], "release");
+    CHECK_EQ_STR(renewal.args[6], "39");
+    CHECK_STATUS(rate_lease_acquire_at(holder, 1, 11 * SECOND + 100 * MS, NULL), RATE_LIMITED);
     rate_lease_holder_free(holder);
     return 0;
 }
@@ -213,6 +273,7 @@ int main(void) {
         TEST_CASE(test_a_share_decides_and_carries_over),
         TEST_CASE(test_no_share_quiet_and_the_hand_back),
         TEST_CASE(test_the_local_fallback),
+        TEST_CASE(test_a_window_count),
         TEST_CASE(test_answers_the_script_never_gives),
         TEST_CASE(test_bad_input),
     };

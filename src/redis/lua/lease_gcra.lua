@@ -14,7 +14,8 @@
 -- ARGV: op ('renew' or 'release'), now in microseconds ('' for the server's TIME), the
 -- rule's emission interval in ns, its burst, the lease length in microseconds, the
 -- holder's name, its demand (millionths of the rule's rate, 0 to 1e6).
--- Reply to 'renew': {status, rate, burst, lease_us, epoch, held_rate, held_burst, holders}:
+-- Reply to 'renew': {status, rate, burst, lease_us, epoch, held_rate, held_burst, holders, 0}
+-- (the last, a fixed window's number in its script, as every lease script replies):
 -- status 'granted' (the share, held lease_us from now) or 'quiet' (Redis made this rule
 -- afresh lately, so a lease from before may still run: no share for lease_us); held_*
 -- and holders count everything still held after this call. Reply to 'release': 1.
@@ -102,7 +103,7 @@ for name, packed in pairs(state) do
 end
 
 if now < quiet_until then
-    return {'quiet', 0, 0, quiet_until - now, epoch, others_rate, others_burst, #demands}
+    return {'quiet', 0, 0, quiet_until - now, epoch, others_rate, others_burst, #demands, 0}
 end
 
 -- This holder's fair share of the rate by demand (max-min): demands that fit are met and
@@ -152,4 +153,4 @@ latest = math.max(latest, ends)
 redis.call('PEXPIRE', key, math.ceil((latest - now + lease) / 1000))
 return {'granted', rate, share_burst, lease, epoch,
     others_rate + math.max(rate, prev_rate), others_burst + math.max(share_burst, prev_burst),
-    #demands}
+    #demands, 0}

@@ -1,0 +1,151 @@
+-- librate's lease script for fixed windows (docs/leases.md): grants holders counts of the
+-- current window of one global rule, all in one hash, so one Cluster slot. It stands
+-- alone.
+--
+-- Windows are [k·P, (k+1)·P) on the script's timeline, P in whole microseconds. A grant
+-- is a count of the current window, held until the window ends; a holder's count only
+-- grows within a window (the holder may have used all of it), and all the counts granted
+-- in a window never sum past the rule's limit L. Times are whole microseconds (exact
+-- below 2^53).
+--
+-- KEYS[1]: the rule's hash. Fields: 'rule' (fw:limit:period_us:lease_us, what it was made
+-- for), 'epoch' (when it was made), 'quiet_until' (no grant before it), 'window' and
+-- 'granted' (the current window's number and the counts granted in it), and per holder
+-- 'h:' .. holder: four doubles, the window of its count, the count, its last demand, and
+-- when it last asked.
+-- ARGV: op ('renew' or 'release'), now in microseconds ('' for the server's TIME), L, P in
+-- microseconds, the lease length in microseconds (a holder that has not asked within it
+-- no longer shares in the division), the holder's name, and its demand (millionths of L
+-- a window, 0 to 1e6) for 'renew' or its count left unused for 'release'.
+-- Reply to 'renew': {status, 0, count, lease_us, epoch, 0, granted, holders, window}:
+-- status 'granted' (the holder's count of window `window`, held lease_us from now, to the
+-- window's end) or 'quiet' (Redis made this rule afresh within the window, whose counts
+-- it cannot know: no grant for lease_us); granted is the window's total so far and
+-- holders those that asked within a lease. Reply to 'release': 1.
+
+local SCALE = 1000000
+local key = KEYS[1]
+local op = ARGV[1]
+local now = tonumber(ARGV[2])
+if ARGV[2] == '' then
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+local limit, period, lease, demand = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7])
+if not (now and limit and period and lease and demand) or (op ~= 'renew' and op ~= 'release')
+        or limit < 1 or period < 1 or lease < 1 or demand < 0
+        or (op == 'renew' and demand > SCALE) then
+    return redis.error_reply('librate: lease script called with ' .. table.concat(ARGV, ' '))
+end
+local rule = 'fw:' .. ARGV[3] .. ':' .. ARGV[4] .. ':' .. ARGV[5]
+local mine = 'h:' .. ARGV[6]
+local window = math.floor(now / period)
+local window_end = (window + 1) * period
+
+local fields = redis.pcall('HGETALL', key)
+if fields.err then
+    -- Redis's own error: another type at the key.
+    return fields
+end
+local state = {}
+for i = 1, #fields, 2 do
+    state[fields[i]] = fields[i + 1]
+end
+
+if state.rule == nil then
+    if op == 'release' then
+        return 1
+    end
+    -- A rule this Redis has not seen, or has lost: the counts granted in this window may
+    -- all be in use, for all the script can tell, so none is granted until it ends.
+    state = {rule = rule, epoch = string.format('%.0f', now),
+        quiet_until = string.format('%.0f', window_end),
+        window = string.format('%.0f', window), granted = '0'}
+    redis.call('HSET', key, 'rule', rule, 'epoch', state.epoch, 'quiet_until', state.quiet_until,
+        'window', state.window, 'granted', state.granted)
+elseif state.rule ~= rule then
+    return redis.error_reply('librate: ' .. key .. ' holds the lease rule ' .. state.rule
+        .. ' (fw:limit:period_us:lease_us), not ' .. rule)
+end
+local epoch, quiet_until = tonumber(state.epoch), tonumber(state.quiet_until)
+local stored_window, granted = tonumber(state.window), tonumber(state.granted)
+if not (epoch and quiet_until and stored_window and granted) then
+    return redis.error_reply('librate: ' .. key .. ' holds no lease state')
+end
+if window < stored_window then
+    -- A time before a window already granted in: nothing for it, and nothing written.
+    if op == 'release' then
+        return 1
+    end
+    return {'granted', 0, 0, window_end - now, epoch, 0, limit, 0, window}
+elseif window > stored_window then
+    granted = 0
+end
+
+-- The holders that asked within a lease, their demands, and this holder's record.
+local demands, total, own = {}, 0, nil
+for name, packed in pairs(state) do
+    if string.sub(name, 1, 2) == 'h:' then
+        if #packed ~= 32 then
+            return redis.error_reply('librate: ' .. key .. ' holds no lease state at ' .. name)
+        end
+        local r = {struct.unpack('>dddd', packed)}
+        if name == mine then
+            own = r
+        elseif r[4] + lease <= now and r[1] ~= window then
+            redis.call('HDEL', key, name)
+        elseif r[4] + lease > now then
+            demands[#demands + 1] = r[3]
+            total = total + r[3]
+        end
+    end
+end
+local count = 0
+if own and own[1] == window then
+    count = own[2]
+end
+
+if op == 'release' then
+    -- The holder stopped deciding before it asked: what it left unused returns.
+    if own and own[1] == window and stored_window == window then
+        granted = math.max(0, granted - math.min(demand, count))
+        redis.call('HSET', key, 'granted', string.format('%.0f', granted))
+    end
+    redis.call('HDEL', key, mine)
+    return 1
+end
+
+if now < quiet_until then
+    return {'quiet', 0, 0, quiet_until - now, epoch, 0, 0, #demands, window}
+end
+
+-- This holder's fair share of the limit by demand (max-min, as the GCRA script's), in
+-- units of this window.
+demands[#demands + 1] = demand
+total = total + demand
+local target
+if total <= SCALE then
+    target = demand + math.floor((SCALE - total) / #demands)
+else
+    table.sort(demands)
+    local left = SCALE
+    for i = 1, #demands do
+        local level = left / (#demands - i + 1)
+        if demands[i] > level then
+            target = math.min(demand, math.floor(level))
+            break
+        end
+        left = left - demands[i]
+    end
+end
+local units = math.floor(limit * target / SCALE)
+
+-- A count only grows within a window, and the window's counts stay within L.
+local more = math.max(0, math.min(units - count, limit - granted))
+count = count + more
+granted = granted + more
+redis.call('HSET', key, 'window', string.format('%.0f', window), 'granted', string.format('%.0f', granted),
+    mine, struct.pack('>dddd', window, count, demand, now))
+-- Kept a lease past the window, so that a window's counts outlive every grant of it.
+redis.call('PEXPIRE', key, math.ceil((window_end - now + lease) / 1000))
+return {'granted', 0, count, window_end - now, epoch, 0, granted, #demands, window}
