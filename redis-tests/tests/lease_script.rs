@@ -259,32 +259,33 @@ fn window_counts_only_grow_and_never_sum_past_the_limit() {
         renew(500_000, "a", S as u64),
         ("quiet".to_owned(), [0, 0, 500_000, 500_000, 0, 0, 0, 0])
     );
-    // Window 1: a, alone, asks for 60% and takes the whole limit, to 2 s.
+    // Window 1: a, alone, asks for 60%: 60 units, to 2 s. What no demand asks for stays.
     assert_eq!(
         renew(1_000_000, "a", 600_000),
-        granted([0, 100, 1_000_000, 500_000, 0, 100, 1, 1])
+        granted([0, 60, 1_000_000, 500_000, 0, 60, 1, 1])
     );
-    // b's fair share is 50, but a holds all 100 of window 1.
+    // b asks for 60% too: past the limit, both level at 50%, but only 40 are left.
     assert_eq!(
         renew(1_200_000, "b", 600_000),
-        granted([0, 0, 800_000, 500_000, 0, 100, 2, 1])
+        granted([0, 40, 800_000, 500_000, 0, 100, 2, 1])
     );
     // Window 2 starts empty: b gets its 50.
     assert_eq!(
         renew(2_000_000, "b", 600_000),
         granted([0, 50, 1_000_000, 500_000, 0, 50, 2, 2])
     );
-    // a asks for 20%: 20% + (100% − 80%) / 2 = 30%, 30 units.
+    // a asks for 20%: demands of 80% in all fit, so 20 units.
     assert_eq!(
         renew(2_100_000, "a", 200_000),
-        granted([0, 30, 900_000, 500_000, 0, 80, 2, 2])
+        granted([0, 20, 900_000, 500_000, 0, 70, 2, 2])
     );
-    // b's target is 60% + 10%: 70, of which it has 50; the 20 left make 100.
+    // b's target is its 60%: it has 50, and gets 10 more.
     assert_eq!(
         renew(2_200_000, "b", 600_000),
-        granted([0, 70, 800_000, 500_000, 0, 100, 2, 2])
+        granted([0, 60, 800_000, 500_000, 0, 80, 2, 2])
     );
-    // a hands back with 10 of its 30 unused: b, alone, takes them (its target is 100).
+    // a hands back with 10 of its 20 unused: 70 granted. b, alone, asks for everything and
+    // gets the 30 left.
     let released = window_call(&mut redis, "release", 2_300_000, "a", 10);
     assert_eq!(released, Value::Int(1));
     let mut renew = |now_us, holder, demand| {
@@ -292,7 +293,7 @@ fn window_counts_only_grow_and_never_sum_past_the_limit() {
     };
     assert_eq!(
         renew(2_400_000, "b", S as u64),
-        granted([0, 80, 600_000, 500_000, 0, 100, 1, 2])
+        granted([0, 90, 600_000, 500_000, 0, 100, 1, 2])
     );
     // A time before window 2: nothing for window 1, and nothing written.
     assert_eq!(
@@ -301,7 +302,7 @@ fn window_counts_only_grow_and_never_sum_past_the_limit() {
     );
     assert_eq!(
         renew(2_450_000, "b", S as u64),
-        granted([0, 80, 550_000, 500_000, 0, 100, 1, 2])
+        granted([0, 90, 550_000, 500_000, 0, 100, 1, 2])
     );
 }
 

@@ -120,13 +120,13 @@ if now < quiet_until then
 end
 
 -- This holder's fair share of the limit by demand (max-min, as the GCRA script's), in
--- units of this window.
+-- units of this window. Unlike a rate, a count cannot be taken back within its window,
+-- so what no demand asks for is not handed out: it stays for the top-ups of the
+-- holders whose demand grows.
 demands[#demands + 1] = demand
 total = total + demand
-local target
-if total <= SCALE then
-    target = demand + math.floor((SCALE - total) / #demands)
-else
+local target = demand
+if total > SCALE then
     table.sort(demands)
     local left = SCALE
     for i = 1, #demands do
