@@ -141,6 +141,45 @@ fn grants_follow_demand_and_never_hand_out_what_a_lease_may_hold() {
 }
 
 #[test]
+fn a_share_that_shrank_frees_the_rest_when_its_larger_lease_ends() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    renew(&mut redis, 0, "h1", S as u64);
+    // h1 takes the whole rule at 2 s (its lease to 4 s); h2 gets nothing while it runs,
+    // however often h1 renews with half.
+    assert_eq!(
+        renew(&mut redis, 2_000_000, "h1", 500_000).1[..2],
+        [S, 1000]
+    );
+    for now in [2_000_000, 2_500_000, 3_000_000, 3_500_000] {
+        assert_eq!(
+            renew(&mut redis, now, "h2", 500_000).1[..2],
+            [0, 0],
+            "at {now}"
+        );
+        assert_eq!(
+            renew(&mut redis, now + 1, "h1", 500_000).1[..2],
+            [S / 2, 500],
+            "at {now}"
+        );
+    }
+    // From 4 s h1 may decide from half alone: h2 gets the other half, and keeps it.
+    for now in [4_000_000, 4_500_000, 5_000_000] {
+        assert_eq!(
+            renew(&mut redis, now, "h2", 500_000),
+            granted([S / 2, 500, 2_000_000, 0, S, 1000, 2, 0]),
+            "at {now}"
+        );
+        assert_eq!(
+            renew(&mut redis, now + 1, "h1", 500_000).1[..2],
+            [S / 2, 500],
+            "at {now}"
+        );
+    }
+}
+
+#[test]
 fn demands_below_the_rule_are_met_and_the_rest_split_evenly() {
     let Some((_server, mut redis)) = server() else {
         return;

@@ -3,8 +3,8 @@
 //! decision and a script call per renewal, and never admits more than the rule alone.
 //!
 //! `rule.rs` is the rule and the timing of its leases, `share.rs` a share and the local
-//! GCRA deciding from it, `grant.rs` the lease script's arguments and answers, and
-//! `holder.rs` a holder without I/O. The scripts are `src/redis/lua/lease_gcra.lua` and
+//! GCRA deciding from it, `grant.rs` the lease script's arguments and answers,
+//! `holder.rs` a holder without I/O and its decisions, `renew.rs` its renewals. The scripts are `src/redis/lua/lease_gcra.lua` and
 //! `lease_fixed_window.lua`, one for every language; `redis.rs` sends them over the `redis`
 //! crate.
 
@@ -12,6 +12,7 @@ mod grant;
 mod holder;
 #[cfg(feature = "redis")]
 mod redis;
+mod renew;
 mod rule;
 mod share;
 mod window_share;

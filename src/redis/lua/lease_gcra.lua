@@ -2,15 +2,14 @@
 -- shares of one global rule, all in one hash, so one Cluster slot. It stands alone.
 --
 -- A share is a rate, in millionths of the rule's rate, and a burst, in units. The script
--- keeps, per holder, the share it was last granted and the largest share it may still be
--- deciding from (the ones before, until their lease ends), and never grants a share that
--- would make the rates of everything still held exceed the rule's, or their bursts the
--- rule's burst. Times are whole microseconds (below 2^53 for 285 years, so exact).
+-- keeps, per holder, the leases it may still be deciding from (the last, and each before
+-- it until it ends), and never grants a share that would make the rates of everything
+-- still held exceed the rule's, or their bursts the rule's burst. Times are whole
+-- microseconds (below 2^53 for 285 years, so exact).
 --
 -- KEYS[1]: the rule's hash. Fields: 'rule' (interval_ns:burst:lease_us, what it was made
 -- for), 'epoch' (when it was made), 'quiet_until' (no grant before it), and per holder
--- 'h:' .. holder: seven doubles, the granted rate, burst and lease end, the largest rate
--- and burst it may still be deciding from and when that ends, and its last demand.
+-- 'h:' .. holder: its record of doubles (unpack_record, below).
 -- ARGV: op ('renew' or 'release'), now in microseconds ('' for the server's TIME), the
 -- rule's emission interval in ns, its burst, the lease length in microseconds, the
 -- holder's name, its demand (millionths of the rule's rate, 0 to 1e6).
@@ -72,32 +71,59 @@ if op == 'release' then
     return 1
 end
 
+-- A holder's record: its last demand, then the leases it may still be deciding from (rate,
+-- burst, end), oldest first: the share granted last, and each before it that is larger
+-- in rate or burst than every later one (a response may have been lost, so any of them
+-- may be the one in use until it ends). At most MOST_LEASES; nil for bytes that are not
+-- one.
+local MOST_LEASES = 64
+local function unpack_record(packed)
+    if #packed < 32 or (#packed - 8) % 24 ~= 0 or #packed > 8 + 24 * MOST_LEASES then
+        return nil
+    end
+    local last_demand, pos = struct.unpack('>d', packed)
+    local leases = {}
+    while pos <= #packed do
+        local rate, share_burst, ends
+        rate, share_burst, ends, pos = struct.unpack('>ddd', packed, pos)
+        leases[#leases + 1] = {rate, share_burst, ends}
+    end
+    return last_demand, leases
+end
+
+-- The largest rate and burst of `leases` that have not ended.
+local function held_by(leases)
+    local rate, share_burst = 0, 0
+    for _, held in ipairs(leases) do
+        if held[3] > now then
+            rate, share_burst = math.max(rate, held[1]), math.max(share_burst, held[2])
+        end
+    end
+    return rate, share_burst
+end
+
 -- Everything other holders may still be deciding from, their demands, and this holder's
--- own record.
-local others_rate, others_burst, demands, total, own = 0, 0, {}, 0, nil
+-- own leases.
+local others_rate, others_burst, demands, total, own = 0, 0, {}, 0, {}
 local latest = quiet_until
 for name, packed in pairs(state) do
     if string.sub(name, 1, 2) == 'h:' then
-        if #packed ~= 56 then
+        local last_demand, leases = unpack_record(packed)
+        if not leases then
             return redis.error_reply('librate: ' .. key .. ' holds no lease state at ' .. name)
         end
-        local r = {struct.unpack('>ddddddd', packed)}
-        if r[6] <= now then
-            r[4], r[5], r[6] = 0, 0, 0
-        end
-        if r[3] <= now and r[6] <= now then
-            -- Every lease it held has ended: it holds nothing.
+        local last_end = leases[#leases][3]
+        if last_end <= now then
+            -- Every lease it held has ended (the last ends last): it holds nothing.
             redis.call('HDEL', key, name)
         elseif name == mine then
-            own = r
+            own = leases
         else
-            others_rate = others_rate + math.max(r[1], r[4])
-            others_burst = others_burst + math.max(r[2], r[5])
-            if r[3] > now then
-                demands[#demands + 1] = r[7]
-                total = total + r[7]
-            end
-            latest = math.max(latest, r[3], r[6])
+            local rate, share_burst = held_by(leases)
+            others_rate, others_burst = others_rate + rate, others_burst + share_burst
+            demands[#demands + 1] = last_demand
+            total = total + last_demand
+            latest = math.max(latest, last_end)
         end
     end
 end
@@ -135,22 +161,39 @@ if rate < 1 or share_burst < 1 then
     rate, share_burst = 0, 0
 end
 
--- What this holder may still be deciding from: the largest of its unended leases.
-local prev_rate, prev_burst, prev_until = 0, 0, 0
-if own then
-    if own[3] > now then
-        prev_rate, prev_burst, prev_until = own[1], own[2], own[3]
-    end
-    prev_rate, prev_burst = math.max(prev_rate, own[4]), math.max(prev_burst, own[5])
-    prev_until = math.max(prev_until, own[6])
-end
+-- The leases this holder may be deciding from from now on: its unended ones and this
+-- one, less each that a later one is as large as in both rate and burst.
 local ends = now + lease
-redis.call('HSET', key, mine,
-    struct.pack('>ddddddd', rate, share_burst, ends, prev_rate, prev_burst, prev_until, demand))
+local leases = {}
+for _, held in ipairs(own) do
+    if held[3] > now then
+        leases[#leases + 1] = held
+    end
+end
+leases[#leases + 1] = {rate, share_burst, ends}
+local kept, later_rate, later_burst = {}, 0, 0
+for i = #leases, 1, -1 do
+    local held = leases[i]
+    if i == #leases or held[1] > later_rate or held[2] > later_burst then
+        table.insert(kept, 1, held)
+    end
+    later_rate, later_burst = math.max(later_rate, held[1]), math.max(later_burst, held[2])
+end
+while #kept > MOST_LEASES do
+    -- Past the bound (renewals far more often than a lease): the two oldest as one, as
+    -- large as both and ending with the later.
+    local first, second = table.remove(kept, 1), kept[1]
+    kept[1] = {math.max(first[1], second[1]), math.max(first[2], second[2]), second[3]}
+end
+local record = {struct.pack('>d', demand)}
+for _, held in ipairs(kept) do
+    record[#record + 1] = struct.pack('>ddd', held[1], held[2], held[3])
+end
+redis.call('HSET', key, mine, table.concat(record))
+local own_rate, own_burst = held_by(kept)
 -- Kept a lease length past the last lease's end, so that a rule whose holders all left
 -- is made afresh (and quiet) only once nothing can be deciding from it.
 latest = math.max(latest, ends)
 redis.call('PEXPIRE', key, math.ceil((latest - now + lease) / 1000))
-return {'granted', rate, share_burst, lease, epoch,
-    others_rate + math.max(rate, prev_rate), others_burst + math.max(share_burst, prev_burst),
-    #demands, 0}
+return {'granted', rate, share_burst, lease, epoch, others_rate + own_rate,
+    others_burst + own_burst, #demands, 0}
