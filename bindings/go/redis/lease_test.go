@@ -3,6 +3,7 @@ package librateredis_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -309,3 +310,35 @@ func TestLeaseRefusals(t *testing.T) {
 }
 
 func nilContext() context.Context { return nil }
+
+// A rule's key on each master, through the Cluster client, after SCRIPT FLUSH on every
+// master: each first renewal loads the script again and finds the rule new (quiet), the
+// next, a lease later, grants the whole rule; and the rule's hash lives on the master of
+// its slot, and there only.
+func leasesOnEveryMaster(t *testing.T, c *cluster, client *redis.ClusterClient) {
+	var keys []string
+	for k, found := 0, make([]bool, len(c.nodes)); len(keys) < len(c.nodes); k++ {
+		key := "lease:{rule-" + strconv.Itoa(k) + "}"
+		if m := c.master(t, key); !found[m] {
+			found[m] = true
+			keys = append(keys, key)
+		}
+	}
+	for i, admin := range c.admin {
+		if err := admin.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatalf("master %d: SCRIPT FLUSH: %v", i, err)
+		}
+	}
+	for _, key := range keys {
+		l := leasedBy(t, client, key, "h1", 2*time.Second)
+		renewAt(t, l, 0, librate.Unshared, &librate.Grant{})
+		renewAt(t, l, 2*time.Second, librate.Leased, &librate.Grant{Rate: wholeRate, Burst: 1000, Lease: 2 * time.Second,
+			HeldRate: wholeRate, HeldBurst: 1000, Holders: 1})
+		for i, admin := range c.admin {
+			n, err := admin.Exists(ctx, key).Result()
+			if mine := i == c.master(t, key); mine && (err != nil || n != 1) || !mine && err == nil {
+				t.Errorf("%q on master %d (its slot's: %v): %d, %v", key, i, mine, n, err)
+			}
+		}
+	}
+}
