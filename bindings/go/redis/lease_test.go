@@ -202,9 +202,16 @@ func TestLeaseFallbackWhenTheServerStops(t *testing.T) {
 	waitFor(t, "no failure since", 5*time.Second, func() bool { return deny.Err() == nil && local.Err() == nil })
 }
 
-// Close hands the share back: the other holder gets the whole rule at its next renewal,
-// long before the lease (10 s) of the one that left would have ended.
+// Close, or the end of NewLeased's context, hands the share back: the other holder gets
+// the whole rule at its next renewal, long before the lease (10 s) of the one that left
+// would have ended.
 func TestLeaseCloseHandsTheShareBack(t *testing.T) {
+	for _, leave := range []string{"Close", "the context's end"} {
+		t.Run(leave, func(t *testing.T) { handsTheShareBack(t, leave == "Close") })
+	}
+}
+
+func handsTheShareBack(t *testing.T, byClose bool) {
 	client := startServer(t).client(t)
 	const key = "lease:{close}"
 	rule := librate.LeaseRule{Config: thousandASecond, Lease: 10 * time.Second, RenewEvery: 50 * ms}
@@ -213,7 +220,9 @@ func TestLeaseCloseHandsTheShareBack(t *testing.T) {
 	seed := leasedBy(t, client, key, "seed", 10*time.Second)
 	renewAt(t, seed, time.Second, librate.Unshared, nil)
 
-	a, err := librateredis.NewLeased(ctx, client, key, rule, librate.LeaseOptions{Name: "a"})
+	aCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a, err := librateredis.NewLeased(aCtx, client, key, rule, librate.LeaseOptions{Name: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,17 +239,29 @@ func TestLeaseCloseHandsTheShareBack(t *testing.T) {
 		t.Fatalf("b: %+v, %v; want no share", g, b.Holder().State())
 	}
 
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Acquire(1); !errors.Is(err, librate.ErrClosed) {
-		t.Errorf("a closed: %v, want ErrClosed", err)
+	if byClose {
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Acquire(1); !errors.Is(err, librate.ErrClosed) {
+			t.Errorf("a closed: %v, want ErrClosed", err)
+		}
+	} else {
+		cancel()
+		// a stops deciding from its share as it hands it back: the fallback, deny.
+		waitFor(t, "a in fallback", time.Second, a.InFallback)
+		if a.Allow() {
+			t.Error("a admitted after its context ended")
+		}
 	}
 	waitFor(t, "b given the whole rule", 2*time.Second, func() bool { g, _ := b.Holder().LastGrant(); return g.Rate != 0 })
 	want := librate.Grant{Rate: wholeRate, Burst: 1000, Lease: 10 * time.Second, Epoch: 1_000_000,
 		HeldRate: wholeRate, HeldBurst: 1000, Holders: 1}
 	if g, _ := b.Holder().LastGrant(); g != want || b.Holder().State() != librate.Leased {
 		t.Fatalf("b: %+v, %v\nwant %+v", g, b.Holder().State(), want)
+	}
+	if err := a.Close(); err != nil {
+		t.Errorf("a closed again: %v", err)
 	}
 }
 
