@@ -129,10 +129,16 @@ func (l *LeasedLimiter) Renew(ctx context.Context) (librate.HolderState, error) 
 }
 
 // RenewAt renews the lease at now on the caller's timeline, which the script decides at
-// (simulations: every holder of a rule on one timeline), as Renew does.
+// (simulations: every holder of a rule on one timeline), as Renew does. Only a
+// LeasedLimiter from NewLeasedManual takes it: NewLeased's renews by the server's clock,
+// and the error is then librate.ErrInvalidArgument.
 func (l *LeasedLimiter) RenewAt(ctx context.Context, now time.Duration) (librate.HolderState, error) {
-	if now < 0 {
+	switch {
+	case now < 0:
 		return librate.InFallback, negativeNow(now)
+	case l.stop != nil:
+		// Its goroutine renews by the server's clock: one rule, two timelines.
+		return librate.InFallback, invalid("RenewAt on a LeasedLimiter that renews itself (NewLeasedManual renews by hand)")
 	}
 	return l.renew(ctx,
 		func() (librate.Renewal, error) { return l.holder.RenewalAt(now) },

@@ -315,7 +315,7 @@ func TestLeaseGarbageAtTheKey(t *testing.T) {
 }
 
 func TestLeaseRefusals(t *testing.T) {
-	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + closedPort(t), MaxRetries: -1})
 	defer client.Close()
 	rule := librate.LeaseRule{Config: thousandASecond, Lease: 2 * time.Second}
 	if _, err := librateredis.NewLeased(ctx, nil, "k", rule, librate.LeaseOptions{}); !errors.Is(err, librate.ErrInvalidArgument) {
@@ -323,6 +323,22 @@ func TestLeaseRefusals(t *testing.T) {
 	}
 	if _, err := librateredis.NewLeased(nilContext(), client, "k", rule, librate.LeaseOptions{}); !errors.Is(err, librate.ErrInvalidArgument) {
 		t.Errorf("nil context: %v", err)
+	}
+	renewing, err := librateredis.NewLeased(ctx, client, "k", rule, librate.LeaseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer renewing.Close()
+	if _, err := renewing.RenewAt(ctx, time.Second); !errors.Is(err, librate.ErrInvalidArgument) {
+		t.Errorf("RenewAt beside the goroutine: %v", err)
+	}
+	manual, err := librateredis.NewLeasedManual(client, "k", rule, librate.LeaseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer manual.Close()
+	if _, err := manual.RenewAt(ctx, -1); !errors.Is(err, librate.ErrInvalidArgument) {
+		t.Errorf("RenewAt(-1): %v", err)
 	}
 	rule.Lease = 0
 	if _, err := librateredis.NewLeased(ctx, client, "k", rule, librate.LeaseOptions{}); !errors.Is(err, librate.ErrInvalidConfig) {
