@@ -24,6 +24,8 @@ func TestSentinelCodes(t *testing.T) {
 		{librate.ErrTableFull, -4},
 		{librate.ErrUnsupported, -5},
 		{librate.ErrInternal, -6},
+		{librate.ErrIncompatible, -8},
+		{librate.ErrReply, -9},
 		{librate.ErrInvalidArgument, -1000},
 	}
 	messages := map[string]bool{}

@@ -321,3 +321,30 @@ func ExampleOpenKeyed() {
 	// worker 2, 198.51.100.2 at 1s: true
 	// true
 }
+
+// A holder of a share of 1,000 a second across hosts, without I/O, on a caller's clock:
+// a client sends the renewal's Args to the lease script (LeaseScript) with the rule's
+// Redis key, and applies its answer; package librateredis does both in a goroutine.
+func ExampleLeaseHolder() {
+	rule := librate.LeaseRule{Config: librate.Config{Algorithm: librate.GCRA, Limit: 1000, Period: time.Second}, Lease: 2 * time.Second}
+	holder, err := librate.NewLeaseHolder(rule, librate.LeaseOptions{Name: "host-a"})
+	if err != nil {
+		panic(err)
+	}
+	defer holder.Close()
+	renewal, _ := holder.RenewalAt(0)
+	fmt.Println("ARGV:", renewal.Args)
+	// The script's answer: half the rate, bursts of 500, for 2 s.
+	state, _ := holder.ApplyAt(renewal, "granted", [7]uint64{500_000, 500, 2_000_000, 0, 500_000, 500, 1}, 0)
+	fmt.Println(state)
+	// A share starts empty and fills at its rate: one unit every 2 ms.
+	d, _ := holder.AcquireAt(1, 2*time.Millisecond)
+	fmt.Println("allowed at 2ms:", d.Allowed)
+	// Unrenewed, the lease ends a thousandth of it before Redis's end: 1.998 s.
+	fmt.Println("at 1.998s:", holder.StateAt(1998*time.Millisecond))
+	// Output:
+	// ARGV: [renew 0 1000000 1000 2000000 host-a 1000000]
+	// Leased
+	// allowed at 2ms: true
+	// at 1.998s: InFallback
+}

@@ -43,3 +43,33 @@ func TestGCStress(t *testing.T) {
 		}
 	})
 }
+
+// Lease holders granted a share, deciding from it and dropped without Close, as
+// TestGCStress does for limiters: a share of the whole rule of 1,000 a second (T = 1 ms)
+// starts empty, so a unit is admitted a millisecond after the grant, and one more is not.
+func TestLeaseHolderGCStress(t *testing.T) {
+	const goroutines, rounds = 4, 100
+	fields := [7]uint64{1_000_000, 1000, 2_000_000, 0, 1_000_000, 1000, 1}
+	parallel(goroutines, func() {
+		for range rounds {
+			h, err := librate.NewLeaseHolder(thousandASecond, librate.LeaseOptions{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			r, err := h.RenewalAt(0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			state, err := h.ApplyAt(r, "granted", fields, 0)
+			first, _ := h.AcquireAt(1, time.Millisecond)
+			second, _ := h.AcquireAt(1, time.Millisecond)
+			if err != nil || state != librate.Leased || !first.Allowed || second.Allowed {
+				t.Errorf("%v, %v: %+v then %+v", state, err, first, second)
+				return
+			}
+			// h is dropped here, unclosed: only the cleanup frees it.
+		}
+	})
+}

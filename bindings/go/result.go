@@ -131,6 +131,10 @@ var (
 	// what the file holds (DescribeFile): open it with that rule, or use another path, or
 	// replace the file's rule (the option ReplaceRule).
 	ErrIncompatible error = Error{Code: C.RATE_E_INCOMPATIBLE}
+	// ErrReply: an answer the lease script never gives, passed to LeaseHolder.Apply;
+	// nothing of it was applied (RATE_E_REPLY). Apply returns it wrapped, naming the
+	// answer.
+	ErrReply error = Error{Code: C.RATE_E_REPLY}
 	// ErrInvalidArgument: a negative count, time or duration, a nil context or limiter,
 	// rejected before calling C. Its code, -1000, is the binding's own.
 	ErrInvalidArgument error = Error{Code: codeInvalidArgument}
@@ -182,6 +186,8 @@ func statusError(status C.int32_t) error {
 		return ErrInternal
 	case C.RATE_E_INCOMPATIBLE:
 		return ErrIncompatible
+	case C.RATE_E_REPLY:
+		return ErrReply
 	default:
 		return Error{Code: int32(status)}
 	}

@@ -7,7 +7,8 @@ import "testing"
 func TestStatusError(t *testing.T) {
 	want := map[int32]error{
 		-1: ErrClosed, -2: ErrInvalidConfig, -3: ErrInsufficientCapacity,
-		-4: ErrTableFull, -5: ErrUnsupported, -6: ErrInternal,
+		-4: ErrTableFull, -5: ErrUnsupported, -6: ErrInternal, -8: ErrIncompatible,
+		-9: ErrReply,
 	}
 	for code, sentinel := range want {
 		if got := statusError(_Ctype_int32_t(code)); got != sentinel {

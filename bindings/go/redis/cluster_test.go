@@ -92,6 +92,7 @@ func TestCluster(t *testing.T) {
 	t.Run("OneKeysRedisKeysShareASlot", func(t *testing.T) { oneKeysRedisKeysShareASlot(t, c, client) })
 	t.Run("FlushedScriptsAreLoadedAgain", func(t *testing.T) { flushedScriptsAreLoadedAgain(t, c, client) })
 	t.Run("PoliciesOnEveryMaster", func(t *testing.T) { policiesOnEveryMaster(t, c, client) })
+	t.Run("LeasesOnEveryMaster", func(t *testing.T) { leasesOnEveryMaster(t, c, client) })
 }
 
 // A policy's keys on every master, and keys whose hash tag is odd (empty, braces in

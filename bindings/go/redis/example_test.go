@@ -83,3 +83,35 @@ func ExamplePolicy() {
 		log.Fatal(err)
 	}
 }
+
+// 10,000 requests a second across every host, each deciding in process from its share
+// of the rule (one cgo call, never a wait on Redis), which a goroutine renews. While
+// Redis does not answer, a host decides from its lease until the lease ends, then by
+// its fallback: here a tenth of the rule, for about ten hosts.
+func ExampleLeasedLimiter() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	global := librate.Config{Algorithm: librate.GCRA, Limit: 10_000, Period: time.Second}
+	rule := librate.LeaseRule{Config: global, Lease: 2 * time.Second} // renewed every 500 ms
+	local := librate.Config{Algorithm: librate.GCRA, Limit: 1000, Period: time.Second}
+	limiter, err := librateredis.NewLeased(context.Background(), client, "api:global", rule, librate.LeaseOptions{Fallback: &local})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer limiter.Close() // stops renewing and hands the share back
+	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if !limiter.Allow() {
+			http.Error(w, "too many requests", http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, "hello\n")
+	})
+	go func() {
+		for range time.Tick(time.Minute) {
+			if limiter.InFallback() {
+				slog.Warn("global limit in fallback", "error", limiter.Err(), "failures", limiter.Failures())
+			}
+		}
+	}()
+	err = http.ListenAndServe(":8080", nil)
+	slog.Error("server stopped", "error", err)
+}
