@@ -1385,6 +1385,30 @@ int32_t rate_lease_apply_at(const struct rate_lease_holder *holder,
                             uint64_t now_ns);
 
 /**
+ * Explains why `rate_lease_holder_new` refuses the same arguments: writes one English
+ * sentence naming what is wrong and the bound it broke to `reason`, as
+ * `rate_limiter_explain_config` does (a fallback's reason starts "fallback: "). Nothing is
+ * created.
+ *
+ * Ownership: as `rate_limiter_explain_config`.
+ *
+ * NULL: `rule` NULL, or `name` NULL with a non-zero `name_len`, is RATE_E_NULL; `reason`
+ * may be NULL.
+ *
+ * Returns RATE_OK (`rate_lease_holder_new` accepts them), RATE_E_UNSUPPORTED or
+ * RATE_E_INVALID_CONFIG (the reason says why), or RATE_E_NULL.
+ *
+ * # Safety
+ * As `rate_lease_holder_new`; `reason` is NULL or points to `reason_len` writable bytes.
+ */
+int32_t rate_lease_explain(const struct rate_lease_rule *rule,
+                           const struct rate_config *fallback,
+                           const uint8_t *name,
+                           size_t name_len,
+                           char *reason,
+                           size_t reason_len);
+
+/**
  * Frees a holder. It does not hand its share back: call `rate_lease_release` and send
  * its renewal first (otherwise the share returns to the rule when its lease ends).
  *

@@ -147,7 +147,7 @@ fn keyed_reason(raw: &rate_config, capacity: u64) -> Option<String> {
         .map(|why| why.to_string())
 }
 
-fn unknown_algorithm(number: u32) -> String {
+pub(crate) fn unknown_algorithm(number: u32) -> String {
     format!(
         "algorithm {number}: must be 0 (GCRA), 1 (fixed window), 2 (sliding window) \
          or 3 (sliding log)"

@@ -3,11 +3,11 @@
 //! own Redis client on its own background mechanism, with the arguments and the answers
 //! passed through here, so every language runs the same script and the same holder.
 
-use super::{boundary, construct, rate_config, rate_decision, report, RATE_E_INVALID_CONFIG};
-use super::{RATE_E_NULL, RATE_E_REPLY, RATE_OK};
-use super::{RATE_E_UNSUPPORTED, RATE_SLIDING_LOG, RATE_SLIDING_WINDOW};
+use super::explain::{unknown_algorithm, write_reason};
+use super::{boundary, rate_config, rate_decision, report, RATE_E_INVALID_CONFIG};
+use super::{RATE_E_NULL, RATE_E_REPLY, RATE_E_UNSUPPORTED, RATE_OK};
 use librate::lease::{Fallback, Grant, HolderState, LeaseHolder, Renewal};
-use librate::{Instant, LeaseRule};
+use librate::{ConfigError, Instant, LeaseRule};
 use std::ffi::c_char;
 use std::time::Duration;
 
@@ -112,51 +112,170 @@ pub unsafe extern "C" fn rate_lease_holder_new(
     out: *mut *mut rate_lease_holder,
 ) -> i32 {
     boundary(|| {
-        // SAFETY: per this function's contract; `as_ref` checks NULL.
-        let Some(rule) = (unsafe { rule.as_ref() }) else {
+        // SAFETY: per this function's contract.
+        let Some(asked) = (unsafe { Asked::read(rule, fallback, name, name_len) }) else {
             return RATE_E_NULL;
         };
-        if matches!(
-            rule.config.algorithm,
-            RATE_SLIDING_WINDOW | RATE_SLIDING_LOG
-        ) {
-            return RATE_E_UNSUPPORTED;
+        if out.is_null() {
+            return RATE_E_NULL;
         }
-        let name = match (name.is_null(), name_len) {
-            (_, 0) => None,
-            (true, _) => return RATE_E_NULL,
-            // SAFETY: non-NULL, and the caller promised `name_len` readable bytes.
-            (false, len) => Some(unsafe { std::slice::from_raw_parts(name, len) }),
-        };
-        // SAFETY: per this function's contract; `as_ref` checks NULL.
-        let fallback = match unsafe { fallback.as_ref() }.map(|local| local.to_config()) {
-            None => Fallback::Deny,
-            Some(Some(local)) => Fallback::Local(local),
-            Some(None) => return RATE_E_INVALID_CONFIG,
-        };
-        // SAFETY: `&rule.config` is a readable `rate_config`; `out` as the caller promised.
-        unsafe {
-            construct(&rule.config, out, |config| {
-                let lease = Duration::from_nanos(rule.lease_ns);
-                let mut leased = LeaseRule::new(config, lease)?;
-                if rule.renew_every_ns != 0 {
-                    leased = leased.renewing_every(Duration::from_nanos(rule.renew_every_ns))?;
-                }
-                let holder = match name {
-                    None => LeaseHolder::new(&leased, fallback)?,
-                    Some(name) => LeaseHolder::named(&leased, fallback, name_text(name)?)?,
-                };
-                Ok::<_, librate::ConfigError>(rate_lease_holder { holder })
-            })
+        match asked.holder() {
+            Ok(holder) => {
+                // SAFETY: `out` is non-NULL and the caller promised it is writable.
+                unsafe { *out = Box::into_raw(Box::new(rate_lease_holder { holder })) };
+                RATE_OK
+            }
+            Err(refusal) => refusal.status(),
         }
     })
 }
 
+/// Explains why `rate_lease_holder_new` refuses the same arguments: writes one English
+/// sentence naming what is wrong and the bound it broke to `reason`, as
+/// `rate_limiter_explain_config` does (a fallback's reason starts "fallback: "). Nothing is
+/// created.
+///
+/// Ownership: as `rate_limiter_explain_config`.
+///
+/// NULL: `rule` NULL, or `name` NULL with a non-zero `name_len`, is RATE_E_NULL; `reason`
+/// may be NULL.
+///
+/// Returns RATE_OK (`rate_lease_holder_new` accepts them), RATE_E_UNSUPPORTED or
+/// RATE_E_INVALID_CONFIG (the reason says why), or RATE_E_NULL.
+///
+/// # Safety
+/// As `rate_lease_holder_new`; `reason` is NULL or points to `reason_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn rate_lease_explain(
+    rule: *const rate_lease_rule,
+    fallback: *const rate_config,
+    name: *const u8,
+    name_len: usize,
+    reason: *mut c_char,
+    reason_len: usize,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: per this function's contract.
+        let Some(asked) = (unsafe { Asked::read(rule, fallback, name, name_len) }) else {
+            return RATE_E_NULL;
+        };
+        let refusal = asked.holder().err();
+        let text = refusal.as_ref().map(Refusal::to_string).unwrap_or_default();
+        // SAFETY: per this function's contract.
+        unsafe { write_reason(&text, reason, reason_len) };
+        refusal.map_or(RATE_OK, |refusal| refusal.status())
+    })
+}
+
+/// What a caller asks a holder to be, read from C.
+struct Asked<'a> {
+    rule: &'a rate_lease_rule,
+    fallback: Option<&'a rate_config>,
+    name: Option<&'a [u8]>,
+}
+
+/// Why a holder is refused.
+enum Refusal {
+    /// A sliding window or log: leases divide GCRA and fixed windows.
+    Unsupported(ConfigError),
+    /// The rule, its lease, the fallback or the name; the reason's text.
+    Invalid(String),
+}
+
+impl Refusal {
+    fn status(&self) -> i32 {
+        match self {
+            Self::Unsupported(_) => RATE_E_UNSUPPORTED,
+            Self::Invalid(_) => RATE_E_INVALID_CONFIG,
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unsupported(why) => why.fmt(f),
+            Self::Invalid(why) => f.write_str(why),
+        }
+    }
+}
+
+impl<'a> Asked<'a> {
+    /// The arguments of `rate_lease_holder_new`; `None` for a NULL the caller may not pass.
+    ///
+    /// # Safety
+    /// As `rate_lease_holder_new`'s, for `rule`, `fallback` and `name`.
+    unsafe fn read(
+        rule: *const rate_lease_rule,
+        fallback: *const rate_config,
+        name: *const u8,
+        name_len: usize,
+    ) -> Option<Self> {
+        // SAFETY: per this function's contract; `as_ref` checks NULL.
+        let rule = unsafe { rule.as_ref() }?;
+        let name = match (name.is_null(), name_len) {
+            (_, 0) => None,
+            (true, _) => return None,
+            // SAFETY: non-NULL, and the caller promised `name_len` readable bytes.
+            (false, len) => Some(unsafe { std::slice::from_raw_parts(name, len) }),
+        };
+        // SAFETY: per this function's contract; `as_ref` checks NULL.
+        let fallback = unsafe { fallback.as_ref() };
+        Some(Self {
+            rule,
+            fallback,
+            name,
+        })
+    }
+
+    /// The holder asked for, or why not.
+    fn holder(&self) -> Result<LeaseHolder, Refusal> {
+        let invalid = |why: ConfigError| Refusal::Invalid(why.to_string());
+        let Some(config) = self.rule.config.to_config() else {
+            return Err(Refusal::Invalid(unknown_algorithm(
+                self.rule.config.algorithm,
+            )));
+        };
+        let lease = Duration::from_nanos(self.rule.lease_ns);
+        let mut rule = match LeaseRule::new(&config, lease) {
+            Err(why @ ConfigError::LeaseAlgorithm(_)) => return Err(Refusal::Unsupported(why)),
+            other => other.map_err(invalid)?,
+        };
+        if self.rule.renew_every_ns != 0 {
+            let every = Duration::from_nanos(self.rule.renew_every_ns);
+            rule = rule.renewing_every(every).map_err(invalid)?;
+        }
+        let fallback = match self.fallback {
+            None => Fallback::Deny,
+            Some(local) => {
+                let local = local
+                    .to_config()
+                    .ok_or_else(|| unknown_algorithm(local.algorithm))
+                    .and_then(|local| {
+                        local
+                            .validate()
+                            .map(|()| local)
+                            .map_err(|why| why.to_string())
+                    })
+                    .map_err(|why| Refusal::Invalid(format!("fallback: {why}")))?;
+                Fallback::Local(local)
+            }
+        };
+        match self.name {
+            None => LeaseHolder::new(&rule, fallback),
+            Some(name) => {
+                name_text(name).and_then(|name| LeaseHolder::named(&rule, fallback, name))
+            }
+        }
+        .map_err(invalid)
+    }
+}
+
 /// A holder's name as text: at most RATE_LEASE_NAME_MAX bytes of UTF-8 without NUL.
-fn name_text(name: &[u8]) -> Result<&str, librate::ConfigError> {
+fn name_text(name: &[u8]) -> Result<&str, ConfigError> {
     match std::str::from_utf8(name) {
         Ok(text) if name.len() <= RATE_LEASE_NAME_MAX && !name.contains(&0) => Ok(text),
-        _ => Err(librate::ConfigError::LeaseName {
+        _ => Err(ConfigError::LeaseName {
             name: String::from_utf8_lossy(name).into_owned(),
         }),
     }

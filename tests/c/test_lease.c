@@ -166,17 +166,30 @@ static int test_bad_input(void) {
     rate_lease_grant grant;
     rate_lease_rule rule = RULE;
     const uint64_t fields[RATE_LEASE_FIELDS] = {0};
+    const rate_config bad_fallback = make_config(RATE_GCRA, 0, SECOND, 0);
+    char reason[RATE_REASON_LEN];
     char long_name[66];
     CHECK_STATUS(rate_lease_holder_new(NULL, NULL, NULL, 0, &holder), RATE_E_NULL);
     CHECK_STATUS(rate_lease_holder_new(&RULE, NULL, NULL, 0, NULL), RATE_E_NULL);
     CHECK_STATUS(rate_lease_holder_new(&RULE, NULL, NULL, 3, &holder), RATE_E_NULL);
     CHECK_STATUS(rate_lease_holder_new(&RULE, NULL, (const uint8_t *)"a\0b", 3, &holder),
                  RATE_E_INVALID_CONFIG);
+    CHECK_STATUS(rate_lease_explain(&RULE, NULL, (const uint8_t *)"a\0b", 3, reason, sizeof reason),
+                 RATE_E_INVALID_CONFIG);
+    CHECK_EQ_STR(reason, "name \"a\\0b\": a holder's name is 1 to 64 bytes of UTF-8 without NUL");
+    CHECK_STATUS(rate_lease_explain(&RULE, &bad_fallback, NULL, 0, reason, sizeof reason),
+                 RATE_E_INVALID_CONFIG);
+    CHECK_EQ_STR(reason, "fallback: limit 0: must be at least 1");
+    CHECK_STATUS(rate_lease_explain(&RULE, NULL, NULL, 0, reason, sizeof reason), RATE_OK);
+    CHECK_EQ_STR(reason, "");
+    CHECK_STATUS(rate_lease_explain(NULL, NULL, NULL, 0, reason, sizeof reason), RATE_E_NULL);
     memset(long_name, 'x', sizeof long_name);
     CHECK_STATUS(rate_lease_holder_new(&RULE, NULL, (const uint8_t *)long_name, 65, &holder),
                  RATE_E_INVALID_CONFIG);
     rule.config.algorithm = RATE_SLIDING_WINDOW;
     CHECK_STATUS(rate_lease_holder_new(&rule, NULL, NULL, 0, &holder), RATE_E_UNSUPPORTED);
+    CHECK_STATUS(rate_lease_explain(&rule, NULL, NULL, 0, reason, sizeof reason), RATE_E_UNSUPPORTED);
+    CHECK_EQ_STR(reason, "leases divide GCRA and fixed-window rules only, not the sliding window");
     rule.config.algorithm = RATE_SLIDING_LOG;
     CHECK_STATUS(rate_lease_holder_new(&rule, NULL, NULL, 0, &holder), RATE_E_UNSUPPORTED);
     /* A leased window's period is a whole number of microseconds. */
