@@ -335,7 +335,7 @@ func ExampleLeaseHolder() {
 	renewal, _ := holder.RenewalAt(0)
 	fmt.Println("ARGV:", renewal.Args)
 	// The script's answer: half the rate, bursts of 500, for 2 s.
-	state, _ := holder.ApplyAt(renewal, "granted", [7]uint64{500_000, 500, 2_000_000, 0, 500_000, 500, 1}, 0)
+	state, _ := holder.ApplyAt(renewal, "granted", [librate.LeaseFields]uint64{500_000, 500, 2_000_000, 0, 500_000, 500, 1, 0}, 0)
 	fmt.Println(state)
 	// A share starts empty and fills at its rate: one unit every 2 ms.
 	d, _ := holder.AcquireAt(1, 2*time.Millisecond)

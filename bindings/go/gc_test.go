@@ -49,7 +49,7 @@ func TestGCStress(t *testing.T) {
 // starts empty, so a unit is admitted a millisecond after the grant, and one more is not.
 func TestLeaseHolderGCStress(t *testing.T) {
 	const goroutines, rounds = 4, 100
-	fields := [7]uint64{1_000_000, 1000, 2_000_000, 0, 1_000_000, 1000, 1}
+	fields := [librate.LeaseFields]uint64{1_000_000, 1000, 2_000_000, 0, 1_000_000, 1000, 1, 0}
 	parallel(goroutines, func() {
 		for range rounds {
 			h, err := librate.NewLeaseHolder(thousandASecond, librate.LeaseOptions{})

@@ -12,6 +12,8 @@ static int32_t librate_go_lease_allow(uintptr_t holder, uint64_t n) {
 // As in rate.go: librate keeps no pointer past a call and never calls back into Go.
 #cgo noescape rate_lease_holder_new
 #cgo nocallback rate_lease_holder_new
+#cgo noescape rate_lease_explain
+#cgo nocallback rate_lease_explain
 #cgo noescape rate_lease_holder_free
 #cgo nocallback rate_lease_holder_free
 #cgo noescape rate_lease_acquire
@@ -32,7 +34,6 @@ import (
 	"runtime"
 	"sync"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 )
 
@@ -130,14 +131,16 @@ func NewLeaseHolder(rule LeaseRule, options LeaseOptions) (*LeaseHolder, error) 
 		name = (*C.uint8_t)(unsafe.Pointer(unsafe.StringData(options.Name)))
 	}
 	var ptr *C.rate_lease_holder
-	status := C.rate_lease_holder_new(&cRule, fallback, name, C.size_t(len(options.Name)), &ptr)
-	runtime.KeepAlive(options.Name)
+	nameLen := C.size_t(len(options.Name))
+	status := C.rate_lease_holder_new(&cRule, fallback, name, nameLen, &ptr)
 	if status != C.RATE_OK {
-		if status == C.RATE_E_INVALID_CONFIG {
-			return nil, leaseRejection(rule, options)
-		}
-		return nil, statusError(status)
+		err := rejected(status, func(reason *C.char, length C.size_t) C.int32_t {
+			return C.rate_lease_explain(&cRule, fallback, name, nameLen, reason, length)
+		})
+		runtime.KeepAlive(options.Name)
+		return nil, err
 	}
+	runtime.KeepAlive(options.Name)
 	if rule.RenewEvery == 0 {
 		rule.RenewEvery = rule.Lease / 4
 	}
@@ -172,42 +175,11 @@ func (r LeaseRule) toC(fallback *Config) (C.rate_lease_rule, C.rate_config, erro
 	return cRule, local, nil
 }
 
-// leaseRejection says which part of a holder librate rejected, in the order librate
-// checks them: the rule's algorithm, the rule on Redis, the lease's timing, the fallback,
-// the name.
-func leaseRejection(rule LeaseRule, options LeaseOptions) error {
-	if rule.Config.Algorithm != GCRA {
-		return &ConfigError{Reason: fmt.Sprintf("algorithm %v: a leased rule is GCRA", rule.Config.Algorithm)}
-	}
-	if _, err := PrepareRedis(rule.Config); err != nil {
-		return err
-	}
-	if options.Fallback != nil {
-		if _, err := New(*options.Fallback); err != nil {
-			return &ConfigError{Reason: "fallback: " + err.(*ConfigError).Reason}
-		}
-	}
-	name := options.Name
-	if len(name) > C.RATE_LEASE_NAME_MAX || !utf8.ValidString(name) || containsNUL(name) {
-		return &ConfigError{Reason: fmt.Sprintf("name %q: must be at most %d bytes of UTF-8 without NUL", name, C.RATE_LEASE_NAME_MAX)}
-	}
-	return leaseTiming(rule)
-}
-
 // leaseTiming is the error of a lease or renewal interval out of bounds.
 func leaseTiming(rule LeaseRule) error {
 	return &ConfigError{Reason: fmt.Sprintf("lease %v renewed every %v: the lease must be at least 1ms and below 2^53µs, "+
 		"the renewal interval 0 (a quarter of the lease) or at least 1ms and below the lease less a thousandth of it",
 		rule.Lease, rule.RenewEvery)}
-}
-
-func containsNUL(s string) bool {
-	for i := range len(s) {
-		if s[i] == 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // Rule returns the rule held, RenewEvery filled in.

@@ -19,7 +19,6 @@ import "C"
 
 import (
 	"runtime"
-	"sync"
 	"time"
 	"unsafe"
 )
@@ -32,9 +31,10 @@ type Renewal struct {
 	// caller's for RenewalAt, floored to the microsecond the script decides at.
 	SentAt time.Duration
 	// Args are the script's arguments: op ("renew" or "release"), now in microseconds
-	// ("" for the server's clock), the rule's emission interval in ns, its burst, the
+	// ("" for the server's clock), the rule's two numbers (GCRA: its emission interval
+	// in ns and its burst; a fixed window: its limit and its period in microseconds), the
 	// lease in microseconds, the holder's name and its demand (millionths of the rule's
-	// rate).
+	// rate; a window's hand-back: its count left unused).
 	Args [C.RATE_LEASE_ARGS]string
 }
 
@@ -54,17 +54,28 @@ type Grant struct {
 	HeldRate, HeldBurst uint64
 	// Holders is the number of holders that asked within a lease, this one included.
 	Holders uint64
+	// Window is a fixed window's number (its start over its period), 0 for GCRA. A
+	// window's share is a count: Rate and HeldRate are 0, Burst is the count and
+	// HeldBurst the counts granted in the window.
+	Window uint64
 }
 
-// LeaseScript is the lease script for GCRA rules, librate's own, the same bytes for
-// every language: send it with EVALSHA (loading it after NOSCRIPT), the rule's Redis key
-// as its one key (on a Cluster, the rule's slot), and a Renewal's Args. It replies
-// {status, rate, burst, lease_us, epoch, held_rate, held_burst, holders} to a renewal
-// ("granted" or "quiet", then integers: what Apply takes) and 1 to a hand-back.
-func LeaseScript() string { return leaseScript() }
+// LeaseFields is the number of integers in the lease script's reply, after its status:
+// what Apply takes.
+const LeaseFields = C.RATE_LEASE_FIELDS
 
-// leaseScript is the script, copied into Go memory once (it is static in librate).
-var leaseScript = sync.OnceValue(func() string { return C.GoString(C.rate_lease_script()) })
+// Script is the lease script of the holder's rule (GCRA's or the fixed window's),
+// librate's own, the same bytes for every language: send it with EVALSHA (loading it
+// after NOSCRIPT), the rule's Redis key as its one key (on a Cluster, the rule's slot),
+// and a Renewal's Args. It replies {status, rate, burst, lease_us, epoch, held_rate,
+// held_burst, holders, window} to a renewal ("granted" or "quiet", then integers: what
+// Apply takes) and 1 to a hand-back.
+func (h *LeaseHolder) Script() string {
+	script := C.rate_lease_script(h.handle())
+	runtime.KeepAlive(h)
+	// Static in librate, NULL only for a closed holder.
+	return C.GoString(script)
+}
 
 // Renewal returns the renewal to send now, the script reading the server's clock
 // (Args[1] is ""); it reports the demand counted since the last one.
@@ -117,21 +128,21 @@ func (h *LeaseHolder) renewal(call func(*C.rate_lease_holder, *C.rate_lease_rene
 // its seven integers in order (rate, burst, lease_us, epoch, held_rate, held_burst,
 // holders). It returns where decisions come from afterwards. An answer the script never
 // gives is ErrReply, naming it, and nothing of it is applied.
-func (h *LeaseHolder) Apply(r Renewal, status string, fields [7]uint64) (HolderState, error) {
+func (h *LeaseHolder) Apply(r Renewal, status string, fields [LeaseFields]uint64) (HolderState, error) {
 	return h.apply(r, status, fields, uint64(Now()))
 }
 
 // ApplyAt is Apply at now on the caller's timeline. The lease counts from r.SentAt, and
 // ends a margin (a thousandth of the lease) before Redis's end of it: only the rates of
 // the clocks matter, never their offsets.
-func (h *LeaseHolder) ApplyAt(r Renewal, status string, fields [7]uint64, now time.Duration) (HolderState, error) {
+func (h *LeaseHolder) ApplyAt(r Renewal, status string, fields [LeaseFields]uint64, now time.Duration) (HolderState, error) {
 	if now < 0 {
 		return InFallback, negative("now (ns)", int64(now))
 	}
 	return h.apply(r, status, fields, uint64(now))
 }
 
-func (h *LeaseHolder) apply(r Renewal, status string, fields [7]uint64, now uint64) (HolderState, error) {
+func (h *LeaseHolder) apply(r Renewal, status string, fields [LeaseFields]uint64, now uint64) (HolderState, error) {
 	if h == nil {
 		return InFallback, ErrClosed
 	}
@@ -139,7 +150,7 @@ func (h *LeaseHolder) apply(r Renewal, status string, fields [7]uint64, now uint
 		return InFallback, negative("the renewal's SentAt (ns)", int64(r.SentAt))
 	}
 	cRenewal := r.toC()
-	var cFields [7]C.uint64_t
+	var cFields [LeaseFields]C.uint64_t
 	for i, field := range fields {
 		cFields[i] = C.uint64_t(field)
 	}
@@ -187,5 +198,6 @@ func (h *LeaseHolder) LastGrant() (Grant, error) {
 		HeldRate:  uint64(out.held_rate),
 		HeldBurst: uint64(out.held_burst),
 		Holders:   uint64(out.holders),
+		Window:    uint64(out.window),
 	}, nil
 }

@@ -50,7 +50,7 @@ func renewalAt(t *testing.T, h *librate.LeaseHolder, now time.Duration) librate.
 func answer(t *testing.T, h *librate.LeaseHolder, r librate.Renewal, status string, rate, burst uint64,
 	now time.Duration, want librate.HolderState) {
 	t.Helper()
-	state, err := h.ApplyAt(r, status, [7]uint64{rate, burst, 2_000_000, 7, rate, burst, 1}, now)
+	state, err := h.ApplyAt(r, status, [librate.LeaseFields]uint64{rate, burst, 2_000_000, 7, rate, burst, 1, 0}, now)
 	if err != nil || state != want {
 		t.Fatalf("%s %d/%d at %v: %v, %v; want %v", status, rate, burst, now, state, err, want)
 	}
@@ -157,19 +157,19 @@ func TestLeaseAnswersTheScriptNeverGives(t *testing.T) {
 	r := renewalAt(t, h, 0)
 	for _, c := range []struct {
 		status string
-		fields [7]uint64
+		fields [librate.LeaseFields]uint64
 		want   string
 	}{
-		{"nope", [7]uint64{1_000_000, 1000, 2_000_000, 7, 1_000_000, 1000, 1},
-			`librate: the lease script's reply "nope" [1000000 1000 2000000 7 1000000 1000 1]: ` +
+		{"nope", [librate.LeaseFields]uint64{1_000_000, 1000, 2_000_000, 7, 1_000_000, 1000, 1, 0},
+			`librate: the lease script's reply "nope" [1000000 1000 2000000 7 1000000 1000 1 0]: ` +
 				"Redis answered something librate's script never answers; nothing was applied (status -9)"},
-		{"", [7]uint64{}, ""},
+		{"", [librate.LeaseFields]uint64{}, ""},
 		// A rate past the rule's, a burst past the rule's, a rate without a burst, a
 		// lease past the rule's.
-		{"granted", [7]uint64{1_000_001, 1000, 2_000_000, 7, 1_000_000, 1000, 1}, ""},
-		{"granted", [7]uint64{1_000_000, 1001, 2_000_000, 7, 1_000_000, 1000, 1}, ""},
-		{"granted", [7]uint64{5, 0, 2_000_000, 7, 5, 0, 1}, ""},
-		{"granted", [7]uint64{1_000_000, 1000, 2_000_001, 7, 1_000_000, 1000, 1}, ""},
+		{"granted", [librate.LeaseFields]uint64{1_000_001, 1000, 2_000_000, 7, 1_000_000, 1000, 1, 0}, ""},
+		{"granted", [librate.LeaseFields]uint64{1_000_000, 1001, 2_000_000, 7, 1_000_000, 1000, 1, 0}, ""},
+		{"granted", [librate.LeaseFields]uint64{5, 0, 2_000_000, 7, 5, 0, 1, 0}, ""},
+		{"granted", [librate.LeaseFields]uint64{1_000_000, 1000, 2_000_001, 7, 1_000_000, 1000, 1, 0}, ""},
 	} {
 		state, err := h.ApplyAt(r, c.status, c.fields, 0)
 		var e librate.Error
@@ -194,17 +194,17 @@ func TestLeaseBadInput(t *testing.T) {
 		options librate.LeaseOptions
 		reason  string
 	}{
-		{librate.LeaseRule{Config: librate.Config{Algorithm: librate.FixedWindow, Limit: 1000, Period: second}, Lease: 2 * second},
-			librate.LeaseOptions{}, "algorithm FixedWindow: a leased rule is GCRA"},
+		{librate.LeaseRule{Config: librate.Config{Algorithm: librate.FixedWindow, Limit: 1000, Period: second + 1}, Lease: 2 * second},
+			librate.LeaseOptions{}, "limit 1000 with period_ns 1000000001: a leased window's period is a whole number of microseconds"},
 		{librate.LeaseRule{Config: librate.Config{Limit: 0, Period: second}, Lease: 2 * second},
 			librate.LeaseOptions{}, "limit 0: must be at least 1"},
-		{librate.LeaseRule{Config: rule.Config, Lease: 999 * time.Microsecond}, librate.LeaseOptions{}, "lease 999µs renewed every 0s"},
+		{librate.LeaseRule{Config: rule.Config, Lease: 999 * time.Microsecond}, librate.LeaseOptions{}, "lease_ns 999000 renewed every 249750 ns"},
 		{librate.LeaseRule{Config: rule.Config, Lease: -second}, librate.LeaseOptions{}, "lease -1s renewed every 0s"},
 		// The margin is 2 ms: renewing every 1.998 s leaves no time to renew.
 		{librate.LeaseRule{Config: rule.Config, Lease: 2 * second, RenewEvery: 2*second - 2*ms}, librate.LeaseOptions{},
-			"lease 2s renewed every 1.998s"},
-		{rule, librate.LeaseOptions{Name: "a\x00b"}, `name "a\x00b": must be at most 64 bytes of UTF-8 without NUL`},
-		{rule, librate.LeaseOptions{Name: strings.Repeat("x", 65)}, "name \"" + strings.Repeat("x", 65) + "\": must be at most 64"},
+			"lease_ns 2000000000 renewed every 1998000000 ns: a lease lasts from 1 ms"},
+		{rule, librate.LeaseOptions{Name: "a\x00b"}, `name "a\0b": a holder's name is 1 to 64 bytes of UTF-8 without NUL`},
+		{rule, librate.LeaseOptions{Name: strings.Repeat("x", 65)}, "name \"" + strings.Repeat("x", 65) + "\": a holder's name is 1 to 64 bytes"},
 		{rule, librate.LeaseOptions{Fallback: &librate.Config{Limit: 0, Period: second}}, "fallback: limit 0: must be at least 1"},
 		{rule, librate.LeaseOptions{Fallback: &librate.Config{Limit: 1, Period: -second}}, "fallback: period -1s: must be at least 1ns"},
 	} {
@@ -213,6 +213,13 @@ func TestLeaseBadInput(t *testing.T) {
 		if h != nil || !errors.As(err, &configError) || !errors.Is(err, librate.ErrInvalidConfig) ||
 			!strings.HasPrefix(configError.Reason, c.reason) {
 			t.Errorf("%+v %+v: %v\nwant a *ConfigError starting %q", c.rule, c.options, err, c.reason)
+		}
+	}
+	// The sliding window and log: leases divide no count or rate of theirs.
+	for _, algorithm := range []librate.Algorithm{librate.SlidingWindow, librate.SlidingLog} {
+		sliding := librate.LeaseRule{Config: librate.Config{Algorithm: algorithm, Limit: 1000, Period: second}, Lease: 2 * second}
+		if h, err := librate.NewLeaseHolder(sliding, librate.LeaseOptions{}); h != nil || !errors.Is(err, librate.ErrUnsupported) {
+			t.Errorf("%v: %v, %v; want ErrUnsupported", algorithm, h, err)
 		}
 	}
 	// One nanosecond below the margin is valid, and a name of 64 bytes.
@@ -234,7 +241,7 @@ func TestLeaseBadInput(t *testing.T) {
 	if h := newHolder(t, "", nil); h.Rule().RenewEvery != 500*ms {
 		t.Errorf("renewed every %v, want 500ms", h.Rule().RenewEvery)
 	}
-	if script := librate.LeaseScript(); !strings.HasPrefix(script, "-- librate's lease script") {
+	if script := h.Script(); !strings.HasPrefix(script, "-- librate's lease script for GCRA") {
 		t.Errorf("script %.40q", script)
 	}
 
@@ -245,7 +252,7 @@ func TestLeaseBadInput(t *testing.T) {
 		_, acquireErr := holder.Acquire(1)
 		_, renewErr := holder.Renewal()
 		_, releaseErr := holder.Release()
-		_, applyErr := holder.Apply(librate.Renewal{}, "quiet", [7]uint64{})
+		_, applyErr := holder.Apply(librate.Renewal{}, "quiet", [librate.LeaseFields]uint64{})
 		_, grantErr := holder.LastGrant()
 		for _, err := range []error{acquireErr, renewErr, releaseErr, applyErr, grantErr} {
 			if !errors.Is(err, librate.ErrClosed) {

@@ -30,6 +30,8 @@ type LeasedLimiter struct {
 	holder *librate.LeaseHolder
 	client redis.UniversalClient
 	key    string
+	// script is the holder's lease script: EVALSHA, and EVAL after NOSCRIPT.
+	script *redis.Script
 	// renewing serializes renewals and the hand-back: a renewal's arguments, its call
 	// and its answer are one turn.
 	renewing sync.Mutex
@@ -42,9 +44,6 @@ type LeasedLimiter struct {
 	closeOnce     sync.Once
 	closeErr      error
 }
-
-// leaseScript is librate's lease script: EVALSHA, and EVAL after NOSCRIPT.
-var leaseScript = redis.NewScript(librate.LeaseScript())
 
 // NewLeased returns a holder of rule at the Redis key key, renewing in a goroutine by
 // the server's clock until Close, or until ctx ends (which hands the share back too:
@@ -80,7 +79,8 @@ func NewLeasedManual(client redis.UniversalClient, key string, rule librate.Leas
 		return nil, err
 	}
 	apply(more)
-	return &LeasedLimiter{holder: holder, client: client, key: key}, nil
+	script := redis.NewScript(holder.Script())
+	return &LeasedLimiter{holder: holder, client: client, key: key, script: script}, nil
 }
 
 // Key returns the rule's Redis key.
@@ -142,14 +142,14 @@ func (l *LeasedLimiter) RenewAt(ctx context.Context, now time.Duration) (librate
 	}
 	return l.renew(ctx,
 		func() (librate.Renewal, error) { return l.holder.RenewalAt(now) },
-		func(r librate.Renewal, status string, fields [7]uint64) (librate.HolderState, error) {
+		func(r librate.Renewal, status string, fields [librate.LeaseFields]uint64) (librate.HolderState, error) {
 			return l.holder.ApplyAt(r, status, fields, now)
 		},
 		func() librate.HolderState { return l.holder.StateAt(now) })
 }
 
 // applier applies a renewal's answer, at a time of its own.
-type applier func(r librate.Renewal, status string, fields [7]uint64) (librate.HolderState, error)
+type applier func(r librate.Renewal, status string, fields [librate.LeaseFields]uint64) (librate.HolderState, error)
 
 // renew asks for a renewal, sends it and applies the answer, in one turn; on a failure
 // it reports the state at the renewal's time.
@@ -164,7 +164,7 @@ func (l *LeasedLimiter) renew(ctx context.Context, renewal func() (librate.Renew
 	if err != nil {
 		return librate.InFallback, err
 	}
-	reply, err := leaseScript.Run(ctx, l.client, []string{l.key}, arguments(r)...).Result()
+	reply, err := l.script.Run(ctx, l.client, []string{l.key}, arguments(r)...).Result()
 	if err != nil {
 		return state(), l.failed(err)
 	}
@@ -192,7 +192,7 @@ func answer(r librate.Renewal, reply any, apply applier) (librate.HolderState, e
 }
 
 // grantOf reads a renewal's reply as a status and seven unsigned integers.
-func grantOf(reply any) (status string, fields [7]uint64, ok bool) {
+func grantOf(reply any) (status string, fields [librate.LeaseFields]uint64, ok bool) {
 	values, ok := reply.([]any)
 	if !ok || len(values) != 1+len(fields) {
 		return "", fields, false
@@ -256,7 +256,7 @@ func (l *LeasedLimiter) handBack(ctx context.Context) error {
 	}
 	call, cancel := context.WithTimeout(ctx, l.holder.Rule().RenewEvery)
 	defer cancel()
-	if err := leaseScript.Run(call, l.client, []string{l.key}, arguments(r)...).Err(); err != nil {
+	if err := l.script.Run(call, l.client, []string{l.key}, arguments(r)...).Err(); err != nil {
 		return l.failed(err)
 	}
 	return nil

@@ -8,7 +8,7 @@ import (
 	librate "github.com/librate/librate/bindings/go"
 )
 
-// A renewal's reply is read field for field, a status and seven integers or decimal
+// A renewal's reply is read field for field, a status and eight integers or decimal
 // strings; anything else is ErrReply, and so is a reply the holder refuses (then
 // librate.ErrReply too); either way nothing of it is applied. The rule is 1,000 a second,
 // leased 2 s: a share past its rate (10^6 millionths) or its burst is no grant of its.
@@ -19,7 +19,7 @@ func TestLeaseReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Close()
-	applyAtZero := func(r librate.Renewal, status string, fields [7]uint64) (librate.HolderState, error) {
+	applyAtZero := func(r librate.Renewal, status string, fields [librate.LeaseFields]uint64) (librate.HolderState, error) {
 		return holder.ApplyAt(r, status, fields, 0)
 	}
 	renewal, err := holder.RenewalAt(0)
@@ -32,12 +32,12 @@ func TestLeaseReplies(t *testing.T) {
 	}{
 		{int64(1), false},
 		{[]any{"granted", int64(1000000), int64(1000), int64(2000000), int64(0), int64(1000000), int64(1000)}, false},
-		{[]any{int64(1), int64(1000000), int64(1000), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1)}, false},
-		{[]any{"granted", int64(-1), int64(1000), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1)}, false},
-		{[]any{"granted", "1e6", int64(1000), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1)}, false},
-		{[]any{"granted", int64(1000001), int64(1000), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1)}, true},
-		{[]any{"granted", int64(1000000), int64(1001), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1)}, true},
-		{[]any{"nope", int64(1000000), int64(1000), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1)}, true},
+		{[]any{int64(1), int64(1000000), int64(1000), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1), int64(0)}, false},
+		{[]any{"granted", int64(-1), int64(1000), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1), int64(0)}, false},
+		{[]any{"granted", "1e6", int64(1000), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1), int64(0)}, false},
+		{[]any{"granted", int64(1000001), int64(1000), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1), int64(0)}, true},
+		{[]any{"granted", int64(1000000), int64(1001), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1), int64(0)}, true},
+		{[]any{"nope", int64(1000000), int64(1000), int64(2000000), int64(0), int64(1000000), int64(1000), int64(1), int64(0)}, true},
 	} {
 		state, err := answer(renewal, c.reply, applyAtZero)
 		if !errors.Is(err, ErrReply) || errors.Is(err, librate.ErrReply) != c.refused || state != librate.InFallback {
@@ -48,7 +48,7 @@ func TestLeaseReplies(t *testing.T) {
 		t.Fatalf("%v after replies never applied", state)
 	}
 	// Decimal strings are read as integers are.
-	whole := []any{"granted", "1000000", "1000", "2000000", "0", "1000000", "1000", "1"}
+	whole := []any{"granted", "1000000", "1000", "2000000", "0", "1000000", "1000", "1", "0"}
 	if state, err := answer(renewal, whole, applyAtZero); err != nil || state != librate.Leased {
 		t.Errorf("%v: %v, %v; want a lease", whole, state, err)
 	}

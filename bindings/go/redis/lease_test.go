@@ -75,8 +75,11 @@ func TestLeaseNewRuleIsQuietForOneLease(t *testing.T) {
 	if l.Holder().StateAt(11*time.Second+998*ms-1) != librate.Unshared || l.Holder().StateAt(11*time.Second+998*ms) != librate.InFallback {
 		t.Fatal("the quiet answer must deny until 11.998 s, and no longer")
 	}
-	// Quiet for 1 µs more: less than the margin, so nothing (the fallback: deny).
-	renewAt(t, l, 12*time.Second-time.Microsecond, librate.InFallback, &librate.Grant{})
+	// Quiet for 1 µs more: denied for that microsecond less its thousandth.
+	renewAt(t, l, 12*time.Second-time.Microsecond, librate.Unshared, &librate.Grant{})
+	if l.Holder().StateAt(12*time.Second-time.Microsecond+999) != librate.InFallback {
+		t.Fatal("the quiet answer must deny for 999 ns, and no longer")
+	}
 	// From 12 s, alone: the whole rule, from the epoch 10 s (in µs).
 	renewAt(t, l, 12*time.Second, librate.Leased, &librate.Grant{Rate: wholeRate, Burst: 1000, Lease: 2 * time.Second,
 		Epoch: 10_000_000, HeldRate: wholeRate, HeldBurst: 1000, Holders: 1})
