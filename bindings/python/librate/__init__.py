@@ -27,6 +27,7 @@ from ._errors import (
     LibrateError,
     RateLimited,
     RedisError,
+    ReplyError,
     TableFull,
     Unsupported,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "PolicyDecision",
     "RateLimited",
     "RedisError",
+    "ReplyError",
     "TableFull",
     "Unsupported",
     "describe_file",
