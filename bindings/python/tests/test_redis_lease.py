@@ -299,3 +299,25 @@ def test_the_script_is_loaded_again_after_a_flush(redis_client: redis.Redis) -> 
     assert limiter.renew_at(2 * SECOND) is LEASED
     assert limiter.errors == 0
     limiter.close()
+
+
+def test_the_example_in_the_docs(redis_server: RedisServer) -> None:
+    # docs/python.md's example, on the test's server.
+    client = redis_server.client(socket_timeout=0.2)
+    rule = librate.LeaseRule(librate.Config.gcra(10_000, 1), lease=2)  # 10,000 a second in all
+    local = librate.Config.gcra(2_500, 1)  # while Redis is down: a quarter, for 4 hosts
+    with LeasedLimiter(client, "api:{global}", rule, fallback=local) as limiter:
+        if not limiter.try_acquire():
+            print("429 Too Many Requests")
+        print(limiter.state, limiter.last_grant)
+    assert limiter.closed and limiter.errors == 0
+    # A simulation: holders on a timeline of their own, renewed when it says.
+    h1 = LeasedLimiter(client, "sim:{rule}", rule, name="host-1", background=False)
+    h1.renew_at(0)  # quiet: Redis made the rule just now
+    h1.renew_at(2 * SECOND)
+    decision = h1.acquire_at(1, 2 * SECOND + 100 * MS)
+    # T = 100 µs, tau = 1 s; the share, empty at 2 s, holds 1,000 units at 2.1 s.
+    assert decision == Decision(True, 10_000, 999, 0, 900 * MS + 100_000)
+    assert h1.last_grant == Grant(WHOLE, 10_000, 2_000_000, 0, WHOLE, 10_000, 1)
+    h1.close()
+    client.close()
