@@ -64,8 +64,10 @@ class _Leased(Holder):
         client: Any,
         key: Key,
         rule: LeaseRule,
-        fallback: Config | None,
-        name: str | bytes | None,
+        *,
+        fallback: Config | None = None,
+        name: str | bytes | None = None,
+        background: bool = True,
     ) -> None:
         _check_client(client, self.asynchronous, type(self).__name__)
         self._key = key_bytes(key)
@@ -74,6 +76,11 @@ class _Leased(Holder):
         self._script = client.register_script(lib.rate_lease_script())
         self._errors = 0
         self._last_error: RedisError | None = None
+        self._start(background)
+
+    def _start(self, background: bool) -> None:
+        """Readies the renewals, and starts renewing in the background if asked to."""
+        raise NotImplementedError
 
     @property
     def key(self) -> bytes:
@@ -149,17 +156,7 @@ class LeasedLimiter(_Leased):
     at a time.
     """
 
-    def __init__(
-        self,
-        client: Any,
-        key: Key,
-        rule: LeaseRule,
-        *,
-        fallback: Config | None = None,
-        name: str | bytes | None = None,
-        background: bool = True,
-    ) -> None:
-        super().__init__(client, key, rule, fallback, name)
+    def _start(self, background: bool) -> None:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -168,7 +165,7 @@ class LeasedLimiter(_Leased):
             # and its finalizer stops the thread.
             self._thread = threading.Thread(
                 target=_renew_until_stopped,
-                args=(weakref.ref(self), self._stop, rule.renew_every),
+                args=(weakref.ref(self), self._stop, self._rule.renew_every),
                 name="librate-lease",
                 daemon=True,
             )
@@ -241,23 +238,19 @@ class AsyncLeasedLimiter(_Leased):
 
     asynchronous = True
 
-    def __init__(
-        self,
-        client: Any,
-        key: Key,
-        rule: LeaseRule,
-        *,
-        fallback: Config | None = None,
-        name: str | bytes | None = None,
-        background: bool = True,
-    ) -> None:
-        loop = asyncio.get_running_loop() if background else None
-        super().__init__(client, key, rule, fallback, name)
+    def _start(self, background: bool) -> None:
+        try:
+            loop = asyncio.get_running_loop() if background else None
+        except RuntimeError:
+            raise RuntimeError(
+                "AsyncLeasedLimiter renews on a task of the running event loop: make it "
+                "inside one (or pass background=False)"
+            ) from None
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         if loop is not None:
             self._task = loop.create_task(
-                _renew_until_cancelled(weakref.ref(self), rule.renew_every)
+                _renew_until_cancelled(weakref.ref(self), self._rule.renew_every)
             )
             weakref.finalize(self, self._task.cancel)
 

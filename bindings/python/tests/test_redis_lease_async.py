@@ -99,7 +99,7 @@ def test_the_client_it_takes(redis_server: RedisServer) -> None:
 
     run(test)
     # A renewer task needs a running event loop.
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="inside one"):
         AsyncLeasedLimiter(redis_server.async_client(), "k", RULE)
 
 
