@@ -10,7 +10,8 @@ call, safe across threads.
 1.0
 
 See docs/python.md for the API and the middleware; ``librate.redis`` (with
-redis-py installed) keeps limits in Redis, shared across hosts.
+redis-py installed) keeps limits in Redis, shared across hosts, and ``librate.lease``
+divides one such limit into shares that each process decides from in process.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ._errors import (
     LibrateError,
     RateLimited,
     RedisError,
+    ReplyError,
     TableFull,
     Unsupported,
 )
@@ -34,6 +36,7 @@ from ._ffi import lib as _lib
 from ._convert import FOREVER
 from ._limiter import ALGORITHMS, Config, KeyedLimiter, Limiter, describe_file
 from ._keyed_policy import KeyedPolicy, KeyedRule
+from ._lease import LeaseRule
 from ._policy import Policy
 from ._stats import KeyedStats
 
@@ -59,6 +62,7 @@ __all__ = [
     "KeyedPolicy",
     "KeyedRule",
     "KeyedStats",
+    "LeaseRule",
     "LibrateError",
     "LibraryError",
     "Limiter",
@@ -66,6 +70,7 @@ __all__ = [
     "PolicyDecision",
     "RateLimited",
     "RedisError",
+    "ReplyError",
     "TableFull",
     "Unsupported",
     "describe_file",

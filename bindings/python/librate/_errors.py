@@ -82,6 +82,14 @@ class RedisError(LibrateError):
     anything is sent are the usual ``InsufficientCapacity`` and ``Unsupported``.)"""
 
 
+class ReplyError(RedisError):
+    """``RATE_E_REPLY``: Redis answered a lease's renewal with something librate's lease
+    script never answers (a share above the rule, a status it never gives); nothing of
+    it was applied, and the holder decides from the lease it holds until it ends."""
+
+    code = -9
+
+
 class RateLimited(LibrateError):
     """Raised by ``@limiter.rate_limited(...)`` when a call is denied (or its wait timed out).
 
@@ -106,6 +114,7 @@ _BY_CODE: dict[int, type[LibrateError]] = {
         Unsupported,
         InternalError,
         Incompatible,
+        ReplyError,
     )
     if cls.code is not None
 }

@@ -52,6 +52,7 @@ RATE_E_UNSUPPORTED = -5
 RATE_E_INTERNAL = -6
 RATE_E_IO = -7
 RATE_E_INCOMPATIBLE = -8
+RATE_E_REPLY = -9
 
 RATE_GCRA = 0
 RATE_FIXED_WINDOW = 1
@@ -156,6 +157,52 @@ class rate_redis_policy_script(Structure):  # noqa: N801 - the C name
         ("config_args", c_uint64 * RATE_REDIS_POLICY_MAX_ARGS),
         ("config_args_len", c_uint32),
         ("limit", c_uint64),
+    ]
+
+
+#: Where a lease holder's decisions come from (``rate_lease_state``).
+RATE_LEASE_LEASED = 0
+RATE_LEASE_UNSHARED = 1
+RATE_LEASE_FALLBACK = 2
+#: The most bytes of a lease holder's name.
+RATE_LEASE_NAME_MAX = 64
+#: The bytes of each argument of a ``rate_lease_renewal``, its NUL included.
+RATE_LEASE_ARG_BYTES = 72
+#: The arguments of a lease script call.
+RATE_LEASE_ARGS = 7
+
+
+class rate_lease_rule(Structure):  # noqa: N801 - the C name
+    """``struct rate_lease_rule``: a global rule and the timing of its leases."""
+
+    _fields_ = [
+        ("config", rate_config),
+        ("lease_ns", c_uint64),
+        ("renew_every_ns", c_uint64),
+    ]
+
+
+class rate_lease_renewal(Structure):  # noqa: N801 - the C name
+    """``struct rate_lease_renewal``: one call of the lease script, its ARGV as
+    NUL-terminated strings."""
+
+    _fields_ = [
+        ("sent_at_ns", c_uint64),
+        ("args", (c_char * RATE_LEASE_ARG_BYTES) * RATE_LEASE_ARGS),
+    ]
+
+
+class rate_lease_grant(Structure):  # noqa: N801 - the C name
+    """``struct rate_lease_grant``: a lease holder's last grant."""
+
+    _fields_ = [
+        ("rate", c_uint64),
+        ("burst", c_uint64),
+        ("lease_us", c_uint64),
+        ("epoch", c_uint64),
+        ("held_rate", c_uint64),
+        ("held_burst", c_uint64),
+        ("holders", c_uint64),
     ]
 
 
@@ -327,6 +374,28 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (HANDLE, c_uint64, POINTER(rate_keyed_stats)),
     ),
+    "rate_lease_holder_new": (
+        c_int32,
+        (POINTER(rate_lease_rule), POINTER(rate_config), KEY, c_size_t, POINTER(HANDLE)),
+    ),
+    "rate_lease_holder_free": (None, (HANDLE,)),
+    "rate_lease_acquire": (c_int32, (HANDLE, c_uint64, DECISION)),
+    "rate_lease_acquire_at": (c_int32, (HANDLE, c_uint64, c_uint64, DECISION)),
+    "rate_lease_state": (c_int32, (HANDLE,)),
+    "rate_lease_state_at": (c_int32, (HANDLE, c_uint64)),
+    "rate_lease_renew": (c_int32, (HANDLE, POINTER(rate_lease_renewal))),
+    "rate_lease_renew_at": (c_int32, (HANDLE, c_uint64, POINTER(rate_lease_renewal))),
+    "rate_lease_release": (c_int32, (HANDLE, POINTER(rate_lease_renewal))),
+    "rate_lease_apply": (
+        c_int32,
+        (HANDLE, POINTER(rate_lease_renewal), KEY, c_size_t, POINTER(c_uint64)),
+    ),
+    "rate_lease_apply_at": (
+        c_int32,
+        (HANDLE, POINTER(rate_lease_renewal), KEY, c_size_t, POINTER(c_uint64), c_uint64),
+    ),
+    "rate_lease_last_grant": (c_int32, (HANDLE, POINTER(rate_lease_grant))),
+    "rate_lease_script": (c_char_p, ()),
 }
 
 

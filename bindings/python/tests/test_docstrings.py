@@ -19,9 +19,9 @@ Public is what a user can reach without an underscore:
 A docstring must be the object's own: ``inspect.getdoc`` would lend a method its base
 class's. Special methods (``__init__``, ``__call__``, ...) are left out: a class's
 docstring says how to build and call it. So are the fields of the decision tuples,
-which the class docstring describes. ``librate.redis``, ``librate.middleware.django``
-and ``librate.middleware.fastapi`` are checked where redis-py, Django and FastAPI are
-installed (they import them).
+which the class docstring describes. ``librate.redis``, ``librate.lease``,
+``librate.middleware.django`` and ``librate.middleware.fastapi`` are checked where
+redis-py, Django and FastAPI are installed (they import them).
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ def public_modules() -> list[str]:
 #: The public modules that import a framework or client, and the package each needs.
 NEEDS = {
     "librate.redis": "redis",
+    "librate.lease": "redis",
     "librate.middleware.django": "django",
     "librate.middleware.fastapi": "fastapi",
 }

@@ -38,6 +38,8 @@ BAD_INTS: list[tuple[Any, type[Exception]]] = [
         (_ffi.RATE_E_TABLE_FULL, librate.TableFull, librate.LibrateError),
         (_ffi.RATE_E_UNSUPPORTED, librate.Unsupported, ValueError),
         (_ffi.RATE_E_INTERNAL, librate.InternalError, RuntimeError),
+        (_ffi.RATE_E_INCOMPATIBLE, librate.Incompatible, librate.LibrateError),
+        (_ffi.RATE_E_REPLY, librate.ReplyError, librate.RedisError),
     ],
 )
 def test_status_maps_by_number(status: int, error: type, also: type) -> None:
@@ -64,7 +66,10 @@ def test_status_constants_are_the_contract() -> None:
         _ffi.RATE_E_TABLE_FULL,
         _ffi.RATE_E_UNSUPPORTED,
         _ffi.RATE_E_INTERNAL,
-    ] == [-1, -2, -3, -4, -5, -6]
+        _ffi.RATE_E_IO,
+        _ffi.RATE_E_INCOMPATIBLE,
+        _ffi.RATE_E_REPLY,
+    ] == [-1, -2, -3, -4, -5, -6, -7, -8, -9]
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,15 @@ C_TYPES: dict[str, Any] = {
     "const struct rate_keyed_rule *": POINTER(_ffi.rate_keyed_rule),
     "struct rate_keyed_rule *": POINTER(_ffi.rate_keyed_rule),
     "const uint64_t *": POINTER(c_uint64),
+    "struct rate_lease_holder *": c_void_p,
+    "const struct rate_lease_holder *": c_void_p,
+    "struct rate_lease_holder * *": POINTER(c_void_p),
+    "const struct rate_lease_rule *": POINTER(_ffi.rate_lease_rule),
+    "const struct rate_lease_renewal *": POINTER(_ffi.rate_lease_renewal),
+    "struct rate_lease_renewal *": POINTER(_ffi.rate_lease_renewal),
+    "struct rate_lease_grant *": POINTER(_ffi.rate_lease_grant),
+    # A struct's field of struct type (rate_lease_rule.config).
+    "struct rate_config": _ffi.rate_config,
 }
 
 
@@ -105,13 +114,40 @@ def test_every_header_function_is_declared(name: str) -> None:
     assert list(argtypes) == [C_TYPES[p] for p in parameters], f"{name}({', '.join(parameters)})"
 
 
-@pytest.mark.parametrize("struct", [_ffi.rate_config, _ffi.rate_decision, _ffi.rate_keyed_stats])
+@pytest.mark.parametrize(
+    "struct",
+    [
+        _ffi.rate_config,
+        _ffi.rate_decision,
+        _ffi.rate_keyed_stats,
+        _ffi.rate_lease_rule,
+        _ffi.rate_lease_grant,
+    ],
+)
 def test_structs_match(struct: Any) -> None:
     name = struct.__name__
     body = re.search(rf"typedef struct {name} \{{(.*?)\}} {name};", header_text(), re.DOTALL)
     assert body, f"struct {name} not in rate.h"
     fields = [spelled(f).rsplit(" ", 1) for f in body.group(1).split(";") if f.strip()]
     assert [(field_name, C_TYPES[ctype]) for ctype, field_name in fields] == list(struct._fields_)
+
+
+def test_the_renewal_struct_matches() -> None:
+    # Its argument array is a 2-D char array, which test_structs_match does not parse.
+    pattern = r"typedef struct rate_lease_renewal \{(.*?)\} rate_lease_renewal;"
+    body = re.search(pattern, header_text(), re.DOTALL)
+    assert body, "struct rate_lease_renewal not in rate.h"
+    assert spelled(body.group(1)) == (
+        "uint64_t sent_at_ns; char args[RATE_LEASE_ARGS][RATE_LEASE_ARG_BYTES];"
+    )
+    fields = _ffi.rate_lease_renewal._fields_
+    assert [name for name, _ in fields] == ["sent_at_ns", "args"] and fields[0][1] is c_uint64
+    args = fields[1][1]
+    assert (args._length_, args._type_._length_) == (
+        _ffi.RATE_LEASE_ARGS,
+        _ffi.RATE_LEASE_ARG_BYTES,
+    )
+    assert args._type_._type_ is c_char
 
 
 def test_constants_match() -> None:

@@ -1,0 +1,304 @@
+"""Leases (docs/leases.md): one limit across hosts, decided in process. A global rule is
+kept in Redis and divided into shares by demand; each holder decides from its share with
+atomics alone, as fast as a ``Limiter``, and renews it in the background with one call of
+librate's lease script, so a decision never waits on Redis. Over any interval, all the
+holders together never admit more than the global rule alone would.
+
+``LeasedLimiter`` renews on a daemon thread over a ``redis.Redis`` (or
+``redis.cluster.RedisCluster``) client; ``AsyncLeasedLimiter`` on an asyncio task over a
+``redis.asyncio`` one. The client is yours, with its pool, TLS, auth and timeouts: give
+it a ``socket_timeout`` below the renewal interval. Needs redis-py
+(``pip install 'librate[redis]'``).
+
+>>> import redis, librate
+>>> from librate.lease import LeasedLimiter
+>>> rule = librate.LeaseRule(librate.Config.gcra(10_000, 1), lease=2)
+>>> with LeasedLimiter(redis.Redis(), "api:global", rule) as limiter:  # doctest: +SKIP
+...     limiter.try_acquire()
+True
+
+The rule's Redis key is the script's one key: a hash holding every holder's share, so a
+rule lives in one Cluster slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ._convert import key_bytes, u64
+from ._errors import RedisError, ReplyError
+from ._ffi import lib
+from ._lease import Grant, Holder, HolderState, LeaseRule, arguments
+from ._limiter import _CLOSED, Config, Key
+from ._redis_core import _check_client
+from .redis import Conversation, _block, _pause
+
+__all__ = [
+    "AsyncLeasedLimiter",
+    "Grant",
+    "HolderState",
+    "LeaseRule",
+    "LeasedLimiter",
+    "RedisError",
+    "ReplyError",
+]
+
+#: Where renewals that failed are reported (a warning each).
+logger = logging.getLogger("librate.lease")
+
+
+class _Leased(Holder):
+    """What both limiters share: the rule's key, the client and the lease script, the
+    conversations of a renewal and of the hand-back, and the count of failures."""
+
+    asynchronous = False
+
+    def __init__(
+        self,
+        client: Any,
+        key: Key,
+        rule: LeaseRule,
+        *,
+        fallback: Config | None = None,
+        name: str | bytes | None = None,
+        background: bool = True,
+    ) -> None:
+        _check_client(client, self.asynchronous, type(self).__name__)
+        self._key = key_bytes(key)
+        super().__init__(rule, fallback, name)
+        self._client = client
+        self._script = client.register_script(lib.rate_lease_script())
+        self._errors = 0
+        self._last_error: RedisError | None = None
+        self._start(background)
+
+    def _start(self, background: bool) -> None:
+        """Readies the renewals, and starts renewing in the background if asked to."""
+        raise NotImplementedError
+
+    @property
+    def key(self) -> bytes:
+        """The rule's Redis key."""
+        return self._key
+
+    @property
+    def client(self) -> Any:
+        """The redis-py client renewals go through."""
+        return self._client
+
+    @property
+    def errors(self) -> int:
+        """How many renewals and hand-backs failed (Redis unreachable, an error reply, a
+        reply the script never gives): each left the holder as it was."""
+        return self._errors
+
+    @property
+    def last_error(self) -> RedisError | None:
+        """The last of those failures (a ``RedisError``, or its ``ReplyError``), or None."""
+        return self._last_error
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else self.state.name.lower()
+        return f"<{type(self).__name__} {state} {self._key!r} {self._rule}>"
+
+    def _renewing(self, now_ns: int | None) -> Conversation[HolderState]:
+        """One renewal: the script call, and its answer applied."""
+        renewal = self._renewal(now_ns)
+        reply = yield self._call(arguments(renewal))
+        return self._apply(renewal, reply, now_ns)
+
+    def _handing_back(self) -> Conversation[None]:
+        """Stops deciding from the share, and hands it back."""
+        renewal = self._release()
+        yield self._call(arguments(renewal))
+
+    def _call(self, args: list[bytes]) -> Callable[[], Any]:
+        """EVALSHA of the lease script on the rule's key, through redis-py's registered
+        script, which loads it after NOSCRIPT; a Cluster client sends it to the key's
+        slot."""
+        return lambda: self._script(keys=[self._key], args=args)
+
+    def _failed(self, error: RedisError) -> None:
+        self._errors += 1
+        self._last_error = error
+        logger.warning("librate lease %r: %s", self._key, error)
+
+
+class LeasedLimiter(_Leased):
+    """A holder of a share of a global rule kept in Redis, renewed by a daemon thread of
+    its own (docs/leases.md).
+
+    ``LeasedLimiter(client, key, rule, *, fallback=None, name=None, background=True)``:
+    ``client`` a ``redis.Redis`` or ``redis.cluster.RedisCluster``; ``key`` (str or
+    bytes) the rule's Redis key; ``rule`` a ``LeaseRule``; ``fallback`` what decides
+    when the holder has no lease and Redis does not answer: a local ``Config`` (such as
+    the rule divided by the expected number of holders), or None, which denies; ``name``
+    the holder's name in the rule's hash (1 to 64 bytes of UTF-8, unique among the
+    rule's holders; None: a random one). With ``background=False`` no thread renews:
+    ``renew()`` or ``renew_at(now_ns)`` do (simulations on a timeline of your own).
+
+    The first renewal is sent at once; a rule Redis has not seen is quiet for a lease
+    (a lease from before may still run), then granted. Decisions never wait on Redis:
+    ``try_acquire``, ``acquire``, ``state``, ``in_fallback`` and ``last_grant`` read the
+    holder alone. A failed renewal is counted (``errors``, ``last_error``) and logged to
+    the ``librate.lease`` logger, never raised into a decision: the holder decides from
+    its lease until it ends, then by the fallback. ``close()`` (or ``with``) stops the
+    thread and hands the share back; one collected unclosed stops renewing, and its share
+    returns to the rule when its lease ends.
+
+    Thread-safety: decisions from any number of threads at once; renewals are taken one
+    at a time.
+    """
+
+    def _start(self, background: bool) -> None:
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        if background:
+            # The thread holds the limiter weakly, so an unreferenced one is collected
+            # and its finalizer stops the thread.
+            self._thread = threading.Thread(
+                target=_renew_until_stopped,
+                args=(weakref.ref(self), self._stop, self._rule.renew_every),
+                name="librate-lease",
+                daemon=True,
+            )
+            weakref.finalize(self, self._stop.set)
+            self._thread.start()
+
+    def renew(self) -> HolderState:
+        """Renews the lease now, by the Redis server's clock, and returns where decisions
+        come from afterwards. Raises ``RedisError`` (``ReplyError`` for a reply the script
+        never gives), counted in ``errors``; nothing is applied then."""
+        return self._renew(None)
+
+    def renew_at(self, now_ns: int) -> HolderState:
+        """``renew()`` at ``now_ns`` on your own timeline, which the script decides at
+        (every holder of a rule, its decisions and renewals on one timeline)."""
+        return self._renew(u64(now_ns, "now_ns"))
+
+    def _renew(self, now_ns: int | None) -> HolderState:
+        with self._lock:
+            try:
+                return _block(self._renewing(now_ns))
+            except RedisError as error:
+                self._failed(error)
+                raise
+
+    def close(self) -> None:
+        """Stops renewing and hands the share back (a failure is counted and logged, and
+        the share then returns to the rule when its lease ends). Idempotent; afterwards
+        decisions raise ``ClosedError``."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                _block(self._handing_back())
+            except RedisError as error:
+                self._failed(error)
+            self._handle = _CLOSED
+
+    def __enter__(self) -> LeasedLimiter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _renew_until_stopped(
+    limiter: weakref.ref[LeasedLimiter], stop: threading.Event, every: float
+) -> None:
+    """The renewer thread: a renewal every ``every`` seconds until ``stop`` is set or the
+    limiter is gone. A failure was counted and logged; the next renewal is the retry."""
+    while not stop.is_set():
+        held = limiter()
+        if held is None:
+            return
+        with contextlib.suppress(RedisError):
+            held.renew()
+        del held
+        stop.wait(every)
+
+
+class AsyncLeasedLimiter(_Leased):
+    """``LeasedLimiter`` for asyncio: renewed by a task on the running event loop, over a
+    ``redis.asyncio.Redis`` (or ``redis.asyncio.cluster.RedisCluster``). The same
+    constructor (made inside a running loop when ``background``), decisions and
+    properties, all synchronous and non-blocking; ``await renew()``,
+    ``await renew_at(now_ns)``, ``await aclose()`` and ``async with``."""
+
+    asynchronous = True
+
+    def _start(self, background: bool) -> None:
+        try:
+            loop = asyncio.get_running_loop() if background else None
+        except RuntimeError:
+            raise RuntimeError(
+                "AsyncLeasedLimiter renews on a task of the running event loop: make it "
+                "inside one (or pass background=False)"
+            ) from None
+        self._lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        if loop is not None:
+            self._task = loop.create_task(
+                _renew_until_cancelled(weakref.ref(self), self._rule.renew_every)
+            )
+            weakref.finalize(self, self._task.cancel)
+
+    async def renew(self) -> HolderState:
+        """``LeasedLimiter.renew``."""
+        return await self._renew(None)
+
+    async def renew_at(self, now_ns: int) -> HolderState:
+        """``LeasedLimiter.renew_at``."""
+        return await self._renew(u64(now_ns, "now_ns"))
+
+    async def _renew(self, now_ns: int | None) -> HolderState:
+        async with self._lock:
+            try:
+                return await _pause(self._renewing(now_ns))
+            except RedisError as error:
+                self._failed(error)
+                raise
+
+    async def aclose(self) -> None:
+        """``LeasedLimiter.close``: cancels the task and hands the share back."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        async with self._lock:
+            if self.closed:
+                return
+            try:
+                await _pause(self._handing_back())
+            except RedisError as error:
+                self._failed(error)
+            self._handle = _CLOSED
+
+    async def __aenter__(self) -> AsyncLeasedLimiter:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+async def _renew_until_cancelled(limiter: weakref.ref[AsyncLeasedLimiter], every: float) -> None:
+    """The renewer task: ``_renew_until_stopped`` on the event loop."""
+    while True:
+        held = limiter()
+        if held is None:
+            return
+        with contextlib.suppress(RedisError):
+            await held.renew()
+        del held
+        await asyncio.sleep(every)
