@@ -170,6 +170,8 @@ RATE_LEASE_NAME_MAX = 64
 RATE_LEASE_ARG_BYTES = 72
 #: The arguments of a lease script call.
 RATE_LEASE_ARGS = 7
+#: The integers of a lease script's answer, after its status.
+RATE_LEASE_FIELDS = 8
 
 
 class rate_lease_rule(Structure):  # noqa: N801 - the C name
@@ -203,6 +205,7 @@ class rate_lease_grant(Structure):  # noqa: N801 - the C name
         ("held_rate", c_uint64),
         ("held_burst", c_uint64),
         ("holders", c_uint64),
+        ("window", c_uint64),
     ]
 
 
@@ -378,6 +381,10 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (POINTER(rate_lease_rule), POINTER(rate_config), KEY, c_size_t, POINTER(HANDLE)),
     ),
+    "rate_lease_explain": (
+        c_int32,
+        (POINTER(rate_lease_rule), POINTER(rate_config), KEY, c_size_t, POINTER(c_char), c_size_t),
+    ),
     "rate_lease_holder_free": (None, (HANDLE,)),
     "rate_lease_acquire": (c_int32, (HANDLE, c_uint64, DECISION)),
     "rate_lease_acquire_at": (c_int32, (HANDLE, c_uint64, c_uint64, DECISION)),
@@ -395,7 +402,7 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         (HANDLE, POINTER(rate_lease_renewal), KEY, c_size_t, POINTER(c_uint64), c_uint64),
     ),
     "rate_lease_last_grant": (c_int32, (HANDLE, POINTER(rate_lease_grant))),
-    "rate_lease_script": (c_char_p, ()),
+    "rate_lease_script": (c_char_p, (HANDLE,)),
 }
 
 

@@ -15,9 +15,9 @@ from ._convert import Duration, duration_ns, key_bytes, u64
 from ._decision import Decision, seconds
 from ._errors import InvalidConfig, LibrateError, ReplyError, error_for
 from ._ffi import (
-    RATE_E_INVALID_CONFIG,
     RATE_E_REPLY,
     RATE_LEASE_FALLBACK,
+    RATE_LEASE_FIELDS,
     RATE_LEASE_LEASED,
     RATE_LEASE_NAME_MAX,
     RATE_LEASE_UNSHARED,
@@ -31,20 +31,21 @@ from ._ffi import (
     rate_lease_rule,
 )
 from ._limiter import _CLOSED, Config, _Handle, status_text
-from ._redis_core import Plan, _u64
+from ._redis_core import _u64
 
 
 class LeaseRule:
     """A global rule that holders lease shares of, with the timing of those leases.
 
-    ``LeaseRule(config, lease, renew_every=None)``: ``config`` a GCRA ``Config``, kept in
-    Redis; ``lease`` how long a share is held, by Redis's clock, and ``renew_every`` how
+    ``LeaseRule(config, lease, renew_every=None)``: ``config`` a GCRA or fixed-window
+    ``Config``, kept in Redis; ``lease`` how long a share is held, by Redis's clock, and ``renew_every`` how
     often a holder renews it (seconds or ``timedelta``; None: a quarter of the lease). A
     holder stops deciding from a lease ``margin`` (a thousandth of it) before Redis's end.
 
-    Raises ``InvalidConfig`` for another algorithm, a rule the Redis tier refuses, a lease
-    shorter than 1 ms or of 2**53 µs or more, or a ``renew_every`` under 1 ms or not
-    below the lease less its margin.
+    Raises ``Unsupported`` for the sliding window or log; ``InvalidConfig`` for a rule the
+    Redis tier refuses, a fixed window whose period is not a whole number of microseconds
+    or whose limit reaches 2**48, a lease shorter than 1 ms or of 2**53 µs or more, or a
+    ``renew_every`` under 1 ms or not below the lease less its margin.
 
     >>> import librate
     >>> rule = librate.LeaseRule(librate.Config.gcra(1000, 1), lease=2)
@@ -72,7 +73,7 @@ class LeaseRule:
         # The C library's verdict, explained: a holder made and freed at once.
         status, _ = _new_holder(self, None, b"")
         if status != RATE_OK:
-            raise error_for(status, self._rejection())
+            raise error_for(status, _refusal(self, None, b""))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"LeaseRule is immutable: cannot set {name}")
@@ -112,18 +113,6 @@ class LeaseRule:
         """The rule as the C library takes it, a ``struct rate_lease_rule``."""
         return rate_lease_rule(self.config.to_c(), self.lease_ns, self.renew_every_ns)
 
-    def _rejection(self) -> str:
-        """Why the C library refuses this rule: the algorithm, the Redis tier's reason,
-        or the timing."""
-        if self.config.algorithm != "gcra":
-            return f"a lease rule is GCRA, not {self.config.algorithm} ({self.config})"
-        Plan(self.config)  # raises the Redis tier's InvalidConfig, with its reason
-        return (
-            f"lease {self.lease!r} s, renew_every {self.renew_every!r} s: a lease lasts 1 ms "
-            "to below 2**53 µs, renewed every 1 ms or more and less than the lease less its "
-            "margin (a thousandth of it)"
-        )
-
 
 class HolderState(enum.Enum):
     """Where a holder's decisions come from at an instant."""
@@ -142,7 +131,10 @@ class Grant:
     the rule's rate, and ``burst`` in units; both 0 for none), held ``lease_us`` µs from
     the script's time; the rule's ``epoch`` (when Redis made its state: it changes when
     the state is lost); what every holder may still be deciding from, this one's included
-    (``held_rate``, ``held_burst``); and the ``holders`` that asked within a lease."""
+    (``held_rate``, ``held_burst``); the ``holders`` that asked within a lease; and, for
+    a fixed window, the ``window``'s number (its start over its period; 0 for GCRA),
+    whose share is a count: ``burst`` the count, ``held_burst`` the counts granted in the
+    window, ``rate`` and ``held_rate`` 0."""
 
     rate: int
     burst: int
@@ -151,6 +143,7 @@ class Grant:
     held_rate: int
     held_burst: int
     holders: int
+    window: int = 0
 
 
 class _LeaseHandle(_Handle):
@@ -172,23 +165,15 @@ def _new_holder(rule: LeaseRule, fallback: Config | None, name: bytes) -> tuple[
 
 def _name(name: str | bytes | None) -> bytes:
     """A holder's name as the C library takes it (b"": a random one)."""
-    if name is None:
-        return b""
-    data = key_bytes(name)
-    utf8 = data.decode("utf-8", "replace").encode() == data
-    if not utf8 or not 0 < len(data) <= RATE_LEASE_NAME_MAX or b"\0" in data:
-        raise InvalidConfig(
-            f"name {name!r}: must be 1 to {RATE_LEASE_NAME_MAX} bytes of UTF-8 without NUL"
-        )
-    return data
+    return b"" if name is None else key_bytes(name)
 
 
-def _fallback_rejection(fallback: Config) -> str:
-    """Why the C library refuses a fallback rule (as ``Limiter`` would)."""
+def _refusal(rule: LeaseRule, fallback: Config | None, name: bytes) -> str:
+    """Why the C library refuses a holder of these: its own reason."""
     reason = create_string_buffer(RATE_REASON_LEN)
-    status = lib.rate_limiter_explain_config(byref(fallback.to_c()), reason, RATE_REASON_LEN)
-    text = reason.value.decode() if status == RATE_E_INVALID_CONFIG else status_text(status)
-    return f"fallback {fallback}: {text}"
+    local = None if fallback is None else byref(fallback.to_c())
+    lib.rate_lease_explain(byref(rule.to_c()), local, name, len(name), reason, RATE_REASON_LEN)
+    return reason.value.decode()
 
 
 class Holder:
@@ -202,12 +187,10 @@ class Holder:
             raise TypeError(f"rule must be a LeaseRule, not {type(rule).__name__}")
         if fallback is not None and not isinstance(fallback, Config):
             raise TypeError(f"fallback must be a Config or None, not {type(fallback).__name__}")
-        status, handle = _new_holder(rule, fallback, _name(name))
+        data = _name(name)
+        status, handle = _new_holder(rule, fallback, data)
         if status != RATE_OK:
-            # The rule was checked when it was made: the fallback is what C refused.
-            raise error_for(
-                status, _fallback_rejection(fallback) if fallback else status_text(status)
-            )
+            raise error_for(status, _refusal(rule, fallback, data))
         self._handle = handle
         self._rule = rule
         self._fallback = fallback
@@ -326,7 +309,7 @@ class Holder:
         if parsed is None:
             raise _never_answered(reply)
         status_text_, fields = parsed
-        array = (c_uint64 * 7)(*fields)
+        array = (c_uint64 * RATE_LEASE_FIELDS)(*fields)
         if now_ns is None:
             code = lib.rate_lease_apply(
                 self._handle, renewal, status_text_, len(status_text_), array
@@ -346,9 +329,10 @@ def arguments(renewal: rate_lease_renewal) -> list[bytes]:
 
 
 def _grant_fields(reply: object) -> tuple[bytes, list[int]] | None:
-    """A renewal's reply as its status and seven u64 (``{status, rate, burst, lease_us,
-    epoch, held_rate, held_burst, holders}``), or None for any other shape."""
-    if not isinstance(reply, (list, tuple)) or len(reply) != 8:
+    """A renewal's reply as its status and RATE_LEASE_FIELDS u64 (``{status, rate, burst,
+    lease_us, epoch, held_rate, held_burst, holders, window}``), or None for any other
+    shape."""
+    if not isinstance(reply, (list, tuple)) or len(reply) != 1 + RATE_LEASE_FIELDS:
         return None
     status = reply[0].encode() if isinstance(reply[0], str) else reply[0]
     fields = [_u64(field) for field in reply[1:]]

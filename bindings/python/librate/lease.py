@@ -73,7 +73,7 @@ class _Leased(Holder):
         self._key = key_bytes(key)
         super().__init__(rule, fallback, name)
         self._client = client
-        self._script = client.register_script(lib.rate_lease_script())
+        self._script = client.register_script(lib.rate_lease_script(self._handle))
         self._errors = 0
         self._last_error: RedisError | None = None
         self._start(background)

@@ -28,7 +28,7 @@ LEASED, UNSHARED, FALLBACK = HolderState.LEASED, HolderState.UNSHARED, HolderSta
 
 def answer(status: bytes, rate: int, burst: int) -> list[Any]:
     """The script's answer to a renewal: a share of ``rate`` and ``burst`` for 2 s."""
-    return [status, rate, burst, 2_000_000, 7, rate, burst, 1]
+    return [status, rate, burst, 2_000_000, 7, rate, burst, 1, 0]
 
 
 class Scripted:
@@ -73,15 +73,16 @@ def test_the_rule_and_its_timing() -> None:
 @pytest.mark.parametrize(
     ("config", "lease", "renew_every", "message"),
     [
-        (Config.fixed_window(1000, 1), 2, None, "a lease rule is GCRA, not fixed_window"),
-        (Config.gcra(1000, 1), 0.000999, None, "a lease lasts 1 ms"),
-        (Config.gcra(1000, 1), Fraction(2**53, 10**6), None, "below 2\\*\\*53 µs"),
-        (Config.gcra(1000, 1), 2, 1.998, "renewed every 1 ms or more and less than"),
-        (Config.gcra(1000, 1), 2, 0.000999, "renewed every 1 ms or more"),
-        (Config.gcra(1000, 1), 0.003999, None, "renewed every 1 ms or more"),
-        (Config.gcra(1000, 1), 0, None, "lease 0.0 s, renew_every 0.0 s: a lease lasts 1 ms"),
+        (Config("fixed_window", 1000, 10**9 + 1), 2, None, "a leased window's period"),
+        (Config.fixed_window(2**48, 2**48 // 10**8), 2, None, "its limit below 2\\^48"),
+        (Config.gcra(1000, 1), 0.000999, None, "lease_ns 999000 renewed every 249750 ns: a lease lasts"),
+        (Config.gcra(1000, 1), Fraction(2**53, 10**6), None, "below 2\\^53 us"),
+        (Config.gcra(1000, 1), 2, 1.998, "renewed at least 1 ms apart and before the last thousandth"),
+        (Config.gcra(1000, 1), 2, 0.000999, "renewed every 999000 ns: a lease lasts"),
+        (Config.gcra(1000, 1), 0.003999, None, "renewed every 999750 ns: a lease lasts"),
+        (Config.gcra(1000, 1), 0, None, "lease_ns 0 renewed every 0 ns: a lease lasts from 1 ms"),
         # The Redis tier's bound: a burst of 2**53 ns or more.
-        (Config("gcra", 1, 2**53), 2, None, "2\\*\\*53 ns"),
+        (Config("gcra", 1, 2**53), 2, None, "must be below 2\\^53 ns"),
     ],
 )
 def test_rules_the_library_refuses(
@@ -89,6 +90,14 @@ def test_rules_the_library_refuses(
 ) -> None:
     with pytest.raises(librate.InvalidConfig, match=message):
         LeaseRule(config, lease, renew_every)
+
+
+def test_leases_divide_gcra_and_fixed_windows() -> None:
+    with pytest.raises(librate.Unsupported, match="not the sliding window"):
+        LeaseRule(Config.sliding_window(1000, 1), 2)
+    with pytest.raises(librate.Unsupported, match="not the sliding log"):
+        LeaseRule(Config.sliding_log(1000, 1), 2)
+    assert LeaseRule(Config.fixed_window(1000, 60), 2).config.algorithm == "fixed_window"
 
 
 def test_the_renewal_names_the_rule_and_the_demand() -> None:
@@ -161,6 +170,40 @@ def test_no_share_quiet_and_the_hand_back() -> None:
     assert repr(limiter).startswith("<LeasedLimiter closed b'lease:{a}' LeaseRule(")
 
 
+def test_a_window_count() -> None:
+    # A fixed window of 100 a second (P = 1,000,000 µs), leased 2 s at a time: a count of
+    # the window, held from when it arrived to the window's end less a thousandth of the
+    # time held.
+    rule = LeaseRule(Config.fixed_window(100, 1), lease=2)
+    client = Scripted(
+        [b"granted", 0, 30, 750_000, 7, 0, 30, 1, 10],
+        [b"granted", 0, 50, 500_000, 7, 0, 50, 1, 10],
+        [b"granted", 0, 40, 1_000_000, 7, 0, 40, 1, 11],
+        1,
+    )
+    limiter = LeasedLimiter(client, "lease:{w}", rule, name="w", background=False)
+    assert client.source.startswith(b"-- librate's lease script for fixed windows")
+    # 30 of window 10, to 11 s: held to 10.25 s + 750 ms - 750 µs = 10.99925 s.
+    assert limiter.renew_at(10 * SECOND + 250 * MS) is LEASED
+    assert client.calls[0][1][2:4] == [b"100", b"1000000"]
+    assert limiter.acquire_at(30, 10 * SECOND + 250 * MS) == Decision(True, 30, 0, 0, 749_250_000)
+    assert limiter.acquire_at(1, 10 * SECOND + 500 * MS) == Decision(
+        False, 30, 0, 499_250_000, 499_250_000
+    )
+    # More of the same window: 50 in all, to the sooner end.
+    assert limiter.renew_at(10 * SECOND + 500 * MS) is LEASED
+    assert limiter.acquire_at(20, 10 * SECOND + 500 * MS) == Decision(True, 50, 0, 0, 499_250_000)
+    assert limiter.state_at(10 * SECOND + 999_250_000 - 1) is LEASED
+    assert limiter.state_at(10 * SECOND + 999_250_000) is FALLBACK
+    # Window 11: a count of its own, from when it arrived, to 12 s less 1 ms.
+    assert limiter.renew_at(11 * SECOND) is LEASED
+    assert limiter.acquire_at(1, 11 * SECOND) == Decision(True, 40, 39, 0, 999 * MS)
+    assert limiter.last_grant == Grant(0, 40, 1_000_000, 7, 0, 40, 1, 11)
+    # The hand-back returns the 39 left, and the holder stops deciding first.
+    limiter.close()
+    assert client.calls[-1][1][0] == b"release" and client.calls[-1][1][6] == b"39"
+
+
 def test_the_local_fallback() -> None:
     limiter = holder(Scripted(), fallback=Config.gcra(1, 1, burst=1))
     assert limiter.acquire_at(1, 0) == Decision(True, 1, 0, 0, SECOND)
@@ -174,13 +217,13 @@ def test_the_local_fallback() -> None:
 @pytest.mark.parametrize(
     "reply",
     [
-        [b"nope", 1_000_000, 1000, 2_000_000, 7, 1_000_000, 1000, 1],
+        [b"nope", 1_000_000, 1000, 2_000_000, 7, 1_000_000, 1000, 1, 0],
         answer(b"granted", 1_000_001, 1000),
         answer(b"granted", 1_000_000, 1001),
         answer(b"granted", 5, 0),
-        answer(b"granted", 1_000_000, 1000)[:7],
-        [b"granted", -1, 1000, 2_000_000, 7, 1_000_000, 1000, 1],
-        [b"granted", b"1e6", 1000, 2_000_000, 7, 1_000_000, 1000, 1],
+        answer(b"granted", 1_000_000, 1000)[:8],
+        [b"granted", -1, 1000, 2_000_000, 7, 1_000_000, 1000, 1, 0],
+        [b"granted", b"1e6", 1000, 2_000_000, 7, 1_000_000, 1000, 1, 0],
         b"OK",
         None,
     ],
@@ -196,7 +239,7 @@ def test_answers_the_script_never_gives(reply: object) -> None:
 
 def test_decoded_replies_are_read_too() -> None:
     # A client made with decode_responses answers str.
-    limiter = holder(Scripted(["granted", 1_000_000, 1000, 2_000_000, 7, 1_000_000, 1000, 1]))
+    limiter = holder(Scripted(["granted", 1_000_000, 1000, 2_000_000, 7, 1_000_000, 1000, 1, 0]))
     assert limiter.renew_at(0) is LEASED
 
 
@@ -210,12 +253,12 @@ def test_bad_input() -> None:
         LeasedLimiter(client, "k", RULE, fallback=1, background=False)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="key"):
         LeasedLimiter(client, 7, RULE, background=False)  # type: ignore[arg-type]
-    for name in ("a\0b", "x" * 65, b"\xff", ""):
+    for name in ("a\0b", "x" * 65, b"\xff"):
         with pytest.raises(librate.InvalidConfig, match="1 to 64 bytes of UTF-8 without NUL"):
             LeasedLimiter(client, "k", RULE, name=name, background=False)
     LeasedLimiter(client, "k", RULE, name="é" * 32, background=False)
     fallback = Config.gcra(10, 1, burst=2**63)
-    with pytest.raises(librate.InvalidConfig, match="fallback Config"):
+    with pytest.raises(librate.InvalidConfig, match="fallback: "):
         LeasedLimiter(client, "k", RULE, fallback=fallback, background=False)
     limiter = holder(client)
     with pytest.raises(librate.InsufficientCapacity, match="n=1001"):
