@@ -141,3 +141,46 @@ fn batches_across_the_masters_decide_as_in_process() {
         }
     }
 }
+
+/// Leases on a Cluster: each rule's hash is one key, in one slot, so a rule's holders renew
+/// on whichever master holds it; rules spread over the slots' thirds, each granted as if
+/// alone.
+#[test]
+fn leases_keep_each_rule_in_one_slot() {
+    use librate::lease::{renew, Fallback, HolderState, LeaseHolder, Share};
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
+    let mut redis = client.get_connection().unwrap();
+    let rule =
+        librate::LeaseRule::new(&Config::per_second(1000), std::time::Duration::from_secs(2))
+            .unwrap();
+    let mut slots = std::collections::HashSet::new();
+    for tenant in 0..12 {
+        let key = format!("lease:{{tenant-{tenant}}}");
+        let holder = LeaseHolder::named(&rule, Fallback::Deny, "host-a").unwrap();
+        // New to Redis: quiet for the lease; then the whole rule, the holder alone.
+        let quiet = renew(&mut redis, key.as_bytes(), &holder, Some(Instant::ZERO)).unwrap();
+        assert_eq!(quiet, HolderState::Unshared, "{key}");
+        let leased = renew(&mut redis, key.as_bytes(), &holder, Some(at(2 * SECOND))).unwrap();
+        assert_eq!(leased, HolderState::Leased, "{key}");
+        assert_eq!(
+            holder.granted(),
+            Share {
+                rate: 1_000_000,
+                burst: 1000
+            },
+            "{key}"
+        );
+        let slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(&key)
+            .query(&mut redis)
+            .unwrap();
+        slots.insert(slot / (16384 / 3 + 1));
+    }
+    // Spread over every third of the slots: `redis-cli --cluster create` gives each of
+    // the three masters one.
+    assert_eq!(slots.len(), 3, "{slots:?}");
+}
