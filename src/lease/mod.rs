@@ -17,6 +17,9 @@ mod rule;
 mod share;
 mod window_share;
 
+#[cfg(test)]
+mod tests;
+
 pub use grant::{Grant, GrantStatus, Renewal, ReplyError};
 pub use holder::{Fallback, HolderState, LeaseHolder};
 #[cfg(feature = "redis")]
