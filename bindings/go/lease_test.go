@@ -241,7 +241,7 @@ func TestLeaseBadInput(t *testing.T) {
 	if h := newHolder(t, "", nil); h.Rule().RenewEvery != 500*ms {
 		t.Errorf("renewed every %v, want 500ms", h.Rule().RenewEvery)
 	}
-	if script := h.Script(); !strings.HasPrefix(script, "-- librate's lease script for GCRA") {
+	if script := h.Script(); !strings.Contains(script, "\n-- librate's lease script for GCRA") {
 		t.Errorf("script %.40q", script)
 	}
 

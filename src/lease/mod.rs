@@ -5,7 +5,7 @@
 //! `rule.rs` is the rule and the timing of its leases, `share.rs` a share and the local
 //! GCRA deciding from it, `grant.rs` the lease script's arguments and answers,
 //! `holder.rs` a holder without I/O and its decisions, `renew.rs` its renewals. The scripts are `src/redis/lua/lease_gcra.lua` and
-//! `lease_fixed_window.lua`, one for every language; `redis.rs` sends them over the `redis`
+//! `lease_fixed_window.lua` after `lease_common.lua`, one for every language; `redis.rs` sends them over the `redis`
 //! crate.
 
 mod grant;
@@ -27,10 +27,16 @@ pub use redis::{release, renew, LeasedLimiter};
 pub use rule::LeaseRule;
 pub use share::Share;
 
-/// A lease script's source, from `src/redis/lua/`.
+/// A lease script's source: `lease_common.lua`'s functions, their names declared local
+/// first (a script defines no global), then the algorithm's entry, from `src/redis/lua/`.
 macro_rules! script {
     ($name:literal) => {
-        include_str!(concat!("../redis/lua/", $name, ".lua"))
+        concat!(
+            "local lease_now, lease_arguments_refused, lease_state, lease_made, ",
+            "lease_other_rule, fair_share\n",
+            include_str!("../redis/lua/lease_common.lua"),
+            include_str!(concat!("../redis/lua/", $name, ".lua"))
+        )
     };
 }
 

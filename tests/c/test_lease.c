@@ -220,7 +220,7 @@ static int test_bad_input(void) {
     CHECK_STATUS(rate_lease_last_grant(holder, NULL), RATE_E_NULL);
     CHECK_STATUS(rate_lease_last_grant(holder, &grant), RATE_OK);
     CHECK_EQ_U64(grant.rate, 0);
-    CHECK(strncmp(rate_lease_script(holder), "-- librate's lease script for GCRA", 34) == 0);
+    CHECK(strstr(rate_lease_script(holder), "\n-- librate's lease script for GCRA") != NULL);
     CHECK(rate_lease_script(NULL) == NULL);
     rate_lease_holder_free(NULL);
     rate_lease_holder_free(holder);
@@ -241,7 +241,7 @@ static int test_a_window_count(void) {
     const uint64_t next[RATE_LEASE_FIELDS] = {0, 40, 1000000, 7, 0, 40, 1, 11};
     const uint8_t *granted = (const uint8_t *)"granted";
     CHECK_STATUS(rate_lease_holder_new(&rule, NULL, (const uint8_t *)"w", 1, &holder), RATE_OK);
-    CHECK(strncmp(rate_lease_script(holder), "-- librate's lease script for fixed windows", 43) == 0);
+    CHECK(strstr(rate_lease_script(holder), "\n-- librate's lease script for fixed windows") != NULL);
     CHECK_STATUS(rate_lease_renew_at(holder, 10 * SECOND + 250 * MS, &renewal), RATE_OK);
     CHECK_EQ_STR(renewal.args[2], "100");
     CHECK_EQ_STR(renewal.args[3], "1000000");

@@ -26,46 +26,32 @@
 local SCALE = 1000000
 local key = KEYS[1]
 local op = ARGV[1]
-local now = tonumber(ARGV[2])
-if ARGV[2] == '' then
-    local time = redis.call('TIME')
-    now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
+local now = lease_now(ARGV[2])
 local limit, period, lease, demand = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7])
 if not (now and limit and period and lease and demand) or (op ~= 'renew' and op ~= 'release')
         or limit < 1 or period < 1 or lease < 1 or demand < 0
         or (op == 'renew' and demand > SCALE) then
-    return redis.error_reply('librate: lease script called with ' .. table.concat(ARGV, ' '))
+    return lease_arguments_refused(ARGV)
 end
 local rule = 'fw:' .. ARGV[3] .. ':' .. ARGV[4] .. ':' .. ARGV[5]
 local mine = 'h:' .. ARGV[6]
 local window = math.floor(now / period)
 local window_end = (window + 1) * period
 
-local fields = redis.pcall('HGETALL', key)
-if fields.err then
-    -- Redis's own error: another type at the key.
-    return fields
+local state, refused = lease_state(key)
+if not state then
+    return refused
 end
-local state = {}
-for i = 1, #fields, 2 do
-    state[fields[i]] = fields[i + 1]
-end
-
 if state.rule == nil then
     if op == 'release' then
         return 1
     end
     -- A rule this Redis has not seen, or has lost: the counts granted in this window may
     -- all be in use, for all the script can tell, so none is granted until it ends.
-    state = {rule = rule, epoch = string.format('%.0f', now),
-        quiet_until = string.format('%.0f', window_end),
-        window = string.format('%.0f', window), granted = '0'}
-    redis.call('HSET', key, 'rule', rule, 'epoch', state.epoch, 'quiet_until', state.quiet_until,
-        'window', state.window, 'granted', state.granted)
+    state = lease_made(key, rule, now, window_end,
+        {window = string.format('%.0f', window), granted = '0'})
 elseif state.rule ~= rule then
-    return redis.error_reply('librate: ' .. key .. ' holds the lease rule ' .. state.rule
-        .. ' (fw:limit:period_us:lease_us), not ' .. rule)
+    return lease_other_rule(key, state.rule, rule, 'fw:limit:period_us:lease_us')
 end
 local epoch, quiet_until = tonumber(state.epoch), tonumber(state.quiet_until)
 local stored_window, granted = tonumber(state.window), tonumber(state.granted)
@@ -119,25 +105,11 @@ if now < quiet_until then
     return {'quiet', 0, 0, quiet_until - now, epoch, 0, 0, #demands, window}
 end
 
--- This holder's fair share of the limit by demand (max-min, as the GCRA script's), in
--- units of this window. Unlike a rate, a count cannot be taken back within its window,
--- so what no demand asks for is not handed out: it stays for the top-ups of the
--- holders whose demand grows.
+-- This holder's fair share of the limit by demand, in units of this window. Unlike a
+-- rate, a count cannot be taken back within its window, so what no demand asks for is not
+-- handed out: it stays for the top-ups of the holders whose demand grows.
 demands[#demands + 1] = demand
-total = total + demand
-local target = demand
-if total > SCALE then
-    table.sort(demands)
-    local left = SCALE
-    for i = 1, #demands do
-        local level = left / (#demands - i + 1)
-        if demands[i] > level then
-            target = math.min(demand, math.floor(level))
-            break
-        end
-        left = left - demands[i]
-    end
-end
+local target = fair_share(demands, total + demand, demand, false)
 local units = math.floor(limit * target / SCALE)
 
 -- A count only grows within a window, and the window's counts stay within L.

@@ -22,29 +22,19 @@
 local SCALE = 1000000
 local key = KEYS[1]
 local op = ARGV[1]
-local now = tonumber(ARGV[2])
-if ARGV[2] == '' then
-    local time = redis.call('TIME')
-    now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
+local now = lease_now(ARGV[2])
 local burst, lease, demand = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7])
 if not (now and burst and lease and demand) or (op ~= 'renew' and op ~= 'release')
         or burst < 1 or lease < 1 or demand < 0 or demand > SCALE then
-    return redis.error_reply('librate: lease script called with ' .. table.concat(ARGV, ' '))
+    return lease_arguments_refused(ARGV)
 end
 local rule = ARGV[3] .. ':' .. ARGV[4] .. ':' .. ARGV[5]
 local mine = 'h:' .. ARGV[6]
 
-local fields = redis.pcall('HGETALL', key)
-if fields.err then
-    -- Redis's own error: another type at the key.
-    return fields
+local state, refused = lease_state(key)
+if not state then
+    return refused
 end
-local state = {}
-for i = 1, #fields, 2 do
-    state[fields[i]] = fields[i + 1]
-end
-
 if state.rule == nil then
     if op == 'release' then
         return 1
@@ -53,12 +43,9 @@ if state.rule == nil then
     -- replica that missed writes): a lease granted before may still run for one lease
     -- length, holding the whole rule for all the script can tell, so none is granted
     -- until then.
-    state = {rule = rule, epoch = string.format('%.0f', now),
-        quiet_until = string.format('%.0f', now + lease)}
-    redis.call('HSET', key, 'rule', rule, 'epoch', state.epoch, 'quiet_until', state.quiet_until)
+    state = lease_made(key, rule, now, now + lease, {})
 elseif state.rule ~= rule then
-    return redis.error_reply('librate: ' .. key .. ' holds the lease rule ' .. state.rule
-        .. ' (interval_ns:burst:lease_us), not ' .. rule)
+    return lease_other_rule(key, state.rule, rule, 'interval_ns:burst:lease_us')
 end
 local epoch, quiet_until = tonumber(state.epoch), tonumber(state.quiet_until)
 if not quiet_until or not epoch then
@@ -132,26 +119,10 @@ if now < quiet_until then
     return {'quiet', 0, 0, quiet_until - now, epoch, others_rate, others_burst, #demands, 0}
 end
 
--- This holder's fair share of the rate by demand (max-min): demands that fit are met and
--- what is left split evenly; otherwise every demand above the level that uses the whole
--- rate gets that level.
+-- This holder's fair share of the rate by demand, what no demand asks for split evenly:
+-- a share can be taken back once its lease ends.
 demands[#demands + 1] = demand
-total = total + demand
-local target
-if total <= SCALE then
-    target = demand + math.floor((SCALE - total) / #demands)
-else
-    table.sort(demands)
-    local left = SCALE
-    for i = 1, #demands do
-        local level = left / (#demands - i + 1)
-        if demands[i] > level then
-            target = math.min(demand, math.floor(level))
-            break
-        end
-        left = left - demands[i]
-    end
-end
+local target = fair_share(demands, total + demand, demand, true)
 
 -- The share: the target where what others hold leaves room, and a burst in proportion
 -- (one unit at least), or nothing when either has no room.
