@@ -49,7 +49,8 @@ pub enum Error {
     },
     /// The operating system refused a shared file ([`FileError`] names its path).
     Io(FileError),
-    /// librate's timer thread could not be started ([`WaitError::Timer`]).
+    /// A thread of librate's could not be started: its timer ([`WaitError::Timer`]), or
+    /// a lease's renewer (`lease::LeasedLimiter::open`).
     Timer(std::io::Error),
 }
 

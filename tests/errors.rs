@@ -210,7 +210,7 @@ fn a_wait_without_a_timer_says_so() {
     let error = WaitError::<AcquireError>::Timer(io::Error::from_raw_os_error(libc::EAGAIN));
     assert_eq!(
         error.to_string(),
-        "librate's timer thread could not be started"
+        "a thread of librate's (its timer, a lease's renewer) could not be started"
     );
     let source = error.source().unwrap().downcast_ref::<io::Error>().unwrap();
     assert_eq!(source.raw_os_error(), Some(libc::EAGAIN));

@@ -131,7 +131,8 @@ impl From<SharedError> for ResetError {
 pub(super) const TABLE_FULL: &str = "keyed table is full of live keys";
 pub(super) const UNSUPPORTED: &str =
     "operation not supported by this limiter (a reserve needs GCRA)";
-pub(super) const TIMER: &str = "librate's timer thread could not be started";
+pub(super) const TIMER: &str =
+    "a thread of librate's (its timer, a lease's renewer) could not be started";
 
 /// Why a reserve gave no decision: the acquire's error of its subject `E`
 /// ([`AcquireError`], or for a key [`KeyedAcquireError`]), or no queue to wait in.

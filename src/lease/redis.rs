@@ -7,7 +7,7 @@ use super::holder::{Fallback, HolderState, LeaseHolder};
 use super::rule::LeaseRule;
 use crate::config::Algorithm;
 use crate::decision::Decision;
-use crate::error::{AcquireError, ConfigError};
+use crate::error::{AcquireError, Error};
 use crate::redis::RedisError;
 use crate::time::Instant;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -128,13 +128,14 @@ impl LeasedLimiter {
     /// decides by `fallback` until an answer comes.
     ///
     /// # Errors
-    /// As [`LeaseHolder::new`]; [`ConfigError::LeaseTiming`] if no thread can be started.
+    /// [`Error::InvalidConfig`] as [`LeaseHolder::new`]; [`Error::Timer`] if its thread
+    /// cannot be started.
     pub fn open(
         client: redis::Client,
         key: impl Into<Vec<u8>>,
         rule: &LeaseRule,
         fallback: Fallback,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, Error> {
         let holder = Arc::new(LeaseHolder::new(rule, fallback)?);
         let (stop, stopped) = mpsc::channel();
         let key = key.into();
@@ -142,10 +143,7 @@ impl LeasedLimiter {
         let renewer = std::thread::Builder::new()
             .name("librate-lease".to_owned())
             .spawn(move || renew_until_stopped(&client, &key, &renewing, &stopped))
-            .map_err(|_| ConfigError::LeaseTiming {
-                lease: rule.lease(),
-                renew_every: rule.renew_every(),
-            })?;
+            .map_err(Error::Timer)?;
         Ok(Self {
             holder,
             stop: Some(stop),
