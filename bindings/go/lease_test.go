@@ -264,3 +264,50 @@ func TestLeaseBadInput(t *testing.T) {
 		}
 	}
 }
+
+// A fixed window of 100 a second, leased 2 s at a time: a count of the window, held from
+// when it arrived to the window's end less a thousandth of the time held (the values of
+// tests/c/test_lease.c).
+func TestLeaseWindowCount(t *testing.T) {
+	rule := librate.LeaseRule{Config: librate.Config{Algorithm: librate.FixedWindow, Limit: 100, Period: second}, Lease: 2 * second}
+	h, err := librate.NewLeaseHolder(rule, librate.LeaseOptions{Name: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if !strings.Contains(h.Script(), "\n-- librate's lease script for fixed windows") {
+		t.Fatalf("script %.80q", h.Script())
+	}
+	apply := func(now time.Duration, fields [librate.LeaseFields]uint64) {
+		t.Helper()
+		r := renewalAt(t, h, now)
+		if r.Args[2] != "100" || r.Args[3] != "1000000" {
+			t.Fatalf("%q: want the limit 100 and the period 1000000 µs", r.Args)
+		}
+		if state, err := h.ApplyAt(r, "granted", fields, now); err != nil || state != librate.Leased {
+			t.Fatalf("at %v: %v, %v", now, state, err)
+		}
+	}
+	// 30 of window 10, to 11 s: held to 10.25 s + 750 ms - 750 µs = 10.99925 s.
+	apply(10*second+250*ms, [librate.LeaseFields]uint64{0, 30, 750_000, 7, 0, 30, 1, 10})
+	decide(t, h, 30, 10*second+250*ms, librate.Decision{Allowed: true, Limit: 30, ResetAfter: 749_250 * time.Microsecond})
+	decide(t, h, 1, 10*second+500*ms, librate.Decision{Limit: 30, RetryAfter: 499_250 * time.Microsecond,
+		ResetAfter: 499_250 * time.Microsecond})
+	// More of the same window: 50 in all, to the sooner end.
+	apply(10*second+500*ms, [librate.LeaseFields]uint64{0, 50, 500_000, 7, 0, 50, 1, 10})
+	decide(t, h, 20, 10*second+500*ms, librate.Decision{Allowed: true, Limit: 50, ResetAfter: 499_250 * time.Microsecond})
+	checkState(t, h, 10*second+999_250*time.Microsecond-1, librate.Leased)
+	checkState(t, h, 10*second+999_250*time.Microsecond, librate.InFallback)
+	// Window 11: a count of its own, from when it arrived, to 12 s less 1 ms.
+	apply(11*second, [librate.LeaseFields]uint64{0, 40, 1_000_000, 7, 0, 40, 1, 11})
+	decide(t, h, 1, 11*second, librate.Decision{Allowed: true, Limit: 40, Remaining: 39, ResetAfter: 999 * ms})
+	if g, err := h.LastGrant(); err != nil || g.Window != 11 || g.Burst != 40 {
+		t.Fatalf("last grant %+v, %v: want window 11, a count of 40", g, err)
+	}
+	// The hand-back returns the 39 left, and the holder stops deciding first.
+	r, err := h.Release()
+	if err != nil || r.Args[0] != "release" || r.Args[6] != "39" {
+		t.Fatalf("%+v, %v: want a release of 39 unused", r, err)
+	}
+	decide(t, h, 1, 11*second+100*ms, librate.Decision{Limit: 40, RetryAfter: 500 * ms})
+}

@@ -118,12 +118,15 @@ impl WindowShare {
     }
 
     /// Ends the current window at once, and gives the units of its count left unused:
-    /// from the swap on, every decision finds it all used, and one that read the word
-    /// before fails to swap it.
+    /// from the swap on, every decision finds it all used (and then no window at all), and
+    /// one that read the word before fails to swap it.
     pub(crate) fn close(&self) -> u64 {
         // Acquire: the slot read below is the one the old word names.
         let word = self.word.fetch_or(USED, Acquire);
         let slot = &self.slots[(word >> USED_BITS) as usize % 4];
+        // Relaxed: the swap above already refuses every admission; with no bounds either,
+        // decisions go to what decides without a share.
+        slot.end.store(0, Relaxed);
         slot.count.load(Relaxed).saturating_sub(word & USED)
     }
 }
