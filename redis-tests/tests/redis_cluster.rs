@@ -184,3 +184,30 @@ fn leases_keep_each_rule_in_one_slot() {
     // the three masters one.
     assert_eq!(slots.len(), 3, "{slots:?}");
 }
+
+/// A `LeasedLimiter` renewing over a Cluster's connections: quiet for a lease, then the
+/// whole rule, the holder alone.
+#[test]
+fn a_leased_limiter_renews_over_a_cluster() {
+    use librate::lease::{Fallback, HolderState, LeasedLimiter};
+    use std::time::Duration;
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
+    let rule =
+        librate::LeaseRule::new(&Config::per_second(1000), Duration::from_millis(400)).unwrap();
+    let connect = move || client.get_connection();
+    let limiter =
+        LeasedLimiter::open_with(connect, "lease:{cluster}", &rule, Fallback::Deny).unwrap();
+    let started = std::time::Instant::now();
+    while limiter.holder().state() != HolderState::Leased {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no lease in 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(limiter.holder().granted().rate, 1_000_000);
+    limiter.close().unwrap();
+}

@@ -1,6 +1,6 @@
 //! Leases over the `redis` crate (the `redis` cargo feature): one renewal as a script call
 //! on the caller's connection, and [`LeasedLimiter`], a holder renewed by a thread of its
-//! own on connections from the caller's client.
+//! own on connections from the caller's client (or any that a closure opens).
 
 use super::grant::{Grant, Renewal};
 use super::holder::{Fallback, HolderState, LeaseHolder};
@@ -136,13 +136,57 @@ impl LeasedLimiter {
         rule: &LeaseRule,
         fallback: Fallback,
     ) -> Result<Self, Error> {
+        let every = rule.renew_every();
+        let connect = move || {
+            let opened = client.get_connection_with_timeout(every)?;
+            opened.set_read_timeout(Some(every))?;
+            opened.set_write_timeout(Some(every))?;
+            Ok(opened)
+        };
+        Self::open_with(connect, key, rule, fallback)
+    }
+
+    /// [`open`](Self::open) over the connections `connect` opens (a Redis Cluster's, a
+    /// Sentinel's, one with TLS or a pool's): one at first and one after each failure.
+    /// Bound its calls' time below the renewal interval (the connection's timeouts), so
+    /// that a slow Redis delays no renewal past the next.
+    ///
+    /// ```no_run
+    /// use librate::lease::{Fallback, LeasedLimiter};
+    /// use librate::{Config, LeaseRule};
+    /// use std::time::Duration;
+    /// // Any connection: here a plain one whose calls wait 200 ms at most; a Cluster's
+    /// // `ClusterClient::get_connection` is passed the same way.
+    /// let client = redis::Client::open("redis://127.0.0.1/")?;
+    /// let timeout = Duration::from_millis(200);
+    /// let connect = move || {
+    ///     let connection = client.get_connection_with_timeout(timeout)?;
+    ///     connection.set_read_timeout(Some(timeout))?;
+    ///     Ok(connection)
+    /// };
+    /// let rule = LeaseRule::new(&Config::per_second(10_000), Duration::from_secs(2))?;
+    /// let limiter = LeasedLimiter::open_with(connect, "api:{global}", &rule, Fallback::Deny)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_with<C>(
+        connect: impl FnMut() -> redis::RedisResult<C> + Send + 'static,
+        key: impl Into<Vec<u8>>,
+        rule: &LeaseRule,
+        fallback: Fallback,
+    ) -> Result<Self, Error>
+    where
+        C: redis::ConnectionLike + 'static,
+    {
         let holder = Arc::new(LeaseHolder::new(rule, fallback)?);
         let (stop, stopped) = mpsc::channel();
         let key = key.into();
         let renewing = Arc::clone(&holder);
         let renewer = std::thread::Builder::new()
             .name("librate-lease".to_owned())
-            .spawn(move || renew_until_stopped(&client, &key, &renewing, &stopped))
+            .spawn(move || renew_until_stopped(connect, &key, &renewing, &stopped))
             .map_err(Error::Timer)?;
         Ok(Self {
             holder,
@@ -204,18 +248,18 @@ impl Drop for LeasedLimiter {
     }
 }
 
-/// The renewer's loop: a renewal every `renew_every` (each call bounded by it), a new
-/// connection after any failure, and the hand-back once `stopped` says so.
-fn renew_until_stopped(
-    client: &redis::Client,
+/// The renewer's loop: a renewal every `renew_every`, a new connection after any failure,
+/// and the hand-back once `stopped` says so.
+fn renew_until_stopped<C: redis::ConnectionLike>(
+    mut connect: impl FnMut() -> redis::RedisResult<C>,
     key: &[u8],
     holder: &LeaseHolder,
     stopped: &mpsc::Receiver<()>,
 ) -> Result<(), RedisError> {
     let every = holder.rule().renew_every();
-    let mut connection: Option<redis::Connection> = None;
+    let mut connection = None;
     loop {
-        let renewed = connect(client, &mut connection, every)
+        let renewed = connected(&mut connect, &mut connection)
             .and_then(|connection| renew(connection, key, holder, None));
         if renewed.is_err() {
             connection = None;
@@ -225,23 +269,17 @@ fn renew_until_stopped(
             Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
         }
     }
-    let connection = connect(client, &mut connection, every)?;
+    let connection = connected(&mut connect, &mut connection)?;
     release(connection, key, holder)
 }
 
-/// The open connection, or a new one whose calls time out after `timeout`.
-fn connect<'a>(
-    client: &redis::Client,
-    connection: &'a mut Option<redis::Connection>,
-    timeout: std::time::Duration,
-) -> Result<&'a mut redis::Connection, RedisError> {
+/// The open connection, or a new one from `connect`.
+fn connected<'a, C>(
+    connect: &mut impl FnMut() -> redis::RedisResult<C>,
+    connection: &'a mut Option<C>,
+) -> Result<&'a mut C, RedisError> {
     match connection {
         Some(open) => Ok(open),
-        slot @ None => {
-            let opened = client.get_connection_with_timeout(timeout)?;
-            opened.set_read_timeout(Some(timeout))?;
-            opened.set_write_timeout(Some(timeout))?;
-            Ok(slot.insert(opened))
-        }
+        slot @ None => Ok(slot.insert(connect()?)),
     }
 }
