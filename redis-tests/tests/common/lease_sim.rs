@@ -72,6 +72,9 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
     pub fallback: Fallback,
     pub seed: u64,
+    /// Where the run's [`Measured`] part starts (the quiet first lease and the shares
+    /// settling left out).
+    pub measure_from: Duration,
 }
 
 impl Scenario {
@@ -89,6 +92,7 @@ impl Scenario {
             faults: Vec::new(),
             fallback: Fallback::Deny,
             seed: 1,
+            measure_from: Duration::ZERO,
         }
     }
 
@@ -134,8 +138,8 @@ pub struct Run {
     pub failed: u64,
     /// Renewals answered with no share (quiet, or no room).
     pub unshared_answers: u64,
-    /// Wall-clock time spent in renewal calls.
-    pub renewing: Duration,
+    /// From `measure_from` to the end.
+    pub measured: Measured,
     /// Decisions made in each state.
     pub leased: u64,
     pub unshared: u64,
@@ -188,7 +192,14 @@ pub fn run(scenario: &Scenario, server: &mut RedisServer) -> Run {
     };
     let end = START_NS + nanos(scenario.duration);
     let mut round = START_NS;
+    let measure_from = START_NS + nanos(scenario.measure_from);
+    let mut started = None;
     while round < end {
+        if round >= measure_from && started.is_none() {
+            started = Some(std::time::Instant::now());
+            out.measured.decisions = out.decisions;
+            out.measured.renewals = out.calls;
+        }
         let round_end = (round + every).min(end);
         for (at, event) in events(scenario, &sims, round, round_end) {
             match event {
@@ -225,7 +236,22 @@ pub fn run(scenario: &Scenario, server: &mut RedisServer) -> Run {
         }
         round = round_end;
     }
+    if let Some(started) = started {
+        out.measured.wall = started.elapsed();
+        out.measured.decisions = out.decisions - out.measured.decisions;
+        out.measured.renewals = out.calls - out.measured.renewals;
+    }
     out
+}
+
+/// The wall-clock cost of a run's measured part: what the simulation loop sustains.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Measured {
+    pub decisions: u64,
+    pub renewals: u64,
+    pub wall: Duration,
+    /// Of `wall`, the time in renewal calls.
+    pub renewing: Duration,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -302,7 +328,9 @@ fn renew(scenario: &Scenario, link: &mut Link, sim: &Sim, h: usize, at: u64, out
     }
     let started = std::time::Instant::now();
     let renewed = link.renew(holder, at);
-    out.renewing += started.elapsed();
+    if at >= START_NS + nanos(scenario.measure_from) {
+        out.measured.renewing += started.elapsed();
+    }
     match renewed {
         Ok(HolderState::Leased) => {}
         Ok(_) => out.unshared_answers += 1,
