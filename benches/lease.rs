@@ -81,9 +81,10 @@ impl Shape {
 }
 
 /// `Limiter::try_acquire` and `LeaseHolder::try_acquire` on each shape, each checked
-/// afterwards to still admit (and the holder to be leased); and between them
-/// `Limiter::try_acquire_at(1, Instant::now())`, the limiter on the precise clock, as the
-/// holder reads it, which parts the holder's cost into its clock read and the rest.
+/// afterwards to still admit (and the holder to be leased); and between them, to part the
+/// holder's cost, `Limiter::try_acquire_at(1, Instant::now())` (the precise clock, which
+/// the holder reads) on a limiter as made and on one whose rule changed once (to the same
+/// rule), as a share's limiter has: every grant sets its rule.
 fn leased(c: &mut Criterion) {
     let mut group = c.benchmark_group("lease");
     for shape in shapes() {
@@ -110,6 +111,18 @@ fn leased(c: &mut Criterion) {
         assert!(
             at_now(),
             "{}: in_process_at_now stopped admitting",
+            shape.label
+        );
+
+        let limiter = shape.limiter();
+        let change = limiter.set_config_at(&shape.config, Instant::now());
+        change.expect("a change to the same rule is valid");
+        let changed = || limiter.try_acquire_at(black_box(1), Instant::now()) == Ok(true);
+        let id = BenchmarkId::new(shape.label, "in_process_changed_at_now");
+        single(&mut group, id, changed);
+        assert!(
+            changed(),
+            "{}: in_process_changed_at_now stopped",
             shape.label
         );
 
