@@ -14,7 +14,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::measurement::WallTime;
+use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
 use librate::lease::{Fallback, Grant, HolderState, LeaseHolder};
 use librate::{Config, Instant, LeaseRule, Limiter};
 
@@ -89,50 +90,41 @@ fn leased(c: &mut Criterion) {
     let mut group = c.benchmark_group("lease");
     for shape in shapes() {
         let limiter = shape.limiter();
-        let in_process = || limiter.try_acquire(black_box(1)) == Ok(true);
-        single(
-            &mut group,
-            BenchmarkId::new(shape.label, "in_process"),
-            in_process,
-        );
-        assert!(
-            in_process(),
-            "{}: in_process stopped admitting",
-            shape.label
-        );
+        measure(&mut group, &shape, "in_process", || {
+            limiter.try_acquire(black_box(1)) == Ok(true)
+        });
 
         let limiter = shape.limiter();
-        let at_now = || limiter.try_acquire_at(black_box(1), Instant::now()) == Ok(true);
-        single(
-            &mut group,
-            BenchmarkId::new(shape.label, "in_process_at_now"),
-            at_now,
-        );
-        assert!(
-            at_now(),
-            "{}: in_process_at_now stopped admitting",
-            shape.label
-        );
+        measure(&mut group, &shape, "in_process_at_now", || {
+            limiter.try_acquire_at(black_box(1), Instant::now()) == Ok(true)
+        });
 
         let limiter = shape.limiter();
         let change = limiter.set_config_at(&shape.config, Instant::now());
         change.expect("a change to the same rule is valid");
-        let changed = || limiter.try_acquire_at(black_box(1), Instant::now()) == Ok(true);
-        let id = BenchmarkId::new(shape.label, "in_process_changed_at_now");
-        single(&mut group, id, changed);
-        assert!(
-            changed(),
-            "{}: in_process_changed_at_now stopped",
-            shape.label
-        );
+        measure(&mut group, &shape, "in_process_changed_at_now", || {
+            limiter.try_acquire_at(black_box(1), Instant::now()) == Ok(true)
+        });
 
         let holder = shape.holder();
-        let leased = || holder.try_acquire(black_box(1)) == Ok(true);
-        single(&mut group, BenchmarkId::new(shape.label, "leased"), leased);
-        assert!(leased(), "{}: leased stopped admitting", shape.label);
+        measure(&mut group, &shape, "leased", || {
+            holder.try_acquire(black_box(1)) == Ok(true)
+        });
         assert_eq!(holder.state(), HolderState::Leased);
     }
     group.finish();
+}
+
+/// Measures `call` as `shape`/`name`, then checks that it still admits: a row measured in
+/// another shape measures the wrong case.
+fn measure(
+    group: &mut BenchmarkGroup<WallTime>,
+    shape: &Shape,
+    name: &str,
+    call: impl Fn() -> bool,
+) {
+    single(group, BenchmarkId::new(shape.label, name), &call);
+    assert!(call(), "{}/{name} stopped admitting", shape.label);
 }
 
 criterion_group! {

@@ -26,6 +26,15 @@ fn rule() -> LeaseRule {
     .unwrap()
 }
 
+/// 20 holders asking twice the rule, 80% of it from one, another every 10 s.
+fn shifting() -> Scenario {
+    let demand = Demand::Shifting {
+        hot: 0.8,
+        every: Duration::from_secs(10),
+    };
+    Scenario::new(rule(), 20, 20_000.0, demand)
+}
+
 /// Runs `scenario` on a fresh server; the over-admission found (units past the rule in
 /// the worst interval, 0 if none) and the run.
 fn run(scenario: &Scenario) -> (u64, Run) {
@@ -80,15 +89,7 @@ fn measure() {
         ),
         (
             "shifting (80% on one holder, moving every 10 s)",
-            Scenario::new(
-                rule(),
-                20,
-                20_000.0,
-                Demand::Shifting {
-                    hot: 0.8,
-                    every: Duration::from_secs(10),
-                },
-            ),
+            shifting(),
         ),
         (
             "bursty (on 200 ms of every 2 s)",
@@ -179,15 +180,7 @@ fn measure() {
 /// Renewal periods, after each shift of the hot holder, until a period's utilization is
 /// 90% or more.
 fn converging() {
-    let mut scenario = Scenario::new(
-        rule(),
-        20,
-        20_000.0,
-        Demand::Shifting {
-            hot: 0.8,
-            every: Duration::from_secs(10),
-        },
-    );
+    let mut scenario = shifting();
     scenario.duration = Duration::from_secs(120);
     let (over, run) = run(&scenario);
     let per_shift = 20; // 10 s of 500 ms periods
