@@ -377,3 +377,48 @@ fn a_window_redis_lost_is_quiet_to_its_end() {
         .to_string();
     assert!(other.contains("holds the lease rule fw:100:1000000:2000000 (fw:limit:period_us:lease_us), not fw:99:1000000:2000000"), "{other}");
 }
+
+#[test]
+fn a_lease_a_holder_renewed_past_stops_being_held_at_its_own_end() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    renew(&mut redis, 0, "h1", S as u64);
+    assert_eq!(
+        renew(&mut redis, 2_000_000, "h1", 600_000).1[..2],
+        [S, 1000]
+    );
+    assert_eq!(renew(&mut redis, 2_500_000, "h2", 600_000).1[..2], [0, 0]);
+    // h1 renews twice to half: its leases then are the whole rule until 4 s, half until
+    // 5 s and half until 5.5 s.
+    assert_eq!(
+        renew(&mut redis, 3_000_000, "h1", 600_000),
+        granted([S / 2, 500, 2_000_000, 0, S, 1000, 2, 0])
+    );
+    assert_eq!(
+        renew(&mut redis, 3_500_000, "h1", 600_000),
+        granted([S / 2, 500, 2_000_000, 0, S, 1000, 2, 0])
+    );
+    // At 4 s its whole-rule lease has ended, though it renewed after it began: h1 holds
+    // half, and h2 gets the other half.
+    assert_eq!(
+        renew(&mut redis, 4_000_000, "h2", 600_000),
+        granted([S / 2, 500, 2_000_000, 0, S, 1000, 2, 0])
+    );
+    // h1's demand falls to 10%: 10% + (100% − 70%) / 2 = 25%, a burst of 250; its leases
+    // of half run to 5 s and 5.5 s.
+    assert_eq!(
+        renew(&mut redis, 4_500_000, "h1", 100_000),
+        granted([250_000, 250, 2_000_000, 0, S, 1000, 2, 0])
+    );
+    // At 5 s h1 still holds half (until 5.5 s): h2's 60% + 15% is cut to half.
+    assert_eq!(
+        renew(&mut redis, 5_000_000, "h2", 600_000),
+        granted([S / 2, 500, 2_000_000, 0, S, 1000, 2, 0])
+    );
+    // At 5.5 s h1 holds its 25% alone: h2's 80% + 5% is cut to the 75% left.
+    assert_eq!(
+        renew(&mut redis, 5_500_000, "h2", 800_000),
+        granted([750_000, 750, 2_000_000, 0, S, 1000, 2, 0])
+    );
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# docs/bench/leases.txt: the lease simulation's measurements (redis-tests/tests/
+# lease_sim_measure.rs, on a redis-server of its own: over-admission, utilization, how many
+# renewals shares take to follow demand, Redis calls per holder, the decisions 1,000
+# simulated holders sustain against a Redis call per decision), then RUNS runs of
+# `cargo bench --bench lease` (a leased decision against an in-process one).
+# Usage: scripts/lease-sim.sh [RUNS]   (RUNS: 3 if not given)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-3}
+out=docs/bench/leases.txt
+# As scripts/perf-page.py names a machine: the CPU's model, how many, whether a VM.
+model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+vm=""
+grep -qw hypervisor /proc/cpuinfo && vm=" (VM)"
+machine="$model, $(nproc) vCPUs$vm"
+[ -n "$vm" ] || machine="$model, $(nproc) CPUs"
+{
+    echo "# machine: $machine, shared with other jobs"
+    echo "# date: $(date -u +%F)"
+    echo "# command: scripts/lease-sim.sh $runs"
+    echo "# provenance: redis-tests/tests/lease_sim_measure.rs on $(redis-server --version | cut -d' ' -f1-3), virtual time; then $runs runs of cargo bench --bench lease (medians, ns a call), at the commit that last changed this file"
+    cargo test --release -q -p librate-redis-tests --test lease_sim_measure -- --ignored --nocapture \
+        | sed -n 's/^LEASES //p'
+    for run in $(seq "$runs"); do
+        echo
+        echo "cargo bench --bench lease, run $run:"
+        cargo bench -q -p librate-benches --bench lease -- --output-format bencher | grep '^test '
+    done
+} > "$out.new"
+mv "$out.new" "$out"
+echo "wrote $out"
