@@ -93,7 +93,7 @@ fn grants_follow_demand_and_never_hand_out_what_a_lease_may_hold() {
     // A rule Redis has not seen: quiet for one lease, from its epoch, 0.
     assert_eq!(
         renew(&mut redis, 0, "h1", S as u64),
-        ("quiet".to_owned(), [0, 0, 2_000_000, 0, 0, 0, 0, 0])
+        ("quiet".to_owned(), [0, 0, 2_000_000, 0, 0, 0, 1, 0])
     );
     // Alone, a demand of 60% meets it and takes the rest too: the whole rule.
     assert_eq!(
@@ -177,6 +177,27 @@ fn a_share_that_shrank_frees_the_rest_when_its_larger_lease_ends() {
             "at {now}"
         );
     }
+}
+
+#[test]
+fn demands_asked_during_quiet_are_divided_at_its_end() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    // Two holders ask through the quiet lease, the second answer counting both.
+    assert_eq!(renew(&mut redis, 0, "h1", S as u64).1[6], 1);
+    assert_eq!(renew(&mut redis, 0, "h2", S as u64).1[6], 2);
+    renew(&mut redis, 1_500_000, "h1", S as u64);
+    renew(&mut redis, 1_500_000, "h2", S as u64);
+    // At its end the first to ask gets its half, not the whole rule, and so does the other.
+    assert_eq!(
+        renew(&mut redis, 2_000_000, "h1", S as u64),
+        granted([S / 2, 500, 2_000_000, 0, S / 2, 500, 2, 0])
+    );
+    assert_eq!(
+        renew(&mut redis, 2_000_000, "h2", S as u64),
+        granted([S / 2, 500, 2_000_000, 0, S, 1000, 2, 0])
+    );
 }
 
 #[test]
@@ -275,7 +296,7 @@ fn a_rule_redis_lost_is_quiet_for_a_lease_again() {
     // seen, under a new epoch.
     assert_eq!(
         renew(&mut redis, 3_000_000, "b", S as u64),
-        ("quiet".to_owned(), [0, 0, 2_000_000, 3_000_000, 0, 0, 0, 0])
+        ("quiet".to_owned(), [0, 0, 2_000_000, 3_000_000, 0, 0, 1, 0])
     );
     assert_eq!(renew(&mut redis, 4_999_999, "a", S as u64).0, "quiet");
     assert_eq!(
@@ -296,7 +317,7 @@ fn window_counts_only_grow_and_never_sum_past_the_limit() {
     // it cannot know.
     assert_eq!(
         renew(500_000, "a", S as u64),
-        ("quiet".to_owned(), [0, 0, 500_000, 500_000, 0, 0, 0, 0])
+        ("quiet".to_owned(), [0, 0, 500_000, 500_000, 0, 0, 1, 0])
     );
     // Window 1: a, alone, asks for 60%: 60 units, to 2 s. What no demand asks for stays.
     assert_eq!(
@@ -357,7 +378,7 @@ fn a_window_redis_lost_is_quiet_to_its_end() {
     // The 100 of window 1 may be in use: nothing until 2 s, under a new epoch.
     assert_eq!(
         fields_of(window_call(&mut redis, "renew", 1_600_000, "b", S as u64)),
-        ("quiet".to_owned(), [0, 0, 400_000, 1_600_000, 0, 0, 0, 1])
+        ("quiet".to_owned(), [0, 0, 400_000, 1_600_000, 0, 0, 1, 1])
     );
     assert_eq!(
         fields_of(window_call(&mut redis, "renew", 2_000_000, "b", S as u64)),

@@ -102,7 +102,11 @@ if op == 'release' then
 end
 
 if now < quiet_until then
-    return {'quiet', 0, 0, quiet_until - now, epoch, 0, 0, #demands, window}
+    -- Nothing granted, but the demand kept: the first grant after quiet divides the
+    -- window among every holder that asked during it.
+    redis.call('HSET', key, mine, struct.pack('>dddd', window, count, demand, now))
+    redis.call('PEXPIRE', key, math.ceil((window_end - now + lease) / 1000))
+    return {'quiet', 0, 0, quiet_until - now, epoch, 0, 0, #demands + 1, window}
 end
 
 -- This holder's fair share of the limit by demand, in units of this window. Unlike a

@@ -89,6 +89,39 @@ local function held_by(leases)
     return rate, share_burst
 end
 
+-- Writes this holder's record: its demand, and the leases it may be deciding from from
+-- now on, its unended ones (`leases`) and one of `rate` and `share_burst` to `ends`, less
+-- each that a later one is as large as in both; returns those leases.
+local function record(leases, rate, share_burst, ends)
+    local unended = {}
+    for _, held in ipairs(leases) do
+        if held[3] > now then
+            unended[#unended + 1] = held
+        end
+    end
+    unended[#unended + 1] = {rate, share_burst, ends}
+    local kept, later_rate, later_burst = {}, 0, 0
+    for i = #unended, 1, -1 do
+        local held = unended[i]
+        if i == #unended or held[1] > later_rate or held[2] > later_burst then
+            table.insert(kept, 1, held)
+        end
+        later_rate, later_burst = math.max(later_rate, held[1]), math.max(later_burst, held[2])
+    end
+    while #kept > MOST_LEASES do
+        -- Past the bound (renewals far more often than a lease): the two oldest as one,
+        -- as large as both and ending with the later.
+        local first, second = table.remove(kept, 1), kept[1]
+        kept[1] = {math.max(first[1], second[1]), math.max(first[2], second[2]), second[3]}
+    end
+    local packed = {struct.pack('>d', demand)}
+    for _, held in ipairs(kept) do
+        packed[#packed + 1] = struct.pack('>ddd', held[1], held[2], held[3])
+    end
+    redis.call('HSET', key, mine, table.concat(packed))
+    return kept
+end
+
 -- Everything other holders may still be deciding from, their demands, and this holder's
 -- own leases.
 local others_rate, others_burst, demands, total, own = 0, 0, {}, 0, {}
@@ -116,7 +149,13 @@ for name, packed in pairs(state) do
 end
 
 if now < quiet_until then
-    return {'quiet', 0, 0, quiet_until - now, epoch, others_rate, others_burst, #demands, 0}
+    -- Nothing granted, but the demand kept: the first grant after quiet divides the rule
+    -- among every holder that asked during it.
+    local kept = record(own, 0, 0, now + lease)
+    local own_rate, own_burst = held_by(kept)
+    redis.call('PEXPIRE', key, math.ceil((math.max(latest, now + lease) - now + lease) / 1000))
+    return {'quiet', 0, 0, quiet_until - now, epoch, others_rate + own_rate, others_burst + own_burst,
+        #demands + 1, 0}
 end
 
 -- This holder's fair share of the rate by demand, what no demand asks for split evenly:
@@ -132,35 +171,8 @@ if rate < 1 or share_burst < 1 then
     rate, share_burst = 0, 0
 end
 
--- The leases this holder may be deciding from from now on: its unended ones and this
--- one, less each that a later one is as large as in both rate and burst.
 local ends = now + lease
-local leases = {}
-for _, held in ipairs(own) do
-    if held[3] > now then
-        leases[#leases + 1] = held
-    end
-end
-leases[#leases + 1] = {rate, share_burst, ends}
-local kept, later_rate, later_burst = {}, 0, 0
-for i = #leases, 1, -1 do
-    local held = leases[i]
-    if i == #leases or held[1] > later_rate or held[2] > later_burst then
-        table.insert(kept, 1, held)
-    end
-    later_rate, later_burst = math.max(later_rate, held[1]), math.max(later_burst, held[2])
-end
-while #kept > MOST_LEASES do
-    -- Past the bound (renewals far more often than a lease): the two oldest as one, as
-    -- large as both and ending with the later.
-    local first, second = table.remove(kept, 1), kept[1]
-    kept[1] = {math.max(first[1], second[1]), math.max(first[2], second[2]), second[3]}
-end
-local record = {struct.pack('>d', demand)}
-for _, held in ipairs(kept) do
-    record[#record + 1] = struct.pack('>ddd', held[1], held[2], held[3])
-end
-redis.call('HSET', key, mine, table.concat(record))
+local kept = record(own, rate, share_burst, ends)
 local own_rate, own_burst = held_by(kept)
 -- Kept a lease length past the last lease's end, so that a rule whose holders all left
 -- is made afresh (and quiet) only once nothing can be deciding from it.
