@@ -670,6 +670,64 @@ def redis(data: Path, page: Path) -> list[str]:
     ]
 
 
+# --- Leases ---------------------------------------------------------------------------------
+
+# The columns of the simulation's table in docs/bench/leases.txt.
+LEASE_COLUMNS = ["scenario (rule 10,000/s, B 1,000, leases 2 s renewed every 500 ms)", "holders",
+                 "demand / rule", "over-admission (units)", "utilization after 10 s",
+                 "decisions without a share", "Redis calls / holder / s"]
+# `cargo bench --bench lease`'s subjects, each group's leased decision against these.
+LEASE_SUBJECTS = ("in_process", "in_process_at_now", "in_process_changed_at_now")
+
+
+def leases(data: Path, page: Path) -> list[str]:
+    file = read(data / "leases.txt")
+    rows = one_table(file, LEASE_COLUMNS).rows
+    # The simulation's lines of prose: what the table's columns do not hold.
+    notes = [
+        line for line in file.body().splitlines()
+        if line and not line.startswith(("|", "test ", "cargo bench"))
+    ]
+    runs = bench_data.criterion_bencher(file.body())
+    bench_rows = []
+    for group in ("gcra_busy", "gcra_idle"):
+        leased = bench_data.median(runs, f"lease/{group}/leased", file.path)
+        for subject in LEASE_SUBJECTS:
+            theirs = bench_data.median(runs, f"lease/{group}/{subject}", file.path)
+            bench_rows.append([code(group), code(subject), ns(theirs), ns(leased), ratio(leased / theirs)])
+    return [
+        "## Leases: a limit across hosts, decided in process",
+        "",
+        "`redis-tests/tests/lease_sim_measure.rs` runs holders of a lease (docs/leases.md) "
+        "on a virtual timeline against a real `redis-server`, each renewing through the lease "
+        "script and deciding its requests from its share, and replays every admission "
+        "through a GCRA of the global rule: a unit it would not admit is over-admission. "
+        "Utilization is the units admitted over what the rule could admit while the demand "
+        "exceeds it. Then `cargo bench --bench lease` times a leased decision against an "
+        "in-process `Limiter`'s: its `try_acquire`, its `try_acquire_at` on a clock read, "
+        "and the same on a limiter whose rule was changed once (as a share's is at every "
+        "renewal).",
+        "",
+        *about(file, page),
+        *table(
+            LEASE_COLUMNS,
+            [False, True, True, True, True, True, True],
+            [[row[column] for column in LEASE_COLUMNS] for row in rows],
+        ),
+        "",
+        *[f"- {note}" for note in notes],
+        "",
+        *table(
+            ["group", "in process", "in-process ns", "leased ns", "leased ÷ in process"],
+            [False, False, True, True, True],
+            bench_rows,
+        ),
+        "",
+        "Times are medians over the runs of criterion's estimates, whole nanoseconds.",
+        "",
+    ]
+
+
 # --- The page ------------------------------------------------------------------------------
 
 
@@ -758,6 +816,7 @@ def render(data: Path, page: Path, plot: Path) -> str:
         *python(data, page),
         *shared(data, page),
         *redis(data, page),
+        *leases(data, page),
         *measuring_again(),
     ]
     return "\n".join(lines).rstrip("\n") + "\n"
