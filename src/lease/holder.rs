@@ -5,7 +5,8 @@
 use super::grant::Grant;
 use super::rule::{Divided, LeaseRule};
 use super::share::Share;
-use super::window_share::WindowShare;
+use super::window_share::{self, WindowShare};
+use super::words::{self, Words};
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::{AcquireError, ConfigError};
@@ -64,14 +65,11 @@ pub struct LeaseHolder {
     /// What decides from the share held.
     pub(super) local: Local,
     pub(super) fallback: Option<Limiter>,
-    /// Decisions come from the share before this instant (ns; 0: no lease); a window's
-    /// count has its own bounds besides.
-    pub(super) lease_end: AtomicU64,
-    /// Redis answered "no share" for decisions before this instant (ns).
-    pub(super) unshared_until: AtomicU64,
-    /// Units asked for since the last renewal: the demand it reports.
-    pub(super) requested: AtomicU64,
-    pub(super) books: Mutex<Books>,
+    /// The lease's end, the demand, the renewals' books and a window's count
+    /// (`words.rs`).
+    pub(super) words: Words,
+    /// This process's renewals, one at a time.
+    pub(super) renewing: Mutex<()>,
 }
 
 /// What decides from a share: a GCRA of the share's rate and burst, or a window's count.
@@ -80,16 +78,8 @@ pub struct LeaseHolder {
 #[derive(Debug)]
 pub(super) enum Local {
     Gcra(Limiter),
-    Window(WindowShare),
-}
-
-/// What the renewals keep: one caller's at a time.
-#[derive(Debug, Default)]
-pub(super) struct Books {
-    /// When the last renewal was asked for.
-    pub(super) last_sent: Option<Instant>,
-    /// The last grant applied.
-    pub(super) grant: Option<Grant>,
+    /// Its words are the holder's (`window_share.rs`).
+    Window,
 }
 
 impl LeaseHolder {
@@ -115,22 +105,35 @@ impl LeaseHolder {
         };
         let local = match rule.divided() {
             Divided::Gcra { interval_ns, .. } => {
-                // Never decided from before its first lease, which empties it first.
-                let placeholder = Config::gcra(1, std::time::Duration::from_nanos(interval_ns));
-                Local::Gcra(Limiter::new(&placeholder)?)
+                Local::Gcra(Limiter::new(&placeholder(interval_ns))?)
             }
-            Divided::FixedWindow { .. } => Local::Window(WindowShare::default()),
+            Divided::FixedWindow { .. } => Local::Window,
         };
-        Ok(Self {
-            rule: *rule,
-            name: name.to_owned(),
+        Ok(Self::with(
+            rule,
+            name.to_owned(),
             local,
             fallback,
-            lease_end: AtomicU64::new(0),
-            unshared_until: AtomicU64::new(0),
-            requested: AtomicU64::new(0),
-            books: Mutex::default(),
-        })
+            Words::new(),
+        ))
+    }
+
+    /// A holder of `rule` named `name`, on `words`.
+    pub(super) fn with(
+        rule: &LeaseRule,
+        name: String,
+        local: Local,
+        fallback: Option<Limiter>,
+        words: Words,
+    ) -> Self {
+        Self {
+            rule: *rule,
+            name,
+            local,
+            fallback,
+            words,
+            renewing: Mutex::default(),
+        }
     }
 
     /// The rule held.
@@ -149,7 +152,7 @@ impl LeaseHolder {
     pub fn script_with_nul(&self) -> &'static str {
         match self.local {
             Local::Gcra(_) => super::GCRA_SCRIPT_WITH_NUL,
-            Local::Window(_) => super::FIXED_WINDOW_SCRIPT_WITH_NUL,
+            Local::Window => super::FIXED_WINDOW_SCRIPT_WITH_NUL,
         }
     }
 
@@ -178,16 +181,16 @@ impl LeaseHolder {
             return Err(AcquireError::InsufficientCapacity);
         }
         // Relaxed: a count read once a renewal, whose exactness is a renewal's.
-        self.requested.fetch_add(n, Relaxed);
+        self.words.get(words::REQUESTED).fetch_add(n, Relaxed);
         match &self.local {
             // Acquire: a lease end read is one whose share was set before it was published.
-            Local::Gcra(share) if at.as_nanos() < self.lease_end.load(Acquire) => {
+            Local::Gcra(share) if at.as_nanos() < self.lease_end().load(Acquire) => {
                 if let Ok(admitted) = share.try_acquire_at(n, at) {
                     return Ok(admitted);
                 }
             }
-            Local::Window(share) => {
-                if let Some(decision) = share.decide(n, at.as_nanos()) {
+            Local::Window => {
+                if let Some(decision) = self.window().decide(n, at.as_nanos()) {
                     return Ok(decision.allowed);
                 }
             }
@@ -213,12 +216,12 @@ impl LeaseHolder {
         if n > self.rule.most() {
             return Err(AcquireError::InsufficientCapacity);
         }
-        self.requested.fetch_add(n, Relaxed);
+        self.words.get(words::REQUESTED).fetch_add(n, Relaxed);
         let decided = match &self.local {
-            Local::Gcra(share) if at.as_nanos() < self.lease_end.load(Acquire) => {
+            Local::Gcra(share) if at.as_nanos() < self.lease_end().load(Acquire) => {
                 share.acquire_at(n, at).ok()
             }
-            Local::Window(share) => share.decide(n, at.as_nanos()),
+            Local::Window => self.window().decide(n, at.as_nanos()),
             Local::Gcra(_) => None,
         };
         Ok(decided.unwrap_or_else(|| self.beside_share(n, at)))
@@ -258,9 +261,9 @@ impl LeaseHolder {
     /// Where decisions come from at `at`.
     pub fn state_at(&self, at: Instant) -> HolderState {
         let now = at.as_nanos();
-        if now < self.lease_end.load(Acquire) {
+        if now < self.lease_end().load(Acquire) {
             HolderState::Leased
-        } else if now < self.unshared_until.load(Relaxed) {
+        } else if now < self.words.get(words::UNSHARED_UNTIL).load(Relaxed) {
             HolderState::Unshared
         } else {
             HolderState::Fallback
@@ -269,22 +272,43 @@ impl LeaseHolder {
 
     /// The share last granted (none before the first grant).
     pub fn granted(&self) -> Share {
-        self.books()
-            .grant
-            .as_ref()
+        self.last_grant()
             .map(|grant| grant.share)
             .unwrap_or_default()
     }
 
     /// The last grant applied, with what every holder held then.
     pub fn last_grant(&self) -> Option<Grant> {
-        self.books().grant.clone()
+        // Relaxed: a report; the renewer alone writes these words.
+        if self.words.get(words::GRANTED).load(Relaxed) == 0 {
+            return None;
+        }
+        let mut fields = [0; 8];
+        for (field, word) in fields.iter_mut().zip(self.words.range(words::GRANT, 8)) {
+            *field = word.load(Relaxed);
+        }
+        Grant::from_fields(b"granted", fields).ok()
     }
 
-    pub(super) fn books(&self) -> std::sync::MutexGuard<'_, Books> {
-        // A panic while the books were held left them whole: each field is one store.
-        self.books
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// Whether the holder's words are its own (not a host's).
+    pub(crate) fn holds_own_words(&self) -> bool {
+        self.words.own()
     }
+
+    /// The word of the lease's end.
+    #[inline(always)]
+    pub(super) fn lease_end(&self) -> &AtomicU64 {
+        self.words.get(words::LEASE_END)
+    }
+
+    /// A window's count, in the holder's words.
+    pub(super) fn window(&self) -> WindowShare<'_> {
+        WindowShare::on(self.words.range(words::WINDOW, window_share::WORDS))
+    }
+}
+
+/// The local rule a GCRA share's limiter has before its first lease, which empties it
+/// before it decides: the rule's own interval, bursts of 1.
+pub(super) fn placeholder(interval_ns: u64) -> Config {
+    Config::gcra(1, std::time::Duration::from_nanos(interval_ns))
 }

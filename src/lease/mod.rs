@@ -10,12 +10,14 @@
 
 mod grant;
 mod holder;
+mod host;
 #[cfg(feature = "redis")]
 mod redis;
 mod renew;
 mod rule;
 mod share;
 mod window_share;
+mod words;
 
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@ use super::grant::{Grant, GrantStatus, Renewal, ReplyError};
 use super::holder::{HolderState, LeaseHolder, Local};
 use super::rule::SCALE;
 use super::share::empty;
-use super::window_share::WindowShare;
+use super::words;
 use crate::limiter::Limiter;
 use crate::time::Instant;
 use std::sync::atomic::Ordering::*;
@@ -23,17 +23,22 @@ impl LeaseHolder {
     }
 
     fn renewal_with(&self, sent_at: Instant, at: bool) -> Renewal {
-        let mut books = self.books();
-        let units = self.requested.swap(0, Relaxed);
-        let demand = match books.last_sent {
+        let _turn = self.turn();
+        // Relaxed: the count's exactness is a renewal's; the words below are the
+        // renewer's alone.
+        let units = self.words.get(words::REQUESTED).swap(0, Relaxed);
+        let last_sent = self.words.get(words::LAST_SENT);
+        let demand = match last_sent.load(Relaxed) {
             // Before any count: a fair share of whatever is left.
-            None => SCALE,
-            Some(last) => self
-                .rule
-                .demand(units, sent_at.saturating_duration_since(last)),
+            0 => SCALE,
+            last => {
+                let last = Instant::from_nanos(last - 1);
+                self.rule
+                    .demand(units, sent_at.saturating_duration_since(last))
+            }
         };
         let renewal = Renewal::renew(&self.rule, &self.name, demand, sent_at, at);
-        books.last_sent = Some(renewal.sent_at);
+        last_sent.store(renewal.sent_at.as_nanos().saturating_add(1), Relaxed);
         renewal
     }
 
@@ -59,7 +64,7 @@ impl LeaseHolder {
         at: Instant,
     ) -> Result<HolderState, ReplyError> {
         grant.checked(&self.rule)?;
-        let mut books = self.books();
+        let _turn = self.turn();
         // Held for `lease_us` from the script's time, which is after the holder asked,
         // less a thousandth of it (the rule's margin, for a whole lease).
         let held = grant.lease_us.saturating_mul(1000);
@@ -69,50 +74,49 @@ impl LeaseHolder {
             .saturating_add(held - held / 1000);
         if grant.status == GrantStatus::Quiet {
             // No new grant: the lease held, if any, runs to its end.
-            self.unshared_until.fetch_max(end, Relaxed);
+            self.words
+                .get(words::UNSHARED_UNTIL)
+                .fetch_max(end, Relaxed);
             return Ok(self.state_at(at));
         }
         match &self.local {
             Local::Gcra(share) => self.apply_gcra(share, grant, end, at),
-            Local::Window(share) => {
-                let current = books.grant.as_ref().map(|held| held.window);
-                self.apply_window(share, grant, current, end, at);
+            Local::Window => {
+                let current = self.last_grant().map(|held| held.window);
+                self.apply_window(grant, current, end, at);
             }
         }
-        books.grant = Some(grant.clone());
+        self.keep(grant);
         Ok(self.state_at(at))
     }
 
     /// A GCRA share from `at` to `end`: a lease that follows one still held keeps its
     /// tokens, any other starts empty.
     fn apply_gcra(&self, share: &Limiter, grant: &Grant, end: u64, at: Instant) {
-        let continuing = at.as_nanos() < self.lease_end.load(Relaxed);
+        let continuing = at.as_nanos() < self.lease_end().load(Relaxed);
         let Some(config) = grant.share.config(self.rule.divided()) else {
             // Tokens are kept only while some share is: none is now.
-            self.lease_end.store(0, Relaxed);
+            self.lease_end().store(0, Relaxed);
             empty(share, at);
-            self.unshared_until.store(end, Relaxed);
+            self.words.get(words::UNSHARED_UNTIL).store(end, Relaxed);
             return;
         };
         if !continuing {
             empty(share, at);
         }
-        // A GCRA rule to another: no change fails but for a file's.
-        let _ = share.set_config_at(&config, at);
+        // A GCRA rule to another: no change fails but for a file's (busy, or its words
+        // no rule): the lease then holds the share it had.
+        if share.set_config_at(&config, at).is_err() {
+            return;
+        }
         // Release: whoever reads this end decides on the share just set.
-        self.lease_end.store(end, Release);
+        self.lease_end().store(end, Release);
     }
 
     /// A count of window `grant.window` from `at` to `end`: more of the window held
     /// (`current`), or a window of its own.
-    fn apply_window(
-        &self,
-        share: &WindowShare,
-        grant: &Grant,
-        current: Option<u64>,
-        end: u64,
-        at: Instant,
-    ) {
+    fn apply_window(&self, grant: &Grant, current: Option<u64>, end: u64, at: Instant) {
+        let share = self.window();
         let count = grant.share.burst;
         let end = if current == Some(grant.window) {
             share.grow(count, end)
@@ -121,23 +125,50 @@ impl LeaseHolder {
             end
         };
         if count == 0 {
-            self.lease_end.store(0, Relaxed);
-            self.unshared_until.store(end, Relaxed);
+            self.lease_end().store(0, Relaxed);
+            self.words.get(words::UNSHARED_UNTIL).store(end, Relaxed);
         } else {
             // Release: as a GCRA share's; a window's decisions read its own bounds.
-            self.lease_end.store(end, Release);
+            self.lease_end().store(end, Release);
         }
     }
 
     /// Stops deciding from the share (decisions fall back from now on) and gives the
     /// renewal that hands it back, with a window's units left unused.
     pub fn release(&self) -> Renewal {
-        self.lease_end.store(0, Relaxed);
-        self.unshared_until.store(0, Relaxed);
+        self.lease_end().store(0, Relaxed);
+        self.words.get(words::UNSHARED_UNTIL).store(0, Relaxed);
         let unused = match &self.local {
             Local::Gcra(_) => 0,
-            Local::Window(share) => share.close(),
+            Local::Window => self.window().close(),
         };
         Renewal::release(&self.rule, &self.name, Instant::now(), unused)
+    }
+
+    /// Keeps `grant` as the last one applied.
+    fn keep(&self, grant: &Grant) {
+        let fields = [
+            grant.share.rate,
+            grant.share.burst,
+            grant.lease_us,
+            grant.epoch,
+            grant.held.rate,
+            grant.held.burst,
+            grant.holders,
+            grant.window,
+        ];
+        // Relaxed: a report for whoever reads it; the renewer alone writes them.
+        for (word, field) in self.words.range(words::GRANT, 8).iter().zip(fields) {
+            word.store(field, Relaxed);
+        }
+        self.words.get(words::GRANTED).store(1, Relaxed);
+    }
+
+    /// This process's turn to renew.
+    fn turn(&self) -> std::sync::MutexGuard<'_, ()> {
+        // A panic while renewing left the words whole: each is one store.
+        self.renewing
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

@@ -15,33 +15,55 @@ use std::sync::atomic::{AtomicU64, Ordering::*};
 const USED_BITS: u32 = 48;
 const USED: u64 = (1 << USED_BITS) - 1;
 
-/// One window's bounds (ns on the holder's clock) and count.
-#[derive(Debug, Default)]
-struct Slot {
-    start: AtomicU64,
-    end: AtomicU64,
-    count: AtomicU64,
+/// The words of a window's count: the word, then four slots of a window's start, end (ns
+/// on the holder's clock) and count.
+pub(crate) const WORDS: usize = 1 + 4 * SLOT;
+const SLOT: usize = 3;
+
+/// One window's bounds and count.
+struct Slot<'a> {
+    start: &'a AtomicU64,
+    end: &'a AtomicU64,
+    count: &'a AtomicU64,
 }
 
-/// A holder's count of the current window.
-#[derive(Debug, Default)]
-pub(crate) struct WindowShare {
+/// A holder's count of the current window, over its words (in the holder's memory or a
+/// host's file).
+pub(crate) struct WindowShare<'a> {
     /// The window's tag and the units used of its count.
-    word: AtomicU64,
-    slots: [Slot; 4],
+    word: &'a AtomicU64,
+    slots: &'a [AtomicU64],
 }
 
 fn tag_of(window: u64) -> u64 {
     window & 0xFFFF
 }
 
-impl WindowShare {
+impl<'a> WindowShare<'a> {
+    /// The count kept in `words` (`WORDS` of them).
+    pub(crate) fn on(words: &'a [AtomicU64]) -> Self {
+        Self {
+            word: &words[0],
+            slots: &words[1..WORDS],
+        }
+    }
+
+    /// The slot of tag `tag`.
+    fn slot(&self, tag: u64) -> Slot<'a> {
+        let at = (tag as usize % 4) * SLOT;
+        Slot {
+            start: &self.slots[at],
+            end: &self.slots[at + 1],
+            count: &self.slots[at + 2],
+        }
+    }
+
     /// Decides `n` units at `now_ns`: `None` where no window held covers `now_ns`.
     pub(crate) fn decide(&self, n: u64, now_ns: u64) -> Option<Decision> {
         // Acquire: a word naming a window comes after its slot was written.
         let mut word = self.word.load(Acquire);
         loop {
-            let slot = &self.slots[(word >> USED_BITS) as usize % 4];
+            let slot = self.slot(word >> USED_BITS);
             let (start, end) = (slot.start.load(Relaxed), slot.end.load(Relaxed));
             if now_ns < start || now_ns >= end {
                 return None;
@@ -99,7 +121,7 @@ impl WindowShare {
     /// (the holder's clock): its units used start at 0.
     pub(crate) fn begin(&self, window: u64, count: u64, start_ns: u64, end_ns: u64) {
         let tag = tag_of(window);
-        let slot = &self.slots[tag as usize % 4];
+        let slot = self.slot(tag);
         // Relaxed: the swap below publishes them.
         slot.start.store(start_ns, Relaxed);
         slot.end.store(end_ns, Relaxed);
@@ -111,7 +133,7 @@ impl WindowShare {
     /// Raises the current window's count to `count` (a count only grows in a window), and
     /// brings its end to `end_ns` if that is sooner: the end it keeps.
     pub(crate) fn grow(&self, count: u64, end_ns: u64) -> u64 {
-        let slot = &self.slots[self.tag() as usize % 4];
+        let slot = self.slot(self.tag());
         // Relaxed: a decision reading the smaller count denies, which it may.
         slot.count.fetch_max(count.min(USED), Relaxed);
         slot.end.fetch_min(end_ns, Relaxed).min(end_ns)
@@ -123,7 +145,7 @@ impl WindowShare {
     pub(crate) fn close(&self) -> u64 {
         // Acquire: the slot read below is the one the old word names.
         let word = self.word.fetch_or(USED, Acquire);
-        let slot = &self.slots[(word >> USED_BITS) as usize % 4];
+        let slot = self.slot(word >> USED_BITS);
         // Relaxed: the swap above already refuses every admission; with no bounds either,
         // decisions go to what decides without a share.
         slot.end.store(0, Relaxed);
