@@ -1444,6 +1444,30 @@ int32_t rate_lease_holder_new(const struct rate_lease_rule *rule,
                               struct rate_lease_holder **out);
 
 /**
+ * Opens the holder of `rule` for this host, in the file at `path` (created with mode 0600
+ * if absent): every process that opens it decides from one share under one name, and one
+ * of them renews it at a time (`rate_lease_lead`). Each process decides by its own
+ * `fallback` (NULL: deny), and opens the file once. `rate_lease_explain` explains a
+ * refused `rule` or `fallback` (with no name).
+ *
+ * Ownership: as `rate_lease_holder_new`; freeing the handle leaves the file in place.
+ *
+ * NULL: `path`, `rule` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, RATE_E_UNSUPPORTED or RATE_E_INVALID_CONFIG (as
+ * `rate_lease_holder_new`), RATE_E_INCOMPATIBLE (the file is no holder of this rule and
+ * lease; it is left untouched), or RATE_E_IO (`errno` says why).
+ *
+ * # Safety
+ * `path` is NULL or a NUL-terminated string; `rule` and `fallback` are NULL or readable;
+ * `out` is NULL or writable.
+ */
+int32_t rate_lease_holder_open(const char *path,
+                               const struct rate_lease_rule *rule,
+                               const struct rate_config *fallback,
+                               struct rate_lease_holder **out);
+
+/**
  * Writes the holder's last grant to `out` (all zero before the first). Returns RATE_OK or
  * RATE_E_NULL.
  *
@@ -1451,6 +1475,16 @@ int32_t rate_lease_holder_new(const struct rate_lease_rule *rule,
  * `holder` is NULL or a live handle; `out` is NULL or writable.
  */
 int32_t rate_lease_last_grant(const struct rate_lease_holder *holder, struct rate_lease_grant *out);
+
+/**
+ * Whether this process renews the holder's share: 1 (always, for a holder of its own; for
+ * a host's, if no live process does, this one claims it), 0 (another process does), or
+ * RATE_E_NULL. A client sends renewals only while this says 1.
+ *
+ * # Safety
+ * `holder` is NULL or a live handle.
+ */
+int32_t rate_lease_lead(const struct rate_lease_holder *holder);
 
 /**
  * Stops the holder deciding from its share (decisions fall back from now on) and fills
@@ -1513,6 +1547,16 @@ int32_t rate_lease_state(const struct rate_lease_holder *holder);
  * As `rate_lease_state`.
  */
 int32_t rate_lease_state_at(const struct rate_lease_holder *holder, uint64_t now_ns);
+
+/**
+ * Gives up renewing a host's share, if this process did, so another may claim it: what a
+ * process that stops does instead of `rate_lease_release`, which would hand back the share
+ * every process of the host decides from. Returns RATE_OK or RATE_E_NULL.
+ *
+ * # Safety
+ * `holder` is NULL or a live handle.
+ */
+int32_t rate_lease_step_down(const struct rate_lease_holder *holder);
 
 /**
  * Acquires `n` units now (CLOCK_MONOTONIC, see `rate_now_ns`). `n == 0` is a query:

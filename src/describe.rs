@@ -7,7 +7,7 @@ use crate::config::{Algorithm, Config};
 use crate::error::FileError;
 use crate::policy::MAX_RULES;
 use crate::shared::{first_rule, rule_in_force, rule_of, HEADER_WORDS, LAYOUT_VERSION, MAGIC};
-use crate::shared::{KIND_KEYED, KIND_KEYED_POLICY, KIND_LIMITER, RECORDS_END};
+use crate::shared::{KIND_KEYED, KIND_KEYED_POLICY, KIND_LEASE, KIND_LIMITER, RECORDS_END};
 use crate::shared::{W_ALGORITHM, W_CAPACITY, W_KIND, W_VERSION};
 use std::fs::File;
 use std::io::Read;
@@ -126,6 +126,13 @@ fn holds(words: &[u64], size: u64, file: &File) -> String {
                 rules.join("; ")
             )
         }
+        KIND_LEASE => match first {
+            Some(config) => format!(
+                "a librate lease holder for a host of {}, leased {capacity} us at a time",
+                rule(&config)
+            ),
+            None => "a librate lease holder whose header holds no rule".into(),
+        },
         kind => format!("a librate table of an unknown kind ({kind})"),
     }
 }

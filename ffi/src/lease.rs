@@ -4,7 +4,9 @@
 //! passed through here, so every language runs the same script and the same holder.
 
 use super::explain::{unknown_algorithm, write_reason};
-use super::{boundary, rate_config, rate_decision, report, RATE_E_INVALID_CONFIG};
+use super::{
+    boundary, path_of, rate_config, rate_decision, report, status_of, RATE_E_INVALID_CONFIG,
+};
 use super::{RATE_E_NULL, RATE_E_REPLY, RATE_E_UNSUPPORTED, RATE_OK};
 use librate::lease::{Fallback, Grant, HolderState, LeaseHolder, Renewal};
 use librate::{ConfigError, Instant, LeaseRule};
@@ -230,6 +232,18 @@ impl<'a> Asked<'a> {
 
     /// The holder asked for, or why not.
     fn holder(&self) -> Result<LeaseHolder, Refusal> {
+        let (rule, fallback) = self.parts()?;
+        match self.name {
+            None => LeaseHolder::new(&rule, fallback),
+            Some(name) => {
+                name_text(name).and_then(|name| LeaseHolder::named(&rule, fallback, name))
+            }
+        }
+        .map_err(|why| Refusal::Invalid(why.to_string()))
+    }
+
+    /// The rule and the fallback asked for, or why not.
+    fn parts(&self) -> Result<(LeaseRule, Fallback), Refusal> {
         let invalid = |why: ConfigError| Refusal::Invalid(why.to_string());
         let Some(config) = self.rule.config.to_config() else {
             return Err(Refusal::Invalid(unknown_algorithm(
@@ -261,13 +275,7 @@ impl<'a> Asked<'a> {
                 Fallback::Local(local)
             }
         };
-        match self.name {
-            None => LeaseHolder::new(&rule, fallback),
-            Some(name) => {
-                name_text(name).and_then(|name| LeaseHolder::named(&rule, fallback, name))
-            }
-        }
-        .map_err(invalid)
+        Ok((rule, fallback))
     }
 }
 
@@ -293,6 +301,92 @@ pub unsafe extern "C" fn rate_lease_holder_free(holder: *mut rate_lease_holder) 
             // SAFETY: non-NULL handles come from `Box::into_raw` in `rate_lease_holder_new`,
             // and the caller gives this one back exactly once.
             drop(unsafe { Box::from_raw(holder) });
+        }
+    })
+}
+
+/// Opens the holder of `rule` for this host, in the file at `path` (created with mode 0600
+/// if absent): every process that opens it decides from one share under one name, and one
+/// of them renews it at a time (`rate_lease_lead`). Each process decides by its own
+/// `fallback` (NULL: deny), and opens the file once. `rate_lease_explain` explains a
+/// refused `rule` or `fallback` (with no name).
+///
+/// Ownership: as `rate_lease_holder_new`; freeing the handle leaves the file in place.
+///
+/// NULL: `path`, `rule` or `out` NULL is RATE_E_NULL.
+///
+/// Returns RATE_OK, RATE_E_NULL, RATE_E_UNSUPPORTED or RATE_E_INVALID_CONFIG (as
+/// `rate_lease_holder_new`), RATE_E_INCOMPATIBLE (the file is no holder of this rule and
+/// lease; it is left untouched), or RATE_E_IO (`errno` says why).
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string; `rule` and `fallback` are NULL or readable;
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn rate_lease_holder_open(
+    path: *const c_char,
+    rule: *const rate_lease_rule,
+    fallback: *const rate_config,
+    out: *mut *mut rate_lease_holder,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: per this function's contract.
+        let (Some(path), Some(asked)) = (unsafe { path_of(path) }, unsafe {
+            Asked::read(rule, fallback, std::ptr::null(), 0)
+        }) else {
+            return RATE_E_NULL;
+        };
+        if out.is_null() {
+            return RATE_E_NULL;
+        }
+        let (rule, fallback) = match asked.parts() {
+            Ok(parts) => parts,
+            Err(refusal) => return refusal.status(),
+        };
+        match LeaseHolder::open(path, &rule, fallback) {
+            Ok(holder) => {
+                // SAFETY: `out` is non-NULL and the caller promised it is writable.
+                unsafe { *out = Box::into_raw(Box::new(rate_lease_holder { holder })) };
+                RATE_OK
+            }
+            Err(error) => status_of(error),
+        }
+    })
+}
+
+/// Whether this process renews the holder's share: 1 (always, for a holder of its own; for
+/// a host's, if no live process does, this one claims it), 0 (another process does), or
+/// RATE_E_NULL. A client sends renewals only while this says 1.
+///
+/// # Safety
+/// `holder` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn rate_lease_lead(holder: *const rate_lease_holder) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        match unsafe { holder_ref(holder) } {
+            Some(holder) => i32::from(holder.lead()),
+            None => RATE_E_NULL,
+        }
+    })
+}
+
+/// Gives up renewing a host's share, if this process did, so another may claim it: what a
+/// process that stops does instead of `rate_lease_release`, which would hand back the share
+/// every process of the host decides from. Returns RATE_OK or RATE_E_NULL.
+///
+/// # Safety
+/// `holder` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn rate_lease_step_down(holder: *const rate_lease_holder) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle.
+        match unsafe { holder_ref(holder) } {
+            Some(holder) => {
+                holder.step_down();
+                RATE_OK
+            }
+            None => RATE_E_NULL,
         }
     })
 }

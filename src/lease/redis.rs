@@ -180,9 +180,44 @@ impl LeasedLimiter {
     where
         C: redis::ConnectionLike + 'static,
     {
-        let holder = Arc::new(LeaseHolder::new(rule, fallback)?);
+        Self::renewing(LeaseHolder::new(rule, fallback)?, connect, key.into())
+    }
+
+    /// The holder of `rule` for this host, in the file at `path`
+    /// ([`LeaseHolder::open`]), renewed over the connections `connect` opens: by this
+    /// process while it is the one that renews (the first to claim it, until it dies,
+    /// when another process's thread takes over). Every process of the host decides from
+    /// the one share; closing one stops its thread, and the share lapses only when no
+    /// process renews it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`], [`Error::Incompatible`] or [`Error::Io`] as
+    /// [`LeaseHolder::open`]; [`Error::Timer`] if its thread cannot be started.
+    pub fn open_host<C>(
+        connect: impl FnMut() -> redis::RedisResult<C> + Send + 'static,
+        key: impl Into<Vec<u8>>,
+        path: impl AsRef<std::path::Path>,
+        rule: &LeaseRule,
+        fallback: Fallback,
+    ) -> Result<Self, Error>
+    where
+        C: redis::ConnectionLike + 'static,
+    {
+        Self::renewing(
+            LeaseHolder::open(path, rule, fallback)?,
+            connect,
+            key.into(),
+        )
+    }
+
+    /// `holder`, renewed by a thread of its own over the connections `connect` opens.
+    fn renewing<C: redis::ConnectionLike + 'static>(
+        holder: LeaseHolder,
+        connect: impl FnMut() -> redis::RedisResult<C> + Send + 'static,
+        key: Vec<u8>,
+    ) -> Result<Self, Error> {
+        let holder = Arc::new(holder);
         let (stop, stopped) = mpsc::channel();
-        let key = key.into();
         let renewing = Arc::clone(&holder);
         let renewer = std::thread::Builder::new()
             .name("librate-lease".to_owned())
@@ -248,8 +283,9 @@ impl Drop for LeasedLimiter {
     }
 }
 
-/// The renewer's loop: a renewal every `renew_every`, a new connection after any failure,
-/// and the hand-back once `stopped` says so.
+/// The renewer's loop: a renewal every `renew_every` while this process renews the holder
+/// ([`LeaseHolder::lead`]), a new connection after any failure; once `stopped` says so,
+/// the hand-back of a holder of its own, or a host's given up to another process.
 fn renew_until_stopped<C: redis::ConnectionLike>(
     mut connect: impl FnMut() -> redis::RedisResult<C>,
     key: &[u8],
@@ -259,15 +295,21 @@ fn renew_until_stopped<C: redis::ConnectionLike>(
     let every = holder.rule().renew_every();
     let mut connection = None;
     loop {
-        let renewed = connected(&mut connect, &mut connection)
-            .and_then(|connection| renew(connection, key, holder, None));
-        if renewed.is_err() {
-            connection = None;
+        if holder.lead() {
+            let renewed = connected(&mut connect, &mut connection)
+                .and_then(|connection| renew(connection, key, holder, None));
+            if renewed.is_err() {
+                connection = None;
+            }
         }
         match stopped.recv_timeout(every) {
             Err(RecvTimeoutError::Timeout) => continue,
             Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
         }
+    }
+    if !holder.holds_own_words() {
+        holder.step_down();
+        return Ok(());
     }
     let connection = connected(&mut connect, &mut connection)?;
     release(connection, key, holder)

@@ -46,7 +46,7 @@ mod rules;
 pub(crate) use self::header::as_opened;
 #[cfg(not(loom))]
 pub(crate) use self::header::{pid_namespace, Identity};
-pub(crate) use self::header::{rule_of, KIND_KEYED, KIND_KEYED_POLICY, KIND_LIMITER};
+pub(crate) use self::header::{rule_of, KIND_KEYED, KIND_KEYED_POLICY, KIND_LEASE, KIND_LIMITER};
 // What a file's description reads (`describe.rs`, above every kind of table file).
 pub(crate) use self::header::{first_rule, HEADER_WORDS, LAYOUT_VERSION, MAGIC};
 #[cfg(not(loom))]

@@ -13,7 +13,11 @@
  *
  * Build: cc -std=c99 -Wall -Wextra -Wpedantic -Werror -Iinclude tests/c/test_lease.c -lrate
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include "check.h"
+
+#include <unistd.h>
 
 static const rate_lease_rule RULE = {{RATE_GCRA, 1000, SECOND, 0}, 2 * SECOND, 0};
 
@@ -280,6 +284,46 @@ static int test_a_window_count(void) {
     return 0;
 }
 
+/* One share for a host: every opener of the file is one holder, under one name; a process
+ * renews while rate_lease_lead says so. */
+static int test_a_host_holder(void) {
+    char path[64];
+    rate_lease_holder *one = NULL, *other = NULL, *refused = NULL;
+    rate_lease_renewal a, b;
+    rate_lease_rule longer = RULE;
+    snprintf(path, sizeof path, "/tmp/librate-test-lease-%ld", (long)getpid());
+    remove(path);
+    CHECK_STATUS(rate_lease_holder_open(path, &RULE, NULL, &one), RATE_OK);
+    CHECK_STATUS(rate_lease_holder_open(path, &RULE, NULL, &other), RATE_OK);
+    CHECK_STATUS(rate_lease_renew_at(one, 10 * SECOND, &a), RATE_OK);
+    CHECK_STATUS(rate_lease_renew_at(other, 10 * SECOND, &b), RATE_OK);
+    CHECK_EQ_STR(a.args[5], b.args[5]);
+    CHECK(strlen(a.args[5]) == 16);
+    /* One process: it renews, gives it up, and claims it again. */
+    CHECK_STATUS(rate_lease_lead(one), 1);
+    CHECK_STATUS(rate_lease_step_down(one), RATE_OK);
+    CHECK_STATUS(rate_lease_lead(other), 1);
+    /* A grant applied through one is the other's too: they decide from one share. */
+    CHECK_STATUS(answer(one, &a, "granted", 1000000, 1000, 10 * SECOND), RATE_LEASE_LEASED);
+    CHECK_STATUS(rate_lease_state_at(other, 10 * SECOND), RATE_LEASE_LEASED);
+    CHECK_STATUS(rate_lease_acquire_at(one, 1, 10 * SECOND + MS, NULL), RATE_OK);
+    CHECK_STATUS(rate_lease_acquire_at(other, 1, 10 * SECOND + MS, NULL), RATE_LIMITED);
+    /* Another lease is another holder's file: refused, the file untouched. */
+    longer.lease_ns = 3 * SECOND;
+    CHECK_STATUS(rate_lease_holder_open(path, &longer, NULL, &refused), RATE_E_INCOMPATIBLE);
+    CHECK_STATUS(rate_lease_holder_open("/nonexistent-dir/lease", &RULE, NULL, &refused), RATE_E_IO);
+    CHECK_STATUS(rate_lease_holder_open(NULL, &RULE, NULL, &refused), RATE_E_NULL);
+    CHECK_STATUS(rate_lease_holder_open(path, NULL, NULL, &refused), RATE_E_NULL);
+    CHECK_STATUS(rate_lease_holder_open(path, &RULE, NULL, NULL), RATE_E_NULL);
+    CHECK(refused == NULL);
+    CHECK_STATUS(rate_lease_lead(NULL), RATE_E_NULL);
+    CHECK_STATUS(rate_lease_step_down(NULL), RATE_E_NULL);
+    rate_lease_holder_free(one);
+    rate_lease_holder_free(other);
+    remove(path);
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_the_renewal_names_the_rule_and_the_demand),
@@ -287,6 +331,7 @@ int main(void) {
         TEST_CASE(test_no_share_quiet_and_the_hand_back),
         TEST_CASE(test_the_local_fallback),
         TEST_CASE(test_a_window_count),
+        TEST_CASE(test_a_host_holder),
         TEST_CASE(test_answers_the_script_never_gives),
         TEST_CASE(test_bad_input),
     };
