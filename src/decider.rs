@@ -252,24 +252,26 @@ impl Decider {
         self.try_acquire_peeking(state, tenancy, time, n)
     }
 
-    /// [`try_acquire`](Self::try_acquire) of `1 ≤ n` units when it is an idle GCRA
-    /// bucket's decision and needs no call: the hint says to read the exact clock first,
-    /// and the clock reads inline. `None`, having decided nothing, otherwise.
+    /// [`try_acquire`](Self::try_acquire) of `n` units when it is an idle GCRA bucket's
+    /// decision and needs no call: `1 ≤ n ≤ limit` (so [`check`](Self::check) passes),
+    /// the hint says to read the exact clock first, and the clock reads inline. `None`,
+    /// having decided nothing, otherwise. `word` is the state's first (GCRA's only) word.
     #[inline(always)]
     pub(crate) fn try_acquire_inline<T: Tenancy, C: TimeSource>(
         &self,
-        state: &[AtomicU64],
+        word: &AtomicU64,
         tenancy: &T,
         time: C,
         n: u64,
     ) -> Option<Result<bool, T::Evicted>> {
-        debug_assert!(n != 0 && self.check(n).is_ok());
-        match (self, state.first()) {
-            (Self::Gcra(gcra), Some(word)) if time.precise_first() => {
-                time::precise_first_inline(time, gcra_now(gcra, word, tenancy, n))
-            }
-            _ => None,
+        // The algorithm before `n`: GCRA's limit is then one field, not the dispatch's.
+        let Self::Gcra(gcra) = self else {
+            return None;
+        };
+        if n == 0 || n > gcra.limit() || !time.precise_first() {
+            return None;
         }
+        time::precise_first_inline(time, gcra_now(gcra, word, tenancy, n))
     }
 
     /// [`try_acquire`](Self::try_acquire) of `1 ≤ n` units by every other path: the

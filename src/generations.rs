@@ -125,8 +125,11 @@ impl Generation {
         state: NonNull<AtomicU64>,
         memory: Memory,
     ) -> Self {
+        let state_len = decider.state_words();
+        // Every rule keeps a word at least: `first_word` counts on it.
+        assert!(state_len >= 1, "a rule without state words");
         Self {
-            state_len: decider.state_words(),
+            state_len,
             decider,
             config: *config,
             state,
@@ -139,7 +142,7 @@ impl Generation {
     /// after a decision that read it sees it too (coherence), and it publishes nothing.
     #[inline]
     fn is_replaced(&self) -> bool {
-        self.state()[0].load(Ordering::Relaxed) == REPLACED
+        self.first_word().load(Ordering::Relaxed) == REPLACED
     }
 
     #[inline(always)]
@@ -147,6 +150,14 @@ impl Generation {
         // SAFETY: `state` points to `state_len` words inside `_memory`, which lives as long
         // as `self` and never moves.
         unsafe { std::slice::from_raw_parts(self.state.as_ptr(), self.state_len) }
+    }
+
+    /// The first of [`state`](Self::state)'s words, without a length to check.
+    #[inline(always)]
+    pub(crate) fn first_word(&self) -> &AtomicU64 {
+        // SAFETY: `state` points to `state_len` words, at least one (`new`), inside
+        // `_memory`, which lives as long as `self` and never moves.
+        unsafe { self.state.as_ref() }
     }
 }
 
@@ -255,11 +266,8 @@ impl Generations {
     #[inline(always)]
     pub(crate) fn try_acquire_inline(&self, time: impl TimeSource, n: u64) -> Option<bool> {
         let first = self.versions.first();
-        if n == 0 || first.decider.check(n).is_err() {
-            return None;
-        }
         let decided =
-            (first.decider).try_acquire_inline(first.state(), &MAY_BE_REPLACED, time, n)?;
+            (first.decider).try_acquire_inline(first.first_word(), &MAY_BE_REPLACED, time, n)?;
         decided.ok()
     }
 

@@ -109,11 +109,13 @@ pub(super) fn passed_ns() -> u64 {
 #[inline]
 fn publish(reading: u64) {
     // Relaxed: see `passed_ns`. The plain load keeps the line shared between the rare
-    // writes; fetch_max keeps racing writers from moving it backwards.
+    // writes; fetch_max keeps racing writers from moving it backwards (and makes the
+    // wrapping add harmless: a published time within a step of 2^64 only costs a
+    // fetch_max that changes nothing).
     if reading
         > PASSED_NS
             .load(Ordering::Relaxed)
-            .saturating_add(PUBLISH_STEP_NS)
+            .wrapping_add(PUBLISH_STEP_NS)
     {
         PASSED_NS.fetch_max(reading, Ordering::Relaxed);
     }

@@ -18,8 +18,9 @@
 //! worked off over the next anchors rather than kept, and a reading stays within
 //! [`BOUND_NS`] of `CLOCK_MONOTONIC`: NTP slews at most 500 ppm, 0.3 µs over a window.
 //! A new pair found more than [`RETIRE_NS`] off the line (the kernel left the TSC, a VM
-//! migrated) retires the TSC for the rest of the process: every later read is the
-//! vDSO's, never earlier than the last TSC reading could have been.
+//! migrated), or a scale so steep that a window's ticks times it needs more than 64
+//! bits, retires the TSC for the rest of the process: every later read is the vDSO's,
+//! never earlier than the last TSC reading could have been.
 //!
 //! # Never backwards
 //! A new anchor starts where the old line is at its `tsc` (or at the end of the old
@@ -45,7 +46,9 @@
 //! (the only one: it claimed the odd number with a CAS) fills the other bank. A reader
 //! reads the sequence, the current bank, then the sequence again: the bank it read was
 //! whole unless a later writer began to refill it, which makes the sequence at least
-//! `(first | 1) + 2`.
+//! `(first | 1) + 2`. Before all of them it reads the age at which an anchor is replaced,
+//! in ticks: 0 until the first anchor is published and once the TSC is retired, so one
+//! load tells a reader whether to read the TSC at all.
 
 use std::sync::OnceLock;
 
@@ -56,7 +59,8 @@ use self::next::reanchor;
 /// How long an anchor is used at most, in nanoseconds.
 const WINDOW_NS: u64 = 600_000;
 /// The age at which a reader takes a new anchor (five sixths of the window), early
-/// enough that readers rarely reach the window's end.
+/// enough that readers rarely reach the window's end. Computed once, when the clock
+/// starts ([`Anchors::reanchor_ticks`]), not on every reading.
 const fn reanchor_ticks(window_ticks: u64) -> u64 {
     window_ticks / 6 * 5
 }
@@ -98,24 +102,43 @@ impl Anchor {
         let ticks = tsc.saturating_sub(self.tsc);
         self.ns + ((u128::from(ticks) * u128::from(self.scale)) >> 32) as u64
     }
+
+    /// [`at`](Self::at) the anchor's tick plus `ticks`, at most the window: there the
+    /// product fits 64 bits (every published anchor's scale times the window does, see
+    /// `start` and `next::aim`), so one multiply and a shift give the same time.
+    #[inline(always)]
+    fn within_window_at(&self, ticks: u64) -> u64 {
+        self.ns + ((ticks * self.scale) >> 32)
+    }
 }
 
-/// The published anchors, one cache line that readers share and a writer changes once a
-/// period.
-#[repr(align(64))]
+/// The published anchors: the words every reading loads share one cache line, which a
+/// writer changes once a period.
+#[repr(C, align(64))]
 struct Anchors {
+    /// [`reanchor_ticks`] of the window: 0 while the TSC clock does not run (before it
+    /// starts, once it is retired), constant between.
+    reanchor_ticks: AtomicU64,
     sequence: AtomicU64,
-    /// `[tsc, ns, scale]` per bank.
-    banks: [[AtomicU64; 3]; 2],
-    /// The window in ticks: constant once the first anchor is published.
+    /// The banks' `[tsc, ns, scale]`, interleaved: `words[k][bank]`, so that a reader
+    /// finds its bank's three words at one offset from the first bank's, a multiple of
+    /// the bank's number that the loads' addressing scales.
+    words: [[AtomicU64; 2]; 3],
+    /// The window in ticks, read only past the re-anchor age (on the next line): constant
+    /// once the first anchor is published.
     window_ticks: AtomicU64,
 }
 
+// The words a reading loads fill the first line, and only those.
+const _: () = assert!(std::mem::offset_of!(Anchors, window_ticks) == 64);
+
 static ANCHORS: Anchors = Anchors {
+    reanchor_ticks: AtomicU64::new(0),
     sequence: AtomicU64::new(0),
-    banks: [
-        [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
-        [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+    words: [
+        [AtomicU64::new(0), AtomicU64::new(0)],
+        [AtomicU64::new(0), AtomicU64::new(0)],
+        [AtomicU64::new(0), AtomicU64::new(0)],
     ],
     window_ticks: AtomicU64::new(0),
 };
@@ -150,12 +173,17 @@ pub(super) fn start(read_monotonic: impl Fn() -> u64) -> bool {
     let Some(scale) = scale_between(first, second) else {
         return false;
     };
+    // ⌊(WINDOW_NS << 32) / scale⌋ · scale ≤ WINDOW_NS << 32: the window's ticks times
+    // this scale fit 64 bits, as `Anchor::within_window_at` needs.
+    let window_ticks = ((u128::from(WINDOW_NS) << 32) / u128::from(scale)) as u64;
+    let reanchor = reanchor_ticks(window_ticks);
+    if reanchor == 0 {
+        // A counter of a few ticks a window: not worth reading.
+        return false;
+    }
     let _ = FIRST.set(first);
-    let window_ticks = (u128::from(WINDOW_NS) << 32) / u128::from(scale);
-    ANCHORS.window_ticks.store(
-        window_ticks.min(u128::from(u64::MAX)) as u64,
-        Ordering::Relaxed,
-    );
+    // Relaxed: the Release store of the re-anchor age below publishes it.
+    ANCHORS.window_ticks.store(window_ticks, Ordering::Relaxed);
     publish(
         0,
         Anchor {
@@ -164,6 +192,10 @@ pub(super) fn start(read_monotonic: impl Fn() -> u64) -> bool {
             scale,
         },
     );
+    // Release: a reader that sees the clock run (Acquire in `now` and
+    // `now_on_current_anchor`) reads the first anchor's words and the window as written
+    // above, or later ones. (The sequence cannot tell it: it reads 0 before too.)
+    ANCHORS.reanchor_ticks.store(reanchor, Ordering::Release);
     true
 }
 
@@ -198,8 +230,7 @@ fn invariant_tsc() -> bool {
 /// The time counter: a plain `rdtsc`, which the CPU may run a few instructions early or
 /// late; that is nanoseconds against the microsecond the clock allows.
 ///
-/// Elsewhere 0: the TSC clock never starts there, and a reader that reads the counter
-/// before it looks at the anchor (`read_anchor`) then finds the clock not started.
+/// Elsewhere 0: the TSC clock never starts there (`usable`), so no reading ever uses it.
 #[inline(always)]
 fn rdtsc() -> u64 {
     #[cfg(target_arch = "x86_64")]
@@ -239,52 +270,57 @@ fn scale_between(from: (u64, u64), to: (u64, u64)) -> Option<u64> {
 /// Publishes `anchor` as number `number` (the sequence becomes `2 · number`), filling
 /// its bank first. Called by the sequence's sole writer.
 fn publish(number: u64, anchor: Anchor) {
-    let bank = &ANCHORS.banks[(number & 1) as usize];
+    let [tsc, ns, scale] = &ANCHORS.words;
+    let bank = (number & 1) as usize;
     // Relaxed: the sequence's Release store below publishes them.
-    bank[0].store(anchor.tsc, Ordering::Relaxed);
-    bank[1].store(anchor.ns, Ordering::Relaxed);
-    bank[2].store(anchor.scale, Ordering::Relaxed);
+    tsc[bank].store(anchor.tsc, Ordering::Relaxed);
+    ns[bank].store(anchor.ns, Ordering::Relaxed);
+    scale[bank].store(anchor.scale, Ordering::Relaxed);
     // Release: a reader that reads this number (Acquire) reads the bank's words as
     // written above.
     ANCHORS.sequence.store(2 * number, Ordering::Release);
 }
 
-/// One read of the published anchor with a TSC reading between the two reads of the
-/// sequence: `(first, anchor, tsc, second)`. The anchor is whole unless `second` shows a
-/// later writer began to refill its bank (`second >= (first | 1) + 2`, module docs,
-/// Publication); `first` is [`RETIRED`] once the TSC is.
+/// One read of the published anchor, then a TSC reading: `(first, anchor, tsc, second)`.
+/// The anchor is whole unless `second` shows a later writer began to refill its bank
+/// (`second >= (first | 1) + 2`, module docs, Publication); `first` is [`RETIRED`] once
+/// the TSC is.
 #[inline(always)]
 fn read_anchor() -> (u64, Anchor, u64, u64) {
     let (first, anchor) = load_anchor();
-    let (tsc, second) = tsc_then_sequence();
-    (first, anchor, tsc, second)
+    let second = sequence_again();
+    (first, anchor, rdtsc(), second)
 }
 
-/// [`read_anchor`]'s first half: `(first, anchor)`.
+/// [`read_anchor`]'s first part: `(first, anchor)`.
 #[inline(always)]
 fn load_anchor() -> (u64, Anchor) {
     // Acquire: pairs with `publish`'s Release, for the bank's words.
     let first = ANCHORS.sequence.load(Ordering::Acquire);
-    let bank = &ANCHORS.banks[((first >> 1) & 1) as usize];
-    // Relaxed: the fence in `tsc_then_sequence` orders these before the second sequence
+    let [tsc, ns, scale] = &ANCHORS.words;
+    let bank = ((first >> 1) & 1) as usize;
+    // Relaxed: the fence in `sequence_again` orders these before the second sequence
     // read.
     let anchor = Anchor {
-        tsc: bank[0].load(Ordering::Relaxed),
-        ns: bank[1].load(Ordering::Relaxed),
-        scale: bank[2].load(Ordering::Relaxed),
+        tsc: tsc[bank].load(Ordering::Relaxed),
+        ns: ns[bank].load(Ordering::Relaxed),
+        scale: scale[bank].load(Ordering::Relaxed),
     };
     (first, anchor)
 }
 
-/// [`read_anchor`]'s second half, after [`load_anchor`]: `(tsc, second)`.
+/// [`read_anchor`]'s second part, after [`load_anchor`]: the sequence again.
+///
+/// The TSC is read after it: an anchor read whole serves every tick of its window, even
+/// once a later one is published (module docs, Never backwards), and the CPU may run a
+/// plain `rdtsc` before earlier loads anyway. Read last, it is the only value of the
+/// clock's that the reading's arithmetic waits for.
 #[inline(always)]
-fn tsc_then_sequence() -> (u64, u64) {
-    let tsc = rdtsc();
+fn sequence_again() -> u64 {
     // Acquire fence: if a read in `load_anchor` saw a later writer's store, the sequence
     // read below sees that writer's claim (the CAS before its stores).
     fence(Ordering::Acquire);
-    let second = ANCHORS.sequence.load(Ordering::Relaxed);
-    (tsc, second)
+    ANCHORS.sequence.load(Ordering::Relaxed)
 }
 
 /// [`now`]'s first try, when it needs nothing else: the TSC clock started and not retired,
@@ -292,24 +328,40 @@ fn tsc_then_sequence() -> (u64, u64) {
 /// otherwise, for [`now`] to settle, never because the reading would differ from it.
 #[inline(always)]
 pub(super) fn now_on_current_anchor() -> Option<u64> {
-    let (first, anchor) = load_anchor();
-    // Not started (no scale yet) or retired: known before the TSC is read, so that a
-    // process on the vDSO's clock pays little for trying this one first.
-    if first == RETIRED || anchor.scale == 0 {
+    let reanchor_ticks = started();
+    // Not started or retired: known before the TSC is read, so that a process on the
+    // vDSO's clock pays little for trying this one first.
+    if reanchor_ticks == 0 {
         return None;
     }
-    let (tsc, second) = tsc_then_sequence();
-    // Relaxed: as in `now`.
-    let window_ticks = ANCHORS.window_ticks.load(Ordering::Relaxed);
+    let (first, anchor) = load_anchor();
+    let second = sequence_again();
+    // Retired since `started` read: `(RETIRED | 1) + 2` wraps to 1, and a sequence that
+    // was RETIRED stays so, never 0.
+    if second >= (first | 1).wrapping_add(2) {
+        return None;
+    }
     // A tick before the anchor's (another CPU's) wraps past the window: `now` saturates it.
-    let ticks = tsc.wrapping_sub(anchor.tsc);
-    let whole = second < (first | 1) + 2;
-    (whole && ticks <= reanchor_ticks(window_ticks)).then(|| anchor.at(tsc))
+    let ticks = rdtsc().wrapping_sub(anchor.tsc);
+    (ticks <= reanchor_ticks).then(|| anchor.within_window_at(ticks))
+}
+
+/// The re-anchor age in ticks, 0 while the TSC clock does not run, read before anything
+/// else of the clock's.
+#[inline(always)]
+fn started() -> u64 {
+    // Acquire: pairs with the Release stores of `start` (for the first anchor's words and
+    // the window; the sequence publishes later anchors) and `next::retire` (the floor).
+    ANCHORS.reanchor_ticks.load(Ordering::Acquire)
 }
 
 /// The current time, or `None` when the TSC clock was never started or is retired
 /// (then the caller reads the vDSO, no earlier than [`floor`]).
 pub(super) fn now(read_monotonic: impl Fn() -> u64) -> Option<u64> {
+    let reanchor_ticks = started();
+    if reanchor_ticks == 0 {
+        return None;
+    }
     loop {
         let (first, anchor, tsc, second) = read_anchor();
         if first == RETIRED {
@@ -318,14 +370,10 @@ pub(super) fn now(read_monotonic: impl Fn() -> u64) -> Option<u64> {
         if second >= (first | 1) + 2 {
             continue;
         }
-        if anchor.scale == 0 {
-            return None;
-        }
         let ticks = tsc.saturating_sub(anchor.tsc);
-        // Relaxed: constant since before the first publication, which the Acquire above
-        // synchronized with.
+        // Relaxed: constant since `start`, which `started` synchronized with.
         let window_ticks = ANCHORS.window_ticks.load(Ordering::Relaxed);
-        if ticks <= reanchor_ticks(window_ticks) {
+        if ticks <= reanchor_ticks {
             return Some(anchor.at(tsc));
         }
         // Only the current anchor's reader may take the next: an anchor from one already
@@ -355,16 +403,15 @@ pub(super) fn now(read_monotonic: impl Fn() -> u64) -> Option<u64> {
 /// Whether readings come from the TSC now: it was started and is not retired.
 #[inline(always)]
 pub(super) fn running() -> bool {
-    // Acquire: as in `now`, for the bank's scale.
-    let sequence = ANCHORS.sequence.load(Ordering::Acquire);
-    // Relaxed: the first bank's scale is set before the first publication.
-    sequence != RETIRED && ANCHORS.banks[0][2].load(Ordering::Relaxed) != 0
+    // Relaxed: it only picks a path; a reading on the TSC loads it again (`started`).
+    ANCHORS.reanchor_ticks.load(Ordering::Relaxed) != 0
 }
 
 /// The least time a vDSO read may return once the TSC clock is retired.
 #[inline]
 pub(super) fn floor() -> u64 {
-    // Relaxed: read after `now` returned `None` with an Acquire load of the sequence.
+    // Relaxed: read after `now` returned `None` with an Acquire load of the sequence or
+    // of the re-anchor age, which the floor's store comes before (`next::retire`).
     FLOOR_NS.load(Ordering::Relaxed)
 }
 

@@ -46,7 +46,8 @@ fn next_anchor(
 }
 
 /// The anchor after `current` at the pair (`tsc`, `ns`), given the first anchor's pair;
-/// `None` when the pair is more than [`RETIRE_NS`] off the current line within its window.
+/// `None` when the pair is more than [`RETIRE_NS`] off the current line within its window,
+/// or the new scale times `window_ticks` does not fit 64 bits.
 pub(super) fn aim(
     current: Anchor,
     window_ticks: u64,
@@ -66,7 +67,11 @@ pub(super) fn aim(
     let start = on_line.max(ns);
     let aim_ticks = ((u128::from(AIM_NS) << 32) / u128::from(rate)).max(1);
     let aimed = (u128::from((ns + AIM_NS).saturating_sub(start)) << 32) / aim_ticks;
-    let scale = u64::try_from(aimed).ok().filter(|&scale| scale > 0)?;
+    // A scale whose window of ticks does not multiply in 64 bits (`Anchor::within_window_at`)
+    // is thousands of times the first one's: no TSC in step with the clock.
+    let scale = u64::try_from(aimed)
+        .ok()
+        .filter(|&scale| scale > 0 && window_ticks.checked_mul(scale).is_some())?;
     // Readers may still use the old line up to the end of its window: start as far above
     // it as it can climb above the new one by then.
     let lead = if current.scale > scale && window_end > tsc {
@@ -97,4 +102,7 @@ fn retire(current: Anchor, window_ticks: u64) {
     FLOOR_NS.fetch_max(floor, Ordering::Relaxed);
     // Release: a reader that sees RETIRED (Acquire in `now`) sees the floor.
     ANCHORS.sequence.store(RETIRED, Ordering::Release);
+    // Release: as above, for a reader that sees the clock stopped (`started`); its
+    // readings then go to the vDSO at once, without reading the TSC first.
+    ANCHORS.reanchor_ticks.store(0, Ordering::Release);
 }

@@ -15,6 +15,17 @@ fn an_anchor_converts_ticks_on_its_line() {
     assert_eq!(anchor.at(3_000), 6_000);
     // Another CPU's read a little before the anchor's: the anchor's own time.
     assert_eq!(anchor.at(999), 5_000);
+    // Within the window, by ticks since the anchor: the same times.
+    assert_eq!(anchor.within_window_at(0), 5_000);
+    assert_eq!(anchor.within_window_at(2_000), 6_000);
+    // 0.3 ns a tick, rounded down to 1,288,490,188 / 2^32: 299,999.9998 ns over a
+    // million ticks, rounded down.
+    let slower = Anchor {
+        scale: (3 << 32) / 10,
+        ..anchor
+    };
+    assert_eq!(slower.within_window_at(1_000_000), 5_000 + 299_999);
+    assert_eq!(slower.at(1_001_000), 5_000 + 299_999);
 }
 
 /// An anchor at tick 1,000,000 on a 2 GHz TSC (0.5 ns a tick), 100 ns ahead of the
@@ -132,4 +143,13 @@ fn a_steeper_new_line_never_reads_below_the_old_one() {
             );
         }
     }
+}
+
+#[test]
+fn a_scale_whose_window_overflows_64_bits_retires_the_tsc() {
+    // The pair on the old line, at a little over 2^31 (0.5 ns a tick): a window of 2^34
+    // ticks times that needs 65 bits, so a reading late in it could not multiply in 64;
+    // one of 2^32 ticks needs 63.
+    assert_eq!(aim(AHEAD, 1 << 34, (0, 0), (2_000_000, 1_000_100)), None);
+    assert!(aim(AHEAD, 1 << 32, (0, 0), (2_000_000, 1_000_100)).is_some());
 }
