@@ -385,6 +385,12 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (POINTER(rate_lease_rule), POINTER(rate_config), KEY, c_size_t, POINTER(c_char), c_size_t),
     ),
+    "rate_lease_holder_open": (
+        c_int32,
+        (c_char_p, POINTER(rate_lease_rule), POINTER(rate_config), POINTER(HANDLE)),
+    ),
+    "rate_lease_lead": (c_int32, (HANDLE,)),
+    "rate_lease_step_down": (c_int32, (HANDLE,)),
     "rate_lease_holder_free": (None, (HANDLE,)),
     "rate_lease_acquire": (c_int32, (HANDLE, c_uint64, DECISION)),
     "rate_lease_acquire_at": (c_int32, (HANDLE, c_uint64, c_uint64, DECISION)),
