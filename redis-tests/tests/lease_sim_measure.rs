@@ -172,7 +172,7 @@ fn measure() {
         }
     }
     row("");
-    row(format!("{first_leases} (the first lease length is quiet; in the second, the first holder to renew holds the whole rule)"));
+    row(format!("{first_leases} (the first lease length is quiet: Redis made the rule afresh; in the second the shares start empty and fill)"));
     converging();
     throughput();
 }
