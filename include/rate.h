@@ -1497,7 +1497,7 @@ int32_t rate_lease_release(const struct rate_lease_holder *holder, struct rate_l
 
 /**
  * Fills `out` with the renewal to send now, the script reading the server's clock
- * (ARGV[2] is "").
+ * (`ARGV[2]` is "").
  *
  * NULL: `holder` or `out` NULL is RATE_E_NULL.
  *

@@ -484,7 +484,7 @@ fn state_code(state: HolderState) -> i32 {
 }
 
 /// Fills `out` with the renewal to send now, the script reading the server's clock
-/// (ARGV[2] is "").
+/// (`ARGV[2]` is "").
 ///
 /// NULL: `holder` or `out` NULL is RATE_E_NULL.
 ///

@@ -51,7 +51,7 @@ impl LeaseHolder {
     }
 
     /// Applies the script's answer to `renewal` at `at`: the share, held until the lease's
-    /// end less the [margin](LeaseRule::margin), counted from when the renewal was asked
+    /// end less the [margin](crate::LeaseRule::margin), counted from when the renewal was asked
     /// for. A lease that follows one still held keeps the share's tokens (capped at the new
     /// burst); any other starts empty.
     ///
