@@ -34,8 +34,7 @@ pub use share::Share;
 macro_rules! script {
     ($name:literal) => {
         concat!(
-            "local lease_now, lease_arguments_refused, lease_state, lease_made, ",
-            "lease_other_rule, fair_share\n",
+            "local lease_now, lease_arguments_refused, lease_open, fair_share\n",
             include_str!("../redis/lua/lease_common.lua"),
             include_str!(concat!("../redis/lua/", $name, ".lua"))
         )

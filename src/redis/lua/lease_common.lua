@@ -16,9 +16,13 @@ function lease_arguments_refused(args)
     return redis.error_reply('librate: lease script called with ' .. table.concat(args, ' '))
 end
 
--- The fields of the hash at `key`, as a table; nil and Redis's own error for another
--- type at the key.
-function lease_state(key)
+-- The state of the rule at `key` (its hash's fields, as a table), or nil and the reply to
+-- give instead: Redis's own error for another type at the key, the error for a hash made
+-- for another `rule` (whose form, such as 'interval_ns:burst:lease_us', the error
+-- names), or 1 for a hand-back of a rule Redis holds nothing of. A rule Redis has not
+-- seen, or has lost, is made afresh at `now`: its epoch, no grant before `quiet_until`,
+-- and the fields `more` beside.
+function lease_open(key, rule, form, op, now, quiet_until, more)
     local fields = redis.pcall('HGETALL', key)
     if fields.err then
         return nil, fields
@@ -27,28 +31,24 @@ function lease_state(key)
     for i = 1, #fields, 2 do
         state[fields[i]] = fields[i + 1]
     end
-    return state
-end
-
--- A rule's state made afresh at `now` (Redis had not seen the rule, or lost it): its
--- `rule`, its epoch, and no grant before `quiet_until`, with `more` fields beside.
-function lease_made(key, rule, now, quiet_until, more)
-    local state = {rule = rule, epoch = string.format('%.0f', now),
+    if state.rule == rule then
+        return state
+    elseif state.rule ~= nil then
+        return nil, redis.error_reply('librate: ' .. key .. ' holds the lease rule ' .. state.rule
+            .. ' (' .. form .. '), not ' .. rule)
+    elseif op == 'release' then
+        return nil, 1
+    end
+    state = {rule = rule, epoch = string.format('%.0f', now),
         quiet_until = string.format('%.0f', quiet_until)}
-    local fields = {'rule', state.rule, 'epoch', state.epoch, 'quiet_until', state.quiet_until}
+    local made = {'rule', state.rule, 'epoch', state.epoch, 'quiet_until', state.quiet_until}
     for name, value in pairs(more) do
         state[name] = value
-        fields[#fields + 1] = name
-        fields[#fields + 1] = value
+        made[#made + 1] = name
+        made[#made + 1] = value
     end
-    redis.call('HSET', key, unpack(fields))
+    redis.call('HSET', key, unpack(made))
     return state
-end
-
--- The error for a rule's hash made for another rule.
-function lease_other_rule(key, held, asked, form)
-    return redis.error_reply('librate: ' .. key .. ' holds the lease rule ' .. held
-        .. ' (' .. form .. '), not ' .. asked)
 end
 
 -- A holder's max-min fair share of the whole (1e6 millionths) by demand, given every live

@@ -38,20 +38,12 @@ local mine = 'h:' .. ARGV[6]
 local window = math.floor(now / period)
 local window_end = (window + 1) * period
 
-local state, refused = lease_state(key)
+-- A rule this Redis has not seen, or has lost: the counts granted in this window may all be
+-- in use, for all the script can tell, so none is granted until it ends.
+local state, reply = lease_open(key, rule, 'fw:limit:period_us:lease_us', op, now, window_end,
+    {window = string.format('%.0f', window), granted = '0'})
 if not state then
-    return refused
-end
-if state.rule == nil then
-    if op == 'release' then
-        return 1
-    end
-    -- A rule this Redis has not seen, or has lost: the counts granted in this window may
-    -- all be in use, for all the script can tell, so none is granted until it ends.
-    state = lease_made(key, rule, now, window_end,
-        {window = string.format('%.0f', window), granted = '0'})
-elseif state.rule ~= rule then
-    return lease_other_rule(key, state.rule, rule, 'fw:limit:period_us:lease_us')
+    return reply
 end
 local epoch, quiet_until = tonumber(state.epoch), tonumber(state.quiet_until)
 local stored_window, granted = tonumber(state.window), tonumber(state.granted)

@@ -31,21 +31,12 @@ end
 local rule = ARGV[3] .. ':' .. ARGV[4] .. ':' .. ARGV[5]
 local mine = 'h:' .. ARGV[6]
 
-local state, refused = lease_state(key)
+-- A rule this Redis has not seen, or has lost (restarted without persistence, a replica
+-- that missed writes): a lease granted before may still run for one lease length, holding
+-- the whole rule for all the script can tell, so none is granted until then.
+local state, reply = lease_open(key, rule, 'interval_ns:burst:lease_us', op, now, now + lease, {})
 if not state then
-    return refused
-end
-if state.rule == nil then
-    if op == 'release' then
-        return 1
-    end
-    -- A rule this Redis has not seen, or has lost (restarted without persistence, a
-    -- replica that missed writes): a lease granted before may still run for one lease
-    -- length, holding the whole rule for all the script can tell, so none is granted
-    -- until then.
-    state = lease_made(key, rule, now, now + lease, {})
-elseif state.rule ~= rule then
-    return lease_other_rule(key, state.rule, rule, 'interval_ns:burst:lease_us')
+    return reply
 end
 local epoch, quiet_until = tonumber(state.epoch), tonumber(state.quiet_until)
 if not quiet_until or not epoch then
