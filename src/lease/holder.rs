@@ -177,11 +177,7 @@ impl LeaseHolder {
     /// As [`try_acquire`](Self::try_acquire).
     #[inline]
     pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, AcquireError> {
-        if n > self.rule.most() {
-            return Err(AcquireError::InsufficientCapacity);
-        }
-        // Relaxed: a count read once a renewal, whose exactness is a renewal's.
-        self.words.get(words::REQUESTED).fetch_add(n, Relaxed);
+        self.ask(n)?;
         match &self.local {
             // Acquire: a lease end read is one whose share was set before it was published.
             Local::Gcra(share) if at.as_nanos() < self.lease_end().load(Acquire) => {
@@ -213,10 +209,7 @@ impl LeaseHolder {
     /// # Errors
     /// As [`try_acquire`](Self::try_acquire).
     pub fn acquire_at(&self, n: u64, at: Instant) -> Result<Decision, AcquireError> {
-        if n > self.rule.most() {
-            return Err(AcquireError::InsufficientCapacity);
-        }
-        self.words.get(words::REQUESTED).fetch_add(n, Relaxed);
+        self.ask(n)?;
         let decided = match &self.local {
             Local::Gcra(share) if at.as_nanos() < self.lease_end().load(Acquire) => {
                 share.acquire_at(n, at).ok()
@@ -225,6 +218,17 @@ impl LeaseHolder {
             Local::Gcra(_) => None,
         };
         Ok(decided.unwrap_or_else(|| self.beside_share(n, at)))
+    }
+
+    /// Counts a request of `n` units in the demand, if the global rule can ever admit it.
+    #[inline(always)]
+    fn ask(&self, n: u64) -> Result<(), AcquireError> {
+        if n > self.rule.most() {
+            return Err(AcquireError::InsufficientCapacity);
+        }
+        // Relaxed: a count read once a renewal, whose exactness is a renewal's.
+        self.words.get(words::REQUESTED).fetch_add(n, Relaxed);
+        Ok(())
     }
 
     /// The decision without a share that admits `n`: the fallback's, or a denial until

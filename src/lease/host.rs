@@ -128,11 +128,14 @@ impl LeaseHolder {
     /// a host's, if no process does, or the one that did has died, this one claims it. A
     /// client renews only while this says so.
     pub fn lead(&self) -> bool {
+        if self.holds_own_words() {
+            return true;
+        }
         let renewer = self.words.get(words::RENEWER);
         let token = owner::token();
         // Acquire: a renewer taking over reads the books its predecessor wrote.
         let current = renewer.load(Acquire);
-        if current == token || self.holds_own_words() {
+        if current == token {
             return true;
         }
         if current != 0 && owner::is_alive(current) {

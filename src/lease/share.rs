@@ -33,7 +33,7 @@ impl Share {
         // Past the timeline: a rate of zero (Config::FOREVER), slower still than the share.
         let interval = u64::try_from(interval).unwrap_or(u64::MAX);
         let config = Config::gcra(1, Duration::from_nanos(interval)).with_burst(self.burst);
-        Limiter::new(&config).ok().map(|_| config)
+        config.validate().ok().map(|()| config)
     }
 }
 
