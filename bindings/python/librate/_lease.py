@@ -70,10 +70,10 @@ class LeaseRule:
         object.__setattr__(self, "config", config)
         object.__setattr__(self, "lease_ns", lease_ns)
         object.__setattr__(self, "renew_every_ns", every_ns)
-        # The C library's verdict, explained: a holder made and freed at once.
-        status, _ = _new_holder(self, None, b"")
+        # The C library's verdict and its reason, with nothing made.
+        status, reason = _refusal(self, None, b"")
         if status != RATE_OK:
-            raise error_for(status, _refusal(self, None, b""))
+            raise error_for(status, reason)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"LeaseRule is immutable: cannot set {name}")
@@ -168,12 +168,14 @@ def _name(name: str | bytes | None) -> bytes:
     return b"" if name is None else key_bytes(name)
 
 
-def _refusal(rule: LeaseRule, fallback: Config | None, name: bytes) -> str:
-    """Why the C library refuses a holder of these: its own reason."""
+def _refusal(rule: LeaseRule, fallback: Config | None, name: bytes) -> tuple[int, str]:
+    """Whether the C library takes a holder of these (its status) and, if not, its reason."""
     reason = create_string_buffer(RATE_REASON_LEN)
     local = None if fallback is None else byref(fallback.to_c())
-    lib.rate_lease_explain(byref(rule.to_c()), local, name, len(name), reason, RATE_REASON_LEN)
-    return reason.value.decode()
+    status = lib.rate_lease_explain(
+        byref(rule.to_c()), local, name, len(name), reason, RATE_REASON_LEN
+    )
+    return status, reason.value.decode()
 
 
 class Holder:
@@ -190,7 +192,7 @@ class Holder:
         data = _name(name)
         status, handle = _new_holder(rule, fallback, data)
         if status != RATE_OK:
-            raise error_for(status, _refusal(rule, fallback, data))
+            raise error_for(status, _refusal(rule, fallback, data)[1])
         self._handle = handle
         self._rule = rule
         self._fallback = fallback
