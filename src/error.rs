@@ -10,6 +10,7 @@
 //! number.
 
 mod acquire;
+mod breach;
 mod config;
 mod shared;
 
@@ -17,7 +18,7 @@ pub use acquire::{
     AcquireError, CostsError, InsufficientCapacity, KeyedAcquireError, ReserveError, ResetError,
     WaitError,
 };
-pub(crate) use config::Breach;
+pub(crate) use breach::Breach;
 pub use config::{Bound, ConfigError, Field, OutOfBounds};
 pub use shared::{ChangeError, FileError, OpenError, SharedError};
 

@@ -134,9 +134,9 @@ pub enum Bound {
 /// Configuration), and the field whose change alone would mend it, if one would.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutOfBounds {
-    config: Config,
+    pub(super) config: Config,
     /// The field to change and its bound; `None` when no one field's change suffices.
-    fix: Option<(Field, Bound)>,
+    pub(super) fix: Option<(Field, Bound)>,
 }
 
 impl OutOfBounds {
@@ -378,35 +378,6 @@ impl OutOfBounds {
                 )
             }
             _ => Ok(()),
-        }
-    }
-}
-
-/// What an algorithm's constructor finds wrong with its numbers, before the
-/// configuration is known whole: the rule broken, and the field and bound that would mend
-/// it. [`Breach::of`] makes the [`ConfigError`] of the whole configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Breach {
-    ZeroLimit,
-    ZeroPeriod,
-    RateTooHigh(Option<(Field, Bound)>),
-    ToleranceTooLarge(Option<(Field, Bound)>),
-    LimitTooLarge(Option<(Field, Bound)>),
-}
-
-impl Breach {
-    /// The error of `config`, whose algorithm's constructor found this breach.
-    pub(crate) fn of(self, config: &Config) -> ConfigError {
-        let broken = |fix| OutOfBounds {
-            config: *config,
-            fix,
-        };
-        match self {
-            Self::ZeroLimit => ConfigError::ZeroLimit,
-            Self::ZeroPeriod => ConfigError::ZeroPeriod,
-            Self::RateTooHigh(fix) => ConfigError::RateTooHigh(broken(fix)),
-            Self::ToleranceTooLarge(fix) => ConfigError::ToleranceTooLarge(broken(fix)),
-            Self::LimitTooLarge(fix) => ConfigError::LimitTooLarge(broken(fix)),
         }
     }
 }
