@@ -52,8 +52,13 @@ impl Renewal {
     /// window's count it left `unused` (0 for GCRA).
     pub(crate) fn release(rule: &LeaseRule, holder: &str, sent_at: Instant, unused: u64) -> Self {
         let mut renewal = Self::renew(rule, holder, unused, sent_at, false);
-        renewal.args[0] = "release".to_owned();
+        renewal.set_op("release");
         renewal
+    }
+
+    /// The call made with `op` ('renew' by default), the script's first argument.
+    pub(super) fn set_op(&mut self, op: &str) {
+        op.clone_into(&mut self.args[0]);
     }
 
     /// A renewal asked for at `sent_at` whose arguments went their own way (the C ABI's

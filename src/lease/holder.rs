@@ -89,8 +89,7 @@ impl LeaseHolder {
     /// # Errors
     /// The [`ConfigError`] of a [`Fallback::Local`] rule.
     pub fn new(rule: &LeaseRule, fallback: Fallback) -> Result<Self, ConfigError> {
-        let random = RandomState::new().hash_one(std::process::id());
-        Self::named(rule, fallback, &format!("{random:016x}"))
+        Self::named(rule, fallback, &random_name())
     }
 
     /// A holder named `name`, which no other holder of the rule may share: two holders of
@@ -177,22 +176,32 @@ impl LeaseHolder {
     /// As [`try_acquire`](Self::try_acquire).
     #[inline]
     pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, AcquireError> {
+        Ok(match self.try_acquire_leased_at(n, at)? {
+            Some(admitted) => admitted,
+            None => self.beside_share(n, at).allowed,
+        })
+    }
+
+    /// Counts `n` units in the demand and decides them from the share if one is held at
+    /// `at`; `None` if none is.
+    #[inline]
+    pub(super) fn try_acquire_leased_at(
+        &self,
+        n: u64,
+        at: Instant,
+    ) -> Result<Option<bool>, AcquireError> {
         self.ask(n)?;
-        match &self.local {
+        Ok(match &self.local {
             // Acquire: a lease end read is one whose share was set before it was published.
             Local::Gcra(share) if at.as_nanos() < self.lease_end().load(Acquire) => {
-                if let Ok(admitted) = share.try_acquire_at(n, at) {
-                    return Ok(admitted);
-                }
+                share.try_acquire_at(n, at).ok()
             }
-            Local::Window => {
-                if let Some(decision) = self.window().decide(n, at.as_nanos()) {
-                    return Ok(decision.allowed);
-                }
-            }
-            Local::Gcra(_) => {}
-        }
-        Ok(self.beside_share(n, at).allowed)
+            Local::Window => self
+                .window()
+                .decide(n, at.as_nanos())
+                .map(|decision| decision.allowed),
+            Local::Gcra(_) => None,
+        })
     }
 
     /// Decides `n` units now, with the decision's fields (docs/decision.md), which are
@@ -222,7 +231,7 @@ impl LeaseHolder {
 
     /// Counts a request of `n` units in the demand, if the global rule can ever admit it.
     #[inline(always)]
-    fn ask(&self, n: u64) -> Result<(), AcquireError> {
+    pub(super) fn ask(&self, n: u64) -> Result<(), AcquireError> {
         if n > self.rule.most() {
             return Err(AcquireError::InsufficientCapacity);
         }
@@ -294,6 +303,12 @@ impl LeaseHolder {
         Grant::from_fields(b"granted", fields).ok()
     }
 
+    /// The units asked for since the last renewal.
+    pub(super) fn asked(&self) -> u64 {
+        // Relaxed: a count, as `ask`'s.
+        self.words.get(words::REQUESTED).load(Relaxed)
+    }
+
     /// Whether the holder's words are its own (not a host's).
     pub(crate) fn holds_own_words(&self) -> bool {
         self.words.own()
@@ -309,6 +324,12 @@ impl LeaseHolder {
     pub(super) fn window(&self) -> WindowShare<'_> {
         WindowShare::on(self.words.range(words::WINDOW, window_share::WORDS))
     }
+}
+
+/// A holder's name of its own: 16 random hex digits.
+pub(super) fn random_name() -> String {
+    let random = RandomState::new().hash_one(std::process::id());
+    format!("{random:016x}")
 }
 
 /// The local rule a GCRA share's limiter has before its first lease, which empties it

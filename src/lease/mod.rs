@@ -4,16 +4,24 @@
 //!
 //! `rule.rs` is the rule and the timing of its leases, `share.rs` a share and the local
 //! GCRA deciding from it, `grant.rs` the lease script's arguments and answers,
-//! `holder.rs` a holder without I/O and its decisions, `renew.rs` its renewals. The scripts are `src/redis/lua/lease_gcra.lua` and
+//! `holder.rs` a holder without I/O and its decisions, `renew.rs` its renewals,
+//! `keyed.rs` the leases of a keyed rule's hot keys and `direct.rs` a request decided in
+//! Redis. The scripts are `src/redis/lua/lease_gcra.lua` and
 //! `lease_fixed_window.lua` after `lease_common.lua`, one for every language; `redis.rs` sends them over the `redis`
 //! crate.
 
+mod direct;
 mod grant;
 mod holder;
 mod host;
+mod keyed;
+#[cfg(feature = "redis")]
+mod keyed_redis;
 #[cfg(feature = "redis")]
 mod redis;
 mod renew;
+#[cfg(feature = "redis")]
+mod renewer;
 mod rule;
 mod share;
 mod window_share;
@@ -22,8 +30,12 @@ mod words;
 #[cfg(test)]
 mod tests;
 
+pub use direct::decision_of;
 pub use grant::{Grant, GrantStatus, Renewal, ReplyError};
 pub use holder::{Fallback, HolderState, LeaseHolder};
+pub use keyed::{KeyRenewal, KeyedLeaseHolder};
+#[cfg(feature = "redis")]
+pub use keyed_redis::{acquire_in_redis, renew_keys, KeyedLeasedLimiter};
 #[cfg(feature = "redis")]
 pub use redis::{release, renew, LeasedLimiter};
 pub use rule::LeaseRule;

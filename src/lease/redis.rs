@@ -4,35 +4,34 @@
 
 use super::grant::{Grant, Renewal};
 use super::holder::{Fallback, HolderState, LeaseHolder};
+use super::renewer::{Connection, Renewer};
 use super::rule::LeaseRule;
 use crate::config::Algorithm;
 use crate::decision::Decision;
 use crate::error::{AcquireError, Error};
 use crate::redis::RedisError;
 use crate::time::Instant;
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, OnceLock};
-use std::thread::JoinHandle;
 
-/// The lease script of `holder`'s rule, hashed once.
-fn script(holder: &LeaseHolder) -> &'static redis::Script {
+/// The lease script of `rule`'s algorithm, hashed once.
+fn script(rule: &LeaseRule) -> &'static redis::Script {
     static GCRA: OnceLock<redis::Script> = OnceLock::new();
     static FIXED_WINDOW: OnceLock<redis::Script> = OnceLock::new();
-    let cell = match holder.rule().config().algorithm {
-        Algorithm::Gcra => &GCRA,
-        _ => &FIXED_WINDOW,
+    let (cell, source) = match rule.config().algorithm {
+        Algorithm::Gcra => (&GCRA, super::GCRA_SCRIPT),
+        _ => (&FIXED_WINDOW, super::FIXED_WINDOW_SCRIPT),
     };
-    cell.get_or_init(|| redis::Script::new(holder.script()))
+    cell.get_or_init(|| redis::Script::new(source))
 }
 
-/// Sends `renewal` for the rule at `key` and reads the answer.
-fn call(
+/// Sends `renewal` (or any call of the script) for the rule at `key` and reads the answer.
+pub(super) fn call(
     connection: &mut impl redis::ConnectionLike,
     key: &[u8],
-    holder: &LeaseHolder,
+    rule: &LeaseRule,
     renewal: &Renewal,
 ) -> Result<redis::Value, RedisError> {
-    let mut invocation = script(holder).key(key);
+    let mut invocation = script(rule).key(key);
     for arg in renewal.args() {
         invocation.arg(arg);
     }
@@ -40,7 +39,7 @@ fn call(
 }
 
 /// The grant a renewal's reply holds.
-fn grant_of(reply: &redis::Value) -> Result<Grant, RedisError> {
+pub(super) fn grant_of(reply: &redis::Value) -> Result<Grant, RedisError> {
     let garbage = || RedisError::Reply(format!("{reply:?}"));
     let redis::Value::Array(fields) = reply else {
         return Err(garbage());
@@ -77,7 +76,7 @@ pub fn renew(
         Some(at) => holder.renewal_at(at),
         None => holder.renewal(),
     };
-    let grant = grant_of(&call(connection, key, holder, &renewal)?)?;
+    let grant = grant_of(&call(connection, key, holder.rule(), &renewal)?)?;
     let applied = match at {
         Some(at) => holder.apply_at(&renewal, &grant, at),
         None => holder.apply(&renewal, &grant),
@@ -94,7 +93,7 @@ pub fn release(
     key: &[u8],
     holder: &LeaseHolder,
 ) -> Result<(), RedisError> {
-    call(connection, key, holder, &holder.release())?;
+    call(connection, key, holder.rule(), &holder.release())?;
     Ok(())
 }
 
@@ -119,8 +118,7 @@ pub fn release(
 /// ```
 pub struct LeasedLimiter {
     holder: Arc<LeaseHolder>,
-    stop: Option<mpsc::Sender<()>>,
-    renewer: Option<JoinHandle<Result<(), RedisError>>>,
+    renewer: Renewer,
 }
 
 impl LeasedLimiter {
@@ -217,17 +215,31 @@ impl LeasedLimiter {
         key: Vec<u8>,
     ) -> Result<Self, Error> {
         let holder = Arc::new(holder);
-        let (stop, stopped) = mpsc::channel();
-        let renewing = Arc::clone(&holder);
-        let renewer = std::thread::Builder::new()
-            .name("librate-lease".to_owned())
-            .spawn(move || renew_until_stopped(connect, &key, &renewing, &stopped))
-            .map_err(Error::Timer)?;
-        Ok(Self {
-            holder,
-            stop: Some(stop),
-            renewer: Some(renewer),
-        })
+        let (renewing, releasing) = (Arc::clone(&holder), Arc::clone(&holder));
+        let key = Arc::<[u8]>::from(key);
+        let released = Arc::clone(&key);
+        // A renewal every interval while this process renews the holder
+        // ([`LeaseHolder::lead`]); at the end, the hand-back of a holder of its own, or a
+        // host's given up to another process.
+        let round = move |connection: &mut Connection<C>| {
+            if renewing.lead() {
+                let renewed = connection
+                    .get()
+                    .and_then(|open| renew(open, &key, &renewing, None));
+                if renewed.is_err() {
+                    connection.failed();
+                }
+            }
+        };
+        let last = move |connection: &mut Connection<C>| {
+            if !releasing.holds_own_words() {
+                releasing.step_down();
+                return Ok(());
+            }
+            release(connection.get()?, &released, &releasing)
+        };
+        let renewer = Renewer::start(holder.rule().renew_every(), connect, round, last)?;
+        Ok(Self { holder, renewer })
     }
 
     /// The holder: its state, its share, its `_at` forms.
@@ -263,65 +275,6 @@ impl LeasedLimiter {
     /// The [`RedisError`] of the hand-back: the share then returns to the rule when its
     /// lease ends.
     pub fn close(mut self) -> Result<(), RedisError> {
-        self.stop_renewing()
-    }
-
-    fn stop_renewing(&mut self) -> Result<(), RedisError> {
-        drop(self.stop.take());
-        match self.renewer.take().map(JoinHandle::join) {
-            Some(Ok(released)) => released,
-            // The thread panicked (it holds no lock of the holder's that would stay held).
-            Some(Err(_)) => Err(RedisError::Reply("the lease renewer stopped".to_owned())),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for LeasedLimiter {
-    fn drop(&mut self) {
-        let _ = self.stop_renewing();
-    }
-}
-
-/// The renewer's loop: a renewal every `renew_every` while this process renews the holder
-/// ([`LeaseHolder::lead`]), a new connection after any failure; once `stopped` says so,
-/// the hand-back of a holder of its own, or a host's given up to another process.
-fn renew_until_stopped<C: redis::ConnectionLike>(
-    mut connect: impl FnMut() -> redis::RedisResult<C>,
-    key: &[u8],
-    holder: &LeaseHolder,
-    stopped: &mpsc::Receiver<()>,
-) -> Result<(), RedisError> {
-    let every = holder.rule().renew_every();
-    let mut connection = None;
-    loop {
-        if holder.lead() {
-            let renewed = connected(&mut connect, &mut connection)
-                .and_then(|connection| renew(connection, key, holder, None));
-            if renewed.is_err() {
-                connection = None;
-            }
-        }
-        match stopped.recv_timeout(every) {
-            Err(RecvTimeoutError::Timeout) => continue,
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-        }
-    }
-    if !holder.holds_own_words() {
-        holder.step_down();
-        return Ok(());
-    }
-    let connection = connected(&mut connect, &mut connection)?;
-    release(connection, key, holder)
-}
-
-/// The open connection, or a new one from `connect`.
-fn connected<'a, C>(
-    connect: &mut impl FnMut() -> redis::RedisResult<C>,
-    connection: &'a mut Option<C>,
-) -> Result<&'a mut C, RedisError> {
-    match connection {
-        Some(open) => Ok(open),
-        slot @ None => Ok(slot.insert(connect()?)),
+        self.renewer.stop()
     }
 }

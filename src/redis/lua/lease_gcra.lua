@@ -7,34 +7,59 @@
 -- still held exceed the rule's, or their bursts the rule's burst. Times are whole
 -- microseconds (below 2^53 for 285 years, so exact).
 --
+-- Requests can also be decided here, one call each ('acquire': a keyed rule's keys that no
+-- holder leases). They decide from what the leases leave, the rule less every share still
+-- held, as one more bucket of tokens: its tokens never grow when a grant shrinks it, and
+-- capacity it gains starts empty, so everything held plus it stays within the rule.
+--
 -- KEYS[1]: the rule's hash. Fields: 'rule' (interval_ns:burst:lease_us, what it was made
--- for), 'epoch' (when it was made), 'quiet_until' (no grant before it), and per holder
--- 'h:' .. holder: its record of doubles (unpack_record, below).
--- ARGV: op ('renew' or 'release'), now in microseconds ('' for the server's TIME), the
--- rule's emission interval in ns, its burst, the lease length in microseconds, the
--- holder's name, its demand (millionths of the rule's rate, 0 to 1e6).
+-- for), 'epoch' (when it was made), 'quiet_until' (no grant before it), per holder
+-- 'h:' .. holder: its record of doubles (unpack_record, below), and 'direct': the
+-- requests decided here (unpack_direct).
+-- ARGV: op ('renew', 'release' or 'acquire'), now in microseconds ('' for the server's
+-- TIME), the rule's emission interval in ns, its burst, the lease length in microseconds,
+-- the holder's name ('' for 'acquire'), its demand (millionths of the rule's rate, 0 to
+-- 1e6), or for 'acquire' the units asked for.
 -- Reply to 'renew': {status, rate, burst, lease_us, epoch, held_rate, held_burst, holders, 0}
 -- (the last, a fixed window's number in its script, as every lease script replies):
 -- status 'granted' (the share, held lease_us from now) or 'quiet' (Redis made this rule
 -- afresh lately, so a lease from before may still run: no share for lease_us); held_*
 -- and holders count everything still held after this call. Reply to 'release': 1.
+-- Reply to 'acquire': {allowed (1 or 0), limit, remaining, retry_after_us, reset_after_us}
+-- of what the leases leave (docs/decision.md).
 
 local SCALE = 1000000
 local key = KEYS[1]
 local op = ARGV[1]
 local now = lease_now(ARGV[2])
-local burst, lease, demand = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7])
-if not (now and burst and lease and demand) or (op ~= 'renew' and op ~= 'release')
-        or burst < 1 or lease < 1 or demand < 0 or demand > SCALE then
+local interval, burst, lease = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local demand = tonumber(ARGV[7])
+if not (now and interval and burst and lease and demand)
+        or (op ~= 'renew' and op ~= 'release' and op ~= 'acquire')
+        or interval < 1 or burst < 1 or lease < 1 or demand < 0 or demand ~= math.floor(demand)
+        or demand > (op == 'acquire' and 2 ^ 53 or SCALE) then
     return lease_arguments_refused(ARGV)
 end
 local rule = ARGV[3] .. ':' .. ARGV[4] .. ':' .. ARGV[5]
-local mine = 'h:' .. ARGV[6]
+local mine = op ~= 'acquire' and 'h:' .. ARGV[6]
 
 -- A rule this Redis has not seen, or has lost (restarted without persistence, a replica
 -- that missed writes): a lease granted before may still run for one lease length, holding
 -- the whole rule for all the script can tell, so none is granted until then.
-local state, reply = lease_open(key, rule, 'interval_ns:burst:lease_us', op, now, now + lease, {})
+--
+-- The requests decided here start with the whole rule in their bucket when a request made
+-- the hash, as a rule Redis decides alone does (a key nobody leased yet is the common
+-- case): a loss of state then lets them admit beside leases still held on the key, for
+-- one lease at most (docs/leases.md, keys). A renewal that made it leaves their bucket
+-- empty until the quiet ends.
+local made_direct
+if op == 'acquire' then
+    made_direct = struct.pack('>ddddddd', now, 0, interval, burst, now, 0, 0)
+else
+    made_direct = struct.pack('>ddddddd', now + lease, burst * interval, interval, burst, now, 0, 0)
+end
+local state, reply = lease_open(key, rule, 'interval_ns:burst:lease_us', op, now, now + lease,
+    {direct = made_direct})
 if not state then
     return reply
 end
@@ -139,6 +164,111 @@ for name, packed in pairs(state) do
     end
 end
 
+-- The requests decided here: their bucket, where it stood at `at` (its
+-- `debt`, ns until it is full again), under the share it held since (one unit every
+-- `every` ns, a burst of `most`; every 0 for none), and their demand, the units asked for
+-- since `asked_since` and in the lease before it. Nil for bytes that are not one.
+local function unpack_direct(packed)
+    if packed == nil or #packed ~= 56 then
+        return nil
+    end
+    local d = {}
+    d.at, d.debt, d.every, d.most, d.asked_since, d.asked, d.asked_before =
+        struct.unpack('>ddddddd', packed)
+    return d
+end
+
+local direct = unpack_direct(state.direct)
+if not direct then
+    return redis.error_reply('librate: ' .. key .. ' holds no lease state at direct')
+end
+
+-- Moves the bucket to now (its debt counted from `at`, so a time before it only adds to
+-- the debt), under the share that `held_rate` and `held_burst`
+-- leave from now on: the tokens it has, never more, within the new burst; capacity it
+-- gains starts empty. A share whose full debt is not exact in a double is none.
+local function direct_now(held_rate, held_burst)
+    local rate, most = SCALE - held_rate, burst - held_burst
+    local every = 0
+    if rate == SCALE then
+        every = interval
+    elseif rate >= 1 then
+        local whole = interval * SCALE
+        every = math.floor(whole / rate)
+        if whole >= 2 ^ 53 or every * rate < whole then
+            every = every + 1
+        end
+    end
+    if most < 1 or every < 1 or most * every >= 2 ^ 53 then
+        every, most = 0, 0
+    end
+    local debt = math.max(0, direct.debt - (now - direct.at) * 1000)
+    if every ~= direct.every or most ~= direct.most then
+        local tokens = 0
+        if direct.every > 0 then
+            tokens = direct.most - math.ceil(debt / direct.every)
+        end
+        tokens = math.max(0, math.min(tokens, most))
+        debt = (most - tokens) * every
+    end
+    direct.at, direct.debt, direct.every, direct.most = now, debt, every, most
+end
+
+-- The requests' demand in millionths of the rule's rate: the larger of the lease before
+-- and this one so far.
+local function direct_demand()
+    if now >= direct.asked_since + lease then
+        direct.asked_before = now < direct.asked_since + 2 * lease and direct.asked or 0
+        direct.asked_since, direct.asked = now, 0
+    end
+    local asked = math.max(direct.asked, direct.asked_before)
+    return math.min(SCALE, math.ceil(asked * interval * 1000 / lease))
+end
+
+local function write_direct()
+    redis.call('HSET', key, 'direct', struct.pack('>ddddddd', direct.at, direct.debt, direct.every,
+        direct.most, direct.asked_since, direct.asked, direct.asked_before))
+end
+
+if op == 'acquire' then
+    local n = demand
+    direct_demand()
+    direct.asked = direct.asked + n
+    local allowed, retry = n == 0, 0
+    direct_now(others_rate, others_burst)
+    local full, debt = direct.most * direct.every, direct.debt
+    if n == 0 then
+        -- A query: admitted, nothing taken.
+    elseif n > direct.most then
+        -- Held by leases: the rule is divided again within a lease.
+        retry = lease
+    elseif debt + n * direct.every <= full then
+        allowed = true
+        debt = debt + n * direct.every
+        direct.debt = debt
+    else
+        retry = math.ceil((debt + n * direct.every - full) / 1000)
+    end
+    write_direct()
+    -- Kept a lease past the bucket's being full again and the last lease's end.
+    latest = math.max(latest, now + math.ceil(debt / 1000))
+    redis.call('PEXPIRE', key, math.max(1, math.ceil((latest - now + lease) / 1000)))
+    local remaining = 0
+    if direct.every > 0 then
+        remaining = math.max(0, math.floor((full - debt) / direct.every))
+    end
+    return {allowed and 1 or 0, direct.most, remaining, retry, math.ceil(debt / 1000)}
+end
+
+-- The requests decided here share in the division by their demand (not counted among
+-- the holders).
+local asked = direct_demand()
+local holders = #demands
+if asked > 0 then
+    demands[#demands + 1] = asked
+    total = total + asked
+end
+
 if now < quiet_until then
     -- Nothing granted, but the demand kept: the first grant after quiet divides the rule
     -- among every holder that asked during it.
@@ -146,7 +276,7 @@ if now < quiet_until then
     local own_rate, own_burst = held_by(kept)
     redis.call('PEXPIRE', key, math.ceil((math.max(latest, now + lease) - now + lease) / 1000))
     return {'quiet', 0, 0, quiet_until - now, epoch, others_rate + own_rate, others_burst + own_burst,
-        #demands + 1, 0}
+        holders + 1, 0}
 end
 
 -- This holder's fair share of the rate by demand, what no demand asks for split evenly:
@@ -165,9 +295,12 @@ end
 local ends = now + lease
 local kept = record(own, rate, share_burst, ends)
 local own_rate, own_burst = held_by(kept)
+-- What the requests decided here hold shrinks (or grows) to what is left.
+direct_now(others_rate + own_rate, others_burst + own_burst)
+write_direct()
 -- Kept a lease length past the last lease's end, so that a rule whose holders all left
 -- is made afresh (and quiet) only once nothing can be deciding from it.
 latest = math.max(latest, ends)
 redis.call('PEXPIRE', key, math.ceil((latest - now + lease) / 1000))
 return {'granted', rate, share_burst, lease, epoch, others_rate + own_rate,
-    others_burst + own_burst, #demands, 0}
+    others_burst + own_burst, holders + 1, 0}
