@@ -133,6 +133,18 @@
 #define RATE_REASON_LEN 256
 
 /**
+ * `rate_keyed_lease_acquire`: this holder does not decide the key; decide it in Redis
+ * (`rate_keyed_lease_in_redis`).
+ */
+#define RATE_KEYED_LEASE_IN_REDIS 2
+
+/**
+ * The integers of the lease script's answer to a request decided in Redis: allowed,
+ * limit, remaining, retry_after_us, reset_after_us.
+ */
+#define RATE_KEYED_LEASE_FIELDS 5
+
+/**
  * `rate_lease_state`: decisions come from the share, under a lease.
  */
 #define RATE_LEASE_LEASED 0
@@ -173,6 +185,21 @@
  * same handle.
  */
 typedef struct rate_keyed rate_keyed;
+
+/**
+ * An opaque holder of leases on a keyed rule's hot keys. Its decisions are safe from many
+ * threads at once; its rounds (`rate_keyed_lease_renewals*`, `rate_keyed_lease_round_*`) are one
+ * thread's at a time;
+ * `rate_keyed_lease_holder_free` must not race with any other call on it.
+ */
+typedef struct rate_keyed_lease_holder rate_keyed_lease_holder;
+
+/**
+ * An opaque round of renewals: the keys leased from now on, each with the call to send
+ * (at the key's Redis key: the binding's prefix and the key) and the holder that applies
+ * its answer. Freed with `rate_keyed_lease_round_free`; one thread's at a time.
+ */
+typedef struct rate_keyed_lease_round rate_keyed_lease_round;
 
 /**
  * An opaque keyed policy: up to `RATE_POLICY_MAX_RULES` rules, each per key or global.
@@ -284,6 +311,41 @@ typedef struct rate_config {
 } rate_config;
 
 /**
+ * A global rule and the timing of its leases.
+ */
+typedef struct rate_lease_rule {
+  /**
+   * The global rule: GCRA, or a fixed window whose period is a whole number of
+   * microseconds.
+   */
+  struct rate_config config;
+  /**
+   * How long a lease lasts, by Redis's clock: 1 ms to below 2^53 us.
+   */
+  uint64_t lease_ns;
+  /**
+   * How often the holder renews: 0 for a quarter of the lease.
+   */
+  uint64_t renew_every_ns;
+} rate_lease_rule;
+
+/**
+ * One call of the lease script: send `args` (ARGV, in order, each NUL-terminated) with
+ * the rule's Redis key as the one key, then pass this struct back with the answer to
+ * `rate_lease_apply`. Plain memory of the caller's; nothing to free.
+ */
+typedef struct rate_lease_renewal {
+  /**
+   * When the holder asked, on its clock (ns).
+   */
+  uint64_t sent_at_ns;
+  /**
+   * The script's arguments.
+   */
+  char args[RATE_LEASE_ARGS][RATE_LEASE_ARG_BYTES];
+} rate_lease_renewal;
+
+/**
  * A policy's decision: the combined decision, which rule denied, and each rule's own.
  */
 typedef struct rate_policy_decision {
@@ -345,41 +407,6 @@ typedef struct rate_keyed_stats {
    */
   uint64_t table_full;
 } rate_keyed_stats;
-
-/**
- * One call of the lease script: send `args` (ARGV, in order, each NUL-terminated) with
- * the rule's Redis key as the one key, then pass this struct back with the answer to
- * `rate_lease_apply`. Plain memory of the caller's; nothing to free.
- */
-typedef struct rate_lease_renewal {
-  /**
-   * When the holder asked, on its clock (ns).
-   */
-  uint64_t sent_at_ns;
-  /**
-   * The script's arguments.
-   */
-  char args[RATE_LEASE_ARGS][RATE_LEASE_ARG_BYTES];
-} rate_lease_renewal;
-
-/**
- * A global rule and the timing of its leases.
- */
-typedef struct rate_lease_rule {
-  /**
-   * The global rule: GCRA, or a fixed window whose period is a whole number of
-   * microseconds.
-   */
-  struct rate_config config;
-  /**
-   * How long a lease lasts, by Redis's clock: 1 ms to below 2^53 us.
-   */
-  uint64_t lease_ns;
-  /**
-   * How often the holder renews: 0 for a quarter of the lease.
-   */
-  uint64_t renew_every_ns;
-} rate_lease_rule;
 
 /**
  * A holder's last grant, as the script answered it.
@@ -737,6 +764,246 @@ void rate_keyed_free(struct rate_keyed *keyed);
  * `keyed` is NULL or a live handle; `out` is NULL or points to a writable `rate_config`.
  */
 int32_t rate_keyed_get_config(const struct rate_keyed *keyed, struct rate_config *out);
+
+/**
+ * Decides `n` units for `key` (`key_len` bytes) now (CLOCK_MONOTONIC) if this holder
+ * leases it and holds a share, with atomics alone; otherwise counts the request towards
+ * making the key hot and returns RATE_KEYED_LEASE_IN_REDIS: decide it in Redis.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `holder` NULL, or `key` NULL with a non-zero `key_len`, is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_LIMITED, RATE_KEYED_LEASE_IN_REDIS, RATE_E_NULL, or
+ * RATE_E_INSUFFICIENT_CAPACITY (`n` above the rule's burst, a window's limit).
+ *
+ * # Safety
+ * `holder` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes.
+ */
+int32_t rate_keyed_lease_acquire(const struct rate_keyed_lease_holder *holder,
+                                 const uint8_t *key,
+                                 size_t key_len,
+                                 uint64_t n);
+
+/**
+ * `rate_keyed_lease_acquire` at `now_ns` on the caller's timeline.
+ *
+ * # Safety
+ * As `rate_keyed_lease_acquire`.
+ */
+int32_t rate_keyed_lease_acquire_at(const struct rate_keyed_lease_holder *holder,
+                                    const uint8_t *key,
+                                    size_t key_len,
+                                    uint64_t n,
+                                    uint64_t now_ns);
+
+/**
+ * Reads the lease script's answer to a request of `n` units decided in Redis, its
+ * RATE_KEYED_LEASE_FIELDS integers in order, into `out` (may be NULL).
+ *
+ * Returns RATE_OK (admitted), RATE_LIMITED, RATE_E_NULL, or RATE_E_REPLY for an answer
+ * the script never gives (`out` untouched).
+ *
+ * # Safety
+ * `holder` is NULL or a live handle; `fields` is NULL or points to RATE_KEYED_LEASE_FIELDS
+ * readable i64; `out` is NULL or writable.
+ */
+int32_t rate_keyed_lease_decision(const struct rate_keyed_lease_holder *holder,
+                                  uint64_t n,
+                                  const int64_t *fields,
+                                  struct rate_decision *out);
+
+/**
+ * Frees a holder. It hands nothing back: send a `rate_keyed_lease_release_all` round
+ * first (otherwise each share returns to its rule when its lease ends).
+ *
+ * # Safety
+ * `holder` is NULL or a live handle, not used again afterwards.
+ */
+void rate_keyed_lease_holder_free(struct rate_keyed_lease_holder *holder);
+
+/**
+ * Creates a holder of `rule` for every key, which leases a key once its requests ask for
+ * `hot` units between two rounds (0: every key asked for), at most `capacity` keys at
+ * once; named `name` (`name_len` bytes, no NUL, at most RATE_LEASE_NAME_MAX; 0 for a
+ * random name), unique among the rule's holders.
+ *
+ * Ownership: on RATE_OK, `*out` receives a handle the caller owns and must release with
+ * `rate_keyed_lease_holder_free`; on error `*out` is left untouched.
+ *
+ * NULL: `rule` or `out` NULL, or `name` NULL with a non-zero `name_len`, is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, RATE_E_UNSUPPORTED (a sliding window or log), or
+ * RATE_E_INVALID_CONFIG (as `rate_lease_holder_new`, or `capacity` 0; `rate_lease_explain`
+ * says why for all but the capacity).
+ *
+ * # Safety
+ * `rule` is NULL or readable; `name` is NULL or points to `name_len` readable bytes;
+ * `out` is NULL or writable.
+ */
+int32_t rate_keyed_lease_holder_new(const struct rate_lease_rule *rule,
+                                    uint64_t hot,
+                                    uint64_t capacity,
+                                    const uint8_t *name,
+                                    size_t name_len,
+                                    struct rate_keyed_lease_holder **out);
+
+/**
+ * Fills `out` with the lease script call that decides `n` units in Redis, against what
+ * the key's leases leave, by the server's clock: send its arguments with the key's Redis
+ * key (the binding's prefix and the key), then pass the answer to
+ * `rate_keyed_lease_decision`.
+ *
+ * NULL: `holder` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL or RATE_E_INSUFFICIENT_CAPACITY (`n` above the rule's
+ * burst, never sent).
+ *
+ * # Safety
+ * `holder` is NULL or a live handle; `out` is NULL or writable.
+ */
+int32_t rate_keyed_lease_in_redis(const struct rate_keyed_lease_holder *holder,
+                                  uint64_t n,
+                                  struct rate_lease_renewal *out);
+
+/**
+ * `rate_keyed_lease_in_redis` at `now_ns` on the caller's timeline, which the script
+ * decides at.
+ *
+ * # Safety
+ * As `rate_keyed_lease_in_redis`.
+ */
+int32_t rate_keyed_lease_in_redis_at(const struct rate_keyed_lease_holder *holder,
+                                     uint64_t n,
+                                     uint64_t now_ns,
+                                     struct rate_lease_renewal *out);
+
+/**
+ * Whether the holder leases `key` now: 1 or 0 (RATE_E_NULL for NULLs).
+ *
+ * # Safety
+ * As `rate_keyed_lease_acquire`.
+ */
+int32_t rate_keyed_lease_leased(const struct rate_keyed_lease_holder *holder,
+                                const uint8_t *key,
+                                size_t key_len);
+
+/**
+ * Stops leasing every key and gives the round that hands each share back: send its calls;
+ * their answers need no applying. For a holder being closed, after its last decision.
+ *
+ * # Safety
+ * As `rate_keyed_lease_renewals`.
+ */
+int32_t rate_keyed_lease_release_all(const struct rate_keyed_lease_holder *holder,
+                                     struct rate_keyed_lease_round **out);
+
+/**
+ * Starts a round of renewals, the script reading the server's clock: the keys hot since
+ * the last round are leased, the cooled ones stop (docs/leases.md, keys). Send each of the
+ * round's calls (`rate_keyed_lease_round_key`, `_renewal`) and apply each answer
+ * (`rate_keyed_lease_round_apply`), once a renewal interval.
+ *
+ * Ownership: on RATE_OK, `*out` receives a round the caller frees with
+ * `rate_keyed_lease_round_free`.
+ *
+ * Returns RATE_OK or RATE_E_NULL (`holder` or `out` NULL).
+ *
+ * # Safety
+ * `holder` is NULL or a live handle; `out` is NULL or writable.
+ */
+int32_t rate_keyed_lease_renewals(const struct rate_keyed_lease_holder *holder,
+                                  struct rate_keyed_lease_round **out);
+
+/**
+ * `rate_keyed_lease_renewals` at `now_ns` on the caller's timeline, which the script decides
+ * at.
+ *
+ * # Safety
+ * As `rate_keyed_lease_renewals`.
+ */
+int32_t rate_keyed_lease_renewals_at(const struct rate_keyed_lease_holder *holder,
+                                     uint64_t now_ns,
+                                     struct rate_keyed_lease_round **out);
+
+/**
+ * Applies the answer to call `index` of `round` now, as `rate_lease_apply` does for one
+ * holder: returns the key's RATE_LEASE_* state afterwards, RATE_E_NULL (a NULL, or `index`
+ * past the round), or RATE_E_REPLY (nothing applied).
+ *
+ * # Safety
+ * `round` is NULL or a live round; `status` is NULL or points to `status_len` readable
+ * bytes; `fields` is NULL or points to RATE_LEASE_FIELDS readable u64.
+ */
+int32_t rate_keyed_lease_round_apply(const struct rate_keyed_lease_round *round,
+                                     size_t index,
+                                     const uint8_t *status,
+                                     size_t status_len,
+                                     const uint64_t *fields);
+
+/**
+ * `rate_keyed_lease_round_apply` at `now_ns` on the caller's timeline.
+ *
+ * # Safety
+ * As `rate_keyed_lease_round_apply`.
+ */
+int32_t rate_keyed_lease_round_apply_at(const struct rate_keyed_lease_round *round,
+                                        size_t index,
+                                        const uint8_t *status,
+                                        size_t status_len,
+                                        const uint64_t *fields,
+                                        uint64_t now_ns);
+
+/**
+ * Frees a round.
+ *
+ * # Safety
+ * `round` is NULL or a live round, not used again afterwards.
+ */
+void rate_keyed_lease_round_free(struct rate_keyed_lease_round *round);
+
+/**
+ * Points `*key` and `*key_len` at the key of call `index` of `round`, valid until the
+ * round is freed.
+ *
+ * Returns RATE_OK, or RATE_E_NULL (a NULL, or `index` past the round).
+ *
+ * # Safety
+ * `round` is NULL or a live round; `key` and `key_len` are NULL or writable.
+ */
+int32_t rate_keyed_lease_round_key(const struct rate_keyed_lease_round *round,
+                                   size_t index,
+                                   const uint8_t **key,
+                                   size_t *key_len);
+
+/**
+ * The calls in a round (0 for NULL).
+ *
+ * # Safety
+ * `round` is NULL or a live round.
+ */
+size_t rate_keyed_lease_round_len(const struct rate_keyed_lease_round *round);
+
+/**
+ * Fills `out` with call `index` of `round`, to send at its key.
+ *
+ * Returns RATE_OK, or RATE_E_NULL (a NULL, or `index` past the round).
+ *
+ * # Safety
+ * `round` is NULL or a live round; `out` is NULL or writable.
+ */
+int32_t rate_keyed_lease_round_renewal(const struct rate_keyed_lease_round *round,
+                                       size_t index,
+                                       struct rate_lease_renewal *out);
+
+/**
+ * The lease script of the holder's rule, NUL-terminated and static, or NULL for a NULL
+ * holder: it renews the keys' leases and decides the requests in Redis.
+ *
+ * # Safety
+ * `holder` is NULL or a live handle.
+ */
+const char *rate_keyed_lease_script(const struct rate_keyed_lease_holder *holder);
 
 /**
  * Creates a keyed limiter for `capacity` keys under `config`; a key not yet seen

@@ -170,14 +170,14 @@ pub unsafe extern "C" fn rate_lease_explain(
 }
 
 /// What a caller asks a holder to be, read from C.
-struct Asked<'a> {
+pub(super) struct Asked<'a> {
     rule: &'a rate_lease_rule,
     fallback: Option<&'a rate_config>,
     name: Option<&'a [u8]>,
 }
 
 /// Why a holder is refused.
-enum Refusal {
+pub(super) enum Refusal {
     /// A sliding window or log: leases divide GCRA and fixed windows.
     Unsupported(ConfigError),
     /// The rule, its lease, the fallback or the name; the reason's text.
@@ -185,7 +185,7 @@ enum Refusal {
 }
 
 impl Refusal {
-    fn status(&self) -> i32 {
+    pub(super) fn status(&self) -> i32 {
         match self {
             Self::Unsupported(_) => RATE_E_UNSUPPORTED,
             Self::Invalid(_) => RATE_E_INVALID_CONFIG,
@@ -207,7 +207,7 @@ impl<'a> Asked<'a> {
     ///
     /// # Safety
     /// As `rate_lease_holder_new`'s, for `rule`, `fallback` and `name`.
-    unsafe fn read(
+    pub(super) unsafe fn read(
         rule: *const rate_lease_rule,
         fallback: *const rate_config,
         name: *const u8,
@@ -233,17 +233,23 @@ impl<'a> Asked<'a> {
     /// The holder asked for, or why not.
     fn holder(&self) -> Result<LeaseHolder, Refusal> {
         let (rule, fallback) = self.parts()?;
-        match self.name {
+        match self.name()? {
             None => LeaseHolder::new(&rule, fallback),
-            Some(name) => {
-                name_text(name).and_then(|name| LeaseHolder::named(&rule, fallback, name))
-            }
+            Some(name) => LeaseHolder::named(&rule, fallback, name),
         }
         .map_err(|why| Refusal::Invalid(why.to_string()))
     }
 
+    /// The name asked for (`None`: a random one), or why it is refused.
+    pub(super) fn name(&self) -> Result<Option<&'a str>, Refusal> {
+        self.name
+            .map(name_text)
+            .transpose()
+            .map_err(|why| Refusal::Invalid(why.to_string()))
+    }
+
     /// The rule and the fallback asked for, or why not.
-    fn parts(&self) -> Result<(LeaseRule, Fallback), Refusal> {
+    pub(super) fn parts(&self) -> Result<(LeaseRule, Fallback), Refusal> {
         let invalid = |why: ConfigError| Refusal::Invalid(why.to_string());
         let Some(config) = self.rule.config.to_config() else {
             return Err(Refusal::Invalid(unknown_algorithm(
@@ -548,20 +554,24 @@ unsafe fn renewal_into(
         let (Some(holder), false) = (unsafe { holder_ref(holder) }, out.is_null()) else {
             return RATE_E_NULL;
         };
-        let renewal = make(holder);
-        let mut args = [[0; RATE_LEASE_ARG_BYTES]; RATE_LEASE_ARGS];
-        for (slot, arg) in args.iter_mut().zip(renewal.args()) {
-            // Every argument fits with its NUL: numbers of 20 digits at most, a name
-            // RATE_LEASE_NAME_MAX bytes without NUL (checked when it was made).
-            for (byte, &from) in slot.iter_mut().zip(arg.as_bytes()) {
-                *byte = from as c_char;
-            }
-        }
-        let sent_at_ns = renewal.sent_at().as_nanos();
         // SAFETY: `out` is non-NULL and writable, as the caller promised.
-        unsafe { *out = rate_lease_renewal { sent_at_ns, args } };
+        unsafe { *out = renewal_of(&make(holder)) };
         RATE_OK
     })
+}
+
+/// A renewal (or any call of the lease script) as C reads it.
+pub(super) fn renewal_of(renewal: &Renewal) -> rate_lease_renewal {
+    let mut args = [[0; RATE_LEASE_ARG_BYTES]; RATE_LEASE_ARGS];
+    for (slot, arg) in args.iter_mut().zip(renewal.args()) {
+        // Every argument fits with its NUL: numbers of 20 digits at most, a name
+        // RATE_LEASE_NAME_MAX bytes without NUL (checked when it was made).
+        for (byte, &from) in slot.iter_mut().zip(arg.as_bytes()) {
+            *byte = from as c_char;
+        }
+    }
+    let sent_at_ns = renewal.sent_at().as_nanos();
+    rate_lease_renewal { sent_at_ns, args }
 }
 
 /// Applies the lease script's answer to `renewal` now: `status` (`status_len` bytes,
@@ -609,31 +619,54 @@ pub unsafe extern "C" fn rate_lease_apply_at(
     now_ns: u64,
 ) -> i32 {
     boundary(|| {
-        // SAFETY: the caller passes NULL or a live handle, and NULL or readable memory.
-        let (Some(holder), Some(renewal)) =
-            (unsafe { holder_ref(holder) }, unsafe { renewal.as_ref() })
-        else {
-            return RATE_E_NULL;
-        };
-        if status.is_null() || fields.is_null() {
-            return RATE_E_NULL;
-        }
-        // SAFETY: non-NULL, and the caller promised the lengths readable.
-        let (status, fields) = unsafe {
-            (
-                std::slice::from_raw_parts(status, status_len),
-                *fields.cast::<[u64; RATE_LEASE_FIELDS]>(),
+        // SAFETY: the caller passes NULL or a live handle, and the rest as it promised.
+        unsafe {
+            apply_to(
+                holder_ref(holder),
+                renewal,
+                status,
+                status_len,
+                fields,
+                now_ns,
             )
-        };
-        let Ok(grant) = Grant::from_fields(status, fields) else {
-            return RATE_E_REPLY;
-        };
-        let sent = Renewal::sent(Instant::from_nanos(renewal.sent_at_ns));
-        match holder.apply_at(&sent, &grant, Instant::from_nanos(now_ns)) {
-            Ok(state) => state_code(state),
-            Err(_) => RATE_E_REPLY,
         }
     })
+}
+
+/// Applies an answer to `renewal` to `holder` at `now_ns`, as `rate_lease_apply_at`.
+///
+/// # Safety
+/// As `rate_lease_apply_at`, for all but `holder`.
+pub(super) unsafe fn apply_to(
+    holder: Option<&LeaseHolder>,
+    renewal: *const rate_lease_renewal,
+    status: *const u8,
+    status_len: usize,
+    fields: *const u64,
+    now_ns: u64,
+) -> i32 {
+    // SAFETY: the caller passes NULL or readable memory.
+    let (Some(holder), Some(renewal)) = (holder, unsafe { renewal.as_ref() }) else {
+        return RATE_E_NULL;
+    };
+    if status.is_null() || fields.is_null() {
+        return RATE_E_NULL;
+    }
+    // SAFETY: non-NULL, and the caller promised the lengths readable.
+    let (status, fields) = unsafe {
+        (
+            std::slice::from_raw_parts(status, status_len),
+            *fields.cast::<[u64; RATE_LEASE_FIELDS]>(),
+        )
+    };
+    let Ok(grant) = Grant::from_fields(status, fields) else {
+        return RATE_E_REPLY;
+    };
+    let sent = Renewal::sent(Instant::from_nanos(renewal.sent_at_ns));
+    match holder.apply_at(&sent, &grant, Instant::from_nanos(now_ns)) {
+        Ok(state) => state_code(state),
+        Err(_) => RATE_E_REPLY,
+    }
 }
 
 /// Writes the holder's last grant to `out` (all zero before the first). Returns RATE_OK or

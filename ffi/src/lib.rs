@@ -20,6 +20,7 @@ mod types;
 // header.
 mod explain;
 mod file;
+mod keyed_lease;
 mod lease;
 mod reservation;
 
@@ -27,6 +28,7 @@ pub use batch::*;
 pub use explain::*;
 pub use file::*;
 pub use keyed::*;
+pub use keyed_lease::*;
 pub use keyed_policy::*;
 pub use lease::*;
 pub use limiter::*;

@@ -119,10 +119,30 @@ impl KeyedLeaseHolder {
 
     /// The lease script of the rule's algorithm, which also decides the keys not leased.
     pub fn script(&self) -> &'static str {
+        let with_nul = self.script_with_nul();
+        &with_nul[..with_nul.len() - 1]
+    }
+
+    /// [`script`](Self::script) with a NUL, for C.
+    #[doc(hidden)]
+    pub fn script_with_nul(&self) -> &'static str {
         match self.rule.divided() {
-            super::rule::Divided::Gcra { .. } => super::GCRA_SCRIPT,
-            super::rule::Divided::FixedWindow { .. } => super::FIXED_WINDOW_SCRIPT,
+            super::rule::Divided::Gcra { .. } => super::GCRA_SCRIPT_WITH_NUL,
+            super::rule::Divided::FixedWindow { .. } => super::FIXED_WINDOW_SCRIPT_WITH_NUL,
         }
+    }
+
+    /// The script call that decides `n` units in Redis, against what the key's leases
+    /// leave: at `at` on the caller's timeline, or by the server's clock (`None`).
+    ///
+    /// # Errors
+    /// [`AcquireError::InsufficientCapacity`] for `n` past the rule's burst (a window's
+    /// limit): never sent.
+    pub fn in_redis(&self, n: u64, at: Option<Instant>) -> Result<Renewal, AcquireError> {
+        if n > self.rule.most() {
+            return Err(AcquireError::InsufficientCapacity);
+        }
+        Ok(Renewal::acquire(&self.rule, n, at))
     }
 
     /// Decides `n` units for `key` now from its share if it is leased and holds one:

@@ -28,6 +28,7 @@ from ctypes import (
     c_char,
     c_char_p,
     c_int32,
+    c_int64,
     c_size_t,
     c_uint8,
     c_uint16,
@@ -172,6 +173,10 @@ RATE_LEASE_ARG_BYTES = 72
 RATE_LEASE_ARGS = 7
 #: The integers of a lease script's answer, after its status.
 RATE_LEASE_FIELDS = 8
+#: ``rate_keyed_lease_acquire``: decide the key in Redis.
+RATE_KEYED_LEASE_IN_REDIS = 2
+#: The integers of the lease script's answer to a request decided in Redis.
+RATE_KEYED_LEASE_FIELDS = 5
 
 
 class rate_lease_rule(Structure):  # noqa: N801 - the C name
@@ -409,6 +414,42 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     ),
     "rate_lease_last_grant": (c_int32, (HANDLE, POINTER(rate_lease_grant))),
     "rate_lease_script": (c_char_p, (HANDLE,)),
+    "rate_keyed_lease_holder_new": (
+        c_int32,
+        (POINTER(rate_lease_rule), c_uint64, c_uint64, KEY, c_size_t, POINTER(HANDLE)),
+    ),
+    "rate_keyed_lease_holder_free": (None, (HANDLE,)),
+    "rate_keyed_lease_acquire": (c_int32, (HANDLE, KEY, c_size_t, c_uint64)),
+    "rate_keyed_lease_acquire_at": (c_int32, (HANDLE, KEY, c_size_t, c_uint64, c_uint64)),
+    "rate_keyed_lease_in_redis": (c_int32, (HANDLE, c_uint64, POINTER(rate_lease_renewal))),
+    "rate_keyed_lease_in_redis_at": (
+        c_int32,
+        (HANDLE, c_uint64, c_uint64, POINTER(rate_lease_renewal)),
+    ),
+    "rate_keyed_lease_decision": (c_int32, (HANDLE, c_uint64, POINTER(c_int64), DECISION)),
+    "rate_keyed_lease_leased": (c_int32, (HANDLE, KEY, c_size_t)),
+    "rate_keyed_lease_renewals": (c_int32, (HANDLE, POINTER(HANDLE))),
+    "rate_keyed_lease_renewals_at": (c_int32, (HANDLE, c_uint64, POINTER(HANDLE))),
+    "rate_keyed_lease_release_all": (c_int32, (HANDLE, POINTER(HANDLE))),
+    "rate_keyed_lease_round_len": (c_size_t, (HANDLE,)),
+    "rate_keyed_lease_round_key": (
+        c_int32,
+        (HANDLE, c_size_t, POINTER(c_void_p), POINTER(c_size_t)),
+    ),
+    "rate_keyed_lease_round_renewal": (
+        c_int32,
+        (HANDLE, c_size_t, POINTER(rate_lease_renewal)),
+    ),
+    "rate_keyed_lease_round_apply": (
+        c_int32,
+        (HANDLE, c_size_t, KEY, c_size_t, POINTER(c_uint64)),
+    ),
+    "rate_keyed_lease_round_apply_at": (
+        c_int32,
+        (HANDLE, c_size_t, KEY, c_size_t, POINTER(c_uint64), c_uint64),
+    ),
+    "rate_keyed_lease_round_free": (None, (HANDLE,)),
+    "rate_keyed_lease_script": (c_char_p, (HANDLE,)),
 }
 
 

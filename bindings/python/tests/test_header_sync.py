@@ -6,7 +6,7 @@ the Rust source by cbindgen and checked for drift there; this closes the loop to
 from __future__ import annotations
 
 import re
-from ctypes import POINTER, c_char, c_char_p, c_int32, c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
+from ctypes import POINTER, c_char, c_char_p, c_int32, c_int64, c_size_t, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,15 @@ C_TYPES: dict[str, Any] = {
     "struct rate_lease_holder *": c_void_p,
     "const struct rate_lease_holder *": c_void_p,
     "struct rate_lease_holder * *": POINTER(c_void_p),
+    "struct rate_keyed_lease_holder *": c_void_p,
+    "const struct rate_keyed_lease_holder *": c_void_p,
+    "struct rate_keyed_lease_holder * *": POINTER(c_void_p),
+    "struct rate_keyed_lease_round *": c_void_p,
+    "const struct rate_keyed_lease_round *": c_void_p,
+    "struct rate_keyed_lease_round * *": POINTER(c_void_p),
+    "const uint8_t * *": POINTER(c_void_p),
+    "size_t *": POINTER(c_size_t),
+    "const int64_t *": POINTER(c_int64),
     "const struct rate_lease_rule *": POINTER(_ffi.rate_lease_rule),
     "const struct rate_lease_renewal *": POINTER(_ffi.rate_lease_renewal),
     "struct rate_lease_renewal *": POINTER(_ffi.rate_lease_renewal),
