@@ -100,8 +100,9 @@ func ReplaceRule() OpenOption {
 	return func(options *openOptions) { options.replaceRule = true }
 }
 
-// IncompatibleError is the error of Open, OpenKeyed and OpenKeyedPolicy for a file that
-// is not a librate table of the opener's kind, rule, capacity and size (left untouched).
+// IncompatibleError is the error of Open, OpenKeyed, OpenKeyedPolicy and OpenLeaseHolder
+// for a file that is not a librate table of the opener's kind, rule, capacity and size
+// (left untouched).
 // It matches ErrIncompatible: errors.Is(err, ErrIncompatible) holds.
 type IncompatibleError struct {
 	// Path is the file the opener was given.
