@@ -123,13 +123,9 @@ type LeaseHolder struct {
 // lease. For a rule, a fallback or a name librate rejects the error is a *ConfigError
 // naming it, which matches ErrInvalidConfig.
 func NewLeaseHolder(rule LeaseRule, options LeaseOptions) (*LeaseHolder, error) {
-	cRule, cFallback, err := rule.toC(options.Fallback)
+	cRule, fallback, err := rule.toC(options.Fallback)
 	if err != nil {
 		return nil, err
-	}
-	var fallback *C.rate_config
-	if options.Fallback != nil {
-		fallback = &cFallback
 	}
 	var name *C.uint8_t
 	if options.Name != "" {
@@ -174,21 +170,23 @@ func dropLeaseHolder(ptr *C.rate_lease_holder) {
 	C.rate_lease_holder_free(ptr)
 }
 
-// toC converts the rule and the fallback, refusing what only Go can get wrong (negative
-// durations, which would wrap to huge unsigned ones).
-func (r LeaseRule) toC(fallback *Config) (C.rate_lease_rule, C.rate_config, error) {
+// toC converts the rule and the fallback (nil for none), refusing what only Go can get
+// wrong (negative durations, which would wrap to huge unsigned ones).
+func (r LeaseRule) toC(fallback *Config) (C.rate_lease_rule, *C.rate_config, error) {
 	config, err := r.Config.toC()
 	if err != nil {
-		return C.rate_lease_rule{}, C.rate_config{}, err
+		return C.rate_lease_rule{}, nil, err
 	}
 	if r.Lease <= 0 || r.RenewEvery < 0 {
-		return C.rate_lease_rule{}, C.rate_config{}, leaseTiming(r)
+		return C.rate_lease_rule{}, nil, leaseTiming(r)
 	}
-	var local C.rate_config
+	var local *C.rate_config
 	if fallback != nil {
-		if local, err = fallback.toC(); err != nil {
-			return C.rate_lease_rule{}, C.rate_config{}, &ConfigError{Reason: "fallback: " + err.(*ConfigError).Reason}
+		converted, err := fallback.toC()
+		if err != nil {
+			return C.rate_lease_rule{}, nil, &ConfigError{Reason: "fallback: " + err.(*ConfigError).Reason}
 		}
+		local = &converted
 	}
 	cRule := C.rate_lease_rule{config: config, lease_ns: C.uint64_t(r.Lease), renew_every_ns: C.uint64_t(r.RenewEvery)}
 	return cRule, local, nil

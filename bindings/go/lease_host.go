@@ -33,30 +33,21 @@ func OpenLeaseHolder(path string, rule LeaseRule, options LeaseOptions) (*LeaseH
 	if options.Name != "" {
 		return nil, &ConfigError{Reason: fmt.Sprintf("LeaseOptions.Name %q: a host's holder has the name its file holds", options.Name)}
 	}
-	cRule, cFallback, err := rule.toC(options.Fallback)
+	cRule, fallback, err := rule.toC(options.Fallback)
 	if err != nil {
 		return nil, err
-	}
-	var fallback *C.rate_config
-	if options.Fallback != nil {
-		fallback = &cFallback
 	}
 	cPath := C.CString(path)
 	defer C.free(unsafe.Pointer(cPath))
 	var ptr *C.rate_lease_holder
 	status, errno := C.rate_lease_holder_open(cPath, &cRule, fallback, &ptr)
-	switch status {
-	case C.RATE_OK:
-		return wrapLeaseHolder(ptr, rule, path), nil
-	case C.RATE_E_IO:
-		return nil, refusedByOS(path, errno)
-	case C.RATE_E_INCOMPATIBLE:
-		return nil, incompatible(path)
-	default:
-		return nil, rejected(status, func(reason *C.char, length C.size_t) C.int32_t {
-			return C.rate_lease_explain(&cRule, fallback, nil, 0, reason, length)
-		})
+	err = openError(path, status, errno, func(reason *C.char, length C.size_t) C.int32_t {
+		return C.rate_lease_explain(&cRule, fallback, nil, 0, reason, length)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return wrapLeaseHolder(ptr, rule, path), nil
 }
 
 // Path returns the file of a host's holder (OpenLeaseHolder), or "" for a holder of its
