@@ -28,8 +28,10 @@ import (
 // TestLeaseHostWorker) open the host's holder in one file with NewLeasedHost, against a
 // real redis-server whose MONITOR shows whose connection sends each call of the lease
 // script. The rule is GCRA, 1,000 a second (T = 1 ms, B = 1,000), leased 1 s at a time
-// (renewed every 250 ms). The processes of a host are one holder under one name, so the
-// script sees one holder, alone: its fair share is the whole rule, held 1 s at a time.
+// and renewed every 100 ms, so that a renewer killed is taken over well before its lease
+// ends, however slow the machine. The processes of a host are one holder under one name,
+// so the script sees one holder, alone: its fair share is the whole rule, held 1 s at a
+// time.
 
 const (
 	hostPathEnv = "LIBRATEREDIS_TEST_HOST_PATH"
@@ -40,7 +42,7 @@ const (
 	hostKey = "lease:{host}"
 )
 
-var hostRule = librate.LeaseRule{Config: thousandASecond, Lease: time.Second}
+var hostRule = librate.LeaseRule{Config: thousandASecond, Lease: time.Second, RenewEvery: 100 * ms}
 
 // TestLeaseHostWorker is not a test of its own: it is a worker process of
 // TestLeaseHostWorkersShareOneLease, and skips unless that test started it. It opens the
@@ -292,7 +294,7 @@ func TestLeaseHostWorkersShareOneLease(t *testing.T) {
 	// for one holder in Redis.
 	workers = append(workers, startWorker(t, s, path, "worker-1", "cancel"), startWorker(t, s, path, "worker-2", "close"))
 	before := len(calls.seen())
-	waitFor(t, "four renewals more", 20*time.Second, func() bool { return len(calls.seen()) >= before+4 })
+	waitFor(t, "ten renewals more", 20*time.Second, func() bool { return len(calls.seen()) >= before+10 })
 	if seen := calls.seen(); slices.ContainsFunc(seen, func(name string) bool { return name != "worker-0" }) {
 		t.Fatalf("script calls from %q: want worker-0's alone", seen)
 	}
