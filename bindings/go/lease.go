@@ -16,6 +16,8 @@ static int32_t librate_go_lease_allow(uintptr_t holder, uint64_t n) {
 #cgo nocallback rate_lease_explain
 #cgo noescape rate_lease_holder_free
 #cgo nocallback rate_lease_holder_free
+#cgo noescape rate_lease_step_down
+#cgo nocallback rate_lease_step_down
 #cgo noescape rate_lease_acquire
 #cgo nocallback rate_lease_acquire
 #cgo noescape rate_lease_acquire_at
@@ -102,6 +104,7 @@ func (s HolderState) String() string {
 // atomics alone: it never talks to Redis. A client sends what Renewal gives to the lease
 // script (LeaseScript) and passes the answer to Apply; package
 // github.com/librate/librate/bindings/go/redis does so in a goroutine (LeasedLimiter).
+// OpenLeaseHolder opens the one holder of every process of a host, in a file.
 //
 // Its decisions are safe for concurrent use and never block; its renewals (Renewal,
 // Apply, Release) take turns under a lock of their own. A nil or closed LeaseHolder
@@ -109,6 +112,8 @@ func (s HolderState) String() string {
 type LeaseHolder struct {
 	ptr  *C.rate_lease_holder
 	rule LeaseRule
+	// path is a host's holder's file (OpenLeaseHolder), "" for a holder of its own.
+	path string
 	// renewing serializes the renewals, which librate takes one caller at a time.
 	renewing sync.Mutex
 	cleanup  runtime.Cleanup
@@ -118,13 +123,9 @@ type LeaseHolder struct {
 // lease. For a rule, a fallback or a name librate rejects the error is a *ConfigError
 // naming it, which matches ErrInvalidConfig.
 func NewLeaseHolder(rule LeaseRule, options LeaseOptions) (*LeaseHolder, error) {
-	cRule, cFallback, err := rule.toC(options.Fallback)
+	cRule, fallback, err := rule.toC(options.Fallback)
 	if err != nil {
 		return nil, err
-	}
-	var fallback *C.rate_config
-	if options.Fallback != nil {
-		fallback = &cFallback
 	}
 	var name *C.uint8_t
 	if options.Name != "" {
@@ -141,35 +142,51 @@ func NewLeaseHolder(rule LeaseRule, options LeaseOptions) (*LeaseHolder, error) 
 		return nil, err
 	}
 	runtime.KeepAlive(options.Name)
+	return wrapLeaseHolder(ptr, rule, ""), nil
+}
+
+// wrapLeaseHolder is the LeaseHolder of ptr, a holder of rule (in the file at path, if
+// not ""), freed by the garbage collector if never closed.
+func wrapLeaseHolder(ptr *C.rate_lease_holder, rule LeaseRule, path string) *LeaseHolder {
 	if rule.RenewEvery == 0 {
 		rule.RenewEvery = rule.Lease / 4
 	}
-	h := &LeaseHolder{ptr: ptr, rule: rule}
+	h := &LeaseHolder{ptr: ptr, rule: rule, path: path}
 	// As for Limiter: the cleanup holds the C pointer, never h.
 	h.cleanup = runtime.AddCleanup(h, freeLeaseHolder, ptr)
-	return h, nil
+	return h
 }
 
 func freeLeaseHolder(ptr *C.rate_lease_holder) {
-	C.rate_lease_holder_free(ptr)
+	dropLeaseHolder(ptr)
 	noteFreed()
 }
 
-// toC converts the rule and the fallback, refusing what only Go can get wrong (negative
-// durations, which would wrap to huge unsigned ones).
-func (r LeaseRule) toC(fallback *Config) (C.rate_lease_rule, C.rate_config, error) {
+// dropLeaseHolder frees a holder. A host's holder, closed or collected, first gives up
+// renewing, so that another process takes it over; for a holder of its own stepping down
+// does nothing.
+func dropLeaseHolder(ptr *C.rate_lease_holder) {
+	C.rate_lease_step_down(ptr)
+	C.rate_lease_holder_free(ptr)
+}
+
+// toC converts the rule and the fallback (nil for none), refusing what only Go can get
+// wrong (negative durations, which would wrap to huge unsigned ones).
+func (r LeaseRule) toC(fallback *Config) (C.rate_lease_rule, *C.rate_config, error) {
 	config, err := r.Config.toC()
 	if err != nil {
-		return C.rate_lease_rule{}, C.rate_config{}, err
+		return C.rate_lease_rule{}, nil, err
 	}
 	if r.Lease <= 0 || r.RenewEvery < 0 {
-		return C.rate_lease_rule{}, C.rate_config{}, leaseTiming(r)
+		return C.rate_lease_rule{}, nil, leaseTiming(r)
 	}
-	var local C.rate_config
+	var local *C.rate_config
 	if fallback != nil {
-		if local, err = fallback.toC(); err != nil {
-			return C.rate_lease_rule{}, C.rate_config{}, &ConfigError{Reason: "fallback: " + err.(*ConfigError).Reason}
+		converted, err := fallback.toC()
+		if err != nil {
+			return C.rate_lease_rule{}, nil, &ConfigError{Reason: "fallback: " + err.(*ConfigError).Reason}
 		}
+		local = &converted
 	}
 	cRule := C.rate_lease_rule{config: config, lease_ns: C.uint64_t(r.Lease), renew_every_ns: C.uint64_t(r.RenewEvery)}
 	return cRule, local, nil
@@ -272,13 +289,14 @@ func stateOf(status C.int32_t) HolderState {
 }
 
 // Close frees the holder. It does not hand its share back: send Release's renewal first,
-// or the share returns to the rule when its lease ends. It is idempotent and always
-// returns nil; afterwards every call returns ErrClosed. It must not run concurrently with
-// other calls on h. A LeaseHolder dropped without Close is freed when the garbage
-// collector finds it unreachable.
+// or the share returns to the rule when its lease ends. A host's holder gives up renewing
+// (StepDown) instead. It is idempotent and always returns nil; afterwards every call
+// returns ErrClosed. It must not run concurrently with other calls on h. A LeaseHolder
+// dropped without Close is freed (a host's stepping down) when the garbage collector
+// finds it unreachable.
 func (h *LeaseHolder) Close() error {
 	if h != nil {
-		release(&h.ptr, h.cleanup, func(ptr *C.rate_lease_holder) { C.rate_lease_holder_free(ptr) })
+		release(&h.ptr, h.cleanup, dropLeaseHolder)
 	}
 	return nil
 }

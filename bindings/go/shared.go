@@ -49,18 +49,13 @@ func Open(path string, config Config, options ...OpenOption) (*Limiter, error) {
 	} else {
 		status, errno = C.rate_limiter_open(cPath, &cConfig, &ptr)
 	}
-	switch status {
-	case C.RATE_OK:
-		return wrapLimiter(ptr, config), nil
-	case C.RATE_E_IO:
-		return nil, refusedByOS(path, errno)
-	case C.RATE_E_INCOMPATIBLE:
-		return nil, incompatible(path)
-	default:
-		return nil, rejected(status, func(reason *C.char, length C.size_t) C.int32_t {
-			return C.rate_limiter_explain_config(&cConfig, reason, length)
-		})
+	err = openError(path, status, errno, func(reason *C.char, length C.size_t) C.int32_t {
+		return C.rate_limiter_explain_config(&cConfig, reason, length)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return wrapLimiter(ptr, config), nil
 }
 
 // OpenOption changes how Open, OpenKeyed and OpenKeyedPolicy open a file: ReplaceRule.
@@ -100,8 +95,9 @@ func ReplaceRule() OpenOption {
 	return func(options *openOptions) { options.replaceRule = true }
 }
 
-// IncompatibleError is the error of Open, OpenKeyed and OpenKeyedPolicy for a file that
-// is not a librate table of the opener's kind, rule, capacity and size (left untouched).
+// IncompatibleError is the error of Open, OpenKeyed, OpenKeyedPolicy and OpenLeaseHolder
+// for a file that is not a librate table of the opener's kind, rule, capacity and size
+// (left untouched).
 // It matches ErrIncompatible: errors.Is(err, ErrIncompatible) holds.
 type IncompatibleError struct {
 	// Path is the file the opener was given.
@@ -209,17 +205,28 @@ func OpenKeyed(path string, config Config, capacity int, options ...OpenOption) 
 	} else {
 		status, errno = C.rate_keyed_open(cPath, &cConfig, C.uint64_t(capacity), &ptr)
 	}
+	err = openError(path, status, errno, func(reason *C.char, length C.size_t) C.int32_t {
+		return C.rate_keyed_explain_config(&cConfig, C.uint64_t(capacity), reason, length)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return wrapKeyed(ptr, config, capacity), nil
+}
+
+// openError is the error of an open of path that returned status, errno what cgo
+// captured: nil for RATE_OK, what refusedByOS and incompatible say for RATE_E_IO and
+// RATE_E_INCOMPATIBLE, and otherwise the refusal explain explains (rejected).
+func openError(path string, status C.int32_t, errno error, explain func(reason *C.char, length C.size_t) C.int32_t) error {
 	switch status {
 	case C.RATE_OK:
-		return wrapKeyed(ptr, config, capacity), nil
+		return nil
 	case C.RATE_E_IO:
-		return nil, refusedByOS(path, errno)
+		return refusedByOS(path, errno)
 	case C.RATE_E_INCOMPATIBLE:
-		return nil, incompatible(path)
+		return incompatible(path)
 	default:
-		return nil, rejected(status, func(reason *C.char, length C.size_t) C.int32_t {
-			return C.rate_keyed_explain_config(&cConfig, C.uint64_t(capacity), reason, length)
-		})
+		return rejected(status, explain)
 	}
 }
 

@@ -23,9 +23,9 @@ import (
 // The process tests run this very test binary again as child processes: with
 // -test.run=^TestHelperProcess$ and helperEnv naming what the child does (helperTake,
 // helperInsert, helperNobody, helperReset, shared_change_test.go's helperSetConfig and
-// helperReplace, or shared_keyed_change_test.go's helperKeyedSetConfig,
-// helperKeyedReplace, helperPolicySetRules and helperPolicyReplace), TestHelperProcess is
-// the child's whole work.
+// helperReplace, shared_keyed_change_test.go's helperKeyedSetConfig,
+// helperKeyedReplace, helperPolicySetRules and helperPolicyReplace, or
+// lease_host_test.go's helperLead), TestHelperProcess is the child's whole work.
 const (
 	helperEnv    = "LIBRATE_TEST_HELPER"
 	helperTake   = "take"   // take units from a shared file until denied
@@ -127,6 +127,8 @@ func TestHelperProcess(t *testing.T) {
 		changePolicyRules(t)
 	case helperPolicyReplace:
 		restartPolicyWithNewRules(t)
+	case helperLead:
+		leadUntilKilled(t)
 	default:
 		t.Skip("the child process of the shared-file tests")
 	}

@@ -115,3 +115,26 @@ func ExampleLeasedLimiter() {
 	err = http.ListenAndServe(":8080", nil)
 	slog.Error("server stopped", "error", err)
 }
+
+// The worker processes of one host (a service run as several processes on each host)
+// decide from one share of the rule, kept in a file each of them maps: one process
+// renews it at a time, and another takes over when that one stops or dies.
+func ExampleNewLeasedHost() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	global := librate.Config{Algorithm: librate.GCRA, Limit: 10_000, Period: time.Second}
+	rule := librate.LeaseRule{Config: global, Lease: 2 * time.Second}
+	limiter, err := librateredis.NewLeasedHost(context.Background(), client, "api:global", "/dev/shm/api-lease", rule, librate.LeaseOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer limiter.Close() // stops renewing, for another process to take over
+	http.HandleFunc("/api", func(w http.ResponseWriter, r *http.Request) {
+		if !limiter.Allow() {
+			http.Error(w, "too many requests", http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, "hello\n")
+	})
+	err = http.ListenAndServe(":8080", nil)
+	slog.Error("server stopped", "error", err)
+}

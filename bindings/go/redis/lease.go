@@ -25,7 +25,8 @@ import (
 // slot. Every host that enforces the rule uses the same key and the same rule.
 //
 // Its decisions are safe for concurrent use. Close stops the goroutine and hands the
-// share back to the others.
+// share back to the others. NewLeasedHost's is the one holder of every process of a
+// host, in a file, renewed by one of them at a time.
 type LeasedLimiter struct {
 	holder *librate.LeaseHolder
 	client redis.UniversalClient
@@ -61,8 +62,33 @@ func NewLeased(ctx context.Context, client redis.UniversalClient, key string, ru
 	if err != nil {
 		return nil, err
 	}
-	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
-	go l.renewUntilStopped(ctx)
+	l.start(ctx)
+	return l, nil
+}
+
+// NewLeasedHost returns the holder of rule for this host (docs/leases.md, one share for
+// a host), in the file at path (librate.OpenLeaseHolder): every worker process of the
+// host that opens it decides from one share, and one of them renews it. Each process
+// runs NewLeased's goroutine, which renews only while its holder leads (Lead): the first
+// process to claim the renewing, until it closes, its ctx ends or it dies, when another
+// process's goroutine takes it over. Close, or the end of ctx, gives up renewing and
+// hands nothing back: the other processes still decide from the share, which lapses once
+// none renews it. The error is librate.OpenLeaseHolder's, or librate.ErrInvalidArgument
+// for a nil client or ctx.
+func NewLeasedHost(ctx context.Context, client redis.UniversalClient, key, path string, rule librate.LeaseRule,
+	options librate.LeaseOptions, more ...Option) (*LeasedLimiter, error) {
+	switch {
+	case ctx == nil:
+		return nil, invalid("NewLeasedHost with a nil context")
+	case client == nil:
+		return nil, invalid("NewLeasedHost with a nil client")
+	}
+	holder, err := librate.OpenLeaseHolder(path, rule, options)
+	if err != nil {
+		return nil, err
+	}
+	l := leased(client, key, holder, more)
+	l.start(ctx)
 	return l, nil
 }
 
@@ -78,9 +104,20 @@ func NewLeasedManual(client redis.UniversalClient, key string, rule librate.Leas
 	if err != nil {
 		return nil, err
 	}
+	return leased(client, key, holder, more), nil
+}
+
+// leased is the LeasedLimiter of holder, renewed by hand until start.
+func leased(client redis.UniversalClient, key string, holder *librate.LeaseHolder, more []Option) *LeasedLimiter {
 	apply(more)
 	script := redis.NewScript(holder.Script())
-	return &LeasedLimiter{holder: holder, client: client, key: key, script: script}, nil
+	return &LeasedLimiter{holder: holder, client: client, key: key, script: script}
+}
+
+// start renews l in a goroutine until Close or ctx's end.
+func (l *LeasedLimiter) start(ctx context.Context) {
+	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
+	go l.renewUntilStopped(ctx)
 }
 
 // Key returns the rule's Redis key.
@@ -122,8 +159,9 @@ func (l *LeasedLimiter) Err() error {
 }
 
 // Renew renews the lease now, by the server's clock, and reports where decisions come
-// from afterwards. The error is the failure Failures counts; either way the holder
-// decides from the lease it holds until it ends.
+// from afterwards, whether or not this process leads (Holder().Lead()). The error is the
+// failure Failures counts; either way the holder decides from the lease it holds until
+// it ends.
 func (l *LeasedLimiter) Renew(ctx context.Context) (librate.HolderState, error) {
 	return l.renew(ctx, l.holder.Renewal, l.holder.Apply, l.holder.State)
 }
@@ -222,17 +260,20 @@ func arguments(r librate.Renewal) []any {
 }
 
 // renewUntilStopped is the goroutine: a renewal at once and then every RenewEvery, each
-// bounded by it, until Close or ctx's end; then the hand-back.
+// bounded by it, while this process leads (always, for a holder of its own), until Close
+// or ctx's end; then the hand-back.
 func (l *LeasedLimiter) renewUntilStopped(ctx context.Context) {
 	defer close(l.stopped)
 	every := l.holder.Rule().RenewEvery
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {
-		call, cancel := context.WithTimeout(ctx, every)
-		// A failure is counted and kept for Err: the holder decides on regardless.
-		_, _ = l.Renew(call)
-		cancel()
+		if l.holder.Lead() {
+			call, cancel := context.WithTimeout(ctx, every)
+			// A failure is counted and kept for Err: the holder decides on regardless.
+			_, _ = l.Renew(call)
+			cancel()
+		}
 		select {
 		case <-ticker.C:
 		case <-l.stop:
@@ -246,10 +287,15 @@ func (l *LeasedLimiter) renewUntilStopped(ctx context.Context) {
 }
 
 // handBack stops the holder deciding from its share and hands it back to the rule,
-// within one renewal interval.
+// within one renewal interval. A host's holder only gives up renewing: the host's other
+// processes decide from the share still.
 func (l *LeasedLimiter) handBack(ctx context.Context) error {
 	l.renewing.Lock()
 	defer l.renewing.Unlock()
+	if l.holder.Path() != "" {
+		l.holder.StepDown()
+		return nil
+	}
 	r, err := l.holder.Release()
 	if err != nil {
 		return err
@@ -263,7 +309,8 @@ func (l *LeasedLimiter) handBack(ctx context.Context) error {
 }
 
 // Close stops renewing, hands the share back (the other holders share it from their
-// next renewals) and frees the holder: afterwards every decision is librate.ErrClosed.
+// next renewals; a host's holder gives up renewing instead, for another process to take
+// over) and frees the holder: afterwards every decision is librate.ErrClosed.
 // It returns the hand-back's failure, if any, as an *Error: the share then returns to
 // the rule when its lease ends. It is idempotent, and must not run concurrently with
 // other calls on l.

@@ -7,6 +7,7 @@ its share with atomics alone, says what to send the lease script and applies the
 from __future__ import annotations
 
 import enum
+import os
 from ctypes import byref, c_uint64, create_string_buffer
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,7 @@ from ._ffi import (
     rate_lease_renewal,
     rate_lease_rule,
 )
-from ._limiter import _CLOSED, Config, _Handle, status_text
+from ._limiter import _CLOSED, Config, _Handle, opened, status_text
 from ._redis_core import _u64
 
 
@@ -151,7 +152,10 @@ class _LeaseHandle(_Handle):
 
     @staticmethod
     def _free(handle: Any, _lib: Any = lib) -> None:
-        # Bound as a default so it still works during interpreter shutdown.
+        # Bound as a default so it still works during interpreter shutdown. A host's
+        # holder, closed or collected, gives up renewing, so that another process takes
+        # it over; for a holder of its own stepping down does nothing.
+        _lib.rate_lease_step_down(handle)
         _lib.rate_lease_holder_free(handle)
 
 
@@ -161,6 +165,18 @@ def _new_holder(rule: LeaseRule, fallback: Config | None, name: bytes) -> tuple[
     local = None if fallback is None else byref(fallback.to_c())
     status = lib.rate_lease_holder_new(byref(rule.to_c()), local, name, len(name), byref(handle))
     return status, handle
+
+
+def _open_holder(
+    path: str | os.PathLike[str], rule: LeaseRule, fallback: Config | None
+) -> tuple[int, _LeaseHandle]:
+    """``rate_lease_holder_open``'s status and the handle it made (NULL on error); raises
+    what ``opened`` raises for a file the OS refuses or that holds something else."""
+    handle = _LeaseHandle()
+    local = None if fallback is None else byref(fallback.to_c())
+    opener = lib.with_errno("rate_lease_holder_open")
+    status = opener(os.fsencode(path), byref(rule.to_c()), local, byref(handle))
+    return opened(status, path), handle
 
 
 def _name(name: str | bytes | None) -> bytes:
@@ -181,21 +197,49 @@ def _refusal(rule: LeaseRule, fallback: Config | None, name: bytes) -> tuple[int
 class Holder:
     """A holder of a share of a ``LeaseRule``, without I/O: decisions from its share (or
     the fallback) with atomics alone, safe from any number of threads; renewals (what to
-    send, and applying the answer) one at a time, which its subclasses ensure."""
+    send, and applying the answer) one at a time, which its subclasses ensure. A host's
+    holder (``path`` given) lives in the file at ``path``, which every process of the host
+    maps: they decide from one share under one name, and one of them renews it
+    (``lead``)."""
 
-    def __init__(self, rule: LeaseRule, fallback: Config | None, name: str | bytes | None) -> None:
+    def _hold(
+        self,
+        rule: LeaseRule,
+        fallback: Config | None,
+        name: str | bytes | None,
+        path: str | os.PathLike[str] | None,
+    ) -> None:
         self._handle: Any = _CLOSED
         if not isinstance(rule, LeaseRule):
             raise TypeError(f"rule must be a LeaseRule, not {type(rule).__name__}")
         if fallback is not None and not isinstance(fallback, Config):
             raise TypeError(f"fallback must be a Config or None, not {type(fallback).__name__}")
         data = _name(name)
-        status, handle = _new_holder(rule, fallback, data)
+        if path is None:
+            status, handle = _new_holder(rule, fallback, data)
+        else:
+            status, handle = _open_holder(path, rule, fallback)
         if status != RATE_OK:
             raise error_for(status, _refusal(rule, fallback, data)[1])
         self._handle = handle
         self._rule = rule
         self._fallback = fallback
+        self._path = path
+
+    @property
+    def path(self) -> str | os.PathLike[str] | None:
+        """The file of a host's holder (``open_host``), or None for a holder of its own."""
+        return self._path
+
+    def lead(self) -> bool:
+        """Whether this process renews the share: always for a holder of its own; for a
+        host's, if no live process of the host does, this one claims it (one of them, of
+        those that ask at once), and keeps it until it closes or dies. Renewals are sent
+        only while this says so."""
+        code = lib.rate_lease_lead(self._handle)
+        if code < 0:
+            raise self._fail(code)
+        return bool(code)
 
     @property
     def rule(self) -> LeaseRule:

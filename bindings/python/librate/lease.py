@@ -6,9 +6,10 @@ holders together never admit more than the global rule alone would.
 
 ``LeasedLimiter`` renews on a daemon thread over a ``redis.Redis`` (or
 ``redis.cluster.RedisCluster``) client; ``AsyncLeasedLimiter`` on an asyncio task over a
-``redis.asyncio`` one. The client is yours, with its pool, TLS, auth and timeouts: give
-it a ``socket_timeout`` below the renewal interval. Needs redis-py
-(``pip install 'librate[redis]'``).
+``redis.asyncio`` one. ``open_host`` of either opens one share for every worker process of
+a host, in a file they all map, renewed by one of them at a time. The client is yours,
+with its pool, TLS, auth and timeouts: give it a ``socket_timeout`` below the renewal
+interval. Needs redis-py (``pip install 'librate[redis]'``).
 
 >>> import redis, librate
 >>> from librate.lease import LeasedLimiter
@@ -26,10 +27,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ._convert import key_bytes, u64
 from ._errors import RedisError, ReplyError
@@ -52,6 +54,8 @@ __all__ = [
 #: Where renewals that failed are reported (a warning each).
 logger = logging.getLogger("librate.lease")
 
+_L = TypeVar("_L", bound="_Leased")
+
 
 class _Leased(Holder):
     """What both limiters share: the rule's key, the client and the lease script, the
@@ -69,9 +73,52 @@ class _Leased(Holder):
         name: str | bytes | None = None,
         background: bool = True,
     ) -> None:
+        self._begin(client, key, rule, fallback, name, None, background)
+
+    @classmethod
+    def open_host(
+        cls: type[_L],
+        client: Any,
+        key: Key,
+        path: str | os.PathLike[str],
+        rule: LeaseRule,
+        *,
+        fallback: Config | None = None,
+        background: bool = True,
+    ) -> _L:
+        """The holder of ``rule`` for this host, in the file at ``path`` (created with mode
+        0600 if absent; put it on a tmpfs such as ``/dev/shm``): every worker process that
+        opens it decides from one share, under the one name the file holds, and one of
+        them renews it. Each process renews in the background as the constructor's
+        holder does, but sends a renewal only while it leads (``lead()``): the first to
+        claim the file, until it closes or dies, when another process's renewer takes it
+        over. ``close()`` gives up renewing and hands nothing back: the other processes
+        still decide from the share, which lapses once none renews it. Open the file once
+        a process (holders of one process are one renewer); ``fallback`` is this
+        process's own.
+
+        Raises ``Incompatible`` if the file is no host's holder of this rule and lease
+        (the message says what it holds, as ``describe_file`` does; it is left
+        untouched), ``InvalidConfig`` for a ``fallback`` librate rejects, and ``OSError``
+        with the OS's ``errno`` (``FileNotFoundError`` for a missing directory,
+        ``PermissionError``…) if it cannot be created, opened or mapped."""
+        limiter = cls.__new__(cls)
+        limiter._begin(client, key, rule, fallback, None, path, background)
+        return limiter
+
+    def _begin(
+        self,
+        client: Any,
+        key: Key,
+        rule: LeaseRule,
+        fallback: Config | None,
+        name: str | bytes | None,
+        path: str | os.PathLike[str] | None,
+        background: bool,
+    ) -> None:
         _check_client(client, self.asynchronous, type(self).__name__)
         self._key = key_bytes(key)
-        super().__init__(rule, fallback, name)
+        self._hold(rule, fallback, name, path)
         self._client = client
         self._script = client.register_script(lib.rate_lease_script(self._handle))
         self._errors = 0
@@ -114,7 +161,11 @@ class _Leased(Holder):
         return self._apply(renewal, reply, now_ns)
 
     def _handing_back(self) -> Conversation[None]:
-        """Stops deciding from the share, and hands it back."""
+        """Stops deciding from the share, and hands it back. A host's holder hands nothing
+        back, for the host's other processes decide from the share still: closing frees
+        its handle, which gives up renewing (``_LeaseHandle``)."""
+        if self._path is not None:
+            return
         renewal = self._release()
         yield self._call(arguments(renewal))
 
@@ -150,7 +201,8 @@ class LeasedLimiter(_Leased):
     the ``librate.lease`` logger, never raised into a decision: the holder decides from
     its lease until it ends, then by the fallback. ``close()`` (or ``with``) stops the
     thread and hands the share back; one collected unclosed stops renewing, and its share
-    returns to the rule when its lease ends.
+    returns to the rule when its lease ends. ``LeasedLimiter.open_host(client, key, path,
+    rule)`` is the host's holder, in a file every worker process shares.
 
     Thread-safety: decisions from any number of threads at once; renewals are taken one
     at a time.
@@ -174,8 +226,10 @@ class LeasedLimiter(_Leased):
 
     def renew(self) -> HolderState:
         """Renews the lease now, by the Redis server's clock, and returns where decisions
-        come from afterwards. Raises ``RedisError`` (``ReplyError`` for a reply the script
-        never gives), counted in ``errors``; nothing is applied then."""
+        come from afterwards, whether or not this process leads (a host's holder renewed
+        by hand renews only while ``lead()`` says so). Raises ``RedisError``
+        (``ReplyError`` for a reply the script never gives), counted in ``errors``;
+        nothing is applied then."""
         return self._renew(None)
 
     def renew_at(self, now_ns: int) -> HolderState:
@@ -193,7 +247,8 @@ class LeasedLimiter(_Leased):
 
     def close(self) -> None:
         """Stops renewing and hands the share back (a failure is counted and logged, and
-        the share then returns to the rule when its lease ends). Idempotent; afterwards
+        the share then returns to the rule when its lease ends); a host's holder gives up
+        renewing instead, for another process to take over. Idempotent; afterwards
         decisions raise ``ClosedError``."""
         self._stop.set()
         if self._thread is not None:
@@ -217,14 +272,16 @@ class LeasedLimiter(_Leased):
 def _renew_until_stopped(
     limiter: weakref.ref[LeasedLimiter], stop: threading.Event, every: float
 ) -> None:
-    """The renewer thread: a renewal every ``every`` seconds until ``stop`` is set or the
-    limiter is gone. A failure was counted and logged; the next renewal is the retry."""
+    """The renewer thread: a renewal every ``every`` seconds while this process leads
+    (``lead()``: always, for a holder of its own), until ``stop`` is set or the limiter is
+    gone. A failure was counted and logged; the next renewal is the retry."""
     while not stop.is_set():
         held = limiter()
         if held is None:
             return
-        with contextlib.suppress(RedisError):
-            held.renew()
+        if held.lead():
+            with contextlib.suppress(RedisError):
+                held.renew()
         del held
         stop.wait(every)
 
@@ -232,8 +289,8 @@ def _renew_until_stopped(
 class AsyncLeasedLimiter(_Leased):
     """``LeasedLimiter`` for asyncio: renewed by a task on the running event loop, over a
     ``redis.asyncio.Redis`` (or ``redis.asyncio.cluster.RedisCluster``). The same
-    constructor (made inside a running loop when ``background``), decisions and
-    properties, all synchronous and non-blocking; ``await renew()``,
+    constructor and ``open_host`` (made inside a running loop when ``background``),
+    decisions and properties, all synchronous and non-blocking; ``await renew()``,
     ``await renew_at(now_ns)``, ``await aclose()`` and ``async with``."""
 
     asynchronous = True
@@ -298,7 +355,8 @@ async def _renew_until_cancelled(limiter: weakref.ref[AsyncLeasedLimiter], every
         held = limiter()
         if held is None:
             return
-        with contextlib.suppress(RedisError):
-            await held.renew()
+        if held.lead():
+            with contextlib.suppress(RedisError):
+                await held.renew()
         del held
         await asyncio.sleep(every)
