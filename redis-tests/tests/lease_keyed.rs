@@ -187,43 +187,44 @@ impl Lcg {
     }
 }
 
-#[test]
-fn holders_of_hot_keys_and_requests_in_redis_never_pass_a_keys_rule() {
-    let Some((_server, mut redis)) = server() else {
-        return;
-    };
-    // Per key: 200 a second, T = 5 ms, B = 20; leases of 1 s renewed every 200 ms.
-    let config = Config::gcra(20, Duration::from_millis(100));
-    let rule = LeaseRule::new(&config, Duration::from_secs(1))
-        .and_then(|rule| rule.renewing_every(Duration::from_millis(200)))
-        .unwrap();
-    // Four holders; a key is leased at one once it asks for 60 units between rounds.
+/// What a run of [`simulate`] logged: each key's admissions, the holders as they ended,
+/// and how many requests were decided in process and in Redis.
+struct Simulated {
+    logs: Vec<Vec<Admission>>,
+    holders: Vec<KeyedLeaseHolder>,
+    in_process: u64,
+    in_redis: u64,
+}
+
+/// The keys of [`simulate`], hot, warm and cold.
+const KEYS: [&[u8]; 3] = [b"hot", b"warm", b"cold"];
+
+/// Four holders of `rule` (leases of 1 s renewed every 200 ms) under `prefix`, 8 s of
+/// virtual time in steps of 1 ms. A key is leased at a holder once it asks for 60 units
+/// between rounds. "hot": 0.6 requests a ms at holders 0 and 1 (about 180 units a round:
+/// leased there), 0.1 at the others (30 a round: decided in Redis), all together about
+/// ten times a rule of 200 a second; "warm": one in 20 ms anywhere; "cold": one in 400
+/// ms anywhere. Holder 1 stops deciding for good at 5 s, its leases left to lapse.
+fn simulate(redis: &mut redis::Connection, rule: &LeaseRule, prefix: &[u8]) -> Simulated {
     let holders: Vec<_> = (0..4)
-        .map(|i| KeyedLeaseHolder::named(&rule, 60, 8, &format!("h{i}")).unwrap())
+        .map(|i| KeyedLeaseHolder::named(rule, 60, 8, &format!("h{i}")).unwrap())
         .collect();
-    let keys: [&[u8]; 3] = [b"hot", b"warm", b"cold"];
-    let mut logs: Vec<Vec<Admission>> = vec![Vec::new(); keys.len()];
+    let mut logs: Vec<Vec<Admission>> = vec![Vec::new(); KEYS.len()];
     let (mut in_process, mut in_redis) = (0u64, 0u64);
     let mut lcg = Lcg(7);
-    // 8 s of virtual time in steps of 1 ms.
     for ms in 0..8000u64 {
         let at = at_ms(ms);
         if ms % 200 == 0 {
             for holder in &holders {
-                renew_keys(&mut redis, b"sim:", holder, Some(at)).unwrap();
+                renew_keys(redis, prefix, holder, Some(at)).unwrap();
             }
         }
         for (index, holder) in holders.iter().enumerate() {
-            // "hot": 0.6 requests a ms at holders 0 and 1 (180 units a round: leased
-            // there), 0.1 at the others (30 a round: decided in Redis), all together
-            // ten times its rule; "warm": one in 20 ms anywhere; "cold": one in 400 ms
-            // anywhere. Holder 1 stops deciding for good at 5 s, its leases left to
-            // lapse.
             if index == 1 && ms >= 5000 {
                 continue;
             }
             let hot = if index < 2 { 6 } else { 1 };
-            for (k, key) in keys.iter().enumerate() {
+            for (k, key) in KEYS.iter().enumerate() {
                 let chance = [10, 200, 4000][k];
                 if lcg.below(chance) >= [hot, 10, 10][k] {
                     continue;
@@ -236,7 +237,7 @@ fn holders_of_hot_keys_and_requests_in_redis_never_pass_a_keys_rule() {
                     }
                     None => {
                         in_redis += 1;
-                        acquire_in_redis(&mut redis, b"sim:", key, &rule, units, Some(at))
+                        acquire_in_redis(redis, prefix, key, rule, units, Some(at))
                             .unwrap()
                             .allowed
                     }
@@ -251,20 +252,70 @@ fn holders_of_hot_keys_and_requests_in_redis_never_pass_a_keys_rule() {
             }
         }
     }
+    Simulated {
+        logs,
+        holders,
+        in_process,
+        in_redis,
+    }
+}
+
+/// The hot key was leased where it is hot and decided there in process; the others were
+/// not leased.
+fn check_the_leasing(run: &Simulated) {
+    let holders = &run.holders;
+    assert!(holders[0].is_leased(b"hot") && !holders[2].is_leased(b"hot"));
+    assert!(!holders[0].is_leased(b"warm") && !holders[0].is_leased(b"cold"));
+    assert!(
+        run.in_process > run.in_redis,
+        "{} in process, {} in Redis",
+        run.in_process,
+        run.in_redis
+    );
+}
+
+#[test]
+fn holders_of_hot_keys_and_requests_in_redis_never_pass_a_keys_rule() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    // Per key: 200 a second, T = 5 ms, B = 20.
+    let config = Config::gcra(20, Duration::from_millis(100));
+    let rule = LeaseRule::new(&config, Duration::from_secs(1))
+        .and_then(|rule| rule.renewing_every(Duration::from_millis(200)))
+        .unwrap();
+    let mut run = simulate(&mut redis, &rule, b"sim:");
     let limit = promise::Rule {
         interval_ns: 5 * MS,
         burst: 20,
     };
-    for (k, log) in logs.iter_mut().enumerate() {
+    for (k, log) in run.logs.iter_mut().enumerate() {
         assert!(!log.is_empty(), "key {k} admitted nothing");
         promise::brute_force(log, limit).unwrap();
         promise::replay(log, limit).unwrap();
     }
-    // The hot key was leased where it is hot, and decided there in process.
-    assert!(holders[0].is_leased(b"hot") && !holders[2].is_leased(b"hot"));
-    assert!(!holders[0].is_leased(b"warm") && !holders[0].is_leased(b"cold"));
-    assert!(
-        in_process > in_redis,
-        "{in_process} in process, {in_redis} in Redis"
-    );
+    check_the_leasing(&run);
+}
+
+#[test]
+fn holders_of_hot_keys_and_requests_in_redis_never_pass_a_keys_window() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    // Per key: 200 a window of 1 s (renewed five times a window).
+    let config = Config::fixed_window(200, Duration::from_secs(1));
+    let rule = LeaseRule::new(&config, Duration::from_secs(1))
+        .and_then(|rule| rule.renewing_every(Duration::from_millis(200)))
+        .unwrap();
+    let run = simulate(&mut redis, &rule, b"simw:");
+    for (k, log) in run.logs.iter().enumerate() {
+        assert!(!log.is_empty(), "key {k} admitted nothing");
+        let mut per_window = std::collections::BTreeMap::<u64, u64>::new();
+        for admission in log {
+            *per_window.entry(admission.at_ns / (1000 * MS)).or_default() += admission.units;
+        }
+        let over: Vec<_> = per_window.iter().filter(|(_, &units)| units > 200).collect();
+        assert!(over.is_empty(), "key {k}: windows over the limit {over:?}");
+    }
+    check_the_leasing(&run);
 }
