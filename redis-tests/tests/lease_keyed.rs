@@ -314,7 +314,10 @@ fn holders_of_hot_keys_and_requests_in_redis_never_pass_a_keys_window() {
         for admission in log {
             *per_window.entry(admission.at_ns / (1000 * MS)).or_default() += admission.units;
         }
-        let over: Vec<_> = per_window.iter().filter(|(_, &units)| units > 200).collect();
+        let over: Vec<_> = per_window
+            .iter()
+            .filter(|(_, &units)| units > 200)
+            .collect();
         assert!(over.is_empty(), "key {k}: windows over the limit {over:?}");
     }
     check_the_leasing(&run);

@@ -241,6 +241,41 @@ fn demands_below_the_rule_are_met_and_the_rest_split_evenly() {
 }
 
 #[test]
+fn many_holders_are_divided_from_the_sums_the_script_keeps() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    renew(&mut redis, 0, "h0", S as u64);
+    // From 2 s, twenty holders ask for the whole rule: the first takes all of it, the
+    // others nothing, and the reply counts every holder that asked within a lease (past
+    // sixteen, the script keeps their sums instead of reading every record).
+    assert_eq!(
+        renew(&mut redis, 2_000_000, "h1", S as u64).1[..2],
+        [S, 1000]
+    );
+    for i in 2..=20 {
+        let (status, fields) = renew(&mut redis, 2_000_000, &format!("h{i}"), S as u64);
+        assert_eq!(status, "granted");
+        assert_eq!(fields[..2], [0, 0]);
+        assert_eq!(fields[4..7], [S, 1000, i]);
+    }
+    // h1 hands its share back; the next call divides the rule among the 19 left, each
+    // demand past the level 1e6 / 19 = 52,631.57…: 52,631 millionths and a burst of 52.
+    assert_eq!(
+        call(&mut redis, "release", 2_100_000, "h1", 0, 1000).unwrap(),
+        Value::Int(1)
+    );
+    let (_, fields) = renew(&mut redis, 2_200_000, "h2", S as u64);
+    assert_eq!(fields[..2], [52_631, 52]);
+    assert_eq!(fields[4..7], [52_631, 52, 19]);
+    // The next holder, from the kept sums and level: the same share, and the sums grow
+    // by it.
+    let (_, fields) = renew(&mut redis, 2_200_000, "h3", S as u64);
+    assert_eq!(fields[..2], [52_631, 52]);
+    assert_eq!(fields[4..7], [105_262, 104, 19]);
+}
+
+#[test]
 fn another_rule_another_type_and_garbage_are_errors() {
     let Some((_server, mut redis)) = server() else {
         return;

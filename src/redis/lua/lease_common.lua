@@ -16,20 +16,37 @@ function lease_arguments_refused(args)
     return redis.error_reply('librate: lease script called with ' .. table.concat(args, ' '))
 end
 
--- The state of the rule at `key` (its hash's fields, as a table), or nil and the reply to
--- give instead: Redis's own error for another type at the key, the error for a hash made
--- for another `rule` (whose form, such as 'interval_ns:burst:lease_us', the error
--- names), or 1 for a hand-back of a rule Redis holds nothing of. A rule Redis has not
--- seen, or has lost, is made afresh at `now`: its epoch, no grant before `quiet_until`,
--- and the fields `more` beside.
-function lease_open(key, rule, form, op, now, quiet_until, more)
-    local fields = redis.pcall('HGETALL', key)
-    if fields.err then
-        return nil, fields
-    end
+-- The state of the rule at `key` (its hash's fields, as a table: every field, or 'rule',
+-- 'epoch', 'quiet_until' and those named in `wanted`), or nil and the reply to give
+-- instead: Redis's own error for another type at the key, the error for a hash made for
+-- another `rule` (whose form, such as 'interval_ns:burst:lease_us', the error names), or 1
+-- for a hand-back of a rule Redis holds nothing of. A rule Redis has not seen, or has
+-- lost, is made afresh at `now`: its epoch, no grant before `quiet_until`, and the fields
+-- `more` beside.
+function lease_open(key, rule, form, op, now, quiet_until, more, wanted)
     local state = {}
-    for i = 1, #fields, 2 do
-        state[fields[i]] = fields[i + 1]
+    if wanted then
+        local names = {'rule', 'epoch', 'quiet_until'}
+        for _, name in ipairs(wanted) do
+            names[#names + 1] = name
+        end
+        local values = redis.pcall('HMGET', key, unpack(names))
+        if values.err then
+            return nil, values
+        end
+        for i, name in ipairs(names) do
+            if values[i] then
+                state[name] = values[i]
+            end
+        end
+    else
+        local fields = redis.pcall('HGETALL', key)
+        if fields.err then
+            return nil, fields
+        end
+        for i = 1, #fields, 2 do
+            state[fields[i]] = fields[i + 1]
+        end
     end
     if state.rule == rule then
         return state

@@ -59,19 +59,13 @@ else
     made_direct = struct.pack('>ddddddd', now + lease, burst * interval, interval, burst, now, 0, 0)
 end
 local state, reply = lease_open(key, rule, 'interval_ns:burst:lease_us', op, now, now + lease,
-    {direct = made_direct})
+    {direct = made_direct}, {'agg', 'direct', mine or 'direct'})
 if not state then
     return reply
 end
 local epoch, quiet_until = tonumber(state.epoch), tonumber(state.quiet_until)
 if not quiet_until or not epoch then
     return redis.error_reply('librate: ' .. key .. ' holds no lease state')
-end
-
-if op == 'release' then
-    -- The holder stopped deciding before it asked: nothing it held is in use.
-    redis.call('HDEL', key, mine)
-    return 1
 end
 
 -- A holder's record: its last demand, then the leases it may still be deciding from (rate,
@@ -138,31 +132,144 @@ local function record(leases, rate, share_burst, ends)
     return kept
 end
 
--- Everything other holders may still be deciding from, their demands, and this holder's
--- own leases.
-local others_rate, others_burst, demands, total, own = 0, 0, {}, 0, {}
-local latest = quiet_until
-for name, packed in pairs(state) do
-    if string.sub(name, 1, 2) == 'h:' then
-        local last_demand, leases = unpack_record(packed)
-        if not leases then
-            return redis.error_reply('librate: ' .. key .. ' holds no lease state at ' .. name)
+-- When to read every record again for `leases`: when the first of them ends (what they
+-- hold may drop then), but not within a sixteenth of a lease from now, so that every
+-- record is read at most that often whatever the holders.
+local function soonest(leases)
+    local first = math.huge
+    for _, held in ipairs(leases) do
+        first = math.min(first, held[3])
+    end
+    return math.max(first, now + math.max(1, math.floor(lease / 16)))
+end
+
+-- What every holder may still be deciding from, kept between calls (the hash's 'agg'):
+-- the sums of their held rates and bursts, their demands' sum and count, the division's
+-- level (the share every demand above it gets; -1 when every demand fitted), the last
+-- lease's end, when they were last written, and when to read every record again: when a
+-- lease counted may end (a sum may drop then: at most once a sixteenth of a lease), a
+-- quarter lease after the last reading, or at a time before the last write. Between readings a sum only changes by what a
+-- holder's own call changes in its own record, so it never counts less than is held, and
+-- a call reads one record instead of every holder's. A rule of few holders is read whole
+-- at every call, its division exact.
+local FEW = 16
+local function unpack_agg(packed)
+    if packed == nil or #packed ~= 64 then
+        return nil
+    end
+    local a = {}
+    a.rate, a.burst, a.total, a.count, a.level, a.latest, a.at, a.read_again =
+        struct.unpack('>dddddddd', packed)
+    return a
+end
+
+local function write_agg(a)
+    redis.call('HSET', key, 'agg', struct.pack('>dddddddd', a.rate, a.burst, a.total, a.count,
+        a.level, a.latest, a.at, a.read_again))
+end
+
+-- The max-min level of `demands` over the whole (1e6), or -1 if they all fit.
+local function level_of(demands, total)
+    if total <= SCALE then
+        return -1
+    end
+    table.sort(demands)
+    local left = SCALE
+    for i = 1, #demands do
+        local level = left / (#demands - i + 1)
+        if demands[i] > level then
+            return level
         end
-        local last_end = leases[#leases][3]
-        if last_end <= now then
-            -- Every lease it held has ended (the last ends last): it holds nothing.
-            redis.call('HDEL', key, name)
-        elseif name == mine then
-            own = leases
-        else
-            local rate, share_burst = held_by(leases)
-            others_rate, others_burst = others_rate + rate, others_burst + share_burst
-            demands[#demands + 1] = last_demand
-            total = total + last_demand
-            latest = math.max(latest, last_end)
-        end
+        left = left - demands[i]
+    end
+    return -1
+end
+
+if state.agg ~= nil and not unpack_agg(state.agg) then
+    return redis.error_reply('librate: ' .. key .. ' holds no lease state at agg')
+end
+local agg = unpack_agg(state.agg)
+
+-- This holder's own record, if it has one: its leases and its last demand.
+local own, own_demand = {}, nil
+if mine and state[mine] then
+    own_demand, own = unpack_record(state[mine])
+    if not own then
+        return redis.error_reply('librate: ' .. key .. ' holds no lease state at ' .. mine)
     end
 end
+
+if op == 'release' then
+    -- The holder stopped deciding before it asked: nothing it held is in use. The sums
+    -- count it until every record is read again, at the next call.
+    redis.call('HDEL', key, mine)
+    if agg then
+        agg.read_again = math.min(agg.read_again, now)
+        write_agg(agg)
+    end
+    return 1
+end
+
+-- Reads every record: drops those whose leases all ended, and sums the rest (this
+-- holder's included) into a fresh 'agg'; returns it, this holder's record, and the other
+-- holders' demands.
+local function read_all()
+    local fields = redis.call('HGETALL', key)
+    local a = {rate = 0, burst = 0, total = 0, count = 0, level = -1, latest = quiet_until,
+        at = now, read_again = now + math.max(1, math.floor(lease / 4))}
+    local others, mine_leases, mine_demand = {}, {}, nil
+    for i = 1, #fields, 2 do
+        local name, packed = fields[i], fields[i + 1]
+        if string.sub(name, 1, 2) == 'h:' then
+            local last_demand, leases = unpack_record(packed)
+            if not leases then
+                return nil, redis.error_reply('librate: ' .. key .. ' holds no lease state at ' .. name)
+            end
+            local last_end = leases[#leases][3]
+            if last_end <= now then
+                -- Every lease it held has ended (the last ends last): it holds nothing.
+                redis.call('HDEL', key, name)
+            else
+                local rate, share_burst = held_by(leases)
+                a.rate, a.burst = a.rate + rate, a.burst + share_burst
+                a.total, a.count = a.total + last_demand, a.count + 1
+                a.latest = math.max(a.latest, last_end)
+                a.read_again = math.min(a.read_again, soonest(leases))
+                if name == mine then
+                    mine_leases, mine_demand = leases, last_demand
+                else
+                    others[#others + 1] = last_demand
+                end
+            end
+        end
+    end
+    return a, mine_leases, mine_demand, others
+end
+
+-- What the other holders may still be deciding from, and their demands' sum and count:
+-- the sums less this holder's record, which holds what it held when last summed (none of
+-- its leases has ended since: they are read again before). Every record is read if
+-- `whole`, or when due; then the others' demands are known one by one. Returns the error
+-- reply of a record that is not one.
+local others_demands, others_rate, others_burst, others_total, others_count
+local function sum_up(whole)
+    if whole or agg == nil or now >= agg.read_again or now < agg.at or agg.count <= FEW then
+        local read, leases, last_demand, others = read_all()
+        if not read then
+            return leases
+        end
+        agg, own, own_demand, others_demands = read, leases, last_demand, others
+    end
+    local own_rate, own_burst = held_by(own)
+    others_rate, others_burst = agg.rate - own_rate, agg.burst - own_burst
+    others_total = agg.total - (own_demand or 0)
+    others_count = agg.count - (own_demand and 1 or 0)
+end
+local refused = sum_up(false)
+if refused then
+    return refused
+end
+local latest = agg.latest
 
 -- The requests decided here: their bucket, where it stood at `at` (its
 -- `debt`, ns until it is full again), under the share it held since (one unit every
@@ -250,6 +357,7 @@ if op == 'acquire' then
         retry = math.ceil((debt + n * direct.every - full) / 1000)
     end
     write_direct()
+    write_agg(agg)
     -- Kept a lease past the bucket's being full again and the last lease's end.
     latest = math.max(latest, now + math.ceil(debt / 1000))
     redis.call('PEXPIRE', key, math.max(1, math.ceil((latest - now + lease) / 1000)))
@@ -263,26 +371,60 @@ end
 -- The requests decided here share in the division by their demand (not counted among
 -- the holders).
 local asked = direct_demand()
-local holders = #demands
-if asked > 0 then
-    demands[#demands + 1] = asked
-    total = total + asked
+local function totals()
+    if asked > 0 then
+        return others_total + demand + asked, others_count + 2
+    end
+    return others_total + demand, others_count + 1
+end
+local total, count = totals()
+if total > SCALE and not others_demands and agg.level < 0 then
+    -- Every demand fitted when last divided, and no longer does: divide again.
+    refused = sum_up(true)
+    if refused then
+        return refused
+    end
+    total, count = totals()
+end
+
+-- Writes this holder's record with a lease of `rate` and `share_burst` to `ends`, and the
+-- sums with it; returns the sums of what every holder holds now.
+local function keep(rate, share_burst, ends)
+    local kept = record(own, rate, share_burst, ends)
+    local kept_rate, kept_burst = held_by(kept)
+    agg.rate, agg.burst = others_rate + kept_rate, others_burst + kept_burst
+    agg.total, agg.count = others_total + demand, others_count + 1
+    agg.latest = math.max(agg.latest, ends)
+    agg.at = math.max(agg.at, now)
+    agg.read_again = math.min(agg.read_again, soonest(kept))
+    write_agg(agg)
+    return agg.rate, agg.burst
 end
 
 if now < quiet_until then
     -- Nothing granted, but the demand kept: the first grant after quiet divides the rule
     -- among every holder that asked during it.
-    local kept = record(own, 0, 0, now + lease)
-    local own_rate, own_burst = held_by(kept)
+    local held_rate, held_burst = keep(0, 0, now + lease)
     redis.call('PEXPIRE', key, math.ceil((math.max(latest, now + lease) - now + lease) / 1000))
-    return {'quiet', 0, 0, quiet_until - now, epoch, others_rate + own_rate, others_burst + own_burst,
-        holders + 1, 0}
+    return {'quiet', 0, 0, quiet_until - now, epoch, held_rate, held_burst, others_count + 1, 0}
 end
 
 -- This holder's fair share of the rate by demand, what no demand asks for split evenly:
--- a share can be taken back once its lease ends.
-demands[#demands + 1] = demand
-local target = fair_share(demands, total + demand, demand, true)
+-- a share can be taken back once its lease ends. Every record read: the division of
+-- their demands and this one's; else the level of the last division, kept in 'agg'.
+local target
+if others_demands then
+    if asked > 0 then
+        others_demands[#others_demands + 1] = asked
+    end
+    others_demands[#others_demands + 1] = demand
+    agg.level = level_of(others_demands, total)
+end
+if total <= SCALE then
+    target = demand + math.floor((SCALE - total) / count)
+else
+    target = math.min(demand, math.floor(agg.level))
+end
 
 -- The share: the target where what others hold leaves room, and a burst in proportion
 -- (one unit at least), or nothing when either has no room.
@@ -293,14 +435,12 @@ if rate < 1 or share_burst < 1 then
 end
 
 local ends = now + lease
-local kept = record(own, rate, share_burst, ends)
-local own_rate, own_burst = held_by(kept)
+local held_rate, held_burst = keep(rate, share_burst, ends)
 -- What the requests decided here hold shrinks (or grows) to what is left.
-direct_now(others_rate + own_rate, others_burst + own_burst)
+direct_now(held_rate, held_burst)
 write_direct()
 -- Kept a lease length past the last lease's end, so that a rule whose holders all left
 -- is made afresh (and quiet) only once nothing can be deciding from it.
 latest = math.max(latest, ends)
 redis.call('PEXPIRE', key, math.ceil((latest - now + lease) / 1000))
-return {'granted', rate, share_burst, lease, epoch, others_rate + own_rate,
-    others_burst + own_burst, holders + 1, 0}
+return {'granted', rate, share_burst, lease, epoch, held_rate, held_burst, others_count + 1, 0}
