@@ -6,9 +6,10 @@
 mod common;
 
 use common::promise::{self, Admission};
-use common::redis_server::server;
+use common::redis_server::{server, RedisServer};
 use librate::lease::{
-    acquire_in_redis, renew, renew_keys, Fallback, KeyedLeaseHolder, LeaseHolder,
+    acquire_in_redis, renew, renew_keys, Fallback, KeyedLeaseHolder, KeyedLeasedLimiter,
+    LeaseHolder,
 };
 use librate::redis::RedisError;
 use librate::{Config, Decision, Instant, LeaseRule};
@@ -321,4 +322,75 @@ fn holders_of_hot_keys_and_requests_in_redis_never_pass_a_keys_window() {
         assert!(over.is_empty(), "key {k}: windows over the limit {over:?}");
     }
     check_the_leasing(&run);
+}
+
+/// Waits up to 10 s for `done`; fails saying `what` otherwise.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "waited 10 s for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_keyed_limiter_leases_what_is_hot_falls_back_and_hands_back() {
+    let Some(mut server) = RedisServer::start() else {
+        return;
+    };
+    let client = redis::Client::open(server.url().as_str()).unwrap();
+    let mut connection = client.get_connection().unwrap();
+    // 1,000 a second per key, leased 1 s at a time, renewed every 100 ms; a key is leased
+    // once it asks for 10 units between renewals.
+    let rule = LeaseRule::new(&Config::per_second(1000), Duration::from_secs(1))
+        .and_then(|rule| rule.renewing_every(Duration::from_millis(100)))
+        .unwrap();
+    let limiter =
+        KeyedLeasedLimiter::open(client.clone(), "kl:", &rule, 10, 4, Fallback::Deny).unwrap();
+    // A key Redis never saw: decided there, admitted at once.
+    assert!(limiter.try_acquire(&mut connection, b"hot", 1).unwrap());
+    assert!(!limiter.holder().is_leased(b"hot"));
+    // Asked for often, it is leased, and (after the rule's quiet lease) decided in
+    // process: a query then finds a share.
+    wait_until("the hot key decided in process", || {
+        for _ in 0..20 {
+            limiter.try_acquire(&mut connection, b"hot", 1).unwrap();
+        }
+        limiter.holder().try_acquire(b"hot", 0) == Ok(Some(true))
+    });
+    // Units past the rule's burst are refused, never sent.
+    assert!(limiter.try_acquire(&mut connection, b"cold", 1001).is_err());
+    // Closing hands the hot key's share back: its holder's record is gone.
+    limiter.close().unwrap();
+    let fields: Vec<String> = redis::cmd("HKEYS")
+        .arg("kl:hot")
+        .query(&mut connection)
+        .unwrap();
+    assert!(fields.contains(&"agg".to_owned()), "{fields:?}");
+    assert!(
+        fields.iter().all(|field| !field.starts_with("h:")),
+        "{fields:?}"
+    );
+
+    // Redis stops: a key that must go there is decided by the fallback, here a local
+    // rule of 2 an hour; with Fallback::Deny, denied.
+    let local = Config::per_hour(1).with_burst(2);
+    let falling_back =
+        KeyedLeasedLimiter::open(client.clone(), "kl:", &rule, 10, 4, Fallback::Local(local))
+            .unwrap();
+    let denying =
+        KeyedLeasedLimiter::open(client.clone(), "kl:", &rule, 10, 4, Fallback::Deny).unwrap();
+    server.stop();
+    let admitted: Vec<bool> = (0..3)
+        .map(|_| {
+            falling_back
+                .try_acquire(&mut connection, b"cold", 1)
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(admitted, [true, true, false]);
+    assert!(!denying.try_acquire(&mut connection, b"cold", 1).unwrap());
 }

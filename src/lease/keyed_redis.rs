@@ -159,16 +159,25 @@ impl KeyedLeasedLimiter {
                 connection.failed();
             }
         };
+        // The hand-backs not sent yet, kept for the renewer's second try.
+        let mut unsent = None;
         let last = move |connection: &mut Connection<C>| {
+            let unsent = unsent.get_or_insert_with(|| {
+                let all = releasing.release_all();
+                let calls = all
+                    .into_iter()
+                    .map(|(key, leased)| (key, leased.release(), leased));
+                calls.collect::<Vec<_>>()
+            });
             let open = connection.get()?;
-            for (key, leased) in releasing.release_all() {
-                let handed_back = leased.release();
+            while let Some((key, handed_back, leased)) = unsent.last() {
                 call(
                     open,
-                    &key_under(&release_prefix, &key),
+                    &key_under(&release_prefix, key),
                     leased.rule(),
-                    &handed_back,
+                    handed_back,
                 )?;
+                unsent.pop();
             }
             Ok(())
         };

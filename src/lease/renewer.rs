@@ -36,7 +36,8 @@ pub(super) struct Renewer {
 
 impl Renewer {
     /// Runs `round` at once and then every `every`, until stopped; then `last` (a
-    /// hand-back), whose error [`stop`](Self::stop) returns.
+    /// hand-back), again on a new connection if it fails (the one open may have been
+    /// broken since the last round), whose error [`stop`](Self::stop) returns.
     ///
     /// # Errors
     /// [`Error::Timer`] if the thread cannot be started.
@@ -44,7 +45,7 @@ impl Renewer {
         every: Duration,
         connect: impl FnMut() -> redis::RedisResult<C> + Send + 'static,
         mut round: impl FnMut(&mut Connection<C>) + Send + 'static,
-        last: impl FnOnce(&mut Connection<C>) -> Result<(), RedisError> + Send + 'static,
+        mut last: impl FnMut(&mut Connection<C>) -> Result<(), RedisError> + Send + 'static,
     ) -> Result<Self, Error> {
         let (stop, stopped) = mpsc::channel::<()>();
         let connect = Box::new(connect);
@@ -63,7 +64,10 @@ impl Renewer {
                         Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
                     }
                 }
-                last(&mut connection)
+                last(&mut connection).or_else(|_| {
+                    connection.failed();
+                    last(&mut connection)
+                })
             })
             .map_err(Error::Timer)?;
         Ok(Self {
