@@ -323,7 +323,7 @@ func ExampleOpenKeyed() {
 }
 
 // A holder of a share of 1,000 a second across hosts, without I/O, on a caller's clock:
-// a client sends the renewal's Args to the lease script (LeaseScript) with the rule's
+// a client sends the renewal's Args to the lease script (Script) with the rule's
 // Redis key, and applies its answer; package librateredis does both in a goroutine.
 func ExampleLeaseHolder() {
 	rule := librate.LeaseRule{Config: librate.Config{Algorithm: librate.GCRA, Limit: 1000, Period: time.Second}, Lease: 2 * time.Second}

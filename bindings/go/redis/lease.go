@@ -215,7 +215,7 @@ func (l *LeasedLimiter) renew(ctx context.Context, renewal func() (librate.Renew
 }
 
 // answer applies a renewal's reply: {status, rate, burst, lease_us, epoch, held_rate,
-// held_burst, holders}, integers or decimal strings. Anything else, or a reply the
+// held_burst, holders, window}, integers or decimal strings. Anything else, or a reply the
 // holder refuses (librate.ErrReply), is ErrReply, and nothing of it is applied.
 func answer(r librate.Renewal, reply any, apply applier) (librate.HolderState, error) {
 	status, fields, ok := grantOf(reply)
@@ -229,7 +229,7 @@ func answer(r librate.Renewal, reply any, apply applier) (librate.HolderState, e
 	return state, nil
 }
 
-// grantOf reads a renewal's reply as a status and seven unsigned integers.
+// grantOf reads a renewal's reply as a status and librate.LeaseFields unsigned integers.
 func grantOf(reply any) (status string, fields [librate.LeaseFields]uint64, ok bool) {
 	values, ok := reply.([]any)
 	if !ok || len(values) != 1+len(fields) {
