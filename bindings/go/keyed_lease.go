@@ -158,7 +158,7 @@ func (h *KeyedLeaseHolder) Acquire(key string, n int) (admitted, decided bool, e
 	k := stringKey(key)
 	status := C.rate_keyed_lease_acquire(h.handle(), k.ptr, k.len, C.uint64_t(n))
 	runtime.KeepAlive(h)
-	return keyedOutcome(status)
+	return keyedOutcome(status, n)
 }
 
 // AcquireAt is Acquire at now on the caller's timeline: one timeline for the holder's
@@ -171,11 +171,11 @@ func (h *KeyedLeaseHolder) AcquireAt(key string, n int, now time.Duration) (admi
 	k := stringKey(key)
 	status := C.rate_keyed_lease_acquire_at(h.handle(), k.ptr, k.len, C.uint64_t(n), C.uint64_t(now))
 	runtime.KeepAlive(h)
-	return keyedOutcome(status)
+	return keyedOutcome(status, n)
 }
 
-// keyedOutcome reads rate_keyed_lease_acquire's status.
-func keyedOutcome(status C.int32_t) (admitted, decided bool, err error) {
+// keyedOutcome reads rate_keyed_lease_acquire's status for n units.
+func keyedOutcome(status C.int32_t, n int) (admitted, decided bool, err error) {
 	switch status {
 	case C.RATE_OK:
 		return true, true, nil
@@ -184,7 +184,16 @@ func keyedOutcome(status C.int32_t) (admitted, decided bool, err error) {
 	case C.RATE_KEYED_LEASE_IN_REDIS:
 		return false, false, nil
 	}
-	return false, false, statusError(status)
+	return false, false, unitsError(status, n)
+}
+
+// unitsError is the error of status for a request of n units, naming n when it is above
+// the rule's burst.
+func unitsError(status C.int32_t, n int) error {
+	if status == C.RATE_E_INSUFFICIENT_CAPACITY {
+		return detailed(ErrInsufficientCapacity, "%d units, above the rule's burst (a window's limit)", n)
+	}
+	return statusError(status)
 }
 
 // InRedis returns the lease script call that decides n units in Redis, against what the
@@ -196,7 +205,7 @@ func (h *KeyedLeaseHolder) InRedis(n int) (Renewal, error) {
 	if n < 0 {
 		return Renewal{}, negative("n", int64(n))
 	}
-	return h.inRedis(func(ptr *C.rate_keyed_lease_holder, out *C.rate_lease_renewal) C.int32_t {
+	return h.inRedis(n, func(ptr *C.rate_keyed_lease_holder, out *C.rate_lease_renewal) C.int32_t {
 		return C.rate_keyed_lease_in_redis(ptr, C.uint64_t(n), out)
 	})
 }
@@ -206,17 +215,18 @@ func (h *KeyedLeaseHolder) InRedisAt(n int, now time.Duration) (Renewal, error) 
 	if n < 0 || now < 0 {
 		return Renewal{}, negativeArgument(n, now, 0)
 	}
-	return h.inRedis(func(ptr *C.rate_keyed_lease_holder, out *C.rate_lease_renewal) C.int32_t {
+	return h.inRedis(n, func(ptr *C.rate_keyed_lease_holder, out *C.rate_lease_renewal) C.int32_t {
 		return C.rate_keyed_lease_in_redis_at(ptr, C.uint64_t(n), C.uint64_t(now), out)
 	})
 }
 
-func (h *KeyedLeaseHolder) inRedis(call func(*C.rate_keyed_lease_holder, *C.rate_lease_renewal) C.int32_t) (Renewal, error) {
+// inRedis is the call for n units that call writes.
+func (h *KeyedLeaseHolder) inRedis(n int, call func(*C.rate_keyed_lease_holder, *C.rate_lease_renewal) C.int32_t) (Renewal, error) {
 	var out C.rate_lease_renewal
 	status := call(h.handle(), &out)
 	runtime.KeepAlive(h)
 	if status != C.RATE_OK {
-		return Renewal{}, statusError(status)
+		return Renewal{}, unitsError(status, n)
 	}
 	return renewalOf(&out), nil
 }

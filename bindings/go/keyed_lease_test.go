@@ -60,8 +60,8 @@ func TestKeyedLeaseKeysNotLeasedAreDecidedInRedis(t *testing.T) {
 	if _, err := h.InRedis(26); !errors.Is(err, librate.ErrInsufficientCapacity) {
 		t.Errorf("InRedis(26): %v", err)
 	}
-	if _, _, err := h.AcquireAt("u", 26, 0); !errors.Is(err, librate.ErrInsufficientCapacity) {
-		t.Errorf("AcquireAt 26: %v", err)
+	if _, _, err := h.AcquireAt("u", 26, 0); !errors.Is(err, librate.ErrInsufficientCapacity) || !strings.Contains(err.Error(), "26 units") {
+		t.Errorf("AcquireAt 26: %v, want ErrInsufficientCapacity naming 26 units", err)
 	}
 
 	// Admitted: 21 left, full again in 4 units' time, 80 ms.
