@@ -323,7 +323,7 @@ func ExampleOpenKeyed() {
 }
 
 // A holder of a share of 1,000 a second across hosts, without I/O, on a caller's clock:
-// a client sends the renewal's Args to the lease script (LeaseScript) with the rule's
+// a client sends the renewal's Args to the lease script (Script) with the rule's
 // Redis key, and applies its answer; package librateredis does both in a goroutine.
 func ExampleLeaseHolder() {
 	rule := librate.LeaseRule{Config: librate.Config{Algorithm: librate.GCRA, Limit: 1000, Period: time.Second}, Lease: 2 * time.Second}
@@ -347,4 +347,39 @@ func ExampleLeaseHolder() {
 	// Leased
 	// allowed at 2ms: true
 	// at 1.998s: InFallback
+}
+
+// A holder of a keyed rule's hot keys (100 a second per key), without I/O, on a
+// caller's clock: a request for a key not leased here is the caller's to decide in Redis,
+// with the holder's call at the key's Redis key; a key asked for 4 units between two
+// rounds is leased at the next round, and decided in process once granted a share.
+// Package librateredis does all of it over go-redis (KeyedLeasedLimiter).
+func ExampleKeyedLeaseHolder() {
+	rule := librate.LeaseRule{Config: librate.Config{Algorithm: librate.GCRA, Limit: 100, Period: time.Second}, Lease: 2 * time.Second}
+	holder, err := librate.NewKeyedLeaseHolder(rule, 4, 1000, librate.LeaseOptions{Name: "host-a"})
+	if err != nil {
+		panic(err)
+	}
+	defer holder.Close()
+	_, decided, _ := holder.AcquireAt("user:7", 5, 0)
+	call, _ := holder.InRedisAt(5, 0)
+	fmt.Println("decided here:", decided, "ARGV:", call.Args)
+	// The script's answer: admitted, 95 of 100 left, full again in 50 ms.
+	d, _ := holder.Decision(5, [librate.KeyedLeaseFields]int64{1, 100, 95, 0, 50_000})
+	fmt.Println("allowed:", d.Allowed, "remaining:", d.Remaining)
+	round, _ := holder.RenewalsAt(0)
+	defer round.Close()
+	fmt.Println(round.Renewals[0].Key, "ARGV:", round.Renewals[0].Renewal.Args)
+	// The script's answer: the whole rule, for 2 s.
+	state, _ := round.ApplyAt(0, "granted", [librate.LeaseFields]uint64{1_000_000, 100, 2_000_000, 1, 1_000_000, 100, 1, 0}, 0)
+	fmt.Println(state)
+	// A share starts empty and fills at its rate: one unit every 10 ms.
+	admitted, decided, _ := holder.AcquireAt("user:7", 1, 10*time.Millisecond)
+	fmt.Println("decided here:", decided, "allowed:", admitted)
+	// Output:
+	// decided here: false ARGV: [acquire 0 10000000 100 2000000  5]
+	// allowed: true remaining: 95
+	// user:7 ARGV: [renew 0 10000000 100 2000000 host-a 1000000]
+	// Leased
+	// decided here: true allowed: true
 }

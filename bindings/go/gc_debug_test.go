@@ -49,3 +49,26 @@ func settle() {
 		}
 	}
 }
+
+// A keyed lease holder and a round of it, dropped without Close, are freed too: the round
+// holds its keys' holders, never the keyed holder's C handle.
+func TestCleanupFreesKeyedLeaseHoldersAndRounds(t *testing.T) {
+	settle()
+	before := freedHandles.Load()
+	func() {
+		rule := LeaseRule{Config: Config{Limit: 10, Period: time.Second}, Lease: time.Second}
+		h, err := NewKeyedLeaseHolder(rule, 0, 1, LeaseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.AcquireAt("k", 1, 0)
+		round, err := h.RenewalsAt(0)
+		if err != nil || len(round.Renewals) != 1 {
+			t.Fatalf("round: %+v, %v", round, err)
+		}
+	}()
+	settle()
+	if freed := freedHandles.Load() - before; freed != 2 {
+		t.Fatalf("the cleanup freed %d handles, want the holder and its round", freed)
+	}
+}

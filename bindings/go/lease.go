@@ -102,7 +102,7 @@ func (s HolderState) String() string {
 
 // LeaseHolder holds a share of a LeaseRule and decides from it in process, with
 // atomics alone: it never talks to Redis. A client sends what Renewal gives to the lease
-// script (LeaseScript) and passes the answer to Apply; package
+// script (Script) and passes the answer to Apply; package
 // github.com/librate/librate/bindings/go/redis does so in a goroutine (LeasedLimiter).
 // OpenLeaseHolder opens the one holder of every process of a host, in a file.
 //

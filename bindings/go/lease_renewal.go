@@ -30,11 +30,13 @@ type Renewal struct {
 	// SentAt is when the holder asked, on its timeline: librate's clock (Now), or the
 	// caller's for RenewalAt, floored to the microsecond the script decides at.
 	SentAt time.Duration
-	// Args are the script's arguments: op ("renew" or "release"), now in microseconds
-	// ("" for the server's clock), the rule's two numbers (GCRA: its emission interval
-	// in ns and its burst; a fixed window: its limit and its period in microseconds), the
-	// lease in microseconds, the holder's name and its demand (millionths of the rule's
-	// rate; a window's hand-back: its count left unused).
+	// Args are the script's arguments: op ("renew", "release", or "acquire" for a
+	// request decided in Redis, KeyedLeaseHolder.InRedis), now in microseconds ("" for
+	// the server's clock), the rule's two numbers (GCRA: its emission interval in ns and
+	// its burst; a fixed window: its limit and its period in microseconds), the lease in
+	// microseconds, the holder's name ("" for "acquire") and its demand (millionths of
+	// the rule's rate; a window's hand-back: its count left unused; "acquire": the units
+	// asked for).
 	Args [C.RATE_LEASE_ARGS]string
 }
 
@@ -117,16 +119,21 @@ func (h *LeaseHolder) renewal(call func(*C.rate_lease_holder, *C.rate_lease_rene
 	if status != C.RATE_OK {
 		return Renewal{}, statusError(status)
 	}
+	return renewalOf(&out), nil
+}
+
+// renewalOf is a call librate wrote.
+func renewalOf(out *C.rate_lease_renewal) Renewal {
 	r := Renewal{SentAt: durationOf(out.sent_at_ns)}
 	for i := range r.Args {
 		r.Args[i] = C.GoString(&out.args[i][0])
 	}
-	return r, nil
+	return r
 }
 
 // Apply applies the lease script's answer to r now: status ("granted" or "quiet") and
-// its seven integers in order (rate, burst, lease_us, epoch, held_rate, held_burst,
-// holders). It returns where decisions come from afterwards. An answer the script never
+// its LeaseFields integers in order (rate, burst, lease_us, epoch, held_rate, held_burst,
+// holders, window). It returns where decisions come from afterwards. An answer the script never
 // gives is ErrReply, naming it, and nothing of it is applied.
 func (h *LeaseHolder) Apply(r Renewal, status string, fields [LeaseFields]uint64) (HolderState, error) {
 	return h.apply(r, status, fields, uint64(Now()))
@@ -150,20 +157,41 @@ func (h *LeaseHolder) apply(r Renewal, status string, fields [LeaseFields]uint64
 		return InFallback, negative("the renewal's SentAt (ns)", int64(r.SentAt))
 	}
 	cRenewal := r.toC()
-	var cFields [LeaseFields]C.uint64_t
-	for i, field := range fields {
-		cFields[i] = C.uint64_t(field)
-	}
-	// A status byte more than its length: an empty status is a pointer, not NULL.
-	text := append([]byte(status), 0)
+	answer := answerOf(status, fields)
 	h.renewing.Lock()
-	code := C.rate_lease_apply_at(h.handle(), &cRenewal, (*C.uint8_t)(unsafe.Pointer(&text[0])),
-		C.size_t(len(status)), &cFields[0], C.uint64_t(now))
+	code := C.rate_lease_apply_at(h.handle(), &cRenewal, answer.status(), answer.statusLen(), &answer.fields[0], C.uint64_t(now))
 	h.renewing.Unlock()
 	runtime.KeepAlive(h)
+	return answer.applied(code)
+}
+
+// leaseAnswer is the lease script's answer to a renewal as librate takes it.
+type leaseAnswer struct {
+	// text is the status and a byte more: an empty status is a pointer, not NULL.
+	text   []byte
+	fields [LeaseFields]C.uint64_t
+	// given are the integers as the caller gave them, for the error naming the answer.
+	given [LeaseFields]uint64
+}
+
+func answerOf(status string, fields [LeaseFields]uint64) *leaseAnswer {
+	a := &leaseAnswer{text: append([]byte(status), 0), given: fields}
+	for i, field := range fields {
+		a.fields[i] = C.uint64_t(field)
+	}
+	return a
+}
+
+func (a *leaseAnswer) status() *C.uint8_t { return (*C.uint8_t)(unsafe.Pointer(&a.text[0])) }
+
+func (a *leaseAnswer) statusLen() C.size_t { return C.size_t(len(a.text) - 1) }
+
+// applied is the result of applying a: the state afterwards, or ErrReply naming a when
+// librate refused it (nothing of it applied).
+func (a *leaseAnswer) applied(code C.int32_t) (HolderState, error) {
 	switch {
 	case code == C.RATE_E_REPLY:
-		return InFallback, detailed(ErrReply, "the lease script's reply %q %v", status, fields)
+		return InFallback, detailed(ErrReply, "the lease script's reply %q %v", a.text[:len(a.text)-1], a.given)
 	case code < 0:
 		return InFallback, statusError(code)
 	}

@@ -131,9 +131,9 @@ var (
 	// what the file holds (DescribeFile): open it with that rule, or use another path, or
 	// replace the file's rule (the option ReplaceRule).
 	ErrIncompatible error = Error{Code: C.RATE_E_INCOMPATIBLE}
-	// ErrReply: an answer the lease script never gives, passed to LeaseHolder.Apply;
-	// nothing of it was applied (RATE_E_REPLY). Apply returns it wrapped, naming the
-	// answer.
+	// ErrReply: an answer the lease script never gives, passed to LeaseHolder.Apply,
+	// KeyedRound.Apply or KeyedLeaseHolder.Decision; nothing of it was applied
+	// (RATE_E_REPLY). They return it wrapped, naming the answer.
 	ErrReply error = Error{Code: C.RATE_E_REPLY}
 	// ErrInvalidArgument: a negative count, time or duration, a nil context or limiter,
 	// rejected before calling C. Its code, -1000, is the binding's own.

@@ -138,3 +138,28 @@ func ExampleNewLeasedHost() {
 	err = http.ListenAndServe(":8080", nil)
 	slog.Error("server stopped", "error", err)
 }
+
+// 100 requests a second per user across every host. A user asked for 20 units between
+// two renewals at a host is leased there and decided in process; every other request is
+// one script call, decided in Redis against what the user's leases leave. A request
+// Redis does not answer is denied (KeyedLeaseOptions.Fallback sets a local rule instead).
+func ExampleKeyedLeasedLimiter() {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+	perUser := librate.Config{Algorithm: librate.GCRA, Limit: 100, Period: time.Second}
+	rule := librate.LeaseRule{Config: perUser, Lease: 2 * time.Second} // renewed every 500 ms
+	options := librateredis.KeyedLeaseOptions{Hot: 20, Capacity: 1000}
+	limiter, err := librateredis.NewKeyedLeased(context.Background(), client, "api:user:", rule, options)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer limiter.Close() // stops renewing and hands every share back
+	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allowed, _ := limiter.Allow(r.Context(), r.Header.Get("X-User")); !allowed {
+			http.Error(w, "too many requests", http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, "hello\n")
+	})
+	err = http.ListenAndServe(":8080", nil)
+	slog.Error("server stopped", "error", err)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,14 +35,7 @@ type LeasedLimiter struct {
 	// renewing serializes renewals and the hand-back: a renewal's arguments, its call
 	// and its answer are one turn.
 	renewing sync.Mutex
-	failures atomic.Uint64
-	// lastErr is the last failure, nil once a renewal succeeds.
-	lastErr atomic.Pointer[error]
-	// stop ends the goroutine, which closes stopped once it has handed the share back;
-	// both nil without a goroutine (NewLeasedManual).
-	stop, stopped chan struct{}
-	closeOnce     sync.Once
-	closeErr      error
+	renewer  renewer
 }
 
 // NewLeased returns a holder of rule at the Redis key key, renewing in a goroutine by
@@ -114,10 +106,15 @@ func leased(client redis.UniversalClient, key string, holder *librate.LeaseHolde
 	return &LeasedLimiter{holder: holder, client: client, key: key, script: script}
 }
 
-// start renews l in a goroutine until Close or ctx's end.
+// start renews l in a goroutine until Close or ctx's end: a renewal at once and then every
+// RenewEvery while this process leads (always, for a holder of its own); then the
+// hand-back.
 func (l *LeasedLimiter) start(ctx context.Context) {
-	l.stop, l.stopped = make(chan struct{}), make(chan struct{})
-	go l.renewUntilStopped(ctx)
+	l.renewer.start(ctx, l.holder.Rule().RenewEvery, func(call context.Context) {
+		if l.holder.Lead() {
+			_, _ = l.Renew(call)
+		}
+	}, l.handBack)
 }
 
 // Key returns the rule's Redis key.
@@ -147,16 +144,11 @@ func (l *LeasedLimiter) InFallback() bool { return l.holder.State() == librate.I
 
 // Failures counts the renewals and hand-backs that Redis did not answer with a grant:
 // unreachable, too slow, an error reply, or a reply no script gives.
-func (l *LeasedLimiter) Failures() uint64 { return l.failures.Load() }
+func (l *LeasedLimiter) Failures() uint64 { return l.renewer.failures.Load() }
 
 // Err returns the last failure, an *Error (see Failures), or nil once a renewal since
 // has succeeded.
-func (l *LeasedLimiter) Err() error {
-	if err := l.lastErr.Load(); err != nil {
-		return *err
-	}
-	return nil
-}
+func (l *LeasedLimiter) Err() error { return l.renewer.err() }
 
 // Renew renews the lease now, by the server's clock, and reports where decisions come
 // from afterwards, whether or not this process leads (Holder().Lead()). The error is the
@@ -174,7 +166,7 @@ func (l *LeasedLimiter) RenewAt(ctx context.Context, now time.Duration) (librate
 	switch {
 	case now < 0:
 		return librate.InFallback, negativeNow(now)
-	case l.stop != nil:
+	case l.renewer.background():
 		// Its goroutine renews by the server's clock: one rule, two timelines.
 		return librate.InFallback, invalid("RenewAt on a LeasedLimiter that renews itself (NewLeasedManual renews by hand)")
 	}
@@ -204,18 +196,18 @@ func (l *LeasedLimiter) renew(ctx context.Context, renewal func() (librate.Renew
 	}
 	reply, err := l.script.Run(ctx, l.client, []string{l.key}, arguments(r)...).Result()
 	if err != nil {
-		return state(), l.failed(err)
+		return state(), l.renewer.failed(l.key, err)
 	}
 	applied, err := answer(r, reply, apply)
 	if err != nil {
-		return state(), l.failed(err)
+		return state(), l.renewer.failed(l.key, err)
 	}
-	l.lastErr.Store(nil)
+	l.renewer.succeeded()
 	return applied, nil
 }
 
 // answer applies a renewal's reply: {status, rate, burst, lease_us, epoch, held_rate,
-// held_burst, holders}, integers or decimal strings. Anything else, or a reply the
+// held_burst, holders, window}, integers or decimal strings. Anything else, or a reply the
 // holder refuses (librate.ErrReply), is ErrReply, and nothing of it is applied.
 func answer(r librate.Renewal, reply any, apply applier) (librate.HolderState, error) {
 	status, fields, ok := grantOf(reply)
@@ -229,7 +221,7 @@ func answer(r librate.Renewal, reply any, apply applier) (librate.HolderState, e
 	return state, nil
 }
 
-// grantOf reads a renewal's reply as a status and seven unsigned integers.
+// grantOf reads a renewal's reply as a status and librate.LeaseFields unsigned integers.
 func grantOf(reply any) (status string, fields [librate.LeaseFields]uint64, ok bool) {
 	values, ok := reply.([]any)
 	if !ok || len(values) != 1+len(fields) {
@@ -242,14 +234,6 @@ func grantOf(reply any) (status string, fields [librate.LeaseFields]uint64, ok b
 	return status, fields, ok
 }
 
-// failed counts and keeps err, a call's failure, as an *Error of the rule's key.
-func (l *LeasedLimiter) failed(err error) error {
-	err = &Error{Key: l.key, Err: err}
-	l.failures.Add(1)
-	l.lastErr.Store(&err)
-	return err
-}
-
 // arguments are a renewal's Args as go-redis takes them.
 func arguments(r librate.Renewal) []any {
 	args := make([]any, len(r.Args))
@@ -257,33 +241,6 @@ func arguments(r librate.Renewal) []any {
 		args[i] = arg
 	}
 	return args
-}
-
-// renewUntilStopped is the goroutine: a renewal at once and then every RenewEvery, each
-// bounded by it, while this process leads (always, for a holder of its own), until Close
-// or ctx's end; then the hand-back.
-func (l *LeasedLimiter) renewUntilStopped(ctx context.Context) {
-	defer close(l.stopped)
-	every := l.holder.Rule().RenewEvery
-	ticker := time.NewTicker(every)
-	defer ticker.Stop()
-	for {
-		if l.holder.Lead() {
-			call, cancel := context.WithTimeout(ctx, every)
-			// A failure is counted and kept for Err: the holder decides on regardless.
-			_, _ = l.Renew(call)
-			cancel()
-		}
-		select {
-		case <-ticker.C:
-		case <-l.stop:
-			l.closeErr = l.handBack(context.WithoutCancel(ctx))
-			return
-		case <-ctx.Done():
-			l.closeErr = l.handBack(context.WithoutCancel(ctx))
-			return
-		}
-	}
 }
 
 // handBack stops the holder deciding from its share and hands it back to the rule,
@@ -303,7 +260,7 @@ func (l *LeasedLimiter) handBack(ctx context.Context) error {
 	call, cancel := context.WithTimeout(ctx, l.holder.Rule().RenewEvery)
 	defer cancel()
 	if err := l.script.Run(call, l.client, []string{l.key}, arguments(r)...).Err(); err != nil {
-		return l.failed(err)
+		return l.renewer.failed(l.key, err)
 	}
 	return nil
 }
@@ -315,14 +272,5 @@ func (l *LeasedLimiter) handBack(ctx context.Context) error {
 // the rule when its lease ends. It is idempotent, and must not run concurrently with
 // other calls on l.
 func (l *LeasedLimiter) Close() error {
-	l.closeOnce.Do(func() {
-		if l.stop != nil {
-			close(l.stop)
-			<-l.stopped
-		} else {
-			l.closeErr = l.handBack(context.Background())
-		}
-		l.holder.Close()
-	})
-	return l.closeErr
+	return l.renewer.close(l.handBack, func() { l.holder.Close() })
 }
