@@ -20,7 +20,6 @@ from ._ffi import (
     RATE_LEASE_FALLBACK,
     RATE_LEASE_FIELDS,
     RATE_LEASE_LEASED,
-    RATE_LEASE_NAME_MAX,
     RATE_LEASE_UNSHARED,
     RATE_LIMITED,
     RATE_OK,
@@ -39,9 +38,10 @@ class LeaseRule:
     """A global rule that holders lease shares of, with the timing of those leases.
 
     ``LeaseRule(config, lease, renew_every=None)``: ``config`` a GCRA or fixed-window
-    ``Config``, kept in Redis; ``lease`` how long a share is held, by Redis's clock, and ``renew_every`` how
-    often a holder renews it (seconds or ``timedelta``; None: a quarter of the lease). A
-    holder stops deciding from a lease ``margin`` (a thousandth of it) before Redis's end.
+    ``Config``, kept in Redis; ``lease`` how long a share is held, by Redis's clock, and
+    ``renew_every`` how often a holder renews it (seconds or ``timedelta``; None: a quarter
+    of the lease). A holder stops deciding from a lease ``margin`` (a thousandth of it)
+    before Redis's end.
 
     Raises ``Unsupported`` for the sliding window or log; ``InvalidConfig`` for a rule the
     Redis tier refuses, a fixed window whose period is not a whole number of microseconds
