@@ -20,6 +20,10 @@ True
 
 The rule's Redis key is the script's one key: a hash holding every holder's share, so a
 rule lives in one Cluster slot.
+
+For a keyed rule (the same rule for every key: per user, per IP), ``KeyedLeasedLimiter``
+and ``AsyncKeyedLeasedLimiter`` lease only the keys hot at this process, at the Redis key
+``prefix`` + key, and decide every other request with one call of the script in Redis.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any, TypeVar
 from ._convert import key_bytes, u64
 from ._errors import RedisError, ReplyError
 from ._ffi import lib
+from ._keyed_leased import AsyncKeyedLeasedLimiter, KeyedLeasedLimiter
 from ._lease import Grant, Holder, HolderState, LeaseRule, arguments
 from ._limiter import Config, Key
 from ._redis_core import _check_client
@@ -39,9 +44,11 @@ from ._renewer import Tasked, Threaded, _Renewed
 from .redis import Conversation
 
 __all__ = [
+    "AsyncKeyedLeasedLimiter",
     "AsyncLeasedLimiter",
     "Grant",
     "HolderState",
+    "KeyedLeasedLimiter",
     "LeaseRule",
     "LeasedLimiter",
     "RedisError",
