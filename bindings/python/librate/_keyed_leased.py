@@ -49,6 +49,8 @@ class _KeyedLeased(KeyedHolder, _Renewed[int]):
         _check_client(client, self.asynchronous, type(self).__name__)
         if fallback is not None and not isinstance(fallback, Config):
             raise TypeError(f"fallback must be a Config or None, not {type(fallback).__name__}")
+        if not isinstance(prefix, (str, bytes)):
+            raise TypeError(f"prefix must be str or bytes, not {type(prefix).__name__}")
         self._hold_keys(key_bytes(prefix), rule, hot, capacity, name)
         self._local = None if fallback is None else _local_rule(fallback, self.counted)
         self._fallback = fallback
