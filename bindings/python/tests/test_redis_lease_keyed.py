@@ -347,6 +347,22 @@ def test_bad_input_is_refused_by_name(redis_client: redis.Redis) -> None:
     limiter.close()
 
 
+def test_the_example_in_the_docs(redis_server: RedisServer) -> None:
+    # docs/python.md's and docs/leases.md's example, on the test's server.
+    client = redis_server.client(socket_timeout=0.2)
+    # 100 requests a second per user across every host; a user is leased here once it
+    # asks for 20 units between two renewals, at most 1,000 users at once.
+    rule = librate.LeaseRule(librate.Config.gcra(100, 1), lease=2)
+    with KeyedLeasedLimiter(client, "api:user:", rule, hot=20, capacity=1000) as limiter:
+        if not limiter.try_acquire("7"):
+            print("429 Too Many Requests")
+        decision = limiter.acquire("7")
+    # A user Redis never saw: the whole rule, full, as the Redis tier decides it.
+    assert (decision.allowed, decision.limit) == (True, 100)
+    assert limiter.closed and limiter.errors == 0
+    client.close()
+
+
 def never_past_the_rule(log: list[tuple[int, int]], interval_ns: int, burst: int) -> None:
     """Checks that over every interval [t_i, t_j] of ``log`` (times in order, and units
     admitted at each), the units admitted are at most B + floor((t_j - t_i) / T)."""
