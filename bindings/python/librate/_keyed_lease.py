@@ -7,24 +7,31 @@ answers. ``librate.lease`` carries the calls over redis-py, on a thread or an as
 from __future__ import annotations
 
 from collections.abc import Iterator
-from ctypes import byref, c_int64, c_size_t, c_uint64, c_void_p, string_at
+from ctypes import byref, c_int64, c_size_t, c_void_p, string_at
 from typing import Any
 
 from ._convert import U64_MAX, key_bytes, u64
 from ._decision import Decision
-from ._errors import InvalidConfig, LibrateError, ReplyError, error_for
+from ._errors import InvalidConfig, ReplyError, error_for
 from ._ffi import (
     RATE_E_REPLY,
     RATE_KEYED_LEASE_FIELDS,
     RATE_KEYED_LEASE_IN_REDIS,
-    RATE_LEASE_FIELDS,
     RATE_LIMITED,
     RATE_OK,
     lib,
     rate_decision,
     rate_lease_renewal,
 )
-from ._lease import HolderState, LeaseRule, _grant_fields, _name, _never_answered, _refusal
+from ._lease import (
+    HolderState,
+    LeaseRule,
+    Native,
+    _name,
+    _never_answered,
+    _refusal,
+    grant_of,
+)
 from ._lease import arguments as _arguments
 from ._limiter import _CLOSED, _Handle, status_text
 
@@ -82,11 +89,7 @@ class Round:
         """Applies the script's ``reply`` to call ``index`` (now, or at ``now_ns``): where
         the key's decisions come from afterwards. A reply the script never gives is a
         ``ReplyError``, and nothing of it is applied."""
-        parsed = _grant_fields(reply)
-        if parsed is None:
-            raise _never_answered(reply)
-        status, fields = parsed
-        array = (c_uint64 * RATE_LEASE_FIELDS)(*fields)
+        status, array = grant_of(reply)
         if now_ns is None:
             code = lib.rate_keyed_lease_round_apply(self._handle, index, status, len(status), array)
         else:
@@ -100,7 +103,7 @@ class Round:
         return HolderState(code)
 
 
-class KeyedHolder:
+class KeyedHolder(Native):
     """A holder of leases on the keys of a ``LeaseRule`` hot at it, without I/O: every
     key is a global rule of its own, at the Redis key ``prefix`` + key. Decisions of the
     keys it leases are made in process with atomics alone, safe from any number of
@@ -157,20 +160,6 @@ class KeyedHolder:
         """The most keys not leased that a round counts, and that a local fallback rule
         keeps: four times ``capacity`` (``KeyedLeaseHolder::counted``)."""
         return min(self._capacity * 4, U64_MAX)
-
-    @property
-    def closed(self) -> bool:
-        """Whether the holder was closed."""
-        return self._handle is _CLOSED
-
-    def __reduce__(self) -> Any:
-        raise TypeError(f"{type(self).__name__} cannot be pickled or copied: it owns native state")
-
-    def _fail(self, status: int, n: object = None) -> LibrateError:
-        if self.closed:
-            return error_for(status, f"{type(self).__name__} is closed")
-        cost = "" if n is None else f"n={n}, "
-        return error_for(status, f"{status_text(status)} ({cost}{self._rule})")
 
     def is_leased(self, key: str | bytes) -> bool:
         """Whether ``key`` is leased here now (perhaps still without a share, when its

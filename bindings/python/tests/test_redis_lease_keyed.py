@@ -41,15 +41,16 @@ GCRA = LeaseRule(Config.gcra(10, 1), lease=2)
 WINDOW = LeaseRule(Config.fixed_window(10, 1), lease=2)
 
 
-class Counting(redis.Redis):
-    """A client that counts the lease script calls it sends, by their op (ARGV[1])."""
+class Counts:
+    """Counts the lease script calls a client sends, by their op (ARGV[1]): a base of a
+    redis-py client, sync or asyncio, before it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sent: dict[bytes, int] = {b"acquire": 0, b"renew": 0, b"release": 0}
 
     def register_script(self, script: Any) -> Any:
-        registered = super().register_script(script)
+        registered = super().register_script(script)  # type: ignore[misc]
 
         def call(keys: list[bytes], args: list[bytes]) -> Any:
             self.sent[args[0]] += 1
@@ -58,15 +59,22 @@ class Counting(redis.Redis):
         return call
 
 
-def counting(server: RedisServer, **options: Any) -> Counting:
-    return Counting(host="127.0.0.1", port=server.port, socket_timeout=5, **options)
+class Counting(Counts, redis.Redis):
+    """A sync client that counts its lease script calls."""
 
 
-def keyed(client: Any, prefix: str, rule: LeaseRule, **options: Any) -> KeyedLeasedLimiter:
-    """A limiter on the test's timeline: no thread renews it."""
+def counting(server: RedisServer, kind: type[Any] = Counting, **options: Any) -> Any:
+    """A client of ``kind`` (a counting one) of ``server``."""
+    return kind(host="127.0.0.1", port=server.port, socket_timeout=5, **options)
+
+
+def keyed(client: Any, prefix: str, rule: LeaseRule, **options: Any) -> Any:
+    """A limiter on the test's timeline (no thread or task renews it), of ``kind``
+    (``KeyedLeasedLimiter`` unless given), leasing every key asked for, one at most."""
+    kind = options.pop("kind", KeyedLeasedLimiter)
     options.setdefault("hot", 0)
     options.setdefault("capacity", 1)
-    return KeyedLeasedLimiter(client, prefix, rule, background=False, **options)
+    return kind(client, prefix, rule, background=False, **options)
 
 
 def holders_in(fields: Any) -> list[bytes]:
@@ -205,7 +213,7 @@ def test_the_renewer_leases_a_hot_key_and_decides_it_in_process(
         def in_process() -> bool:
             sent = client.sent[b"acquire"]
             limiter.try_acquire("hot")
-            return client.sent[b"acquire"] == sent
+            return bool(client.sent[b"acquire"] == sent)
 
         eventually(in_process, "a request for the hot key decided in process")
         assert limiter.is_leased("hot") and not limiter.is_leased("cold")
@@ -318,7 +326,7 @@ def test_bad_input_is_refused_by_name(redis_client: redis.Redis) -> None:
         keyed(redis_client, "kb:", GCRA, name="x" * 65)
     with pytest.raises(TypeError, match="KeyedLeasedLimiter takes a sync client"):
         keyed(redis.asyncio.Redis(), "kb:", GCRA)
-    limiter = keyed(redis_client, "kb:", GCRA)
+    limiter: KeyedLeasedLimiter = keyed(redis_client, "kb:", GCRA)
     with pytest.raises(TypeError, match="key must be str or bytes, not int"):
         limiter.try_acquire(7)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="key must be str or bytes, not NoneType"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from functools import partial
 
 import pytest
 import redis
@@ -17,38 +17,21 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 import librate
+import test_redis_lease_keyed
 from helpers import MS, SECOND
 from librate import Config, Decision, LeaseRule
 from librate.lease import AsyncKeyedLeasedLimiter
 from redis_server import RedisServer
-from test_redis_lease_keyed import GCRA, holders_in
+from test_redis_lease_keyed import GCRA, Counts, holders_in
 
 
-class Counting(redis.asyncio.Redis):
-    """``test_redis_lease_keyed.Counting`` for asyncio."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sent: dict[bytes, int] = {b"acquire": 0, b"renew": 0, b"release": 0}
-
-    def register_script(self, script: Any) -> Any:
-        registered = super().register_script(script)
-
-        def call(keys: list[bytes], args: list[bytes]) -> Any:
-            self.sent[args[0]] += 1
-            return registered(keys=keys, args=args)
-
-        return call
+class Counting(Counts, redis.asyncio.Redis):  # type: ignore[misc]
+    """An asyncio client that counts its lease script calls."""
 
 
-def counting(server: RedisServer, **options: Any) -> Counting:
-    return Counting(host="127.0.0.1", port=server.port, socket_timeout=5, **options)
-
-
-def keyed(client: Any, prefix: str, rule: LeaseRule, **options: Any) -> AsyncKeyedLeasedLimiter:
-    options.setdefault("hot", 0)
-    options.setdefault("capacity", 1)
-    return AsyncKeyedLeasedLimiter(client, prefix, rule, background=False, **options)
+#: The sync tests' helpers, for asyncio.
+counting = partial(test_redis_lease_keyed.counting, kind=Counting)
+keyed = partial(test_redis_lease_keyed.keyed, kind=AsyncKeyedLeasedLimiter)
 
 
 def run(test: Callable[[], Awaitable[None]]) -> None:
