@@ -7,6 +7,7 @@ leave. ``AsyncKeyedLeasedLimiter`` is the same on an asyncio task.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, cast
@@ -45,7 +46,6 @@ class _KeyedLeased(KeyedHolder, _Renewed[int]):
         name: str | bytes | None = None,
         background: bool = True,
     ) -> None:
-        self._handle: Any = _CLOSED
         _check_client(client, self.asynchronous, type(self).__name__)
         if fallback is not None and not isinstance(fallback, Config):
             raise TypeError(f"fallback must be a Config or None, not {type(fallback).__name__}")
@@ -58,6 +58,8 @@ class _KeyedLeased(KeyedHolder, _Renewed[int]):
         self._script_call = client.register_script(self._script())
         self._errors = 0
         self._last_error: RedisError | None = None
+        # Requests decided by the fallback count from any thread.
+        self._counting = threading.Lock()
         self._start(background)
 
     @property
@@ -125,8 +127,9 @@ class _KeyedLeased(KeyedHolder, _Renewed[int]):
         logger.warning("librate keyed lease %r: %s", self._prefix, error)
 
     def _count(self, error: RedisError) -> None:
-        self._errors += 1
-        self._last_error = error
+        with self._counting:
+            self._errors += 1
+            self._last_error = error
 
     def _refused(self, error: RedisError, key: bytes, n: int, now_ns: int | None) -> Decision:
         """The decision of a request Redis did not answer: counted (not logged: there may

@@ -32,7 +32,7 @@ import librate
 from helpers import MS, SECOND
 from librate import Config, Decision, LeaseRule
 from librate.lease import KeyedLeasedLimiter
-from redis_server import RedisServer
+from redis_server import RedisCluster, RedisServer
 
 US = 1000
 #: GCRA, T = 100 ms, B = 10; leased 2 s at a time, renewed every 500 ms.
@@ -369,6 +369,37 @@ def test_the_example_in_the_docs(redis_server: RedisServer) -> None:
     assert (decision.allowed, decision.limit) == (True, 100)
     assert limiter.closed and limiter.errors == 0
     client.close()
+
+
+def test_each_key_lives_in_its_slot_on_a_cluster() -> None:
+    # "kc:a", "kc:b" and "kc:c" hash to slots 4911, 9036 and 13165: one on each master.
+    cluster = RedisCluster()
+    try:
+        client: Any = cluster.client()
+        limiter = keyed(client, "kc:", GCRA, capacity=3, name="h")
+        for key in "abc":
+            assert limiter.try_acquire_at(key, 1, 0)
+        assert limiter.renew_at(0) == 3  # quiet: Redis made the keys just now
+        masters = [client.get_node_from_key(f"kc:{key}") for key in "abc"]
+        assert len({master.name for master in masters}) == 3
+        # Each key's requests asked for 1 unit in the lease before 2 s: 5% of the rule,
+        # met, and the 95% left split evenly: the holder's share is 47.5%, one unit every
+        # ceil(100 ms * 10^6 / 475,000) = 210,526,316 ns from empty at 2 s.
+        assert limiter.renew_at(2 * SECOND) == 3
+        for key in "abc":
+            assert not limiter.try_acquire_at(key, 1, 2 * SECOND + 210_526_315)
+            assert limiter.try_acquire_at(key, 1, 2 * SECOND + 210_526_316)
+        for key, master in zip("abc", masters, strict=True):
+            with redis.Redis(host=master.host, port=master.port) as node:
+                assert holders_in(node.hkeys(f"kc:{key}")) == [b"h:h"]
+        limiter.close()
+        for key, master in zip("abc", masters, strict=True):
+            with redis.Redis(host=master.host, port=master.port) as node:
+                assert node.hkeys(f"kc:{key}") and not holders_in(node.hkeys(f"kc:{key}"))
+        assert limiter.errors == 0
+        client.close()
+    finally:
+        cluster.close()
 
 
 def never_past_the_rule(log: list[tuple[int, int]], interval_ns: int, burst: int) -> None:
