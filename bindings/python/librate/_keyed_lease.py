@@ -107,7 +107,7 @@ class KeyedHolder(Native):
     """A holder of leases on the keys of a ``LeaseRule`` hot at it, without I/O: every
     key is a global rule of its own, at the Redis key ``prefix`` + key. Decisions of the
     keys it leases are made in process with atomics alone, safe from any number of
-    threads; every other request is a script call to send (``in_redis``). Rounds of
+    threads; every other request is a script call to send (``_in_redis``). Rounds of
     renewals are one at a time, which its subclasses ensure."""
 
     def _hold_keys(
