@@ -413,14 +413,33 @@ def never_past_the_rule(log: list[tuple[int, int]], interval_ns: int, burst: int
             assert units <= most, f"{units} units in [{start}, {end}] ns, past {most}"
 
 
+def never_past_the_window(log: list[tuple[int, int]], period_ns: int, limit: int) -> None:
+    """Checks that in every window of ``period_ns``, ``log`` admitted at most ``limit``."""
+    windows: dict[int, int] = {}
+    for at, admitted in log:
+        windows[at // period_ns] = windows.get(at // period_ns, 0) + admitted
+    for window, units in windows.items():
+        assert units <= limit, f"{units} units in window {window}, past {limit}"
+
+
+@pytest.mark.parametrize(
+    ("config", "check"),
+    [
+        # 200 a second: T = 5 ms, B = 20; or 200 a window of 1 s.
+        (Config.gcra(20, 0.1), lambda log: never_past_the_rule(log, 5 * MS, 20)),
+        (Config.fixed_window(200, 1), lambda log: never_past_the_window(log, SECOND, 200)),
+    ],
+    ids=["gcra", "fixed_window"],
+)
 def test_holders_of_hot_keys_and_requests_in_redis_never_pass_a_keys_rule(
-    redis_server: RedisServer,
+    redis_server: RedisServer, config: Config, check: Callable[[list[tuple[int, int]]], None]
 ) -> None:
-    # Per key: 200 a second, T = 5 ms, B = 20; leases of 1 s renewed every 200 ms; a key
-    # is leased at a holder once it asks for 60 units between two rounds.
-    rule = LeaseRule(Config.gcra(20, 0.1), lease=1, renew_every=0.2)
+    # Per key: leases of 1 s renewed every 200 ms; a key is leased at a holder once it
+    # asks for 60 units between two rounds.
+    rule = LeaseRule(config, lease=1, renew_every=0.2)
     client = counting(redis_server)
-    holders = [keyed(client, "ks:", rule, hot=60, capacity=8, name=f"h{i}") for i in range(3)]
+    prefix = f"ks-{config.algorithm}:"
+    holders = [keyed(client, prefix, rule, hot=60, capacity=8, name=f"h{i}") for i in range(3)]
     keys = ["hot", "warm", "cold"]
     logs: dict[str, list[tuple[int, int]]] = {key: [] for key in keys}
     decided = 0
@@ -447,7 +466,7 @@ def test_holders_of_hot_keys_and_requests_in_redis_never_pass_a_keys_rule(
                     logs[key].append((at, units))
     for key in keys:
         assert logs[key], f"{key} admitted nothing"
-        never_past_the_rule(logs[key], 5 * MS, 20)
+        check(logs[key])
     # The hot key was leased where it is hot, and decided there in process.
     assert holders[0].is_leased("hot") and not holders[2].is_leased("hot")
     assert not holders[0].is_leased("warm") and not holders[0].is_leased("cold")
