@@ -10,7 +10,7 @@ import enum
 import os
 from ctypes import byref, c_uint64, create_string_buffer
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ._convert import Duration, duration_ns, key_bytes, u64
 from ._decision import Decision, seconds
@@ -20,7 +20,6 @@ from ._ffi import (
     RATE_LEASE_FALLBACK,
     RATE_LEASE_FIELDS,
     RATE_LEASE_LEASED,
-    RATE_LEASE_NAME_MAX,
     RATE_LEASE_UNSHARED,
     RATE_LIMITED,
     RATE_OK,
@@ -39,9 +38,10 @@ class LeaseRule:
     """A global rule that holders lease shares of, with the timing of those leases.
 
     ``LeaseRule(config, lease, renew_every=None)``: ``config`` a GCRA or fixed-window
-    ``Config``, kept in Redis; ``lease`` how long a share is held, by Redis's clock, and ``renew_every`` how
-    often a holder renews it (seconds or ``timedelta``; None: a quarter of the lease). A
-    holder stops deciding from a lease ``margin`` (a thousandth of it) before Redis's end.
+    ``Config``, kept in Redis; ``lease`` how long a share is held, by Redis's clock, and
+    ``renew_every`` how often a holder renews it (seconds or ``timedelta``; None: a quarter
+    of the lease). A holder stops deciding from a lease ``margin`` (a thousandth of it)
+    before Redis's end.
 
     Raises ``Unsupported`` for the sliding window or log; ``InvalidConfig`` for a rule the
     Redis tier refuses, a fixed window whose period is not a whole number of microseconds
@@ -194,7 +194,29 @@ def _refusal(rule: LeaseRule, fallback: Config | None, name: bytes) -> tuple[int
     return status, reason.value.decode()
 
 
-class Holder:
+class Native:
+    """What every holder over a C handle shares: ``closed``, no pickling, and errors that
+    name the rule."""
+
+    _handle: Any
+    _rule: LeaseRule
+
+    @property
+    def closed(self) -> bool:
+        """Whether the holder was closed."""
+        return self._handle is _CLOSED
+
+    def __reduce__(self) -> Any:
+        raise TypeError(f"{type(self).__name__} cannot be pickled or copied: it owns native state")
+
+    def _fail(self, status: int, n: object = None) -> LibrateError:
+        if self.closed:
+            return error_for(status, f"{type(self).__name__} is closed")
+        cost = "" if n is None else f"n={n}, "
+        return error_for(status, f"{status_text(status)} ({cost}{self._rule})")
+
+
+class Holder(Native):
     """A holder of a share of a ``LeaseRule``, without I/O: decisions from its share (or
     the fallback) with atomics alone, safe from any number of threads; renewals (what to
     send, and applying the answer) one at a time, which its subclasses ensure. A host's
@@ -251,20 +273,6 @@ class Holder:
         """What decides without a lease while Redis does not answer: a local rule, or
         None, which denies."""
         return self._fallback
-
-    @property
-    def closed(self) -> bool:
-        """Whether the holder was closed."""
-        return self._handle is _CLOSED
-
-    def __reduce__(self) -> Any:
-        raise TypeError(f"{type(self).__name__} cannot be pickled or copied: it owns native state")
-
-    def _fail(self, status: int, n: object = None) -> LibrateError:
-        if self.closed:
-            return error_for(status, f"{type(self).__name__} is closed")
-        cost = "" if n is None else f"n={n}, "
-        return error_for(status, f"{status_text(status)} ({cost}{self._rule})")
 
     def try_acquire(self, n: int = 1) -> bool:
         """Acquires ``n`` units now and says only whether they were admitted: from the
@@ -351,11 +359,7 @@ class Holder:
         """Applies the script's ``reply`` to ``renewal`` (now, or at ``now_ns``): where
         decisions come from afterwards. A reply the script never gives is a ``ReplyError``,
         and nothing of it is applied."""
-        parsed = _grant_fields(reply)
-        if parsed is None:
-            raise _never_answered(reply)
-        status_text_, fields = parsed
-        array = (c_uint64 * RATE_LEASE_FIELDS)(*fields)
+        status_text_, array = grant_of(reply)
         if now_ns is None:
             code = lib.rate_lease_apply(
                 self._handle, renewal, status_text_, len(status_text_), array
@@ -374,17 +378,16 @@ def arguments(renewal: rate_lease_renewal) -> list[bytes]:
     return [bytes(arg.value) for arg in renewal.args]
 
 
-def _grant_fields(reply: object) -> tuple[bytes, list[int]] | None:
+def grant_of(reply: object) -> tuple[bytes, Any]:
     """A renewal's reply as its status and RATE_LEASE_FIELDS u64 (``{status, rate, burst,
-    lease_us, epoch, held_rate, held_burst, holders, window}``), or None for any other
-    shape."""
-    if not isinstance(reply, (list, tuple)) or len(reply) != 1 + RATE_LEASE_FIELDS:
-        return None
-    status = reply[0].encode() if isinstance(reply[0], str) else reply[0]
-    fields = [_u64(field) for field in reply[1:]]
-    if not isinstance(status, bytes) or None in fields:
-        return None
-    return status, fields  # type: ignore[return-value]
+    lease_us, epoch, held_rate, held_burst, holders, window}``), a C array; any other
+    shape is a ``ReplyError``."""
+    if isinstance(reply, (list, tuple)) and len(reply) == 1 + RATE_LEASE_FIELDS:
+        status = reply[0].encode() if isinstance(reply[0], str) else reply[0]
+        fields = [_u64(field) for field in reply[1:]]
+        if isinstance(status, bytes) and None not in fields:
+            return status, (c_uint64 * RATE_LEASE_FIELDS)(*cast(list[int], fields))
+    raise _never_answered(reply)
 
 
 def _never_answered(reply: object) -> ReplyError:

@@ -20,31 +20,35 @@ True
 
 The rule's Redis key is the script's one key: a hash holding every holder's share, so a
 rule lives in one Cluster slot.
+
+For a keyed rule (the same rule for every key: per user, per IP), ``KeyedLeasedLimiter``
+and ``AsyncKeyedLeasedLimiter`` lease only the keys hot at this process, at the Redis key
+``prefix`` + key, and decide every other request with one call of the script in Redis.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
-import threading
-import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ._convert import key_bytes, u64
 from ._errors import RedisError, ReplyError
 from ._ffi import lib
+from ._keyed_leased import AsyncKeyedLeasedLimiter, KeyedLeasedLimiter
 from ._lease import Grant, Holder, HolderState, LeaseRule, arguments
-from ._limiter import _CLOSED, Config, Key
+from ._limiter import Config, Key
 from ._redis_core import _check_client
-from .redis import Conversation, _block, _pause
+from ._renewer import Tasked, Threaded, _Renewed
+from .redis import Conversation
 
 __all__ = [
+    "AsyncKeyedLeasedLimiter",
     "AsyncLeasedLimiter",
     "Grant",
     "HolderState",
+    "KeyedLeasedLimiter",
     "LeaseRule",
     "LeasedLimiter",
     "RedisError",
@@ -57,7 +61,7 @@ logger = logging.getLogger("librate.lease")
 _L = TypeVar("_L", bound="_Leased")
 
 
-class _Leased(Holder):
+class _Leased(Holder, _Renewed[HolderState]):
     """What both limiters share: the rule's key, the client and the lease script, the
     conversations of a renewal and of the hand-back, and the count of failures."""
 
@@ -125,10 +129,6 @@ class _Leased(Holder):
         self._last_error: RedisError | None = None
         self._start(background)
 
-    def _start(self, background: bool) -> None:
-        """Readies the renewals, and starts renewing in the background if asked to."""
-        raise NotImplementedError
-
     @property
     def key(self) -> bytes:
         """The rule's Redis key."""
@@ -153,6 +153,11 @@ class _Leased(Holder):
     def __repr__(self) -> str:
         state = "closed" if self.closed else self.state.name.lower()
         return f"<{type(self).__name__} {state} {self._key!r} {self._rule}>"
+
+    def _due(self) -> bool:
+        """A holder renews while this process leads (``lead()``: always, for a holder of
+        its own)."""
+        return self.lead()
 
     def _renewing(self, now_ns: int | None) -> Conversation[HolderState]:
         """One renewal: the script call, and its answer applied."""
@@ -181,7 +186,7 @@ class _Leased(Holder):
         logger.warning("librate lease %r: %s", self._key, error)
 
 
-class LeasedLimiter(_Leased):
+class LeasedLimiter(_Leased, Threaded[HolderState]):
     """A holder of a share of a global rule kept in Redis, renewed by a daemon thread of
     its own (docs/leases.md).
 
@@ -208,22 +213,6 @@ class LeasedLimiter(_Leased):
     at a time.
     """
 
-    def _start(self, background: bool) -> None:
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        if background:
-            # The thread holds the limiter weakly, so an unreferenced one is collected
-            # and its finalizer stops the thread.
-            self._thread = threading.Thread(
-                target=_renew_until_stopped,
-                args=(weakref.ref(self), self._stop, self._rule.renew_every),
-                name="librate-lease",
-                daemon=True,
-            )
-            weakref.finalize(self, self._stop.set)
-            self._thread.start()
-
     def renew(self) -> HolderState:
         """Renews the lease now, by the Redis server's clock, and returns where decisions
         come from afterwards, whether or not this process leads (a host's holder renewed
@@ -237,30 +226,12 @@ class LeasedLimiter(_Leased):
         (every holder of a rule, its decisions and renewals on one timeline)."""
         return self._renew(u64(now_ns, "now_ns"))
 
-    def _renew(self, now_ns: int | None) -> HolderState:
-        with self._lock:
-            try:
-                return _block(self._renewing(now_ns))
-            except RedisError as error:
-                self._failed(error)
-                raise
-
     def close(self) -> None:
         """Stops renewing and hands the share back (a failure is counted and logged, and
         the share then returns to the rule when its lease ends); a host's holder gives up
         renewing instead, for another process to take over. Idempotent; afterwards
         decisions raise ``ClosedError``."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        with self._lock:
-            if self.closed:
-                return
-            try:
-                _block(self._handing_back())
-            except RedisError as error:
-                self._failed(error)
-            self._handle = _CLOSED
+        self._close()
 
     def __enter__(self) -> LeasedLimiter:
         return self
@@ -269,24 +240,7 @@ class LeasedLimiter(_Leased):
         self.close()
 
 
-def _renew_until_stopped(
-    limiter: weakref.ref[LeasedLimiter], stop: threading.Event, every: float
-) -> None:
-    """The renewer thread: a renewal every ``every`` seconds while this process leads
-    (``lead()``: always, for a holder of its own), until ``stop`` is set or the limiter is
-    gone. A failure was counted and logged; the next renewal is the retry."""
-    while not stop.is_set():
-        held = limiter()
-        if held is None:
-            return
-        if held.lead():
-            with contextlib.suppress(RedisError):
-                held.renew()
-        del held
-        stop.wait(every)
-
-
-class AsyncLeasedLimiter(_Leased):
+class AsyncLeasedLimiter(_Leased, Tasked[HolderState]):
     """``LeasedLimiter`` for asyncio: renewed by a task on the running event loop, over a
     ``redis.asyncio.Redis`` (or ``redis.asyncio.cluster.RedisCluster``). The same
     constructor and ``open_host`` (made inside a running loop when ``background``),
@@ -294,22 +248,6 @@ class AsyncLeasedLimiter(_Leased):
     ``await renew_at(now_ns)``, ``await aclose()`` and ``async with``."""
 
     asynchronous = True
-
-    def _start(self, background: bool) -> None:
-        try:
-            loop = asyncio.get_running_loop() if background else None
-        except RuntimeError:
-            raise RuntimeError(
-                "AsyncLeasedLimiter renews on a task of the running event loop: make it "
-                "inside one (or pass background=False)"
-            ) from None
-        self._lock = asyncio.Lock()
-        self._task: asyncio.Task[None] | None = None
-        if loop is not None:
-            self._task = loop.create_task(
-                _renew_until_cancelled(weakref.ref(self), self._rule.renew_every)
-            )
-            weakref.finalize(self, self._task.cancel)
 
     async def renew(self) -> HolderState:
         """``LeasedLimiter.renew``."""
@@ -319,44 +257,12 @@ class AsyncLeasedLimiter(_Leased):
         """``LeasedLimiter.renew_at``."""
         return await self._renew(u64(now_ns, "now_ns"))
 
-    async def _renew(self, now_ns: int | None) -> HolderState:
-        async with self._lock:
-            try:
-                return await _pause(self._renewing(now_ns))
-            except RedisError as error:
-                self._failed(error)
-                raise
-
     async def aclose(self) -> None:
         """``LeasedLimiter.close``: cancels the task and hands the share back."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        async with self._lock:
-            if self.closed:
-                return
-            try:
-                await _pause(self._handing_back())
-            except RedisError as error:
-                self._failed(error)
-            self._handle = _CLOSED
+        await self._close()
 
     async def __aenter__(self) -> AsyncLeasedLimiter:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
-
-
-async def _renew_until_cancelled(limiter: weakref.ref[AsyncLeasedLimiter], every: float) -> None:
-    """The renewer task: ``_renew_until_stopped`` on the event loop."""
-    while True:
-        held = limiter()
-        if held is None:
-            return
-        if held.lead():
-            with contextlib.suppress(RedisError):
-                await held.renew()
-        del held
-        await asyncio.sleep(every)
