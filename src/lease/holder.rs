@@ -2,6 +2,7 @@
 //! share with atomics alone, counts its demand, says what to ask the lease script, and
 //! applies the answer. A client (`librate::redis`, Python's, Go's) carries the calls.
 
+use super::gcra_share::GcraShare;
 use super::grant::Grant;
 use super::rule::{Divided, LeaseRule};
 use super::share::Share;
@@ -11,10 +12,10 @@ use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::{AcquireError, ConfigError};
 use crate::limiter::Limiter;
+use crate::sync::{AtomicU64, Ordering::*};
 use crate::time::{self, Instant};
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Mutex;
 
 /// What a holder decides by when it holds no lease and Redis has not answered (it is down,
@@ -72,13 +73,11 @@ pub struct LeaseHolder {
     pub(super) renewing: Mutex<()>,
 }
 
-/// What decides from a share: a GCRA of the share's rate and burst, or a window's count.
-// Unboxed: a holder keeps one for its life, and a box would put a load on every decision.
-#[allow(clippy::large_enum_variant)]
+/// What decides from a share, in the holder's words: a GCRA of the share's rate and
+/// burst (`gcra_share.rs`), or a window's count (`window_share.rs`).
 #[derive(Debug)]
 pub(super) enum Local {
-    Gcra(Limiter),
-    /// Its words are the holder's (`window_share.rs`).
+    Gcra,
     Window,
 }
 
@@ -103,16 +102,10 @@ impl LeaseHolder {
             Fallback::Deny => None,
             Fallback::Local(config) => Some(Limiter::new(&config)?),
         };
-        let local = match rule.divided() {
-            Divided::Gcra { interval_ns, .. } => {
-                Local::Gcra(Limiter::new(&placeholder(interval_ns))?)
-            }
-            Divided::FixedWindow { .. } => Local::Window,
-        };
         Ok(Self::with(
             rule,
             name.to_owned(),
-            local,
+            Local::of(rule),
             fallback,
             Words::new(),
         ))
@@ -151,7 +144,7 @@ impl LeaseHolder {
     #[doc(hidden)]
     pub fn script_with_nul(&self) -> &'static str {
         match self.local {
-            Local::Gcra(_) => super::GCRA_SCRIPT_WITH_NUL,
+            Local::Gcra => super::GCRA_SCRIPT_WITH_NUL,
             Local::Window => super::FIXED_WINDOW_SCRIPT_WITH_NUL,
         }
     }
@@ -180,8 +173,8 @@ impl LeaseHolder {
         self.ask(n)?;
         match &self.local {
             // Acquire: a lease end read is one whose share was set before it was published.
-            Local::Gcra(share) if at.as_nanos() < self.lease_end().load(Acquire) => {
-                if let Ok(admitted) = share.try_acquire_at(n, at) {
+            Local::Gcra if at.as_nanos() < self.lease_end().load(Acquire) => {
+                if let Some(admitted) = self.gcra_share().try_acquire(n, at.as_nanos()) {
                     return Ok(admitted);
                 }
             }
@@ -190,7 +183,7 @@ impl LeaseHolder {
                     return Ok(decision.allowed);
                 }
             }
-            Local::Gcra(_) => {}
+            Local::Gcra => {}
         }
         Ok(self.beside_share(n, at).allowed)
     }
@@ -211,11 +204,11 @@ impl LeaseHolder {
     pub fn acquire_at(&self, n: u64, at: Instant) -> Result<Decision, AcquireError> {
         self.ask(n)?;
         let decided = match &self.local {
-            Local::Gcra(share) if at.as_nanos() < self.lease_end().load(Acquire) => {
-                share.acquire_at(n, at).ok()
+            Local::Gcra if at.as_nanos() < self.lease_end().load(Acquire) => {
+                self.gcra_share().acquire(n, at.as_nanos())
             }
             Local::Window => self.window().decide(n, at.as_nanos()),
-            Local::Gcra(_) => None,
+            Local::Gcra => None,
         };
         Ok(decided.unwrap_or_else(|| self.beside_share(n, at)))
     }
@@ -309,10 +302,20 @@ impl LeaseHolder {
     pub(super) fn window(&self) -> WindowShare<'_> {
         WindowShare::on(self.words.range(words::WINDOW, window_share::WORDS))
     }
+
+    /// A GCRA share, in the holder's words.
+    #[inline(always)]
+    pub(super) fn gcra_share(&self) -> GcraShare<'_> {
+        GcraShare::on(self.words.array(words::GCRA))
+    }
 }
 
-/// The local rule a GCRA share's limiter has before its first lease, which empties it
-/// before it decides: the rule's own interval, bursts of 1.
-pub(super) fn placeholder(interval_ns: u64) -> Config {
-    Config::gcra(1, std::time::Duration::from_nanos(interval_ns))
+impl Local {
+    /// What decides from a share of `rule`.
+    pub(super) fn of(rule: &LeaseRule) -> Self {
+        match rule.divided() {
+            Divided::Gcra { .. } => Self::Gcra,
+            Divided::FixedWindow { .. } => Self::Window,
+        }
+    }
 }
