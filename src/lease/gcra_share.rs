@@ -34,6 +34,13 @@
 //!
 //! `tests/loom_lease_share.rs` model-checks decisions racing a renewal.
 //!
+//! # Now
+//! A decision now ([`try_acquire_now`](GcraShare::try_acquire_now)) takes the clock as
+//! `Limiter::try_acquire` does (`time::decide`): a busy or drained share is decided on
+//! the coarse clock's bounds where every instant in them, all within the lease, decides
+//! alike, an idle one at the exact time read first (this thread's hint, as a keyed
+//! table's decisions keep it).
+//!
 //! # The range
 //! The word's values grow by the TATs' growth, about a nanosecond of the holder's
 //! clock for every nanosecond its share is used, and a renewal adds one: 2⁶⁴ − 2 values
@@ -41,14 +48,16 @@
 //! starts at the last value, which no decision can swap from.
 
 use super::share::decide;
-use crate::algorithm::{Algorithm, Allowance, Gcra, Outcome, Rule};
+use crate::algorithm::{Allowance, Gcra, Rule};
 use crate::config::Algorithm as Configured;
 use crate::decider::Decider;
 use crate::decision::Decision;
+use crate::state::{Acquire, Request, Settle, TryAcquire};
 use crate::sync::{spin_wait, AtomicU64, Ordering::*};
+use crate::time::{self, Bounds, Hinted, Monotonic, ThreadHint, Timed};
 
-/// A word frozen by a renewal in flight: no state's (`Gcra` and `Allowance` store at
-/// most `MAX_STATE`, and a word counts from a base at most [`LAST`]).
+/// A word frozen by a renewal in flight: never a state's word, which stays at most
+/// [`LAST`].
 const FROZEN: u64 = u64::MAX;
 /// The last value a state word takes.
 const LAST: u64 = FROZEN - 1;
@@ -73,10 +82,10 @@ pub(crate) struct GcraShare<'a> {
     words: &'a [AtomicU64; WORDS],
 }
 
-/// What a decision read: the word, its rule and its base.
+/// What a decision read: the word, its rule's words and its base.
 struct Snapshot {
     word: u64,
-    rule: Decider,
+    rule: [u64; Gcra::WORDS],
     base: u64,
 }
 
@@ -94,45 +103,72 @@ impl<'a> GcraShare<'a> {
         if n == 0 {
             return self.acquire(0, now).map(|decision| decision.allowed);
         }
-        loop {
-            let Snapshot { word, rule, base } = self.snapshot()?;
-            if n > rule.limit() {
-                return None;
-            }
-            let state = word.wrapping_add(base);
-            let next = match rule {
-                Decider::Gcra(gcra) => gcra.try_decide(&state, now, n),
-                Decider::Allowance(allowance) => allowance.try_decide(&state, now, n),
-                _ => return None,
-            };
-            let Some(next) = next else {
-                return Some(false);
-            };
-            match self.commit(word, state, next) {
-                Some(true) => return Some(true),
-                Some(false) => continue,
-                None => return Some(false),
-            }
-        }
+        Some(self.swap(TryAcquire { now, n })?.0)
+    }
+
+    /// Admits `n ≥ 1` units now or not, on a lease that ends at `lease_end`, as
+    /// `Limiter::try_acquire` does: on the coarse clock where its bounds settle the
+    /// outcome (a busy share's, or a drained one's), else at the exact time. `None` where
+    /// the decision is not the share's: the lease may have ended, or as for
+    /// [`try_acquire`](Self::try_acquire).
+    #[inline(always)]
+    pub(crate) fn try_acquire_now(&self, n: u64, lease_end: u64) -> Option<bool> {
+        let leased = Leased {
+            share: self,
+            n,
+            lease_end,
+        };
+        // This thread's hint, as a keyed table's decisions keep it: whether its last
+        // decision needed the exact time (an idle share's does, every time).
+        let decided = if ThreadHint::read() {
+            time::decide(Hinted::read_first(Monotonic, ThreadHint::<true>), leased)
+        } else {
+            time::decide(Hinted::new(Monotonic, ThreadHint::<false>), leased)
+        };
+        decided.ok()
     }
 
     /// Decides `n` units at `now` with the decision's fields, as `Limiter::acquire_at`
     /// on the share's rule would: `None` as for [`try_acquire`](Self::try_acquire).
     pub(crate) fn acquire(&self, n: u64, now: u64) -> Option<Decision> {
+        Some(self.swap(Acquire { now, n })?.0)
+    }
+
+    /// Runs `request` on the share's state by its rule, as a limiter's store does
+    /// (`state/one_word.rs`): what it says, and the state it decided on; `None` for more
+    /// units than the rule's burst, or no rule to decide by (as `snapshot`).
+    #[inline(always)]
+    fn swap<R: Request>(&self, request: R) -> Option<(R::Out, u64)> {
+        let n = request.units();
         loop {
             let Snapshot { word, rule, base } = self.snapshot()?;
-            if n > rule.limit() {
-                return None;
-            }
             let state = word.wrapping_add(base);
-            let Outcome { decision, update } = decide(&rule, state, now, n, 0);
-            let Some(next) = update else {
-                return Some(decision);
+            // A GCRA's words first, without the enum of every rule: the common case.
+            let (out, next) = if rule[INTERVAL - RULE] != 0 {
+                let gcra = Gcra::from_words(rule);
+                if n > gcra.limit() {
+                    return None;
+                }
+                request.decide(&gcra, &state)
+            } else {
+                let Decider::Allowance(allowance) = decoded(rule)? else {
+                    return None;
+                };
+                if n > allowance.limit() {
+                    return None;
+                }
+                request.decide(&allowance, &state)
+            };
+            let Some(next) = next else {
+                return Some((out, state));
             };
             match self.commit(word, state, next) {
-                Some(true) => return Some(decision),
+                Some(true) => return Some((out, state)),
                 Some(false) => continue,
-                None => return Some(denied(&rule, state, now)),
+                None => {
+                    let denied = denied(&decoded(rule)?, state, request.time());
+                    return Some((request.of_report(denied), state));
+                }
             }
         }
     }
@@ -152,8 +188,8 @@ impl<'a> GcraShare<'a> {
         Some(swapped.is_ok())
     }
 
-    /// The word, its rule and its base, read consistently (module docs): `None` for no
-    /// rule, or a renewal that did not publish while the decision waited.
+    /// The word, its rule's words and its base, read consistently (module docs): `None`
+    /// for a renewal that did not publish while the decision waited.
     #[inline(always)]
     fn snapshot(&self) -> Option<Snapshot> {
         let mut patience = PATIENCE;
@@ -167,7 +203,7 @@ impl<'a> GcraShare<'a> {
                 spin_wait();
                 continue;
             }
-            let rule = self.rule()?;
+            let rule = self.rule();
             // Acquire, as the rule's words: see `rule`.
             let base = self.words[BASE].load(Acquire);
             // Relaxed: a renewal's write read above (Acquire) came after it froze the word,
@@ -178,21 +214,13 @@ impl<'a> GcraShare<'a> {
         }
     }
 
-    /// The rule the words hold: `None` for none yet.
+    /// The rule's words.
     #[inline(always)]
-    fn rule(&self) -> Option<Decider> {
+    fn rule(&self) -> [u64; Gcra::WORDS] {
         // Acquire: pairs with a renewal's Release stores of them, so that a decision
         // reading one of a later renewal's values then reads the word that renewal froze
         // (module docs).
-        let words: [u64; Gcra::WORDS] =
-            std::array::from_fn(|index| self.words[RULE + index].load(Acquire));
-        match (words[INTERVAL - RULE], words[BURST - RULE]) {
-            (_, 0) => None,
-            (0, burst) => Allowance::new(Configured::Gcra, 1, burst)
-                .ok()
-                .map(Decider::Allowance),
-            _ => Some(Decider::Gcra(Gcra::from_words(words))),
-        }
+        std::array::from_fn(|index| self.words[RULE + index].load(Acquire))
     }
 
     /// Puts a new rule and state in place: `next` is given the rule in force (fresh
@@ -225,7 +253,7 @@ impl<'a> GcraShare<'a> {
         };
         let (held, state, high) = match frozen {
             Some(high) => {
-                let held = self.rule().unwrap_or(placeholder);
+                let held = decoded(self.rule()).unwrap_or(placeholder);
                 // Relaxed: this renewal's own writes, or ones the Acquire above read.
                 let base = self.words[BASE].load(Relaxed);
                 (held, high.wrapping_add(base), high)
@@ -252,6 +280,85 @@ impl<'a> GcraShare<'a> {
         self.words[BASE].store(state.wrapping_sub(first), Release);
         // Release: a decision that reads the new word reads the rule and base above.
         word.store(first, Release);
+    }
+}
+
+/// A decision of `n ≥ 1` units now from a share leased until `lease_end`, for the
+/// clock's strategy (`time::decide`) to pick the readings: an instant past the lease is
+/// not the share's, nor one of [`try_acquire`](GcraShare::try_acquire)'s `None`s
+/// ([`Beside`]).
+#[derive(Clone, Copy)]
+struct Leased<'a, 'b> {
+    share: &'b GcraShare<'a>,
+    n: u64,
+    lease_end: u64,
+}
+
+/// A decision made beside the share, at the exact time.
+struct Beside;
+
+impl Timed for Leased<'_, '_> {
+    type Evicted = Beside;
+    const HINTED: bool = true;
+    const PEEKS: bool = true;
+
+    /// An idle bucket's (its TAT reached), as `Gcra::needs_exact`, and one the lease may
+    /// have ended for.
+    #[inline(always)]
+    fn needs_exact(&self, passed: impl FnOnce() -> u64) -> bool {
+        // Relaxed: a peek that only picks the clock; the decision reads the words again.
+        let word = self.share.words[STATE].load(Relaxed);
+        let base = self.share.words[BASE].load(Relaxed);
+        let passed = passed();
+        word.wrapping_add(base) <= passed || passed >= self.lease_end
+    }
+
+    /// The peek says when a denial needs no swap: none is tried before.
+    #[inline(always)]
+    fn denied_through(&self, _latest: u64) -> Result<bool, Beside> {
+        Ok(false)
+    }
+
+    #[inline(always)]
+    fn settle(&self, bounds: Bounds) -> Result<Option<bool>, Beside> {
+        if bounds.latest >= self.lease_end {
+            return Ok(None);
+        }
+        let settle = Settle { bounds, n: self.n };
+        Ok(self.share.swap(settle).ok_or(Beside)?.0)
+    }
+
+    #[inline(always)]
+    fn at(&self, now: u64) -> Result<bool, Beside> {
+        Ok(self.at_learning(now, || None)?.0)
+    }
+
+    /// As `one_word.rs`'s: a state whose TAT is ahead of `now` by more than the slack
+    /// would have been settled on the coarse clock.
+    #[inline(always)]
+    fn at_learning(
+        &self,
+        now: u64,
+        slack: impl FnOnce() -> Option<u64>,
+    ) -> Result<(bool, bool), Beside> {
+        if now >= self.lease_end {
+            return Err(Beside);
+        }
+        let try_acquire = TryAcquire { now, n: self.n };
+        let (admitted, seen) = self.share.swap(try_acquire).ok_or(Beside)?;
+        let settles = seen > now && slack().is_some_and(|slack| seen > now.saturating_add(slack));
+        Ok((admitted, settles))
+    }
+}
+
+/// The rule a share's words hold: `None` for none yet (fresh words).
+fn decoded(words: [u64; Gcra::WORDS]) -> Option<Decider> {
+    match (words[INTERVAL - RULE], words[BURST - RULE]) {
+        (_, 0) => None,
+        (0, burst) => Allowance::new(Configured::Gcra, 1, burst)
+            .ok()
+            .map(Decider::Allowance),
+        _ => Some(Decider::Gcra(Gcra::from_words(words))),
     }
 }
 
@@ -336,6 +443,25 @@ mod tests {
         assert_eq!(words[STATE].load(Relaxed), word + 1);
         assert_eq!(remaining(&share, 8 * MS), 0);
         assert_eq!(remaining(&share, 10 * MS), 1);
+    }
+
+    #[test]
+    fn now_on_the_coarse_clock_as_at_the_exact_time() {
+        let words: [AtomicU64; WORDS] = Default::default();
+        let share = GcraShare::on(&words);
+        // One unit a ms, bursts of 1,000, from empty at 0: full 1 s on, long before now.
+        renew(&share, rule(1, 1000), 0, false);
+        let lease_end = u64::MAX;
+        // Full: 600 taken at the exact time (an idle bucket's TAT is past).
+        assert_eq!(share.try_acquire_now(600, lease_end), Some(true));
+        // 400 left, more as the call's milliseconds pass: the coarse clock's bounds settle
+        // 300 (admitted) and 200 (denied: 100 left, and fewer than 100 ms have passed).
+        assert_eq!(share.try_acquire_now(300, lease_end), Some(true));
+        assert_eq!(share.try_acquire_now(200, lease_end), Some(false));
+        assert_eq!(share.try_acquire_now(50, lease_end), Some(true));
+        assert_eq!(share.try_acquire_now(1001, lease_end), None);
+        // Past the lease's end, the decision is not the share's.
+        assert_eq!(share.try_acquire_now(1, 1), None);
     }
 
     #[test]

@@ -161,6 +161,15 @@ impl LeaseHolder {
     /// window's limit).
     #[inline]
     pub fn try_acquire(&self, n: u64) -> Result<bool, AcquireError> {
+        if let (Local::Gcra, 1..) = (&self.local, n) {
+            self.ask(n)?;
+            // Acquire: as `try_acquire_at`'s.
+            let lease_end = self.lease_end().load(Acquire);
+            if let Some(admitted) = self.gcra_share().try_acquire_now(n, lease_end) {
+                return Ok(admitted);
+            }
+            return Ok(self.beside_share(n, Instant::now()).allowed);
+        }
         self.try_acquire_at(n, Instant::now())
     }
 
