@@ -85,7 +85,8 @@ impl Shape {
 /// afterwards to still admit (and the holder to be leased); and between them, to part the
 /// holder's cost, `Limiter::try_acquire_at(1, Instant::now())` (the precise clock, which
 /// the holder reads) on a limiter as made and on one whose rule changed once (to the same
-/// rule), as a share's limiter has: every grant sets its rule.
+/// rule): the path a share's decisions would take if its rule, which every grant sets,
+/// changed as a limiter's does rather than in place (`src/lease/gcra_share.rs`).
 fn leased(c: &mut Criterion) {
     let mut group = c.benchmark_group("lease");
     for shape in shapes() {

@@ -705,8 +705,9 @@ def leases(data: Path, page: Path) -> list[str]:
         "Utilization is the units admitted over what the rule could admit while the demand "
         "exceeds it. Then `cargo bench --bench lease` times a leased decision against an "
         "in-process `Limiter`'s: its `try_acquire`, its `try_acquire_at` on a clock read, "
-        "and the same on a limiter whose rule was changed once (as a share's is at every "
-        "renewal).",
+        "and the same on a limiter whose rule was changed once, whose decisions take the "
+        "changed rule's path (a share's rule changes at every renewal, in place in the "
+        "holder's words, and its decisions stay on the path of a rule never changed).",
         "",
         *about(file, page),
         *table(

@@ -64,6 +64,25 @@ impl Divisor {
         }
     }
 
+    /// The divisor as two words (the multiplier; the shift, with the add step in bit 32),
+    /// for a rule kept in atomic words (`Gcra::to_words`).
+    pub(crate) fn to_words(self) -> [u64; 2] {
+        [
+            self.magic,
+            u64::from(self.shift) | u64::from(self.add) << 32,
+        ]
+    }
+
+    /// The divisor [`to_words`](Self::to_words) gave `words` for.
+    pub(crate) fn from_words([magic, shift]: [u64; 2]) -> Self {
+        Self {
+            magic,
+            // The shift is below 64: the low byte holds it whole.
+            shift: (shift & 0xFF) as u32,
+            add: shift >> 32 != 0,
+        }
+    }
+
     /// `dividend / d`, exactly.
     #[inline(always)]
     pub(crate) fn divide(&self, dividend: u64) -> u64 {

@@ -95,6 +95,35 @@ impl Gcra {
         })
     }
 
+    /// The words of a rule as [`to_words`](Self::to_words) gives them.
+    pub(crate) const WORDS: usize = 5;
+
+    /// The rule as words (T, B, τ and the prepared divisor), for a state that keeps its
+    /// rule beside it in atomic words, where a change of rule writes them (a lease's
+    /// share, `lease/gcra_share.rs`).
+    pub(crate) fn to_words(self) -> [u64; Self::WORDS] {
+        let [magic, shift] = self.units_in.to_words();
+        [
+            self.emission_interval,
+            self.burst,
+            self.tolerance,
+            magic,
+            shift,
+        ]
+    }
+
+    /// The rule [`to_words`](Self::to_words) gave `words` for. T ≥ 1 is the caller's
+    /// check: words of no rule decide nothing.
+    pub(crate) fn from_words(words: [u64; Self::WORDS]) -> Self {
+        let [emission_interval, burst, tolerance, magic, shift] = words;
+        Self {
+            emission_interval,
+            burst,
+            tolerance,
+            units_in: Divisor::from_words([magic, shift]),
+        }
+    }
+
     /// The new TAT if `1 ≤ n ≤ burst` units at `now` are admitted with at most `max_wait`
     /// of waiting: the admission rule alone, without the decision's report.
     #[inline(always)]

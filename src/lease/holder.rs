@@ -2,6 +2,7 @@
 //! share with atomics alone, counts its demand, says what to ask the lease script, and
 //! applies the answer. A client (`librate::redis`, Python's, Go's) carries the calls.
 
+use super::gcra_share::GcraShare;
 use super::grant::Grant;
 use super::rule::{Divided, LeaseRule};
 use super::share::Share;
@@ -11,10 +12,10 @@ use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::{AcquireError, ConfigError};
 use crate::limiter::Limiter;
+use crate::sync::{AtomicU64, Ordering::*};
 use crate::time::{self, Instant};
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::Mutex;
 
 /// What a holder decides by when it holds no lease and Redis has not answered (it is down,
@@ -72,13 +73,11 @@ pub struct LeaseHolder {
     pub(super) renewing: Mutex<()>,
 }
 
-/// What decides from a share: a GCRA of the share's rate and burst, or a window's count.
-// Unboxed: a holder keeps one for its life, and a box would put a load on every decision.
-#[allow(clippy::large_enum_variant)]
+/// What decides from a share, in the holder's words: a GCRA of the share's rate and
+/// burst (`gcra_share.rs`), or a window's count (`window_share.rs`).
 #[derive(Debug)]
 pub(super) enum Local {
-    Gcra(Limiter),
-    /// Its words are the holder's (`window_share.rs`).
+    Gcra,
     Window,
 }
 
@@ -102,16 +101,10 @@ impl LeaseHolder {
             Fallback::Deny => None,
             Fallback::Local(config) => Some(Limiter::new(&config)?),
         };
-        let local = match rule.divided() {
-            Divided::Gcra { interval_ns, .. } => {
-                Local::Gcra(Limiter::new(&placeholder(interval_ns))?)
-            }
-            Divided::FixedWindow { .. } => Local::Window,
-        };
         Ok(Self::with(
             rule,
             name.to_owned(),
-            local,
+            Local::of(rule),
             fallback,
             Words::new(),
         ))
@@ -150,7 +143,7 @@ impl LeaseHolder {
     #[doc(hidden)]
     pub fn script_with_nul(&self) -> &'static str {
         match self.local {
-            Local::Gcra(_) => super::GCRA_SCRIPT_WITH_NUL,
+            Local::Gcra => super::GCRA_SCRIPT_WITH_NUL,
             Local::Window => super::FIXED_WINDOW_SCRIPT_WITH_NUL,
         }
     }
@@ -167,6 +160,15 @@ impl LeaseHolder {
     /// window's limit).
     #[inline]
     pub fn try_acquire(&self, n: u64) -> Result<bool, AcquireError> {
+        if let (Local::Gcra, 1..) = (&self.local, n) {
+            self.ask(n)?;
+            // Acquire: as `try_acquire_at`'s.
+            let lease_end = self.lease_end().load(Acquire);
+            if let Some(admitted) = self.gcra_share().try_acquire_now(n, lease_end) {
+                return Ok(admitted);
+            }
+            return Ok(self.beside_share(n, Instant::now()).allowed);
+        }
         self.try_acquire_at(n, Instant::now())
     }
 
@@ -193,14 +195,14 @@ impl LeaseHolder {
         self.ask(n)?;
         Ok(match &self.local {
             // Acquire: a lease end read is one whose share was set before it was published.
-            Local::Gcra(share) if at.as_nanos() < self.lease_end().load(Acquire) => {
-                share.try_acquire_at(n, at).ok()
+            Local::Gcra if at.as_nanos() < self.lease_end().load(Acquire) => {
+                self.gcra_share().try_acquire(n, at.as_nanos())
             }
             Local::Window => self
                 .window()
                 .decide(n, at.as_nanos())
                 .map(|decision| decision.allowed),
-            Local::Gcra(_) => None,
+            Local::Gcra => None,
         })
     }
 
@@ -218,15 +220,25 @@ impl LeaseHolder {
     /// # Errors
     /// As [`try_acquire`](Self::try_acquire).
     pub fn acquire_at(&self, n: u64, at: Instant) -> Result<Decision, AcquireError> {
+        let decided = self.acquire_leased_at(n, at)?;
+        Ok(decided.unwrap_or_else(|| self.beside_share(n, at)))
+    }
+
+    /// [`try_acquire_leased_at`](Self::try_acquire_leased_at) with the share's decision.
+    pub(super) fn acquire_leased_at(
+        &self,
+        n: u64,
+        at: Instant,
+    ) -> Result<Option<Decision>, AcquireError> {
         self.ask(n)?;
-        let decided = match &self.local {
-            Local::Gcra(share) if at.as_nanos() < self.lease_end().load(Acquire) => {
-                share.acquire_at(n, at).ok()
+        Ok(match &self.local {
+            // Acquire: as `try_acquire_leased_at`'s.
+            Local::Gcra if at.as_nanos() < self.lease_end().load(Acquire) => {
+                self.gcra_share().acquire(n, at.as_nanos())
             }
             Local::Window => self.window().decide(n, at.as_nanos()),
-            Local::Gcra(_) => None,
-        };
-        Ok(decided.unwrap_or_else(|| self.beside_share(n, at)))
+            Local::Gcra => None,
+        })
     }
 
     /// Counts a request of `n` units in the demand, if the global rule can ever admit it.
@@ -324,6 +336,12 @@ impl LeaseHolder {
     pub(super) fn window(&self) -> WindowShare<'_> {
         WindowShare::on(self.words.range(words::WINDOW, window_share::WORDS))
     }
+
+    /// A GCRA share, in the holder's words.
+    #[inline(always)]
+    pub(super) fn gcra_share(&self) -> GcraShare<'_> {
+        GcraShare::on(self.words.array(words::GCRA))
+    }
 }
 
 /// A holder's name of its own: 16 random hex digits.
@@ -332,8 +350,12 @@ pub(super) fn random_name() -> String {
     format!("{random:016x}")
 }
 
-/// The local rule a GCRA share's limiter has before its first lease, which empties it
-/// before it decides: the rule's own interval, bursts of 1.
-pub(super) fn placeholder(interval_ns: u64) -> Config {
-    Config::gcra(1, std::time::Duration::from_nanos(interval_ns))
+impl Local {
+    /// What decides from a share of `rule`.
+    pub(super) fn of(rule: &LeaseRule) -> Self {
+        match rule.divided() {
+            Divided::Gcra { .. } => Self::Gcra,
+            Divided::FixedWindow { .. } => Self::Window,
+        }
+    }
 }

@@ -1,31 +1,29 @@
-//! One share for every process of a host (docs/leases.md): a holder whose words, and its
-//! share's limiter, live in a file each process maps, so they decide from one share under
-//! one name, and one of them renews it: the first to claim the renewer's word, until it
+//! One share for every process of a host (docs/leases.md): a holder whose words, its
+//! share's among them, live in a file each process maps, so they decide from one share
+//! under one name, and one of them renews it: the first to claim the renewer's word, until it
 //! dies, when another takes it over.
 //!
 //! The file is a table of `shared/`'s (created whole, checked, reset for a new boot), of
 //! kind [`KIND_LEASE`]: its header names the global rule and, as its capacity, the lease
 //! in microseconds, so processes of other rules or leases are refused; its state is the
-//! share's limiter's words (a GCRA share's: `Limiter::in_file`, whose rule every renewal
-//! changes in the file), then the holder's (`words.rs`), the name among them, drawn at
-//! random by the process that creates the file.
+//! holder's words (`words.rs`), the share's among them (`gcra_share.rs`,
+//! `window_share.rs`) and the name, drawn at random by the process that creates the file.
 
 use super::holder::{Fallback, LeaseHolder};
 use super::rule::LeaseRule;
 use super::words;
 use crate::error::OpenError;
 use crate::shared::owner;
+use crate::sync::Ordering::*;
 use std::path::Path;
-use std::sync::atomic::Ordering::*;
 #[cfg(not(loom))]
 use {
-    super::holder::{placeholder, Local},
-    super::rule::Divided,
+    super::holder::Local,
     super::words::{Words, NAME, NAME_WORDS},
     crate::decider::Decider,
     crate::error::SharedError,
     crate::limiter::Limiter,
-    crate::shared::{file_words, kept, pid_namespace, Contents, Identity, Mapping, KIND_LEASE},
+    crate::shared::{pid_namespace, Contents, Identity, Mapping, KIND_LEASE},
     std::collections::hash_map::RandomState,
     std::hash::BuildHasher,
     std::sync::Arc,
@@ -67,28 +65,17 @@ impl LeaseHolder {
             Fallback::Deny => None,
             Fallback::Local(config) => Some(Limiter::new(&config)?),
         };
-        let share = match rule.divided() {
-            Divided::Gcra { interval_ns, .. } => Some(placeholder(interval_ns)),
-            Divided::FixedWindow { .. } => None,
-        };
-        let share_words = match &share {
-            Some(config) => file_words(Decider::new(config)?.state_words()),
-            None => 0,
-        };
         let config = rule.config();
         let identity = Identity::of(KIND_LEASE, config, &Decider::new(config)?, rule.lease_us());
         let name = random_name();
         let contents = Contents {
-            state_words: share_words + words::WORDS,
-            initial: &|index| match index.checked_sub(share_words + NAME) {
+            state_words: words::WORDS,
+            initial: &|index| match index.checked_sub(NAME) {
                 Some(word) if word < NAME_WORDS => name[word],
                 _ => 0,
             },
-            kept: &|index, value| match index.checked_sub(share_words) {
-                // The name holds no time; every other word of the holder's does.
-                Some(word) => (NAME..NAME + NAME_WORDS).contains(&word),
-                None => kept(index, value),
-            },
+            // The name holds no time; every other word of the holder's does.
+            kept: &|index, _| (NAME..NAME + NAME_WORDS).contains(&index),
             descriptor: &[],
             hash_key: [0, 0],
             // The renewer is named by its process: the processes share a PID namespace.
@@ -96,17 +83,10 @@ impl LeaseHolder {
             changeable: false,
         };
         let mapping = Arc::new(Mapping::open(path, identity, &contents)?);
-        let local = match &share {
-            Some(config) => Local::Gcra(
-                Limiter::in_file(Arc::clone(&mapping), 0, config, config)
-                    .map_err(|why| OpenError::shared(path, why))?,
-            ),
-            None => Local::Window,
-        };
-        let words = Words::in_file(mapping, share_words);
+        let words = Words::in_file(mapping);
         let name =
             name_of(&words).ok_or_else(|| OpenError::shared(path, SharedError::Incompatible))?;
-        Ok(Self::with(rule, name, local, fallback, words))
+        Ok(Self::with(rule, name, Local::of(rule), fallback, words))
     }
 
     /// loom's atomics are models, not words of memory a file could hold.

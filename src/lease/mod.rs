@@ -3,14 +3,15 @@
 //! decision and a script call per renewal, and never admits more than the rule alone.
 //!
 //! `rule.rs` is the rule and the timing of its leases, `share.rs` a share and the local
-//! GCRA deciding from it, `grant.rs` the lease script's arguments and answers,
-//! `holder.rs` a holder without I/O and its decisions, `renew.rs` its renewals,
-//! `keyed.rs` the leases of a keyed rule's hot keys and `direct.rs` a request decided in
-//! Redis. The scripts are `src/redis/lua/lease_gcra.lua` and
-//! `lease_fixed_window.lua` after `lease_common.lua`, one for every language; `redis.rs` sends them over the `redis`
-//! crate.
+//! GCRA deciding from it (in the holder's words: `gcra_share.rs`), `grant.rs` the lease
+//! script's arguments and answers, `holder.rs` a holder without I/O and its decisions,
+//! `renew.rs` its renewals, `keyed.rs` the leases of a keyed rule's hot keys and
+//! `direct.rs` a request decided in Redis. The scripts are `src/redis/lua/lease_gcra.lua`
+//! and `lease_fixed_window.lua` after `lease_common.lua`, one for every language;
+//! `redis.rs` sends them over the `redis` crate.
 
 mod direct;
+mod gcra_share;
 mod grant;
 mod holder;
 mod host;

@@ -4,11 +4,10 @@
 use super::grant::{Grant, GrantStatus, Renewal, ReplyError};
 use super::holder::{HolderState, LeaseHolder, Local};
 use super::rule::SCALE;
-use super::share::empty;
+use super::share::{carried, emptied, placeholder};
 use super::words;
-use crate::limiter::Limiter;
+use crate::sync::Ordering::*;
 use crate::time::Instant;
-use std::sync::atomic::Ordering::*;
 
 impl LeaseHolder {
     /// The renewal to send now, the script reading the server's clock.
@@ -80,7 +79,7 @@ impl LeaseHolder {
             return Ok(self.state_at(at));
         }
         match &self.local {
-            Local::Gcra(share) => self.apply_gcra(share, grant, end, at),
+            Local::Gcra => self.apply_gcra(grant, end, at),
             Local::Window => {
                 let current = self.last_grant().map(|held| held.window);
                 self.apply_window(grant, current, end, at);
@@ -92,25 +91,29 @@ impl LeaseHolder {
 
     /// A GCRA share from `at` to `end`: a lease that follows one still held keeps its
     /// tokens, any other starts empty.
-    fn apply_gcra(&self, share: &Limiter, grant: &Grant, end: u64, at: Instant) {
+    fn apply_gcra(&self, grant: &Grant, end: u64, at: Instant) {
         let continuing = at.as_nanos() < self.lease_end().load(Relaxed);
-        let Some(config) = grant.share.config(self.rule.divided()) else {
+        let at = at.as_nanos();
+        let share = grant.share.rule(self.rule.divided());
+        if share.is_none() {
             // Tokens are kept only while some share is: none is now.
             self.lease_end().store(0, Relaxed);
-            empty(share, at);
+        }
+        self.gcra_share().change(
+            placeholder(self.rule.divided()),
+            |placeholder, state| emptied(placeholder, state, at),
+            |held, state| match share {
+                None => (*held, emptied(held, state, at)),
+                Some(share) if continuing => (share, carried(held, state, at, &share)),
+                Some(share) => (share, carried(held, emptied(held, state, at), at, &share)),
+            },
+        );
+        if share.is_none() {
             self.words.get(words::UNSHARED_UNTIL).store(end, Relaxed);
-            return;
-        };
-        if !continuing {
-            empty(share, at);
+        } else {
+            // Release: whoever reads this end decides on the share just set.
+            self.lease_end().store(end, Release);
         }
-        // A GCRA rule to another: no change fails but for a file's (busy, or its words
-        // no rule): the lease then holds the share it had.
-        if share.set_config_at(&config, at).is_err() {
-            return;
-        }
-        // Release: whoever reads this end decides on the share just set.
-        self.lease_end().store(end, Release);
     }
 
     /// A count of window `grant.window` from `at` to `end`: more of the window held
@@ -139,7 +142,7 @@ impl LeaseHolder {
         self.lease_end().store(0, Relaxed);
         self.words.get(words::UNSHARED_UNTIL).store(0, Relaxed);
         let unused = match &self.local {
-            Local::Gcra(_) => 0,
+            Local::Gcra => 0,
             Local::Window => self.window().close(),
         };
         Renewal::release(&self.rule, &self.name, Instant::now(), unused)

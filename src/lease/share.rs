@@ -1,10 +1,11 @@
-//! A share of a global rule (docs/leases.md): the rate and burst one lease grants, and the
-//! local GCRA that decides from it.
+//! A share of a global rule (docs/leases.md): the rate and burst one lease grants, the
+//! local GCRA that decides from it, and what a renewal makes of its state.
 
 use super::rule::{Divided, SCALE};
+use crate::algorithm::{Algorithm, Outcome};
 use crate::config::Config;
-use crate::limiter::Limiter;
-use crate::time::Instant;
+use crate::decider::Decider;
+use crate::sync::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 /// A share: `rate` millionths of the rule's rate, bursts of `burst` units.
@@ -35,19 +36,54 @@ impl Share {
         let config = Config::gcra(1, Duration::from_nanos(interval)).with_burst(self.burst);
         config.validate().ok().map(|()| config)
     }
+
+    /// [`config`](Self::config)'s rule.
+    pub(crate) fn rule(self, divided: Divided) -> Option<Decider> {
+        Decider::new(&self.config(divided)?).ok()
+    }
 }
 
-/// Leaves `limiter` (a GCRA) without a token at `at`: its tokens then are the
-/// fraction of one below 0 at most. A lease that starts afresh starts so, for the tokens
-/// a holder saved before are no longer counted in Redis; and a holder's threads that
-/// decided before `at` on a lease then valid find nothing more from after it.
-pub(crate) fn empty(limiter: &Limiter, at: Instant) {
+/// The local rule of a GCRA share before its first lease, which empties it before it
+/// decides: the rule's own interval, bursts of 1.
+pub(crate) fn placeholder(divided: Divided) -> Decider {
+    let Divided::Gcra { interval_ns, .. } = divided else {
+        unreachable!("a GCRA share's rule is a GCRA's");
+    };
+    let config = Config::gcra(1, Duration::from_nanos(interval_ns));
+    // The rule's T is valid with its burst B ≥ 1 (τ = B·T), so with a burst of 1.
+    Decider::new(&config).expect("a rule's own interval, a burst of 1")
+}
+
+/// The state of a share's `rule` that `state` leaves without a token at `at`: its tokens
+/// then are the fraction of one below 0 at most. A lease that starts afresh starts so, for
+/// the tokens a holder saved before are no longer counted in Redis; and a holder's threads
+/// that decided before `at` on a lease then valid find nothing more from after it.
+pub(crate) fn emptied(rule: &Decider, state: u64, at: u64) -> u64 {
     // A query, then a reserve that waits as long as it takes: one unit more than the
     // whole tokens left takes the fraction too (a full bucket holds no fraction).
-    // Another thread's admission in between only leaves fewer.
-    if let Ok(query) = limiter.acquire_at(0, at) {
-        let units = query.remaining.saturating_add(1).min(query.limit);
-        // Only n above the limit fails, which `units` is not.
-        let _ = limiter.reserve_at(units, at, Duration::MAX);
+    let query = decide(rule, state, at, 0, 0).decision;
+    let units = query.remaining.saturating_add(1).min(query.limit);
+    decide(rule, state, at, units, u64::MAX)
+        .update
+        .unwrap_or(state)
+}
+
+/// The state of `new` that holds at `at` what `state` of `old` holds: a change of rule's
+/// carry-over (docs/live-changes.md: GCRA keeps the tokens).
+pub(crate) fn carried(old: &Decider, state: u64, at: u64, new: &Decider) -> u64 {
+    let word = [AtomicU64::new(0)];
+    // A one-word state: its words beyond the first are none.
+    old.carry_over(&[], state, at, new, &word);
+    // Relaxed: this thread's own word.
+    word[0].load(Relaxed)
+}
+
+/// Decides `n ≤ limit` units at `now` on `state` by a share's rule, as a reserve willing
+/// to wait `max_wait` (GCRA's; an allowance never waits): `Limiter::reserve_at`'s arithmetic.
+pub(crate) fn decide(rule: &Decider, state: u64, now: u64, n: u64, max_wait: u64) -> Outcome<u64> {
+    match rule {
+        Decider::Gcra(gcra) => gcra.reserve(state, now, n, max_wait),
+        Decider::Allowance(allowance) => allowance.decide(&state, now, n),
+        _ => unreachable!("a share's rule is a GCRA's"),
     }
 }

@@ -9,7 +9,7 @@
 //! was put in place in between, so the slot it read was that window's.
 
 use crate::decision::Decision;
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use crate::sync::{AtomicU64, Ordering::*};
 
 /// Bits of the word that count the units used; the rest hold the window's tag.
 const USED_BITS: u32 = 48;

@@ -4,8 +4,8 @@
 
 #[cfg(not(loom))]
 use crate::shared::Mapping;
+use crate::sync::AtomicU64;
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU64;
 #[cfg(not(loom))]
 use std::sync::Arc;
 
@@ -22,14 +22,24 @@ pub(super) const LAST_SENT: usize = 4;
 /// 1 once a grant was applied; then the grant's eight fields, in the script's order.
 pub(super) const GRANTED: usize = 5;
 pub(super) const GRANT: usize = 6;
-/// A window's count (`window_share.rs`).
+/// A window's count (`window_share.rs`), or a GCRA share (`gcra_share.rs`): a holder
+/// keeps one or the other, in the same words.
 pub(super) const WINDOW: usize = 14;
+pub(super) const GCRA: usize = WINDOW;
 /// A host holder's name: its bytes, NUL-padded.
-pub(super) const NAME: usize = WINDOW + super::window_share::WORDS;
+pub(super) const NAME: usize = WINDOW + max(super::window_share::WORDS, super::gcra_share::WORDS);
 /// The words of a holder.
 pub(super) const WORDS: usize = NAME + NAME_WORDS;
 /// The words of a name of 64 bytes at most.
 pub(super) const NAME_WORDS: usize = 8;
+
+const fn max(a: usize, b: usize) -> usize {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
 
 /// A holder's words and what keeps them.
 #[derive(Debug)]
@@ -63,12 +73,10 @@ impl Words {
         }
     }
 
-    /// The words of `mapping` from its state word `start` on (`WORDS` of them, checked by
-    /// the caller).
+    /// The words of `mapping`: its state words (`WORDS` of them, checked by the caller).
     #[cfg(not(loom))]
-    pub(super) fn in_file(mapping: Arc<Mapping>, start: usize) -> Self {
-        let state = mapping.state(start + WORDS);
-        let first = NonNull::from(&state[start]);
+    pub(super) fn in_file(mapping: Arc<Mapping>) -> Self {
+        let first = NonNull::from(&mapping.state(WORDS)[0]);
         Self {
             first,
             storage: Storage::File(mapping),
@@ -86,6 +94,16 @@ impl Words {
         debug_assert!(word < WORDS);
         // SAFETY: `first` is the first of `WORDS` atomics that `storage` keeps alive.
         unsafe { &*self.first.as_ptr().add(word) }
+    }
+
+    /// Words `from` to `from + N` (within `WORDS`), as an array: a decision's indices
+    /// into it need no check.
+    #[inline(always)]
+    pub(super) fn array<const N: usize>(&self, from: usize) -> &[AtomicU64; N] {
+        assert!(from + N <= WORDS);
+        // SAFETY: as `get`, for each word of the range; an array of atomics has their
+        // layout one after another, as the words are.
+        unsafe { &*self.first.as_ptr().add(from).cast::<[AtomicU64; N]>() }
     }
 
     /// Words `from` to `from + len` (within `WORDS`).

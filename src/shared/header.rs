@@ -26,9 +26,9 @@ pub(crate) const KIND_KEYED: u64 = 2;
 /// The kind of table a file holds: a keyed policy's rules, each a keyed table or a
 /// limiter's words, described after the header.
 pub(crate) const KIND_KEYED_POLICY: u64 = 3;
-/// The kind of table a file holds: a lease's holder for a host (`lease/host.rs`): its
-/// share's limiter words, then the holder's words; the header names the global rule, its
-/// capacity the lease in microseconds.
+/// The kind of table a file holds: a lease's holder for a host (`lease/host.rs`): the
+/// holder's words, its share's among them; the header names the global rule, its capacity
+/// the lease in microseconds.
 pub(crate) const KIND_LEASE: u64 = 4;
 
 /// Header word indexes.
