@@ -24,8 +24,6 @@ use {
     crate::error::SharedError,
     crate::limiter::Limiter,
     crate::shared::{pid_namespace, Contents, Identity, Mapping, KIND_LEASE},
-    std::collections::hash_map::RandomState,
-    std::hash::BuildHasher,
     std::sync::Arc,
 };
 
@@ -140,8 +138,10 @@ impl LeaseHolder {
         }
     }
 
-    /// Gives up renewing, if this process did: another may claim it.
+    /// Gives up renewing, if this process did: another may claim it, once this process's
+    /// renewal in progress, if any, has ended.
     pub fn step_down(&self) {
+        let _turn = self.turn();
         // Release: the next renewer reads the books this one wrote.
         let _ =
             self.words
@@ -153,8 +153,7 @@ impl LeaseHolder {
 /// A name of 16 hex digits, drawn at random, as the name words hold it.
 #[cfg(not(loom))]
 fn random_name() -> [u64; NAME_WORDS] {
-    let random = RandomState::new().hash_one(std::process::id());
-    let text = format!("{random:016x}");
+    let text = super::holder::random_name();
     let mut words = [0; NAME_WORDS];
     for (word, bytes) in words.iter_mut().zip(text.as_bytes().chunks(8)) {
         let mut padded = [0; 8];

@@ -168,7 +168,7 @@ impl LeaseHolder {
     }
 
     /// This process's turn to renew.
-    fn turn(&self) -> std::sync::MutexGuard<'_, ()> {
+    pub(super) fn turn(&self) -> std::sync::MutexGuard<'_, ()> {
         // A panic while renewing left the words whole: each is one store.
         self.renewing
             .lock()
