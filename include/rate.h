@@ -767,23 +767,28 @@ int32_t rate_keyed_get_config(const struct rate_keyed *keyed, struct rate_config
 
 /**
  * Decides `n` units for `key` (`key_len` bytes) now (CLOCK_MONOTONIC) if this holder
- * leases it and holds a share, with atomics alone; otherwise counts the request towards
- * making the key hot and returns RATE_KEYED_LEASE_IN_REDIS: decide it in Redis.
+ * leases it and holds a share, with atomics alone, writing the share's decision to `out`
+ * (exact for the share, conservative for the key's rule); otherwise counts the request
+ * towards making the key hot and returns RATE_KEYED_LEASE_IN_REDIS (`out` untouched):
+ * decide it in Redis.
  *
  * Thread-safety: safe to call concurrently on one handle.
  *
- * NULL: `holder` NULL, or `key` NULL with a non-zero `key_len`, is RATE_E_NULL.
+ * NULL: `holder` NULL, or `key` NULL with a non-zero `key_len`, is RATE_E_NULL; `out` may
+ * be NULL.
  *
  * Returns RATE_OK, RATE_LIMITED, RATE_KEYED_LEASE_IN_REDIS, RATE_E_NULL, or
  * RATE_E_INSUFFICIENT_CAPACITY (`n` above the rule's burst, a window's limit).
  *
  * # Safety
- * `holder` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes.
+ * `holder` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes;
+ * `out` is NULL or writable.
  */
 int32_t rate_keyed_lease_acquire(const struct rate_keyed_lease_holder *holder,
                                  const uint8_t *key,
                                  size_t key_len,
-                                 uint64_t n);
+                                 uint64_t n,
+                                 struct rate_decision *out);
 
 /**
  * `rate_keyed_lease_acquire` at `now_ns` on the caller's timeline.
@@ -795,7 +800,8 @@ int32_t rate_keyed_lease_acquire_at(const struct rate_keyed_lease_holder *holder
                                     const uint8_t *key,
                                     size_t key_len,
                                     uint64_t n,
-                                    uint64_t now_ns);
+                                    uint64_t now_ns,
+                                    struct rate_decision *out);
 
 /**
  * Reads the lease script's answer to a request of `n` units decided in Redis, its

@@ -374,12 +374,12 @@ func ExampleKeyedLeaseHolder() {
 	state, _ := round.ApplyAt(0, "granted", [librate.LeaseFields]uint64{1_000_000, 100, 2_000_000, 1, 1_000_000, 100, 1, 0}, 0)
 	fmt.Println(state)
 	// A share starts empty and fills at its rate: one unit every 10 ms.
-	admitted, decided, _ := holder.AcquireAt("user:7", 1, 10*time.Millisecond)
-	fmt.Println("decided here:", decided, "allowed:", admitted)
+	d, decided, _ = holder.AcquireAt("user:7", 1, 10*time.Millisecond)
+	fmt.Println("decided here:", decided, "allowed:", d.Allowed, "remaining:", d.Remaining)
 	// Output:
 	// decided here: false ARGV: [acquire 0 10000000 100 2000000  5]
 	// allowed: true remaining: 95
 	// user:7 ARGV: [renew 0 10000000 100 2000000 host-a 1000000]
 	// Leased
-	// decided here: true allowed: true
+	// decided here: true allowed: true remaining: 0
 }

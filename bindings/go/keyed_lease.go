@@ -146,45 +146,45 @@ func (h *KeyedLeaseHolder) handle() *C.rate_keyed_lease_holder {
 }
 
 // Acquire decides n units for key now if the holder leases key and holds a share for it:
-// decided is true, and admitted says whether the units were taken. Otherwise decided is
-// false: the request counts towards making key hot here, and the caller decides it in
-// Redis (InRedis, then Decision). Errors: ErrInsufficientCapacity (n above the rule's
-// burst, a window's limit, wherever it would be decided), ErrInvalidArgument (n
-// negative), ErrClosed.
-func (h *KeyedLeaseHolder) Acquire(key string, n int) (admitted, decided bool, err error) {
+// decided is true, and d is the share's decision (exact for the share, conservative for
+// the key's rule). Otherwise decided is false: the request counts towards making key hot
+// here, and the caller decides it in Redis (InRedis, then Decision). Errors:
+// ErrInsufficientCapacity (n above the rule's burst, a window's limit, wherever it would
+// be decided), ErrInvalidArgument (n negative), ErrClosed.
+func (h *KeyedLeaseHolder) Acquire(key string, n int) (d Decision, decided bool, err error) {
 	if n < 0 {
-		return false, false, negative("n", int64(n))
+		return Decision{}, false, negative("n", int64(n))
 	}
 	k := stringKey(key)
-	status := C.rate_keyed_lease_acquire(h.handle(), k.ptr, k.len, C.uint64_t(n))
+	var out C.rate_decision
+	status := C.rate_keyed_lease_acquire(h.handle(), k.ptr, k.len, C.uint64_t(n), &out)
 	runtime.KeepAlive(h)
-	return keyedOutcome(status, n)
+	return keyedOutcome(status, n, &out)
 }
 
 // AcquireAt is Acquire at now on the caller's timeline: one timeline for the holder's
 // decisions, its rounds (RenewalsAt, KeyedRound.ApplyAt) and its requests in Redis
 // (InRedisAt).
-func (h *KeyedLeaseHolder) AcquireAt(key string, n int, now time.Duration) (admitted, decided bool, err error) {
+func (h *KeyedLeaseHolder) AcquireAt(key string, n int, now time.Duration) (d Decision, decided bool, err error) {
 	if n < 0 || now < 0 {
-		return false, false, negativeArgument(n, now, 0)
+		return Decision{}, false, negativeArgument(n, now, 0)
 	}
 	k := stringKey(key)
-	status := C.rate_keyed_lease_acquire_at(h.handle(), k.ptr, k.len, C.uint64_t(n), C.uint64_t(now))
+	var out C.rate_decision
+	status := C.rate_keyed_lease_acquire_at(h.handle(), k.ptr, k.len, C.uint64_t(n), C.uint64_t(now), &out)
 	runtime.KeepAlive(h)
-	return keyedOutcome(status, n)
+	return keyedOutcome(status, n, &out)
 }
 
-// keyedOutcome reads rate_keyed_lease_acquire's status for n units.
-func keyedOutcome(status C.int32_t, n int) (admitted, decided bool, err error) {
+// keyedOutcome reads rate_keyed_lease_acquire's status and decision for n units.
+func keyedOutcome(status C.int32_t, n int, out *C.rate_decision) (d Decision, decided bool, err error) {
 	switch status {
-	case C.RATE_OK:
-		return true, true, nil
-	case C.RATE_LIMITED:
-		return false, true, nil
+	case C.RATE_OK, C.RATE_LIMITED:
+		return decisionOf(out), true, nil
 	case C.RATE_KEYED_LEASE_IN_REDIS:
-		return false, false, nil
+		return Decision{}, false, nil
 	}
-	return false, false, unitsError(status, n)
+	return Decision{}, false, unitsError(status, n)
 }
 
 // unitsError is the error of status for a request of n units, naming n when it is above

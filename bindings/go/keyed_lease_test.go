@@ -38,9 +38,9 @@ func newKeyedHolder(t *testing.T) *librate.KeyedLeaseHolder {
 // askAt checks where n units for key at now are decided, and the outcome.
 func askAt(t *testing.T, h *librate.KeyedLeaseHolder, key string, n int, now time.Duration, admitted, decided bool) {
 	t.Helper()
-	a, d, err := h.AcquireAt(key, n, now)
-	if err != nil || a != admitted || d != decided {
-		t.Fatalf("%q %d at %v: admitted %v, decided %v, %v; want %v, %v", key, n, now, a, d, err, admitted, decided)
+	d, here, err := h.AcquireAt(key, n, now)
+	if err != nil || d.Allowed != admitted || here != decided {
+		t.Fatalf("%q %d at %v: admitted %v, decided %v, %v; want %v, %v", key, n, now, d.Allowed, here, err, admitted, decided)
 	}
 }
 
@@ -132,7 +132,12 @@ func TestKeyedLeaseARoundLeasesTheHottestKeys(t *testing.T) {
 	// The share starts empty: one unit at 20 ms, none more then.
 	askAt(t, h, "a", 1, 19*ms, false, true)
 	askAt(t, h, "a", 1, 20*ms, true, true)
-	askAt(t, h, "a", 1, 20*ms, false, true)
+	// The share's decision: a burst of 25, nothing left, the next unit in 20 ms, full
+	// again in 25 units' time.
+	share := librate.Decision{Limit: 25, RetryAfter: 20 * ms, ResetAfter: 25 * 20 * ms}
+	if d, decided, err := h.AcquireAt("a", 1, 20*ms); err != nil || !decided || d != share {
+		t.Errorf("the share's decision: %+v, %v, %v; want %+v", d, decided, err, share)
+	}
 	round.Close()
 	if _, err := round.ApplyAt(a, "granted", whole, 0); !errors.Is(err, librate.ErrClosed) {
 		t.Errorf("a closed round: %v", err)

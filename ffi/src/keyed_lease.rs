@@ -126,27 +126,32 @@ unsafe fn key_of<'a>(key: *const u8, key_len: usize) -> Option<&'a [u8]> {
 }
 
 /// Decides `n` units for `key` (`key_len` bytes) now (CLOCK_MONOTONIC) if this holder
-/// leases it and holds a share, with atomics alone; otherwise counts the request towards
-/// making the key hot and returns RATE_KEYED_LEASE_IN_REDIS: decide it in Redis.
+/// leases it and holds a share, with atomics alone, writing the share's decision to `out`
+/// (exact for the share, conservative for the key's rule); otherwise counts the request
+/// towards making the key hot and returns RATE_KEYED_LEASE_IN_REDIS (`out` untouched):
+/// decide it in Redis.
 ///
 /// Thread-safety: safe to call concurrently on one handle.
 ///
-/// NULL: `holder` NULL, or `key` NULL with a non-zero `key_len`, is RATE_E_NULL.
+/// NULL: `holder` NULL, or `key` NULL with a non-zero `key_len`, is RATE_E_NULL; `out` may
+/// be NULL.
 ///
 /// Returns RATE_OK, RATE_LIMITED, RATE_KEYED_LEASE_IN_REDIS, RATE_E_NULL, or
 /// RATE_E_INSUFFICIENT_CAPACITY (`n` above the rule's burst, a window's limit).
 ///
 /// # Safety
-/// `holder` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes.
+/// `holder` is NULL or a live handle; `key` is NULL or points to `key_len` readable bytes;
+/// `out` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn rate_keyed_lease_acquire(
     holder: *const rate_keyed_lease_holder,
     key: *const u8,
     key_len: usize,
     n: u64,
+    out: *mut rate_decision,
 ) -> i32 {
     // SAFETY: the caller's promises.
-    unsafe { rate_keyed_lease_acquire_at(holder, key, key_len, n, Instant::now().as_nanos()) }
+    unsafe { rate_keyed_lease_acquire_at(holder, key, key_len, n, Instant::now().as_nanos(), out) }
 }
 
 /// `rate_keyed_lease_acquire` at `now_ns` on the caller's timeline.
@@ -160,6 +165,7 @@ pub unsafe extern "C" fn rate_keyed_lease_acquire_at(
     key_len: usize,
     n: u64,
     now_ns: u64,
+    out: *mut rate_decision,
 ) -> i32 {
     boundary(|| {
         // SAFETY: the caller passes NULL or a live handle, and NULL or readable bytes.
@@ -168,8 +174,17 @@ pub unsafe extern "C" fn rate_keyed_lease_acquire_at(
         }) else {
             return RATE_E_NULL;
         };
-        match holder.try_acquire_at(key, n, Instant::from_nanos(now_ns)) {
-            Ok(Some(admitted)) => outcome_status(Ok::<_, AcquireError>(admitted)),
+        let at = Instant::from_nanos(now_ns);
+        if out.is_null() {
+            return match holder.try_acquire_at(key, n, at) {
+                Ok(Some(admitted)) => outcome_status(Ok::<_, AcquireError>(admitted)),
+                Ok(None) => RATE_KEYED_LEASE_IN_REDIS,
+                Err(error) => outcome_status(Err::<bool, _>(error)),
+            };
+        }
+        match holder.acquire_at(key, n, at) {
+            // SAFETY: `out` is non-NULL and writable, as the caller promised.
+            Ok(Some(decision)) => unsafe { report(Ok::<_, AcquireError>(decision), out) },
             Ok(None) => RATE_KEYED_LEASE_IN_REDIS,
             Err(error) => outcome_status(Err::<bool, _>(error)),
         }

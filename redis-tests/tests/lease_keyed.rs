@@ -363,6 +363,14 @@ fn a_keyed_limiter_leases_what_is_hot_falls_back_and_hands_back() {
     });
     // Units past the rule's burst are refused, never sent.
     assert!(limiter.try_acquire(&mut connection, b"cold", 1001).is_err());
+    // A key decided in Redis has the fields of what its leases leave: none, so the whole
+    // rule, the key new to Redis: 1,000 units, 999 left, full again in 1 ms.
+    let decided = limiter.acquire(&mut connection, b"new", 1).unwrap();
+    assert_eq!(
+        (decided.allowed, decided.limit, decided.remaining),
+        (true, 1000, 999)
+    );
+    assert_eq!(decided.reset_after_ns, 1_000_000);
     // Closing hands the hot key's share back: its holder's record is gone.
     limiter.close().unwrap();
     let fields: Vec<String> = redis::cmd("HKEYS")
@@ -393,4 +401,8 @@ fn a_keyed_limiter_leases_what_is_hot_falls_back_and_hands_back() {
         .collect();
     assert_eq!(admitted, [true, true, false]);
     assert!(!denying.try_acquire(&mut connection, b"cold", 1).unwrap());
+    // Denied by the fallback: ask again after a renewal interval.
+    let denied = denying.acquire(&mut connection, b"cold", 1).unwrap();
+    assert!(!denied.allowed);
+    assert_eq!(denied.retry_after_ns, 100_000_000);
 }

@@ -21,6 +21,7 @@
 use super::grant::Renewal;
 use super::holder::{random_name, Fallback, LeaseHolder};
 use super::rule::LeaseRule;
+use crate::decision::Decision;
 use crate::error::{AcquireError, ConfigError};
 use crate::time::Instant;
 use crate::versions::Versions;
@@ -166,12 +167,46 @@ impl KeyedLeaseHolder {
         n: u64,
         at: Instant,
     ) -> Result<Option<bool>, AcquireError> {
+        self.decide_at(key, n, |holder| holder.try_acquire_leased_at(n, at))
+    }
+
+    /// Decides `n` units for `key` now from its share, with the share's decision
+    /// (docs/decision.md: exact for the share, conservative for the key's rule), as
+    /// [`try_acquire`](Self::try_acquire) does; `None`: decide it in Redis.
+    ///
+    /// # Errors
+    /// As [`try_acquire`](Self::try_acquire).
+    pub fn acquire(&self, key: &[u8], n: u64) -> Result<Option<Decision>, AcquireError> {
+        self.acquire_at(key, n, Instant::now())
+    }
+
+    /// [`acquire`](Self::acquire) at `at`.
+    ///
+    /// # Errors
+    /// As [`try_acquire`](Self::try_acquire).
+    pub fn acquire_at(
+        &self,
+        key: &[u8],
+        n: u64,
+        at: Instant,
+    ) -> Result<Option<Decision>, AcquireError> {
+        self.decide_at(key, n, |holder| holder.acquire_leased_at(n, at))
+    }
+
+    /// `leased`'s decision of `n` units for `key` if the key is leased (`None` if its
+    /// holder has no share); else counts the units towards making the key hot.
+    fn decide_at<T>(
+        &self,
+        key: &[u8],
+        n: u64,
+        leased: impl FnOnce(&LeaseHolder) -> Result<Option<T>, AcquireError>,
+    ) -> Result<Option<T>, AcquireError> {
         {
             let pin = self.leased.pin();
             if let Some(holder) = pin.current().get(key) {
                 // A key leased without a share yet (its first renewal on its way, or
                 // Redis said none) is decided in Redis; its demand is the holder's.
-                return holder.try_acquire_leased_at(n, at);
+                return leased(holder);
             }
         }
         if n > self.rule.most() {
@@ -328,8 +363,17 @@ mod tests {
         leased.apply_at(renewal, &grant, Instant::ZERO).unwrap();
         // A share starts empty and fills one unit every 10 ms.
         let at = Instant::ZERO + Duration::from_millis(50);
-        assert_eq!(holder.try_acquire_at(b"k", 5, at).unwrap(), Some(true));
+        assert_eq!(holder.try_acquire_at(b"k", 4, at).unwrap(), Some(true));
+        // The share's decision: a burst of 100, one unit left, the next in 10 ms, full
+        // again in 99 units' time.
+        let decided = holder.acquire_at(b"k", 1, at).unwrap().unwrap();
+        assert_eq!(
+            (decided.allowed, decided.limit, decided.remaining),
+            (true, 100, 0)
+        );
+        assert_eq!(decided.reset_after_ns, 100 * 10_000_000);
         assert_eq!(holder.try_acquire_at(b"k", 1, at).unwrap(), Some(false));
+        assert_eq!(holder.acquire_at(b"cold", 1, at).unwrap(), None);
         // 6 units this round: at least half the line, so it stays.
         let round = holder.renewals_at(Some(at));
         assert_eq!(keys(&round), [&b"k"[..]]);

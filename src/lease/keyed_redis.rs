@@ -216,11 +216,52 @@ impl KeyedLeasedLimiter {
         }
     }
 
+    /// [`try_acquire`](Self::try_acquire) with the decision's fields (docs/decision.md):
+    /// a leased key's share's, or those of what the key's leases leave in Redis, or the
+    /// fallback's (a denial's `retry_after_ns` is the renewal interval).
+    ///
+    /// # Errors
+    /// As [`try_acquire`](Self::try_acquire).
+    pub fn acquire(
+        &self,
+        connection: &mut impl redis::ConnectionLike,
+        key: &[u8],
+        n: u64,
+    ) -> Result<Decision, AcquireError> {
+        if let Some(decision) = self.holder.acquire(key, n)? {
+            return Ok(decision);
+        }
+        match acquire_in_redis(connection, &self.prefix, key, self.holder.rule(), n, None) {
+            Ok(decision) => Ok(decision),
+            Err(_) => Ok(self.fallback_decision(key, n)),
+        }
+    }
+
     /// The fallback's decision for `key`: a denial, or the local rule's.
     fn decide_by_fallback(&self, key: &[u8], n: u64) -> bool {
         self.fallback
             .as_ref()
             .is_some_and(|local| local.try_acquire(key, n).unwrap_or(false))
+    }
+
+    /// [`decide_by_fallback`](Self::decide_by_fallback) with the decision's fields.
+    fn fallback_decision(&self, key: &[u8], n: u64) -> Decision {
+        let local = self
+            .fallback
+            .as_ref()
+            .and_then(|local| local.acquire(key, n).ok());
+        local.unwrap_or(Decision {
+            allowed: n == 0,
+            limit: 0,
+            remaining: 0,
+            retry_after_ns: if n == 0 {
+                0
+            } else {
+                crate::time::nanos(self.holder.rule().renew_every())
+            },
+            reset_after_ns: 0,
+            wait_ns: 0,
+        })
     }
 
     /// Stops renewing and hands every share back.

@@ -24,7 +24,7 @@ static rate_keyed_lease_holder *holder_named(const char *name) {
 
 static int32_t ask(const rate_keyed_lease_holder *holder, const char *key, uint64_t n,
                    uint64_t now_ns) {
-    return rate_keyed_lease_acquire_at(holder, (const uint8_t *)key, strlen(key), n, now_ns);
+    return rate_keyed_lease_acquire_at(holder, (const uint8_t *)key, strlen(key), n, now_ns, NULL);
 }
 
 static int test_keys_not_leased_are_decided_in_redis(void) {
@@ -70,6 +70,7 @@ static int test_a_round_leases_the_hot_keys(void) {
     rate_keyed_lease_holder *holder = holder_named("k1");
     rate_keyed_lease_round *round = NULL;
     rate_lease_renewal renewal;
+    rate_decision decision;
     const uint8_t *key = NULL;
     size_t key_len = 0;
     const uint64_t whole[RATE_LEASE_FIELDS] = {1000000, 100, 2000000, 1, 1000000, 100, 1, 0};
@@ -99,8 +100,22 @@ static int test_a_round_leases_the_hot_keys(void) {
     rate_keyed_lease_round_free(round);
     /* The share starts empty: one unit at 10 ms, none more then. */
     CHECK_STATUS(ask(holder, "a", 1, 9 * MS), RATE_LIMITED);
-    CHECK_STATUS(ask(holder, "a", 1, 10 * MS), RATE_OK);
-    CHECK_STATUS(ask(holder, "a", 1, 10 * MS), RATE_LIMITED);
+    CHECK_STATUS(rate_keyed_lease_acquire_at(holder, (const uint8_t *)"a", 1, 1, 10 * MS, &decision),
+                 RATE_OK);
+    /* The share's decision: nothing left, the next unit in 10 ms, full in 100 units' time. */
+    CHECK(decision.allowed);
+    CHECK_EQ_U64(decision.limit, 100);
+    CHECK_EQ_U64(decision.remaining, 0);
+    CHECK_EQ_U64(decision.reset_after_ns, 100 * 10 * MS);
+    CHECK_STATUS(rate_keyed_lease_acquire_at(holder, (const uint8_t *)"a", 1, 1, 10 * MS, &decision),
+                 RATE_LIMITED);
+    CHECK(!decision.allowed);
+    CHECK_EQ_U64(decision.retry_after_ns, 10 * MS);
+    /* A key not leased leaves `out` alone. */
+    decision.limit = 7;
+    CHECK_STATUS(rate_keyed_lease_acquire_at(holder, (const uint8_t *)"b", 1, 1, 10 * MS, &decision),
+                 RATE_KEYED_LEASE_IN_REDIS);
+    CHECK_EQ_U64(decision.limit, 7);
     /* Closing: every share handed back, no key leased any more. */
     CHECK_STATUS(rate_keyed_lease_release_all(holder, &round), RATE_OK);
     CHECK_EQ_U64(rate_keyed_lease_round_len(round), 1);
@@ -134,10 +149,10 @@ static int test_bad_input(void) {
     CHECK_STATUS(rate_keyed_lease_holder_new(&RULE, 10, 2, (const uint8_t *)"a\0b", 3, &refused),
                  RATE_E_INVALID_CONFIG);
     CHECK(refused == NULL);
-    CHECK_STATUS(rate_keyed_lease_acquire(NULL, (const uint8_t *)"a", 1, 1), RATE_E_NULL);
-    CHECK_STATUS(rate_keyed_lease_acquire(holder, NULL, 3, 1), RATE_E_NULL);
+    CHECK_STATUS(rate_keyed_lease_acquire(NULL, (const uint8_t *)"a", 1, 1, NULL), RATE_E_NULL);
+    CHECK_STATUS(rate_keyed_lease_acquire(holder, NULL, 3, 1, NULL), RATE_E_NULL);
     /* The empty key is a key. */
-    CHECK_STATUS(rate_keyed_lease_acquire(holder, NULL, 0, 1), RATE_KEYED_LEASE_IN_REDIS);
+    CHECK_STATUS(rate_keyed_lease_acquire(holder, NULL, 0, 1, NULL), RATE_KEYED_LEASE_IN_REDIS);
     CHECK_STATUS(rate_keyed_lease_in_redis(NULL, 1, &renewal), RATE_E_NULL);
     CHECK_STATUS(rate_keyed_lease_in_redis(holder, 1, NULL), RATE_E_NULL);
     CHECK_STATUS(rate_keyed_lease_decision(holder, 1, NULL, NULL), RATE_E_NULL);

@@ -146,15 +146,15 @@ func (l *KeyedLeasedLimiter) AllowN(ctx context.Context, key string, n int) (boo
 // Acquire is AllowN with the decision. Its fields are those of where it was decided: in
 // Redis, what the key's leases leave (exact for it, conservative for the rule: Limit is
 // its burst); by a local fallback, the local rule's; by the fallback deny, a denial
-// whose RetryAfter is the renewal interval (a query, n == 0, is admitted). In process,
-// from a key's share, only Allowed is known: the other fields are zero.
+// whose RetryAfter is the renewal interval (a query, n == 0, is admitted); in process,
+// the key's share's (exact for it, conservative for the rule).
 func (l *KeyedLeasedLimiter) Acquire(ctx context.Context, key string, n int) (librate.Decision, error) {
 	if ctx == nil {
 		return librate.Decision{}, invalid("nil context")
 	}
-	admitted, decided, err := l.holder.Acquire(key, n)
+	d, decided, err := l.holder.Acquire(key, n)
 	if err != nil || decided {
-		return librate.Decision{Allowed: admitted}, err
+		return d, err
 	}
 	call, err := l.holder.InRedis(n)
 	if err != nil {
@@ -179,9 +179,9 @@ func (l *KeyedLeasedLimiter) AcquireAt(ctx context.Context, key string, n int, n
 	case l.renewer.background():
 		return librate.Decision{}, invalid("AcquireAt on a KeyedLeasedLimiter that renews itself (NewKeyedLeasedManual renews by hand)")
 	}
-	admitted, decided, err := l.holder.AcquireAt(key, n, now)
+	d, decided, err := l.holder.AcquireAt(key, n, now)
 	if err != nil || decided {
-		return librate.Decision{Allowed: admitted}, err
+		return d, err
 	}
 	call, err := l.holder.InRedisAt(n, now)
 	if err != nil {

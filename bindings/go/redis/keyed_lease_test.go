@@ -150,12 +150,13 @@ func TestKeyedLeaseGCRARequestsAndAHotKey(t *testing.T) {
 	// 7 units are more than what the leases leave can ever hold: ask again in a lease.
 	decideAt(t, other, "a", 7, time.Second, librate.Decision{Limit: 6, RetryAfter: time.Second, ResetAfter: 1_600_001 * us})
 
-	// The holder decides "a" in process from its share, one unit every 800 ms, which
-	// starts empty: none at 1 s, one at 1.8 s; and no call reaches Redis.
+	// The holder decides "a" in process from its share, one unit every 800 ms and a
+	// burst of 2, which starts empty (full again 1.6 s on): none at 1 s, one at 1.8 s;
+	// its decisions are the share's; and no call reaches Redis.
 	before := counter.of("kg:a")
-	decideAt(t, l, "a", 1, time.Second, librate.Decision{})
-	decideAt(t, l, "a", 1, 1800*ms, librate.Decision{Allowed: true})
-	decideAt(t, l, "a", 1, 1800*ms, librate.Decision{})
+	decideAt(t, l, "a", 1, time.Second, librate.Decision{Limit: 2, RetryAfter: 800 * ms, ResetAfter: 1600 * ms})
+	decideAt(t, l, "a", 1, 1800*ms, librate.Decision{Allowed: true, Limit: 2, ResetAfter: 1600 * ms})
+	decideAt(t, l, "a", 1, 1800*ms, librate.Decision{Limit: 2, RetryAfter: 800 * ms, ResetAfter: 1600 * ms})
 	if calls := counter.of("kg:a"); calls != before {
 		t.Fatalf("%d calls in Redis for a leased key", calls-before)
 	}
@@ -189,10 +190,12 @@ func TestKeyedLeaseFixedWindowRequestsBesideACount(t *testing.T) {
 	// the whole window, as the holder's first. Each gets half, 3 units, beside the 1
 	// taken: 4 of window 1 used.
 	roundAt(t, l, 1200*ms, 1)
-	// From its count, in process: 3 units, then none.
+	// From its count, in process: 3 units, then none. The count is held to the window's
+	// end less the margin, a thousandth of the 800 ms held: 799.2 ms on.
 	before := counter.of("kw:w")
-	decideAt(t, l, "w", 3, 1200*ms, librate.Decision{Allowed: true})
-	decideAt(t, l, "w", 1, 1200*ms, librate.Decision{})
+	held := 799_200 * time.Microsecond
+	decideAt(t, l, "w", 3, 1200*ms, librate.Decision{Allowed: true, Limit: 3, ResetAfter: held})
+	decideAt(t, l, "w", 1, 1200*ms, librate.Decision{Limit: 3, RetryAfter: held, ResetAfter: held})
 	if counter.of("kw:w") != before {
 		t.Fatal("a leased key's count decided in Redis")
 	}

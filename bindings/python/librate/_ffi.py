@@ -419,8 +419,11 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         (POINTER(rate_lease_rule), c_uint64, c_uint64, KEY, c_size_t, POINTER(HANDLE)),
     ),
     "rate_keyed_lease_holder_free": (None, (HANDLE,)),
-    "rate_keyed_lease_acquire": (c_int32, (HANDLE, KEY, c_size_t, c_uint64)),
-    "rate_keyed_lease_acquire_at": (c_int32, (HANDLE, KEY, c_size_t, c_uint64, c_uint64)),
+    "rate_keyed_lease_acquire": (c_int32, (HANDLE, KEY, c_size_t, c_uint64, DECISION)),
+    "rate_keyed_lease_acquire_at": (
+        c_int32,
+        (HANDLE, KEY, c_size_t, c_uint64, c_uint64, DECISION),
+    ),
     "rate_keyed_lease_in_redis": (c_int32, (HANDLE, c_uint64, POINTER(rate_lease_renewal))),
     "rate_keyed_lease_in_redis_at": (
         c_int32,

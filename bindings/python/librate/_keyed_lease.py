@@ -170,19 +170,31 @@ class KeyedHolder(Native):
             raise self._fail(code)
         return bool(code)
 
-    def _decide(self, key: bytes, n: int, now_ns: int | None) -> bool | None:
+    def _decide(
+        self, key: bytes, n: int, now_ns: int | None, out: rate_decision | None = None
+    ) -> bool | None:
         """Decides ``n`` units of ``key`` in process if it is leased here with a share
-        (True or False); else None, the request counted towards making the key hot:
-        decide it in Redis."""
+        (True or False; the share's decision in ``out`` if given); else None, the request
+        counted towards making the key hot: decide it in Redis."""
         if now_ns is None:
-            status = lib.rate_keyed_lease_acquire(self._handle, key, len(key), n)
+            status = lib.rate_keyed_lease_acquire(self._handle, key, len(key), n, out)
         else:
-            status = lib.rate_keyed_lease_acquire_at(self._handle, key, len(key), n, now_ns)
+            status = lib.rate_keyed_lease_acquire_at(
+                self._handle, key, len(key), n, now_ns, out
+            )
         if status == RATE_OK or status == RATE_LIMITED:
             return bool(status == RATE_OK)
         if status == RATE_KEYED_LEASE_IN_REDIS:
             return None
         raise self._fail(status, n)
+
+    def _decision_in_process(self, key: bytes, n: int, now_ns: int | None) -> Decision | None:
+        """``_decide`` with the share's decision (exact for the share, conservative for
+        the key's rule), or None: decide it in Redis."""
+        out = rate_decision()
+        if self._decide(key, n, now_ns, out) is None:
+            return None
+        return Decision.from_c(out)
 
     def _in_redis(self, key: bytes, n: int, now_ns: int | None) -> Call:
         """The script call that decides ``n`` units of ``key`` in Redis, against what

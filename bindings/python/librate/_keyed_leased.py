@@ -214,12 +214,18 @@ class KeyedLeasedLimiter(_KeyedLeased, Threaded[int]):
         return self._try(*_request(key, n, now_ns))
 
     def acquire(self, key: Key, n: int = 1, *, now_ns: int | None = None) -> Decision:
-        """Acquires ``n`` units for ``key`` in Redis, against what the key's leases leave,
-        and returns the decision (the fallback's if Redis does not answer); at ``now_ns``
-        on your own timeline if given, else by the server's clock.
+        """Acquires ``n`` units for ``key`` as ``try_acquire`` does and returns the
+        decision: a leased key's share's (exact for the share, conservative for the
+        rule), else that of what the key's leases leave in Redis, else the fallback's;
+        at ``now_ns`` on your own timeline if given, else now (by the server's clock in
+        Redis).
 
         Raises ``InsufficientCapacity`` if ``n`` exceeds the rule's burst."""
-        return self._in_redis_decision(*_request(key, n, now_ns))
+        request = _request(key, n, now_ns)
+        decided = self._decision_in_process(*request)
+        if decided is not None:
+            return decided
+        return self._in_redis_decision(*request)
 
     def acquire_at(self, key: Key, n: int, now_ns: int) -> Decision:
         """``acquire(key, n, now_ns=now_ns)``."""
@@ -283,7 +289,11 @@ class AsyncKeyedLeasedLimiter(_KeyedLeased, Tasked[int]):
 
     async def acquire(self, key: Key, n: int = 1, *, now_ns: int | None = None) -> Decision:
         """``KeyedLeasedLimiter.acquire``."""
-        return await self._in_redis_decision(*_request(key, n, now_ns))
+        request = _request(key, n, now_ns)
+        decided = self._decision_in_process(*request)
+        if decided is not None:
+            return decided
+        return await self._in_redis_decision(*request)
 
     async def acquire_at(self, key: Key, n: int, now_ns: int) -> Decision:
         """``KeyedLeasedLimiter.acquire_at``."""

@@ -141,6 +141,11 @@ def test_gcra_requests_in_redis_take_what_the_leases_leave(redis_server: RedisSe
     assert not holder.try_acquire_at("a", 1, 2100 * MS + share_every - 1)
     assert holder.try_acquire_at("a", 1, 2100 * MS + share_every)
     assert not holder.try_acquire_at("a", 1, 2100 * MS + share_every)
+    # acquire decides in process too, with the share's fields: at two units' time, one
+    # more admitted, none left, the share full again two units' time later.
+    assert holder.acquire_at("a", 1, 2100 * MS + 2 * share_every) == Decision(
+        True, 2, 0, 0, 2 * share_every
+    )
     # Its burst is 2: 3 units are more than the share ever holds, so Redis decides
     # them, where the bucket left is full again 8 units' time after 2.1 s.
     assert client.sent == sent
