@@ -133,19 +133,15 @@ impl LeaseHolder {
         &self.rule
     }
 
-    /// The lease script of the rule's algorithm.
+    /// The lease script of the rule's algorithm ([`LeaseRule::script`]).
     pub fn script(&self) -> &'static str {
-        let with_nul = self.script_with_nul();
-        &with_nul[..with_nul.len() - 1]
+        self.rule.script()
     }
 
     /// [`script`](Self::script) with a NUL, for C.
     #[doc(hidden)]
     pub fn script_with_nul(&self) -> &'static str {
-        match self.local {
-            Local::Gcra => super::GCRA_SCRIPT_WITH_NUL,
-            Local::Window => super::FIXED_WINDOW_SCRIPT_WITH_NUL,
-        }
+        self.rule.script_with_nul()
     }
 
     /// The holder's name in the rule's hash.

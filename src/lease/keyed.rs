@@ -118,19 +118,16 @@ impl KeyedLeaseHolder {
         &self.rule
     }
 
-    /// The lease script of the rule's algorithm, which also decides the keys not leased.
+    /// The lease script of the rule's algorithm ([`LeaseRule::script`]), which also
+    /// decides the keys not leased.
     pub fn script(&self) -> &'static str {
-        let with_nul = self.script_with_nul();
-        &with_nul[..with_nul.len() - 1]
+        self.rule.script()
     }
 
     /// [`script`](Self::script) with a NUL, for C.
     #[doc(hidden)]
     pub fn script_with_nul(&self) -> &'static str {
-        match self.rule.divided() {
-            super::rule::Divided::Gcra { .. } => super::GCRA_SCRIPT_WITH_NUL,
-            super::rule::Divided::FixedWindow { .. } => super::FIXED_WINDOW_SCRIPT_WITH_NUL,
-        }
+        self.rule.script_with_nul()
     }
 
     /// The script call that decides `n` units in Redis, against what the key's leases

@@ -17,11 +17,11 @@ use std::sync::{Arc, OnceLock};
 fn script(rule: &LeaseRule) -> &'static redis::Script {
     static GCRA: OnceLock<redis::Script> = OnceLock::new();
     static FIXED_WINDOW: OnceLock<redis::Script> = OnceLock::new();
-    let (cell, source) = match rule.config().algorithm {
-        Algorithm::Gcra => (&GCRA, super::GCRA_SCRIPT),
-        _ => (&FIXED_WINDOW, super::FIXED_WINDOW_SCRIPT),
+    let cell = match rule.config().algorithm {
+        Algorithm::Gcra => &GCRA,
+        _ => &FIXED_WINDOW,
     };
-    cell.get_or_init(|| redis::Script::new(source))
+    cell.get_or_init(|| redis::Script::new(rule.script()))
 }
 
 /// Sends `renewal` (or any call of the script) for the rule at `key` and reads the answer.

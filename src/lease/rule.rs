@@ -130,6 +130,21 @@ impl LeaseRule {
         self.lease / 1000
     }
 
+    /// The lease script of the rule's algorithm (`src/redis/lua/`): it renews holders'
+    /// leases and decides the requests sent to Redis.
+    pub fn script(&self) -> &'static str {
+        let with_nul = self.script_with_nul();
+        &with_nul[..with_nul.len() - 1]
+    }
+
+    /// [`script`](Self::script) with a NUL, for C.
+    pub(crate) fn script_with_nul(&self) -> &'static str {
+        match self.divided() {
+            Divided::Gcra { .. } => super::GCRA_SCRIPT_WITH_NUL,
+            Divided::FixedWindow { .. } => super::FIXED_WINDOW_SCRIPT_WITH_NUL,
+        }
+    }
+
     pub(crate) fn divided(&self) -> Divided {
         self.divided
     }
