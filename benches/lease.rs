@@ -12,6 +12,7 @@
 #![deny(missing_docs)]
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use criterion::measurement::WallTime;
@@ -83,7 +84,7 @@ impl Shape {
 
 /// `Limiter::try_acquire` and `LeaseHolder::try_acquire` on each shape, each checked
 /// afterwards to still admit (and the holder to be leased); and between them, to part the
-/// holder's cost, `Limiter::try_acquire_at(1, Instant::now())` (the precise clock, which
+/// holder's cost, the in-process decision with a demand count beside it, and `Limiter::try_acquire_at(1, Instant::now())` (the precise clock, which
 /// the holder reads) on a limiter as made and on one whose rule changed once (to the same
 /// rule): the path a share's decisions would take if its rule, which every grant sets,
 /// changed as a limiter's does rather than in place (`src/lease/gcra_share.rs`).
@@ -98,6 +99,15 @@ fn leased(c: &mut Criterion) {
         let limiter = shape.limiter();
         measure(&mut group, &shape, "in_process_at_now", || {
             limiter.try_acquire_at(black_box(1), Instant::now()) == Ok(true)
+        });
+
+        // The floor of a decision that counts its demand, as a holder's must for its
+        // renewals: the in-process decision and one atomic add beside it.
+        let limiter = shape.limiter();
+        let demand = AtomicU64::new(0);
+        measure(&mut group, &shape, "in_process_counted", || {
+            demand.fetch_add(black_box(1), Ordering::Relaxed);
+            limiter.try_acquire(black_box(1)) == Ok(true)
         });
 
         let limiter = shape.limiter();

@@ -677,7 +677,7 @@ LEASE_COLUMNS = ["scenario (rule 10,000/s, B 1,000, leases 2 s renewed every 500
                  "demand / rule", "over-admission (units)", "utilization after 10 s",
                  "decisions without a share", "Redis calls / holder / s"]
 # `cargo bench --bench lease`'s subjects, each group's leased decision against these.
-LEASE_SUBJECTS = ("in_process", "in_process_at_now", "in_process_changed_at_now")
+LEASE_SUBJECTS = ("in_process", "in_process_counted", "in_process_at_now", "in_process_changed_at_now")
 
 
 def leases(data: Path, page: Path) -> list[str]:
