@@ -47,7 +47,7 @@ pub use share::Share;
 macro_rules! script {
     ($name:literal) => {
         concat!(
-            "local lease_now, lease_arguments_refused, lease_open, fair_share\n",
+            "local lease_now, lease_arguments_refused, lease_open, fair_level\n",
             include_str!("../redis/lua/lease_common.lua"),
             include_str!(concat!("../redis/lua/", $name, ".lua"))
         )

@@ -68,25 +68,21 @@ function lease_open(key, rule, form, op, now, quiet_until, more, wanted)
     return state
 end
 
--- A holder's max-min fair share of the whole (1e6 millionths) by demand, given every live
--- holder's `demands` (its own among them) and their `total`: a demand that fits is met;
--- otherwise every demand above the level that uses the whole gets that level. What no
--- demand asks for is split evenly on top if `spare`.
-function fair_share(demands, total, demand, spare)
+-- The max-min fair level of `demands` (every live holder's, summing to `total`) over the
+-- whole (1e6 millionths): every demand above it gets the level, every other is met; -1
+-- when they all fit.
+function fair_level(demands, total)
     if total <= 1000000 then
-        if spare then
-            return demand + math.floor((1000000 - total) / #demands)
-        end
-        return demand
+        return -1
     end
     table.sort(demands)
     local left = 1000000
     for i = 1, #demands do
         local level = left / (#demands - i + 1)
         if demands[i] > level then
-            return math.min(demand, math.floor(level))
+            return level
         end
         left = left - demands[i]
     end
-    return demand
+    return -1
 end

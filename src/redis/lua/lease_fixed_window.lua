@@ -160,7 +160,8 @@ if asked > 0 then
     total = total + asked
 end
 demands[#demands + 1] = demand
-local target = fair_share(demands, total + demand, demand, false)
+local level = fair_level(demands, total + demand)
+local target = level < 0 and demand or math.min(demand, math.floor(level))
 local units = math.floor(limit * target / SCALE)
 
 -- A count only grows within a window, and the window's counts stay within L.

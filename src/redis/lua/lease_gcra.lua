@@ -168,27 +168,10 @@ local function write_agg(a)
         a.level, a.latest, a.at, a.read_again))
 end
 
--- The max-min level of `demands` over the whole (1e6), or -1 if they all fit.
-local function level_of(demands, total)
-    if total <= SCALE then
-        return -1
-    end
-    table.sort(demands)
-    local left = SCALE
-    for i = 1, #demands do
-        local level = left / (#demands - i + 1)
-        if demands[i] > level then
-            return level
-        end
-        left = left - demands[i]
-    end
-    return -1
-end
-
-if state.agg ~= nil and not unpack_agg(state.agg) then
+local agg = unpack_agg(state.agg)
+if state.agg ~= nil and not agg then
     return redis.error_reply('librate: ' .. key .. ' holds no lease state at agg')
 end
-local agg = unpack_agg(state.agg)
 
 -- This holder's own record, if it has one: its leases and its last demand.
 local own, own_demand = {}, nil
@@ -418,7 +401,7 @@ if others_demands then
         others_demands[#others_demands + 1] = asked
     end
     others_demands[#others_demands + 1] = demand
-    agg.level = level_of(others_demands, total)
+    agg.level = fair_level(others_demands, total)
 end
 if total <= SCALE then
     target = demand + math.floor((SCALE - total) / count)
