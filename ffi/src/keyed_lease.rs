@@ -3,6 +3,7 @@
 //! the rounds of renewals of its keys. Each binding carries the script calls over its own
 //! Redis client, on its own background mechanism.
 
+use super::keyed::with_key;
 use super::lease::{apply_to, rate_lease_renewal, rate_lease_rule, renewal_of, Asked};
 use super::{boundary, outcome_status, rate_decision, report, RATE_E_NULL, RATE_E_REPLY, RATE_OK};
 use librate::lease::{decision_of, KeyRenewal, KeyedLeaseHolder};
@@ -112,19 +113,6 @@ unsafe fn holder_ref<'a>(holder: *const rate_keyed_lease_holder) -> Option<&'a K
     unsafe { holder.as_ref() }.map(|handle| &handle.holder)
 }
 
-/// The key `key` points to (`key_len` bytes; NULL only with 0), or `None`.
-///
-/// # Safety
-/// `key` is NULL or points to `key_len` readable bytes.
-unsafe fn key_of<'a>(key: *const u8, key_len: usize) -> Option<&'a [u8]> {
-    match (key.is_null(), key_len) {
-        (true, 0) => Some(&[]),
-        (true, _) => None,
-        // SAFETY: non-NULL, and the caller promised `key_len` readable bytes.
-        (false, len) => Some(unsafe { std::slice::from_raw_parts(key, len) }),
-    }
-}
-
 /// Decides `n` units for `key` (`key_len` bytes) now (CLOCK_MONOTONIC) if this holder
 /// leases it and holds a share, with atomics alone, writing the share's decision to `out`
 /// (exact for the share, conservative for the key's rule); otherwise counts the request
@@ -167,13 +155,7 @@ pub unsafe extern "C" fn rate_keyed_lease_acquire_at(
     now_ns: u64,
     out: *mut rate_decision,
 ) -> i32 {
-    boundary(|| {
-        // SAFETY: the caller passes NULL or a live handle, and NULL or readable bytes.
-        let (Some(holder), Some(key)) = (unsafe { holder_ref(holder) }, unsafe {
-            key_of(key, key_len)
-        }) else {
-            return RATE_E_NULL;
-        };
+    let body = |holder: &KeyedLeaseHolder, key: &[u8]| {
         let at = Instant::from_nanos(now_ns);
         if out.is_null() {
             return match holder.try_acquire_at(key, n, at) {
@@ -188,7 +170,9 @@ pub unsafe extern "C" fn rate_keyed_lease_acquire_at(
             Ok(None) => RATE_KEYED_LEASE_IN_REDIS,
             Err(error) => outcome_status(Err::<bool, _>(error)),
         }
-    })
+    };
+    // SAFETY: the caller passes NULL or a live handle, and NULL or readable bytes.
+    unsafe { with_key(holder, key, key_len, |handle| &handle.holder, body) }
 }
 
 /// Fills `out` with the lease script call that decides `n` units in Redis, against what
@@ -297,15 +281,9 @@ pub unsafe extern "C" fn rate_keyed_lease_leased(
     key: *const u8,
     key_len: usize,
 ) -> i32 {
-    boundary(|| {
-        // SAFETY: the caller passes NULL or a live handle, and NULL or readable bytes.
-        match (unsafe { holder_ref(holder) }, unsafe {
-            key_of(key, key_len)
-        }) {
-            (Some(holder), Some(key)) => i32::from(holder.is_leased(key)),
-            _ => RATE_E_NULL,
-        }
-    })
+    let body = |holder: &KeyedLeaseHolder, key: &[u8]| i32::from(holder.is_leased(key));
+    // SAFETY: the caller passes NULL or a live handle, and NULL or readable bytes.
+    unsafe { with_key(holder, key, key_len, |handle| &handle.holder, body) }
 }
 
 /// Starts a round of renewals, the script reading the server's clock: the keys hot since
