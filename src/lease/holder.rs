@@ -259,19 +259,7 @@ impl LeaseHolder {
                 }
             }
         }
-        let limit = self.granted().burst;
-        Decision {
-            allowed: n == 0,
-            limit,
-            remaining: 0,
-            retry_after_ns: if n == 0 {
-                0
-            } else {
-                time::nanos(self.rule.renew_every())
-            },
-            reset_after_ns: 0,
-            wait_ns: 0,
-        }
+        without_share(&self.rule, n, self.granted().burst)
     }
 
     /// Where decisions come from now.
@@ -337,6 +325,23 @@ impl LeaseHolder {
     #[inline(always)]
     pub(super) fn gcra_share(&self) -> GcraShare<'_> {
         GcraShare::on(self.words.array(words::GCRA))
+    }
+}
+
+/// The decision on `n` units of `rule` with no share to decide them (whose last burst was
+/// `limit`): a denial until the next renewal; a query is admitted.
+pub(super) fn without_share(rule: &LeaseRule, n: u64, limit: u64) -> Decision {
+    Decision {
+        allowed: n == 0,
+        limit,
+        remaining: 0,
+        retry_after_ns: if n == 0 {
+            0
+        } else {
+            time::nanos(rule.renew_every())
+        },
+        reset_after_ns: 0,
+        wait_ns: 0,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::direct::decision_of;
 use super::grant::Renewal;
-use super::holder::Fallback;
+use super::holder::{without_share, Fallback};
 use super::keyed::{KeyRenewal, KeyedLeaseHolder};
 use super::redis::{call, grant_of};
 use super::renewer::{Connection, Renewer};
@@ -212,7 +212,7 @@ impl KeyedLeasedLimiter {
         }
         match acquire_in_redis(connection, &self.prefix, key, self.holder.rule(), n, None) {
             Ok(decision) => Ok(decision.allowed),
-            Err(_) => Ok(self.decide_by_fallback(key, n)),
+            Err(_) => Ok(self.fallback_decision(key, n).allowed),
         }
     }
 
@@ -237,31 +237,14 @@ impl KeyedLeasedLimiter {
         }
     }
 
-    /// The fallback's decision for `key`: a denial, or the local rule's.
-    fn decide_by_fallback(&self, key: &[u8], n: u64) -> bool {
-        self.fallback
-            .as_ref()
-            .is_some_and(|local| local.try_acquire(key, n).unwrap_or(false))
-    }
-
-    /// [`decide_by_fallback`](Self::decide_by_fallback) with the decision's fields.
+    /// The fallback's decision for `key`: the local rule's, or a denial until the next
+    /// renewal.
     fn fallback_decision(&self, key: &[u8], n: u64) -> Decision {
         let local = self
             .fallback
             .as_ref()
             .and_then(|local| local.acquire(key, n).ok());
-        local.unwrap_or(Decision {
-            allowed: n == 0,
-            limit: 0,
-            remaining: 0,
-            retry_after_ns: if n == 0 {
-                0
-            } else {
-                crate::time::nanos(self.holder.rule().renew_every())
-            },
-            reset_after_ns: 0,
-            wait_ns: 0,
-        })
+        local.unwrap_or_else(|| without_share(self.holder.rule(), n, 0))
     }
 
     /// Stops renewing and hands every share back.
