@@ -212,3 +212,32 @@ def test_settings_are_checked() -> None:
             client.get("/")
     with pytest.raises(TypeError, match="with parentheses"):
         rate_limited(hello)  # type: ignore[arg-type]
+
+
+def test_the_rule_that_denied_and_shadow(caplog: pytest.LogCaptureFixture) -> None:
+    # 2 a minute: the third request is denied by rule 0, the entry's name; in shadow it is
+    # served, without the fields, and logged as a would-be denial.
+    caplog.set_level(logging.INFO, logger="librate.middleware")
+    entry = {
+        "algorithm": "fixed_window",
+        "limit": 2,
+        "period": 60,
+        "capacity": 16,
+        "clock": VirtualClock(now=0),
+        "rule_header": "RateLimit-Rule",
+    }
+    with override_settings(LIBRATE={"default": entry}):
+        client = Client()
+        client.get("/a"), client.get("/b")
+        denied = client.get("/c")
+        assert (denied.status_code, denied["RateLimit-Rule"]) == (429, '"default"')
+    with override_settings(LIBRATE={"default": {**entry, "shadow": True}}):
+        client = Client()
+        client.get("/a"), client.get("/b")
+        served = client.get("/c")
+        assert (served.status_code, served["RateLimit-Rule"]) == (200, '"default"')
+        assert fields(served) == (None, None, None)
+    assert [r.getMessage() for r in caplog.records if r.name == "librate.middleware"] == [
+        'librate: rule 0 "default" denied the request',
+        'librate: rule 0 "default" would deny the request (shadow)',
+    ]

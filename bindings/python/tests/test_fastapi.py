@@ -179,3 +179,24 @@ def test_the_middleware_keeps_a_route_s_headers() -> None:
     assert answer.headers.get_list("RateLimit-Policy") == ['"login";q=2;w=60']
     assert answer.headers.get_list("RateLimit")[0].startswith('"login";r=1;t=')
     assert client.get("/open").headers["RateLimit-Policy"] == '"default";q=1000;w=1'
+
+
+def test_the_rule_that_denied_and_shadow(caplog: pytest.LogCaptureFixture) -> None:
+    # 2 a minute: the third request is denied by rule 0; in shadow it is served, without
+    # the fields, and logged as a would-be denial.
+    caplog.set_level(logging.INFO, logger="librate.middleware")
+    for shadow, status in [(False, 429), (True, 200)]:
+        limiter = librate.Limiter(algorithm="fixed_window", limit=2, period=60)
+        dependency = RateLimit(
+            limiter, clock=VirtualClock(now=0), shadow=shadow, rule_header="RateLimit-Rule"
+        )
+        client = TestClient(guarded(dependency, []))
+        client.get("/a"), client.get("/b")
+        third = client.get("/c")
+        assert (third.status_code, third.headers.get("RateLimit-Rule")) == (status, '"default"')
+        if shadow:
+            assert fields(third) == (None, None, None)
+    assert [r.getMessage() for r in caplog.records if r.name == "librate.middleware"] == [
+        'librate: rule 0 "default" denied the request',
+        'librate: rule 0 "default" would deny the request (shadow)',
+    ]

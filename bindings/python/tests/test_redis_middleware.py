@@ -217,3 +217,43 @@ def test_a_redis_policys_rules_are_named_as_in_process(redis_server: RedisServer
         WSGIRateLimit(hello_wsgi([]), policy, policy="api")
     with pytest.raises(ValueError, match="1 names for 2 rules"):
         WSGIRateLimit(hello_wsgi([]), policy, rule_names=["a"])
+
+
+
+@pytest.mark.parametrize(
+    ("limits", "names", "name"),
+    [
+        ({"algorithm": "fixed_window", "limit": 2, "period": 60}, {}, '"default"'),
+        # The per-second rule denies the third request; the minute rule has 1 left.
+        (SECOND_AND_MINUTE, {"rule_names": SECOND_AND_MINUTE_NAMES}, '"second"'),
+    ],
+    ids=["limiter", "policy"],
+)
+@pytest.mark.parametrize("shadow", [False, True])
+def test_the_rule_that_denied_and_shadow(
+    serve_redis: ServeRedis,
+    redis_server: RedisServer,
+    caplog: pytest.LogCaptureFixture,
+    limits: dict[str, Any] | list[librate.Config],
+    names: dict[str, Any],
+    name: str,
+    shadow: bool,
+) -> None:
+    # Two requests at 0 pass; the third is denied by rule 0, or in shadow served and
+    # logged as a would-be denial.
+    caplog.set_level(logging.INFO, logger="librate.middleware")
+    clock = VirtualClock(now=0)
+    options = {"clock": clock, "shadow": shadow, "rule_header": "RateLimit-Rule", **names}
+    port = serve_redis(redis_server, [], limits, **options)
+    get(port), get(port)
+    third = get(port)
+    assert (third.status, third.headers["RateLimit-Rule"]) == (200 if shadow else 429, name)
+    message = (
+        f"librate: rule 0 {name} would deny the request (shadow)"
+        if shadow
+        else f"librate: rule 0 {name} denied the request"
+    )
+    records = [r for r in caplog.records if r.name == "librate.middleware"]
+    assert [(r.levelno, r.getMessage(), r.rule) for r in records] == [  # type: ignore[attr-defined]
+        (logging.INFO, message, 0)
+    ]

@@ -17,6 +17,7 @@ from .._redis_core import RedisBase, RedisPolicyBase
 from ._client import client_key, trusted_hops
 from ._headers import (
     binding_rule,
+    field_name,
     policies_header,
     ratelimit_header,
     retry_after,
@@ -31,7 +32,8 @@ TOO_MANY_REQUESTS = 429
 SERVICE_UNAVAILABLE = 503
 REASONS = {TOO_MANY_REQUESTS: "Too Many Requests", SERVICE_UNAVAILABLE: "Service Unavailable"}
 
-#: Where the middleware reports a limiter that could not decide (Redis down or erring).
+#: Where the middleware reports each denial (and, in shadow, each would-be denial), and a
+#: limiter that could not decide (Redis down or erring).
 logger = logging.getLogger("librate.middleware")
 
 #: What a middleware can limit with: in process (one limit, one per key, a policy of
@@ -69,6 +71,8 @@ class Verdict:
 
 #: The answer when Redis gives no decision and the middleware fails closed.
 _UNAVAILABLE = Verdict(SERVICE_UNAVAILABLE, [])
+#: A request a limiter in shadow lets through with no field to add.
+_SERVED = Verdict(None, [])
 
 
 class Gate(Generic[Request]):
@@ -86,6 +90,9 @@ class Gate(Generic[Request]):
         clock: Callable[[], int] | None,
         fail_open: bool,
         asynchronous: bool,
+        shadow: bool = False,
+        rule_header: str | None = None,
+        log_level: int = logging.INFO,
     ) -> None:
         if not isinstance(limiter, (Limiter, KeyedLimiter, Policy, KeyedPolicy, *_REDIS)):
             raise TypeError(
@@ -112,7 +119,11 @@ class Gate(Generic[Request]):
         self._key = key or default_key
         self._names = [sf_string(name) for name in names]
         self._clock = clock
-        self._fail_open = fail_open
+        # A limiter in shadow refuses nothing, not even a request it cannot decide.
+        self._fail_open = fail_open or shadow
+        self._shadow = shadow
+        self._rule_header = None if rule_header is None else field_name(rule_header)
+        self._log_level = log_level
         self._policy = policies_header(self._names, rules)
         self._table_full = Verdict(
             SERVICE_UNAVAILABLE,
@@ -150,23 +161,54 @@ class Gate(Generic[Request]):
         return self._decided(decision)
 
     def _decided(self, decision: Decision | PolicyDecision) -> Verdict:
-        """The verdict on a limiter's decision; a policy's ``RateLimit`` reports the rule
-        that binds, of those the request costs."""
+        """The verdict on a limiter's decision: a policy's ``RateLimit`` reports the rule
+        that binds, of those the request costs. In shadow the request always passes,
+        without the fields of a limit that is not in force."""
         if isinstance(decision, PolicyDecision):
             rule = binding_rule(decision, self._counted)
-            return self._verdict(decision.decision, rule, decision.rules[rule])
-        return self._verdict(decision)
+            combined, own = decision.decision, decision.rules[rule]
+            denied_by = decision.denied_by
+        else:
+            rule, combined, own = 0, decision, decision
+            denied_by = None if decision.allowed else 0
+        if denied_by is None or combined.allowed:
+            return _SERVED if self._shadow else Verdict(None, self._fields(rule, own))
+        named = self._denied_by(denied_by)
+        if self._shadow:
+            return Verdict(None, named)
+        return Verdict(
+            TOO_MANY_REQUESTS,
+            [("Retry-After", retry_after(combined)), *self._fields(rule, own), *named],
+        )
 
-    def _verdict(self, decision: Decision, rule: int = 0, own: Decision | None = None) -> Verdict:
-        """The verdict on ``decision``, whose ``RateLimit`` reports rule ``rule`` with its
-        own decision ``own`` (a single limiter's: ``decision`` itself)."""
-        headers = [
+    def _fields(self, rule: int, own: Decision) -> list[tuple[str, str]]:
+        """``RateLimit-Policy``, and ``RateLimit`` reporting rule ``rule`` by its own
+        decision ``own``."""
+        return [
             ("RateLimit-Policy", self._policy),
-            ("RateLimit", ratelimit_header(self._names[rule], own or decision)),
+            ("RateLimit", ratelimit_header(self._names[rule], own)),
         ]
-        if decision.allowed:
-            return Verdict(None, headers)
-        return Verdict(TOO_MANY_REQUESTS, [("Retry-After", retry_after(decision)), *headers])
+
+    def _denied_by(self, rule: int) -> list[tuple[str, str]]:
+        """Logs that rule ``rule`` denied (in shadow: would deny) a request, and returns
+        the rule header naming it, if the middleware sends one. The rule is the first
+        that denied, in the order given: the one a policy's counts charge the denial to
+        (``RateLimit`` may report another: of the rules that denied, the longest wait)."""
+        name = self._names[rule]
+        extra = {"rule": rule, "rule_name": name, "shadow": self._shadow}
+        if self._shadow:
+            logger.log(
+                self._log_level,
+                "librate: rule %d %s would deny the request (shadow)",
+                rule,
+                name,
+                extra=extra,
+            )
+        else:
+            logger.log(
+                self._log_level, "librate: rule %d %s denied the request", rule, name, extra=extra
+            )
+        return [] if self._rule_header is None else [(self._rule_header, name)]
 
     def _undecided(self, error: RedisError) -> Verdict | None:
         """Redis gave no decision: let the request through unlimited (fail open), or
@@ -299,6 +341,22 @@ class RateLimitMiddleware(Generic[App, Request]):
       limiter or a policy alike), let the
       request through without headers, logged as a warning to the ``librate.middleware``
       logger (True), or answer it 503, logged as an error (False, the default).
+    - ``shadow``: run the limiter without enforcing it (False: enforce, the default). It
+      still decides, and counts, every request, and logs each would-be denial; every
+      request is served, without ``RateLimit`` fields (the limit is not in force, so no
+      client should slow down for it), and a request it cannot decide is served too.
+      Use it to see what a new limit would do before it is enforced.
+    - ``rule_header``: the name of a response field that names the rule that denied
+      (default None: no such field). The IETF draft has no field for it: choose one,
+      such as ``"RateLimit-Rule"``. Its value is the rule's name as an sf-string
+      (``"minute"``), on a 429, and in shadow on a request that would have been denied.
+    - ``log_level``: the level of the record logged to the ``librate.middleware`` logger
+      for each denial (default ``logging.INFO``): ``librate: rule 1 "minute" denied the
+      request``, or in shadow ``librate: rule 1 "minute" would deny the request
+      (shadow)``, with the attributes ``rule`` (the index), ``rule_name`` and
+      ``shadow``. The rule named (log and ``rule_header``) is the first, in the order
+      given, that denied: the rule a policy's counts charge the denial to. ``RateLimit``
+      reports the one with the longest wait, which may be another.
     """
 
     #: Whether the middleware runs in an event loop (ASGI): it then awaits its limiter.
@@ -327,6 +385,9 @@ class RateLimitMiddleware(Generic[App, Request]):
         clock: Callable[[], int] | None = None,
         fail_open: bool = False,
         trusted_proxies: int = 0,
+        shadow: bool = False,
+        rule_header: str | None = None,
+        log_level: int = logging.INFO,
     ) -> None:
         self.app = app
         self._gate: Gate[Request] = Gate(
@@ -341,4 +402,7 @@ class RateLimitMiddleware(Generic[App, Request]):
             clock=clock,
             fail_open=fail_open,
             asynchronous=self.asynchronous,
+            shadow=shadow,
+            rule_header=rule_header,
+            log_level=log_level,
         )

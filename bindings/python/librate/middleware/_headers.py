@@ -57,6 +57,19 @@ def sf_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+#: RFC 9110 §5.6.2: a field name is a token, one or more of these.
+_TCHARS = frozenset("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def field_name(name: str) -> str:
+    """``name`` checked as a field name (an RFC 9110 token), or ``ValueError``."""
+    if not isinstance(name, str):
+        raise TypeError(f"rule_header must be a str, not {type(name).__name__}")
+    if not name or not set(name) <= _TCHARS:
+        raise ValueError(f"rule_header {name!r} is no field name (RFC 9110 token)")
+    return name
+
+
 def _sf_integer(value: int) -> int:
     return min(value, _SF_INTEGER_MAX)
 

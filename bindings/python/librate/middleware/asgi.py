@@ -27,8 +27,8 @@ class ASGIRateLimit(RateLimitMiddleware[ASGIApp, Scope]):
     """Wraps an ASGI app; the same behaviour as ``WSGIRateLimit``, with ``key(scope)``.
 
     ``ASGIRateLimit(app, limiter, *, key=None, cost=1, policy=None, rule_names=None,
-    clock=None, fail_open=False, trusted_proxies=0)``: see ``RateLimitMiddleware`` for
-    the arguments. In Starlette and FastAPI: ``app.add_middleware(ASGIRateLimit,
+    clock=None, fail_open=False, trusted_proxies=0, shadow=False, rule_header=None,
+    log_level=logging.INFO)``: see ``RateLimitMiddleware`` for the arguments. In Starlette and FastAPI: ``app.add_middleware(ASGIRateLimit,
     limiter=...)``.
     """
 

@@ -26,13 +26,15 @@ Every entry may also give the middleware's options (``RateLimitMiddleware``): ``
 (a function of the ``HttpRequest``, or its dotted path; default: the client's IP
 address), ``cost``, ``policy`` (the name in the headers; default: the entry's name),
 ``rule_names`` (a policy's), ``clock`` (a function or its dotted path),
-``trusted_proxies`` and ``fail_open``. Limiters are made at the first request that needs
-them, and again after ``settings.LIBRATE`` changes (``override_settings`` in tests).
+``trusted_proxies``, ``fail_open``, ``shadow``, ``rule_header`` and ``log_level``.
+Limiters are made at the first request that needs them, and again after
+``settings.LIBRATE`` changes (``override_settings`` in tests).
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -57,7 +59,18 @@ View = TypeVar("View", bound=Callable[..., Any])
 #: The keys of an entry that make its in-process or Redis limiter.
 _LIMITER_KEYS = {"algorithm", "limit", "period", "burst", "capacity", "redis", "prefix"}
 #: The keys of an entry that are the middleware's options.
-_OPTION_KEYS = {"key", "cost", "policy", "rule_names", "clock", "trusted_proxies", "fail_open"}
+_OPTION_KEYS = {
+    "key",
+    "cost",
+    "policy",
+    "rule_names",
+    "clock",
+    "trusted_proxies",
+    "fail_open",
+    "shadow",
+    "rule_header",
+    "log_level",
+}
 
 
 
@@ -132,6 +145,9 @@ def _made(name: str) -> _Entry:
         clock=clock,
         fail_open=entry.get("fail_open", False),
         asynchronous=False,
+        shadow=entry.get("shadow", False),
+        rule_header=entry.get("rule_header"),
+        log_level=entry.get("log_level", logging.INFO),
     )
     return _Entry(gate, isinstance(limiter, _REDIS))
 

@@ -22,6 +22,7 @@ middleware, and ``add_middleware`` passes it the app.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 from fastapi import HTTPException, Request, Response
@@ -68,6 +69,9 @@ class RateLimit:
         clock: Callable[[], int] | None = None,
         fail_open: bool = False,
         trusted_proxies: int = 0,
+        shadow: bool = False,
+        rule_header: str | None = None,
+        log_level: int = logging.INFO,
     ) -> None:
         self._gate: Gate[Request] = Gate(
             limiter,
@@ -79,6 +83,9 @@ class RateLimit:
             clock=clock,
             fail_open=fail_open,
             asynchronous=True,
+            shadow=shadow,
+            rule_header=rule_header,
+            log_level=log_level,
         )
 
     async def __call__(self, request: Request, response: Response) -> None:

@@ -19,8 +19,8 @@ class WSGIRateLimit(RateLimitMiddleware[WSGIApp, Environ]):
     ``Retry-After`` and the same headers, and never reach ``app``.
 
     ``WSGIRateLimit(app, limiter, *, key=None, cost=1, policy=None, rule_names=None,
-    clock=None, fail_open=False, trusted_proxies=0)``: see ``RateLimitMiddleware`` for
-    the arguments.
+    clock=None, fail_open=False, trusted_proxies=0, shadow=False, rule_header=None,
+    log_level=logging.INFO)``: see ``RateLimitMiddleware`` for the arguments.
     """
 
     @staticmethod
