@@ -36,10 +36,21 @@ type MiddlewareOptions struct {
 	// Now is the clock the middleware passes the limiter; nil means the limiter's own
 	// (librate's, or a Redis server's, which every host shares).
 	Now func() time.Time
-	// Logger records each failure of the limiter, with the error and whether the
-	// request was served (fail open, a warning) or refused (fail closed, an error); nil
-	// means slog.Default().
+	// Logger records each denial at Info, with the rule that denied (attributes rule,
+	// its index, rule_name and shadow), and each failure of the limiter, with the error
+	// and whether the request was served (fail open, a warning) or refused (fail closed,
+	// an error); nil means slog.Default().
 	Logger *slog.Logger
+	// RuleHeader names a response field that names the rule that denied, its name as an
+	// sf-string (RateLimit-Rule: "minute"), on each 429 and, in Shadow, on each request
+	// that would have been denied. draft-ietf-httpapi-ratelimit-headers-11 defines no
+	// such field: the name is yours to choose, a token; empty means no field.
+	RuleHeader string
+	// Shadow runs the limiter without enforcing it, to see what a new limit would do: it
+	// decides (and counts) every request and logs each would-be denial, but serves every
+	// request, without the RateLimit fields (no client should slow down for a limit not
+	// in force), a request it cannot decide too.
+	Shadow bool
 }
 
 // Middleware answers requests over their limit with 429 Too Many Requests and
@@ -77,15 +88,21 @@ type Middleware struct {
 	now      func() time.Time
 	failOpen bool
 	logger   *slog.Logger
-	// names holds each rule's sf-string, quoted; policy the whole RateLimit-Policy value.
-	names  []string
-	policy string
+	// ruleHeader is MiddlewareOptions.RuleHeader, canonical; empty, no such field.
+	ruleHeader string
+	shadow     bool
+	// ruleNames are the rules' names; names each one's sf-string, quoted; policy the
+	// whole RateLimit-Policy value.
+	ruleNames []string
+	names     []string
+	policy    string
 }
 
 // NewMiddleware builds a Middleware over limiter. The error is ErrInvalidArgument for a
 // nil limiter or one without rules, a Policy name for several rules, RuleNames of
-// another length than the rules, a name that is not printable ASCII, or Costs that are
-// not one per rule, each from 0 to the most its rule admits at once, not all 0.
+// another length than the rules, a name that is not printable ASCII, a RuleHeader that
+// is no token, or Costs that are not one per rule, each from 0 to the most its rule
+// admits at once, not all 0.
 func NewMiddleware(limiter RequestLimiter, options MiddlewareOptions) (*Middleware, error) {
 	if limiter == nil {
 		return nil, detailed(ErrInvalidArgument, "NewMiddleware: nil limiter")
@@ -188,7 +205,15 @@ func mostAtOnce(config Config) uint64 {
 // field of rules named by names. The error wraps ErrInvalidArgument for a name that is
 // not printable ASCII.
 func newMiddleware(options MiddlewareOptions, rules []Config, names []string) (*Middleware, error) {
-	m := &Middleware{key: options.Key, now: options.Now, failOpen: options.FailOpen, logger: options.Logger}
+	// A limiter in shadow refuses nothing, not even a request it cannot decide.
+	m := &Middleware{key: options.Key, now: options.Now, failOpen: options.FailOpen || options.Shadow,
+		logger: options.Logger, shadow: options.Shadow, ruleNames: names}
+	if options.RuleHeader != "" {
+		if !isToken(options.RuleHeader) {
+			return nil, detailed(ErrInvalidArgument, "NewMiddleware: RuleHeader %q is no field name (an RFC 9110 token)", options.RuleHeader)
+		}
+		m.ruleHeader = http.CanonicalHeaderKey(options.RuleHeader)
+	}
 	if m.key == nil {
 		m.key = RemoteIP
 	}
@@ -249,6 +274,12 @@ func (m *Middleware) Admit(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	header := w.Header()
+	if !decision.Allowed {
+		m.denied(r, header, decision.deniedBy)
+	}
+	if m.shadow {
+		return true
+	}
 	header.Set("RateLimit-Policy", m.policy)
 	own := decision.own
 	if decision.Allowed {
@@ -261,12 +292,30 @@ func (m *Middleware) Admit(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// reported is what the fields say of one request: the decision, and the rule RateLimit
-// reports with that rule's own decision (a single limiter's: the decision itself).
+// denied logs that rule (in shadow: would deny) denied r, and names it in the
+// RuleHeader field, if the middleware sends one. The rule is the first, in the order
+// given, that denied: the one a policy's counts charge the denial to (RateLimit may
+// report another: of the rules that denied, the longest wait).
+func (m *Middleware) denied(r *http.Request, header http.Header, rule int) {
+	message := "librate: a rule denied the request"
+	if m.shadow {
+		message = "librate: a rule would deny the request (shadow)"
+	}
+	m.logger.LogAttrs(r.Context(), slog.LevelInfo, message,
+		slog.Int("rule", rule), slog.String("rule_name", m.ruleNames[rule]), slog.Bool("shadow", m.shadow))
+	if m.ruleHeader != "" {
+		header.Set(m.ruleHeader, m.names[rule])
+	}
+}
+
+// reported is what the fields say of one request: the decision, the rule RateLimit
+// reports with that rule's own decision (a single limiter's: the decision itself), and
+// the first rule that denied (-1 when admitted).
 type reported struct {
 	Decision
-	rule int
-	own  Decision
+	rule     int
+	own      Decision
+	deniedBy int
 }
 
 // acquire takes one unit of every rule (or Costs) for r's key, with r's context.
@@ -282,8 +331,11 @@ func (m *Middleware) acquire(r *http.Request) (reported, error) {
 	if len(d.Rules) != len(m.names) {
 		return reported{}, detailed(ErrInternal, "a RequestLimiter decided %d rules, not its %d", len(d.Rules), len(m.names))
 	}
+	if !d.Allowed && (d.DeniedBy < 0 || d.DeniedBy >= len(m.names)) {
+		return reported{}, detailed(ErrInternal, "a RequestLimiter denied by rule %d of its %d", d.DeniedBy, len(m.names))
+	}
 	rule := bindingRule(d, m.costs)
-	return reported{d.Decision, rule, d.Rules[rule]}, nil
+	return reported{d.Decision, rule, d.Rules[rule], d.DeniedBy}, nil
 }
 
 // bindingRule is the rule RateLimit reports of a policy's decision, of the rules the
@@ -376,6 +428,18 @@ func policyOf(config Config) (quota, window uint64) {
 	}
 	quota, _ = bits.Div64(hi, lo, period)
 	return sfInteger(quota), window
+}
+
+// isToken reports whether s is an RFC 9110 token (§5.6.2), as a field name must be.
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // sfString quotes s as an sf-string (RFC 9651 §3.3.3): printable ASCII only, with `"`

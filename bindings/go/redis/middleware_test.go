@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -209,5 +210,51 @@ func TestPolicyMiddleware(t *testing.T) {
 	h.ServeHTTP(w, r)
 	if got := w.Header().Get("RateLimit-Policy"); got != `"second";q=2;w=1, "minute";q=3;w=60` {
 		t.Errorf("RateLimit-Policy: %q", got)
+	}
+}
+
+// Over Redis as in process: the third request of 2 a minute is denied by rule 0 (of a
+// policy of 2 a second and 3 a minute, by the per-second rule), named in the field and
+// logged at Info; in shadow it is served without the RateLimit fields, named and logged
+// as a would-be denial.
+func TestMiddlewareNamesTheRuleThatDenied(t *testing.T) {
+	client := startServer(t).client(t)
+	twoAMinute := librate.Config{Algorithm: librate.FixedWindow, Limit: 2, Period: time.Minute}
+	for i, c := range []struct {
+		limiter librate.RequestLimiter
+		name    string
+		shadow  bool
+	}{
+		{newLimiter(t, client, twoAMinute, "rule:0:"), "default", false},
+		{newLimiter(t, client, twoAMinute, "rule:1:"), "default", true},
+		{newPolicy(t, client, []librate.Config{{Algorithm: librate.GCRA, Limit: 2, Period: time.Second},
+			{Algorithm: librate.FixedWindow, Limit: 3, Period: time.Minute}}, "rule:2:"), "rule0", false},
+	} {
+		var log bytes.Buffer
+		noTime := func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}
+		h := wrap(t, c.limiter, librate.MiddlewareOptions{Now: func() time.Time { return time.Unix(0, 0) },
+			RuleHeader: "RateLimit-Rule", Shadow: c.shadow,
+			Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{ReplaceAttr: noTime}))})
+		var w *httptest.ResponseRecorder
+		for range 3 {
+			w = httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequestWithContext(ctx, http.MethodGet, "/", nil))
+		}
+		status, message := http.StatusTooManyRequests, "a rule denied the request"
+		if c.shadow {
+			status, message = http.StatusOK, "a rule would deny the request (shadow)"
+		}
+		if got := w.Header().Get("RateLimit-Rule"); w.Code != status || got != `"`+c.name+`"` {
+			t.Errorf("case %d: %d, RateLimit-Rule %q; want %d, %q", i, w.Code, got, status, `"`+c.name+`"`)
+		}
+		want := "level=INFO msg=\"librate: " + message + "\" rule=0 rule_name=" + c.name + " shadow=" + strconv.FormatBool(c.shadow) + "\n"
+		if log.String() != want {
+			t.Errorf("case %d: log %q, want %q", i, log.String(), want)
+		}
 	}
 }

@@ -45,7 +45,7 @@ def test_the_third_request_names_its_rule(serve: Serve, caplog: pytest.LogCaptur
     assert third.headers["RateLimit"] == '"default";r=0;t=60'
     assert third.headers["Retry-After"] == "60"
     assert denials(caplog) == [
-        (logging.INFO, 'librate: rule 0 "default" denied the request', 0, '"default"', False)
+        (logging.INFO, 'librate: rule 0 "default" denied the request', 0, "default", False)
     ]
     assert calls == ["/0", "/1"]
 
@@ -59,7 +59,7 @@ def test_no_rule_header_unless_asked(serve: Serve, caplog: pytest.LogCaptureFixt
     assert third.headers["RateLimit-Rule"] is None
     # Logged all the same, with the name the fields give the rule.
     assert denials(caplog) == [
-        (logging.INFO, 'librate: rule 0 "api" denied the request', 0, '"api"', False)
+        (logging.INFO, 'librate: rule 0 "api" denied the request', 0, "api", False)
     ]
 
 
@@ -84,7 +84,7 @@ def test_shadow_serves_logs_and_names(serve: Serve, caplog: pytest.LogCaptureFix
             logging.INFO,
             'librate: rule 0 "default" would deny the request (shadow)',
             0,
-            '"default"',
+            "default",
             True,
         )
     ]
@@ -123,7 +123,7 @@ def test_a_policy_names_the_first_rule_that_denied(
     assert third.headers["RateLimit-Rule"] == '"second"'
     assert third.headers["RateLimit"] == '"minute";r=0;t=60'
     assert [record[1:4] for record in denials(caplog)] == [
-        ('librate: rule 0 "second" denied the request', 0, '"second"')
+        ('librate: rule 0 "second" denied the request', 0, "second")
     ]
 
 

@@ -118,6 +118,7 @@ class Gate(Generic[Request]):
         self._awaits = isinstance(limiter, _REDIS) and limiter.asynchronous
         self._key = key or default_key
         self._names = [sf_string(name) for name in names]
+        self._rule_names = names
         self._clock = clock
         # A limiter in shadow refuses nothing, not even a request it cannot decide.
         self._fail_open = fail_open or shadow
@@ -195,7 +196,7 @@ class Gate(Generic[Request]):
         that denied, in the order given: the one a policy's counts charge the denial to
         (``RateLimit`` may report another: of the rules that denied, the longest wait)."""
         name = self._names[rule]
-        extra = {"rule": rule, "rule_name": name, "shadow": self._shadow}
+        extra = {"rule": rule, "rule_name": self._rule_names[rule], "shadow": self._shadow}
         if self._shadow:
             logger.log(
                 self._log_level,
