@@ -6,7 +6,7 @@ use super::key::Key;
 use super::limit::{Decided, RequestLimit};
 use crate::error::Error;
 use crate::time::Instant;
-use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AFTER};
 use http::request::Parts;
 use http::StatusCode;
 use std::sync::Arc;
@@ -19,12 +19,32 @@ pub(super) const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelim
 /// The clock decisions are made at.
 pub(super) type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
 
+/// What the layer calls on each denial (in shadow: each would-be denial).
+pub(super) type OnDenied = Arc<dyn Fn(&Denied<'_>, &Parts) + Send + Sync>;
+
+/// A request the limit denied, or in shadow would have denied, as
+/// [`Builder::on_denied`](super::Builder::on_denied) reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Denied<'a> {
+    /// The rule that denied, by index: the first, in the order given, that denied (the
+    /// one a policy's counts charge the denial to; `RateLimit` reports, of the rules
+    /// that denied, the longest wait, which may be another).
+    pub rule: usize,
+    /// Its name, as given to [`Builder::names`](super::Builder::names) (`"default"`,
+    /// `"rule0"`… by default).
+    pub name: &'a str,
+    /// Whether the layer runs in shadow: the request is served all the same.
+    pub shadow: bool,
+}
+
 /// What every request through one layer shares.
 pub(super) struct Gate<L> {
     pub(super) limiter: L,
     pub(super) key: Key,
-    /// Each rule's name as an sf-string, in order.
+    /// Each rule's name, in order, as given, and as an sf-string.
     pub(super) names: Vec<String>,
+    pub(super) quoted: Vec<String>,
     /// The whole `RateLimit-Policy` value.
     pub(super) policy: HeaderValue,
     /// A policy's cost of each rule; `None`: 1 of every rule.
@@ -33,13 +53,32 @@ pub(super) struct Gate<L> {
     pub(super) fail_open: bool,
     /// `Retry-After` of the 503 for a table full of live keys: one period of the first rule.
     pub(super) table_full: HeaderValue,
+    /// Decide and report, never refuse (docs/tower.md, Which rule denied).
+    pub(super) shadow: bool,
+    /// The field naming the rule that denied, with each rule's value; `None`: no field.
+    pub(super) rule_field: Option<(HeaderName, Vec<HeaderValue>)>,
+    pub(super) on_denied: Option<OnDenied>,
 }
 
-/// The RateLimit fields added to an admitted request's response.
-#[derive(Clone, Debug)]
+/// The fields added to a served request's response: the RateLimit fields (none in
+/// shadow), and the field naming the rule that would have denied it (in shadow).
+#[derive(Clone, Debug, Default)]
 pub(super) struct Fields {
-    pub(super) policy: HeaderValue,
-    pub(super) ratelimit: HeaderValue,
+    pub(super) ratelimit: Option<(HeaderValue, HeaderValue)>,
+    pub(super) rule: Option<(HeaderName, HeaderValue)>,
+}
+
+impl Fields {
+    /// Puts the fields into a response's `headers`.
+    pub(super) fn insert_into(self, headers: &mut HeaderMap) {
+        if let Some((policy, ratelimit)) = self.ratelimit {
+            headers.insert(RATELIMIT_POLICY, policy);
+            headers.insert(RATELIMIT, ratelimit);
+        }
+        if let Some((name, value)) = self.rule {
+            headers.insert(name, value);
+        }
+    }
 }
 
 /// An answer the layer gives in the service's place.
@@ -81,61 +120,95 @@ impl<L: RequestLimit> Gate<L> {
     /// The verdict on the request whose head is `parts`.
     pub(super) fn check(&self, parts: &Parts) -> Verdict {
         if !L::KEYED {
-            return self.decide(b"");
+            return self.decide(parts, b"");
         }
         self.key.with(parts, |key| {
-            key.map_or(Verdict::Pass, |key| self.decide(key))
+            key.map_or(Verdict::Pass, |key| self.decide(parts, key))
         })
     }
 
-    fn decide(&self, key: &[u8]) -> Verdict {
+    fn decide(&self, parts: &Parts, key: &[u8]) -> Verdict {
         let at = (self.clock)();
         match self.limiter.acquire_at(key, self.costs.as_deref(), at) {
-            Ok(decided) => self.decided(&decided),
+            Ok(decided) => self.decided(parts, &decided),
             Err(error) => self.failed(error),
         }
     }
 
     /// The verdict on a decision: `RateLimit` reports the binding rule of those the
-    /// request costs.
-    fn decided(&self, decided: &L::Decided) -> Verdict {
+    /// request costs. In shadow the request is served, without the RateLimit fields of
+    /// a limit that is not in force.
+    fn decided(&self, parts: &Parts, decided: &L::Decided) -> Verdict {
         let decision = decided.decision();
         let rules = decided.rules();
-        if rules.len() != self.names.len() {
-            // A limiter deciding another number of rules than it advertised: a failure
-            // of the limiter, as in Go, never an index out of bounds.
+        let denied_by = decided.denied_by();
+        if rules.len() != self.names.len() || denied_by.is_some_and(|rule| rule >= rules.len()) {
+            // A limiter deciding another number of rules than it advertised, or naming
+            // a rule it has not: a failure of the limiter, as in Go, never an index out
+            // of bounds.
             return self.failed(Error::Unsupported);
         }
+        let named = match denied_by {
+            Some(rule) if !decision.allowed => self.denied(parts, rule),
+            _ => None,
+        };
+        if self.shadow {
+            return match named {
+                None => Verdict::Pass,
+                rule => Verdict::Admitted(Fields {
+                    ratelimit: None,
+                    rule,
+                }),
+            };
+        }
         let rule = headers::binding_rule(decision.allowed, rules, self.costs.as_deref());
-        let text = headers::ratelimit(&self.names[rule], &rules[rule]);
+        let text = headers::ratelimit(&self.quoted[rule], &rules[rule]);
         // The text is the names (checked printable ASCII when the layer was built) and
         // digits: always a valid field value.
         let Ok(ratelimit) = HeaderValue::try_from(text) else {
             return Verdict::Pass;
         };
-        let fields = Fields {
-            policy: self.policy.clone(),
-            ratelimit,
-        };
         if decision.allowed {
-            return Verdict::Admitted(fields);
+            return Verdict::Admitted(Fields {
+                ratelimit: Some((self.policy.clone(), ratelimit)),
+                rule: None,
+            });
         }
         let retry_after = HeaderValue::from(headers::seconds(decision.retry_after_ns));
+        let mut fields = vec![
+            (RETRY_AFTER, retry_after),
+            (RATELIMIT_POLICY, self.policy.clone()),
+            (RATELIMIT, ratelimit),
+        ];
+        fields.extend(named);
         Verdict::Answered(Answer {
             status: StatusCode::TOO_MANY_REQUESTS,
-            fields: vec![
-                (RETRY_AFTER, retry_after),
-                (RATELIMIT_POLICY, fields.policy),
-                (RATELIMIT, fields.ratelimit),
-            ],
+            fields,
         })
     }
 
-    /// The limiter could not decide: serve the request untouched (fail open), or answer
-    /// 503, with `Retry-After` of one period when the table is full of live keys (an
-    /// attacker who fills the table gains nothing).
+    /// Reports that `rule` denied (in shadow: would deny) the request whose head is
+    /// `parts` to the `on_denied` callback, and returns the field naming it, if the layer
+    /// sends one.
+    fn denied(&self, parts: &Parts, rule: usize) -> Option<(HeaderName, HeaderValue)> {
+        if let Some(on_denied) = &self.on_denied {
+            let denied = Denied {
+                rule,
+                name: &self.names[rule],
+                shadow: self.shadow,
+            };
+            on_denied(&denied, parts);
+        }
+        let (name, values) = self.rule_field.as_ref()?;
+        Some((name.clone(), values[rule].clone()))
+    }
+
+    /// The limiter could not decide: serve the request untouched (fail open, or in
+    /// shadow, which refuses nothing), or answer 503, with `Retry-After` of one period
+    /// when the table is full of live keys (an attacker who fills the table gains
+    /// nothing).
     fn failed(&self, error: Error) -> Verdict {
-        if self.fail_open {
+        if self.fail_open || self.shadow {
             return Verdict::Pass;
         }
         let fields = match error {

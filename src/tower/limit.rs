@@ -18,6 +18,20 @@ pub trait Decided {
     /// Each rule's own decision, in the order of [`RequestLimit::rules`]: a single
     /// limit's is the decision itself.
     fn rules(&self) -> &[Decision];
+    /// The rule that denied, by index: the first, in the order given, of a policy (the
+    /// one its counts charge the denial to); `None` when admitted. By default the first
+    /// rule whose own decision denies, or rule 0.
+    fn denied_by(&self) -> Option<usize> {
+        if self.decision().allowed {
+            return None;
+        }
+        Some(
+            self.rules()
+                .iter()
+                .position(|rule| !rule.allowed)
+                .unwrap_or(0),
+        )
+    }
 }
 
 impl Decided for Decision {
@@ -37,6 +51,10 @@ impl Decided for PolicyDecision {
 
     fn rules(&self) -> &[Decision] {
         PolicyDecision::rules(self)
+    }
+
+    fn denied_by(&self) -> Option<usize> {
+        self.denied_by
     }
 }
 

@@ -18,6 +18,10 @@
 //!   Unavailable`, with `Retry-After` of one period for a full table, or, with
 //!   [`fail_open`](Builder::fail_open), passes the request on untouched.
 //!
+//! Each denial can be reported to a callback ([`on_denied`](Builder::on_denied)) and
+//! named in a field ([`rule_header`](Builder::rule_header)); in
+//! [`shadow`](Builder::shadow) the layer decides and reports, and refuses nothing.
+//!
 //! ```
 //! use librate::tower::{PeerIp, RateLimitLayer};
 //! use librate::{Config, KeyedLimiter};
@@ -38,13 +42,15 @@ mod key;
 mod limit;
 mod service;
 
+pub use gate::Denied;
 pub use key::{Key, PeerIp};
 pub use limit::{Decided, RequestLimit};
 pub use service::{RateLimit, ResponseFuture};
 
 use crate::time::Instant;
-use gate::{Clock, Gate};
-use http::HeaderValue;
+use gate::{Clock, Gate, OnDenied};
+use http::request::Parts;
+use http::{HeaderName, HeaderValue};
 use std::fmt;
 use std::sync::Arc;
 use tower_layer::Layer;
@@ -62,11 +68,12 @@ impl<L: RequestLimit> RateLimitLayer<L> {
     pub fn new(limiter: L) -> Self {
         let builder = Builder::new(limiter);
         let names = default_names::<L>(builder.limiter.rules().len());
-        builder.assemble(names)
+        let quoted = names.iter().map(|name| format!("\"{name}\"")).collect();
+        builder.assemble(names, quoted)
     }
 
-    /// A builder of a layer over `limiter`, to choose the key, names, costs, clock, or
-    /// failing open.
+    /// A builder of a layer over `limiter`, to choose the key, names, costs, clock,
+    /// failing open, shadow, or how a denial is reported.
     pub fn builder(limiter: L) -> Builder<L> {
         Builder::new(limiter)
     }
@@ -105,6 +112,9 @@ pub struct Builder<L> {
     costs: Option<Vec<u64>>,
     clock: Clock,
     fail_open: bool,
+    shadow: bool,
+    rule_header: Option<HeaderName>,
+    on_denied: Option<OnDenied>,
 }
 
 impl<L: RequestLimit> Builder<L> {
@@ -116,6 +126,9 @@ impl<L: RequestLimit> Builder<L> {
             costs: None,
             clock: Arc::new(Instant::now),
             fail_open: false,
+            shadow: false,
+            rule_header: None,
+            on_denied: None,
         }
     }
 
@@ -159,16 +172,49 @@ impl<L: RequestLimit> Builder<L> {
         self
     }
 
+    /// Run the limit in shadow (`true`), to see what a new limit would do before it is
+    /// enforced: every request is decided (and counted, with counting on), each
+    /// would-be denial reported to [`on_denied`](Self::on_denied) and named in the
+    /// [`rule_header`](Self::rule_header) field, and every request served, without the
+    /// RateLimit fields (no client should slow down for a limit not in force), a
+    /// request the limit cannot decide too. `false`, the default, enforces it.
+    pub fn shadow(mut self, shadow: bool) -> Self {
+        self.shadow = shadow;
+        self
+    }
+
+    /// A response field naming the rule that denied, its name as an sf-string
+    /// (`RateLimit-Rule: "minute"`), on each 429 and, in shadow, on each request that
+    /// would have been denied. draft-ietf-httpapi-ratelimit-headers-11 defines no such
+    /// field, so the name is yours to choose; by default the layer sends none.
+    pub fn rule_header(mut self, name: HeaderName) -> Self {
+        self.rule_header = Some(name);
+        self
+    }
+
+    /// Called on each denial (in shadow: each would-be denial) with the rule that
+    /// denied and the request's head, to log it (with `tracing`, `log`, or a counter of
+    /// your own) as the Python and Go middleware log it; the layer itself depends on no
+    /// logging crate. Keep it quick: it runs on the request's path.
+    pub fn on_denied(
+        mut self,
+        on_denied: impl Fn(&Denied<'_>, &Parts) + Send + Sync + 'static,
+    ) -> Self {
+        self.on_denied = Some(Arc::new(on_denied));
+        self
+    }
+
     /// The layer, or why the names or costs are not the rules'.
-    pub fn build(self) -> Result<RateLimitLayer<L>, LayerError> {
+    pub fn build(mut self) -> Result<RateLimitLayer<L>, LayerError> {
         let rules = self.limiter.rules();
-        let names = match &self.names {
-            None => default_names::<L>(rules.len()),
-            Some(names) => names
-                .iter()
-                .map(|name| headers::sf_string(name).ok_or_else(|| LayerError::Name(name.clone())))
-                .collect::<Result<_, _>>()?,
-        };
+        let names = self
+            .names
+            .take()
+            .unwrap_or_else(|| default_names::<L>(rules.len()));
+        let quoted = names
+            .iter()
+            .map(|name| headers::sf_string(name).ok_or_else(|| LayerError::Name(name.clone())))
+            .collect::<Result<Vec<_>, _>>()?;
         if rules.is_empty() || names.len() != rules.len() {
             return Err(LayerError::Names {
                 names: names.len(),
@@ -178,14 +224,24 @@ impl<L: RequestLimit> Builder<L> {
         if let Some(costs) = &self.costs {
             check_costs::<L>(costs, &rules)?;
         }
-        Ok(self.assemble(names))
+        Ok(self.assemble(names, quoted))
     }
 
-    /// The layer, its rules named by `names` (sf-strings already).
-    fn assemble(self, names: Vec<String>) -> RateLimitLayer<L> {
+    /// The layer, its rules named by `names`, `quoted` as sf-strings already.
+    fn assemble(self, names: Vec<String>, quoted: Vec<String>) -> RateLimitLayer<L> {
         let rules = self.limiter.rules();
-        let policy = headers::policy(&names, &rules);
+        let policy = headers::policy(&quoted, &rules);
         let table_full = rules.first().map_or(1, headers::table_full_retry_after);
+        // Each name an sf-string of printable ASCII: a valid field value.
+        let values = || {
+            quoted
+                .iter()
+                .map(|name| {
+                    HeaderValue::try_from(name.as_str()).unwrap_or(HeaderValue::from_static(""))
+                })
+                .collect()
+        };
+        let rule_field = self.rule_header.map(|header| (header, values()));
         RateLimitLayer {
             gate: Arc::new(Gate {
                 limiter: self.limiter,
@@ -194,22 +250,26 @@ impl<L: RequestLimit> Builder<L> {
                 // separators: a valid field value.
                 policy: HeaderValue::try_from(policy).unwrap_or(HeaderValue::from_static("")),
                 names,
+                quoted,
                 costs: self.costs,
                 clock: self.clock,
                 fail_open: self.fail_open,
                 table_full: HeaderValue::from(table_full),
+                shadow: self.shadow,
+                rule_field,
+                on_denied: self.on_denied,
             }),
         }
     }
 }
 
-/// The default names, quoted: `"default"` for a limit of one rule, `"rule0"`, `"rule1"`…
-/// for a policy's.
+/// The default names: `default` for a limit of one rule, `rule0`, `rule1`… for a
+/// policy's.
 fn default_names<L: RequestLimit>(rules: usize) -> Vec<String> {
     if !L::POLICY {
-        return vec!["\"default\"".to_owned()];
+        return vec!["default".to_owned()];
     }
-    (0..rules).map(|index| format!("\"rule{index}\"")).collect()
+    (0..rules).map(|index| format!("rule{index}")).collect()
 }
 
 /// Checks a policy's costs against its rules: one per rule, each at most its rule's
@@ -247,6 +307,8 @@ impl<L> fmt::Debug for Builder<L> {
             .field("names", &self.names)
             .field("costs", &self.costs)
             .field("fail_open", &self.fail_open)
+            .field("shadow", &self.shadow)
+            .field("rule_header", &self.rule_header)
             .finish_non_exhaustive()
     }
 }

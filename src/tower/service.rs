@@ -1,6 +1,6 @@
 //! The service a [`RateLimitLayer`](super::RateLimitLayer) wraps around another.
 
-use super::gate::{Answer, Fields, Gate, Verdict, RATELIMIT, RATELIMIT_POLICY};
+use super::gate::{Answer, Fields, Gate, Verdict};
 use super::limit::RequestLimit;
 use http::{Request, Response};
 use pin_project_lite::pin_project;
@@ -136,9 +136,7 @@ where
                     other => return other,
                 };
                 if let Some(fields) = fields.take() {
-                    let headers = response.headers_mut();
-                    headers.insert(RATELIMIT_POLICY, fields.policy);
-                    headers.insert(RATELIMIT, fields.ratelimit);
+                    fields.insert_into(response.headers_mut());
                 }
                 Poll::Ready(Ok(response))
             }
