@@ -386,6 +386,43 @@ typedef struct rate_keyed_rule {
 } rate_keyed_rule;
 
 /**
+ * A handle's counts of its requests since counting began: what the `rate_*_read_counts`
+ * functions write. Queries (`n == 0`) and requests refused with an error other than
+ * RATE_E_TABLE_FULL are not counted. Each request is counted once, in one field.
+ */
+typedef struct rate_counts {
+  /**
+   * Requests admitted (RATE_OK).
+   */
+  uint64_t admitted;
+  /**
+   * Requests denied by the limit (RATE_LIMITED): for a policy, the sum over its rules'
+   * `denied`.
+   */
+  uint64_t denied;
+  /**
+   * Keyed only: requests for a new key refused with RATE_E_TABLE_FULL.
+   */
+  uint64_t table_full;
+} rate_counts;
+
+/**
+ * One policy rule's counts, in the order the rules were given.
+ */
+typedef struct rate_rule_counts {
+  /**
+   * Requests this rule denied first, in the order the rules were given: the rule a
+   * `rate_policy_decision`'s `denied_by` named.
+   */
+  uint64_t denied;
+  /**
+   * A shadow rule's would-be denials (docs/policies.md, shadow rules); 0 for an
+   * enforced rule.
+   */
+  uint64_t shadow_denied;
+} rate_rule_counts;
+
+/**
  * A keyed table's statistics, for dashboards: what `rate_keyed_read_stats` writes.
  */
 typedef struct rate_keyed_stats {
@@ -703,6 +740,14 @@ int32_t rate_keyed_acquire_packed_at(struct rate_keyed *keyed,
  * As `rate_limiter_cancel`, for a keyed handle.
  */
 int32_t rate_keyed_cancel(struct rate_keyed *keyed, struct rate_reservation *reservation);
+
+/**
+ * As `rate_limiter_enable_counts`, for a keyed limiter; `table_full` counts too.
+ *
+ * # Safety
+ * `keyed` is NULL or a live handle.
+ */
+int32_t rate_keyed_enable_counts(const struct rate_keyed *keyed);
 
 /**
  * Explains why `rate_keyed_new` rejects `config` with `capacity`: as
@@ -1202,6 +1247,14 @@ int32_t rate_keyed_policy_acquire_costs_at(struct rate_keyed_policy *policy,
                                            struct rate_policy_decision *out);
 
 /**
+ * As `rate_policy_enable_counts`, for a keyed policy; `table_full` counts too.
+ *
+ * # Safety
+ * `policy` is NULL or a live handle.
+ */
+int32_t rate_keyed_policy_enable_counts(const struct rate_keyed_policy *policy);
+
+/**
  * Frees a keyed policy made by `rate_keyed_policy_new`, `rate_keyed_policy_open` or
  * `rate_keyed_policy_open_replacing`.
  *
@@ -1328,6 +1381,17 @@ int32_t rate_keyed_policy_open_replacing(const char *path,
                                          struct rate_keyed_policy **out);
 
 /**
+ * As `rate_policy_read_counts`, for a keyed policy.
+ *
+ * # Safety
+ * As `rate_policy_read_counts`.
+ */
+int32_t rate_keyed_policy_read_counts(const struct rate_keyed_policy *policy,
+                                      struct rate_counts *out,
+                                      struct rate_rule_counts *rules,
+                                      size_t rules_len);
+
+/**
  * `rate_keyed_policy_read_stats_at` now (CLOCK_MONOTONIC).
  *
  * Thread-safety, NULL, returns: as `rate_keyed_policy_read_stats_at`.
@@ -1433,6 +1497,15 @@ int32_t rate_keyed_policy_set_rules_at(struct rate_keyed_policy *policy,
                                        const struct rate_keyed_rule *rules,
                                        size_t rules_len,
                                        uint64_t now_ns);
+
+/**
+ * As `rate_limiter_read_counts`, for a keyed limiter.
+ *
+ * # Safety
+ * `keyed` is NULL or a live handle; `out` is NULL or points to a writable
+ * `rate_counts`.
+ */
+int32_t rate_keyed_read_counts(const struct rate_keyed *keyed, struct rate_counts *out);
 
 /**
  * Writes the table's statistics to `*out`, its live keys counted now (CLOCK_MONOTONIC):
@@ -1905,6 +1978,19 @@ int32_t rate_limiter_acquire_at(struct rate_limiter *limiter,
 int32_t rate_limiter_cancel(struct rate_limiter *limiter, struct rate_reservation *reservation);
 
 /**
+ * Turns on counting of the limiter's requests through this handle, from this call on;
+ * counting that is on stays on, its counts kept.
+ *
+ * Thread-safety: safe to call concurrently with any call on the handle.
+ *
+ * Returns RATE_OK, or RATE_E_NULL for a NULL `limiter`.
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle.
+ */
+int32_t rate_limiter_enable_counts(const struct rate_limiter *limiter);
+
+/**
  * Explains why `rate_limiter_new` rejects `config`: writes one English sentence naming
  * the field, its value and the bound it broke to `reason`, for example
  * "limit 0: must be at least 1" or "limit 1000000001: must be at most 1000000000 for
@@ -2052,6 +2138,21 @@ int32_t rate_limiter_open(const char *path,
 int32_t rate_limiter_open_replacing(const char *path,
                                     const struct rate_config *config,
                                     struct rate_limiter **out);
+
+/**
+ * Writes the limiter's counts since `rate_limiter_enable_counts` to `*out`.
+ *
+ * Thread-safety: safe to call concurrently with any call on the handle; the counts are
+ * a snapshot, each request counted once in one field.
+ *
+ * Returns RATE_OK; RATE_E_NULL for a NULL `limiter` or `out`; RATE_E_UNSUPPORTED if
+ * counting is off (`out` untouched).
+ *
+ * # Safety
+ * `limiter` is NULL or a live handle; `out` is NULL or points to a writable
+ * `rate_counts`.
+ */
+int32_t rate_limiter_read_counts(const struct rate_limiter *limiter, struct rate_counts *out);
 
 /**
  * Reserves `n` units at `now_ns`: the leaky bucket as a queue (traffic shaper). Admitted
@@ -2267,6 +2368,15 @@ int32_t rate_policy_acquire_costs_at(struct rate_policy *policy,
                                      struct rate_policy_decision *out);
 
 /**
+ * As `rate_limiter_enable_counts`, for a policy; once on, `rate_policy_acquire` with a
+ * NULL `out` decides as with one, to learn which rule denied.
+ *
+ * # Safety
+ * `policy` is NULL or a live handle.
+ */
+int32_t rate_policy_enable_counts(const struct rate_policy *policy);
+
+/**
  * Frees a policy made by `rate_policy_new`.
  *
  * Ownership: takes back the handle; it must not be used afterwards.
@@ -2302,6 +2412,23 @@ void rate_policy_free(struct rate_policy *policy);
 int32_t rate_policy_new(const struct rate_config *rules,
                         size_t rules_len,
                         struct rate_policy **out);
+
+/**
+ * Writes the policy's counts since `rate_policy_enable_counts` to `*out`, and the first
+ * `rules_len` rules' own to `rules[0..rules_len]` (fewer if the policy has fewer rules;
+ * `rules` may be NULL when `rules_len` is 0).
+ *
+ * Returns as `rate_limiter_read_counts`; RATE_E_NULL also for a NULL `rules` with a
+ * non-zero `rules_len`.
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `out` is NULL or points to a writable
+ * `rate_counts`; `rules` is NULL or points to `rules_len` writable `rate_rule_counts`.
+ */
+int32_t rate_policy_read_counts(const struct rate_policy *policy,
+                                struct rate_counts *out,
+                                struct rate_rule_counts *rules,
+                                size_t rules_len);
 
 /**
  * Replaces the policy's rules, now (`rate_now_ns`): as `rate_policy_set_rules_at`.

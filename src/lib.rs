@@ -105,6 +105,7 @@
 
 mod algorithm;
 mod config;
+mod counters;
 mod decider;
 mod decision;
 mod describe;
@@ -132,6 +133,7 @@ mod wait;
 struct ReadmeExample;
 
 pub use config::{Algorithm, Config};
+pub use counters::{Counts, RuleCounts};
 pub use decision::Decision;
 pub use describe::describe_file;
 pub use error::{

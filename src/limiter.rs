@@ -1,6 +1,7 @@
 //! A single limiter: a [`Decider`] over its own padded block of state words.
 
 use crate::config::Config;
+use crate::counters::{Counters, Counts};
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{AcquireError, ConfigError, ReserveError};
@@ -43,6 +44,8 @@ pub struct Limiter {
     /// Which clock `try_acquire` reads first. Beside the rule's address, read on every call
     /// too, and away from the state words, which admissions write.
     hint: ClockHint,
+    /// This handle's counts of its requests, off until asked for (docs/metrics.md).
+    counters: Counters,
 }
 
 /// What giving back an admission of one of a limiter's rules takes: the words' own
@@ -72,6 +75,7 @@ impl Limiter {
         Self {
             generations,
             hint: ClockHint::default(),
+            counters: Counters::default(),
         }
     }
 
@@ -100,14 +104,16 @@ impl Limiter {
     pub fn acquire_at(&self, n: u64, at: Instant) -> Result<Decision, AcquireError> {
         let now_ns = at.as_nanos();
         let max_wait_ns = None;
-        (self.generations).decide(
+        let decided = (self.generations).decide(
             acquiring(n),
             Acquire {
                 now_ns,
                 n,
                 max_wait_ns,
             },
-        )
+        );
+        self.counters.count(n, &decided);
+        decided
     }
 
     /// Acquires `n` units now and says only whether they were admitted: the fastest path.
@@ -135,7 +141,9 @@ impl Limiter {
     #[inline(always)]
     pub fn try_acquire_inline(&self, n: u64) -> Option<bool> {
         let time = Hinted::new(Monotonic, &self.hint);
-        self.generations.try_acquire_inline(time, n)
+        let admitted = self.generations.try_acquire_inline(time, n)?;
+        self.counters.count(n, &Ok::<_, ()>(admitted));
+        Some(admitted)
     }
 
     /// Acquires `n` units at `at` and says only whether they were admitted: the
@@ -151,7 +159,9 @@ impl Limiter {
         }
         // No refund is kept: an outcome-only caller has no way to give the units back.
         let now = at.as_nanos();
-        self.swap(state::TryAcquire { now, n }, None)
+        let admitted = self.swap(state::TryAcquire { now, n }, None);
+        self.counters.count(n, &admitted);
+        admitted
     }
 
     /// [`try_acquire`](Self::try_acquire) on the time source `time`, with this limiter's
@@ -159,8 +169,9 @@ impl Limiter {
     #[inline(always)]
     fn try_acquire_by(&self, time: impl TimeSource, n: u64) -> Result<bool, AcquireError> {
         let time = Hinted::new(time, &self.hint);
-        self.generations
-            .decide(acquiring(n), TryAcquire { time, n })
+        let admitted = (self.generations).decide(acquiring(n), TryAcquire { time, n });
+        self.counters.count(n, &admitted);
+        admitted
     }
 
     /// Reserves `n` units now: the leaky bucket as a queue. Admits if the caller would
@@ -199,14 +210,30 @@ impl Limiter {
         let now_ns = at.as_nanos();
         let max_wait_ns = Some(time::nanos(max_wait));
         let check = move |decider: &Decider| decider.check_reserve(n);
-        (self.generations).decide(
+        let decided = (self.generations).decide(
             check,
             Acquire {
                 now_ns,
                 n,
                 max_wait_ns,
             },
-        )
+        );
+        self.counters.count(n, &decided);
+        decided
+    }
+
+    /// Turns on counting of this handle's requests, from this call on (docs/metrics.md,
+    /// counters): one atomic add a request, which is why it is off until asked for. For a
+    /// shared limiter, this process's requests through this handle. Counting that is on
+    /// stays on.
+    pub fn enable_counts(&self) {
+        self.counters.enable();
+    }
+
+    /// How many requests this handle admitted and denied since
+    /// [`enable_counts`](Self::enable_counts); `None` while counting is off.
+    pub fn counts(&self) -> Option<Counts> {
+        self.counters.counts(1)
     }
 
     /// Makes the limiter new again (a customer's limit lifted once their ticket is

@@ -38,6 +38,7 @@ mod keyed;
 use self::engine::{least_limit, Cost, Costs, Engine, Rules, Taken, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
+use crate::counters::{self, Counters, Counts};
 use crate::decision::Decision;
 use crate::error::{ConfigError, CostsError, InsufficientCapacity};
 use crate::limiter::{Limiter, RuleRefund};
@@ -49,6 +50,8 @@ use std::convert::Infallible;
 
 /// The most rules one policy holds.
 pub const MAX_RULES: usize = 8;
+// Every rule's counts are kept apart.
+const _: () = assert!(counters::RULES == MAX_RULES);
 
 /// Several limits over one subject at once, each a [`Config`] of any algorithm: a request
 /// is admitted iff every rule admits it, and a denied request takes nothing from any rule.
@@ -88,6 +91,8 @@ pub struct Policy {
     /// then the engine's limits are the rules' own, and a cost within them needs no look
     /// at each rule in force.
     changed: AtomicBool,
+    /// This handle's counts of its requests, off until asked for (docs/metrics.md).
+    counters: Counters,
 }
 
 /// A policy's decision: the combined [`Decision`], which rule denied, and each rule's own.
@@ -165,6 +170,7 @@ impl Policy {
             rules,
             engine,
             changed: AtomicBool::new(false),
+            counters: Counters::default(),
         })
     }
 
@@ -192,11 +198,8 @@ impl Policy {
     /// As [`acquire`](Self::acquire).
     pub fn acquire_at(&self, n: u64, at: Instant) -> Result<PolicyDecision, InsufficientCapacity> {
         let n = self.uniform(n)?;
-        Ok(owned(self.engine.acquire_at(
-            &*self.rules,
-            n,
-            at.as_nanos(),
-        )))
+        let decision = owned(self.engine.acquire_at(&*self.rules, n, at.as_nanos()));
+        Ok(self.counted(n, decision))
     }
 
     /// Acquires `costs[i]` units of rule `i` now, for every rule, or nothing: a rule of
@@ -233,11 +236,8 @@ impl Policy {
         at: Instant,
     ) -> Result<PolicyDecision, CostsError> {
         let costs = self.costs(costs)?;
-        Ok(owned(self.engine.acquire_at(
-            &*self.rules,
-            &costs,
-            at.as_nanos(),
-        )))
+        let decision = owned(self.engine.acquire_at(&*self.rules, &costs, at.as_nanos()));
+        Ok(self.counted(&costs, decision))
     }
 
     /// Acquires `n` units now from every rule, or from none, and says only whether they
@@ -248,6 +248,10 @@ impl Policy {
     // Out of line: the body is large, and its result (two bytes) comes back in a register.
     #[inline(never)]
     pub fn try_acquire(&self, n: u64) -> Result<bool, InsufficientCapacity> {
+        if self.counters.enabled() {
+            // Counting needs the rule that denied, which only the report says.
+            return Ok(self.acquire(n)?.decision.allowed);
+        }
         Ok(self.try_acquire_now(self.uniform(n)?))
     }
 
@@ -257,6 +261,10 @@ impl Policy {
     /// # Errors
     /// As [`acquire_costs`](Self::acquire_costs).
     pub fn try_acquire_costs(&self, costs: &[u64]) -> Result<bool, CostsError> {
+        if self.counters.enabled() {
+            // As `try_acquire`'s.
+            return Ok(self.acquire_costs(costs)?.decision.allowed);
+        }
         let costs = self.costs(costs)?;
         Ok(self.try_acquire_now(&costs))
     }
@@ -266,6 +274,10 @@ impl Policy {
     /// # Errors
     /// As [`try_acquire`](Self::try_acquire).
     pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, InsufficientCapacity> {
+        if self.counters.enabled() {
+            // As `try_acquire`'s.
+            return Ok(self.acquire_at(n, at)?.decision.allowed);
+        }
         let n = self.uniform(n)?;
         Ok(owned(self.engine.try_acquire_at(
             &*self.rules,
@@ -279,12 +291,38 @@ impl Policy {
     /// # Errors
     /// As [`acquire_costs`](Self::acquire_costs).
     pub fn try_acquire_costs_at(&self, costs: &[u64], at: Instant) -> Result<bool, CostsError> {
+        if self.counters.enabled() {
+            // As `try_acquire`'s.
+            return Ok(self.acquire_costs_at(costs, at)?.decision.allowed);
+        }
         let costs = self.costs(costs)?;
         Ok(owned(self.engine.try_acquire_at(
             &*self.rules,
             &costs,
             at.as_nanos(),
         )))
+    }
+
+    /// `decision`, of a request of `costs`, counted if counting is on and the request
+    /// was not a query (docs/metrics.md).
+    fn counted(&self, costs: impl Cost, decision: PolicyDecision) -> PolicyDecision {
+        if !self.engine.is_query(costs) {
+            self.counters.count_policy(decision.denied_by);
+        }
+        decision
+    }
+
+    /// Turns on counting of this handle's requests, from this call on (docs/metrics.md,
+    /// counters): one atomic add a request, and the `try_acquire` forms then decide as
+    /// `acquire` does, to learn which rule denied. Counting that is on stays on.
+    pub fn enable_counts(&self) {
+        self.counters.enable();
+    }
+
+    /// How many requests this handle admitted, and how many each rule denied first,
+    /// since [`enable_counts`](Self::enable_counts); `None` while counting is off.
+    pub fn counts(&self) -> Option<Counts> {
+        self.counters.counts(self.rules.len())
     }
 
     /// `n` of every rule, checked: against the limits the rules were built with, or

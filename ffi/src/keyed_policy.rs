@@ -67,6 +67,17 @@ pub struct rate_keyed_policy {
     policy: KeyedPolicy,
 }
 
+/// Borrows the keyed policy behind a handle.
+///
+/// # Safety
+/// `policy` is NULL or a live handle from `rate_keyed_policy_new` or `_open`.
+pub(super) unsafe fn keyed_policy_ref<'a>(
+    policy: *const rate_keyed_policy,
+) -> Option<&'a KeyedPolicy> {
+    // SAFETY: per this function's contract; `as_ref` checks NULL.
+    unsafe { policy.as_ref() }.map(|handle| &handle.policy)
+}
+
 /// Creates a keyed policy of the `rules_len` rules at `rules` (1 to
 /// RATE_POLICY_MAX_RULES, any mix of algorithms and scopes), every per-key rule a table
 /// of `capacity` keys as for `rate_keyed_new` (its memory allocated now), every rule full

@@ -7,6 +7,7 @@
 #![allow(non_camel_case_types)] // C names are part of the contract (docs/c.md).
 
 mod batch;
+mod counts;
 mod keyed;
 mod keyed_policy;
 mod limiter;
@@ -25,6 +26,7 @@ mod lease;
 mod reservation;
 
 pub use batch::*;
+pub use counts::*;
 pub use explain::*;
 pub use file::*;
 pub use keyed::*;

@@ -102,7 +102,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
                 }
             }
             for (offset, outcome) in outcomes.into_iter().take(chunk.len()).enumerate() {
-                each(group * BATCH_KEYS + offset, outcome);
+                each(group * BATCH_KEYS + offset, self.counted(n, outcome));
             }
         }
         Ok(())

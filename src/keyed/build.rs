@@ -11,6 +11,7 @@ use super::recover;
 use super::region::Region;
 use super::{KeyHasher, KeyedLimiter, CACHED_TABLE_BYTES};
 use crate::config::Config;
+use crate::counters::Counters;
 use crate::decider::Decider;
 use crate::error::{ConfigError, OpenError, SharedError};
 use crate::shared::{as_opened, in_file, Attached, Mapping};
@@ -249,6 +250,7 @@ impl<S> KeyedLimiter<S> {
             hasher,
             configs: Kept::new(),
             uncached: false,
+            counters: Counters::default(),
         };
         table.uncached = table.table_bytes() > CACHED_TABLE_BYTES;
         table

@@ -92,6 +92,9 @@ pub(crate) trait Refusal: From<SharedError> {
     /// # Errors
     /// [`Decider::check`]'s, or [`Decider::check_reserve`]'s.
     fn check(n: u64, decider: &Decider) -> Result<(), Self>;
+
+    /// Whether it is [`TABLE_FULL`](Self::TABLE_FULL), as the counts tell it apart.
+    fn is_table_full(&self) -> bool;
 }
 
 impl Refusal for KeyedAcquireError {
@@ -102,6 +105,10 @@ impl Refusal for KeyedAcquireError {
     fn check(n: u64, decider: &Decider) -> Result<(), Self> {
         Ok(decider.check(n)?)
     }
+
+    fn is_table_full(&self) -> bool {
+        matches!(self, Self::TableFull)
+    }
 }
 
 impl Refusal for ReserveError<KeyedAcquireError> {
@@ -111,6 +118,10 @@ impl Refusal for ReserveError<KeyedAcquireError> {
     #[inline(always)]
     fn check(n: u64, decider: &Decider) -> Result<(), Self> {
         decider.check_reserve(n)
+    }
+
+    fn is_table_full(&self) -> bool {
+        matches!(self, Self::Acquire(error) if error.is_table_full())
     }
 }
 

@@ -113,6 +113,7 @@ use self::region::Region;
 use self::regions::View;
 pub use self::stats::KeyedStats;
 use crate::config::Config;
+use crate::counters::{Counters, Counts, Outcome};
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{KeyedAcquireError, ReserveError};
@@ -173,6 +174,8 @@ pub struct KeyedLimiter<S = KeyHasher> {
     /// Whether the table is larger than [`CACHED_TABLE_BYTES`], kept so that `try_acquire`
     /// does not compute it.
     uncached: bool,
+    /// This handle's counts of its requests, off until asked for (docs/metrics.md).
+    counters: Counters,
 }
 
 impl<S> KeyedLimiter<S> {
@@ -225,7 +228,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// (nothing is admitted); [`KeyedAcquireError::Shared`] only in a shared file
     /// (docs/shared.md).
     pub fn acquire(&self, key: &[u8], n: u64) -> Result<Decision, KeyedAcquireError> {
-        self.acquire_or_reserve(key, n, None)
+        self.counted(n, self.acquire_or_reserve(key, n, None))
     }
 
     /// Acquires `n` units for `key` at `at`. Keys are independent; an earlier `at`
@@ -240,7 +243,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         at: Instant,
     ) -> Result<Decision, KeyedAcquireError> {
         let request = Request::new(at.as_nanos(), n, None);
-        self.acquire_located(&self.view(), self.locate(key), request, None)
+        self.counted(
+            n,
+            self.acquire_located(&self.view(), self.locate(key), request, None),
+        )
     }
 
     /// Acquires `n` units for `key` now and says only whether they were admitted: the
@@ -253,6 +259,12 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     /// # Errors
     /// As [`acquire`](Self::acquire).
     pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, KeyedAcquireError> {
+        self.counted(n, self.try_acquire_now(key, n))
+    }
+
+    /// [`try_acquire`](Self::try_acquire), uncounted.
+    #[inline(always)]
+    fn try_acquire_now(&self, key: &[u8], n: u64) -> Result<bool, KeyedAcquireError> {
         let view = self.view();
         let region = view.current();
         region.decider.check(n)?;
@@ -290,8 +302,39 @@ impl<S: BuildHasher> KeyedLimiter<S> {
     ) -> Result<bool, KeyedAcquireError> {
         let view = self.view();
         let region = view.current();
-        region.decider.check(n)?;
-        self.try_acquire_located_at(&view, region, self.locate(key), at.as_nanos(), n)
+        let admitted = match region.decider.check(n) {
+            Ok(()) => {
+                self.try_acquire_located_at(&view, region, self.locate(key), at.as_nanos(), n)
+            }
+            Err(error) => Err(error.into()),
+        };
+        self.counted(n, admitted)
+    }
+
+    /// `outcome`, a request of `n` units, counted if counting is on (docs/metrics.md).
+    #[inline(always)]
+    fn counted<T: Outcome, E: Refusal>(&self, n: u64, outcome: Result<T, E>) -> Result<T, E> {
+        if self.counters.enabled() {
+            match &outcome {
+                Err(error) if error.is_table_full() => self.counters.count_table_full(),
+                decided => self.counters.count(n, decided),
+            }
+        }
+        outcome
+    }
+
+    /// Turns on counting of this handle's requests, from this call on (docs/metrics.md,
+    /// counters): one atomic add a request, which is why it is off until asked for. For a
+    /// shared table, this process's requests through this handle. Counting that is on
+    /// stays on.
+    pub fn enable_counts(&self) {
+        self.counters.enable();
+    }
+
+    /// How many requests this handle admitted, denied and refused for a full table since
+    /// [`enable_counts`](Self::enable_counts); `None` while counting is off.
+    pub fn counts(&self) -> Option<Counts> {
+        self.counters.counts(1)
     }
 
     /// A try_acquire of `n` (checked under `region`'s rule) for `key`, by `time`.
@@ -376,7 +419,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         n: u64,
         max_wait: Duration,
     ) -> Result<Decision, ReserveError<KeyedAcquireError>> {
-        self.acquire_or_reserve(key, n, Some(clock::nanos(max_wait)))
+        self.counted(
+            n,
+            self.acquire_or_reserve(key, n, Some(clock::nanos(max_wait))),
+        )
     }
 
     /// [`reserve`](Self::reserve) at `at`. With `max_wait` zero it is exactly
@@ -392,7 +438,10 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         max_wait: Duration,
     ) -> Result<Decision, ReserveError<KeyedAcquireError>> {
         let request = Request::new(at.as_nanos(), n, Some(clock::nanos(max_wait)));
-        self.acquire_located(&self.view(), self.locate(key), request, None)
+        self.counted(
+            n,
+            self.acquire_located(&self.view(), self.locate(key), request, None),
+        )
     }
 
     /// An acquire (`max_wait_ns` `None`) or a reserve of `n` units for `key` now. The

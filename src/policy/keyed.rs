@@ -14,6 +14,7 @@
 use super::engine::{least_limit, Costs, Engine};
 use super::PolicyDecision;
 use crate::config::Config;
+use crate::counters::{Counters, Counts};
 use crate::error::{ConfigError, CostsError, KeyedAcquireError, ResetError};
 use crate::keyed::{KeyHasher, KeyedLimiter, KeyedStats, Located};
 use crate::limiter::Limiter;
@@ -110,6 +111,8 @@ pub struct KeyedPolicy<S = KeyHasher> {
     rules: Box<[Scoped<S>]>,
     engine: Engine,
     capacity: u64,
+    /// This handle's counts of its requests, off until asked for (docs/metrics.md).
+    counters: Counters,
 }
 
 impl KeyedPolicy {
@@ -186,6 +189,7 @@ impl<S> KeyedPolicy<S> {
             rules,
             engine,
             capacity,
+            counters: Counters::default(),
         }
     }
 }
@@ -239,8 +243,8 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<PolicyDecision, KeyedAcquireError> {
         let costs = self.uniform(n)?;
-        self.engine
-            .acquire_at(&self.for_key(key), &costs, at.as_nanos())
+        let decided = (self.engine).acquire_at(&self.for_key(key), &costs, at.as_nanos());
+        self.counted(&costs, decided)
     }
 
     /// Acquires `costs[i]` units of rule `i` for `key` now, for every rule, or nothing: a
@@ -270,10 +274,8 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<PolicyDecision, CostsError<KeyedAcquireError>> {
         let costs = self.costs(costs)?;
-        let decided = self
-            .engine
-            .acquire_at(&self.for_key(key), &costs, at.as_nanos());
-        Ok(decided?)
+        let decided = (self.engine).acquire_at(&self.for_key(key), &costs, at.as_nanos());
+        Ok(self.counted(&costs, decided)?)
     }
 
     /// Acquires `n` units of every rule for `key` now, or nothing, and says only whether
@@ -295,6 +297,10 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         n: u64,
         at: Instant,
     ) -> Result<bool, KeyedAcquireError> {
+        if self.counters.enabled() {
+            // Counting needs the rule that denied, which only the report says.
+            return Ok(self.acquire_at(key, n, at)?.decision.allowed);
+        }
         let costs = self.uniform(n)?;
         self.try_acquire_checked(key, &costs, at.as_nanos())
     }
@@ -322,8 +328,44 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         costs: &[u64],
         at: Instant,
     ) -> Result<bool, CostsError<KeyedAcquireError>> {
+        if self.counters.enabled() {
+            // As `try_acquire_at`'s.
+            return Ok(self.acquire_costs_at(key, costs, at)?.decision.allowed);
+        }
         let costs = self.costs(costs)?;
         Ok(self.try_acquire_checked(key, &costs, at.as_nanos())?)
+    }
+
+    /// `decided`, a request of `costs`, counted if counting is on and the request was not
+    /// a query (docs/metrics.md).
+    fn counted(
+        &self,
+        costs: &Costs,
+        decided: Result<PolicyDecision, KeyedAcquireError>,
+    ) -> Result<PolicyDecision, KeyedAcquireError> {
+        match &decided {
+            Ok(decision) if !self.engine.is_query(costs) => {
+                self.counters.count_policy(decision.denied_by);
+            }
+            Err(KeyedAcquireError::TableFull) => self.counters.count_table_full(),
+            _ => {}
+        }
+        decided
+    }
+
+    /// Turns on counting of this handle's requests, from this call on (docs/metrics.md,
+    /// counters): one atomic add a request, and the `try_acquire` forms then decide as
+    /// `acquire` does, to learn which rule denied. For a shared policy, this process's
+    /// requests through this handle. Counting that is on stays on.
+    pub fn enable_counts(&self) {
+        self.counters.enable();
+    }
+
+    /// How many requests this handle admitted, how many each rule denied first, and
+    /// how many a full table refused, since [`enable_counts`](Self::enable_counts);
+    /// `None` while counting is off.
+    pub fn counts(&self) -> Option<Counts> {
+        self.counters.counts(self.rules.len())
     }
 
     /// Resets `key` in every per-key rule (as [`KeyedLimiter::reset`]): its next request is

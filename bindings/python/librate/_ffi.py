@@ -97,6 +97,25 @@ class rate_decision(Structure):  # noqa: N801 - the C name
     ]
 
 
+class rate_counts(Structure):  # noqa: N801 - the C name
+    """``struct rate_counts``: a handle's counts of its requests."""
+
+    _fields_ = [
+        ("admitted", c_uint64),
+        ("denied", c_uint64),
+        ("table_full", c_uint64),
+    ]
+
+
+class rate_rule_counts(Structure):  # noqa: N801 - the C name
+    """``struct rate_rule_counts``: one policy rule's counts."""
+
+    _fields_ = [
+        ("denied", c_uint64),
+        ("shadow_denied", c_uint64),
+    ]
+
+
 class rate_keyed_stats(Structure):  # noqa: N801 - the C name
     """``struct rate_keyed_stats``: a keyed table's statistics."""
 
@@ -276,6 +295,20 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_keyed_set_config_at": (c_int32, (HANDLE, POINTER(rate_config), c_uint64)),
     "rate_keyed_get_config": (c_int32, (HANDLE, POINTER(rate_config))),
     "rate_keyed_read_stats": (c_int32, (HANDLE, POINTER(rate_keyed_stats))),
+    "rate_limiter_enable_counts": (c_int32, (HANDLE,)),
+    "rate_limiter_read_counts": (c_int32, (HANDLE, POINTER(rate_counts))),
+    "rate_keyed_enable_counts": (c_int32, (HANDLE,)),
+    "rate_keyed_read_counts": (c_int32, (HANDLE, POINTER(rate_counts))),
+    "rate_policy_enable_counts": (c_int32, (HANDLE,)),
+    "rate_policy_read_counts": (
+        c_int32,
+        (HANDLE, POINTER(rate_counts), POINTER(rate_rule_counts), c_size_t),
+    ),
+    "rate_keyed_policy_enable_counts": (c_int32, (HANDLE,)),
+    "rate_keyed_policy_read_counts": (
+        c_int32,
+        (HANDLE, POINTER(rate_counts), POINTER(rate_rule_counts), c_size_t),
+    ),
     "rate_keyed_read_stats_at": (c_int32, (HANDLE, c_uint64, POINTER(rate_keyed_stats))),
     "rate_keyed_acquire_batch": (
         c_int32,
