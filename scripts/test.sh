@@ -25,10 +25,10 @@
 #
 # Needs: Rust >= 1.77, cc (C99) and c++ (C++17) with libasan/libubsan, binutils, pkg-config,
 #        valgrind, redis-server (with redis-cli, for the Cluster tests), python3 >= 3.10
-#        with venv, go >= 1.24. Installs pytest, uvicorn, Flask, redis-py, Django, FastAPI
-#        and httpx from PyPI into .venv (the package's `test` extra); the fuzz step
-#        fetches libfuzzer-sys from crates.io and builds libFuzzer with the C++ compiler;
-#        the dist step installs ziglang, cargo-zigbuild, auditwheel and build from PyPI into
+#        with venv, go >= 1.24. Installs pytest, uvicorn, Flask, redis-py, Django, FastAPI,
+#        httpx and prometheus_client from PyPI into .venv (the package's `test` extra); the
+#        fuzz step fetches libfuzzer-sys from crates.io and builds libFuzzer with the C++
+#        compiler; the dist step installs ziglang, cargo-zigbuild, auditwheel and build from PyPI into
 #        target/dist/venv.
 set -uo pipefail # not -e: a failed step is recorded and the next one runs
 cd "$(dirname "$0")/.."

@@ -34,6 +34,7 @@ from ._errors import (
 )
 from ._ffi import lib as _lib
 from ._convert import FOREVER
+from ._counts import Counts, RuleCounts
 from ._limiter import ALGORITHMS, Config, KeyedLimiter, Limiter, describe_file
 from ._keyed_policy import KeyedPolicy, KeyedRule
 from ._lease import LeaseRule
@@ -52,6 +53,7 @@ __all__ = [
     "ALGORITHMS",
     "ClosedError",
     "Config",
+    "Counts",
     "Incompatible",
     "Decision",
     "FOREVER",
@@ -71,6 +73,7 @@ __all__ = [
     "RateLimited",
     "RedisError",
     "ReplyError",
+    "RuleCounts",
     "TableFull",
     "Unsupported",
     "describe_file",

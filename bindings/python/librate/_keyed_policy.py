@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._convert import key_bytes, u64
+from ._counts import Counted
 from ._decision import PolicyDecision
 from ._errors import InvalidConfig, error_for
 from ._ffi import (
@@ -74,7 +75,7 @@ _SCOPES = {"per_key": RATE_RULE_PER_KEY, "global": RATE_RULE_GLOBAL}
 _SCOPE_NAMES = {number: name for name, number in _SCOPES.items()}
 
 
-class KeyedPolicy(_Owner):
+class KeyedPolicy(_Owner, Counted):
     """Per-key and global rules over one request at once: a request for a key is
     admitted iff every rule admits it (a per-key rule on the key's own state, a global
     rule on the state all keys share), and a denied request takes nothing from any rule.
@@ -205,6 +206,12 @@ class KeyedPolicy(_Owner):
 
     def _enforces(self) -> str:
         return ", ".join(map(str, self.rules))
+
+    def _count_functions(self) -> tuple[Any, Any]:
+        return lib.rate_keyed_policy_enable_counts, lib.rate_keyed_policy_read_counts
+
+    def _counted_rules(self) -> int:
+        return len(self.rules)
 
     def acquire(self, key: Key, n: int = 1, *, now_ns: int | None = None) -> PolicyDecision:
         """Acquires ``n`` units of every rule for ``key``, or nothing (``n == 0`` only

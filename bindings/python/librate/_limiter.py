@@ -26,6 +26,7 @@ from typing import Any, NamedTuple, TypeVar
 from . import _waiting
 from ._convert import FOREVER, U64_MAX, Duration, duration_ns, key_bytes, u64
 from ._decision import Decision, blank_decision, seconds
+from ._counts import Counted
 from ._decorator import decorate
 from ._errors import InvalidConfig, LibrateError, RateLimited, error_for
 from ._ffi import (
@@ -125,6 +126,9 @@ class _CFunctions(NamedTuple):
     set_config_at: Any
     #: ``rate_*_get_config``: the rule in force (a file's, for one opened from a file).
     get_config: Any
+    #: ``rate_*_enable_counts`` and ``rate_*_read_counts``: the counters (docs/metrics.md).
+    enable_counts: Any
+    read_counts: Any
 
 
 _LIMITER_C = _CFunctions(
@@ -137,6 +141,8 @@ _LIMITER_C = _CFunctions(
     lib.rate_limiter_set_config,
     lib.rate_limiter_set_config_at,
     lib.rate_limiter_get_config,
+    lib.rate_limiter_enable_counts,
+    lib.rate_limiter_read_counts,
 )
 # The hot path's function, bound once: a global load is the cheapest lookup.
 _limiter_try = _LIMITER_C.fast
@@ -230,6 +236,8 @@ def _keyed_c() -> _CFunctions:
         lib.rate_keyed_set_config,
         lib.rate_keyed_set_config_at,
         lib.rate_keyed_get_config,
+        lib.rate_keyed_enable_counts,
+        lib.rate_keyed_read_counts,
     )
 
 
@@ -408,7 +416,7 @@ class _Owner:
 _Self = TypeVar("_Self", bound=_Owner)
 
 
-class _Base(_Owner):
+class _Base(_Owner, Counted):
     """What ``Limiter`` and ``KeyedLimiter`` share. ``target`` arguments are what a C call
     takes between the handle and ``n``: ``()`` direct, ``(key, len(key))`` keyed."""
 
@@ -416,6 +424,9 @@ class _Base(_Owner):
 
     _config: Config
     _c: _CFunctions
+
+    def _count_functions(self) -> tuple[Any, Any]:
+        return self._c.enable_counts, self._c.read_counts
 
     def __init__(
         self, c: _CFunctions, handle_class: type[_Handle], config: Config, *extra: int

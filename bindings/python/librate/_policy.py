@@ -8,6 +8,7 @@ from ctypes import Array, byref, c_uint64, create_string_buffer
 from typing import Any, NamedTuple
 
 from ._convert import u64
+from ._counts import Counted
 from ._decision import PolicyDecision
 from ._errors import error_for
 from ._ffi import (
@@ -94,7 +95,7 @@ def checked_rules(rules: Iterable[Config]) -> tuple[Config, ...]:
     return checked
 
 
-class Policy(_Owner):
+class Policy(_Owner, Counted):
     """Several limits over one subject at once ("10 a second and 1,000 a day"): a request
     is admitted iff every rule admits it, and a denied request takes nothing from any
     rule. ``rules`` are 1 to 8 ``Config``s of any algorithms.
@@ -183,6 +184,12 @@ class Policy(_Owner):
 
     def _enforces(self) -> str:
         return ", ".join(map(str, self._rules))
+
+    def _count_functions(self) -> tuple[Any, Any]:
+        return lib.rate_policy_enable_counts, lib.rate_policy_read_counts
+
+    def _counted_rules(self) -> int:
+        return len(self._rules)
 
     def try_acquire(self, n: int = _ONE) -> bool:
         """Acquires ``n`` units now from every rule, or from none, and says only whether

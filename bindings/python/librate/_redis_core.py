@@ -14,6 +14,7 @@ from ctypes import byref, create_string_buffer
 from typing import Any, Generic, TypeVar
 
 from ._convert import U64_MAX, Duration, duration_ns, key_bytes, u64
+from ._counts import Counts, Tally
 from ._decision import Decision, PolicyDecision
 from ._errors import InvalidConfig, RedisError, error_for
 from ._ffi import (
@@ -53,9 +54,19 @@ def _prepared(script: Any) -> tuple[bytes, str, list[bytes], int]:
 
 class Plan:
     """A configuration's script on Redis: its source and SHA1, the arguments every call
-    ends with, and the checks the in-process limiter makes."""
+    ends with, the checks the in-process limiter makes, and the counts of the decisions
+    its replies held."""
 
-    __slots__ = ("config", "source", "sha", "config_args", "max_n", "one_now", "one_now_brief")
+    __slots__ = (
+        "config",
+        "source",
+        "sha",
+        "config_args",
+        "max_n",
+        "one_now",
+        "one_now_brief",
+        "tally",
+    )
 
     def __init__(self, config: Config) -> None:
         script = rate_redis_script()
@@ -65,6 +76,7 @@ class Plan:
             raise error_for(status, _rejection(config, c_config))
         self.config = config
         self.source, self.sha, self.config_args, self.max_n = _prepared(script)
+        self.tally = Tally()
         # The arguments of the commonest request, one unit now, built once (redis-py
         # only reads them): ARGV as ``args(1, None, 0)`` gives it.
         self.one_now = [b"", b"1", b"0", *self.config_args]
@@ -96,18 +108,30 @@ class Plan:
             return self.one_now_brief
         return _brief(args)
 
-    def decision(self, reply: object) -> Decision:
+    def decision(self, reply: object, args: list[bytes]) -> Decision:
         """The decision a script returned: ``[allowed, limit, remaining, retry_after_ns,
         reset_after_ns, wait_ns]``, integers or decimal strings (bytes, or str from a
-        client with ``decode_responses``); anything else is a ``RedisError``."""
-        return _decision(reply)
+        client with ``decode_responses``); anything else is a ``RedisError``. Counted,
+        unless ``args`` (the call's ARGV) ask a query (``_counted``)."""
+        decision = _decision(reply)
+        if _counted(args):
+            self.tally.count(None if decision.allowed else 0)
+        return decision
 
-    def admitted(self, reply: object) -> bool:
+    def admitted(self, reply: object, args: list[bytes]) -> bool:
         """Whether a brief call's reply (``brief``) admitted: the integer 1 or 0; anything
-        else is a ``RedisError``."""
+        else is a ``RedisError``. Counted as ``decision`` counts."""
         if type(reply) is int and 0 <= reply <= 1:
+            if _counted(args):
+                self.tally.count(None if reply == 1 else 0)
             return reply == 1
         raise RedisError(f"redis: unexpected reply {reply!r}")
+
+
+def _counted(args: list[bytes]) -> bool:
+    """Whether a call of ARGV ``args`` (now, n, …) is counted: not a query (n = 0), which
+    decides nothing, as in process (docs/metrics.md)."""
+    return args[1] != b"0"
 
 
 def _brief(args: list[bytes]) -> list[bytes]:
@@ -151,9 +175,10 @@ def _fields(reply: object) -> Sequence[int]:
 
 class PolicyPlan:
     """A policy's script on Redis (``rate_redis_policy_prepare``): its source and SHA1,
-    the arguments every call ends with, and the largest cost it admits."""
+    the arguments every call ends with, the largest cost it admits, and the counts of the
+    decisions its replies held."""
 
-    __slots__ = ("rules", "source", "sha", "config_args", "max_n")
+    __slots__ = ("rules", "source", "sha", "config_args", "max_n", "tally")
 
     def __init__(self, rules: tuple[Config, ...]) -> None:
         script = rate_redis_policy_script()
@@ -163,6 +188,7 @@ class PolicyPlan:
             raise error_for(status, _policy_rejection(rules, status))
         self.rules = rules
         self.source, self.sha, self.config_args, self.max_n = _prepared(script)
+        self.tally = Tally(len(rules))
 
     def check(self, n: int) -> None:
         """Refuses ``n`` above the least ``max_n``, as the in-process policy does."""
@@ -177,11 +203,12 @@ class PolicyPlan:
         now = b"" if now_ns is None else str(now_ns).encode()
         return [now, str(n).encode(), b"0", *self.config_args]
 
-    def decision(self, reply: object) -> PolicyDecision:
+    def decision(self, reply: object, args: list[bytes]) -> PolicyDecision:
         """The policy's decision from the rules' the script returned (one each, in rule
         order), combined as the in-process policy combines them: admitted iff every rule
         admitted, denied by the first that denied, ``limit`` and ``remaining`` the least,
-        ``retry_after_ns`` and ``reset_after_ns`` the greatest, ``wait_ns`` 0."""
+        ``retry_after_ns`` and ``reset_after_ns`` the greatest, ``wait_ns`` 0. Counted
+        as ``Plan.decision`` counts."""
         if not isinstance(reply, (list, tuple)) or len(reply) != len(self.rules):
             raise RedisError(f"redis: unexpected reply {reply!r}")
         rules = tuple(_decision(each) for each in reply)
@@ -193,6 +220,8 @@ class PolicyPlan:
             max(rule.retry_after_ns for rule in rules),
             max(rule.reset_after_ns for rule in rules),
         )
+        if _counted(args):
+            self.tally.count(denied_by)
         return PolicyDecision(combined, denied_by, rules)
 
 
@@ -253,6 +282,20 @@ class _Sender:
 
     _client: Any
     _prefix: bytes
+    _plan: Plan | PolicyPlan
+
+    def enable_counts(self) -> None:
+        """Turns on counting of the decisions this client receives, from now on (off by
+        default, as in process). Counted here, in this process: each host counts its
+        own, as a scraper expects of a per-process counter. A request Redis does not
+        decide (``RedisError``) is not counted."""
+        self._plan.tally.enable()
+
+    def counts(self) -> Counts | None:
+        """The counts since ``enable_counts()``, None if counting is off: ``admitted``,
+        ``denied`` (a policy's per rule, by the first rule that denied), ``table_full``
+        always 0."""
+        return self._plan.tally.read()
 
     @property
     def prefix(self) -> bytes:
@@ -272,6 +315,8 @@ class RedisBase(_Sender, Generic[R, B]):
 
     #: Whether the methods return awaitables (the middleware's ASGI side needs this).
     asynchronous = False
+
+    _plan: Plan
 
     def __init__(
         self,
@@ -372,6 +417,8 @@ class RedisPolicyBase(_Sender, Generic[R]):
     the asyncio one returns as a coroutine."""
 
     asynchronous = False
+
+    _plan: PolicyPlan
 
     def __init__(self, client: Any, rules: Iterable[Config], *, prefix: str | bytes) -> None:
         _check_client(client, self.asynchronous, type(self).__name__)

@@ -133,7 +133,7 @@ class _Limiter(RedisBase[T, Any]):
         (the asyncio client's path; the sync client calls Redis directly)."""
         key, args = call
         reply = yield lambda: self._script(keys=[key], args=args)
-        return self._plan.decision(reply)
+        return self._plan.decision(reply, args)
 
     def _batched(self, calls: list[Call]) -> Conversation[Results]:
         """One pipeline of one script call per group of keys (all of them, or a Cluster's
@@ -158,27 +158,29 @@ class _Limiter(RedisBase[T, Any]):
                 replies[index] = reply
         results: list[Decision | RedisError] = [None] * len(calls)  # type: ignore[list-item]
         for group, reply in zip(groups, replies, strict=True):
-            for index, result in zip(group, self._group_results(reply, len(group)), strict=True):
+            # Every call of a batch has the same ARGV but the key's.
+            results_of_group = self._group_results(reply, len(group), calls[group[0]][1])
+            for index, result in zip(group, results_of_group, strict=True):
                 results[index] = result
         return results
 
-    def _group_results(self, reply: Any, keys: int) -> Results:
+    def _group_results(self, reply: Any, keys: int, args: list[bytes]) -> Results:
         """One script call's results: one key's reply is its decision; several keys' the
         list of theirs, each a decision or that key's error; an error for the whole call
         (OOM, READONLY: the script wrote nothing) is each key's."""
         if keys == 1:
-            return [self._result(reply)]
+            return [self._result(reply, args)]
         if isinstance(reply, list) and len(reply) == keys:
-            return [self._result(each) for each in reply]
+            return [self._result(each, args) for each in reply]
         if isinstance(reply, _FAILURES):
             return [_failure(reply) for _ in range(keys)]
         return [RedisError(f"redis: unexpected reply {reply!r}") for _ in range(keys)]
 
-    def _result(self, reply: Any) -> Decision | RedisError:
+    def _result(self, reply: Any, args: list[bytes]) -> Decision | RedisError:
         if isinstance(reply, _FAILURES):
             return _failure(reply)
         try:
-            return self._plan.decision(reply)
+            return self._plan.decision(reply, args)
         except RedisError as error:
             return error
 
@@ -200,7 +202,7 @@ class RedisLimiter(_Limiter[Decision]):
     _run = staticmethod(_block)
 
     def _decide(self, call: Call) -> Decision:
-        return self._plan.decision(self._send(call))
+        return self._plan.decision(self._send(call), call[1])
 
     def _send(self, call: Call) -> Any:
         """One key's EVALSHA (the script loaded again after NOSCRIPT), called directly:
@@ -222,7 +224,7 @@ class RedisLimiter(_Limiter[Decision]):
         """``acquire(key, n).allowed``: whether ``n`` units were admitted now (the same
         checks and errors), the script replying ``allowed`` alone."""
         redis_key, args = self._call(key, n, None, None)
-        return self._plan.admitted(self._send((redis_key, self._plan.brief(args))))
+        return self._plan.admitted(self._send((redis_key, self._plan.brief(args))), args)
 
 
 class AsyncRedisLimiter(_Limiter[Awaitable[Decision]]):
@@ -261,7 +263,7 @@ class _Policy(RedisPolicyBase[T]):
         it after NOSCRIPT; on a Cluster client it goes to the node of the keys' slot."""
         keys, args = call
         reply = yield lambda: self._script(keys=keys, args=args)
-        return self._plan.decision(reply)
+        return self._plan.decision(reply, args)
 
 
 class RedisPolicy(_Policy[PolicyDecision]):

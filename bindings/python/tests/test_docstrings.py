@@ -20,8 +20,9 @@ A docstring must be the object's own: ``inspect.getdoc`` would lend a method its
 class's. Special methods (``__init__``, ``__call__``, ...) are left out: a class's
 docstring says how to build and call it. So are the fields of the decision tuples,
 which the class docstring describes. ``librate.redis``, ``librate.lease``,
-``librate.middleware.django`` and ``librate.middleware.fastapi`` are checked where
-redis-py, Django and FastAPI are installed (they import them).
+``librate.middleware.django``, ``librate.middleware.fastapi`` and ``librate.prometheus``
+are checked where redis-py, Django, FastAPI and prometheus_client are installed (they
+import them).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ NEEDS = {
     "librate.lease": "redis",
     "librate.middleware.django": "django",
     "librate.middleware.fastapi": "fastapi",
+    "librate.prometheus": "prometheus_client",
 }
 
 

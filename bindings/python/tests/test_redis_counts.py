@@ -1,0 +1,71 @@
+"""Counts of the Redis clients (docs/metrics.md), kept in the binding: off until
+``enable_counts()``, then each decision received counted once, as in process; a query
+(n=0) and a request Redis does not decide are not."""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis
+
+import librate
+from helpers import SECOND
+from librate import Counts, RuleCounts
+from librate.redis import AsyncRedisLimiter, AsyncRedisPolicy, RedisLimiter, RedisPolicy
+from redis_server import RedisServer
+
+SECOND_AND_MINUTE = [librate.Config.gcra(2, 1), librate.Config.fixed_window(3, 60)]
+
+
+def test_a_redis_limiter_counts_every_path(redis_client: redis.Redis) -> None:
+    limiter = RedisLimiter(
+        redis_client, algorithm="fixed_window", limit=2, period=60, prefix="counts:limiter:"
+    )
+    limiter.acquire("k", now_ns=0)
+    assert limiter.counts() is None  # off by default: nothing counted
+    limiter.enable_counts()
+    # 1 of 2 left for k: admitted (acquire), then denied (acquire, then a batch of k and
+    # j, where j is admitted), a query not counted; try_acquire is on the server's clock:
+    # a fresh key, admitted.
+    assert limiter.acquire("k", now_ns=0).allowed
+    assert not limiter.acquire("k", now_ns=0).allowed
+    batch = limiter.acquire_batch(["k", "j"], now_ns=0)
+    assert [d.allowed for d in batch] == [False, True]  # type: ignore[union-attr]
+    limiter.acquire("k", 0, now_ns=0)
+    assert limiter.try_acquire("fresh")
+    assert limiter.counts() == Counts(admitted=3, denied=2, table_full=0)
+
+
+def test_a_redis_policy_counts_the_first_rule_that_denied(redis_client: redis.Redis) -> None:
+    # As in process (test_counts.py): 3 admitted, one denied by each rule.
+    policy = RedisPolicy(redis_client, SECOND_AND_MINUTE, prefix="counts:policy:")
+    policy.enable_counts()
+    at = [0, 0, 0, SECOND, 2 * SECOND]
+    assert [policy.acquire("k", now_ns=t).decision.allowed for t in at] == [
+        True,
+        True,
+        False,
+        True,
+        False,
+    ]
+    assert policy.counts() == Counts(3, 2, 0, (RuleCounts(1, 0), RuleCounts(1, 0)))
+
+
+def test_asyncio_clients_count(redis_server: RedisServer) -> None:
+    async def run() -> tuple[Counts | None, Counts | None]:
+        async with redis_server.async_client() as client:
+            limiter = AsyncRedisLimiter(
+                client, algorithm="fixed_window", limit=1, period=60, prefix="counts:async:"
+            )
+            policy = AsyncRedisPolicy(client, SECOND_AND_MINUTE, prefix="counts:apolicy:")
+            limiter.enable_counts()
+            policy.enable_counts()
+            for _ in range(3):
+                await limiter.acquire("k", now_ns=0)
+                await policy.acquire("k", now_ns=0)
+            return limiter.counts(), policy.counts()
+
+    assert asyncio.run(run()) == (
+        Counts(1, 2, 0),
+        Counts(2, 1, 0, (RuleCounts(1, 0), RuleCounts(0, 0))),
+    )
