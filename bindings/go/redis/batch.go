@@ -1,6 +1,7 @@
 package librateredis
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -80,12 +81,15 @@ func (l *Limiter) decideMany(ctx context.Context, keys []string, r request) ([]R
 	for i, group := range groups {
 		groupResults(results, redisKeys, group, cmds[i])
 	}
+	var failed error
 	for _, result := range results {
 		if result.Err != nil {
-			return results, result.Err
+			failed = cmp.Or(failed, result.Err)
+			continue
 		}
+		l.counts.count(r.n, deniedBy(result.Decision))
 	}
-	return results, nil
+	return results, failed
 }
 
 // groups are the indices of redisKeys that one script call decides together: every key

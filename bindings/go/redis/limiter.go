@@ -36,7 +36,7 @@ import (
 // Redis key of a key is the prefix followed by the key in braces, "prefix{key}": the
 // braces make the key its own Cluster hash tag. Each Redis key expires once its state
 // is fresh again, so Redis holds live keys only. A Limiter is safe for concurrent use
-// and holds no state of its own besides the client.
+// and holds no state of its own besides the client and its counts (EnableCounts).
 type Limiter struct {
 	client redis.UniversalClient
 	config librate.Config
@@ -51,6 +51,7 @@ type Limiter struct {
 	// in the script's brief form (max_wait ""), whose reply is the decision's allowed
 	// alone, which is all Allow returns.
 	oneNow, allowArgs []any
+	counts            tally
 }
 
 // New returns a Limiter of config for the keys under prefix, deciding through client.
@@ -98,7 +99,11 @@ func (l *Limiter) Allow(ctx context.Context, key string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return allowedOf(redisKey, cmd.Val(), cmd.Err())
+	allowed, err := allowedOf(redisKey, cmd.Val(), cmd.Err())
+	if err == nil {
+		l.counts.count(1, deniedBy(librate.Decision{Allowed: allowed}))
+	}
+	return allowed, err
 }
 
 // Acquire takes n units for key now, by the server's clock, if the limit allows, and
@@ -205,7 +210,11 @@ func (l *Limiter) decide(ctx context.Context, key string, r request) (librate.De
 	if err != nil {
 		return librate.Decision{}, err
 	}
-	return decisionOf(redisKey, cmd.Val(), cmd.Err())
+	d, err := decisionOf(redisKey, cmd.Val(), cmd.Err())
+	if err == nil {
+		l.counts.count(r.n, deniedBy(d))
+	}
+	return d, err
 }
 
 // run checks r, then runs the script on key's Redis key with args (r's, in full or brief

@@ -19,7 +19,7 @@ import (
 // librate.Policy, field for field, for the same times. Rule i of a key is kept at
 // "prefix{=key}:i": every rule's key has the hash tag "=key", so a request stays in one
 // Cluster slot. A Policy is safe for concurrent use and holds no state of its own
-// besides the client.
+// besides the client and its counts (EnableCounts).
 type Policy struct {
 	client redis.UniversalClient
 	rules  []librate.Config
@@ -29,6 +29,7 @@ type Policy struct {
 	// configArgs the script's configuration arguments, as decimal strings.
 	limit      uint64
 	configArgs []any
+	counts     tally
 }
 
 // NewPolicy returns a Policy of rules (1 to librate.MaxRules, any algorithms) for the
@@ -130,7 +131,11 @@ func (p *Policy) decide(ctx context.Context, key string, n int, now string) (lib
 	args := append([]any{now, strconv.Itoa(n), "0"}, p.configArgs...)
 	// EVALSHA, then EVAL (which caches the script again) after NOSCRIPT.
 	cmd := p.script.Run(ctx, p.client, keys, args...)
-	return p.decisionOf(keys[0], cmd.Val(), cmd.Err())
+	d, err := p.decisionOf(keys[0], cmd.Val(), cmd.Err())
+	if err == nil {
+		p.counts.count(n, d.DeniedBy)
+	}
+	return d, err
 }
 
 // decisionOf reads the rules' decisions a policy's script replied, in rule order, and
