@@ -202,9 +202,9 @@ python_tests() {
 }
 
 # The Go modules, each with its own go.mod: the binding (the standard library only), its
-# Redis client, the benchmarks against its peers, the example service and the framework
-# examples (net/http, chi, gin, echo).
-go_binding_modules="bindings/go bindings/go/redis bindings/go/peers"
+# Redis client, its Prometheus collector, the benchmarks against its peers, the example
+# service and the framework examples (net/http, chi, gin, echo).
+go_binding_modules="bindings/go bindings/go/redis bindings/go/prometheus bindings/go/peers"
 go_example_modules="examples/go examples/go/frameworks"
 
 go_tests() {
@@ -221,7 +221,7 @@ go_tests() {
 
 go_quick() {
     # Every module but the Redis client's, the examples included.
-    for module in bindings/go bindings/go/peers $go_example_modules; do
+    for module in bindings/go bindings/go/prometheus bindings/go/peers $go_example_modules; do
         (cd "$module" && go_test -count=1 ./...)
     done
 }
