@@ -1,7 +1,8 @@
 """The Python examples, run as a user runs them: examples/python/first_screen.py (the
 README's snippet); policy.py (the policy snippets); costs.py (a cost per rule);
 flask_app.py, django_app.py and fastapi_app.py, each a process serving 127.0.0.1, asked
-over HTTP until its per-IP limits answer 429; and prefork_per_ip.py, worker processes
+over HTTP until its per-IP limits answer 429; metrics_app.py, whose /metrics is scraped
+after a few requests; and prefork_per_ip.py, worker processes
 sharing one per-IP limit through a keyed table in a file."""
 
 from __future__ import annotations
@@ -118,6 +119,42 @@ def test_framework_app_limits_each_ip_and_its_login(example: str) -> None:
         assert refused.status == 429
         assert 1 <= int(refused.headers["Retry-After"]) <= 30
         assert refused.headers["RateLimit"] == f'"login";r=0;t={refused.headers["Retry-After"]}'
+
+
+def test_metrics_app_counts_what_prometheus_scrapes() -> None:
+    pytest.importorskip("fastapi")
+    pytest.importorskip("prometheus_client")
+    with serving("metrics_app.py") as port:
+        # 3 a minute per address (GCRA, one every 20 s, a burst of 3) in force: 3
+        # admitted, the 4th denied by "minute"; the shadow limit of 2 a minute sees the
+        # same 4 requests, would deny the 3rd and 4th, and refuses neither.
+        answers = [get(port) for _ in range(4)]
+        assert [answer.status for answer in answers] == [200, 200, 200, 429]
+        assert [answer.headers["X-Would-Deny"] for answer in answers] == [
+            None,
+            None,
+            '"proposed"',
+            '"proposed"',
+        ]
+        scraped = get(port, "/metrics")
+    assert scraped.status == 200
+    lines = [
+        line
+        for line in scraped.body.decode().splitlines()
+        if line.startswith("ratelimit_requests_total")
+    ]
+    # /metrics itself is counted by no limit.
+    assert lines == [
+        'ratelimit_requests_total{limiter="api",result="admitted",rule=""} 3.0',
+        'ratelimit_requests_total{limiter="api",result="denied",rule="minute"} 1.0',
+        'ratelimit_requests_total{limiter="api",result="denied",rule="all"} 0.0',
+        'ratelimit_requests_total{limiter="api",result="shadow_denied",rule="minute"} 0.0',
+        'ratelimit_requests_total{limiter="api",result="shadow_denied",rule="all"} 0.0',
+        'ratelimit_requests_total{limiter="api",result="table_full",rule=""} 0.0',
+        'ratelimit_requests_total{limiter="proposed",result="admitted",rule=""} 2.0',
+        'ratelimit_requests_total{limiter="proposed",result="denied",rule=""} 2.0',
+        'ratelimit_requests_total{limiter="proposed",result="table_full",rule=""} 0.0',
+    ]
 
 
 WORKERS = 4
