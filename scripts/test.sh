@@ -203,9 +203,9 @@ python_tests() {
 
 # The Go modules, each with its own go.mod: the binding (the standard library only), its
 # Redis client, its Prometheus collector, the benchmarks against its peers, the example
-# service and the framework examples (net/http, chi, gin, echo).
+# service, the framework examples (net/http, chi, gin, echo) and the /metrics example.
 go_binding_modules="bindings/go bindings/go/redis bindings/go/prometheus bindings/go/peers"
-go_example_modules="examples/go examples/go/frameworks"
+go_example_modules="examples/go examples/go/frameworks examples/go/metrics"
 
 go_tests() {
     for module in $go_binding_modules; do
