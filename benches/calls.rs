@@ -7,7 +7,8 @@
 //! decision takes the same path at any time (drained: a coarse read and a denial; idle: an
 //! exact read and an admission).
 
-use librate::{Config, Instant, KeyedLimiter, KeyedPolicy, KeyedRule, Limiter, Policy};
+use librate::lease::{Fallback, Grant, LeaseHolder};
+use librate::{Config, Instant, KeyedLimiter, KeyedPolicy, KeyedRule, LeaseRule, Limiter, Policy};
 use std::hint::black_box;
 use std::ptr;
 use std::time::Duration;
@@ -53,6 +54,11 @@ fn main() {
         "gcra_try_acquire_idle" => {
             let l = limiter(Config::gcra(1_000_000_000, SECOND));
             count(calls, |_| l.try_acquire(black_box(1)).unwrap())
+        }
+        // A lease holder of the whole rule, its share idle (benches/lease.rs).
+        "lease_try_acquire_idle" => {
+            let h = lease_holder(Config::gcra(1_000_000_000, SECOND));
+            count(calls, |_| h.try_acquire(black_box(1)).unwrap())
         }
         // The C ABI's idle acquire, through a pointer the optimiser cannot see through, as
         // a C caller's call through the PLT is (benches/c_abi.rs).
@@ -188,6 +194,20 @@ fn c_limiter(config: Config) -> *mut rate::rate_limiter {
     let status = unsafe { rate::rate_limiter_new(&config, &mut handle) };
     assert_eq!(status, 0);
     handle
+}
+
+/// A holder of the whole of `config`'s rule, leased from time 0 for a century, as
+/// benches/lease.rs makes one.
+fn lease_holder(config: Config) -> LeaseHolder {
+    let century = 100 * 365 * 86_400 * SECOND;
+    let rule = LeaseRule::new(&config, century).unwrap();
+    let holder = LeaseHolder::named(&rule, Fallback::Deny, "calls").unwrap();
+    let (whole, lease_us) = (1_000_000, century.as_micros() as u64);
+    let fields = [whole, config.limit, lease_us, 0, whole, config.limit, 1, 0];
+    let grant = Grant::from_fields(b"granted", fields).unwrap();
+    let renewal = holder.renewal_at(Instant::ZERO);
+    holder.apply_at(&renewal, &grant, Instant::ZERO).unwrap();
+    holder
 }
 
 /// A keyed policy of a per-key rule (one a second) and a global one (128 a second).

@@ -10,6 +10,7 @@
 //! | `clock` | the clock reads themselves |
 //! | `c_boundary` | `rate_limiter_acquire*` from Rust against the Rust API it wraps |
 //! | `changed` | a limiter whose rule never changed against one changed once (`set_config_at` to the same rule), `try_acquire` busy and `acquire_at` frozen |
+//! | `counting` | `try_acquire` counted (`enable_counts`) against uncounted, busy, idle and denying |
 //!
 //! Each group runs over a list of [`Subject`]s; another algorithm is one more line in
 //! [`allowing`], [`denying`] or [`allowing_frozen`]. Governor is measured on the same
@@ -470,6 +471,31 @@ fn changed(c: &mut Criterion) {
     group.finish();
 }
 
+/// `try_acquire` of a limiter that counts its requests (docs/metrics.md) against the same
+/// limiter uncounted, in the busy, idle and denying shapes, one after the other in the
+/// same run.
+fn counting(c: &mut Criterion) {
+    let mut group = c.benchmark_group("counting");
+    let drained = Subject::new("gcra_drained", Config::per_hour(1), 1, false);
+    let idle = Subject::new("gcra_idle", Config::per_second(1_000_000_000), 0, true);
+    for subject in [busy_gcra(), idle, drained] {
+        for counted in ["uncounted", "counted"] {
+            let ours = subject.ours(librate::now_ns());
+            if counted == "counted" {
+                ours.enable_counts();
+            }
+            let try_acquire = || ours.try_acquire(black_box(1)) == Ok(true);
+            single(
+                &mut group,
+                subject.id(&format!("try_acquire/{counted}")),
+                try_acquire,
+            );
+            subject.expect("try_acquire", try_acquire());
+        }
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     // Short runs: the machine is shared; medians over 100 samples of 3 s are stable enough
@@ -478,6 +504,6 @@ criterion_group! {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
     targets = acquire_allow, acquire_deny, acquire_at, contended_2_threads, clock, c_boundary,
-        changed
+        changed, counting
 }
 criterion_main!(benches);

@@ -486,6 +486,36 @@ typedef struct rate_lease_grant {
 } rate_lease_grant;
 
 /**
+ * A holder's statistics, for dashboards: what `rate_lease_read_stats` writes. Kept by the
+ * handle that renews (a host holder's other processes renew nothing).
+ */
+typedef struct rate_lease_stats {
+  /**
+   * Answers of the lease script this handle applied (`rate_lease_apply`).
+   */
+  uint64_t renewals;
+  /**
+   * Nanoseconds, since this handle's first renewal, during which decisions came from
+   * the fallback: no lease held and no answer (RATE_LEASE_FALLBACK).
+   */
+  uint64_t fallback_ns;
+  /**
+   * The share held by the last grant: millionths of the rule's rate (0 before the
+   * first grant).
+   */
+  uint64_t held_rate;
+  /**
+   * The share held by the last grant: units at once.
+   */
+  uint64_t held_burst;
+  /**
+   * Where decisions come from at the time asked: RATE_LEASE_LEASED,
+   * RATE_LEASE_UNSHARED or RATE_LEASE_FALLBACK.
+   */
+  int32_t state;
+} rate_lease_stats;
+
+/**
  * A policy's Redis script and the arguments it takes: see `rate_redis_policy_prepare`.
  */
 typedef struct rate_redis_policy_script {
@@ -1731,6 +1761,15 @@ int32_t rate_lease_apply_at(const struct rate_lease_holder *holder,
                             uint64_t now_ns);
 
 /**
+ * As `rate_limiter_enable_counts`, for a lease holder: its decisions from its share and
+ * by its fallback alike.
+ *
+ * # Safety
+ * `holder` is NULL or a live handle.
+ */
+int32_t rate_lease_enable_counts(const struct rate_lease_holder *holder);
+
+/**
  * Explains why `rate_lease_holder_new` refuses the same arguments: writes one English
  * sentence naming what is wrong and the bound it broke to `reason`, as
  * `rate_limiter_explain_config` does (a fallback's reason starts "fallback: "). Nothing is
@@ -1831,6 +1870,37 @@ int32_t rate_lease_last_grant(const struct rate_lease_holder *holder, struct rat
  * `holder` is NULL or a live handle.
  */
 int32_t rate_lease_lead(const struct rate_lease_holder *holder);
+
+/**
+ * As `rate_limiter_read_counts`, for a lease holder.
+ *
+ * # Safety
+ * `holder` is NULL or a live handle; `out` is NULL or points to a writable
+ * `rate_counts`.
+ */
+int32_t rate_lease_read_counts(const struct rate_lease_holder *holder, struct rate_counts *out);
+
+/**
+ * Writes the holder's statistics now to `*out`.
+ *
+ * Thread-safety: safe to call concurrently with any call on the handle.
+ *
+ * Returns RATE_OK, or RATE_E_NULL for a NULL `holder` or `out`.
+ *
+ * # Safety
+ * `holder` is NULL or a live handle; `out` is NULL or writable.
+ */
+int32_t rate_lease_read_stats(const struct rate_lease_holder *holder, struct rate_lease_stats *out);
+
+/**
+ * `rate_lease_read_stats` at `now_ns`: the fallback counted up to it.
+ *
+ * # Safety
+ * As `rate_lease_read_stats`.
+ */
+int32_t rate_lease_read_stats_at(const struct rate_lease_holder *holder,
+                                 uint64_t now_ns,
+                                 struct rate_lease_stats *out);
 
 /**
  * Stops the holder deciding from its share (decisions fall back from now on) and fills

@@ -134,7 +134,7 @@ summary() {
 # which turns on the library's `tower` feature) and the async waits' on tokio
 # (async-tests/) beside it, always all, so that every cargo command below builds the
 # library the same way and a warm build serves them all.
-cargo_test() { cargo test -p librate -p librate-ffi -p librate-redis-tests -p librate-tower-tests -p librate-async-tests --features testing,redis,redis-async "$@"; }
+cargo_test() { cargo test -p librate -p librate-ffi -p librate-redis-tests -p librate-tower-tests -p librate-async-tests --features testing,redis,redis-async,metrics "$@"; }
 tests_of() { for t in "$@"; do printf -- '--test %s ' "$(basename "$t" .rs)"; done; }
 # The library's integration tests, the C ABI's (ffi/tests), the tower layer's
 # (tower-tests/tests, in process and on 127.0.0.1) and the async waits' on tokio

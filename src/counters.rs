@@ -163,18 +163,13 @@ impl Counters {
         Some(counts)
     }
 
-    /// Counts the outcome of a request of `n` units of a limiter or a table (rule 0), if
-    /// counting is on and the request decided something.
+    /// Counts `outcome`, a request of `n` units of a limiter or a table (rule 0), if
+    /// counting is on and the request decided something. Inline, only the check that
+    /// counting is on; counting itself is out of line.
     #[inline(always)]
     pub(crate) fn count<T: Outcome, E>(&self, n: u64, outcome: &Result<T, E>) {
-        if let (Some(words), Ok(decided)) = (self.words.get(), outcome) {
-            if n != 0 {
-                words.add(if decided.admitted() {
-                    ADMITTED
-                } else {
-                    DENIED_BY
-                });
-            }
+        if let Some(words) = self.words.get() {
+            words.count(n, outcome.as_ref().ok().map(Outcome::admitted));
         }
     }
 
@@ -202,6 +197,18 @@ impl Counters {
 }
 
 impl Words {
+    /// Counts a request of `n` units that was admitted or not, or (`None`) refused
+    /// undecided.
+    #[cold]
+    #[inline(never)]
+    fn count(&self, n: u64, admitted: Option<bool>) {
+        match (n, admitted) {
+            (1.., Some(true)) => self.add(ADMITTED),
+            (1.., Some(false)) => self.add(DENIED_BY),
+            _ => {}
+        }
+    }
+
     #[inline(always)]
     fn add(&self, word: usize) {
         // Relaxed: a count orders nothing; readers only sum.
@@ -275,7 +282,8 @@ mod tests {
                 let counters = &counters;
                 scope.spawn(move || {
                     for request in 0..1000u64 {
-                        counters.count(1, &Ok::<bool, ()>((thread + request) % 4 != 0));
+                        let admitted = (thread + request) % 4 != 0;
+                        counters.count(1, &Ok::<bool, ()>(admitted));
                     }
                 });
             }

@@ -114,6 +114,8 @@ mod generations;
 mod keyed;
 pub mod lease;
 mod limiter;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod policy;
 pub mod redis;
 mod replaced;

@@ -104,14 +104,12 @@ impl Limiter {
     pub fn acquire_at(&self, n: u64, at: Instant) -> Result<Decision, AcquireError> {
         let now_ns = at.as_nanos();
         let max_wait_ns = None;
-        let decided = (self.generations).decide(
-            acquiring(n),
-            Acquire {
-                now_ns,
-                n,
-                max_wait_ns,
-            },
-        );
+        let acquire = Acquire {
+            now_ns,
+            n,
+            max_wait_ns,
+        };
+        let decided = self.generations.decide(acquiring(n), acquire);
         self.counters.count(n, &decided);
         decided
     }
@@ -169,7 +167,8 @@ impl Limiter {
     #[inline(always)]
     fn try_acquire_by(&self, time: impl TimeSource, n: u64) -> Result<bool, AcquireError> {
         let time = Hinted::new(time, &self.hint);
-        let admitted = (self.generations).decide(acquiring(n), TryAcquire { time, n });
+        let try_acquire = TryAcquire { time, n };
+        let admitted = self.generations.decide(acquiring(n), try_acquire);
         self.counters.count(n, &admitted);
         admitted
     }
@@ -210,14 +209,12 @@ impl Limiter {
         let now_ns = at.as_nanos();
         let max_wait_ns = Some(time::nanos(max_wait));
         let check = move |decider: &Decider| decider.check_reserve(n);
-        let decided = (self.generations).decide(
-            check,
-            Acquire {
-                now_ns,
-                n,
-                max_wait_ns,
-            },
-        );
+        let acquire = Acquire {
+            now_ns,
+            n,
+            max_wait_ns,
+        };
+        let decided = self.generations.decide(check, acquire);
         self.counters.count(n, &decided);
         decided
     }

@@ -4,6 +4,7 @@
 
 use crate::keyed::{rate_keyed, table};
 use crate::keyed_policy::{keyed_policy_ref, rate_keyed_policy};
+use crate::lease::{holder_ref, rate_lease_holder};
 use crate::limiter::{limiter_ref, rate_limiter};
 use crate::policy::{policy_ref, rate_policy};
 use crate::{boundary, RATE_E_NULL, RATE_E_UNSUPPORTED, RATE_OK};
@@ -193,6 +194,37 @@ pub unsafe extern "C" fn rate_keyed_policy_read_counts(
     let counts = librate::KeyedPolicy::counts;
     // SAFETY: passed on from this function's contract.
     unsafe { read(keyed_policy_ref(policy), out, rules, rules_len, counts) }
+}
+
+/// As `rate_limiter_enable_counts`, for a lease holder: its decisions from its share and
+/// by its fallback alike.
+///
+/// # Safety
+/// `holder` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn rate_lease_enable_counts(holder: *const rate_lease_holder) -> i32 {
+    // SAFETY: passed on from this function's contract.
+    unsafe {
+        enable(
+            holder_ref(holder),
+            librate::lease::LeaseHolder::enable_counts,
+        )
+    }
+}
+
+/// As `rate_limiter_read_counts`, for a lease holder.
+///
+/// # Safety
+/// `holder` is NULL or a live handle; `out` is NULL or points to a writable
+/// `rate_counts`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_lease_read_counts(
+    holder: *const rate_lease_holder,
+    out: *mut rate_counts,
+) -> i32 {
+    let counts = librate::lease::LeaseHolder::counts;
+    // SAFETY: passed on from this function's contract.
+    unsafe { read(holder_ref(holder), out, std::ptr::null_mut(), 0, counts) }
 }
 
 /// The body of the `rate_*_enable_counts` exports.

@@ -401,7 +401,7 @@ pub unsafe extern "C" fn rate_lease_step_down(holder: *const rate_lease_holder) 
 ///
 /// # Safety
 /// `holder` is NULL or a live handle.
-unsafe fn holder_ref<'a>(holder: *const rate_lease_holder) -> Option<&'a LeaseHolder> {
+pub(super) unsafe fn holder_ref<'a>(holder: *const rate_lease_holder) -> Option<&'a LeaseHolder> {
     // SAFETY: per this function's contract; `as_ref` checks NULL.
     unsafe { holder.as_ref() }.map(|handle| &handle.holder)
 }
@@ -478,6 +478,71 @@ pub unsafe extern "C" fn rate_lease_state_at(holder: *const rate_lease_holder, n
             Some(holder) => state_code(holder.state_at(Instant::from_nanos(now_ns))),
             None => RATE_E_NULL,
         }
+    })
+}
+
+/// A holder's statistics, for dashboards: what `rate_lease_read_stats` writes. Kept by the
+/// handle that renews (a host holder's other processes renew nothing).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct rate_lease_stats {
+    /// Answers of the lease script this handle applied (`rate_lease_apply`).
+    pub renewals: u64,
+    /// Nanoseconds, since this handle's first renewal, during which decisions came from
+    /// the fallback: no lease held and no answer (RATE_LEASE_FALLBACK).
+    pub fallback_ns: u64,
+    /// The share held by the last grant: millionths of the rule's rate (0 before the
+    /// first grant).
+    pub held_rate: u64,
+    /// The share held by the last grant: units at once.
+    pub held_burst: u64,
+    /// Where decisions come from at the time asked: RATE_LEASE_LEASED,
+    /// RATE_LEASE_UNSHARED or RATE_LEASE_FALLBACK.
+    pub state: i32,
+}
+
+/// Writes the holder's statistics now to `*out`.
+///
+/// Thread-safety: safe to call concurrently with any call on the handle.
+///
+/// Returns RATE_OK, or RATE_E_NULL for a NULL `holder` or `out`.
+///
+/// # Safety
+/// `holder` is NULL or a live handle; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn rate_lease_read_stats(
+    holder: *const rate_lease_holder,
+    out: *mut rate_lease_stats,
+) -> i32 {
+    // SAFETY: the caller's promises.
+    unsafe { rate_lease_read_stats_at(holder, Instant::now().as_nanos(), out) }
+}
+
+/// `rate_lease_read_stats` at `now_ns`: the fallback counted up to it.
+///
+/// # Safety
+/// As `rate_lease_read_stats`.
+#[no_mangle]
+pub unsafe extern "C" fn rate_lease_read_stats_at(
+    holder: *const rate_lease_holder,
+    now_ns: u64,
+    out: *mut rate_lease_stats,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: the caller passes NULL or a live handle, and NULL or a writable `out`.
+        let (Some(holder), Some(out)) = (unsafe { holder_ref(holder) }, unsafe { out.as_mut() })
+        else {
+            return RATE_E_NULL;
+        };
+        let stats = holder.stats_at(Instant::from_nanos(now_ns));
+        *out = rate_lease_stats {
+            renewals: stats.renewals,
+            fallback_ns: u64::try_from(stats.fallback.as_nanos()).unwrap_or(u64::MAX),
+            held_rate: stats.held.rate,
+            held_burst: stats.held.burst,
+            state: state_code(stats.state),
+        };
+        RATE_OK
     })
 }
 

@@ -311,7 +311,8 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         self.counted(n, admitted)
     }
 
-    /// `outcome`, a request of `n` units, counted if counting is on (docs/metrics.md).
+    /// `outcome`, a request of `n` units, counted if counting is on (docs/metrics.md):
+    /// a full table apart.
     #[inline(always)]
     fn counted<T: Outcome, E: Refusal>(&self, n: u64, outcome: Result<T, E>) -> Result<T, E> {
         if self.counters.enabled() {

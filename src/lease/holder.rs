@@ -6,9 +6,11 @@ use super::gcra_share::GcraShare;
 use super::grant::Grant;
 use super::rule::{Divided, LeaseRule};
 use super::share::Share;
+use super::stats::Books;
 use super::window_share::{self, WindowShare};
 use super::words::{self, Words};
 use crate::config::Config;
+use crate::counters::{Counters, Counts};
 use crate::decision::Decision;
 use crate::error::{AcquireError, ConfigError};
 use crate::limiter::Limiter;
@@ -71,6 +73,10 @@ pub struct LeaseHolder {
     pub(super) words: Words,
     /// This process's renewals, one at a time.
     pub(super) renewing: Mutex<()>,
+    /// What this handle's renewals applied, for [`stats`](Self::stats).
+    pub(super) books: Books,
+    /// This handle's counts of its requests, off until asked for (docs/metrics.md).
+    counters: Counters,
 }
 
 /// What decides from a share, in the holder's words: a GCRA of the share's rate and
@@ -125,6 +131,8 @@ impl LeaseHolder {
             fallback,
             words,
             renewing: Mutex::default(),
+            books: Books::default(),
+            counters: Counters::default(),
         }
     }
 
@@ -156,6 +164,14 @@ impl LeaseHolder {
     /// window's limit).
     #[inline]
     pub fn try_acquire(&self, n: u64) -> Result<bool, AcquireError> {
+        let admitted = self.try_acquire_now(n);
+        self.counters.count(n, &admitted);
+        admitted
+    }
+
+    /// [`try_acquire`](Self::try_acquire), uncounted.
+    #[inline(always)]
+    fn try_acquire_now(&self, n: u64) -> Result<bool, AcquireError> {
         if let (Local::Gcra, 1..) = (&self.local, n) {
             self.ask(n)?;
             // Acquire: as `try_acquire_at`'s.
@@ -165,7 +181,7 @@ impl LeaseHolder {
             }
             return Ok(self.beside_share(n, Instant::now()).allowed);
         }
-        self.try_acquire_at(n, Instant::now())
+        self.try_acquire_uncounted_at(n, Instant::now())
     }
 
     /// [`try_acquire`](Self::try_acquire) at `at`.
@@ -174,6 +190,14 @@ impl LeaseHolder {
     /// As [`try_acquire`](Self::try_acquire).
     #[inline]
     pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, AcquireError> {
+        let admitted = self.try_acquire_uncounted_at(n, at);
+        self.counters.count(n, &admitted);
+        admitted
+    }
+
+    /// [`try_acquire_at`](Self::try_acquire_at), uncounted.
+    #[inline]
+    fn try_acquire_uncounted_at(&self, n: u64, at: Instant) -> Result<bool, AcquireError> {
         Ok(match self.try_acquire_leased_at(n, at)? {
             Some(admitted) => admitted,
             None => self.beside_share(n, at).allowed,
@@ -216,8 +240,24 @@ impl LeaseHolder {
     /// # Errors
     /// As [`try_acquire`](Self::try_acquire).
     pub fn acquire_at(&self, n: u64, at: Instant) -> Result<Decision, AcquireError> {
-        let decided = self.acquire_leased_at(n, at)?;
-        Ok(decided.unwrap_or_else(|| self.beside_share(n, at)))
+        let decided = (self.acquire_leased_at(n, at))
+            .map(|decided| decided.unwrap_or_else(|| self.beside_share(n, at)));
+        self.counters.count(n, &decided);
+        decided
+    }
+
+    /// Turns on counting of this handle's decisions, from this call on (docs/metrics.md,
+    /// counters): one atomic add a request, which is why it is off until asked for.
+    /// Counting that is on stays on.
+    pub fn enable_counts(&self) {
+        self.counters.enable();
+    }
+
+    /// How many requests this handle admitted and denied since
+    /// [`enable_counts`](Self::enable_counts), whether from its share or by its fallback;
+    /// `None` while counting is off.
+    pub fn counts(&self) -> Option<Counts> {
+        self.counters.counts(1)
     }
 
     /// [`try_acquire_leased_at`](Self::try_acquire_leased_at) with the share's decision.

@@ -25,6 +25,7 @@ mod renew;
 mod renewer;
 mod rule;
 mod share;
+mod stats;
 mod window_share;
 mod words;
 
@@ -41,6 +42,7 @@ pub use keyed_redis::{acquire_in_redis, renew_keys, KeyedLeasedLimiter};
 pub use redis::{release, renew, LeasedLimiter};
 pub use rule::LeaseRule;
 pub use share::Share;
+pub use stats::LeaseStats;
 
 /// A lease script's source: `lease_common.lua`'s functions, their names declared local
 /// first (a script defines no global), then the algorithm's entry, from `src/redis/lua/`.

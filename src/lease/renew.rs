@@ -38,6 +38,7 @@ impl LeaseHolder {
         };
         let renewal = Renewal::renew(&self.rule, &self.name, demand, sent_at, at);
         last_sent.store(renewal.sent_at.as_nanos().saturating_add(1), Relaxed);
+        self.books.sent(renewal.sent_at.as_nanos());
         renewal
     }
 
@@ -76,6 +77,7 @@ impl LeaseHolder {
             self.words
                 .get(words::UNSHARED_UNTIL)
                 .fetch_max(end, Relaxed);
+            self.applied_at(at);
             return Ok(self.state_at(at));
         }
         match &self.local {
@@ -86,7 +88,18 @@ impl LeaseHolder {
             }
         }
         self.keep(grant);
+        self.applied_at(at);
         Ok(self.state_at(at))
+    }
+
+    /// Notes in the books an answer applied at `at`, which covers decisions until the
+    /// lease's end or the end of a refusal of a share.
+    fn applied_at(&self, at: Instant) {
+        // Relaxed: the renewer (this caller, under its turn) wrote them.
+        let lease_end = self.lease_end().load(Relaxed);
+        let unshared_until = self.words.get(words::UNSHARED_UNTIL).load(Relaxed);
+        self.books
+            .applied(at.as_nanos(), lease_end.max(unshared_until));
     }
 
     /// A GCRA share from `at` to `end`: a lease that follows one still held keeps its

@@ -118,6 +118,47 @@ static int test_a_keyed_policy_counts_per_rule(void) {
     return 0;
 }
 
+/* A holder of 1,000 a second leased 2 s at a time, with no fallback rule (deny). Its first
+ * renewal is sent at 0 and answered at 500 ms: half the rate, a burst of 500, held until
+ * 1,998 ms (2 s less its thousandth, from the renewal's sending). A share starts empty
+ * and fills one unit every 2 ms. */
+static int test_a_lease_holder_counts_and_keeps_its_books(void) {
+    static const rate_lease_rule rule = {{RATE_GCRA, 1000, SECOND, 0}, 2 * SECOND, 0};
+    const uint64_t fields[RATE_LEASE_FIELDS] = {500000, 500, 2000000, 1, 500000, 500, 1, 0};
+    rate_lease_holder *holder = NULL;
+    rate_lease_renewal renewal;
+    rate_lease_stats stats;
+    rate_counts counts;
+    CHECK_STATUS(rate_lease_holder_new(&rule, NULL, (const uint8_t *)"h", 1, &holder), RATE_OK);
+    CHECK_STATUS(rate_lease_enable_counts(holder), RATE_OK);
+    CHECK_STATUS(rate_lease_renew_at(holder, 0, &renewal), RATE_OK);
+    CHECK_STATUS(rate_lease_apply_at(holder, &renewal, (const uint8_t *)"granted", 7, fields,
+                                     500 * MS),
+                 RATE_LEASE_LEASED);
+    CHECK_STATUS(rate_lease_acquire_at(holder, 1, 500 * MS, NULL), RATE_LIMITED);
+    CHECK_STATUS(rate_lease_acquire_at(holder, 1, 502 * MS, NULL), RATE_OK);
+    CHECK_STATUS(rate_lease_read_stats_at(holder, SECOND, &stats), RATE_OK);
+    CHECK_EQ_U64(stats.renewals, 1);
+    CHECK_EQ_U64(stats.fallback_ns, 500 * MS);
+    CHECK_EQ_U64(stats.held_rate, 500000);
+    CHECK_EQ_U64(stats.held_burst, 500);
+    CHECK_STATUS(stats.state, RATE_LEASE_LEASED);
+    /* Past the lease's end, unrenewed: the fallback denies, and its time runs. */
+    CHECK_STATUS(rate_lease_acquire_at(holder, 1, 3 * SECOND, NULL), RATE_LIMITED);
+    CHECK_STATUS(rate_lease_read_stats_at(holder, 3 * SECOND, &stats), RATE_OK);
+    CHECK_EQ_U64(stats.fallback_ns, 500 * MS + 1002 * MS);
+    CHECK_STATUS(stats.state, RATE_LEASE_FALLBACK);
+    CHECK_STATUS(rate_lease_read_counts(holder, &counts), RATE_OK);
+    CHECK_EQ_U64(counts.admitted, 1);
+    CHECK_EQ_U64(counts.denied, 2);
+    CHECK_STATUS(rate_lease_read_stats(NULL, &stats), RATE_E_NULL);
+    CHECK_STATUS(rate_lease_read_stats(holder, NULL), RATE_E_NULL);
+    CHECK_STATUS(rate_lease_enable_counts(NULL), RATE_E_NULL);
+    CHECK_STATUS(rate_lease_read_counts(NULL, &counts), RATE_E_NULL);
+    rate_lease_holder_free(holder);
+    return 0;
+}
+
 static int test_bad_input(void) {
     rate_limiter *limiter = NULL;
     rate_policy *policy = NULL;
@@ -147,6 +188,7 @@ int main(void) {
         TEST_CASE(test_a_keyed_limiter_counts_every_key),
         TEST_CASE(test_a_policy_counts_the_rule_that_denied),
         TEST_CASE(test_a_keyed_policy_counts_per_rule),
+        TEST_CASE(test_a_lease_holder_counts_and_keeps_its_books),
         TEST_CASE(test_bad_input),
     };
     return run_tests("test_counts", cases, sizeof cases / sizeof cases[0]);

@@ -218,6 +218,18 @@ class rate_lease_renewal(Structure):  # noqa: N801 - the C name
     ]
 
 
+class rate_lease_stats(Structure):  # noqa: N801 - the C name
+    """``struct rate_lease_stats``: a lease holder's statistics."""
+
+    _fields_ = [
+        ("renewals", c_uint64),
+        ("fallback_ns", c_uint64),
+        ("held_rate", c_uint64),
+        ("held_burst", c_uint64),
+        ("state", c_int32),
+    ]
+
+
 class rate_lease_grant(Structure):  # noqa: N801 - the C name
     """``struct rate_lease_grant``: a lease holder's last grant."""
 
@@ -434,6 +446,10 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
     "rate_lease_acquire_at": (c_int32, (HANDLE, c_uint64, c_uint64, DECISION)),
     "rate_lease_state": (c_int32, (HANDLE,)),
     "rate_lease_state_at": (c_int32, (HANDLE, c_uint64)),
+    "rate_lease_read_stats": (c_int32, (HANDLE, POINTER(rate_lease_stats))),
+    "rate_lease_read_stats_at": (c_int32, (HANDLE, c_uint64, POINTER(rate_lease_stats))),
+    "rate_lease_enable_counts": (c_int32, (HANDLE,)),
+    "rate_lease_read_counts": (c_int32, (HANDLE, POINTER(rate_counts))),
     "rate_lease_renew": (c_int32, (HANDLE, POINTER(rate_lease_renewal))),
     "rate_lease_renew_at": (c_int32, (HANDLE, c_uint64, POINTER(rate_lease_renewal))),
     "rate_lease_release": (c_int32, (HANDLE, POINTER(rate_lease_renewal))),
