@@ -7,14 +7,16 @@
 // to Add), result and rule:
 //
 //   - result="admitted", rule="": the requests admitted;
+//   - result="table_full", rule="": the requests for a new key refused for a full table
+//     (a Keyed's or KeyedPolicy's; 0 for the others);
 //   - result="denied": a limiter's denials with rule=""; a policy's per rule, labelled
 //     with the rule's name (or its index, "0", "1", …), counting the requests that rule
 //     denied first, so the rules' series add up to the policy's denials;
-//   - result="shadow_denied", a policy's, per rule: a shadow rule's would-be denials;
-//   - result="table_full", rule="", a Keyed's or KeyedPolicy's: the requests for a new
-//     key refused for a full table.
+//   - result="shadow_denied", a policy's, per rule: a shadow rule's would-be denials.
 //
-// Labels never hold a key: the series are bounded by the limiters and their rules.
+// A policy of one rule not named is reported as a limiter is, as Rust's
+// librate::metrics::Reporter reports it. Labels never hold a key: a limiter has at most
+// 2 + 2 × its rules series.
 package librateprometheus
 
 import (
@@ -28,9 +30,10 @@ import (
 	librate "github.com/librate/librate/bindings/go"
 )
 
-// requests describes the one family every sample belongs to.
+// requests describes the one family every sample belongs to, with the help text of every
+// language's exporter (Rust's librate::metrics).
 var requests = prometheus.NewDesc("ratelimit_requests_total",
-	"Requests a rate limiter decided, by result and by the rule that denied them.",
+	"Requests decided by a rate limiter, by result and by the rule that denied",
 	[]string{"limiter", "result", "rule"}, nil)
 
 // Collector is a prometheus.Collector over the limiters Add names; register it with a
@@ -48,7 +51,6 @@ type Collector struct {
 type entry struct {
 	limiter librate.Counted
 	rules   []string
-	keyed   bool
 }
 
 // NewCollector returns a Collector of no limiters.
@@ -77,7 +79,7 @@ func (c *Collector) Add(name string, limiter librate.Counted, ruleNames ...strin
 	if _, ok := c.limiters[name]; ok {
 		return fmt.Errorf("librateprometheus: a limiter named %q is exported already", name)
 	}
-	c.limiters[name] = entry{limiter, rules, keyed(limiter)}
+	c.limiters[name] = entry{limiter, rules}
 	c.order = append(c.order, name)
 	return nil
 }
@@ -125,12 +127,12 @@ func (c *Collector) Collect(metrics chan<- prometheus.Metric) {
 }
 
 // ruleLabels is the rule label of each of a policy's rules (rules 0: a limiter's, which
-// has none), names checked against them.
+// has none), names checked against them; nil too for one rule not named.
 func ruleLabels(rules int, names []string) ([]string, error) {
 	switch {
 	case rules == 0 && names != nil:
 		return nil, errors.New("rule names label a policy's rules; a limiter has one rule")
-	case rules == 0:
+	case rules == 0, rules == 1 && names == nil:
 		return nil, nil
 	case names == nil:
 		labels := make([]string, rules)
@@ -144,21 +146,13 @@ func ruleLabels(rules int, names []string) ([]string, error) {
 	return append([]string(nil), names...), nil
 }
 
-// keyed reports whether limiter keeps a table whose fullness it counts.
-func keyed(limiter librate.Counted) bool {
-	switch limiter.(type) {
-	case *librate.Keyed, *librate.KeyedPolicy:
-		return true
-	}
-	return false
-}
-
 // samples sends the samples of the limiter named name, whose counts are counts.
 func samples(metrics chan<- prometheus.Metric, name string, e entry, counts librate.Counts) {
 	send := func(value uint64, result, rule string) {
 		metrics <- prometheus.MustNewConstMetric(requests, prometheus.CounterValue, float64(value), name, result, rule)
 	}
 	send(counts.Admitted, "admitted", "")
+	send(counts.TableFull, "table_full", "")
 	if e.rules == nil {
 		send(counts.Denied, "denied", "")
 	}
@@ -167,8 +161,5 @@ func samples(metrics chan<- prometheus.Metric, name string, e entry, counts libr
 	}
 	for i, rule := range e.rules {
 		send(counts.Rules[i].ShadowDenied, "shadow_denied", rule)
-	}
-	if e.keyed {
-		send(counts.TableFull, "table_full", "")
 	}
 }

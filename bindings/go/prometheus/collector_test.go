@@ -11,7 +11,7 @@ import (
 	librateprometheus "github.com/librate/librate/bindings/go/prometheus"
 )
 
-const head = `# HELP ratelimit_requests_total Requests a rate limiter decided, by result and by the rule that denied them.
+const head = `# HELP ratelimit_requests_total Requests decided by a rate limiter, by result and by the rule that denied
 # TYPE ratelimit_requests_total counter
 `
 
@@ -56,6 +56,7 @@ func TestCollector(t *testing.T) {
 	}
 	want := head + `ratelimit_requests_total{limiter="one",result="admitted",rule=""} 2
 ratelimit_requests_total{limiter="one",result="denied",rule=""} 1
+ratelimit_requests_total{limiter="one",result="table_full",rule=""} 0
 ratelimit_requests_total{limiter="per_key",result="admitted",rule=""} 2
 ratelimit_requests_total{limiter="per_key",result="denied",rule=""} 1
 ratelimit_requests_total{limiter="per_key",result="table_full",rule=""} 1
@@ -64,36 +65,45 @@ ratelimit_requests_total{limiter="site",result="denied",rule="minute"} 1
 ratelimit_requests_total{limiter="site",result="denied",rule="second"} 1
 ratelimit_requests_total{limiter="site",result="shadow_denied",rule="minute"} 0
 ratelimit_requests_total{limiter="site",result="shadow_denied",rule="second"} 0
+ratelimit_requests_total{limiter="site",result="table_full",rule=""} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
 }
 
-// A policy's rules default to their indices; a closed limiter has no samples; Remove
-// takes a limiter out.
+// A policy's rules default to their indices, and a policy of one rule not named is
+// reported as a limiter is; a closed limiter has no samples; Remove takes a limiter out.
 func TestCollectorDefaultsClosedAndRemove(t *testing.T) {
-	policy := must(librate.NewKeyedPolicy(4, librate.KeyedRule{Config: librate.Config{Algorithm: librate.FixedWindow, Limit: 1, Period: time.Minute}, Scope: librate.PerKey}))
+	policy := must(librate.NewKeyedPolicy(4,
+		librate.KeyedRule{Config: librate.Config{Algorithm: librate.FixedWindow, Limit: 1, Period: time.Minute}, Scope: librate.PerKey},
+		librate.KeyedRule{Config: librate.Config{Algorithm: librate.FixedWindow, Limit: 10, Period: time.Minute}, Scope: librate.Global}))
+	single := must(librate.NewPolicy(twoAMinute))
 	gone := must(librate.New(twoAMinute))
 	c := librateprometheus.NewCollector()
-	if err := c.Add("keyed_policy", policy); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Add("gone", gone); err != nil {
-		t.Fatal(err)
+	for _, err := range []error{c.Add("keyed_policy", policy), c.Add("single", single), c.Add("gone", gone)} {
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	policy.AcquireAt("a", 1, 0)
 	policy.AcquireAt("a", 1, 0)
 	gone.Close()
 	want := head + `ratelimit_requests_total{limiter="keyed_policy",result="admitted",rule=""} 1
 ratelimit_requests_total{limiter="keyed_policy",result="denied",rule="0"} 1
+ratelimit_requests_total{limiter="keyed_policy",result="denied",rule="1"} 0
 ratelimit_requests_total{limiter="keyed_policy",result="shadow_denied",rule="0"} 0
+ratelimit_requests_total{limiter="keyed_policy",result="shadow_denied",rule="1"} 0
 ratelimit_requests_total{limiter="keyed_policy",result="table_full",rule=""} 0
+ratelimit_requests_total{limiter="single",result="admitted",rule=""} 0
+ratelimit_requests_total{limiter="single",result="denied",rule=""} 0
+ratelimit_requests_total{limiter="single",result="table_full",rule=""} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
 	c.Remove("keyed_policy")
+	c.Remove("single")
 	if n := testutil.CollectAndCount(c); n != 0 {
 		t.Errorf("after Remove: %d samples, want 0", n)
 	}

@@ -17,14 +17,16 @@ Every limiter is one family, ``ratelimit_requests_total`` (OpenTelemetry's
 given to ``add``), ``result`` and ``rule``:
 
 - ``result="admitted"``, ``rule=""``: the requests admitted;
+- ``result="table_full"``, ``rule=""``: the requests for a new key refused for a full
+  table (a ``KeyedLimiter``'s or ``KeyedPolicy``'s; 0 for the others);
 - ``result="denied"``: a limiter's denials with ``rule=""``; a policy's per rule, each
   labelled with the rule's name (or its index, "0", "1"…), counting the requests that
   rule denied first, so the rules' series add up to the policy's denials;
-- ``result="shadow_denied"``, a policy's, per rule: a shadow rule's would-be denials;
-- ``result="table_full"``, ``rule=""``, a ``KeyedLimiter``'s or ``KeyedPolicy``'s: the
-  requests for a new key refused for a full table.
+- ``result="shadow_denied"``, a policy's, per rule: a shadow rule's would-be denials.
 
-Labels never hold a key: the series are bounded by the limiters and their rules.
+A policy of one rule whose rule is not named is reported as a limiter is, as Rust's
+``librate::metrics::Reporter`` reports it. Labels never hold a key: a limiter has at most
+2 + 2 × its rules series.
 """
 
 from __future__ import annotations
@@ -44,14 +46,13 @@ except ImportError as error:  # pragma: no cover - what a user without the extra
 
 from ._counts import Counts
 from ._errors import ClosedError
-from ._keyed_policy import KeyedPolicy
-from ._limiter import KeyedLimiter
 
 __all__ = ["METRIC", "Countable", "RateLimitCollector"]
 
 #: The family's name; ``prometheus_client`` writes its samples ``ratelimit_requests_total``.
 METRIC = "ratelimit_requests"
-_HELP = "Requests a rate limiter decided, by result and by the rule that denied them."
+# The help text of every language's exporter (Rust's librate::metrics).
+_HELP = "Requests decided by a rate limiter, by result and by the rule that denied"
 _LABELS = ("limiter", "result", "rule")
 
 
@@ -70,7 +71,6 @@ class _Entry:
     limiter: Countable
     #: The ``rule`` label of each rule of a policy; None for a limiter.
     rules: tuple[str, ...] | None
-    keyed: bool
 
 
 class RateLimitCollector(Collector):
@@ -94,7 +94,7 @@ class RateLimitCollector(Collector):
         limiter.enable_counts()
         counts = limiter.counts()
         rules = None if counts is None or not counts.rules else len(counts.rules)
-        entry = _Entry(limiter, _rule_labels(rules, rule_names), _keyed(limiter))
+        entry = _Entry(limiter, _rule_labels(rules, rule_names))
         with self._lock:
             if name in self._entries:
                 raise ValueError(f"a limiter named {name!r} is exported already")
@@ -127,13 +127,13 @@ class RateLimitCollector(Collector):
 
 def _rule_labels(rules: int | None, names: Sequence[str] | None) -> tuple[str, ...] | None:
     """The ``rule`` label of each of a policy's ``rules`` (None: a limiter's, which has
-    none), ``names`` checked against them."""
+    none), ``names`` checked against them; None too for one rule not named."""
     if rules is None:
         if names is not None:
             raise TypeError("rule_names labels a policy's rules; a limiter has one rule")
         return None
     if names is None:
-        return tuple(str(index) for index in range(rules))
+        return None if rules == 1 else tuple(str(index) for index in range(rules))
     if isinstance(names, str):
         raise TypeError("rule_names must be a sequence of names, one per rule, not a str")
     labels = tuple(names)
@@ -142,13 +142,9 @@ def _rule_labels(rules: int | None, names: Sequence[str] | None) -> tuple[str, .
     return labels
 
 
-def _keyed(limiter: Countable) -> bool:
-    """Whether ``limiter`` keeps a table whose fullness it counts."""
-    return isinstance(limiter, (KeyedLimiter, KeyedPolicy))
-
-
 def _add_samples(family: CounterMetricFamily, name: str, entry: _Entry, counts: Counts) -> None:
     family.add_metric([name, "admitted", ""], counts.admitted)
+    family.add_metric([name, "table_full", ""], counts.table_full)
     if entry.rules is None:
         family.add_metric([name, "denied", ""], counts.denied)
     else:
@@ -156,5 +152,3 @@ def _add_samples(family: CounterMetricFamily, name: str, entry: _Entry, counts: 
             family.add_metric([name, "denied", label], own.denied)
         for label, own in zip(entry.rules, counts.rules, strict=True):
             family.add_metric([name, "shadow_denied", label], own.shadow_denied)
-    if entry.keyed:
-        family.add_metric([name, "table_full", ""], counts.table_full)

@@ -146,14 +146,14 @@ def test_metrics_app_counts_what_prometheus_scrapes() -> None:
     # /metrics itself is counted by no limit.
     assert lines == [
         'ratelimit_requests_total{limiter="api",result="admitted",rule=""} 3.0',
+        'ratelimit_requests_total{limiter="api",result="table_full",rule=""} 0.0',
         'ratelimit_requests_total{limiter="api",result="denied",rule="minute"} 1.0',
         'ratelimit_requests_total{limiter="api",result="denied",rule="all"} 0.0',
         'ratelimit_requests_total{limiter="api",result="shadow_denied",rule="minute"} 0.0',
         'ratelimit_requests_total{limiter="api",result="shadow_denied",rule="all"} 0.0',
-        'ratelimit_requests_total{limiter="api",result="table_full",rule=""} 0.0',
         'ratelimit_requests_total{limiter="proposed",result="admitted",rule=""} 2.0',
-        'ratelimit_requests_total{limiter="proposed",result="denied",rule=""} 2.0',
         'ratelimit_requests_total{limiter="proposed",result="table_full",rule=""} 0.0',
+        'ratelimit_requests_total{limiter="proposed",result="denied",rule=""} 2.0',
     ]
 
 

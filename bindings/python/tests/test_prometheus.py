@@ -14,8 +14,8 @@ from helpers import SECOND  # noqa: E402
 from librate.prometheus import RateLimitCollector  # noqa: E402
 
 HEAD = [
-    "# HELP ratelimit_requests_total Requests a rate limiter decided, by result and by the"
-    " rule that denied them.",
+    "# HELP ratelimit_requests_total Requests decided by a rate limiter, by result and by"
+    " the rule that denied",
     "# TYPE ratelimit_requests_total counter",
 ]
 
@@ -53,11 +53,13 @@ def test_a_limiter_a_keyed_table_and_a_policy() -> None:
     assert scrape(collector) == [
         *HEAD,
         sample("one", "admitted", "", 2),
+        sample("one", "table_full", "", 0),
         sample("one", "denied", "", 1),
         sample("per_key", "admitted", "", 2),
-        sample("per_key", "denied", "", 1),
         sample("per_key", "table_full", "", 1),
+        sample("per_key", "denied", "", 1),
         sample("site", "admitted", "", 3),
+        sample("site", "table_full", "", 0),
         sample("site", "denied", "second", 1),
         sample("site", "denied", "minute", 1),
         sample("site", "shadow_denied", "second", 0),
@@ -67,23 +69,36 @@ def test_a_limiter_a_keyed_table_and_a_policy() -> None:
 
 def test_rules_default_to_their_index_and_closed_limiters_go() -> None:
     policy = librate.KeyedPolicy(
-        [librate.KeyedRule.per_key(librate.Config.fixed_window(1, 60))], capacity=4
+        [
+            librate.KeyedRule.per_key(librate.Config.fixed_window(1, 60)),
+            librate.KeyedRule.global_(librate.Config.fixed_window(10, 60)),
+        ],
+        capacity=4,
     )
+    # A policy of one rule not named is reported as a limiter is.
+    single = librate.Policy([librate.Config.gcra(1, 1)])
     limiter = librate.Limiter(limit=1, period=1)
     collector = RateLimitCollector()
     collector.add("keyed_policy", policy)
     collector.add("gone", limiter)
+    collector.add("single", single)
     policy.acquire("a", now_ns=0)
     policy.acquire("a", now_ns=0)
     limiter.close()
     assert scrape(collector) == [
         *HEAD,
         sample("keyed_policy", "admitted", "", 1),
-        sample("keyed_policy", "denied", "0", 1),
-        sample("keyed_policy", "shadow_denied", "0", 0),
         sample("keyed_policy", "table_full", "", 0),
+        sample("keyed_policy", "denied", "0", 1),
+        sample("keyed_policy", "denied", "1", 0),
+        sample("keyed_policy", "shadow_denied", "0", 0),
+        sample("keyed_policy", "shadow_denied", "1", 0),
+        sample("single", "admitted", "", 0),
+        sample("single", "table_full", "", 0),
+        sample("single", "denied", "", 0),
     ]
     collector.remove("keyed_policy")
+    collector.remove("single")
     assert scrape(collector) == HEAD
 
 
