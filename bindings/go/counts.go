@@ -31,8 +31,9 @@ type RuleCounts struct {
 	ShadowDenied uint64
 }
 
-// Counted is what counts its requests: Limiter, Keyed, Policy, KeyedPolicy, and the
-// librateredis clients (which count in the binding). Counting is off until
+// Counted is what counts its requests: Limiter, Keyed, Policy, KeyedPolicy, LeaseHolder
+// (its decisions from its share and by its fallback alike), and the librateredis
+// clients (which count in the binding). Counting is off until
 // EnableCounts, since it costs an atomic add a request; once on it stays on. Counts
 // returns ErrUnsupported while counting is off, ErrClosed once closed.
 type Counted interface {
@@ -104,6 +105,21 @@ func (p *KeyedPolicy) Counts() (Counts, error) {
 	status := C.rate_keyed_policy_read_counts(p.handle(), &out, &rules[0], C.size_t(n))
 	runtime.KeepAlive(p)
 	return countsOf(status, &out, rules[:n])
+}
+
+// EnableCounts turns on counting of h's decisions, from now on (see Counted).
+func (h *LeaseHolder) EnableCounts() error {
+	status := C.rate_lease_enable_counts(h.handle())
+	runtime.KeepAlive(h)
+	return okOrError(status)
+}
+
+// Counts returns h's counts since EnableCounts (see Counted).
+func (h *LeaseHolder) Counts() (Counts, error) {
+	var out C.rate_counts
+	status := C.rate_lease_read_counts(h.handle(), &out)
+	runtime.KeepAlive(h)
+	return countsOf(status, &out, nil)
 }
 
 // countsOf turns a C status and the counts it wrote (and each rule's, for a policy)

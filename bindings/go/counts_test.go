@@ -114,3 +114,26 @@ func TestCountsUnderGoroutines(t *testing.T) {
 		t.Errorf("Counts() = %+v", got)
 	}
 }
+
+// A lease holder counts its decisions from the share and by its fallback alike: the
+// fallback's one a second admits then denies; the share (one unit every 2 ms, from
+// 10.002 s) denies then admits.
+func TestLeaseHolderCounts(t *testing.T) {
+	local := librate.Config{Algorithm: librate.GCRA, Limit: 1, Period: time.Second, Burst: 1}
+	h := newHolder(t, "host-c", &local)
+	if _, err := h.Counts(); !errors.Is(err, librate.ErrUnsupported) {
+		t.Fatalf("counting off: %v, want ErrUnsupported", err)
+	}
+	h.EnableCounts()
+	r := renewalAt(t, h, 10*time.Second)
+	for _, at := range []time.Duration{10 * time.Second, 10 * time.Second} {
+		h.AcquireAt(1, at)
+	}
+	answer(t, h, r, "granted", 500_000, 500, 10*time.Second, librate.Leased)
+	for _, at := range []time.Duration{10 * time.Second, 10*time.Second + 2*time.Millisecond} {
+		h.AcquireAt(1, at)
+	}
+	if got, err := h.Counts(); err != nil || !reflect.DeepEqual(got, librate.Counts{Admitted: 2, Denied: 2}) {
+		t.Errorf("Counts() = %+v, %v; want 2 admitted, 2 denied", got, err)
+	}
+}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from ._convert import Duration, duration_ns, key_bytes, u64
+from ._counts import Counted
 from ._decision import Decision, seconds
 from ._errors import InvalidConfig, LibrateError, ReplyError, error_for
 from ._ffi import (
@@ -216,7 +217,7 @@ class Native:
         return error_for(status, f"{status_text(status)} ({cost}{self._rule})")
 
 
-class Holder(Native):
+class Holder(Native, Counted):
     """A holder of a share of a ``LeaseRule``, without I/O: decisions from its share (or
     the fallback) with atomics alone, safe from any number of threads; renewals (what to
     send, and applying the answer) one at a time, which its subclasses ensure. A host's
@@ -252,6 +253,10 @@ class Holder(Native):
     def path(self) -> str | os.PathLike[str] | None:
         """The file of a host's holder (``open_host``), or None for a holder of its own."""
         return self._path
+
+    def _count_functions(self) -> tuple[Any, Any]:
+        # Its decisions, from its share and by its fallback alike (docs/metrics.md).
+        return lib.rate_lease_enable_counts, lib.rate_lease_read_counts
 
     def lead(self) -> bool:
         """Whether this process renews the share: always for a holder of its own; for a

@@ -214,6 +214,21 @@ def test_the_local_fallback() -> None:
     assert limiter.try_acquire() and not limiter.try_acquire()
 
 
+def test_counts_from_the_share_and_the_fallback() -> None:
+    # Off until enable_counts, as a limiter's (docs/metrics.md); then the fallback's
+    # admission and denial, and the share's denial and admission, each counted once.
+    limiter = holder(Scripted(answer(b"granted", 500_000, 500)), fallback=Config.gcra(1, 1))
+    assert limiter.counts() is None
+    limiter.enable_counts()
+    assert limiter.acquire_at(1, 10 * SECOND).allowed  # the fallback's one a second
+    assert not limiter.acquire_at(1, 10 * SECOND).allowed
+    assert limiter.renew_at(10 * SECOND) is LEASED
+    # The share: one unit every 2 ms, its first at 10.002 s.
+    assert not limiter.acquire_at(1, 10 * SECOND).allowed
+    assert limiter.acquire_at(1, 10 * SECOND + 2 * MS).allowed
+    assert limiter.counts() == librate.Counts(admitted=2, denied=2, table_full=0)
+
+
 @pytest.mark.parametrize(
     "reply",
     [
