@@ -73,11 +73,10 @@ class Counted:
         _, read = self._count_functions()
         out = rate_counts()
         rules = self._counted_rules()
+        per_rule = (rate_rule_counts * rules)()
         if rules:
-            per_rule = (rate_rule_counts * rules)()
             status = read(self._handle, byref(out), per_rule, rules)
         else:
-            per_rule = ()
             status = read(self._handle, byref(out))
         if status == RATE_E_UNSUPPORTED:
             return None

@@ -27,7 +27,9 @@ def scrape(collector: RateLimitCollector) -> list[str]:
 
 
 def sample(limiter: str, result: str, rule: str, value: int) -> str:
-    return f'ratelimit_requests_total{{limiter="{limiter}",result="{result}",rule="{rule}"}} {value}.0'
+    return (
+        f'ratelimit_requests_total{{limiter="{limiter}",result="{result}",rule="{rule}"}} {value}.0'
+    )
 
 
 def test_a_limiter_a_keyed_table_and_a_policy() -> None:

@@ -28,8 +28,8 @@ class ASGIRateLimit(RateLimitMiddleware[ASGIApp, Scope]):
 
     ``ASGIRateLimit(app, limiter, *, key=None, cost=1, policy=None, rule_names=None,
     clock=None, fail_open=False, trusted_proxies=0, shadow=False, rule_header=None,
-    log_level=logging.INFO)``: see ``RateLimitMiddleware`` for the arguments. In Starlette and FastAPI: ``app.add_middleware(ASGIRateLimit,
-    limiter=...)``.
+    log_level=logging.INFO)``: see ``RateLimitMiddleware`` for the arguments. In Starlette
+    and FastAPI: ``app.add_middleware(ASGIRateLimit, limiter=...)``.
     """
 
     asynchronous = True
