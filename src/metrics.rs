@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, Weak};
 pub const REQUESTS: &str = "ratelimit.requests";
 
 /// A handle whose requests can be counted: a limiter, a keyed table, a policy, a keyed
-/// policy or a lease holder.
+/// policy, a lease holder, or (with the `redis` feature) a Redis limiter.
 pub trait Counted: Send + Sync {
     /// Turns counting on (see [`Limiter::enable_counts`]).
     fn enable_counts(&self);
@@ -56,6 +56,8 @@ macro_rules! counted {
     )*};
 }
 counted!(Limiter, Policy, LeaseHolder);
+#[cfg(feature = "redis")]
+counted!(crate::redis::RedisLimiter);
 
 impl<S: std::hash::BuildHasher + Send + Sync> Counted for KeyedLimiter<S> {
     fn enable_counts(&self) {

@@ -445,3 +445,45 @@ fn processes_on_one_server_admit_exactly_the_limit() {
         assert_eq!(total, 50, "{config:?}: {admitted:?}");
     }
 }
+
+/// Counts (docs/metrics.md): this handle's requests, each counted once; a batch's each
+/// key. A fixed window of 2 a minute, every request at time 0.
+#[test]
+fn a_redis_limiter_counts_its_requests() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    let limiter =
+        RedisLimiter::new(&Config::fixed_window(2, Duration::from_secs(60)), "counts:").unwrap();
+    let t0 = Instant::ZERO;
+    limiter.acquire_at(&mut redis, b"ann", 1, t0).unwrap();
+    assert_eq!(limiter.counts(), None, "off until asked for");
+    limiter.enable_counts();
+    assert!(
+        limiter
+            .acquire_at(&mut redis, b"ann", 1, t0)
+            .unwrap()
+            .allowed
+    );
+    assert!(
+        !limiter
+            .acquire_at(&mut redis, b"ann", 1, t0)
+            .unwrap()
+            .allowed
+    );
+    assert!(
+        limiter
+            .acquire_at(&mut redis, b"ann", 0, t0)
+            .unwrap()
+            .allowed
+    ); // a query
+    let keys: [&[u8]; 3] = [b"ann", b"bob", b"bob"];
+    let batch = limiter.acquire_batch_at(&mut redis, &keys, 1, t0).unwrap();
+    let admitted: Vec<bool> = batch.iter().map(|d| d.as_ref().unwrap().allowed).collect();
+    assert_eq!(admitted, [false, true, true]);
+    let counts = limiter.counts().unwrap();
+    assert_eq!(
+        (counts.admitted, counts.denied, counts.table_full),
+        (3, 2, 0)
+    );
+}

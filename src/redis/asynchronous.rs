@@ -48,7 +48,8 @@ impl RedisLimiter {
         key: &[u8],
         n: u64,
     ) -> Result<Decision, RedisError> {
-        only(run(connection, self.single(key, n, None, None)?).await?)
+        let exchange = self.single(key, n, None, None)?;
+        self.counted(n, only(run(connection, exchange).await?))
     }
 
     /// [`acquire_at`](Self::acquire_at), awaited: at `at` on the caller's timeline.
@@ -62,7 +63,8 @@ impl RedisLimiter {
         n: u64,
         at: Instant,
     ) -> Result<Decision, RedisError> {
-        only(run(connection, self.single(key, n, Some(at.as_nanos()), None)?).await?)
+        let exchange = self.single(key, n, Some(at.as_nanos()), None)?;
+        self.counted(n, only(run(connection, exchange).await?))
     }
 
     /// [`reserve`](Self::reserve), awaited: GCRA's queue, waiting at most `max_wait`.
@@ -76,13 +78,8 @@ impl RedisLimiter {
         n: u64,
         max_wait: Duration,
     ) -> Result<Decision, RedisError> {
-        only(
-            run(
-                connection,
-                self.single(key, n, None, Some(nanos(max_wait)))?,
-            )
-            .await?,
-        )
+        let exchange = self.single(key, n, None, Some(nanos(max_wait)))?;
+        self.counted(n, only(run(connection, exchange).await?))
     }
 
     /// [`reserve_at`](Self::reserve_at), awaited.
@@ -98,7 +95,7 @@ impl RedisLimiter {
         max_wait: Duration,
     ) -> Result<Decision, RedisError> {
         let exchange = self.single(key, n, Some(at.as_nanos()), Some(nanos(max_wait)))?;
-        only(run(connection, exchange).await?)
+        self.counted(n, only(run(connection, exchange).await?))
     }
 
     /// [`acquire_batch`](Self::acquire_batch), awaited: every key in one script call (one
@@ -112,7 +109,8 @@ impl RedisLimiter {
         keys: &[&[u8]],
         n: u64,
     ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
-        run(connection, self.batch(keys, n, None)?).await
+        let decided = run(connection, self.batch(keys, n, None)?).await;
+        self.counted_batch(n, decided)
     }
 
     /// [`reset`](Self::reset), awaited.
@@ -141,7 +139,8 @@ impl RedisLimiter {
         n: u64,
         at: Instant,
     ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
-        run(connection, self.batch(keys, n, Some(at.as_nanos()))?).await
+        let decided = run(connection, self.batch(keys, n, Some(at.as_nanos()))?).await;
+        self.counted_batch(n, decided)
     }
 }
 

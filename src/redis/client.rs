@@ -4,6 +4,7 @@ use super::exchange::{only, Call, Decisions, Exchange, Request};
 use super::layout::limiter_key;
 use super::{RedisError, Script};
 use crate::config::Config;
+use crate::counters::{Counters, Counts};
 use crate::decision::Decision;
 use crate::error::{ConfigError, InsufficientCapacity, ReserveError};
 use crate::time::{nanos, Instant};
@@ -33,6 +34,8 @@ pub struct RedisLimiter {
     plan: Script,
     prefix: Vec<u8>,
     script: redis::Script,
+    /// This handle's counts of its requests, off until asked for (docs/metrics.md).
+    counters: Counters,
 }
 
 impl RedisLimiter {
@@ -48,7 +51,44 @@ impl RedisLimiter {
             plan,
             prefix: prefix.as_ref().to_vec(),
             script,
+            counters: Counters::default(),
         })
+    }
+
+    /// Turns on counting of the requests this handle decides, from this call on
+    /// (docs/metrics.md, counters): this process's requests, never another client's.
+    /// Counting that is on stays on. A request Redis did not answer is not counted.
+    pub fn enable_counts(&self) {
+        self.counters.enable();
+    }
+
+    /// How many requests this handle admitted and denied since
+    /// [`enable_counts`](Self::enable_counts); `None` while counting is off.
+    pub fn counts(&self) -> Option<Counts> {
+        self.counters.counts(1)
+    }
+
+    /// `decided`, a request of `n` units, counted if counting is on.
+    pub(super) fn counted(
+        &self,
+        n: u64,
+        decided: Result<Decision, RedisError>,
+    ) -> Result<Decision, RedisError> {
+        self.counters.count(n, &decided);
+        decided
+    }
+
+    /// A batch's `decided`, each of its requests of `n` units counted if counting is on.
+    pub(super) fn counted_batch(
+        &self,
+        n: u64,
+        decided: Result<Vec<Result<Decision, RedisError>>, RedisError>,
+    ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
+        if let Ok(each) = &decided {
+            each.iter()
+                .for_each(|decided| self.counters.count(n, decided));
+        }
+        decided
     }
 
     /// The configuration every key follows.
@@ -87,7 +127,8 @@ impl RedisLimiter {
         key: &[u8],
         n: u64,
     ) -> Result<Decision, RedisError> {
-        only(run(connection, self.single(key, n, None, None)?)?)
+        let exchange = self.single(key, n, None, None)?;
+        self.counted(n, only(run(connection, exchange)?))
     }
 
     /// [`acquire`](Self::acquire) at `at` on the caller's timeline instead of the
@@ -102,10 +143,8 @@ impl RedisLimiter {
         n: u64,
         at: Instant,
     ) -> Result<Decision, RedisError> {
-        only(run(
-            connection,
-            self.single(key, n, Some(at.as_nanos()), None)?,
-        )?)
+        let exchange = self.single(key, n, Some(at.as_nanos()), None)?;
+        self.counted(n, only(run(connection, exchange)?))
     }
 
     /// GCRA's queue (docs/decision.md, reserve): admits `n` units if the caller will wait at most
@@ -121,10 +160,8 @@ impl RedisLimiter {
         n: u64,
         max_wait: Duration,
     ) -> Result<Decision, RedisError> {
-        only(run(
-            connection,
-            self.single(key, n, None, Some(nanos(max_wait)))?,
-        )?)
+        let exchange = self.single(key, n, None, Some(nanos(max_wait)))?;
+        self.counted(n, only(run(connection, exchange)?))
     }
 
     /// [`reserve`](Self::reserve) at `at` (the arguments in the order of
@@ -141,7 +178,7 @@ impl RedisLimiter {
         max_wait: Duration,
     ) -> Result<Decision, RedisError> {
         let exchange = self.single(key, n, Some(at.as_nanos()), Some(nanos(max_wait)))?;
-        only(run(connection, exchange)?)
+        self.counted(n, only(run(connection, exchange)?))
     }
 
     /// Decides `n` units for each of `keys` now, in one round trip and one script call:
@@ -162,7 +199,7 @@ impl RedisLimiter {
         keys: &[&[u8]],
         n: u64,
     ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
-        run(connection, self.batch(keys, n, None)?)
+        self.counted_batch(n, run(connection, self.batch(keys, n, None)?))
     }
 
     /// [`acquire_batch`](Self::acquire_batch) at `at`.
@@ -176,7 +213,8 @@ impl RedisLimiter {
         n: u64,
         at: Instant,
     ) -> Result<Vec<Result<Decision, RedisError>>, RedisError> {
-        run(connection, self.batch(keys, n, Some(at.as_nanos()))?)
+        let exchange = self.batch(keys, n, Some(at.as_nanos()))?;
+        self.counted_batch(n, run(connection, exchange))
     }
 
     /// A single decision's exchange, once `n` (and a reserve) pass the checks the
