@@ -137,3 +137,23 @@ func TestLeaseHolderCounts(t *testing.T) {
 		t.Errorf("Counts() = %+v, %v; want 2 admitted, 2 denied", got, err)
 	}
 }
+
+// One renewal answered at 10 s: half the rate, bursts of 500, held to 11.998 s (the lease
+// of 2 s less the 2 ms margin). No answer since: at 13 s decisions have come from the
+// fallback for 13 s - 11.998 s = 1.002 s.
+func TestLeaseHolderStats(t *testing.T) {
+	h := newHolder(t, "host-d", nil)
+	answer(t, h, renewalAt(t, h, 10*time.Second), "granted", 500_000, 500, 10*time.Second, librate.Leased)
+	for _, c := range []struct {
+		at   time.Duration
+		want librate.LeaseStats
+	}{
+		{11 * time.Second, librate.LeaseStats{Renewals: 1, HeldRate: 500_000, HeldBurst: 500, State: librate.Leased}},
+		{13 * time.Second, librate.LeaseStats{Renewals: 1, Fallback: 1002 * time.Millisecond, HeldRate: 500_000,
+			HeldBurst: 500, State: librate.InFallback}},
+	} {
+		if got, err := h.StatsAt(c.at); err != nil || got != c.want {
+			t.Errorf("StatsAt(%v) = %+v, %v; want %+v", c.at, got, err, c.want)
+		}
+	}
+}

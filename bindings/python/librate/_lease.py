@@ -30,6 +30,7 @@ from ._ffi import (
     rate_lease_grant,
     rate_lease_renewal,
     rate_lease_rule,
+    rate_lease_stats,
 )
 from ._limiter import _CLOSED, Config, _Handle, opened, status_text
 from ._redis_core import _u64
@@ -125,6 +126,30 @@ class HolderState(enum.Enum):
     UNSHARED = RATE_LEASE_UNSHARED
     #: No lease and no answer: from the fallback (a local ``Config``, or denied).
     FALLBACK = RATE_LEASE_FALLBACK
+
+
+@dataclass(frozen=True)
+class LeaseStats:
+    """A holder's statistics, for dashboards (docs/metrics.md, lease holders): kept by the
+    handle that renews (a host holder's other processes renew nothing)."""
+
+    #: Answers of the lease script this handle applied: grants, quiet answers and
+    #: refusals alike.
+    renewals: int
+    #: Nanoseconds, since this handle's first renewal, during which decisions came from
+    #: the fallback (no lease held and no answer from Redis): the alert when it rises.
+    fallback_ns: int
+    #: The share of the last grant: millionths of the rule's rate (0 before the first).
+    held_rate: int
+    #: The share of the last grant: units at once.
+    held_burst: int
+    #: Where decisions come from at the time asked.
+    state: HolderState
+
+    @property
+    def fallback(self) -> float:
+        """``fallback_ns`` in seconds."""
+        return seconds(self.fallback_ns)
 
 
 @dataclass(frozen=True)
@@ -327,6 +352,19 @@ class Holder(Native, Counted):
         """Whether decisions come from the fallback now: no lease, and Redis not
         answering (or not yet)."""
         return self.state is HolderState.FALLBACK
+
+    def stats(self, *, now_ns: int | None = None) -> LeaseStats:
+        """The holder's statistics now (or at ``now_ns`` on your own timeline, the
+        fallback counted up to it); its decisions' counts are ``counts()``."""
+        out = rate_lease_stats()
+        if now_ns is None:
+            status = lib.rate_lease_read_stats(self._handle, out)
+        else:
+            status = lib.rate_lease_read_stats_at(self._handle, u64(now_ns, "now_ns"), out)
+        if status != RATE_OK:
+            raise self._fail(status)
+        held = (out.renewals, out.fallback_ns, out.held_rate, out.held_burst)
+        return LeaseStats(*held, HolderState(out.state))
 
     @property
     def last_grant(self) -> Grant | None:

@@ -37,7 +37,7 @@ from ._convert import key_bytes, u64
 from ._errors import RedisError, ReplyError
 from ._ffi import lib
 from ._keyed_leased import AsyncKeyedLeasedLimiter, KeyedLeasedLimiter
-from ._lease import Grant, Holder, HolderState, LeaseRule, arguments
+from ._lease import Grant, Holder, HolderState, LeaseRule, LeaseStats, arguments
 from ._limiter import Config, Key
 from ._redis_core import _check_client
 from ._renewer import Tasked, Threaded, _Renewed
@@ -50,6 +50,7 @@ __all__ = [
     "HolderState",
     "KeyedLeasedLimiter",
     "LeaseRule",
+    "LeaseStats",
     "LeasedLimiter",
     "RedisError",
     "ReplyError",

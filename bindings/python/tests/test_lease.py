@@ -229,6 +229,18 @@ def test_counts_from_the_share_and_the_fallback() -> None:
     assert limiter.counts() == librate.Counts(admitted=2, denied=2, table_full=0)
 
 
+def test_stats_of_a_share_and_its_end() -> None:
+    # One renewal answered at 10 s: half the rate, bursts of 500, held to 11.998 s (the
+    # lease of 2 s less the 2 ms margin). No answer since: at 13 s decisions have come
+    # from the fallback for 13 s - 11.998 s = 1.002 s.
+    limiter = holder(Scripted(answer(b"granted", 500_000, 500)))
+    assert limiter.renew_at(10 * SECOND) is LEASED
+    assert limiter.stats(now_ns=11 * SECOND) == _lease.LeaseStats(1, 0, 500_000, 500, LEASED)
+    stats = limiter.stats(now_ns=13 * SECOND)
+    assert stats == _lease.LeaseStats(1, 1002 * MS, 500_000, 500, FALLBACK)
+    assert stats.fallback == 1.002
+
+
 @pytest.mark.parametrize(
     "reply",
     [
