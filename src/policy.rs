@@ -34,9 +34,11 @@ mod file;
 #[cfg(not(loom))]
 pub(crate) use self::file::{rule_blocks, rules_described};
 mod keyed;
+mod shadow;
 
 use self::engine::{least_limit, Cost, Costs, Engine, Rules, Taken, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
+use self::shadow::ShadowMask;
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::{ConfigError, CostsError, InsufficientCapacity};
@@ -88,19 +90,30 @@ pub struct Policy {
     /// then the engine's limits are the rules' own, and a cost within them needs no look
     /// at each rule in force.
     changed: AtomicBool,
+    /// The handle's shadow rules (docs/policies.md, Shadow rules).
+    shadow: ShadowMask,
 }
 
 /// A policy's decision: the combined [`Decision`], which rule denied, and each rule's own.
+///
+/// With shadow rules (docs/policies.md, Shadow rules) `decision` and `denied_by` are the
+/// enforced rules' alone; each shadow rule's own decision is in [`rules`](Self::rules),
+/// and the first that would have denied in [`shadow_denied_by`](Self::shadow_denied_by).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PolicyDecision {
-    /// The policy's decision: `allowed` iff every rule admitted; `limit` and `remaining`
-    /// the least over the rules, `retry_after_ns` and `reset_after_ns` the greatest (the
-    /// request is admitted, and every rule full, once each rule is); `wait_ns` 0.
+    /// The policy's decision: `allowed` iff every enforced rule admitted; `limit` and
+    /// `remaining` the least over them, `retry_after_ns` and `reset_after_ns` the greatest
+    /// (the request is admitted, and every rule full, once each rule is); `wait_ns` 0.
+    /// Every rule shadow: allowed, `limit` and `remaining` `u64::MAX`, the waits 0.
     pub decision: Decision,
-    /// The first rule, in the order given, that denied the request; `None` when admitted.
+    /// The first enforced rule, in the order given, that denied the request; `None` when
+    /// admitted.
     pub denied_by: Option<usize>,
     rules: [Decision; MAX_RULES],
     len: usize,
+    /// The shadow rules the decision was made with, bit `i` for rule `i`.
+    shadow: u32,
+    shadow_denied_by: Option<usize>,
 }
 
 impl PolicyDecision {
@@ -109,6 +122,18 @@ impl PolicyDecision {
     /// `remaining` and `reset_after_ns` of the state as it is, since nothing was taken.
     pub fn rules(&self) -> &[Decision] {
         &self.rules[..self.len]
+    }
+
+    /// The first shadow rule, in the order given, whose own decision denied the request
+    /// (what would have denied it, were the rule enforced); `None` when none did or the
+    /// policy has no shadow rule.
+    pub fn shadow_denied_by(&self) -> Option<usize> {
+        self.shadow_denied_by
+    }
+
+    /// Whether rule `rule` was a shadow rule of this decision.
+    pub fn is_shadow(&self, rule: usize) -> bool {
+        rule < self.len && self.shadow >> rule & 1 == 1
     }
 
     /// The policy's decision from each rule's own (the first `len` of `rules`, in the
@@ -140,6 +165,8 @@ impl PolicyDecision {
             denied_by,
             rules,
             len,
+            shadow: 0,
+            shadow_denied_by: None,
         }
     }
 }
@@ -165,6 +192,7 @@ impl Policy {
             rules,
             engine,
             changed: AtomicBool::new(false),
+            shadow: ShadowMask::default(),
         })
     }
 
@@ -192,6 +220,10 @@ impl Policy {
     /// As [`acquire`](Self::acquire).
     pub fn acquire_at(&self, n: u64, at: Instant) -> Result<PolicyDecision, InsufficientCapacity> {
         let n = self.uniform(n)?;
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return Ok(self.acquire_shadowed(&self.engine.uniform(n.0), shadow, at));
+        }
         Ok(owned(self.engine.acquire_at(
             &*self.rules,
             n,
@@ -233,6 +265,10 @@ impl Policy {
         at: Instant,
     ) -> Result<PolicyDecision, CostsError> {
         let costs = self.costs(costs)?;
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return Ok(self.acquire_shadowed(&costs, shadow, at));
+        }
         Ok(owned(self.engine.acquire_at(
             &*self.rules,
             &costs,
@@ -248,7 +284,16 @@ impl Policy {
     // Out of line: the body is large, and its result (two bytes) comes back in a register.
     #[inline(never)]
     pub fn try_acquire(&self, n: u64) -> Result<bool, InsufficientCapacity> {
-        Ok(self.try_acquire_now(self.uniform(n)?))
+        let n = self.uniform(n)?;
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return Ok(self.try_acquire_shadowed(
+                &self.engine.uniform(n.0),
+                shadow,
+                Instant::now(),
+            ));
+        }
+        Ok(self.try_acquire_now(n))
     }
 
     /// [`try_acquire`](Self::try_acquire) of one cost per rule, as
@@ -258,6 +303,10 @@ impl Policy {
     /// As [`acquire_costs`](Self::acquire_costs).
     pub fn try_acquire_costs(&self, costs: &[u64]) -> Result<bool, CostsError> {
         let costs = self.costs(costs)?;
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return Ok(self.try_acquire_shadowed(&costs, shadow, Instant::now()));
+        }
         Ok(self.try_acquire_now(&costs))
     }
 
@@ -267,6 +316,10 @@ impl Policy {
     /// As [`try_acquire`](Self::try_acquire).
     pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, InsufficientCapacity> {
         let n = self.uniform(n)?;
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return Ok(self.try_acquire_shadowed(&self.engine.uniform(n.0), shadow, at));
+        }
         Ok(owned(self.engine.try_acquire_at(
             &*self.rules,
             n,
@@ -280,6 +333,10 @@ impl Policy {
     /// As [`acquire_costs`](Self::acquire_costs).
     pub fn try_acquire_costs_at(&self, costs: &[u64], at: Instant) -> Result<bool, CostsError> {
         let costs = self.costs(costs)?;
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return Ok(self.try_acquire_shadowed(&costs, shadow, at));
+        }
         Ok(owned(self.engine.try_acquire_at(
             &*self.rules,
             &costs,

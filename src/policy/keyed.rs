@@ -12,6 +12,7 @@
 //! one key; `keyed/change.rs`: replacing the rules at run time.
 
 use super::engine::{least_limit, Costs, Engine};
+use super::shadow::ShadowMask;
 use super::PolicyDecision;
 use crate::config::Config;
 use crate::error::{ConfigError, CostsError, KeyedAcquireError, ResetError};
@@ -110,6 +111,9 @@ pub struct KeyedPolicy<S = KeyHasher> {
     rules: Box<[Scoped<S>]>,
     engine: Engine,
     capacity: u64,
+    /// The handle's shadow rules (docs/policies.md, Shadow rules): its own, not the
+    /// file's, when the policy is in a shared file.
+    shadow: ShadowMask,
 }
 
 impl KeyedPolicy {
@@ -186,6 +190,7 @@ impl<S> KeyedPolicy<S> {
             rules,
             engine,
             capacity,
+            shadow: ShadowMask::default(),
         }
     }
 }
@@ -203,6 +208,26 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// each.
     pub fn limit(&self) -> u64 {
         least_limit(self.rules.iter().map(Scoped::decider))
+    }
+
+    /// Makes the rules of `mask` (bit `i` for rule `i`, in the order given) this handle's
+    /// shadow rules, as [`Policy::set_shadow`](crate::Policy::set_shadow) does, rule by
+    /// rule: a shadow per-key rule acquires in the key's own state. A shadow per-key rule
+    /// whose table is full of live keys cannot decide a new key: the enforced decision
+    /// stands, and the rule reports as one the request left out (docs/policies.md, Shadow
+    /// rules). In a shared file the mask is this handle's alone: every process applies
+    /// its own.
+    ///
+    /// # Errors
+    /// [`ConfigError::ShadowMask`] if `mask` names a rule the policy does not hold; the
+    /// mask in force is then left as it was.
+    pub fn set_shadow(&self, mask: u32) -> Result<(), ConfigError> {
+        self.shadow.set(mask, self.rules.len())
+    }
+
+    /// This handle's shadow rules, bit `i` for rule `i`: 0 when every rule is enforced.
+    pub fn shadow(&self) -> u32 {
+        self.shadow.get()
     }
 
     /// The capacity each per-key rule's table was built for.
@@ -239,8 +264,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<PolicyDecision, KeyedAcquireError> {
         let costs = self.uniform(n)?;
-        self.engine
-            .acquire_at(&self.for_key(key), &costs, at.as_nanos())
+        self.acquire_checked(key, &costs, at.as_nanos())
     }
 
     /// Acquires `costs[i]` units of rule `i` for `key` now, for every rule, or nothing: a
@@ -270,10 +294,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<PolicyDecision, CostsError<KeyedAcquireError>> {
         let costs = self.costs(costs)?;
-        let decided = self
-            .engine
-            .acquire_at(&self.for_key(key), &costs, at.as_nanos());
-        Ok(decided?)
+        Ok(self.acquire_checked(key, &costs, at.as_nanos())?)
     }
 
     /// Acquires `n` units of every rule for `key` now, or nothing, and says only whether
@@ -382,17 +403,65 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         }
     }
 
+    fn acquire_checked(
+        &self,
+        key: &[u8],
+        costs: &Costs,
+        now_ns: u64,
+    ) -> Result<PolicyDecision, KeyedAcquireError> {
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return self.acquire_shadowed(key, costs, shadow, now_ns);
+        }
+        self.engine.acquire_at(&self.for_key(key), costs, now_ns)
+    }
+
+    /// [`acquire_checked`](Self::acquire_checked) with the rules of `shadow` (not 0) in
+    /// shadow. Out of line and cold: a policy without shadow rules pays one load and one
+    /// branch.
+    #[cold]
+    #[inline(never)]
+    fn acquire_shadowed(
+        &self,
+        key: &[u8],
+        costs: &Costs,
+        shadow: u32,
+        now_ns: u64,
+    ) -> Result<PolicyDecision, KeyedAcquireError> {
+        self.engine
+            .acquire_shadowed(&self.for_key(key), costs, shadow, now_ns)
+    }
+
     fn try_acquire_checked(
         &self,
         key: &[u8],
         costs: &Costs,
         now_ns: u64,
     ) -> Result<bool, KeyedAcquireError> {
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return self.try_acquire_shadowed(key, costs, shadow, now_ns);
+        }
         if costs.iter().all(|&cost| cost == 0) {
             return Ok(true);
         }
         self.engine
             .try_acquire_at(&self.for_key(key), costs, now_ns)
+    }
+
+    /// [`try_acquire_checked`](Self::try_acquire_checked) with the rules of `shadow` (not
+    /// 0) in shadow, out of line as [`acquire_shadowed`](Self::acquire_shadowed) is.
+    #[cold]
+    #[inline(never)]
+    fn try_acquire_shadowed(
+        &self,
+        key: &[u8],
+        costs: &Costs,
+        shadow: u32,
+        now_ns: u64,
+    ) -> Result<bool, KeyedAcquireError> {
+        self.engine
+            .try_acquire_shadowed(&self.for_key(key), costs, shadow, now_ns)
     }
 
     /// `n` of every rule, checked.
