@@ -166,12 +166,24 @@ class PolicyDecision:
     denied_by: int | None
     #: Each rule's own decision, in the order given. Admitted: what each rule decided,
     #: units taken. Denied: what each rule would decide alone, with ``remaining`` and
-    #: ``reset_after_ns`` of its state as it is, since nothing was taken.
+    #: ``reset_after_ns`` of its state as it is, since nothing was taken. A shadow rule's
+    #: is its own, made alone: ``allowed`` False is a denial it would have made.
     rules: tuple[Decision, ...]
+    #: The shadow rules' indices (docs/policies.md#shadow-rules): ``decision`` and
+    #: ``denied_by`` are the other rules' alone.
+    shadow: tuple[int, ...] = ()
+    #: The first shadow rule, in the order given, whose own decision denied the request
+    #: (it would have, were the rule enforced); None when none did.
+    shadow_denied_by: int | None = None
 
     @classmethod
-    def from_c(cls, out: rate_policy_decision) -> PolicyDecision:
-        """Copies a C policy decision."""
+    def from_c(cls, out: rate_policy_decision, shadow: int = 0) -> PolicyDecision:
+        """Copies a C policy decision made with the shadow rules of the mask ``shadow``
+        (bit i for rule i)."""
         denied_by = None if out.denied_by == RATE_POLICY_NO_RULE else out.denied_by
         rules = tuple(Decision.from_c(rule) for rule in out.rules[: out.rules_len])
-        return cls(Decision.from_c(out.decision), denied_by, rules)
+        if not shadow:
+            return cls(Decision.from_c(out.decision), denied_by, rules)
+        in_shadow = tuple(index for index in range(len(rules)) if shadow >> index & 1)
+        shadow_denied_by = next((index for index in in_shadow if not rules[index].allowed), None)
+        return cls(Decision.from_c(out.decision), denied_by, rules, in_shadow, shadow_denied_by)
