@@ -3,6 +3,7 @@ caller names, as the C mask ``rate_*policy_set_shadow`` takes (bit i for rule i)
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,10 +37,16 @@ def indices(mask: int) -> tuple[int, ...]:
     return tuple(index for index in range(mask.bit_length()) if mask >> index & 1)
 
 
+#: Held across a change of mask, so that the handle's mask and the one its decisions are
+#: read with (``owner._shadow``) end up the same when two threads change it at once.
+_CHANGING = threading.Lock()
+
+
 def set_shadow(owner: Any, setter: Any, mask: int) -> None:
     """Makes ``mask`` the shadow rules of ``owner``'s handle with the C call ``setter``,
     and remembers it for the decisions (``owner._shadow``); raises what the status says."""
-    status = setter(owner._handle, mask)
-    if status != RATE_OK:
-        raise owner._fail(status)
-    owner._shadow = mask
+    with _CHANGING:
+        status = setter(owner._handle, mask)
+        if status != RATE_OK:
+            raise owner._fail(status)
+        owner._shadow = mask
