@@ -35,10 +35,10 @@ mod file;
 pub(crate) use self::file::{rule_blocks, rules_described};
 mod keyed;
 mod shadow;
+pub(crate) use self::shadow::ShadowMask;
 
 use self::engine::{least_limit, Cost, Costs, Engine, Rules, Taken, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
-use self::shadow::ShadowMask;
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::{ConfigError, CostsError, InsufficientCapacity};

@@ -18,14 +18,14 @@ use crate::time::Instant;
 /// A policy handle's shadow rules: bit `i` set for rule `i`. The handle's own, never in a
 /// shared file nor in Redis: every handle of one file applies its own.
 #[derive(Debug, Default)]
-pub(super) struct ShadowMask(AtomicU64);
+pub(crate) struct ShadowMask(AtomicU64);
 
 impl ShadowMask {
     /// The mask in force. Relaxed: the mask guards no other memory (the rules' states
     /// have their own orderings), so a decision racing a change may apply either mask,
     /// and one after the change (in happens-before) reads the new one (coherence).
     #[inline(always)]
-    pub(super) fn get(&self) -> u32 {
+    pub(crate) fn get(&self) -> u32 {
         // Only `set` stores, a `u32`.
         self.0.load(Ordering::Relaxed) as u32
     }
@@ -34,7 +34,7 @@ impl ShadowMask {
     ///
     /// # Errors
     /// [`ConfigError::ShadowMask`] if a bit of `mask` is at or past `rules`.
-    pub(super) fn set(&self, mask: u32, rules: usize) -> Result<(), ConfigError> {
+    pub(crate) fn set(&self, mask: u32, rules: usize) -> Result<(), ConfigError> {
         if u64::from(mask) >> rules != 0 {
             return Err(ConfigError::ShadowMask { mask, rules });
         }
@@ -144,30 +144,18 @@ impl Engine {
         let enforced = enforced(costs, mask);
         let decided = self.acquire_at(rules, &enforced, now_ns)?;
         let mut decisions = decided.rules;
-        let shadow_denied_by = self.shadows(
-            rules,
-            costs,
-            mask,
-            decided.decision.allowed,
-            now_ns,
-            &mut decisions,
-        );
+        let admitted = decided.decision.allowed;
+        self.shadows(rules, costs, mask, admitted, now_ns, &mut decisions);
         // Over the enforced rules alone: a request that costs none of them is a query of
         // them all, as it is of a policy without shadow rules.
         let query = self.is_query(&enforced);
-        let taking_part = |rule: usize| !in_mask(mask, rule) && (query || enforced[rule] > 0);
-        let denied_by = decided.denied_by.and_then(|_| {
-            (0..self.len()).find(|&rule| taking_part(rule) && !decisions[rule].allowed)
-        });
-        let mut decision = PolicyDecision::combine(
+        Ok(PolicyDecision::shadowed(
             decisions,
             self.len(),
-            |rule| taking_part(rule).then_some(decisions[rule].limit),
-            denied_by,
-        );
-        decision.shadow = mask;
-        decision.shadow_denied_by = shadow_denied_by;
-        Ok(decision)
+            mask,
+            |rule| query || enforced[rule] > 0,
+            admitted,
+        ))
     }
 
     /// Whether a request of `costs` at `now_ns` is admitted by the enforced rules, the
@@ -192,9 +180,9 @@ impl Engine {
 
     /// Decides each shadow rule of `mask` the request costs, in order, its decision in
     /// `decisions`: acquired alone if the enforced rules `admitted` the request, else
-    /// peeked. The first whose own decision denied, if any. A rule whose step fails (a
-    /// per-key rule's full table) does not decide: its place in `decisions` is left as
-    /// it was, and the request is not failed for it.
+    /// peeked. A rule whose step fails (a per-key rule's full table) does not decide: its
+    /// place in `decisions` is left as it was (the report of a rule the request leaves
+    /// out), and the request is not failed for it.
     fn shadows<R: Rules + ?Sized>(
         &self,
         rules: &R,
@@ -203,8 +191,7 @@ impl Engine {
         admitted: bool,
         now_ns: u64,
         decisions: &mut [Decision; MAX_RULES],
-    ) -> Option<usize> {
-        let mut denied_by = None;
+    ) {
         for rule in (0..self.len()).filter(|&rule| in_mask(mask, rule) && costs[rule] > 0) {
             let n = costs[rule];
             let decided = if admitted {
@@ -214,11 +201,41 @@ impl Engine {
             };
             if let Ok(decision) = decided {
                 decisions[rule] = decision;
-                if !decision.allowed && denied_by.is_none() {
-                    denied_by = Some(rule);
-                }
             }
         }
-        denied_by
+    }
+}
+
+impl PolicyDecision {
+    /// The decision of rules each decided on its own (`rules`, the first `len`), `mask`
+    /// naming the shadow rules: `admitted` iff the enforced rules admitted, combined over
+    /// the enforced rules `taking_part` says the request costs, denied by the first of
+    /// them that denied; the first shadow rule that denied is
+    /// [`shadow_denied_by`](Self::shadow_denied_by). For the in-process engine and the
+    /// Redis policy alike.
+    pub(crate) fn shadowed(
+        rules: [Decision; MAX_RULES],
+        len: usize,
+        mask: u32,
+        taking_part: impl Fn(usize) -> bool,
+        admitted: bool,
+    ) -> Self {
+        let enforced = |rule: usize| !in_mask(mask, rule) && taking_part(rule);
+        let denied_by = match admitted {
+            true => None,
+            false => (0..len).find(|&rule| enforced(rule) && !rules[rule].allowed),
+        };
+        let mut decision = Self::combine(
+            rules,
+            len,
+            |rule| enforced(rule).then_some(rules[rule].limit),
+            denied_by,
+        );
+        // `admitted` decides, whether or not a denying rule is found to name.
+        decision.decision.allowed = admitted;
+        decision.shadow = mask;
+        decision.shadow_denied_by =
+            (0..len).find(|&rule| in_mask(mask, rule) && !rules[rule].allowed);
+        decision
     }
 }
