@@ -2422,6 +2422,23 @@ int32_t rate_policy_set_rules_at(struct rate_policy *policy,
 int32_t rate_policy_set_shadow(struct rate_policy *policy, uint32_t mask);
 
 /**
+ * Checks a shadow mask (bit i for rule i, docs/policies.md#shadow-rules) for the policy
+ * `script` was prepared for, before a client sends it after the script's `config_args`
+ * (see `rate_redis_policy_prepare`).
+ *
+ * NULL: `script` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (a bit at or past the rule
+ * count, `config_args[0]`).
+ *
+ * # Safety
+ * `script` is NULL or points to a readable `rate_redis_policy_script` that
+ * `rate_redis_policy_prepare` filled.
+ */
+int32_t rate_redis_policy_check_shadow(const struct rate_redis_policy_script *script,
+                                       uint32_t mask);
+
+/**
  * The Lua script that decides a policy of the `rules_len` rules at `rules` on Redis,
  * with its arguments: one call decides every rule of one key, at one `now`, and writes
  * their states only if all admit, so a denied request takes from no rule. A client sends
@@ -2435,6 +2452,15 @@ int32_t rate_policy_set_shadow(struct rate_policy *policy, uint32_t mask);
  * `rate_policy_acquire` does. A rule's key holding something else is an error reply, and
  * nothing is written. The combined decision is the client's to compute, as
  * `rate_policy_decision` documents.
+ *
+ * Shadow rules (docs/policies.md, Shadow rules): a client with shadow rules sends their
+ * mask (bit i for rule i, checked by `rate_redis_policy_check_shadow`) as one more
+ * argument after `config_args`; none, or 0, enforces every rule. The script then admits
+ * iff every enforced rule admits, writes the enforced rules and each shadow rule that
+ * admits, and replies every rule's own decision as above: the client combines over the
+ * enforced rules alone (every rule shadow: admitted, `limit` and `remaining`
+ * UINT64_MAX), and a shadow rule's `allowed == 0` is a denial it would have made. The
+ * mask is the client's, never stored in Redis: give every client the same.
  *
  * Ownership: `out->source` is static; nothing is allocated. `rules` is only read during
  * the call.

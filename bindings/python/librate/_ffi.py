@@ -310,6 +310,7 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (POINTER(rate_config), c_size_t, POINTER(rate_redis_policy_script)),
     ),
+    "rate_redis_policy_check_shadow": (c_int32, (POINTER(rate_redis_policy_script), c_uint32)),
     "rate_policy_new": (c_int32, (POINTER(rate_config), c_size_t, POINTER(HANDLE))),
     "rate_policy_set_rules": (c_int32, (HANDLE, POINTER(rate_config), c_size_t)),
     "rate_policy_set_rules_at": (c_int32, (HANDLE, POINTER(rate_config), c_size_t, c_uint64)),

@@ -49,6 +49,7 @@ C_TYPES: dict[str, Any] = {
     "struct rate_keyed_stats *": POINTER(_ffi.rate_keyed_stats),
     "struct rate_redis_script *": POINTER(_ffi.rate_redis_script),
     "struct rate_redis_policy_script *": POINTER(_ffi.rate_redis_policy_script),
+    "const struct rate_redis_policy_script *": POINTER(_ffi.rate_redis_policy_script),
     "struct rate_policy *": c_void_p,
     "const struct rate_policy *": c_void_p,
     "struct rate_policy * *": POINTER(c_void_p),
