@@ -182,8 +182,11 @@ class PolicyDecision:
         (bit i for rule i)."""
         denied_by = None if out.denied_by == RATE_POLICY_NO_RULE else out.denied_by
         rules = tuple(Decision.from_c(rule) for rule in out.rules[: out.rules_len])
-        if not shadow:
-            return cls(Decision.from_c(out.decision), denied_by, rules)
-        in_shadow = tuple(index for index in range(len(rules)) if shadow >> index & 1)
-        shadow_denied_by = next((index for index in in_shadow if not rules[index].allowed), None)
-        return cls(Decision.from_c(out.decision), denied_by, rules, in_shadow, shadow_denied_by)
+        return cls(Decision.from_c(out.decision), denied_by, rules, *shadow_of(rules, shadow))
+
+
+def shadow_of(rules: tuple[Decision, ...], mask: int) -> tuple[tuple[int, ...], int | None]:
+    """A decision's ``shadow`` and ``shadow_denied_by``: the rules of ``mask`` (bit i for
+    rule i), and the first of them whose own decision denied."""
+    shadow = tuple(index for index in range(len(rules)) if mask >> index & 1)
+    return shadow, next((index for index in shadow if not rules[index].allowed), None)
