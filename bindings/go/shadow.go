@@ -27,15 +27,38 @@ type shadowRules struct {
 	changing sync.Mutex
 }
 
-// set makes rules the shadow rules of a policy of count rules with set, librate's call.
-func (s *shadowRules) set(rules []int, count int, set func(mask C.uint32_t) C.int32_t) error {
+// ShadowMask is the mask of the shadow rules of these indices (bit i for rule i) of a
+// policy of count rules, as a Redis policy's script takes it
+// (docs/policies.md#shadow-rules). An index outside the rules is a *ConfigError
+// (matching ErrInvalidConfig).
+func ShadowMask(count int, rules ...int) (uint32, error) {
 	var mask uint32
 	for _, rule := range rules {
 		if rule < 0 || rule >= count {
 			// As Rust says it (ConfigError::ShadowMask), with the indices given.
-			return &ConfigError{Reason: fmt.Sprintf("shadow rules %v for %d rules: a shadow mask names only rules the policy holds", rules, count)}
+			return 0, &ConfigError{Reason: fmt.Sprintf("shadow rules %v for %d rules: a shadow mask names only rules the policy holds", rules, count)}
 		}
 		mask |= 1 << rule
+	}
+	return mask, nil
+}
+
+// ShadowIndices is the rule indices of a shadow mask (bit i for rule i), in order.
+func ShadowIndices(mask uint32) []int {
+	rules := []int{}
+	for rule := 0; rule < 32; rule++ {
+		if mask>>rule&1 == 1 {
+			rules = append(rules, rule)
+		}
+	}
+	return rules
+}
+
+// set makes rules the shadow rules of a policy of count rules with set, librate's call.
+func (s *shadowRules) set(rules []int, count int, set func(mask C.uint32_t) C.int32_t) error {
+	mask, err := ShadowMask(count, rules...)
+	if err != nil {
+		return err
 	}
 	s.changing.Lock()
 	defer s.changing.Unlock()
@@ -48,18 +71,7 @@ func (s *shadowRules) set(rules []int, count int, set func(mask C.uint32_t) C.in
 
 // rules is the shadow rules' indices, in order.
 func (s *shadowRules) rules() []int {
-	return shadowIndices(s.mask.Load())
-}
-
-// shadowIndices is the rule indices of mask, in order.
-func shadowIndices(mask uint32) []int {
-	rules := []int{}
-	for rule := 0; rule < 32; rule++ {
-		if mask>>rule&1 == 1 {
-			rules = append(rules, rule)
-		}
-	}
-	return rules
+	return ShadowIndices(s.mask.Load())
 }
 
 // SetShadow makes the rules of these indices the policy's shadow rules, replacing the
