@@ -111,9 +111,9 @@ pub struct PolicyDecision {
     pub denied_by: Option<usize>,
     rules: [Decision; MAX_RULES],
     len: usize,
-    /// The shadow rules the decision was made with, bit `i` for rule `i`.
-    shadow: u32,
-    shadow_denied_by: Option<usize>,
+    /// The shadow rules the decision was made with, bit `i` for rule `i` (a byte holds
+    /// [`MAX_RULES`]).
+    shadow: u8,
 }
 
 impl PolicyDecision {
@@ -128,7 +128,7 @@ impl PolicyDecision {
     /// (what would have denied it, were the rule enforced); `None` when none did or the
     /// policy has no shadow rule.
     pub fn shadow_denied_by(&self) -> Option<usize> {
-        self.shadow_denied_by
+        (0..self.len).find(|&rule| self.is_shadow(rule) && !self.rules[rule].allowed)
     }
 
     /// Whether rule `rule` was a shadow rule of this decision.
@@ -166,7 +166,6 @@ impl PolicyDecision {
             rules,
             len,
             shadow: 0,
-            shadow_denied_by: None,
         }
     }
 }
