@@ -403,6 +403,8 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         }
     }
 
+    /// The decision of checked `costs` for `key` at `now_ns`, with this handle's shadow
+    /// rules.
     fn acquire_checked(
         &self,
         key: &[u8],
