@@ -351,12 +351,13 @@ typedef struct rate_lease_renewal {
 typedef struct rate_policy_decision {
   /**
    * Admitted iff every rule admitted. `limit` and `remaining` are the least over the
-   * rules, `retry_after_ns` and `reset_after_ns` the greatest, `wait_ns` 0.
+   * rules, `retry_after_ns` and `reset_after_ns` the greatest, `wait_ns` 0. With shadow
+   * rules (`rate_policy_set_shadow`), over the enforced rules alone.
    */
   struct rate_decision decision;
   /**
    * The index of the first rule, in the order given, that denied the request;
-   * RATE_POLICY_NO_RULE when admitted.
+   * RATE_POLICY_NO_RULE when admitted. Never a shadow rule.
    */
   uint32_t denied_by;
   /**
@@ -366,7 +367,9 @@ typedef struct rate_policy_decision {
   /**
    * Each rule's own decision, in the order given. Admitted: what each rule decided,
    * units taken. Denied: what each rule would decide alone, with `remaining` and
-   * `reset_after_ns` of its state as it is, since nothing was taken.
+   * `reset_after_ns` of its state as it is, since nothing was taken. A shadow rule's
+   * is its own decision, made alone: `allowed == 0` is a denial it would have made,
+   * even in an admitted decision.
    */
   struct rate_decision rules[RATE_POLICY_MAX_RULES];
 } rate_policy_decision;
@@ -1322,6 +1325,20 @@ int32_t rate_keyed_policy_get_rules(const struct rate_keyed_policy *policy,
                                     size_t out_len);
 
 /**
+ * Writes this handle's shadow rules to `*out`, as `rate_policy_get_shadow`.
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `policy` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK or RATE_E_NULL (`out` untouched).
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `out` is NULL or points to a writable `uint32_t`.
+ */
+int32_t rate_keyed_policy_get_shadow(const struct rate_keyed_policy *policy, uint32_t *out);
+
+/**
  * Creates a keyed policy of the `rules_len` rules at `rules` (1 to
  * RATE_POLICY_MAX_RULES, any mix of algorithms and scopes), every per-key rule a table
  * of `capacity` keys as for `rate_keyed_new` (its memory allocated now), every rule full
@@ -1527,6 +1544,25 @@ int32_t rate_keyed_policy_set_rules_at(struct rate_keyed_policy *policy,
                                        const struct rate_keyed_rule *rules,
                                        size_t rules_len,
                                        uint64_t now_ns);
+
+/**
+ * Makes the rules of `mask` (bit i for rule i, in the order given) this handle's shadow
+ * rules, as `rate_policy_set_shadow` does, rule by rule. A shadow per-key rule whose
+ * table is full of live keys cannot decide a new key: the enforced decision stands and
+ * the rule reports as one the request left out; a shadow rule never fails a request. In
+ * a shared file the mask is this handle's alone: every process applies its own.
+ *
+ * Thread-safety: as `rate_policy_set_shadow`.
+ *
+ * NULL: `policy` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (a bit at or past the rule
+ * count; the mask in force is then left as it was).
+ *
+ * # Safety
+ * `policy` is NULL or a live handle.
+ */
+int32_t rate_keyed_policy_set_shadow(struct rate_keyed_policy *policy, uint32_t mask);
 
 /**
  * As `rate_limiter_read_counts`, for a keyed limiter.
@@ -2461,6 +2497,21 @@ int32_t rate_policy_enable_counts(const struct rate_policy *policy);
 void rate_policy_free(struct rate_policy *policy);
 
 /**
+ * Writes this handle's shadow rules to `*out` (bit i for rule i; 0 when every rule is
+ * enforced).
+ *
+ * Thread-safety: safe to call concurrently on one handle.
+ *
+ * NULL: `policy` or `out` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK or RATE_E_NULL (`out` untouched).
+ *
+ * # Safety
+ * `policy` is NULL or a live handle; `out` is NULL or points to a writable `uint32_t`.
+ */
+int32_t rate_policy_get_shadow(const struct rate_policy *policy, uint32_t *out);
+
+/**
  * Creates a policy of the `rules_len` rules at `rules` (1 to RATE_POLICY_MAX_RULES, any
  * mix of algorithms), each full at any time. A request is admitted iff every rule admits
  * it, and a denied request takes nothing from any rule (docs/policies.md says what
@@ -2544,6 +2595,47 @@ int32_t rate_policy_set_rules_at(struct rate_policy *policy,
                                  uint64_t now_ns);
 
 /**
+ * Makes the rules of `mask` (bit i for rule i, in the order given) this handle's shadow
+ * rules, replacing the ones before; 0 enforces every rule. A shadow rule is decided and
+ * reports its would-be denials, but never denies a request: `decision.allowed`,
+ * `denied_by` and the combined fields of a `rate_policy_decision` are the enforced rules'
+ * alone, and a shadow rule that would have denied shows as `rules[i].allowed == 0` in a
+ * decision that may be admitted. A shadow rule takes units only from requests the
+ * enforced rules admit, and never gives back. Every rule shadow: every request admitted,
+ * with `limit` and `remaining` UINT64_MAX. The mask is the handle's own, never the
+ * file's: every process sharing a file applies its own (docs/policies.md, Shadow rules).
+ *
+ * Thread-safety: safe to call concurrently on one handle, with any other call; a
+ * decision racing the change may apply either mask.
+ *
+ * NULL: `policy` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (a bit at or past the rule
+ * count; the mask in force is then left as it was).
+ *
+ * # Safety
+ * `policy` is NULL or a live handle.
+ */
+int32_t rate_policy_set_shadow(struct rate_policy *policy, uint32_t mask);
+
+/**
+ * Checks a shadow mask (bit i for rule i, docs/policies.md#shadow-rules) for the policy
+ * `script` was prepared for, before a client sends it after the script's `config_args`
+ * (see `rate_redis_policy_prepare`).
+ *
+ * NULL: `script` NULL is RATE_E_NULL.
+ *
+ * Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (a bit at or past the rule
+ * count, `config_args[0]`).
+ *
+ * # Safety
+ * `script` is NULL or points to a readable `rate_redis_policy_script` that
+ * `rate_redis_policy_prepare` filled.
+ */
+int32_t rate_redis_policy_check_shadow(const struct rate_redis_policy_script *script,
+                                       uint32_t mask);
+
+/**
  * The Lua script that decides a policy of the `rules_len` rules at `rules` on Redis,
  * with its arguments: one call decides every rule of one key, at one `now`, and writes
  * their states only if all admit, so a denied request takes from no rule. A client sends
@@ -2557,6 +2649,15 @@ int32_t rate_policy_set_rules_at(struct rate_policy *policy,
  * `rate_policy_acquire` does. A rule's key holding something else is an error reply, and
  * nothing is written. The combined decision is the client's to compute, as
  * `rate_policy_decision` documents.
+ *
+ * Shadow rules (docs/policies.md, Shadow rules): a client with shadow rules sends their
+ * mask (bit i for rule i, checked by `rate_redis_policy_check_shadow`) as one more
+ * argument after `config_args`; none, or 0, enforces every rule. The script then admits
+ * iff every enforced rule admits, writes the enforced rules and each shadow rule that
+ * admits, and replies every rule's own decision as above: the client combines over the
+ * enforced rules alone (every rule shadow: admitted, `limit` and `remaining`
+ * UINT64_MAX), and a shadow rule's `allowed == 0` is a denial it would have made. The
+ * mask is the client's, never stored in Redis: give every client the same.
  *
  * Ownership: `out->source` is static; nothing is allocated. `rules` is only read during
  * the call.

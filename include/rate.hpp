@@ -190,7 +190,9 @@ struct KeyedStats {
 /// and each rule's own.
 struct PolicyDecision {
     /// Allowed iff every rule admitted; `limit` and `remaining` the least over the rules,
-    /// `retry_after` and `reset_after` the greatest; `wait` 0.
+    /// `retry_after` and `reset_after` the greatest; `wait` 0. With shadow rules
+    /// (set_shadow()), over the enforced rules alone; a shadow rule's would-be denial shows
+    /// as `rules[i].allowed == false` only.
     Decision decision;
     /// The first rule, in the order given, that denied the request; empty when admitted.
     std::optional<std::size_t> denied_by;
@@ -653,6 +655,18 @@ class Policy : public detail::Handle<rate_policy, rate_policy_free> {
         return detail::set_rules_at<rate_config>(rate_policy_set_rules_at, native_handle(),
                                                  rules, detail::to_ns(now));
     }
+    /// Makes the rules of `mask` (bit i for rule i) this handle's shadow rules: decided and
+    /// reported, never denying (rate_policy_set_shadow, docs/policies.md#shadow-rules).
+    /// Status::ok, Status::invalid_config (a bit past the rules; the mask stays), Status::null.
+    Status set_shadow(std::uint32_t mask) noexcept {
+        return static_cast<Status>(rate_policy_set_shadow(native_handle(), mask));
+    }
+    /// This handle's shadow rules, bit i for rule i (rate_policy_get_shadow).
+    Result<std::uint32_t> shadow() const noexcept {
+        std::uint32_t mask = 0;
+        const auto status = static_cast<Status>(rate_policy_get_shadow(native_handle(), &mask));
+        return {status, mask};
+    }
 #if RATE_HPP_EXCEPTIONS
     /// Like create(), throwing rate::Error on bad rules.
     explicit Policy(std::initializer_list<Config> rules) : Policy(create(rules).value()) {}
@@ -819,6 +833,19 @@ class KeyedPolicy : public detail::Handle<rate_keyed_policy, rate_keyed_policy_f
     Status set_rules_at(std::initializer_list<KeyedRule> rules, Clock::time_point now) noexcept {
         return detail::set_rules_at<rate_keyed_rule>(rate_keyed_policy_set_rules_at,
                                                      native_handle(), rules, detail::to_ns(now));
+    }
+    /// Makes the rules of `mask` (bit i for rule i) this handle's shadow rules, its own
+    /// even in a shared file (rate_keyed_policy_set_shadow, docs/policies.md#shadow-rules).
+    /// Status::ok, Status::invalid_config (a bit past the rules; the mask stays), Status::null.
+    Status set_shadow(std::uint32_t mask) noexcept {
+        return static_cast<Status>(rate_keyed_policy_set_shadow(native_handle(), mask));
+    }
+    /// This handle's shadow rules, bit i for rule i (rate_keyed_policy_get_shadow).
+    Result<std::uint32_t> shadow() const noexcept {
+        std::uint32_t mask = 0;
+        const auto status =
+            static_cast<Status>(rate_keyed_policy_get_shadow(native_handle(), &mask));
+        return {status, mask};
     }
     /// The per-key rules' tables' statistics, live keys counted now: the live keys of the
     /// fullest table, and the requests refused as table-full. Reads every slot.

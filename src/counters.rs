@@ -173,11 +173,16 @@ impl Counters {
         }
     }
 
-    /// Counts a request of a policy: admitted, or denied by rule `denied_by`.
+    /// Counts a request of a policy: admitted, or denied by rule `denied_by`; and each
+    /// shadow rule in `shadow_denied` (bit `i` for rule `i`) as one that would have
+    /// denied it.
     #[inline(always)]
-    pub(crate) fn count_policy(&self, denied_by: Option<usize>) {
+    pub(crate) fn count_policy(&self, denied_by: Option<usize>, shadow_denied: u32) {
         if let Some(words) = self.words.get() {
             words.add(denied_by.map_or(ADMITTED, |rule| DENIED_BY + rule.min(RULES - 1)));
+            for rule in (0..RULES).filter(|rule| shadow_denied >> rule & 1 == 1) {
+                words.add(SHADOW_DENIED_BY + rule);
+            }
         }
     }
 
@@ -260,17 +265,23 @@ mod tests {
     }
 
     #[test]
-    fn a_policy_counts_the_binding_rule() {
+    fn a_policy_counts_the_binding_rule_and_shadow_denials() {
         let counters = Counters::default();
         counters.enable();
-        counters.count_policy(None);
-        counters.count_policy(Some(2));
-        counters.count_policy(Some(2));
-        counters.count_policy(Some(0));
+        counters.count_policy(None, 0b010);
+        counters.count_policy(Some(2), 0b011);
+        counters.count_policy(Some(2), 0);
+        counters.count_policy(Some(0), 0);
         let counts = counters.counts(3).unwrap();
         assert_eq!((counts.admitted, counts.denied), (1, 3));
         let denied: Vec<_> = counts.rules().iter().map(|rule| rule.denied).collect();
         assert_eq!(denied, [1, 0, 2]);
+        let shadow: Vec<_> = counts
+            .rules()
+            .iter()
+            .map(|rule| rule.shadow_denied)
+            .collect();
+        assert_eq!(shadow, [1, 2, 0]);
     }
 
     #[test]

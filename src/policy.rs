@@ -34,6 +34,8 @@ mod file;
 #[cfg(not(loom))]
 pub(crate) use self::file::{rule_blocks, rules_described};
 mod keyed;
+mod shadow;
+pub(crate) use self::shadow::ShadowMask;
 
 use self::engine::{least_limit, Cost, Costs, Engine, Rules, Taken, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
@@ -91,21 +93,32 @@ pub struct Policy {
     /// then the engine's limits are the rules' own, and a cost within them needs no look
     /// at each rule in force.
     changed: AtomicBool,
+    /// The handle's shadow rules (docs/policies.md, Shadow rules).
+    shadow: ShadowMask,
     /// This handle's counts of its requests, off until asked for (docs/metrics.md).
     counters: Counters,
 }
 
 /// A policy's decision: the combined [`Decision`], which rule denied, and each rule's own.
+///
+/// With shadow rules (docs/policies.md, Shadow rules) `decision` and `denied_by` are the
+/// enforced rules' alone; each shadow rule's own decision is in [`rules`](Self::rules),
+/// and the first that would have denied in [`shadow_denied_by`](Self::shadow_denied_by).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PolicyDecision {
-    /// The policy's decision: `allowed` iff every rule admitted; `limit` and `remaining`
-    /// the least over the rules, `retry_after_ns` and `reset_after_ns` the greatest (the
-    /// request is admitted, and every rule full, once each rule is); `wait_ns` 0.
+    /// The policy's decision: `allowed` iff every enforced rule admitted; `limit` and
+    /// `remaining` the least over them, `retry_after_ns` and `reset_after_ns` the greatest
+    /// (the request is admitted, and every rule full, once each rule is); `wait_ns` 0.
+    /// Every rule shadow: allowed, `limit` and `remaining` `u64::MAX`, the waits 0.
     pub decision: Decision,
-    /// The first rule, in the order given, that denied the request; `None` when admitted.
+    /// The first enforced rule, in the order given, that denied the request; `None` when
+    /// admitted.
     pub denied_by: Option<usize>,
     rules: [Decision; MAX_RULES],
     len: usize,
+    /// The shadow rules the decision was made with, bit `i` for rule `i` (a byte holds
+    /// [`MAX_RULES`]).
+    shadow: u8,
 }
 
 impl PolicyDecision {
@@ -114,6 +127,26 @@ impl PolicyDecision {
     /// `remaining` and `reset_after_ns` of the state as it is, since nothing was taken.
     pub fn rules(&self) -> &[Decision] {
         &self.rules[..self.len]
+    }
+
+    /// The first shadow rule, in the order given, whose own decision denied the request
+    /// (what would have denied it, were the rule enforced); `None` when none did or the
+    /// policy has no shadow rule.
+    pub fn shadow_denied_by(&self) -> Option<usize> {
+        (0..self.len).find(|&rule| self.is_shadow(rule) && !self.rules[rule].allowed)
+    }
+
+    /// Whether rule `rule` was a shadow rule of this decision.
+    pub fn is_shadow(&self, rule: usize) -> bool {
+        rule < self.len && self.shadow >> rule & 1 == 1
+    }
+
+    /// Every shadow rule whose own decision denied the request, bit `i` for rule `i`.
+    pub(crate) fn shadow_denials(&self) -> u32 {
+        let denied = |rule: usize| self.is_shadow(rule) && !self.rules[rule].allowed;
+        (0..self.len)
+            .filter(|&rule| denied(rule))
+            .fold(0, |mask, rule| mask | 1 << rule)
     }
 
     /// The policy's decision from each rule's own (the first `len` of `rules`, in the
@@ -145,6 +178,7 @@ impl PolicyDecision {
             denied_by,
             rules,
             len,
+            shadow: 0,
         }
     }
 }
@@ -170,6 +204,7 @@ impl Policy {
             rules,
             engine,
             changed: AtomicBool::new(false),
+            shadow: ShadowMask::default(),
             counters: Counters::default(),
         })
     }
@@ -198,7 +233,12 @@ impl Policy {
     /// As [`acquire`](Self::acquire).
     pub fn acquire_at(&self, n: u64, at: Instant) -> Result<PolicyDecision, InsufficientCapacity> {
         let n = self.uniform(n)?;
-        let decision = owned(self.engine.acquire_at(&*self.rules, n, at.as_nanos()));
+        let shadow = self.shadow.get();
+        let decision = if shadow != 0 {
+            self.acquire_shadowed(&self.engine.uniform(n.0), shadow, at)
+        } else {
+            owned(self.engine.acquire_at(&*self.rules, n, at.as_nanos()))
+        };
         Ok(self.counted(n, decision))
     }
 
@@ -236,7 +276,12 @@ impl Policy {
         at: Instant,
     ) -> Result<PolicyDecision, CostsError> {
         let costs = self.costs(costs)?;
-        let decision = owned(self.engine.acquire_at(&*self.rules, &costs, at.as_nanos()));
+        let shadow = self.shadow.get();
+        let decision = if shadow != 0 {
+            self.acquire_shadowed(&costs, shadow, at)
+        } else {
+            owned(self.engine.acquire_at(&*self.rules, &costs, at.as_nanos()))
+        };
         Ok(self.counted(&costs, decision))
     }
 
@@ -252,7 +297,16 @@ impl Policy {
             // Counting needs the rule that denied, which only the report says.
             return Ok(self.acquire(n)?.decision.allowed);
         }
-        Ok(self.try_acquire_now(self.uniform(n)?))
+        let n = self.uniform(n)?;
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return Ok(self.try_acquire_shadowed(
+                &self.engine.uniform(n.0),
+                shadow,
+                Instant::now(),
+            ));
+        }
+        Ok(self.try_acquire_now(n))
     }
 
     /// [`try_acquire`](Self::try_acquire) of one cost per rule, as
@@ -266,6 +320,10 @@ impl Policy {
             return Ok(self.acquire_costs(costs)?.decision.allowed);
         }
         let costs = self.costs(costs)?;
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return Ok(self.try_acquire_shadowed(&costs, shadow, Instant::now()));
+        }
         Ok(self.try_acquire_now(&costs))
     }
 
@@ -279,6 +337,10 @@ impl Policy {
             return Ok(self.acquire_at(n, at)?.decision.allowed);
         }
         let n = self.uniform(n)?;
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return Ok(self.try_acquire_shadowed(&self.engine.uniform(n.0), shadow, at));
+        }
         Ok(owned(self.engine.try_acquire_at(
             &*self.rules,
             n,
@@ -296,6 +358,10 @@ impl Policy {
             return Ok(self.acquire_costs_at(costs, at)?.decision.allowed);
         }
         let costs = self.costs(costs)?;
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return Ok(self.try_acquire_shadowed(&costs, shadow, at));
+        }
         Ok(owned(self.engine.try_acquire_at(
             &*self.rules,
             &costs,
@@ -307,7 +373,8 @@ impl Policy {
     /// was not a query (docs/metrics.md).
     fn counted(&self, costs: impl Cost, decision: PolicyDecision) -> PolicyDecision {
         if !self.engine.is_query(costs) {
-            self.counters.count_policy(decision.denied_by);
+            self.counters
+                .count_policy(decision.denied_by, decision.shadow_denials());
         }
         decision
     }

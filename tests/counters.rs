@@ -185,3 +185,32 @@ fn a_shared_limiter_counts_per_handle() {
     assert_eq!(other.counts(), None);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_policy_counts_its_shadow_rules_would_be_denials() {
+    // 2 a minute enforced, 1 a minute in shadow (docs/policies.md, shadow rules).
+    let rules = [
+        Config::fixed_window(2, 60 * SECOND),
+        Config::fixed_window(1, 60 * SECOND),
+    ];
+    let policy = Policy::new(&rules).unwrap();
+    policy.set_shadow(0b10).unwrap();
+    policy.enable_counts();
+    // 1: both admit (the shadow rule takes its one unit). 2: admitted; the shadow rule
+    // would deny. 3: the enforced rule denies; the shadow rule, asked, would too.
+    assert!(policy.try_acquire_at(1, T0).unwrap());
+    assert_eq!(
+        policy.acquire_at(1, T0).unwrap().shadow_denied_by(),
+        Some(1)
+    );
+    assert_eq!(policy.acquire_at(1, T0).unwrap().denied_by, Some(0));
+    let counts = policy.counts().unwrap();
+    assert_eq!(totals(counts), (2, 1, 0));
+    assert_eq!(denied_by_rule(counts), [1, 0]);
+    let shadow: Vec<u64> = counts
+        .rules()
+        .iter()
+        .map(|rule| rule.shadow_denied)
+        .collect();
+    assert_eq!(shadow, [0, 2]);
+}

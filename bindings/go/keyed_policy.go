@@ -77,6 +77,7 @@ type KeyedPolicy struct {
 	// p is closed. Replaced whole, read without a lock; their number never changes.
 	rules    atomic.Pointer[[]KeyedRule]
 	capacity int
+	shadow   shadowRules
 	cleanup  runtime.Cleanup
 }
 
@@ -341,7 +342,7 @@ func (p *KeyedPolicy) acquireCosts(key string, costs []int, now time.Duration) (
 	}
 	runtime.KeepAlive(p)
 	runtime.KeepAlive(key)
-	return policyResult(status, &out)
+	return policyResult(status, &out, p.shadowMask())
 }
 
 // Reset makes key new in every per-key rule: its next request is decided by them as a

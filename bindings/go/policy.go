@@ -70,6 +70,7 @@ type Policy struct {
 	ptr *C.rate_policy
 	// rules are the rules in force: those given to NewPolicy, or to the last SetRules.
 	rules   atomic.Pointer[[]Config]
+	shadow  shadowRules
 	cleanup runtime.Cleanup
 }
 
@@ -77,15 +78,21 @@ type Policy struct {
 // each rule's own.
 type PolicyDecision struct {
 	// Decision is the policy's: Allowed iff every rule admitted; Limit and Remaining the
-	// least over the rules, RetryAfter and ResetAfter the greatest; Wait 0.
+	// least over the rules, RetryAfter and ResetAfter the greatest; Wait 0. With shadow
+	// rules (SetShadow), over the enforced rules alone; every rule shadow: allowed, with
+	// Limit and Remaining math.MaxUint64.
 	Decision
 	// DeniedBy is the index of the first rule, in the order given, that denied the
 	// request; -1 when admitted.
 	DeniedBy int
 	// Rules holds each rule's own decision, in the order given. Admitted: what each rule
 	// decided, units taken. Denied: what each rule would decide alone, with Remaining and
-	// ResetAfter of its state as it is, since nothing was taken.
+	// ResetAfter of its state as it is, since nothing was taken. A shadow rule's is its
+	// own, made alone: Allowed false is a denial it would have made (ShadowDeniedBy).
 	Rules []Decision
+	// Shadow holds the shadow rules the decision was made with, bit i for rule i
+	// (docs/policies.md#shadow-rules); DeniedBy is never one of them.
+	Shadow uint32
 }
 
 // NewPolicy creates a Policy of 1 to MaxRules rules of any algorithms, each full at any
@@ -224,7 +231,7 @@ func (p *Policy) Acquire(n int) (PolicyDecision, error) {
 	var out C.rate_policy_decision
 	status := C.rate_policy_acquire(p.handle(), C.uint64_t(n), &out)
 	runtime.KeepAlive(p)
-	return policyResult(status, &out)
+	return policyResult(status, &out, p.shadowMask())
 }
 
 // AcquireAt is Acquire at time now on the caller's timeline.
@@ -235,7 +242,7 @@ func (p *Policy) AcquireAt(n int, now time.Duration) (PolicyDecision, error) {
 	var out C.rate_policy_decision
 	status := C.rate_policy_acquire_at(p.handle(), C.uint64_t(n), C.uint64_t(now), &out)
 	runtime.KeepAlive(p)
-	return policyResult(status, &out)
+	return policyResult(status, &out, p.shadowMask())
 }
 
 // AcquireCosts takes costs[i] units of rule i now, for every rule, or nothing: a rule
@@ -269,7 +276,7 @@ func (p *Policy) acquireCosts(costs []int, now time.Duration) (PolicyDecision, e
 		status = C.rate_policy_acquire_costs_at(p.handle(), &cCosts[0], C.size_t(len(costs)), C.uint64_t(now), &out)
 	}
 	runtime.KeepAlive(p)
-	return policyResult(status, &out)
+	return policyResult(status, &out, p.shadowMask())
 }
 
 // costArray is costs as the C *_acquire_costs functions take them (which check their
@@ -299,13 +306,13 @@ func (p *Policy) Close() error {
 	return nil
 }
 
-// policyResult turns a C status and the decision it wrote into the Go result, as result
-// does for one limiter.
-func policyResult(status C.int32_t, out *C.rate_policy_decision) (PolicyDecision, error) {
+// policyResult turns a C status and the decision it wrote, with the shadow rules of the
+// mask shadow, into the Go result, as result does for one limiter.
+func policyResult(status C.int32_t, out *C.rate_policy_decision, shadow uint32) (PolicyDecision, error) {
 	if status != C.RATE_OK && status != C.RATE_LIMITED {
 		return PolicyDecision{}, statusError(status)
 	}
-	d := PolicyDecision{Decision: decisionOf(&out.decision), DeniedBy: -1, Rules: make([]Decision, out.rules_len)}
+	d := PolicyDecision{Decision: decisionOf(&out.decision), DeniedBy: -1, Rules: make([]Decision, out.rules_len), Shadow: shadow}
 	if out.denied_by != C.RATE_POLICY_NO_RULE {
 		d.DeniedBy = int(out.denied_by)
 	}

@@ -11,11 +11,13 @@ use std::ffi::c_char;
 use std::path::Path;
 
 mod change;
+mod shadow;
 mod upkeep;
 
 pub use self::change::{
     rate_keyed_policy_get_rules, rate_keyed_policy_set_rules, rate_keyed_policy_set_rules_at,
 };
+pub use self::shadow::{rate_keyed_policy_get_shadow, rate_keyed_policy_set_shadow};
 pub use self::upkeep::{
     rate_keyed_policy_read_stats, rate_keyed_policy_read_stats_at, rate_keyed_policy_reset,
 };

@@ -5,9 +5,12 @@ use super::{RATE_E_INVALID_CONFIG, RATE_E_NULL, RATE_LIMITED, RATE_OK};
 use librate::{Instant, Policy, PolicyDecision, MAX_RULES};
 
 mod change;
+mod shadow;
 
 pub(super) use self::change::set_rules_of;
 pub use self::change::{rate_policy_set_rules, rate_policy_set_rules_at};
+pub(super) use self::shadow::{get_shadow_of, set_shadow_of};
+pub use self::shadow::{rate_policy_get_shadow, rate_policy_set_shadow};
 
 /// The most rules a policy holds.
 pub const RATE_POLICY_MAX_RULES: usize = 8;
@@ -29,16 +32,19 @@ pub struct rate_policy {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct rate_policy_decision {
     /// Admitted iff every rule admitted. `limit` and `remaining` are the least over the
-    /// rules, `retry_after_ns` and `reset_after_ns` the greatest, `wait_ns` 0.
+    /// rules, `retry_after_ns` and `reset_after_ns` the greatest, `wait_ns` 0. With shadow
+    /// rules (`rate_policy_set_shadow`), over the enforced rules alone.
     pub decision: rate_decision,
     /// The index of the first rule, in the order given, that denied the request;
-    /// RATE_POLICY_NO_RULE when admitted.
+    /// RATE_POLICY_NO_RULE when admitted. Never a shadow rule.
     pub denied_by: u32,
     /// How many entries of `rules` are used: the policy's rule count.
     pub rules_len: u32,
     /// Each rule's own decision, in the order given. Admitted: what each rule decided,
     /// units taken. Denied: what each rule would decide alone, with `remaining` and
-    /// `reset_after_ns` of its state as it is, since nothing was taken.
+    /// `reset_after_ns` of its state as it is, since nothing was taken. A shadow rule's
+    /// is its own decision, made alone: `allowed == 0` is a denial it would have made,
+    /// even in an admitted decision.
     pub rules: [rate_decision; RATE_POLICY_MAX_RULES],
 }
 

@@ -105,6 +105,15 @@ pub struct rate_redis_policy_script {
 /// nothing is written. The combined decision is the client's to compute, as
 /// `rate_policy_decision` documents.
 ///
+/// Shadow rules (docs/policies.md, Shadow rules): a client with shadow rules sends their
+/// mask (bit i for rule i, checked by `rate_redis_policy_check_shadow`) as one more
+/// argument after `config_args`; none, or 0, enforces every rule. The script then admits
+/// iff every enforced rule admits, writes the enforced rules and each shadow rule that
+/// admits, and replies every rule's own decision as above: the client combines over the
+/// enforced rules alone (every rule shadow: admitted, `limit` and `remaining`
+/// UINT64_MAX), and a shadow rule's `allowed == 0` is a denial it would have made. The
+/// mask is the client's, never stored in Redis: give every client the same.
+///
 /// Ownership: `out->source` is static; nothing is allocated. `rules` is only read during
 /// the call.
 ///
@@ -181,6 +190,39 @@ fn padded<const N: usize>(args: &[u64]) -> ([u64; N], u32) {
     let mut padded = [0; N];
     padded[..args.len()].copy_from_slice(args);
     (padded, args.len() as u32)
+}
+
+/// Checks a shadow mask (bit i for rule i, docs/policies.md#shadow-rules) for the policy
+/// `script` was prepared for, before a client sends it after the script's `config_args`
+/// (see `rate_redis_policy_prepare`).
+///
+/// NULL: `script` NULL is RATE_E_NULL.
+///
+/// Returns RATE_OK, RATE_E_NULL, or RATE_E_INVALID_CONFIG (a bit at or past the rule
+/// count, `config_args[0]`).
+///
+/// # Safety
+/// `script` is NULL or points to a readable `rate_redis_policy_script` that
+/// `rate_redis_policy_prepare` filled.
+#[no_mangle]
+pub unsafe extern "C" fn rate_redis_policy_check_shadow(
+    script: *const rate_redis_policy_script,
+    mask: u32,
+) -> i32 {
+    boundary(|| {
+        // SAFETY: per this function's contract; `as_ref` checks NULL.
+        let Some(script) = (unsafe { script.as_ref() }) else {
+            return RATE_E_NULL;
+        };
+        // `config_args[0]` is the rule count; capped, so that a struct that
+        // `rate_redis_policy_prepare` did not fill cannot overflow the shift.
+        let rules = script.config_args[0].min(63);
+        if u64::from(mask) >> rules == 0 {
+            RATE_OK
+        } else {
+            RATE_E_INVALID_CONFIG
+        }
+    })
 }
 
 /// The Redis Cluster hash slot (0..16383) of the Redis key `key[0..key_len)`: CRC16 of its

@@ -775,6 +775,21 @@ fn redis_policy_script_gives_the_script_and_its_arguments() {
         [2, 0, SECOND / 10, 20, 3, 5, 60 * SECOND]
     );
     assert_eq!(script.limit, 5);
+    // Two rules: masks of bits 0 and 1 only.
+    // SAFETY: a prepared script, and NULL, which the function must refuse.
+    unsafe {
+        assert_eq!(rate_redis_policy_check_shadow(&script, 0b11), RATE_OK);
+        assert_eq!(rate_redis_policy_check_shadow(&script, 0), RATE_OK);
+        assert_eq!(
+            rate_redis_policy_check_shadow(&script, 0b100),
+            RATE_E_INVALID_CONFIG
+        );
+        assert_eq!(
+            rate_redis_policy_check_shadow(&script, u32::MAX),
+            RATE_E_INVALID_CONFIG
+        );
+        assert_eq!(rate_redis_policy_check_shadow(ptr::null(), 1), RATE_E_NULL);
+    }
     // SAFETY: the source is static and NUL-terminated.
     let source = unsafe { CStr::from_ptr(script.source) }.to_str().unwrap();
     assert!(source.contains("the last part of a policy's"), "{source}");

@@ -90,6 +90,14 @@ pub enum ConfigError {
         /// The name given (lossily, if it was not UTF-8).
         name: String,
     },
+    /// Policies: a shadow mask (docs/policies.md, Shadow rules) naming a rule past the
+    /// policy's last.
+    ShadowMask {
+        /// The mask given, bit `i` for rule `i`.
+        mask: u32,
+        /// The rules the policy holds.
+        rules: usize,
+    },
 }
 
 /// A field that a [`ConfigError`] names.
@@ -246,6 +254,7 @@ impl ConfigError {
                  below 2^48"
             }
             Self::LeaseName { .. } => "a holder's name is 1 to 64 bytes of UTF-8 without NUL",
+            Self::ShadowMask { .. } => "a shadow mask names only rules the policy holds",
             Self::LeaseTiming { .. } => {
                 "a lease lasts from 1 ms to below 2^53 us, and is renewed at least 1 ms apart \
                  and before the last thousandth of it"
@@ -304,6 +313,13 @@ impl fmt::Display for ConfigError {
                 write!(f, "{}, not {}", self.rule(), algorithm_name(*algorithm))
             }
             Self::LeaseName { name } => write!(f, "name {name:?}: {}", self.rule()),
+            Self::ShadowMask { mask, rules } => {
+                write!(
+                    f,
+                    "shadow mask {mask:#x} for {rules} rules: {}",
+                    self.rule()
+                )
+            }
             Self::LeaseWindow { config } => write!(
                 f,
                 "limit {} with period_ns {}: {}",

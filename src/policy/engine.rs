@@ -43,6 +43,24 @@ fn peek<R: Rules + ?Sized>(rules: &R, rule: usize, n: u64, now: u64) -> Result<D
     rules.swap(rule, Peek(Acquire { now, n }), None)
 }
 
+/// What rule `rule` would decide of `n` units at `now_ns`, nothing taken: whether it
+/// would admit them and when it would, with `remaining` and `reset_after_ns` of its state
+/// as it is (the report of a rule a denied request took nothing from).
+pub(super) fn unchanged<R: Rules + ?Sized>(
+    rules: &R,
+    rule: usize,
+    n: u64,
+    now: u64,
+) -> Result<Decision, R::Error> {
+    let state = peek(rules, rule, 0, now)?;
+    let request = peek(rules, rule, n, now)?;
+    Ok(Decision {
+        allowed: request.allowed,
+        retry_after_ns: request.retry_after_ns,
+        ..state
+    })
+}
+
 /// One cost per rule, in the order given: 0 leaves a rule out of the request.
 pub(super) type Costs = [u64; MAX_RULES];
 
@@ -132,6 +150,12 @@ impl Engine {
     #[inline(always)]
     pub(super) fn limit(&self) -> u64 {
         self.least_limit
+    }
+
+    /// How many rules the policy holds.
+    #[inline(always)]
+    pub(super) fn len(&self) -> usize {
+        self.len
     }
 
     /// Checks a request's costs, one per rule, against the rules (`deciders`, in order).
@@ -321,13 +345,7 @@ impl Engine {
             *decision = if index == denying {
                 denial
             } else {
-                let state = peek(rules, index, 0, now_ns)?;
-                let request = peek(rules, index, costs.of(index), now_ns)?;
-                Decision {
-                    allowed: request.allowed,
-                    retry_after_ns: request.retry_after_ns,
-                    ..state
-                }
+                unchanged(rules, index, costs.of(index), now_ns)?
             };
         }
         let denied_by = decisions[..self.len]

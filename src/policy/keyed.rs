@@ -12,6 +12,7 @@
 //! one key; `keyed/change.rs`: replacing the rules at run time.
 
 use super::engine::{least_limit, Costs, Engine};
+use super::shadow::ShadowMask;
 use super::PolicyDecision;
 use crate::config::Config;
 use crate::counters::{Counters, Counts};
@@ -111,6 +112,9 @@ pub struct KeyedPolicy<S = KeyHasher> {
     rules: Box<[Scoped<S>]>,
     engine: Engine,
     capacity: u64,
+    /// The handle's shadow rules (docs/policies.md, Shadow rules): its own, not the
+    /// file's, when the policy is in a shared file.
+    shadow: ShadowMask,
     /// This handle's counts of its requests, off until asked for (docs/metrics.md).
     counters: Counters,
 }
@@ -189,6 +193,7 @@ impl<S> KeyedPolicy<S> {
             rules,
             engine,
             capacity,
+            shadow: ShadowMask::default(),
             counters: Counters::default(),
         }
     }
@@ -207,6 +212,26 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// each.
     pub fn limit(&self) -> u64 {
         least_limit(self.rules.iter().map(Scoped::decider))
+    }
+
+    /// Makes the rules of `mask` (bit `i` for rule `i`, in the order given) this handle's
+    /// shadow rules, as [`Policy::set_shadow`](crate::Policy::set_shadow) does, rule by
+    /// rule: a shadow per-key rule acquires in the key's own state. A shadow per-key rule
+    /// whose table is full of live keys cannot decide a new key: the enforced decision
+    /// stands, and the rule reports as one the request left out (docs/policies.md, Shadow
+    /// rules). In a shared file the mask is this handle's alone: every process applies
+    /// its own.
+    ///
+    /// # Errors
+    /// [`ConfigError::ShadowMask`] if `mask` names a rule the policy does not hold; the
+    /// mask in force is then left as it was.
+    pub fn set_shadow(&self, mask: u32) -> Result<(), ConfigError> {
+        self.shadow.set(mask, self.rules.len())
+    }
+
+    /// This handle's shadow rules, bit `i` for rule `i`: 0 when every rule is enforced.
+    pub fn shadow(&self) -> u32 {
+        self.shadow.get()
     }
 
     /// The capacity each per-key rule's table was built for.
@@ -243,7 +268,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<PolicyDecision, KeyedAcquireError> {
         let costs = self.uniform(n)?;
-        let decided = (self.engine).acquire_at(&self.for_key(key), &costs, at.as_nanos());
+        let decided = self.acquire_checked(key, &costs, at.as_nanos());
         self.counted(&costs, decided)
     }
 
@@ -274,7 +299,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<PolicyDecision, CostsError<KeyedAcquireError>> {
         let costs = self.costs(costs)?;
-        let decided = (self.engine).acquire_at(&self.for_key(key), &costs, at.as_nanos());
+        let decided = self.acquire_checked(key, &costs, at.as_nanos());
         Ok(self.counted(&costs, decided)?)
     }
 
@@ -345,7 +370,8 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     ) -> Result<PolicyDecision, KeyedAcquireError> {
         match &decided {
             Ok(decision) if !self.engine.is_query(costs) => {
-                self.counters.count_policy(decision.denied_by);
+                self.counters
+                    .count_policy(decision.denied_by, decision.shadow_denials());
             }
             Err(KeyedAcquireError::TableFull) => self.counters.count_table_full(),
             _ => {}
@@ -424,17 +450,67 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         }
     }
 
+    /// The decision of checked `costs` for `key` at `now_ns`, with this handle's shadow
+    /// rules.
+    fn acquire_checked(
+        &self,
+        key: &[u8],
+        costs: &Costs,
+        now_ns: u64,
+    ) -> Result<PolicyDecision, KeyedAcquireError> {
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return self.acquire_shadowed(key, costs, shadow, now_ns);
+        }
+        self.engine.acquire_at(&self.for_key(key), costs, now_ns)
+    }
+
+    /// [`acquire_checked`](Self::acquire_checked) with the rules of `shadow` (not 0) in
+    /// shadow. Out of line and cold: a policy without shadow rules pays one load and one
+    /// branch.
+    #[cold]
+    #[inline(never)]
+    fn acquire_shadowed(
+        &self,
+        key: &[u8],
+        costs: &Costs,
+        shadow: u32,
+        now_ns: u64,
+    ) -> Result<PolicyDecision, KeyedAcquireError> {
+        self.engine
+            .acquire_shadowed(&self.for_key(key), costs, shadow, now_ns)
+    }
+
     fn try_acquire_checked(
         &self,
         key: &[u8],
         costs: &Costs,
         now_ns: u64,
     ) -> Result<bool, KeyedAcquireError> {
+        let shadow = self.shadow.get();
+        if shadow != 0 {
+            return self.try_acquire_shadowed(key, costs, shadow, now_ns);
+        }
         if costs.iter().all(|&cost| cost == 0) {
             return Ok(true);
         }
         self.engine
             .try_acquire_at(&self.for_key(key), costs, now_ns)
+    }
+
+    /// [`try_acquire_checked`](Self::try_acquire_checked) with the rules of `shadow` (not
+    /// 0) in shadow, out of line as [`acquire_shadowed`](Self::acquire_shadowed) is.
+    #[cold]
+    #[inline(never)]
+    fn try_acquire_shadowed(
+        &self,
+        key: &[u8],
+        costs: &Costs,
+        shadow: u32,
+        now_ns: u64,
+    ) -> Result<bool, KeyedAcquireError> {
+        self.engine
+            .try_acquire_shadowed(&self.for_key(key), costs, shadow, now_ns)
     }
 
     /// `n` of every rule, checked.

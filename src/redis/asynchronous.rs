@@ -197,9 +197,10 @@ impl RedisPolicy {
         n: u64,
         now_ns: Option<u64>,
     ) -> Result<PolicyDecision, RedisError> {
-        let mut exchange = self.exchange(key, n, now_ns)?;
+        let shadow = self.shadow();
+        let mut exchange = self.exchange(key, n, now_ns, shadow)?;
         converse(connection, &mut exchange).await;
-        self.decision(exchange)
+        self.decision(exchange, shadow)
     }
 }
 

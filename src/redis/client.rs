@@ -252,6 +252,7 @@ impl RedisLimiter {
             now_ns,
             n,
             max_wait_ns,
+            shadow: 0,
         }
     }
 }

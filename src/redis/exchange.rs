@@ -43,6 +43,9 @@ pub(super) struct Request<'a> {
     pub(super) now_ns: Option<u64>,
     pub(super) n: u64,
     pub(super) max_wait_ns: u64,
+    /// A policy's shadow mask (docs/policies.md, Shadow rules), sent after `config_args`
+    /// when not 0.
+    pub(super) shadow: u32,
 }
 
 /// One request in progress: [`next`](Self::next) is what to send, [`answer`](Self::answer)
@@ -208,6 +211,9 @@ impl<'a> Exchange<'a> {
         .arg(request.n)
         .arg(request.max_wait_ns)
         .arg(request.config_args);
+        if request.shadow != 0 {
+            call.arg(request.shadow);
+        }
         if self.pipelined {
             let mut pipeline = redis::pipe();
             pipeline.add_command(call);

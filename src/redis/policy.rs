@@ -8,7 +8,7 @@ use super::reply::rule_decisions;
 use super::{PolicyScript, RedisError};
 use crate::config::Config;
 use crate::error::{ConfigError, InsufficientCapacity};
-use crate::policy::PolicyDecision;
+use crate::policy::{PolicyDecision, ShadowMask};
 use crate::time::Instant;
 
 /// A [`Policy`](crate::Policy) for every key under a prefix, kept in Redis: a request is
@@ -43,6 +43,8 @@ pub struct RedisPolicy {
     plan: PolicyScript,
     prefix: Vec<u8>,
     script: redis::Script,
+    /// This client's shadow rules (docs/policies.md, Shadow rules), sent with each call.
+    shadow: ShadowMask,
 }
 
 impl RedisPolicy {
@@ -60,6 +62,7 @@ impl RedisPolicy {
             plan,
             prefix: prefix.as_ref().to_vec(),
             script,
+            shadow: ShadowMask::default(),
         })
     }
 
@@ -71,6 +74,24 @@ impl RedisPolicy {
     /// The largest cost the policy can ever admit: the least of its rules' limits.
     pub fn limit(&self) -> u64 {
         self.plan.limit()
+    }
+
+    /// Makes the rules of `mask` (bit `i` for rule `i`) this client's shadow rules, as
+    /// [`Policy::set_shadow`](crate::Policy::set_shadow) does: decided by the script and
+    /// reported, never denying. The mask is this client's, sent with each call, never
+    /// stored in Redis: every client of the policy applies its own (give them all the
+    /// same).
+    ///
+    /// # Errors
+    /// [`ConfigError::ShadowMask`] if `mask` names a rule the policy does not hold; the
+    /// mask in force is then left as it was.
+    pub fn set_shadow(&self, mask: u32) -> Result<(), ConfigError> {
+        self.shadow.set(mask, self.rules.len())
+    }
+
+    /// This client's shadow rules, bit `i` for rule `i`: 0 when every rule is enforced.
+    pub fn shadow(&self) -> u32 {
+        self.shadow.get()
     }
 
     /// The Redis keys that hold `key`'s rules' states, in rule order.
@@ -131,17 +152,20 @@ impl RedisPolicy {
         n: u64,
         now_ns: Option<u64>,
     ) -> Result<PolicyDecision, RedisError> {
-        let mut exchange = self.exchange(key, n, now_ns)?;
+        let shadow = self.shadow();
+        let mut exchange = self.exchange(key, n, now_ns, shadow)?;
         converse(connection, &mut exchange);
-        self.decision(exchange)
+        self.decision(exchange, shadow)
     }
 
-    /// A request's exchange, once `n` passes the checks the in-process policy makes.
+    /// A request's exchange with the shadow rules of `shadow`, once `n` passes the checks
+    /// the in-process policy makes.
     pub(super) fn exchange(
         &self,
         key: &[u8],
         n: u64,
         now_ns: Option<u64>,
+        shadow: u32,
     ) -> Result<Exchange<'_>, InsufficientCapacity> {
         self.plan.check(n)?;
         let request = Request {
@@ -151,14 +175,31 @@ impl RedisPolicy {
             now_ns,
             n,
             max_wait_ns: 0,
+            shadow,
         };
         Ok(Exchange::together(request, self.redis_keys(key)))
     }
 
-    /// The decision a finished exchange holds.
-    pub(super) fn decision(&self, exchange: Exchange<'_>) -> Result<PolicyDecision, RedisError> {
+    /// The decision a finished exchange with the shadow rules of `shadow` holds.
+    pub(super) fn decision(
+        &self,
+        exchange: Exchange<'_>,
+        shadow: u32,
+    ) -> Result<PolicyDecision, RedisError> {
         let len = self.rules.len();
         let rules = rule_decisions(exchange.finish_together()?, len)?;
+        if shadow != 0 {
+            // Every rule takes part; the enforced rules admitted iff none of them denied.
+            let enforced_denial =
+                (0..len).any(|rule| shadow >> rule & 1 == 0 && !rules[rule].allowed);
+            return Ok(PolicyDecision::shadowed(
+                rules,
+                len,
+                shadow,
+                |_| true,
+                !enforced_denial,
+            ));
+        }
         // Every rule takes part (the script decides them all at the same cost), and the
         // first that denies is the one that denied.
         let denied_by = rules[..len].iter().position(|rule| !rule.allowed);

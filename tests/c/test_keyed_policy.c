@@ -214,12 +214,47 @@ static int test_set_rules(void) {
     return 0;
 }
 
+/* The site's like rule rolled out in shadow: alice's second like in a second is one it
+ * would deny, and the request is admitted. */
+static int test_shadow(void) {
+    rate_keyed_rule rules[3];
+    rate_keyed_policy *site = NULL;
+    rate_policy_decision d;
+    uint32_t mask = 99;
+    make_site(rules);
+    rules[1] = rule(RATE_RULE_PER_KEY, RATE_GCRA, 1, SECOND);
+    CHECK_STATUS(rate_keyed_policy_new(rules, 3, 100, &site), RATE_OK);
+    CHECK_STATUS(rate_keyed_policy_set_shadow(site, 2), RATE_OK);
+    CHECK_STATUS(rate_keyed_policy_get_shadow(site, &mask), RATE_OK);
+    CHECK(mask == 2);
+    CHECK_STATUS(rate_keyed_policy_acquire_costs_at(site, K("alice"), LIKE, 3, 0, &d), RATE_OK);
+    CHECK(d.rules[1].allowed == 1);
+    /* Combined over the global rule alone: 3 a second, 2 left. */
+    CHECK_EQ_U64(d.decision.limit, 3);
+    CHECK_EQ_U64(d.decision.remaining, 2);
+    CHECK_STATUS(rate_keyed_policy_acquire_costs_at(site, K("alice"), LIKE, 3, 0, &d), RATE_OK);
+    CHECK(d.rules[1].allowed == 0 && d.denied_by == RATE_POLICY_NO_RULE);
+    CHECK_EQ_U64(d.decision.remaining, 1);
+    CHECK_STATUS(rate_keyed_policy_set_shadow(site, 8), RATE_E_INVALID_CONFIG);
+    CHECK_STATUS(rate_keyed_policy_set_shadow(NULL, 1), RATE_E_NULL);
+    CHECK_STATUS(rate_keyed_policy_get_shadow(NULL, &mask), RATE_E_NULL);
+    CHECK_STATUS(rate_keyed_policy_get_shadow(site, NULL), RATE_E_NULL);
+    /* Enforced: alice's like rule took one token at 0, back at 1 s. */
+    CHECK_STATUS(rate_keyed_policy_set_shadow(site, 0), RATE_OK);
+    CHECK_STATUS(rate_keyed_policy_acquire_costs_at(site, K("alice"), LIKE, 3, 0, &d),
+                 RATE_LIMITED);
+    CHECK(d.denied_by == 1);
+    rate_keyed_policy_free(site);
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_posts_and_likes),
         TEST_CASE(test_a_shared_file),
         TEST_CASE(test_bad_input),
         TEST_CASE(test_set_rules),
+        TEST_CASE(test_shadow),
     };
     return run_tests("test_keyed_policy", cases, sizeof cases / sizeof cases[0]);
 }

@@ -152,12 +152,64 @@ static int test_set_rules(void) {
     return 0;
 }
 
+/* 2 a second enforced, 1 a second rolled out in shadow (GCRA, each burst its limit). */
+static int test_shadow(void) {
+    rate_config rules[2];
+    rate_policy *policy = NULL;
+    rate_policy_decision d;
+    uint32_t mask = 99;
+    rules[0] = rule(RATE_GCRA, 2, SECOND);
+    rules[1] = rule(RATE_GCRA, 1, SECOND);
+    CHECK(rate_policy_new(rules, 2, &policy) == RATE_OK);
+    CHECK(rate_policy_get_shadow(policy, &mask) == RATE_OK && mask == 0);
+    CHECK(rate_policy_set_shadow(policy, 2) == RATE_OK);
+    CHECK(rate_policy_get_shadow(policy, &mask) == RATE_OK && mask == 2);
+    /* At 0 the first unit: both admit; combined over the enforced rule, 1 of 2 left. */
+    CHECK(rate_policy_acquire_at(policy, 1, 0, &d) == RATE_OK);
+    CHECK(d.rules[1].allowed == 1);
+    CHECK_EQ_U64(d.decision.limit, 2);
+    CHECK_EQ_U64(d.decision.remaining, 1);
+    /* The second: admitted, and the shadow rule would have denied it (its token back at
+     * 1 s); it takes nothing. */
+    CHECK(rate_policy_acquire_at(policy, 1, 0, &d) == RATE_OK);
+    CHECK(d.decision.allowed == 1 && d.denied_by == RATE_POLICY_NO_RULE);
+    CHECK(d.rules[1].allowed == 0);
+    CHECK_EQ_U64(d.rules[1].retry_after_ns, SECOND);
+    CHECK_EQ_U64(d.decision.retry_after_ns, 0);
+    /* The third: the enforced rule denies until 0.5 s; the shadow rule is only peeked. */
+    CHECK(rate_policy_acquire_at(policy, 1, 0, &d) == RATE_LIMITED);
+    CHECK(d.denied_by == 0 && d.rules[1].allowed == 0);
+    CHECK_EQ_U64(d.decision.retry_after_ns, 500 * MS);
+    /* Enforced at 1 s: one unit each, then the new rule denies until 2 s. */
+    CHECK(rate_policy_set_shadow(policy, 0) == RATE_OK);
+    CHECK(rate_policy_acquire_at(policy, 1, SECOND, NULL) == RATE_OK);
+    CHECK(rate_policy_acquire_at(policy, 1, SECOND, &d) == RATE_LIMITED);
+    CHECK(d.denied_by == 1);
+    CHECK_EQ_U64(d.decision.retry_after_ns, SECOND);
+    /* A bit past the rules is refused and the mask stays; NULL is refused. */
+    CHECK(rate_policy_set_shadow(policy, 4) == RATE_E_INVALID_CONFIG);
+    CHECK(rate_policy_get_shadow(policy, &mask) == RATE_OK && mask == 0);
+    CHECK(rate_policy_set_shadow(NULL, 1) == RATE_E_NULL);
+    CHECK(rate_policy_get_shadow(NULL, &mask) == RATE_E_NULL);
+    CHECK(rate_policy_get_shadow(policy, NULL) == RATE_E_NULL);
+    /* Every rule shadow: admitted, with nothing to combine. Each rule alone: the first,
+     * its tokens due at 1.5 s, admits a unit at 1 s; the second, due at 2 s, would not. */
+    CHECK(rate_policy_set_shadow(policy, 3) == RATE_OK);
+    CHECK(rate_policy_acquire_at(policy, 1, SECOND, &d) == RATE_OK);
+    CHECK(d.rules[0].allowed == 1 && d.rules[1].allowed == 0);
+    CHECK_EQ_U64(d.decision.limit, UINT64_MAX);
+    CHECK_EQ_U64(d.decision.remaining, UINT64_MAX);
+    rate_policy_free(policy);
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_all_or_nothing),
         TEST_CASE(test_costs_per_rule),
         TEST_CASE(test_bad_input),
         TEST_CASE(test_set_rules),
+        TEST_CASE(test_shadow),
     };
     return run_tests("test_policy", cases, sizeof cases / sizeof cases[0]);
 }

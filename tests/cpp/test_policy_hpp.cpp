@@ -192,9 +192,31 @@ static int test_throwing_constructor(void) {
 }
 #endif
 
+/* 2 a second enforced, 1 a second in shadow (tests/c/test_policy.c's test_shadow): the
+ * second unit at 0 is admitted, and the shadow rule would have denied it until 1 s. */
+static int test_shadow(void) {
+    rate::Policy policy =
+        rate::Policy::create({rate::Config::gcra(2, 1s), rate::Config::gcra(1, 1s)}).value_or({});
+    CHECK(policy);
+    CHECK_IS(policy.set_shadow(2), Status::ok);
+    CHECK(policy.shadow().value_or(0) == 2);
+    CHECK_IS(policy.acquire_at(1, at(0s)).status(), Status::ok);
+    auto d = policy.acquire_at(1, at(0s));
+    CHECK_IS(d.status(), Status::ok);
+    CHECK(!d->denied_by);
+    CHECK_RULE(d->decision, 1, 2, 0, 0s, 1s);
+    CHECK_RULE(d->rules[1], 0, 1, 0, 1s, 1s);
+    CHECK_IS(policy.set_shadow(4), Status::invalid_config);
+    CHECK(policy.shadow().value_or(0) == 2);
+    CHECK_IS(rate::Policy().set_shadow(0), Status::null);
+    CHECK_IS(rate::Policy().shadow().status(), Status::null);
+    return 0;
+}
+
 int main(void) {
     static const struct test_case cases[] = {
         TEST_CASE(test_all_or_nothing),
+        TEST_CASE(test_shadow),
         TEST_CASE(test_real_clock),
         TEST_CASE(test_bad_input),
         TEST_CASE(test_empty_and_moved),

@@ -87,7 +87,7 @@ func (l *Limiter) decideMany(ctx context.Context, keys []string, r request) ([]R
 			failed = cmp.Or(failed, result.Err)
 			continue
 		}
-		l.counts.count(r.n, deniedBy(result.Decision))
+		l.counts.count(r.n, deniedBy(result.Decision), 0)
 	}
 	return results, failed
 }

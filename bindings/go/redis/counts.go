@@ -12,22 +12,30 @@ import (
 type tally struct {
 	on       atomic.Bool
 	admitted atomic.Uint64
-	// denied holds each rule's denials, by the first rule that denied (a limiter: rule 0).
-	denied [librate.MaxRules]atomic.Uint64
+	// denied holds each rule's denials, by the first rule that denied (a limiter: rule 0);
+	// shadowDenied each shadow rule's would-be denials.
+	denied, shadowDenied [librate.MaxRules]atomic.Uint64
 }
 
 // count counts one decision of a request of n units, admitted (deniedBy < 0) or denied
-// by rule deniedBy; a query (n == 0) decides nothing and is not counted.
-func (t *tally) count(n int, deniedBy int) {
+// by rule deniedBy, and beside it each shadow rule of the mask shadowDenied (bit i for
+// rule i), which would have denied it; a query (n == 0) decides nothing and is not
+// counted.
+func (t *tally) count(n int, deniedBy int, shadowDenied uint32) {
 	// Relaxed would do (each counter is independent); sync/atomic has one ordering.
 	if n == 0 || !t.on.Load() {
 		return
 	}
 	if deniedBy < 0 {
 		t.admitted.Add(1)
-		return
+	} else {
+		t.denied[deniedBy].Add(1)
 	}
-	t.denied[deniedBy].Add(1)
+	for rule := range t.shadowDenied {
+		if shadowDenied>>rule&1 == 1 {
+			t.shadowDenied[rule].Add(1)
+		}
+	}
 }
 
 // read is the counts, with each of rules rules' own when rules > 0 (a policy's);
@@ -43,7 +51,7 @@ func (t *tally) read(rules int) (librate.Counts, error) {
 	}
 	counts.Rules = make([]librate.RuleCounts, rules)
 	for i := range counts.Rules {
-		counts.Rules[i].Denied = t.denied[i].Load()
+		counts.Rules[i] = librate.RuleCounts{Denied: t.denied[i].Load(), ShadowDenied: t.shadowDenied[i].Load()}
 		counts.Denied += counts.Rules[i].Denied
 	}
 	return counts, nil
@@ -55,6 +63,17 @@ func deniedBy(d librate.Decision) int {
 		return -1
 	}
 	return 0
+}
+
+// shadowDenials is the mask of d's shadow rules whose own decision denied.
+func shadowDenials(d librate.PolicyDecision) uint32 {
+	var mask uint32
+	for i, rule := range d.Rules {
+		if d.Shadow>>i&1 == 1 && !rule.Allowed {
+			mask |= 1 << i
+		}
+	}
+	return mask
 }
 
 // EnableCounts turns on counting of the decisions l receives, in this process, from now

@@ -101,7 +101,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (bool, error) {
 	}
 	allowed, err := allowedOf(redisKey, cmd.Val(), cmd.Err())
 	if err == nil {
-		l.counts.count(1, deniedBy(librate.Decision{Allowed: allowed}))
+		l.counts.count(1, deniedBy(librate.Decision{Allowed: allowed}), 0)
 	}
 	return allowed, err
 }
@@ -212,7 +212,7 @@ func (l *Limiter) decide(ctx context.Context, key string, r request) (librate.De
 	}
 	d, err := decisionOf(redisKey, cmd.Val(), cmd.Err())
 	if err == nil {
-		l.counts.count(r.n, deniedBy(d))
+		l.counts.count(r.n, deniedBy(d), 0)
 	}
 	return d, err
 }

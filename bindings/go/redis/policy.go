@@ -3,8 +3,10 @@ package librateredis
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,7 +21,7 @@ import (
 // librate.Policy, field for field, for the same times. Rule i of a key is kept at
 // "prefix{=key}:i": every rule's key has the hash tag "=key", so a request stays in one
 // Cluster slot. A Policy is safe for concurrent use and holds no state of its own
-// besides the client and its counts (EnableCounts).
+// besides the client, its shadow rules (SetShadow) and its counts (EnableCounts).
 type Policy struct {
 	client redis.UniversalClient
 	rules  []librate.Config
@@ -29,7 +31,9 @@ type Policy struct {
 	// configArgs the script's configuration arguments, as decimal strings.
 	limit      uint64
 	configArgs []any
-	counts     tally
+	// shadow is the shadow rules' mask, sent with each call (docs/policies.md#shadow-rules).
+	shadow atomic.Uint32
+	counts tally
 }
 
 // NewPolicy returns a Policy of rules (1 to librate.MaxRules, any algorithms) for the
@@ -59,6 +63,23 @@ func NewPolicy(client redis.UniversalClient, rules []librate.Config, prefix stri
 		configArgs: decimals(script.ConfigArgs),
 	}, nil
 }
+
+// SetShadow makes the rules of these indices this client's shadow rules, as
+// librate.Policy.SetShadow does: the script decides them and reports their would-be
+// denials (PolicyDecision.ShadowDeniedBy), and they never deny. The shadow rules are this
+// client's, sent with each call, never stored in Redis: give every client of the policy
+// the same. An index outside the rules is a *librate.ConfigError and changes nothing.
+func (p *Policy) SetShadow(rules ...int) error {
+	mask, err := librate.ShadowMask(len(p.rules), rules...)
+	if err != nil {
+		return err
+	}
+	p.shadow.Store(mask)
+	return nil
+}
+
+// Shadow returns this client's shadow rules' indices, in order.
+func (p *Policy) Shadow() []int { return librate.ShadowIndices(p.shadow.Load()) }
 
 // decimals are args as the decimal strings a script takes.
 func decimals(args []uint64) []any {
@@ -129,11 +150,15 @@ func (p *Policy) decide(ctx context.Context, key string, n int, now string) (lib
 	}
 	keys := p.Keys(key)
 	args := append([]any{now, strconv.Itoa(n), "0"}, p.configArgs...)
+	shadow := p.shadow.Load()
+	if shadow != 0 {
+		args = append(args, strconv.FormatUint(uint64(shadow), 10))
+	}
 	// EVALSHA, then EVAL (which caches the script again) after NOSCRIPT.
 	cmd := p.script.Run(ctx, p.client, keys, args...)
-	d, err := p.decisionOf(keys[0], cmd.Val(), cmd.Err())
+	d, err := p.decisionOf(keys[0], cmd.Val(), cmd.Err(), shadow)
 	if err == nil {
-		p.counts.count(n, d.DeniedBy)
+		p.counts.count(n, d.DeniedBy, shadowDenials(d))
 	}
 	return d, err
 }
@@ -141,8 +166,9 @@ func (p *Policy) decide(ctx context.Context, key string, n int, now string) (lib
 // decisionOf reads the rules' decisions a policy's script replied, in rule order, and
 // combines them as librate.Policy does: admitted iff every rule admitted, denied by the
 // first that denied, Limit and Remaining the least, RetryAfter and ResetAfter the
-// greatest, Wait 0.
-func (p *Policy) decisionOf(redisKey string, reply any, err error) (librate.PolicyDecision, error) {
+// greatest, Wait 0; with the shadow rules of the mask shadow, over the other rules alone
+// (each its own Limit; every rule shadow: admitted, Limit and Remaining MaxUint64).
+func (p *Policy) decisionOf(redisKey string, reply any, err error, shadow uint32) (librate.PolicyDecision, error) {
 	if err != nil {
 		return librate.PolicyDecision{}, &Error{Key: redisKey, Err: err}
 	}
@@ -154,6 +180,10 @@ func (p *Policy) decisionOf(redisKey string, reply any, err error) (librate.Poli
 		Decision: librate.Decision{Allowed: true, Limit: p.limit, Remaining: p.limit},
 		DeniedBy: -1,
 		Rules:    make([]librate.Decision, len(replies)),
+		Shadow:   shadow,
+	}
+	if shadow != 0 {
+		combined.Limit, combined.Remaining = math.MaxUint64, math.MaxUint64
 	}
 	for i, each := range replies {
 		rule, err := decisionOf(redisKey, each, nil)
@@ -161,6 +191,12 @@ func (p *Policy) decisionOf(redisKey string, reply any, err error) (librate.Poli
 			return librate.PolicyDecision{}, err
 		}
 		combined.Rules[i] = rule
+		if shadow>>i&1 == 1 {
+			continue
+		}
+		if shadow != 0 {
+			combined.Limit = min(combined.Limit, rule.Limit)
+		}
 		if !rule.Allowed && combined.Allowed {
 			combined.Allowed, combined.DeniedBy = false, i
 		}

@@ -5,6 +5,7 @@ for one in Redis."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from ctypes import byref
 from dataclasses import dataclass
 from typing import Any
@@ -91,7 +92,7 @@ class Tally:
     ``enable``; a lock makes each count exact under threads (and without the GIL), at a
     cost far below the Redis round trip it follows."""
 
-    __slots__ = ("_lock", "_on", "_admitted", "_denied", "_per_rule")
+    __slots__ = ("_lock", "_on", "_admitted", "_denied", "_shadow_denied", "_per_rule")
 
     def __init__(self, rules: int = 0) -> None:
         """Counts of a policy of ``rules`` rules, or of a limiter (0)."""
@@ -99,15 +100,17 @@ class Tally:
         self._on = False
         self._admitted = 0
         self._denied = [0] * max(rules, 1)
+        self._shadow_denied = [0] * max(rules, 1)
         self._per_rule = rules > 0
 
     def enable(self) -> None:
         """Starts counting; counting that is on stays on."""
         self._on = True
 
-    def count(self, denied_by: int | None) -> None:
+    def count(self, denied_by: int | None, shadow_denied: Iterable[int] = ()) -> None:
         """Counts one decision: admitted (``denied_by`` None), or denied by that rule (a
-        limiter's: 0)."""
+        limiter's: 0); and beside it each shadow rule of ``shadow_denied``, which would
+        have denied it (docs/metrics.md)."""
         if not self._on:
             return
         with self._lock:
@@ -115,6 +118,8 @@ class Tally:
                 self._admitted += 1
             else:
                 self._denied[denied_by] += 1
+            for rule in shadow_denied:
+                self._shadow_denied[rule] += 1
 
     def read(self) -> Counts | None:
         """The counts, None if off; a policy's with each rule's."""
@@ -122,5 +127,8 @@ class Tally:
             return None
         with self._lock:
             admitted, denied = self._admitted, list(self._denied)
-        rules = tuple(RuleCounts(each, 0) for each in denied) if self._per_rule else ()
+            shadow_denied = list(self._shadow_denied)
+        rules = ()
+        if self._per_rule:
+            rules = tuple(map(RuleCounts, denied, shadow_denied))
         return Counts(admitted, sum(denied), 0, rules)

@@ -166,12 +166,27 @@ class PolicyDecision:
     denied_by: int | None
     #: Each rule's own decision, in the order given. Admitted: what each rule decided,
     #: units taken. Denied: what each rule would decide alone, with ``remaining`` and
-    #: ``reset_after_ns`` of its state as it is, since nothing was taken.
+    #: ``reset_after_ns`` of its state as it is, since nothing was taken. A shadow rule's
+    #: is its own, made alone: ``allowed`` False is a denial it would have made.
     rules: tuple[Decision, ...]
+    #: The shadow rules' indices (docs/policies.md#shadow-rules): ``decision`` and
+    #: ``denied_by`` are the other rules' alone.
+    shadow: tuple[int, ...] = ()
+    #: The first shadow rule, in the order given, whose own decision denied the request
+    #: (it would have, were the rule enforced); None when none did.
+    shadow_denied_by: int | None = None
 
     @classmethod
-    def from_c(cls, out: rate_policy_decision) -> PolicyDecision:
-        """Copies a C policy decision."""
+    def from_c(cls, out: rate_policy_decision, shadow: int = 0) -> PolicyDecision:
+        """Copies a C policy decision made with the shadow rules of the mask ``shadow``
+        (bit i for rule i)."""
         denied_by = None if out.denied_by == RATE_POLICY_NO_RULE else out.denied_by
         rules = tuple(Decision.from_c(rule) for rule in out.rules[: out.rules_len])
-        return cls(Decision.from_c(out.decision), denied_by, rules)
+        return cls(Decision.from_c(out.decision), denied_by, rules, *shadow_of(rules, shadow))
+
+
+def shadow_of(rules: tuple[Decision, ...], mask: int) -> tuple[tuple[int, ...], int | None]:
+    """A decision's ``shadow`` and ``shadow_denied_by``: the rules of ``mask`` (bit i for
+    rule i), and the first of them whose own decision denied."""
+    shadow = tuple(index for index in range(len(rules)) if mask >> index & 1)
+    return shadow, next((index for index in shadow if not rules[index].allowed), None)

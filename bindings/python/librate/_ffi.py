@@ -355,9 +355,12 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (POINTER(rate_config), c_size_t, POINTER(rate_redis_policy_script)),
     ),
+    "rate_redis_policy_check_shadow": (c_int32, (POINTER(rate_redis_policy_script), c_uint32)),
     "rate_policy_new": (c_int32, (POINTER(rate_config), c_size_t, POINTER(HANDLE))),
     "rate_policy_set_rules": (c_int32, (HANDLE, POINTER(rate_config), c_size_t)),
     "rate_policy_set_rules_at": (c_int32, (HANDLE, POINTER(rate_config), c_size_t, c_uint64)),
+    "rate_policy_set_shadow": (c_int32, (HANDLE, c_uint32)),
+    "rate_policy_get_shadow": (c_int32, (HANDLE, POINTER(c_uint32))),
     "rate_policy_free": (None, (HANDLE,)),
     "rate_policy_acquire": (c_int32, (HANDLE, c_uint64, POINTER(rate_policy_decision))),
     "rate_policy_acquire_at": (
@@ -421,6 +424,8 @@ SIGNATURES: dict[str, tuple[Any, tuple[Any, ...]]] = {
         c_int32,
         (HANDLE, POINTER(rate_keyed_rule), c_size_t),
     ),
+    "rate_keyed_policy_set_shadow": (c_int32, (HANDLE, c_uint32)),
+    "rate_keyed_policy_get_shadow": (c_int32, (HANDLE, POINTER(c_uint32))),
     "rate_keyed_policy_reset": (c_int32, (HANDLE, KEY, c_size_t)),
     "rate_keyed_policy_read_stats": (c_int32, (HANDLE, POINTER(rate_keyed_stats))),
     "rate_keyed_policy_read_stats_at": (

@@ -25,6 +25,7 @@ from ._ffi import (
 )
 from ._limiter import _CLOSED, Config, Key, _Handle, _Owner, config_from_c, opened
 from ._policy import _rejection, cost_array, replace_rules
+from ._shadow import indices, set_shadow, shadow_mask
 from ._stats import KeyedStats
 
 
@@ -102,14 +103,39 @@ class KeyedPolicy(_Owner, Counted):
     A cost of 0 leaves a rule out of the request: its entry in ``rules`` only reports its
     state, and the combined decision leaves it out. Thread-safety and what concurrent
     callers may observe: as ``Policy``, rule by rule.
+
+    ``shadow`` names rules (by index) to roll out in shadow, as ``Policy``'s does; see
+    ``set_shadow``.
     """
 
-    __slots__ = ("_rules",)
+    __slots__ = ("_rules", "_shadow")
 
-    def __init__(self, rules: Iterable[KeyedRule], *, capacity: int) -> None:
+    def __init__(
+        self, rules: Iterable[KeyedRule], *, capacity: int, shadow: Iterable[int] = ()
+    ) -> None:
         self._handle = _CLOSED
+        self._shadow = 0
         checked = _checked(rules)
         self._create(checked, capacity, lib.rate_keyed_policy_new)
+        if shadow:
+            self.set_shadow(shadow)
+
+    def set_shadow(self, rules: Iterable[int]) -> None:
+        """Makes the rules of these indices this handle's shadow rules, as
+        ``Policy.set_shadow`` does, rule by rule (docs/policies.md#shadow-rules). A shadow
+        per-key rule whose table is full cannot decide a new key: the request is decided
+        by the enforced rules, never failed for it. For a policy opened from a file, the
+        shadow rules are this handle's alone: every process names its own (name the same
+        ones everywhere).
+
+        Raises ``InvalidConfig`` (a ``ValueError``) for an index outside the rules (the
+        shadow rules stay as they were), ``ClosedError`` once closed."""
+        set_shadow(self, lib.rate_keyed_policy_set_shadow, shadow_mask(rules, len(self._rules)))
+
+    @property
+    def shadow(self) -> tuple[int, ...]:
+        """The shadow rules' indices, in order: empty when every rule is enforced."""
+        return indices(self._shadow)
 
     @classmethod
     def open(
@@ -119,6 +145,7 @@ class KeyedPolicy(_Owner, Counted):
         *,
         capacity: int,
         replace: bool = False,
+        shadow: Iterable[int] = (),
     ) -> KeyedPolicy:
         """Opens the keyed policy whose rules live in the file at ``path``, creating it
         (mode 0600) if it does not exist: every process that opens the same file with the
@@ -135,11 +162,13 @@ class KeyedPolicy(_Owner, Counted):
         ``describe_file`` does; with ``replace=True`` only for a file of another kind,
         rule count, scopes or capacity), ``InvalidConfig`` also when ``replace=True``
         cannot carry a rule's state over (another algorithm, a sliding log's rule), and
-        ``OSError`` as ``KeyedLimiter.open``."""
+        ``OSError`` as ``KeyedLimiter.open``. ``shadow``: as ``set_shadow``, this
+        handle's own."""
         if not isinstance(replace, bool):
             raise TypeError(f"replace must be a bool, not {type(replace).__name__}")
         policy = cls.__new__(cls)
         policy._handle = _CLOSED
+        policy._shadow = 0
         encoded = os.fsencode(path)
         name = "rate_keyed_policy_open_replacing" if replace else "rate_keyed_policy_open"
         opener = lib.with_errno(name)
@@ -148,6 +177,8 @@ class KeyedPolicy(_Owner, Counted):
             return opened(opener(encoded, array, *rest), path)
 
         policy._create(_checked(rules), capacity, make)
+        if shadow:
+            policy.set_shadow(shadow)
         return policy
 
     def set_rules(self, rules: Iterable[KeyedRule], *, now_ns: int | None = None) -> None:
@@ -228,7 +259,7 @@ class KeyedPolicy(_Owner, Counted):
         out = rate_policy_decision()
         status = self._call(key, costs, now_ns, out)
         if status == RATE_OK or status == RATE_LIMITED:
-            return PolicyDecision.from_c(out)
+            return PolicyDecision.from_c(out, self._shadow)
         raise self._fail(status, list(costs))
 
     def try_acquire(self, key: Key, n: int = 1) -> bool:

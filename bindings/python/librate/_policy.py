@@ -23,6 +23,7 @@ from ._ffi import (
 )
 from ._limiter import _C_ONE, _CLOSED, _ONE, Config, _Handle, _Owner, status_text
 from ._renamed import renamed
+from ._shadow import indices, set_shadow, shadow_mask
 
 
 class _PolicyHandle(_Handle):
@@ -130,12 +131,16 @@ class Policy(_Owner, Counted):
 
     Times are nanoseconds on CLOCK_MONOTONIC (``librate.now_ns()``); ``now_ns=`` takes
     your own timeline (one per policy).
+
+    ``shadow`` names rules (by index) to roll out in shadow: decided and reported
+    (``PolicyDecision.shadow_denied_by``) but never denying; see ``set_shadow``.
     """
 
-    __slots__ = ("_rules", "_c")
+    __slots__ = ("_rules", "_c", "_shadow")
 
-    def __init__(self, rules: Iterable[Config]) -> None:
+    def __init__(self, rules: Iterable[Config], *, shadow: Iterable[int] = ()) -> None:
         self._handle = _CLOSED
+        self._shadow = 0
         checked = checked_rules(rules)
         self._rules = checked
         self._c = _policy_c()
@@ -145,6 +150,37 @@ class Policy(_Owner, Counted):
         if status != RATE_OK:
             raise error_for(status, _rejection(checked, status))
         self._handle = handle
+        if shadow:
+            self.set_shadow(shadow)
+
+    def set_shadow(self, rules: Iterable[int]) -> None:
+        """Makes the rules of these indices the policy's shadow rules, replacing the ones
+        before (an empty list enforces every rule): a shadow rule is decided and reports
+        its would-be denials (``shadow_denied_by``), but never denies a request and takes
+        units only from requests the enforced rules admit (docs/policies.md#shadow-rules).
+        A rule keeps its state whether shadow or enforced: roll a limit out in shadow,
+        then enforce it, with one call each on a running policy.
+
+        >>> import librate
+        >>> policy = librate.Policy([librate.Config.gcra(2, 1), librate.Config.gcra(1, 1)],
+        ...                         shadow=[1])
+        >>> policy.acquire(now_ns=0).shadow_denied_by is None
+        True
+        >>> second = policy.acquire(now_ns=0)
+        >>> second.decision.allowed, second.shadow_denied_by
+        (True, 1)
+        >>> policy.set_shadow([])
+        >>> policy.acquire(now_ns=10**9).decision.allowed, policy.acquire(now_ns=10**9).denied_by
+        (True, 1)
+
+        Raises ``InvalidConfig`` (a ``ValueError``) for an index outside the rules (the
+        shadow rules stay as they were), ``ClosedError`` once closed."""
+        set_shadow(self, lib.rate_policy_set_shadow, shadow_mask(rules, len(self._rules)))
+
+    @property
+    def shadow(self) -> tuple[int, ...]:
+        """The shadow rules' indices, in order: empty when every rule is enforced."""
+        return indices(self._shadow)
 
     def set_rules(self, rules: Iterable[Config], *, now_ns: int | None = None) -> None:
         """Replaces the rules (a customer changes plan), now or at ``now_ns``: as many
@@ -217,7 +253,7 @@ class Policy(_Owner, Counted):
         else:
             status = self._c.acquire_at(self._handle, n, u64(now_ns, "now_ns"), out)
         if status == RATE_OK or status == RATE_LIMITED:
-            return PolicyDecision.from_c(out)
+            return PolicyDecision.from_c(out, self._shadow)
         raise self._fail(status, n)
 
     def acquire_costs(
@@ -252,7 +288,7 @@ class Policy(_Owner, Counted):
         else:
             status = self._c.acquire_costs_at(self._handle, array, count, u64(now_ns, "now_ns"), out)
         if status == RATE_OK or status == RATE_LIMITED:
-            return PolicyDecision.from_c(out)
+            return PolicyDecision.from_c(out, self._shadow)
         raise self._fail(status, list(costs))
 
 

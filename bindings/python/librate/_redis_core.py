@@ -15,7 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from ._convert import U64_MAX, Duration, duration_ns, key_bytes, u64
 from ._counts import Counts, Tally
-from ._decision import Decision, PolicyDecision
+from ._decision import Decision, PolicyDecision, shadow_of
 from ._errors import InvalidConfig, RedisError, error_for
 from ._ffi import (
     RATE_E_INSUFFICIENT_CAPACITY,
@@ -32,6 +32,7 @@ from ._ffi import (
 from ._limiter import Config, Key, _config, status_text
 from ._policy import checked_rules
 from ._renamed import renamed
+from ._shadow import indices, shadow_mask
 
 #: What a public method returns: a ``Decision`` (sync), or an awaitable of one (asyncio).
 R = TypeVar("R")
@@ -40,8 +41,8 @@ B = TypeVar("B")
 
 #: One script call: the Redis key, and ARGV (now, n, max_wait_ns, the configuration's).
 Call = tuple[bytes, list[bytes]]
-#: A policy's script call: its rules' Redis keys, and ARGV.
-PolicyCall = tuple[list[bytes], list[bytes]]
+#: A policy's script call: its rules' Redis keys, ARGV, and the shadow mask it sends.
+PolicyCall = tuple[list[bytes], list[bytes], int]
 
 
 def _prepared(script: Any) -> tuple[bytes, str, list[bytes], int]:
@@ -198,20 +199,31 @@ class PolicyPlan:
                 f"{status_text(RATE_E_INSUFFICIENT_CAPACITY)} (n={n}, max_n {self.max_n})",
             )
 
-    def args(self, n: int, now_ns: int | None) -> list[bytes]:
-        """ARGV: now ("" for the server's clock), n, 0 (no reserve), the rules'."""
+    def args(self, n: int, now_ns: int | None, shadow: int = 0) -> list[bytes]:
+        """ARGV: now ("" for the server's clock), n, 0 (no reserve), the rules', then the
+        shadow mask unless 0 (docs/policies.md#shadow-rules)."""
         now = b"" if now_ns is None else str(now_ns).encode()
-        return [now, str(n).encode(), b"0", *self.config_args]
+        mask = [str(shadow).encode()] if shadow else []
+        return [now, str(n).encode(), b"0", *self.config_args, *mask]
 
-    def decision(self, reply: object, args: list[bytes]) -> PolicyDecision:
+    def decision(self, reply: object, args: list[bytes], shadow: int = 0) -> PolicyDecision:
         """The policy's decision from the rules' the script returned (one each, in rule
         order), combined as the in-process policy combines them: admitted iff every rule
         admitted, denied by the first that denied, ``limit`` and ``remaining`` the least,
-        ``retry_after_ns`` and ``reset_after_ns`` the greatest, ``wait_ns`` 0. Counted
-        as ``Plan.decision`` counts."""
+        ``retry_after_ns`` and ``reset_after_ns`` the greatest, ``wait_ns`` 0; with the
+        shadow rules of the mask ``shadow``, over the other rules alone. Counted as
+        ``Plan.decision`` counts, each shadow rule that would have denied beside."""
         if not isinstance(reply, (list, tuple)) or len(reply) != len(self.rules):
             raise RedisError(f"redis: unexpected reply {reply!r}")
         rules = tuple(_decision(each) for each in reply)
+        decided = _shadowed(rules, shadow) if shadow else self._enforced(rules)
+        if _counted(args):
+            would = [rule for rule in decided.shadow if not rules[rule].allowed]
+            self.tally.count(decided.denied_by, would)
+        return decided
+
+    def _enforced(self, rules: tuple[Decision, ...]) -> PolicyDecision:
+        """The decision of ``rules``, every one enforced."""
         denied_by = next((i for i, rule in enumerate(rules) if not rule.allowed), None)
         combined = Decision(
             denied_by is None,
@@ -220,9 +232,22 @@ class PolicyPlan:
             max(rule.retry_after_ns for rule in rules),
             max(rule.reset_after_ns for rule in rules),
         )
-        if _counted(args):
-            self.tally.count(denied_by)
         return PolicyDecision(combined, denied_by, rules)
+
+
+def _shadowed(rules: tuple[Decision, ...], mask: int) -> PolicyDecision:
+    """A policy's decision from its rules' own, the rules of ``mask`` in shadow: combined
+    over the enforced rules (each its own ``limit``), admitting everything when none is."""
+    enforced = [rules[i] for i in range(len(rules)) if not mask >> i & 1]
+    denied_by = next((i for i, rule in enumerate(rules) if not mask >> i & 1 and not rule.allowed), None)
+    combined = Decision(
+        denied_by is None,
+        min((rule.limit for rule in enforced), default=U64_MAX),
+        min((rule.remaining for rule in enforced), default=U64_MAX),
+        max((rule.retry_after_ns for rule in enforced), default=0),
+        max((rule.reset_after_ns for rule in enforced), default=0),
+    )
+    return PolicyDecision(combined, denied_by, rules, *shadow_of(rules, mask))
 
 
 def _policy_rejection(rules: tuple[Config, ...], status: int) -> str:
@@ -420,9 +445,17 @@ class RedisPolicyBase(_Sender, Generic[R]):
 
     _plan: PolicyPlan
 
-    def __init__(self, client: Any, rules: Iterable[Config], *, prefix: str | bytes) -> None:
+    def __init__(
+        self,
+        client: Any,
+        rules: Iterable[Config],
+        *,
+        prefix: str | bytes,
+        shadow: Iterable[int] = (),
+    ) -> None:
         _check_client(client, self.asynchronous, type(self).__name__)
         checked = checked_rules(rules)
+        self._shadow = shadow_mask(shadow, len(checked))
         if not isinstance(prefix, (str, bytes)):
             raise TypeError(f"prefix must be str or bytes, not {type(prefix).__name__}")
         self._prefix = key_bytes(prefix)
@@ -443,6 +476,20 @@ class RedisPolicyBase(_Sender, Generic[R]):
         """The largest ``n`` the policy can ever admit: the least of its rules'
         ``max_n`` (a larger one is an ``InsufficientCapacity`` error)."""
         return self._plan.max_n
+
+    def set_shadow(self, rules: Iterable[int]) -> None:
+        """Makes the rules of these indices this client's shadow rules, as
+        ``Policy.set_shadow`` does: the script decides them and reports their would-be
+        denials (``shadow_denied_by``), and they never deny (docs/policies.md#shadow-rules).
+        The shadow rules are this client's, sent with each call, never stored in Redis:
+        give every client of the policy the same. Raises ``InvalidConfig`` (a
+        ``ValueError``) for an index outside the rules; nothing changes then."""
+        self._shadow = shadow_mask(rules, len(self._plan.rules))
+
+    @property
+    def shadow(self) -> tuple[int, ...]:
+        """The shadow rules' indices, in order: empty when every rule is enforced."""
+        return indices(self._shadow)
 
     @property
     def capacity(self) -> int:
@@ -479,7 +526,8 @@ class RedisPolicyBase(_Sender, Generic[R]):
         cost = u64(n, "n")
         now = None if now_ns is None else u64(now_ns, "now_ns")
         self._plan.check(cost)
-        return self._decide((self.redis_keys(key), self._plan.args(cost, now)))
+        shadow = self._shadow
+        return self._decide((self.redis_keys(key), self._plan.args(cost, now, shadow), shadow))
 
     def acquire_at(self, key: Key, n: int, now_ns: int) -> R:
         """``acquire(key, n, now_ns=now_ns)``."""

@@ -261,9 +261,9 @@ class _Policy(RedisPolicyBase[T]):
     def _one(self, call: PolicyCall) -> Conversation[PolicyDecision]:
         """EVALSHA of every rule's key through redis-py's registered script, which loads
         it after NOSCRIPT; on a Cluster client it goes to the node of the keys' slot."""
-        keys, args = call
+        keys, args, shadow = call
         reply = yield lambda: self._script(keys=keys, args=args)
-        return self._plan.decision(reply, args)
+        return self._plan.decision(reply, args, shadow)
 
 
 class RedisPolicy(_Policy[PolicyDecision]):
@@ -276,6 +276,7 @@ class RedisPolicy(_Policy[PolicyDecision]):
     ``redis.cluster.RedisCluster``; ``rules`` 1 to 8 ``Config``s of any algorithms;
     ``prefix`` (str or bytes, without ``{`` or ``}``) starts every Redis key. A rule a
     ``RedisLimiter`` would refuse raises ``InvalidConfig``, as does a brace in the prefix.
+    ``shadow=`` names rules (by index) to roll out in shadow: see ``set_shadow``.
 
     >>> import redis, librate, librate.redis
     >>> policy = librate.redis.RedisPolicy(redis.Redis(), [
