@@ -128,7 +128,7 @@ class Tally:
         with self._lock:
             admitted, denied = self._admitted, list(self._denied)
             shadow_denied = list(self._shadow_denied)
-        rules = ()
+        rules: tuple[RuleCounts, ...] = ()
         if self._per_rule:
             rules = tuple(map(RuleCounts, denied, shadow_denied))
         return Counts(admitted, sum(denied), 0, rules)

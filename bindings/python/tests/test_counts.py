@@ -61,6 +61,18 @@ def test_a_policy_counts_the_first_rule_that_denied() -> None:
     )
 
 
+def test_a_policy_reads_its_shadow_rule_s_counts() -> None:
+    # The minute rule in shadow: the third request at 0 is denied by the per-second
+    # rule; the one at 2 s is admitted, and the minute rule (its fourth of 3, having taken
+    # one unit of each admitted request) would have denied it.
+    rules = [librate.Config.gcra(2, 1), librate.Config.fixed_window(3, 60)]
+    policy = librate.Policy(rules, shadow=[1])
+    policy.enable_counts()
+    for t in [0, 0, 0, SECOND, 2 * SECOND]:
+        policy.acquire(now_ns=t)
+    assert policy.counts() == Counts(4, 1, 0, (RuleCounts(1, 0), RuleCounts(0, 1)))
+
+
 def test_a_keyed_policy_counts_per_rule_and_table_full() -> None:
     rules = [
         librate.KeyedRule.per_key(librate.Config.fixed_window(1, 60)),

@@ -142,3 +142,50 @@ def test_rule_header_must_be_a_field_name() -> None:
         WSGIRateLimit(app, two_a_minute(), rule_header="")
     with pytest.raises(TypeError, match="rule_header must be a str, not bytes"):
         WSGIRateLimit(app, two_a_minute(), rule_header=b"X")  # type: ignore[arg-type]
+
+
+def test_a_policy_s_shadow_rule_is_logged_named_and_never_binds(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 10 a second in force; 2 a minute in shadow (docs/policies.md#shadow-rules). Every
+    # request passes; RateLimit reports the enforced rule alone (10 a second, T = 100 ms:
+    # k requests at 0 leave 10 - k, full again in k × 100 ms, 1 s rounded up), though
+    # the shadow rule has less left; the third, which the shadow rule would deny, is
+    # logged and named.
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    rules = [librate.Config.gcra(10, 1), librate.Config.fixed_window(2, 60)]
+    policy = librate.Policy(rules, shadow=[1])
+    port = serve(
+        policy,
+        [],
+        clock=VirtualClock(now=0),
+        rule_names=["second", "minute"],
+        rule_header="RateLimit-Rule",
+    )
+    answers = [get(port) for _ in range(3)]
+    assert [a.status for a in answers] == [200, 200, 200]
+    assert [a.headers["RateLimit"] for a in answers] == [
+        '"second";r=9;t=1',
+        '"second";r=8;t=1',
+        '"second";r=7;t=1',
+    ]
+    assert [a.headers["RateLimit-Rule"] for a in answers] == [None, None, '"minute"']
+    assert denials(caplog) == [
+        (
+            logging.INFO,
+            'librate: rule 1 "minute" would deny the request (shadow rule)',
+            1,
+            "minute",
+            True,
+        )
+    ]
+
+
+def test_a_policy_of_shadow_rules_alone_reports_none() -> None:
+    # Nothing is enforced: every request passes, without RateLimit (no rule binds).
+    policy = librate.Policy([librate.Config.fixed_window(1, 60)], shadow=[0])
+    gate = WSGIRateLimit(hello_wsgi([]), policy, rule_header="RateLimit-Rule")._gate
+    first, second = gate.check({}), gate.check({})
+    assert first is not None and second is not None
+    assert (first.status, first.headers) == (None, [])
+    assert (second.status, second.headers) == (None, [("RateLimit-Rule", '"rule0"')])

@@ -51,6 +51,20 @@ def test_a_redis_policy_counts_the_first_rule_that_denied(redis_client: redis.Re
     assert policy.counts() == Counts(3, 2, 0, (RuleCounts(1, 0), RuleCounts(1, 0)))
 
 
+def test_a_redis_policy_counts_its_shadow_rule(redis_client: redis.Redis) -> None:
+    # The minute rule in shadow (docs/policies.md#shadow-rules): it takes a unit of each
+    # request the per-second rule admits, is only asked of the one it denies (at 0, the
+    # third), and would deny the fifth (at 2 s, its fourth of 3): counted beside that
+    # request's admission, as in process (test_counts.py).
+    policy = RedisPolicy(redis_client, SECOND_AND_MINUTE, prefix="counts:shadow:", shadow=[1])
+    policy.enable_counts()
+    at = [0, 0, 0, SECOND, 2 * SECOND]
+    decisions = [policy.acquire("k", now_ns=t) for t in at]
+    assert [d.decision.allowed for d in decisions] == [True, True, False, True, True]
+    assert decisions[-1].shadow_denied_by == 1
+    assert policy.counts() == Counts(4, 1, 0, (RuleCounts(1, 0), RuleCounts(0, 1)))
+
+
 def test_asyncio_clients_count(redis_server: RedisServer) -> None:
     async def run() -> tuple[Counts | None, Counts | None]:
         async with redis_server.async_client() as client:

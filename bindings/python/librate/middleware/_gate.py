@@ -74,6 +74,13 @@ _UNAVAILABLE = Verdict(SERVICE_UNAVAILABLE, [])
 #: A request a limiter in shadow lets through with no field to add.
 _SERVED = Verdict(None, [])
 
+#: The log records of a denial: by a rule; by a rule of a middleware in shadow; by a
+#: policy's shadow rule (docs/policies.md#shadow-rules), the request's fate the enforced
+#: rules'. Each takes the rule's index and its name.
+_DENIED = "librate: rule %d %s denied the request"
+_WOULD_DENY = "librate: rule %d %s would deny the request (shadow)"
+_SHADOW_RULE_WOULD_DENY = "librate: rule %d %s would deny the request (shadow rule)"
+
 
 class Gate(Generic[Request]):
     """Decides requests for a middleware (arguments: see ``RateLimitMiddleware``)."""
@@ -163,52 +170,58 @@ class Gate(Generic[Request]):
 
     def _decided(self, decision: Decision | PolicyDecision) -> Verdict:
         """The verdict on a limiter's decision: a policy's ``RateLimit`` reports the rule
-        that binds, of those the request costs. In shadow the request always passes,
-        without the fields of a limit that is not in force."""
-        if isinstance(decision, PolicyDecision):
-            rule = binding_rule(decision, self._counted)
-            combined, own = decision.decision, decision.rules[rule]
-            denied_by = decision.denied_by
-        else:
-            rule, combined, own = 0, decision, decision
+        that binds, of the enforced rules the request costs. In shadow the request always
+        passes, without the fields of a limit that is not in force."""
+        if not isinstance(decision, PolicyDecision):
             denied_by = None if decision.allowed else 0
-        if denied_by is None or combined.allowed:
-            return _SERVED if self._shadow else Verdict(None, self._fields(rule, own))
-        named = self._denied_by(denied_by)
-        if self._shadow:
-            return Verdict(None, named)
-        return Verdict(
-            TOO_MANY_REQUESTS,
-            [("Retry-After", retry_after(combined)), *self._fields(rule, own), *named],
+            return self._verdict(decision, 0, decision, denied_by, None)
+        counted = self._counted
+        if decision.shadow:
+            # A shadow rule binds nothing: RateLimit reports an enforced rule, if any.
+            among = range(len(decision.rules)) if counted is None else counted
+            counted = tuple(index for index in among if index not in decision.shadow)
+        rule = None if counted == () else binding_rule(decision, counted)
+        own = None if rule is None else decision.rules[rule]
+        return self._verdict(
+            decision.decision, rule, own, decision.denied_by, decision.shadow_denied_by
         )
 
-    def _fields(self, rule: int, own: Decision) -> list[tuple[str, str]]:
-        """``RateLimit-Policy``, and ``RateLimit`` reporting rule ``rule`` by its own
-        decision ``own``."""
-        return [
-            ("RateLimit-Policy", self._policy),
-            ("RateLimit", ratelimit_header(self._names[rule], own)),
-        ]
+    def _verdict(
+        self,
+        combined: Decision,
+        rule: int | None,
+        own: Decision | None,
+        denied_by: int | None,
+        shadow_denied_by: int | None,
+    ) -> Verdict:
+        """The verdict on ``combined``, whose ``RateLimit`` reports rule ``rule`` with
+        its own decision ``own`` (None: no rule to report), denied by rule ``denied_by``,
+        a shadow rule ``shadow_denied_by`` denying on its own."""
+        named = []
+        if denied_by is not None and not combined.allowed:
+            named = self._denied_by(denied_by, _WOULD_DENY if self._shadow else _DENIED)
+        if shadow_denied_by is not None:
+            would = self._denied_by(shadow_denied_by, _SHADOW_RULE_WOULD_DENY)
+            named = named or would
+        fields = []
+        if not self._shadow and rule is not None and own is not None:
+            fields = [
+                ("RateLimit-Policy", self._policy),
+                ("RateLimit", ratelimit_header(self._names[rule], own)),
+            ]
+        if combined.allowed or self._shadow:
+            return Verdict(None, [*fields, *named]) if fields or named else _SERVED
+        return Verdict(TOO_MANY_REQUESTS, [("Retry-After", retry_after(combined)), *fields, *named])
 
-    def _denied_by(self, rule: int) -> list[tuple[str, str]]:
-        """Logs that rule ``rule`` denied (in shadow: would deny) a request, and returns
-        the rule header naming it, if the middleware sends one. The rule is the first
-        that denied, in the order given: the one a policy's counts charge the denial to
-        (``RateLimit`` may report another: of the rules that denied, the longest wait)."""
+    def _denied_by(self, rule: int, message: str) -> list[tuple[str, str]]:
+        """Logs ``message`` of rule ``rule`` (it denied the request, or would have), and
+        returns the rule header naming it, if the middleware sends one. The rule is the
+        first that denied, in the order given: the one a policy's counts charge the
+        denial to (``RateLimit`` may report another: of the rules that denied, the
+        longest wait)."""
         name = self._names[rule]
-        extra = {"rule": rule, "rule_name": self._rule_names[rule], "shadow": self._shadow}
-        if self._shadow:
-            logger.log(
-                self._log_level,
-                "librate: rule %d %s would deny the request (shadow)",
-                rule,
-                name,
-                extra=extra,
-            )
-        else:
-            logger.log(
-                self._log_level, "librate: rule %d %s denied the request", rule, name, extra=extra
-            )
+        extra = {"rule": rule, "rule_name": self._rule_names[rule], "shadow": message != _DENIED}
+        logger.log(self._log_level, message, rule, name, extra=extra)
         return [] if self._rule_header is None else [(self._rule_header, name)]
 
     def _undecided(self, error: RedisError) -> Verdict | None:
