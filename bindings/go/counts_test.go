@@ -157,3 +157,22 @@ func TestLeaseHolderStats(t *testing.T) {
 		}
 	}
 }
+
+// The policy's counts carry its shadow rule's would-be denials (as the Redis policy's
+// in TestPolicyCountsItsShadowRule there): the minute rule in shadow would deny the
+// request at 2 s, its fourth of 3.
+func TestPolicyCountsItsShadowRule(t *testing.T) {
+	p := mustPolicy(t, librate.Config{Algorithm: librate.GCRA, Limit: 2, Period: time.Second},
+		librate.Config{Algorithm: librate.FixedWindow, Limit: 3, Period: time.Minute})
+	if err := p.SetShadow(1); err != nil {
+		t.Fatal(err)
+	}
+	p.EnableCounts()
+	for _, at := range []time.Duration{0, 0, 0, time.Second, 2 * time.Second} {
+		p.AcquireAt(1, at)
+	}
+	want := librate.Counts{Admitted: 4, Denied: 1, Rules: []librate.RuleCounts{{Denied: 1}, {ShadowDenied: 1}}}
+	if got, err := p.Counts(); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Counts() = %+v, %v; want %+v", got, err, want)
+	}
+}

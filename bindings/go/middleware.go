@@ -274,48 +274,59 @@ func (m *Middleware) Admit(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	header := w.Header()
-	if !decision.Allowed {
-		m.denied(r, header, decision.deniedBy)
+	named := !decision.Allowed
+	if named {
+		message := "librate: a rule denied the request"
+		if m.shadow {
+			message = "librate: a rule would deny the request (shadow)"
+		}
+		m.denied(r, header, decision.deniedBy, message, m.shadow, true)
 	}
-	if m.shadow {
+	if decision.shadowDeniedBy >= 0 {
+		m.denied(r, header, decision.shadowDeniedBy, "librate: a shadow rule would deny the request", true, !named)
+	}
+	if m.shadow || decision.Allowed && decision.rule < 0 {
 		return true
 	}
-	header.Set("RateLimit-Policy", m.policy)
-	own := decision.own
+	if decision.rule >= 0 {
+		header.Set("RateLimit-Policy", m.policy)
+		own := decision.own
+		window := own.RetryAfter
+		if decision.Allowed {
+			window = own.ResetAfter
+		}
+		header.Set("RateLimit", m.item(decision.rule, own.Remaining, seconds(window)))
+	}
 	if decision.Allowed {
-		header.Set("RateLimit", m.item(decision.rule, own.Remaining, seconds(own.ResetAfter)))
 		return true
 	}
-	header.Set("RateLimit", m.item(decision.rule, own.Remaining, seconds(own.RetryAfter)))
 	header.Set("Retry-After", strconv.FormatUint(seconds(decision.RetryAfter), 10))
 	http.Error(w, "too many requests", http.StatusTooManyRequests)
 	return false
 }
 
-// denied logs that rule (in shadow: would deny) denied r, and names it in the
-// RuleHeader field, if the middleware sends one. The rule is the first, in the order
-// given, that denied: the one a policy's counts charge the denial to (RateLimit may
-// report another: of the rules that denied, the longest wait).
-func (m *Middleware) denied(r *http.Request, header http.Header, rule int) {
-	message := "librate: a rule denied the request"
-	if m.shadow {
-		message = "librate: a rule would deny the request (shadow)"
-	}
+// denied logs message of rule (it denied r, or would have: shadow), and names it in
+// the RuleHeader field, if the middleware sends one and name says to. The rule is the
+// first, in the order given, that denied: the one a policy's counts charge the denial
+// to (RateLimit may report another: of the rules that denied, the longest wait).
+func (m *Middleware) denied(r *http.Request, header http.Header, rule int, message string, shadow, name bool) {
 	m.logger.LogAttrs(r.Context(), slog.LevelInfo, message,
-		slog.Int("rule", rule), slog.String("rule_name", m.ruleNames[rule]), slog.Bool("shadow", m.shadow))
-	if m.ruleHeader != "" {
+		slog.Int("rule", rule), slog.String("rule_name", m.ruleNames[rule]), slog.Bool("shadow", shadow))
+	if name && m.ruleHeader != "" {
 		header.Set(m.ruleHeader, m.names[rule])
 	}
 }
 
 // reported is what the fields say of one request: the decision, the rule RateLimit
-// reports with that rule's own decision (a single limiter's: the decision itself), and
-// the first rule that denied (-1 when admitted).
+// reports with that rule's own decision (a single limiter's: the decision itself; -1
+// when every rule the request costs is a shadow rule), the first rule that denied (-1
+// when admitted), and the first shadow rule that would have (-1 when none).
 type reported struct {
 	Decision
-	rule     int
-	own      Decision
-	deniedBy int
+	rule           int
+	own            Decision
+	deniedBy       int
+	shadowDeniedBy int
 }
 
 // acquire takes one unit of every rule (or Costs) for r's key, with r's context.
@@ -335,18 +346,22 @@ func (m *Middleware) acquire(r *http.Request) (reported, error) {
 		return reported{}, detailed(ErrInternal, "a RequestLimiter denied by rule %d of its %d", d.DeniedBy, len(m.names))
 	}
 	rule := bindingRule(d, m.costs)
-	return reported{d.Decision, rule, d.Rules[rule], d.DeniedBy}, nil
+	var own Decision
+	if rule >= 0 {
+		own = d.Rules[rule]
+	}
+	return reported{d.Decision, rule, own, d.DeniedBy, d.ShadowDeniedBy()}, nil
 }
 
-// bindingRule is the rule RateLimit reports of a policy's decision, of the rules the
-// request costs (costs nil: every rule; else those of a cost above 0, one at least):
-// denied, of the rules that denied, the one with the longest RetryAfter; admitted, the
-// one with the least Remaining and, of those, the longest ResetAfter. Ties go to the
-// first rule.
+// bindingRule is the rule RateLimit reports of a policy's decision, of the enforced
+// rules the request costs (costs nil: every rule; else those of a cost above 0; a shadow
+// rule binds nothing): denied, of the rules that denied, the one with the longest
+// RetryAfter; admitted, the one with the least Remaining and, of those, the longest
+// ResetAfter. Ties go to the first rule; -1 when the request costs no enforced rule.
 func bindingRule(d PolicyDecision, costs []int) int {
 	binding := -1
 	for i, rule := range d.Rules {
-		if costs != nil && costs[i] == 0 {
+		if costs != nil && costs[i] == 0 || d.Shadow>>i&1 == 1 {
 			continue
 		}
 		if binding < 0 {

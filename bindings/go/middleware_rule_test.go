@@ -129,3 +129,47 @@ func TestRuleHeaderMustBeAToken(t *testing.T) {
 		}
 	}
 }
+
+// 10 a second in force, 2 a minute in shadow (docs/policies.md#shadow-rules): every
+// request passes; RateLimit reports the enforced rule alone (T = 100 ms: k requests at
+// 0 leave 10 - k, full again in k × 100 ms, 1 s rounded up), though the shadow rule has
+// less left; the third, which the shadow rule would deny, is logged and named.
+func TestMiddlewareShadowRuleNeverBinds(t *testing.T) {
+	p := mustPolicy(t, librate.Config{Algorithm: librate.GCRA, Limit: 10, Period: time.Second}, twoAMinute)
+	if err := p.SetShadow(1); err != nil {
+		t.Fatal(err)
+	}
+	logger, log := textLog()
+	clock := &fakeClock{}
+	h := newMiddleware(t, p, librate.MiddlewareOptions{Now: clock.Now, RuleNames: []string{"second", "minute"},
+		RuleHeader: "RateLimit-Rule", Logger: logger})
+	for i, want := range []ruleAnswer{
+		{200, "", `"second";r=9;t=1`, "", "ok"},
+		{200, "", `"second";r=8;t=1`, "", "ok"},
+		{200, `"minute"`, `"second";r=7;t=1`, "", "ok"},
+	} {
+		if got := serveRule(h); got != want {
+			t.Errorf("request %d: %+v, want %+v", i, got, want)
+		}
+	}
+	if want := "level=INFO msg=\"librate: a shadow rule would deny the request\" rule=1 rule_name=minute shadow=true\n"; log.String() != want {
+		t.Errorf("log %q, want %q", log.String(), want)
+	}
+}
+
+// A policy whose rules are all shadow admits every request: no rule binds, so no
+// RateLimit fields; the second request, which the shadow rule would deny, is named.
+func TestMiddlewarePolicyOfShadowRulesAlone(t *testing.T) {
+	p := mustPolicy(t, librate.Config{Algorithm: librate.FixedWindow, Limit: 1, Period: time.Minute})
+	if err := p.SetShadow(0); err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := textLog()
+	clock := &fakeClock{}
+	h := newMiddleware(t, p, librate.MiddlewareOptions{Now: clock.Now, RuleHeader: "RateLimit-Rule", Logger: logger})
+	for i, want := range []ruleAnswer{{200, "", "", "", "ok"}, {200, `"rule0"`, "", "", "ok"}} {
+		if got := serveRule(h); got != want {
+			t.Errorf("request %d: %+v, want %+v", i, got, want)
+		}
+	}
+}

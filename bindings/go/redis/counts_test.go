@@ -54,3 +54,24 @@ func TestPolicyCounts(t *testing.T) {
 
 // Both are librate.Counted, for a collector of every limiter's counts.
 var _ = []librate.Counted{(*librateredis.Limiter)(nil), (*librateredis.Policy)(nil)}
+
+// The minute rule in shadow: it takes a unit of each request the per-second rule admits,
+// is only asked of the one it denies (at 0, the third), and would deny the fifth (at
+// 2 s, its fourth of 3): counted beside that request's admission, as in process.
+func TestPolicyCountsItsShadowRule(t *testing.T) {
+	p := newPolicy(t, startServer(t).client(t), []librate.Config{
+		{Algorithm: librate.GCRA, Limit: 2, Period: time.Second},
+		{Algorithm: librate.FixedWindow, Limit: 3, Period: time.Minute},
+	}, "counts:shadow:")
+	if err := p.SetShadow(1); err != nil {
+		t.Fatal(err)
+	}
+	p.EnableCounts()
+	for _, at := range []time.Duration{0, 0, 0, time.Second, 2 * time.Second} {
+		p.AcquireAt(ctx, "k", 1, at)
+	}
+	want := librate.Counts{Admitted: 4, Denied: 1, Rules: []librate.RuleCounts{{Denied: 1}, {ShadowDenied: 1}}}
+	if got, err := p.Counts(); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Counts() = %+v, %v; want %+v", got, err, want)
+	}
+}
