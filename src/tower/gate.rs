@@ -34,7 +34,9 @@ pub struct Denied<'a> {
     /// Its name, as given to [`Builder::names`](super::Builder::names) (`"default"`,
     /// `"rule0"`… by default).
     pub name: &'a str,
-    /// Whether the layer runs in shadow: the request is served all the same.
+    /// Whether the denial is a would-be one, the request served all the same: the layer
+    /// runs in shadow, or `rule` is a policy's shadow rule (docs/policies.md, shadow
+    /// rules).
     pub shadow: bool,
 }
 
@@ -141,45 +143,48 @@ impl<L: RequestLimit> Gate<L> {
     fn decided(&self, parts: &Parts, decided: &L::Decided) -> Verdict {
         let decision = decided.decision();
         let rules = decided.rules();
-        let denied_by = decided.denied_by();
-        if rules.len() != self.names.len() || denied_by.is_some_and(|rule| rule >= rules.len()) {
+        let denied_by = decided.denied_by().filter(|_| !decision.allowed);
+        let shadow_denied_by = decided.shadow_denied_by();
+        let out_of_range = |rule: Option<usize>| rule.is_some_and(|rule| rule >= rules.len());
+        if rules.len() != self.names.len()
+            || out_of_range(denied_by)
+            || out_of_range(shadow_denied_by)
+        {
             // A limiter deciding another number of rules than it advertised, or naming
             // a rule it has not: a failure of the limiter, as in Go, never an index out
             // of bounds.
             return self.failed(Error::Unsupported);
         }
-        let named = match denied_by {
-            Some(rule) if !decision.allowed => self.denied(parts, rule),
-            _ => None,
+        let named = denied_by.and_then(|rule| self.denied(parts, rule, self.shadow));
+        // A shadow rule's would-be denial is reported too; named if no rule denied.
+        let would = shadow_denied_by.and_then(|rule| self.denied(parts, rule, true));
+        let named = named.or(would);
+        // A shadow rule binds nothing: RateLimit reports an enforced rule the request
+        // costs, if any.
+        let costs = self.costs.as_deref();
+        let takes_part = |index: usize| {
+            !decided.is_shadow(index) && !costs.is_some_and(|costs| costs.get(index) == Some(&0))
         };
-        if self.shadow {
-            return match named {
-                None => Verdict::Pass,
-                rule => Verdict::Admitted(Fields {
-                    ratelimit: None,
-                    rule,
-                }),
+        let binding = headers::binding_rule(decision.allowed, rules, takes_part);
+        let ratelimit = binding.filter(|_| !self.shadow).and_then(|rule| {
+            let text = headers::ratelimit(&self.quoted[rule], &rules[rule]);
+            // The text is the names (checked printable ASCII when the layer was built)
+            // and digits: always a valid field value.
+            HeaderValue::try_from(text).ok()
+        });
+        if decision.allowed || self.shadow {
+            let ratelimit = ratelimit.map(|ratelimit| (self.policy.clone(), ratelimit));
+            return match (ratelimit, named) {
+                (None, None) => Verdict::Pass,
+                (ratelimit, rule) => Verdict::Admitted(Fields { ratelimit, rule }),
             };
         }
-        let rule = headers::binding_rule(decision.allowed, rules, self.costs.as_deref());
-        let text = headers::ratelimit(&self.quoted[rule], &rules[rule]);
-        // The text is the names (checked printable ASCII when the layer was built) and
-        // digits: always a valid field value.
-        let Ok(ratelimit) = HeaderValue::try_from(text) else {
-            return Verdict::Pass;
-        };
-        if decision.allowed {
-            return Verdict::Admitted(Fields {
-                ratelimit: Some((self.policy.clone(), ratelimit)),
-                rule: None,
-            });
-        }
         let retry_after = HeaderValue::from(headers::seconds(decision.retry_after_ns));
-        let mut fields = vec![
-            (RETRY_AFTER, retry_after),
-            (RATELIMIT_POLICY, self.policy.clone()),
-            (RATELIMIT, ratelimit),
-        ];
+        let mut fields = vec![(RETRY_AFTER, retry_after)];
+        if let Some(ratelimit) = ratelimit {
+            fields.push((RATELIMIT_POLICY, self.policy.clone()));
+            fields.push((RATELIMIT, ratelimit));
+        }
         fields.extend(named);
         Verdict::Answered(Answer {
             status: StatusCode::TOO_MANY_REQUESTS,
@@ -187,15 +192,20 @@ impl<L: RequestLimit> Gate<L> {
         })
     }
 
-    /// Reports that `rule` denied (in shadow: would deny) the request whose head is
-    /// `parts` to the `on_denied` callback, and returns the field naming it, if the layer
+    /// Reports that `rule` denied the request whose head is `parts` (or, `shadow`, would
+    /// have) to the `on_denied` callback, and returns the field naming it, if the layer
     /// sends one.
-    fn denied(&self, parts: &Parts, rule: usize) -> Option<(HeaderName, HeaderValue)> {
+    fn denied(
+        &self,
+        parts: &Parts,
+        rule: usize,
+        shadow: bool,
+    ) -> Option<(HeaderName, HeaderValue)> {
         if let Some(on_denied) = &self.on_denied {
             let denied = Denied {
                 rule,
                 name: &self.names[rule],
-                shadow: self.shadow,
+                shadow,
             };
             on_denied(&denied, parts);
         }

@@ -84,15 +84,20 @@ pub(super) fn ratelimit(name: &str, own: &Decision) -> String {
     )
 }
 
-/// The rule a policy's `RateLimit` reports, of those the request costs (`costs` `None`:
-/// every rule; else those of a cost above 0). Denied: of the rules that denied, the one
-/// with the longest `retry_after_ns` (the policy's own, so `t` equals `Retry-After`).
-/// Admitted: the least `remaining`, and of those the longest `reset_after_ns` (the
-/// rule whose quota comes back last). Ties go to the first rule.
-pub(super) fn binding_rule(allowed: bool, rules: &[Decision], costs: Option<&[u64]>) -> usize {
+/// The rule a policy's `RateLimit` reports, of the rules `takes_part` keeps (those the
+/// request costs, shadow rules left out). Denied: of the rules that denied, the one with
+/// the longest `retry_after_ns` (the policy's own, so `t` equals `Retry-After`).
+/// Admitted: the least `remaining`, and of those the longest `reset_after_ns` (the rule
+/// whose quota comes back last). Ties go to the first rule; `None` when no rule takes
+/// part.
+pub(super) fn binding_rule(
+    allowed: bool,
+    rules: &[Decision],
+    takes_part: impl Fn(usize) -> bool,
+) -> Option<usize> {
     let mut binding: Option<usize> = None;
     for (index, rule) in rules.iter().enumerate() {
-        if costs.is_some_and(|costs| costs.get(index) == Some(&0)) {
+        if !takes_part(index) {
             continue;
         }
         let binds = match binding.map(|best| &rules[best]) {
@@ -109,7 +114,7 @@ pub(super) fn binding_rule(allowed: bool, rules: &[Decision], costs: Option<&[u6
             binding = Some(index);
         }
     }
-    binding.unwrap_or(0)
+    binding
 }
 
 /// The most units `rule` admits at once: GCRA's burst (0 means the limit), a window's

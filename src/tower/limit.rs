@@ -32,6 +32,17 @@ pub trait Decided {
                 .unwrap_or(0),
         )
     }
+    /// Whether rule `rule` is a shadow rule (docs/policies.md, shadow rules): decided and
+    /// reported, never denying, never the rule `RateLimit` reports. By default none is.
+    fn is_shadow(&self, rule: usize) -> bool {
+        let _ = rule;
+        false
+    }
+    /// The first shadow rule whose own decision denied: the rule that would have denied
+    /// the request, were it enforced. By default none.
+    fn shadow_denied_by(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl Decided for Decision {
@@ -55,6 +66,14 @@ impl Decided for PolicyDecision {
 
     fn denied_by(&self) -> Option<usize> {
         self.denied_by
+    }
+
+    fn is_shadow(&self, rule: usize) -> bool {
+        PolicyDecision::is_shadow(self, rule)
+    }
+
+    fn shadow_denied_by(&self) -> Option<usize> {
+        PolicyDecision::shadow_denied_by(self)
     }
 }
 

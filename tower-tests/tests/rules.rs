@@ -180,3 +180,54 @@ fn a_policy_names_the_first_rule_that_denied() {
     let reports = reports.lock().unwrap();
     assert_eq!(*reports, [(0, "second".to_owned(), false, "/".to_owned())]);
 }
+
+#[test]
+fn a_policy_s_shadow_rule_is_reported_named_and_never_binds() {
+    // 10 a second in force, 2 a minute in shadow (docs/policies.md, shadow rules): every
+    // request passes; RateLimit reports the enforced rule alone (T = 100 ms: k requests
+    // at 0 leave 10 - k, full again in k × 100 ms, 1 s rounded up), though the shadow
+    // rule has less left; the third, which the shadow rule would deny, is reported and
+    // named.
+    let rules = [
+        Config::gcra(10, Duration::from_secs(1)),
+        Config::fixed_window(2, MINUTE),
+    ];
+    let policy = Policy::new(&rules).unwrap();
+    policy.set_shadow(0b10).unwrap();
+    let (layer, reports) = reporting(RateLimitLayer::builder(policy).names(["second", "minute"]));
+    let served = |rule: Option<&str>, ratelimit: &str| Answer {
+        status: 200,
+        rule: rule.map(str::to_owned),
+        ratelimit: some(ratelimit),
+        retry_after: None,
+        served: true,
+    };
+    assert_eq!(ask(&layer, "/0"), served(None, "\"second\";r=9;t=1"));
+    assert_eq!(ask(&layer, "/1"), served(None, "\"second\";r=8;t=1"));
+    assert_eq!(
+        ask(&layer, "/2"),
+        served(Some("\"minute\""), "\"second\";r=7;t=1")
+    );
+    let reports = reports.lock().unwrap();
+    assert_eq!(*reports, [(1, "minute".to_owned(), true, "/2".to_owned())]);
+}
+
+#[test]
+fn a_policy_of_shadow_rules_alone_reports_no_fields() {
+    // Nothing is enforced: every request passes, without RateLimit (no rule binds); the
+    // second, which the shadow rule would deny, is named.
+    let policy = Policy::new(&[Config::fixed_window(1, MINUTE)]).unwrap();
+    policy.set_shadow(0b1).unwrap();
+    let (layer, _) = reporting(RateLimitLayer::builder(policy));
+    let first = ask(&layer, "/");
+    assert_eq!(
+        (first.status, first.ratelimit, first.rule),
+        (200, None, None)
+    );
+    let second = ask(&layer, "/");
+    let rule = some("\"rule0\"");
+    assert_eq!(
+        (second.status, second.ratelimit, second.rule),
+        (200, None, rule)
+    );
+}
