@@ -139,9 +139,10 @@ module=$(sed -n 's/^module //p' bindings/go/go.mod)
 go_version=v$version
 go_src=$work/go/module
 mkdir -p "$go_src/include"
-# The module's own files: not the nested modules' (redis, peers), not the repository's link
-# files, which reach into the checkout; scripts/dist-go/ has the released module's.
-(cd bindings/go && git ls-files -z -- . ':!redis' ':!peers' ':!link_static.go' ':!link_dynamic.go' |
+# The module's own files: not the nested modules' (redis, prometheus, peers), not the
+# repository's link files, which reach into the checkout; scripts/dist-go/ has the
+# released module's.
+(cd bindings/go && git ls-files -z -- . ':!redis' ':!prometheus' ':!peers' ':!link_static.go' ':!link_dynamic.go' |
     xargs -0 cp --parents -t "$go_src")
 cp scripts/dist-go/*.go "$go_src/"
 cp include/rate.h "$go_src/include/"
