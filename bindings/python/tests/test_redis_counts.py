@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 import redis
 
 import librate
@@ -83,3 +84,27 @@ def test_asyncio_clients_count(redis_server: RedisServer) -> None:
         Counts(1, 2, 0),
         Counts(2, 1, 0, (RuleCounts(1, 0), RuleCounts(0, 0))),
     )
+
+
+def test_the_collector_exports_a_redis_policy(redis_client: redis.Redis) -> None:
+    # A Redis client is a limiter to the collector like any other: its shadow rule's
+    # would-be denial too (as test_a_redis_policy_counts_its_shadow_rule counts it).
+    prometheus_client = pytest.importorskip("prometheus_client")
+    from librate.prometheus import RateLimitCollector
+
+    policy = RedisPolicy(redis_client, SECOND_AND_MINUTE, prefix="counts:export:", shadow=[1])
+    collector = RateLimitCollector()
+    collector.add("redis", policy, rule_names=["second", "minute"])
+    for t in [0, 0, 0, SECOND, 2 * SECOND]:
+        policy.acquire("k", now_ns=t)
+    registry = prometheus_client.CollectorRegistry()
+    registry.register(collector)
+    lines = prometheus_client.generate_latest(registry).decode().splitlines()
+    assert [line for line in lines if not line.startswith("#")] == [
+        'ratelimit_requests_total{limiter="redis",result="admitted",rule=""} 4.0',
+        'ratelimit_requests_total{limiter="redis",result="table_full",rule=""} 0.0',
+        'ratelimit_requests_total{limiter="redis",result="denied",rule="second"} 1.0',
+        'ratelimit_requests_total{limiter="redis",result="denied",rule="minute"} 0.0',
+        'ratelimit_requests_total{limiter="redis",result="shadow_denied",rule="second"} 0.0',
+        'ratelimit_requests_total{limiter="redis",result="shadow_denied",rule="minute"} 1.0',
+    ]
