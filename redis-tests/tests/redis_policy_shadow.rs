@@ -158,3 +158,48 @@ async fn async_requests_send_the_mask() {
     }
     assert_eq!(shadow_denied_by, [None, Some(1)]);
 }
+
+/// Counts (docs/metrics.md): a Redis policy counts the rule that denied first and each
+/// shadow rule that would have. 2 a minute enforced, 1 a minute in shadow, at time 0.
+#[test]
+fn a_redis_policy_counts_the_binding_rule_and_shadow_denials() {
+    let Some((_server, mut redis)) = server() else {
+        return;
+    };
+    let minute = Duration::from_secs(60);
+    let rules = [
+        Config::fixed_window(2, minute),
+        Config::fixed_window(1, minute),
+    ];
+    let policy = RedisPolicy::new(&rules, "counted:").unwrap();
+    policy.set_shadow(0b10).unwrap();
+    policy.enable_counts();
+    let at = Instant::ZERO;
+    // Admitted (the shadow rule takes its unit); admitted, the shadow rule would deny;
+    // denied by rule 0, the shadow rule would deny too; a query, not counted.
+    assert!(
+        policy
+            .acquire_at(&mut redis, b"k", 1, at)
+            .unwrap()
+            .decision
+            .allowed
+    );
+    let second = policy.acquire_at(&mut redis, b"k", 1, at).unwrap();
+    assert_eq!(second.shadow_denied_by(), Some(1));
+    assert_eq!(
+        policy
+            .acquire_at(&mut redis, b"k", 1, at)
+            .unwrap()
+            .denied_by,
+        Some(0)
+    );
+    policy.acquire_at(&mut redis, b"k", 0, at).unwrap();
+    let counts = policy.counts().unwrap();
+    assert_eq!((counts.admitted, counts.denied), (2, 1));
+    let each: Vec<(u64, u64)> = counts
+        .rules()
+        .iter()
+        .map(|r| (r.denied, r.shadow_denied))
+        .collect();
+    assert_eq!(each, [(1, 0), (0, 2)]);
+}

@@ -200,7 +200,7 @@ impl RedisPolicy {
         let shadow = self.shadow();
         let mut exchange = self.exchange(key, n, now_ns, shadow)?;
         converse(connection, &mut exchange).await;
-        self.decision(exchange, shadow)
+        self.counted(n, self.decision(exchange, shadow))
     }
 }
 

@@ -7,6 +7,7 @@ use super::layout::{check_policy_prefix, policy_keys};
 use super::reply::rule_decisions;
 use super::{PolicyScript, RedisError};
 use crate::config::Config;
+use crate::counters::{Counters, Counts};
 use crate::error::{ConfigError, InsufficientCapacity};
 use crate::policy::{PolicyDecision, ShadowMask};
 use crate::time::Instant;
@@ -45,6 +46,8 @@ pub struct RedisPolicy {
     script: redis::Script,
     /// This client's shadow rules (docs/policies.md, Shadow rules), sent with each call.
     shadow: ShadowMask,
+    /// This handle's counts of its requests, off until asked for (docs/metrics.md).
+    counters: Counters,
 }
 
 impl RedisPolicy {
@@ -63,7 +66,35 @@ impl RedisPolicy {
             prefix: prefix.as_ref().to_vec(),
             script,
             shadow: ShadowMask::default(),
+            counters: Counters::default(),
         })
+    }
+
+    /// Turns on counting of the requests this handle decides, from this call on
+    /// (docs/metrics.md, counters): this process's requests, never another client's.
+    /// Counting that is on stays on. A request Redis did not answer is not counted.
+    pub fn enable_counts(&self) {
+        self.counters.enable();
+    }
+
+    /// How many requests this handle admitted, how many each rule denied first and how
+    /// many each shadow rule would have, since [`enable_counts`](Self::enable_counts);
+    /// `None` while counting is off.
+    pub fn counts(&self) -> Option<Counts> {
+        self.counters.counts(self.rules.len())
+    }
+
+    /// `decided`, a request of `n` units, counted if counting is on and it decided
+    /// something (not a query).
+    pub(super) fn counted(
+        &self,
+        n: u64,
+        decided: Result<PolicyDecision, RedisError>,
+    ) -> Result<PolicyDecision, RedisError> {
+        if let (Ok(decision), 1..) = (&decided, n) {
+            (self.counters).count_policy(decision.denied_by, decision.shadow_denials());
+        }
+        decided
     }
 
     /// The rules, in the order given.
@@ -155,7 +186,7 @@ impl RedisPolicy {
         let shadow = self.shadow();
         let mut exchange = self.exchange(key, n, now_ns, shadow)?;
         converse(connection, &mut exchange);
-        self.decision(exchange, shadow)
+        self.counted(n, self.decision(exchange, shadow))
     }
 
     /// A request's exchange with the shadow rules of `shadow`, once `n` passes the checks
