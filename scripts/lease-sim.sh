@@ -26,15 +26,7 @@ machine="$model, $(nproc) vCPUs$vm"
         echo
         echo "cargo bench --bench lease, run $run:"
         cargo bench -q -p librate-benches --bench lease > /dev/null
-        # criterion's medians, to the hundredth of a ns (its bencher output rounds to
-        # whole ns, too coarse for ratios near 1).
-        python3 - "${CARGO_TARGET_DIR:-target}/criterion/lease" <<'MEDIANS'
-import json, pathlib, sys
-for estimates in sorted(pathlib.Path(sys.argv[1]).glob("*/*/new/estimates.json")):
-    group, subject = estimates.parts[-4], estimates.parts[-3]
-    median = json.loads(estimates.read_text())["median"]["point_estimate"]
-    print(f"test lease/{group}/{subject} ... bench: {median:.2f} ns/iter")
-MEDIANS
+        python3 scripts/criterion-medians.py "${CARGO_TARGET_DIR:-target}/criterion" lease
     done
 } > "$out.new"
 mv "$out.new" "$out"
