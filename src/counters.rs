@@ -14,8 +14,8 @@
 //! the dynamic linker in a shared library). Two threads on one stripe only share a line;
 //! the add is atomic, so no count is lost.
 
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
+use crate::sync::CountAtomicU64 as AtomicU64;
+use crate::sync::Ordering::Relaxed;
 use std::sync::OnceLock;
 
 /// The most rules counted apart: a policy's most ([`MAX_RULES`](crate::MAX_RULES),

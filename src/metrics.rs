@@ -35,7 +35,8 @@ use std::sync::{Arc, Mutex, Weak};
 pub const REQUESTS: &str = "ratelimit.requests";
 
 /// A handle whose requests can be counted: a limiter, a keyed table, a policy, a keyed
-/// policy, a lease holder, or (with the `redis` feature) a Redis limiter or policy.
+/// policy, a lease holder, or (with the `redis` feature) a Redis limiter or policy, or a
+/// leased limiter.
 pub trait Counted: Send + Sync {
     /// Turns counting on (see [`Limiter::enable_counts`]).
     fn enable_counts(&self);
@@ -57,7 +58,12 @@ macro_rules! counted {
 }
 counted!(Limiter, Policy, LeaseHolder);
 #[cfg(feature = "redis")]
-counted!(crate::redis::RedisLimiter, crate::redis::RedisPolicy);
+counted!(
+    crate::redis::RedisLimiter,
+    crate::redis::RedisPolicy,
+    crate::lease::LeasedLimiter,
+    crate::lease::KeyedLeasedLimiter
+);
 
 impl<S: std::hash::BuildHasher + Send + Sync> Counted for KeyedLimiter<S> {
     fn enable_counts(&self) {

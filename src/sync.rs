@@ -3,7 +3,8 @@
 //! This is the only file that names an atomic type, so loom sees every access to limiter
 //! state. `ProcessAtomicU64` is the exception that proves the rule: it backs process-wide
 //! statics (the clock's calibration, the keyed table's seed source) that live outside any
-//! model (loom cannot model time) and must be constructible in a `static`.
+//! model (loom cannot model time) and must be constructible in a `static`; and the counts'
+//! atomics, which are no limiter's state.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, Ordering};
@@ -24,6 +25,12 @@ pub(crate) use loom::cell::UnsafeCell as ModelCell;
 
 pub(crate) use std::sync::atomic::fence as process_fence;
 pub(crate) use std::sync::atomic::AtomicU64 as ProcessAtomicU64;
+
+/// The counts of decisions (`counters.rs`), a lease holder's books (`lease/stats.rs`) and
+/// the flag that turns counting on: `std`'s under loom too. They order nothing a decision
+/// reads (each is Relaxed, a report), so modelling them would only multiply the
+/// interleavings a model explores.
+pub(crate) use std::sync::atomic::{AtomicBool as CountAtomicBool, AtomicU64 as CountAtomicU64};
 
 /// Waits politely, without bound, for another thread to finish a short step (a keyed
 /// insert in flight). (For a wait that gives up after a few checks, see [`spin_wait`].)

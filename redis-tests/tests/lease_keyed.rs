@@ -391,6 +391,8 @@ fn a_keyed_limiter_leases_what_is_hot_falls_back_and_hands_back() {
             .unwrap();
     let denying =
         KeyedLeasedLimiter::open(client.clone(), "kl:", &rule, 10, 4, Fallback::Deny).unwrap();
+    falling_back.enable_counts();
+    denying.enable_counts();
     server.stop();
     let admitted: Vec<bool> = (0..3)
         .map(|_| {
@@ -401,6 +403,11 @@ fn a_keyed_limiter_leases_what_is_hot_falls_back_and_hands_back() {
         .collect();
     assert_eq!(admitted, [true, true, false]);
     assert!(!denying.try_acquire(&mut connection, b"cold", 1).unwrap());
+    // Counted as any decision (docs/metrics.md): the fallback's too.
+    let counts = falling_back.counts().unwrap();
+    assert_eq!((counts.admitted, counts.denied), (2, 1));
+    let counts = denying.counts().unwrap();
+    assert_eq!((counts.admitted, counts.denied), (0, 1));
     // Denied by the fallback: ask again after a renewal interval.
     let denied = denying.acquire(&mut connection, b"cold", 1).unwrap();
     assert!(!denied.allowed);

@@ -14,7 +14,7 @@ use crate::counters::{Counters, Counts};
 use crate::decision::Decision;
 use crate::error::{AcquireError, ConfigError};
 use crate::limiter::Limiter;
-use crate::sync::{AtomicU64, Ordering::*};
+use crate::sync::{AtomicU64, CountAtomicBool, Ordering::*};
 use crate::time::{self, Instant};
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
@@ -77,6 +77,9 @@ pub struct LeaseHolder {
     pub(super) books: Books,
     /// This handle's counts of its requests, off until asked for (docs/metrics.md).
     counters: Counters,
+    /// Whether `try_acquire` decides uncounted: until counting is turned on. Read in place
+    /// of the counts' own state, beside what a decision reads anyway.
+    uncounted: CountAtomicBool,
 }
 
 /// What decides from a share, in the holder's words: a GCRA of the share's rate and
@@ -133,6 +136,7 @@ impl LeaseHolder {
             renewing: Mutex::default(),
             books: Books::default(),
             counters: Counters::default(),
+            uncounted: CountAtomicBool::new(true),
         }
     }
 
@@ -164,6 +168,19 @@ impl LeaseHolder {
     /// window's limit).
     #[inline]
     pub fn try_acquire(&self, n: u64) -> Result<bool, AcquireError> {
+        // Relaxed: a decision racing `enable_counts` may go uncounted, as one just before
+        // it would.
+        if self.uncounted.load(Relaxed) {
+            return self.try_acquire_now(n);
+        }
+        self.try_acquire_counted(n)
+    }
+
+    /// [`try_acquire`](Self::try_acquire), counted: out of line, so that an uncounted
+    /// decision's code is what it was without counting.
+    #[cold]
+    #[inline(never)]
+    fn try_acquire_counted(&self, n: u64) -> Result<bool, AcquireError> {
         let admitted = self.try_acquire_now(n);
         self.counters.count(n, &admitted);
         admitted
@@ -251,6 +268,8 @@ impl LeaseHolder {
     /// Counting that is on stays on.
     pub fn enable_counts(&self) {
         self.counters.enable();
+        // Relaxed: see `try_acquire`.
+        self.uncounted.store(false, Relaxed);
     }
 
     /// How many requests this handle admitted and denied since

@@ -9,6 +9,7 @@ use super::keyed::{KeyRenewal, KeyedLeaseHolder};
 use super::redis::{call, grant_of};
 use super::renewer::{Connection, Renewer};
 use super::rule::LeaseRule;
+use crate::counters::{Counters, Counts};
 use crate::decision::Decision;
 use crate::error::{AcquireError, Error, InsufficientCapacity};
 use crate::keyed::KeyedLimiter;
@@ -110,6 +111,8 @@ pub struct KeyedLeasedLimiter {
     /// Decides a request that Redis did not answer, per key.
     fallback: Option<KeyedLimiter>,
     renewer: Renewer,
+    /// This handle's counts of its requests, off until asked for (docs/metrics.md).
+    counters: Counters,
 }
 
 impl KeyedLeasedLimiter {
@@ -187,12 +190,26 @@ impl KeyedLeasedLimiter {
             prefix,
             fallback,
             renewer,
+            counters: Counters::default(),
         })
     }
 
     /// The holder: which keys are leased, and its `_at` forms.
     pub fn holder(&self) -> &KeyedLeaseHolder {
         &self.holder
+    }
+
+    /// Turns on counting of this handle's requests, from this call on (docs/metrics.md,
+    /// counters): decided in process, in Redis or by the fallback alike. Counting that is
+    /// on stays on.
+    pub fn enable_counts(&self) {
+        self.counters.enable();
+    }
+
+    /// How many requests this handle admitted and denied since
+    /// [`enable_counts`](Self::enable_counts); `None` while counting is off.
+    pub fn counts(&self) -> Option<Counts> {
+        self.counters.counts(1)
     }
 
     /// Admits `n` units for `key` now or not: in process if the key is leased here, else
@@ -207,13 +224,17 @@ impl KeyedLeasedLimiter {
         key: &[u8],
         n: u64,
     ) -> Result<bool, AcquireError> {
-        if let Some(admitted) = self.holder.try_acquire(key, n)? {
-            return Ok(admitted);
-        }
-        match acquire_in_redis(connection, &self.prefix, key, self.holder.rule(), n, None) {
-            Ok(decision) => Ok(decision.allowed),
-            Err(_) => Ok(self.fallback_decision(key, n).allowed),
-        }
+        let admitted = self.holder.try_acquire(key, n).map(|leased| {
+            leased.unwrap_or_else(|| {
+                let rule = self.holder.rule();
+                match acquire_in_redis(connection, &self.prefix, key, rule, n, None) {
+                    Ok(decision) => decision.allowed,
+                    Err(_) => self.fallback_decision(key, n).allowed,
+                }
+            })
+        });
+        self.counters.count(n, &admitted);
+        admitted
     }
 
     /// [`try_acquire`](Self::try_acquire) with the decision's fields (docs/decision.md):
@@ -228,13 +249,17 @@ impl KeyedLeasedLimiter {
         key: &[u8],
         n: u64,
     ) -> Result<Decision, AcquireError> {
-        if let Some(decision) = self.holder.acquire(key, n)? {
-            return Ok(decision);
-        }
-        match acquire_in_redis(connection, &self.prefix, key, self.holder.rule(), n, None) {
-            Ok(decision) => Ok(decision),
-            Err(_) => Ok(self.fallback_decision(key, n)),
-        }
+        let decided = self.holder.acquire(key, n).map(|leased| {
+            leased.unwrap_or_else(|| {
+                let rule = self.holder.rule();
+                match acquire_in_redis(connection, &self.prefix, key, rule, n, None) {
+                    Ok(decision) => decision,
+                    Err(_) => self.fallback_decision(key, n),
+                }
+            })
+        });
+        self.counters.count(n, &decided);
+        decided
     }
 
     /// The fallback's decision for `key`: the local rule's, or a denial until the next

@@ -7,6 +7,7 @@ use super::holder::{Fallback, HolderState, LeaseHolder};
 use super::renewer::{Connection, Renewer};
 use super::rule::LeaseRule;
 use crate::config::Algorithm;
+use crate::counters::Counts;
 use crate::decision::Decision;
 use crate::error::{AcquireError, Error};
 use crate::redis::RedisError;
@@ -267,6 +268,17 @@ impl LeasedLimiter {
     /// Whether decisions come from the fallback now (no lease, Redis not answering).
     pub fn in_fallback(&self) -> bool {
         self.holder.state() == HolderState::Fallback
+    }
+
+    /// Turns on counting of this holder's requests (docs/metrics.md, counters), as
+    /// [`LeaseHolder::enable_counts`].
+    pub fn enable_counts(&self) {
+        self.holder.enable_counts();
+    }
+
+    /// The holder's counts, as [`LeaseHolder::counts`].
+    pub fn counts(&self) -> Option<Counts> {
+        self.holder.counts()
     }
 
     /// Stops renewing and hands the share back.

@@ -5,9 +5,9 @@
 
 use super::holder::{HolderState, LeaseHolder};
 use super::share::Share;
+use crate::sync::CountAtomicU64 as AtomicU64;
+use crate::sync::Ordering::Relaxed;
 use crate::time::Instant;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 /// A lease holder's statistics, from [`LeaseHolder::stats_at`].
@@ -152,7 +152,9 @@ mod tests {
         // Past the lease: the fallback denies.
         assert!(!holder.try_acquire_at(1, at(2500)).unwrap());
         assert!(holder.try_acquire_at(0, at(2500)).unwrap()); // a query: not counted
+                                                              // Now, on the real clock, long past the lease: the fallback denies.
+        assert!(!holder.try_acquire(1).unwrap());
         let counts = holder.counts().unwrap();
-        assert_eq!((counts.admitted, counts.denied), (1, 3));
+        assert_eq!((counts.admitted, counts.denied), (1, 4));
     }
 }
