@@ -1,10 +1,14 @@
 //! What a [`RateLimitLayer`](super::RateLimitLayer) limits with: a keyed limiter or
-//! keyed policy (a limit per key), or a limiter or policy (one limit for every request).
+//! keyed policy (a limit per key), or a limiter, policy or leased limiter (one limit for
+//! every request).
 
 use crate::config::Config;
 use crate::decision::Decision;
 use crate::error::Error;
 use crate::keyed::KeyedLimiter;
+use crate::lease::LeaseHolder;
+#[cfg(feature = "redis")]
+use crate::lease::LeasedLimiter;
 use crate::limiter::Limiter;
 use crate::policy::{KeyedPolicy, Policy, PolicyDecision};
 use crate::time::Instant;
@@ -78,7 +82,9 @@ impl Decided for PolicyDecision {
 }
 
 /// A limit the layer consults for each request: [`KeyedLimiter`] and [`KeyedPolicy`]
-/// (per key), [`Limiter`] and [`Policy`] (one for every request), or an `Arc` of one.
+/// (per key), [`Limiter`], [`Policy`], a [`LeaseHolder`] and (with the `redis` feature) a
+/// `LeasedLimiter` (one for every request: a leased one's, across hosts, docs/leases.md),
+/// or an `Arc` of one.
 /// Implement it to put the layer in front of another limiter, or, in tests, of fixed
 /// decisions.
 pub trait RequestLimit: Send + Sync + 'static {
@@ -122,19 +128,46 @@ impl<S: BuildHasher + Send + Sync + 'static> RequestLimit for KeyedLimiter<S> {
     }
 }
 
-impl RequestLimit for Limiter {
-    type Decided = Decision;
-    const KEYED: bool = false;
-    const POLICY: bool = false;
+/// `RequestLimit` for a limit of one rule for every request: the key and costs unread,
+/// one unit a request.
+macro_rules! one_limit {
+    ($limit:ty, |$this:ident| $config:expr, $acquire:expr) => {
+        impl RequestLimit for $limit {
+            type Decided = Decision;
+            const KEYED: bool = false;
+            const POLICY: bool = false;
 
-    fn rules(&self) -> Vec<Config> {
-        vec![*self.config()]
-    }
+            fn rules(&self) -> Vec<Config> {
+                let $this = self;
+                vec![*$config]
+            }
 
-    fn acquire_at(&self, _: &[u8], _: Option<&[u64]>, at: Instant) -> Result<Decision, Error> {
-        Ok(Limiter::acquire_at(self, 1, at)?)
-    }
+            fn acquire_at(
+                &self,
+                _: &[u8],
+                _: Option<&[u64]>,
+                at: Instant,
+            ) -> Result<Decision, Error> {
+                Ok($acquire(self, 1, at)?)
+            }
+        }
+    };
 }
+
+one_limit!(Limiter, |limiter| limiter.config(), Limiter::acquire_at);
+// A leased limit decides from the share its holder has now (docs/leases.md): the rule it
+// advertises is the global rule, which the shares together keep.
+one_limit!(
+    LeaseHolder,
+    |holder| holder.rule().config(),
+    LeaseHolder::acquire_at
+);
+#[cfg(feature = "redis")]
+one_limit!(
+    LeasedLimiter,
+    |leased| leased.holder().rule().config(),
+    |leased: &LeasedLimiter, n, at| leased.holder().acquire_at(n, at)
+);
 
 impl<S: BuildHasher + Send + Sync + 'static> RequestLimit for KeyedPolicy<S> {
     type Decided = PolicyDecision;

@@ -1,13 +1,15 @@
 //! The layer names the rule that denied (the `on_denied` callback, an optional field) and
-//! runs a limit in shadow. Values from docs/decision.md and docs/tower.md, by hand.
+//! runs a limit, a leased one too, in shadow. Values from docs/decision.md, docs/tower.md
+//! and docs/leases.md, by hand.
 
 mod common;
 
 use common::{field, respond};
 use http::request::Parts;
 use http::{HeaderName, Request};
+use librate::lease::{Fallback, Grant, LeaseHolder};
 use librate::tower::{Builder, Denied, RateLimitLayer, RequestLimit};
-use librate::{Config, Instant, KeyedLimiter, Limiter, Policy};
+use librate::{Config, Instant, KeyedLimiter, LeaseRule, Limiter, Policy};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -159,6 +161,41 @@ fn shadow_serves_what_the_limit_cannot_decide() {
     // A full table: 503 when enforced, served in shadow.
     let answer = ask(&layer, "/");
     assert_eq!((answer.status, answer.served), (200, true));
+}
+
+/// Holders of 1,000 a second leased 2 s at a time: one with no answer yet, deciding by
+/// `Fallback::Deny`; one leased half the rate at 0, its share empty at 0 (docs/leases.md).
+fn denying_holders() -> [LeaseHolder; 2] {
+    let rule = LeaseRule::new(&Config::per_second(1000), Duration::from_secs(2)).unwrap();
+    let unanswered = LeaseHolder::new(&rule, Fallback::Deny).unwrap();
+    let leased = LeaseHolder::new(&rule, Fallback::Deny).unwrap();
+    let renewal = leased.renewal_at(Instant::ZERO);
+    let fields = [500_000, 500, 2_000_000, 1, 500_000, 500, 2, 0];
+    let grant = Grant::from_fields(b"granted", fields).unwrap();
+    leased.apply_at(&renewal, &grant, Instant::ZERO).unwrap();
+    [unanswered, leased]
+}
+
+#[test]
+fn a_leased_limit_in_shadow_serves_what_it_would_deny() {
+    for holder in denying_holders() {
+        let (layer, reports) = reporting(RateLimitLayer::builder(holder).shadow(true));
+        let answer = ask(&layer, "/");
+        assert_eq!((answer.status, answer.served), (200, true));
+        assert_eq!(answer.rule, some("\"default\""));
+        let reports = reports.lock().unwrap();
+        assert_eq!(*reports, [(0, "default".to_owned(), true, "/".to_owned())]);
+    }
+    for holder in denying_holders() {
+        let (layer, reports) = reporting(RateLimitLayer::builder(holder));
+        let answer = ask(&layer, "/");
+        assert_eq!((answer.status, answer.served), (429, false));
+        assert_eq!(answer.rule, some("\"default\""));
+        // The global rule, 1,000 a second, is the one advertised.
+        assert!(answer.ratelimit.unwrap().starts_with("\"default\";r=0;t="));
+        let reports = reports.lock().unwrap();
+        assert_eq!(*reports, [(0, "default".to_owned(), false, "/".to_owned())]);
+    }
 }
 
 #[test]
