@@ -1,19 +1,31 @@
 """The middleware names the rule that denied (log record, optional field) and runs a
-limiter in shadow: WSGI (wsgiref) and ASGI (uvicorn) over HTTP on 127.0.0.1, on a
-virtual clock."""
+limiter, a leased one too, in shadow: WSGI (wsgiref) and ASGI (uvicorn) over HTTP on
+127.0.0.1, on a virtual clock."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 
 import librate
 from conftest import Serve
 from helpers import SECOND, VirtualClock, get, hello_wsgi
+from librate.lease import LeasedLimiter
 from librate.middleware import WSGIRateLimit
 
 LOGGER = "librate.middleware"
+
+
+#: The record of a would-be denial by the one rule of a limiter in shadow.
+WOULD_DENY = (
+    logging.INFO,
+    'librate: rule 0 "default" would deny the request (shadow)',
+    0,
+    "default",
+    True,
+)
 
 
 def two_a_minute() -> librate.Limiter:
@@ -79,20 +91,56 @@ def test_shadow_serves_logs_and_names(serve: Serve, caplog: pytest.LogCaptureFix
     assert third.status == 200
     assert third.headers["X-Would-Deny"] == '"default"'
     assert (third.headers["RateLimit"], third.headers["Retry-After"]) == (None, None)
-    assert denials(caplog) == [
-        (
-            logging.INFO,
-            'librate: rule 0 "default" would deny the request (shadow)',
-            0,
-            "default",
-            True,
-        )
-    ]
+    assert denials(caplog) == [WOULD_DENY]
     assert calls == ["/0", "/1", "/2"]
     # The shadow limiter decided every request: the third took nothing, so the window
     # holds 0 more at 0 s and 2 at 60 s.
     assert not limiter.acquire(now_ns=0).allowed
     assert limiter.acquire(2, now_ns=60 * SECOND).allowed
+
+
+class Unanswered:
+    """A stand-in for a redis-py client that grants nothing: the holder renews only when
+    asked and is never asked; the hand-back on closing, whose reply is not read, is the
+    one call its script takes."""
+
+    def register_script(self, source: bytes) -> Any:
+        return lambda keys, args: None
+
+
+def unanswered_lease() -> LeasedLimiter:
+    """A leased limiter of 1,000 a second, leased 2 s at a time (renewed every 500 ms),
+    with no answer yet and no fallback: it denies every request (docs/leases.md), its
+    ``retry_after`` the renewal interval."""
+    rule = librate.LeaseRule(librate.Config.gcra(1000, 1), lease=2)
+    return LeasedLimiter(Unanswered(), "lease:{api}", rule, background=False)
+
+
+@pytest.mark.parametrize("shadow", [False, True])
+def test_a_leased_limiter_denies_or_in_shadow_serves(
+    serve: Serve, caplog: pytest.LogCaptureFixture, shadow: bool
+) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    calls: list[str] = []
+    with unanswered_lease() as limiter:
+        options = {"clock": VirtualClock(now=0), "shadow": shadow, "rule_header": "X-Rule"}
+        answer = get(serve(limiter, calls, **options), "/0")
+    assert answer.headers["X-Rule"] == '"default"'
+    if shadow:
+        # Served, without the fields of a limit not in force.
+        assert (answer.status, answer.headers["Retry-After"]) == (200, None)
+        assert answer.headers["RateLimit"] is None
+        assert (denials(caplog), calls) == ([WOULD_DENY], ["/0"])
+        return
+    # Retry-After: the 500 ms renewal interval, in whole seconds rounded up.
+    assert (answer.status, answer.headers["Retry-After"]) == (429, "1")
+    denied = (logging.INFO, 'librate: rule 0 "default" denied the request', 0, "default", False)
+    assert (denials(caplog), calls) == ([denied], [])
+
+
+def test_a_leased_limiter_takes_no_key() -> None:
+    with unanswered_lease() as limiter, pytest.raises(TypeError, match="a LeasedLimiter has"):
+        WSGIRateLimit(hello_wsgi([]), limiter, key=lambda _: "x")
 
 
 def test_shadow_serves_a_request_the_limiter_cannot_decide(serve: Serve) -> None:

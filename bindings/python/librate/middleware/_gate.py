@@ -11,6 +11,7 @@ from .._convert import u64
 from .._decision import Decision, PolicyDecision
 from .._errors import RedisError, TableFull
 from .._keyed_policy import KeyedPolicy, KeyedRule
+from .._lease import Holder
 from .._limiter import Config, Key, KeyedLimiter, Limiter
 from .._policy import Policy
 from .._redis_core import RedisBase, RedisPolicyBase
@@ -37,15 +38,22 @@ REASONS = {TOO_MANY_REQUESTS: "Too Many Requests", SERVICE_UNAVAILABLE: "Service
 logger = logging.getLogger("librate.middleware")
 
 #: What a middleware can limit with: in process (one limit, one per key, a policy of
-#: several, or a keyed policy of per-key and global rules), or in Redis (librate.redis:
-#: one limit per key, or a policy of several per key).
+#: several, or a keyed policy of per-key and global rules), in Redis (librate.redis:
+#: one limit per key, or a policy of several per key), or leased from Redis
+#: (librate.lease: one global limit, decided in process from this holder's share).
 AnyLimiter = (
-    Limiter | KeyedLimiter | Policy | KeyedPolicy | RedisBase[Any, Any] | RedisPolicyBase[Any]
+    Limiter
+    | KeyedLimiter
+    | Policy
+    | KeyedPolicy
+    | RedisBase[Any, Any]
+    | RedisPolicyBase[Any]
+    | Holder
 )
 #: The limiters of several rules, whose headers name each rule.
 _POLICIES = (Policy, KeyedPolicy, RedisPolicyBase)
 #: The limiters of one limit (or policy) for all requests, which take no key.
-_UNKEYED = (Limiter, Policy)
+_UNKEYED = (Limiter, Policy, Holder)
 #: The limiters kept in Redis, sync or asyncio.
 _REDIS = (RedisBase, RedisPolicyBase)
 
@@ -101,10 +109,11 @@ class Gate(Generic[Request]):
         rule_header: str | None = None,
         log_level: int = logging.INFO,
     ) -> None:
-        if not isinstance(limiter, (Limiter, KeyedLimiter, Policy, KeyedPolicy, *_REDIS)):
+        if not isinstance(limiter, (Limiter, KeyedLimiter, Policy, KeyedPolicy, Holder, *_REDIS)):
             raise TypeError(
                 "limiter must be a Limiter, KeyedLimiter, Policy, KeyedPolicy, RedisLimiter, "
-                "AsyncRedisLimiter, RedisPolicy or AsyncRedisPolicy, "
+                "AsyncRedisLimiter, RedisPolicy, AsyncRedisPolicy, LeasedLimiter or "
+                "AsyncLeasedLimiter, "
                 f"not {type(limiter).__name__}"
             )
         if isinstance(limiter, _UNKEYED) and key is not None:
@@ -287,11 +296,12 @@ def _named_rules(
 ) -> tuple[tuple[Config, ...], list[str]]:
     """The rules the headers advertise and their names: a (keyed) policy's rules named by
     ``rule_names`` ("rule0", "rule1"… by default), or a limiter's one rule named by
-    ``policy`` ("default" by default)."""
+    ``policy`` ("default" by default): a leased limiter's, the global rule."""
     if not isinstance(limiter, _POLICIES):
         if rule_names is not None:
             raise TypeError("rule_names= names a Policy's rules; name a limiter's with policy=")
-        return (limiter.config,), ["default" if policy is None else policy]
+        config = limiter.rule.config if isinstance(limiter, Holder) else limiter.config
+        return (config,), ["default" if policy is None else policy]
     if policy is not None:
         raise TypeError("policy= names a limiter's one rule; name a Policy's with rule_names=")
     rules = tuple(
@@ -319,11 +329,16 @@ class RateLimitMiddleware(Generic[App, Request]):
       a ``KeyedPolicy`` (per-key and global rules, all or nothing, for the request's key),
       or limits per key kept in Redis, shared across hosts (``librate.redis``): one
       limit, a ``RedisLimiter`` for WSGI, an ``AsyncRedisLimiter`` for ASGI; or a policy
-      of several, a ``RedisPolicy`` for WSGI, an ``AsyncRedisPolicy`` for ASGI.
+      of several, a ``RedisPolicy`` for WSGI, an ``AsyncRedisPolicy`` for ASGI; or a
+      global limit leased from Redis (``librate.lease``, docs/leases.md), a
+      ``LeasedLimiter`` or ``AsyncLeasedLimiter``: one limit for every request, decided
+      in process from this holder's share (or its fallback) without waiting on Redis,
+      so either serves WSGI and ASGI alike. With ``shadow``, a whole leased limiter is
+      trialled before it is enforced.
     - ``key``: a function of the request (WSGI environ / ASGI scope) giving its key, str
       or bytes, or None to let that request through unlimited and without headers.
-      Default: the client's IP address (see ``trusted_proxies``). Not with a ``Limiter``
-      or a ``Policy``.
+      Default: the client's IP address (see ``trusted_proxies``). Not with a ``Limiter``,
+      a ``Policy`` or a leased limiter.
     - ``trusted_proxies``: how many proxies the operator runs in front of the app, each
       appending the address it received the request from to ``X-Forwarded-For``. The
       default key is then the entry that many from the right (1: the last), or the peer
