@@ -7,9 +7,10 @@ import (
 
 // RequestLimiter is what a Middleware consults for each request, the one interface
 // between the middleware and a limiter: *Limiter and *Policy (one limit for all keys
-// together), *Keyed and *KeyedPolicy (a limit per key), and the Redis Limiter and
-// Policy of package github.com/librate/librate/bindings/go/redis (a limit per key across hosts) are all
-// RequestLimiters.
+// together), *Keyed and *KeyedPolicy (a limit per key), *LeaseHolder (one limit for all
+// keys, leased: docs/leases.md), and the Redis Limiter and Policy (a limit per key across
+// hosts) and LeasedLimiter (one global limit, decided in process from this holder's
+// share) of package github.com/librate/librate/bindings/go/redis are all RequestLimiters.
 type RequestLimiter interface {
 	// Rules are the rules each key gets, in order, advertised in RateLimit-Policy: one
 	// for a limiter, several for a policy.
@@ -29,6 +30,29 @@ func (l *Limiter) Rules() []Config { return []Config{l.Config()} }
 // LimitRequest is Acquire, or AcquireAt t, of costs[0] units (nil costs: 1), for every
 // key together, as a RequestLimiter.
 func (l *Limiter) LimitRequest(_ context.Context, _ string, t time.Time, costs []int) (PolicyDecision, error) {
+	return limitAll(l, t, costs)
+}
+
+// Rules is the global rule's Config, alone, as a RequestLimiter: the rule every holder's
+// share is part of.
+func (h *LeaseHolder) Rules() []Config { return []Config{h.Rule().Config} }
+
+// LimitRequest is Acquire, or AcquireAt t, of costs[0] units (nil costs: 1), for every
+// key together, as a RequestLimiter: decided from the share held now, or by the
+// fallback (docs/leases.md).
+func (h *LeaseHolder) LimitRequest(_ context.Context, _ string, t time.Time, costs []int) (PolicyDecision, error) {
+	return limitAll(h, t, costs)
+}
+
+// oneLimit is a limit of one rule for every key together: a Limiter, a LeaseHolder.
+type oneLimit interface {
+	Acquire(n int) (Decision, error)
+	AcquireAt(n int, now time.Duration) (Decision, error)
+}
+
+// limitAll is the LimitRequest of a limit for every key together: Acquire, or AcquireAt
+// t, of costs[0] units (nil costs: 1).
+func limitAll(l oneLimit, t time.Time, costs []int) (PolicyDecision, error) {
 	n, err := singleCost(costs)
 	if err != nil {
 		return PolicyDecision{}, err

@@ -138,6 +138,18 @@ func (l *LeasedLimiter) AcquireAt(n int, now time.Duration) (librate.Decision, e
 	return l.holder.AcquireAt(n, now)
 }
 
+// Rules is the global rule's Config, alone, as a librate.RequestLimiter (for
+// librate.NewMiddleware): the limit the holders together keep.
+func (l *LeasedLimiter) Rules() []librate.Config { return l.holder.Rules() }
+
+// LimitRequest takes costs[0] units (nil costs: 1) for every key together, as a
+// librate.RequestLimiter: decided in process from the share held now, or by the
+// fallback, never waiting on Redis (librate.LeaseHolder.LimitRequest). With
+// librate.MiddlewareOptions.Shadow, the middleware trials the whole leased limit.
+func (l *LeasedLimiter) LimitRequest(ctx context.Context, key string, t time.Time, costs []int) (librate.PolicyDecision, error) {
+	return l.holder.LimitRequest(ctx, key, t, costs)
+}
+
 // InFallback reports whether decisions come from the fallback now: the holder has no
 // lease and no answer from Redis (not yet, or not since its lease ended).
 func (l *LeasedLimiter) InFallback() bool { return l.holder.State() == librate.InFallback }
