@@ -1,5 +1,6 @@
-"""The WSGI middleware over a ``RedisLimiter`` or ``RedisPolicy`` and the ASGI one over an
-``AsyncRedisLimiter`` or ``AsyncRedisPolicy``, through real HTTP requests on 127.0.0.1
+"""The WSGI middleware over a ``RedisLimiter``, ``RedisPolicy`` or ``KeyedLeasedLimiter``
+and the ASGI one over an ``AsyncRedisLimiter``, ``AsyncRedisPolicy`` or
+``AsyncKeyedLeasedLimiter``, through real HTTP requests on 127.0.0.1
 against a real ``redis-server``: the same answers as in process, and, with the server
 stopped, requests served or refused as ``fail_open`` says, logged either way."""
 
@@ -29,6 +30,7 @@ from helpers import (
     hello_wsgi,
     replay,
 )
+from librate.lease import AsyncKeyedLeasedLimiter, KeyedLeasedLimiter
 from librate.middleware import ASGIRateLimit, WSGIRateLimit
 from librate.redis import AsyncRedisLimiter, AsyncRedisPolicy, RedisLimiter, RedisPolicy
 from redis_server import RedisServer
@@ -37,14 +39,15 @@ _prefixes = itertools.count()
 
 #: serve(server, calls, limits, **options) -> the port of the hello app behind the
 #: middleware, limited in ``server``'s Redis: ``limits`` a limiter's configuration (a dict
-#: of its keyword arguments), or a policy's rules (a list of ``Config``).
+#: of its keyword arguments), a policy's rules (a list of ``Config``), or a keyed leased
+#: limiter's rule (a ``LeaseRule``: no key is hot, so Redis decides every request).
 ServeRedis = Callable[..., int]
 
 
 @pytest.fixture(params=["wsgi", "asgi"])
 def serve_redis(request: pytest.FixtureRequest) -> ServeRedis:
-    """WSGI with a ``RedisLimiter`` or ``RedisPolicy``, ASGI with an ``AsyncRedisLimiter``
-    or ``AsyncRedisPolicy``; clients that fail at once (no retries) when the server is
+    """WSGI with a ``RedisLimiter``, ``RedisPolicy`` or ``KeyedLeasedLimiter``, ASGI with
+    their asyncio forms; clients that fail at once (no retries) when the server is
     down."""
     kind = request.param
     server_of = request.getfixturevalue(f"{kind}_server")
@@ -52,29 +55,40 @@ def serve_redis(request: pytest.FixtureRequest) -> ServeRedis:
     def serve(
         redis_server: RedisServer,
         calls: list[str],
-        limits: dict[str, Any] | list[librate.Config],
+        limits: dict[str, Any] | list[librate.Config] | librate.LeaseRule,
         **options: Any,
     ) -> int:
         where = {"host": "127.0.0.1", "port": redis_server.port, "retry": Retry(NoBackoff(), 0)}
         prefix = f"http:{next(_prefixes)}:"
         if kind == "wsgi":
             client = redis.Redis(**where)
-            limiter: Any = (
-                RedisPolicy(client, limits, prefix=prefix)
-                if isinstance(limits, list)
-                else RedisLimiter(client, **limits, prefix=prefix)
-            )
+            kinds = (RedisPolicy, RedisLimiter, KeyedLeasedLimiter)
+            limiter = _limiter(client, limits, prefix, *kinds)
             return int(server_of(WSGIRateLimit(hello_wsgi(calls), limiter, **options)))
         # The asyncio client connects in uvicorn's event loop, on first use.
         async_client = redis.asyncio.Redis(**where)
-        async_limiter: Any = (
-            AsyncRedisPolicy(async_client, limits, prefix=prefix)
-            if isinstance(limits, list)
-            else AsyncRedisLimiter(async_client, **limits, prefix=prefix)
-        )
+        async_kinds = (AsyncRedisPolicy, AsyncRedisLimiter, AsyncKeyedLeasedLimiter)
+        async_limiter = _limiter(async_client, limits, prefix, *async_kinds)
         return int(server_of(ASGIRateLimit(hello_asgi(calls), async_limiter, **options)))
 
     return serve
+
+
+def _limiter(
+    client: Any,
+    limits: dict[str, Any] | list[librate.Config] | librate.LeaseRule,
+    prefix: str,
+    policy: type[Any],
+    limiter: type[Any],
+    keyed_leased: type[Any],
+) -> Any:
+    """The limiter ``limits`` describes, of the classes given (sync or asyncio)."""
+    if isinstance(limits, list):
+        return policy(client, limits, prefix=prefix)
+    if isinstance(limits, librate.LeaseRule):
+        # No key asks for 10**6 units a round: none is leased, no task or thread renews.
+        return keyed_leased(client, prefix, limits, hot=10**6, capacity=1, background=False)
+    return limiter(client, **limits, prefix=prefix)
 
 
 def test_seed_scenario_over_http(serve_redis: ServeRedis, redis_server: RedisServer) -> None:
@@ -210,6 +224,19 @@ def test_each_middleware_takes_its_kind_of_limiter(redis_server: RedisServer, ki
     assert WSGIRateLimit(hello_wsgi([]), sync, key=lambda environ: "x", cost=2)
 
 
+def test_each_middleware_takes_its_kind_of_keyed_leased_limiter(redis_server: RedisServer) -> None:
+    rule = librate.LeaseRule(librate.Config.gcra(2, 1), lease=2)
+    options: dict[str, Any] = {"hot": 1, "capacity": 1, "background": False}
+    sync = KeyedLeasedLimiter(redis_server.client(), "kinds:", rule, **options)
+    asynchronous = AsyncKeyedLeasedLimiter(redis_server.async_client(), "kinds:", rule, **options)
+    with pytest.raises(TypeError, match="ASGI takes an AsyncKeyedLeasedLimiter"):
+        ASGIRateLimit(hello_asgi([]), sync)
+    with pytest.raises(TypeError, match="WSGI takes a KeyedLeasedLimiter, not an Async"):
+        WSGIRateLimit(hello_wsgi([]), asynchronous)
+    with pytest.raises(ValueError, match="cost 3 exceeds the limiter's max_n 2"):
+        WSGIRateLimit(hello_wsgi([]), sync, cost=3)
+
+
 def test_a_redis_policys_rules_are_named_as_in_process(redis_server: RedisServer) -> None:
     rules = [librate.Config.gcra(2, 1), librate.Config.fixed_window(3, 60)]
     policy = RedisPolicy(redis_server.client(), rules, prefix="names:")
@@ -224,17 +251,19 @@ def test_a_redis_policys_rules_are_named_as_in_process(redis_server: RedisServer
     ("limits", "names", "name"),
     [
         ({"algorithm": "fixed_window", "limit": 2, "period": 60}, {}, '"default"'),
+        # A key leased nowhere: Redis decides from the whole rule, full at first.
+        (librate.LeaseRule(librate.Config.fixed_window(2, 60), lease=2), {}, '"default"'),
         # The per-second rule denies the third request; the minute rule has 1 left.
         (SECOND_AND_MINUTE, {"rule_names": SECOND_AND_MINUTE_NAMES}, '"second"'),
     ],
-    ids=["limiter", "policy"],
+    ids=["limiter", "keyed-leased", "policy"],
 )
 @pytest.mark.parametrize("shadow", [False, True])
 def test_the_rule_that_denied_and_shadow(
     serve_redis: ServeRedis,
     redis_server: RedisServer,
     caplog: pytest.LogCaptureFixture,
-    limits: dict[str, Any] | list[librate.Config],
+    limits: dict[str, Any] | list[librate.Config] | librate.LeaseRule,
     names: dict[str, Any],
     name: str,
     shadow: bool,

@@ -10,6 +10,7 @@ from typing import Any, Generic, TypeVar
 from .._convert import u64
 from .._decision import Decision, PolicyDecision
 from .._errors import RedisError, TableFull
+from .._keyed_leased import _KeyedLeased
 from .._keyed_policy import KeyedPolicy, KeyedRule
 from .._lease import Holder
 from .._limiter import Config, Key, KeyedLimiter, Limiter
@@ -40,7 +41,8 @@ logger = logging.getLogger("librate.middleware")
 #: What a middleware can limit with: in process (one limit, one per key, a policy of
 #: several, or a keyed policy of per-key and global rules), in Redis (librate.redis:
 #: one limit per key, or a policy of several per key), or leased from Redis
-#: (librate.lease: one global limit, decided in process from this holder's share).
+#: (librate.lease: one global limit, decided in process from this holder's share; or a
+#: limit per key, its hot keys decided in process and the rest in Redis).
 AnyLimiter = (
     Limiter
     | KeyedLimiter
@@ -49,13 +51,16 @@ AnyLimiter = (
     | RedisBase[Any, Any]
     | RedisPolicyBase[Any]
     | Holder
+    | _KeyedLeased
 )
 #: The limiters of several rules, whose headers name each rule.
 _POLICIES = (Policy, KeyedPolicy, RedisPolicyBase)
 #: The limiters of one limit (or policy) for all requests, which take no key.
 _UNKEYED = (Limiter, Policy, Holder)
-#: The limiters kept in Redis, sync or asyncio.
-_REDIS = (RedisBase, RedisPolicyBase)
+#: The limiters that may ask Redis for a request's decision, sync or asyncio.
+_REDIS = (RedisBase, RedisPolicyBase, _KeyedLeased)
+#: The leased limiters, whose rule is a ``LeaseRule``.
+_LEASED = (Holder, _KeyedLeased)
 
 #: How a gate asks its limiter: (the request's key, None for an unkeyed limiter; now_ns,
 #: None for the limiter's clock) to a ``Decision`` or ``PolicyDecision``, or, from an
@@ -112,8 +117,8 @@ class Gate(Generic[Request]):
         if not isinstance(limiter, (Limiter, KeyedLimiter, Policy, KeyedPolicy, Holder, *_REDIS)):
             raise TypeError(
                 "limiter must be a Limiter, KeyedLimiter, Policy, KeyedPolicy, RedisLimiter, "
-                "AsyncRedisLimiter, RedisPolicy, AsyncRedisPolicy, LeasedLimiter or "
-                "AsyncLeasedLimiter, "
+                "AsyncRedisLimiter, RedisPolicy, AsyncRedisPolicy, LeasedLimiter, "
+                "AsyncLeasedLimiter, KeyedLeasedLimiter or AsyncKeyedLeasedLimiter, "
                 f"not {type(limiter).__name__}"
             )
         if isinstance(limiter, _UNKEYED) and key is not None:
@@ -122,11 +127,11 @@ class Gate(Generic[Request]):
                 "one limit for all"
             )
         if isinstance(limiter, _REDIS) and limiter.asynchronous != asynchronous:
-            kind = "Policy" if isinstance(limiter, RedisPolicyBase) else "Limiter"
+            kind = type(limiter).__name__.removeprefix("Async")
             raise TypeError(
-                f"ASGI takes an AsyncRedis{kind} (a Redis{kind} would block the event loop)"
+                f"ASGI takes an Async{kind} (a {kind} would block the event loop)"
                 if asynchronous
-                else f"WSGI takes a Redis{kind}, not an AsyncRedis{kind}"
+                else f"WSGI takes a {kind}, not an Async{kind}"
             )
         rules, names = _named_rules(limiter, policy, rule_names)
         self._acquire, self._counted = _acquirer(limiter, cost, rules)
@@ -300,7 +305,7 @@ def _named_rules(
     if not isinstance(limiter, _POLICIES):
         if rule_names is not None:
             raise TypeError("rule_names= names a Policy's rules; name a limiter's with policy=")
-        config = limiter.rule.config if isinstance(limiter, Holder) else limiter.config
+        config = limiter.rule.config if isinstance(limiter, _LEASED) else limiter.config
         return (config,), ["default" if policy is None else policy]
     if policy is not None:
         raise TypeError("policy= names a limiter's one rule; name a Policy's with rule_names=")
@@ -333,8 +338,10 @@ class RateLimitMiddleware(Generic[App, Request]):
       global limit leased from Redis (``librate.lease``, docs/leases.md), a
       ``LeasedLimiter`` or ``AsyncLeasedLimiter``: one limit for every request, decided
       in process from this holder's share (or its fallback) without waiting on Redis,
-      so either serves WSGI and ASGI alike. With ``shadow``, a whole leased limiter is
-      trialled before it is enforced.
+      so either serves WSGI and ASGI alike; or a limit per key leased from Redis, a
+      ``KeyedLeasedLimiter`` for WSGI, an ``AsyncKeyedLeasedLimiter`` for ASGI (a key not
+      hot here is decided in Redis). With ``shadow``, a whole leased limiter is trialled
+      before it is enforced.
     - ``key``: a function of the request (WSGI environ / ASGI scope) giving its key, str
       or bytes, or None to let that request through unlimited and without headers.
       Default: the client's IP address (see ``trusted_proxies``). Not with a ``Limiter``,
