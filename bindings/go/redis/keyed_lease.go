@@ -193,6 +193,23 @@ func (l *KeyedLeasedLimiter) AcquireAt(ctx context.Context, key string, n int, n
 	return l.byFallback(key, n, func() (librate.Decision, error) { return l.fallback.AcquireAt(key, n, now) })
 }
 
+// Rules is the rule of every key, alone, as a librate.RequestLimiter (for
+// librate.NewMiddleware).
+func (l *KeyedLeasedLimiter) Rules() []librate.Config {
+	return []librate.Config{l.holder.Rule().Config}
+}
+
+// LimitRequest takes costs[0] units (nil costs: 1) for key, as a librate.RequestLimiter:
+// Acquire (a hot key decided in process, any other in Redis), or, when t is not the
+// zero Time, AcquireAt t as nanoseconds since the Unix epoch, which only a
+// KeyedLeasedLimiter from NewKeyedLeasedManual takes (librate.MiddlewareOptions.Now
+// then sets the timeline of the script and the shares alike).
+func (l *KeyedLeasedLimiter) LimitRequest(ctx context.Context, key string, t time.Time, costs []int) (librate.PolicyDecision, error) {
+	return limitKey(t, costs,
+		func(n int) (librate.Decision, error) { return l.Acquire(ctx, key, n) },
+		func(n int, now uint64) (librate.Decision, error) { return l.AcquireAt(ctx, key, n, time.Duration(now)) })
+}
+
 // inRedis sends call, a request of n units for key, and reads the decision; false when
 // Redis gave none, a failure counted and kept.
 func (l *KeyedLeasedLimiter) inRedis(ctx context.Context, key string, n int, call librate.Renewal) (librate.Decision, bool) {

@@ -19,18 +19,28 @@ func (l *Limiter) Rules() []librate.Config { return []librate.Config{l.config} }
 // decide as librate.MiddlewareOptions.FailOpen says: the request served unlimited, or
 // 503.
 func (l *Limiter) LimitRequest(ctx context.Context, key string, t time.Time, costs []int) (librate.PolicyDecision, error) {
+	return limitKey(t, costs,
+		func(n int) (librate.Decision, error) { return l.Acquire(ctx, key, n) },
+		func(n int, now uint64) (librate.Decision, error) { return l.acquireAtNs(ctx, key, n, now) })
+}
+
+// limitKey is the LimitRequest of a limit of one rule per key: costs[0] units (nil
+// costs: 1) by decide, now by the limiter's clock, or by decideAt, at t as nanoseconds
+// since the Unix epoch, when t is not the zero Time.
+func limitKey(t time.Time, costs []int, decide func(n int) (librate.Decision, error),
+	decideAt func(n int, now uint64) (librate.Decision, error)) (librate.PolicyDecision, error) {
 	n, err := uniformCost(costs, 1)
 	if err != nil {
 		return librate.PolicyDecision{}, err
 	}
 	if t.IsZero() {
-		return oneRule(l.Acquire(ctx, key, n))
+		return oneRule(decide(n))
 	}
 	now, err := unixNanos(t)
 	if err != nil {
 		return librate.PolicyDecision{}, err
 	}
-	return oneRule(l.acquireAtNs(ctx, key, n, now))
+	return oneRule(decideAt(n, now))
 }
 
 // LimitRequest takes n units of every rule for key, or none, as a
