@@ -2,7 +2,8 @@
 //! a new rule is quiet for a lease, a lone holder then holds the whole rule, a holder that
 //! closes hands its share back, a stopped Redis leaves a holder on its lease until the
 //! lease ends and then on its fallback (saying so), and a Redis that lost the rule is
-//! quiet again before it grants.
+//! quiet again before it grants; behind the tower layer, it is one limit for every
+//! request.
 
 mod common;
 
@@ -87,4 +88,29 @@ fn holders_hand_over_fall_back_and_come_back() {
     wait_until("a lease again", || {
         second.holder().state() == HolderState::Leased
     });
+}
+
+#[test]
+fn a_leased_limiter_is_one_limit_for_the_tower_layer() {
+    use librate::tower::RequestLimit;
+    let Some(server) = RedisServer::start() else {
+        return;
+    };
+    let client = redis::Client::open(server.url().as_str()).unwrap();
+    let config = Config::per_second(1000);
+    let rule = LeaseRule::new(&config, Duration::from_secs(2)).unwrap();
+    let leased = LeasedLimiter::open(client, "lease:{layer}", &rule, Fallback::Deny).unwrap();
+    // The global rule, for every request, by no key.
+    assert_eq!(RequestLimit::rules(&leased), [config]);
+    // A rule new to Redis is quiet for a lease: no share, so the request is denied, by
+    // whatever key, as the holder denies it.
+    wait_until("the quiet answer", || {
+        leased.holder().state() == HolderState::Unshared
+    });
+    let now = librate::Instant::now();
+    for key in [&b""[..], b"192.0.2.1"] {
+        let decision = RequestLimit::acquire_at(&leased, key, None, now).unwrap();
+        assert!(!decision.allowed);
+    }
+    assert!(!leased.try_acquire(1).unwrap());
 }
