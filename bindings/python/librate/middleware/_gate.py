@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._convert import u64
 from .._decision import Decision, PolicyDecision
 from .._errors import RedisError, TableFull
-from .._keyed_leased import _KeyedLeased
 from .._keyed_policy import KeyedPolicy, KeyedRule
 from .._lease import Holder
 from .._limiter import Config, Key, KeyedLimiter, Limiter
 from .._policy import Policy
 from .._redis_core import RedisBase, RedisPolicyBase
 from ._client import client_key, trusted_hops
+
+if TYPE_CHECKING:
+    # Only for the types: the module needs redis-py, which librate.middleware never
+    # imports (see `_keyed_leased`).
+    from .._keyed_leased import _KeyedLeased
 from ._headers import (
     binding_rule,
     field_name,
@@ -51,16 +56,29 @@ AnyLimiter = (
     | RedisBase[Any, Any]
     | RedisPolicyBase[Any]
     | Holder
-    | _KeyedLeased
+    | "_KeyedLeased"
 )
 #: The limiters of several rules, whose headers name each rule.
 _POLICIES = (Policy, KeyedPolicy, RedisPolicyBase)
 #: The limiters of one limit (or policy) for all requests, which take no key.
 _UNKEYED = (Limiter, Policy, Holder)
-#: The limiters that may ask Redis for a request's decision, sync or asyncio.
-_REDIS = (RedisBase, RedisPolicyBase, _KeyedLeased)
-#: The leased limiters, whose rule is a ``LeaseRule``.
-_LEASED = (Holder, _KeyedLeased)
+
+
+def _keyed_leased() -> tuple[type, ...]:
+    """The keyed leased limiters' class, once ``librate.lease`` is imported: it needs
+    redis-py, which the middleware never imports, and no such limiter exists before."""
+    module = sys.modules.get("librate._keyed_leased")
+    return () if module is None else (module._KeyedLeased,)
+
+
+def _redis_kinds() -> tuple[type, ...]:
+    """The limiters that may ask Redis for a request's decision, sync or asyncio."""
+    return (RedisBase, RedisPolicyBase, *_keyed_leased())
+
+
+def _leased_kinds() -> tuple[type, ...]:
+    """The leased limiters, whose rule is a ``LeaseRule``."""
+    return (Holder, *_keyed_leased())
 
 #: How a gate asks its limiter: (the request's key, None for an unkeyed limiter; now_ns,
 #: None for the limiter's clock) to a ``Decision`` or ``PolicyDecision``, or, from an
@@ -114,7 +132,7 @@ class Gate(Generic[Request]):
         rule_header: str | None = None,
         log_level: int = logging.INFO,
     ) -> None:
-        if not isinstance(limiter, (Limiter, KeyedLimiter, Policy, KeyedPolicy, Holder, *_REDIS)):
+        if not isinstance(limiter, (Limiter, KeyedLimiter, Policy, KeyedPolicy, Holder, *_redis_kinds())):
             raise TypeError(
                 "limiter must be a Limiter, KeyedLimiter, Policy, KeyedPolicy, RedisLimiter, "
                 "AsyncRedisLimiter, RedisPolicy, AsyncRedisPolicy, LeasedLimiter, "
@@ -126,7 +144,7 @@ class Gate(Generic[Request]):
                 f"key= needs a KeyedLimiter or KeyedPolicy; a {type(limiter).__name__} has "
                 "one limit for all"
             )
-        if isinstance(limiter, _REDIS) and limiter.asynchronous != asynchronous:
+        if isinstance(limiter, _redis_kinds()) and limiter.asynchronous != asynchronous:
             kind = type(limiter).__name__.removeprefix("Async")
             raise TypeError(
                 f"ASGI takes an Async{kind} (a {kind} would block the event loop)"
@@ -136,7 +154,7 @@ class Gate(Generic[Request]):
         rules, names = _named_rules(limiter, policy, rule_names)
         self._acquire, self._counted = _acquirer(limiter, cost, rules)
         self._keyed = not isinstance(limiter, _UNKEYED)
-        self._awaits = isinstance(limiter, _REDIS) and limiter.asynchronous
+        self._awaits = isinstance(limiter, _redis_kinds()) and limiter.asynchronous
         self._key = key or default_key
         self._names = [sf_string(name) for name in names]
         self._rule_names = names
@@ -305,7 +323,7 @@ def _named_rules(
     if not isinstance(limiter, _POLICIES):
         if rule_names is not None:
             raise TypeError("rule_names= names a Policy's rules; name a limiter's with policy=")
-        config = limiter.rule.config if isinstance(limiter, _LEASED) else limiter.config
+        config = limiter.rule.config if isinstance(limiter, _leased_kinds()) else limiter.config
         return (config,), ["default" if policy is None else policy]
     if policy is not None:
         raise TypeError("policy= names a limiter's one rule; name a Policy's with rule_names=")

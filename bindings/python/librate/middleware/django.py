@@ -49,7 +49,7 @@ from django.utils.module_loading import import_string
 
 from .._limiter import KeyedLimiter
 from ._client import client_key, trusted_hops
-from ._gate import _POLICIES, _REDIS, AnyLimiter, Gate, Verdict
+from ._gate import _POLICIES, AnyLimiter, Gate, Verdict, _redis_kinds
 from .wsgi import WSGIRateLimit
 
 __all__ = ["DjangoRateLimit", "rate_limited"]
@@ -149,7 +149,7 @@ def _made(name: str) -> _Entry:
         rule_header=entry.get("rule_header"),
         log_level=entry.get("log_level", logging.INFO),
     )
-    return _Entry(gate, isinstance(limiter, _REDIS))
+    return _Entry(gate, isinstance(limiter, _redis_kinds()))
 
 
 def _imported(value: Any) -> Any:
