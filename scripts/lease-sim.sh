@@ -9,12 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-3}
 out=docs/bench/leases.txt
-# As scripts/perf-page.py names a machine: the CPU's model, how many, whether a VM.
-model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-vm=""
-grep -qw hypervisor /proc/cpuinfo && vm=" (VM)"
-machine="$model, $(nproc) vCPUs$vm"
-[ -n "$vm" ] || machine="$model, $(nproc) CPUs"
+# shellcheck source=scripts/bench-machine.sh
+source scripts/bench-machine.sh
 {
     echo "# machine: $machine, shared with other jobs"
     echo "# date: $(date -u +%F)"
