@@ -3,11 +3,10 @@
 //! A [`LeaseHolder`] under a live lease decides from its share with atomics alone
 //! (docs/leases.md); this measures what deciding through it costs beside
 //! [`Limiter::try_acquire`] on the same rule, both through the clock, in the two shapes
-//! `gcra.rs` measures: a busy bucket (the rule's TAT far ahead of now) and an idle one.
-//! The holder's lease is granted by applying a hand-made grant of the whole rule, so no
-//! Redis is needed: sent at time 0 and lasting 100 years, it is live throughout; the share,
-//! emptied at time 0, has refilled by now (the machine has been up longer than the rule's
-//! τ), and both are then prefilled alike.
+//! `gcra.rs` measures: a busy bucket (the rule's TAT far ahead of now) and an idle one
+//! (`lease_shapes.rs`). Each row is timed on its own, seconds apart from the others;
+//! `lease_pairs.rs` times the two calls in turns, for a ratio the machine's other jobs
+//! move less.
 
 #![deny(missing_docs)]
 
@@ -17,77 +16,23 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
-use librate::lease::{Fallback, Grant, HolderState, LeaseHolder};
-use librate::{Config, Instant, LeaseRule, Limiter};
+use librate::lease::HolderState;
+use librate::Instant;
 
 // Only `single`: the contended loop is for the other benches.
 #[allow(dead_code)]
 mod timing;
 use timing::single;
-
-/// A lease that outlasts any run (below the 2⁵³ µs a lease may last).
-const LEASE: Duration = Duration::from_secs(100 * 365 * 86_400);
-
-/// A rule and the units taken before the measured calls.
-struct Shape {
-    label: &'static str,
-    config: Config,
-    prefill: u64,
-}
-
-/// The shapes of `gcra.rs`'s `gcra_busy` and `gcra_idle`: T = 100 ns with τ = 429 s and a
-/// TAT 100 ms ahead of now (the coarse clock settles every decision), and T = 1 ns
-/// (every call finds the bucket full again).
-fn shapes() -> [Shape; 2] {
-    [
-        Shape {
-            label: "gcra_busy",
-            config: Config::per_second(10_000_000).with_burst(u64::from(u32::MAX)),
-            prefill: 1_000_000,
-        },
-        Shape {
-            label: "gcra_idle",
-            config: Config::per_second(1_000_000_000),
-            prefill: 0,
-        },
-    ]
-}
-
-impl Shape {
-    fn limiter(&self) -> Limiter {
-        let limiter = Limiter::new(&self.config).expect("bench rules are valid");
-        let prefill = limiter.acquire_at(self.prefill, Instant::now());
-        assert!(prefill.expect("prefill ≤ burst").allowed, "{}", self.label);
-        limiter
-    }
-
-    /// A holder of the whole rule, leased from time 0 for [`LEASE`].
-    fn holder(&self) -> LeaseHolder {
-        let rule = LeaseRule::new(&self.config, LEASE).expect("bench rules lease");
-        let holder = LeaseHolder::named(&rule, Fallback::Deny, "bench").unwrap();
-        let burst = match self.config.burst {
-            0 => self.config.limit,
-            burst => burst,
-        };
-        let lease_us = LEASE.as_micros() as u64;
-        let whole = 1_000_000;
-        let grant = Grant::from_fields(b"granted", [whole, burst, lease_us, 0, whole, burst, 1, 0])
-            .unwrap();
-        let renewal = holder.renewal_at(Instant::ZERO);
-        let state = holder.apply_at(&renewal, &grant, Instant::ZERO).unwrap();
-        assert_eq!(state, HolderState::Leased);
-        let prefill = holder.acquire_at(self.prefill, Instant::now());
-        assert!(prefill.expect("prefill ≤ burst").allowed, "{}", self.label);
-        holder
-    }
-}
+mod lease_shapes;
+use lease_shapes::{shapes, Shape};
 
 /// `Limiter::try_acquire` and `LeaseHolder::try_acquire` on each shape, each checked
 /// afterwards to still admit (and the holder to be leased); and between them, to part the
-/// holder's cost, the in-process decision with a demand count beside it, and `Limiter::try_acquire_at(1, Instant::now())` (the precise clock, which
-/// the holder reads) on a limiter as made and on one whose rule changed once (to the same
-/// rule): the path a share's decisions would take if its rule, which every grant sets,
-/// changed as a limiter's does rather than in place (`src/lease/gcra_share.rs`).
+/// holder's cost, the in-process decision with a demand count beside it, and
+/// `Limiter::try_acquire_at(1, Instant::now())` (the precise clock) on a limiter as made
+/// and on one whose rule changed once (to the same rule): the path a share's decisions
+/// would take if its rule, which every grant sets, changed as a limiter's does rather
+/// than in place (`src/lease/gcra_share.rs`).
 fn leased(c: &mut Criterion) {
     let mut group = c.benchmark_group("lease");
     for shape in shapes() {

@@ -27,10 +27,10 @@ pub(crate) use std::sync::atomic::fence as process_fence;
 pub(crate) use std::sync::atomic::AtomicU64 as ProcessAtomicU64;
 
 /// The counts of decisions (`counters.rs`), a lease holder's books (`lease/stats.rs`) and
-/// the flag that turns counting on: `std`'s under loom too. They order nothing a decision
-/// reads (each is Relaxed, a report), so modelling them would only multiply the
-/// interleavings a model explores.
-pub(crate) use std::sync::atomic::{AtomicBool as CountAtomicBool, AtomicU64 as CountAtomicU64};
+/// the word that turns a lease holder's counting on: `std`'s under loom too. They order
+/// nothing a decision reads (each is Relaxed, a report), so modelling them would only
+/// multiply the interleavings a model explores.
+pub(crate) use std::sync::atomic::AtomicU64 as CountAtomicU64;
 
 /// Waits politely, without bound, for another thread to finish a short step (a keyed
 /// insert in flight). (For a wait that gives up after a few checks, see [`spin_wait`].)

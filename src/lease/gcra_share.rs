@@ -38,8 +38,8 @@
 //! A decision now ([`try_acquire_now`](GcraShare::try_acquire_now)) takes the clock as
 //! `Limiter::try_acquire` does (`time::decide`): a busy or drained share is decided on
 //! the coarse clock's bounds where every instant in them, all within the lease, decides
-//! alike, an idle one at the exact time read first (this thread's hint, as a keyed
-//! table's decisions keep it).
+//! alike, an idle one at the exact time read first (the holder's hint, as a limiter
+//! keeps its own).
 //!
 //! # The range
 //! The word's values grow by the TATs' growth, about a nanosecond of the holder's
@@ -54,7 +54,7 @@ use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::state::{Acquire, Request, Settle, TryAcquire};
 use crate::sync::{spin_wait, AtomicU64, Ordering::*};
-use crate::time::{self, Bounds, Hinted, Monotonic, ThreadHint, Timed};
+use crate::time::{self, Bounds, ClockHint, Hinted, Monotonic, Timed};
 
 /// A word frozen by a renewal in flight: never a state's word, which stays at most
 /// [`LAST`].
@@ -110,22 +110,16 @@ impl<'a> GcraShare<'a> {
     /// `Limiter::try_acquire` does: on the coarse clock where its bounds settle the
     /// outcome (a busy share's, or a drained one's), else at the exact time. `None` where
     /// the decision is not the share's: the lease may have ended, or as for
-    /// [`try_acquire`](Self::try_acquire).
+    /// [`try_acquire`](Self::try_acquire). `hint` is the holder's, which its decisions
+    /// keep.
     #[inline(always)]
-    pub(crate) fn try_acquire_now(&self, n: u64, lease_end: u64) -> Option<bool> {
+    pub(crate) fn try_acquire_now(&self, n: u64, lease_end: u64, hint: &ClockHint) -> Option<bool> {
         let leased = Leased {
             share: self,
             n,
             lease_end,
         };
-        // This thread's hint, as a keyed table's decisions keep it: whether its last
-        // decision needed the exact time (an idle share's does, every time).
-        let decided = if ThreadHint::read() {
-            time::decide(Hinted::read_first(Monotonic, ThreadHint::<true>), leased)
-        } else {
-            time::decide(Hinted::new(Monotonic, ThreadHint::<false>), leased)
-        };
-        decided.ok()
+        time::decide(Hinted::new(Monotonic, hint), leased).ok()
     }
 
     /// Decides `n` units at `now` with the decision's fields, as `Limiter::acquire_at`

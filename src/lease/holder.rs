@@ -14,8 +14,8 @@ use crate::counters::{Counters, Counts};
 use crate::decision::Decision;
 use crate::error::{AcquireError, ConfigError};
 use crate::limiter::Limiter;
-use crate::sync::{AtomicU64, CountAtomicBool, Ordering::*};
-use crate::time::{self, Instant};
+use crate::sync::{AtomicU64, CountAtomicU64, Ordering::*};
+use crate::time::{self, ClockHint, Instant};
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::Mutex;
@@ -77,9 +77,14 @@ pub struct LeaseHolder {
     pub(super) books: Books,
     /// This handle's counts of its requests, off until asked for (docs/metrics.md).
     counters: Counters,
-    /// Whether `try_acquire` decides uncounted: until counting is turned on. Read in place
-    /// of the counts' own state, beside what a decision reads anyway.
-    uncounted: CountAtomicBool,
+    /// The most units a request may take ([`LeaseRule`]'s), read by every decision.
+    most: u64,
+    /// The most units `try_acquire` decides from a GCRA share inline, uncounted: `most`
+    /// for a GCRA holder until counting is turned on, else 0. One word, read in place of
+    /// the algorithm, the counts' state and `most`, beside what a decision reads anyway.
+    inline_most: CountAtomicU64,
+    /// Which clock reading this holder's decisions take first, as a limiter's.
+    hint: ClockHint,
 }
 
 /// What decides from a share, in the holder's words: a GCRA of the share's rate and
@@ -127,6 +132,11 @@ impl LeaseHolder {
         fallback: Option<Limiter>,
         words: Words,
     ) -> Self {
+        let inline_most = if matches!(local, Local::Gcra) {
+            rule.most()
+        } else {
+            0
+        };
         Self {
             rule: *rule,
             name,
@@ -136,7 +146,9 @@ impl LeaseHolder {
             renewing: Mutex::default(),
             books: Books::default(),
             counters: Counters::default(),
-            uncounted: CountAtomicBool::new(true),
+            most: rule.most(),
+            inline_most: CountAtomicU64::new(inline_most),
+            hint: ClockHint::default(),
         }
     }
 
@@ -166,39 +178,42 @@ impl LeaseHolder {
     /// # Errors
     /// [`AcquireError::InsufficientCapacity`] if `n` exceeds the global rule's burst (a
     /// window's limit).
-    #[inline]
+    #[inline(always)]
     pub fn try_acquire(&self, n: u64) -> Result<bool, AcquireError> {
         // Relaxed: a decision racing `enable_counts` may go uncounted, as one just before
-        // it would.
-        if self.uncounted.load(Relaxed) {
-            return self.try_acquire_now(n);
+        // it would. One word and one comparison (`n - 1` wraps for 0) pick the common case.
+        if n.wrapping_sub(1) < self.inline_most.load(Relaxed) {
+            return Ok(self.try_acquire_share_now(n));
         }
-        self.try_acquire_counted(n)
+        self.try_acquire_otherwise(n)
     }
 
-    /// [`try_acquire`](Self::try_acquire), counted: out of line, so that an uncounted
-    /// decision's code is what it was without counting.
-    #[cold]
-    #[inline(never)]
-    fn try_acquire_counted(&self, n: u64) -> Result<bool, AcquireError> {
-        let admitted = self.try_acquire_now(n);
-        self.counters.count(n, &admitted);
+    /// [`try_acquire`](Self::try_acquire) of `1 ≤ n ≤ most` units from a GCRA share, or
+    /// beside it, uncounted.
+    #[inline(always)]
+    fn try_acquire_share_now(&self, n: u64) -> bool {
+        // Acquire: as `try_acquire_at`'s.
+        let lease_end = self.lease_end().load(Acquire);
+        let admitted = match self.gcra_share().try_acquire_now(n, lease_end, &self.hint) {
+            Some(admitted) => admitted,
+            None => self.beside_share_now(n),
+        };
+        // After the decision, whose clock reading it would otherwise hold up: the demand
+        // is read once a renewal, and which decisions it counted by then does not matter.
+        self.count_demand(n);
         admitted
     }
 
-    /// [`try_acquire`](Self::try_acquire), uncounted.
-    #[inline(always)]
-    fn try_acquire_now(&self, n: u64) -> Result<bool, AcquireError> {
-        if let (Local::Gcra, 1..) = (&self.local, n) {
-            self.ask(n)?;
-            // Acquire: as `try_acquire_at`'s.
-            let lease_end = self.lease_end().load(Acquire);
-            if let Some(admitted) = self.gcra_share().try_acquire_now(n, lease_end) {
-                return Ok(admitted);
-            }
-            return Ok(self.beside_share(n, Instant::now()).allowed);
-        }
-        self.try_acquire_uncounted_at(n, Instant::now())
+    /// [`try_acquire`](Self::try_acquire) but for its common case: counted, a window's,
+    /// a query or a request past the rule.
+    #[inline(never)]
+    fn try_acquire_otherwise(&self, n: u64) -> Result<bool, AcquireError> {
+        let admitted = match (&self.local, n) {
+            (Local::Gcra, 1..) if n <= self.most => Ok(self.try_acquire_share_now(n)),
+            _ => self.try_acquire_uncounted_at(n, Instant::now()),
+        };
+        self.counters.count(n, &admitted);
+        admitted
     }
 
     /// [`try_acquire`](Self::try_acquire) at `at`.
@@ -269,7 +284,7 @@ impl LeaseHolder {
     pub fn enable_counts(&self) {
         self.counters.enable();
         // Relaxed: see `try_acquire`.
-        self.uncounted.store(false, Relaxed);
+        self.inline_most.store(0, Relaxed);
     }
 
     /// How many requests this handle admitted and denied since
@@ -299,12 +314,24 @@ impl LeaseHolder {
     /// Counts a request of `n` units in the demand, if the global rule can ever admit it.
     #[inline(always)]
     pub(super) fn ask(&self, n: u64) -> Result<(), AcquireError> {
-        if n > self.rule.most() {
+        if n > self.most {
             return Err(AcquireError::InsufficientCapacity);
         }
+        self.count_demand(n);
+        Ok(())
+    }
+
+    /// Counts `n` units in the demand.
+    #[inline(always)]
+    fn count_demand(&self, n: u64) {
         // Relaxed: a count read once a renewal, whose exactness is a renewal's.
         self.words.get(words::REQUESTED).fetch_add(n, Relaxed);
-        Ok(())
+    }
+
+    /// [`beside_share`](Self::beside_share) now, whether it admits.
+    #[cold]
+    fn beside_share_now(&self, n: u64) -> bool {
+        self.beside_share(n, Instant::now()).allowed
     }
 
     /// The decision without a share that admits `n`: the fallback's, or a denial until

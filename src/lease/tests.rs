@@ -1,7 +1,8 @@
 //! The holder's edges the C tests (tests/c/test_lease.c) do not reach: a request within
 //! the rule's burst but past the share's, a caller's time past what the script counts,
-//! and the sentence of a refused answer. Values worked out by hand: a GCRA rule of 1,000 a
-//! second (T = 1 ms, B = 1,000), leased 2 s at a time.
+//! the sentence of a refused answer, and what a decision now counts (its demand, and its
+//! outcome once counting is on). Values worked out by hand: a GCRA rule of 1,000 a second
+//! (T = 1 ms, B = 1,000), leased 2 s at a time (a century for decisions now).
 
 use super::{Fallback, Grant, HolderState, LeaseHolder, LeaseRule};
 use crate::{AcquireError, Config, Decision, Instant};
@@ -85,4 +86,46 @@ fn an_answer_the_script_never_gives_is_named_and_not_applied() {
     );
     assert_eq!(holder.state_at(Instant::ZERO), HolderState::Fallback);
     assert_eq!(holder.last_grant(), None);
+}
+
+#[test]
+fn now_every_request_within_the_rule_counts_in_the_demand_once() {
+    // A holder under no lease (fallback: deny) and one of the whole rule for a century:
+    // its share, emptied at 0, holds the burst by now, so the first 1,000 units pass.
+    let century = Duration::from_secs(100 * 365 * 86_400);
+    let rule = LeaseRule::new(&Config::per_second(1000), century).unwrap();
+    let unleased = LeaseHolder::named(&rule, Fallback::Deny, "host-a").unwrap();
+    let leased = LeaseHolder::named(&rule, Fallback::Deny, "host-b").unwrap();
+    let century = century.as_micros() as u64;
+    let whole = Grant::from_fields(
+        b"granted",
+        [1_000_000, 1000, century, 0, 1_000_000, 1000, 1, 0],
+    )
+    .unwrap();
+    let renewal = leased.renewal_at(Instant::ZERO);
+    leased.apply_at(&renewal, &whole, Instant::ZERO).unwrap();
+    assert_eq!(leased.state(), HolderState::Leased);
+
+    assert_eq!(unleased.try_acquire(3), Ok(false));
+    assert_eq!(leased.try_acquire(400), Ok(true));
+    assert_eq!(leased.try_acquire(600), Ok(true));
+    // Past the rule's burst: refused, and no demand.
+    assert_eq!(
+        leased.try_acquire(1001),
+        Err(AcquireError::InsufficientCapacity)
+    );
+    assert_eq!((unleased.asked(), leased.asked()), (3, 1000));
+
+    // Counting on: each request is then also counted, once. The share is empty (1,000
+    // units taken just now, one back a millisecond).
+    unleased.enable_counts();
+    leased.enable_counts();
+    assert_eq!(unleased.try_acquire(2), Ok(false));
+    assert_eq!(leased.try_acquire(1000), Ok(false));
+    let counts = |holder: &LeaseHolder| {
+        let counts = holder.counts().unwrap();
+        (counts.admitted, counts.denied)
+    };
+    assert_eq!((counts(&unleased), counts(&leased)), ((0, 1), (0, 1)));
+    assert_eq!((unleased.asked(), leased.asked()), (5, 2000));
 }

@@ -79,16 +79,17 @@ fn now_on_the_coarse_clock_as_at_the_exact_time() {
     // One unit a ms, bursts of 1,000, from empty at 0: full 1 s on, long before now.
     renew(&share, rule(1, 1000), 0, false);
     let lease_end = u64::MAX;
+    let hint = ClockHint::default();
     // Full: 600 taken at the exact time (an idle bucket's TAT is past).
-    assert_eq!(share.try_acquire_now(600, lease_end), Some(true));
+    assert_eq!(share.try_acquire_now(600, lease_end, &hint), Some(true));
     // 400 left, more as the call's milliseconds pass: the coarse clock's bounds settle
     // 300 (admitted) and 200 (denied: 100 left, and fewer than 100 ms have passed).
-    assert_eq!(share.try_acquire_now(300, lease_end), Some(true));
-    assert_eq!(share.try_acquire_now(200, lease_end), Some(false));
-    assert_eq!(share.try_acquire_now(50, lease_end), Some(true));
-    assert_eq!(share.try_acquire_now(1001, lease_end), None);
+    assert_eq!(share.try_acquire_now(300, lease_end, &hint), Some(true));
+    assert_eq!(share.try_acquire_now(200, lease_end, &hint), Some(false));
+    assert_eq!(share.try_acquire_now(50, lease_end, &hint), Some(true));
+    assert_eq!(share.try_acquire_now(1001, lease_end, &hint), None);
     // Past the lease's end, the decision is not the share's.
-    assert_eq!(share.try_acquire_now(1, 1), None);
+    assert_eq!(share.try_acquire_now(1, 1, &hint), None);
 }
 
 #[test]
