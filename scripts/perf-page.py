@@ -23,6 +23,7 @@ import argparse
 import datetime
 import importlib
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -678,6 +679,27 @@ LEASE_COLUMNS = ["scenario (rule 10,000/s, B 1,000, leases 2 s renewed every 500
                  "decisions without a share", "Redis calls / holder / s"]
 # `cargo bench --bench lease`'s subjects, each group's leased decision against these.
 LEASE_SUBJECTS = ("in_process", "in_process_counted", "in_process_at_now", "in_process_changed_at_now")
+# `cargo bench --bench lease_pairs`'s line for a group: the fastest rounds' times, their
+# ratio, and the median round's ratio with its quartiles.
+LEASE_PAIRS = re.compile(
+    r"^pairs lease/(\S+): in_process ([\d.]+) ns, leased ([\d.]+) ns .*?"
+    r"([\d.]+) fastest, ([\d.]+) median round \(quartiles ([\d.]+) to ([\d.]+)\)$", re.M)
+
+
+def lease_pairs(file: BenchFile) -> list[list[str]]:
+    """The table of `lease_pairs`' runs: each figure's median over the runs, per group."""
+    runs: dict[str, list[list[float]]] = {}
+    for group, *figures in LEASE_PAIRS.findall(file.body()):
+        runs.setdefault(group, []).append([float(figure) for figure in figures])
+    if not runs:
+        stop(f"{file.path}: no `pairs lease/...` line of cargo bench --bench lease_pairs")
+    rows = []
+    for group, figures in runs.items():
+        in_process, leased, fastest, median, low, high = (
+            statistics.median(column) for column in zip(*figures))
+        rows.append([code(group), ns(in_process), ns(leased), f"{fastest:.3f}",
+                     f"{median:.3f} ({low:.3f} to {high:.3f})"])
+    return rows
 
 
 def leases(data: Path, page: Path) -> list[str]:
@@ -686,7 +708,7 @@ def leases(data: Path, page: Path) -> list[str]:
     # The simulation's lines of prose: what the table's columns do not hold.
     notes = [
         line for line in file.body().splitlines()
-        if line and not line.startswith(("|", "test ", "cargo bench"))
+        if line and not line.startswith(("|", "test ", "cargo bench", "pairs "))
     ]
     runs = bench_data.criterion_bencher(file.body())
     bench_rows = []
@@ -724,7 +746,20 @@ def leases(data: Path, page: Path) -> list[str]:
             bench_rows,
         ),
         "",
-        "Times are medians over the runs of criterion's estimates, whole nanoseconds.",
+        "Times are medians over the runs of criterion's estimates. Each row is timed on its "
+        "own, seconds apart from the others, so on a machine shared with other jobs its two "
+        "times may meet different loads. `cargo bench --bench lease_pairs` times the two "
+        "calls in turns instead, a batch of each per round (400 rounds of 250,000 calls "
+        "each), so that both meet the same moment's load: the fastest round of each (the "
+        "one the other jobs disturbed least), their ratio, and the median of the rounds' own "
+        "ratios with its quartiles; each figure the median over the runs.",
+        "",
+        *table(
+            ["group", "in-process ns, fastest round", "leased ns, fastest round",
+             "leased ÷ in process, fastest rounds", "leased ÷ in process, median round (quartiles)"],
+            [False, True, True, True, True],
+            lease_pairs(file),
+        ),
         "",
     ]
 
