@@ -5,6 +5,7 @@
  *   rate::Policy         several limits at once, all or nothing  (rate_policy_*)
  *   rate::KeyedPolicy    per-key and global limits for one key   (rate_keyed_policy_*)
  *   rate::KeyedStats     a table's statistics, for dashboards    (rate_keyed_stats)
+ *   rate::Counts         a handle's requests, once counted       (rate_*_read_counts)
  *   rate::describe_file  what a shared file holds, in a sentence (rate_describe_file)
  *
  * The limiters are RAII handles: move-only, freed by their destructor. A moved-from
@@ -62,7 +63,8 @@ enum class Status : std::int32_t {
     invalid_config = RATE_E_INVALID_CONFIG,             ///< zero limit or period, overflow…
     insufficient_capacity = RATE_E_INSUFFICIENT_CAPACITY, ///< n > limit: never admitted
     table_full = RATE_E_TABLE_FULL,                     ///< keyed table full of live keys
-    unsupported = RATE_E_UNSUPPORTED,                   ///< reserve on a window algorithm
+    unsupported = RATE_E_UNSUPPORTED,                   ///< reserve on a window algorithm;
+                                                        ///< counts() with counting off
     internal = RATE_E_INTERNAL,                         ///< a bug inside librate
     io = RATE_E_IO,                                     ///< the OS refused a shared file; see errno
     incompatible = RATE_E_INCOMPATIBLE,                 ///< a shared file of another rule:
@@ -183,6 +185,41 @@ struct KeyedStats {
 
     static constexpr KeyedStats from_c(const rate_keyed_stats& s) noexcept {
         return {s.capacity, s.max_keys, s.live_keys, s.table_full};
+    }
+};
+
+/// One policy rule's counts (rate_rule_counts), in the order the rules were given.
+struct RuleCounts {
+    std::uint64_t denied = 0;        ///< requests this rule denied first: a denial's denied_by
+    std::uint64_t shadow_denied = 0; ///< a shadow rule's would-be denials; 0 for an enforced rule
+
+    static constexpr RuleCounts from_c(const rate_rule_counts& c) noexcept {
+        return {c.denied, c.shadow_denied};
+    }
+};
+
+/// A handle's counts of its requests since its enable_counts() (rate_counts,
+/// docs/metrics.md): each request counted once, in one field, so `denied` is exactly the
+/// sum of the rules' `denied`. Queries (`n == 0`) and requests refused with an error other
+/// than Status::table_full are not counted. Counts are per handle, never per key.
+struct Counts {
+    std::uint64_t admitted = 0;   ///< requests admitted (Status::ok)
+    std::uint64_t denied = 0;     ///< requests denied (Status::limited): for a policy, the sum
+                                  ///< of its rules' `denied`
+    std::uint64_t table_full = 0; ///< keyed only: requests for a new key refused with
+                                  ///< Status::table_full
+    /// How many entries of `rules` are used: a policy's rule count; 0 for a Limiter or a
+    /// KeyedLimiter.
+    std::size_t rules_len = 0;
+    /// Each rule's counts, in the order the rules were given (the first `rules_len`).
+    std::array<RuleCounts, RATE_POLICY_MAX_RULES> rules{};
+
+    static Counts from_c(const rate_counts& c) noexcept {
+        Counts out;
+        out.admitted = c.admitted;
+        out.denied = c.denied;
+        out.table_full = c.table_full;
+        return out;
     }
 };
 
@@ -361,6 +398,25 @@ inline const std::uint8_t* bytes(std::string_view key) noexcept {
     return reinterpret_cast<const std::uint8_t*>(key.data());
 }
 
+/// Reads a policy's counts and its `rules_len` rules' own with a C function
+/// `fn(handle, &out, rules, rules_len)` (rate_policy_read_counts,
+/// rate_keyed_policy_read_counts). The C call does not say how many rules it wrote: the
+/// caller passes the policy's rule count, which no change of its rules alters.
+template <class Fn, class T>
+Result<Counts> read_policy_counts(Fn fn, const T* handle, std::size_t rules_len) noexcept {
+    rate_counts c{};
+    std::array<rate_rule_counts, RATE_POLICY_MAX_RULES> rules{};
+    const std::size_t len = rules_len < rules.size() ? rules_len : rules.size();
+    const auto status = static_cast<Status>(fn(handle, &c, rules.data(), len));
+    if (is_error(status))
+        return {status, Counts{}};
+    Counts out = Counts::from_c(c);
+    out.rules_len = len;
+    for (std::size_t i = 0; i < len; i++)
+        out.rules[i] = RuleCounts::from_c(rules[i]);
+    return {status, out};
+}
+
 } // namespace detail
 
 /// What the table file at `path` holds, in one English sentence that starts with the path
@@ -457,6 +513,18 @@ class Limiter : public detail::Handle<rate_limiter, rate_limiter_free> {
     Status set_config_at(const Config& config, Clock::time_point now) noexcept {
         return detail::set_config(rate_limiter_set_config_at, native_handle(), config,
                                   detail::to_ns(now));
+    }
+    /// Turns on counting of the requests decided through this handle, from this call on
+    /// (rate_limiter_enable_counts, docs/metrics.md); counting that is on stays on, its
+    /// counts kept. Off by default: it costs an atomic add a request. Status::ok, or
+    /// Status::null on an empty handle.
+    Status enable_counts() const noexcept {
+        return static_cast<Status>(rate_limiter_enable_counts(native_handle()));
+    }
+    /// The counts since enable_counts() (rate_limiter_read_counts): `admitted` and
+    /// `denied`. Status::unsupported while counting is off; Status::null on an empty handle.
+    Result<Counts> counts() const noexcept {
+        return detail::decide<Counts, rate_counts>(rate_limiter_read_counts, native_handle());
     }
 
   private:
@@ -599,6 +667,18 @@ class KeyedLimiter : public detail::Handle<rate_keyed, rate_keyed_free> {
         return detail::decide<KeyedStats, rate_keyed_stats>(
             rate_keyed_read_stats_at, native_handle(), detail::to_ns(now));
     }
+    /// Turns on counting of the requests decided through this handle, for every key, from
+    /// this call on (rate_keyed_enable_counts): as Limiter::enable_counts().
+    Status enable_counts() const noexcept {
+        return static_cast<Status>(rate_keyed_enable_counts(native_handle()));
+    }
+    /// The counts since enable_counts() (rate_keyed_read_counts): `admitted`, `denied`, and
+    /// `table_full` for requests of new keys refused with Status::table_full (by this
+    /// handle; stats() has every process's). Status::unsupported while counting is off;
+    /// Status::null on an empty handle.
+    Result<Counts> counts() const noexcept {
+        return detail::decide<Counts, rate_counts>(rate_keyed_read_counts, native_handle());
+    }
 
   private:
     template <class Owner, class T, class Fn, class... Args>
@@ -641,7 +721,10 @@ class Policy : public detail::Handle<rate_policy, rate_policy_free> {
         std::array<rate_config, max_rules> c{};
         for (std::size_t i = 0; i < count; i++)
             c[i] = rules[i].to_c();
-        return detail::create<Policy, rate_policy>(rate_policy_new, c.data(), count);
+        auto made = detail::create<Policy, rate_policy>(rate_policy_new, c.data(), count);
+        if (made.ok())
+            made->rules_len_ = count;
+        return made;
     }
     /// create() of a list of rules: `rate::Policy::create({rate::Config::gcra(10, 1s),
     /// rate::Config::fixed_window(1000, 24h)})`.
@@ -666,6 +749,19 @@ class Policy : public detail::Handle<rate_policy, rate_policy_free> {
         std::uint32_t mask = 0;
         const auto status = static_cast<Status>(rate_policy_get_shadow(native_handle(), &mask));
         return {status, mask};
+    }
+    /// Turns on counting of the requests decided through this handle, from this call on
+    /// (rate_policy_enable_counts): as Limiter::enable_counts(). Once on, try_acquire()
+    /// decides as acquire() does, to learn which rule denied.
+    Status enable_counts() const noexcept {
+        return static_cast<Status>(rate_policy_enable_counts(native_handle()));
+    }
+    /// The counts since enable_counts() (rate_policy_read_counts): `admitted`, `denied`,
+    /// and in `rules` each rule's `denied` (the requests it denied first) and
+    /// `shadow_denied`. Status::unsupported while counting is off; Status::null on an empty
+    /// handle.
+    Result<Counts> counts() const noexcept {
+        return detail::read_policy_counts(rate_policy_read_counts, native_handle(), rules_len_);
     }
 #if RATE_HPP_EXCEPTIONS
     /// Like create(), throwing rate::Error on bad rules.
@@ -693,6 +789,8 @@ class Policy : public detail::Handle<rate_policy, rate_policy_free> {
     template <class Owner, class T, class Fn, class... Args>
     friend Result<Owner> detail::create(Fn, Args...) noexcept;
     using Handle::Handle; // adopts a raw handle: for create() only
+
+    std::size_t rules_len_ = 0; // the rule count, for counts(); set_rules_at() keeps it
 };
 
 /// One rule of a KeyedPolicy: a Config kept per key or once for every key.
@@ -858,6 +956,19 @@ class KeyedPolicy : public detail::Handle<rate_keyed_policy, rate_keyed_policy_f
         return detail::decide<KeyedStats, rate_keyed_stats>(
             rate_keyed_policy_read_stats_at, native_handle(), detail::to_ns(now));
     }
+    /// Turns on counting of the requests decided through this handle, for every key, from
+    /// this call on (rate_keyed_policy_enable_counts): as Limiter::enable_counts().
+    Status enable_counts() const noexcept {
+        return static_cast<Status>(rate_keyed_policy_enable_counts(native_handle()));
+    }
+    /// The counts since enable_counts() (rate_keyed_policy_read_counts): as
+    /// Policy::counts(), and `table_full` for requests of new keys refused with
+    /// Status::table_full. Status::unsupported while counting is off; Status::null on an
+    /// empty handle.
+    Result<Counts> counts() const noexcept {
+        return detail::read_policy_counts(rate_keyed_policy_read_counts, native_handle(),
+                                          rules_len_);
+    }
 
   private:
     template <class Owner, class T, class Fn, class... Args>
@@ -875,8 +986,13 @@ class KeyedPolicy : public detail::Handle<rate_keyed_policy, rate_keyed_policy_f
         std::array<rate_keyed_rule, max_rules> c{};
         for (std::size_t i = 0; i < count; i++)
             c[i] = rules[i].to_c();
-        return make(c.data());
+        Result<KeyedPolicy> made = make(c.data());
+        if (made.ok()) // a file's policy has as many rules as asked for, or is incompatible
+            made->rules_len_ = count;
+        return made;
     }
+
+    std::size_t rules_len_ = 0; // the rule count, for counts(); set_rules_at() keeps it
 };
 
 } // namespace rate
