@@ -29,6 +29,7 @@
 //!   on the side of its limit.
 
 mod change;
+mod counts;
 mod engine;
 mod file;
 #[cfg(not(loom))]
@@ -40,7 +41,7 @@ pub(crate) use self::shadow::ShadowMask;
 use self::engine::{least_limit, Cost, Costs, Engine, Rules, Taken, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
-use crate::counters::{self, Counters, Counts};
+use crate::counters::{self, Counters};
 use crate::decision::Decision;
 use crate::error::{ConfigError, CostsError, InsufficientCapacity};
 use crate::limiter::{Limiter, RuleRefund};
@@ -294,8 +295,7 @@ impl Policy {
     #[inline(never)]
     pub fn try_acquire(&self, n: u64) -> Result<bool, InsufficientCapacity> {
         if self.counters.enabled() {
-            // Counting needs the rule that denied, which only the report says.
-            return Ok(self.acquire(n)?.decision.allowed);
+            return self.try_acquire_counted(n, Instant::now());
         }
         let n = self.uniform(n)?;
         let shadow = self.shadow.get();
@@ -316,8 +316,7 @@ impl Policy {
     /// As [`acquire_costs`](Self::acquire_costs).
     pub fn try_acquire_costs(&self, costs: &[u64]) -> Result<bool, CostsError> {
         if self.counters.enabled() {
-            // As `try_acquire`'s.
-            return Ok(self.acquire_costs(costs)?.decision.allowed);
+            return self.try_acquire_costs_counted(costs, Instant::now());
         }
         let costs = self.costs(costs)?;
         let shadow = self.shadow.get();
@@ -333,8 +332,7 @@ impl Policy {
     /// As [`try_acquire`](Self::try_acquire).
     pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, InsufficientCapacity> {
         if self.counters.enabled() {
-            // As `try_acquire`'s.
-            return Ok(self.acquire_at(n, at)?.decision.allowed);
+            return self.try_acquire_counted(n, at);
         }
         let n = self.uniform(n)?;
         let shadow = self.shadow.get();
@@ -354,8 +352,7 @@ impl Policy {
     /// As [`acquire_costs`](Self::acquire_costs).
     pub fn try_acquire_costs_at(&self, costs: &[u64], at: Instant) -> Result<bool, CostsError> {
         if self.counters.enabled() {
-            // As `try_acquire`'s.
-            return Ok(self.acquire_costs_at(costs, at)?.decision.allowed);
+            return self.try_acquire_costs_counted(costs, at);
         }
         let costs = self.costs(costs)?;
         let shadow = self.shadow.get();
@@ -367,29 +364,6 @@ impl Policy {
             &costs,
             at.as_nanos(),
         )))
-    }
-
-    /// `decision`, of a request of `costs`, counted if counting is on and the request
-    /// was not a query (docs/metrics.md).
-    fn counted(&self, costs: impl Cost, decision: PolicyDecision) -> PolicyDecision {
-        if !self.engine.is_query(costs) {
-            self.counters
-                .count_policy(decision.denied_by, decision.shadow_denials());
-        }
-        decision
-    }
-
-    /// Turns on counting of this handle's requests, from this call on (docs/metrics.md,
-    /// counters): one atomic add a request, and the `try_acquire` forms then decide as
-    /// `acquire` does, to learn which rule denied. Counting that is on stays on.
-    pub fn enable_counts(&self) {
-        self.counters.enable();
-    }
-
-    /// How many requests this handle admitted, and how many each rule denied first,
-    /// since [`enable_counts`](Self::enable_counts); `None` while counting is off.
-    pub fn counts(&self) -> Option<Counts> {
-        self.counters.counts(self.rules.len())
     }
 
     /// `n` of every rule, checked: against the limits the rules were built with, or
