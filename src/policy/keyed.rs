@@ -9,13 +9,14 @@
 //! key absent again (its former state then holds its slot, under no key, until fresh).
 //!
 //! `keyed/rules.rs`: where each rule keeps its state, and the engine's steps on them for
-//! one key; `keyed/change.rs`: replacing the rules at run time.
+//! one key; `keyed/counts.rs`: counting its requests; `keyed/change.rs`: replacing the
+//! rules at run time.
 
 use super::engine::{least_limit, Costs, Engine};
 use super::shadow::ShadowMask;
 use super::PolicyDecision;
 use crate::config::Config;
-use crate::counters::{Counters, Counts};
+use crate::counters::Counters;
 use crate::error::{ConfigError, CostsError, KeyedAcquireError, ResetError};
 use crate::keyed::{KeyHasher, KeyedLimiter, KeyedStats, Located};
 use crate::limiter::Limiter;
@@ -25,6 +26,7 @@ use std::hash::BuildHasher;
 use super::MAX_RULES;
 
 mod change;
+mod counts;
 mod rules;
 
 use self::rules::ForKey;
@@ -323,8 +325,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<bool, KeyedAcquireError> {
         if self.counters.enabled() {
-            // Counting needs the rule that denied, which only the report says.
-            return Ok(self.acquire_at(key, n, at)?.decision.allowed);
+            return self.try_acquire_counted(key, n, at);
         }
         let costs = self.uniform(n)?;
         self.try_acquire_checked(key, &costs, at.as_nanos())
@@ -354,44 +355,10 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<bool, CostsError<KeyedAcquireError>> {
         if self.counters.enabled() {
-            // As `try_acquire_at`'s.
-            return Ok(self.acquire_costs_at(key, costs, at)?.decision.allowed);
+            return self.try_acquire_costs_counted(key, costs, at);
         }
         let costs = self.costs(costs)?;
         Ok(self.try_acquire_checked(key, &costs, at.as_nanos())?)
-    }
-
-    /// `decided`, a request of `costs`, counted if counting is on and the request was not
-    /// a query (docs/metrics.md).
-    fn counted(
-        &self,
-        costs: &Costs,
-        decided: Result<PolicyDecision, KeyedAcquireError>,
-    ) -> Result<PolicyDecision, KeyedAcquireError> {
-        match &decided {
-            Ok(decision) if !self.engine.is_query(costs) => {
-                self.counters
-                    .count_policy(decision.denied_by, decision.shadow_denials());
-            }
-            Err(KeyedAcquireError::TableFull) => self.counters.count_table_full(),
-            _ => {}
-        }
-        decided
-    }
-
-    /// Turns on counting of this handle's requests, from this call on (docs/metrics.md,
-    /// counters): one atomic add a request, and the `try_acquire` forms then decide as
-    /// `acquire` does, to learn which rule denied. For a shared policy, this process's
-    /// requests through this handle. Counting that is on stays on.
-    pub fn enable_counts(&self) {
-        self.counters.enable();
-    }
-
-    /// How many requests this handle admitted, how many each rule denied first, and
-    /// how many a full table refused, since [`enable_counts`](Self::enable_counts);
-    /// `None` while counting is off.
-    pub fn counts(&self) -> Option<Counts> {
-        self.counters.counts(self.rules.len())
     }
 
     /// Resets `key` in every per-key rule (as [`KeyedLimiter::reset`]): its next request is
