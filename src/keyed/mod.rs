@@ -40,7 +40,8 @@
 //! region, so a key's home slot and probe order are too.
 //!
 //! # Files
-//! - `mod.rs`: the public [`KeyedLimiter`] API, and the clock choice of each path.
+//! - `mod.rs`: the public [`KeyedLimiter`] API, and the clock choice of each path;
+//!   `counts.rs`: counting the handle's requests.
 //! - `layout.rs`: where each word of a region lies (sizes, offsets, allocation),
 //!   prefetch and huge-page advice; `region.rs`: a region: a rule and its words, each
 //!   word's address, a key's home and probe order.
@@ -82,6 +83,7 @@ mod batch;
 mod build;
 mod change;
 mod claim;
+mod counts;
 mod file;
 mod give_back;
 mod hasher;
@@ -113,7 +115,7 @@ use self::region::Region;
 use self::regions::View;
 pub use self::stats::KeyedStats;
 use crate::config::Config;
-use crate::counters::{Counters, Counts, Outcome};
+use crate::counters::Counters;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{KeyedAcquireError, ReserveError};
@@ -309,33 +311,6 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             Err(error) => Err(error.into()),
         };
         self.counted(n, admitted)
-    }
-
-    /// `outcome`, a request of `n` units, counted if counting is on (docs/metrics.md):
-    /// a full table apart.
-    #[inline(always)]
-    fn counted<T: Outcome, E: Refusal>(&self, n: u64, outcome: Result<T, E>) -> Result<T, E> {
-        if self.counters.enabled() {
-            match &outcome {
-                Err(error) if error.is_table_full() => self.counters.count_table_full(),
-                decided => self.counters.count(n, decided),
-            }
-        }
-        outcome
-    }
-
-    /// Turns on counting of this handle's requests, from this call on (docs/metrics.md,
-    /// counters): one atomic add a request, which is why it is off until asked for. For a
-    /// shared table, this process's requests through this handle. Counting that is on
-    /// stays on.
-    pub fn enable_counts(&self) {
-        self.counters.enable();
-    }
-
-    /// How many requests this handle admitted, denied and refused for a full table since
-    /// [`enable_counts`](Self::enable_counts); `None` while counting is off.
-    pub fn counts(&self) -> Option<Counts> {
-        self.counters.counts(1)
     }
 
     /// A try_acquire of `n` (checked under `region`'s rule) for `key`, by `time`.
