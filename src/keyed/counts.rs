@@ -15,12 +15,7 @@ impl<S: BuildHasher> KeyedLimiter<S> {
         n: u64,
         outcome: Result<T, E>,
     ) -> Result<T, E> {
-        if self.counters.enabled() {
-            match &outcome {
-                Err(error) if error.is_table_full() => self.counters.count_table_full(),
-                decided => self.counters.count(n, decided),
-            }
-        }
+        self.counters.count_keyed(n, &outcome, E::is_table_full);
         outcome
     }
 
