@@ -38,6 +38,7 @@ mod keyed;
 mod shadow;
 pub(crate) use self::shadow::ShadowMask;
 
+use self::counts::admitted;
 use self::engine::{least_limit, Cost, Costs, Engine, Rules, Taken, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
@@ -295,7 +296,7 @@ impl Policy {
     #[inline(never)]
     pub fn try_acquire(&self, n: u64) -> Result<bool, InsufficientCapacity> {
         if self.counters.enabled() {
-            return self.try_acquire_counted(n, Instant::now());
+            return admitted(self.acquire(n));
         }
         let n = self.uniform(n)?;
         let shadow = self.shadow.get();
@@ -316,7 +317,7 @@ impl Policy {
     /// As [`acquire_costs`](Self::acquire_costs).
     pub fn try_acquire_costs(&self, costs: &[u64]) -> Result<bool, CostsError> {
         if self.counters.enabled() {
-            return self.try_acquire_costs_counted(costs, Instant::now());
+            return admitted(self.acquire_costs(costs));
         }
         let costs = self.costs(costs)?;
         let shadow = self.shadow.get();
@@ -332,7 +333,7 @@ impl Policy {
     /// As [`try_acquire`](Self::try_acquire).
     pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, InsufficientCapacity> {
         if self.counters.enabled() {
-            return self.try_acquire_counted(n, at);
+            return admitted(self.acquire_at(n, at));
         }
         let n = self.uniform(n)?;
         let shadow = self.shadow.get();
@@ -352,7 +353,7 @@ impl Policy {
     /// As [`acquire_costs`](Self::acquire_costs).
     pub fn try_acquire_costs_at(&self, costs: &[u64], at: Instant) -> Result<bool, CostsError> {
         if self.counters.enabled() {
-            return self.try_acquire_costs_counted(costs, at);
+            return admitted(self.acquire_costs_at(costs, at));
         }
         let costs = self.costs(costs)?;
         let shadow = self.shadow.get();

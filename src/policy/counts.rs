@@ -7,8 +7,6 @@
 use super::engine::Cost;
 use super::{Policy, PolicyDecision};
 use crate::counters::Counts;
-use crate::error::{CostsError, InsufficientCapacity};
-use crate::time::Instant;
 
 impl Policy {
     /// `decision`, of a request of `costs`, counted if counting is on and the request
@@ -33,28 +31,13 @@ impl Policy {
     pub fn counts(&self) -> Option<Counts> {
         self.counters.counts(self.rules.len())
     }
+}
 
-    /// [`try_acquire_at`](Self::try_acquire_at) of a handle that counts: decided as
-    /// [`acquire_at`](Self::acquire_at), whose report names the rule that denied.
-    // Inline, as the branch it stands for was.
-    #[inline(always)]
-    pub(super) fn try_acquire_counted(
-        &self,
-        n: u64,
-        at: Instant,
-    ) -> Result<bool, InsufficientCapacity> {
-        Ok(self.acquire_at(n, at)?.decision.allowed)
-    }
-
-    /// [`try_acquire_costs_at`](Self::try_acquire_costs_at) of a handle that counts,
-    /// decided as [`acquire_costs_at`](Self::acquire_costs_at).
-    // Inline, as `try_acquire_counted`.
-    #[inline(always)]
-    pub(super) fn try_acquire_costs_counted(
-        &self,
-        costs: &[u64],
-        at: Instant,
-    ) -> Result<bool, CostsError> {
-        Ok(self.acquire_costs_at(costs, at)?.decision.allowed)
-    }
+/// Whether the request of `report` was admitted: the answer of a `try_acquire` form of a
+/// policy or keyed policy that counts, decided by its `acquire` form, whose report names
+/// the rule that denied.
+// Inline, as the branches it serves were inlined code.
+#[inline(always)]
+pub(super) fn admitted<E>(report: Result<PolicyDecision, E>) -> Result<bool, E> {
+    Ok(report?.decision.allowed)
 }

@@ -13,6 +13,7 @@
 //! one key; `keyed/counts.rs`: counting its requests; `keyed/change.rs`: replacing the
 //! rules at run time.
 
+use super::counts::admitted;
 use super::engine::{least_limit, Costs, Engine};
 use super::shadow::ShadowMask;
 use super::PolicyDecision;
@@ -209,7 +210,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<bool, KeyedAcquireError> {
         if self.counters.enabled() {
-            return self.try_acquire_counted(key, n, at);
+            return admitted(self.acquire_at(key, n, at));
         }
         let costs = self.uniform(n)?;
         self.try_acquire_checked(key, &costs, at.as_nanos())
@@ -239,7 +240,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<bool, CostsError<KeyedAcquireError>> {
         if self.counters.enabled() {
-            return self.try_acquire_costs_counted(key, costs, at);
+            return admitted(self.acquire_costs_at(key, costs, at));
         }
         let costs = self.costs(costs)?;
         Ok(self.try_acquire_checked(key, &costs, at.as_nanos())?)

@@ -5,8 +5,7 @@ use super::super::engine::Costs;
 use super::super::PolicyDecision;
 use super::KeyedPolicy;
 use crate::counters::Counts;
-use crate::error::{CostsError, KeyedAcquireError};
-use crate::time::Instant;
+use crate::error::KeyedAcquireError;
 use std::hash::BuildHasher;
 
 impl<S: BuildHasher> KeyedPolicy<S> {
@@ -41,31 +40,5 @@ impl<S: BuildHasher> KeyedPolicy<S> {
     /// `None` while counting is off.
     pub fn counts(&self) -> Option<Counts> {
         self.counters.counts(self.rules.len())
-    }
-
-    /// [`try_acquire_at`](Self::try_acquire_at) of a handle that counts: decided as
-    /// [`acquire_at`](Self::acquire_at), whose report names the rule that denied.
-    // Inline, as the branch it stands for was.
-    #[inline(always)]
-    pub(super) fn try_acquire_counted(
-        &self,
-        key: &[u8],
-        n: u64,
-        at: Instant,
-    ) -> Result<bool, KeyedAcquireError> {
-        Ok(self.acquire_at(key, n, at)?.decision.allowed)
-    }
-
-    /// [`try_acquire_costs_at`](Self::try_acquire_costs_at) of a handle that counts,
-    /// decided as [`acquire_costs_at`](Self::acquire_costs_at).
-    // Inline, as `try_acquire_counted`.
-    #[inline(always)]
-    pub(super) fn try_acquire_costs_counted(
-        &self,
-        key: &[u8],
-        costs: &[u64],
-        at: Instant,
-    ) -> Result<bool, CostsError<KeyedAcquireError>> {
-        Ok(self.acquire_costs_at(key, costs, at)?.decision.allowed)
     }
 }
