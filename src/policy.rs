@@ -40,7 +40,6 @@ mod rules;
 mod shadow;
 pub(crate) use self::shadow::ShadowMask;
 
-use self::counts::admitted;
 use self::engine::{least_limit, Costs, Engine, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
@@ -183,6 +182,15 @@ impl PolicyDecision {
             shadow: 0,
         }
     }
+}
+
+/// Whether the request of `report` was admitted: the answer of a `try_acquire` form of a
+/// policy or keyed policy that counts, decided by its `acquire` form, whose report names
+/// the rule that denied.
+// Inline, as the branches it serves were inlined code.
+#[inline(always)]
+fn admitted<E>(report: Result<PolicyDecision, E>) -> Result<bool, E> {
+    Ok(report?.decision.allowed)
 }
 
 impl Policy {

@@ -32,12 +32,3 @@ impl Policy {
         self.counters.counts(self.rules.len())
     }
 }
-
-/// Whether the request of `report` was admitted: the answer of a `try_acquire` form of a
-/// policy or keyed policy that counts, decided by its `acquire` form, whose report names
-/// the rule that denied.
-// Inline, as the branches it serves were inlined code.
-#[inline(always)]
-pub(super) fn admitted<E>(report: Result<PolicyDecision, E>) -> Result<bool, E> {
-    Ok(report?.decision.allowed)
-}

@@ -13,10 +13,9 @@
 //! one key; `keyed/counts.rs`: counting its requests; `keyed/change.rs`: replacing the
 //! rules at run time.
 
-use super::counts::admitted;
 use super::engine::{least_limit, Costs, Engine};
 use super::shadow::ShadowMask;
-use super::PolicyDecision;
+use super::{admitted, PolicyDecision};
 use crate::counters::Counters;
 use crate::error::{ConfigError, CostsError, KeyedAcquireError, ResetError};
 use crate::keyed::{KeyHasher, KeyedLimiter, KeyedStats, Located};
