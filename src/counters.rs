@@ -186,6 +186,24 @@ impl Counters {
         }
     }
 
+    /// Counts `outcome`, a request of `n` units of a keyed table, as [`count`](Self::count)
+    /// does, or as a full table's refusal if `table_full` says its error is one. Inline,
+    /// only the check that counting is on, made once for either.
+    #[inline(always)]
+    pub(crate) fn count_keyed<T: Outcome, E>(
+        &self,
+        n: u64,
+        outcome: &Result<T, E>,
+        table_full: impl Fn(&E) -> bool,
+    ) {
+        if let Some(words) = self.words.get() {
+            match outcome {
+                Err(error) if table_full(error) => words.add(TABLE_FULL),
+                decided => words.count(n, decided.as_ref().ok().map(Outcome::admitted)),
+            }
+        }
+    }
+
     /// Counts a request for a new key refused because the table was full.
     #[inline]
     pub(crate) fn count_table_full(&self) {
@@ -261,6 +279,25 @@ mod tests {
                 denied: 1,
                 shadow_denied: 0
             }]
+        );
+    }
+
+    #[test]
+    fn a_keyed_table_counts_a_full_table_apart() {
+        let counters = Counters::default();
+        let full = |error: &bool| *error;
+        counters.count_keyed(1, &Err::<bool, bool>(true), full);
+        assert_eq!(counters.counts(1), None);
+        counters.enable();
+        counters.count_keyed(1, &Ok::<bool, bool>(true), full);
+        counters.count_keyed(1, &Ok::<bool, bool>(false), full);
+        counters.count_keyed(0, &Ok::<bool, bool>(false), full); // a query: not counted
+        counters.count_keyed(1, &Err::<bool, bool>(false), full); // refused for its size
+        counters.count_keyed(1, &Err::<bool, bool>(true), full); // a full table
+        let counts = counters.counts(1).unwrap();
+        assert_eq!(
+            (counts.admitted, counts.denied, counts.table_full),
+            (1, 1, 1)
         );
     }
 

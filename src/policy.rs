@@ -11,7 +11,8 @@
 //! The decision is the engine's (`policy/engine.rs`), which [`KeyedPolicy`] shares
 //! (`policy/keyed.rs`): there each rule is per key or global, and what follows holds rule
 //! by rule, a per-key rule's state being one key's. Replacing the rules at run time is
-//! `policy/change.rs` (and `policy/keyed/change.rs`).
+//! `policy/change.rs` (and `policy/keyed/change.rs`); `policy/rules.rs` is how the engine
+//! takes from a policy's own limiters, and `policy/counts.rs` counts its requests.
 //!
 //! What concurrent callers may see, on one policy:
 //! - No rule ever admits past its limit: each rule's step is its own atomic admission.
@@ -29,26 +30,26 @@
 //!   on the side of its limit.
 
 mod change;
+mod counts;
 mod engine;
 mod file;
 #[cfg(not(loom))]
 pub(crate) use self::file::{rule_blocks, rules_described};
 mod keyed;
+mod rules;
 mod shadow;
 pub(crate) use self::shadow::ShadowMask;
 
-use self::engine::{least_limit, Cost, Costs, Engine, Rules, Taken, Uniform};
+use self::engine::{least_limit, Costs, Engine, Uniform};
 pub use self::keyed::{KeyedPolicy, KeyedRule};
 use crate::config::Config;
-use crate::counters::{self, Counters, Counts};
+use crate::counters::{self, Counters};
 use crate::decision::Decision;
 use crate::error::{ConfigError, CostsError, InsufficientCapacity};
-use crate::limiter::{Limiter, RuleRefund};
-use crate::state::{owned, Request, Settle, TryAcquire};
+use crate::limiter::Limiter;
+use crate::state::owned;
 use crate::sync::{AtomicBool, Ordering};
-use crate::time::{Bounds, Instant, Monotonic, TimeSource};
-use std::cell::Cell;
-use std::convert::Infallible;
+use crate::time::Instant;
 
 /// The most rules one policy holds.
 pub const MAX_RULES: usize = 8;
@@ -183,6 +184,15 @@ impl PolicyDecision {
     }
 }
 
+/// Whether the request of `report` was admitted: the answer of a `try_acquire` form of a
+/// policy or keyed policy that counts, decided by its `acquire` form, whose report names
+/// the rule that denied.
+// Inline, as the branches it serves were inlined code.
+#[inline(always)]
+fn admitted<E>(report: Result<PolicyDecision, E>) -> Result<bool, E> {
+    Ok(report?.decision.allowed)
+}
+
 impl Policy {
     /// A policy of `rules`, each full at any time.
     ///
@@ -294,8 +304,7 @@ impl Policy {
     #[inline(never)]
     pub fn try_acquire(&self, n: u64) -> Result<bool, InsufficientCapacity> {
         if self.counters.enabled() {
-            // Counting needs the rule that denied, which only the report says.
-            return Ok(self.acquire(n)?.decision.allowed);
+            return admitted(self.acquire(n));
         }
         let n = self.uniform(n)?;
         let shadow = self.shadow.get();
@@ -316,8 +325,7 @@ impl Policy {
     /// As [`acquire_costs`](Self::acquire_costs).
     pub fn try_acquire_costs(&self, costs: &[u64]) -> Result<bool, CostsError> {
         if self.counters.enabled() {
-            // As `try_acquire`'s.
-            return Ok(self.acquire_costs(costs)?.decision.allowed);
+            return admitted(self.acquire_costs(costs));
         }
         let costs = self.costs(costs)?;
         let shadow = self.shadow.get();
@@ -333,8 +341,7 @@ impl Policy {
     /// As [`try_acquire`](Self::try_acquire).
     pub fn try_acquire_at(&self, n: u64, at: Instant) -> Result<bool, InsufficientCapacity> {
         if self.counters.enabled() {
-            // As `try_acquire`'s.
-            return Ok(self.acquire_at(n, at)?.decision.allowed);
+            return admitted(self.acquire_at(n, at));
         }
         let n = self.uniform(n)?;
         let shadow = self.shadow.get();
@@ -354,8 +361,7 @@ impl Policy {
     /// As [`acquire_costs`](Self::acquire_costs).
     pub fn try_acquire_costs_at(&self, costs: &[u64], at: Instant) -> Result<bool, CostsError> {
         if self.counters.enabled() {
-            // As `try_acquire`'s.
-            return Ok(self.acquire_costs_at(costs, at)?.decision.allowed);
+            return admitted(self.acquire_costs_at(costs, at));
         }
         let costs = self.costs(costs)?;
         let shadow = self.shadow.get();
@@ -367,29 +373,6 @@ impl Policy {
             &costs,
             at.as_nanos(),
         )))
-    }
-
-    /// `decision`, of a request of `costs`, counted if counting is on and the request
-    /// was not a query (docs/metrics.md).
-    fn counted(&self, costs: impl Cost, decision: PolicyDecision) -> PolicyDecision {
-        if !self.engine.is_query(costs) {
-            self.counters
-                .count_policy(decision.denied_by, decision.shadow_denials());
-        }
-        decision
-    }
-
-    /// Turns on counting of this handle's requests, from this call on (docs/metrics.md,
-    /// counters): one atomic add a request, and the `try_acquire` forms then decide as
-    /// `acquire` does, to learn which rule denied. Counting that is on stays on.
-    pub fn enable_counts(&self) {
-        self.counters.enable();
-    }
-
-    /// How many requests this handle admitted, and how many each rule denied first,
-    /// since [`enable_counts`](Self::enable_counts); `None` while counting is off.
-    pub fn counts(&self) -> Option<Counts> {
-        self.counters.counts(self.rules.len())
     }
 
     /// `n` of every rule, checked: against the limits the rules were built with, or
@@ -414,96 +397,4 @@ impl Policy {
         self.engine
             .costs(self.rules.iter().map(Limiter::rule), costs)
     }
-
-    /// A try_acquire of checked `costs` now.
-    #[inline(always)]
-    fn try_acquire_now(&self, costs: impl Cost) -> bool {
-        if self.engine.is_query(costs) {
-            return true;
-        }
-        let time = Monotonic;
-        // On the cheap clock's bounds where the rules settle there, as a limiter's
-        // `try_acquire` does: each rule's outcome then holds at every instant within them.
-        // A request whose sliding logs need asking first (see `Engine::take`) takes the
-        // exact time.
-        let bounds = if self.engine.takers(costs) <= 1 {
-            time.bounds()
-        } else {
-            None
-        };
-        if let Some(bounds) = bounds {
-            // A rule the bounds leave undecided (an idle GCRA bucket) is decided at the
-            // exact time, and so are the rules after it, if that time lies within the
-            // bounds: the rules settled before it hold at that instant too.
-            let mut exact = None;
-            let taken = self.engine.take_each(
-                &*self.rules,
-                costs,
-                // Into each of the engine's loops: called, a step costs more than the
-                // settling it makes.
-                #[inline(always)]
-                |index, n, refund| {
-                    let rule = &self.rules[index];
-                    Ok(match exact {
-                        None => rule
-                            .step(Settle { bounds, n }, Some(refund))
-                            .or_else(|| exactly(rule, n, bounds, refund, &mut exact)),
-                        Some(now) => Some(rule.step(TryAcquire { now, n }, Some(refund))),
-                    })
-                },
-            );
-            match taken {
-                Ok(Taken::All) => return true,
-                Ok(Taken::Denied(_)) => return false,
-                // A limiter's steps never fail.
-                Ok(Taken::Undecided) | Err(_) => {}
-            }
-        }
-        // A limiter's steps never fail.
-        self.engine
-            .try_acquire_at(&*self.rules, costs, time.now())
-            .unwrap_or(false)
-    }
-}
-
-/// A policy's own limiters, as the engine takes from them.
-impl Rules for [Limiter] {
-    type Refund = RuleRefund;
-    /// A policy's own limiters are in no file: a step of a checked request never fails.
-    type Error = Infallible;
-
-    #[inline]
-    fn swap<R: Request>(
-        &self,
-        rule: usize,
-        request: R,
-        refund: Option<&Cell<Option<RuleRefund>>>,
-    ) -> Result<R::Out, Infallible> {
-        Ok(self[rule].step(request, refund))
-    }
-
-    #[inline]
-    fn refund(&self, rule: usize, refund: RuleRefund) {
-        self[rule].refund(refund);
-    }
-}
-
-/// A rule's step of a `try_acquire` that the cheap clock's bounds left undecided, at the
-/// exact time read after them, if it lies within them (then the rules after it are decided
-/// at that time too: `exact`). Out of line, so that the busy path, where the bounds settle
-/// every rule, is the bounds' settling alone.
-#[cold]
-#[inline(never)]
-fn exactly(
-    rule: &Limiter,
-    n: u64,
-    bounds: Bounds,
-    refund: &Cell<Option<RuleRefund>>,
-    exact: &mut Option<u64>,
-) -> Option<bool> {
-    let now = Monotonic.now_after(bounds);
-    (now <= bounds.latest).then(|| {
-        *exact = Some(now);
-        rule.step(TryAcquire { now, n }, Some(refund))
-    })
 }

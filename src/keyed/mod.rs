@@ -40,7 +40,9 @@
 //! region, so a key's home slot and probe order are too.
 //!
 //! # Files
-//! - `mod.rs`: the public [`KeyedLimiter`] API, and the clock choice of each path.
+//! - `mod.rs`: the public [`KeyedLimiter`] API, and the clock choice of each path;
+//!   `try_acquire.rs`: the answer-only forms, the fastest path among them;
+//!   `counts.rs`: counting the handle's requests.
 //! - `layout.rs`: where each word of a region lies (sizes, offsets, allocation),
 //!   prefetch and huge-page advice; `region.rs`: a region: a rule and its words, each
 //!   word's address, a key's home and probe order.
@@ -82,6 +84,7 @@ mod batch;
 mod build;
 mod change;
 mod claim;
+mod counts;
 mod file;
 mod give_back;
 mod hasher;
@@ -97,6 +100,7 @@ mod reset;
 mod stats;
 #[cfg(all(test, not(loom)))]
 mod tests;
+mod try_acquire;
 
 #[cfg(not(loom))]
 pub(crate) use self::file::FileTable;
@@ -106,21 +110,18 @@ pub use self::hasher::KeyHasher;
 use self::insert::Refusal;
 use self::insert::Request;
 pub(crate) use self::layout::Located;
-use self::lookup::{Evicted, Lookup, Tenant};
 #[cfg(loom)]
 use self::markers::is_marker;
 use self::region::Region;
-use self::regions::View;
 pub use self::stats::KeyedStats;
 use crate::config::Config;
-use crate::counters::{Counters, Counts, Outcome};
+use crate::counters::Counters;
 use crate::decider::Decider;
 use crate::decision::Decision;
 use crate::error::{KeyedAcquireError, ReserveError};
-use crate::sync::AtomicU64;
 #[cfg(loom)]
 use crate::sync::Ordering;
-use crate::time::{self as clock, Hinted, Instant, Monotonic, ThreadHint, TimeSource};
+use crate::time::{self as clock, Instant};
 use crate::versions::{Kept, Versions};
 use std::fmt;
 use std::hash::BuildHasher;
@@ -247,165 +248,6 @@ impl<S: BuildHasher> KeyedLimiter<S> {
             n,
             self.acquire_located(&self.view(), self.locate(key), request, None),
         )
-    }
-
-    /// Acquires `n` units for `key` now and says only whether they were admitted: the
-    /// fastest path. For a key already in the table it decides on the coarse clock
-    /// whenever that settles the outcome, as [`Limiter::try_acquire`](crate::limiter::Limiter::try_acquire)
-    /// does, and like it reads the exact clock first while the decisions before needed it
-    /// (on a table, this thread's last decision); the outcome is always the one
-    /// [`acquire`](Self::acquire) would give.
-    ///
-    /// # Errors
-    /// As [`acquire`](Self::acquire).
-    pub fn try_acquire(&self, key: &[u8], n: u64) -> Result<bool, KeyedAcquireError> {
-        self.counted(n, self.try_acquire_now(key, n))
-    }
-
-    /// [`try_acquire`](Self::try_acquire), uncounted.
-    #[inline(always)]
-    fn try_acquire_now(&self, key: &[u8], n: u64) -> Result<bool, KeyedAcquireError> {
-        let view = self.view();
-        let region = view.current();
-        region.decider.check(n)?;
-        let key = self.locate(key);
-        if self.uncached {
-            // The key's slot is most likely a cache miss, which costs several clock reads:
-            // read the exact time while the line travels rather than the coarse time now
-            // and perhaps the exact time after it arrives.
-            region.prefetch_home(key);
-            return self.try_acquire_located_at(&view, region, key, clock::now_ns(), n);
-        }
-        if ThreadHint::read() && region.decider.follows_hint() {
-            // This thread's last decision needed the exact time (an idle bucket's does):
-            // read it before the lookup, so that the read overlaps the hash and the lookup
-            // instead of following them.
-            let time = Hinted::read_first(Monotonic, ThreadHint::<true>);
-            return self.try_acquire_by(&view, region, key, n, time);
-        }
-        let time = Hinted::new(Monotonic, ThreadHint::<false>);
-        self.try_acquire_by(&view, region, key, n, time)
-    }
-
-    /// Acquires `n` units for `key` at `at` and says only whether they were admitted:
-    /// the outcome [`acquire_at`](Self::acquire_at) gives, without the report's work (the
-    /// C ABI's `out` NULL). A query (`n == 0`) is admitted and never inserts its key, as
-    /// `acquire_at`'s is.
-    ///
-    /// # Errors
-    /// As [`acquire`](Self::acquire).
-    pub fn try_acquire_at(
-        &self,
-        key: &[u8],
-        n: u64,
-        at: Instant,
-    ) -> Result<bool, KeyedAcquireError> {
-        let view = self.view();
-        let region = view.current();
-        let admitted = match region.decider.check(n) {
-            Ok(()) => {
-                self.try_acquire_located_at(&view, region, self.locate(key), at.as_nanos(), n)
-            }
-            Err(error) => Err(error.into()),
-        };
-        self.counted(n, admitted)
-    }
-
-    /// `outcome`, a request of `n` units, counted if counting is on (docs/metrics.md):
-    /// a full table apart.
-    #[inline(always)]
-    fn counted<T: Outcome, E: Refusal>(&self, n: u64, outcome: Result<T, E>) -> Result<T, E> {
-        if self.counters.enabled() {
-            match &outcome {
-                Err(error) if error.is_table_full() => self.counters.count_table_full(),
-                decided => self.counters.count(n, decided),
-            }
-        }
-        outcome
-    }
-
-    /// Turns on counting of this handle's requests, from this call on (docs/metrics.md,
-    /// counters): one atomic add a request, which is why it is off until asked for. For a
-    /// shared table, this process's requests through this handle. Counting that is on
-    /// stays on.
-    pub fn enable_counts(&self) {
-        self.counters.enable();
-    }
-
-    /// How many requests this handle admitted, denied and refused for a full table since
-    /// [`enable_counts`](Self::enable_counts); `None` while counting is off.
-    pub fn counts(&self) -> Option<Counts> {
-        self.counters.counts(1)
-    }
-
-    /// A try_acquire of `n` (checked under `region`'s rule) for `key`, by `time`.
-    #[inline(always)]
-    fn try_acquire_by(
-        &self,
-        view: &View<'_>,
-        region: &Region,
-        key: Located,
-        n: u64,
-        time: impl TimeSource,
-    ) -> Result<bool, KeyedAcquireError> {
-        self.try_acquire_located(
-            view,
-            region,
-            key,
-            n,
-            |region, state, tenant| region.decider.try_acquire(state, tenant, time, n),
-            || time.now(),
-        )
-    }
-
-    /// A try_acquire of `n` (checked under `region`'s rule) at `now_ns` for `key`.
-    #[inline]
-    fn try_acquire_located_at(
-        &self,
-        view: &View<'_>,
-        region: &Region,
-        key: Located,
-        now_ns: u64,
-        n: u64,
-    ) -> Result<bool, KeyedAcquireError> {
-        if n == 0 {
-            // A query: admitted, and a keyed query never inserts its key.
-            return Ok(true);
-        }
-        self.try_acquire_located(
-            view,
-            region,
-            key,
-            n,
-            |region, state, tenant| {
-                let request = crate::state::TryAcquire { now: now_ns, n };
-                region.decider.swap(state, tenant, request)
-            },
-            || now_ns,
-        )
-    }
-
-    /// A try_acquire of `n` (checked under `region`'s rule) for `key`: by `decide` on its
-    /// state if the key is in `region`, else as an acquire at `now()` wherever the table
-    /// keeps the key or inserts it (`regions.rs`).
-    #[inline(always)]
-    fn try_acquire_located<'v>(
-        &self,
-        view: &'v View<'_>,
-        region: &'v Region,
-        key: Located,
-        n: u64,
-        decide: impl Fn(&Region, &[AtomicU64], &Tenant<'_>) -> Result<bool, Evicted>,
-        now: impl FnOnce() -> u64,
-    ) -> Result<bool, KeyedAcquireError> {
-        let missed_in = match region.on_existing(key, 0, decide) {
-            Lookup::Found(allowed) => return Ok(allowed),
-            Lookup::Absent => Some(region),
-            Lookup::Moved => None,
-        };
-        let request = Request::new(now(), n, None);
-        let decided = self.acquire_located::<KeyedAcquireError>(view, key, request, missed_in);
-        Ok(decided?.allowed)
     }
 
     /// Reserves `n` units for `key` now: GCRA's leaky bucket as a queue. Admits if the

@@ -8,62 +8,28 @@
 //! `src/keyed/` argues: in place, or, for a request that inserted its key, by making the
 //! key absent again (its former state then holds its slot, under no key, until fresh).
 //!
+//! `keyed/build.rs`: the rules a keyed policy is built of, and building it;
 //! `keyed/rules.rs`: where each rule keeps its state, and the engine's steps on them for
-//! one key; `keyed/change.rs`: replacing the rules at run time.
+//! one key; `keyed/counts.rs`: counting its requests; `keyed/change.rs`: replacing the
+//! rules at run time.
 
 use super::engine::{least_limit, Costs, Engine};
 use super::shadow::ShadowMask;
-use super::PolicyDecision;
-use crate::config::Config;
-use crate::counters::{Counters, Counts};
+use super::{admitted, PolicyDecision};
+use crate::counters::Counters;
 use crate::error::{ConfigError, CostsError, KeyedAcquireError, ResetError};
 use crate::keyed::{KeyHasher, KeyedLimiter, KeyedStats, Located};
-use crate::limiter::Limiter;
 use crate::time::Instant;
 use std::hash::BuildHasher;
 
-use super::MAX_RULES;
-
+mod build;
 mod change;
+mod counts;
 mod rules;
 
+pub use self::build::KeyedRule;
 use self::rules::ForKey;
 pub(super) use self::rules::Scoped;
-
-/// One rule of a [`KeyedPolicy`]: a [`Config`], kept per key or once for every key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KeyedRule {
-    config: Config,
-    per_key: bool,
-}
-
-impl KeyedRule {
-    /// A rule each key has its own state of, in a keyed table.
-    pub fn per_key(config: Config) -> Self {
-        Self {
-            config,
-            per_key: true,
-        }
-    }
-
-    /// A rule every key shares one state of.
-    pub fn global(config: Config) -> Self {
-        Self {
-            config,
-            per_key: false,
-        }
-    }
-
-    /// The rule's configuration.
-    pub fn config(&self) -> &Config {
-        &self.config
-    }
-
-    /// Whether each key has its own state of this rule.
-    pub fn is_per_key(&self) -> bool {
-        self.per_key
-    }
-}
 
 /// A policy of per-key and global rules: a request for a key is admitted iff each rule
 /// admits it (a per-key rule on the key's own state, a global rule on the one state all
@@ -117,86 +83,6 @@ pub struct KeyedPolicy<S = KeyHasher> {
     shadow: ShadowMask,
     /// This handle's counts of its requests, off until asked for (docs/metrics.md).
     counters: Counters,
-}
-
-impl KeyedPolicy {
-    /// A keyed policy of `rules`, every key's per-key rules in tables of `capacity` keys,
-    /// every rule full at any time.
-    ///
-    /// # Errors
-    /// [`ConfigError::PolicyRules`] for no rule or more than
-    /// [`MAX_RULES`], [`ConfigError::ZeroCapacity`] or [`ConfigError::Capacity`] for a
-    /// `capacity` of 0 or too large, else [`ConfigError::PolicyRule`] naming the first
-    /// invalid rule and its reason.
-    pub fn new(rules: &[KeyedRule], capacity: u64) -> Result<Self, ConfigError> {
-        // One hasher for every table: see `ForKey::key`.
-        let hasher = KeyHasher::random();
-        Self::build(rules, capacity, |config| {
-            KeyedLimiter::with_hasher(config, capacity, hasher)
-        })
-    }
-}
-
-impl<S: Clone> KeyedPolicy<S> {
-    /// A keyed policy whose tables hash keys with `hasher`: for the model checks, which
-    /// place keys in the slots their races need. Exists only under `cfg(loom)`.
-    #[cfg(loom)]
-    #[doc(hidden)]
-    pub fn with_hasher(rules: &[KeyedRule], capacity: u64, hasher: S) -> Result<Self, ConfigError> {
-        Self::build(rules, capacity, |config| {
-            KeyedLimiter::with_hasher(config, capacity, hasher.clone())
-        })
-    }
-}
-
-impl<S> KeyedPolicy<S> {
-    /// The policy of `rules`, each per-key rule's table built by `table`.
-    fn build(
-        rules: &[KeyedRule],
-        capacity: u64,
-        table: impl Fn(&Config) -> Result<KeyedLimiter<S>, ConfigError>,
-    ) -> Result<Self, ConfigError> {
-        if rules.is_empty() || rules.len() > MAX_RULES {
-            return Err(ConfigError::PolicyRules { rules: rules.len() });
-        }
-        if capacity == 0 {
-            return Err(ConfigError::ZeroCapacity);
-        }
-        let rules: Box<[Scoped<S>]> = rules
-            .iter()
-            .enumerate()
-            .map(|(index, rule)| {
-                let built = if rule.per_key {
-                    table(&rule.config).map(Scoped::PerKey)
-                } else {
-                    Limiter::new(&rule.config).map(Scoped::Global)
-                };
-                built.map_err(|error| error.in_rule(index))
-            })
-            .collect::<Result<_, ConfigError>>()?;
-        Ok(Self::of(rules, capacity))
-    }
-
-    /// The policy over rules already built.
-    pub(super) fn of(rules: Box<[Scoped<S>]>, capacity: u64) -> Self {
-        // A global rule is asked before any rule takes: a request it denies then inserts
-        // no key (whose slot, given back, would stay taken until fresh: `give_back.rs` in
-        // `src/keyed/`), and a busy global rule's word is written only by requests that
-        // every per-key rule admitted.
-        let per_key = rules.iter().any(|rule| matches!(rule, Scoped::PerKey(_)));
-        let engine = Engine::new(
-            rules
-                .iter()
-                .map(|rule| (rule.decider(), per_key && matches!(rule, Scoped::Global(_)))),
-        );
-        Self {
-            rules,
-            engine,
-            capacity,
-            shadow: ShadowMask::default(),
-            counters: Counters::default(),
-        }
-    }
 }
 
 impl<S: BuildHasher> KeyedPolicy<S> {
@@ -323,8 +209,7 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<bool, KeyedAcquireError> {
         if self.counters.enabled() {
-            // Counting needs the rule that denied, which only the report says.
-            return Ok(self.acquire_at(key, n, at)?.decision.allowed);
+            return admitted(self.acquire_at(key, n, at));
         }
         let costs = self.uniform(n)?;
         self.try_acquire_checked(key, &costs, at.as_nanos())
@@ -354,44 +239,10 @@ impl<S: BuildHasher> KeyedPolicy<S> {
         at: Instant,
     ) -> Result<bool, CostsError<KeyedAcquireError>> {
         if self.counters.enabled() {
-            // As `try_acquire_at`'s.
-            return Ok(self.acquire_costs_at(key, costs, at)?.decision.allowed);
+            return admitted(self.acquire_costs_at(key, costs, at));
         }
         let costs = self.costs(costs)?;
         Ok(self.try_acquire_checked(key, &costs, at.as_nanos())?)
-    }
-
-    /// `decided`, a request of `costs`, counted if counting is on and the request was not
-    /// a query (docs/metrics.md).
-    fn counted(
-        &self,
-        costs: &Costs,
-        decided: Result<PolicyDecision, KeyedAcquireError>,
-    ) -> Result<PolicyDecision, KeyedAcquireError> {
-        match &decided {
-            Ok(decision) if !self.engine.is_query(costs) => {
-                self.counters
-                    .count_policy(decision.denied_by, decision.shadow_denials());
-            }
-            Err(KeyedAcquireError::TableFull) => self.counters.count_table_full(),
-            _ => {}
-        }
-        decided
-    }
-
-    /// Turns on counting of this handle's requests, from this call on (docs/metrics.md,
-    /// counters): one atomic add a request, and the `try_acquire` forms then decide as
-    /// `acquire` does, to learn which rule denied. For a shared policy, this process's
-    /// requests through this handle. Counting that is on stays on.
-    pub fn enable_counts(&self) {
-        self.counters.enable();
-    }
-
-    /// How many requests this handle admitted, how many each rule denied first, and
-    /// how many a full table refused, since [`enable_counts`](Self::enable_counts);
-    /// `None` while counting is off.
-    pub fn counts(&self) -> Option<Counts> {
-        self.counters.counts(self.rules.len())
     }
 
     /// Resets `key` in every per-key rule (as [`KeyedLimiter::reset`]): its next request is
