@@ -79,7 +79,7 @@ fn report(shape: &str, rounds: Rounds) -> String {
         .map(|(leased, in_process)| leased / in_process)
         .collect();
     let ratios = sorted(ratios);
-    let fastest = |times: Vec<f64>| sorted(times)[0];
+    let fastest = |times: Vec<f64>| times.into_iter().fold(f64::INFINITY, f64::min);
     let (in_process, leased) = (fastest(rounds.in_process), fastest(rounds.leased));
     let quartile = |index: usize| ratios[index * (ratios.len() - 1) / 4];
     format!(

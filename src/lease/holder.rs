@@ -3,14 +3,12 @@
 //! applies the answer. A client (`librate::redis`, Python's, Go's) carries the calls.
 
 use super::gcra_share::GcraShare;
-use super::grant::Grant;
 use super::rule::{Divided, LeaseRule};
-use super::share::Share;
 use super::stats::Books;
 use super::window_share::{self, WindowShare};
 use super::words::{self, Words};
 use crate::config::Config;
-use crate::counters::{Counters, Counts};
+use crate::counters::Counters;
 use crate::decision::Decision;
 use crate::error::{AcquireError, ConfigError};
 use crate::limiter::Limiter;
@@ -76,13 +74,14 @@ pub struct LeaseHolder {
     /// What this handle's renewals applied, for [`stats`](Self::stats).
     pub(super) books: Books,
     /// This handle's counts of its requests, off until asked for (docs/metrics.md).
-    counters: Counters,
-    /// The most units a request may take ([`LeaseRule`]'s), read by every decision.
+    pub(super) counters: Counters,
+    /// The most units a request may take ([`LeaseRule`]'s), for the decisions that do not
+    /// take `inline_most`'s path, without matching on the rule's algorithm.
     most: u64,
     /// The most units `try_acquire` decides from a GCRA share inline, uncounted: `most`
     /// for a GCRA holder until counting is turned on, else 0. One word, read in place of
     /// the algorithm, the counts' state and `most`, beside what a decision reads anyway.
-    inline_most: CountAtomicU64,
+    pub(super) inline_most: CountAtomicU64,
     /// Which clock reading this holder's decisions take first, as a limiter's.
     hint: ClockHint,
 }
@@ -278,22 +277,6 @@ impl LeaseHolder {
         decided
     }
 
-    /// Turns on counting of this handle's decisions, from this call on (docs/metrics.md,
-    /// counters): one atomic add a request, which is why it is off until asked for.
-    /// Counting that is on stays on.
-    pub fn enable_counts(&self) {
-        self.counters.enable();
-        // Relaxed: see `try_acquire`.
-        self.inline_most.store(0, Relaxed);
-    }
-
-    /// How many requests this handle admitted and denied since
-    /// [`enable_counts`](Self::enable_counts), whether from its share or by its fallback;
-    /// `None` while counting is off.
-    pub fn counts(&self) -> Option<Counts> {
-        self.counters.counts(1)
-    }
-
     /// [`try_acquire_leased_at`](Self::try_acquire_leased_at) with the share's decision.
     pub(super) fn acquire_leased_at(
         &self,
@@ -363,26 +346,6 @@ impl LeaseHolder {
         } else {
             HolderState::Fallback
         }
-    }
-
-    /// The share last granted (none before the first grant).
-    pub fn granted(&self) -> Share {
-        self.last_grant()
-            .map(|grant| grant.share)
-            .unwrap_or_default()
-    }
-
-    /// The last grant applied, with what every holder held then.
-    pub fn last_grant(&self) -> Option<Grant> {
-        // Relaxed: a report; the renewer alone writes these words.
-        if self.words.get(words::GRANTED).load(Relaxed) == 0 {
-            return None;
-        }
-        let mut fields = [0; 8];
-        for (field, word) in fields.iter_mut().zip(self.words.range(words::GRANT, 8)) {
-            *field = word.load(Relaxed);
-        }
-        Grant::from_fields(b"granted", fields).ok()
     }
 
     /// The units asked for since the last renewal.

@@ -224,15 +224,8 @@ impl KeyedLeasedLimiter {
         key: &[u8],
         n: u64,
     ) -> Result<bool, AcquireError> {
-        let admitted = self.holder.try_acquire(key, n).map(|leased| {
-            leased.unwrap_or_else(|| {
-                let rule = self.holder.rule();
-                match acquire_in_redis(connection, &self.prefix, key, rule, n, None) {
-                    Ok(decision) => decision.allowed,
-                    Err(_) => self.fallback_decision(key, n).allowed,
-                }
-            })
-        });
+        let admitted = (self.holder.try_acquire(key, n))
+            .map(|leased| leased.unwrap_or_else(|| self.beside_lease(connection, key, n).allowed));
         self.counters.count(n, &admitted);
         admitted
     }
@@ -249,17 +242,25 @@ impl KeyedLeasedLimiter {
         key: &[u8],
         n: u64,
     ) -> Result<Decision, AcquireError> {
-        let decided = self.holder.acquire(key, n).map(|leased| {
-            leased.unwrap_or_else(|| {
-                let rule = self.holder.rule();
-                match acquire_in_redis(connection, &self.prefix, key, rule, n, None) {
-                    Ok(decision) => decision,
-                    Err(_) => self.fallback_decision(key, n),
-                }
-            })
-        });
+        let decided = (self.holder.acquire(key, n))
+            .map(|leased| leased.unwrap_or_else(|| self.beside_lease(connection, key, n)));
         self.counters.count(n, &decided);
         decided
+    }
+
+    /// The decision on `n` units for `key`, not leased here: by one script call on
+    /// `connection`, or, if Redis does not answer, by the fallback.
+    fn beside_lease(
+        &self,
+        connection: &mut impl redis::ConnectionLike,
+        key: &[u8],
+        n: u64,
+    ) -> Decision {
+        let rule = self.holder.rule();
+        match acquire_in_redis(connection, &self.prefix, key, rule, n, None) {
+            Ok(decision) => decision,
+            Err(_) => self.fallback_decision(key, n),
+        }
     }
 
     /// The fallback's decision for `key`: the local rule's, or a denial until the next

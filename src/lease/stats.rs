@@ -1,10 +1,13 @@
 //! What a dashboard reads of a lease holder (docs/metrics.md, leases): the renewals it
-//! applied, the time it decided by its fallback, and the share it holds. Kept by the
-//! handle that renews, in process memory: a host holder's other processes renew nothing
-//! and see only the share.
+//! applied, the time it decided by its fallback, the share it holds (its last grant), and
+//! the counts of its requests. The renewals' books are kept by the handle that renews, in
+//! process memory: a host holder's other processes renew nothing and see only the share.
 
+use super::grant::Grant;
 use super::holder::{HolderState, LeaseHolder};
 use super::share::Share;
+use super::words;
+use crate::counters::Counts;
 use crate::sync::CountAtomicU64 as AtomicU64;
 use crate::sync::Ordering::Relaxed;
 use crate::time::Instant;
@@ -70,6 +73,42 @@ impl Books {
 }
 
 impl LeaseHolder {
+    /// Turns on counting of this handle's decisions, from this call on (docs/metrics.md,
+    /// counters): one atomic add a request, which is why it is off until asked for.
+    /// Counting that is on stays on.
+    pub fn enable_counts(&self) {
+        self.counters.enable();
+        // Relaxed: see `LeaseHolder::try_acquire`.
+        self.inline_most.store(0, Relaxed);
+    }
+
+    /// How many requests this handle admitted and denied since
+    /// [`enable_counts`](Self::enable_counts), whether from its share or by its fallback;
+    /// `None` while counting is off.
+    pub fn counts(&self) -> Option<Counts> {
+        self.counters.counts(1)
+    }
+
+    /// The share last granted (none before the first grant).
+    pub fn granted(&self) -> Share {
+        self.last_grant()
+            .map(|grant| grant.share)
+            .unwrap_or_default()
+    }
+
+    /// The last grant applied, with what every holder held then.
+    pub fn last_grant(&self) -> Option<Grant> {
+        // Relaxed: a report; the renewer alone writes these words.
+        if self.words.get(words::GRANTED).load(Relaxed) == 0 {
+            return None;
+        }
+        let mut fields = [0; 8];
+        for (field, word) in fields.iter_mut().zip(self.words.range(words::GRANT, 8)) {
+            *field = word.load(Relaxed);
+        }
+        Grant::from_fields(b"granted", fields).ok()
+    }
+
     /// This holder's statistics now.
     pub fn stats(&self) -> LeaseStats {
         self.stats_at(Instant::now())
@@ -151,8 +190,9 @@ mod tests {
         assert!(!holder.acquire_at(1, at(2)).unwrap().allowed);
         // Past the lease: the fallback denies.
         assert!(!holder.try_acquire_at(1, at(2500)).unwrap());
-        assert!(holder.try_acquire_at(0, at(2500)).unwrap()); // a query: not counted
-                                                              // Now, on the real clock, long past the lease: the fallback denies.
+        // A query: not counted.
+        assert!(holder.try_acquire_at(0, at(2500)).unwrap());
+        // Now, on the real clock, long past the lease: the fallback denies.
         assert!(!holder.try_acquire(1).unwrap());
         let counts = holder.counts().unwrap();
         assert_eq!((counts.admitted, counts.denied), (1, 4));
